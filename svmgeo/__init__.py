@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""svmgeo: the optimization geometry of attention.
+
+Solvers for the attention SVMs of Tarzanagh, Li, Thrampoulidis and Oymak, "Transformers as
+Support Vector Machines" (arXiv:2308.16898), with certificates computed by svmgeo; token-selection
+analysis; and a gradient-descent engine for softmax attention.
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    BackendError,
+    ConvergenceWarning,
+    InaccurateSolutionWarning,
+    ProblemError,
+    SolverError,
+    SolverNotFound,
+    SvmgeoError,
+    TieError,
+)
+from ._linalg import correlation, query_projector
+from .constraints import EQUALITY, MARGIN, ConstraintSet, att_svm_constraints, pair_constraints
+from .data import TokenData, load_data, random_data, save_data
+from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "EQUALITY",
+    "MARGIN",
+    "BackendError",
+    "ConstraintSet",
+    "ConvergenceWarning",
+    "InaccurateSolutionWarning",
+    "ProblemError",
+    "SolverError",
+    "SolverNotFound",
+    "SvmgeoError",
+    "TieError",
+    "TokenData",
+    "__version__",
+    "att_svm_constraints",
+    "check_selection",
+    "correlation",
+    "load_data",
+    "optimal_token_sets",
+    "optimal_tokens",
+    "pair_constraints",
+    "query_projector",
+    "random_data",
+    "save_data",
+    "token_scores",
+]

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Exceptions and warnings owned by svmgeo.
+
+Every error about a *value* the user passed subclasses :class:`ValueError`, so
+``except ValueError`` keeps working for callers that do not know svmgeo.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "ConvergenceWarning",
+    "InaccurateSolutionWarning",
+    "ProblemError",
+    "SolverError",
+    "SolverNotFound",
+    "SvmgeoError",
+    "TieError",
+]
+
+
+class SvmgeoError(Exception):
+    """Base class of every exception raised by svmgeo."""
+
+
+class ProblemError(SvmgeoError, ValueError):
+    """A problem's data or parameters are invalid (shape, value, range)."""
+
+
+class TieError(ProblemError):
+    """Optimal tokens are not unique and the caller did not say how to break ties."""
+
+
+class SolverNotFound(SvmgeoError, ImportError):
+    """A requested backend solver is not installed."""
+
+
+class SolverError(SvmgeoError, RuntimeError):
+    """A backend solver failed in a way that leaves no usable answer."""
+
+
+class BackendError(SvmgeoError, ValueError):
+    """An array backend is missing, unknown, or the inputs mix backends."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative method stopped before its stopping criterion was met."""
+
+
+class InaccurateSolutionWarning(UserWarning):
+    """A solution failed svmgeo's own certificate check at the requested tolerance."""

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Small linear-algebra helpers shared across svmgeo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._errors import ProblemError
+
+__all__ = ["correlation", "orthonormal_basis", "query_projector"]
+
+
+def correlation(W1: Any, W2: Any) -> float:
+    r"""Correlation of two matrices, :math:`\langle W_1, W_2\rangle / (\|W_1\|_F \|W_2\|_F)`.
+
+    Returns 0 when either matrix is zero (the direction is undefined).
+    """
+    A = np.asarray(W1, dtype=float)
+    B = np.asarray(W2, dtype=float)
+    if A.shape != B.shape:
+        raise ProblemError(
+            f"correlation needs matrices of equal shape; got {A.shape} and {B.shape}."
+        )
+    na, nb = np.linalg.norm(A), np.linalg.norm(B)
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    # scale first so that huge norms (directional convergence) cannot overflow
+    return float(np.vdot(A / na, B / nb))
+
+
+def orthonormal_basis(M: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """Orthonormal basis (columns) of the row space of ``M`` (shape (N, d)) via SVD."""
+    if M.size == 0:
+        return np.zeros((M.shape[1], 0))
+    _, s, Vt = np.linalg.svd(M, full_matrices=False)
+    if s.size == 0 or s[0] == 0.0:
+        return np.zeros((M.shape[1], 0))
+    r = int(np.count_nonzero(s > rtol * s[0]))
+    return Vt[:r].T
+
+
+def query_projector(queries: np.ndarray) -> np.ndarray:
+    r"""Orthogonal projector :math:`P_Z` onto :math:`\mathrm{span}\{z_{ik}\}` (Lemma 1)."""
+    Z = np.asarray(queries).reshape(-1, np.asarray(queries).shape[-1])
+    U = orthonormal_basis(Z)
+    return U @ U.T

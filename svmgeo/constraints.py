@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Token-pair constraints: the one representation every SVM in svmgeo is built from.
+
+Each row :math:`j` is a bilinear constraint on :math:`W \in \mathbb{R}^{d\times d}`:
+
+.. math::
+
+    \langle W, a_j b_j^\top\rangle = a_j^\top W b_j \;\ge\; c_j \quad\text{(margin row)}
+    \qquad\text{or}\qquad a_j^\top W b_j = c_j \quad\text{(equality row)},
+
+with :math:`a_j = x_{i,p} - x_{i,q}` (preferred minus competing token of sequence :math:`i`),
+:math:`b_j = z_{ik}` (the query that sees them) and :math:`c_j` = 1 for margin rows
+(0 or a log-probability ratio for equality rows). Att-SVM, sequence, causal and masked
+variants, and the directional part of Gen-SVM differ only in which rows they generate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._errors import ProblemError
+from .data import TokenData
+from .selection import check_selection
+
+__all__ = ["EQUALITY", "MARGIN", "ConstraintSet", "att_svm_constraints", "pair_constraints"]
+
+MARGIN = 0
+"""Row kind of an inequality :math:`a^\\top W b \\ge c`."""
+EQUALITY = 1
+"""Row kind of an equality :math:`a^\\top W b = c`."""
+
+
+@dataclass(frozen=True, eq=False)
+class ConstraintSet:
+    r"""A set of token-pair rows :math:`(a_j, b_j, \mathrm{kind}_j, c_j)`.
+
+    Attributes
+    ----------
+    A, B : ndarray of shape (N, d)
+        Row vectors :math:`a_j` and :math:`b_j`.
+    kind : ndarray of int8, shape (N,)
+        :data:`MARGIN` or :data:`EQUALITY`.
+    rhs : ndarray of shape (N,)
+        Right-hand sides :math:`c_j`.
+    seq, query, pref, comp : ndarray of int, shape (N,)
+        For each row: sequence :math:`i`, query :math:`k`, preferred token :math:`p` and
+        competing token :math:`q`, so results map back to tokens.
+    n, K, T : int
+        Sizes of the dataset the rows came from.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    kind: np.ndarray
+    rhs: np.ndarray
+    seq: np.ndarray
+    query: np.ndarray
+    pref: np.ndarray
+    comp: np.ndarray
+    n: int
+    K: int
+    T: int
+
+    def __post_init__(self) -> None:
+        for name in ("A", "B", "kind", "rhs", "seq", "query", "pref", "comp"):
+            getattr(self, name).flags.writeable = False
+
+    @property
+    def N(self) -> int:
+        """Number of rows."""
+        return int(self.A.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.A.shape[1])
+
+    @property
+    def is_margin(self) -> np.ndarray:
+        """Boolean mask of margin (inequality) rows."""
+        return self.kind == MARGIN
+
+    @property
+    def n_margin(self) -> int:
+        return int(np.count_nonzero(self.kind == MARGIN))
+
+    def gram(self) -> np.ndarray:
+        r"""Gram matrix :math:`G_{jk} = \langle a_j b_j^\top, a_k b_k^\top\rangle = (AA^\top)_{jk}(BB^\top)_{jk}`."""
+        return (self.A @ self.A.T) * (self.B @ self.B.T)
+
+    def apply(self, W: np.ndarray) -> np.ndarray:
+        r"""Row values :math:`a_j^\top W b_j`, shape (N,)."""
+        return np.einsum("jd,jd->j", self.A @ W, self.B)
+
+    def adjoint(self, lam: np.ndarray) -> np.ndarray:
+        r"""The matrix :math:`\sum_j \lambda_j a_j b_j^\top`, shape (d, d)."""
+        return self.A.T @ (np.asarray(lam)[:, None] * self.B)
+
+    def subset(self, rows: Any) -> ConstraintSet:
+        """The rows selected by a boolean mask or index array."""
+        idx = np.asarray(rows)
+        return ConstraintSet(
+            A=self.A[idx],
+            B=self.B[idx],
+            kind=self.kind[idx],
+            rhs=self.rhs[idx],
+            seq=self.seq[idx],
+            query=self.query[idx],
+            pref=self.pref[idx],
+            comp=self.comp[idx],
+            n=self.n,
+            K=self.K,
+            T=self.T,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ConstraintSet(N={self.N}, d={self.d}, margin={self.n_margin}, "
+            f"equality={self.N - self.n_margin}, n={self.n}, K={self.K}, T={self.T})"
+        )
+
+
+def pair_constraints(
+    data: TokenData,
+    seq: np.ndarray,
+    query: np.ndarray,
+    pref: np.ndarray,
+    comp: np.ndarray,
+    kind: np.ndarray | int = MARGIN,
+    rhs: np.ndarray | float | None = None,
+) -> ConstraintSet:
+    r"""Rows :math:`a = x_{i,p} - x_{i,q}`, :math:`b = z_{ik}` for given index arrays.
+
+    The low-level builder behind every SVM: callers choose which (sequence, query,
+    preferred, competing) tuples become rows. ``rhs`` defaults to 1 on margin rows and 0 on
+    equality rows.
+    """
+    seq, query, pref, comp = (
+        np.ascontiguousarray(a, dtype=np.int64) for a in (seq, query, pref, comp)
+    )
+    N = seq.shape[0]
+    kinds = np.broadcast_to(np.asarray(kind, dtype=np.int8), (N,)).copy()
+    if rhs is None:
+        c = np.where(kinds == MARGIN, 1.0, 0.0)
+    else:
+        c = np.broadcast_to(np.asarray(rhs, dtype=float), (N,)).copy()
+    A = data.X[seq, pref] - data.X[seq, comp]
+    B = data.queries[seq, query]
+    return ConstraintSet(
+        A=np.ascontiguousarray(A, dtype=float).reshape(N, data.d),
+        B=np.ascontiguousarray(B, dtype=float).reshape(N, data.d),
+        kind=kinds,
+        rhs=c,
+        seq=seq,
+        query=query,
+        pref=pref,
+        comp=comp,
+        n=data.n,
+        K=data.K,
+        T=data.T,
+    )
+
+
+def att_svm_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
+    r"""Rows of Att-SVM(:math:`\alpha`): :math:`(x_{i\alpha_{ik}} - x_{it})^\top W z_{ik} \ge 1`.
+
+    One margin row for every query :math:`k` of every sequence :math:`i` and every visible
+    token :math:`t \ne \alpha_{ik}`. Covers cross- and self-attention, several queries per
+    sequence, and causal or general masks.
+
+    Parameters
+    ----------
+    data : TokenData
+    alpha : array of int, shape (n,) or (n, K)
+        The selected token of each query (must be visible).
+
+    Returns
+    -------
+    ConstraintSet
+    """
+    a = check_selection(data, alpha)
+    competing = data.visible.copy()
+    np.put_along_axis(competing, a[:, :, None], False, axis=2)
+    i, k, t = np.nonzero(competing)
+    if i.size == 0 and data.T > 1:
+        raise ProblemError("Every query sees only its selected token: Att-SVM has no constraints.")
+    return pair_constraints(data, i, k, a[i, k], t)

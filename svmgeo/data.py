@@ -1,0 +1,483 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Token datasets: :class:`TokenData`, the paper's random generator, and ``.npz`` I/O.
+
+A dataset holds :math:`n` sequences :math:`X_i \in \mathbb{R}^{T\times d}`, labels, a linear
+head :math:`v`, and for every sequence :math:`K` queries :math:`z_{ik}` that attend over the
+tokens of :math:`X_i`:
+
+* cross-attention: the queries :math:`Z` are given (shape ``(n, d)`` or ``(n, K, d)``);
+* self-attention: ``query=q`` uses :math:`z_i = x_{iq}` (one query per sequence);
+* sequence output: ``query="all"`` uses :math:`z_{ik} = x_{ik}` (:math:`K = T`).
+
+A mask :math:`M \in \{0, 1\}^{K\times T}` hides keys from queries (``"causal"``:
+:math:`M_{kt} = [t \le k]`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import numpy as np
+
+from ._errors import ProblemError
+from ._validation import check_array, check_int, check_real
+
+__all__ = ["TokenData", "load_data", "random_data", "save_data"]
+
+QuerySpec = int | Literal["all"] | None
+MaskSpec = Literal["causal"] | np.ndarray | None
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+class TokenData:
+    r"""A token dataset for attention: sequences, labels, head, queries and mask.
+
+    Parameters
+    ----------
+    X : array of shape (n, T, d)
+        The tokens :math:`x_{it}` of each sequence.
+    Y : array of shape (n,) or (n, K), optional
+        Labels in :math:`\{-1, +1\}`. Defaults to all :math:`+1`. With several queries a
+        ``(n,)`` array gives every query of a sequence the same label.
+    v : array of shape (d,), optional
+        Linear head. Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top x_{it}` need it unless
+        ``scores`` is given.
+    Z : array of shape (n, d) or (n, K, d), optional
+        Cross-attention queries. Exactly one of ``Z`` and ``query`` must be given.
+    query : int or "all", optional
+        Self-attention: ``q`` uses token ``q`` of each sequence as its query; ``"all"`` uses
+        every token as a query (:math:`K = T`).
+    mask : "causal" or bool array of shape (K, T) or (n, K, T), optional
+        ``mask[k, t]`` is True when query ``k`` sees key ``t``. ``"causal"`` needs
+        :math:`K = T`.
+    scores : array of shape (n, T) or (n, K, T), optional
+        Token scores :math:`\gamma` given directly (labels already included), for heads
+        other than linear or value embeddings other than ``X``. A ``(n, T)`` array is shared
+        by all queries of a sequence.
+
+    Attributes
+    ----------
+    n, T, d, K : int
+        Sizes. ``K`` is 1 for one query per sequence.
+    single_query : bool
+        True for one query per sequence; selections then have shape ``(n,)``.
+    queries : ndarray of shape (n, K, d)
+        The query vectors :math:`z_{ik}`, whatever the attention type.
+    labels : ndarray of shape (n, K)
+        :math:`Y_{ik}`.
+    visible : ndarray of shape (n, K, T)
+        Which keys each query sees (all True without a mask).
+
+    Examples
+    --------
+    >>> import numpy as np, svmgeo as sg
+    >>> X = np.random.default_rng(0).normal(size=(3, 4, 5))
+    >>> data = sg.TokenData(X, v=np.ones(5), query=0)
+    >>> data.n, data.T, data.d, data.K
+    (3, 4, 5, 1)
+    """
+
+    def __init__(
+        self,
+        X: Any,
+        *,
+        Y: Any = None,
+        v: Any = None,
+        Z: Any = None,
+        query: QuerySpec = None,
+        mask: MaskSpec | Any = None,
+        scores: Any = None,
+    ) -> None:
+        X = check_array(X, "X", ndim=3, hint="Use X of shape (n_sequences, T_tokens, d_features).")
+        n, T, d = X.shape
+        if n < 1 or T < 1 or d < 1:
+            raise ProblemError(f"X must have n, T, d >= 1; got shape {X.shape}.")
+        self._X = _frozen(X)
+
+        # queries
+        if Z is not None and query is not None:
+            raise ProblemError(
+                "Give either Z (cross-attention queries) or query (self-attention), not both; "
+                f"got Z with shape {np.shape(Z)} and query={query!r}."
+            )
+        if Z is None and query is None:
+            raise ProblemError(
+                "TokenData needs queries: pass Z of shape (n, d) or (n, K, d) for cross-attention, "
+                "or query=q (an int) / query='all' for self-attention."
+            )
+        if Z is not None:
+            Zc = check_array(Z, "Z", ndim=(2, 3), shape=(n, d), hint="")
+            if Zc.ndim == 3 and (Zc.shape[0] != n or Zc.shape[2] != d):
+                raise ProblemError(
+                    f"Z must have shape (n, K, d) = ({n}, K, {d}); got {Zc.shape}. "
+                    "Its first axis indexes sequences and its last matches X's features."
+                )
+            if Zc.ndim == 3 and Zc.shape[1] < 1:
+                raise ProblemError(f"Z must hold at least one query per sequence; got {Zc.shape}.")
+            self._single = Zc.ndim == 2
+            self._Z_given: np.ndarray | None = _frozen(Zc)
+            queries = Zc[:, None, :] if Zc.ndim == 2 else Zc
+            self._query: QuerySpec = None
+        elif query == "all":
+            self._single = False
+            self._Z_given = None
+            queries = X
+            self._query = "all"
+        else:
+            if (
+                isinstance(query, str)
+                or isinstance(query, bool)
+                or not isinstance(query, (int, np.integer))
+            ):
+                raise ProblemError(
+                    f"query must be an int in [-{T}, {T - 1}] or 'all'; got {query!r}."
+                )
+            q = check_int(query, "query", low=-T, high=T - 1, where="TokenData")
+            q = q % T
+            self._single = True
+            self._Z_given = None
+            queries = X[:, q : q + 1, :]
+            self._query = q
+        self._queries = _frozen(np.ascontiguousarray(queries))
+        K = self._queries.shape[1]
+
+        # labels
+        if Y is None:
+            labels = np.ones((n, K))
+        else:
+            Yc = check_array(Y, "Y", ndim=(1, 2), hint="Labels are one per sequence or per query.")
+            if Yc.ndim == 1:
+                if Yc.shape[0] != n:
+                    raise ProblemError(f"Y must have shape ({n},) or ({n}, {K}); got {Yc.shape}.")
+                labels = np.repeat(Yc[:, None], K, axis=1)
+            else:
+                if Yc.shape != (n, K):
+                    raise ProblemError(f"Y must have shape ({n},) or ({n}, {K}); got {Yc.shape}.")
+                labels = Yc
+            bad = ~np.isin(labels, (-1.0, 1.0))
+            if np.any(bad):
+                where = tuple(int(b) for b in np.argwhere(bad)[0])
+                raise ProblemError(
+                    f"Y must hold labels in {{-1, +1}}; found {labels[where]!r} at index {where}. "
+                    "Map 0/1 labels with 2 * y - 1."
+                )
+        self._Y_given = None if Y is None else _frozen(np.array(Y, dtype=float))
+        self._labels = _frozen(np.ascontiguousarray(labels, dtype=float))
+
+        # head
+        self._v = None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d,)))
+
+        # mask
+        if mask is None:
+            self._mask: np.ndarray | None = None
+        elif isinstance(mask, str):
+            if mask != "causal":
+                raise ProblemError(
+                    f"mask must be None, 'causal' or a boolean array; got the string {mask!r}."
+                )
+            if K != T:
+                raise ProblemError(
+                    f"mask='causal' needs one query per token (K = T = {T}); got K = {K}. "
+                    "Use query='all' or Z of shape (n, T, d)."
+                )
+            causal = np.tril(np.ones((T, T), dtype=bool))
+            self._mask = _frozen(np.ascontiguousarray(np.broadcast_to(causal, (n, K, T))))
+        else:
+            M = check_array(mask, "mask", ndim=(2, 3), dtype=bool)
+            if M.ndim == 2:
+                if M.shape != (K, T):
+                    raise ProblemError(
+                        f"mask must have shape ({K}, {T}) or ({n}, {K}, {T}); got {M.shape}."
+                    )
+                M = np.broadcast_to(M, (n, K, T))
+            elif M.shape != (n, K, T):
+                raise ProblemError(
+                    f"mask must have shape ({K}, {T}) or ({n}, {K}, {T}); got {M.shape}."
+                )
+            empty = ~M.any(axis=2)
+            if np.any(empty):
+                i, k = (int(x) for x in np.argwhere(empty)[0])
+                raise ProblemError(
+                    f"mask hides every key from query {k} of sequence {i}; each query must see "
+                    "at least one token."
+                )
+            self._mask = _frozen(np.ascontiguousarray(M))
+
+        # explicit scores
+        if scores is None:
+            self._scores: np.ndarray | None = None
+        else:
+            S = check_array(scores, "scores", ndim=(2, 3))
+            if S.ndim == 2:
+                if S.shape != (n, T):
+                    raise ProblemError(
+                        f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}."
+                    )
+                S = np.repeat(S[:, None, :], K, axis=1)
+            elif S.shape != (n, K, T):
+                raise ProblemError(
+                    f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}."
+                )
+            self._scores = _frozen(np.ascontiguousarray(S))
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def X(self) -> np.ndarray:
+        """Tokens, shape (n, T, d)."""
+        return self._X
+
+    @property
+    def n(self) -> int:
+        return int(self._X.shape[0])
+
+    @property
+    def T(self) -> int:
+        return int(self._X.shape[1])
+
+    @property
+    def d(self) -> int:
+        return int(self._X.shape[2])
+
+    @property
+    def K(self) -> int:
+        return int(self._queries.shape[1])
+
+    @property
+    def single_query(self) -> bool:
+        return self._single
+
+    @property
+    def selection_shape(self) -> tuple[int, ...]:
+        """Shape of a token selection for this dataset: ``(n,)`` or ``(n, K)``."""
+        return (self.n,) if self._single else (self.n, self.K)
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def queries(self) -> np.ndarray:
+        """Query vectors :math:`z_{ik}`, shape (n, K, d)."""
+        return self._queries
+
+    @property
+    def Z(self) -> np.ndarray:
+        """Queries in the user's shape: (n, d) for one query per sequence, else (n, K, d)."""
+        return self._queries[:, 0, :] if self._single else self._queries
+
+    @property
+    def query(self) -> QuerySpec:
+        """The self-attention query position, ``"all"``, or None for cross-attention."""
+        return self._query
+
+    @property
+    def is_self_attention(self) -> bool:
+        return self._query is not None
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Labels :math:`Y_{ik}`, shape (n, K)."""
+        return self._labels
+
+    @property
+    def Y(self) -> np.ndarray:
+        """Labels in the user's shape: (n,) for one query per sequence, else (n, K)."""
+        return self._labels[:, 0] if self._single else self._labels
+
+    @property
+    def v(self) -> np.ndarray | None:
+        return self._v
+
+    @property
+    def mask(self) -> np.ndarray | None:
+        """Visibility mask of shape (n, K, T), or None when every query sees every key."""
+        return self._mask
+
+    @property
+    def visible(self) -> np.ndarray:
+        """Which keys each query sees, shape (n, K, T)."""
+        if self._mask is None:
+            return np.ones((self.n, self.K, self.T), dtype=bool)
+        return self._mask
+
+    @property
+    def scores(self) -> np.ndarray | None:
+        """Explicit token scores of shape (n, K, T), or None when derived from ``v``."""
+        return self._scores
+
+    def __repr__(self) -> str:
+        kind = (
+            "cross-attention"
+            if self._query is None
+            else (
+                "sequence self-attention"
+                if self._query == "all"
+                else f"self-attention (query={self._query})"
+            )
+        )
+        extras = []
+        if self._mask is not None:
+            extras.append("masked")
+        if self._scores is not None:
+            extras.append("explicit scores")
+        extra = (", " + ", ".join(extras)) if extras else ""
+        return f"TokenData(n={self.n}, T={self.T}, d={self.d}, K={self.K}, {kind}{extra})"
+
+    # -- I/O -------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the dataset to a ``.npz`` file (no pickle). See :func:`load_data`."""
+        save_data(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TokenData:
+        """Read a dataset written by :meth:`save`."""
+        return load_data(path)
+
+
+_FORMAT_VERSION = 1
+
+
+def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
+    """Write ``data`` to ``path`` as a ``.npz`` archive of plain arrays (no pickle)."""
+    arrays: dict[str, np.ndarray] = {
+        "svmgeo_format": np.array(_FORMAT_VERSION),
+        "X": np.asarray(data.X),
+        "Y": np.asarray(data.Y),
+    }
+    if data.v is not None:
+        arrays["v"] = np.asarray(data.v)
+    if data.query is None:
+        arrays["Z"] = np.asarray(data.Z)
+    else:
+        arrays["query"] = np.array(str(data.query))
+    if data.mask is not None:
+        arrays["mask"] = np.asarray(data.mask)
+    if data.scores is not None:
+        arrays["scores"] = np.asarray(data.scores if not data.single_query else data.scores[:, 0])
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+
+
+def load_data(path: str | os.PathLike[str]) -> TokenData:
+    """Read a :class:`TokenData` written by :func:`save_data`."""
+    with np.load(path, allow_pickle=False) as f:
+        if "svmgeo_format" not in f.files or "X" not in f.files:
+            raise ProblemError(
+                f"{os.fspath(path)!r} is not an svmgeo dataset (keys {sorted(f.files)}); "
+                "write one with TokenData.save or svmgeo.save_data."
+            )
+        kwargs: dict[str, Any] = {
+            k: f[k] for k in ("Y", "v", "Z", "mask", "scores") if k in f.files
+        }
+        if "query" in f.files:
+            q = str(f["query"])
+            kwargs["query"] = "all" if q == "all" else int(q)
+        return TokenData(f["X"], **kwargs)
+
+
+def _unit_sphere(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    x = rng.standard_normal(shape)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def random_data(
+    n: int,
+    T: int,
+    d: int,
+    *,
+    seed: int | np.random.Generator | None = None,
+    query: QuerySpec = None,
+    n_queries: int = 1,
+    mask: MaskSpec | Any = None,
+    score_gap: float = 0.0,
+    max_tries: int = 1000,
+) -> TokenData:
+    r"""Draw a random dataset as in the paper's experiments.
+
+    Tokens :math:`x_{it}`, cross-attention queries :math:`z_{ik}` and the head :math:`v` are
+    uniform on the unit sphere :math:`S^{d-1}`; labels are uniform in :math:`\{-1, +1\}`.
+
+    Parameters
+    ----------
+    n, T, d : int
+        Number of sequences, tokens per sequence, and feature dimension.
+    seed : int or Generator, optional
+        Randomness; the same seed gives the same dataset.
+    query : int or "all", optional
+        None (default) for cross-attention with random queries; an int for self-attention
+        with that token as query; ``"all"`` for sequence self-attention (:math:`K = T`).
+    n_queries : int, default 1
+        Cross-attention only: queries per sequence. 1 gives ``Z`` of shape ``(n, d)``.
+    mask : "causal" or bool array, optional
+        Passed to :class:`TokenData`.
+    score_gap : float, default 0
+        Resample a sequence until, for each of its queries, the best visible score exceeds the
+        second best by at least ``score_gap`` (so optimal tokens are unique and well separated).
+    max_tries : int, default 1000
+        Resampling budget per sequence for ``score_gap``.
+
+    Returns
+    -------
+    TokenData
+
+    Raises
+    ------
+    ProblemError
+        If a size is not positive, or ``score_gap`` cannot be met within ``max_tries``.
+    """
+    n = check_int(n, "n", low=1, where="random_data")
+    T = check_int(T, "T", low=1, where="random_data")
+    d = check_int(d, "d", low=1, where="random_data")
+    n_queries = check_int(n_queries, "n_queries", low=1, where="random_data")
+    score_gap = check_real(score_gap, "score_gap", low=0.0, where="random_data")
+    max_tries = check_int(max_tries, "max_tries", low=1, where="random_data")
+    if query is not None and n_queries != 1:
+        raise ProblemError(
+            "n_queries applies to cross-attention only; pass query=None with n_queries."
+        )
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    v = _unit_sphere(rng, (d,))
+    K = T if query == "all" else n_queries
+
+    def draw() -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        Xi = _unit_sphere(rng, (T, d))
+        Yi = rng.choice([-1.0, 1.0], size=K)
+        Zi = None if query is not None else _unit_sphere(rng, (K, d))
+        return Xi, Yi, Zi
+
+    X = np.empty((n, T, d))
+    Y = np.empty((n, K))
+    Z = np.empty((n, K, d))
+    probe = (
+        TokenData(np.zeros((1, T, d)), Y=np.ones((1, K)), query=query, mask=mask)
+        if (query is not None)
+        else TokenData(np.zeros((1, T, d)), Y=np.ones((1, K)), Z=np.zeros((1, K, d)), mask=mask)
+    )
+    vis = probe.visible[0] if mask is None or isinstance(mask, str) or np.ndim(mask) == 2 else None
+    for i in range(n):
+        vis_i = vis if vis is not None else np.asarray(mask, dtype=bool)[i]
+        for _ in range(max_tries):
+            Xi, Yi, Zi = draw()
+            if score_gap <= 0.0:
+                break
+            gamma = Yi[:, None] * (Xi @ v)[None, :]
+            gamma = np.where(vis_i, gamma, -np.inf)
+            top2 = -np.sort(-gamma, axis=1)[:, :2]
+            gaps = top2[:, 0] - top2[:, 1] if T > 1 else np.full(K, np.inf)
+            gaps = np.where(vis_i.sum(axis=1) < 2, np.inf, gaps)
+            if np.all(gaps >= score_gap):
+                break
+        else:
+            raise ProblemError(
+                f"random_data could not meet score_gap={score_gap} for sequence {i} within "
+                f"max_tries={max_tries} draws; lower score_gap (scores lie in [-1, 1]) or raise "
+                "max_tries."
+            )
+        X[i], Y[i] = Xi, Yi
+        if Zi is not None:
+            Z[i] = Zi
+    Yout = Y[:, 0] if (K == 1 and query != "all") else Y
+    if query is not None:
+        return TokenData(X, Y=Yout, v=v, query=query, mask=mask)
+    return TokenData(X, Y=Yout, v=v, Z=Z[:, 0] if n_queries == 1 else Z, mask=mask)

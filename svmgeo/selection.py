@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Token scores, optimal tokens and token selections.
+
+The score of token :math:`t` for query :math:`k` of sequence :math:`i` is
+:math:`\gamma_{ikt} = Y_{ik}\, v^\top x_{it}` (or the explicit ``scores`` of the dataset). The
+optimal token is :math:`\mathrm{opt}_{ik} = \arg\max_{t\ \mathrm{visible}} \gamma_{ikt}`; ties
+are reported, never broken silently. A *selection* :math:`\alpha` assigns one visible token to
+each query: shape ``(n,)`` for one query per sequence, ``(n, K)`` for several.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from ._errors import ProblemError, TieError
+from ._validation import check_array, check_option
+from .data import TokenData
+
+__all__ = [
+    "check_selection",
+    "optimal_token_sets",
+    "optimal_tokens",
+    "token_scores",
+]
+
+
+def _check_data(data: Any, where: str) -> TokenData:
+    if not isinstance(data, TokenData):
+        raise ProblemError(
+            f"{where} expects a TokenData as 'data'; got {type(data).__name__}. "
+            "Wrap arrays with svmgeo.TokenData(X, v=..., Z=... or query=...)."
+        )
+    return data
+
+
+def _scores_full(data: TokenData) -> np.ndarray:
+    """Scores of shape (n, K, T)."""
+    if data.scores is not None:
+        return np.asarray(data.scores)
+    if data.v is None:
+        raise ProblemError(
+            "Token scores need the linear head v (gamma_ikt = Y_ik v.x_it), but this TokenData "
+            "has none. Pass v=array of shape (d,) or scores=array of shape (n, T) to TokenData."
+        )
+    return data.labels[:, :, None] * (data.X @ data.v)[:, None, :]
+
+
+def token_scores(data: TokenData) -> np.ndarray:
+    r"""Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top x_{it}`.
+
+    Parameters
+    ----------
+    data : TokenData
+
+    Returns
+    -------
+    ndarray of shape (n, T), or (n, K, T) for several queries
+        Scores of all tokens, masked keys included (they are never optimal).
+
+    Raises
+    ------
+    ProblemError
+        If the dataset has neither ``v`` nor explicit ``scores``.
+    """
+    data = _check_data(data, "token_scores")
+    S = _scores_full(data)
+    return S[:, 0, :] if data.single_query else S
+
+
+def _tie_tolerance(S: np.ndarray) -> float:
+    finite = S[np.isfinite(S)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 1.0
+    return 1e-12 * max(1.0, scale)
+
+
+def optimal_token_sets(data: TokenData, *, tol: float | None = None) -> np.ndarray:
+    r"""All maximizers of the visible scores: :math:`\{t : \gamma_{ikt} \ge \max_\tau \gamma_{ik\tau} - \mathrm{tol}\}`.
+
+    Parameters
+    ----------
+    data : TokenData
+    tol : float, optional
+        Absolute tolerance for a tie; default :math:`10^{-12}\max(1, \max|\gamma|)`.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, T) or (n, K, T)
+        True at every optimal token; more than one True in a row means a tie.
+    """
+    data = _check_data(data, "optimal_token_sets")
+    S = np.where(data.visible, _scores_full(data), -np.inf)
+    eps = _tie_tolerance(S) if tol is None else float(tol)
+    best = S.max(axis=2, keepdims=True)
+    sets = data.visible & (best - eps <= S)
+    return sets[:, 0, :] if data.single_query else sets
+
+
+def optimal_tokens(
+    data: TokenData, *, ties: Literal["raise", "first", "warn"] = "raise"
+) -> np.ndarray:
+    r"""The optimal token of every query, :math:`\mathrm{opt}_{ik} = \arg\max_t \gamma_{ikt}`.
+
+    Parameters
+    ----------
+    data : TokenData
+    ties : {"raise", "first", "warn"}, default "raise"
+        What to do when a query has several optimal tokens (see :func:`optimal_token_sets`):
+        ``"raise"`` raises :class:`~svmgeo.TieError` listing them; ``"first"`` takes the lowest
+        index, explicitly; ``"warn"`` does the same and warns.
+
+    Returns
+    -------
+    ndarray of int, shape (n,) or (n, K)
+
+    Raises
+    ------
+    TieError
+        With ``ties="raise"`` when an optimal token is not unique.
+    """
+    data = _check_data(data, "optimal_tokens")
+    check_option(ties, "ties", ("raise", "first", "warn"), where="optimal_tokens")
+    sets = optimal_token_sets(data)
+    full = sets[:, None, :] if data.single_query else sets
+    counts = full.sum(axis=2)
+    alpha = np.argmax(full, axis=2).astype(np.int64)
+    tied = np.argwhere(counts > 1)
+    if tied.size:
+        listed = "; ".join(
+            (f"sequence {i}" if data.single_query else f"sequence {i}, query {k}")
+            + f": tokens {np.flatnonzero(full[i, k]).tolist()}"
+            for i, k in tied[:5]
+        )
+        more = f" (and {len(tied) - 5} more)" if len(tied) > 5 else ""
+        text = (
+            f"optimal tokens are not unique for {len(tied)} quer{'y' if len(tied) == 1 else 'ies'}: "
+            f"{listed}{more}."
+        )
+        if ties == "raise":
+            raise TieError(
+                text + " Pass ties='first' to take the lowest index, or perturb the data."
+            )
+        if ties == "warn":
+            warnings.warn(text + " Taking the lowest index.", UserWarning, stacklevel=2)
+    return alpha[:, 0] if data.single_query else alpha
+
+
+def check_selection(data: TokenData, alpha: Any, name: str = "alpha") -> np.ndarray:
+    """Validate a token selection and return it as an int array of shape (n, K).
+
+    Accepts shape ``(n,)`` when ``K == 1`` and ``(n, K)`` always. Every entry must be a
+    visible token index in ``[0, T)``.
+    """
+    data = _check_data(data, "check_selection")
+    expected = "(n,)" if data.single_query else "(n, K)"
+    a = check_array(
+        alpha,
+        name,
+        ndim=(1, 2),
+        dtype=np.int64,
+        hint=f"A selection holds one token index per query: shape {expected} = {data.selection_shape}.",
+    )
+    if a.ndim == 1:
+        if data.K != 1 or a.shape[0] != data.n:
+            raise ProblemError(
+                f"{name} must have shape {data.selection_shape} (one token per query); got {a.shape}."
+            )
+        a = a[:, None]
+    elif a.shape != (data.n, data.K):
+        raise ProblemError(
+            f"{name} must have shape {data.selection_shape} (one token per query); got {a.shape}."
+        )
+    bad = (a < 0) | (a >= data.T)
+    if np.any(bad):
+        i, k = (int(x) for x in np.argwhere(bad)[0])
+        raise ProblemError(
+            f"{name} must hold token indices in [0, {data.T - 1}]; got {int(a[i, k])} at "
+            f"{(i,) if data.single_query else (i, k)}."
+        )
+    seen = np.take_along_axis(data.visible, a[:, :, None], axis=2)[:, :, 0]
+    if not np.all(seen):
+        i, k = (int(x) for x in np.argwhere(~seen)[0])
+        raise ProblemError(
+            f"{name} selects token {int(a[i, k])} for query {k} of sequence {i}, but the mask hides "
+            "it from that query. Select a visible token (e.g. t <= k under a causal mask)."
+        )
+    return np.ascontiguousarray(a)
