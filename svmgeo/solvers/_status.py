@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""One status vocabulary for every solver in svmgeo."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["Status"]
+
+
+class Status(StrEnum):
+    """Outcome of a solve. Compare with members or their string values (``"optimal"``).
+
+    A backend's native code that svmgeo does not know maps to :attr:`SOLVER_ERROR`, never to
+    success; a solution that fails svmgeo's own certificate is downgraded to
+    :attr:`OPTIMAL_INACCURATE` (or :attr:`INFEASIBLE_INACCURATE`) with a message.
+    """
+
+    OPTIMAL = "optimal"
+    OPTIMAL_INACCURATE = "optimal_inaccurate"
+    INFEASIBLE = "infeasible"
+    INFEASIBLE_INACCURATE = "infeasible_inaccurate"
+    UNBOUNDED = "unbounded"
+    MAX_ITER = "max_iter"
+    NUMERICAL_ERROR = "numerical_error"
+    SOLVER_ERROR = "solver_error"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def has_solution(self) -> bool:
+        """True when a primal solution is available (possibly inaccurate)."""
+        return self in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE)
+
+    @property
+    def is_infeasible(self) -> bool:
+        return self in (Status.INFEASIBLE, Status.INFEASIBLE_INACCURATE)
+
+    @property
+    def is_inaccurate(self) -> bool:
+        return self in (Status.OPTIMAL_INACCURATE, Status.INFEASIBLE_INACCURATE)
