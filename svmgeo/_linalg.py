@@ -23,11 +23,12 @@ def correlation(W1: Any, W2: Any) -> float:
         raise ProblemError(
             f"correlation needs matrices of equal shape; got {A.shape} and {B.shape}."
         )
-    na, nb = np.linalg.norm(A), np.linalg.norm(B)
-    if na == 0.0 or nb == 0.0:
+    # scale by the largest entry first so that huge norms (directional convergence) cannot overflow
+    sa, sb = np.max(np.abs(A), initial=0.0), np.max(np.abs(B), initial=0.0)
+    if sa == 0.0 or sb == 0.0:
         return 0.0
-    # scale first so that huge norms (directional convergence) cannot overflow
-    return float(np.vdot(A / na, B / nb))
+    A, B = A / sa, B / sb
+    return float(np.vdot(A, B) / (np.linalg.norm(A) * np.linalg.norm(B)))
 
 
 def orthonormal_basis(M: np.ndarray, rtol: float = 1e-12) -> np.ndarray:

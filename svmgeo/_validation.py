@@ -24,7 +24,8 @@ __all__ = [
 
 
 def _shape_text(shape: Iterable[Any]) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(tuple(shape)) == 1 else "") + ")"
+    items = [str(s) for s in shape]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def check_array(

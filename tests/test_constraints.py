@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Token-pair constraint rows and their algebra."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+
+def _naive_rows(data, alpha):
+    """Rows built with explicit loops, as an independent reference."""
+    alpha = np.asarray(alpha).reshape(data.n, data.K)
+    rows = []
+    for i in range(data.n):
+        for k in range(data.K):
+            for t in range(data.T):
+                if t != alpha[i, k] and data.visible[i, k, t]:
+                    rows.append(
+                        (data.X[i, alpha[i, k]] - data.X[i, t], data.queries[i, k], i, k, t)
+                    )
+    return rows
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        sg.random_data(3, 4, 5, seed=0),
+        sg.random_data(3, 4, 5, seed=1, query=0),
+        sg.random_data(3, 4, 5, seed=2, n_queries=2),
+        sg.random_data(3, 4, 5, seed=3, query="all", mask="causal"),
+    ],
+    ids=["cross", "self", "two-queries", "causal"],
+)
+def test_att_svm_rows_match_loops(data):
+    alpha = sg.optimal_tokens(data)
+    cs = sg.att_svm_constraints(data, alpha)
+    rows = _naive_rows(data, alpha)
+    assert cs.N == len(rows) == cs.n_margin
+    got = sorted(zip(cs.seq, cs.query, cs.comp, range(cs.N), strict=True))
+    for (i, k, t, j), (a, b, i2, k2, t2) in zip(
+        got, sorted(rows, key=lambda r: r[2:]), strict=True
+    ):
+        assert (i, k, t) == (i2, k2, t2)
+        np.testing.assert_allclose(cs.A[j], a, rtol=1e-15)
+        np.testing.assert_allclose(cs.B[j], b, rtol=1e-15)
+    np.testing.assert_array_equal(cs.rhs, 1.0)
+
+
+def test_gram_apply_adjoint_are_consistent():
+    data = sg.random_data(4, 5, 3, seed=5)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    feats = np.stack([np.outer(a, b).ravel() for a, b in zip(cs.A, cs.B, strict=True)])
+    np.testing.assert_allclose(cs.gram(), feats @ feats.T, rtol=1e-12, atol=1e-14)
+    W = np.random.default_rng(0).normal(size=(3, 3))
+    np.testing.assert_allclose(cs.apply(W), feats @ W.ravel(), rtol=1e-12, atol=1e-14)
+    lam = np.random.default_rng(1).random(cs.N)
+    np.testing.assert_allclose(cs.adjoint(lam).ravel(), feats.T @ lam, rtol=1e-12, atol=1e-14)
+
+
+def test_subset_keeps_index_arrays():
+    data = sg.random_data(2, 4, 3, seed=0)
+    cs = sg.att_svm_constraints(data, [0, 1])
+    sub = cs.subset(cs.seq == 1)
+    assert sub.N == 3 and np.all(sub.seq == 1) and np.all(sub.pref == 1)
+    with pytest.raises(ValueError):
+        sub.A[0, 0] = 1.0  # frozen arrays
+
+
+def test_pair_constraints_equality_rows_default_rhs():
+    data = sg.random_data(2, 3, 2, seed=0)
+    cs = sg.pair_constraints(data, [0, 1], [0, 0], [0, 1], [1, 2], kind=[sg.MARGIN, sg.EQUALITY])
+    np.testing.assert_array_equal(cs.rhs, [1.0, 0.0])
+    assert cs.n_margin == 1
+
+
+def test_correlation():
+    W = np.arange(4.0).reshape(2, 2)
+    np.testing.assert_allclose(sg.correlation(W, 3 * W), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(sg.correlation(W, -W), -1.0, rtol=1e-15)
+    assert sg.correlation(W, np.zeros((2, 2))) == 0.0
+    np.testing.assert_allclose(sg.correlation(1e300 * W, 1e300 * W), 1.0, rtol=1e-15)
+    with pytest.raises(sg.ProblemError, match="equal shape"):
+        sg.correlation(W, np.ones(3))

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""TokenData construction, validation, the random generator and .npz I/O."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+
+def _X(n=3, T=4, d=5, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, T, d))
+
+
+def test_cross_attention_shapes():
+    X = _X()
+    Z = np.ones((3, 5))
+    data = sg.TokenData(X, Y=[1, -1, 1], v=np.ones(5), Z=Z)
+    assert (data.n, data.T, data.d, data.K) == (3, 4, 5, 1)
+    assert data.single_query and not data.is_self_attention
+    assert data.queries.shape == (3, 1, 5)
+    np.testing.assert_array_equal(data.Z, Z)
+    np.testing.assert_array_equal(data.Y, [1, -1, 1])
+    assert data.selection_shape == (3,)
+    assert data.visible.all()
+
+
+def test_self_attention_uses_query_token():
+    X = _X()
+    data = sg.TokenData(X, v=np.ones(5), query=2)
+    np.testing.assert_array_equal(data.queries[:, 0], X[:, 2])
+    assert data.query == 2
+    neg = sg.TokenData(X, v=np.ones(5), query=-1)
+    assert neg.query == 3
+
+
+def test_sequence_attention_and_causal_mask():
+    X = _X()
+    data = sg.TokenData(X, Y=np.ones((3, 4)), v=np.ones(5), query="all", mask="causal")
+    assert data.K == 4 and not data.single_query
+    np.testing.assert_array_equal(data.queries, X)
+    np.testing.assert_array_equal(data.visible[1], np.tril(np.ones((4, 4), dtype=bool)))
+    assert data.selection_shape == (3, 4)
+
+
+def test_labels_per_sequence_broadcast_to_queries():
+    data = sg.TokenData(_X(), Y=[1, -1, 1], v=np.ones(5), Z=np.ones((3, 2, 5)))
+    np.testing.assert_array_equal(data.labels, [[1, 1], [-1, -1], [1, 1]])
+
+
+def test_general_mask_broadcast():
+    mask = np.array([[True, True, False, True], [False, True, True, True]])
+    data = sg.TokenData(_X(), v=np.ones(5), Z=np.ones((3, 2, 5)), mask=mask)
+    assert data.mask.shape == (3, 2, 4)
+    np.testing.assert_array_equal(data.mask[2], mask)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (
+            {"X": np.ones((3, 4)), "query": 0},
+            r"X must be a 3-D array; got a 2-D array of shape \(3, 4\)",
+        ),
+        ({"X": np.full((2, 3, 4), np.nan), "query": 0}, "X must be finite"),
+        ({"X": _X(), "Z": np.ones((3, 5)), "query": 0}, "not both"),
+        ({"X": _X()}, "needs queries"),
+        ({"X": _X(), "Z": np.ones((3, 6))}, r"Z must have shape \(3, 5\)"),
+        ({"X": _X(), "Z": np.ones((2, 1, 5))}, r"Z must have shape \(n, K, d\)"),
+        ({"X": _X(), "query": 4}, "'query' parameter of TokenData must be an int in"),
+        ({"X": _X(), "query": "first"}, "query must be an int"),
+        ({"X": _X(), "query": 0, "Y": [1, 0, 1]}, r"labels in \{-1, \+1\}.*2 \* y - 1"),
+        ({"X": _X(), "query": 0, "Y": [1, 1]}, r"Y must have shape \(3,\)"),
+        ({"X": _X(), "query": 0, "Y": [1, np.inf, 1]}, "Y must be finite"),
+        ({"X": _X(), "query": 0, "v": np.ones(4)}, r"v must have shape \(5,\)"),
+        ({"X": _X(), "query": 0, "mask": "causal"}, "needs one query per token"),
+        ({"X": _X(), "query": 0, "mask": "future"}, "mask must be None, 'causal'"),
+        ({"X": _X(), "query": 0, "mask": np.ones((2, 4))}, r"mask must have shape \(1, 4\)"),
+        ({"X": _X(), "query": 0, "mask": np.zeros((1, 4))}, "hides every key"),
+        ({"X": _X(), "query": 0, "scores": np.ones((3, 5))}, r"scores must have shape \(3, 4\)"),
+    ],
+)
+def test_bad_input_messages(kwargs, match):
+    X = kwargs.pop("X")
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.TokenData(X, **kwargs)
+
+
+def test_problem_error_is_value_error():
+    with pytest.raises(ValueError):
+        sg.TokenData(np.ones((2, 2)), query=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"query": 0},
+        {"query": "all", "mask": "causal"},
+        {"n_queries": 3},
+    ],
+)
+def test_random_data_unit_sphere_and_seeded(kwargs):
+    a = sg.random_data(4, 5, 6, seed=3, **kwargs)
+    b = sg.random_data(4, 5, 6, seed=3, **kwargs)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.queries, b.queries)
+    np.testing.assert_allclose(np.linalg.norm(a.X, axis=-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(a.v), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(a.queries, axis=-1), 1.0, rtol=1e-12)
+    assert set(np.unique(a.labels)) <= {-1.0, 1.0}
+
+
+def test_random_data_score_gap_is_met():
+    data = sg.random_data(10, 6, 4, seed=1, score_gap=0.2, query="all", mask="causal")
+    S = np.where(data.visible, sg.token_scores(data), -np.inf)
+    top2 = -np.sort(-S, axis=2)[:, :, :2]
+    gaps = top2[:, :, 0] - top2[:, :, 1]
+    seen2 = data.visible.sum(axis=2) >= 2
+    assert np.all(gaps[seen2] >= 0.2)
+
+
+def test_random_data_impossible_gap_raises():
+    with pytest.raises(sg.ProblemError, match="score_gap"):
+        sg.random_data(2, 5, 3, seed=0, score_gap=5.0, max_tries=5)
+
+
+@pytest.mark.parametrize("bad", [{"n": 0}, {"T": -1}, {"d": 1.5}, {"score_gap": -0.1}])
+def test_random_data_bad_sizes(bad):
+    args = {"n": 2, "T": 3, "d": 4} | bad
+    with pytest.raises(sg.ProblemError, match=repr(next(iter(bad)))):
+        sg.random_data(args.pop("n"), args.pop("T"), args.pop("d"), **args)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        sg.random_data(3, 4, 5, seed=0),
+        sg.random_data(3, 4, 5, seed=0, query=1),
+        sg.random_data(3, 4, 5, seed=0, query="all", mask="causal"),
+        sg.TokenData(_X(), scores=np.arange(12.0).reshape(3, 4), query=0),
+    ],
+    ids=["cross", "self", "seq-causal", "scores"],
+)
+def test_npz_round_trip(tmp_path, data):
+    path = tmp_path / "data.npz"
+    data.save(path)
+    back = sg.TokenData.load(path)
+    np.testing.assert_array_equal(back.X, data.X)
+    np.testing.assert_array_equal(back.labels, data.labels)
+    np.testing.assert_array_equal(back.queries, data.queries)
+    np.testing.assert_array_equal(back.visible, data.visible)
+    assert back.query == data.query and back.single_query == data.single_query
+    if data.scores is not None:
+        np.testing.assert_array_equal(back.scores, data.scores)
+    with np.load(path, allow_pickle=False) as f:  # no object arrays inside
+        assert all(f[k].dtype != object for k in f.files)
+
+
+def test_load_rejects_foreign_npz(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, a=np.ones(3))
+    with pytest.raises(sg.ProblemError, match="not an svmgeo dataset"):
+        sg.load_data(path)

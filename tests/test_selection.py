@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Token scores, optimal tokens with tie reporting, and selection validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+
+def test_scores_are_label_times_head():
+    data = sg.random_data(4, 5, 3, seed=0)
+    expected = data.Y[:, None] * np.einsum("itd,d->it", data.X, data.v)
+    np.testing.assert_allclose(sg.token_scores(data), expected, rtol=1e-14)
+    np.testing.assert_array_equal(sg.optimal_tokens(data), np.argmax(expected, axis=1))
+
+
+def test_scores_need_head():
+    data = sg.TokenData(np.ones((2, 3, 4)), query=0)
+    with pytest.raises(sg.ProblemError, match="need the linear head v"):
+        sg.token_scores(data)
+
+
+def test_explicit_scores_are_used():
+    scores = np.array([[0.0, 2.0, 1.0], [3.0, 1.0, 2.0]])
+    data = sg.TokenData(np.ones((2, 3, 4)), query=0, scores=scores)
+    np.testing.assert_array_equal(sg.optimal_tokens(data), [1, 0])
+
+
+def test_ties_are_reported_not_broken():
+    scores = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0]])
+    data = sg.TokenData(np.ones((2, 3, 4)), query=0, scores=scores)
+    with pytest.raises(sg.TieError, match=r"sequence 0: tokens \[0, 1\]"):
+        sg.optimal_tokens(data)
+    sets = sg.optimal_token_sets(data)
+    np.testing.assert_array_equal(sets, [[True, True, False], [False, True, False]])
+    np.testing.assert_array_equal(sg.optimal_tokens(data, ties="first"), [0, 1])
+    with pytest.warns(UserWarning, match="not unique"):
+        np.testing.assert_array_equal(sg.optimal_tokens(data, ties="warn"), [0, 1])
+    with pytest.raises(sg.ProblemError, match="'ties' parameter"):
+        sg.optimal_tokens(data, ties="random")
+
+
+def test_optimal_token_respects_mask():
+    scores = np.array([[0.0, 1.0, 5.0]])
+    X = np.ones((1, 3, 2))
+    data = sg.TokenData(X, query="all", mask="causal", scores=scores)
+    np.testing.assert_array_equal(sg.optimal_tokens(data), [[0, 1, 2]])
+
+
+def test_check_selection_shapes_and_errors():
+    data = sg.random_data(3, 4, 2, seed=0)
+    np.testing.assert_array_equal(sg.check_selection(data, [0, 1, 2]), [[0], [1], [2]])
+    with pytest.raises(sg.ProblemError, match=r"alpha must have shape \(3,\).*got \(2,\)"):
+        sg.check_selection(data, [0, 1])
+    with pytest.raises(sg.ProblemError, match=r"token indices in \[0, 3\]; got 4"):
+        sg.check_selection(data, [0, 1, 4])
+    with pytest.raises(sg.ProblemError, match="must hold integers"):
+        sg.check_selection(data, [0.5, 1, 2])
+    seq = sg.random_data(2, 3, 2, seed=0, query="all", mask="causal")
+    with pytest.raises(sg.ProblemError, match="mask hides it"):
+        sg.check_selection(seq, [[1, 1, 2], [0, 1, 2]])
+    with pytest.raises(sg.ProblemError, match=r"shape \(2, 3\)"):
+        sg.check_selection(seq, [0, 1])
