@@ -27,7 +27,7 @@ from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import farkas_residual
-from ._frobenius import RowGeometry
+from ._frobenius import RowGeometry, lift_margins
 from ._result import FeasibilityResult
 from ._status import Status
 
@@ -50,21 +50,11 @@ def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
 
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
     """Scale ``W`` so that every margin row holds; return it with its worst residual, or None."""
-    margins = cs.apply(W)
     m = cs.kind == MARGIN
+    W, margins, _ = lift_margins(cs, W, cs.apply(W), max_factor=np.inf)
     scale = max(
         1.0, float(np.abs(margins).max(initial=0.0)), float(np.abs(cs.rhs).max(initial=0.0))
     )
-    if not np.any(cs.rhs[~m] != 0.0):
-        pos = m & (cs.rhs > 0)
-        if np.any(pos):
-            if np.any(margins[pos] <= 0.0):
-                return None
-            f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos])))
-            if f > 1.0:
-                f = float(np.nextafter(f, np.inf))
-                W = W * f
-                margins = margins * f
     viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
     worst = float(viol.max(initial=0.0))
     if worst > 1e-9 * scale:

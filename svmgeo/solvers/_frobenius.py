@@ -347,20 +347,33 @@ def _polish(
     return lam, max_rounds, False
 
 
-def _scale_up(cs: ConstraintSet, W: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Remove round-off violations of the margin rows by a factor 1 + O(1e-10) (when allowed)."""
-    m = cs.kind == MARGIN
-    if np.any(cs.rhs[~m] != 0.0) or not np.any(m & (cs.rhs > 0)):
-        return W, lam
-    rows = m & (cs.rhs > 0)
-    margins = cs.apply(W)[rows]
-    if np.any(margins <= 0):
-        return W, lam
-    f = float(np.max(cs.rhs[rows] / margins))
-    if 1.0 < f <= 1.0 + 1e-9:
-        f = float(np.nextafter(f, np.inf))
-        return W * f, lam * f
-    return W, lam
+def lift_margins(
+    cs: ConstraintSet, W: np.ndarray, margins: np.ndarray, *, max_factor: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Scale ``W`` by the least :math:`f \in [1, \text{max\_factor}]` with every margin row met.
+
+    Recomputes the margins after scaling (round-off) and adds a few ulps until
+    :math:`a_j^\top (fW) b_j \ge c_j` holds exactly in floating point. Not applicable (f = 1)
+    when an equality row has :math:`c_j \ne 0`, when a positive bound faces a nonpositive
+    margin, or when the needed factor exceeds ``max_factor``.
+    """
+    rows = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or not np.any(rows):
+        return W, margins, 1.0
+    if np.any(margins[rows] <= 0):
+        return W, margins, 1.0
+    f = float(np.max(cs.rhs[rows] / margins[rows]))
+    if f <= 1.0 and np.all(margins[rows] >= cs.rhs[rows]):
+        return W, margins, 1.0
+    if f > max_factor:
+        return W, margins, 1.0
+    eps = float(np.finfo(float).eps)
+    for k in range(1, 6):
+        g = max(f, 1.0) * (1.0 + 4.0 * k * eps)
+        new = cs.apply(W * g)
+        if np.all(new[rows] >= cs.rhs[rows]):
+            return W * g, new, g
+    return W, margins, 1.0
 
 
 def solve_frobenius(
@@ -469,8 +482,8 @@ def solve_frobenius(
         )
         return res
     W = geo.W(lam)
-    W, lam = _scale_up(cs, W, lam)
-    margins = cs.apply(W)
+    W, margins, f = lift_margins(cs, W, cs.apply(W), max_factor=1.0 + 1e-9)
+    lam = lam * f
     status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
     if settled:
         message = "solved: active set polished exactly"
