@@ -22,6 +22,16 @@ from ._linalg import correlation, query_projector
 from .constraints import EQUALITY, MARGIN, ConstraintSet, att_svm_constraints, pair_constraints
 from .data import TokenData, load_data, random_data, save_data
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
+from .solvers import (
+    Certificate,
+    FeasibilityResult,
+    Status,
+    SVMResult,
+    att_svm,
+    check_feasibility,
+    feasibility,
+    solve_svm,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -29,19 +39,26 @@ __all__ = [
     "EQUALITY",
     "MARGIN",
     "BackendError",
+    "Certificate",
     "ConstraintSet",
     "ConvergenceWarning",
+    "FeasibilityResult",
     "InaccurateSolutionWarning",
     "ProblemError",
+    "SVMResult",
     "SolverError",
     "SolverNotFound",
+    "Status",
     "SvmgeoError",
     "TieError",
     "TokenData",
     "__version__",
+    "att_svm",
     "att_svm_constraints",
+    "check_feasibility",
     "check_selection",
     "correlation",
+    "feasibility",
     "load_data",
     "optimal_token_sets",
     "optimal_tokens",
@@ -49,5 +66,6 @@ __all__ = [
     "query_projector",
     "random_data",
     "save_data",
+    "solve_svm",
     "token_scores",
 ]

@@ -16,7 +16,13 @@ from ..constraints import MARGIN, ConstraintSet
 from ._result import Certificate, SVMResult
 from ._status import Status
 
-__all__ = ["downgrade", "judge", "primal_infeasibility"]
+__all__ = [
+    "downgrade",
+    "farkas_residual",
+    "frobenius_certificate",
+    "judge",
+    "primal_infeasibility",
+]
 
 
 def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
@@ -76,3 +82,83 @@ def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
             status = Status.INFEASIBLE_INACCURATE
         message = f"{message}; {text}" if message else text
     return dataclasses.replace(result, status=status, message=message, certificate=certificate)
+
+
+def frobenius_certificate(
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray,
+    tol: float,
+    *,
+    margins: np.ndarray | None = None,
+) -> Certificate:
+    r"""KKT residuals of :math:`\min \tfrac12\|W\|_F^2` over ``cs`` at ``(W, lam)``.
+
+    .. math::
+
+        \text{stationarity} = \frac{\|W - \sum_j \lambda_j a_j b_j^\top\|_F}{\max(1, \|W\|_F)},
+        \quad
+        \text{complementarity} = \frac{\max_{j \in \mathcal M} |\lambda_j (m_j - c_j)|}
+        {\max(1, \max_j |\lambda_j|)},
+        \quad
+        \text{gap} = \frac{|\tfrac12\|W\|_F^2 - (c^\top\lambda - \tfrac12\|W\|_F^2)|}
+        {\max(1, \tfrac12\|W\|_F^2)},
+
+    with :math:`m_j = a_j^\top W b_j`, primal infeasibility from :func:`primal_infeasibility`
+    and dual infeasibility :math:`\max_{j \in \mathcal M} (-\lambda_j)_+`.
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+    W : ndarray of shape (d, d)
+    lam : ndarray of shape (N,)
+    tol : float
+    margins : ndarray of shape (N,), optional
+        ``cs.apply(W)`` when already computed.
+
+    Returns
+    -------
+    Certificate
+    """
+    W = np.asarray(W, dtype=float)
+    lam = np.asarray(lam, dtype=float)
+    m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
+    is_m = cs.kind == MARGIN
+    norm_w = float(np.linalg.norm(W))
+    if cs.N:
+        dual_inf = float(np.maximum(-lam[is_m], 0.0).max(initial=0.0))
+        stat = float(np.linalg.norm(W - cs.adjoint(lam))) / max(1.0, norm_w)
+        lam_scale = max(1.0, float(np.abs(lam).max()))
+        comp = float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)) / lam_scale
+        half = 0.5 * norm_w**2
+        gap = abs(half - (float(cs.rhs @ lam) - half)) / max(1.0, half)
+    else:
+        dual_inf = comp = 0.0
+        stat = norm_w / max(1.0, norm_w)
+        gap = 0.5 * norm_w**2 / max(1.0, 0.5 * norm_w**2)
+    return judge(
+        tol=tol,
+        primal_infeasibility=primal_infeasibility(cs, m),
+        dual_infeasibility=dual_inf,
+        stationarity=stat,
+        complementarity=comp,
+        duality_gap=gap,
+    )
+
+
+def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
+    r"""Relative size of :math:`\sum_j \lambda_j a_j b_j^\top` for a Farkas vector ``lam``.
+
+    .. math::
+
+        \frac{\|\sum_j \lambda_j a_j b_j^\top\|_F}{\sum_j |\lambda_j|\,\|a_j\|\,\|b_j\|}
+
+    (0 when the numerator is exactly 0). Together with :math:`\lambda_j \ge 0` on margin
+    rows and :math:`c^\top\lambda = 1` it certifies that no :math:`W` satisfies the rows.
+    """
+    lam = np.asarray(lam, dtype=float)
+    num = float(np.linalg.norm(cs.adjoint(lam)))
+    if num == 0.0:
+        return 0.0
+    den = float(np.abs(lam) @ (np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))
+    return num / den if den > 0 else float("inf")

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..constraints import MARGIN, ConstraintSet
 
-__all__ = ["solve_naive_cvxpy"]
+__all__ = ["solve_naive_cvxpy", "solve_naive_cvxpy_duals"]
 
 
 def solve_naive_cvxpy(
@@ -37,6 +37,23 @@ def solve_naive_cvxpy(
     seconds : float
         Wall time including cvxpy's canonicalization.
     """
+    W, _, status, value, seconds = solve_naive_cvxpy_duals(
+        cs, norm, solver=solver, **solver_options
+    )
+    return W, status, value, seconds
+
+
+def solve_naive_cvxpy_duals(
+    cs: ConstraintSet,
+    norm: Literal["fro", "nuc"] = "fro",
+    *,
+    solver: str = "CLARABEL",
+    **solver_options: object,
+) -> tuple[np.ndarray | None, np.ndarray | None, str, float, float]:
+    r""":func:`solve_naive_cvxpy`, also returning the rows' dual values (shape (N,), or None).
+
+    The duals are cvxpy's multipliers for :math:`\min \|W\|` (not :math:`\tfrac12\|W\|^2`).
+    """
     start = time.perf_counter()
     d = cs.d
     W = cp.Variable((d, d))
@@ -52,4 +69,9 @@ def solve_naive_cvxpy(
     problem.solve(solver=solver, **solver_options)
     seconds = time.perf_counter() - start
     value = None if W.value is None else np.asarray(W.value)
-    return value, str(problem.status), float(problem.value), seconds
+    duals = None
+    if constraints and all(con.dual_value is not None for con in constraints):
+        duals = np.array([float(np.asarray(con.dual_value)) for con in constraints])
+    elif not constraints:
+        duals = np.zeros(0)
+    return value, duals, str(problem.status), float(problem.value), seconds

@@ -1,0 +1,517 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Exact Frobenius-norm Att-SVM over a token-pair constraint set.
+
+.. math::
+
+    \min_W \tfrac12 \|W\|_F^2 \quad\text{s.t.}\quad a_j^\top W b_j \ge c_j\ (j \in \mathcal M),
+    \qquad a_j^\top W b_j = c_j\ (j \in \mathcal E).
+
+Its dual is the quadratic program
+
+.. math::
+
+    \max_\lambda\ c^\top \lambda - \tfrac12 \lambda^\top G \lambda, \qquad
+    \lambda_j \ge 0\ (j \in \mathcal M), \qquad G = (AA^\top)\circ(BB^\top),
+
+and :math:`W = \sum_j \lambda_j a_j b_j^\top`. svmgeo works either with :math:`G` (N×N) or with
+compressed features :math:`\phi_j = \mathrm{vec}(U^\top a_j b_j^\top V)` of length
+:math:`r_1 r_2` (U, V orthonormal bases of span{a_j}, span{b_j}), whichever is smaller. A dense
+active-set (primal-dual active set) method is tried first; a Mehrotra interior-point method
+takes over when it does not settle, and every answer is *polished*: the active set is solved
+exactly as an equality-constrained least-norm problem, so margins equal :math:`c_j` up to
+round-off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+
+from .._linalg import orthonormal_basis
+from .._validation import check_int, check_real
+from ..constraints import MARGIN, ConstraintSet
+from ._certificates import downgrade, frobenius_certificate
+from ._result import SVMResult
+from ._status import Status
+
+__all__ = ["solve_frobenius"]
+
+_Solve = Callable[[np.ndarray], np.ndarray]
+
+
+def _outer_gram(A: np.ndarray) -> np.ndarray:
+    """:math:`AA^\\top` through a symmetric rank-k update (half the flops of a product)."""
+    if A.shape[0] < 256:
+        return A @ A.T
+    upper = sla.blas.dsyrk(1.0, A.T, trans=1)
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
+def _query_gram(cs: ConstraintSet) -> np.ndarray:
+    """:math:`BB^\\top`, computed from the distinct queries when rows share them."""
+    B = cs.B
+    keys = cs.seq * max(cs.K, 1) + cs.query
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if uniq.size < cs.N and np.array_equal(B[first][inverse], B):
+        Q = B[first]
+        return (Q @ Q.T)[np.ix_(inverse, inverse)]
+    return B @ B.T
+
+
+class RowGeometry:
+    r"""Everything the solvers need about the rows :math:`a_j b_j^\top`, in the cheaper form.
+
+    ``kind == "dual"``: the Gram matrix :math:`G` (N×N). ``kind == "primal"``: features
+    :math:`\Phi` (N×r₁r₂) with :math:`G = \Phi\Phi^\top`, used when :math:`r_1 r_2 < N`.
+    """
+
+    def __init__(self, cs: ConstraintSet) -> None:
+        self.cs = cs
+        N, d = cs.N, cs.d
+        n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size if N else 0
+        self.U: np.ndarray | None = None
+        self.V: np.ndarray | None = None
+        self.Phi: np.ndarray | None = None
+        self.G: np.ndarray | None = None
+        if min(d, N) * min(d, n_queries) < N:
+            U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
+            Ac, Bc = cs.A @ U, cs.B @ V
+            self.U, self.V = U, V
+            self.Phi = np.ascontiguousarray((Ac[:, :, None] * Bc[:, None, :]).reshape(N, -1))
+            self.kind = "primal"
+        else:
+            self.G = _outer_gram(cs.A) * _query_gram(cs)
+            self.kind = "dual"
+        self.margin = cs.kind == MARGIN
+        self.c = np.asarray(cs.rhs, dtype=float)
+
+    # -- products with G ------------------------------------------------------------------
+    def gram(self) -> np.ndarray:
+        if self.G is None:
+            assert self.Phi is not None
+            self.G = self.Phi @ self.Phi.T
+        return self.G
+
+    def matvec(self, lam: np.ndarray) -> np.ndarray:
+        """:math:`G\\lambda`, i.e. the margins of :math:`W = \\sum_j \\lambda_j a_j b_j^\\top`."""
+        if self.Phi is not None:
+            return self.Phi @ (self.Phi.T @ lam)
+        assert self.G is not None
+        return self.G @ lam
+
+    def factor(self, theta: np.ndarray, reg: float) -> _Solve:
+        r"""A solver for :math:`(G + \mathrm{diag}(\theta) + \mathrm{reg}\,[\theta = 0])\,x = r`.
+
+        ``theta`` is positive on margin rows and 0 on equality rows.
+        """
+        eq = theta <= 0.0
+        if self.Phi is None:
+            H = self.gram() + np.diag(np.where(eq, reg, theta))
+            return _psd_solver(H)
+        Phi = self.Phi
+        m = ~eq
+        inv = 1.0 / theta[m]
+        PM, PE = Phi[m], Phi[eq]
+        K = np.eye(Phi.shape[1]) + (PM.T * inv) @ PM
+        nE = PE.shape[0]
+        if nE == 0:
+            kinv = _psd_solver(K)
+
+            def solve(r: np.ndarray) -> np.ndarray:
+                u = kinv(PM.T @ (inv * r[m]))
+                x = np.empty_like(r)
+                x[m] = inv * (r[m] - PM @ u)
+                return x
+
+            return solve
+        big = np.block([[K, PE.T], [PE, -reg * np.eye(nE)]])
+        lu = sla.lu_factor(big, check_finite=False)
+
+        def solve_aug(r: np.ndarray) -> np.ndarray:
+            top = PM.T @ (inv * r[m])
+            z = sla.lu_solve(lu, np.concatenate([top, r[eq]]), check_finite=False)
+            u, xE = z[: K.shape[0]], -z[K.shape[0] :]
+            x = np.empty_like(r)
+            x[m] = inv * (r[m] - PM @ u)
+            x[eq] = xE
+            return x
+
+        return solve_aug
+
+    def full_factor(self) -> Any:
+        """Cached Cholesky factor of the whole :math:`G` (None when G is not numerically PD)."""
+        if not hasattr(self, "_full"):
+            self._full = None
+            if self.Phi is None:
+                try:
+                    self._full = sla.cho_factor(self.gram(), check_finite=False)
+                except np.linalg.LinAlgError:
+                    self._full = None
+        return self._full
+
+    def _schur_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray | None:
+        r"""Solve :math:`G_{SS}x = r` from the factor of the whole G (S = all rows but a few).
+
+        With D the dropped rows: :math:`x = G^{-1}\tilde r - Z C^{-1} (G^{-1}\tilde r)_D`,
+        :math:`Z = G^{-1}E_D`, :math:`C = (G^{-1})_{DD}`, which makes :math:`x_D = 0`.
+        """
+        cf = self.full_factor()
+        N = self.cs.N
+        if cf is None:
+            return None
+        D = np.setdiff1d(np.arange(N), S, assume_unique=True)
+        if D.size and 2.0 * N * N * D.size > S.size**3 / 3.0:
+            return None  # refactoring G_SS is cheaper
+        rt = np.zeros(N)
+        rt[S] = r
+        x = sla.cho_solve(cf, rt, check_finite=False)
+        if D.size:
+            E = np.zeros((N, D.size))
+            E[D, np.arange(D.size)] = 1.0
+            Z = sla.cho_solve(cf, E, check_finite=False)
+            C = Z[D]
+            try:
+                mu = sla.solve(C, x[D], assume_a="pos", check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                return None
+            x = x - Z @ mu
+        return np.asarray(x[S])
+
+    def min_norm_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray:
+        r"""Minimum-norm :math:`\delta` with :math:`G_{SS}\,\delta = r` (least squares if inconsistent)."""
+        if S.size == 0:
+            return np.zeros(0)
+        if self.Phi is not None:
+            PS = self.Phi[S]
+            y = sla.lstsq(PS, r, lapack_driver="gelsy", check_finite=False)[0]
+            return np.asarray(sla.lstsq(PS.T, y, lapack_driver="gelsy", check_finite=False)[0])
+        G = self.gram()
+        full = S.size == self.cs.N
+        GSS = G if full else G[np.ix_(S, S)]
+
+        def accurate(x: np.ndarray | None) -> bool:
+            if x is None or not np.all(np.isfinite(x)):
+                return False
+            scale = np.abs(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max()
+            return bool(np.abs(GSS @ x - r).max() <= 1e-11 * scale)
+
+        x = self._schur_solve(S, r)
+        if accurate(x):
+            return np.asarray(x)
+        try:
+            cf = self.full_factor() if full else sla.cho_factor(GSS, check_finite=False)
+            if cf is not None:
+                x = sla.cho_solve(cf, r, check_finite=False)
+                if accurate(x):
+                    return np.asarray(x)
+        except (np.linalg.LinAlgError, ValueError):
+            pass
+        return np.asarray(sla.lstsq(GSS, r, lapack_driver="gelsy", check_finite=False)[0])
+
+    def W(self, lam: np.ndarray) -> np.ndarray:
+        """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix."""
+        return self.cs.adjoint(lam)
+
+
+def _psd_solver(H: np.ndarray) -> _Solve:
+    """Cholesky with growing diagonal regularization when ``H`` is numerically singular."""
+    scale = max(float(np.abs(np.diag(H)).max()) if H.size else 1.0, 1e-300)
+    shift = 0.0
+    for _ in range(8):
+        try:
+            cf = sla.cho_factor(H + shift * np.eye(H.shape[0]), check_finite=False)
+            return lambda r: sla.cho_solve(cf, r, check_finite=False)
+        except np.linalg.LinAlgError:
+            shift = 1e-14 * scale if shift == 0.0 else shift * 100.0
+    lu = sla.lu_factor(H + shift * np.eye(H.shape[0]), check_finite=False)
+    return lambda r: sla.lu_solve(lu, r, check_finite=False)
+
+
+def no_solution(
+    cs: ConstraintSet, status: Status, message: str, *, norm: str, solver: str, **fields: Any
+) -> SVMResult:
+    """An :class:`SVMResult` without a solution (W, dual, margins and objective None)."""
+    return SVMResult(
+        W=None,
+        status=status,
+        message=message,
+        objective=None,
+        dual=None,
+        margins=None,
+        constraints=cs,
+        norm=norm,  # type: ignore[arg-type]
+        solver=solver,
+        **fields,
+    )
+
+
+def _max_step(x: np.ndarray, dx: np.ndarray) -> float:
+    neg = dx < 0
+    if not np.any(neg):
+        return 1.0
+    return float(min(1.0, np.min(-x[neg] / dx[neg])))
+
+
+def _direction(
+    solve: _Solve, m: np.ndarray, lam: np.ndarray, s: np.ndarray, r_d: np.ndarray, rc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newton direction of the dual QP's KKT system for complementarity residual ``rc``."""
+    rhs = -r_d.copy()
+    rhs[m] -= rc / lam[m]
+    dlam = solve(rhs)
+    ds = np.zeros_like(lam)
+    ds[m] = (-rc - s[m] * dlam[m]) / lam[m]
+    return dlam, ds
+
+
+def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
+    r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{converged})`.
+
+    Slack :math:`s = G\lambda - c` is the primal margin excess; complementarity
+    :math:`\lambda_j s_j = 0` on margin rows.
+    """
+    N = geo.cs.N
+    m = geo.margin
+    c = geo.c
+    nm = max(int(m.sum()), 1)
+    lam = np.where(m, 1.0, 0.0)
+    s = np.where(m, 1.0, 0.0)
+    for it in range(1, max_iter + 1):
+        Glam = geo.matvec(lam)
+        r_d = Glam - c - s
+        mu = float(lam[m] @ s[m]) / nm
+        quad = float(lam @ Glam)
+        scale = max(1.0, abs(quad), float(np.abs(c).max()) if N else 1.0)
+        if np.abs(r_d).max() <= tol * scale and mu * nm <= tol * scale:
+            return lam, it, True
+        theta = np.zeros(N)
+        theta[m] = s[m] / lam[m]
+        reg = 1e-13 * max(1.0, float(np.abs(theta).max(initial=0.0)))
+        solve = geo.factor(theta, reg)
+
+        rc = lam[m] * s[m]
+        dl_a, ds_a = _direction(solve, m, lam, s, r_d, rc)
+        a_aff = min(_max_step(lam[m], dl_a[m]), _max_step(s[m], ds_a[m]))
+        mu_aff = float((lam[m] + a_aff * dl_a[m]) @ (s[m] + a_aff * ds_a[m])) / nm
+        sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0
+        rc = lam[m] * s[m] + dl_a[m] * ds_a[m] - sigma * mu
+        dl, ds = _direction(solve, m, lam, s, r_d, rc)
+        alpha = min(1.0, 0.995 * min(_max_step(lam[m], dl[m]), _max_step(s[m], ds[m])))
+        lam = lam + alpha * dl
+        s = s + alpha * ds
+        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(s))):
+            return lam, it, False
+    return lam, max_iter, False
+
+
+def _polish(
+    geo: RowGeometry, lam0: np.ndarray, S0: np.ndarray, *, max_rounds: int
+) -> tuple[np.ndarray, int, bool]:
+    r"""Active-set refinement: solve the equality-constrained least-norm problem on ``S`` exactly.
+
+    Starting from the working set ``S0`` and multipliers ``lam0``, each round sets
+    :math:`\lambda_S \leftarrow \lambda_S + G_{SS}^+(c_S - G_{SS}\lambda_S)` (the smallest
+    correction that makes every row of S tight), drops margin rows whose multiplier turned
+    negative, and adds margin rows that are violated. Returns (λ, rounds, settled).
+    """
+    c, m = geo.c, geo.margin
+    S = np.asarray(S0, dtype=bool) | ~m
+    lam = np.where(S, lam0, 0.0)
+    for rounds in range(1, max_rounds + 1):
+        idx = np.flatnonzero(S)
+        lam = np.where(S, lam, 0.0)
+        if idx.size:
+            r = c[idx] - geo.matvec(lam)[idx]
+            lam[idx] += geo.min_norm_solve(idx, r)
+        margins = geo.matvec(lam)
+        lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
+        band = 1e-10 * np.maximum(1.0, np.abs(c))
+        if np.any(S & (np.abs(margins - c) > band)):
+            return (
+                lam,
+                rounds,
+                False,
+            )  # the rows of S cannot all be tight: G_SS λ = c_S inconsistent
+        neg = S & m & (lam < -1e-12 * lam_scale)
+        viol = ~S & m & (margins < c - band)
+        if not neg.any() and not viol.any():
+            lam = np.where(m, np.maximum(lam, 0.0), lam)
+            return lam, rounds, True
+        S = (S & ~neg) | viol
+        lam = np.where(neg, 0.0, lam)
+    return lam, max_rounds, False
+
+
+def lift_margins(
+    cs: ConstraintSet, W: np.ndarray, margins: np.ndarray, *, max_factor: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Scale ``W`` by the least :math:`f \in [1, \text{max\_factor}]` with every margin row met.
+
+    Recomputes the margins after scaling (round-off) and adds a few ulps until
+    :math:`a_j^\top (fW) b_j \ge c_j` holds exactly in floating point. Not applicable (f = 1)
+    when an equality row has :math:`c_j \ne 0`, when a positive bound faces a nonpositive
+    margin, or when the needed factor exceeds ``max_factor``.
+    """
+    rows = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or not np.any(rows):
+        return W, margins, 1.0
+    if np.any(margins[rows] <= 0):
+        return W, margins, 1.0
+    f = float(np.max(cs.rhs[rows] / margins[rows]))
+    if f <= 1.0 and np.all(margins[rows] >= cs.rhs[rows]):
+        return W, margins, 1.0
+    if f > max_factor:
+        return W, margins, 1.0
+    eps = float(np.finfo(float).eps)
+    for k in range(1, 6):
+        g = max(f, 1.0) * (1.0 + 4.0 * k * eps)
+        new = cs.apply(W * g)
+        if np.all(new[rows] >= cs.rhs[rows]):
+            return W * g, new, g
+    return W, margins, 1.0
+
+
+def solve_frobenius(
+    cs: ConstraintSet,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 100,
+    max_rounds: int = 30,
+    geometry: RowGeometry | None = None,
+) -> SVMResult:
+    r"""Solve the Frobenius-norm Att-SVM over ``cs`` exactly.
+
+    .. math::
+
+        W^{\mathrm{mm}} = \arg\min_W \|W\|_F \quad\text{s.t.}\quad
+        a_j^\top W b_j \ge c_j\ (\text{margin rows}),\quad a_j^\top W b_j = c_j\
+        (\text{equality rows}),
+
+    through its dual :math:`\max_\lambda c^\top\lambda - \tfrac12\lambda^\top G\lambda`,
+    :math:`\lambda \ge 0` on margin rows, :math:`W = \sum_j \lambda_j a_j b_j^\top`.
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+        The rows. The problem is assumed feasible (:func:`solve_svm` checks first); when it is
+        not, a non-success status is returned, never an exception.
+    tol : float, default 1e-8
+        Tolerance of the certificate check (relative residuals, SPEC §6).
+    max_iter : int, default 100
+        Interior-point iterations.
+    max_rounds : int, default 30
+        Active-set rounds of the fast path and of the polish.
+    geometry : RowGeometry, optional
+        The rows' Gram matrix / features (and its cached factor) when already computed for
+        ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise.
+
+    Returns
+    -------
+    SVMResult
+        ``objective`` = :math:`\|W\|_F`, ``dual`` = λ, ``margins`` = :math:`a_j^\top W b_j`,
+        ``solver`` = ``"svmgeo-active-set"`` or ``"svmgeo-ipm"``, certificate attached.
+
+    References
+    ----------
+    .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
+       Machines", arXiv:2308.16898, Section 2 (Att-SVM) and Lemma 1.
+    """
+    tol = check_real(tol, "tol", low=0.0, low_open=True, where="solve_frobenius")
+    max_iter = check_int(max_iter, "max_iter", low=1, where="solve_frobenius")
+    max_rounds = check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius")
+    start = time.perf_counter()
+    N, d = cs.N, cs.d
+    if N == 0:
+        W = np.zeros((d, d))
+        res = SVMResult(
+            W=W,
+            status=Status.OPTIMAL,
+            message="no constraints: W = 0",
+            objective=0.0,
+            dual=np.zeros(0),
+            margins=np.zeros(0),
+            constraints=cs,
+            norm="fro",
+            solver="svmgeo-active-set",
+            solve_time=time.perf_counter() - start,
+        )
+        return downgrade(res, frobenius_certificate(cs, W, np.zeros(0), tol))
+
+    geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
+    extras: dict[str, Any] = {"representation": geo.kind}
+    if geo.kind == "primal":
+        extras["compressed_dim"] = int(geo.Phi.shape[1]) if geo.Phi is not None else 0
+    n_iter = 0
+    settled = converged = False
+    solver = "svmgeo-active-set"
+    lam = np.zeros(N)
+    if geo.kind == "dual":
+        # fast path: primal-dual active set from "every row tight"
+        lam, rounds, settled = _polish(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
+        extras["active_set_rounds"] = rounds
+        n_iter += rounds
+    if not settled:
+        solver = "svmgeo-ipm"
+        lam_ipm, its, converged = _interior_point(geo, tol=1e-10, max_iter=max_iter)
+        extras["ipm_iterations"] = its
+        extras["ipm_converged"] = converged
+        n_iter += its
+        slack = geo.matvec(lam_ipm) - geo.c
+        S0 = ~geo.margin | (lam_ipm > slack)
+        lam, rounds, settled = _polish(geo, lam_ipm, S0, max_rounds=max_rounds)
+        extras["polish_rounds"] = rounds
+        n_iter += rounds
+        if not settled and converged:
+            lam = np.where(geo.margin, np.maximum(lam_ipm, 0.0), lam_ipm)
+    extras["polished"] = settled
+    if not np.all(np.isfinite(lam)):
+        res = no_solution(
+            cs,
+            Status.NUMERICAL_ERROR,
+            "the dual diverged (is the problem infeasible? see check_feasibility)",
+            norm="fro",
+            solver=solver,
+            n_iter=n_iter,
+            solve_time=time.perf_counter() - start,
+            extras=extras,
+        )
+        return res
+    W = geo.W(lam)
+    W, margins, f = lift_margins(cs, W, cs.apply(W), max_factor=1.0 + 1e-9)
+    lam = lam * f
+    status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
+    if settled:
+        message = "solved: active set polished exactly"
+    elif converged:
+        message = "solved by the interior-point method; the active-set polish did not settle"
+    else:
+        message = (
+            f"the interior-point method did not converge in max_iter={max_iter} iterations "
+            "(is the problem infeasible? see check_feasibility)"
+        )
+    res = SVMResult(
+        W=W,
+        status=status,
+        message=message,
+        objective=float(np.linalg.norm(W)),
+        dual=lam,
+        margins=margins,
+        constraints=cs,
+        norm="fro",
+        solver=solver,
+        n_iter=n_iter,
+        solve_time=0.0,
+        extras=extras,
+    )
+    cert = frobenius_certificate(cs, W, lam, tol, margins=margins)
+    res = downgrade(res, cert)
+    return _with_time(res, time.perf_counter() - start)
+
+
+def _with_time(res: SVMResult, seconds: float) -> SVMResult:
+    return dataclasses.replace(res, solve_time=seconds)

@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Exact feasibility: verified points, verified Farkas certificates, the hard cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.constraints import EQUALITY, pair_constraints
+from svmgeo.solvers import Status, check_feasibility, farkas_residual
+
+from ._helpers import assert_farkas, assert_feasible_point
+
+
+def _hull_data() -> sg.TokenData:
+    # the selected token (the origin) lies inside the convex hull of the others
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    return sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+
+
+def test_selection_inside_convex_hull_is_infeasible_with_certificate():
+    data = _hull_data()
+    res = sg.feasibility(data, np.array([0]))
+    assert not res and res.status is Status.INFEASIBLE
+    assert res.point is None
+    assert_farkas(res.constraints, res.certificate)
+    assert res.residual <= 1e-9
+    # the vertex token is fine
+    ok = sg.feasibility(data, np.array([1]))
+    assert ok.feasible and ok.status is Status.OPTIMAL
+    assert_feasible_point(ok.constraints, ok.point)
+
+
+def test_zero_query_is_infeasible_with_certificate_on_its_row():
+    data = sg.random_data(3, 4, 5, seed=0)
+    Z = data.Z.copy()
+    Z[1] = 0.0
+    data = sg.TokenData(data.X, Z=Z, v=data.v, Y=data.Y)
+    res = sg.att_svm(data)
+    assert res.status is Status.INFEASIBLE and res.W is None
+    cs = res.constraints
+    assert_farkas(cs, res.farkas)
+    support = np.flatnonzero(res.farkas)
+    assert np.all(cs.seq[support] == 1)
+    assert "a_j b_j^T = 0" in res.message
+
+
+def test_duplicate_of_selected_token_is_infeasible_with_certificate():
+    data = sg.random_data(3, 4, 5, seed=1)
+    alpha = sg.optimal_tokens(data)
+    X = data.X.copy()
+    other = (alpha[0] + 1) % 4
+    X[0, other] = X[0, alpha[0]]
+    dup = sg.TokenData(X, Z=data.Z, v=data.v, Y=data.Y)
+    res = sg.feasibility(dup, alpha)
+    assert res.status is Status.INFEASIBLE
+    cs = res.constraints
+    assert_farkas(cs, res.certificate)
+    j = int(np.flatnonzero(res.certificate)[0])
+    assert cs.seq[j] == 0 and cs.comp[j] == other
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_theorem1_overparameterized_is_feasible_for_every_selection(seed):
+    # d >= max(T - 1, n): feasible for almost every dataset and every alpha
+    n, T = 4, 5
+    data = sg.random_data(n, T, max(T - 1, n) + seed % 2, seed=seed)
+    alpha = np.random.default_rng(seed).integers(0, T, size=n)
+    res = sg.feasibility(data, alpha)
+    assert res.feasible and res.status is Status.OPTIMAL
+    assert_feasible_point(res.constraints, res.point)
+    m = res.constraints.apply(res.point)
+    assert m.min() >= 1.0 and m.min() <= 1.0 + 1e-9  # rescaled so the smallest margin is 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_small_d_verdicts_are_certified(seed):
+    # d < T: both verdicts occur; each must carry a certificate that verifies independently
+    data = sg.random_data(3, 6, 2, seed=seed, query=0 if seed % 2 else None)
+    alpha = np.random.default_rng(seed).integers(1 if seed % 2 else 0, 6, size=3)
+    res = sg.feasibility(data, alpha)
+    if res.feasible:
+        assert res.status is Status.OPTIMAL
+        assert_feasible_point(res.constraints, res.point)
+    else:
+        assert res.status is Status.INFEASIBLE, res.message
+        assert_farkas(res.constraints, res.certificate)
+        np.testing.assert_allclose(
+            res.residual, farkas_residual(res.constraints, res.certificate), atol=1e-15
+        )
+
+
+def test_dependent_rows_go_through_the_lp_and_stay_feasible():
+    # two identical queries per sequence: duplicated rows, singular Gram matrix, still feasible
+    base = sg.random_data(3, 4, 6, seed=4)
+    Z = np.repeat(base.Z[:, None, :], 2, axis=1)
+    data = sg.TokenData(base.X, Z=Z, v=base.v, Y=base.Y)
+    alpha = np.repeat(sg.optimal_tokens(base)[:, None], 2, axis=1)
+    res = sg.feasibility(data, alpha)
+    assert res.feasible and res.solver == "highs"
+    assert_feasible_point(res.constraints, res.point)
+    sol = sg.att_svm(data, alpha)
+    assert sol.success, sol.message
+    ref = sg.att_svm(base)
+    np.testing.assert_allclose(sol.W, ref.W, atol=1e-9 * np.linalg.norm(ref.W))
+
+
+def test_inconsistent_equalities_get_a_free_sign_certificate():
+    data = sg.random_data(1, 3, 4, seed=3)
+    # rows (x0-x1), (x1-x2), (x0-x2) all = 1 is impossible: the first two add up to the third
+    cs = pair_constraints(
+        data, [0, 0, 0], [0, 0, 0], [0, 1, 0], [1, 2, 2], kind=EQUALITY, rhs=[1.0, 1.0, 1.0]
+    )
+    res = check_feasibility(cs)
+    assert res.status is Status.INFEASIBLE
+    assert_farkas(cs, res.certificate)
+    assert np.any(res.certificate < 0)
+
+
+def test_no_rows_is_feasible():
+    data = sg.TokenData(np.ones((2, 1, 3)), Z=np.ones((2, 3)), v=np.ones(3))
+    res = sg.feasibility(data)
+    assert res.feasible and res.constraints.N == 0
+    np.testing.assert_array_equal(res.point, np.zeros((3, 3)))

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Public solver API: dispatch, the cvxpy path, status mapping and input validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.solvers import STATUS_MAP, Status, _api, solve_svm
+
+from ._helpers import assert_farkas, assert_feasible_point
+
+
+@pytest.fixture
+def data() -> sg.TokenData:
+    return sg.random_data(4, 4, 6, seed=7)
+
+
+@pytest.fixture
+def cs(data: sg.TokenData) -> sg.ConstraintSet:
+    return sg.att_svm_constraints(data, sg.optimal_tokens(data))
+
+
+def test_public_names_exported():
+    for name in (
+        "att_svm",
+        "feasibility",
+        "solve_svm",
+        "check_feasibility",
+        "Status",
+        "SVMResult",
+        "FeasibilityResult",
+        "Certificate",
+    ):
+        assert name in sg.__all__ and hasattr(sg, name)
+
+
+def test_att_svm_defaults_to_optimal_tokens(data, cs):
+    res = sg.att_svm(data)
+    ref = solve_svm(cs)
+    assert res.success and res.norm == "fro" and res.solver.startswith("svmgeo")
+    np.testing.assert_allclose(res.W, ref.W, atol=1e-12 * np.linalg.norm(ref.W))
+    assert res.extras["feasibility"].feasible
+    assert res.solve_time > 0
+
+
+def test_att_svm_ties_raise():
+    X = np.zeros((1, 3, 2))
+    X[0, 0] = X[0, 1] = [1.0, 0.0]  # two optimal tokens
+    X[0, 2] = [0.0, 1.0]
+    data = sg.TokenData(X, Z=np.ones((1, 2)), v=np.array([1.0, 0.0]))
+    with pytest.raises(sg.TieError):
+        sg.att_svm(data)
+
+
+def test_cvxpy_method_matches_and_its_duals_are_converted(cs):
+    fast = solve_svm(cs, method="fast")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = solve_svm(cs, method="cvxpy")
+    assert ref.solver == "cvxpy-clarabel"
+    assert ref.status.has_solution and ref.certificate is not None
+    np.testing.assert_allclose(ref.W, fast.W, atol=1e-5 * np.linalg.norm(fast.W))
+    # multipliers rescaled from min ||W|| to min 1/2 ||W||^2: W = sum lambda_j a_j b_j^T
+    assert ref.certificate.stationarity <= 1e-5
+    np.testing.assert_allclose(ref.dual, fast.dual, atol=1e-4 * fast.dual.max())
+
+
+def test_cvxpy_nuclear_norm_path(cs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = solve_svm(cs, norm="nuc", method="cvxpy")
+    fro = solve_svm(cs)
+    assert res.status.has_solution and res.norm == "nuc"
+    assert_feasible_point(cs, res.W, rtol=1e-7)
+    np.testing.assert_allclose(res.objective, np.linalg.norm(res.W, "nuc"))
+    # the Frobenius optimum is feasible, so the nuclear optimum cannot exceed its nuclear norm
+    assert res.objective <= np.linalg.norm(fro.W, "nuc") * (1 + 1e-6)
+
+
+def test_unknown_cvxpy_status_is_a_solver_error(cs, monkeypatch):
+    def fake(cs, norm, *, solver, **opts):
+        return np.zeros((cs.d, cs.d)), np.zeros(cs.N), "mystery_status", 0.0, 0.0
+
+    monkeypatch.setattr(_api, "solve_naive_cvxpy_duals", fake)
+    res = solve_svm(cs, method="cvxpy")
+    assert res.status is Status.SOLVER_ERROR and res.W is None
+    assert "unknown" in res.message
+    assert "mystery_status" not in STATUS_MAP
+    assert STATUS_MAP["optimal_inaccurate"] is Status.OPTIMAL_INACCURATE
+
+
+def test_auto_falls_back_to_cvxpy_when_fast_path_fails(cs, monkeypatch):
+    real = _api.solve_frobenius
+
+    def broken(cs, **kw):
+        res = real(cs, **kw)
+        return dataclasses.replace(res, status=Status.MAX_ITER, message="forced failure")
+
+    monkeypatch.setattr(_api, "solve_frobenius", broken)
+    assert solve_svm(cs, method="fast").status is Status.MAX_ITER
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = solve_svm(cs, method="auto", tol=1e-4)  # a tolerance Clarabel's answer meets
+    assert auto.success and auto.solver.startswith("cvxpy")
+    assert "forced failure" in auto.message
+
+
+def test_infeasible_problem_returns_certificate_not_exception():
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+    for method in ("fast", "cvxpy", "auto"):
+        res = sg.att_svm(data, np.array([0]), method=method)
+        assert res.status is Status.INFEASIBLE and not res.success
+        assert res.W is None and res.objective is None
+        assert_farkas(res.constraints, res.farkas)
+        assert "admit no W" in res.message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"norm": "l1"}, "'fro', 'nuc'"),
+        ({"method": "magic"}, "'auto', 'fast', 'cvxpy'"),
+        ({"norm": "nuc", "rank": 0}, "rank"),
+        ({"tol": -1e-3}, "tol"),
+        ({"tol": 0.0}, "tol"),
+        ({"rank": 2}, "norm='nuc'"),
+        ({"norm": "nuc", "rank": 1, "method": "cvxpy"}, "nonconvex"),
+        ({"n_restarts": 0}, "n_restarts"),
+        ({"solver": 3}, "solver"),
+    ],
+)
+def test_bad_options_raise_problem_error(cs, kwargs, match):
+    with pytest.raises(sg.ProblemError, match=match):
+        solve_svm(cs, **kwargs)
+
+
+def test_not_a_constraint_set():
+    with pytest.raises(sg.ProblemError, match="ConstraintSet"):
+        solve_svm(np.zeros((3, 3)))
+
+
+def test_bad_selection_through_att_svm(data):
+    with pytest.raises(sg.ProblemError, match="shape"):
+        sg.att_svm(data, np.zeros((4, 2), dtype=int))
+    with pytest.raises(sg.ProblemError, match="token indices"):
+        sg.att_svm(data, np.array([0, 1, 2, 4]))
+    causal = sg.random_data(2, 3, 4, seed=0, query="all", mask="causal")
+    alpha = np.zeros((2, 3), dtype=int)
+    alpha[0, 0] = 2  # query 0 sees only token 0
+    with pytest.raises(sg.ProblemError, match="mask hides"):
+        sg.att_svm(causal, alpha)
+    with pytest.raises(sg.ProblemError, match=r"ConstraintSet|TokenData"):
+        sg.feasibility(np.zeros((2, 3, 4)))
