@@ -21,6 +21,7 @@ from ._errors import (
 from ._linalg import correlation, query_projector
 from .constraints import EQUALITY, MARGIN, ConstraintSet, att_svm_constraints, pair_constraints
 from .data import TokenData, load_data, random_data, save_data
+from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 
 __version__ = "0.1.0.dev0"
@@ -29,12 +30,16 @@ __all__ = [
     "EQUALITY",
     "MARGIN",
     "BackendError",
+    "BatchRun",
     "ConstraintSet",
     "ConvergenceWarning",
+    "GDConfig",
+    "GDRun",
     "InaccurateSolutionWarning",
     "ProblemError",
     "SolverError",
     "SolverNotFound",
+    "StopStatus",
     "SvmgeoError",
     "TieError",
     "TokenData",
@@ -50,4 +55,6 @@ __all__ = [
     "random_data",
     "save_data",
     "token_scores",
+    "train",
+    "train_batch",
 ]
