@@ -128,7 +128,11 @@ class NumbaKernels(Kernels):
         from ._numba import grad_batch
 
         return grad_batch(
-            np.ascontiguousarray(W), _prob(self.problem), self.problem.head_id, loss_id, log_domain
+            np.require(W, np.float64, ["C", "W"]),
+            _prob(self.problem),
+            self.problem.head_id,
+            loss_id,
+            log_domain,
         )
 
     def advance(

@@ -139,13 +139,13 @@ class GDConfig:
         check_option(self.loss, "loss", LOSSES, where=where)
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
-        check_real(self.step_size, "step_size", low=0.0, low_open=True, where=where)
+        check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True, where=where)
         check_int(self.n_steps, "n_steps", low=1, where=where)
         if self.m is not None:
             check_int(self.m, "m", low=1, where=where)
         if self.record_every is not None:
             check_int(self.record_every, "record_every", low=1, where=where)
-        check_real(self.ridge, "ridge", low=0.0, where=where)
+        check_real(self.ridge, "ridge", low=0.0, high_open=True, where=where)
         check_real(self.tol, "tol", low=0.0, where=where)
         if self.saturation_tol is not None:
             check_real(self.saturation_tol, "saturation_tol", low=0.0, high=1.0, where=where)

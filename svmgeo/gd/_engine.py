@@ -228,8 +228,8 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
                     f"got {A.shape}. Match m to the factors' width."
                 )
         return (
-            np.ascontiguousarray(np.broadcast_to(K, (B, d, m))),
-            np.ascontiguousarray(np.broadcast_to(Q, (B, d, m))),
+            np.array(np.broadcast_to(K, (B, d, m)), order="C"),
+            np.array(np.broadcast_to(Q, (B, d, m)), order="C"),
             m,
         )
     m = (cfg.m if cfg.m is not None else d) if kq else d
@@ -262,7 +262,7 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
     W0 = check_array(init, "init", ndim=(2, 3), hint=f"init W must be ({d}, {d}) or (B, {d}, {d}).")
     if W0.shape[-2:] != (d, d) or (W0.ndim == 3 and W0.shape[0] != B):
         raise ProblemError(f"init W must have shape ({d}, {d}) or ({B}, {d}, {d}); got {W0.shape}.")
-    return np.ascontiguousarray(np.broadcast_to(W0, shape)), np.zeros((B, 1, 1)), m
+    return np.array(np.broadcast_to(W0, shape), order="C"), np.zeros((B, 1, 1)), m
 
 
 class GradientDescent:

@@ -74,7 +74,7 @@ def _per_instance(value: Any, name: str, B: int, shape: tuple[int, ...], hint: s
             raise ProblemError(
                 f"{name} must have shape {shape} or {(B, *shape)}; got {arr.shape}. {hint}"
             )
-        return np.ascontiguousarray(np.broadcast_to(arr, (B, *shape)))
+        return np.array(np.broadcast_to(arr, (B, *shape)), order="C")
     if arr.shape != (B, *shape):
         raise ProblemError(
             f"{name} must have shape {shape} or {(B, *shape)}; got {arr.shape}. {hint}"
@@ -156,4 +156,6 @@ def make_problem(
             if v is None
             else _per_instance(v, "v", B, (p,), "With head='relu', v weights the p ReLU units.")
         )
-    return Problem(X, Z, Y, vis, HEAD_IDS[head], hv, hV, hw, lam_arr)
+    # writeable C arrays: one compiled signature for every call (no read-only broadcast views)
+    c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr)]
+    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7])
