@@ -125,21 +125,25 @@ class NumbaKernels(Kernels):
     """Compiled kernels: a whole chunk of steps per call, ``prange`` over instances."""
 
     def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
-        from ._numba import grad_batch
+        from ._numba import grad_batch, grad_one
 
-        return grad_batch(
-            np.require(W, np.float64, ["C", "W"]),
-            _prob(self.problem),
-            self.problem.head_id,
-            loss_id,
-            log_domain,
+        W = np.require(W, np.float64, ["C", "W"])
+        prob = _prob(self.problem)
+        head_id = self.problem.head_id
+        if _parallel(self.problem, 1):
+            return grad_batch(W, prob, head_id, loss_id, log_domain)
+        G = np.empty_like(W)
+        M = np.array(
+            [
+                grad_one(W[b], tuple(x[b] for x in prob), head_id, loss_id, log_domain, G[b])
+                for b in range(W.shape[0])
+            ]
         )
+        return G, M
 
     def advance(
         self, P1: Any, P2: Any, status: np.ndarray, steps: np.ndarray, n: int, cfg: GDConfig
     ) -> tuple[Any, Any]:
-        import numba
-
         from ._numba import advance, run_one
 
         P = self.problem
@@ -156,7 +160,7 @@ class NumbaKernels(Kernels):
             log_tol,
         )
         prob = _prob(P)
-        if P.B > 1 and numba.get_num_threads() > 1:
+        if _parallel(P, n):
             advance(P1, P2, is_kq, prob, opts, n, status, steps)
         else:  # one thread: no parallel region to start (and no spinning workers)
             for b in np.flatnonzero(status == 0):
@@ -164,6 +168,19 @@ class NumbaKernels(Kernels):
                 status[b], taken = run_one(P1[b], P2[b], is_kq, inst, opts, n)
                 steps[b] += taken
         return P1, P2
+
+
+# Instance-steps below which one call runs on one thread: starting a parallel region costs
+# microseconds on an idle machine but milliseconds on a loaded one (a barrier waits for a
+# descheduled worker), more than ~30 ms of work saves.
+_PARALLEL_WORK = 10_000
+
+
+def _parallel(P: Problem, n_steps: int) -> bool:
+    """Use the ``prange`` kernels for ``n_steps`` steps of every instance?"""
+    import numba
+
+    return P.B > 1 and P.B * n_steps >= _PARALLEL_WORK and numba.get_num_threads() > 1
 
 
 def _prob(P: Problem) -> tuple[np.ndarray, ...]:

@@ -10,7 +10,7 @@ r"""The gradient-descent engine: state, one loop, results.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
@@ -22,7 +22,7 @@ from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
 from ._config import RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
-from ._problem import LOSS_IDS, Problem, make_problem
+from ._problem import LOSS_IDS, Problem, make_problem, unstack
 
 __all__ = [
     "BatchRun",
@@ -419,7 +419,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
 
 
 def train_batch(
-    datasets: Sequence[TokenData],
+    datasets: Sequence[TokenData] | Mapping[str, Any],
     *,
     v: Any = None,
     V: Any = None,
@@ -428,6 +428,10 @@ def train_batch(
     **options: Any,
 ) -> BatchRun:
     r"""Train attention on B independent datasets of equal sizes in one call.
+
+    ``datasets`` is a sequence of :class:`~svmgeo.TokenData`, or a mapping of stacked arrays:
+    ``X`` (B, n, T, d), ``Y`` (B, n) or (B, n, K), ``Z`` (B, n, d) or (B, n, K, d), ``v``
+    (d,) or (B, d), ``query`` (shared), ``mask`` ("causal", (K, T) shared, or (B, n, K, T)).
 
     Takes the keyword options of :func:`train` (``param``, ``m``, ``loss``, ``head``,
     ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``record``, ``ridge``,
@@ -446,7 +450,8 @@ def train_batch(
     cfg = _make_config(options)
     if isinstance(datasets, TokenData):
         raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
-    problem = make_problem(list(datasets), cfg.head, v=v, V=V, lam=lam)
+    items = unstack(datasets) if isinstance(datasets, Mapping) else list(datasets)
+    problem = make_problem(items, cfg.head, v=v, V=V, lam=lam)
     return GradientDescent(cfg).run(problem, callback)
 
 

@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from ._xp import UNDERFLOW
 
-__all__ = ["advance", "grad_batch", "run_one"]
+__all__ = ["advance", "grad_batch", "grad_one", "run_one"]
 
 _NEG_INF = -np.inf
 
@@ -377,6 +377,14 @@ def advance(P1, P2, is_kq, prob, opts, n_steps, status, steps):
             code, taken = run_one(P1[b], P2[b], is_kq, _instance(prob, b), opts, n_steps)
             status[b] = code
             steps[b] += taken
+
+
+@njit(cache=True)
+def grad_one(W, inst, head_id, loss_id, log_domain, G):
+    """(G, M) of one instance: G written in place, M returned."""
+    n, T, d = inst[0].shape
+    ws = _workspace(n, inst[1].shape[1], T, d)
+    return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws)
 
 
 @njit(cache=True, parallel=True)

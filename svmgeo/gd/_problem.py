@@ -15,7 +15,7 @@ signature.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from .._errors import ProblemError
 from .._validation import check_array, check_real
 from ..data import TokenData
 
-__all__ = ["HEAD_IDS", "LOSS_IDS", "Problem", "make_problem"]
+__all__ = ["HEAD_IDS", "LOSS_IDS", "Problem", "make_problem", "unstack"]
 
 LOSS_IDS = {"logistic": 0, "exponential": 1, "correlation": 2}
 HEAD_IDS = {"linear": 0, "relu": 1, "concave": 2}
@@ -159,3 +159,44 @@ def make_problem(
     # writeable C arrays: one compiled signature for every call (no read-only broadcast views)
     c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr)]
     return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7])
+
+
+_STACKED = ("X", "Y", "Z", "v", "query", "mask")
+
+
+def unstack(arrays: Mapping[str, Any]) -> list[TokenData]:
+    """Datasets from stacked arrays: ``X`` (B, n, T, d); ``Y`` (B, n) or (B, n, K); ``Z``
+    (B, n, d) or (B, n, K, d); ``v`` (d,) shared or (B, d); ``query`` shared; ``mask``
+    ``"causal"``, (K, T) shared or (B, n, K, T)."""
+    unknown = sorted(set(arrays) - set(_STACKED))
+    if unknown:
+        raise ProblemError(
+            f"stacked datasets take the keys {', '.join(_STACKED)}; got unknown {unknown}."
+        )
+    X = check_array(arrays.get("X"), "X", ndim=4, hint="Stacked X has shape (B, n, T, d).")
+    B = X.shape[0]
+
+    def part(key: str, shared_ndim: int | None, b: int) -> Any:
+        value = arrays.get(key)
+        if value is None or isinstance(value, (str, int)):
+            return value
+        value = np.asarray(value)
+        if shared_ndim is not None and value.ndim == shared_ndim:
+            return value
+        if value.ndim == 0 or value.shape[0] != B:
+            raise ProblemError(
+                f"stacked {key} must have a leading axis of length B = {B}; got {value.shape}."
+            )
+        return value[b]
+
+    return [
+        TokenData(
+            X[b],
+            Y=part("Y", None, b),
+            Z=part("Z", None, b),
+            v=part("v", 1, b),
+            query=arrays.get("query"),
+            mask=part("mask", 2, b),
+        )
+        for b in range(B)
+    ]

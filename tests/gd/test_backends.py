@@ -123,3 +123,23 @@ def test_importing_svmgeo_does_not_import_cupy() -> None:
     code = "import sys, svmgeo; svmgeo.train(svmgeo.random_data(2, 3, 4, seed=0), n_steps=2, backend='numpy'); print('cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_parallel_kernels_equal_serial_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prange over instances (advance, grad_batch) gives what one thread gives."""
+    import numba
+
+    from svmgeo.gd import _backend
+
+    datasets = [sg.random_data(3, 4, 5, seed=s) for s in range(6)]
+    kw = dict(param="KQ", m=3, init=("random", 0.2), seed=1, n_steps=200, record_every=50)
+    monkeypatch.setattr(_backend, "_PARALLEL_WORK", 10**12)
+    serial = sg.train_batch(datasets, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(_backend, "_PARALLEL_WORK", 0)
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    numba.set_num_threads(2)
+    parallel = sg.train_batch(datasets, **kw)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(parallel.history.W, serial.history.W)
+    np.testing.assert_array_equal(parallel.history.grad_norm, serial.history.grad_norm)
+    assert parallel.status == serial.status

@@ -81,3 +81,27 @@ def test_kq_direction_approaches_the_nuclear_norm_solution() -> None:
     assert run.status is StopStatus.MAX_STEPS
     assert sg.correlation(run.W, W_nuc) > 0.95
     assert sg.correlation(run.W, W_nuc) > sg.correlation(run.W, W_fro)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"param": "W"},
+        {"param": "KQ", "m": 4, "init": ("random", 0.1), "seed": 0, "step_size": 0.02},
+        {"param": "W", "loss": "exponential", "data": "masked"},
+    ],
+)
+def test_log_domain_trajectory_equals_direct_one_while_nothing_underflows(
+    kw: dict[str, object],
+) -> None:
+    from .conftest import DATASETS
+
+    kw = dict(kw)
+    data = DATASETS[str(kw.pop("data"))] if "data" in kw else optimal_instance(SEEDS[0])[0]
+    runs = [
+        sg.train(data, n_steps=2000, record_every=250, log_domain=ld, **kw)  # type: ignore[arg-type]
+        for ld in (True, False)
+    ]
+    assert runs[0].history.log_grad_norm.min() > -600  # the direct gradient is representable
+    scale = np.abs(runs[1].history.W).max()
+    np.testing.assert_allclose(runs[0].history.W, runs[1].history.W, rtol=1e-10, atol=1e-10 * scale)

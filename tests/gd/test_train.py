@@ -211,3 +211,32 @@ def test_batch_instances_stop_independently() -> None:
     for b, run in enumerate(runs):
         assert run.history.step[-1] == run.n_steps == mixed.n_steps[b]
         assert np.all(np.diff(run.history.step) > 0)
+
+
+def test_batch_from_stacked_arrays_equals_batch_from_datasets() -> None:
+    datasets = [sg.random_data(3, 4, 5, seed=s, query="all", mask="causal") for s in range(3)]
+    stacked = {
+        "X": np.stack([d.X for d in datasets]),
+        "Y": np.stack([d.Y for d in datasets]),
+        "v": np.stack([d.v for d in datasets]),
+        "query": "all",
+        "mask": "causal",
+    }
+    a = sg.train_batch(stacked, n_steps=50, backend="numpy")
+    b = sg.train_batch(datasets, n_steps=50, backend="numpy")
+    np.testing.assert_array_equal(a.W, b.W)
+    cross = [sg.random_data(2, 3, 4, seed=s, n_queries=2) for s in range(2)]
+    c = sg.train_batch(
+        {
+            "X": [d.X for d in cross],
+            "Z": [d.Z for d in cross],
+            "Y": [d.Y for d in cross],
+            "v": cross[0].v,
+        },
+        n_steps=20,
+    )
+    assert c.W.shape == (2, 4, 4)
+    with pytest.raises(sg.ProblemError, match="leading axis of length B = 2"):
+        sg.train_batch({"X": [d.X for d in cross], "Z": cross[0].Z[:1], "v": cross[0].v}, n_steps=2)
+    with pytest.raises(sg.ProblemError, match="unknown \\['W'\\]"):
+        sg.train_batch({"X": [d.X for d in cross], "W": 1}, n_steps=2)
