@@ -21,7 +21,7 @@ from .._validation import check_array, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
-from ._config import RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
+from ._config import CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
 
 __all__ = [
@@ -279,7 +279,7 @@ class GradientDescent:
     def init_state(self, problem: Problem) -> GDState:
         cfg = self.config
         self.kernels = get_kernels(cfg.backend, problem)
-        P1, P2, self.m = _init_params(cfg, problem.B, problem.d)
+        P1, P2, _ = _init_params(cfg, problem.B, problem.d)
         k = self.kernels
         B = problem.B
         return GDState(
@@ -353,14 +353,14 @@ class GradientDescent:
                     np.min(obs["max_prob"].reshape(problem.B, -1), axis=1)
                     >= 1.0 - cfg.saturation_tol
                 )
-                status = np.where((status == RUNNING) & sat, 5, status)
+                status = np.where((status == RUNNING) & sat, CODE_OF[StopStatus.SATURATED], status)
             if callback is not None:
                 try:
                     callback(self._intermediate(obs, state, squeeze))
                 except StopIteration:
-                    status = np.where(status == RUNNING, 6, status)
+                    status = np.where(status == RUNNING, CODE_OF[StopStatus.CALLBACK], status)
             state = state._replace(status=status)
-        status = np.where(state.status == RUNNING, 1, state.status)
+        status = np.where(state.status == RUNNING, CODE_OF[StopStatus.MAX_STEPS], state.status)
         k = self.kernels
         assert k is not None  # internal invariant
         is_kq = cfg.param == "KQ"
