@@ -35,10 +35,33 @@ def w_mm(data: sg.TokenData, alpha: np.ndarray, norm: str) -> np.ndarray:
 def curve(run: sg.GDRun, target: np.ndarray, n_steps: int) -> list[tuple[int, float]]:
     steps = run.history.step
     out = []
-    for t in [*CHECKPOINTS, n_steps]:
+    for t in sorted({*CHECKPOINTS, n_steps}):
         if t <= n_steps:
             r = int(np.searchsorted(steps, t))
             out.append((int(steps[r]), 1.0 - sg.correlation(run.history.W[r], target)))
+    return out
+
+
+def textbook_run(data: sg.TokenData, n_steps: int, step_size: float = 0.1) -> dict[int, np.ndarray]:
+    """Normalized GD with the textbook gradient X^T (diag s - s s^T) gamma z^T (numpy), the
+    formula that cancels catastrophically once the softmax saturates; W every 1000 steps."""
+    X, Z, Y, v = (np.asarray(a) for a in (data.X, data.Z, data.Y, data.v))
+    gamma = Y[:, None] * (X @ v)
+    W = np.zeros((data.d, data.d))
+    out = {}
+    for t in range(1, n_steps + 1):
+        a = np.einsum("ntd,de,ne->nt", X, W, Z)
+        s = np.exp(a - a.max(axis=1, keepdims=True))
+        s /= s.sum(axis=1, keepdims=True)
+        dl = -1.0 / (1.0 + np.exp(np.sum(gamma * s, axis=1)))  # logistic l'
+        inner = s * gamma - s * np.sum(s * gamma, axis=1, keepdims=True)  # (diag s - ss^T) gamma
+        G = np.einsum("n,ntd,nt,ne->de", dl, X, inner, Z) / data.n
+        norm = np.linalg.norm(G)
+        if norm == 0.0:
+            break
+        W = W - step_size * G / norm
+        if t % 1000 == 0:
+            out[t] = W.copy()
     return out
 
 
@@ -49,6 +72,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[2, 3, 4, 6, 7])
     parser.add_argument("--n-steps", type=int, default=200_000)
     parser.add_argument("--kq-steps", type=int, default=20_000)
+    parser.add_argument("--textbook", action="store_true", help="also run the textbook formula")
     args = parser.parse_args()
     n = args.n_steps
     data0 = sg.random_data(6, 8, 10, seed=0)
@@ -79,6 +103,14 @@ def main() -> None:
         print("   " + "  ".join(f"{t // 1000}k:{g:.1e}" for t, g in pts))
         ok = pts[-1][1] <= 1e-6
         print(f"   final 1 - corr = {pts[-1][1]:.2e}  ({'<=' if ok else '>'} 1e-6)")
+        if args.textbook:
+            naive = textbook_run(data, 8000)
+            print(
+                "   textbook formula: "
+                + "  ".join(
+                    f"{t // 1000}k:{1 - sg.correlation(W, target):.1e}" for t, W in naive.items()
+                )
+            )
 
     print(
         "== (K, Q), m = d: 1 - corr(KQ^T, W^mm_*) and (W^mm_F), init ('random', 0.01), step 0.02 =="
