@@ -6,7 +6,7 @@ The public entry points are :func:`train` and :func:`train_batch`; see
 """
 
 from ._backend import cupy_available
-from ._config import BACKENDS, HEADS, LOSSES, PARAMS, RECORDS, GDConfig, StopStatus
+from ._config import BACKENDS, BATCH_RECORDS, HEADS, LOSSES, PARAMS, RECORDS, GDConfig, StopStatus
 from ._engine import (
     BatchRun,
     GDRun,
@@ -21,6 +21,7 @@ from ._engine import (
 
 __all__ = [
     "BACKENDS",
+    "BATCH_RECORDS",
     "HEADS",
     "LOSSES",
     "PARAMS",

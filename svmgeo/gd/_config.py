@@ -14,13 +14,23 @@ from typing import Any
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
 
-__all__ = ["BACKENDS", "HEADS", "LOSSES", "PARAMS", "RECORDS", "GDConfig", "StopStatus"]
+__all__ = [
+    "BACKENDS",
+    "BATCH_RECORDS",
+    "HEADS",
+    "LOSSES",
+    "PARAMS",
+    "RECORDS",
+    "GDConfig",
+    "StopStatus",
+]
 
 PARAMS = ("W", "KQ")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
 BACKENDS = ("numba", "numpy", "cupy")
 RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected", "probs", "W")
+BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected")
 
 
 class StopStatus(enum.StrEnum):

@@ -21,7 +21,7 @@ from .._validation import check_array, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
-from ._config import CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
+from ._config import BATCH_RECORDS, CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
 
 __all__ = [
@@ -435,7 +435,9 @@ def train_batch(
 
     Takes the keyword options of :func:`train` (``param``, ``m``, ``loss``, ``head``,
     ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``record``, ``ridge``,
-    ``init``, ``seed``, ``backend``, ``log_domain``, ``tol``, ``saturation_tol``). ``v``,
+    ``init``, ``seed``, ``backend``, ``log_domain``, ``tol``, ``saturation_tol``); ``record``
+    defaults to the light fields ``BATCH_RECORDS`` (no W snapshots or full probabilities:
+    pass ``record=RECORDS`` for them, at B times the memory of one run). ``v``,
     ``V`` and ``init`` arrays may carry a leading B axis (one per instance) or be shared. With
     ``backend="numba"`` instances run in parallel (``prange``; threads from
     ``NUMBA_NUM_THREADS`` / :func:`numba.set_num_threads`). Random initializations are drawn
@@ -447,7 +449,7 @@ def train_batch(
     BatchRun
         ``runs.W`` (B, d, d), histories (B, R, ...), ``runs[b]`` a :class:`GDRun`.
     """
-    cfg = _make_config(options)
+    cfg = _make_config({"record": BATCH_RECORDS, **options})
     if isinstance(datasets, TokenData):
         raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
     items = unstack(datasets) if isinstance(datasets, Mapping) else list(datasets)

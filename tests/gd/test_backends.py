@@ -133,6 +133,7 @@ def test_parallel_kernels_equal_serial_ones(monkeypatch: pytest.MonkeyPatch) -> 
 
     datasets = [sg.random_data(3, 4, 5, seed=s) for s in range(6)]
     kw = dict(param="KQ", m=3, init=("random", 0.2), seed=1, n_steps=200, record_every=50)
+    kw["record"] = sg.gd.RECORDS
     monkeypatch.setattr(_backend, "_PARALLEL_WORK", 10**12)
     serial = sg.train_batch(datasets, **kw)  # type: ignore[arg-type]
     monkeypatch.setattr(_backend, "_PARALLEL_WORK", 0)
@@ -140,6 +141,7 @@ def test_parallel_kernels_equal_serial_ones(monkeypatch: pytest.MonkeyPatch) -> 
         pytest.skip("numba has one thread here")
     numba.set_num_threads(2)
     parallel = sg.train_batch(datasets, **kw)  # type: ignore[arg-type]
+    assert parallel.history.W.shape == (6, 5, 5, 5)
     np.testing.assert_array_equal(parallel.history.W, serial.history.W)
     np.testing.assert_array_equal(parallel.history.grad_norm, serial.history.grad_norm)
     assert parallel.status == serial.status

@@ -177,6 +177,7 @@ def test_batch_equals_separate_runs(backend: str) -> None:
     kw = dict(param="KQ", m=3, init=("random", 0.2), n_steps=300, record_every=100, backend=backend)
     batch = sg.train_batch(datasets, seed=5, **kw)  # type: ignore[arg-type]
     assert len(batch) == 4 and batch.W.shape == (4, 5, 5) and batch.history.loss.shape == (4, 4)
+    assert batch.history.W is None and batch.history.probs is None  # light records by default
     first = sg.train(datasets[0], seed=5, **kw)  # type: ignore[arg-type]
     np.testing.assert_allclose(batch[0].W, first.W, rtol=1e-12)
     np.testing.assert_allclose(batch[0].history.loss, first.history.loss, rtol=1e-12)
