@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import resource
 import time
 
 import numba
@@ -76,12 +78,16 @@ def svmgeo_steps_per_second(data: sg.TokenData, n_steps: int, backend: str) -> f
     return best
 
 
-def batch_instance_steps_per_second(B: int, n_steps: int, backend: str) -> float:
+def batch_instance_steps_per_second(B: int, n_steps: int, backend: str) -> tuple[float, float]:
+    """Instance-steps per second, and the CPU seconds used per wall second (how many cores
+    the run really got: on a machine busy with other jobs, fewer than the threads asked)."""
     datasets = [_instance(seed) for seed in range(B)]
     kw = dict(n_steps=n_steps, record_every=n_steps, record=("loss",), backend=backend)
     sg.train_batch(datasets[:2], **{**kw, "n_steps": 10, "record_every": 10})  # warm up
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime
     runs = sg.train_batch(datasets, **kw)  # type: ignore[arg-type]
-    return B * n_steps / runs.seconds
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu
+    return B * n_steps / runs.seconds, cpu / runs.seconds
 
 
 def main() -> None:
@@ -117,12 +123,18 @@ def main() -> None:
             )
             continue
         numba.set_num_threads(threads)
-        rates[threads] = batch_instance_steps_per_second(B, n_batch, "numba")
-        print(f"numba, {threads} thread(s): {rates[threads]:12,.0f} instance-steps/s")
+        rates[threads], cores = batch_instance_steps_per_second(B, n_batch, "numba")
+        print(
+            f"numba, {threads} thread(s): {rates[threads]:12,.0f} instance-steps/s "
+            f"(CPU busy {cores:.2f} cores on average)"
+        )
     if 1 in rates and 2 in rates:
-        print(f"2 threads / 1 thread = {rates[2] / rates[1]:.2f}x (near-linear is 2x)")
+        print(
+            f"2 threads / 1 thread = {rates[2] / rates[1]:.2f}x (near-linear is 2x when the run "
+            f"gets 2 cores; os.cpu_count() = {os.cpu_count()})"
+        )
     if cupy_available():
-        rate = batch_instance_steps_per_second(B, n_batch, "cupy")
+        rate, _ = batch_instance_steps_per_second(B, n_batch, "cupy")
         print(f"cupy          : {rate:12,.0f} instance-steps/s")
     else:
         print("cupy: no CUDA GPU here (see benchmarks/gpu_check.py)")
