@@ -8,7 +8,7 @@ ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .._errors import ProblemError
@@ -73,7 +73,7 @@ STATUS_CODES = {
 CODE_OF = {status: code for code, status in STATUS_CODES.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GDConfig:
     r"""Hyper-parameters of a gradient-descent run on softmax attention.
 
@@ -141,7 +141,6 @@ class GDConfig:
     log_domain: bool = True
     tol: float = 0.0
     saturation_tol: float | None = None
-    extras: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         where = "train"

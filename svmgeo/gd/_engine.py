@@ -52,7 +52,7 @@ class GDState(NamedTuple):
     status: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class History:
     r"""What a run recorded, one entry per record point (start, every ``record_every`` steps,
     end). Fields not asked for in ``record`` are None.
@@ -91,7 +91,7 @@ class History:
     W: np.ndarray | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GDRun:
     """Result of :func:`train`.
 
@@ -122,7 +122,7 @@ class GDRun:
     seconds: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BatchRun:
     """Result of :func:`train_batch`: arrays with a leading instance axis B.
 
@@ -193,7 +193,7 @@ def _message(status: StopStatus, n: int) -> str:
     return _MESSAGES[status].format(n=n)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Intermediate:
     """What the callback receives at each record point (shapes as in :class:`History`
     without the record axis; with a leading B axis for :func:`train_batch`)."""
@@ -406,7 +406,7 @@ class GradientDescent:
 
 
 def _make_config(options: dict[str, Any]) -> GDConfig:
-    valid = sorted(f.name for f in fields(GDConfig) if f.name != "extras")
+    valid = sorted(f.name for f in fields(GDConfig))
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ProblemError(

@@ -31,7 +31,7 @@ LOSS_IDS = {"logistic": 0, "exponential": 1, "correlation": 2}
 HEAD_IDS = {"linear": 0, "relu": 1, "concave": 2}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Problem:
     """Stacked arrays of B instances (see the module docstring)."""
 
