@@ -176,7 +176,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
         for q in range(d):
             G[p, q] = 0.0
     if Mx == _NEG_INF:
-        return _NEG_INF if log_domain else 0.0
+        return _NEG_INF  # the direction is exactly zero
     for i in range(n):
         for k in range(K):
             if sg[i, k, 0] == _NEG_INF:
@@ -311,7 +311,10 @@ def _step(P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, A1, A2
         for j in range(Nv.shape[0]):
             Nv[j] = Pv[j] - eta * scale * Df[j] if move else Pv[j]
     if not any_move:
-        return 3 if (normalized and log_domain) else 2
+        # stationary when the gradient is exactly zero; G == 0 at a finite scale M is the
+        # direct formula's underflow
+        underflowed_G = _norm(G) == 0.0 and M > _NEG_INF
+        return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
     for f in range(nf):

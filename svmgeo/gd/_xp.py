@@ -131,7 +131,8 @@ def grad_w(
 ) -> tuple[Any, Any]:
     r"""Risk gradient at W (B, d, d) as ``(G, M)`` with :math:`\nabla L = e^M G`.
 
-    With ``log_domain=False`` the weights are formed directly and ``M = 0``.
+    With ``log_domain=False`` the weights are formed directly and ``M = 0``. ``M = -inf``
+    (with ``G = 0``) means the gradient is exactly zero, in both modes.
     """
     X, Y, vis = a["X"], a["Y"], a["vis"]
     fw = forward(W, P, a, xp)
@@ -159,7 +160,7 @@ def grad_w(
         shift = xp.where(ok, M, 0.0) if log_domain else xp.zeros(B)
         scale = xp.where(has, -Y * xp.exp(Lq - shift[:, None, None]), 0.0)
     w = scale[..., None] * wq
-    M = xp.where(ok, M, -xp.inf) if log_domain else xp.zeros(B)
+    M = xp.where(ok, M if log_domain else 0.0, -xp.inf)  # -inf: the direction is exactly 0
     diff = X[:, :, None, :, :] - _x_m(X, m, xp)[:, :, :, None, :]
     g = xp.einsum("bnkt,bnktd->bnkd", w, diff)
     G = xp.einsum("bnkd,bnke->bde", g, a["Z"]) / X.shape[1]
@@ -266,10 +267,11 @@ def step(
     for (move, Dn), Pf in zip(new, P, strict=True):
         any_move = any_move | move
         out.append(xp.where(move[:, None, None], Pf - eta * Dn, Pf))
-    if normalized and log_domain:
-        code = xp.where(~any_move, 3, code)
-    else:
-        code = xp.where(~any_move, 2, code)
+    # no factor moves: stationary when the gradient is exactly zero (not an underflowed G of
+    # the direct formula, which is G == 0 at a finite scale M), else an underflow
+    underflowed_G = (_norm(G, xp) == 0.0) & xp.isfinite(M)
+    exact = ~xp.isfinite(glog) & ~underflowed_G
+    code = xp.where(~any_move, xp.where(exact, 3, 2), code)
     code = xp.where((code == 0) & (glog <= log_tol), 4, code)
     finite = xp.ones(B, dtype=bool)
     for Pn in out:

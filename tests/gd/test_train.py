@@ -101,11 +101,18 @@ def test_given_initialization_is_used() -> None:
     np.testing.assert_allclose(run.W, W0 - 1e-3 * grad, rtol=1e-13)
 
 
-def test_kq_zero_init_is_stationary() -> None:
-    run = sg.train(DATASETS["cross"], param="KQ", init="zero", n_steps=10)
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("mode", [{}, {"normalized": False}, {"log_domain": False}])
+def test_exactly_zero_gradients_are_stationary_not_underflow(
+    backend: str, mode: dict[str, bool]
+) -> None:
+    run = sg.train(DATASETS["cross"], param="KQ", init="zero", n_steps=10, backend=backend, **mode)
     assert run.status is StopStatus.STATIONARY and run.n_steps == 0
     assert "stationary" in run.message
     np.testing.assert_array_equal(run.W, 0.0)
+    one_token = sg.random_data(3, 1, 4, seed=0)  # nothing to select: the risk is constant
+    run = sg.train(one_token, n_steps=10, backend=backend, **mode)
+    assert run.status is StopStatus.STATIONARY and run.n_steps == 0
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
