@@ -40,8 +40,9 @@ class StopStatus(enum.StrEnum):
     * ``GRADIENT_UNDERFLOW``: the step is no longer representable: the gradient (plain steps,
       or normalized steps with ``log_domain=False``) fell below ``1e-292``, where float64
       loses bits to denormals, or is exactly zero. The iterate is the last finite one.
-    * ``STATIONARY``: the step direction is exactly zero (e.g. ``K = Q = 0``, or all
-      token scores tied), computed in the log domain, so it is not an underflow.
+    * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
+      visible key per query, exactly tied scores); the kernels tell the two apart in every
+      mode.
     * ``CONVERGED``: the gradient norm fell to ``tol`` or below.
     * ``SATURATED``: at a record point every softmax had its maximum probability at or above
       ``1 - saturation_tol``.
