@@ -21,6 +21,7 @@ from ._errors import (
 from ._linalg import correlation, query_projector
 from .constraints import EQUALITY, MARGIN, ConstraintSet, att_svm_constraints, pair_constraints
 from .data import TokenData, load_data, random_data, save_data
+from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 from .solvers import (
     Certificate,
@@ -39,16 +40,20 @@ __all__ = [
     "EQUALITY",
     "MARGIN",
     "BackendError",
+    "BatchRun",
     "Certificate",
     "ConstraintSet",
     "ConvergenceWarning",
     "FeasibilityResult",
+    "GDConfig",
+    "GDRun",
     "InaccurateSolutionWarning",
     "ProblemError",
     "SVMResult",
     "SolverError",
     "SolverNotFound",
     "Status",
+    "StopStatus",
     "SvmgeoError",
     "TieError",
     "TokenData",
@@ -68,4 +73,6 @@ __all__ = [
     "save_data",
     "solve_svm",
     "token_scores",
+    "train",
+    "train_batch",
 ]

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Array backends of the GD engine: numba (compiled CPU), numpy (reference), cupy (GPU).
+
+CuPy is imported lazily, only when ``backend="cupy"`` is asked for, and can be turned off
+with the environment variable ``SVMGEO_DISABLE_CUPY=1``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from .._errors import BackendError
+from . import _xp
+from ._config import GDConfig
+from ._problem import LOSS_IDS, Problem
+
+__all__ = ["Kernels", "cupy_available", "get_cupy", "get_kernels"]
+
+_DISABLE_ENV = "SVMGEO_DISABLE_CUPY"
+
+
+def get_cupy() -> Any:
+    """Import CuPy and check for a CUDA device, or raise :class:`BackendError` saying why."""
+    if os.environ.get(_DISABLE_ENV, "").strip() not in ("", "0"):
+        raise BackendError(
+            f"backend='cupy' is disabled by the environment variable {_DISABLE_ENV}; unset it "
+            "or use backend='numba'."
+        )
+    if importlib.util.find_spec("cupy") is None:
+        raise BackendError(
+            "backend='cupy' needs CuPy, which is not installed. Install it with "
+            "`pip install svmgeo[gpu]` (CUDA 12), or use backend='numba' on the CPU."
+        )
+    try:
+        cp = importlib.import_module("cupy")
+        count = int(cp.cuda.runtime.getDeviceCount())
+    except Exception as exc:
+        raise BackendError(
+            f"CuPy is installed but no CUDA device is usable ({exc}); use backend='numba'."
+        ) from exc
+    if count < 1:
+        raise BackendError("CuPy found no CUDA device; use backend='numba'.")
+    return cp
+
+
+def cupy_available() -> bool:
+    """True when ``backend='cupy'`` can run here."""
+    try:
+        get_cupy()
+    except BackendError:
+        return False
+    return True
+
+
+class Kernels:
+    """The operations the engine needs, for one backend and one problem.
+
+    ``P1`` is W (B, d, d) or K (B, d, m); ``P2`` is Q (B, d, m) or a (B, 1, 1) placeholder.
+    """
+
+    def __init__(self, name: str, problem: Problem, xp: Any) -> None:
+        self.name = name
+        self.problem = problem
+        self.xp = xp
+        self.arrays = _xp.arrays(problem, xp)
+
+    def asarray(self, x: np.ndarray) -> Any:
+        return self.xp.asarray(x)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return x.get() if hasattr(x, "get") else np.asarray(x)
+
+    def weights(self, P1: Any, P2: Any, is_kq: bool) -> Any:
+        return self.xp.einsum("bdm,bem->bde", P1, P2) if is_kq else P1
+
+    def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
+        return _xp.grad_w(W, self.problem, self.arrays, loss_id, log_domain, self.xp)
+
+    def advance(
+        self,
+        P1: Any,
+        P2: Any,
+        status: np.ndarray,
+        steps: np.ndarray,
+        n: int,
+        cfg: GDConfig,
+    ) -> tuple[Any, Any]:
+        """Up to ``n`` steps of every running instance; updates ``status``/``steps`` in place."""
+        xp = self.xp
+        is_kq, loss_id, log_tol = _options(cfg)
+        for _ in range(n):
+            active = status == 0
+            if not active.any():
+                break
+            G, M = self.grad(self.weights(P1, P2, is_kq), loss_id, cfg.log_domain)
+            P1n, P2n, code = _xp.step(
+                P1,
+                P2,
+                G,
+                M,
+                is_kq=is_kq,
+                normalized=cfg.normalized,
+                log_domain=cfg.log_domain,
+                eta=cfg.step_size,
+                rho=cfg.ridge,
+                log_tol=log_tol,
+                xp=xp,
+            )
+            act = xp.asarray(active)
+            P1 = xp.where(act[:, None, None], P1n, P1)
+            P2 = xp.where(act[:, None, None], P2n, P2)
+            code_h = self.to_numpy(code)
+            status[active] = code_h[active]
+            steps[active & (code_h == 0)] += 1
+        return P1, P2
+
+
+class NumbaKernels(Kernels):
+    """Compiled kernels: a whole chunk of steps per call, ``prange`` over instances."""
+
+    def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
+        from ._numba import grad_batch, grad_one
+
+        W = np.require(W, np.float64, ["C", "W"])
+        prob = _prob(self.problem)
+        head_id = self.problem.head_id
+        if _parallel(self.problem, 1):
+            return grad_batch(W, prob, head_id, loss_id, log_domain)
+        G = np.empty_like(W)
+        M = np.array(
+            [
+                grad_one(W[b], tuple(x[b] for x in prob), head_id, loss_id, log_domain, G[b])
+                for b in range(W.shape[0])
+            ]
+        )
+        return G, M
+
+    def advance(
+        self, P1: Any, P2: Any, status: np.ndarray, steps: np.ndarray, n: int, cfg: GDConfig
+    ) -> tuple[Any, Any]:
+        from ._numba import advance, run_one
+
+        P = self.problem
+        P1 = np.array(P1, dtype=np.float64, order="C", copy=True)  # the state stays immutable
+        P2 = np.array(P2, dtype=np.float64, order="C", copy=True)
+        is_kq, loss_id, log_tol = _options(cfg)
+        opts = (
+            P.head_id,
+            loss_id,
+            cfg.log_domain,
+            cfg.normalized,
+            cfg.step_size,
+            cfg.ridge,
+            log_tol,
+        )
+        prob = _prob(P)
+        if _parallel(P, n):
+            advance(P1, P2, is_kq, prob, opts, n, status, steps)
+        else:  # one thread: no parallel region to start (and no spinning workers)
+            for b in np.flatnonzero(status == 0):
+                inst = tuple(x[b] for x in prob)
+                status[b], taken = run_one(P1[b], P2[b], is_kq, inst, opts, n)
+                steps[b] += taken
+        return P1, P2
+
+
+# Instance-steps below which one call runs on one thread: starting a parallel region costs
+# microseconds on an idle machine but milliseconds on a loaded one (a barrier waits for a
+# descheduled worker), more than ~30 ms of work saves.
+_PARALLEL_WORK = 10_000
+
+
+def _parallel(P: Problem, n_steps: int) -> bool:
+    """Use the ``prange`` kernels for ``n_steps`` steps of every instance?"""
+    import numba
+
+    return P.B > 1 and P.B * n_steps >= _PARALLEL_WORK and numba.get_num_threads() > 1
+
+
+def _prob(P: Problem) -> tuple[np.ndarray, ...]:
+    """The problem's arrays as the compiled kernels take them."""
+    return (P.X, P.Z, P.Y, P.vis, P.hv, P.hV, P.hw, P.lam)
+
+
+def _options(cfg: GDConfig) -> tuple[bool, int, float]:
+    """``(is_kq, loss_id, log_tol)`` of a configuration."""
+    log_tol = math.log(cfg.tol) if cfg.tol > 0.0 else -math.inf
+    return cfg.param == "KQ", LOSS_IDS[cfg.loss], log_tol
+
+
+def get_kernels(name: str, problem: Problem) -> Kernels:
+    """Kernels of backend ``name`` (already validated) for ``problem``."""
+    if name == "numba":
+        return NumbaKernels(name, problem, np)
+    if name == "numpy":
+        return Kernels(name, problem, np)
+    return Kernels(name, problem, get_cupy())

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Configuration and stop vocabulary of the gradient-descent engine.
+
+:class:`GDConfig` holds every hyper-parameter of a run; :class:`StopStatus` says why a run
+ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import ProblemError
+from .._validation import check_int, check_option, check_real
+
+__all__ = [
+    "BACKENDS",
+    "BATCH_RECORDS",
+    "HEADS",
+    "LOSSES",
+    "PARAMS",
+    "RECORDS",
+    "GDConfig",
+    "StopStatus",
+]
+
+PARAMS = ("W", "KQ")
+LOSSES = ("logistic", "exponential", "correlation")
+HEADS = ("linear", "relu", "concave")
+BACKENDS = ("numba", "numpy", "cupy")
+RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected", "probs", "W")
+BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected")
+
+
+class StopStatus(enum.StrEnum):
+    """Why a run stopped.
+
+    * ``MAX_STEPS``: ``n_steps`` were taken.
+    * ``GRADIENT_UNDERFLOW``: the step is no longer representable: the gradient (plain steps,
+      or normalized steps with ``log_domain=False``) fell below ``1e-292``, where float64
+      loses bits to denormals, or is exactly zero. The iterate is the last finite one.
+    * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
+      visible key per query, exactly tied scores); the kernels tell the two apart in every
+      mode.
+    * ``CONVERGED``: the gradient norm fell to ``tol`` or below.
+    * ``SATURATED``: at a record point every softmax had its maximum probability at or above
+      ``1 - saturation_tol``.
+    * ``CALLBACK``: the callback raised :class:`StopIteration`.
+    * ``NON_FINITE``: a step would have produced inf or NaN; it was not taken (a bug guard:
+      no known input reaches it).
+    """
+
+    MAX_STEPS = "max_steps"
+    GRADIENT_UNDERFLOW = "gradient_underflow"
+    STATIONARY = "stationary"
+    CONVERGED = "converged"
+    SATURATED = "saturated"
+    CALLBACK = "callback"
+    NON_FINITE = "non_finite"
+
+
+# integer codes used by the compiled kernels (0 = still running)
+RUNNING = 0
+STATUS_CODES = {
+    1: StopStatus.MAX_STEPS,
+    2: StopStatus.GRADIENT_UNDERFLOW,
+    3: StopStatus.STATIONARY,
+    4: StopStatus.CONVERGED,
+    5: StopStatus.SATURATED,
+    6: StopStatus.CALLBACK,
+    7: StopStatus.NON_FINITE,
+}
+CODE_OF = {status: code for code, status in STATUS_CODES.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class GDConfig:
+    r"""Hyper-parameters of a gradient-descent run on softmax attention.
+
+    The risk is :math:`L = \frac1n \sum_i \sum_k \ell(Y_{ik} f_{ik})` with
+    :math:`f_{ik} = h(X_i^\top \mathrm{softmax}(X_i W z_{ik}))` over visible keys, and
+    :math:`W = KQ^\top` for ``param="KQ"``. A normalized step is
+    :math:`W \leftarrow W - \eta \nabla L / \|\nabla L\|_F` (each factor separately for
+    ``(K, Q)``); a plain step is :math:`W \leftarrow W - \eta \nabla L`.
+
+    Parameters
+    ----------
+    param : {"W", "KQ"}
+        Train :math:`W \in \mathbb{R}^{d\times d}` or the factors
+        :math:`K, Q \in \mathbb{R}^{d\times m}`.
+    m : int, optional
+        Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``). Defaults to ``d``.
+    loss : {"logistic", "exponential", "correlation"}
+        :math:`\log(1 + e^{-u})`, :math:`e^{-u}` or :math:`-u`.
+    head : {"linear", "relu", "concave"}
+        :math:`v^\top x`, :math:`v^\top \mathrm{ReLU}(V^\top x)` or
+        :math:`v^\top x - \lambda \|x\|^2`. See :func:`~svmgeo.train` for ``v``, ``V``, ``lam``.
+    step_size : float
+        :math:`\eta > 0`.
+    normalized : bool
+        Normalized (default) or plain steps.
+    n_steps : int
+        Maximum number of steps.
+    record_every : int, optional
+        Record the history every this many steps (and at the start and the end). Defaults to
+        ``max(1, n_steps // 100)``, so memory stays bounded.
+    record : tuple of str, optional
+        Which history fields to keep, among ``RECORDS``; default all.
+    ridge : float
+        :math:`\rho \ge 0`: adds :math:`\tfrac{\rho}{2}(\|K\|_F^2 + \|Q\|_F^2)` (or
+        :math:`\tfrac{\rho}{2}\|W\|_F^2`) to the risk.
+    init : "zero", ("random", scale), array, or (K, Q)
+        Zero, i.i.d. :math:`\mathcal{N}(0, \text{scale}^2)` entries, or given arrays.
+    seed : int, optional
+        Seed of the random initialization.
+    backend : {"numba", "numpy", "cupy"}
+        Compiled CPU kernels (default), the numpy reference, or CuPy on a GPU.
+    log_domain : bool
+        Compute the step direction in the log domain (default), so that normalized steps go
+        on when :math:`\nabla L` itself underflows. ``False`` gives the direct formula.
+    tol : float
+        Stop with ``CONVERGED`` once :math:`\|\nabla\|_F \le` ``tol`` (0 disables).
+    saturation_tol : float, optional
+        Stop with ``SATURATED`` at a record point where every query's maximum softmax
+        probability is at least ``1 - saturation_tol``.
+    """
+
+    param: str = "W"
+    m: int | None = None
+    loss: str = "logistic"
+    head: str = "linear"
+    step_size: float = 0.1
+    normalized: bool = True
+    n_steps: int = 1000
+    record_every: int | None = None
+    record: tuple[str, ...] = RECORDS
+    ridge: float = 0.0
+    init: Any = "zero"
+    seed: int | None = None
+    backend: str = "numba"
+    log_domain: bool = True
+    tol: float = 0.0
+    saturation_tol: float | None = None
+
+    def __post_init__(self) -> None:
+        where = "train"
+        check_option(self.param, "param", PARAMS, where=where)
+        check_option(self.loss, "loss", LOSSES, where=where)
+        check_option(self.head, "head", HEADS, where=where)
+        check_option(self.backend, "backend", BACKENDS, where=where)
+        check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True, where=where)
+        check_int(self.n_steps, "n_steps", low=1, where=where)
+        if self.m is not None:
+            check_int(self.m, "m", low=1, where=where)
+        if self.record_every is not None:
+            check_int(self.record_every, "record_every", low=1, where=where)
+        check_real(self.ridge, "ridge", low=0.0, high_open=True, where=where)
+        check_real(self.tol, "tol", low=0.0, where=where)
+        if self.saturation_tol is not None:
+            check_real(self.saturation_tol, "saturation_tol", low=0.0, high=1.0, where=where)
+        if not isinstance(self.normalized, bool) or not isinstance(self.log_domain, bool):
+            raise ProblemError(
+                "normalized and log_domain must be True or False; got "
+                f"normalized={self.normalized!r}, log_domain={self.log_domain!r}."
+            )
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int)
+        ):
+            raise ProblemError(f"seed must be an int or None; got {self.seed!r}.")
+        if isinstance(self.record, str) or not all(
+            isinstance(r, str) and r in RECORDS for r in self.record
+        ):
+            raise ProblemError(
+                f"record must be a tuple of names among {', '.join(map(repr, RECORDS))}; "
+                f"got {self.record!r}."
+            )
+
+    @property
+    def cadence(self) -> int:
+        """The record cadence actually used."""
+        return self.record_every if self.record_every is not None else max(1, self.n_steps // 100)

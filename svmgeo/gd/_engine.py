@@ -1,0 +1,636 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The gradient-descent engine: state, one loop, results.
+
+:class:`GradientDescent` follows the configuration + state + ``init_state`` / ``update`` /
+``run`` shape: the loop is written once here, the per-backend kernels live in
+:mod:`svmgeo.gd._xp` (numpy, cupy) and :mod:`svmgeo.gd._numba`. :func:`train` and
+:func:`train_batch` are the public entry points.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._validation import check_array, check_real
+from ..data import TokenData
+from . import _xp
+from ._backend import Kernels, get_kernels
+from ._config import BATCH_RECORDS, CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
+from ._problem import LOSS_IDS, Problem, make_problem, unstack
+
+__all__ = [
+    "BatchRun",
+    "GDRun",
+    "GDState",
+    "GradientDescent",
+    "History",
+    "Intermediate",
+    "loss_and_grad",
+    "train",
+    "train_batch",
+]
+
+
+class GDState(NamedTuple):
+    """Iterate of a batch of runs.
+
+    ``P1`` is W (B, d, d) or K (B, d, m); ``P2`` is Q (B, d, m) or a (B, 1, 1) placeholder;
+    ``step`` counts loop steps; ``steps`` (B,) the steps each instance took; ``status`` (B,)
+    the stop codes (0 while running).
+    """
+
+    P1: Any
+    P2: Any
+    step: int
+    steps: np.ndarray
+    status: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class History:
+    r"""What a run recorded, one entry per record point (start, every ``record_every`` steps,
+    end). Fields not asked for in ``record`` are None.
+
+    Attributes
+    ----------
+    step : ndarray of shape (R,)
+        Steps taken at each record.
+    loss : ndarray of shape (R,)
+        :math:`L(W)` (without the ridge term).
+    log_loss_gap : ndarray of shape (R,)
+        :math:`\log(L - L_{\mathrm{sel}})`, informative after :math:`L` stops changing in
+        float64 (see :func:`svmgeo.gd._xp.observe`).
+    grad_norm, log_grad_norm : ndarray of shape (R,)
+        Norm of the gradient of the trained parameters (with ridge) and its logarithm, which
+        stays finite after the norm itself underflows.
+    W_norm : ndarray of shape (R,)
+        :math:`\|W\|_F`.
+    max_prob, selected : ndarray of shape (R, n, K)
+        Largest softmax probability of each query and its key (the selected token).
+    probs : ndarray of shape (R, n, K, T)
+        Softmax probabilities.
+    W : ndarray of shape (R, d, d)
+        Snapshots of W (:math:`KQ^\top` for ``param="KQ"``).
+    """
+
+    step: np.ndarray
+    loss: np.ndarray | None = None
+    log_loss_gap: np.ndarray | None = None
+    grad_norm: np.ndarray | None = None
+    log_grad_norm: np.ndarray | None = None
+    W_norm: np.ndarray | None = None
+    max_prob: np.ndarray | None = None
+    selected: np.ndarray | None = None
+    probs: np.ndarray | None = None
+    W: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class GDRun:
+    """Result of :func:`train`.
+
+    Attributes
+    ----------
+    W : ndarray of shape (d, d)
+        Final attention weights (``K @ Q.T`` for ``param="KQ"``).
+    K, Q : ndarray of shape (d, m) or None
+        Final factors for ``param="KQ"``.
+    history : History
+    status : StopStatus
+    n_steps : int
+        Steps taken.
+    message : str
+    config : GDConfig
+    seconds : float
+        Wall time of the whole call.
+    """
+
+    W: np.ndarray
+    K: np.ndarray | None
+    Q: np.ndarray | None
+    history: History
+    status: StopStatus
+    n_steps: int
+    message: str
+    config: GDConfig
+    seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class BatchRun:
+    """Result of :func:`train_batch`: arrays with a leading instance axis B.
+
+    ``runs[b]`` is the :class:`GDRun` of instance ``b`` (its history trimmed at its stop).
+    History arrays have shape (B, R, ...); ``history.step`` (B, R) gives each instance's step
+    count at each record.
+    """
+
+    W: np.ndarray
+    K: np.ndarray | None
+    Q: np.ndarray | None
+    history: History
+    status: tuple[StopStatus, ...]
+    n_steps: np.ndarray
+    config: GDConfig
+    seconds: float
+
+    def __len__(self) -> int:
+        return int(self.W.shape[0])
+
+    def __iter__(self) -> Iterator[GDRun]:
+        return (self[b] for b in range(len(self)))
+
+    def __getitem__(self, b: int) -> GDRun:
+        steps = self.history.step[b]
+        keep = np.concatenate([[True], steps[1:] != steps[:-1]]) if steps.size else steps
+        status = self.status[b]
+        return GDRun(
+            W=self.W[b],
+            K=None if self.K is None else self.K[b],
+            Q=None if self.Q is None else self.Q[b],
+            history=_trim(self.history, b, keep),
+            status=status,
+            n_steps=int(self.n_steps[b]),
+            message=_message(status, int(self.n_steps[b])),
+            config=self.config,
+            seconds=self.seconds,
+        )
+
+
+def _trim(h: History, b: int, keep: np.ndarray) -> History:
+    out: dict[str, Any] = {}
+    for f in fields(h):
+        val = getattr(h, f.name)
+        out[f.name] = None if val is None else val[b][keep]
+    return History(**out)
+
+
+_MESSAGES = {
+    StopStatus.MAX_STEPS: "took all {n} steps",
+    StopStatus.GRADIENT_UNDERFLOW: (
+        "stopped after {n} steps: the gradient underflowed (its norm fell below 1e-292 or to "
+        "zero); the iterate is the last finite one. Normalized steps with log_domain=True go on "
+        "past this point"
+    ),
+    StopStatus.STATIONARY: (
+        "stopped after {n} steps: the step direction is exactly zero (a stationary point, e.g. "
+        "K = Q = 0; start from init=('random', 0.1))"
+    ),
+    StopStatus.CONVERGED: "stopped after {n} steps: the gradient norm reached tol",
+    StopStatus.SATURATED: "stopped after {n} steps: every softmax reached 1 - saturation_tol",
+    StopStatus.CALLBACK: "stopped after {n} steps by the callback (StopIteration)",
+    StopStatus.NON_FINITE: "stopped after {n} steps: a step would have been non-finite",
+}
+
+
+def _message(status: StopStatus, n: int) -> str:
+    return _MESSAGES[status].format(n=n)
+
+
+@dataclass(frozen=True, eq=False)
+class Intermediate:
+    """What the callback receives at each record point (shapes as in :class:`History`
+    without the record axis; with a leading B axis for :func:`train_batch`)."""
+
+    step: Any
+    W: np.ndarray
+    K: np.ndarray | None
+    Q: np.ndarray | None
+    loss: np.ndarray
+    log_loss_gap: np.ndarray
+    grad_norm: np.ndarray
+    log_grad_norm: np.ndarray
+    max_prob: np.ndarray
+    selected: np.ndarray
+    probs: np.ndarray
+
+
+def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Initial (P1, P2) and the width m."""
+    init = cfg.init
+    kq = cfg.param == "KQ"
+    if kq and isinstance(init, tuple) and len(init) == 2 and not isinstance(init[0], str):
+        hint = "init=(K, Q) needs two arrays of shape (d, m) or (B, d, m)."
+        K = check_array(init[0], "init K", ndim=(2, 3), hint=hint)
+        Q = check_array(init[1], "init Q", ndim=(2, 3), hint=hint)
+        m = cfg.m if cfg.m is not None else K.shape[-1]
+        want = (d, m)
+        for name, A in (("K", K), ("Q", Q)):
+            if A.shape[-2:] != want or (A.ndim == 3 and A.shape[0] != B):
+                raise ProblemError(
+                    f"init {name} must have shape {want} or {(B, *want)} (d = {d}, m = {m}); "
+                    f"got {A.shape}. Match m to the factors' width."
+                )
+        return (
+            np.array(np.broadcast_to(K, (B, d, m)), order="C"),
+            np.array(np.broadcast_to(Q, (B, d, m)), order="C"),
+            m,
+        )
+    m = (cfg.m if cfg.m is not None else d) if kq else d
+    shape = (B, d, m)
+    if isinstance(init, str):
+        if init != "zero":
+            raise ProblemError(
+                f"init must be 'zero', ('random', scale), an array or (K, Q); got {init!r}."
+            )
+        P1 = np.zeros(shape)
+        P2 = np.zeros(shape) if kq else np.zeros((B, 1, 1))
+        return P1, P2, m
+    if isinstance(init, tuple) and len(init) == 2 and isinstance(init[0], str):
+        if init[0] != "random":
+            raise ProblemError(f"init=(name, scale) supports name 'random'; got {init[0]!r}.")
+        scale = check_real(init[1], "init scale", low=0.0, low_open=True, where="train")
+        rng = np.random.default_rng(cfg.seed)
+        P1 = np.empty(shape)
+        P2 = np.empty(shape) if kq else np.zeros((B, 1, 1))
+        for b in range(B):
+            P1[b] = rng.normal(0.0, scale, (d, m))
+            if kq:
+                P2[b] = rng.normal(0.0, scale, (d, m))
+        return P1, P2, m
+    if kq:
+        raise ProblemError(
+            "param='KQ' takes init='zero', ('random', scale) or a pair (K, Q) of arrays of "
+            f"shape ({d}, m); got {type(init).__name__}."
+        )
+    W0 = check_array(init, "init", ndim=(2, 3), hint=f"init W must be ({d}, {d}) or (B, {d}, {d}).")
+    if W0.shape[-2:] != (d, d) or (W0.ndim == 3 and W0.shape[0] != B):
+        raise ProblemError(f"init W must have shape ({d}, {d}) or ({B}, {d}, {d}); got {W0.shape}.")
+    return np.array(np.broadcast_to(W0, shape), order="C"), np.zeros((B, 1, 1)), m
+
+
+class GradientDescent:
+    """Gradient descent on softmax attention for a batch of problems; see :class:`GDConfig`.
+
+    ``init_state`` builds the initial :class:`GDState`, ``update`` advances it, ``run`` is
+    the loop (records, callback, stops).
+    """
+
+    def __init__(self, config: GDConfig) -> None:
+        self.config = config
+        self.kernels: Kernels | None = None
+
+    def init_state(self, problem: Problem) -> GDState:
+        cfg = self.config
+        self.kernels = get_kernels(cfg.backend, problem)
+        P1, P2, _ = _init_params(cfg, problem.B, problem.d)
+        k = self.kernels
+        B = problem.B
+        return GDState(
+            k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), np.zeros(B, np.int64)
+        )
+
+    def update(self, state: GDState, n_steps: int = 1) -> GDState:
+        """Advance every running instance by up to ``n_steps`` steps."""
+        cfg = self.config
+        assert self.kernels is not None, "call init_state first"  # internal invariant
+        status = state.status.copy()
+        steps = state.steps.copy()
+        P1, P2 = self.kernels.advance(state.P1, state.P2, status, steps, n_steps, cfg)
+        return GDState(P1, P2, state.step + n_steps, steps, status)
+
+    def observe(self, state: GDState) -> dict[str, np.ndarray]:
+        """Everything a record holds, as numpy arrays with a leading B axis."""
+        cfg = self.config
+        k = self.kernels
+        assert k is not None, "call init_state first"  # internal invariant
+        is_kq = cfg.param == "KQ"
+        loss_id = LOSS_IDS[cfg.loss]
+        W = k.weights(state.P1, state.P2, is_kq)
+        obs = _xp.observe(W, k.problem, k.arrays, loss_id, k.xp)
+        G, M = k.grad(W, loss_id, cfg.log_domain)
+        G, M = k.asarray(G), k.asarray(M)
+        glog = _xp.param_log_grad_norm(
+            _xp.factor_grads(state.P1, state.P2, G, M, is_kq, cfg.ridge, k.xp), k.xp
+        )
+        out = {key: k.to_numpy(val) for key, val in obs.items()}
+        out["log_grad_norm"] = k.to_numpy(glog)
+        out["grad_norm"] = np.exp(out["log_grad_norm"])
+        out["W"] = k.to_numpy(W)
+        out["W_norm"] = np.linalg.norm(out["W"].reshape(out["W"].shape[0], -1), axis=1)
+        out["step"] = state.steps.copy()
+        return out
+
+    def run(
+        self,
+        problem: Problem,
+        callback: Callable[[Intermediate], Any] | None = None,
+        *,
+        squeeze: bool = False,
+    ) -> BatchRun:
+        """Run the loop: records every ``record_every`` steps, stops, callback."""
+        start = time.perf_counter()
+        cfg = self.config
+        state = self.init_state(problem)
+        cadence = cfg.cadence
+        keep = ("step", *cfg.record)
+        if "loss" in cfg.record:
+            keep = (*keep, "log_loss_gap")
+        if "grad_norm" in cfg.record:
+            keep = (*keep, "log_grad_norm")
+        records: dict[str, list[np.ndarray]] = {key: [] for key in keep}
+
+        def record(obs: dict[str, np.ndarray]) -> None:
+            for key in keep:
+                records[key].append(obs[key])
+
+        obs = self.observe(state)
+        record(obs)
+        while state.step < cfg.n_steps and np.any(state.status == RUNNING):
+            chunk = min(cadence - state.step % cadence, cfg.n_steps - state.step)
+            state = self.update(state, chunk)
+            obs = self.observe(state)
+            record(obs)
+            status = state.status
+            if cfg.saturation_tol is not None:
+                sat = (
+                    np.min(obs["max_prob"].reshape(problem.B, -1), axis=1)
+                    >= 1.0 - cfg.saturation_tol
+                )
+                status = np.where((status == RUNNING) & sat, CODE_OF[StopStatus.SATURATED], status)
+            if callback is not None:
+                try:
+                    callback(self._intermediate(obs, state, squeeze))
+                except StopIteration:
+                    status = np.where(status == RUNNING, CODE_OF[StopStatus.CALLBACK], status)
+            state = state._replace(status=status)
+        status = np.where(state.status == RUNNING, CODE_OF[StopStatus.MAX_STEPS], state.status)
+        k = self.kernels
+        assert k is not None  # internal invariant
+        is_kq = cfg.param == "KQ"
+        hist = History(**{key: np.stack(vals, axis=1) for key, vals in records.items()})
+        return BatchRun(
+            W=obs["W"],
+            K=k.to_numpy(state.P1) if is_kq else None,
+            Q=k.to_numpy(state.P2) if is_kq else None,
+            history=hist,
+            status=tuple(STATUS_CODES[int(c)] for c in status),
+            n_steps=state.steps.copy(),
+            config=cfg,
+            seconds=time.perf_counter() - start,
+        )
+
+    def _intermediate(
+        self, obs: dict[str, np.ndarray], state: GDState, squeeze: bool
+    ) -> Intermediate:
+        k = self.kernels
+        assert k is not None  # internal invariant
+        is_kq = self.config.param == "KQ"
+        sel = 0 if squeeze else slice(None)
+        Kf = k.to_numpy(state.P1)[sel] if is_kq else None
+        Qf = k.to_numpy(state.P2)[sel] if is_kq else None
+        return Intermediate(
+            step=obs["step"][sel],
+            W=obs["W"][sel],
+            K=Kf,
+            Q=Qf,
+            **{
+                key: obs[key][sel]
+                for key in (
+                    "loss",
+                    "log_loss_gap",
+                    "grad_norm",
+                    "log_grad_norm",
+                    "max_prob",
+                    "selected",
+                    "probs",
+                )
+            },
+        )
+
+
+def _make_config(options: dict[str, Any]) -> GDConfig:
+    valid = sorted(f.name for f in fields(GDConfig))
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ProblemError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}; valid options are "
+            f"{', '.join(valid)}, plus v, V, lam and callback."
+        )
+    if "record" in options:
+        options = {**options, "record": tuple(options["record"])}
+    return GDConfig(**options)
+
+
+def train_batch(
+    datasets: Sequence[TokenData] | Mapping[str, Any],
+    *,
+    v: Any = None,
+    V: Any = None,
+    lam: float | None = None,
+    callback: Callable[[Intermediate], Any] | None = None,
+    **options: Any,
+) -> BatchRun:
+    r"""Train attention on B independent datasets of equal sizes in one call.
+
+    ``datasets`` is a sequence of :class:`~svmgeo.TokenData`, or a mapping of stacked arrays:
+    ``X`` (B, n, T, d), ``Y`` (B, n) or (B, n, K), ``Z`` (B, n, d) or (B, n, K, d), ``v``
+    (d,) or (B, d), ``query`` (shared), ``mask`` ("causal", (K, T) shared, or (B, n, K, T)).
+
+    Takes the keyword options of :func:`train` (``param``, ``m``, ``loss``, ``head``,
+    ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``record``, ``ridge``,
+    ``init``, ``seed``, ``backend``, ``log_domain``, ``tol``, ``saturation_tol``); ``record``
+    defaults to the light fields ``BATCH_RECORDS`` (no W snapshots or full probabilities:
+    pass ``record=RECORDS`` for them, at B times the memory of one run). ``v``,
+    ``V`` and ``init`` arrays may carry a leading B axis (one per instance) or be shared. With
+    ``backend="numba"`` instances run in parallel (``prange``; threads from
+    ``NUMBA_NUM_THREADS`` / :func:`numba.set_num_threads`). Random initializations are drawn
+    from one generator seeded by ``seed``, instance by instance, so instance 0 matches
+    :func:`train` with the same seed.
+
+    Returns
+    -------
+    BatchRun
+        ``runs.W`` (B, d, d), histories (B, R, ...), ``runs[b]`` a :class:`GDRun`.
+    """
+    cfg = _make_config({"record": BATCH_RECORDS, **options})
+    if isinstance(datasets, TokenData):
+        raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
+    items = unstack(datasets) if isinstance(datasets, Mapping) else list(datasets)
+    problem = make_problem(items, cfg.head, v=v, V=V, lam=lam)
+    return GradientDescent(cfg).run(problem, callback)
+
+
+def train(
+    data: TokenData,
+    *,
+    param: str = "W",
+    m: int | None = None,
+    loss: str = "logistic",
+    head: str = "linear",
+    v: Any = None,
+    V: Any = None,
+    lam: float | None = None,
+    step_size: float = 0.1,
+    normalized: bool = True,
+    n_steps: int = 1000,
+    record_every: int | None = None,
+    record: tuple[str, ...] = RECORDS,
+    ridge: float = 0.0,
+    init: Any = "zero",
+    seed: int | None = None,
+    backend: str = "numba",
+    log_domain: bool = True,
+    tol: float = 0.0,
+    saturation_tol: float | None = None,
+    callback: Callable[[Intermediate], Any] | None = None,
+) -> GDRun:
+    r"""Train softmax attention by (normalized) gradient descent.
+
+    .. math::
+
+        L(W) = \frac1n \sum_{i=1}^n \sum_{k=1}^K \ell\big(Y_{ik}\,
+            h(X_i^\top \mathrm{softmax}(X_i W z_{ik}))\big) + \tfrac{\rho}{2}\|\theta\|^2,
+        \qquad W \leftarrow W - \eta\, \frac{\nabla L(W)}{\|\nabla L(W)\|_F}
+
+    with the softmax over the keys each query sees, :math:`W = KQ^\top` for
+    ``param="KQ"`` (each factor's gradient normalized separately), and plain steps
+    :math:`W \leftarrow W - \eta\nabla L` when ``normalized=False``. Gradients use the
+    formulation relative to the most probable key and, by default, log-domain weights, so
+    the direction stays exact as :math:`\|W\| \to \infty` (see :mod:`svmgeo.gd._xp`).
+
+    Parameters
+    ----------
+    data : TokenData
+        Tokens, labels, queries (cross, self, or K per sequence) and mask.
+    param : {"W", "KQ"}
+        Train W, or K and Q of width ``m`` (default d).
+    m : int, optional
+        Width of K and Q (``m >= 1``; ``m > d`` allowed).
+    loss : {"logistic", "exponential", "correlation"}
+    head : {"linear", "relu", "concave"}
+        :math:`v^\top x` (``v`` defaults to ``data.v``), :math:`v^\top\mathrm{ReLU}(V^\top x)`
+        (``V`` of shape (d, p) required, ``v`` of shape (p,) defaults to ones), or
+        :math:`v^\top x - \lambda\|x\|^2` (``lam`` required).
+    v, V, lam : optional
+        Head parameters, fixed during training.
+    step_size : float
+        :math:`\eta > 0`.
+    normalized : bool
+        Normalized (default) or plain steps.
+    n_steps : int
+        Maximum number of steps.
+    record_every : int, optional
+        History cadence; default ``max(1, n_steps // 100)``.
+    record : tuple of str
+        History fields among ``("loss", "grad_norm", "W_norm", "max_prob", "selected",
+        "probs", "W")``; default all.
+    ridge : float
+        :math:`\rho \ge 0` (the paper's experiments use a tiny one on (K, Q)).
+    init : "zero", ("random", scale), array of shape (d, d), or (K, Q)
+        Initialization; random entries are :math:`\mathcal{N}(0, \text{scale}^2)`.
+    seed : int, optional
+        Seed of the random initialization.
+    backend : {"numba", "numpy", "cupy"}
+        Compiled CPU kernels (default), the readable numpy reference, or CuPy
+        (``pip install svmgeo[gpu]``).
+    log_domain : bool
+        Log-domain step direction (default True).
+    tol : float
+        Stop when the gradient norm is at most ``tol`` (0: never).
+    saturation_tol : float, optional
+        Stop at a record point where every max softmax probability is :math:`\ge 1 -`
+        ``saturation_tol``.
+    callback : callable, optional
+        Called with an :class:`Intermediate` at each record point; raise
+        :class:`StopIteration` to stop.
+
+    Returns
+    -------
+    GDRun
+
+    Raises
+    ------
+    ProblemError
+        For invalid parameters (each message names the argument and the valid values).
+    BackendError
+        For ``backend="cupy"`` without CuPy or a CUDA device.
+
+    Examples
+    --------
+    >>> import svmgeo as sg
+    >>> data = sg.random_data(4, 5, 8, seed=0)
+    >>> run = sg.train(data, n_steps=200, record_every=50, backend="numpy")
+    >>> run.status, run.history.W.shape
+    (<StopStatus.MAX_STEPS: 'max_steps'>, (5, 8, 8))
+    """
+    if not isinstance(data, TokenData):
+        raise ProblemError(
+            f"train takes one svmgeo.TokenData; got {type(data).__name__}. "
+            "Use train_batch for a sequence of datasets."
+        )
+    cfg = GDConfig(
+        param=param, m=m, loss=loss, head=head, step_size=step_size, normalized=normalized,
+        n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
+        seed=seed, backend=backend, log_domain=log_domain, tol=tol, saturation_tol=saturation_tol,
+    )  # fmt: skip
+    if not isinstance(init, str) and not isinstance(init, tuple):
+        W0 = np.asarray(init)
+        if W0.ndim != 2:
+            raise ProblemError(f"init W must have shape ({data.d}, {data.d}); got {W0.shape}.")
+    problem = make_problem([data], head, v=v, V=V, lam=lam)
+    batch = GradientDescent(cfg).run(problem, callback, squeeze=True)
+    return batch[0]
+
+
+def loss_and_grad(
+    data: TokenData,
+    params: Any,
+    *,
+    loss: str = "logistic",
+    head: str = "linear",
+    v: Any = None,
+    V: Any = None,
+    lam: float | None = None,
+    ridge: float = 0.0,
+    backend: str = "numpy",
+) -> tuple[float, Any]:
+    r"""The risk and its gradient at W, or at (K, Q), as :func:`train` computes them.
+
+    .. math::
+
+        L = \frac1n \sum_{i,k} \ell(Y_{ik} f_{ik}) + \tfrac{\rho}{2}\|\theta\|_F^2,
+        \qquad \nabla_K = \nabla L(KQ^\top) Q, \quad \nabla_Q = \nabla L(KQ^\top)^\top K
+
+    Parameters
+    ----------
+    data : TokenData
+    params : array of shape (d, d), or a pair (K, Q) of arrays of shape (d, m)
+    loss, head, v, V, lam, ridge, backend
+        As in :func:`train`.
+
+    Returns
+    -------
+    loss : float
+        The risk including the ridge term.
+    grad : ndarray of shape (d, d), or a pair of arrays of shape (d, m)
+        The gradient at its true scale (it may underflow to zero far out; :func:`train`
+        normalizes in the log domain instead).
+    """
+    if not isinstance(data, TokenData):
+        raise ProblemError(f"loss_and_grad takes one svmgeo.TokenData; got {type(data).__name__}.")
+    is_kq = isinstance(params, tuple)
+    init = params if is_kq else np.asarray(params, dtype=float)
+    cfg = GDConfig(
+        param="KQ" if is_kq else "W", loss=loss, head=head, ridge=ridge, init=init, backend=backend
+    )
+    problem = make_problem([data], head, v=v, V=V, lam=lam)
+    gd = GradientDescent(cfg)
+    state = gd.init_state(problem)
+    k = gd.kernels
+    assert k is not None  # internal invariant
+    W = k.weights(state.P1, state.P2, is_kq)
+    obs = _xp.observe(W, problem, k.arrays, LOSS_IDS[loss], k.xp)
+    G, M = k.grad(W, LOSS_IDS[loss], True)
+    G, M = k.asarray(G), k.asarray(M)
+    grads = _xp.factor_grads(state.P1, state.P2, G, M, is_kq, ridge, k.xp)
+    out = [k.to_numpy(k.xp.exp(c)[:, None, None] * D)[0] for D, c in grads]
+    P = [k.to_numpy(state.P1)[0]] + ([k.to_numpy(state.P2)[0]] if is_kq else [])
+    value = float(k.to_numpy(obs["loss"])[0]) + 0.5 * ridge * sum(float(np.sum(A * A)) for A in P)
+    return value, (out[0], out[1]) if is_kq else out[0]

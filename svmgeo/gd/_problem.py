@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Batched problem arrays: B datasets of equal sizes stacked for the kernels.
+
+A :class:`Problem` holds, for B instances with the same :math:`(n, T, d, K)`, the tokens
+``X`` (B, n, T, d), queries ``Z`` (B, n, K, d), labels ``Y`` (B, n, K), visibility ``vis``
+(B, n, K, T) and the head's parameters:
+
+* linear / concave: ``hv`` (B, d) is :math:`v`, ``lam`` (B,) is :math:`\lambda`
+  (0 for linear);
+* relu: ``hV`` (B, d, p) is :math:`V` and ``hw`` (B, p) the output weights :math:`v`.
+
+Unused head arrays have a zero-size trailing axis so that compiled kernels see one
+signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._validation import check_array, check_real
+from ..data import TokenData
+
+__all__ = ["HEAD_IDS", "LOSS_IDS", "Problem", "make_problem", "unstack"]
+
+LOSS_IDS = {"logistic": 0, "exponential": 1, "correlation": 2}
+HEAD_IDS = {"linear": 0, "relu": 1, "concave": 2}
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Stacked arrays of B instances (see the module docstring)."""
+
+    X: np.ndarray
+    Z: np.ndarray
+    Y: np.ndarray
+    vis: np.ndarray
+    head_id: int
+    hv: np.ndarray
+    hV: np.ndarray
+    hw: np.ndarray
+    lam: np.ndarray
+
+    @property
+    def B(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def T(self) -> int:
+        return int(self.X.shape[2])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[3])
+
+    @property
+    def K(self) -> int:
+        return int(self.Z.shape[2])
+
+
+def _per_instance(value: Any, name: str, B: int, shape: tuple[int, ...], hint: str) -> np.ndarray:
+    """Accept ``shape`` (shared by all instances) or ``(B, *shape)``; return ``(B, *shape)``."""
+    arr = check_array(value, name, ndim=(len(shape), len(shape) + 1), hint=hint)
+    if arr.ndim == len(shape):
+        if arr.shape != shape:
+            raise ProblemError(
+                f"{name} must have shape {shape} or {(B, *shape)}; got {arr.shape}. {hint}"
+            )
+        return np.array(np.broadcast_to(arr, (B, *shape)), order="C")
+    if arr.shape != (B, *shape):
+        raise ProblemError(
+            f"{name} must have shape {shape} or {(B, *shape)}; got {arr.shape}. {hint}"
+        )
+    return arr
+
+
+def make_problem(
+    datasets: Sequence[TokenData],
+    head: str,
+    *,
+    v: Any = None,
+    V: Any = None,
+    lam: Any = None,
+) -> Problem:
+    """Stack ``datasets`` (equal sizes) and resolve the head parameters."""
+    if len(datasets) == 0:
+        raise ProblemError("train_batch needs at least one dataset; got an empty sequence.")
+    for j, data in enumerate(datasets):
+        if not isinstance(data, TokenData):
+            raise ProblemError(
+                f"dataset {j} must be a svmgeo.TokenData; got {type(data).__name__}. "
+                "Build one with svmgeo.TokenData(X, Y=..., v=..., Z=... or query=...)."
+            )
+    first = datasets[0]
+    sizes = (first.n, first.T, first.d, first.K)
+    for j, data in enumerate(datasets):
+        if (data.n, data.T, data.d, data.K) != sizes:
+            raise ProblemError(
+                "train_batch needs datasets of equal sizes (n, T, d, K); dataset 0 has "
+                f"{sizes} but dataset {j} has {(data.n, data.T, data.d, data.K)}. "
+                "Group instances by size and call train_batch once per group."
+            )
+    B = len(datasets)
+    d = first.d
+    X = np.ascontiguousarray(np.stack([np.asarray(dd.X) for dd in datasets]))
+    Z = np.ascontiguousarray(np.stack([np.asarray(dd.queries) for dd in datasets]))
+    Y = np.ascontiguousarray(np.stack([np.asarray(dd.labels) for dd in datasets]))
+    vis = np.ascontiguousarray(np.stack([np.asarray(dd.visible) for dd in datasets]))
+    hv = np.zeros((B, 0))
+    hV = np.zeros((B, d, 0))
+    hw = np.zeros((B, 0))
+    lam_arr = np.zeros(B)
+    if head in ("linear", "concave"):
+        if V is not None:
+            raise ProblemError(f"V applies to head='relu' only; got V with head={head!r}.")
+        if v is None:
+            missing = [j for j, dd in enumerate(datasets) if dd.v is None]
+            if missing:
+                raise ProblemError(
+                    f"head={head!r} needs v: dataset {missing[0]} has no v. Pass v=... of "
+                    f"shape ({d},) to train, or build the data with TokenData(..., v=...)."
+                )
+            hv = np.ascontiguousarray(np.stack([np.asarray(dd.v) for dd in datasets]))
+        else:
+            hv = _per_instance(v, "v", B, (d,), "v is the linear head, one weight per feature.")
+        if head == "concave":
+            if lam is None:
+                raise ProblemError(
+                    "head='concave' needs lam, the λ of h(x) = vᵀx − λ‖x‖²; pass lam=0.1 e.g."
+                )
+            lam_arr = np.full(B, check_real(lam, "lam", low=0.0, where="train"))
+        elif lam is not None:
+            raise ProblemError(f"lam applies to head='concave' only; got lam with head={head!r}.")
+    else:  # relu
+        if lam is not None:
+            raise ProblemError("lam applies to head='concave' only; got lam with head='relu'.")
+        if V is None:
+            raise ProblemError(
+                f"head='relu' needs V of shape ({d}, p): h(x) = vᵀReLU(Vᵀx) with V fixed."
+            )
+        Va = check_array(V, "V", ndim=(2, 3), hint=f"V must be ({d}, p) or (B, {d}, p).")
+        p = Va.shape[-1]
+        if p < 1:
+            raise ProblemError(f"V must have at least one column; got shape {Va.shape}.")
+        hV = _per_instance(Va, "V", B, (d, p), "V maps features to the p hidden units.")
+        hw = (
+            np.ones((B, p))
+            if v is None
+            else _per_instance(v, "v", B, (p,), "With head='relu', v weights the p ReLU units.")
+        )
+    # writeable C arrays: one compiled signature for every call (no read-only broadcast views)
+    c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr)]
+    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7])
+
+
+_STACKED = ("X", "Y", "Z", "v", "query", "mask")
+
+
+def unstack(arrays: Mapping[str, Any]) -> list[TokenData]:
+    """Datasets from stacked arrays: ``X`` (B, n, T, d); ``Y`` (B, n) or (B, n, K); ``Z``
+    (B, n, d) or (B, n, K, d); ``v`` (d,) shared or (B, d); ``query`` shared; ``mask``
+    ``"causal"``, (K, T) shared or (B, n, K, T)."""
+    unknown = sorted(set(arrays) - set(_STACKED))
+    if unknown:
+        raise ProblemError(
+            f"stacked datasets take the keys {', '.join(_STACKED)}; got unknown {unknown}."
+        )
+    X = check_array(arrays.get("X"), "X", ndim=4, hint="Stacked X has shape (B, n, T, d).")
+    B = X.shape[0]
+
+    def part(key: str, shared_ndim: int | None, b: int) -> Any:
+        value = arrays.get(key)
+        if value is None or isinstance(value, (str, int)):
+            return value
+        value = np.asarray(value)
+        if shared_ndim is not None and value.ndim == shared_ndim:
+            return value
+        if value.ndim == 0 or value.shape[0] != B:
+            raise ProblemError(
+                f"stacked {key} must have a leading axis of length B = {B}; got {value.shape}."
+            )
+        return value[b]
+
+    return [
+        TokenData(
+            X[b],
+            Y=part("Y", None, b),
+            Z=part("Z", None, b),
+            v=part("v", 1, b),
+            query=arrays.get("query"),
+            mask=part("mask", 2, b),
+        )
+        for b in range(B)
+    ]

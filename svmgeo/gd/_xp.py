@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Reference kernels, written once for any array namespace ``xp`` (numpy or cupy).
+
+Everything is vectorized over a batch of B instances (see :mod:`svmgeo.gd._problem`).
+
+**Gradient, stable form.** For query :math:`(i, k)` with softmax :math:`s` over the visible
+keys, :math:`r = X_i^\top s`, :math:`u = \nabla h(r)` and dynamic scores
+:math:`\tilde\gamma_t = x_{it}^\top u`, the risk gradient is
+
+.. math::
+
+    \nabla L(W) = \frac1n \sum_{i,k} \ell'(Y_{ik} f_{ik})\, Y_{ik}
+        \sum_{t \ne m} s_t\, e_t\, (x_{it} - x_{im})\, z_{ik}^\top,
+    \qquad e_t = (\tilde\gamma_t - \tilde\gamma_m) - \sum_\tau s_\tau (\tilde\gamma_\tau - \tilde\gamma_m),
+
+with :math:`m` the most probable key. It equals the textbook
+:math:`X_i^\top(\mathrm{diag}\, s - s s^\top) X_i u\, z^\top` because :math:`\sum_t s_t e_t = 0`,
+but never subtracts two nearly equal numbers once the softmax saturates.
+
+**Log domain.** With :math:`t_2` the most probable key other than :math:`m`, each query's
+weights are :math:`|\ell'|\, s_{t_2} \cdot (s_t / s_{t_2})\, e_t`, where
+:math:`L_q = \log|\ell'| + \log s_{t_2}` is kept as a logarithm (log-softmax) and
+:math:`s_t / s_{t_2} = e^{a_t - a_{t_2}}` comes from the logits. Factoring out
+:math:`M = \max_q (L_q + \log\max_t |s_t e_t / s_{t_2}|)`, the kernels return :math:`(G, M)`
+with :math:`\nabla L = e^M G` and :math:`G` of order one: the direction survives long after
+:math:`\nabla L` underflows. With ``log_domain=False`` the same weights are formed at their
+true scale (``M = 0``), which underflows as the textbook formula does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any
+
+import numpy as np
+
+from ._problem import Problem
+
+__all__ = [
+    "UNDERFLOW",
+    "combine",
+    "forward",
+    "grad_w",
+    "log_abs_dloss",
+    "loss_value",
+    "observe",
+    "step",
+]
+
+# Below this gradient norm float64 loses bits to denormals: plain steps stop here.
+UNDERFLOW = float(np.finfo(np.float64).tiny) * 2.0**52
+
+
+def _quiet(xp: Any) -> contextlib.AbstractContextManager[Any]:
+    return (
+        np.errstate(divide="ignore", invalid="ignore", over="ignore")
+        if xp is np
+        else contextlib.nullcontext()
+    )
+
+
+def loss_value(u: Any, loss_id: int, xp: Any) -> Any:
+    r""":math:`\ell(u)`: logistic :math:`\log(1+e^{-u})` (stable), :math:`e^{-u}`, :math:`-u`."""
+    if loss_id == 0:
+        return xp.logaddexp(0.0, -u)
+    if loss_id == 1:
+        return xp.exp(-u)
+    return -u
+
+
+def log_abs_dloss(u: Any, loss_id: int, xp: Any) -> Any:
+    r""":math:`\log|\ell'(u)|` (every loss has :math:`\ell' < 0`)."""
+    if loss_id == 0:
+        return -xp.logaddexp(0.0, u)
+    if loss_id == 1:
+        return -u
+    return xp.zeros_like(u)
+
+
+def _take(arr: Any, idx: Any, xp: Any) -> Any:
+    """``arr[b, i, k, idx[b, i, k]]`` for arr (B, n, K, T) and idx (B, n, K)."""
+    return xp.take_along_axis(arr, idx[..., None], axis=-1)[..., 0]
+
+
+def _head(r: Any, P: Problem, xp: Any, a: dict[str, Any]) -> tuple[Any, Any]:
+    """Head value f and gradient u at r (B, n, K, d)."""
+    if P.head_id == 1:  # relu: f = w . relu(V^T r), u = V (w * [V^T r > 0])
+        pre = xp.einsum("bnkd,bdp->bnkp", r, a["hV"])
+        w = a["hw"][:, None, None, :]
+        f = xp.sum(w * xp.maximum(pre, 0.0), axis=-1)
+        u = xp.einsum("bdp,bnkp->bnkd", a["hV"], w * (pre > 0.0))
+        return f, u
+    v = a["hv"][:, None, None, :]
+    lam = a["lam"][:, None, None]
+    f = xp.sum(r * v, axis=-1) - lam * xp.sum(r * r, axis=-1)
+    u = v - 2.0 * lam[..., None] * r
+    return f, xp.broadcast_to(u, r.shape)
+
+
+def arrays(P: Problem, xp: Any) -> dict[str, Any]:
+    """The problem's arrays on the namespace's device."""
+    return {
+        name: xp.asarray(getattr(P, name))
+        for name in ("X", "Z", "Y", "vis", "hv", "hV", "hw", "lam")
+    }
+
+
+def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
+    """Logits, log-softmax, most probable key, head value and gradient for each query."""
+    X, vis = a["X"], a["vis"]
+    wz = xp.einsum("bde,bnke->bnkd", W, a["Z"])
+    logits = xp.where(vis, xp.einsum("bntd,bnkd->bnkt", X, wz), -xp.inf)
+    m = xp.argmax(logits, axis=-1)
+    top = _take(logits, m, xp)[..., None]
+    with _quiet(xp):
+        ls = logits - top - xp.log(xp.sum(xp.exp(logits - top), axis=-1, keepdims=True))
+    s = xp.exp(ls)
+    r = xp.einsum("bnkt,bntd->bnkd", s, X)
+    f, u = _head(r, P, xp, a)
+    return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u}
+
+
+def _x_m(X: Any, m: Any, xp: Any) -> Any:
+    """``X[b, i, m[b, i, k]]`` of shape (B, n, K, d)."""
+    return xp.take_along_axis(X, m[..., None], axis=2)
+
+
+def grad_w(
+    W: Any, P: Problem, a: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+) -> tuple[Any, Any]:
+    r"""Risk gradient at W (B, d, d) as ``(G, M)`` with :math:`\nabla L = e^M G`.
+
+    With ``log_domain=False`` the weights are formed directly and ``M = 0``. ``M = -inf``
+    (with ``G = 0``) means the gradient is exactly zero, in both modes.
+    """
+    X, Y, vis = a["X"], a["Y"], a["vis"]
+    fw = forward(W, P, a, xp)
+    s, ls, m = fw["s"], fw["ls"], fw["m"]
+    gt = xp.einsum("bntd,bnkd->bnkt", X, fw["u"])
+    delta = gt - _take(gt, m, xp)[..., None]
+    e = delta - xp.sum(s * delta, axis=-1, keepdims=True)
+    yf = Y * fw["f"]
+    T = X.shape[2]
+    B = X.shape[0]
+    keep = vis & (xp.arange(T)[None, None, None, :] != m[..., None])
+    with _quiet(xp):
+        # per query: L_q = log|l'| + log s_t2 (t2 the most probable other key), and the
+        # weights rel_t e_t with rel_t = s_t / s_t2 formed from logits (no underflow)
+        ls_o = xp.where(keep, ls, -xp.inf)
+        ls2 = xp.max(ls_o, axis=-1)
+        has = xp.isfinite(ls2)
+        rel = xp.where(keep, xp.exp(ls_o - xp.where(has, ls2, 0.0)[..., None]), 0.0)
+        wq = rel * e
+        Lq = xp.where(has, log_abs_dloss(yf, loss_id, xp) + ls2, -xp.inf)
+        big = xp.max(xp.abs(wq), axis=-1)
+        cand = xp.where(big > 0.0, Lq + xp.log(big), -xp.inf)
+        M = xp.max(cand.reshape(B, -1), axis=1)
+        ok = xp.isfinite(M)
+        shift = xp.where(ok, M, 0.0) if log_domain else xp.zeros(B)
+        scale = xp.where(has, -Y * xp.exp(Lq - shift[:, None, None]), 0.0)
+    w = scale[..., None] * wq
+    M = xp.where(ok, M if log_domain else 0.0, -xp.inf)  # -inf: the direction is exactly 0
+    diff = X[:, :, None, :, :] - _x_m(X, m, xp)[:, :, :, None, :]
+    g = xp.einsum("bnkt,bnktd->bnkd", w, diff)
+    G = xp.einsum("bnkd,bnke->bde", g, a["Z"]) / X.shape[1]
+    return G, M
+
+
+def _norm(A: Any, xp: Any) -> Any:
+    """Frobenius norm per instance, scaled first so tiny entries do not underflow when squared."""
+    top = xp.max(xp.abs(A), axis=(1, 2))
+    safe = xp.where(top > 0.0, top, 1.0)
+    return top * xp.sqrt(xp.sum((A / safe[:, None, None]) ** 2, axis=(1, 2)))
+
+
+def combine(M: Any, A: Any, rho: float, P: Any, xp: Any) -> tuple[Any, Any]:
+    r"""Scaled direction of :math:`e^M A + \rho P`: returns ``(D, c)`` with the sum equal to
+    :math:`e^c D` and :math:`\|D\|` of order one; ``c = -inf`` when both terms vanish."""
+    with _quiet(xp):
+        nA = _norm(A, xp)
+        la = xp.where(nA > 0.0, M + xp.log(nA), -xp.inf)
+        if rho > 0.0:
+            nP = _norm(P, xp)
+            lb = xp.where(nP > 0.0, math.log(rho) + xp.log(nP), -xp.inf)
+        else:
+            lb = xp.full_like(la, -xp.inf)
+        c = xp.maximum(la, lb)
+        fin = xp.isfinite(c)
+        csafe = xp.where(fin, c, 0.0)
+        fa = xp.where(fin & (nA > 0.0), xp.exp(xp.where(nA > 0.0, M, 0.0) - csafe), 0.0)
+        fb = xp.where(fin & xp.isfinite(lb), rho * xp.exp(-csafe), 0.0)
+    D = fa[:, None, None] * A + fb[:, None, None] * P
+    return D, c
+
+
+def _log_norm(D: Any, c: Any, xp: Any) -> Any:
+    with _quiet(xp):
+        return c + xp.log(_norm(D, xp))
+
+
+def factor_grads(
+    P1: Any, P2: Any, G: Any, M: Any, is_kq: bool, rho: float, xp: Any
+) -> list[tuple[Any, Any]]:
+    """Scaled gradients ``(D, c)`` of each trained factor (W, or K and Q)."""
+    if not is_kq:
+        return [combine(M, G, rho, P1, xp)]
+    GQ = xp.einsum("bde,bem->bdm", G, P2)
+    GtK = xp.einsum("bed,bem->bdm", G, P1)
+    return [combine(M, GQ, rho, P1, xp), combine(M, GtK, rho, P2, xp)]
+
+
+def param_log_grad_norm(grads: list[tuple[Any, Any]], xp: Any) -> Any:
+    r""":math:`\log \|\nabla_\theta\|` over all trained factors (``-inf`` when zero)."""
+    logs = xp.stack([2.0 * _log_norm(D, c, xp) for D, c in grads])
+    top = xp.max(logs, axis=0)
+    safe = xp.where(xp.isfinite(top), top, 0.0)
+    with _quiet(xp):
+        return xp.where(
+            xp.isfinite(top), 0.5 * (safe + xp.log(xp.sum(xp.exp(logs - safe), axis=0))), -xp.inf
+        )
+
+
+def step(
+    P1: Any,
+    P2: Any,
+    G: Any,
+    M: Any,
+    *,
+    is_kq: bool,
+    normalized: bool,
+    log_domain: bool,
+    eta: float,
+    rho: float,
+    log_tol: float,
+    xp: Any,
+) -> tuple[Any, Any, Any]:
+    """One step for every instance; returns new ``(P1, P2, code)`` (code 0: step taken).
+
+    Instances whose code is non-zero keep their parameters. Codes are those of
+    :data:`svmgeo.gd._config.STATUS_CODES`.
+    """
+    grads = factor_grads(P1, P2, G, M, is_kq, rho, xp)
+    glog = param_log_grad_norm(grads, xp)
+    B = P1.shape[0]
+    code = xp.zeros(B, dtype=xp.int64)
+    new = []
+    for D, c in grads:
+        with _quiet(xp):
+            nD = _norm(D, xp)
+            if normalized and log_domain:
+                move = nD > 0.0
+                Dn = D / xp.where(move, nD, 1.0)[:, None, None]
+            elif normalized:
+                gn = xp.exp(c) * nD
+                move = gn >= UNDERFLOW
+                Dn = (xp.exp(xp.where(move, c, 0.0))[:, None, None] * D) / xp.where(move, gn, 1.0)[
+                    :, None, None
+                ]
+            else:
+                move = xp.exp(glog) >= UNDERFLOW
+                Dn = xp.exp(xp.where(xp.isfinite(c), c, 0.0))[:, None, None] * D
+        new.append((move, Dn))
+    P = [P1, P2] if is_kq else [P1]
+    out = []
+    any_move = xp.zeros(B, dtype=bool)
+    for (move, Dn), Pf in zip(new, P, strict=True):
+        any_move = any_move | move
+        out.append(xp.where(move[:, None, None], Pf - eta * Dn, Pf))
+    # no factor moves: stationary when the gradient is exactly zero (not an underflowed G of
+    # the direct formula, which is G == 0 at a finite scale M), else an underflow
+    underflowed_G = (_norm(G, xp) == 0.0) & xp.isfinite(M)
+    exact = ~xp.isfinite(glog) & ~underflowed_G
+    code = xp.where(~any_move, xp.where(exact, 3, 2), code)
+    code = xp.where((code == 0) & (glog <= log_tol), 4, code)
+    finite = xp.ones(B, dtype=bool)
+    for Pn in out:
+        finite = finite & xp.all(xp.isfinite(Pn), axis=(1, 2))
+    code = xp.where((code == 0) & ~finite, 7, code)
+    go = (code == 0)[:, None, None]
+    P1n = xp.where(go, out[0], P1)
+    P2n = xp.where(go, out[1], P2) if is_kq else P2
+    return P1n, P2n, code
+
+
+def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dict[str, Any]:
+    r"""Loss, its log gap to the hard selection, softmax probabilities and selected keys.
+
+    ``log_loss_gap`` is :math:`\log(L(W) - L_{\mathrm{sel}}(W))` with
+    :math:`L_{\mathrm{sel}} = \frac1n \sum_{i,k} \ell(Y_{ik} h(x_{i m_{ik}}))` the loss of
+    selecting each query's most probable key. Once the off-argmax probabilities are below
+    1e-8 it uses the first-order expansion
+    :math:`\ell'(Y h_m) Y \sum_{t\ne m} s_t \nabla h(x_m)^\top (x_t - x_m)` in the log
+    domain, so it stays informative after :math:`L - L_{\mathrm{sel}}` is below float64
+    resolution. NaN when the gap is negative (possible with non-linear heads).
+    """
+    X, Y, vis = a["X"], a["Y"], a["vis"]
+    fw = forward(W, P, a, xp)
+    ls, m, f = fw["ls"], fw["m"], fw["f"]
+    xm = _x_m(X, m, xp)
+    fm, um = _head(xm, P, xp, a)
+    T = X.shape[2]
+    n = X.shape[1]
+    B = X.shape[0]
+    other = vis & (xp.arange(T)[None, None, None, :] != m[..., None])
+    with _quiet(xp):
+        ls_o = xp.where(other, ls, -xp.inf)
+        lmax = xp.max(ls_o, axis=-1)
+        lsafe = xp.where(xp.isfinite(lmax), lmax, 0.0)
+        dprime = xp.einsum("bntd,bnkd->bnkt", X, um) - xp.sum(xm * um, axis=-1)[..., None]
+        q = xp.sum(xp.exp(ls_o - lsafe[..., None]) * dprime, axis=-1)
+        q = xp.where(xp.isfinite(lmax), q, 0.0)
+        first_log = log_abs_dloss(Y * fm, loss_id, xp) + lsafe + xp.log(xp.abs(q))
+        first_sign = -Y * xp.sign(q)
+        direct = loss_value(Y * f, loss_id, xp) - loss_value(Y * fm, loss_id, xp)
+        small = lmax < math.log(1e-8)
+        lg = xp.where(small, first_log, xp.log(xp.abs(direct)))
+        sg = xp.where(small, first_sign, xp.sign(direct))
+        lg = xp.where(sg == 0.0, -xp.inf, lg).reshape(B, -1)
+        sg = sg.reshape(B, -1)
+        top = xp.max(lg, axis=1)
+        tsafe = xp.where(xp.isfinite(top), top, 0.0)
+        tot = xp.sum(sg * xp.exp(lg - tsafe[:, None]), axis=1)
+        gap = xp.where(tot > 0.0, tsafe + xp.log(xp.abs(tot)) - math.log(n), xp.nan)
+        gap = xp.where(xp.isfinite(top), gap, -xp.inf)
+    loss = xp.sum(loss_value(Y * f, loss_id, xp).reshape(B, -1), axis=1) / n
+    return {
+        "loss": loss,
+        "log_loss_gap": gap,
+        "probs": fw["s"],
+        "max_prob": xp.exp(_take(ls, m, xp)),
+        "selected": m,
+    }

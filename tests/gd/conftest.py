@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Fixtures of the GD-engine tests: datasets for every attention type and the W^mm oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.solvers import solve_naive_cvxpy
+
+
+def w_mm(data: sg.TokenData, alpha: np.ndarray, norm: str = "fro") -> np.ndarray:
+    """The Att-SVM(alpha) solution (Frobenius, or nuclear with norm="nuc"): the test oracle.
+
+    The one place the GD tests reach the solvers; swap for ``sg.att_svm`` when it lands.
+    """
+    W, status, _, _ = solve_naive_cvxpy(sg.att_svm_constraints(data, alpha), norm)  # type: ignore[arg-type]
+    assert W is not None and status == "optimal", status
+    return W
+
+
+def _general_mask(K: int, T: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    mask = rng.random((K, T)) < 0.6
+    mask[np.arange(K), rng.integers(0, T, K)] = True
+    return mask
+
+
+def make_datasets() -> dict[str, sg.TokenData]:
+    """Small instances of each attention type and mask (n, T, d small: fast kernels)."""
+    return {
+        "cross": sg.random_data(3, 4, 5, seed=1),
+        "self": sg.random_data(3, 4, 5, seed=2, query=0),
+        "causal": sg.random_data(2, 4, 5, seed=3, query="all", mask="causal"),
+        "masked": sg.random_data(2, 5, 4, seed=4, n_queries=3, mask=_general_mask(3, 5, 4)),
+    }
+
+
+DATASETS = make_datasets()
+
+
+@pytest.fixture(params=sorted(DATASETS))
+def any_data(request: pytest.FixtureRequest) -> sg.TokenData:
+    return DATASETS[request.param]
+
+
+def head_kwargs(head: str, d: int) -> dict[str, object]:
+    """Parameters of each head for feature dimension d."""
+    if head == "relu":
+        rng = np.random.default_rng(7)
+        return {"V": rng.normal(size=(d, 3)), "v": rng.normal(size=3)}
+    if head == "concave":
+        return {"lam": 0.3}
+    return {}
+
+
+def optimal_instance(seed: int) -> tuple[sg.TokenData, np.ndarray]:
+    """A random (6, 8, 10) instance whose optimal tokens are unique (d >= max(T-1, n))."""
+    data = sg.random_data(6, 8, 10, seed=seed, score_gap=0.05)
+    return data, sg.optimal_tokens(data)

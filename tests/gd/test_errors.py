@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Bad input to train / train_batch: each a ProblemError that says what and how to fix."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo import ProblemError
+
+from .conftest import DATASETS
+
+DATA = DATASETS["cross"]  # d = 5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"step_size": 0.0}, "'step_size' parameter of train must be a float in \\(0, inf\\)"),
+        ({"step_size": -1.0}, "step_size"),
+        ({"step_size": math.nan}, "step_size"),
+        ({"step_size": math.inf}, "step_size"),
+        ({"n_steps": 0}, "'n_steps' parameter of train must be an int in \\[1, inf\\]"),
+        ({"n_steps": 2.5}, "n_steps"),
+        ({"param": "KQ", "m": 0}, "'m' parameter"),
+        ({"loss": "hinge"}, "'logistic', 'exponential', 'correlation'. Got 'hinge'"),
+        ({"head": "tanh"}, "'linear', 'relu', 'concave'. Got 'tanh'"),
+        ({"backend": "jax"}, "'numba', 'numpy', 'cupy'. Got 'jax'"),
+        ({"param": "QK"}, "'W', 'KQ'"),
+        ({"record_every": 0}, "record_every"),
+        ({"record": ("loss", "nope")}, "record must be a tuple of names among"),
+        ({"ridge": -1e-3}, "ridge"),
+        ({"tol": -1.0}, "tol"),
+        ({"saturation_tol": 2.0}, "saturation_tol"),
+        ({"normalized": 1}, "normalized and log_domain must be True or False"),
+        ({"head": "relu"}, "head='relu' needs V of shape \\(5, p\\)"),
+        ({"head": "relu", "V": np.ones((4, 3))}, "V must have shape \\(5, 3\\)"),
+        ({"head": "relu", "V": np.ones((5, 3)), "v": np.ones(2)}, "v must have shape \\(3,\\)"),
+        ({"head": "concave"}, "head='concave' needs lam"),
+        ({"head": "concave", "lam": -0.1}, "lam"),
+        ({"v": np.ones(3)}, "v must have shape \\(5,\\)"),
+        ({"lam": 0.1}, "lam applies to head='concave' only"),
+        ({"V": np.ones((5, 2))}, "V applies to head='relu' only"),
+        ({"init": "ones"}, "init must be 'zero', \\('random', scale\\)"),
+        ({"init": ("gaussian", 0.1)}, "supports name 'random'"),
+        ({"init": ("random", -0.1)}, "init scale"),
+        ({"init": np.ones((4, 4))}, "init W must have shape \\(5, 5\\)"),
+        (
+            {"param": "KQ", "m": 3, "init": (np.ones((5, 2)), np.ones((5, 2)))},
+            "init K must have shape \\(5, 3\\)",
+        ),
+        (
+            {"param": "KQ", "init": (np.ones((5, 2)), np.ones((5, 3)))},
+            "init Q must have shape \\(5, 2\\)",
+        ),
+        ({"param": "KQ", "init": np.ones((5, 5))}, "param='KQ' takes init="),
+        ({"init": np.full((5, 5), np.nan)}, "must be finite"),
+        ({"seed": 1.5}, "seed must be an int"),
+    ],
+)
+def test_bad_input_is_a_problem_error(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ProblemError, match=match):
+        sg.train(DATA, n_steps=kwargs.pop("n_steps", 3), **kwargs)  # type: ignore[arg-type]
+
+
+def test_missing_linear_head() -> None:
+    data = sg.TokenData(np.ones((2, 3, 4)), Z=np.ones((2, 4)))
+    with pytest.raises(ProblemError, match="head='linear' needs v"):
+        sg.train(data, n_steps=2)
+
+
+def test_train_batch_input() -> None:
+    with pytest.raises(ProblemError, match="equal sizes"):
+        sg.train_batch([DATA, DATASETS["self"], sg.random_data(3, 4, 6, seed=0)], n_steps=2)
+    with pytest.raises(ProblemError, match="at least one dataset"):
+        sg.train_batch([], n_steps=2)
+    with pytest.raises(ProblemError, match="sequence of TokenData"):
+        sg.train_batch(DATA, n_steps=2)  # type: ignore[arg-type]
+    with pytest.raises(ProblemError, match="unknown option\\(s\\) 'n_iter'; valid options are"):
+        sg.train_batch([DATA], n_iter=2)
+    with pytest.raises(ProblemError, match=r"dataset 1 must be a svmgeo\.TokenData"):
+        sg.train_batch([DATA, np.ones((3, 4, 5))], n_steps=2)  # type: ignore[list-item]
+    with pytest.raises(ProblemError, match=r"train takes one svmgeo\.TokenData"):
+        sg.train([DATA], n_steps=2)  # type: ignore[arg-type]
