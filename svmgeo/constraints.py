@@ -193,7 +193,8 @@ def check_selected(data: TokenData, selected: Any, name: str = "selected") -> np
     r"""Validate selected sets :math:`O_{ik}` and return them as a bool array of shape (n, K, T).
 
     Accepts shape ``(n, T)`` when ``K == 1`` and ``(n, K, T)`` always. Each :math:`O_{ik}` must
-    be nonempty, hold visible tokens only, and leave at least one visible token out.
+    be nonempty, hold visible tokens only, and leave at least one visible token out (unless
+    the query sees a single token, e.g. the first query under a causal mask, as in Att-SVM).
     """
     S = np.asarray(selected)
     if S.dtype != bool:
@@ -221,7 +222,7 @@ def check_selected(data: TokenData, selected: Any, name: str = "selected") -> np
             f"{name} is empty for query {k} of sequence {i}; every selected set O_ik needs at "
             "least one token."
         )
-    full = ~(vis & ~S).any(axis=2)
+    full = ~(vis & ~S).any(axis=2) & (vis.sum(axis=2) > 1)
     if np.any(full):
         i, k = (int(x) for x in np.argwhere(full)[0])
         raise ProblemError(
