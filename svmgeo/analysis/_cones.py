@@ -126,9 +126,9 @@ def score_cone_margin(data: TokenData, alpha: Any, W: Any) -> float:
     has_high = high.any(axis=2)
     if not np.any(has_high):
         return float("inf")
-    best_low = np.where(low, logits, -np.inf).max(axis=2)
-    best_high = np.where(high, logits, -np.inf).max(axis=2)
-    return float(np.min((best_low - best_high)[has_high]))
+    best_low = np.where(low, logits, -np.inf).max(axis=2)[has_high]
+    best_high = np.where(high, logits, -np.inf).max(axis=2)[has_high]  # finite here
+    return float(np.min(best_low - best_high))
 
 
 def in_score_cone(data: TokenData, alpha: Any, W: Any, eps: float) -> bool:
