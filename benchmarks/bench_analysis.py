@@ -51,9 +51,7 @@ def main() -> None:
         data = sg.random_data(n, T, d, seed=args.seed)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = sg.locally_optimal_selections(
-                data, max_selections=T**n, progress=args.progress
-            )
+            res = sg.locally_optimal_selections(data, max_selections=T**n, progress=args.progress)
         per = 1e3 * res.seconds / max(res.total, 1)
         est_brute = res.total * 1.5 * res.seconds / max(res.examined, 1)
         brute = ratio = "-"
@@ -63,7 +61,7 @@ def main() -> None:
             assert found == lots, "enumeration and brute force disagree"
             brute, ratio = f"{tb:8.2f}", f"{tb / res.seconds:10.2f}"
         print(
-            f"{str((n, T, d)):>12} {res.total:>8} {res.examined:>9} {res.pruned:>8} "
+            f"{(n, T, d)!s:>12} {res.total:>8} {res.examined:>9} {res.pruned:>8} "
             f"{res.n_lots:>5} {res.seconds:>8.2f} {per:>7.3f} {brute:>8} {ratio:>10}"
         )
         print(f"{'':>12} {res.summary()}")

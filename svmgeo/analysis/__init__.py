@@ -4,16 +4,16 @@
 from ._cones import in_cone, in_score_cone, score_cone_margin
 from ._enumerate import LOTEnumeration, locally_optimal_selections
 from ._gensvm import GenSVMResult, SelectedSets, gen_svm, selected_sets
-from ._local import LocalOptimality, Violation, is_locally_optimal
+from ._local import LocalOptimality, LOTViolation, is_locally_optimal
 from ._support import SupportTokens, support_tokens
 
 __all__ = [
     "GenSVMResult",
     "LOTEnumeration",
+    "LOTViolation",
     "LocalOptimality",
     "SelectedSets",
     "SupportTokens",
-    "Violation",
     "gen_svm",
     "in_cone",
     "in_score_cone",

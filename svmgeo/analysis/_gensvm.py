@@ -159,7 +159,8 @@ class GenSVMResult:
         inconsistent, see ``fin``).
     R : float or None
         :math:`\max(0, \langle F - W^{\mathrm{fin}}, W^{\mathrm{svm}}\rangle / \|W^{\mathrm{svm}}\|_F^2)`
-        with F = ``fit_to`` (needs ``fit_to`` and ``probs``).
+        with F = ``fit_to`` (needs ``fit_to``, ``probs``, a feasible directional problem and
+        a finite component).
     W_eq : ndarray or None
         :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
     fit_correlation : float or None

@@ -14,14 +14,16 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from ..constraints import att_svm_constraints
 from ..data import TokenData
 from ..selection import _check_data, _scores_full, check_selection
-from ._support import SupportTokens, check_tolerances, support_tokens
+from ..solvers import solve_svm
+from ._support import SupportTokens, check_tolerances, support_from_result
 
-__all__ = ["LocalOptimality", "Violation", "is_locally_optimal"]
+__all__ = ["LOTViolation", "LocalOptimality", "is_locally_optimal"]
 
 
-class Violation(NamedTuple):
+class LOTViolation(NamedTuple):
     """A support token that scores at least as high as the selected token of its query."""
 
     seq: int
@@ -40,7 +42,7 @@ class LocalOptimality:
     locally_optimal : bool
     reason : str
         Why, in words (infeasible, violating support tokens, or all support tokens lower).
-    violations : tuple of Violation
+    violations : tuple of LOTViolation
         ``(seq, query, token, score_selected, score_token)`` for every support token with
         :math:`\gamma_{ikt} \ge \gamma_{ik\alpha_{ik}}`. Empty when locally optimal or infeasible.
     support : SupportTokens
@@ -50,7 +52,7 @@ class LocalOptimality:
 
     locally_optimal: bool
     reason: str
-    violations: tuple[Violation, ...]
+    violations: tuple[LOTViolation, ...]
     support: SupportTokens
     alpha: np.ndarray
 
@@ -76,7 +78,7 @@ def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) ->
     selected = np.take_along_axis(scores, alpha[:, :, None], axis=2)  # (n, K, 1)
     bad = mask & (scores >= selected)
     violations = tuple(
-        Violation(int(i), int(k), int(t), float(selected[i, k, 0]), float(scores[i, k, t]))
+        LOTViolation(int(i), int(k), int(t), float(selected[i, k, 0]), float(scores[i, k, t]))
         for i, k, t in np.argwhere(bad)
     )
     n_support = int(mask.sum())
@@ -162,5 +164,6 @@ def is_locally_optimal(
     a = check_selection(data, alpha)
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
     scores = _scores_full(data)  # fail early when the dataset has no scores
-    sup = support_tokens(data, a, norm=norm, tol=tol, dual_tol=dual_tol, **solve_kwargs)
+    res = solve_svm(att_svm_constraints(data, a), norm=norm, **solve_kwargs)
+    sup = support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)
     return lot_from_support(data, scores, sup)

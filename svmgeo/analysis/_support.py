@@ -94,8 +94,12 @@ def support_from_result(
     tol: float,
     dual_tol: float,
     warn: bool = True,
+    stacklevel: int = 3,
 ) -> SupportTokens:
-    """Read the support tokens off an Att-SVM(α) result (``alpha`` of shape (n, K))."""
+    """Read the support tokens off an Att-SVM(α) result (``alpha`` of shape (n, K)).
+
+    ``stacklevel`` is that of the public function's caller, as seen from here.
+    """
     single = data.single_query
     user_alpha = alpha[:, 0] if single else alpha
     common: dict[str, Any] = {
@@ -124,7 +128,7 @@ def support_from_result(
             f"Att-SVM(alpha) solution is inaccurate ({res.message}); support tokens decided with "
             f"tol={tol:g} may be wrong.",
             InaccurateSolutionWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     cs = res.constraints
     n, K, T = data.n, data.K, data.T
@@ -151,7 +155,7 @@ def support_from_result(
                 f"(indices {where}): complementary slackness fails at tol={tol:g}; the solve "
                 "is inaccurate. Their support status follows the margins.",
                 InaccurateSolutionWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
     return SupportTokens(
         feasible=True,

@@ -26,7 +26,7 @@ def test_lot_flips_when_support_token_score_changes() -> None:
     # raise the support token's score to 2.5 ≥ γ_2 = 2: α = 2 is no longer locally optimal
     lo = sg.is_locally_optimal(triangle([3.0, 2.5, 2.0]), [2])
     assert not lo
-    assert lo.violations == (sg.Violation(0, 0, 1, 2.0, 2.5),)
+    assert lo.violations == (sg.LOTViolation(0, 0, 1, 2.0, 2.5),)
     assert "support token 1 scores 2.5 >= selected 2" in lo.reason
 
 
@@ -70,7 +70,7 @@ def test_several_queries_with_mask() -> None:
     lo = sg.is_locally_optimal(data, [[2, 0]])
     np.testing.assert_array_equal(lo.support.mask, [[[False, True, False], [False, False, True]]])
     np.testing.assert_allclose(lo.support.svm.W, [[-0.4, 1 / 3], [-0.2, 0.0]], atol=1e-10)
-    assert lo.violations == (sg.Violation(0, 1, 2, 1.0, 5.0),)
+    assert lo.violations == (sg.LOTViolation(0, 1, 2, 1.0, 5.0),)
     assert "query 1" in lo.reason
     # lowering query 1's token 2 below token 0 makes the selection locally optimal
     data_ok = sg.TokenData(TRIANGLE, Z=Z, mask=mask, scores=scores * [[[1], [-1]]])
