@@ -9,6 +9,7 @@ same process at (4, 6, 8) and at any size whose estimated time is under --brute-
 seconds; the ratio brute / enumeration is printed with it. Both must find the same LOTs.
 
 Run:  PYTHONPATH=. python benchmarks/bench_analysis.py [--sizes 4,6,8 6,8,10] [--brute-limit 120]
+      [--n-jobs 1]
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--brute-limit", type=float, default=120.0)
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--n-jobs", type=int, default=1, help="worker processes of the enumeration")
     args = parser.parse_args()
-    print(f"svmgeo {sg.__version__}; brute force run when estimated under {args.brute_limit:g} s")
+    print(
+        f"svmgeo {sg.__version__}; enumeration n_jobs={args.n_jobs}; brute force (serial) run "
+        f"when estimated under {args.brute_limit:g} s"
+    )
     header = (
         f"{'(n, T, d)':>12} {'T^n':>8} {'examined':>9} {'pruned':>8} {'LOTs':>5} "
         f"{'enum s':>8} {'ms/sel':>7} {'brute s':>8} {'brute/enum':>10}"

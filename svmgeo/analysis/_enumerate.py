@@ -26,10 +26,12 @@ by a sound argument (*pruned*):
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -174,12 +176,203 @@ def _lift_point(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
     return W * max(1.0, 1.0 / low)
 
 
+@dataclass
+class _Settings:
+    """What a search needs besides the data (picklable, for worker processes)."""
+
+    norm: str
+    tol: float
+    dual_tol: float
+    solve_kwargs: dict[str, Any]
+    cand: list[np.ndarray]  # visible tokens of each query
+    ok: list[list[int]]  # tokens passing the hull test
+    hull_point: dict[tuple[int, int], np.ndarray | None]
+
+
+@dataclass
+class _Tally:
+    """What one search (a subtree) found."""
+
+    lots: list[np.ndarray] = field(default_factory=list)
+    results: list[LocalOptimality] = field(default_factory=list)
+    failed: list[np.ndarray] = field(default_factory=list)
+    examined: int = 0
+    pruned: int = 0
+    infeasible: int = 0
+    inaccurate: int = 0
+    undecided: int = 0
+    n_checks: int = 0
+    n_reused: int = 0
+    n_nogood: int = 0
+
+
+class _Search:
+    r"""Depth-first search over the queries, below a fixed prefix of assigned queries."""
+
+    def __init__(
+        self, data: TokenData, cfg: _Settings, prefix: tuple[int, ...], bar: _Progress | None
+    ) -> None:
+        self.data, self.cfg, self.bar = data, cfg, bar
+        self.scores = _scores_full(data)
+        self.K = data.K
+        self.units = [(i, k) for i in range(data.n) for k in range(data.K)]
+        # the choices at each depth: the prefix, then every hull-passing token
+        self.choices = [[a] for a in prefix] + cfg.ok[len(prefix) :]
+        self.suffix = [
+            math.prod(len(c) for c in self.choices[d + 1 :]) for d in range(len(self.units))
+        ]
+        # nogoods[u]: (token at u, ((unit, token), ...) for earlier units)
+        self.nogoods: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [[] for _ in self.units]
+        self.t = _Tally()
+
+    def rows_of(self, u: int, a: int) -> _Rows:
+        i, k = self.units[u]
+        cand = self.cfg.cand[u]
+        comp = cand[cand != a]
+        m = comp.size
+        return (np.full(m, i), np.full(m, k), np.full(m, a), comp)
+
+    def _tick(self, k: int) -> None:
+        if self.bar is not None:
+            self.bar.update(k)
+
+    def _nogood_hit(self, depth: int, a: int, chosen: list[int]) -> bool:
+        return any(
+            tok == a and all(chosen[v] == t for v, t in rest) for tok, rest in self.nogoods[depth]
+        )
+
+    def _record_nogood(self, cs: ConstraintSet, lam: np.ndarray, chosen: list[int]) -> None:
+        used = np.flatnonzero(lam != 0)
+        unit_ids = sorted({int(cs.seq[j]) * self.K + int(cs.query[j]) for j in used})
+        if unit_ids:
+            last = unit_ids[-1]
+            rest = tuple((v, chosen[v]) for v in unit_ids[:-1])
+            self.nogoods[last].append((chosen[last], rest))
+
+    def _leaf(self, chosen: list[int], parts: list[_Rows]) -> None:
+        data, cfg, t = self.data, self.cfg, self.t
+        alpha = np.asarray(chosen, dtype=np.int64).reshape(data.n, data.K)
+        cs = pair_constraints(data, *_concat(parts))
+        # solve_svm decides feasibility first, exactly, and only then solves
+        res = solve_svm(cs, norm=cfg.norm, **cfg.solve_kwargs)  # type: ignore[arg-type]
+        self._tick(1)
+        if res.status is Status.INFEASIBLE and res.farkas is not None:
+            self._record_nogood(cs, res.farkas, chosen)
+            t.pruned += 1
+            return
+        t.examined += 1
+        if res.status.is_infeasible:
+            t.infeasible += 1
+            return
+        try:
+            sup = support_from_result(
+                data, alpha, res, tol=cfg.tol, dual_tol=cfg.dual_tol, warn=False
+            )
+        except SolverError:
+            t.failed.append(alpha[:, 0] if data.single_query else alpha)
+            return
+        if res.status.is_inaccurate or (
+            sup.inconsistent is not None and bool(np.any(sup.inconsistent))
+        ):
+            t.inaccurate += 1
+        lot = lot_from_support(data, self.scores, sup)
+        if lot:
+            t.lots.append(np.asarray(lot.alpha))
+            t.results.append(lot)
+
+    def _child_point(
+        self, depth: int, chosen: list[int], parts: list[_Rows], point: np.ndarray | None
+    ) -> tuple[bool, np.ndarray | None]:
+        """(keep?, a point certifying the partial selection, or None when undecided)."""
+        t = self.t
+        if depth == 0:
+            return True, self.cfg.hull_point[0, chosen[0]]
+        if self._nogood_hit(depth, chosen[depth], chosen):
+            t.n_nogood += 1
+            return False, None
+        if depth == len(self.units) - 1:
+            return True, None  # the leaf's solve decides feasibility itself
+        if point is not None:
+            lifted = _lift_point(pair_constraints(self.data, *parts[-1]), point)
+            if lifted is not None:
+                t.n_reused += 1
+                return True, lifted
+        cs = pair_constraints(self.data, *_concat(parts))
+        fr = check_feasibility(cs)
+        t.n_checks += 1
+        if fr.feasible:
+            return True, fr.point
+        if fr.status is Status.INFEASIBLE and fr.certificate is not None:
+            self._record_nogood(cs, fr.certificate, chosen)
+            return False, None
+        t.undecided += 1  # inconclusive: never prune on it
+        return True, None
+
+    def visit(
+        self, depth: int, chosen: list[int], parts: list[_Rows], point: np.ndarray | None
+    ) -> None:
+        if depth == len(self.units):
+            self._leaf(chosen, parts)
+            return
+        for a in self.choices[depth]:
+            chosen.append(a)
+            new_parts = [*parts, self.rows_of(depth, a)]
+            keep, new_point = self._child_point(depth, chosen, new_parts, point)
+            if keep:
+                self.visit(depth + 1, chosen, new_parts, new_point)
+            else:
+                self.t.pruned += self.suffix[depth]
+                self._tick(self.suffix[depth])
+            chosen.pop()
+
+    def run(self) -> _Tally:
+        self.visit(0, [], [], None)
+        return self.t
+
+
+def _run_subtree(args: tuple[TokenData, _Settings, tuple[int, ...]]) -> _Tally:
+    data, cfg, prefix = args
+    return _Search(data, cfg, prefix, None).run()
+
+
+def _hull_tests(data: TokenData, cand: list[np.ndarray]) -> tuple[_Settings, int, int]:
+    """Hull-vertex test of every (query, token), each decided once: (settings, checks, undecided)."""
+    units = [(i, k) for i in range(data.n) for k in range(data.K)]
+    ok: list[list[int]] = []
+    points: dict[tuple[int, int], np.ndarray | None] = {}
+    checks = undecided = 0
+    for u, (i, k) in enumerate(units):
+        keep = []
+        for a in (int(x) for x in cand[u]):
+            comp = cand[u][cand[u] != a]
+            if comp.size == 0:
+                points[u, a] = np.zeros((data.d, data.d))
+                keep.append(a)
+                continue
+            m = comp.size
+            fr = check_feasibility(
+                pair_constraints(data, np.full(m, i), np.full(m, k), np.full(m, a), comp)
+            )
+            checks += 1
+            if fr.feasible:
+                points[u, a] = fr.point
+                keep.append(a)
+            elif fr.status is not Status.INFEASIBLE:
+                undecided += 1  # inconclusive: keep the token
+                points[u, a] = None
+                keep.append(a)
+        ok.append(keep)
+    cfg = _Settings("", 0.0, 0.0, {}, cand, ok, points)
+    return cfg, checks, undecided
+
+
 def locally_optimal_selections(
     data: TokenData,
     *,
     norm: Literal["fro", "nuc"] = "fro",
     max_selections: int = 10**6,
     progress: bool = False,
+    n_jobs: int = 1,
     tol: float = 1e-6,
     dual_tol: float = 1e-9,
     **solve_kwargs: Any,
@@ -207,6 +400,10 @@ def locally_optimal_selections(
         Refuse (before any work) when the selection space is larger.
     progress : bool, default False
         Show a progress bar (tqdm when installed, else a line on stderr).
+    n_jobs : int, default 1
+        Worker processes; ``-1`` for one per CPU. The subtrees below the first queries'
+        choices are searched in parallel (each worker keeps its own certificate cache, so
+        the pruning counts may differ slightly from a serial run; the LOTs do not).
     tol, dual_tol, **solve_kwargs
         As in :func:`support_tokens`.
 
@@ -236,175 +433,90 @@ def locally_optimal_selections(
         raise ProblemError(
             f"The 'progress' parameter of {where} must be a bool. Got {progress!r} instead."
         )
+    n_jobs = check_int(n_jobs, "n_jobs", low=-1, where=where)
+    if n_jobs == 0:
+        raise ProblemError(
+            f"The 'n_jobs' parameter of {where} must be a positive int or -1 (all CPUs). Got 0."
+        )
+    if n_jobs == -1:
+        n_jobs = os.cpu_count() or 1
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
-    scores = _scores_full(data)
-    n, K = data.n, data.K
+    _scores_full(data)  # fail early when the dataset has no scores
     vis = data.visible
-    units = [(i, k) for i in range(n) for k in range(K)]
-    cand = [np.flatnonzero(vis[i, k]) for i, k in units]
+    n_units = data.n * data.K
+    cand = [np.flatnonzero(vis[i, k]) for i in range(data.n) for k in range(data.K)]
     total = math.prod(len(c) for c in cand)
     if total > max_selections:
         raise ProblemError(
             f"The selection space of this dataset has {total} selections (one visible token "
-            f"for each of the {len(units)} queries), above max_selections={max_selections}. "
+            f"for each of the {n_units} queries), above max_selections={max_selections}. "
             f"Pass max_selections={total} or more to run it anyway (up to {total} SVM solves), "
             "or reduce n, T or the number of queries."
         )
 
-    def rows_of(u: int, a: int) -> _Rows:
-        i, k = units[u]
-        comp = cand[u][cand[u] != a]
-        m = comp.size
-        return (np.full(m, i), np.full(m, k), np.full(m, a), comp)
-
     bar = _Progress(total, progress)
-    undecided = n_checks = n_reused = n_nogood = 0
-    # 1. hull-vertex test per query and token (cached: computed once)
-    ok: list[list[int]] = []
-    hull_point: dict[tuple[int, int], np.ndarray | None] = {}
-    for u in range(len(units)):
-        keep = []
-        for a in cand[u]:
-            r = rows_of(u, int(a))
-            if r[0].size == 0:
-                hull_point[u, int(a)] = np.zeros((data.d, data.d))
-                keep.append(int(a))
-                continue
-            fr = check_feasibility(pair_constraints(data, *r))
-            n_checks += 1
-            if fr.feasible:
-                hull_point[u, int(a)] = fr.point
-                keep.append(int(a))
-            elif fr.status is not Status.INFEASIBLE:
-                undecided += 1
-                hull_point[u, int(a)] = None
-                keep.append(int(a))
-        ok.append(keep)
-    n_ok = math.prod(len(k) for k in ok)
-    pruned_hull = total - n_ok
-    bar.update(pruned_hull)
-    suffix = [math.prod(len(k) for k in ok[d + 1 :]) for d in range(len(units))]
-
-    # nogoods[u] : list of (token at u, ((unit, token), ...) for earlier units)
-    nogoods: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [[] for _ in units]
-    lots: list[np.ndarray] = []
-    results: list[LocalOptimality] = []
-    failed: list[np.ndarray] = []
-    counts = {"examined": 0, "pruned": 0, "infeasible": 0, "inaccurate": 0}
-
-    def nogood_hit(depth: int, a: int, chosen: list[int]) -> bool:
-        return any(
-            tok == a and all(chosen[v] == t for v, t in rest) for tok, rest in nogoods[depth]
-        )
-
-    def record_nogood(cs: ConstraintSet, lam: np.ndarray, chosen: list[int]) -> None:
-        used = np.flatnonzero(lam != 0)
-        unit_ids = sorted({int(cs.seq[j]) * K + int(cs.query[j]) for j in used})
-        if not unit_ids:
-            return
-        last = unit_ids[-1]
-        nogoods[last].append((chosen[last], tuple((v, chosen[v]) for v in unit_ids[:-1])))
-
-    def leaf(chosen: list[int], parts: list[_Rows]) -> None:
-        alpha = np.asarray(chosen, dtype=np.int64).reshape(n, K)
-        cs = pair_constraints(data, *_concat(parts))
-        res = solve_svm(cs, norm=norm, **solve_kwargs)  # decides feasibility first, exactly
-        bar.update(1)
-        if res.status is Status.INFEASIBLE and res.farkas is not None:
-            record_nogood(cs, res.farkas, chosen)
-            counts["pruned"] += 1
-            return
-        counts["examined"] += 1
-        if res.status.is_infeasible:
-            counts["infeasible"] += 1
-            return
-        try:
-            sup = support_from_result(data, alpha, res, tol=tol, dual_tol=dual_tol, warn=False)
-        except SolverError:
-            failed.append(alpha[:, 0] if data.single_query else alpha)
-            return
-        if res.status.is_inaccurate or (
-            sup.inconsistent is not None and bool(np.any(sup.inconsistent))
-        ):
-            counts["inaccurate"] += 1
-        lot = lot_from_support(data, scores, sup)
-        if lot:
-            lots.append(np.asarray(lot.alpha))
-            results.append(lot)
-
-    def visit(depth: int, chosen: list[int], parts: list[_Rows], point: np.ndarray | None) -> None:
-        nonlocal undecided, n_checks, n_reused, n_nogood
-        if depth == len(units):
-            leaf(chosen, parts)
-            return
-        sub = suffix[depth]
-        for a in ok[depth]:
-            new_rows = rows_of(depth, a)
-            new_parts = [*parts, new_rows]
-            chosen.append(a)
-            try:
-                if depth == 0:
-                    new_point = hull_point[0, a]
-                elif nogood_hit(depth, a, chosen):
-                    n_nogood += 1
-                    counts["pruned"] += sub
-                    bar.update(sub)
-                    continue
-                elif depth == len(units) - 1:
-                    new_point = None  # the leaf's solve decides feasibility itself
-                else:
-                    lifted = None
-                    if point is not None:
-                        lifted = _lift_point(pair_constraints(data, *new_rows), point)
-                    if lifted is not None:
-                        n_reused += 1
-                        new_point = lifted
-                    else:
-                        cs = pair_constraints(data, *_concat(new_parts))
-                        fr = check_feasibility(cs)
-                        n_checks += 1
-                        if fr.feasible:
-                            new_point = fr.point
-                        elif fr.status is Status.INFEASIBLE and fr.certificate is not None:
-                            record_nogood(cs, fr.certificate, chosen)
-                            counts["pruned"] += sub
-                            bar.update(sub)
-                            continue
-                        else:
-                            undecided += 1
-                            new_point = None
-                visit(depth + 1, chosen, new_parts, new_point)
-            finally:
-                chosen.pop()
-
     try:
-        visit(0, [], [], None)
+        cfg, hull_checks, hull_undecided = _hull_tests(data, cand)
+        cfg.norm, cfg.tol, cfg.dual_tol, cfg.solve_kwargs = norm, tol, dual_tol, solve_kwargs
+        pruned_hull = total - math.prod(len(k) for k in cfg.ok)
+        bar.update(pruned_hull)
+        if n_jobs == 1 or n_units < 2:
+            tallies = [_Search(data, cfg, (), bar).run()]
+        else:
+            tallies = _parallel(data, cfg, n_jobs, bar)
     finally:
         bar.close()
+    t = _Tally()
+    for part in tallies:
+        t.lots += part.lots
+        t.results += part.results
+        t.failed += part.failed
+        for name in ("examined", "pruned", "infeasible", "inaccurate", "undecided", "n_checks"):
+            setattr(t, name, getattr(t, name) + getattr(part, name))
+        t.n_reused += part.n_reused
+        t.n_nogood += part.n_nogood
     shape = (0, *data.selection_shape)
-    sel = np.asarray(lots, dtype=np.int64) if lots else np.zeros(shape, dtype=np.int64)
-    fail = np.asarray(failed, dtype=np.int64) if failed else np.zeros(shape, dtype=np.int64)
-    if counts["inaccurate"] or len(failed):
+    sel = np.asarray(t.lots, dtype=np.int64) if t.lots else np.zeros(shape, dtype=np.int64)
+    fail = np.asarray(t.failed, dtype=np.int64) if t.failed else np.zeros(shape, dtype=np.int64)
+    if t.inaccurate or t.failed:
         warnings.warn(
-            f"{counts['inaccurate']} examined selection(s) had inaccurate Att-SVM solves and "
-            f"{len(failed)} failed; their LOT verdicts may be wrong (see .failed).",
+            f"{t.inaccurate} examined selection(s) had inaccurate Att-SVM solves and "
+            f"{len(t.failed)} failed; their LOT verdicts may be wrong (see .failed).",
             InaccurateSolutionWarning,
             stacklevel=2,
         )
     return LOTEnumeration(
         selections=sel,
-        results=tuple(results),
+        results=tuple(t.results),
         total=total,
-        examined=counts["examined"],
-        pruned=pruned_hull + counts["pruned"],
+        examined=t.examined,
+        pruned=pruned_hull + t.pruned,
         pruned_hull=pruned_hull,
-        pruned_infeasible=counts["pruned"],
-        infeasible=counts["infeasible"],
-        undecided=undecided,
+        pruned_infeasible=t.pruned,
+        infeasible=t.infeasible,
+        undecided=hull_undecided + t.undecided,
         failed=fail,
-        inaccurate=counts["inaccurate"],
-        n_checks=n_checks,
-        n_point_reused=n_reused,
-        n_nogood_hits=n_nogood,
+        inaccurate=t.inaccurate,
+        n_checks=hull_checks + t.n_checks,
+        n_point_reused=t.n_reused,
+        n_nogood_hits=t.n_nogood,
         seconds=time.perf_counter() - start,
     )
+
+
+def _parallel(data: TokenData, cfg: _Settings, n_jobs: int, bar: _Progress) -> list[_Tally]:
+    """Search the subtrees below prefixes of the first queries in worker processes, in order."""
+    prefixes: list[tuple[int, ...]] = [()]
+    depth = 0
+    while len(prefixes) < 4 * n_jobs and depth < len(cfg.ok) - 1:
+        prefixes = [(*p, a) for p in prefixes for a in cfg.ok[depth]]
+        depth += 1
+    sizes = [math.prod(len(k) for k in cfg.ok[depth:]) for _ in prefixes]
+    out: list[_Tally | None] = [None] * len(prefixes)
+    with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+        futures = {pool.submit(_run_subtree, (data, cfg, p)): j for j, p in enumerate(prefixes)}
+        for fut in as_completed(futures):
+            j = futures[fut]
+            out[j] = fut.result()
+            bar.update(sizes[j])
+    return [t for t in out if t is not None]

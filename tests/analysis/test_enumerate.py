@@ -78,6 +78,16 @@ def test_pruning_and_reuse_happen_on_low_dimensional_data() -> None:
     assert lots.n_nogood_hits > 0 and lots.n_point_reused > 0
 
 
+def test_parallel_search_finds_the_same_lots() -> None:
+    data = sg.random_data(4, 3, 2, seed=0)
+    serial = sg.locally_optimal_selections(data)
+    parallel = sg.locally_optimal_selections(data, n_jobs=2)
+    np.testing.assert_array_equal(parallel.selections, serial.selections)
+    assert (parallel.examined, parallel.pruned) == (serial.examined, serial.pruned)
+    for alpha, res in zip(parallel.selections, parallel.results, strict=True):
+        np.testing.assert_array_equal(res.alpha, alpha)
+
+
 def test_cap_refuses_before_any_work() -> None:
     data = sg.random_data(8, 6, 3, seed=0)  # 6**8 = 1,679,616 selections
     start = time.perf_counter()
@@ -90,7 +100,12 @@ def test_cap_refuses_before_any_work() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"max_selections": 0}, "max_selections"), ({"progress": "yes"}, "progress")],
+    [
+        ({"max_selections": 0}, "max_selections"),
+        ({"progress": "yes"}, "progress"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"n_jobs": -2}, "n_jobs"),
+    ],
 )
 def test_bad_options(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(sg.ProblemError, match=match):
