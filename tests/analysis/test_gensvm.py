@@ -188,3 +188,23 @@ def test_bad_gen_svm_arguments() -> None:
         sg.gen_svm(_pair_data(), PAIR_O, probs=[[0.5, 0.3, 0.2]], fit_to=np.eye(3))
     with pytest.raises(sg.ProblemError, match="probs is 0 at a selected token"):
         sg.gen_svm(_pair_data(), PAIR_O, probs=[[1.0, 0.0, 0.0]])
+
+
+def test_several_queries_with_probabilities() -> None:
+    data = sg.random_data(2, 3, 5, seed=0, n_queries=2)
+    row = [0.7, 0.3 - 1e-8, 1e-8]
+    probs = np.array([[row, row[::-1]], [row, row]])  # (n, K, T)
+    gen = sg.gen_svm(data, probs=probs)
+    expected = np.array([[[1, 1, 0], [0, 1, 1]], [[1, 1, 0], [1, 1, 0]]], dtype=bool)
+    np.testing.assert_array_equal(gen.selected, expected)
+    assert gen.gamma == pytest.approx(1e-8)
+    logits = np.einsum("itd,de,ike->ikt", data.X, gen.W_fin, data.queries)
+    for i in range(2):
+        for k in range(2):
+            O = np.flatnonzero(expected[i, k])
+            # W_fin reproduces the log-probability ratio inside O_ik
+            np.testing.assert_allclose(
+                logits[i, k, O[0]] - logits[i, k, O[1]],
+                np.log(probs[i, k, O[0]] / probs[i, k, O[1]]),
+                atol=1e-9,
+            )
