@@ -59,7 +59,9 @@ def main() -> None:
         data = sg.random_data(n, T, d, seed=args.seed)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = sg.locally_optimal_selections(data, max_selections=T**n, progress=args.progress)
+            res = sg.locally_optimal_selections(
+                data, max_selections=T**n, progress=args.progress, n_jobs=args.n_jobs
+            )
         per = 1e3 * res.seconds / max(res.total, 1)
         est_brute = res.total * 1.5 * res.seconds / max(res.examined, 1)
         brute = ratio = "-"

@@ -221,8 +221,8 @@ class _Search:
         self.suffix = [
             math.prod(len(c) for c in self.choices[d + 1 :]) for d in range(len(self.units))
         ]
-        # nogoods[u]: (token at u, ((unit, token), ...) for earlier units)
-        self.nogoods: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [[] for _ in self.units]
+        # nogoods[u][token at u]: [((unit, token), ...) for earlier units, ...]
+        self.nogoods: list[dict[int, list[tuple[tuple[int, int], ...]]]] = [{} for _ in self.units]
         self.t = _Tally()
 
     def rows_of(self, u: int, a: int) -> _Rows:
@@ -237,9 +237,7 @@ class _Search:
             self.bar.update(k)
 
     def _nogood_hit(self, depth: int, a: int, chosen: list[int]) -> bool:
-        return any(
-            tok == a and all(chosen[v] == t for v, t in rest) for tok, rest in self.nogoods[depth]
-        )
+        return any(all(chosen[v] == t for v, t in rest) for rest in self.nogoods[depth].get(a, ()))
 
     def _record_nogood(self, cs: ConstraintSet, lam: np.ndarray, chosen: list[int]) -> None:
         used = np.flatnonzero(lam != 0)
@@ -247,7 +245,7 @@ class _Search:
         if unit_ids:
             last = unit_ids[-1]
             rest = tuple((v, chosen[v]) for v in unit_ids[:-1])
-            self.nogoods[last].append((chosen[last], rest))
+            self.nogoods[last].setdefault(chosen[last], []).append(rest)
 
     def _leaf(self, chosen: list[int], parts: list[_Rows]) -> None:
         data, cfg, t = self.data, self.cfg, self.t
