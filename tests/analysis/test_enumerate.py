@@ -72,6 +72,15 @@ def test_enumeration_matches_brute_force(data: sg.TokenData) -> None:
         assert res.locally_optimal
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_optimal_selection_is_among_the_lots(seed: int) -> None:
+    # SPEC §5: opt is locally optimal whenever Att-SVM(opt) is feasible (always for d ≥ T − 1, n)
+    data = sg.random_data(3, 4, 4, seed=seed)
+    lots = sg.locally_optimal_selections(data)
+    opt = sg.optimal_tokens(data)
+    assert any(np.array_equal(opt, s) for s in lots.selections)
+
+
 def test_pruning_and_reuse_happen_on_low_dimensional_data() -> None:
     lots = sg.locally_optimal_selections(sg.random_data(4, 3, 2, seed=0))
     assert lots.pruned_infeasible > 0
