@@ -187,3 +187,73 @@ def att_svm_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     if i.size == 0 and data.T > 1:
         raise ProblemError("Every query sees only its selected token: Att-SVM has no constraints.")
     return pair_constraints(data, i, k, a[i, k], t)
+
+
+def check_selected(data: TokenData, selected: Any, name: str = "selected") -> np.ndarray:
+    r"""Validate selected sets :math:`O_{ik}` and return them as a bool array of shape (n, K, T).
+
+    Accepts shape ``(n, T)`` when ``K == 1`` and ``(n, K, T)`` always. Each :math:`O_{ik}` must
+    be nonempty, hold visible tokens only, and leave at least one visible token out (unless
+    the query sees a single token, e.g. the first query under a causal mask, as in Att-SVM).
+    """
+    S = np.asarray(selected)
+    if S.dtype != bool:
+        raise ProblemError(
+            f"{name} must be a boolean array of shape (n, T) or (n, K, T) (True = selected "
+            f"token); got dtype {S.dtype}. Use svmgeo.selected_sets(probs).selected."
+        )
+    n, K, T = data.n, data.K, data.T
+    if S.ndim == 2 and K == 1 and S.shape == (n, T):
+        S = S[:, None, :]
+    elif S.shape != (n, K, T):
+        want = f"({n}, {T})" if K == 1 else f"({n}, {K}, {T})"
+        raise ProblemError(f"{name} must have shape {want}; got {S.shape}.")
+    vis = data.visible
+    hidden = S & ~vis
+    if np.any(hidden):
+        i, k, t = (int(x) for x in np.argwhere(hidden)[0])
+        raise ProblemError(
+            f"{name} selects token {t} for query {k} of sequence {i}, but the mask hides it."
+        )
+    empty = ~S.any(axis=2)
+    if np.any(empty):
+        i, k = (int(x) for x in np.argwhere(empty)[0])
+        raise ProblemError(
+            f"{name} is empty for query {k} of sequence {i}; every selected set O_ik needs at "
+            "least one token."
+        )
+    full = ~(vis & ~S).any(axis=2) & (vis.sum(axis=2) > 1)
+    if np.any(full):
+        i, k = (int(x) for x in np.argwhere(full)[0])
+        raise ProblemError(
+            f"{name} holds every visible token of query {k} of sequence {i}; the masked set "
+            "must be nonempty (Gen-SVM separates O_ik from the rest)."
+        )
+    return np.ascontiguousarray(S)
+
+
+def selected_set_constraints(data: TokenData, selected: Any) -> ConstraintSet:
+    r"""Rows of Gen-SVM's directional problem for selected sets :math:`O_{ik}`.
+
+    .. math::
+
+        (x_{it_0} - x_{it})^\top W z_{ik} = 0 \quad (t \in O_{ik}\setminus\{t_0\}),
+        \qquad (x_{it} - x_{i\tau})^\top W z_{ik} \ge 1 \quad (t \in O_{ik},\ \tau \in \bar O_{ik}),
+
+    with :math:`t_0 = \min O_{ik}` and :math:`\bar O_{ik}` the visible tokens outside
+    :math:`O_{ik}`. The equalities against :math:`t_0` span all pairwise equalities
+    :math:`(x_{it} - x_{i\tau})^\top W z_{ik} = 0,\ t, \tau \in O_{ik}` (each is a difference
+    of two of them), so the feasible set is the SPEC's. Equality rows come first, per query.
+    With :math:`|O_{ik}| = 1` these are exactly the rows of Att-SVM.
+    """
+    S = check_selected(data, selected)
+    masked = data.visible & ~S
+    rows: list[tuple[int, int, int, int, int]] = []  # (seq, query, pref, comp, kind)
+    for i in range(data.n):
+        for k in range(data.K):
+            O = np.flatnonzero(S[i, k]).tolist()
+            Ob = np.flatnonzero(masked[i, k]).tolist()
+            rows += [(i, k, O[0], t, EQUALITY) for t in O[1:]]
+            rows += [(i, k, t, tau, MARGIN) for t in O for tau in Ob]
+    r = np.asarray(rows, dtype=np.int64).reshape(-1, 5)
+    return pair_constraints(data, r[:, 0], r[:, 1], r[:, 2], r[:, 3], kind=r[:, 4])

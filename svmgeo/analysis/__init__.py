@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Token-selection analysis: support tokens, local optimality, LOT enumeration, cones, Gen-SVM."""
+
+from ._cones import in_cone, in_score_cone, score_cone_margin
+from ._enumerate import LOTEnumeration, locally_optimal_selections
+from ._gensvm import GenSVMResult, SelectedSets, gen_svm, selected_sets
+from ._local import LocalOptimality, LOTViolation, is_locally_optimal
+from ._support import SupportTokens, support_tokens
+
+__all__ = [
+    "GenSVMResult",
+    "LOTEnumeration",
+    "LOTViolation",
+    "LocalOptimality",
+    "SelectedSets",
+    "SupportTokens",
+    "gen_svm",
+    "in_cone",
+    "in_score_cone",
+    "is_locally_optimal",
+    "locally_optimal_selections",
+    "score_cone_margin",
+    "selected_sets",
+    "support_tokens",
+]

@@ -1,0 +1,245 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Support tokens of Att-SVM(:math:`\alpha`), decided from the margins and cross-checked by the dual.
+
+.. math::
+
+    \mathcal T_{ik}(\alpha) = \{\, t \ne \alpha_{ik} \text{ visible to } k :
+    (x_{i\alpha_{ik}} - x_{it})^\top W^{\mathrm{mm}}_\alpha z_{ik} = 1 \,\}.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
+from .._validation import check_real
+from ..constraints import MARGIN, att_svm_constraints
+from ..data import TokenData
+from ..selection import _check_data, check_selection
+from ..solvers import SVMResult, solve_svm
+
+__all__ = ["SupportTokens", "support_tokens"]
+
+
+@dataclass(frozen=True, eq=False)
+class SupportTokens:
+    r"""Support tokens of Att-SVM(:math:`\alpha`), with both witnesses and any disagreement.
+
+    ``np.asarray(sup)`` is :attr:`mask` (an error when Att-SVM(α) is infeasible).
+
+    Attributes
+    ----------
+    feasible : bool
+        Whether Att-SVM(α) is feasible. When it is not, every mask is None and
+        :attr:`certificate` holds the Farkas vector.
+    mask : ndarray of bool, shape (n, T) or (n, K, T), or None
+        Active margin: :math:`|m_j - 1| \le \mathrm{tol}\cdot\max(1, |m_j|)` for the row of
+        (i, k, t). The definition of §5 of the SPEC; :math:`\alpha_{ik}` itself and hidden
+        keys are always False.
+    by_dual : ndarray of bool, same shape, or None
+        Positive multiplier: :math:`\lambda_j > \mathrm{dual\_tol}\cdot\max_j \lambda_j`.
+    weakly_active : ndarray of bool, same shape, or None
+        Active margin with zero multiplier (``mask & ~by_dual``): legitimate under degeneracy.
+    inconsistent : ndarray of bool, same shape, or None
+        Positive multiplier without an active margin (``by_dual & ~mask``): complementary
+        slackness fails, a solver inaccuracy. A warning is issued when any is True.
+    alpha : ndarray of int, shape (n,) or (n, K)
+    svm : SVMResult
+        The Att-SVM(α) solve the decision was read from.
+    certificate : ndarray or None
+        Farkas vector (per row of ``svm.constraints``) when infeasible.
+    tol, dual_tol : float
+    """
+
+    feasible: bool
+    mask: np.ndarray | None
+    by_dual: np.ndarray | None
+    weakly_active: np.ndarray | None
+    inconsistent: np.ndarray | None
+    alpha: np.ndarray
+    svm: SVMResult
+    certificate: np.ndarray | None
+    tol: float
+    dual_tol: float
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self.mask is None:
+            raise ProblemError(
+                "Att-SVM(alpha) is infeasible, so alpha has no support tokens; check "
+                "sup.feasible first (the Farkas certificate is in sup.certificate)."
+            )
+        return self.mask if dtype is None else self.mask.astype(dtype)
+
+    def tokens(self, i: int, k: int = 0) -> list[int]:
+        """Support token indices of sequence ``i`` (query ``k``)."""
+        if self.mask is None:
+            return []
+        full = self.mask if self.mask.ndim == 3 else self.mask[:, None, :]
+        return [int(t) for t in np.flatnonzero(full[i, k])]
+
+
+def _user_shape(full: np.ndarray, single: bool) -> np.ndarray:
+    return full[:, 0, :] if single else full
+
+
+def support_from_result(
+    data: TokenData,
+    alpha: np.ndarray,
+    res: SVMResult,
+    *,
+    tol: float,
+    dual_tol: float,
+    warn: bool = True,
+    stacklevel: int = 3,
+) -> SupportTokens:
+    """Read the support tokens off an Att-SVM(α) result (``alpha`` of shape (n, K)).
+
+    ``stacklevel`` is that of the public function's caller, as seen from here.
+    """
+    single = data.single_query
+    user_alpha = alpha[:, 0] if single else alpha
+    common: dict[str, Any] = {
+        "alpha": user_alpha,
+        "svm": res,
+        "tol": tol,
+        "dual_tol": dual_tol,
+    }
+    if res.status.is_infeasible:
+        return SupportTokens(
+            feasible=False,
+            mask=None,
+            by_dual=None,
+            weakly_active=None,
+            inconsistent=None,
+            certificate=res.farkas,
+            **common,
+        )
+    if not res.status.has_solution or res.margins is None:
+        raise SolverError(
+            f"Att-SVM(alpha) could not be solved ({res.status}: {res.message}); support tokens "
+            "are undefined. Try method='cvxpy' or a different solver."
+        )
+    if warn and res.status.is_inaccurate:
+        warnings.warn(
+            f"Att-SVM(alpha) solution is inaccurate ({res.message}); support tokens decided with "
+            f"tol={tol:g} may be wrong.",
+            InaccurateSolutionWarning,
+            stacklevel=stacklevel,
+        )
+    cs = res.constraints
+    n, K, T = data.n, data.K, data.T
+    rows = cs.kind == MARGIN
+    m = res.margins
+    active = np.abs(m - cs.rhs) <= tol * np.maximum(1.0, np.abs(m))
+    full = np.zeros((n, K, T), dtype=bool)
+    full[cs.seq[rows], cs.query[rows], cs.comp[rows]] = active[rows]
+    if res.dual is None:
+        by_dual = weak = bad = None
+    else:
+        lam = np.asarray(res.dual, dtype=float)
+        scale = float(np.max(np.abs(lam), initial=0.0))
+        positive = lam > dual_tol * scale if scale > 0 else np.zeros(cs.N, dtype=bool)
+        dual_full = np.zeros((n, K, T), dtype=bool)
+        dual_full[cs.seq[rows], cs.query[rows], cs.comp[rows]] = positive[rows]
+        by_dual = _user_shape(dual_full, single)
+        weak = _user_shape(full & ~dual_full, single)
+        bad = _user_shape(dual_full & ~full, single)
+        if warn and np.any(bad):
+            where = [tuple(int(x) for x in w) for w in np.argwhere(bad)[:5]]
+            warnings.warn(
+                f"{int(bad.sum())} token(s) have a positive dual multiplier but an inactive margin "
+                f"(indices {where}): complementary slackness fails at tol={tol:g}; the solve "
+                "is inaccurate. Their support status follows the margins.",
+                InaccurateSolutionWarning,
+                stacklevel=stacklevel,
+            )
+    return SupportTokens(
+        feasible=True,
+        mask=_user_shape(full, single),
+        by_dual=by_dual,
+        weakly_active=weak,
+        inconsistent=bad,
+        certificate=None,
+        **common,
+    )
+
+
+def check_tolerances(tol: Any, dual_tol: Any, where: str) -> tuple[float, float]:
+    """Validate the two support-token tolerances."""
+    return (
+        check_real(tol, "tol", low=0.0, high=1.0, low_open=True, high_open=True, where=where),
+        check_real(
+            dual_tol, "dual_tol", low=0.0, high=1.0, low_open=True, high_open=True, where=where
+        ),
+    )
+
+
+def support_tokens(
+    data: TokenData,
+    alpha: Any,
+    *,
+    norm: Literal["fro", "nuc"] = "fro",
+    tol: float = 1e-6,
+    dual_tol: float = 1e-9,
+    **solve_kwargs: Any,
+) -> SupportTokens:
+    r"""Support tokens of Att-SVM(:math:`\alpha`): the competing tokens whose margin is tight.
+
+    .. math::
+
+        \mathcal T_{ik}(\alpha) = \{\, t \ne \alpha_{ik} :
+        (x_{i\alpha_{ik}} - x_{it})^\top W^{\mathrm{mm}}_\alpha z_{ik} = 1 \,\}
+
+    "= 1" is decided as :math:`|m_j - 1| \le \mathrm{tol}\cdot\max(1, |m_j|)` (the solvers
+    polish active margins to round-off, so the default 1e-6 is far above solver error and far
+    below any genuine slack). The dual multiplier is the second witness: a tight margin with
+    :math:`\lambda_j = 0` is *weakly active* (possible under degeneracy, reported in
+    ``weakly_active``); a positive :math:`\lambda_j` with a slack margin is reported in
+    ``inconsistent`` with an :class:`~svmgeo.InaccurateSolutionWarning`.
+
+    Parameters
+    ----------
+    data : TokenData
+    alpha : array of int, shape (n,) or (n, K)
+        The selection.
+    norm : {"fro", "nuc"}, default "fro"
+        Which Att-SVM: Frobenius (:math:`W^{\mathrm{mm}}`) or nuclear (Att-SVM⋆).
+    tol : float in (0, 1), default 1e-6
+        Relative tolerance on the margin.
+    dual_tol : float in (0, 1), default 1e-9
+        A multiplier counts as positive above ``dual_tol`` times the largest one.
+    **solve_kwargs
+        Passed to :func:`~svmgeo.solve_svm` (``method``, ``solver``, ``rank``...).
+
+    Returns
+    -------
+    SupportTokens
+        Infeasible Att-SVM(α): ``feasible`` False, masks None, ``certificate`` the Farkas
+        vector. Not an exception.
+
+    Raises
+    ------
+    ProblemError
+        Invalid ``data``, ``alpha`` or tolerances.
+    SolverError
+        When the solver returns neither a solution nor an infeasibility verdict.
+
+    Examples
+    --------
+    >>> import numpy as np, svmgeo as sg
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0]]])
+    >>> data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), scores=np.array([[3.0, 2.0, 1.0]]))
+    >>> sup = sg.support_tokens(data, [0])
+    >>> np.asarray(sup)
+    array([[False,  True, False]])
+    """
+    where = "support_tokens"
+    data = _check_data(data, where)
+    a = check_selection(data, alpha)
+    tol, dual_tol = check_tolerances(tol, dual_tol, where)
+    res = solve_svm(att_svm_constraints(data, a), norm=norm, **solve_kwargs)
+    return support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)
