@@ -310,15 +310,20 @@ def _polish(
     norm = adjoint_spectral_norm(cs, lam)
     if norm > 1.0:
         lam /= norm
-    mg = (cs.kind == MARGIN) & (cs.rhs > 0)
-    scale = 1.0
-    if mg.any() and np.all(cs.rhs[cs.kind != MARGIN] == 0.0):
-        m = cs.apply(W)[mg]
-        if np.all(m > 0):
-            need = float(np.max(cs.rhs[mg] / m))
-            if 1.0 < need <= 1.0 + 1e-6:
-                scale = need
+    scale = _restore_scale(cs, cs.apply(W))
     return W * scale, lam, scale
+
+
+def _restore_scale(cs: ConstraintSet, margins: np.ndarray) -> float:
+    """Factor in (1, 1 + 1e-6] lifting every positive-rhs margin row to c_j, else 1.
+
+    Only used when scaling keeps the equality rows (all with c_j = 0).
+    """
+    mg = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if not mg.any() or np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[mg] <= 0):
+        return 1.0
+    need = float(np.max(cs.rhs[mg] / margins[mg]))
+    return need if 1.0 < need <= 1.0 + 1e-6 else 1.0
 
 
 def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
