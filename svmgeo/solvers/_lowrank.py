@@ -85,7 +85,10 @@ def _local_solve(
     )
     lam = prob.multipliers(K, Q, candidates)
     active = np.flatnonzero((cs.kind != MARGIN) | (lam > 1e-9 * max(1.0, np.abs(lam).max())))
-    Kn, Qn, lam_n = prob.newton(K, Q, lam, active)
+    try:
+        Kn, Qn, lam_n = prob.newton(K, Q, lam, active)
+    except np.linalg.LinAlgError:
+        return K, Q, lam, int(out.nit)
     margins_n = prob.margins(Kn, Qn)
     ok = (
         np.all(np.isfinite(lam_n))

@@ -77,6 +77,8 @@ SCS_STATUS_MAP: dict[int, Status] = {
 """SCS's ``info["status_val"]`` → :class:`Status`; anything else is ``SOLVER_ERROR``."""
 
 _SQRT2 = math.sqrt(2.0)
+_MAX_NEWTON = 3000
+"""Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
 
 
 @dataclass(frozen=True)
@@ -413,7 +415,8 @@ def _refine(
     :math:`k` (:math:`K = \tilde\Lambda Q`, :math:`Q = \tilde\Lambda^\top K`, active rows at
     :math:`c_j`), a square-ish smooth system that Gauss–Newton solves to machine precision from
     :math:`K = U_k\Sigma_k^{1/2}`, :math:`Q = V_k\Sigma_k^{1/2}`, updating the singular
-    subspaces as well. The caller keeps the result only if its certificate is better.
+    subspaces as well. The caller keeps the result only if its certificate is better. Skipped
+    (the interior-point answer is returned) above ``_MAX_NEWTON`` unknowns.
     """
     At, Bt = cs.A @ comp.U, cs.B @ comp.V
     M = X.T if comp.swapped else X
@@ -425,10 +428,15 @@ def _refine(
     active = np.flatnonzero((cs.kind != MARGIN) | (lam > margins - cs.rhs))
     if k == 0 or active.size == 0:
         return X, lam
+    if (At.shape[1] + Bt.shape[1]) * k + active.size > _MAX_NEWTON:
+        return X, lam  # dense Gauss-Newton would dominate the solve; keep the IPM answer
     root = np.sqrt(s[:k])
-    K, Q, lam_new = _Factored(cs, At, Bt, k).newton(
-        Um[:, :k] * root, Vmt[:k].T * root, lam * np.isin(np.arange(cs.N), active), active
-    )
+    try:
+        K, Q, lam_new = _Factored(cs, At, Bt, k).newton(
+            Um[:, :k] * root, Vmt[:k].T * root, lam * np.isin(np.arange(cs.N), active), active
+        )
+    except np.linalg.LinAlgError:
+        return X, lam
     M_new = K @ Q.T
     return (M_new.T if comp.swapped else M_new), lam_new
 

@@ -184,3 +184,32 @@ def test_infeasible_convex_problem_is_passed_through() -> None:
     res = solve_lowrank(cs, 1)
     assert res.status is Status.INFEASIBLE and res.W is None
     assert res.rank == 1
+
+
+def test_rank1_infeasible_is_reported_not_raised() -> None:
+    # W11 >= 1, W12 >= 1, W21 >= 1, W22 <= -1: feasible, but no rank-1 W = k qᵀ can do it
+    # (W11 W22 = W12 W21 would need a negative number to equal a positive one)
+    e = np.eye(2)
+    A = np.array([e[0], e[0], e[1], -e[1]])
+    B = np.array([e[0], e[1], e[0], e[1]])
+    idx = np.zeros(4, dtype=np.int64)
+    cs = sg.ConstraintSet(
+        A=A,
+        B=B,
+        kind=np.zeros(4, dtype=np.int8),
+        rhs=np.ones(4),
+        seq=idx,
+        query=idx,
+        pref=idx,
+        comp=idx + 1,
+        n=1,
+        K=1,
+        T=2,
+    )
+    res = solve_lowrank(cs, 1, seed=0)
+    assert res.status is Status.INFEASIBLE_INACCURATE and res.W is None
+    assert "may be infeasible" in res.message
+    assert res.lower_bound is not None and res.lower_bound > 0
+    full = solve_lowrank(cs, 2)
+    assert full.status is Status.OPTIMAL and "exact" in full.message
+    assert np.min(cs.apply(full.W) - 1.0) >= -1e-9
