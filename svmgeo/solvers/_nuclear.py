@@ -556,6 +556,8 @@ def solve_nuclear(
     SVMResult
         With ``norm="nuc"``. Infeasible rows give ``status`` ``INFEASIBLE`` (with a Farkas
         vector in ``farkas`` when the backend's ray verifies), never an exception.
+        ``extras`` holds the backend's native status and objective, the compressed sizes
+        ``r1``, ``r2``, and ``newton_polish`` (whether the KKT polish was kept).
 
     Raises
     ------
@@ -625,6 +627,7 @@ def solve_nuclear(
         raw = nuclear_certificate(cs, W_raw, lam_raw, tol)
         if _worst(raw) < _worst(certificate):
             X_ref, W, lam_out, scale, certificate = X, W_raw, lam_raw, scale_raw, raw
+    extras["newton_polish"] = X_ref is not X
     lam = lam_out
     X = X_ref
     if status is Status.OPTIMAL_INACCURATE and certificate.passed:
