@@ -213,3 +213,17 @@ def test_rank1_infeasible_is_reported_not_raised() -> None:
     full = solve_lowrank(cs, 2)
     assert full.status is Status.OPTIMAL and "exact" in full.message
     assert np.min(cs.apply(full.W) - 1.0) >= -1e-9
+
+
+def test_equality_rows_are_held_exactly() -> None:
+    data = sg.random_data(5, 4, 8, seed=3)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    kind = np.where(np.arange(cs.N) % 4 == 0, sg.EQUALITY, sg.MARGIN)
+    rhs = np.where(kind == sg.EQUALITY, 0.3, 1.0)
+    cs_eq = sg.pair_constraints(data, cs.seq, cs.query, cs.pref, cs.comp, kind=kind, rhs=rhs)
+    res = solve_lowrank(cs_eq, 1, seed=1)
+    assert res.status is Status.OPTIMAL, res.message
+    margins = cs_eq.apply(res.W)
+    np.testing.assert_allclose(margins[kind == sg.EQUALITY], 0.3, atol=1e-9)
+    assert np.min(margins[kind == sg.MARGIN] - 1.0) >= -1e-9
+    assert res.objective >= res.lower_bound * (1 - 1e-9)
