@@ -20,16 +20,15 @@ import time
 import numpy as np
 
 import svmgeo as sg
-from svmgeo.solvers import solve_naive_cvxpy
 
 CHECKPOINTS = [1000 * 2**k for k in range(8)]
 
 
 def w_mm(data: sg.TokenData, alpha: np.ndarray, norm: str) -> np.ndarray:
-    W, status, _, _ = solve_naive_cvxpy(sg.att_svm_constraints(data, alpha), norm)  # type: ignore[arg-type]
-    if W is None or status != "optimal":
-        raise RuntimeError(f"Att-SVM solve failed: {status}")
-    return W
+    res = sg.att_svm(data, alpha, norm=norm)  # type: ignore[arg-type]
+    if not res.success or res.W is None:
+        raise RuntimeError(f"Att-SVM solve failed: {res.status}: {res.message}")
+    return res.W
 
 
 def curve(run: sg.GDRun, target: np.ndarray, n_steps: int) -> list[tuple[int, float]]:

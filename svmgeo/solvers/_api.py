@@ -24,10 +24,18 @@ from .._validation import check_int, check_option, check_real
 from ..constraints import ConstraintSet, att_svm_constraints
 from ..data import TokenData
 from ..selection import optimal_tokens
-from ._certificates import downgrade, frobenius_certificate, judge, primal_infeasibility
+from ._certificates import (
+    downgrade,
+    frobenius_certificate,
+    judge,
+    nuclear_certificate,
+    primal_infeasibility,
+)
 from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
 from ._frobenius import RowGeometry, no_solution, solve_frobenius
+from ._lowrank import solve_lowrank
+from ._nuclear import solve_nuclear
 from ._result import FeasibilityResult, SVMResult
 from ._status import Status
 
@@ -146,12 +154,7 @@ def _solve_cvxpy(
     elif norm == "fro":
         cert = frobenius_certificate(cs, W, lam, tol, margins=margins)
     else:
-        try:
-            from ._certificates import nuclear_certificate  # type: ignore[attr-defined]
-        except ImportError:
-            cert = judge(tol=tol, primal_infeasibility=primal_infeasibility(cs, margins))
-        else:
-            cert = nuclear_certificate(cs, W, lam, tol)
+        cert = nuclear_certificate(cs, W, lam, tol)
     res = downgrade(res, cert)
     return dataclasses.replace(res, solve_time=time.perf_counter() - start)
 
@@ -273,12 +276,9 @@ def solve_svm(
                     ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
                 )
     elif not binding:
-        from ._nuclear import solve_nuclear
-
-        res = solve_nuclear(cs, solver=solver, tol=tol)
+        res = solve_nuclear(cs, solver="clarabel" if solver is None else solver.lower(), tol=tol)
     else:
-        from ._lowrank import solve_lowrank
-
+        assert rank is not None  # a binding rank bound is an int (checked above)
         res = solve_lowrank(cs, rank, n_restarts=n_restarts, seed=seed, tol=tol)
     extras = dict(res.extras)
     extras["feasibility"] = feas

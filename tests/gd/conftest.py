@@ -7,17 +7,16 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.solvers import solve_naive_cvxpy
 
 
 def w_mm(data: sg.TokenData, alpha: np.ndarray, norm: str = "fro") -> np.ndarray:
-    """The Att-SVM(alpha) solution (Frobenius, or nuclear with norm="nuc"): the test oracle.
+    """The Att-SVM(alpha) solution (Frobenius, or nuclear with norm="nuc"), certified by svmgeo.
 
-    The one place the GD tests reach the solvers; swap for ``sg.att_svm`` when it lands.
+    The one place the GD tests reach the solvers.
     """
-    W, status, _, _ = solve_naive_cvxpy(sg.att_svm_constraints(data, alpha), norm)  # type: ignore[arg-type]
-    assert W is not None and status == "optimal", status
-    return W
+    res = sg.att_svm(data, alpha, norm=norm)  # type: ignore[arg-type]
+    assert res.success and res.W is not None, (res.status, res.message)
+    return res.W
 
 
 def _general_mask(K: int, T: int, seed: int) -> np.ndarray:
