@@ -72,8 +72,10 @@ class RiskOracle:
         self._arrays = _xp.arrays(self.problem, np)
         self.head = head
         P = self.problem
-        gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.X[0], P.hv[0])[:, None, :]
-        self._gamma = np.where(P.vis[0], gam, -np.inf) if head == "linear" else None
+        self._gamma: np.ndarray | None = None
+        if head == "linear":
+            gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.X[0], P.hv[0])[:, None, :]
+            self._gamma = np.where(P.vis[0], gam, -np.inf)
 
     def __call__(self, W: np.ndarray) -> RiskValue:
         Wb = np.asarray(W, dtype=float)[None]
