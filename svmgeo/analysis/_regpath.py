@@ -125,17 +125,20 @@ def _ball(x: np.ndarray, rho: float) -> np.ndarray:
     return x if nx <= rho else x * (rho / nx)
 
 
-def _ball_residual(x: np.ndarray, g: np.ndarray, rho: float) -> float:
-    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho` (see Notes of the path)."""
+def _ball_residual(x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True) -> float:
+    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
+    :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
+    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside."""
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     nx = float(np.linalg.norm(x))
     if nx < rho * (1.0 - 1e-10):
-        return ng
+        return ng / max(1.0, ng)
     gh, xh = g / ng, x / nx
     c = float(np.vdot(gh, xh))
-    return float(np.linalg.norm(gh - c * xh)) if c < 0.0 else 1.0
+    sine = float(np.linalg.norm(gh - c * xh)) if c < 0.0 else 1.0
+    return sine if normalized else sine * ng / max(1.0, ng)
 
 
 def _spg(
@@ -145,6 +148,7 @@ def _spg(
     tol: float,
     max_iter: int,
     feasible: Callable[[np.ndarray], bool] | None = None,
+    normalized: bool = True,
 ) -> tuple[np.ndarray, float, int]:
     r"""Spectral projected gradient on the ball :math:`\|x\| \le \rho` (Birgin, Martínez,
     Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc.
@@ -154,7 +158,7 @@ def _spg(
     """
     x = _ball(x0, rho)
     f, g = fun(x)
-    res = _ball_residual(x, g, rho)
+    res = _ball_residual(x, g, rho, normalized)
     ng = float(np.linalg.norm(g))
     t = rho / ng if ng > 0.0 else 1.0
     it = 0
@@ -187,7 +191,8 @@ def _spg(
             # BB step if F stays within rounding of f and the residual improves.
             xn, dx, fn, gn = first
             accepted = (
-                fn <= f + 8.0 * _EPS * max(1.0, abs(f)) and _ball_residual(xn, gn, rho) < 0.5 * res
+                fn <= f + 8.0 * _EPS * max(1.0, abs(f))
+                and _ball_residual(xn, gn, rho, normalized) < 0.5 * res
             )
         if not accepted:
             break  # no progress left at float64 resolution
@@ -196,7 +201,7 @@ def _spg(
         x, f, g = xn, fn, gn
         ng = float(np.linalg.norm(g))
         t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
-        res = _ball_residual(x, g, rho)
+        res = _ball_residual(x, g, rho, normalized)
     return x, res, it
 
 
@@ -334,12 +339,14 @@ def regularization_path(
     **Method** (``"W"``, ``"KQ"``). Spectral projected gradient on the ball (Barzilai–Borwein
     steps, Armijo backtracking on F along the projection arc), warm-started along the radii.
 
-    **Stationarity.** On the sphere (:math:`\|x\| = \rho`) the residual is the ball's KKT
-    residual with the gradient normalized, :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|`
-    (:math:`\hat g = \nabla F/\|\nabla F\|`, :math:`\hat x = x/\|x\|`): the sine of the angle
-    between :math:`-\nabla F` and x, or 1 when :math:`\nabla F` points outwards. Inside the ball
-    it is :math:`\|\nabla F\|`. Scale free, so it is meaningful where :math:`\nabla L` is
-    :math:`10^{-300}`.
+    **Stationarity.** The ball's KKT residual. Linear head and local path: with the gradient
+    normalized, :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere
+    (:math:`\hat g = \nabla F/\|\nabla F\|`, :math:`\hat x = x/\|x\|`: the sine of the angle
+    between :math:`-\nabla F` and x), scale free, so meaningful where :math:`\nabla L` is
+    1e-300; for the local path the same with the active cone rows' unit normals (nonnegative
+    multipliers, NNLS). Other heads (F = L, whose gradient may be small at a genuine
+    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(1, \|\nabla F\|)`.
+    Inside the ball: :math:`\|\nabla F\| / \max(1, \|\nabla F\|)`.
 
     References
     ----------
@@ -470,7 +477,7 @@ def _path_w(
     for R in r:
         if prev is not None:
             x = x * (R / prev)
-        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter)
+        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, None, obj.log_gap)
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)
@@ -524,7 +531,7 @@ def _path_kq(
     for R in r:
         if prev is not None:
             x = x * math.sqrt(R / prev)
-        x, rr, it = _spg(fun, x, math.sqrt(2.0 * R), tol, max_iter)
+        x, rr, it = _spg(fun, x, math.sqrt(2.0 * R), tol, max_iter, None, obj.log_gap)
         if rr > tol:
             _warn(float(R), rr, tol, it)
         K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
@@ -583,20 +590,20 @@ class _Cone:
         return np.array(A).reshape(-1, self.X.shape[2]), np.array(B).reshape(-1, self.X.shape[2])
 
 
-def _kkt_residual(g: np.ndarray, normals: list[np.ndarray]) -> float:
-    r""":math:`\min_{\lambda \ge 0}\|\hat g - \sum_j \lambda_j \hat n_j\|` over the active
-    constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients); :math:`\|g\|`
-    when none is active."""
+def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], normalized: bool = True) -> float:
+    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(1, \|g\|)`
+    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients);
+    with ``normalized`` the gradient is :math:`\hat g = g/\|g\|` instead."""
     from scipy.optimize import nnls
 
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     if not normals:
-        return ng
+        return ng / max(1.0, ng)
     N = np.stack([nv / np.linalg.norm(nv) for nv in normals], axis=1)
     _, res = nnls(N, g / ng)
-    return float(res)
+    return float(res) if normalized else float(res) * ng / max(1.0, ng)
 
 
 def _solve_local(
