@@ -653,7 +653,18 @@ def _solve_local(
         n_iter += int(out.nit)
         xn = _ball(R * np.asarray(out.x), R)
         if not cone.contains(xn.reshape(d, d)):
-            break  # SLSQP left the cone: keep the last point inside it
+            # SLSQP ended outside the cone: back off towards x (inside) by bisection; the
+            # cone is invariant under scaling, so the projection onto the ball keeps it
+            lo, hi = 0.0, 1.0
+            for _ in range(50):
+                mid = 0.5 * (lo + hi)
+                if cone.contains((x + mid * (xn - x)).reshape(d, d)):
+                    lo = mid
+                else:
+                    hi = mid
+            xn = _ball(x + lo * (xn - x), R)
+            if lo == 0.0 or not cone.contains(xn.reshape(d, d)) or fun(xn)[0] > fun(x)[0]:
+                break
         same = np.array_equal(cone.rows(xn.reshape(d, d))[0], A)
         x = xn
         if same:
