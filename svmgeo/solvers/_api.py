@@ -24,7 +24,13 @@ from .._validation import check_int, check_option, check_real
 from ..constraints import ConstraintSet, att_svm_constraints
 from ..data import TokenData
 from ..selection import optimal_tokens
-from ._certificates import downgrade, frobenius_certificate, judge, primal_infeasibility
+from ._certificates import (
+    downgrade,
+    frobenius_certificate,
+    judge,
+    primal_infeasibility,
+    row_values,
+)
 from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
 from ._frobenius import RowGeometry, no_solution, solve_frobenius
@@ -121,7 +127,7 @@ def _solve_cvxpy(
             solve_time=time.perf_counter() - start,
             extras={"cvxpy_status": native, "cvxpy_value": value},
         )
-    margins = cs.apply(W)
+    margins = row_values(cs, W)
     norm_w = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
     # cvxpy's multipliers belong to min ||W||; for min 1/2 ||W||_F^2 they scale by ||W||_F
     # and cvxpy's sign convention on equality rows is the opposite of svmgeo's

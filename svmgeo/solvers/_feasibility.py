@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import farkas_residual
+from ._certificates import farkas_residual, row_values
 from ._frobenius import RowGeometry, lift_margins
 from ._result import FeasibilityResult
 from ._status import Status
@@ -51,7 +51,7 @@ def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
     """Scale ``W`` so that every margin row holds; return it with its worst residual, or None."""
     m = cs.kind == MARGIN
-    W, margins, _ = lift_margins(cs, W, cs.apply(W), max_factor=np.inf)
+    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
     scale = max(
         1.0, float(np.abs(margins).max(initial=0.0)), float(np.abs(cs.rhs).max(initial=0.0))
     )

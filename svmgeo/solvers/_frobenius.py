@@ -35,7 +35,7 @@ import scipy.linalg as sla
 from .._linalg import orthonormal_basis
 from .._validation import check_int, check_real
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import downgrade, frobenius_certificate
+from ._certificates import downgrade, frobenius_certificate, row_adjoint, row_values
 from ._result import SVMResult
 from ._status import Status
 
@@ -48,8 +48,10 @@ def _outer_gram(A: np.ndarray) -> np.ndarray:
     """:math:`AA^\\top` through a symmetric rank-k update (half the flops of a product)."""
     if A.shape[0] < 256:
         return A @ A.T
-    upper = sla.blas.dsyrk(1.0, A.T, trans=1)
-    return np.triu(upper) + np.triu(upper, 1).T
+    upper = sla.blas.dsyrk(1.0, A.T, trans=1)  # upper triangle filled, lower left at 0
+    G = upper + upper.T
+    G.flat[:: G.shape[0] + 1] *= 0.5
+    return np.asarray(G)
 
 
 def _query_gram(cs: ConstraintSet) -> np.ndarray:
@@ -96,6 +98,12 @@ class RowGeometry:
             assert self.Phi is not None
             self.G = self.Phi @ self.Phi.T
         return self.G
+
+    @property
+    def _gmax(self) -> float:
+        if not hasattr(self, "_gmax_value"):
+            self._gmax_value = float(np.abs(self.gram()).max())
+        return self._gmax_value
 
     def matvec(self, lam: np.ndarray) -> np.ndarray:
         """:math:`G\\lambda`, i.e. the margins of :math:`W = \\sum_j \\lambda_j a_j b_j^\\top`."""
@@ -194,10 +202,12 @@ class RowGeometry:
         full = S.size == self.cs.N
         GSS = G if full else G[np.ix_(S, S)]
 
+        gmax = self._gmax if full else float(np.abs(GSS).max())
+
         def accurate(x: np.ndarray | None) -> bool:
             if x is None or not np.all(np.isfinite(x)):
                 return False
-            scale = np.abs(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max()
+            scale = gmax * max(np.abs(x).max(), 1.0) + np.abs(r).max()
             return bool(np.abs(GSS @ x - r).max() <= 1e-11 * scale)
 
         x = self._schur_solve(S, r)
@@ -215,7 +225,7 @@ class RowGeometry:
 
     def W(self, lam: np.ndarray) -> np.ndarray:
         """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix."""
-        return self.cs.adjoint(lam)
+        return row_adjoint(self.cs, lam)
 
 
 def _psd_solver(H: np.ndarray) -> _Solve:
@@ -370,7 +380,7 @@ def lift_margins(
     eps = float(np.finfo(float).eps)
     for k in range(1, 6):
         g = max(f, 1.0) * (1.0 + 4.0 * k * eps)
-        new = cs.apply(W * g)
+        new = row_values(cs, W * g)
         if np.all(new[rows] >= cs.rhs[rows]):
             return W * g, new, g
     return W, margins, 1.0
@@ -482,7 +492,7 @@ def solve_frobenius(
         )
         return res
     W = geo.W(lam)
-    W, margins, f = lift_margins(cs, W, cs.apply(W), max_factor=1.0 + 1e-9)
+    W, margins, f = lift_margins(cs, W, row_values(cs, W), max_factor=1.0 + 1e-9)
     lam = lam * f
     status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
     if settled:
