@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 from .._linalg import orthonormal_basis
 from .._validation import check_int, check_real
@@ -279,6 +280,24 @@ def _direction(
     return dlam, ds
 
 
+def _starting_point(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """Mehrotra-style start: a regularised least-squares λ, both sides shifted to be positive."""
+    m = geo.margin
+    N = geo.cs.N
+    lam = geo.factor(np.ones(N), 1.0)(geo.c)  # (G + I) λ = c
+    s = np.where(m, geo.matvec(lam) - geo.c, 0.0)
+    if not np.any(m):
+        return lam, s
+    lam[m] += max(-1.5 * float(lam[m].min()), 0.0)
+    s[m] += max(-1.5 * float(s[m].min()), 0.0)
+    dot = float(lam[m] @ s[m])
+    lam[m] += 0.5 * dot / max(float(s[m].sum()), 1e-300)
+    s[m] += 0.5 * dot / max(float(lam[m].sum()), 1e-300)
+    lam[m] = np.maximum(lam[m], 1e-8)
+    s[m] = np.maximum(s[m], 1e-8)
+    return lam, s
+
+
 def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
     r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{converged})`.
 
@@ -289,8 +308,7 @@ def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.
     m = geo.margin
     c = geo.c
     nm = max(int(m.sum()), 1)
-    lam = np.where(m, 1.0, 0.0)
-    s = np.where(m, 1.0, 0.0)
+    lam, s = _starting_point(geo)
     for it in range(1, max_iter + 1):
         Glam = geo.matvec(lam)
         r_d = Glam - c - s
@@ -317,6 +335,56 @@ def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.
         if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(s))):
             return lam, it, False
     return lam, max_iter, False
+
+
+def _clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bool]:
+    r"""The QP through Clarabel's direct API: compressed primal (``"primal"``) or the dual.
+
+    Primal: :math:`\min \tfrac12\|w\|^2` s.t. :math:`\Phi_{\mathcal E} w = c_{\mathcal E}`,
+    :math:`\Phi_{\mathcal M} w \ge c_{\mathcal M}`; λ are its multipliers. Dual:
+    :math:`\min \tfrac12\lambda^\top G\lambda - c^\top\lambda` s.t. :math:`\lambda_{\mathcal M} \ge 0`.
+    """
+    import clarabel
+
+    m = geo.margin
+    N = geo.cs.N
+    nM, nE = int(m.sum()), int((~m).sum())
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.max_iter = max_iter
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
+    settings.tol_ktratio = 1e-8
+    cones: list[Any] = []
+    if geo.Phi is not None:
+        Phi = geo.Phi
+        D = Phi.shape[1]
+        P = sp.identity(D, format="csc")
+        q = np.zeros(D)
+        A = sp.csc_matrix(np.vstack([Phi[~m], -Phi[m]]))
+        b = np.concatenate([geo.c[~m], -geo.c[m]])
+    else:
+        P = sp.csc_matrix(np.triu(geo.gram()))
+        q = -geo.c
+        A = sp.csc_matrix((-np.ones(nM), (np.arange(nM), np.flatnonzero(m))), shape=(nM, N))
+        b = np.zeros(nM)
+        nE = 0
+    if nE:
+        cones.append(clarabel.ZeroConeT(nE))
+    if nM:
+        cones.append(clarabel.NonnegativeConeT(nM))
+    try:
+        sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+    except Exception:  # a backend failure is a failed attempt, never a crash
+        return np.full(N, np.nan), 0, False
+    ok = str(sol.status) in ("Solved", "AlmostSolved")
+    if geo.Phi is None:
+        lam = np.asarray(sol.x, dtype=float)
+    else:
+        z = np.asarray(sol.z, dtype=float)
+        lam = np.empty(N)
+        lam[~m] = -z[:nE]
+        lam[m] = z[nE:]
+    return lam, int(sol.iterations), ok
 
 
 def _polish(
@@ -424,7 +492,8 @@ def solve_frobenius(
     -------
     SVMResult
         ``objective`` = :math:`\|W\|_F`, ``dual`` = λ, ``margins`` = :math:`a_j^\top W b_j`,
-        ``solver`` = ``"svmgeo-active-set"`` or ``"svmgeo-ipm"``, certificate attached.
+        ``solver`` = ``"svmgeo-active-set"``, ``"svmgeo-ipm"`` or ``"svmgeo-clarabel"`` (the
+        method whose answer was polished), certificate attached.
 
     References
     ----------
@@ -465,19 +534,29 @@ def solve_frobenius(
         lam, rounds, settled = _polish(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
-    if not settled:
-        solver = "svmgeo-ipm"
-        lam_ipm, its, converged = _interior_point(geo, tol=1e-10, max_iter=max_iter)
-        extras["ipm_iterations"] = its
-        extras["ipm_converged"] = converged
+    methods = ("clarabel", "ipm") if geo.kind == "primal" else ("ipm", "clarabel")
+    for method in methods:
+        if settled:
+            break
+        if method == "ipm":
+            lam_raw, its, ok = _interior_point(geo, tol=1e-10, max_iter=max_iter)
+        else:
+            lam_raw, its, ok = _clarabel_qp(geo, max_iter=max_iter)
+        solver = f"svmgeo-{method}"
+        extras[f"{method}_iterations"] = its
+        extras[f"{method}_converged"] = ok
         n_iter += its
-        slack = geo.matvec(lam_ipm) - geo.c
-        S0 = ~geo.margin | (lam_ipm > slack)
-        lam, rounds, settled = _polish(geo, lam_ipm, S0, max_rounds=max_rounds)
-        extras["polish_rounds"] = rounds
+        if not np.all(np.isfinite(lam_raw)):
+            continue
+        slack = geo.matvec(lam_raw) - geo.c
+        S0 = ~geo.margin | (lam_raw > slack)
+        lam_pol, rounds, settled = _polish(geo, lam_raw, S0, max_rounds=max_rounds)
+        extras[f"{method}_polish_rounds"] = rounds
         n_iter += rounds
-        if not settled and converged:
-            lam = np.where(geo.margin, np.maximum(lam_ipm, 0.0), lam_ipm)
+        if settled:
+            lam = lam_pol
+        elif ok and not converged:
+            lam, converged = np.where(geo.margin, np.maximum(lam_raw, 0.0), lam_raw), True
     extras["polished"] = settled
     if not np.all(np.isfinite(lam)):
         res = no_solution(
