@@ -27,7 +27,7 @@ from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import farkas_residual, row_values
-from ._frobenius import RowGeometry, lift_margins
+from ._frobenius import RowGeometry, interior_point, lift_margins, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
 
@@ -97,6 +97,18 @@ class _Factor:
         r = int(np.count_nonzero(s > (s[0] if s.size else 0.0) * 1e-10))
         Uq = Uq[:, :r]
         return lam - Uq @ (Uq.T @ lam)
+
+
+def _point_from_qp(cs: ConstraintSet, geo: RowGeometry) -> tuple[np.ndarray, float] | None:
+    """A verified feasible point from the interior-point method and the exact polish, or None."""
+    lam, _, ok = interior_point(geo, tol=1e-10, max_iter=60)
+    if not ok or not np.all(np.isfinite(lam)):
+        return None
+    slack = geo.matvec(lam) - geo.c
+    lam, _, settled = polish_active_set(geo, lam, ~geo.margin | (lam > slack), max_rounds=10)
+    if not settled:
+        return None
+    return _rescale_point(cs, geo.W(lam))
 
 
 def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[object, int, int]:
@@ -205,6 +217,19 @@ def check_feasibility(
                         residual=ok[1],
                         solver="svmgeo-cholesky",
                     )
+    width = cs.N if geo.Phi is None else geo.Phi.shape[1]
+    if cs.N * width > 20_000:
+        # large dense LP: first try to certify feasibility with the exact QP solver's answer
+        ok = _point_from_qp(cs, geo)
+        if ok is not None:
+            return result(
+                feasible=True,
+                status=Status.OPTIMAL,
+                message="feasible: the max-margin QP's polished solution meets every row",
+                point=ok[0],
+                residual=ok[1],
+                solver="svmgeo-ipm",
+            )
     fac = _Factor(geo)
     res, nM, nE = _solve_lp(fac.L, cs, c)
     extras = {"lp_status": int(res.status), "lp_message": str(res.message)}  # type: ignore[attr-defined]

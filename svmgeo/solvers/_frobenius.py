@@ -298,25 +298,36 @@ def _starting_point(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray]:
     return lam, s
 
 
-def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
-    r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{converged})`.
+def interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
+    r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{ok})`.
 
     Slack :math:`s = G\lambda - c` is the primal margin excess; complementarity
-    :math:`\lambda_j s_j = 0` on margin rows.
+    :math:`\lambda_j s_j = 0` on margin rows. The best iterate (merit: the larger of the
+    relative residual and the relative complementarity) is returned; the method stops early when
+    round-off makes the merit grow (degenerate problems), since the polish that follows makes
+    the answer exact. ``ok`` means the merit reached ``max(tol, 1e-7)``.
     """
     N = geo.cs.N
     m = geo.margin
     c = geo.c
     nm = max(int(m.sum()), 1)
     lam, s = _starting_point(geo)
-    for it in range(1, max_iter + 1):
+    best_lam, best_merit, stale = lam, np.inf, 0
+    n_iter = 0
+    for _ in range(max_iter):
+        n_iter += 1
         Glam = geo.matvec(lam)
         r_d = Glam - c - s
         mu = float(lam[m] @ s[m]) / nm
         quad = float(lam @ Glam)
         scale = max(1.0, abs(quad), float(np.abs(c).max()) if N else 1.0)
-        if np.abs(r_d).max() <= tol * scale and mu * nm <= tol * scale:
-            return lam, it, True
+        merit = max(float(np.abs(r_d).max()), mu * nm) / scale
+        if merit < best_merit:
+            best_lam, best_merit, stale = lam, merit, 0
+        elif best_merit <= 1e-6:  # near the end, round-off may take over: stop on stagnation
+            stale += 1
+        if merit <= tol or stale >= 3 or (best_merit <= 1e-6 and merit > 1e3 * best_merit):
+            break
         theta = np.zeros(N)
         theta[m] = s[m] / lam[m]
         reg = 1e-13 * max(1.0, float(np.abs(theta).max(initial=0.0)))
@@ -333,8 +344,8 @@ def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.
         lam = lam + alpha * dl
         s = s + alpha * ds
         if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(s))):
-            return lam, it, False
-    return lam, max_iter, False
+            break
+    return best_lam, n_iter, bool(best_merit <= max(tol, 1e-7))
 
 
 def _clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bool]:
@@ -387,7 +398,7 @@ def _clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, b
     return lam, int(sol.iterations), ok
 
 
-def _polish(
+def polish_active_set(
     geo: RowGeometry, lam0: np.ndarray, S0: np.ndarray, *, max_rounds: int
 ) -> tuple[np.ndarray, int, bool]:
     r"""Active-set refinement: solve the equality-constrained least-norm problem on ``S`` exactly.
@@ -531,15 +542,15 @@ def solve_frobenius(
     lam = np.zeros(N)
     if geo.kind == "dual":
         # fast path: primal-dual active set from "every row tight"
-        lam, rounds, settled = _polish(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
+        lam, rounds, settled = polish_active_set(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
-    methods = ("clarabel", "ipm") if geo.kind == "primal" else ("ipm", "clarabel")
+    methods = ("ipm", "clarabel")
     for method in methods:
         if settled:
             break
         if method == "ipm":
-            lam_raw, its, ok = _interior_point(geo, tol=1e-10, max_iter=max_iter)
+            lam_raw, its, ok = interior_point(geo, tol=1e-10, max_iter=max_iter)
         else:
             lam_raw, its, ok = _clarabel_qp(geo, max_iter=max_iter)
         solver = f"svmgeo-{method}"
@@ -550,7 +561,7 @@ def solve_frobenius(
             continue
         slack = geo.matvec(lam_raw) - geo.c
         S0 = ~geo.margin | (lam_raw > slack)
-        lam_pol, rounds, settled = _polish(geo, lam_raw, S0, max_rounds=max_rounds)
+        lam_pol, rounds, settled = polish_active_set(geo, lam_raw, S0, max_rounds=max_rounds)
         extras[f"{method}_polish_rounds"] = rounds
         n_iter += rounds
         if settled:
