@@ -271,7 +271,8 @@ def solve_svm(
         res = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
     elif norm == "fro":
         kw = {} if max_iter is None else {"max_iter": max_iter}
-        res = solve_frobenius(cs, tol=tol, geometry=geo, **kw)
+        warm = feas.extras.get("qp_dual")
+        res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
         if method == "auto" and not res.success:
             ref = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
             if ref.success:

@@ -99,16 +99,19 @@ class _Factor:
         return lam - Uq @ (Uq.T @ lam)
 
 
-def _point_from_qp(cs: ConstraintSet, geo: RowGeometry) -> tuple[np.ndarray, float] | None:
-    """A verified feasible point from the interior-point method and the exact polish, or None."""
-    lam, _, ok = interior_point(geo, tol=1e-10, max_iter=60)
-    if not ok or not np.all(np.isfinite(lam)):
+def _point_from_qp(
+    cs: ConstraintSet, geo: RowGeometry
+) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """A verified feasible point (with its residual and the QP's λ) from the IPM and the polish."""
+    lam, _, converged = interior_point(geo, tol=1e-10, max_iter=60)
+    if not converged or not np.all(np.isfinite(lam)):
         return None
     slack = geo.matvec(lam) - geo.c
     lam, _, settled = polish_active_set(geo, lam, ~geo.margin | (lam > slack), max_rounds=10)
     if not settled:
         return None
-    return _rescale_point(cs, geo.W(lam))
+    point = _rescale_point(cs, geo.W(lam))
+    return None if point is None else (point[0], point[1], lam)
 
 
 def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[object, int, int]:
@@ -220,15 +223,16 @@ def check_feasibility(
     width = cs.N if geo.Phi is None else geo.Phi.shape[1]
     if cs.N * width > 20_000:
         # large dense LP: first try to certify feasibility with the exact QP solver's answer
-        ok = _point_from_qp(cs, geo)
-        if ok is not None:
+        qp = _point_from_qp(cs, geo)
+        if qp is not None:
             return result(
                 feasible=True,
                 status=Status.OPTIMAL,
                 message="feasible: the max-margin QP's polished solution meets every row",
-                point=ok[0],
-                residual=ok[1],
+                point=qp[0],
+                residual=qp[1],
                 solver="svmgeo-ipm",
+                extras={"qp_dual": qp[2]},
             )
     fac = _Factor(geo)
     res, nM, nE = _solve_lp(fac.L, cs, c)

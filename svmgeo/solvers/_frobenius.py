@@ -472,6 +472,7 @@ def solve_frobenius(
     max_iter: int = 100,
     max_rounds: int = 30,
     geometry: RowGeometry | None = None,
+    warm_start: np.ndarray | None = None,
 ) -> SVMResult:
     r"""Solve the Frobenius-norm Att-SVM over ``cs`` exactly.
 
@@ -498,6 +499,8 @@ def solve_frobenius(
     geometry : RowGeometry, optional
         The rows' Gram matrix / features (and its cached factor) when already computed for
         ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise.
+    warm_start : ndarray of shape (N,), optional
+        Approximate multipliers λ; their active set is polished first.
 
     Returns
     -------
@@ -540,7 +543,14 @@ def solve_frobenius(
     settled = converged = False
     solver = "svmgeo-active-set"
     lam = np.zeros(N)
-    if geo.kind == "dual":
+    if warm_start is not None and np.shape(warm_start) == (N,):
+        lam0 = np.asarray(warm_start, dtype=float)
+        S0 = ~geo.margin | (lam0 > geo.matvec(lam0) - geo.c)
+        lam, rounds, settled = polish_active_set(geo, lam0, S0, max_rounds=max_rounds)
+        extras["warm_start_rounds"] = rounds
+        n_iter += rounds
+        solver = "svmgeo-warm-start"
+    if geo.kind == "dual" and not settled:
         # fast path: primal-dual active set from "every row tight"
         lam, rounds, settled = polish_active_set(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
         extras["active_set_rounds"] = rounds
