@@ -24,6 +24,7 @@ __all__ = [
     "frobenius_certificate",
     "judge",
     "primal_infeasibility",
+    "query_groups",
     "row_adjoint",
     "row_values",
 ]
@@ -33,7 +34,7 @@ _GROUPS: weakref.WeakKeyDictionary[ConstraintSet, tuple[np.ndarray, np.ndarray] 
 )
 
 
-def _query_groups(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
+def query_groups(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
     """(distinct b rows Q, index of each row's b in Q) when rows share few queries, else None."""
     if cs in _GROUPS:
         return _GROUPS[cs]
@@ -50,7 +51,7 @@ def _query_groups(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
 
 def row_values(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     r"""Margins :math:`a_j^\top W b_j` (as ``cs.apply``), grouped by distinct query when cheaper."""
-    groups = _query_groups(cs)
+    groups = query_groups(cs)
     if groups is None:
         return cs.apply(W)
     Q, inv = groups
@@ -60,7 +61,7 @@ def row_values(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
 
 def row_adjoint(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray:
     r""":math:`\sum_j \lambda_j a_j b_j^\top` (as ``cs.adjoint``), grouped by distinct query."""
-    groups = _query_groups(cs)
+    groups = query_groups(cs)
     if groups is None:
         return cs.adjoint(lam)
     Q, inv = groups

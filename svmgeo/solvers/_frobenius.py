@@ -15,11 +15,15 @@ Its dual is the quadratic program
 
 and :math:`W = \sum_j \lambda_j a_j b_j^\top`. svmgeo works either with :math:`G` (N×N) or with
 compressed features :math:`\phi_j = \mathrm{vec}(U^\top a_j b_j^\top V)` of length
-:math:`r_1 r_2` (U, V orthonormal bases of span{a_j}, span{b_j}), whichever is smaller. A dense
-active-set (primal-dual active set) method is tried first; a Mehrotra interior-point method
-takes over when it does not settle, and every answer is *polished*: the active set is solved
-exactly as an equality-constrained least-norm problem, so margins equal :math:`c_j` up to
-round-off.
+:math:`r_1 r_2` (U, V orthonormal bases of span{a_j}, span{b_j}), whichever is smaller.
+
+Methods, in order, until one settles: a warm start (e.g. from the feasibility check); with
+:math:`G`, a dense primal-dual active-set method started from "every row tight" (one Cholesky
+factor of G serves every round through a Schur complement); a Mehrotra interior-point method on
+the dual; Clarabel's direct API on the same QP. Every answer is *polished*: its active set is
+solved exactly as an equality-constrained least-norm problem (margins equal :math:`c_j` up to
+round-off), rows are dropped or added until the KKT conditions hold, and the certificate is
+recomputed from the data.
 """
 
 from __future__ import annotations
@@ -36,7 +40,13 @@ import scipy.sparse as sp
 from .._linalg import orthonormal_basis
 from .._validation import check_int, check_real
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import downgrade, frobenius_certificate, row_adjoint, row_values
+from ._certificates import (
+    downgrade,
+    frobenius_certificate,
+    query_groups,
+    row_adjoint,
+    row_values,
+)
 from ._result import SVMResult
 from ._status import Status
 
@@ -57,13 +67,11 @@ def _outer_gram(A: np.ndarray) -> np.ndarray:
 
 def _query_gram(cs: ConstraintSet) -> np.ndarray:
     """:math:`BB^\\top`, computed from the distinct queries when rows share them."""
-    B = cs.B
-    keys = cs.seq * max(cs.K, 1) + cs.query
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    if uniq.size < cs.N and np.array_equal(B[first][inverse], B):
-        Q = B[first]
-        return (Q @ Q.T)[np.ix_(inverse, inverse)]
-    return B @ B.T
+    groups = query_groups(cs)
+    if groups is None:
+        return cs.B @ cs.B.T
+    Q, inv = groups
+    return (Q @ Q.T)[np.ix_(inv, inv)]
 
 
 class RowGeometry:
