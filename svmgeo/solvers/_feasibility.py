@@ -19,6 +19,7 @@ Farkas vector, which svmgeo polishes and verifies itself.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -114,7 +115,27 @@ def _point_from_qp(
     return None if point is None else (point[0], point[1], lam)
 
 
-def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[object, int, int]:
+def _solve_dual_lp(L: np.ndarray, cs: ConstraintSet) -> Any:
+    r"""Dual of the Phase-1 LP: :math:`\max c^\top\lambda` s.t. :math:`L^\top\lambda = 0`,
+    :math:`0 \le \lambda_{\mathcal M} \le 1`, :math:`|\lambda_{\mathcal E}| \le 1`.
+
+    Only rank(G) equality rows (the primal form has N), so HiGHS solves it fast. Its value is the
+    Phase-1 value; a positive optimum is itself a Farkas vector, and the multipliers of
+    :math:`L^\top\lambda = 0` are (up to sign) a primal point y.
+    """
+    m = cs.kind == MARGIN
+    bounds = np.where(m[:, None], [0.0, 1.0], [-1.0, 1.0])
+    return linprog(
+        -np.asarray(cs.rhs, dtype=float),
+        A_eq=L.T,
+        b_eq=np.zeros(L.shape[1]),
+        bounds=bounds,
+        method="highs",
+        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    )
+
+
+def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int, int]:
     """Phase-1 LP: min Σ slacks s.t. L_M y + s ≥ c_M, L_E y + s⁺ − s⁻ = c_E."""
     m = cs.kind == MARGIN
     nM, nE = int(m.sum()), int((~m).sum())
@@ -235,23 +256,44 @@ def check_feasibility(
                 extras={"qp_dual": qp[2]},
             )
     fac = _Factor(geo)
-    res, nM, nE = _solve_lp(fac.L, cs, c)
-    extras = {"lp_status": int(res.status), "lp_message": str(res.message)}  # type: ignore[attr-defined]
-    if res.status != 0:  # type: ignore[attr-defined]
-        return result(
-            feasible=False,
-            status=Status.SOLVER_ERROR,
-            message=f"HiGHS failed on the Phase-1 LP: {res.message}",  # type: ignore[attr-defined]
-            solver="highs",
-            extras=extras,
-        )
-    r = fac.L.shape[1]
-    opt = float(res.fun)  # type: ignore[attr-defined]
-    extras["phase1_value"] = opt
-    if opt <= 1e-7 * max(1.0, float(np.abs(c).max())):
-        for factor in (1.0, 2.0):
-            y = res.x[:r] if factor == 1.0 else _solve_lp(fac.L, cs, 2.0 * c)[0].x[:r]  # type: ignore[attr-defined]
-            ok = _rescale_point(cs, fac.W(np.asarray(y)))
+    dual = _solve_dual_lp(fac.L, cs)
+    extras = {"lp_status": int(dual.status), "lp_message": str(dual.message)}
+    scale = max(1.0, float(np.abs(c).max()))
+    if dual.status == 0:
+        opt = -float(dual.fun)
+        extras["phase1_value"] = opt
+        feasible_lp = opt <= 1e-7 * scale
+        lam = np.asarray(dual.x, dtype=float)
+        y = np.array(dual.eqlin.marginals, dtype=np.float64)
+        candidates = [y, -y] if feasible_lp else []
+    else:  # fall back to the primal form of the Phase-1 LP
+        res, nM, nE = _solve_lp(fac.L, cs, c)
+        if res.status != 0:
+            return result(
+                feasible=False,
+                status=Status.SOLVER_ERROR,
+                message=f"HiGHS failed on the Phase-1 LP: {res.message}",
+                solver="highs",
+                extras=extras,
+            )
+        opt = float(res.fun)
+        extras["phase1_value"] = opt
+        feasible_lp = opt <= 1e-7 * scale
+        m = cs.kind == MARGIN
+        lam = np.zeros(N)
+        if nM:
+            lam[m] = -np.asarray(res.ineqlin.marginals)
+        if nE:
+            lam[~m] = np.asarray(res.eqlin.marginals)
+        candidates = [np.asarray(res.x[: fac.L.shape[1]])] if feasible_lp else []
+    if feasible_lp:
+        # the LP says feasible: a point must verify; the margin-2c LP gives room for round-off
+        for k in range(len(candidates) + 1):
+            if k == len(candidates):
+                y_k = np.asarray(_solve_lp(fac.L, cs, 2.0 * c)[0].x[: fac.L.shape[1]])
+            else:
+                y_k = candidates[k]
+            ok = _rescale_point(cs, fac.W(y_k))
             if ok is not None:
                 return result(
                     feasible=True,
@@ -262,12 +304,6 @@ def check_feasibility(
                     solver="highs",
                     extras=extras,
                 )
-    m = cs.kind == MARGIN
-    lam = np.zeros(N)
-    if nM:
-        lam[m] = -np.asarray(res.ineqlin.marginals)  # type: ignore[attr-defined]
-    if nE:
-        lam[~m] = np.asarray(res.eqlin.marginals)  # type: ignore[attr-defined]
     lam, residual = _polish_farkas(cs, fac, lam)
     if lam is None:
         return result(
