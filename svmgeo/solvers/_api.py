@@ -54,10 +54,8 @@ STATUS_MAP: dict[str, Status] = {
 }
 """cvxpy status strings → :class:`Status`; anything else is :attr:`Status.SOLVER_ERROR`."""
 
-_CITATION = (
-    "D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, 'Transformers as Support Vector "
-    "Machines', arXiv:2308.16898"
-)
+_CVXPY_FALLBACK_SIZE = 5e7
+"""Largest d²·N for which ``method="auto"`` falls back to the naive cvxpy model."""
 
 
 def _check_cs(cs: Any, where: str) -> ConstraintSet:
@@ -197,7 +195,8 @@ def solve_svm(
     method : {"auto", "fast", "cvxpy"}, default "auto"
         ``"fast"``: svmgeo's exact solvers. ``"cvxpy"``: the naive reference model.
         ``"auto"``: fast, and for ``norm="fro"`` the cvxpy model when the fast answer fails
-        its certificate (the better-certified answer is returned).
+        its certificate and the problem is small (d²·N ≤ 5e7); the cvxpy answer is kept only
+        when it passes the certificate.
     tol : float, default 1e-8
         Tolerance of the certificate check.
     solver : str, optional
@@ -273,7 +272,8 @@ def solve_svm(
         kw = {} if max_iter is None else {"max_iter": max_iter}
         warm = feas.extras.get("qp_dual")
         res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
-        if method == "auto" and not res.success:
+        # the naive model has d^2 variables and N dense rows: only a fallback for small problems
+        if method == "auto" and not res.success and cs.d**2 * cs.N <= _CVXPY_FALLBACK_SIZE:
             ref = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
             if ref.success:
                 res = dataclasses.replace(
