@@ -130,11 +130,10 @@ def _solve_cvxpy(
         )
     margins = row_values(cs, W)
     norm_w = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
-    # cvxpy's multipliers belong to min ||W||; for min 1/2 ||W||_F^2 they scale by ||W||_F
-    # and cvxpy's sign convention on equality rows is the opposite of svmgeo's
+    # cvxpy's sign convention on equality rows is the opposite of svmgeo's
     lam = None
     if mu is not None:
-        lam = np.where(cs.is_margin, mu, -mu) * (norm_w if norm == "fro" else 1.0)
+        lam = np.where(cs.is_margin, mu, -mu)
     res = SVMResult(
         W=W,
         status=status,
