@@ -258,3 +258,17 @@ def test_bad_arguments_raise_problem_error(kwargs: dict[str, Any], match: str) -
 def test_not_a_constraint_set() -> None:
     with pytest.raises(sg.ProblemError, match="ConstraintSet"):
         solve_nuclear(np.zeros((3, 3)))  # type: ignore[arg-type]
+
+
+def test_auto_picks_backend_by_short_side() -> None:
+    small = solve_nuclear(_instance(0)[1], solver="auto")
+    assert small.solver == "clarabel" and small.status is Status.OPTIMAL
+    data = sg.random_data(16, 2, 20, seed=4)  # 16 rows, 16 queries: k = 16
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    res = solve_nuclear(cs, solver="auto")
+    assert min(res.extras["r1"], res.extras["r2"]) == 16
+    assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
+    assert res.certificate.passed
+    _, status, reference, _ = solve_naive_cvxpy(cs, "nuc", solver="CLARABEL", **TIGHT)
+    assert status.startswith("optimal")
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)
