@@ -277,7 +277,7 @@ def solve_svm(
                     ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
                 )
     elif not binding:
-        res = solve_nuclear(cs, solver="clarabel" if solver is None else solver.lower(), tol=tol)
+        res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
     else:
         assert rank is not None  # a binding rank bound is an int (checked above)
         res = solve_lowrank(cs, rank, n_restarts=n_restarts, seed=seed, tol=tol)
