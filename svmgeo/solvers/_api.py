@@ -280,7 +280,14 @@ def solve_svm(
         res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
     else:
         assert rank is not None  # a binding rank bound is an int (checked above)
-        res = solve_lowrank(cs, rank, n_restarts=n_restarts, seed=seed, tol=tol)
+        res = solve_lowrank(
+            cs,
+            rank,
+            n_restarts=n_restarts,
+            seed=seed,
+            tol=tol,
+            solver="auto" if solver is None else solver.lower(),
+        )
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(

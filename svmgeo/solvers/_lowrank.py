@@ -142,7 +142,7 @@ def solve_lowrank(
     seed: int | np.random.Generator | None = None,
     tol: float = 1e-8,
     max_iter: int = 300,
-    solver: str = "clarabel",
+    solver: str = "auto",
 ) -> SVMResult:
     r"""Att-SVM⋆ with a rank bound: :math:`\min \|W\|_*` over :math:`\operatorname{rank} W \le m`.
 
@@ -187,7 +187,7 @@ def solve_lowrank(
     tol : float, default 1e-8
     max_iter : int, default 300
         SLSQP iterations per start.
-    solver : {"clarabel", "scs", "auto"}, default "clarabel"
+    solver : {"clarabel", "scs", "auto"}, default "auto"
         Backend of the convex lower bound.
 
     Returns

@@ -522,7 +522,7 @@ def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMRes
 
 
 def solve_nuclear(
-    cs: ConstraintSet, *, solver: str = "clarabel", tol: float = 1e-8, **options: Any
+    cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8, **options: Any
 ) -> SVMResult:
     r"""Solve Att-SVM⋆ without a rank bound: the minimum-nuclear-norm :math:`W` meeting the rows.
 
@@ -546,7 +546,7 @@ def solve_nuclear(
     ----------
     cs : ConstraintSet
         The rows :math:`(a_j, b_j, \mathrm{kind}_j, c_j)`.
-    solver : {"clarabel", "scs", "auto"}, default "clarabel"
+    solver : {"clarabel", "scs", "auto"}, default "auto"
         ``"auto"`` (what :func:`~svmgeo.att_svm` uses) runs SCS first and Clarabel only when
         SCS's polished answer does not pass the certificate: measured on this problem's split
         SDP, Clarabel's setup grows steeply with the number of cones sharing the block ``R``
