@@ -234,7 +234,7 @@ def test_unknown_native_status_is_solver_error(monkeypatch: pytest.MonkeyPatch) 
             )()
 
     monkeypatch.setattr(clarabel, "DefaultSolver", Fake)
-    res = solve_nuclear(_instance(0)[1])
+    res = solve_nuclear(_instance(0)[1], solver="clarabel")
     assert "BrandNewStatus" not in CLARABEL_STATUS_MAP
     assert res.status is Status.SOLVER_ERROR
     assert not res.success and res.W is None
@@ -247,7 +247,7 @@ def test_unknown_native_status_is_solver_error(monkeypatch: pytest.MonkeyPatch) 
         ({"solver": "mosek"}, "'solver' parameter"),
         ({"tol": 0.0}, "'tol' parameter"),
         ({"tol": "small"}, "'tol' parameter"),
-        ({"not_an_option": 1}, "Unknown Clarabel option"),
+        ({"solver": "clarabel", "not_an_option": 1}, "Unknown Clarabel option"),
     ],
 )
 def test_bad_arguments_raise_problem_error(kwargs: dict[str, Any], match: str) -> None:
