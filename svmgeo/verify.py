@@ -100,8 +100,10 @@ class VerifyReport:
         Saturation: :math:`\min_{i,k} \max_t s_{ikt}(t)`.
     norm_W : ndarray of shape (R,)
         :math:`\|W(t)\|_F`.
-    converged_to : {"fro", "nuc"} or None
-        The SVM whose final correlation is at least ``threshold`` (the larger when both are).
+    converged_to : {"fro", "nuc", "eq"} or None
+        The prediction (:math:`W^{\mathrm{mm}}_\alpha`, :math:`W^{\mathrm{mm}\star}_\alpha`,
+        or for nonlinear heads :math:`W^{\mathrm{eq}}`) with the largest final correlation,
+        when that is at least ``threshold``.
     threshold : float
     W : ndarray of shape (d, d)
         GD's final W (:math:`KQ^\top` for ``param="KQ"``).
@@ -414,7 +416,8 @@ def verify(
     seed : int, optional
         Seed of random initializations and of the cone perturbation.
     threshold : float
-        ``converged_to`` names an SVM whose final correlation is at least this.
+        ``converged_to`` names the best prediction when its final correlation is at least
+        this.
     **train_options
         Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``tol``,
         ``saturation_tol``, ``callback``. Any other name is a :class:`~svmgeo.ProblemError`.
@@ -514,9 +517,7 @@ def verify(
     Ws = hist.W
     corr_fro = _curve(Ws, W_fro)
     corr_nuc = _curve(Ws, W_nuc)
-    finals = {"fro": corr_fro[-1], "nuc": corr_nuc[-1]}
-    ok = {k: c for k, c in finals.items() if math.isfinite(c) and c >= threshold}
-    converged_to = max(ok, key=lambda k: ok[k]) if ok else None
+    finals = {"fro": float(corr_fro[-1]), "nuc": float(corr_nuc[-1])}
 
     base: dict[str, Any] = dict(
         param=param,
@@ -534,7 +535,7 @@ def verify(
         corr_nuc=corr_nuc,
         max_softmax=hist.max_prob.reshape(len(hist.step), -1).min(axis=1),
         norm_W=np.asarray(hist.W_norm, dtype=float),
-        converged_to=converged_to,
+        converged_to=None,
         threshold=threshold,
         W=run.W,
         status=str(run.status),
@@ -565,6 +566,7 @@ def verify(
                 f"no Gen-SVM: the selected set of sequence {i}, query {k} holds every visible "
                 "token (GD has not masked any of them; a finite optimum inside the simplex?)"
             )
+            base["converged_to"] = _converged_to(finals, threshold)
             return VerifyReport(**base, **extra)
         gen = gen_svm(data, sets, probs=P, fit_to=run.W)
         extra.update(
@@ -585,5 +587,12 @@ def verify(
                 corr_eq.append(correlation(Wt, Fin + Rt * D))
             extra["corr_eq"] = np.array(corr_eq)
             extra["corr_dir"] = _curve(Ws, D)
-
+            finals["eq"] = float(extra["corr_eq"][-1])
+    base["converged_to"] = _converged_to(finals, threshold)
     return VerifyReport(**base, **extra)
+
+
+def _converged_to(finals: dict[str, float], threshold: float) -> str | None:
+    """The prediction with the largest final correlation, if it reaches ``threshold``."""
+    ok = {k: c for k, c in finals.items() if math.isfinite(c) and c >= threshold}
+    return max(ok, key=lambda k: ok[k]) if ok else None

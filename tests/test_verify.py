@@ -182,6 +182,8 @@ def test_relu_head_selected_set_of_two(backend: str) -> None:
     assert rep.W_eq is not None and rep.corr_eq is not None
     np.testing.assert_allclose(rep.final_corr_eq, sg.correlation(rep.W, rep.W_eq), atol=1e-12)
     assert rep.final_corr_eq > 0.999  # measured 0.99974 at 3000 steps, 0.9999975 at 30 000
+    assert rep.final_corr_eq > max(rep.final_corr_fro, rep.final_corr_nuc)
+    assert rep.converged_to == "eq"
     # W_dir is the Gen-SVM direction: equality inside O_i, margin >= 1 against the rest
     W_dir, status, _, _ = solve_naive_cvxpy(
         sg.selected_set_constraints(RELU_DATA, rep.selected), "fro"
