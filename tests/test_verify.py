@@ -209,6 +209,23 @@ def test_relu_head_without_masked_tokens_is_reported() -> None:
     assert "Gen-SVM" in str(rep)
 
 
+def test_sequence_causal_shapes_and_oracle() -> None:
+    # K = T queries per sequence under a causal mask: the selection is (n, K), each entry the
+    # argmax of that query's softmax over the keys it sees; the curves match the oracle SVM.
+    data = sg.random_data(2, 4, 6, seed=3, query="all", mask="causal")
+    rep = sg.verify(data, n_steps=1000, backend="numpy")
+    X, W = np.asarray(data.X), rep.W
+    logits = np.einsum("itd,de,ike->ikt", X, W, np.asarray(data.queries))
+    logits = np.where(np.asarray(data.visible), logits, -np.inf)
+    np.testing.assert_array_equal(rep.selection, np.argmax(logits, axis=2))
+    assert rep.selection.shape == (2, 4) and rep.feasible
+    W_fro = oracle(data, rep.selection)
+    np.testing.assert_allclose(rep.final_corr_fro, sg.correlation(W, W_fro), atol=1e-6)
+    opt_sets = sg.optimal_token_sets(data)
+    chosen = np.take_along_axis(opt_sets, rep.selection[:, :, None], axis=2)[:, :, 0]
+    assert rep.is_optimal == bool(chosen.all())
+
+
 # ---- report: text and JSON -----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def report() -> sg.VerifyReport:
@@ -240,6 +257,9 @@ def test_json_round_trip(report: sg.VerifyReport) -> None:
     assert back.svm_fro is None and back.run is None
     assert back.to_json() == text
     assert str(back) == str(report)
+    for bad in ("[]", '{"selection": [0]}'):
+        with pytest.raises(sg.ProblemError, match="from_json"):
+            sg.VerifyReport.from_json(bad)
 
 
 def test_infeasible_selection_is_a_result() -> None:
@@ -260,6 +280,9 @@ def test_infeasible_selection_is_a_result() -> None:
     np.testing.assert_allclose(cs.adjoint(lam), 0.0, atol=1e-9)
     raw = json.loads(rep.to_json())
     assert raw["W_fro"] is None and raw["corr_fro"][-1] is None
+    back = sg.VerifyReport.from_json(rep.to_json())
+    assert np.isnan(back.corr_fro).all() and back.W_fro is None
+    np.testing.assert_array_equal(back.certificate, rep.certificate)
     assert "infeasible" in str(rep)
 
 
