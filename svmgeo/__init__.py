@@ -56,6 +56,7 @@ from .solvers import (
     feasibility,
     solve_svm,
 )
+from .verify import VerifyReport, verify
 
 __version__ = "0.1.0.dev0"
 
@@ -86,6 +87,7 @@ __all__ = [
     "SvmgeoError",
     "TieError",
     "TokenData",
+    "VerifyReport",
     "__version__",
     "att_svm",
     "att_svm_constraints",
@@ -113,4 +115,5 @@ __all__ = [
     "token_scores",
     "train",
     "train_batch",
+    "verify",
 ]
