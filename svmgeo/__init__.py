@@ -21,6 +21,7 @@ from ._errors import (
 from ._linalg import correlation, query_projector
 from .constraints import EQUALITY, MARGIN, ConstraintSet, att_svm_constraints, pair_constraints
 from .data import TokenData, load_data, random_data, save_data
+from .experiments import SweepError, SweepResult, read_results, sweep
 from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 from .solvers import (
@@ -55,6 +56,8 @@ __all__ = [
     "Status",
     "StopStatus",
     "SvmgeoError",
+    "SweepError",
+    "SweepResult",
     "TieError",
     "TokenData",
     "__version__",
@@ -70,8 +73,10 @@ __all__ = [
     "pair_constraints",
     "query_projector",
     "random_data",
+    "read_results",
     "save_data",
     "solve_svm",
+    "sweep",
     "token_scores",
     "train",
     "train_batch",
