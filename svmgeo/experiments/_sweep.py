@@ -417,7 +417,9 @@ def _connect(scheduler: Any) -> tuple[Any, bool]:
             f"distributed.Client; got {type(scheduler).__name__}."
         )
     try:
-        client = Client(scheduler, set_as_default=False, timeout=30)
+        client = Client(
+            scheduler, set_as_default=False
+        )  # timeout: distributed.comm.timeouts.connect
     except (OSError, TimeoutError) as exc:
         raise BackendError(
             f"Could not connect to a Dask scheduler at {scheduler!r}: {exc}. Start one with "
@@ -443,7 +445,7 @@ def _run_dask(
                 _run_trial, fn, kwargs, threads, key=f"svmgeo-trial-{tid}-{tag}", pure=False
             )
             futures[fut.key] = (tid, fut)
-        for fut in dask_completed([f for _, f in futures.values()]):
+        for fut in dask_completed([f for _, f in futures.values()], loop=client.loop):
             tid = futures[fut.key][0]
             try:
                 out = fut.result()
