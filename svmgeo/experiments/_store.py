@@ -145,7 +145,6 @@ class ResultStore:
         self.results: list[str] | None = None
         self.rows: list[dict[str, Any]] = []
         self._fh: io.TextIOWrapper | None = None
-        self._lock: Any = None
 
     # -- columns -------------------------------------------------------------------------
     @property
@@ -172,21 +171,22 @@ class ResultStore:
         if self.path.exists() and not self.path.is_file():
             raise ProblemError(f"'out' must be a file path; {str(self.path)!r} is a directory.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and self.path.is_file():
-            header, raw, truncated = _read_raw(self.path)
-            if header is not None:
-                self._split_header(header)
-                self.rows = [
-                    {h: parse_cell(c) for h, c in zip(header, row, strict=True)} for row in raw
-                ]
-                if truncated:
-                    self._rewrite()
-            else:
-                self.path.write_text("")
-        else:
-            self.path.write_text("")
         self._fh = open(self.path, "a", encoding="utf-8", newline="")
-        self._take_lock()
+        self._take_lock()  # before reading, so that two sweeps never share a table
+        try:
+            header, raw, truncated = _read_raw(self.path) if resume else (None, [], False)
+            if header is None:
+                self._fh.truncate(0)
+                return
+            self._split_header(header)
+            self.rows = [
+                {h: parse_cell(c) for h, c in zip(header, row, strict=True)} for row in raw
+            ]
+            if truncated:
+                self._rewrite()
+        except BaseException:
+            self.close()
+            raise
 
     def _take_lock(self) -> None:
         if sys.platform == "win32" or self._fh is None:  # pragma: no cover
@@ -202,7 +202,6 @@ class ResultStore:
                 f"{self.path} is being written by another sweep (file lock held). Wait for it "
                 "to finish or pass another 'out'."
             ) from exc
-        self._lock = True
 
     def close(self) -> None:
         if self._fh is not None:

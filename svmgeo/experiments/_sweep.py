@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -58,6 +58,9 @@ _THREAD_VARS = (
     "VECLIB_MAXIMUM_THREADS",
 )
 _MAX_ERROR = 2000
+
+_Outcome = tuple[list[dict[str, Any]] | None, float, str | None]
+"""What a worker sends back for one trial: (rows or None, seconds in trial_fn, error text)."""
 
 
 class SweepError(SvmgeoError, RuntimeError):
@@ -251,9 +254,7 @@ def _error_text(exc: BaseException) -> str:
     return text[:_MAX_ERROR]
 
 
-def _run_trial(
-    fn: Callable[..., Any], kwargs: dict[str, Any], threads: int | None
-) -> tuple[list[dict[str, Any]] | None, float, str | None]:
+def _run_trial(fn: Callable[..., Any], kwargs: dict[str, Any], threads: int | None) -> _Outcome:
     """Run one trial; return (rows, seconds, error text). Exceptions become error text."""
     _limit_threads(threads)
     start = time.perf_counter()
@@ -374,7 +375,7 @@ def _run_local(
     tasks: list[tuple[str, dict[str, Any]]],
     workers: int,
     threads: int | None,
-) -> Iterator[tuple[str, tuple[list[dict[str, Any]] | None, float, str | None]]]:
+) -> Generator[tuple[str, _Outcome], None, None]:
     if workers == 0:
         for tid, kwargs in tasks:
             yield tid, _run_trial(fn, kwargs, None)
@@ -392,10 +393,18 @@ def _run_local(
                 out = fut.result()
             except BrokenProcessPool as exc:
                 raise SweepError(
-                    "A worker process died abruptly (killed, out of memory, or a crash in "
-                    "native code). The rows of finished trials are saved; rerun the same sweep "
-                    "to resume. A trial that crashes its process every time must be fixed or "
-                    "left out of the grid (try workers=0 to see it fail in this process)."
+                    "A worker process died abruptly: it was killed, ran out of memory, crashed "
+                    "in native code, or could not import trial_fn's module (worker processes "
+                    "import it by name, so it must be on sys.path / PYTHONPATH; the worker's "
+                    "traceback is on stderr). The rows of finished trials are saved; rerun the "
+                    "same sweep to resume. A trial that crashes its process every time must be "
+                    "fixed or left out of the grid (workers=0 runs it in this process)."
+                ) from exc
+            except Exception as exc:  # trial errors are caught in _run_trial: this is setup
+                raise SweepError(
+                    f"A worker process could not run trial_fn: {_error_text(exc)}. Worker "
+                    "processes import trial_fn's module by name: make sure it is importable "
+                    "(on sys.path / PYTHONPATH) and defined at module level."
                 ) from exc
             yield futures[fut], out
     finally:
@@ -433,7 +442,7 @@ def _run_dask(
     tasks: list[tuple[str, dict[str, Any]]],
     scheduler: Any,
     threads: int | None,
-) -> Iterator[tuple[str, tuple[list[dict[str, Any]] | None, float, str | None]]]:
+) -> Generator[tuple[str, _Outcome], None, None]:
     from distributed import as_completed as dask_completed
 
     client, own = _connect(scheduler)
@@ -463,7 +472,7 @@ def _run_dask(
 def _rows_of(
     tid: str,
     params: dict[str, Any],
-    out: tuple[list[dict[str, Any]] | None, float, str | None],
+    out: _Outcome,
     store: ResultStore,
 ) -> list[dict[str, Any]]:
     results, elapsed, error = out
@@ -630,12 +639,12 @@ def sweep(
                 dynamic_ncols=True,
             )
             n_err = 0
+            runs = (
+                _run_local(trial_fn, tasks, n_workers, threads)
+                if scheduler is None
+                else _run_dask(trial_fn, tasks, scheduler, threads)
+            )
             try:
-                runs = (
-                    _run_local(trial_fn, tasks, n_workers, threads)
-                    if scheduler is None
-                    else _run_dask(trial_fn, tasks, scheduler, threads)
-                )
                 for tid, result in runs:
                     rows = _rows_of(tid, params_of[tid], result, store)
                     store.append(rows)
@@ -645,6 +654,7 @@ def sweep(
                         bar.set_postfix(errors=n_err, refresh=False)
                     bar.update(1)
             finally:
+                runs.close()  # stops the workers or cancels the cluster's futures now
                 bar.close()
     finally:
         store.close()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -205,6 +206,19 @@ def test_worker_crash_raises_sweep_error_and_keeps_rows(tmp_path):
     # the good trials of the grid are recorded when run on their own
     res = _run_quiet(_trials.crash_trial, {"k": [0, 2]}, workers=0)
     assert res.column("k") == [0, 2]
+
+
+def test_trial_fn_unimportable_in_workers_is_a_sweep_error(tmp_path):
+    # picklable here (by reference to a module in sys.modules) but absent in the workers
+    mod = types.ModuleType("svmgeo_phantom_trials")
+    exec("def phantom(k):\n    return {'k2': 2 * k}\n", mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    try:
+        with pytest.raises(SweepError, match="could not import"):
+            _run_quiet(mod.phantom, {"k": [1, 2]}, out=tmp_path / "p.csv", workers=1)
+    finally:
+        del sys.modules[mod.__name__]
+    assert read_results(tmp_path / "p.csv") == []
 
 
 # --------------------------------------------------------------------------------------
