@@ -214,8 +214,52 @@ def _limit_threads(threads: int | None) -> None:
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
+        _limit_loaded_blas(threads)
+    else:
+        threadpool_limits(threads)
+
+
+_BLAS_SETTERS = (
+    "openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "scipy_openblas_set_num_threads64_",
+    "MKL_Set_Num_Threads",
+    "omp_set_num_threads",
+)
+_blas_done: dict[str, int] = {}
+
+
+def _limit_loaded_blas(threads: int) -> None:
+    """Set the thread count of BLAS / OpenMP libraries already loaded in this process.
+
+    The environment variables only reach libraries loaded after they are set, but a worker
+    may have numpy's OpenBLAS loaded before its first task (a forkserver that preloaded the
+    main script, a long-lived Dask worker). This calls the libraries' own setters, found in
+    ``/proc/self/maps`` (Linux; elsewhere install threadpoolctl, which is used when present).
+    """
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if ".so" in line}
+    except OSError:  # pragma: no cover - not Linux
         return
-    threadpool_limits(threads)
+    for path in paths:
+        name = Path(path).name.lower()
+        if _blas_done.get(path) == threads or not any(
+            key in name for key in ("blas", "mkl_rt", "gomp", "libomp", "libiomp")
+        ):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in _BLAS_SETTERS:
+            setter = getattr(lib, symbol, None)
+            if setter is not None:
+                setter(ctypes.c_int(threads))
+        _blas_done[path] = threads
 
 
 def _clean_results(out: Any) -> list[dict[str, Any]]:

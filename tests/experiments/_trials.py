@@ -68,3 +68,22 @@ def crash_trial(k: int) -> dict:
     if k == 1:
         os._exit(3)
     return {"k": k}
+
+
+def threads_trial(k: int) -> dict:
+    """Threads this worker's numba and numpy OpenBLAS would use (-1 where unknown)."""
+    import ctypes
+
+    import numba
+
+    blas = -1
+    with open("/proc/self/maps") as fh:
+        paths = {line.split()[-1] for line in fh if "numpy.libs" in line and "openblas" in line}
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
+            getter = getattr(lib, name, None)
+            if getter is not None:
+                blas = int(getter())
+                break
+    return {"numba_threads": numba.get_num_threads(), "blas_threads": blas}

@@ -160,6 +160,15 @@ def test_local_processes_solve_every_trial(tmp_path):
     assert serial.columns == res.columns
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_workers_run_one_thread_each():
+    res = _run_quiet(_trials.threads_trial, {"k": [0, 1]}, workers=2, threads=1)
+    assert res.column("numba_threads") == [1, 1]
+    blas = res.column("blas_threads")
+    if blas[0] != -1:  # numpy's OpenBLAS found: it was loaded before the limit, and obeys it
+        assert blas == [1, 1]
+
+
 def test_unpicklable_trial_fn_is_refused_for_processes():
     with pytest.raises(sg.ProblemError, match="module level"):
         _run_quiet(lambda k: {"k": k}, {"k": [1]}, workers=2)
