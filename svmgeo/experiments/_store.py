@@ -52,7 +52,8 @@ def parse_cell(text: str) -> Any:
     An empty cell is ``None``; an integer literal is an ``int``; a decimal or scientific
     literal (or ``nan``, ``inf``, ``-inf``) is a ``float``; ``True``/``False`` are booleans;
     anything else stays a ``str``. A string parameter that looks like a number (``"10"``)
-    therefore reads back as a number.
+    therefore reads back as a number. The columns ``trial_id``, ``status`` and ``error``
+    are always text.
     """
     if text == "":
         return None
@@ -65,6 +66,17 @@ def parse_cell(text: str) -> Any:
     if text == "False":
         return False
     return text
+
+
+_TEXT_COLUMNS = ("trial_id", "status", "error")
+
+
+def _row(header: list[str], cells: list[str]) -> dict[str, Any]:
+    """One row as a dict; the bookkeeping text columns are never read as numbers."""
+    row = {h: parse_cell(c) for h, c in zip(header, cells, strict=True)}
+    for h in _TEXT_COLUMNS:
+        row[h] = cells[header.index(h)] or None
+    return row
 
 
 def _line(cells: Sequence[str]) -> str:
@@ -127,7 +139,7 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     header, rows, _ = _read_raw(p)
     if header is None:
         return []
-    return [{h: parse_cell(c) for h, c in zip(header, row, strict=True)} for row in rows]
+    return [_row(header, row) for row in rows]
 
 
 class ResultStore:
@@ -179,9 +191,7 @@ class ResultStore:
                 self._fh.truncate(0)
                 return
             self._split_header(header)
-            self.rows = [
-                {h: parse_cell(c) for h, c in zip(header, row, strict=True)} for row in raw
-            ]
+            self.rows = [_row(header, row) for row in raw]
             if truncated:
                 self._rewrite()
         except BaseException:
@@ -222,7 +232,7 @@ class ResultStore:
         """
         parts: dict[str, list[dict[str, Any]]] = {}
         for row in self.rows:
-            parts.setdefault(str(row["trial_id"]), []).append(row)
+            parts.setdefault(row["trial_id"], []).append(row)
         done = set()
         for tid, rows in parts.items():
             complete = sorted(r["part"] for r in rows) == list(range(rows[0]["n_parts"]))
@@ -230,7 +240,7 @@ class ResultStore:
             if complete and not (retry_errors and failed):
                 done.add(tid)
         if len(done) != len(parts):
-            self.rows = [r for r in self.rows if str(r["trial_id"]) in done]
+            self.rows = [r for r in self.rows if r["trial_id"] in done]
             self._rewrite()
         return done
 

@@ -89,12 +89,14 @@ def _canonical(params: Mapping[str, Any]) -> str:
 
 
 def trial_id(params: Mapping[str, Any]) -> str:
-    """Stable id of a trial: the first 16 hex digits of SHA-1 of its canonical JSON.
+    """Stable id of a trial: ``"t"`` and the first 16 hex digits of SHA-1 of its canonical JSON.
 
     The JSON has sorted keys, so the id depends on the parameter values only, not on their
-    order or on the grid around them. ``1`` and ``1.0`` are different values (and ids).
+    order or on the grid around them. ``1`` and ``1.0`` are different values (and ids). The
+    leading ``t`` keeps ids such as ``1234e56789012345`` from being read as numbers by CSV
+    readers (pandas, spreadsheets).
     """
-    return hashlib.sha1(_canonical(params).encode()).hexdigest()[:16]
+    return "t" + hashlib.sha1(_canonical(params).encode()).hexdigest()[:16]
 
 
 def trial_seed(params: Mapping[str, Any]) -> int:
@@ -705,8 +707,8 @@ def sweep(
 
     columns = store.header
     order = {tid: k for k, tid in enumerate(ids)}
-    mine = [r for r in store.rows if str(r["trial_id"]) in order]
-    mine.sort(key=lambda r: (order[str(r["trial_id"])], r["part"]))
+    mine = [r for r in store.rows if r["trial_id"] in order]
+    mine.sort(key=lambda r: (order[r["trial_id"]], r["part"]))
     rows = [{h: parse_cell(format_cell(r.get(h))) for h in columns} for r in mine]
     return SweepResult(
         rows=rows,

@@ -88,13 +88,31 @@ def test_bad_grids_raise_problem_error(grid, match):
 def test_trial_id_depends_on_values_only():
     a = trial_id({"n": 3, "d": 4})
     assert a == trial_id({"d": 4, "n": 3})  # key order does not matter
-    assert len(a) == 16 and int(a, 16) >= 0
+    assert len(a) == 17 and a[0] == "t" and int(a[1:], 16) >= 0
     assert a != trial_id({"n": 3, "d": 5})
     assert trial_id({"x": 1}) != trial_id({"x": 1.0}) != trial_id({"x": True})
     # a trial keeps its id whatever grid it belongs to
     small = {trial_id(t) for t in expand_grid({"n": [3], "d": [4]})}
     big = {trial_id(t) for t in expand_grid({"n": [3, 5], "d": [4, 7]})}
     assert small <= big and len(big) == 4
+
+
+def test_trial_ids_never_read_back_as_numbers(tmp_path):
+    # 16 hex digits are all decimal digits, or digits around one "e", once in ~700 trials:
+    # such ids must still read back as the same text (a resume compares them)
+    ids = [trial_id({"seed": s}) for s in range(5000)]
+    assert len(set(ids)) == 5000
+    assert all(parse_cell(t) == t for t in ids)
+    out = tmp_path / "ids.csv"
+    out.write_text(
+        "trial_id,k,part,n_parts,status,elapsed,error\n"
+        "1234e56789012345,1,0,1,ok,0.5,\n"
+        "0123456789012345,2,0,1,error,0.5,123\n"
+    )
+    rows = read_results(out)
+    assert [r["trial_id"] for r in rows] == ["1234e56789012345", "0123456789012345"]
+    assert rows[1]["error"] == "123" and rows[0]["error"] is None
+    assert rows[0]["elapsed"] == 0.5 and rows[0]["k"] == 1
 
 
 def test_trial_seed_is_deterministic_and_spread():
