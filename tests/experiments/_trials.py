@@ -67,7 +67,7 @@ def crash_trial(k: int) -> dict:
     """Kills its own process for k == 1."""
     if k == 1:
         os._exit(3)
-    return {"k": k}
+    return {"k_out": k}
 
 
 def threads_trial(k: int) -> dict:

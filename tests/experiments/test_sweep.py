@@ -232,7 +232,7 @@ def test_worker_crash_raises_sweep_error_and_keeps_rows(tmp_path):
     assert read_results(out) == []
     # the good trials of the grid are recorded when run on their own
     res = _run_quiet(_trials.crash_trial, {"k": [0, 2]}, workers=0)
-    assert res.column("k") == [0, 2]
+    assert res.column("status") == ["ok", "ok"] and res.column("k_out") == [0, 2]
 
 
 def test_trial_fn_unimportable_in_workers_is_a_sweep_error(tmp_path):
@@ -413,13 +413,16 @@ def test_a_table_in_use_is_locked(tmp_path):
 # --------------------------------------------------------------------------------------
 def test_dask_local_cluster_gives_the_local_table(tmp_path):
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-    )
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # for crash_trial
+        cluster = distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
     try:
         out = tmp_path / "dask.csv"
         res = _run_quiet(_trials.svm_trial, SVM_GRID, out=out, scheduler=cluster.scheduler_address)
@@ -431,6 +434,10 @@ def test_dask_local_cluster_gives_the_local_table(tmp_path):
         err = _run_quiet(_trials.failing_trial, {"k": [1, 2]}, scheduler=cluster.scheduler_address)
         assert err.column("status") == ["error", "ok"]
         assert "odd k=1" in err.rows[0]["error"]
+        # a trial that kills its worker process is an error row (KilledWorker), not a crash
+        crash = _run_quiet(_trials.crash_trial, {"k": [0, 1]}, scheduler=cluster.scheduler_address)
+        assert crash.column("status") == ["ok", "error"] and crash.rows[0]["k_out"] == 0
+        assert crash.rows[1]["error"].startswith("KilledWorker")
     finally:
         cluster.close()
 
