@@ -621,9 +621,17 @@ def sweep(
 
     Examples
     --------
+    In this process (``workers=0`` accepts any callable):
+
     >>> from svmgeo.experiments import sweep
-    >>> res = sweep(divmod, {"a": [7, 9], "b": [2]}, workers=0, progress=False,
-    ...             seed_key=None)  # doctest: +SKIP
+    >>> res = sweep(lambda a, b: {"sum": a + b}, {"a": [1, 2], "b": [10]}, workers=0,
+    ...             progress=False)
+    >>> res.column("sum"), res.column("status")
+    ([11, 12], ['ok', 'ok'])
+
+    In worker processes, resumable (``trial`` defined at module level):
+
+    >>> res = sweep(trial, {"n": [10, 20], "seed": range(5)}, out="r.csv")  # doctest: +SKIP
     """
     start = time.perf_counter()
     if not callable(trial_fn):

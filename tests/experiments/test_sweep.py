@@ -480,3 +480,20 @@ def test_cli_helpers():
         p.parse_args(["--scheduler", "tcp://h:8786", "--no-resume", "--no-progress"])
     )
     assert opts["scheduler"] == "tcp://h:8786" and not opts["resume"] and not opts["progress"]
+
+
+def test_public_names_and_pandas():
+    assert sg.sweep is sweep and sg.read_results is read_results
+    assert sg.SweepError is SweepError and issubclass(SweepError, sg.SvmgeoError)
+    res = _run_quiet(_trials.failing_trial, {"k": [0, 1]}, workers=0)
+    assert res.n_errors == 1 and len(res.errors) == 1
+    with pytest.raises(sg.ProblemError, match="No column"):
+        res.column("nope")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(sg.BackendError, match="pip install pandas"):
+            res.to_pandas()
+    else:
+        df = res.to_pandas()
+        assert list(df.columns) == res.columns and len(df) == 2
