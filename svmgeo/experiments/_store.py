@@ -187,7 +187,7 @@ class ResultStore:
         self._take_lock()  # before reading, so that two sweeps never share a table
         try:
             header, raw, truncated = _read_raw(self.path) if resume else (None, [], False)
-            if header is None:
+            if header is None or not raw:  # nothing, or a header alone: start afresh
                 self._fh.truncate(0)
                 return
             self._split_header(header)
@@ -225,6 +225,27 @@ class ResultStore:
         self.close()
 
     # -- state ---------------------------------------------------------------------------
+    def check_ids(self, trials: Sequence[dict[str, Any]], ids: Sequence[str]) -> None:
+        """Refuse a table whose rows have this grid's parameter values under other ids.
+
+        That happens when the table was written by a sweep over more parameters whose names
+        start like this grid's (the header alone cannot tell parameters from results).
+        """
+        key_of = {
+            tuple(format_cell(t[p]) for p in self.params): tid
+            for t, tid in zip(trials, ids, strict=True)
+        }
+        for row in self.rows:
+            tid = key_of.get(tuple(format_cell(row[p]) for p in self.params))
+            if tid is not None and tid != row["trial_id"]:
+                raise ProblemError(
+                    f"{self.path} has a row with parameters "
+                    f"{ {p: row[p] for p in self.params} } under trial id {row['trial_id']}, "
+                    f"but this grid gives that trial the id {tid}: the table was written by a "
+                    "sweep over other parameters (its columns are "
+                    f"{self.header}). Pass another 'out', or resume=False to replace the file."
+                )
+
     def done_ids(self, *, retry_errors: bool) -> set[str]:
         """Trial ids whose rows are all present (and, with ``retry_errors``, not errors).
 

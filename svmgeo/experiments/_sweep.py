@@ -667,8 +667,9 @@ def sweep(
     store = ResultStore(out, names)
     store.open(resume=resume)
     try:
-        done = store.done_ids(retry_errors=retry_errors)
         ids = [trial_id(t) for t in trials]
+        store.check_ids(trials, ids)
+        done = store.done_ids(retry_errors=retry_errors)
         params_of = dict(zip(ids, trials, strict=True))
         tasks = []
         for tid, t in zip(ids, trials, strict=True):

@@ -383,6 +383,17 @@ def test_resume_checks_the_table(tmp_path):
     _run_quiet(_trials.failing_trial, {"k": [0, 2]}, out=out, workers=0)
     with pytest.raises(sg.ProblemError, match="parameters"):
         _run_quiet(_trials.arith_trial, {"a": [1], "b": [1.0], "seed": [0]}, out=out, workers=0)
+    # a table over more parameters whose names start like the grid's is refused too
+    more = tmp_path / "more.csv"
+    _run_quiet(_trials.arith_trial, {"a": [1], "b": [0.5], "seed": [0]}, out=more, workers=0)
+    with pytest.raises(sg.ProblemError, match="other parameters"):
+        _run_quiet(_trials.arith_trial, {"a": [1], "b": [0.5]}, out=more, workers=0)
+    # a header alone (killed right after writing it) is a fresh start
+    alone = tmp_path / "alone.csv"
+    alone.write_text(out.read_text().splitlines(keepends=True)[0])
+    res = _run_quiet(_trials.failing_trial, {"k": [0, 2]}, out=alone, workers=0)
+    assert res.n_run == 2 and len(read_results(alone)) == 2
+    assert alone.read_text().count("trial_id") == 1
     # a bigger grid over the same parameters runs only the new trials
     res = _run_quiet(_trials.failing_trial, {"k": [0, 2, 4]}, out=out, workers=0)
     assert (res.n_run, res.n_resumed) == (1, 2)
