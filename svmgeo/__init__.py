@@ -44,6 +44,7 @@ from .constraints import (
     selected_set_constraints,
 )
 from .data import TokenData, load_data, random_data, save_data
+from .experiments import SweepError, SweepResult, read_results, sweep
 from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 from .solvers import (
@@ -85,6 +86,8 @@ __all__ = [
     "StopStatus",
     "SupportTokens",
     "SvmgeoError",
+    "SweepError",
+    "SweepResult",
     "TieError",
     "TokenData",
     "VerifyReport",
@@ -106,12 +109,14 @@ __all__ = [
     "pair_constraints",
     "query_projector",
     "random_data",
+    "read_results",
     "save_data",
     "score_cone_margin",
     "selected_set_constraints",
     "selected_sets",
     "solve_svm",
     "support_tokens",
+    "sweep",
     "token_scores",
     "train",
     "train_batch",
