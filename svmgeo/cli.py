@@ -155,18 +155,7 @@ def _cmd_lots(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     data = _load(args)
-    run = train(
-        data,
-        param=args.param,
-        m=args.m,
-        loss=args.loss,
-        step_size=args.step_size,
-        n_steps=args.steps,
-        normalized=not args.plain,
-        init=_init(args),
-        backend=args.backend,
-        seed=args.seed,
-    )
+    run = train(data, normalized=not args.plain, **_gd_options(args))
     W = run.W
     summary: dict[str, Any] = {
         "data": repr(data),
@@ -190,17 +179,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     data = _load(args)
-    report = verify(
-        data,
-        param=args.param,
-        m=args.m,
-        loss=args.loss,
-        step_size=args.step_size,
-        n_steps=args.steps,
-        init=_init(args),
-        backend=args.backend,
-        seed=args.seed,
-    )
+    report = verify(data, **_gd_options(args))
     if args.json:
         print(report.to_json())
     else:
@@ -230,9 +209,19 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _init(args: argparse.Namespace) -> Any:
+def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options that ``train`` and ``verify`` share, from the command line."""
     scale = args.init_scale if args.init_scale is not None else (0.1 if args.param == "KQ" else 0.0)
-    return ("random", scale) if scale > 0 else "zero"
+    return {
+        "param": args.param,
+        "m": args.m,
+        "loss": args.loss,
+        "step_size": args.step_size,
+        "n_steps": args.steps,
+        "init": ("random", scale) if scale > 0 else "zero",
+        "backend": args.backend,
+        "seed": args.seed,
+    }
 
 
 def _emit(summary: dict[str, Any], as_json: bool) -> None:
