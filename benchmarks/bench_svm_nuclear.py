@@ -8,8 +8,10 @@
    2d × 2d PSD cone) at d = 20 and d = 40: times, their ratio, and the relative objective
    difference.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_svm_nuclear.py [--repeats 3] [--large]``
-(``--large`` adds d = 1000 to show that the cost stops growing with d).
+Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_svm_nuclear.py
+[--repeats 3] [--large]`` (``--large`` adds d = 1000 to show that the cost stops growing with
+d). On a small shared machine multithreaded OpenBLAS can make numpy's QR/SVD of a 200 × 90
+matrix take ~1 s instead of ~1 ms; one BLAS thread gives stable figures for both sides.
 """
 
 from __future__ import annotations

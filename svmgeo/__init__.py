@@ -46,6 +46,7 @@ from .constraints import (
     selected_set_constraints,
 )
 from .data import TokenData, load_data, random_data, save_data
+from .experiments import SweepError, SweepResult, read_results, sweep
 from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 from .solvers import (
@@ -58,6 +59,7 @@ from .solvers import (
     feasibility,
     solve_svm,
 )
+from .verify import VerifyReport, verify
 
 __version__ = "0.1.0.dev0"
 
@@ -87,8 +89,11 @@ __all__ = [
     "StopStatus",
     "SupportTokens",
     "SvmgeoError",
+    "SweepError",
+    "SweepResult",
     "TieError",
     "TokenData",
+    "VerifyReport",
     "__version__",
     "att_svm",
     "att_svm_constraints",
@@ -107,6 +112,7 @@ __all__ = [
     "pair_constraints",
     "query_projector",
     "random_data",
+    "read_results",
     "regularization_path",
     "save_data",
     "score_cone_margin",
@@ -114,7 +120,9 @@ __all__ = [
     "selected_sets",
     "solve_svm",
     "support_tokens",
+    "sweep",
     "token_scores",
     "train",
     "train_batch",
+    "verify",
 ]

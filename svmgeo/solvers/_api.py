@@ -30,6 +30,7 @@ from ._certificates import (
     judge,
     nuclear_certificate,
     primal_infeasibility,
+    row_values,
 )
 from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
@@ -56,10 +57,8 @@ STATUS_MAP: dict[str, Status] = {
 }
 """cvxpy status strings → :class:`Status`; anything else is :attr:`Status.SOLVER_ERROR`."""
 
-_CITATION = (
-    "D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, 'Transformers as Support Vector "
-    "Machines', arXiv:2308.16898"
-)
+_CVXPY_FALLBACK_SIZE = 5e7
+"""Largest d²·N for which ``method="auto"`` falls back to the naive cvxpy model."""
 
 
 def _check_cs(cs: Any, where: str) -> ConstraintSet:
@@ -129,13 +128,12 @@ def _solve_cvxpy(
             solve_time=time.perf_counter() - start,
             extras={"cvxpy_status": native, "cvxpy_value": value},
         )
-    margins = cs.apply(W)
+    margins = row_values(cs, W)
     norm_w = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
-    # cvxpy's multipliers belong to min ||W||; for min 1/2 ||W||_F^2 they scale by ||W||_F
-    # and cvxpy's sign convention on equality rows is the opposite of svmgeo's
+    # cvxpy's sign convention on equality rows is the opposite of svmgeo's
     lam = None
     if mu is not None:
-        lam = np.where(cs.is_margin, mu, -mu) * (norm_w if norm == "fro" else 1.0)
+        lam = np.where(cs.is_margin, mu, -mu)
     res = SVMResult(
         W=W,
         status=status,
@@ -194,7 +192,8 @@ def solve_svm(
     method : {"auto", "fast", "cvxpy"}, default "auto"
         ``"fast"``: svmgeo's exact solvers. ``"cvxpy"``: the naive reference model.
         ``"auto"``: fast, and for ``norm="fro"`` the cvxpy model when the fast answer fails
-        its certificate (the better-certified answer is returned).
+        its certificate and the problem is small (d²·N ≤ 5e7); the cvxpy answer is kept only
+        when it passes the certificate.
     tol : float, default 1e-8
         Tolerance of the certificate check.
     solver : str, optional
@@ -268,18 +267,27 @@ def solve_svm(
         res = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
     elif norm == "fro":
         kw = {} if max_iter is None else {"max_iter": max_iter}
-        res = solve_frobenius(cs, tol=tol, geometry=geo, **kw)
-        if method == "auto" and not res.success:
+        warm = feas.extras.get("qp_dual")
+        res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
+        # the naive model has d^2 variables and N dense rows: only a fallback for small problems
+        if method == "auto" and not res.success and cs.d**2 * cs.N <= _CVXPY_FALLBACK_SIZE:
             ref = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
             if ref.success:
                 res = dataclasses.replace(
                     ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
                 )
     elif not binding:
-        res = solve_nuclear(cs, solver="clarabel" if solver is None else solver.lower(), tol=tol)
+        res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
     else:
         assert rank is not None  # a binding rank bound is an int (checked above)
-        res = solve_lowrank(cs, rank, n_restarts=n_restarts, seed=seed, tol=tol)
+        res = solve_lowrank(
+            cs,
+            rank,
+            n_restarts=n_restarts,
+            seed=seed,
+            tol=tol,
+            solver="auto" if solver is None else solver.lower(),
+        )
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(

@@ -52,7 +52,11 @@ def solve_naive_cvxpy_duals(
 ) -> tuple[np.ndarray | None, np.ndarray | None, str, float, float]:
     r""":func:`solve_naive_cvxpy`, also returning the rows' dual values (shape (N,), or None).
 
-    The duals are cvxpy's multipliers for :math:`\min \|W\|` (not :math:`\tfrac12\|W\|^2`).
+    For ``norm="fro"`` the model is the QP :math:`\min \tfrac12\|W\|_F^2` (same minimiser as
+    :math:`\min \|W\|_F`; Clarabel solves it to ~1e-11 in W, the second-order-cone form only to
+    ~1e-6), so the duals are the multipliers :math:`\lambda` of :math:`W = \sum_j \lambda_j a_j b_j^\top`
+    directly (sign-flipped on equality rows by cvxpy's convention). For ``norm="nuc"`` they are the
+    multipliers of :math:`\min \|W\|_*`. The returned value is always the norm itself.
     """
     start = time.perf_counter()
     d = cs.d
@@ -64,7 +68,7 @@ def solve_naive_cvxpy_duals(
             constraints.append(row >= cs.rhs[j])
         else:
             constraints.append(row == cs.rhs[j])
-    objective = cp.norm(W, "fro") if norm == "fro" else cp.normNuc(W)
+    objective = 0.5 * cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)
     problem = cp.Problem(cp.Minimize(objective), constraints)
     problem.solve(solver=solver, **solver_options)
     seconds = time.perf_counter() - start
@@ -74,4 +78,7 @@ def solve_naive_cvxpy_duals(
         duals = np.array([float(np.asarray(con.dual_value)) for con in constraints])
     elif not constraints:
         duals = np.zeros(0)
-    return value, duals, str(problem.status), float(problem.value), seconds
+    optimum = float(problem.value)
+    if norm == "fro" and np.isfinite(optimum):
+        optimum = float(np.sqrt(2.0 * max(optimum, 0.0)))
+    return value, duals, str(problem.status), optimum, seconds

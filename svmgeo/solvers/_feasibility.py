@@ -19,6 +19,7 @@ Farkas vector, which svmgeo polishes and verifies itself.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -26,8 +27,8 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import farkas_residual
-from ._frobenius import RowGeometry, lift_margins
+from ._certificates import farkas_residual, row_values
+from ._frobenius import RowGeometry, interior_point, lift_margins, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
 
@@ -51,7 +52,7 @@ def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
     """Scale ``W`` so that every margin row holds; return it with its worst residual, or None."""
     m = cs.kind == MARGIN
-    W, margins, _ = lift_margins(cs, W, cs.apply(W), max_factor=np.inf)
+    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
     scale = max(
         1.0, float(np.abs(margins).max(initial=0.0)), float(np.abs(cs.rhs).max(initial=0.0))
     )
@@ -99,7 +100,42 @@ class _Factor:
         return lam - Uq @ (Uq.T @ lam)
 
 
-def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[object, int, int]:
+def _point_from_qp(
+    cs: ConstraintSet, geo: RowGeometry
+) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """A verified feasible point (with its residual and the QP's λ) from the IPM and the polish."""
+    lam, _, converged = interior_point(geo, tol=1e-10, max_iter=60)
+    if not converged or not np.all(np.isfinite(lam)):
+        return None
+    slack = geo.matvec(lam) - geo.c
+    lam, _, settled = polish_active_set(geo, lam, ~geo.margin | (lam > slack), max_rounds=10)
+    if not settled:
+        return None
+    point = _rescale_point(cs, geo.W(lam))
+    return None if point is None else (point[0], point[1], lam)
+
+
+def _solve_dual_lp(L: np.ndarray, cs: ConstraintSet) -> Any:
+    r"""Dual of the Phase-1 LP: :math:`\max c^\top\lambda` s.t. :math:`L^\top\lambda = 0`,
+    :math:`0 \le \lambda_{\mathcal M} \le 1`, :math:`|\lambda_{\mathcal E}| \le 1`.
+
+    Only rank(G) equality rows (the primal form has N), so HiGHS solves it fast. Its value is the
+    Phase-1 value; a positive optimum is itself a Farkas vector, and the multipliers of
+    :math:`L^\top\lambda = 0` are (up to sign) a primal point y.
+    """
+    m = cs.kind == MARGIN
+    bounds = np.where(m[:, None], [0.0, 1.0], [-1.0, 1.0])
+    return linprog(
+        -np.asarray(cs.rhs, dtype=float),
+        A_eq=L.T,
+        b_eq=np.zeros(L.shape[1]),
+        bounds=bounds,
+        method="highs",
+        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    )
+
+
+def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int, int]:
     """Phase-1 LP: min Σ slacks s.t. L_M y + s ≥ c_M, L_E y + s⁺ − s⁻ = c_E."""
     m = cs.kind == MARGIN
     nM, nE = int(m.sum()), int((~m).sum())
@@ -205,24 +241,59 @@ def check_feasibility(
                         residual=ok[1],
                         solver="svmgeo-cholesky",
                     )
+    width = cs.N if geo.Phi is None else geo.Phi.shape[1]
+    if cs.N * width > 20_000:
+        # large dense LP: first try to certify feasibility with the exact QP solver's answer
+        qp = _point_from_qp(cs, geo)
+        if qp is not None:
+            return result(
+                feasible=True,
+                status=Status.OPTIMAL,
+                message="feasible: the max-margin QP's polished solution meets every row",
+                point=qp[0],
+                residual=qp[1],
+                solver="svmgeo-ipm",
+                extras={"qp_dual": qp[2]},
+            )
     fac = _Factor(geo)
-    res, nM, nE = _solve_lp(fac.L, cs, c)
-    extras = {"lp_status": int(res.status), "lp_message": str(res.message)}  # type: ignore[attr-defined]
-    if res.status != 0:  # type: ignore[attr-defined]
-        return result(
-            feasible=False,
-            status=Status.SOLVER_ERROR,
-            message=f"HiGHS failed on the Phase-1 LP: {res.message}",  # type: ignore[attr-defined]
-            solver="highs",
-            extras=extras,
-        )
-    r = fac.L.shape[1]
-    opt = float(res.fun)  # type: ignore[attr-defined]
-    extras["phase1_value"] = opt
-    if opt <= 1e-7 * max(1.0, float(np.abs(c).max())):
-        for factor in (1.0, 2.0):
-            y = res.x[:r] if factor == 1.0 else _solve_lp(fac.L, cs, 2.0 * c)[0].x[:r]  # type: ignore[attr-defined]
-            ok = _rescale_point(cs, fac.W(np.asarray(y)))
+    dual = _solve_dual_lp(fac.L, cs)
+    extras = {"lp_status": int(dual.status), "lp_message": str(dual.message)}
+    scale = max(1.0, float(np.abs(c).max()))
+    if dual.status == 0:
+        opt = -float(dual.fun)
+        extras["phase1_value"] = opt
+        feasible_lp = opt <= 1e-7 * scale
+        lam = np.asarray(dual.x, dtype=float)
+        y = np.array(dual.eqlin.marginals, dtype=np.float64)
+        candidates = [y, -y] if feasible_lp else []
+    else:  # fall back to the primal form of the Phase-1 LP
+        res, nM, nE = _solve_lp(fac.L, cs, c)
+        if res.status != 0:
+            return result(
+                feasible=False,
+                status=Status.SOLVER_ERROR,
+                message=f"HiGHS failed on the Phase-1 LP: {res.message}",
+                solver="highs",
+                extras=extras,
+            )
+        opt = float(res.fun)
+        extras["phase1_value"] = opt
+        feasible_lp = opt <= 1e-7 * scale
+        m = cs.kind == MARGIN
+        lam = np.zeros(N)
+        if nM:
+            lam[m] = -np.asarray(res.ineqlin.marginals)
+        if nE:
+            lam[~m] = np.asarray(res.eqlin.marginals)
+        candidates = [np.asarray(res.x[: fac.L.shape[1]])] if feasible_lp else []
+    if feasible_lp:
+        # the LP says feasible: a point must verify; the margin-2c LP gives room for round-off
+        for k in range(len(candidates) + 1):
+            if k == len(candidates):
+                y_k = np.asarray(_solve_lp(fac.L, cs, 2.0 * c)[0].x[: fac.L.shape[1]])
+            else:
+                y_k = candidates[k]
+            ok = _rescale_point(cs, fac.W(y_k))
             if ok is not None:
                 return result(
                     feasible=True,
@@ -233,12 +304,6 @@ def check_feasibility(
                     solver="highs",
                     extras=extras,
                 )
-    m = cs.kind == MARGIN
-    lam = np.zeros(N)
-    if nM:
-        lam[m] = -np.asarray(res.ineqlin.marginals)  # type: ignore[attr-defined]
-    if nE:
-        lam[~m] = np.asarray(res.eqlin.marginals)  # type: ignore[attr-defined]
     lam, residual = _polish_farkas(cs, fac, lam)
     if lam is None:
         return result(

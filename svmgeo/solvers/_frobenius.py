@@ -15,11 +15,15 @@ Its dual is the quadratic program
 
 and :math:`W = \sum_j \lambda_j a_j b_j^\top`. svmgeo works either with :math:`G` (N×N) or with
 compressed features :math:`\phi_j = \mathrm{vec}(U^\top a_j b_j^\top V)` of length
-:math:`r_1 r_2` (U, V orthonormal bases of span{a_j}, span{b_j}), whichever is smaller. A dense
-active-set (primal-dual active set) method is tried first; a Mehrotra interior-point method
-takes over when it does not settle, and every answer is *polished*: the active set is solved
-exactly as an equality-constrained least-norm problem, so margins equal :math:`c_j` up to
-round-off.
+:math:`r_1 r_2` (U, V orthonormal bases of span{a_j}, span{b_j}), whichever is smaller.
+
+Methods, in order, until one settles: a warm start (e.g. from the feasibility check); with
+:math:`G`, a dense primal-dual active-set method started from "every row tight" (one Cholesky
+factor of G serves every round through a Schur complement); a Mehrotra interior-point method on
+the dual; Clarabel's direct API on the same QP. Every answer is *polished*: its active set is
+solved exactly as an equality-constrained least-norm problem (margins equal :math:`c_j` up to
+round-off), rows are dropped or added until the KKT conditions hold, and the certificate is
+recomputed from the data.
 """
 
 from __future__ import annotations
@@ -31,11 +35,18 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 from .._linalg import orthonormal_basis
 from .._validation import check_int, check_real
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import downgrade, frobenius_certificate
+from ._certificates import (
+    downgrade,
+    frobenius_certificate,
+    query_groups,
+    row_adjoint,
+    row_values,
+)
 from ._result import SVMResult
 from ._status import Status
 
@@ -48,19 +59,19 @@ def _outer_gram(A: np.ndarray) -> np.ndarray:
     """:math:`AA^\\top` through a symmetric rank-k update (half the flops of a product)."""
     if A.shape[0] < 256:
         return A @ A.T
-    upper = sla.blas.dsyrk(1.0, A.T, trans=1)
-    return np.triu(upper) + np.triu(upper, 1).T
+    upper = sla.blas.dsyrk(1.0, A.T, trans=1)  # upper triangle filled, lower left at 0
+    G = upper + upper.T
+    G.flat[:: G.shape[0] + 1] *= 0.5
+    return np.asarray(G)
 
 
 def _query_gram(cs: ConstraintSet) -> np.ndarray:
     """:math:`BB^\\top`, computed from the distinct queries when rows share them."""
-    B = cs.B
-    keys = cs.seq * max(cs.K, 1) + cs.query
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    if uniq.size < cs.N and np.array_equal(B[first][inverse], B):
-        Q = B[first]
-        return (Q @ Q.T)[np.ix_(inverse, inverse)]
-    return B @ B.T
+    groups = query_groups(cs)
+    if groups is None:
+        return cs.B @ cs.B.T
+    Q, inv = groups
+    return (Q @ Q.T)[np.ix_(inv, inv)]
 
 
 class RowGeometry:
@@ -96,6 +107,12 @@ class RowGeometry:
             assert self.Phi is not None
             self.G = self.Phi @ self.Phi.T
         return self.G
+
+    @property
+    def _gmax(self) -> float:
+        if not hasattr(self, "_gmax_value"):
+            self._gmax_value = float(np.abs(self.gram()).max())
+        return self._gmax_value
 
     def matvec(self, lam: np.ndarray) -> np.ndarray:
         """:math:`G\\lambda`, i.e. the margins of :math:`W = \\sum_j \\lambda_j a_j b_j^\\top`."""
@@ -194,10 +211,12 @@ class RowGeometry:
         full = S.size == self.cs.N
         GSS = G if full else G[np.ix_(S, S)]
 
+        gmax = self._gmax if full else float(np.abs(GSS).max())
+
         def accurate(x: np.ndarray | None) -> bool:
             if x is None or not np.all(np.isfinite(x)):
                 return False
-            scale = np.abs(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max()
+            scale = gmax * max(np.abs(x).max(), 1.0) + np.abs(r).max()
             return bool(np.abs(GSS @ x - r).max() <= 1e-11 * scale)
 
         x = self._schur_solve(S, r)
@@ -215,7 +234,7 @@ class RowGeometry:
 
     def W(self, lam: np.ndarray) -> np.ndarray:
         """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix."""
-        return self.cs.adjoint(lam)
+        return row_adjoint(self.cs, lam)
 
 
 def _psd_solver(H: np.ndarray) -> _Solve:
@@ -269,26 +288,54 @@ def _direction(
     return dlam, ds
 
 
-def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
-    r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{converged})`.
+def _starting_point(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """Mehrotra-style start: a regularised least-squares λ, both sides shifted to be positive."""
+    m = geo.margin
+    N = geo.cs.N
+    lam = geo.factor(np.ones(N), 1.0)(geo.c)  # (G + I) λ = c
+    s = np.where(m, geo.matvec(lam) - geo.c, 0.0)
+    if not np.any(m):
+        return lam, s
+    lam[m] += max(-1.5 * float(lam[m].min()), 0.0)
+    s[m] += max(-1.5 * float(s[m].min()), 0.0)
+    dot = float(lam[m] @ s[m])
+    lam[m] += 0.5 * dot / max(float(s[m].sum()), 1e-300)
+    s[m] += 0.5 * dot / max(float(lam[m].sum()), 1e-300)
+    lam[m] = np.maximum(lam[m], 1e-8)
+    s[m] = np.maximum(s[m], 1e-8)
+    return lam, s
+
+
+def interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
+    r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{ok})`.
 
     Slack :math:`s = G\lambda - c` is the primal margin excess; complementarity
-    :math:`\lambda_j s_j = 0` on margin rows.
+    :math:`\lambda_j s_j = 0` on margin rows. The best iterate (merit: the larger of the
+    relative residual and the relative complementarity) is returned; the method stops early when
+    round-off makes the merit grow (degenerate problems), since the polish that follows makes
+    the answer exact. ``ok`` means the merit reached ``max(tol, 1e-7)``.
     """
     N = geo.cs.N
     m = geo.margin
     c = geo.c
     nm = max(int(m.sum()), 1)
-    lam = np.where(m, 1.0, 0.0)
-    s = np.where(m, 1.0, 0.0)
-    for it in range(1, max_iter + 1):
+    lam, s = _starting_point(geo)
+    best_lam, best_merit, stale = lam, np.inf, 0
+    n_iter = 0
+    for _ in range(max_iter):
+        n_iter += 1
         Glam = geo.matvec(lam)
         r_d = Glam - c - s
         mu = float(lam[m] @ s[m]) / nm
         quad = float(lam @ Glam)
         scale = max(1.0, abs(quad), float(np.abs(c).max()) if N else 1.0)
-        if np.abs(r_d).max() <= tol * scale and mu * nm <= tol * scale:
-            return lam, it, True
+        merit = max(float(np.abs(r_d).max()), mu * nm) / scale
+        if merit < best_merit:
+            best_lam, best_merit, stale = lam, merit, 0
+        elif best_merit <= 1e-6:  # near the end, round-off may take over: stop on stagnation
+            stale += 1
+        if merit <= tol or stale >= 3 or (best_merit <= 1e-6 and merit > 1e3 * best_merit):
+            break
         theta = np.zeros(N)
         theta[m] = s[m] / lam[m]
         reg = 1e-13 * max(1.0, float(np.abs(theta).max(initial=0.0)))
@@ -305,11 +352,61 @@ def _interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.
         lam = lam + alpha * dl
         s = s + alpha * ds
         if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(s))):
-            return lam, it, False
-    return lam, max_iter, False
+            break
+    return best_lam, n_iter, bool(best_merit <= max(tol, 1e-7))
 
 
-def _polish(
+def _clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bool]:
+    r"""The QP through Clarabel's direct API: compressed primal (``"primal"``) or the dual.
+
+    Primal: :math:`\min \tfrac12\|w\|^2` s.t. :math:`\Phi_{\mathcal E} w = c_{\mathcal E}`,
+    :math:`\Phi_{\mathcal M} w \ge c_{\mathcal M}`; λ are its multipliers. Dual:
+    :math:`\min \tfrac12\lambda^\top G\lambda - c^\top\lambda` s.t. :math:`\lambda_{\mathcal M} \ge 0`.
+    """
+    import clarabel
+
+    m = geo.margin
+    N = geo.cs.N
+    nM, nE = int(m.sum()), int((~m).sum())
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.max_iter = max_iter
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
+    settings.tol_ktratio = 1e-8
+    cones: list[Any] = []
+    if geo.Phi is not None:
+        Phi = geo.Phi
+        D = Phi.shape[1]
+        P = sp.identity(D, format="csc")
+        q = np.zeros(D)
+        A = sp.csc_matrix(np.vstack([Phi[~m], -Phi[m]]))
+        b = np.concatenate([geo.c[~m], -geo.c[m]])
+    else:
+        P = sp.csc_matrix(np.triu(geo.gram()))
+        q = -geo.c
+        A = sp.csc_matrix((-np.ones(nM), (np.arange(nM), np.flatnonzero(m))), shape=(nM, N))
+        b = np.zeros(nM)
+        nE = 0
+    if nE:
+        cones.append(clarabel.ZeroConeT(nE))
+    if nM:
+        cones.append(clarabel.NonnegativeConeT(nM))
+    try:
+        sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+    except Exception:  # a backend failure is a failed attempt, never a crash
+        return np.full(N, np.nan), 0, False
+    ok = str(sol.status) in ("Solved", "AlmostSolved")
+    if geo.Phi is None:
+        lam = np.asarray(sol.x, dtype=float)
+    else:
+        z = np.asarray(sol.z, dtype=float)
+        lam = np.empty(N)
+        lam[~m] = -z[:nE]
+        lam[m] = z[nE:]
+    return lam, int(sol.iterations), ok
+
+
+def polish_active_set(
     geo: RowGeometry, lam0: np.ndarray, S0: np.ndarray, *, max_rounds: int
 ) -> tuple[np.ndarray, int, bool]:
     r"""Active-set refinement: solve the equality-constrained least-norm problem on ``S`` exactly.
@@ -370,7 +467,7 @@ def lift_margins(
     eps = float(np.finfo(float).eps)
     for k in range(1, 6):
         g = max(f, 1.0) * (1.0 + 4.0 * k * eps)
-        new = cs.apply(W * g)
+        new = row_values(cs, W * g)
         if np.all(new[rows] >= cs.rhs[rows]):
             return W * g, new, g
     return W, margins, 1.0
@@ -383,6 +480,7 @@ def solve_frobenius(
     max_iter: int = 100,
     max_rounds: int = 30,
     geometry: RowGeometry | None = None,
+    warm_start: np.ndarray | None = None,
 ) -> SVMResult:
     r"""Solve the Frobenius-norm Att-SVM over ``cs`` exactly.
 
@@ -409,12 +507,15 @@ def solve_frobenius(
     geometry : RowGeometry, optional
         The rows' Gram matrix / features (and its cached factor) when already computed for
         ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise.
+    warm_start : ndarray of shape (N,), optional
+        Approximate multipliers λ; their active set is polished first.
 
     Returns
     -------
     SVMResult
         ``objective`` = :math:`\|W\|_F`, ``dual`` = λ, ``margins`` = :math:`a_j^\top W b_j`,
-        ``solver`` = ``"svmgeo-active-set"`` or ``"svmgeo-ipm"``, certificate attached.
+        ``solver`` = ``"svmgeo-active-set"``, ``"svmgeo-ipm"`` or ``"svmgeo-clarabel"`` (the
+        method whose answer was polished), certificate attached.
 
     References
     ----------
@@ -450,24 +551,41 @@ def solve_frobenius(
     settled = converged = False
     solver = "svmgeo-active-set"
     lam = np.zeros(N)
-    if geo.kind == "dual":
+    if warm_start is not None and np.shape(warm_start) == (N,):
+        lam0 = np.asarray(warm_start, dtype=float)
+        S0 = ~geo.margin | (lam0 > geo.matvec(lam0) - geo.c)
+        lam, rounds, settled = polish_active_set(geo, lam0, S0, max_rounds=max_rounds)
+        extras["warm_start_rounds"] = rounds
+        n_iter += rounds
+        solver = "svmgeo-warm-start"
+    if geo.kind == "dual" and not settled:
         # fast path: primal-dual active set from "every row tight"
-        lam, rounds, settled = _polish(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
+        lam, rounds, settled = polish_active_set(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
-    if not settled:
-        solver = "svmgeo-ipm"
-        lam_ipm, its, converged = _interior_point(geo, tol=1e-10, max_iter=max_iter)
-        extras["ipm_iterations"] = its
-        extras["ipm_converged"] = converged
+    methods = ("ipm", "clarabel")
+    for method in methods:
+        if settled:
+            break
+        if method == "ipm":
+            lam_raw, its, ok = interior_point(geo, tol=1e-10, max_iter=max_iter)
+        else:
+            lam_raw, its, ok = _clarabel_qp(geo, max_iter=max_iter)
+        solver = f"svmgeo-{method}"
+        extras[f"{method}_iterations"] = its
+        extras[f"{method}_converged"] = ok
         n_iter += its
-        slack = geo.matvec(lam_ipm) - geo.c
-        S0 = ~geo.margin | (lam_ipm > slack)
-        lam, rounds, settled = _polish(geo, lam_ipm, S0, max_rounds=max_rounds)
-        extras["polish_rounds"] = rounds
+        if not np.all(np.isfinite(lam_raw)):
+            continue
+        slack = geo.matvec(lam_raw) - geo.c
+        S0 = ~geo.margin | (lam_raw > slack)
+        lam_pol, rounds, settled = polish_active_set(geo, lam_raw, S0, max_rounds=max_rounds)
+        extras[f"{method}_polish_rounds"] = rounds
         n_iter += rounds
-        if not settled and converged:
-            lam = np.where(geo.margin, np.maximum(lam_ipm, 0.0), lam_ipm)
+        if settled:
+            lam = lam_pol
+        elif ok and not converged:
+            lam, converged = np.where(geo.margin, np.maximum(lam_raw, 0.0), lam_raw), True
     extras["polished"] = settled
     if not np.all(np.isfinite(lam)):
         res = no_solution(
@@ -482,7 +600,7 @@ def solve_frobenius(
         )
         return res
     W = geo.W(lam)
-    W, margins, f = lift_margins(cs, W, cs.apply(W), max_factor=1.0 + 1e-9)
+    W, margins, f = lift_margins(cs, W, row_values(cs, W), max_factor=1.0 + 1e-9)
     lam = lam * f
     status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
     if settled:

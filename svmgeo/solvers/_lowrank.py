@@ -142,7 +142,7 @@ def solve_lowrank(
     seed: int | np.random.Generator | None = None,
     tol: float = 1e-8,
     max_iter: int = 300,
-    solver: str = "clarabel",
+    solver: str = "auto",
 ) -> SVMResult:
     r"""Att-SVM⋆ with a rank bound: :math:`\min \|W\|_*` over :math:`\operatorname{rank} W \le m`.
 
@@ -187,7 +187,7 @@ def solve_lowrank(
     tol : float, default 1e-8
     max_iter : int, default 300
         SLSQP iterations per start.
-    solver : {"clarabel", "scs"}, default "clarabel"
+    solver : {"clarabel", "scs", "auto"}, default "auto"
         Backend of the convex lower bound.
 
     Returns
@@ -217,10 +217,11 @@ def solve_lowrank(
     n_restarts = check_int(n_restarts, "n_restarts", low=0, where="solve_lowrank")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_lowrank")
     max_iter = check_int(max_iter, "max_iter", low=1, where="solve_lowrank")
-    solver = check_option(solver, "solver", ("clarabel", "scs"), where="solve_lowrank")
+    solver = check_option(solver, "solver", ("clarabel", "scs", "auto"), where="solve_lowrank")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
     convex = solve_nuclear(cs, solver=solver, tol=tol)
+    solver = convex.solver  # resolves "auto"
     if convex.W is None or not convex.status.has_solution:
         return dataclasses.replace(convex, rank=m, message=f"convex relaxation: {convex.message}")
     lower = float(convex.objective or 0.0)

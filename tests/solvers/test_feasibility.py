@@ -123,3 +123,18 @@ def test_no_rows_is_feasible():
     res = sg.feasibility(data)
     assert res.feasible and res.constraints.N == 0
     np.testing.assert_array_equal(res.point, np.zeros((3, 3)))
+
+
+def test_unverified_farkas_vector_is_reported_inaccurate(monkeypatch):
+    from svmgeo.solvers import _feasibility
+
+    def sloppy(cs, fac, lam):
+        lam = np.where(cs.is_margin, np.maximum(lam, 0.0), lam)
+        return lam / (cs.rhs @ lam), 1e-3
+
+    monkeypatch.setattr(_feasibility, "_polish_farkas", sloppy)
+    res = sg.feasibility(_hull_data(), np.array([0]))
+    assert not res.feasible and res.status is Status.INFEASIBLE_INACCURATE
+    assert "Farkas residual" in res.message
+    sol = sg.att_svm(_hull_data(), np.array([0]))
+    assert sol.status is Status.INFEASIBLE_INACCURATE and sol.W is None

@@ -234,7 +234,7 @@ def test_unknown_native_status_is_solver_error(monkeypatch: pytest.MonkeyPatch) 
             )()
 
     monkeypatch.setattr(clarabel, "DefaultSolver", Fake)
-    res = solve_nuclear(_instance(0)[1])
+    res = solve_nuclear(_instance(0)[1], solver="clarabel")
     assert "BrandNewStatus" not in CLARABEL_STATUS_MAP
     assert res.status is Status.SOLVER_ERROR
     assert not res.success and res.W is None
@@ -247,7 +247,7 @@ def test_unknown_native_status_is_solver_error(monkeypatch: pytest.MonkeyPatch) 
         ({"solver": "mosek"}, "'solver' parameter"),
         ({"tol": 0.0}, "'tol' parameter"),
         ({"tol": "small"}, "'tol' parameter"),
-        ({"not_an_option": 1}, "Unknown Clarabel option"),
+        ({"solver": "clarabel", "not_an_option": 1}, "Unknown Clarabel option"),
     ],
 )
 def test_bad_arguments_raise_problem_error(kwargs: dict[str, Any], match: str) -> None:
@@ -258,3 +258,30 @@ def test_bad_arguments_raise_problem_error(kwargs: dict[str, Any], match: str) -
 def test_not_a_constraint_set() -> None:
     with pytest.raises(sg.ProblemError, match="ConstraintSet"):
         solve_nuclear(np.zeros((3, 3)))  # type: ignore[arg-type]
+
+
+def test_auto_runs_scs_then_clarabel_only_if_needed(monkeypatch) -> None:
+    data = sg.random_data(16, 2, 20, seed=4)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    res = solve_nuclear(cs, solver="auto")
+    assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
+    assert res.certificate.passed
+    _, status, reference, _ = solve_naive_cvxpy(cs, "nuc", solver="CLARABEL", **TIGHT)
+    assert status.startswith("optimal")
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)
+    # an SCS answer that fails (here: stopped after one iteration, polish disabled by tiny
+    # max) hands over to Clarabel, and the message says so
+    import svmgeo.solvers._nuclear as nuclear
+
+    real = nuclear._solve_with
+
+    def scs_fails(cs, comp, solver, tol, options, start):
+        opts = {"max_iters": 1} if solver == "scs" else {}
+        out = real(cs, comp, solver, tol, opts, start)
+        return dataclasses.replace(out, status=Status.MAX_ITER) if solver == "scs" else out
+
+    monkeypatch.setattr(nuclear, "_solve_with", scs_fails)
+    res = solve_nuclear(cs, solver="auto")
+    assert res.solver == "clarabel" and res.status is Status.OPTIMAL
+    assert "after scs: max_iter" in res.message
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Experiments: the sweep runner and its results table.
+
+:func:`sweep` runs a function over a grid of parameters (sizes × seeds × settings) in local
+worker processes or on a Dask cluster, appending one row per finished trial to a CSV table
+that :func:`read_results` loads; an interrupted sweep resumes where it stopped.
+"""
+
+from ._store import read_results
+from ._sweep import (
+    SweepError,
+    SweepResult,
+    add_sweep_arguments,
+    expand_grid,
+    sweep,
+    sweep_options,
+    trial_id,
+    trial_seed,
+)
+
+__all__ = [
+    "SweepError",
+    "SweepResult",
+    "add_sweep_arguments",
+    "expand_grid",
+    "read_results",
+    "sweep",
+    "sweep_options",
+    "trial_id",
+    "trial_seed",
+]

@@ -1,0 +1,335 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The results table of a sweep: a tidy CSV file appended one finished trial at a time.
+
+Layout: one header line, then one physical line per row (every cell is a scalar and no cell
+holds a line break, so a process killed mid-write leaves at most one incomplete last line,
+which :class:`ResultStore` drops when it reopens the file). Columns, in order:
+
+``trial_id``, the parameters (grid order), the results (fixed by the first successful trial),
+``part``, ``n_parts``, ``status``, ``elapsed``, ``error``.
+
+Cells are written with :func:`repr` for floats (exact round trip), ``True``/``False`` for
+booleans and an empty cell for ``None``; :func:`read_results` converts them back by the rule
+in :func:`parse_cell`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._errors import ProblemError
+
+__all__ = ["META_AFTER", "ResultStore", "format_cell", "parse_cell", "read_results"]
+
+META_AFTER = ("part", "n_parts", "status", "elapsed", "error")
+"""Columns that follow the results in every table (``trial_id`` comes first)."""
+
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z|[+-]?(?:nan|inf)\Z")
+
+
+def format_cell(value: Any) -> str:
+    """Text of one cell: ``repr`` for floats, ``True``/``False``, empty for ``None``."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def parse_cell(text: str) -> Any:
+    """Value of one cell, the inverse of :func:`format_cell`.
+
+    An empty cell is ``None``; an integer literal is an ``int``; a decimal or scientific
+    literal (or ``nan``, ``inf``, ``-inf``) is a ``float``; ``True``/``False`` are booleans;
+    anything else stays a ``str``. A string parameter that looks like a number (``"10"``)
+    therefore reads back as a number. The columns ``trial_id``, ``status`` and ``error``
+    are always text.
+    """
+    if text == "":
+        return None
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    if text == "True":
+        return True
+    if text == "False":
+        return False
+    return text
+
+
+_TEXT_COLUMNS = ("trial_id", "status", "error")
+
+
+def _row(header: list[str], cells: list[str]) -> dict[str, Any]:
+    """One row as a dict; the bookkeeping text columns are never read as numbers."""
+    row = {h: parse_cell(c) for h, c in zip(header, cells, strict=True)}
+    for h in _TEXT_COLUMNS:
+        row[h] = cells[header.index(h)] or None
+    return row
+
+
+def _line(cells: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
+
+def _read_raw(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
+    """Header, rows (cells as text) and whether an incomplete last line was found."""
+    data = path.read_bytes()
+    truncated = bool(data) and not data.endswith(b"\n")
+    if truncated:
+        data = data[: data.rfind(b"\n") + 1]
+    text = data.decode("utf-8")
+    lines = list(csv.reader(io.StringIO(text)))
+    if not lines:
+        return None, [], truncated
+    header = lines[0]
+    if not header or header[0] != "trial_id" or tuple(header[-len(META_AFTER) :]) != META_AFTER:
+        raise ProblemError(
+            f"{path} is not a svmgeo sweep table: its header is {header[:8]!r}... but should start "
+            f"with 'trial_id' and end with {', '.join(META_AFTER)}. Pass another 'out' path."
+        )
+    rows = lines[1:]
+    for k, row in enumerate(rows):
+        if len(row) != len(header):
+            raise ProblemError(
+                f"{path} line {k + 2} has {len(row)} cells but the header has {len(header)}; the "
+                "file was edited or written by something else. Repair it or pass another 'out'."
+            )
+    return header, rows, truncated
+
+
+def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Load a sweep table written by :func:`~svmgeo.sweep`, one dict per row in file order.
+
+    Cells are converted back to ``None``/``int``/``float``/``bool``/``str`` (see
+    :func:`parse_cell`). An incomplete last line (a killed writer) is ignored; the file is
+    not modified.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The CSV file.
+
+    Returns
+    -------
+    list of dict
+        Column name → value, columns in file order.
+
+    Raises
+    ------
+    ProblemError
+        The file does not exist or is not a sweep table.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ProblemError(f"No sweep table at {str(p)!r}. Check the path (the 'out' of sweep).")
+    header, rows, _ = _read_raw(p)
+    if header is None:
+        return []
+    return [_row(header, row) for row in rows]
+
+
+class ResultStore:
+    """Append-only CSV writer for one sweep (``path=None`` keeps rows in memory only).
+
+    Every :meth:`append` writes whole lines, flushes and ``fsync``\\ s before returning. The
+    result columns are fixed by the first successful trial; while only error rows exist the
+    file is rewritten (atomically, via a temporary file and :func:`os.replace`) once that
+    trial arrives.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None, params: Sequence[str]) -> None:
+        self.path = None if path is None else Path(path)
+        self.params = list(params)
+        self.results: list[str] | None = None
+        self.rows: list[dict[str, Any]] = []
+        self._fh: io.TextIOWrapper | None = None
+
+    # -- columns -------------------------------------------------------------------------
+    @property
+    def header(self) -> list[str]:
+        return ["trial_id", *self.params, *(self.results or []), *META_AFTER]
+
+    def _split_header(self, header: list[str]) -> None:
+        n_meta = len(META_AFTER)
+        stored = header[1 : len(header) - n_meta]
+        if stored[: len(self.params)] != self.params:
+            raise ProblemError(
+                f"{self.path} holds a sweep over parameters {stored[: len(self.params)]!r}..., "
+                f"but this grid has parameters {self.params!r}. Pass another 'out', or "
+                "resume=False to replace the file."
+            )
+        res = stored[len(self.params) :]
+        self.results = res or None
+
+    # -- opening -------------------------------------------------------------------------
+    def open(self, *, resume: bool) -> None:
+        """Open the file; with ``resume`` load its rows and drop an incomplete last line."""
+        if self.path is None:
+            return
+        if self.path.exists() and not self.path.is_file():
+            raise ProblemError(f"'out' must be a file path; {str(self.path)!r} is a directory.")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a", encoding="utf-8", newline="")
+        self._take_lock()  # before reading, so that two sweeps never share a table
+        try:
+            header, raw, truncated = _read_raw(self.path) if resume else (None, [], False)
+            if header is None or not raw:  # nothing, or a header alone: start afresh
+                self._fh.truncate(0)
+                return
+            self._split_header(header)
+            self.rows = [_row(header, row) for row in raw]
+            if truncated:
+                self._rewrite()
+        except BaseException:
+            self.close()
+            raise
+
+    def _take_lock(self) -> None:
+        if sys.platform == "win32" or self._fh is None:  # pragma: no cover
+            return
+        import fcntl
+
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self._fh.close()
+            self._fh = None
+            raise ProblemError(
+                f"{self.path} is being written by another sweep (file lock held). Wait for it "
+                "to finish or pass another 'out'."
+            ) from exc
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing releases the flock
+            self._fh = None
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- state ---------------------------------------------------------------------------
+    def check_ids(self, trials: Sequence[dict[str, Any]], ids: Sequence[str]) -> None:
+        """Refuse a table whose rows have this grid's parameter values under other ids.
+
+        That happens when the table was written by a sweep over more parameters whose names
+        start like this grid's (the header alone cannot tell parameters from results).
+        """
+        key_of = {
+            tuple(format_cell(t[p]) for p in self.params): tid
+            for t, tid in zip(trials, ids, strict=True)
+        }
+        for row in self.rows:
+            tid = key_of.get(tuple(format_cell(row[p]) for p in self.params))
+            if tid is not None and tid != row["trial_id"]:
+                raise ProblemError(
+                    f"{self.path} has a row with parameters "
+                    f"{ {p: row[p] for p in self.params} } under trial id {row['trial_id']}, "
+                    f"but this grid gives that trial the id {tid}: the table was written by a "
+                    "sweep over other parameters (its columns are "
+                    f"{self.header}). Pass another 'out', or resume=False to replace the file."
+                )
+
+    def done_ids(self, *, retry_errors: bool) -> set[str]:
+        """Trial ids whose rows are all present (and, with ``retry_errors``, not errors).
+
+        Rows of incomplete or retried trials are removed from the file.
+        """
+        parts: dict[str, list[dict[str, Any]]] = {}
+        for row in self.rows:
+            parts.setdefault(row["trial_id"], []).append(row)
+        done = set()
+        for tid, rows in parts.items():
+            complete = sorted(r["part"] for r in rows) == list(range(rows[0]["n_parts"]))
+            failed = any(r["status"] != "ok" for r in rows)
+            if complete and not (retry_errors and failed):
+                done.add(tid)
+        if len(done) != len(parts):
+            self.rows = [r for r in self.rows if r["trial_id"] in done]
+            self._rewrite()
+        return done
+
+    # -- writing -------------------------------------------------------------------------
+    def check_results(self, keys: Iterable[str]) -> str | None:
+        """``None`` when ``keys`` fit the table's result columns, else the reason they do not."""
+        keys = list(keys)
+        if self.results is None:
+            clash = sorted(set(keys) & ({"trial_id", *self.params, *META_AFTER}))
+            if clash:
+                return (
+                    f"trial_fn returned keys {clash} that clash with parameter or bookkeeping "
+                    "column names; rename them"
+                )
+            return None
+        extra = [k for k in keys if k not in self.results]
+        missing = [k for k in self.results if k not in keys]
+        if not extra and not missing:
+            return None
+        text = []
+        if extra:
+            text.append(f"extra keys {extra}")
+        if missing:
+            text.append(f"missing keys {missing}")
+        return (
+            f"trial_fn returned {' and '.join(text)}; every trial must return the keys of the "
+            f"first successful trial, {self.results}"
+        )
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        """Append the rows of one finished trial (all at once) and make them durable."""
+        new_columns = self.results is None and any(r["status"] == "ok" for r in rows)
+        if new_columns:
+            ok = next(r for r in rows if r["status"] == "ok")
+            fixed = {"trial_id", *self.params, *META_AFTER}
+            self.results = [k for k in ok if k not in fixed]
+        had_rows = bool(self.rows)
+        self.rows.extend(rows)
+        if new_columns and had_rows:
+            self._rewrite()  # the error rows written so far lack the result columns
+        else:
+            self._write_lines([] if had_rows else [self.header], rows)
+
+    def _cells(self, row: dict[str, Any]) -> list[str]:
+        return [format_cell(row.get(h)) for h in self.header]
+
+    def _write_lines(self, headers: list[list[str]], rows: list[dict[str, Any]]) -> None:
+        if self._fh is None:
+            return
+        text = "".join(_line(h) for h in headers) + "".join(_line(self._cells(r)) for r in rows)
+        self._fh.write(text)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def _rewrite(self) -> None:
+        """Write header and all rows to a temporary file and move it over the table."""
+        if self.path is None:
+            return
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            if self.rows:
+                fh.write(_line(self.header))
+                fh.write("".join(_line(self._cells(r)) for r in self.rows))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        if self._fh is not None:
+            # the old handle points at the replaced inode: reopen and re-lock
+            self._fh.close()
+            self._fh = open(self.path, "a", encoding="utf-8", newline="")
+            self._take_lock()

@@ -1,0 +1,768 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The sweep runner: a grid of trials → one row per trial, locally or on a Dask cluster.
+
+.. math::
+
+    \text{grid} = P_1 \times P_2 \times \dots \times P_k \ \longrightarrow\
+    \{\,\text{params} \cup \text{trial\_fn}(\text{params})\,\}_{\text{params} \in \text{grid}}
+
+Trials run in local worker processes (default), in this process (``workers=0``), or on a
+``dask.distributed`` cluster (``scheduler=ADDRESS``). Every finished trial is appended to a
+CSV table and ``fsync``'d before the next is recorded, so a sweep killed at any point resumes
+without recomputing or losing finished trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import multiprocessing as mp
+import os
+import pickle
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._errors import BackendError, ProblemError, SvmgeoError
+from .._validation import check_int
+from ._store import META_AFTER, ResultStore, format_cell, parse_cell
+
+__all__ = [
+    "SweepError",
+    "SweepResult",
+    "add_sweep_arguments",
+    "expand_grid",
+    "sweep",
+    "sweep_options",
+    "trial_id",
+    "trial_seed",
+]
+
+_SCALARS = (type(None), bool, int, float, str)
+_THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+_MAX_ERROR = 2000
+
+_Outcome = tuple[list[dict[str, Any]] | None, float, str | None]
+"""What a worker sends back for one trial: (rows or None, seconds in trial_fn, error text)."""
+
+
+class SweepError(SvmgeoError, RuntimeError):
+    """A sweep could not go on (a worker process died); finished rows are saved."""
+
+
+# ---------------------------------------------------------------------------------------
+# parameters, ids and seeds
+# ---------------------------------------------------------------------------------------
+def _scalar(value: Any, what: str) -> Any:
+    """``value`` as a plain Python scalar, or a ``TypeError`` naming ``what``."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        value = value.item()
+    if not isinstance(value, _SCALARS):
+        raise TypeError(
+            f"{what} is a {type(value).__name__}; table cells hold None, bool, int, float or "
+            "str. Save arrays to files and return their paths, or return summary numbers."
+        )
+    if isinstance(value, str) and ("\n" in value or "\r" in value):
+        raise TypeError(f"{what} is a string with a line break; table cells are one line.")
+    return value
+
+
+def _canonical(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def trial_id(params: Mapping[str, Any]) -> str:
+    """Stable id of a trial: ``"t"`` and the first 16 hex digits of SHA-1 of its canonical JSON.
+
+    The JSON has sorted keys, so the id depends on the parameter values only, not on their
+    order or on the grid around them. ``1`` and ``1.0`` are different values (and ids). The
+    leading ``t`` keeps ids such as ``1234e56789012345`` from being read as numbers by CSV
+    readers (pandas, spreadsheets).
+    """
+    return "t" + hashlib.sha1(_canonical(params).encode()).hexdigest()[:16]
+
+
+def trial_seed(params: Mapping[str, Any]) -> int:
+    """A 63-bit seed derived from a trial's parameters (SHA-256 of the canonical JSON).
+
+    Trials that differ in any parameter get unrelated seeds; the same parameters always get
+    the same seed. Used by :func:`sweep` with ``derive_seeds=True``.
+    """
+    digest = hashlib.sha256(_canonical(params).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The trials of a grid, in their deterministic order.
+
+    Parameters
+    ----------
+    grid : dict of str → list, or list of dict
+        A dict gives the cartesian product of its value lists (keys in the dict's order, the
+        last key varying fastest, as :func:`itertools.product`). A list of dicts is taken as
+        the trials themselves; every dict must have the same keys.
+
+    Returns
+    -------
+    list of dict
+        One dict of parameters per trial; values are plain ``None``/``bool``/``int``/
+        ``float``/``str`` (numpy scalars are converted).
+
+    Raises
+    ------
+    ProblemError
+        Empty grid, a value that is not a list, a non-scalar value, mismatched keys, or the
+        same trial twice.
+    """
+    if isinstance(grid, Mapping):
+        if not grid:
+            raise ProblemError(
+                "The grid is empty; give at least one parameter, e.g. {'seed': [0]}."
+            )
+        names = list(grid)
+        lists = []
+        for name in names:
+            _check_name(name)
+            values = grid[name]
+            if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+                raise ProblemError(
+                    f"Grid values must be lists; got {type(values).__name__} for {name!r}. "
+                    f"Wrap a single value in a list: {{{name!r}: [{values!r}]}}."
+                )
+            if len(values) == 0:
+                raise ProblemError(f"Grid parameter {name!r} has an empty list; the grid is empty.")
+            lists.append(list(values))
+        trials = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
+    elif isinstance(grid, Sequence) and not isinstance(grid, (str, bytes)):
+        trials = [dict(t) if isinstance(t, Mapping) else t for t in grid]
+        if not trials:
+            raise ProblemError("The grid is an empty list of trials; give at least one dict.")
+        for k, t in enumerate(trials):
+            if not isinstance(t, dict):
+                raise ProblemError(
+                    f"A grid given as a list must hold dicts of parameters; item {k} is a "
+                    f"{type(t).__name__}."
+                )
+            if list(t) != list(trials[0]):
+                raise ProblemError(
+                    f"Every trial must have the same parameters in the same order; trial 0 has "
+                    f"{list(trials[0])} and trial {k} has {list(t)}."
+                )
+        for name in trials[0]:
+            _check_name(name)
+    else:
+        raise ProblemError(
+            f"grid must be a dict of parameter name → list of values, or a list of dicts; got "
+            f"{type(grid).__name__}."
+        )
+    clean = []
+    for t in trials:
+        try:
+            clean.append({k: _scalar(v, f"grid value {k}={v!r}") for k, v in t.items()})
+        except TypeError as exc:
+            raise ProblemError(str(exc)) from None
+    seen: dict[str, dict] = {}
+    for t in clean:
+        tid = trial_id(t)
+        if tid in seen:
+            raise ProblemError(f"The grid holds the trial {t} twice; remove the duplicate.")
+        seen[tid] = t
+    return clean
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ProblemError(
+            f"Parameter names must be Python identifiers (they are passed as keyword "
+            f"arguments); got {name!r}."
+        )
+    if name in ("trial_id", *META_AFTER):
+        raise ProblemError(f"{name!r} is a bookkeeping column of the table; rename the parameter.")
+
+
+# ---------------------------------------------------------------------------------------
+# the code that runs in a worker
+# ---------------------------------------------------------------------------------------
+def _limit_threads(threads: int | None) -> None:
+    """Cap BLAS / OpenMP / numba threads of this worker at ``threads`` (None: leave alone)."""
+    if threads is None:
+        return
+    for var in _THREAD_VARS:
+        os.environ[var] = str(threads)
+    if "numba" in sys.modules:
+        # the pool may be running already: NUMBA_NUM_THREADS must not change any more
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        _limit_loaded_blas(threads)
+    else:
+        threadpool_limits(threads)
+
+
+_BLAS_SETTERS = (
+    "openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "scipy_openblas_set_num_threads64_",
+    "MKL_Set_Num_Threads",
+    "omp_set_num_threads",
+)
+_blas_done: dict[str, int] = {}
+
+
+def _limit_loaded_blas(threads: int) -> None:
+    """Set the thread count of BLAS / OpenMP libraries already loaded in this process.
+
+    The environment variables only reach libraries loaded after they are set, but a worker
+    may have numpy's OpenBLAS loaded before its first task (a forkserver that preloaded the
+    main script, a long-lived Dask worker). This calls the libraries' own setters, found in
+    ``/proc/self/maps`` (Linux; elsewhere install threadpoolctl, which is used when present).
+    """
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if ".so" in line}
+    except OSError:  # pragma: no cover - not Linux
+        return
+    for path in paths:
+        name = Path(path).name.lower()
+        if _blas_done.get(path) == threads or not any(
+            key in name for key in ("blas", "mkl_rt", "gomp", "libomp", "libiomp")
+        ):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in _BLAS_SETTERS:
+            setter = getattr(lib, symbol, None)
+            if setter is not None:
+                setter(ctypes.c_int(threads))
+        _blas_done[path] = threads
+
+
+def _clean_results(out: Any) -> list[dict[str, Any]]:
+    """A trial's return value as a list of rows of plain scalars (``TypeError`` otherwise)."""
+    rows = [out] if isinstance(out, Mapping) else out
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Mapping) for r in rows):
+        raise TypeError(
+            f"trial_fn must return a dict of results (or a list of dicts, one per row); it "
+            f"returned {type(out).__name__}."
+        )
+    if not rows:
+        raise TypeError("trial_fn returned an empty list: a trial must give at least one row.")
+    clean = []
+    for r in rows:
+        if list(r) != list(rows[0]):
+            raise TypeError(
+                f"the rows returned by one trial must have the same keys; got {list(rows[0])} "
+                f"and {list(r)}."
+            )
+        row = {}
+        for k, v in r.items():
+            if not isinstance(k, str):
+                raise TypeError(f"result keys must be strings; got {k!r}.")
+            row[k] = _scalar(v, f"result {k!r}")
+        clean.append(row)
+    return clean
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        f = frames[-1]
+        text += f" (at {Path(f.filename).name}:{f.lineno} in {f.name})"
+    text = " | ".join(line for line in text.splitlines() if line.strip())
+    return text[:_MAX_ERROR]
+
+
+def _run_trial(fn: Callable[..., Any], kwargs: dict[str, Any], threads: int | None) -> _Outcome:
+    """Run one trial; return (rows, seconds, error text). Exceptions become error text."""
+    _limit_threads(threads)
+    start = time.perf_counter()
+    try:
+        rows = _clean_results(fn(**kwargs))
+    except Exception as exc:
+        return None, time.perf_counter() - start, _error_text(exc)
+    return rows, time.perf_counter() - start, None
+
+
+# ---------------------------------------------------------------------------------------
+# the result
+# ---------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class SweepResult:
+    """The table of a sweep, in grid order, and what this call did.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One dict per row, every row with all ``columns``; rows of this grid's trials only,
+        sorted by grid order (then ``part``). Values read back exactly as
+        :func:`read_results` gives them.
+    columns : list of str
+        ``trial_id``, the parameters, the results, ``part``, ``n_parts``, ``status``
+        (``"ok"`` or ``"error"``), ``elapsed`` (seconds in ``trial_fn``), ``error``.
+    path : Path or None
+        The CSV table (None when ``out=None``).
+    n_trials, n_run, n_resumed, n_errors : int
+        Trials in the grid; run by this call; found finished in the table; with status
+        ``"error"``.
+    elapsed : float
+        Wall-clock seconds of this call.
+    """
+
+    rows: list[dict[str, Any]]
+    columns: list[str]
+    path: Path | None
+    n_trials: int
+    n_run: int
+    n_resumed: int
+    n_errors: int
+    elapsed: float
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The rows with status ``"error"``."""
+        return [r for r in self.rows if r["status"] != "ok"]
+
+    def column(self, name: str) -> list[Any]:
+        """The values of one column, in row order."""
+        if name not in self.columns:
+            raise ProblemError(f"No column {name!r}; the columns are {self.columns}.")
+        return [r[name] for r in self.rows]
+
+    def to_pandas(self) -> Any:
+        """The rows as a :class:`pandas.DataFrame` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise BackendError(
+                "to_pandas needs pandas, which is not installed: pip install pandas. The rows "
+                "are also available as a list of dicts in .rows."
+            ) from exc
+        return pd.DataFrame(self.rows, columns=self.columns)
+
+    def __repr__(self) -> str:
+        where = f", path={str(self.path)!r}" if self.path else ""
+        return (
+            f"SweepResult(n_trials={self.n_trials}, n_run={self.n_run}, "
+            f"n_resumed={self.n_resumed}, n_errors={self.n_errors}, "
+            f"elapsed={self.elapsed:.3g}{where})"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# the runner
+# ---------------------------------------------------------------------------------------
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _check_picklable(fn: Callable[..., Any]) -> None:
+    hint = (
+        "Define trial_fn with `def` at module level in an importable module (not a lambda, a "
+        "nested function or a function typed into `python -c`/a notebook), or pass workers=0 "
+        "to run trials in this process."
+    )
+    try:
+        pickle.dumps(fn)
+    except Exception as exc:
+        raise ProblemError(
+            f"trial_fn {getattr(fn, '__qualname__', fn)!r} cannot be sent to worker processes "
+            f"(pickling failed: {exc}). {hint}"
+        ) from None
+    if getattr(fn, "__module__", None) == "__main__":
+        main = sys.modules.get("__main__")
+        if getattr(main, "__file__", None) is None:
+            raise ProblemError(
+                f"trial_fn {fn.__qualname__!r} lives in an interactive __main__ that worker "
+                f"processes cannot import. {hint}"
+            )
+
+
+def _mp_context() -> Any:
+    methods = mp.get_all_start_methods()
+    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _run_local(
+    fn: Callable[..., Any],
+    tasks: list[tuple[str, dict[str, Any]]],
+    workers: int,
+    threads: int | None,
+) -> Generator[tuple[str, _Outcome], None, None]:
+    if workers == 0:
+        for tid, kwargs in tasks:
+            yield tid, _run_trial(fn, kwargs, None)
+        return
+    ex = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)),
+        mp_context=_mp_context(),
+        initializer=_limit_threads,
+        initargs=(threads,),
+    )
+    try:
+        futures = {ex.submit(_run_trial, fn, kwargs, threads): tid for tid, kwargs in tasks}
+        for fut in as_completed(futures):
+            try:
+                out = fut.result()
+            except BrokenProcessPool as exc:
+                raise SweepError(
+                    "A worker process died abruptly: it was killed, ran out of memory, crashed "
+                    "in native code, or could not import trial_fn's module (worker processes "
+                    "import it by name, so it must be on sys.path / PYTHONPATH; the worker's "
+                    "traceback is on stderr). The rows of finished trials are saved; rerun the "
+                    "same sweep to resume. A trial that crashes its process every time must be "
+                    "fixed or left out of the grid (workers=0 runs it in this process)."
+                ) from exc
+            except Exception as exc:  # trial errors are caught in _run_trial: this is setup
+                raise SweepError(
+                    f"A worker process could not run trial_fn: {_error_text(exc)}. Worker "
+                    "processes import trial_fn's module by name: make sure it is importable "
+                    "(on sys.path / PYTHONPATH) and defined at module level."
+                ) from exc
+            yield futures[fut], out
+    finally:
+        ex.shutdown(wait=False, cancel_futures=True)
+
+
+def _connect(scheduler: Any) -> tuple[Any, bool]:
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise BackendError(
+            "scheduler= needs dask.distributed, which is not installed: pip install 'svmgeo[dask]'."
+        ) from exc
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    if not isinstance(scheduler, str):
+        raise ProblemError(
+            f"scheduler must be an address such as 'tcp://10.0.0.5:8786' or a "
+            f"distributed.Client; got {type(scheduler).__name__}."
+        )
+    try:
+        client = Client(
+            scheduler, set_as_default=False
+        )  # timeout: distributed.comm.timeouts.connect
+    except (OSError, TimeoutError) as exc:
+        raise BackendError(
+            f"Could not connect to a Dask scheduler at {scheduler!r}: {exc}. Start one with "
+            "`dask scheduler` and workers with `dask worker ADDRESS`, and check the address."
+        ) from exc
+    return client, True
+
+
+def _run_dask(
+    fn: Callable[..., Any],
+    tasks: list[tuple[str, dict[str, Any]]],
+    scheduler: Any,
+    threads: int | None,
+) -> Generator[tuple[str, _Outcome], None, None]:
+    from distributed import as_completed as dask_completed
+
+    client, own = _connect(scheduler)
+    tag = uuid.uuid4().hex[:8]
+    try:
+        futures = {}
+        for tid, kwargs in tasks:
+            fut = client.submit(
+                _run_trial, fn, kwargs, threads, key=f"svmgeo-trial-{tid}-{tag}", pure=False
+            )
+            futures[fut.key] = (tid, fut)
+        for fut in dask_completed([f for _, f in futures.values()], loop=client.loop):
+            tid = futures[fut.key][0]
+            try:
+                out = fut.result()
+            except Exception as exc:  # e.g. KilledWorker: the trial took its workers down
+                out = (None, math.nan, _error_text(exc))
+            fut.release()
+            yield tid, out
+    finally:
+        for _, fut in futures.values():
+            fut.cancel()
+        if own:
+            client.close()
+
+
+def _rows_of(
+    tid: str,
+    params: dict[str, Any],
+    out: _Outcome,
+    store: ResultStore,
+) -> list[dict[str, Any]]:
+    results, elapsed, error = out
+    base = {"trial_id": tid, **params}
+    if results is not None:
+        error = store.check_results(results[0])
+    if results is None or error is not None:
+        return [
+            {**base, "part": 0, "n_parts": 1, "status": "error", "elapsed": elapsed, "error": error}
+        ]
+    n = len(results)
+    return [
+        {**base, **r, "part": k, "n_parts": n, "status": "ok", "elapsed": elapsed, "error": None}
+        for k, r in enumerate(results)
+    ]
+
+
+def sweep(
+    trial_fn: Callable[..., Any],
+    grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    scheduler: Any = None,
+    progress: bool = True,
+    resume: bool = True,
+    retry_errors: bool = False,
+    seed_key: str | None = "seed",
+    derive_seeds: bool = False,
+    threads: int | None = 1,
+    desc: str = "sweep",
+) -> SweepResult:
+    r"""Run ``trial_fn`` on every trial of a grid; one row per trial, saved as each finishes.
+
+    .. math::
+
+        \text{rows} = \{\, (\text{trial\_id}(p),\ p,\ \text{trial\_fn}(**p),\ \text{status},
+        \ \text{elapsed}) : p \in \text{grid} \,\}
+
+    Each finished trial is appended to the CSV table ``out`` (flushed and ``fsync``'d). With
+    ``resume=True`` (default) trials already in the table are not run again, so an
+    interrupted sweep is finished by calling it again with the same arguments. A trial that
+    raises becomes a row with ``status="error"`` and the exception in ``error``; the sweep
+    goes on.
+
+    Parameters
+    ----------
+    trial_fn : callable
+        ``trial_fn(**params) -> dict`` of scalar results (or a list of dicts: several rows,
+        numbered by ``part``). Every trial must return the same keys (the keys of the first
+        successful trial fix the table's result columns; others make an error row). With
+        worker processes or Dask it must be a module-level function of an importable module.
+    grid : dict of str → list, or list of dict
+        Parameters; see :func:`expand_grid`.
+    out : str or PathLike, optional
+        The CSV table. None keeps the rows in memory only (nothing to resume from).
+    workers : int, optional
+        Local worker processes; default: the CPU cores this process may use. ``0`` runs the
+        trials one by one in this process (no pickling; for debugging). Not with
+        ``scheduler``.
+    scheduler : str or distributed.Client, optional
+        Run on a Dask cluster instead: the scheduler's address (``"tcp://host:8786"``) or a
+        connected client. Workers must be able to import svmgeo and ``trial_fn``'s module.
+    progress : bool, default True
+        Show a tqdm progress bar with the ETA on stderr.
+    resume : bool, default True
+        Keep the rows already in ``out`` and run only the missing trials. ``False`` replaces
+        the file.
+    retry_errors : bool, default False
+        With ``resume``, run trials whose stored row is an error again (their rows are
+        removed first).
+    seed_key : str or None, default "seed"
+        The grid parameter that holds the replicate seed. Its values must be ints
+        (a resumable sweep cannot use seeds drawn from the clock or the OS).
+    derive_seeds : bool, default False
+        Pass ``seed_key=trial_seed(params)`` to ``trial_fn`` instead of the grid's value, so
+        that trials differing in any parameter get unrelated random streams. The table
+        records the grid's value.
+    threads : int or None, default 1
+        Threads per worker for numba, OpenMP and BLAS (set in workers before the trials
+        import them, so that ``workers`` processes do not oversubscribe the cores). None
+        leaves the workers' defaults. Not applied with ``workers=0``.
+    desc : str, default "sweep"
+        Label of the progress bar.
+
+    Returns
+    -------
+    SweepResult
+        The rows of this grid's trials in grid order (resumed and new alike).
+
+    Raises
+    ------
+    ProblemError
+        Bad grid, a non-callable or unpicklable ``trial_fn``, non-integer seeds, a table at
+        ``out`` holding another sweep's parameters, or one being written by another sweep.
+    BackendError
+        ``scheduler`` given but dask.distributed missing, or no scheduler at the address.
+    SweepError
+        A local worker process died; finished rows are saved, rerun to resume.
+
+    Examples
+    --------
+    In this process (``workers=0`` accepts any callable):
+
+    >>> from svmgeo.experiments import sweep
+    >>> res = sweep(lambda a, b: {"sum": a + b}, {"a": [1, 2], "b": [10]}, workers=0,
+    ...             progress=False)
+    >>> res.column("sum"), res.column("status")
+    ([11, 12], ['ok', 'ok'])
+
+    In worker processes, resumable (``trial`` defined at module level):
+
+    >>> res = sweep(trial, {"n": [10, 20], "seed": range(5)}, out="r.csv")  # doctest: +SKIP
+    """
+    start = time.perf_counter()
+    if not callable(trial_fn):
+        raise ProblemError(
+            f"trial_fn must be a function trial_fn(**params) -> dict; got "
+            f"{type(trial_fn).__name__}."
+        )
+    trials = expand_grid(grid)
+    if scheduler is not None and workers is not None:
+        raise ProblemError(
+            "Give workers (local processes) or scheduler (a Dask cluster), not both; a "
+            "cluster's workers are started with `dask worker`."
+        )
+    n_workers = _default_workers() if workers is None else check_int(workers, "workers", low=0)
+    if threads is not None:
+        check_int(threads, "threads", low=1, where="sweep")
+    names = list(trials[0])
+    if seed_key is not None and seed_key in names:
+        bad = [t[seed_key] for t in trials if type(t[seed_key]) is not int or t[seed_key] < 0]
+        if bad:
+            raise ProblemError(
+                f"Seeds ({seed_key!r}) must be non-negative ints so that every trial can be "
+                f"reproduced and resumed; got {bad[0]!r}. Use e.g. {{{seed_key!r}: range(10)}}."
+            )
+    elif derive_seeds:
+        raise ProblemError(
+            f"derive_seeds=True needs a {seed_key!r} parameter in the grid (seed_key="
+            f"{seed_key!r}); the grid has {names}."
+        )
+    if scheduler is None and n_workers > 0:
+        _check_picklable(trial_fn)
+
+    store = ResultStore(out, names)
+    store.open(resume=resume)
+    try:
+        ids = [trial_id(t) for t in trials]
+        store.check_ids(trials, ids)
+        done = store.done_ids(retry_errors=retry_errors)
+        params_of = dict(zip(ids, trials, strict=True))
+        tasks = []
+        for tid, t in zip(ids, trials, strict=True):
+            if tid in done:
+                continue
+            kwargs = dict(t)
+            if derive_seeds and seed_key is not None:
+                kwargs[seed_key] = trial_seed(t)
+            tasks.append((tid, kwargs))
+        n_resumed = len(trials) - len(tasks)
+        n_run = 0
+        if tasks:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(
+                total=len(trials),
+                initial=n_resumed,
+                desc=desc,
+                unit="trial",
+                disable=not progress,
+                file=sys.stderr,
+                dynamic_ncols=True,
+            )
+            n_err = 0
+            runs = (
+                _run_local(trial_fn, tasks, n_workers, threads)
+                if scheduler is None
+                else _run_dask(trial_fn, tasks, scheduler, threads)
+            )
+            try:
+                for tid, result in runs:
+                    rows = _rows_of(tid, params_of[tid], result, store)
+                    store.append(rows)
+                    n_run += 1
+                    if rows[0]["status"] != "ok":
+                        n_err += 1
+                        bar.set_postfix(errors=n_err, refresh=False)
+                    bar.update(1)
+            finally:
+                runs.close()  # stops the workers or cancels the cluster's futures now
+                bar.close()
+    finally:
+        store.close()
+
+    columns = store.header
+    order = {tid: k for k, tid in enumerate(ids)}
+    mine = [r for r in store.rows if r["trial_id"] in order]
+    mine.sort(key=lambda r: (order[r["trial_id"]], r["part"]))
+    rows = [{h: parse_cell(format_cell(r.get(h))) for h in columns} for r in mine]
+    return SweepResult(
+        rows=rows,
+        columns=columns,
+        path=None if out is None else Path(out),
+        n_trials=len(trials),
+        n_run=n_run,
+        n_resumed=n_resumed,
+        n_errors=sum(1 for r in rows if r["status"] != "ok" and r["part"] == 0),
+        elapsed=time.perf_counter() - start,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# command-line helpers for experiment scripts
+# ---------------------------------------------------------------------------------------
+def add_sweep_arguments(parser: argparse.ArgumentParser, *, default_out: str | None = None) -> None:
+    """Add the sweep options (``--out``, ``--workers``, ``--scheduler``, ...) to a parser.
+
+    Pair with :func:`sweep_options`, which turns the parsed namespace into keyword arguments
+    of :func:`sweep`.
+    """
+    g = parser.add_argument_group("sweep execution")
+    g.add_argument("--out", default=default_out, help="results CSV (appended; resumable)")
+    g.add_argument(
+        "--workers", type=int, default=None, help="local worker processes (default: all cores)"
+    )
+    g.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Dask cluster, e.g. tcp://10.0.0.5:8786 (see docs/sweeps.md)",
+    )
+    g.add_argument("--no-resume", action="store_true", help="replace --out instead of resuming")
+    g.add_argument("--retry-errors", action="store_true", help="rerun trials stored as errors")
+    g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of :func:`sweep` from options added by :func:`add_sweep_arguments`."""
+    return {
+        "out": args.out,
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "resume": not args.no_resume,
+        "retry_errors": args.retry_errors,
+        "progress": not args.no_progress,
+    }

@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Matplotlib figures (optional extra: ``pip install svmgeo[plot]``).
+
+Every function writes a figure file and returns its path; matplotlib is imported lazily, with
+the Agg backend, so figures work on headless machines.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._errors import SolverNotFound
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .verify import VerifyReport
+
+__all__ = ["plot_verify", "pyplot"]
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or a clear error naming the extra."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise SolverNotFound(
+            "Figures need matplotlib, which is not installed. Install the extra: "
+            "pip install 'svmgeo[plot]'."
+        ) from exc
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_verify(report: VerifyReport, path: str | os.PathLike[str]) -> str:
+    r"""Figure of a :func:`~svmgeo.verify` report: :math:`1 - \mathrm{corr}` with each SVM
+    prediction, softmax saturation and :math:`\|W(t)\|_F` against the step.
+
+    Parameters
+    ----------
+    report : VerifyReport
+    path : path-like
+        Output file; the suffix (``.png``, ``.pdf``, ...) picks the format.
+
+    Returns
+    -------
+    str
+        The path written.
+    """
+    plt = pyplot()
+    steps = np.asarray(report.steps)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), constrained_layout=True)
+    ax = axes[0]
+    curves = [
+        ("Frobenius $W^{mm}_\\alpha$", report.corr_fro),
+        ("nuclear $W^{mm\\star}_\\alpha$", report.corr_nuc),
+    ]
+    if report.corr_eq is not None:
+        curves.append(("Gen-SVM $W^{eq}$", report.corr_eq))
+    for label, corr in curves:
+        gap = 1.0 - np.asarray(corr, dtype=float)
+        if np.any(np.isfinite(gap)):
+            ax.semilogy(steps, np.maximum(gap, 1e-16), label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("1 - correlation")
+    ax.set_title(f"direction ({report.param}, {report.head} head)")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    ax.semilogy(steps, np.maximum(1.0 - np.asarray(report.max_softmax), 1e-16))
+    ax.set_xlabel("step")
+    ax.set_ylabel("1 - min max softmax")
+    ax.set_title("saturation")
+    ax = axes[2]
+    ax.plot(steps, report.norm_W)
+    ax.set_xlabel("step")
+    ax.set_ylabel("$\\|W\\|_F$")
+    ax.set_title("norm growth")
+    verdict = "optimal" if report.is_optimal else ("LOT" if report.is_lot else "not a LOT")
+    fig.suptitle(f"GD selection: {verdict}; closest prediction: {report.converged_to}")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return os.fspath(path)
