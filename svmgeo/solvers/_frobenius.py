@@ -722,14 +722,15 @@ def solve_frobenius(
     out: SVMResult | None = None
     if np.all(np.isfinite(lam)):
         out = _finish(geo, lam, None, tol, status, message, solver, n_iter, extras)
-        if out.certificate is not None and out.certificate.passed:
+        if settled and out.certificate is not None and out.certificate.passed:
             return _with_time(out, time.perf_counter() - start)
-        # the Gram-space answer does not certify (round-off with large, cancelling
-        # multipliers): polish the primal itself in compressed features
+        # the Gram-space polish did not settle or its answer does not certify (round-off
+        # with large, cancelling multipliers): polish the primal itself in compressed features
         if settled:  # the polished working set: rows with a positive multiplier or tight
             starts.insert(0, ~geo.margin | (lam > 0) | (geo.matvec(lam) <= geo.c * (1 + 1e-9)))
     rescue = _feature_rescue(geo, starts, tol, max_rounds, solver, n_iter, extras)
     if rescue is not None and (out is None or rescue.success or not out.success):
+        # a polished, certified answer is preferred to an unpolished interior-point one
         out = rescue
     if out is None:
         out = no_solution(
