@@ -10,6 +10,7 @@ with checks written from the maths (tests/solvers/_helpers.py).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 
@@ -18,7 +19,7 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.solvers import Status, solve_frobenius, solve_naive_cvxpy, solve_svm
-from svmgeo.solvers._frobenius import RowGeometry, polish_features
+from svmgeo.solvers._frobenius import RowGeometry, no_solution, polish_features
 
 from ._helpers import assert_farkas, assert_feasible_point
 
@@ -176,3 +177,45 @@ def test_low_d_selection_sweep_is_optimal_or_infeasible(shape, seed):
             assert res.W is None and res.farkas is not None, where
             assert_farkas(cs, res.farkas)
     assert counts["optimal"] >= 1 and counts["infeasible"] >= 1
+
+
+def _failed_fast(cs: sg.ConstraintSet, **_: object) -> sg.SVMResult:
+    """A fast-path answer that failed its certificate (stands in for an uncertifiable case)."""
+    res = solve_frobenius(cs)
+    return dataclasses.replace(res, status=Status.OPTIMAL_INACCURATE, message="fast failed")
+
+
+def test_auto_falls_back_to_cvxpy_and_says_why(monkeypatch):
+    from svmgeo.solvers import _api
+
+    monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
+    cs = _constraints(*REGRESSIONS[0])
+    res = solve_svm(cs, method="auto")
+    assert res.solver.startswith("cvxpy")
+    assert res.status is Status.OPTIMAL and res.certificate is not None
+    assert "(fast path: optimal_inaccurate: fast failed)" in res.message
+    _assert_matches_oracle(cs, res.W)
+
+
+def test_auto_reports_a_failed_fallback(monkeypatch):
+    from svmgeo.solvers import _api
+
+    def failed_cvxpy(cs: sg.ConstraintSet, norm: str, **_: object) -> sg.SVMResult:
+        return no_solution(cs, Status.SOLVER_ERROR, "cvxpy broke", norm=norm, solver="cvxpy-x")
+
+    monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_api, "_solve_cvxpy", failed_cvxpy)
+    res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
+    assert res.status is Status.OPTIMAL_INACCURATE and res.solver.startswith("svmgeo")
+    assert res.message.startswith("fast failed; the cvxpy fallback did not certify either")
+    assert "solver_error: cvxpy broke" in res.message
+
+
+def test_auto_says_when_the_problem_is_too_large_for_the_fallback(monkeypatch):
+    from svmgeo.solvers import _api
+
+    monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_api, "_CVXPY_FALLBACK_SIZE", 10.0)
+    res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
+    assert res.status is Status.OPTIMAL_INACCURATE and res.solver.startswith("svmgeo")
+    assert "no cvxpy fallback: d^2*N = 36 exceeds 1e+01" in res.message
