@@ -541,7 +541,9 @@ def polish_features(
                 break
             S[int(np.argmax(over))] = False
             continue
-        if not neg.any() and not viol.any() and dual_res <= 1e-10 * max(wn, 1e-300):
+        # Φ_Sᵀλ_S carries round-off ε Σ|λ_j|‖φ_j‖, which exceeds ‖w‖ when λ cancels
+        dual_tol = max(1e-10 * wn, 64.0 * _EPS * float(np.abs(lam) @ row_norm), 1e-300)
+        if not neg.any() and not viol.any() and dual_res <= dual_tol:
             lam = np.where(m, np.maximum(lam, 0.0), lam)
             W = U @ w.reshape(U.shape[1], V.shape[1]) @ V.T
             return lam, np.asarray(W), rounds, True

@@ -219,3 +219,39 @@ def test_auto_says_when_the_problem_is_too_large_for_the_fallback(monkeypatch):
     res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
     assert res.status is Status.OPTIMAL_INACCURATE and res.solver.startswith("svmgeo")
     assert "no cvxpy fallback: d^2*N = 36 exceeds 1e+01" in res.message
+
+
+def _wedge(eps: float) -> sg.ConstraintSet:
+    r"""One sequence whose Att-SVM is feasible only through a direction of size ``eps``.
+
+    With :math:`u = Wz`, the rows read :math:`a_t^\top u \ge 1` for :math:`a_1 = (1, \epsilon)`,
+    :math:`a_2 = (-2, \epsilon)`, :math:`a_3 = (-0.3, 3\epsilon)`: the first two are tight at
+    :math:`u^\star = (0, 1/\epsilon)` (then :math:`a_3^\top u^\star = 3`), so
+    :math:`W^{mm} = u^\star z^\top / \|z\|^2` and :math:`\|W^{mm}\| = 1/(\epsilon\|z\|)`, while the
+    multipliers grow like :math:`1/\epsilon^2` and cancel.
+    """
+    X = np.array([[[0.0, 0.0], [-1.0, -eps], [2.0, -eps], [0.3, -3.0 * eps]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.7]]), v=np.array([1.0, 0.0]))
+    return sg.att_svm_constraints(data, np.array([0]))
+
+
+@pytest.mark.parametrize("eps", [1e-4, 1e-6, 1e-9])
+def test_wedge_certified_up_to_huge_norms(eps):
+    cs = _wedge(eps)
+    z = np.array([1.0, 0.7])
+    W_exact = np.outer([0.0, 1.0 / eps], z) / (z @ z)
+    res = solve_svm(cs, method="fast")
+    assert res.status is Status.OPTIMAL, res.message
+    np.testing.assert_allclose(res.W, W_exact, rtol=0, atol=1e-6 * np.linalg.norm(W_exact))
+    _assert_feasible(cs, res.W)
+
+
+def test_wedge_beyond_float64_resolution_is_infeasible_at_the_farkas_tolerance():
+    # eps = 1e-12: the rows are within 1e-12 (relative) of an infeasible set, below the
+    # tolerance 1e-9 at which svmgeo accepts a Farkas vector, so the documented answer is
+    # INFEASIBLE (check_feasibility decides to that resolution). In exact arithmetic the
+    # problem is feasible with ||W|| ~ 8e11 and multipliers ~ 1e24; float64 data cannot tell.
+    cs = _wedge(1e-12)
+    res = solve_svm(cs, method="fast")
+    assert res.status is Status.INFEASIBLE and res.W is None
+    assert_farkas(cs, res.farkas, rtol=1e-9)
