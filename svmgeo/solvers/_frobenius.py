@@ -449,7 +449,7 @@ _FEATURE_LIMIT = 4096
 """Largest compressed dimension :math:`r_1 r_2` for which the feature-space polish is tried."""
 
 
-def _features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     r"""(U, V, Φ) with :math:`\phi_j = \mathrm{vec}(U^\top a_j b_j^\top V)`, or None when too large."""
     if geo.Phi is not None:
         assert geo.U is not None and geo.V is not None
@@ -509,7 +509,7 @@ def polish_features(
     Rows with a negative multiplier are dropped (the most negative first), violated rows are
     added. None when the compressed features would be too large.
     """
-    feats = _features(geo)
+    feats = features(geo)
     if feats is None:
         return None
     U, V, Phi = feats

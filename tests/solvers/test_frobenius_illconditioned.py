@@ -255,3 +255,37 @@ def test_wedge_beyond_float64_resolution_is_infeasible_at_the_farkas_tolerance()
     res = solve_svm(cs, method="fast")
     assert res.status is Status.INFEASIBLE and res.W is None
     assert_farkas(cs, res.farkas, rtol=1e-9)
+
+
+def _rotated_wedges(eps: float) -> sg.ConstraintSet:
+    """Three rotated copies of the wedge with three queries in d = 3: the Gram representation."""
+    rng = np.random.default_rng(0)
+    base = np.array([[0.0, 0.0, 0.0], [-1.0, -eps, 0.0], [2.0, -eps, 0.0], [0.3, -3 * eps, 0.0]])
+    Q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    X = np.stack(
+        [base @ Q, (base + np.array([0.0, 0.0, 0.5])) @ Q[[1, 0, 2]], base[:, [1, 0, 2]] @ Q]
+    )
+    data = sg.TokenData(X, Z=rng.standard_normal((3, 3)), v=Q.T @ np.array([1.0, 0.0, 0.0]))
+    return sg.att_svm_constraints(data, np.array([0, 0, 0]))
+
+
+@pytest.mark.parametrize("eps", [1e-4, 1e-6])
+def test_gram_represented_wedges_are_feasible_and_certified(eps):
+    # at eps = 1e-6 the eigenvalue cut of G (1e-12 relative) used to drop the directions that
+    # make the problem feasible: INFEASIBLE_INACCURATE for a feasible problem. (The naive cvxpy
+    # model is no oracle here: Clarabel returns optimal_inaccurate with margins < 0.)
+    cs = _rotated_wedges(eps)
+    assert RowGeometry(cs).kind == "dual"
+    res = solve_svm(cs, method="fast")
+    assert res.status is Status.OPTIMAL, res.message
+    margins = np.einsum("ja,ab,jb->j", cs.A, res.W, cs.B)
+    assert margins.min() >= 1.0 - 1e-8
+    # optimality from the maths: for lambda >= 0, c^T lambda - 1/2 ||sum lambda_j a_j b_j^T||^2
+    # is a lower bound on 1/2 ||W'||^2 over every feasible W' (weak duality)
+    lam = res.dual
+    assert np.all(lam >= 0.0)
+    lower = lam.sum() - 0.5 * np.linalg.norm(np.einsum("j,ja,jb->ab", lam, cs.A, cs.B)) ** 2
+    upper = 0.5 * np.linalg.norm(res.W) ** 2
+    assert upper >= 1e6  # the regime
+    assert lower <= upper * (1 + 1e-12)
+    assert upper - lower <= 1e-7 * upper
