@@ -24,6 +24,20 @@ the dual; Clarabel's direct API on the same QP. Every answer is *polished*: its 
 solved exactly as an equality-constrained least-norm problem (margins equal :math:`c_j` up to
 round-off), rows are dropped or added until the KKT conditions hold, and the certificate is
 recomputed from the data.
+
+On barely feasible problems (low d, :math:`\|W\|` of 1e3 and beyond) the multipliers are of
+order :math:`\|W\|^2` and cancel, so margins computed as :math:`G\lambda` carry round-off far
+above the certificate's tolerance. When the polish in :math:`G` does not settle or does not
+certify, the active set is polished once more on the primal in compressed features
+(:func:`polish_features`: :math:`w = \Phi_S^+ c_S`, margins :math:`\Phi w` accurate to
+:math:`\epsilon\|\phi_j\|\|w\|`). What float64 can certify: margins of :math:`W` carry
+round-off :math:`\sim\epsilon\|a_j\|\|W\|\|b_j\|` and the stationarity residual
+:math:`\sim\epsilon\sum_j\lambda_j\|a_j\|\|b_j\|/\|W\| \approx \epsilon\|W\|` (for
+:math:`c = 1`), so the 1e-8 certificate holds up to :math:`\|W\|\,\|a_j\|\|b_j\|` of about
+1e7 (later when little cancels: the one-sequence wedge in the tests certifies at 8e8); an
+uncertified answer is an honest ``OPTIMAL_INACCURATE``. Problems within 1e-9
+(relative) of an infeasible one are reported ``INFEASIBLE`` with a Farkas vector verified to
+that tolerance (:func:`check_feasibility`).
 """
 
 from __future__ import annotations
