@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.optimize import lsq_linear
 
 from .._linalg import orthonormal_basis
 from .._validation import check_int, check_real
@@ -497,7 +498,6 @@ def _row_multipliers(PS: np.ndarray, w: np.ndarray, free: np.ndarray) -> np.ndar
     lam = _least_norm(PS.T, w)
     if np.all(free | (lam >= 0.0)) or np.linalg.matrix_rank(PS) == PS.shape[0]:
         return lam
-    from scipy.optimize import lsq_linear
 
     lower = np.where(free, -np.inf, 0.0)
     try:
