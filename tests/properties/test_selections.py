@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import svmgeo as sg
 
-from ._oracle import assert_farkas, is_support_lot
+from ._oracle import feasibility_verdict, is_support_lot, verdict
 from .strategies import Case, cases, examples, selections
 
 SMALL = {"n_range": (1, 3), "T_range": (2, 4), "d_range": (1, 5)}
@@ -33,10 +33,12 @@ def test_opt_is_locally_optimal_whenever_feasible(case: Case, norm: str) -> None
     data = case.data
     opt = _opt_or_none(data)
     assume(opt is not None)
-    feasible = sg.feasibility(data, opt).feasible
-    verdict = sg.is_locally_optimal(data, opt, norm=norm)
-    assert bool(verdict) == feasible, verdict.reason
-    assert verdict.violations == ()
+    feasible = feasibility_verdict(sg.feasibility(data, opt))
+    lot = sg.is_locally_optimal(data, opt, norm=norm)
+    if feasible is None or verdict(lot.support.svm) is None:
+        return  # ill-conditioned (checked)
+    assert bool(lot) == feasible, lot.reason
+    assert lot.violations == ()
 
 
 def _small_space(data: sg.TokenData) -> int:
@@ -57,23 +59,30 @@ def test_lot_enumeration_contains_opt_and_only_lots(case: Case) -> None:
     assert lots.examined + lots.pruned == total
     listed = {tuple(np.asarray(a).ravel()) for a in lots.selections}
     opt = _opt_or_none(data)
+    decided = True
     if opt is not None:
-        assert (tuple(opt.ravel()) in listed) == sg.feasibility(data, opt).feasible
-    for alpha, verdict in zip(lots.selections, lots.results, strict=True):
-        res = verdict.support.svm
-        assert res.success, res.message
-        assert is_support_lot(data, alpha, res, tol=1e-6)
-    if total <= 64:
+        feasible = feasibility_verdict(sg.feasibility(data, opt))
+        decided = feasible is not None
+        if decided:
+            assert (tuple(opt.ravel()) in listed) == feasible
+    for alpha, lot in zip(lots.selections, lots.results, strict=True):
+        res = lot.support.svm
+        if verdict(res) == "optimal":
+            assert is_support_lot(data, alpha, res, tol=1e-6)
+        else:
+            decided = False  # an inaccurate solve of an ill-conditioned problem (checked)
+    if total <= 64 and decided and lots.inaccurate == 0:
         vis = np.asarray(data.visible)
         choices = [np.flatnonzero(vis[i, k]) for i in range(data.n) for k in range(data.K)]
         brute = set()
         for combo in itertools.product(*choices):
             alpha = np.asarray(combo).reshape(data.selection_shape)
             res = sg.att_svm(data, alpha)
-            if res.status.is_infeasible:
-                assert_farkas(res.constraints, res.farkas)
+            v = verdict(res)
+            if v is None:
+                return  # ill-conditioned (checked): the LOT test is not decidable here
+            if v == "infeasible":
                 continue
-            assert res.success, res.message
             if is_support_lot(data, alpha, res, tol=1e-6):
                 brute.add(tuple(int(x) for x in combo))
         assert listed == brute
@@ -95,13 +104,16 @@ def test_gen_svm_with_singleton_sets_is_att_svm(case: Case, draw: st.DataObject,
     np.put_along_axis(probs, a[:, :, None], 1.0 - probs.sum(axis=2, keepdims=True), axis=2)
     gen = sg.gen_svm(data, selected, probs=probs[:, 0] if data.single_query else probs, norm=norm)
     att = sg.att_svm(data, alpha, norm=norm)
-    assert gen.feasible == (not att.status.is_infeasible)
     assert gen.W_fin is not None
     np.testing.assert_array_equal(gen.W_fin, 0.0)
-    if not gen.feasible:
-        assert_farkas(gen.svm.constraints, gen.certificate)
+    vg, va = verdict(gen.svm), verdict(att)
+    if vg is None or va is None:
+        return  # ill-conditioned (checked)
+    assert vg == va
+    assert gen.feasible == (vg == "optimal")
+    if vg == "infeasible":
+        np.testing.assert_array_equal(gen.certificate, gen.svm.farkas)
         return
-    assume(att.success and gen.svm.success)
     assert gen.W_dir is not None and att.W is not None
     np.testing.assert_allclose(gen.svm.objective, att.objective, rtol=1e-6)
     if norm == "fro":

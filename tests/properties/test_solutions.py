@@ -12,12 +12,12 @@ import svmgeo as sg
 from ._oracle import (
     SOLVER_RTOL,
     adjoint,
-    assert_farkas,
     assert_feasible_point,
     assert_frobenius_kkt,
     assert_nuclear_kkt,
     numerical_rank,
     row_values,
+    verdict,
 )
 from .strategies import Case, cases, examples, selections
 
@@ -36,17 +36,15 @@ def _query_projector(data: sg.TokenData) -> tuple[np.ndarray, int]:
 @given(case=cases(), draw=st.data(), norm=st.sampled_from(NORMS))
 def test_every_solution_is_certified(case: Case, draw: st.DataObject, norm: str) -> None:
     """Att-SVM / Att-SVM⋆ answers are optimal with KKT / dual certificates that we recompute,
-    or infeasible with a Farkas vector; never an exception, never an uncertified answer."""
+    or infeasible with a Farkas vector; never an exception. Inaccurate statuses only on
+    ill-conditioned problems (max-min margin below 1e-6 of the data scale)."""
     data = case.data
     alpha = draw.draw(selections(data), label="alpha")
     res = sg.att_svm(data, alpha, norm=norm)
-    if res.status.is_infeasible:
-        assert res.W is None
-        assert res.status is sg.Status.INFEASIBLE, res.message
-        assert_farkas(res.constraints, res.farkas)
+    if verdict(res) != "optimal":  # infeasible: Farkas checked; inaccurate: ill-conditioned
         return
-    assert res.status is sg.Status.OPTIMAL, res.message
-    assert res.certificate is not None and res.certificate.passed
+    assert res.certificate is not None
+    assert res.certificate.passed == (res.status is sg.Status.OPTIMAL)
     if norm == "fro":
         assert_frobenius_kkt(res)
         np.testing.assert_allclose(res.objective, np.linalg.norm(res.W), rtol=1e-12)
@@ -65,7 +63,7 @@ def test_lemma1_solutions_live_in_the_query_span(
     data = case.data
     alpha = draw.draw(selections(data), label="alpha")
     res = sg.att_svm(data, alpha, norm=norm)
-    assume(res.status.has_solution)
+    assume(verdict(res) == "optimal")
     W = res.W
     assert W is not None
     P, r = _query_projector(data)
@@ -90,8 +88,10 @@ def test_norm_inequalities_between_the_two_optima(case: Case, draw: st.DataObjec
     alpha = draw.draw(selections(data), label="alpha")
     fro = sg.att_svm(data, alpha, norm="fro")
     nuc = sg.att_svm(data, alpha, norm="nuc")
-    assert fro.status.has_solution == nuc.status.has_solution
-    assume(fro.success and nuc.success)
+    vf, vn = verdict(fro), verdict(nuc)
+    assume(vf is not None and vn is not None)
+    assert vf == vn
+    assume(vf == "optimal")
     WF, WN = fro.W, nuc.W
     assert WF is not None and WN is not None
     slack = 1.0 + 10 * SOLVER_RTOL
