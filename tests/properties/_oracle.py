@@ -120,6 +120,13 @@ def verdict(res: sg.SVMResult) -> str | None:
     return None
 
 
+def assert_agree(a: object, b: object, cs: sg.ConstraintSet) -> None:
+    """Two checked verdicts on one problem agree, unless it is ill-conditioned: there a point
+    and a Farkas vector can both hold to their tolerances."""
+    if a != b:
+        assert not well_conditioned(cs), f"verdicts {a!r} and {b!r} on a well-conditioned problem"
+
+
 def feasibility_verdict(feas: sg.FeasibilityResult) -> bool | None:
     """The checked verdict of a feasibility result (None: inaccurate, ill-conditioned only)."""
     if feas.feasible:
