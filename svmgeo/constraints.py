@@ -197,8 +197,6 @@ def att_svm_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     competing = data.visible.copy()
     np.put_along_axis(competing, a[:, :, None], False, axis=2)
     i, k, t = np.nonzero(competing)
-    if i.size == 0 and data.T > 1:
-        raise ProblemError("Every query sees only its selected token: Att-SVM has no constraints.")
     return pair_constraints(data, i, k, a[i, k], t)
 
 
