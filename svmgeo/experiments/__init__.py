@@ -6,6 +6,7 @@ worker processes or on a Dask cluster, appending one row per finished trial to a
 that :func:`read_results` loads; an interrupted sweep resumes where it stopped.
 """
 
+from ._paper import Experiment, ReproduceResult, list_experiments, reproduce
 from ._store import read_results
 from ._sweep import (
     SweepError,
@@ -19,11 +20,15 @@ from ._sweep import (
 )
 
 __all__ = [
+    "Experiment",
+    "ReproduceResult",
     "SweepError",
     "SweepResult",
     "add_sweep_arguments",
     "expand_grid",
+    "list_experiments",
     "read_results",
+    "reproduce",
     "sweep",
     "sweep_options",
     "trial_id",
