@@ -158,3 +158,23 @@ def test_numerical_rank_uses_relative_threshold():
     assert numerical_rank(W) == 3  # 1e-7 < 1e-6 * 3
     assert numerical_rank(np.zeros((3, 3))) == 0
     assert numerical_rank(None) is None
+
+
+def test_dask_scheduler_gives_the_local_table(outdir, tmp_path, capsys):
+    # runs after the local CLI test of "paths2d" wrote outdir/paths2d-quick.csv
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
+    try:
+        argv = ["reproduce", "paths2d", "--quick", "--out", str(tmp_path), "--no-progress"]
+        assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
+    finally:
+        cluster.close()
+    assert "paths2d (quick)" in capsys.readouterr().out
+    local = sorted(_read(outdir / "paths2d-quick.csv"), key=lambda r: (r["trial_id"], r["part"]))
+    remote = sorted(_read(tmp_path / "paths2d-quick.csv"), key=lambda r: (r["trial_id"], r["part"]))
+    drop = {"elapsed"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in remote] == [
+        {k: v for k, v in r.items() if k not in drop} for r in local
+    ]
