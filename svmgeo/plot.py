@@ -109,17 +109,22 @@ def plot_gensvm(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     ds = sorted({s["d"] for s in summary})
     fig, axes = plt.subplots(1, len(ds) + 1, figsize=(3.3 * (len(ds) + 1), 3.2))
     for ax, d in zip(axes[:-1], ds, strict=True):
-        g = [s for s in summary if s["d"] == d]
-        step = _col(g, "step")
-        for key, label in (
-            ("median_1m_corr_eq", "W_eq"),
-            ("median_1m_corr_dir", "Gen-SVM dir"),
-            ("median_1m_corr_svm", "one-token SVM"),
-        ):
-            y = np.maximum(_col(g, key), 1e-16)
-            ax.semilogy(step, y, label=label)
+        for v_sign, style in (("ones", "-"), ("alt", "--")):
+            g = [s for s in summary if s["d"] == d and s.get("v_sign", "ones") == v_sign]
+            if not g:
+                continue
+            step = _col(g, "step")
+            for k, (key, label) in enumerate(
+                (
+                    ("median_1m_corr_eq", "W_eq"),
+                    ("median_1m_corr_dir", "Gen-SVM dir"),
+                    ("median_1m_corr_svm", "one-token SVM"),
+                )
+            ):
+                y = np.maximum(_col(g, key), 1e-16)
+                ax.semilogy(step, y, style, color=f"C{k}", label=f"{label} (v={v_sign})")
         ax.set(xlabel="step", ylabel="median 1 - corr", title=f"d={d}")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=5)
     last = [r for r in rows if r["part"] == r["n_parts"] - 1]
     gam = np.maximum(_col(last, "gamma"), 1e-300)
     err = np.maximum(_col(last, "one_minus_corr_eq"), 1e-16)

@@ -291,15 +291,17 @@ def _gensvm_grid(quick: bool) -> dict[str, Any]:
         "d": [4, 8] if quick else [4, 6, 8, 10],
         "seed": _seeds(quick, 3, 50),
         "n_steps": [500 if quick else 5000],
+        "v_sign": ["ones"] if quick else ["ones", "alt"],
     }
 
 
 def _gensvm_summary(rows: Rows) -> tuple[dict[str, Any], Rows]:
     rows = _ok(rows)
     summary = []
-    for (d, step), g in sorted(_group(rows, ("d", "step")).items()):
+    for (v_sign, d, step), g in sorted(_group(rows, ("v_sign", "d", "step")).items()):
         summary.append(
             {
+                "v_sign": v_sign,
                 "d": d,
                 "step": step,
                 "with_gen_svm": len(_finite(r["one_minus_corr_eq"] for r in g)),
@@ -309,12 +311,18 @@ def _gensvm_summary(rows: Rows) -> tuple[dict[str, Any], Rows]:
             }
         )
     headline: dict[str, Any] = {}
-    for d, g in sorted(_group(_last_parts(rows), ("d",)).items()):
-        eq = _finite(1.0 - r["one_minus_corr_eq"] for r in g if r["one_minus_corr_eq"] is not None)
-        headline[f"d={d[0]}: with Gen-SVM / trials"] = f"{len(eq)}/{len(g)}"
-        headline[f"d={d[0]}: median corr(W, W_eq)"] = _median(eq)
-        headline[f"d={d[0]}: share corr(W, W_eq) > 0.99"] = _mean(c > 0.99 for c in eq)
-        headline[f"d={d[0]}: median corr(W, one-token W_mm)"] = _median(
+    for (v_sign, d), g in sorted(_group(_last_parts(rows), ("v_sign", "d")).items()):
+        key = f"v={v_sign} d={d}"
+        defined = [r for r in g if math.isfinite(r["one_minus_corr_eq"])]
+        mixed = [r for r in defined if r["max_selected"] > 1 and r["n_ambiguous"] == 0]
+        eq = [1.0 - r["one_minus_corr_eq"] for r in defined]
+        headline[f"{key}: Gen-SVM defined / trials"] = f"{len(defined)}/{len(g)}"
+        headline[f"{key}: median corr(W, W_eq)"] = _median(eq)
+        headline[f"{key}: share corr(W, W_eq) > 0.99"] = _mean(c > 0.99 for c in eq)
+        headline[f"{key}: |O_i| >= 2 without ambiguous tokens: n, median corr(W, W_eq)"] = (
+            f"{len(mixed)}, {_median(1.0 - r['one_minus_corr_eq'] for r in mixed):.4f}"
+        )
+        headline[f"{key}: median corr(W, one-token W_mm)"] = _median(
             1.0 - r["one_minus_corr_svm"] for r in g
         )
     return headline, summary

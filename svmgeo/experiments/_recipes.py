@@ -95,19 +95,22 @@ def rank_trial(n: int, T: int, d: int, seed: int, scs: bool = False) -> dict[str
 
 
 def _random_lot(data: TokenData, seed: int, max_tries: int) -> tuple[np.ndarray, bool]:
-    """A random locally optimal selection, by score ascent from a uniform random selection.
+    """A random selection that is a LOT for both norms, by score ascent from a uniform draw.
 
-    Start from α_i uniform; while α is not a LOT, move every violating sequence to its
-    highest-scoring violating support token (a strict score increase, so this ends, at worst
-    at the optimal tokens). Returns α and whether it is a LOT (False only if Att-SVM(α) became
-    infeasible, or after ``max_tries`` moves; then α = opt).
+    Start from α_i uniform; while α is not locally optimal for Att-SVM(α) (Frobenius) and
+    Att-SVM⋆(α) (nuclear, whose support tokens may differ), move every violating sequence to
+    its highest-scoring violating support token (a strict score increase, so this ends, at
+    worst at the optimal tokens). Returns α and whether it is such a LOT (False only after
+    ``max_tries`` moves or an infeasible α; then α = opt).
     """
     rng = np.random.default_rng([seed, 7])
     alpha = rng.integers(data.T, size=data.n)
     for _ in range(max_tries):
         lot = is_locally_optimal(data, alpha)
         if lot:
-            return alpha, True
+            lot = is_locally_optimal(data, alpha, norm="nuc")
+            if lot:
+                return alpha, True
         if not lot.violations:
             break
         best: dict[int, tuple[float, int]] = {}
@@ -138,12 +141,14 @@ def local_trial(
     seed: int,
     param: str,
     n_steps: int,
-    radius: float = 10.0,
-    noise: float = 0.1,
+    radius: float = 100.0,
+    noise: float = 0.05,
     max_tries: int = 50,
     n_records: int = 50,
 ) -> list[dict[str, Any]]:
     r"""Normalized GD started in the cone around the SVM direction of a random LOT α.
+
+    α is locally optimal for both norms (see :func:`_random_lot`).
 
     W runs start at :math:`R\,W^{\mathrm{mm}}_\alpha/\|W^{\mathrm{mm}}_\alpha\|_F` (Frobenius),
     (K, Q) runs (m = d) at the balanced factors of the same point built from the nuclear
@@ -272,11 +277,18 @@ def _verify_rows(rep: Any, extra: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def gensvm_trial(
-    n: int, T: int, d: int, seed: int, n_steps: int, n_records: int = 30
+    n: int,
+    T: int,
+    d: int,
+    seed: int,
+    n_steps: int,
+    v_sign: str = "ones",
+    n_records: int = 30,
 ) -> list[dict[str, Any]]:
-    r"""Normalized GD on W with the ReLU-value head :math:`h(x) = \mathbf 1^\top\mathrm{ReLU}(V^\top x)`.
+    r"""Normalized GD on W with the ReLU-value head :math:`h(x) = v^\top\mathrm{ReLU}(V^\top x)`.
 
-    ``V`` (d × d) has i.i.d. N(0, 1) entries drawn from ``seed``. One row per recorded step:
+    ``V`` (d × d) has i.i.d. N(0, 1) entries drawn from ``seed``; ``v`` is all ones
+    (``v_sign="ones"``, the head of SPEC §1) or alternates +1, −1 (``"alt"``). One row per recorded step:
     1 − corr of W(t) with W^eq = W^fin + R(t) W^svm (Gen-SVM of the final softmax's selected
     sets), with W^svm, and with the one-token Att-SVM of GD's argmax selection; Γ of the final
     softmax.
@@ -289,7 +301,7 @@ def gensvm_trial(
         data,
         head="relu",
         V=V,
-        v=np.ones(d),
+        v=np.ones(d) if v_sign == "ones" else np.where(np.arange(d) % 2 == 0, 1.0, -1.0),
         step_size=0.1,
         n_steps=n_steps,
         record_every=max(1, n_steps // n_records),
