@@ -133,12 +133,17 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print("\n".join(names))
         return 0
     if args.name is None:
-        print("svmgeo reproduce: give an experiment name or --list: " + ", ".join(names),
-              file=sys.stderr)  # fmt: skip
+        print(
+            "svmgeo reproduce: give an experiment name or --list: " + ", ".join(names),
+            file=sys.stderr,
+        )
         return 2
     if args.name not in names:
-        print(f"svmgeo reproduce: unknown experiment {args.name!r}; choose one of: "
-              + ", ".join(names), file=sys.stderr)  # fmt: skip
+        print(
+            f"svmgeo reproduce: unknown experiment {args.name!r}; choose one of: "
+            + ", ".join(names),
+            file=sys.stderr,
+        )
         return 2
     result = reproduce(
         args.name,

@@ -96,8 +96,16 @@ def plot_global(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     for k, param in enumerate(("W", "KQ")):
         g = [s for s in summary if s["param"] == param]
         ax.plot(_col(g, "d"), _col(g, "pct_reached"), "-o", color=f"C{k}", ms=3, label=param)
-    g = [s for s in summary if s["param"] == "W"]
-    ax.plot(_col(g, "d"), _col(g, "pct_b1"), ":k", label="B.1 holds")
+        ax.plot(
+            _col(g, "d"),
+            _col(g, "pct_selects_opt"),
+            ":",
+            color=f"C{k}",
+            label=f"{param} selects opt",
+        )
+    g = sorted((s for s in summary if s["param"] in ("W", "none")), key=lambda s: s["d"])
+    ax.plot(_col(g, "d"), _col(g, "pct_b1"), "--k", label="B.1 holds")
+    ax.set_xscale("log")
     ax.set(xlabel="d", ylabel="% of instances", ylim=(-2, 102), title="global convergence")
     ax.legend(fontsize=7)
     return _save(fig, path)
@@ -143,8 +151,14 @@ def plot_concave(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for k, tau in enumerate(sorted({s["tau"] for s in summary}, reverse=True)):
         g = [s for s in summary if s["tau"] == tau]
-        axes[0].plot(_col(g, "lam"), _col(g, "mean_selected"), "-o", ms=3, color=f"C{k}",
-                     label=f"tau={tau:g}")  # fmt: skip
+        axes[0].plot(
+            _col(g, "lam"),
+            _col(g, "mean_selected"),
+            "-o",
+            ms=3,
+            color=f"C{k}",
+            label=f"tau={tau:g}",
+        )
     axes[0].set(xlabel="lambda", ylabel="mean # tokens with s >= tau", title="selected tokens")
     axes[0].legend(fontsize=7)
     g = [s for s in summary if s["tau"] == min(s2["tau"] for s2 in summary)]
@@ -161,8 +175,9 @@ def plot_paths2d(rows: Rows, summary: Rows, path: Path) -> list[Path]:
 
     plt = _pyplot()
     seeds = sorted({r["seed"] for r in rows if r["feasible"]})
-    fig, axes = plt.subplots(1, max(1, len(seeds)), figsize=(3.6 * max(1, len(seeds)), 3.6),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, max(1, len(seeds)), figsize=(3.6 * max(1, len(seeds)), 3.6), squeeze=False
+    )
     for ax, seed in zip(axes[0], seeds, strict=False):
         g = [r for r in rows if r["seed"] == seed]
         n, T = g[0]["n"], g[0]["T"]
@@ -176,15 +191,25 @@ def plot_paths2d(rows: Rows, summary: Rows, path: Path) -> list[Path]:
                 W = np.stack([[[r["w00"], r["w01"]], [r["w10"], r["w11"]]] for r in h])
                 p = W @ Z[i]
                 scale = np.linalg.norm(p, axis=1).max() or 1.0
-                ax.plot(p[:, 0] / scale, p[:, 1] / scale, color=f"C{k}", lw=1.2,
-                        label=f"{param} path" if i == 0 else None)  # fmt: skip
+                ax.plot(
+                    p[:, 0] / scale,
+                    p[:, 1] / scale,
+                    color=f"C{k}",
+                    lw=1.2,
+                    label=f"{param} path" if i == 0 else None,
+                )
             for nm, style in (("fro", "--"), ("nuc", ":")):
                 Wm = sols[nm]
                 if Wm is not None:
                     q = Wm @ Z[i]
                     q = q / np.linalg.norm(q)
-                    ax.plot([0, q[0]], [0, q[1]], style, color="k",
-                            label=f"W_mm {nm}" if i == 0 else None)  # fmt: skip
+                    ax.plot(
+                        [0, q[0]],
+                        [0, q[1]],
+                        style,
+                        color="k",
+                        label=f"W_mm {nm}" if i == 0 else None,
+                    )
         ax.set(title=f"seed {seed}: W(t) z_i (normalized)", aspect="equal")
         ax.legend(fontsize=6)
     return _save(fig, path)

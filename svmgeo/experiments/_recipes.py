@@ -209,7 +209,8 @@ def global_trial(
 
     ``reached`` when corr(W_GD, W^mm) ≥ ``threshold``, with W^mm the Frobenius Att-SVM(opt)
     solution for W and the nuclear one for (K, Q). ``b1``: Assumption B.1 (every non-optimal
-    token is a support token of W^mm).
+    token is a support token of W^mm). ``param="none"`` only decides B.1 (no GD; used for
+    large d, where B.1 starts to hold).
     """
     data = random_data(n, T, d, seed=seed)
     alpha = optimal_tokens(data)
@@ -224,10 +225,12 @@ def global_trial(
     }
     if not sup.feasible or sup.mask is None:
         return row
+    row["b1"] = bool(sup.mask.sum() == n * (T - 1))
+    if param == "none":
+        return row
     W_fro = sup.svm.W
     W_nuc = att_svm(data, alpha, norm="nuc").W
     assert W_fro is not None and W_nuc is not None
-    row["b1"] = bool(sup.mask.sum() == n * (T - 1))
     run = train(
         data,
         param=param,
@@ -362,8 +365,18 @@ def paths2d_trial(
     fro = att_svm(data, alpha, norm="fro")
     nuc = att_svm(data, alpha, norm="nuc")
     if fro.W is None or nuc.W is None:
-        return [{"step": 0, "w00": None, "w01": None, "w10": None, "w11": None,
-                 "corr_fro": None, "corr_nuc": None, "feasible": False}]  # fmt: skip
+        return [
+            {
+                "step": 0,
+                "w00": None,
+                "w01": None,
+                "w10": None,
+                "w11": None,
+                "corr_fro": None,
+                "corr_nuc": None,
+                "feasible": False,
+            }
+        ]
     run = train(
         data,
         param=param,

@@ -94,8 +94,11 @@ def _check_local(rows, out):
 
 
 def _check_global(rows, out):
+    assert {r["param"] for r in rows} == {"W", "KQ", "none"}
     for r in rows:
-        if r["feasible"] == "True":
+        if r["param"] == "none":  # B.1 only, no GD
+            assert r["corr"] == "" and r["reached"] == "False"
+        elif r["feasible"] == "True":
             assert (r["reached"] == "True") == (float(r["corr"]) >= 0.99)
             assert r["b1"] in ("True", "False")
         else:
