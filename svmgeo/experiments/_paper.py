@@ -305,6 +305,9 @@ def _global_summary(rows: Rows) -> tuple[dict[str, Any], Rows]:
 # -- Gen-SVM, ReLU head ---------------------------------------------------------------------
 
 
+GAMMA_SMALL = 1e-8
+
+
 def _gensvm_grid(quick: bool) -> dict[str, Any]:
     return {
         "n": [3],
@@ -342,6 +345,10 @@ def _gensvm_summary(rows: Rows) -> tuple[dict[str, Any], Rows]:
         headline[f"{key}: share corr(W, W_eq) > 0.99"] = _mean(c > 0.99 for c in eq)
         headline[f"{key}: |O_i| >= 2 without ambiguous tokens: n, median corr(W, W_eq)"] = (
             f"{len(mixed)}, {_median(1.0 - r['one_minus_corr_eq'] for r in mixed):.4f}"
+        )
+        tiny = [1.0 - r["one_minus_corr_eq"] for r in defined if r["gamma"] <= GAMMA_SMALL]
+        headline[f"{key}: Gamma <= {GAMMA_SMALL:g}: n, median corr(W, W_eq), share > 0.99"] = (
+            f"{len(tiny)}, {_median(tiny):.6f}, {_mean(c > 0.99 for c in tiny):.2f}"
         )
         headline[f"{key}: median corr(W, one-token W_mm)"] = _median(
             1.0 - r["one_minus_corr_svm"] for r in g
