@@ -289,6 +289,10 @@ def _global_summary(rows: Rows) -> tuple[dict[str, Any], Rows]:
                 "pct_selects_opt": 100.0 * _mean(r["selects_opt"] for r in feas),
                 "pct_b1": b1[d],
                 "median_corr": _median(r["corr"] for r in feas),
+                "pct_norm_within_1pct": 100.0
+                * _mean(r["norm_ratio"] is not None and r["norm_ratio"] <= 1.01 for r in g)
+                if param != "none"
+                else float("nan"),
             }
         )
     headline: dict[str, Any] = {"threshold": GLOBAL_THRESHOLD}
@@ -296,8 +300,11 @@ def _global_summary(rows: Rows) -> tuple[dict[str, Any], Rows]:
         if s["param"] == "none":
             headline[f"d={s['d']}: B.1 %"] = f"{s['pct_b1']:.0f}"
             continue
-        headline[f"{s['param']} d={s['d']}: % reached, % selecting opt, (B.1 %)"] = (
-            f"{s['pct_reached']:.0f}, {s['pct_selects_opt']:.0f} ({s['pct_b1']:.0f})"
+        headline[
+            f"{s['param']} d={s['d']}: % reached, % norm within 1%, % selecting opt, (B.1 %)"
+        ] = (
+            f"{s['pct_reached']:.0f}, {s['pct_norm_within_1pct']:.0f}, "
+            f"{s['pct_selects_opt']:.0f} ({s['pct_b1']:.0f})"
         )
     return headline, summary
 

@@ -11,7 +11,7 @@ list of dicts, one per recorded step or threshold). The protocols are documented
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -209,7 +209,10 @@ def global_trial(
 
     ``reached`` when corr(W_GD, W^mm) ≥ ``threshold``, with W^mm the Frobenius Att-SVM(opt)
     solution for W and the nuclear one for (K, Q). ``b1``: Assumption B.1 (every non-optimal
-    token is a support token of W^mm). ``param="none"`` only decides B.1 (no GD; used for
+    token is a support token of W^mm). ``norm_ratio``: the norm of W_GD divided by its smallest
+    Att-SVM(opt) margin, over the optimal norm (Frobenius for W, nuclear for (K, Q); ≥ 1, and
+    → 1 exactly when W_GD approaches the solution set; None while a margin is ≤ 0).
+    ``param="none"`` only decides B.1 (no GD; used for
     large d, where B.1 starts to hold).
     """
     data = random_data(n, T, d, seed=seed)
@@ -222,6 +225,7 @@ def global_trial(
         "corr_other": None,
         "selects_opt": None,
         "reached": False,
+        "norm_ratio": None,
     }
     if not sup.feasible or sup.mask is None:
         return row
@@ -244,6 +248,13 @@ def global_trial(
     )
     target, other = (W_fro, W_nuc) if param == "W" else (W_nuc, W_fro)
     corr = correlation(run.W, target)
+    # solution-set invariant: the norm of W_GD rescaled to margin 1, over the optimal norm
+    margin = float(att_svm_constraints(data, alpha).apply(run.W).min())
+    order: Literal["fro", "nuc"] = "fro" if param == "W" else "nuc"
+    if margin > 0:
+        row["norm_ratio"] = float(
+            np.linalg.norm(run.W / margin, order) / np.linalg.norm(target, order)
+        )
     assert run.history.selected is not None
     row.update(
         corr=corr,

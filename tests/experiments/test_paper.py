@@ -19,7 +19,7 @@ COLUMNS = {
     "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
     "rank": {"n", "T", "d", "seed", "feasible", "rank_fro", "rank_nuc", "rank_nuc_scs"},
     "local": {"seed", "param", "step", "corr_fro", "corr_nuc", "softmax_alpha"},
-    "global": {"d", "seed", "param", "feasible", "b1", "corr", "reached", "selects_opt"},
+    "global": {"d", "seed", "param", "feasible", "b1", "corr", "reached", "norm_ratio"},
     "gensvm": {"d", "seed", "step", "one_minus_corr_eq", "one_minus_corr_svm", "gamma"},
     "concave": {"lam", "tau", "seed", "mean_selected", "max_selected", "corr_eq"},
 }
@@ -101,6 +101,8 @@ def _check_global(rows, out):
         elif r["feasible"] == "True":
             assert (r["reached"] == "True") == (float(r["corr"]) >= 0.99)
             assert r["b1"] in ("True", "False")
+            if r["norm_ratio"]:  # a feasible point rescaled to margin 1 cannot beat the optimum
+                assert float(r["norm_ratio"]) >= 1 - 1e-6
         else:
             assert r["reached"] == "False" and r["corr"] == ""
     assert "% reached" in out
