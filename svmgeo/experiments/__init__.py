@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Experiments: the sweep runner and its results table.
+"""Experiments: the paper's experiments, the sweep runner and its results table.
+
+:func:`reproduce` runs one of the paper's experiments by name (:func:`list_experiments`)
+through the sweep runner and writes its tables and figure (``docs/experiments.md``).
 
 :func:`sweep` runs a function over a grid of parameters (sizes × seeds × settings) in local
 worker processes or on a Dask cluster, appending one row per finished trial to a CSV table
