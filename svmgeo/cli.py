@@ -145,15 +145,19 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    result = reproduce(
-        args.name,
-        quick=args.quick,
-        out=args.out,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        progress=not args.no_progress,
-        resume=not args.no_resume,
-    )
+    try:
+        result = reproduce(
+            args.name,
+            quick=args.quick,
+            out=args.out,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            progress=not args.no_progress,
+            resume=not args.no_resume,
+        )
+    except ImportError as exc:  # matplotlib (the svmgeo[plot] extra) is missing
+        print(f"svmgeo reproduce: {exc}", file=sys.stderr)
+        return 2
     print(result)
     return 1 if result.n_errors else 0
 

@@ -183,3 +183,13 @@ def test_dask_scheduler_gives_the_local_table(outdir, tmp_path, capsys):
     assert [{k: v for k, v in r.items() if k not in drop} for r in remote] == [
         {k: v for k, v in r.items() if k not in drop} for r in local
     ]
+
+
+def test_missing_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    argv = ["reproduce", "paths2d", "--quick", "--out", str(tmp_path), "--workers", "0"]
+    assert main([*argv, "--no-progress"]) == 2
+    assert "pip install 'svmgeo[plot]'" in capsys.readouterr().err
+    assert (tmp_path / "paths2d-quick.csv").exists()  # the trials are kept for the rerun
