@@ -15,7 +15,15 @@ __all__ = ["correlation", "orthonormal_basis", "query_projector"]
 def correlation(W1: Any, W2: Any) -> float:
     r"""Correlation of two matrices, :math:`\langle W_1, W_2\rangle / (\|W_1\|_F \|W_2\|_F)`.
 
-    Returns 0 when either matrix is zero (the direction is undefined).
+    Parameters
+    ----------
+    W1, W2 : array of equal shape
+
+    Returns
+    -------
+    float
+        In :math:`[-1, 1]`; 0 when either matrix is zero (the direction is undefined). Safe at
+        huge norms (scaled before the inner product).
     """
     A = np.asarray(W1, dtype=float)
     B = np.asarray(W2, dtype=float)
@@ -43,7 +51,18 @@ def orthonormal_basis(M: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
 
 
 def query_projector(queries: np.ndarray) -> np.ndarray:
-    r"""Orthogonal projector :math:`P_Z` onto :math:`\mathrm{span}\{z_{ik}\}` (Lemma 1)."""
+    r"""Orthogonal projector :math:`P_Z` onto :math:`\mathrm{span}\{z_{ik}\}` (Lemma 1).
+
+    Parameters
+    ----------
+    queries : array of shape (..., d)
+        The query vectors, e.g. ``data.queries``.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        Every Att-SVM solution satisfies :math:`W = W P_Z`.
+    """
     Z = np.asarray(queries).reshape(-1, np.asarray(queries).shape[-1])
     U = orthonormal_basis(Z)
     return U @ U.T

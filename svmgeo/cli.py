@@ -17,9 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from .analysis import locally_optimal_selections
 from .data import TokenData, load_data, random_data
+from .gd import train
 from .selection import optimal_tokens
 from .solvers import att_svm, feasibility
+from .verify import verify
 
 __all__ = ["main"]
 
@@ -125,6 +128,103 @@ def _cmd_feasibility(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_lots(args: argparse.Namespace) -> int:
+    data = _load(args)
+    res = locally_optimal_selections(
+        data, norm=args.norm, max_selections=args.max_selections, progress=not args.json
+    )
+    opt = optimal_tokens(data, ties="first")
+    summary: dict[str, Any] = {
+        "data": repr(data),
+        "selections_total": res.total,
+        "examined": res.examined,
+        "pruned": res.pruned,
+        "infeasible": res.infeasible,
+        "undecided": res.undecided,
+        "n_lots": len(res.selections),
+        "lots": [
+            {
+                "selection": ",".join(str(int(t)) for t in np.ravel(a)),
+                "optimal": bool(np.array_equal(a, opt)),
+            }
+            for a in res.selections
+        ],
+    }
+    _emit(summary, args.json)
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    data = _load(args)
+    run = train(data, normalized=not args.plain, **_gd_options(args))
+    W = run.W
+    summary: dict[str, Any] = {
+        "data": repr(data),
+        "param": args.param,
+        "status": str(run.status),
+        "message": run.message,
+        "steps": run.n_steps,
+        "seconds": run.seconds,
+        "norm_W": float(np.linalg.norm(W)),
+    }
+    if run.history.loss is not None:
+        summary["final_loss"] = float(run.history.loss[-1])
+    if run.history.selected is not None:
+        summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
+    if args.save:
+        np.savez(args.save, W=W)
+        summary["saved"] = args.save
+    _emit(summary, args.json)
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    data = _load(args)
+    report = verify(data, **_gd_options(args))
+    if args.json:
+        print(report.to_json())
+    else:
+        print(report)
+    if args.figure:
+        from .plot import plot_verify
+
+        path = plot_verify(report, args.figure)
+        if not args.json:
+            print(f"figure written to {path}")
+    return 0
+
+
+def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", choices=("W", "KQ"), default="W", help="W or the factors (K, Q)")
+    p.add_argument("--m", type=int, default=None, help="width of K and Q (default d)")
+    p.add_argument("--loss", choices=("logistic", "exponential", "correlation"), default="logistic")
+    p.add_argument("--step-size", type=float, default=0.1)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--backend", choices=("numba", "numpy", "cupy"), default="numba")
+    p.add_argument(
+        "--init-scale",
+        type=float,
+        default=None,
+        help="start from seeded random weights of this scale (default: W = 0 for --param W, "
+        "scale 0.1 for --param KQ, whose zero start is stationary)",
+    )
+
+
+def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options that ``train`` and ``verify`` share, from the command line."""
+    scale = args.init_scale if args.init_scale is not None else (0.1 if args.param == "KQ" else 0.0)
+    return {
+        "param": args.param,
+        "m": args.m,
+        "loss": args.loss,
+        "step_size": args.step_size,
+        "n_steps": args.steps,
+        "init": ("random", scale) if scale > 0 else "zero",
+        "backend": args.backend,
+        "seed": args.seed,
+    }
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .experiments._paper import list_experiments, reproduce
 
@@ -145,19 +245,15 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        result = reproduce(
-            args.name,
-            quick=args.quick,
-            out=args.out,
-            scheduler=args.scheduler,
-            workers=args.workers,
-            progress=not args.no_progress,
-            resume=not args.no_resume,
-        )
-    except ImportError as exc:  # matplotlib (the svmgeo[plot] extra) is missing
-        print(f"svmgeo reproduce: {exc}", file=sys.stderr)
-        return 2
+    result = reproduce(
+        args.name,
+        quick=args.quick,
+        out=args.out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        progress=not args.no_progress,
+        resume=not args.no_resume,
+    )
     print(result)
     return 1 if result.n_errors else 0
 
@@ -205,6 +301,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("feasibility", help="decide feasibility exactly, with a certificate")
     _add_data_arguments(p)
     p.set_defaults(func=_cmd_feasibility)
+    p = sub.add_parser("lots", help="enumerate every locally optimal token selection, exactly")
+    _add_data_arguments(p)
+    p.add_argument("--norm", choices=("fro", "nuc"), default="fro")
+    p.add_argument("--max-selections", type=int, default=10**6)
+    p.set_defaults(func=_cmd_lots)
+    p = sub.add_parser("train", help="gradient descent on the attention weights")
+    _add_data_arguments(p)
+    _add_train_arguments(p)
+    p.add_argument("--plain", action="store_true", help="plain (unnormalized) gradient steps")
+    p.add_argument("--save", metavar="FILE", help="write the final W to an .npz file")
+    p.set_defaults(func=_cmd_train)
+    p = sub.add_parser("verify", help="run GD and the SVMs; does GD do what the theory predicts?")
+    _add_data_arguments(p)
+    _add_train_arguments(p)
+    p.add_argument("--figure", metavar="FILE", help="write a figure (PNG/PDF) of the report")
+    p.set_defaults(func=_cmd_verify)
     p = sub.add_parser("reproduce", help="run one of the paper's experiments (--list names them)")
     p.add_argument("name", nargs="?", default=None, help="experiment name (see --list)")
     p.add_argument("--list", action="store_true", help="print the experiment names and exit")

@@ -134,8 +134,21 @@ def pair_constraints(
     r"""Rows :math:`a = x_{i,p} - x_{i,q}`, :math:`b = z_{ik}` for given index arrays.
 
     The low-level builder behind every SVM: callers choose which (sequence, query,
-    preferred, competing) tuples become rows. ``rhs`` defaults to 1 on margin rows and 0 on
-    equality rows.
+    preferred, competing) tuples become rows.
+
+    Parameters
+    ----------
+    data : TokenData
+    seq, query, pref, comp : array of int, shape (N,)
+        Sequence, query, preferred token and competing token of each row.
+    kind : int or array of int, shape (N,), default MARGIN
+        :data:`MARGIN` or :data:`EQUALITY` per row.
+    rhs : float or array of shape (N,), optional
+        Right-hand sides; default 1 on margin rows and 0 on equality rows.
+
+    Returns
+    -------
+    ConstraintSet
     """
     seq, query, pref, comp = (
         np.ascontiguousarray(a, dtype=np.int64) for a in (seq, query, pref, comp)
@@ -245,6 +258,17 @@ def selected_set_constraints(data: TokenData, selected: Any) -> ConstraintSet:
     :math:`(x_{it} - x_{i\tau})^\top W z_{ik} = 0,\ t, \tau \in O_{ik}` (each is a difference
     of two of them), so the feasible set is the SPEC's. Equality rows come first, per query.
     With :math:`|O_{ik}| = 1` these are exactly the rows of Att-SVM.
+
+    Parameters
+    ----------
+    data : TokenData
+    selected : array of bool, shape (n, T) or (n, K, T)
+        The selected sets :math:`O_{ik}` (nonempty, not every visible token unless the query
+        sees a single token).
+
+    Returns
+    -------
+    ConstraintSet
     """
     S = check_selected(data, selected)
     masked = data.visible & ~S

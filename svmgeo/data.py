@@ -340,7 +340,18 @@ _FORMAT_VERSION = 1
 
 
 def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
-    """Write ``data`` to ``path`` as a ``.npz`` archive of plain arrays (no pickle)."""
+    """Write ``data`` to ``path`` as a ``.npz`` archive of plain arrays (no pickle).
+
+    Parameters
+    ----------
+    data : TokenData
+    path : path-like
+        Output file (numpy appends ``.npz`` when missing).
+
+    Returns
+    -------
+    None
+    """
     arrays: dict[str, np.ndarray] = {
         "svmgeo_format": np.array(_FORMAT_VERSION),
         "X": np.asarray(data.X),
@@ -360,7 +371,21 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
 
 
 def load_data(path: str | os.PathLike[str]) -> TokenData:
-    """Read a :class:`TokenData` written by :func:`save_data`."""
+    """Read a :class:`TokenData` written by :func:`save_data`.
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    TokenData
+
+    Raises
+    ------
+    ProblemError
+        When the file is not an svmgeo dataset.
+    """
     with np.load(path, allow_pickle=False) as f:
         if "svmgeo_format" not in f.files or "X" not in f.files:
             raise ProblemError(

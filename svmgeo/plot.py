@@ -1,17 +1,24 @@
 # SPDX-License-Identifier: BSD-3-Clause
-r"""Figures of the paper's experiments (matplotlib, the optional extra ``svmgeo[plot]``).
+r"""Matplotlib figures (optional extra: ``pip install svmgeo[plot]``).
 
-Each ``plot_NAME(rows, summary, path)`` draws experiment ``NAME`` of
-:func:`svmgeo.reproduce` from its trial rows and summary rows and returns the paths written.
-matplotlib is imported on first use, with the non-interactive ``Agg`` backend.
+Every function writes a figure file and returns its path; matplotlib is imported lazily, with
+the Agg backend, so figures work on headless machines. ``plot_NAME(rows, summary, path)``
+draws experiment ``NAME`` of :func:`svmgeo.reproduce` from its trial and summary rows and
+returns the list of paths written.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ._errors import SolverNotFound
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .verify import VerifyReport
 
 __all__ = [
     "plot_concave",
@@ -20,27 +27,83 @@ __all__ = [
     "plot_local",
     "plot_paths2d",
     "plot_rank",
+    "plot_verify",
+    "pyplot",
 ]
 
 Rows = list[dict[str, Any]]
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or a clear error naming the extra."""
     try:
         import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "svmgeo.plot needs matplotlib, which is not installed; "
-            "install the extra with: pip install 'svmgeo[plot]'"
+    except ImportError as exc:
+        raise SolverNotFound(
+            "Figures need matplotlib, which is not installed. Install the extra: "
+            "pip install 'svmgeo[plot]'."
         ) from exc
-    matplotlib.use("Agg", force=False)
+    matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     return plt
 
 
+def plot_verify(report: VerifyReport, path: str | os.PathLike[str]) -> str:
+    r"""Figure of a :func:`~svmgeo.verify` report: :math:`1 - \mathrm{corr}` with each SVM
+    prediction, softmax saturation and :math:`\|W(t)\|_F` against the step.
+
+    Parameters
+    ----------
+    report : VerifyReport
+    path : path-like
+        Output file; the suffix (``.png``, ``.pdf``, ...) picks the format.
+
+    Returns
+    -------
+    str
+        The path written.
+    """
+    plt = pyplot()
+    steps = np.asarray(report.steps)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), constrained_layout=True)
+    ax = axes[0]
+    curves = [
+        ("Frobenius $W^{mm}_\\alpha$", report.corr_fro),
+        ("nuclear $W^{mm\\star}_\\alpha$", report.corr_nuc),
+    ]
+    if report.corr_eq is not None:
+        curves.append(("Gen-SVM $W^{eq}$", report.corr_eq))
+    for label, corr in curves:
+        gap = 1.0 - np.asarray(corr, dtype=float)
+        if np.any(np.isfinite(gap)):
+            ax.semilogy(steps, np.maximum(gap, 1e-16), label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("1 - correlation")
+    ax.set_title(f"direction ({report.param}, {report.head} head)")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    ax.semilogy(steps, np.maximum(1.0 - np.asarray(report.max_softmax), 1e-16))
+    ax.set_xlabel("step")
+    ax.set_ylabel("1 - min max softmax")
+    ax.set_title("saturation")
+    ax = axes[2]
+    ax.plot(steps, report.norm_W)
+    ax.set_xlabel("step")
+    ax.set_ylabel("$\\|W\\|_F$")
+    ax.set_title("norm growth")
+    verdict = "optimal" if report.is_optimal else ("LOT" if report.is_lot else "not a LOT")
+    fig.suptitle(f"GD selection: {verdict}; closest prediction: {report.converged_to}")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return os.fspath(path)
+
+
+# -- the paper's experiments (svmgeo.reproduce) ----------------------------------------------
+
+
 def _save(fig: Any, path: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = pyplot()
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -53,7 +116,7 @@ def _col(rows: Rows, key: str) -> np.ndarray:
 
 def plot_rank(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     """Mean numerical rank of W^mm (solid) and W^mm⋆ (dashed; SCS default: dotted) vs d."""
-    plt = _pyplot()
+    plt = pyplot()
     ns = sorted({s["n"] for s in summary})
     fig, axes = plt.subplots(1, len(ns), figsize=(4 * len(ns), 3.4), squeeze=False)
     for ax, n in zip(axes[0], ns, strict=True):
@@ -74,7 +137,7 @@ def plot_rank(rows: Rows, summary: Rows, path: Path) -> list[Path]:
 
 def plot_local(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     """Median correlation with W^mm / W^mm⋆ and mean softmax of α vs step, for W and (K, Q)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for k, param in enumerate(("W", "KQ")):
         g = [s for s in summary if s["param"] == param]
@@ -91,7 +154,7 @@ def plot_local(rows: Rows, summary: Rows, path: Path) -> list[Path]:
 
 def plot_global(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     """% of instances reaching the global SVM direction, and % satisfying B.1, vs d."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.4))
     for k, param in enumerate(("W", "KQ")):
         g = [s for s in summary if s["param"] == param]
@@ -113,7 +176,7 @@ def plot_global(rows: Rows, summary: Rows, path: Path) -> list[Path]:
 
 def plot_gensvm(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     """Median 1 − corr with W^eq, W^svm and one-token W^mm vs step per d; Γ scatter."""
-    plt = _pyplot()
+    plt = pyplot()
     ds = sorted({s["d"] for s in summary})
     fig, axes = plt.subplots(1, len(ds) + 1, figsize=(3.3 * (len(ds) + 1), 3.2))
     for ax, d in zip(axes[:-1], ds, strict=True):
@@ -147,7 +210,7 @@ def plot_gensvm(rows: Rows, summary: Rows, path: Path) -> list[Path]:
 
 def plot_concave(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     """Mean number of tokens with softmax ≥ τ vs λ, per τ; median corr with W^eq vs λ."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for k, tau in enumerate(sorted({s["tau"] for s in summary}, reverse=True)):
         g = [s for s in summary if s["tau"] == tau]
@@ -173,7 +236,7 @@ def plot_paths2d(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     from .selection import optimal_tokens
     from .solvers import att_svm
 
-    plt = _pyplot()
+    plt = pyplot()
     seeds = sorted({r["seed"] for r in rows if r["feasible"]})
     fig, axes = plt.subplots(
         1, max(1, len(seeds)), figsize=(3.6 * max(1, len(seeds)), 3.6), squeeze=False

@@ -148,10 +148,24 @@ def optimal_tokens(
 
 
 def check_selection(data: TokenData, alpha: Any, name: str = "alpha") -> np.ndarray:
-    """Validate a token selection and return it as an int array of shape (n, K).
+    r"""Validate a token selection :math:`\alpha` and return it as an int array of shape (n, K).
 
-    Accepts shape ``(n,)`` when ``K == 1`` and ``(n, K)`` always. Every entry must be a
-    visible token index in ``[0, T)``.
+    Parameters
+    ----------
+    data : TokenData
+    alpha : array of int, shape (n,) (one query per sequence) or (n, K)
+        Every entry must be a visible token index in ``[0, T)``.
+    name : str, default "alpha"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    ndarray of int64, shape (n, K)
+
+    Raises
+    ------
+    ProblemError
+        Wrong shape, non-integer entries, out-of-range or masked tokens.
     """
     data = _check_data(data, "check_selection")
     expected = "(n,)" if data.single_query else "(n, K)"

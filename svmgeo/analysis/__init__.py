@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Token-selection analysis: support tokens, local optimality, LOT enumeration, cones, Gen-SVM."""
+"""Token-selection analysis: support tokens, local optimality, LOT enumeration, cones, Gen-SVM,
+regularization paths."""
 
 from ._cones import in_cone, in_score_cone, score_cone_margin
 from ._enumerate import LOTEnumeration, locally_optimal_selections
 from ._gensvm import GenSVMResult, SelectedSets, gen_svm, selected_sets
 from ._local import LocalOptimality, LOTViolation, is_locally_optimal
+from ._regpath import RegularizationPath, regularization_path
 from ._support import SupportTokens, support_tokens
 
 __all__ = [
@@ -12,6 +14,7 @@ __all__ = [
     "LOTEnumeration",
     "LOTViolation",
     "LocalOptimality",
+    "RegularizationPath",
     "SelectedSets",
     "SupportTokens",
     "gen_svm",
@@ -19,6 +22,7 @@ __all__ = [
     "in_score_cone",
     "is_locally_optimal",
     "locally_optimal_selections",
+    "regularization_path",
     "score_cone_margin",
     "selected_sets",
     "support_tokens",

@@ -507,7 +507,18 @@ EXPERIMENTS: dict[str, Experiment] = {
 
 
 def list_experiments() -> list[str]:
-    """Names of the experiments :func:`reproduce` runs, in the order of the paper's story."""
+    r"""Names of the experiments :func:`reproduce` runs, in the order of the paper's story.
+
+    .. math::
+
+        \{\texttt{paths2d}, \texttt{rank}, \texttt{local}, \texttt{global},
+        \texttt{gensvm}, \texttt{concave}\}
+
+    Returns
+    -------
+    list of str
+        One name per experiment (``svmgeo reproduce --list`` prints them one per line).
+    """
     return list(EXPERIMENTS)
 
 

@@ -18,6 +18,7 @@ from ._engine import (
     train,
     train_batch,
 )
+from ._oracle import RiskOracle, RiskValue
 
 __all__ = [
     "BACKENDS",
@@ -33,6 +34,8 @@ __all__ = [
     "GradientDescent",
     "History",
     "Intermediate",
+    "RiskOracle",
+    "RiskValue",
     "StopStatus",
     "cupy_available",
     "loss_and_grad",

@@ -429,6 +429,26 @@ def train_batch(
 ) -> BatchRun:
     r"""Train attention on B independent datasets of equal sizes in one call.
 
+    .. math::
+
+        W^{(b)} \leftarrow W^{(b)} - \eta\, \frac{\nabla L_b(W^{(b)})}{\|\nabla L_b(W^{(b)})\|_F},
+        \qquad b = 1, \dots, B,
+
+    each instance exactly as :func:`train` would run it.
+
+    Parameters
+    ----------
+    datasets : sequence of TokenData or mapping of stacked arrays
+        See below.
+    v, V, lam : optional
+        Head parameters, shared or with a leading B axis.
+    callback : callable, optional
+        Called with the intermediate state of the whole batch; raise ``StopIteration`` to stop.
+    **options
+        Keyword options of :func:`train`.
+
+    Notes
+    -----
     ``datasets`` is a sequence of :class:`~svmgeo.TokenData`, or a mapping of stacked arrays:
     ``X`` (B, n, T, d), ``Y`` (B, n) or (B, n, K), ``Z`` (B, n, d) or (B, n, K, d), ``v``
     (d,) or (B, d), ``query`` (shared), ``mask`` ("causal", (K, T) shared, or (B, n, K, T)).

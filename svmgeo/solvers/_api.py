@@ -270,12 +270,25 @@ def solve_svm(
         warm = feas.extras.get("qp_dual")
         res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
         # the naive model has d^2 variables and N dense rows: only a fallback for small problems
-        if method == "auto" and not res.success and cs.d**2 * cs.N <= _CVXPY_FALLBACK_SIZE:
+        size = cs.d**2 * cs.N
+        if method == "auto" and not res.success and size <= _CVXPY_FALLBACK_SIZE:
             ref = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
             if ref.success:
                 res = dataclasses.replace(
                     ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
                 )
+            else:  # keep svmgeo's answer, and say that the fallback was tried
+                res = dataclasses.replace(
+                    res,
+                    message=f"{res.message}; the cvxpy fallback did not certify either "
+                    f"({ref.status}: {ref.message})",
+                )
+        elif method == "auto" and not res.success:
+            res = dataclasses.replace(
+                res,
+                message=f"{res.message}; no cvxpy fallback: d^2*N = {size:.3g} exceeds "
+                f"{_CVXPY_FALLBACK_SIZE:.0e} (try method='cvxpy' explicitly, or a looser tol)",
+            )
     elif not binding:
         res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
     else:

@@ -28,7 +28,7 @@ from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import farkas_residual, row_values
-from ._frobenius import RowGeometry, interior_point, lift_margins, polish_active_set
+from ._frobenius import RowGeometry, features, interior_point, lift_margins, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
 
@@ -68,9 +68,19 @@ class _Factor:
 
     def __init__(self, geo: RowGeometry) -> None:
         self.geo = geo
+        self._svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        feats = None if geo.Phi is not None else _small_features(geo)
         if geo.Phi is not None:
             self.L = geo.Phi
             self._tol_rank = 0.0
+        elif feats is not None:
+            # G = ΦΦᵀ: the thin SVD of Φ keeps directions down to 1e-13 of the largest
+            # singular value, where an eigendecomposition of G would cut at sqrt(1e-12)
+            U, V, Phi = feats
+            Uq, s, Vt = np.linalg.svd(Phi, full_matrices=False)
+            keep = s > (s[0] if s.size else 0.0) * 1e-13
+            self.L = Uq[:, keep] * s[keep]
+            self._svd = (U, V, Vt[keep])
         else:
             G = geo.gram()
             evals, evecs = np.linalg.eigh(G)
@@ -82,6 +92,9 @@ class _Factor:
 
     def W(self, y: np.ndarray) -> np.ndarray:
         geo = self.geo
+        if self._svd is not None:
+            U, V, Vt = self._svd
+            return np.asarray(U @ (Vt.T @ y).reshape(U.shape[1], V.shape[1]) @ V.T)
         if geo.Phi is not None:
             assert geo.U is not None and geo.V is not None
             M = y.reshape(geo.U.shape[1], geo.V.shape[1])
@@ -98,6 +111,16 @@ class _Factor:
         r = int(np.count_nonzero(s > (s[0] if s.size else 0.0) * 1e-10))
         Uq = Uq[:, :r]
         return lam - Uq @ (Uq.T @ lam)
+
+
+def _small_features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Compressed features of a Gram-represented problem when their thin SVD is cheap."""
+    cs = geo.cs
+    n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size
+    width = min(cs.d, cs.N) * min(cs.d, n_queries)
+    if cs.N * width * min(cs.N, width) > 2e8:
+        return None
+    return features(geo)
 
 
 def _point_from_qp(

@@ -1,0 +1,769 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Regularization paths: constrained risk minimization over growing balls (Theorem 2).
+
+.. math::
+
+    \bar W_R = \arg\min_{\|W\|_F \le R} L(W), \qquad
+    (\bar K_R, \bar Q_R) = \arg\min_{\|K\|_F^2 + \|Q\|_F^2 \le 2R} L(KQ^\top), \qquad
+    \bar W_R^\alpha = \arg\min_{W \in C_\varepsilon(\alpha),\ \|W\|_F \le R} L(W).
+
+Theorem 2 of Tarzanagh et al. says :math:`\bar W_R / R \to W^{\mathrm{mm}}/\|W^{\mathrm{mm}}\|_F`
+and that :math:`\bar K_R \bar Q_R^\top / R` approaches the Att-SVM⋆ solutions in direction; the
+local path converges in direction to :math:`W^{\mathrm{mm}}_\alpha` for a locally optimal α.
+
+Losses, heads and gradients are those of :mod:`svmgeo.gd` (:class:`svmgeo.gd.RiskOracle`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import ConvergenceWarning, ProblemError
+from .._linalg import correlation
+from .._validation import check_array, check_int, check_option, check_real
+from ..data import TokenData
+from ..gd import RiskOracle
+from ..gd._config import HEADS, LOSSES
+
+__all__ = ["RegularizationPath", "regularization_path"]
+
+_WHERE = "regularization_path"
+_EPS = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True, eq=False)
+class RegularizationPath:
+    r"""Minimizers of the risk over balls of growing radius.
+
+    Attributes
+    ----------
+    radii : ndarray of shape (r,)
+        The radii R (for ``param="KQ"`` the constraint is :math:`\|K\|^2+\|Q\|^2 \le 2R`).
+    W : ndarray of shape (r, d, d)
+        :math:`\bar W_R` (for ``"KQ"``: :math:`\bar K_R \bar Q_R^\top`).
+    K, Q : ndarray of shape (r, d, m) or None
+        The factors (``param="KQ"`` only).
+    loss : ndarray of shape (r,)
+        :math:`L(\bar W_R)`.
+    log_loss_gap : ndarray of shape (r,)
+        :math:`\log(L(\bar W_R) - L_\star)` with :math:`L_\star = \frac1n\sum \ell(\gamma_{i,\mathrm{opt}_i})`
+        (linear head, where :math:`L_\star` is the infimum of :math:`L`); NaN for other heads.
+        It stays exact where ``loss`` no longer changes in float64.
+    stationarity : ndarray of shape (r,)
+        First-order residual (see :func:`regularization_path`, Notes).
+    converged : ndarray of bool, shape (r,)
+        ``stationarity <= tol``.
+    n_iter : ndarray of int, shape (r,)
+    correlation : ndarray of shape (r,) or None
+        :math:`\langle \bar W_R, W_{\mathrm{ref}}\rangle / (\|\bar W_R\|\|W_{\mathrm{ref}}\|)`.
+    reference : ndarray of shape (d, d) or None
+        :math:`W_{\mathrm{ref}}`.
+    cone_margin : ndarray of shape (r,) or None
+        Local path: ``score_cone_margin(data, alpha, W) / ||W||`` (≥ ε inside the cone).
+    param, loss_name, head : str
+    alpha : ndarray or None
+    eps : float or None
+    """
+
+    radii: np.ndarray
+    W: np.ndarray
+    K: np.ndarray | None
+    Q: np.ndarray | None
+    loss: np.ndarray
+    log_loss_gap: np.ndarray
+    stationarity: np.ndarray
+    converged: np.ndarray
+    n_iter: np.ndarray
+    correlation: np.ndarray | None
+    reference: np.ndarray | None
+    cone_margin: np.ndarray | None
+    param: str
+    loss_name: str
+    head: str
+    alpha: np.ndarray | None
+    eps: float | None
+
+    def __len__(self) -> int:
+        return int(self.radii.shape[0])
+
+
+class _Objective:
+    r"""The function the path minimizes and its gradient.
+
+    Linear head: :math:`F = \log(L - L_\star)` (same minimizers as :math:`L`, since
+    :math:`L > L_\star` and log is increasing), evaluated from the GD module's exact
+    log-domain gap once the softmax saturates and :math:`\nabla F = \nabla L / (L - L_\star)`
+    from its log-domain gradient. Other heads: :math:`F = L`.
+    """
+
+    def __init__(
+        self, data: TokenData, loss: str, head: str, v: Any, V: Any, lam: float | None
+    ) -> None:
+        self.oracle = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam)
+        self.log_gap = head == "linear"
+
+    def __call__(self, W: np.ndarray) -> tuple[float, np.ndarray, float, float]:
+        """``(F, grad F, L, log(L - L_star))`` at W (the last NaN for non-linear heads)."""
+        r = self.oracle(W)
+        if not self.log_gap:
+            g = np.exp(r.M) * r.G if np.isfinite(r.M) else np.zeros_like(r.G)
+            return r.loss, g, r.loss, math.nan
+        F = self.oracle.log_excess_risk(W)
+        if not np.isfinite(r.M) or not np.isfinite(F):
+            return F, np.zeros_like(r.G), r.loss, F
+        return F, math.exp(r.M - F) * r.G, r.loss, F
+
+
+def _ball(x: np.ndarray, rho: float) -> np.ndarray:
+    nx = float(np.linalg.norm(x))
+    return x if nx <= rho else x * (rho / nx)
+
+
+def _ball_residual(x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True) -> float:
+    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
+    :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
+    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside."""
+    ng = float(np.linalg.norm(g))
+    if ng == 0.0:
+        return 0.0
+    nx = float(np.linalg.norm(x))
+    if nx < rho * (1.0 - 1e-10):
+        return ng / max(1.0, ng)
+    gh, xh = g / ng, x / nx
+    c = float(np.vdot(gh, xh))
+    sine = float(np.linalg.norm(gh - c * xh)) if c < 0.0 else 1.0
+    return sine if normalized else sine * ng / max(1.0, ng)
+
+
+def _spg(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    rho: float,
+    tol: float,
+    max_iter: int,
+    feasible: Callable[[np.ndarray], bool] | None = None,
+    normalized: bool = True,
+) -> tuple[np.ndarray, float, int]:
+    r"""Spectral projected gradient on the ball :math:`\|x\| \le \rho` (Birgin, Martínez,
+    Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc.
+
+    ``feasible``, when given, rejects trial points outside it like a failed Armijo test; after
+    20 such rejections the iteration ends (the local path then switches to SLSQP). Returns ``(x, residual, n_iter)``.
+    """
+    x = _ball(x0, rho)
+    f, g = fun(x)
+    res = _ball_residual(x, g, rho, normalized)
+    ng = float(np.linalg.norm(g))
+    t = rho / ng if ng > 0.0 else 1.0
+    it = 0
+    blocked = 0
+    while it < max_iter and res > tol:
+        it += 1
+        accepted = False
+        first = None
+        for _ in range(60):
+            xn = _ball(x - t * g, rho)
+            dx = xn - x
+            slope = float(np.vdot(g, dx))
+            if slope >= 0.0:
+                break
+            if feasible is not None and not feasible(xn):
+                blocked += 1
+                if blocked > 20:
+                    return x, res, it  # stuck on the feasible set's boundary: caller takes over
+                t *= 0.5
+                continue
+            fn, gn = fun(xn)
+            if first is None:
+                first = (xn, dx, fn, gn)
+            if fn <= f + 1e-4 * slope:
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted and first is not None:
+            # Below F's float64 resolution the Armijo test cannot see a decrease: take the
+            # BB step if F stays within rounding of f and the residual improves.
+            xn, dx, fn, gn = first
+            accepted = (
+                fn <= f + 8.0 * _EPS * max(1.0, abs(f))
+                and _ball_residual(xn, gn, rho, normalized) < 0.5 * res
+            )
+        if not accepted:
+            break  # no progress left at float64 resolution
+        s, y = dx, gn - g
+        sy = float(np.vdot(s, y))
+        x, f, g = xn, fn, gn
+        ng = float(np.linalg.norm(g))
+        t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
+        res = _ball_residual(x, g, rho, normalized)
+    return x, res, it
+
+
+def _check_radii(radii: Any) -> np.ndarray:
+    r = check_array(
+        radii, "radii", ndim=1, hint="Pass the radii as a 1-D sequence, e.g. [1, 2, 4, 8]."
+    )
+    if r.size == 0:
+        raise ProblemError(
+            f"The 'radii' parameter of {_WHERE} must be a non-empty increasing sequence of "
+            "positive numbers. Got an empty array; pass e.g. radii=[1, 2, 4, 8]."
+        )
+    if np.any(r <= 0.0):
+        raise ProblemError(
+            f"The 'radii' parameter of {_WHERE} must hold positive numbers. Got "
+            f"{r.tolist()}, with {float(r[r <= 0.0][0])!r} <= 0; drop the non-positive radii."
+        )
+    if np.any(np.diff(r) <= 0.0):
+        raise ProblemError(
+            f"The 'radii' parameter of {_WHERE} must be strictly increasing (the path is "
+            f"warm-started from each radius to the next). Got {r.tolist()}; pass "
+            "np.unique(radii) to sort them."
+        )
+    return r
+
+
+def _default_reference(data: TokenData, alpha: Any, norm: str) -> np.ndarray | None:
+    from ..selection import optimal_token_sets
+    from ..solvers import att_svm
+
+    if alpha is None:
+        sets = optimal_token_sets(data)
+        if np.any(sets.sum(axis=-1) > 1):
+            return None  # ties: no unique Att-SVM(opt)
+        alpha = np.argmax(sets, axis=-1)
+    res = att_svm(data, alpha, norm=norm)  # type: ignore[arg-type]
+    return None if res.W is None else np.asarray(res.W)
+
+
+def regularization_path(
+    data: TokenData,
+    radii: Any,
+    *,
+    param: str = "W",
+    m: int | None = None,
+    loss: str = "logistic",
+    head: str = "linear",
+    v: Any = None,
+    V: Any = None,
+    lam: float | None = None,
+    alpha: Any = None,
+    eps: float | None = None,
+    reference: Any = None,
+    init: Any = None,
+    seed: int = 0,
+    tol: float = 1e-6,
+    max_iter: int = 20_000,
+) -> RegularizationPath:
+    r"""The regularization path of softmax attention (Theorem 2), one radius after the other.
+
+    .. math::
+
+        \bar W_R = \arg\min_{\|W\|_F \le R} L(W)
+        \quad\text{or}\quad
+        \bar K_R \bar Q_R^\top,\ (\bar K_R, \bar Q_R) = \arg\min_{\|K\|_F^2+\|Q\|_F^2 \le 2R}
+        L(KQ^\top)
+        \quad\text{or}\quad
+        \arg\min_{W \in C_\varepsilon(\alpha),\ \|W\|_F \le R} L(W),
+
+    with :math:`L(W) = \frac1n\sum_{i,k}\ell(Y_{ik} f_{ik})` the risk of :func:`svmgeo.train`
+    (same losses and heads, evaluated by the GD module).
+
+    Parameters
+    ----------
+    data : TokenData
+    radii : sequence of float, strictly increasing and positive
+    param : {"W", "KQ"}, default "W"
+        Optimize W on the Frobenius ball, or the factors (K, Q) on the joint ball
+        :math:`\|K\|^2+\|Q\|^2 \le 2R` (:math:`\|KQ^\top\|_* \le R` on it).
+    m : int, optional
+        Width of K and Q (default d); ``param="KQ"`` only.
+    loss : {"logistic", "exponential", "correlation"}
+    head : {"linear", "relu", "concave"}
+    v, V, lam
+        Head parameters, as in :func:`svmgeo.train`.
+    alpha : array of int, shape (n,) or (n, K), optional
+        With ``eps``: the local path, restricted to the score cone :math:`C_\varepsilon(\alpha)`
+        (``param="W"`` only; Att-SVM(α) must be feasible, its direction is the start).
+    eps : float, optional
+        Width of the score cone; must satisfy
+        ``0 < eps < score_cone_margin(data, alpha, W_mm) / ||W_mm||``.
+    reference : array of shape (d, d), optional
+        Direction to correlate with. Default: Att-SVM(α) (local path), Att-SVM(opt)
+        (``"W"``) or Att-SVM⋆(opt) (``norm="nuc"``, ``"KQ"``) when the optimal tokens are
+        unique and the SVM is feasible; otherwise no correlation.
+    init : array of shape (d, d), or a pair (K, Q), optional
+        Start at the first radius (scaled onto the ball). Default: W = 0 (``"W"``), seeded
+        random factors of norm √R (``"KQ"``, where K = Q = 0 is stationary), or
+        :math:`R\,W^{\mathrm{mm}}_\alpha/\|W^{\mathrm{mm}}_\alpha\|` (local path). Later radii
+        start from the previous solution scaled by :math:`R_{\mathrm{new}}/R_{\mathrm{old}}`
+        (each factor by the square root).
+    seed : int, default 0
+        Seed of the random ``"KQ"`` start.
+    tol : float, default 1e-6
+        Stop when the stationarity residual is at most ``tol``. Residuals below about
+        1e-7 are out of reach: a step that turns W by an angle θ changes F by about
+        θ², which float64 stops resolving near θ ~ 1e-8 (times problem constants).
+    max_iter : int, default 20000
+        Iterations per radius.
+
+    Returns
+    -------
+    RegularizationPath
+
+    Raises
+    ------
+    ProblemError
+        Radii not positive and strictly increasing; unknown ``param``, ``loss`` or ``head``;
+        ``m < 1``; ``alpha`` without ``eps`` or the reverse; ``eps`` outside the range above.
+
+    Warns
+    -----
+    ConvergenceWarning
+        A radius whose residual stayed above ``tol``.
+
+    Notes
+    -----
+    **Objective.** For the linear head the path minimizes :math:`F = \log(L - L_\star)`,
+    :math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, which has the same
+    minimizers as L (:math:`f_{ik} \le \gamma_{ik,\mathrm{opt}}` so :math:`L > L_\star`) but
+    stays well scaled when :math:`L - L_\star \sim e^{-R\cdot\mathrm{margin}}` is far below the
+    float64 resolution of L: the gap and :math:`\nabla F = \nabla L/(L - L_\star)` come from
+    the GD module's log-domain formulas. Other heads minimize L itself.
+
+    **Method** (``"W"``, ``"KQ"``). Spectral projected gradient on the ball (Barzilai–Borwein
+    steps, Armijo backtracking on F along the projection arc), warm-started along the radii.
+
+    **Stationarity.** The ball's KKT residual. Linear head and local path: with the gradient
+    normalized, :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere
+    (:math:`\hat g = \nabla F/\|\nabla F\|`, :math:`\hat x = x/\|x\|`: the sine of the angle
+    between :math:`-\nabla F` and x), scale free, so meaningful where :math:`\nabla L` is
+    1e-300; for the local path the same with the active cone rows' unit normals (nonnegative
+    multipliers, NNLS). Other heads (F = L, whose gradient may be small at a genuine
+    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(1, \|\nabla F\|)`.
+    Inside the ball: :math:`\|\nabla F\| / \max(1, \|\nabla F\|)`.
+
+    References
+    ----------
+    .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
+       Machines", arXiv:2308.16898, Theorem 2 and Section 5.
+    .. [2] E. G. Birgin, J. M. Martínez, M. Raydan, "Nonmonotone spectral projected gradient
+       methods on convex sets", SIAM J. Optim. 10(4), 2000.
+    """
+    if not isinstance(data, TokenData):
+        raise ProblemError(
+            f"{_WHERE} takes a svmgeo.TokenData as data; got {type(data).__name__}. "
+            "Build one with svmgeo.TokenData(X, Y=..., v=...) or svmgeo.random_data(...)."
+        )
+    r = _check_radii(radii)
+    check_option(param, "param", ("W", "KQ"), where=_WHERE)
+    check_option(loss, "loss", LOSSES, where=_WHERE)
+    check_option(head, "head", HEADS, where=_WHERE)
+    tol = check_real(tol, "tol", low=0.0, low_open=True, high_open=True, where=_WHERE)
+    max_iter = check_int(max_iter, "max_iter", low=1, where=_WHERE)
+    seed = check_int(seed, "seed", low=0, where=_WHERE)
+    d = data.d
+    if param == "KQ":
+        m = d if m is None else check_int(m, "m", low=1, where=_WHERE)
+    elif m is not None:
+        raise ProblemError(
+            f"The 'm' parameter of {_WHERE} applies to param='KQ' only; got m={m!r} with "
+            "param='W'. Drop m, or pass param='KQ'."
+        )
+    if (alpha is None) != (eps is None):
+        raise ProblemError(
+            f"The local path of {_WHERE} needs both alpha and eps; got only "
+            f"{'alpha' if eps is None else 'eps'}. Pass alpha=<selection> and eps=0.1, e.g."
+        )
+    local = alpha is not None
+    if local and param != "W":
+        raise ProblemError(
+            f"The local path (alpha, eps) of {_WHERE} is defined for param='W' only; got "
+            f"param={param!r}."
+        )
+    obj = _Objective(data, loss, head, v, V, lam)
+    if reference is not None:
+        ref = check_array(reference, "reference", ndim=2, shape=(d, d), hint="A (d, d) matrix.")
+        if not np.any(ref):
+            raise ProblemError("reference must be nonzero: a zero matrix has no direction.")
+    else:
+        ref = None
+    if local:
+        return _path_local(data, r, obj, alpha, eps, ref, init, tol, max_iter, loss, head)
+    if ref is None:
+        ref = _default_reference(data, None, "nuc" if param == "KQ" else "fro")
+    if param == "W":
+        return _path_w(r, obj, ref, init, d, tol, max_iter, loss, head)
+    assert m is not None  # narrowed above
+    return _path_kq(r, obj, ref, init, d, m, seed, tol, max_iter, loss, head)
+
+
+def _warn(radius: float, res: float, tol: float, n_iter: int) -> None:
+    warnings.warn(
+        f"regularization_path did not converge at radius {radius:g}: stationarity residual "
+        f"{res:.2e} > tol={tol:g} after {n_iter} iterations; increase max_iter or tol.",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+def _result(
+    r: np.ndarray,
+    Ws: list[np.ndarray],
+    obj: _Objective,
+    res: list[float],
+    its: list[int],
+    tol: float,
+    ref: np.ndarray | None,
+    loss: str,
+    head: str,
+    param: str,
+    Ks: list[np.ndarray] | None = None,
+    Qs: list[np.ndarray] | None = None,
+    cone: list[float] | None = None,
+    alpha: np.ndarray | None = None,
+    eps: float | None = None,
+) -> RegularizationPath:
+    vals = [obj(W) for W in Ws]
+    W = np.stack(Ws)
+    return RegularizationPath(
+        radii=r,
+        W=W,
+        K=None if Ks is None else np.stack(Ks),
+        Q=None if Qs is None else np.stack(Qs),
+        loss=np.array([v[2] for v in vals]),
+        log_loss_gap=np.array([v[3] for v in vals]),
+        stationarity=np.array(res),
+        converged=np.array(res) <= tol,
+        n_iter=np.array(its, dtype=np.int64),
+        correlation=None if ref is None else np.array([correlation(A, ref) for A in W]),
+        reference=ref,
+        cone_margin=None if cone is None else np.array(cone),
+        param=param,
+        loss_name=loss,
+        head=head,
+        alpha=alpha,
+        eps=eps,
+    )
+
+
+def _path_w(
+    r: np.ndarray,
+    obj: _Objective,
+    ref: np.ndarray | None,
+    init: Any,
+    d: int,
+    tol: float,
+    max_iter: int,
+    loss: str,
+    head: str,
+) -> RegularizationPath:
+    if init is None:
+        x = np.zeros((d, d))
+    else:
+        x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        F, g, _, _ = obj(w.reshape(d, d))
+        return F, g.ravel()
+
+    Ws, res, its = [], [], []
+    prev = None
+    for R in r:
+        if prev is not None:
+            x = x * (R / prev)
+        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, None, obj.log_gap)
+        if rr > tol:
+            _warn(float(R), rr, tol, it)
+        x = xv.reshape(d, d)
+        Ws.append(x.copy())
+        res.append(rr)
+        its.append(it)
+        prev = R
+    return _result(r, Ws, obj, res, its, tol, ref, loss, head, "W")
+
+
+def _path_kq(
+    r: np.ndarray,
+    obj: _Objective,
+    ref: np.ndarray | None,
+    init: Any,
+    d: int,
+    m: int,
+    seed: int,
+    tol: float,
+    max_iter: int,
+    loss: str,
+    head: str,
+) -> RegularizationPath:
+    if init is None:
+        rng = np.random.default_rng(seed)
+        K0, Q0 = rng.standard_normal((d, m)), rng.standard_normal((d, m))
+    else:
+        if not (isinstance(init, tuple) and len(init) == 2):
+            raise ProblemError(
+                f"With param='KQ' the 'init' parameter of {_WHERE} must be a pair (K, Q) of "
+                f"({d}, {m}) arrays; got {type(init).__name__}."
+            )
+        K0 = check_array(init[0], "init[0]", ndim=2, shape=(d, m), hint="K has shape (d, m).")
+        Q0 = check_array(init[1], "init[1]", ndim=2, shape=(d, m), hint="Q has shape (d, m).")
+    x = np.concatenate([K0.ravel(), Q0.ravel()])
+    nx = float(np.linalg.norm(x))
+    if nx == 0.0:
+        raise ProblemError(
+            "init (K, Q) must not be zero: K = Q = 0 is a stationary point of L(KQᵀ)."
+        )
+    x = x * (math.sqrt(2.0 * r[0]) / nx)
+    dm = d * m
+
+    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
+        K, Q = z[:dm].reshape(d, m), z[dm:].reshape(d, m)
+        F, g, _, _ = obj(K @ Q.T)
+        return F, np.concatenate([(g @ Q).ravel(), (g.T @ K).ravel()])
+
+    Ws, Ks, Qs, res, its = [], [], [], [], []
+    prev = None
+    for R in r:
+        if prev is not None:
+            x = x * math.sqrt(R / prev)
+        x, rr, it = _spg(fun, x, math.sqrt(2.0 * R), tol, max_iter, None, obj.log_gap)
+        if rr > tol:
+            _warn(float(R), rr, tol, it)
+        K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
+        Ks.append(K)
+        Qs.append(Q)
+        Ws.append(K @ Q.T)
+        res.append(rr)
+        its.append(it)
+        prev = R
+    return _result(r, Ws, obj, res, its, tol, ref, loss, head, "KQ", Ks, Qs)
+
+
+class _Cone:
+    r"""The score cone :math:`C_\varepsilon(\alpha)` as rows: for query q with
+    :math:`\mathcal T^+_q \ne \emptyset`, witness :math:`t_q \in \mathcal T^-_q` and each
+    :math:`\tau \in \mathcal T^+_q`, :math:`c(W) = (x_{t_q} - x_\tau)^\top W z_q - \varepsilon\|W\|_F`."""
+
+    def __init__(self, data: TokenData, alpha: np.ndarray, eps: float) -> None:
+        from ..selection import _scores_full
+
+        S = _scores_full(data)
+        vis = data.visible
+        sel = np.take_along_axis(S, alpha[:, :, None], axis=2)
+        not_alpha = np.ones_like(vis)
+        np.put_along_axis(not_alpha, alpha[:, :, None], False, axis=2)
+        self.low = vis & (sel > S)
+        self.high = vis & not_alpha & (S >= sel)
+        self.q = np.argwhere(self.high.any(axis=2))  # (nq, 2): (i, k)
+        self.X, self.Z, self.eps = data.X, data.queries, eps
+
+    def logits(self, W: np.ndarray) -> np.ndarray:
+        return np.einsum("itd,de,ike->ikt", self.X, W, self.Z)
+
+    def margin(self, W: np.ndarray) -> float:
+        """``min_q max_{t in T-} min_{tau in T+} (l_t - l_tau)`` (``score_cone_margin``)."""
+        if self.q.shape[0] == 0:
+            return math.inf
+        lg = self.logits(W)
+        lo = np.where(self.low, lg, -np.inf).max(axis=2)
+        hi = np.where(self.high, lg, -np.inf).max(axis=2)
+        i, k = self.q[:, 0], self.q[:, 1]
+        return float(np.min(lo[i, k] - hi[i, k]))
+
+    def contains(self, W: np.ndarray) -> bool:
+        return self.margin(W) >= self.eps * float(np.linalg.norm(W))
+
+    def rows(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rank-one matrices ``(x_t - x_tau) z_q^T`` (witness t of W) as ``(A, B)`` pairs."""
+        lg = self.logits(W)
+        A, B = [], []
+        for i, k in self.q:
+            t = int(np.argmax(np.where(self.low[i, k], lg[i, k], -np.inf)))
+            for tau in np.flatnonzero(self.high[i, k]):
+                A.append(self.X[i, t] - self.X[i, tau])
+                B.append(self.Z[i, k])
+        return np.array(A).reshape(-1, self.X.shape[2]), np.array(B).reshape(-1, self.X.shape[2])
+
+
+def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], normalized: bool = True) -> float:
+    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(1, \|g\|)`
+    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients);
+    with ``normalized`` the gradient is :math:`\hat g = g/\|g\|` instead."""
+    from scipy.optimize import nnls
+
+    ng = float(np.linalg.norm(g))
+    if ng == 0.0:
+        return 0.0
+    if not normals:
+        return ng / max(1.0, ng)
+    N = np.stack([nv / np.linalg.norm(nv) for nv in normals], axis=1)
+    _, res = nnls(N, g / ng)
+    return float(res) if normalized else float(res) * ng / max(1.0, ng)
+
+
+def _solve_local(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    cone: _Cone,
+    x0: np.ndarray,
+    R: float,
+    tol: float,
+    max_iter: int,
+) -> tuple[np.ndarray, float, int]:
+    """SLSQP over the ball and the cone's rows with the witnesses of the current point,
+    re-chosen until they no longer change; returns ``(x, residual, n_iter)``."""
+    from scipy.optimize import minimize
+
+    d = cone.X.shape[2]
+    x = x0
+    eps = cone.eps
+    n_iter = 0
+    for _ in range(5):
+        A, B = cone.rows(x.reshape(d, d))
+        P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], -1)
+
+        # scaled to the unit ball (u = W / R); the cone rows with a relative slack of 1e-9,
+        # so that SLSQP's answer (feasible up to round-off) is inside the exact cone
+        e2 = eps * (1.0 + 1e-9)
+
+        def cons(u: np.ndarray, P: np.ndarray = P, e2: float = e2) -> np.ndarray:
+            return np.concatenate([[1.0 - u @ u], P @ u - e2 * np.linalg.norm(u) - 1e-12])
+
+        def cons_jac(u: np.ndarray, P: np.ndarray = P, e2: float = e2) -> np.ndarray:
+            nu = float(np.linalg.norm(u))
+            un = u / nu if nu > 0.0 else np.zeros_like(u)
+            return np.vstack([-2.0 * u, P - e2 * un[None, :]])
+
+        def fun_u(u: np.ndarray) -> tuple[float, np.ndarray]:
+            f, g = fun(R * u)
+            return f, R * g
+
+        out = minimize(
+            fun_u,
+            x / R,
+            jac=True,
+            method="SLSQP",
+            constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+            options={"maxiter": min(max_iter, 1000), "ftol": 1e-15},
+        )
+        n_iter += int(out.nit)
+        xn = _ball(R * np.asarray(out.x), R)
+        if not cone.contains(xn.reshape(d, d)):
+            # SLSQP ended outside the cone: back off towards x (inside) by bisection; the
+            # cone is invariant under scaling, so the projection onto the ball keeps it
+            lo, hi = 0.0, 1.0
+            for _ in range(50):
+                mid = 0.5 * (lo + hi)
+                if cone.contains((x + mid * (xn - x)).reshape(d, d)):
+                    lo = mid
+                else:
+                    hi = mid
+            xn = _ball(x + lo * (xn - x), R)
+            if lo == 0.0 or not cone.contains(xn.reshape(d, d)) or fun(xn)[0] > fun(x)[0]:
+                break
+        same = np.array_equal(cone.rows(xn.reshape(d, d))[0], A)
+        x = xn
+        if same:
+            break
+    return x, _local_residual(fun, cone, x, R), n_iter
+
+
+def _local_residual(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]], cone: _Cone, x: np.ndarray, R: float
+) -> float:
+    """KKT residual at x of the ball and the cone rows of x's witnesses (active within 1e-7)."""
+    d = cone.X.shape[2]
+    _, g = fun(x)
+    A, B = cone.rows(x.reshape(d, d))
+    P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], -1)
+    u = x / R
+    nu = float(np.linalg.norm(u))
+    un = u / nu if nu > 0.0 else np.zeros_like(u)
+    c = np.concatenate([[1.0 - u @ u], P @ u - cone.eps * nu])
+    J = np.vstack([-2.0 * u, P - cone.eps * un[None, :]])
+    return _kkt_residual(g, [J[j] for j in range(c.size) if c[j] <= 1e-7])
+
+
+def _path_local(
+    data: TokenData,
+    r: np.ndarray,
+    obj: _Objective,
+    alpha: Any,
+    eps: Any,
+    ref: np.ndarray | None,
+    init: Any,
+    tol: float,
+    max_iter: int,
+    loss: str,
+    head: str,
+) -> RegularizationPath:
+    from ..selection import check_selection
+    from ..solvers import att_svm
+    from ._cones import score_cone_margin
+
+    a = check_selection(data, alpha)
+    eps = check_real(eps, "eps", low=0.0, low_open=True, high_open=True, where=_WHERE)
+    svm = att_svm(data, a)
+    if svm.W is None:
+        raise ProblemError(
+            f"The local path of {_WHERE} starts from the direction of Att-SVM(alpha), which is "
+            f"infeasible for alpha={a.tolist()} ({svm.message}). Pass a selection whose "
+            "Att-SVM is feasible (e.g. one of sg.locally_optimal_selections(data))."
+        )
+    Wmm = np.asarray(svm.W)
+    eps_max = score_cone_margin(data, a, Wmm) / float(np.linalg.norm(Wmm))
+    if not eps < eps_max:
+        raise ProblemError(
+            f"The 'eps' parameter of {_WHERE} must be in (0, {eps_max:.6g}) for this alpha "
+            "(the score-cone margin of W^mm_alpha over its norm, so that the start direction is "
+            f"inside C_eps(alpha)). Got {eps!r} instead; pass a smaller eps."
+        )
+    if ref is None:
+        ref = Wmm
+    d = data.d
+    cone = _Cone(data, a, eps)
+    if init is None:
+        x = Wmm / float(np.linalg.norm(Wmm))
+    else:
+        x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
+        if not cone.contains(x):
+            raise ProblemError(f"init must lie in the score cone C_eps(alpha) of {_WHERE}.")
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        F, g, _, _ = obj(w.reshape(d, d))
+        return F, g.ravel()
+
+    def inside(w: np.ndarray) -> bool:
+        return cone.contains(w.reshape(d, d))
+
+    Ws, res, its = [], [], []
+    norm0 = float(np.linalg.norm(x))
+    x = x * (r[0] / norm0) if norm0 > 0.0 else x
+    prev = None
+    for R in r:
+        if prev is not None:
+            x = x * (R / prev)
+        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, inside)
+        strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
+        if rr > tol or not strictly:
+            xv, rr, it2 = _solve_local(fun, cone, xv, float(R), tol, max_iter)
+            it += it2
+            if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
+                xs, rs, it3 = _spg(fun, xv, float(R), tol, max_iter, inside)
+                it += it3
+                margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
+                if rs < rr and margin > 1e-9 * R:
+                    xv, rr = xs, rs
+        if rr > tol:
+            _warn(float(R), rr, tol, it)
+        x = xv.reshape(d, d)
+        Ws.append(x.copy())
+        res.append(rr)
+        its.append(it)
+        prev = R
+    cm = [score_cone_margin(data, a, W) / float(np.linalg.norm(W)) for W in Ws]
+    return _result(r, Ws, obj, res, its, tol, ref, loss, head, "W", cone=cm, alpha=a, eps=eps)

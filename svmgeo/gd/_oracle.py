@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Repeated risk evaluations on one dataset with the kernels of :func:`svmgeo.train`.
+
+For optimizers that call :math:`L` and :math:`\nabla L` many times (the regularization path):
+the problem arrays are built once, and every call returns the exact log-domain pieces of
+:mod:`svmgeo.gd._xp` (numpy reference kernels), not a second implementation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._validation import check_option
+from ..data import TokenData
+from . import _xp
+from ._config import HEADS, LOSSES
+from ._problem import LOSS_IDS, make_problem
+
+__all__ = ["RiskOracle", "RiskValue"]
+
+
+class RiskValue(NamedTuple):
+    r"""The risk at one W.
+
+    ``loss`` is :math:`L(W)`; ``log_loss_gap`` is :math:`\log(L(W) - L_{\mathrm{sel}}(W))`
+    (see :func:`svmgeo.gd._xp.observe`; NaN where negative); ``selected`` (n, K) the most
+    probable keys; the gradient is :math:`\nabla L(W) = e^{M} G` with ``G`` of order one
+    (``M = -inf`` and ``G = 0`` when it is exactly zero).
+    """
+
+    loss: float
+    log_loss_gap: float
+    selected: np.ndarray
+    G: np.ndarray
+    M: float
+
+
+class RiskOracle:
+    r"""Evaluate :math:`L(W)` and :math:`\nabla L(W)` of one dataset, as :func:`svmgeo.train` does.
+
+    .. math::
+
+        L(W) = \frac1n \sum_{i,k} \ell\big(Y_{ik}\, h(X_i^\top \mathrm{softmax}(X_i W z_{ik}))\big)
+
+    Parameters
+    ----------
+    data : TokenData
+    loss, head, v, V, lam
+        As in :func:`svmgeo.train`.
+    """
+
+    def __init__(
+        self,
+        data: TokenData,
+        *,
+        loss: str = "logistic",
+        head: str = "linear",
+        v: Any = None,
+        V: Any = None,
+        lam: float | None = None,
+    ) -> None:
+        if not isinstance(data, TokenData):
+            raise ProblemError(f"RiskOracle takes one svmgeo.TokenData; got {type(data).__name__}.")
+        check_option(loss, "loss", LOSSES, where="RiskOracle")
+        check_option(head, "head", HEADS, where="RiskOracle")
+        self.problem = make_problem([data], head, v=v, V=V, lam=lam)
+        self.loss_id = LOSS_IDS[loss]
+        self._arrays = _xp.arrays(self.problem, np)
+        self.head = head
+        P = self.problem
+        self._gamma: np.ndarray | None = None
+        if head == "linear":
+            gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.X[0], P.hv[0])[:, None, :]
+            self._gamma = np.where(P.vis[0], gam, -np.inf)
+
+    def __call__(self, W: np.ndarray) -> RiskValue:
+        Wb = np.asarray(W, dtype=float)[None]
+        obs = _xp.observe(Wb, self.problem, self._arrays, self.loss_id, np)
+        G, M = _xp.grad_w(Wb, self.problem, self._arrays, self.loss_id, True, np)
+        return RiskValue(
+            float(obs["loss"][0]),
+            float(obs["log_loss_gap"][0]),
+            np.asarray(obs["selected"][0]),
+            np.asarray(G[0]),
+            float(M[0]),
+        )
+
+    @property
+    def optimal_risk(self) -> float:
+        r""":math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, the infimum of
+        :math:`L` for the linear head (:math:`\gamma_{ikt} = Y_{ik} v^\top x_{it}`)."""
+        if self._gamma is None:
+            raise ProblemError("optimal_risk is defined for head='linear' only.")
+        top = self._gamma.max(axis=2)
+        return float(np.sum(_xp.loss_value(top, self.loss_id, np)) / self.problem.n)
+
+    def log_excess_risk(self, W: np.ndarray) -> float:
+        r""":math:`\log(L(W) - L_\star)` for the linear head, free of cancellation.
+
+        With :math:`\Delta_{ik} = \gamma_{ik,\mathrm{opt}} - Y_{ik}f_{ik}
+        = \sum_t s_t(\gamma_{ik,\mathrm{opt}} - \gamma_{ikt}) \ge 0` (a sum of nonnegative
+        terms, formed in the log domain), each query contributes
+        :math:`\ell(\gamma - \Delta) - \ell(\gamma)`: :math:`\Delta` (correlation),
+        :math:`e^{-\gamma}\,\mathrm{expm1}(\Delta)` (exponential),
+        :math:`\mathrm{log1p}(\mathrm{expm1}(\Delta)\,\sigma(-\gamma))` (logistic).
+        ``-inf`` when :math:`L = L_\star` exactly (every query puts all its mass on optimal keys).
+        """
+        if self._gamma is None:
+            raise ProblemError("log_excess_risk is defined for head='linear' only.")
+        fw = _xp.forward(np.asarray(W, dtype=float)[None], self.problem, self._arrays, np)
+        ls = fw["ls"][0]  # (n, K, T) log-softmax
+        top = self._gamma.max(axis=2)
+        delta = top[:, :, None] - self._gamma
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(delta > 0.0, ls + np.log(np.where(delta > 0.0, delta, 1.0)), -np.inf)
+            hi = terms.max(axis=2)
+            safe = np.where(np.isfinite(hi), hi, 0.0)
+            log_d = safe + np.log(np.sum(np.exp(terms - safe[..., None]), axis=2))
+            log_d = np.where(np.isfinite(hi), log_d, -np.inf)
+            dlt = np.exp(log_d)
+            ratio = np.where(dlt > 0.0, np.expm1(dlt) / np.where(dlt > 0.0, dlt, 1.0), 1.0)
+            log_em1 = log_d + np.log(ratio)  # log expm1(Delta)
+            if self.loss_id == 2:
+                lq = log_d
+            elif self.loss_id == 1:
+                lq = -top + log_em1
+            else:
+                la = log_em1 - np.logaddexp(0.0, top)
+                a = np.exp(la)
+                lq = la + np.log(np.where(a > 0.0, np.log1p(a) / np.where(a > 0.0, a, 1.0), 1.0))
+            lq = lq.ravel()
+            mx = lq.max()
+            if not np.isfinite(mx):
+                return -math.inf
+            return float(mx + np.log(np.sum(np.exp(lq - mx))) - math.log(self.problem.n))

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regularization paths (Theorem 2): global W, factored (K, Q), local in the score cone."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import NonlinearConstraint, minimize
+
+import svmgeo as sg
+from svmgeo.gd import RiskOracle, loss_and_grad
+
+RADII = [0.5, 1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def _data(seed: int) -> sg.TokenData:
+    # (n, T, d) = (4, 5, 8): d >= max(T - 1, n), so Att-SVM(opt) is feasible (Theorem 1)
+    return sg.random_data(4, 5, 8, seed=seed, score_gap=0.05)
+
+
+# ---------------------------------------------------------------- the GD module's entry point
+
+
+def test_risk_oracle_matches_loss_and_grad() -> None:
+    data = _data(0)
+    W = np.random.default_rng(1).standard_normal((8, 8))
+    for loss in ("logistic", "exponential", "correlation"):
+        value = RiskOracle(data, loss=loss)(W)
+        L, G = loss_and_grad(data, W, loss=loss)
+        np.testing.assert_allclose(value.loss, L, rtol=1e-14)
+        np.testing.assert_allclose(np.exp(value.M) * value.G, G, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_log_excess_risk(loss: str) -> None:
+    data = _data(0)
+    oracle = RiskOracle(data, loss=loss)
+    W = sg.att_svm(data).W
+    assert W is not None
+    # moderate scale: the plain difference L - L* is accurate and must agree
+    for s in (0.1, 1.0, 3.0):
+        gap = oracle(s * W).loss - oracle.optimal_risk
+        np.testing.assert_allclose(oracle.log_excess_risk(s * W), np.log(gap), rtol=1e-10)
+    # far out L - L* underflows; along W^mm (every margin >= 1, some = 1) the log gap
+    # decreases with slope -1 per unit of scale up to a bounded term
+    far = np.array([oracle.log_excess_risk(s * W) for s in (200.0, 400.0, 800.0)])
+    assert np.all(np.isfinite(far))
+    assert oracle(800.0 * W).loss - oracle.optimal_risk == 0.0  # the plain difference is gone
+    np.testing.assert_allclose(np.diff(far) / np.array([200.0, 400.0]), -1.0, atol=1e-3)
+
+
+# ---------------------------------------------------------------- Theorem 2, W
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_path_direction_approaches_w_mm(seed: int, loss: str) -> None:
+    data = _data(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, RADII, loss=loss)
+    W_mm = sg.att_svm(data).W
+    np.testing.assert_allclose(path.reference, W_mm)
+    norms = np.linalg.norm(path.W, axis=(1, 2))
+    np.testing.assert_allclose(norms, RADII, rtol=1e-12)  # the minimizer sits on the sphere
+    assert path.converged.all() and np.all(path.stationarity <= 1e-6)
+    corr = path.correlation
+    assert corr is not None
+    np.testing.assert_allclose(corr, [sg.correlation(W, W_mm) for W in path.W])
+    # measured: increasing along the whole path, 1 - corr < 3e-4 at R = 128 on these seeds
+    assert np.all(np.diff(corr) > 0.0)
+    assert corr[-1] > 0.999
+    assert np.all(np.diff(path.log_loss_gap) < 0.0)  # L(W_R) - L* decreases with R
+
+
+def test_correlation_loss_is_linear_in_f() -> None:
+    # l(u) = -u: L(W) - L* = (1/n) sum (gamma_opt - f), bounded by max score gap; Theorem 2
+    # applies (l strictly decreasing) and the path follows the logistic one closely
+    data = _data(2)
+    corr = sg.regularization_path(data, RADII, loss="correlation")
+    logi = sg.regularization_path(data, RADII, loss="logistic")
+    gamma = sg.token_scores(data)
+    bound = np.mean(gamma.max(axis=1) - gamma.min(axis=1))
+    gaps = np.exp(corr.log_loss_gap)
+    assert np.all(gaps > 0.0) and np.all(gaps < bound)
+    np.testing.assert_allclose(corr.loss, -np.mean(gamma.max(axis=1)) + gaps, rtol=1e-12)
+    assert corr.correlation is not None and logi.correlation is not None
+    np.testing.assert_allclose(corr.correlation[-1], logi.correlation[-1], atol=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore:delta_grad == 0.0:UserWarning")
+@pytest.mark.parametrize("R", [1.0, 3.0])
+def test_optimal_against_trust_constr(R: float) -> None:
+    # an independent solver: scipy trust-constr on vec(W) with ||w||^2 <= R^2, minimizing L
+    # itself from several starts; the path must match the best of them
+    data = _data(3)
+    d = data.d
+    path = sg.regularization_path(data, [R])
+
+    def f(w: np.ndarray) -> tuple[float, np.ndarray]:
+        L, G = loss_and_grad(data, w.reshape(d, d))
+        return L, G.ravel()
+
+    ball = NonlinearConstraint(lambda w: w @ w, -np.inf, R * R, jac=lambda w: 2.0 * w)
+    rng = np.random.default_rng(0)
+    best = np.inf
+    for _ in range(4):
+        w0 = rng.standard_normal(d * d)
+        w0 *= 0.5 * R / np.linalg.norm(w0)
+        out = minimize(
+            f,
+            w0,
+            jac=True,
+            method="trust-constr",
+            constraints=[ball],
+            options={"gtol": 1e-12, "xtol": 1e-14, "maxiter": 3000},
+        )
+        best = min(best, float(out.fun))
+    np.testing.assert_allclose(path.loss[0], best, rtol=1e-8)
+    assert path.stationarity[0] <= 1e-6
+
+
+def test_concave_head_stationary() -> None:
+    # h(x) = v'x - lam ||x||^2; each path point is a KKT point of the ball: grad L points
+    # inwards and its tangential part is below tol (recomputed here with loss_and_grad)
+    data = _data(0)
+    radii = [0.5, 1, 2, 4, 8, 16]
+    path = sg.regularization_path(data, radii, head="concave", lam=0.5)
+    assert path.converged.all() and np.all(path.stationarity <= 1e-6)
+    np.testing.assert_allclose(np.linalg.norm(path.W, axis=(1, 2)), radii, rtol=1e-12)
+    for W, L_path in zip(path.W, path.loss, strict=True):
+        L, G = loss_and_grad(data, W, head="concave", lam=0.5)
+        np.testing.assert_allclose(L, L_path, rtol=1e-14)
+        w = W / np.linalg.norm(W)
+        assert np.vdot(G, w) < 0.0
+        tangential = np.linalg.norm(G - np.vdot(G, w) * w)
+        assert tangential <= 1e-6 * max(1.0, float(np.linalg.norm(G)))
+    assert np.all(np.diff(path.loss) < 0.0)  # nested balls: the minimum cannot grow
+
+
+def test_relu_head_with_live_units_equals_linear_head() -> None:
+    # tokens x = (1, xi): every unit with a large bias is active on every token, hence on
+    # every convex combination; then h(X's) = (V w)' X's and the paths must agree
+    rng = np.random.default_rng(5)
+    n, T, d, p = 4, 5, 8, 3
+    X = np.concatenate([np.ones((n, T, 1)), 0.3 * rng.standard_normal((n, T, d - 1))], axis=2)
+    V = np.concatenate([np.full((1, p), 10.0), rng.standard_normal((d - 1, p))], axis=0)
+    w = rng.standard_normal(p)
+    Y = np.where(rng.standard_normal(n) > 0, 1.0, -1.0)
+    data = sg.TokenData(X, Y=Y, v=V @ w, Z=rng.standard_normal((n, d)))
+    assert np.all(np.einsum("ntd,dp->ntp", X, V) > 0)
+    radii = [0.5, 1, 2, 4]
+    relu = sg.regularization_path(data, radii, head="relu", V=V, v=w)
+    lin = sg.regularization_path(data, radii)
+    assert relu.converged.all() and np.all(relu.stationarity <= 1e-6)
+    np.testing.assert_allclose(relu.loss, lin.loss, rtol=1e-10)
+    np.testing.assert_allclose(relu.W, lin.W, atol=1e-4 * max(radii))
+
+
+# ---------------------------------------------------------------- Theorem 2, (K, Q)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_kq_path_direction_approaches_nuclear_svm(seed: int) -> None:
+    data = _data(seed)
+    path = sg.regularization_path(data, RADII, param="KQ")
+    assert path.K is not None and path.Q is not None
+    np.testing.assert_allclose(path.W, path.K @ np.swapaxes(path.Q, 1, 2), atol=1e-12)
+    sq = np.sum(path.K**2, axis=(1, 2)) + np.sum(path.Q**2, axis=(1, 2))
+    assert np.all(sq <= 2.0 * np.asarray(RADII) * (1 + 1e-12))
+    assert path.converged.all()
+    W_star = sg.att_svm(data, norm="nuc").W
+    assert W_star is not None
+    corr = path.correlation
+    assert corr is not None
+    np.testing.assert_allclose(corr, [sg.correlation(W, W_star) for W in path.W])
+    # measured: 1 - corr goes 0.8 (R <= 2) ... 0.2 (R = 8) ... < 0.01 (R = 128), increasing
+    assert np.all(np.diff(corr) > 0.0)
+    assert corr[-1] > 0.99
+    W_fro = sg.att_svm(data).W
+    assert sg.correlation(path.W[-1], W_fro) < corr[-1]  # it is the nuclear direction
+
+
+# ---------------------------------------------------------------- local path
+
+
+def test_local_path_for_a_non_optimal_lot() -> None:
+    data = _data(2)
+    alpha = np.array([0, 2, 4, 3])  # found with sg.locally_optimal_selections(data)
+    assert sg.is_locally_optimal(data, alpha)
+    assert not np.array_equal(alpha, sg.optimal_tokens(data))
+    W_a = sg.att_svm(data, alpha).W
+    assert W_a is not None
+    eps_max = sg.score_cone_margin(data, alpha, W_a) / np.linalg.norm(W_a)
+    eps = 0.5 * eps_max
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, RADII, alpha=alpha, eps=eps)
+    for W in path.W:
+        assert sg.in_score_cone(data, alpha, W, eps)
+    assert path.cone_margin is not None and np.all(path.cone_margin >= eps)
+    assert path.converged.all()
+    corr = path.correlation
+    assert corr is not None
+    np.testing.assert_allclose(corr, [sg.correlation(W, W_a) for W in path.W])
+    # measured: 1 - corr = 0.40 at R = 0.5 ... 4e-4 at R = 128
+    assert np.all(np.diff(corr) > 0.0)
+    assert corr[-1] > 0.999
+    glob = sg.regularization_path(data, RADII)
+    assert np.all(path.loss >= glob.loss - 1e-12)  # a restriction cannot do better
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_bad_input() -> None:
+    data = _data(0)
+    with pytest.raises(sg.ProblemError, match="radii"):
+        sg.regularization_path(data, [1, -2, 3])
+    with pytest.raises(sg.ProblemError, match="radii"):
+        sg.regularization_path(data, [0, 1])
+    with pytest.raises(sg.ProblemError, match="strictly increasing"):
+        sg.regularization_path(data, [1, 4, 2])
+    with pytest.raises(sg.ProblemError, match="radii"):
+        sg.regularization_path(data, [])
+    with pytest.raises(sg.ProblemError, match="param"):
+        sg.regularization_path(data, [1], param="V")
+    with pytest.raises(sg.ProblemError, match="'m'"):
+        sg.regularization_path(data, [1], param="KQ", m=0)
+    with pytest.raises(sg.ProblemError, match="'m'"):
+        sg.regularization_path(data, [1], m=2)
+    with pytest.raises(sg.ProblemError, match="loss"):
+        sg.regularization_path(data, [1], loss="hinge")
+    alpha = sg.optimal_tokens(data)
+    with pytest.raises(sg.ProblemError, match="both alpha and eps"):
+        sg.regularization_path(data, [1], alpha=alpha)
+    with pytest.raises(sg.ProblemError, match="'eps'"):
+        sg.regularization_path(data, [1], alpha=alpha, eps=-0.1)
+    data2 = _data(2)
+    alpha2 = np.array([0, 2, 4, 3])
+    with pytest.raises(sg.ProblemError, match=r"'eps'.*must be in"):
+        sg.regularization_path(data2, [1], alpha=alpha2, eps=10.0)
+    with pytest.raises(sg.ProblemError, match="param='W' only"):
+        sg.regularization_path(data2, [1], param="KQ", alpha=alpha2, eps=0.01)
+    with pytest.raises(sg.ProblemError, match="TokenData"):
+        sg.regularization_path(np.zeros((2, 3, 4)), [1])  # type: ignore[arg-type]
+
+
+def test_not_converged_warns() -> None:
+    data = _data(0)
+    with pytest.warns(sg.ConvergenceWarning, match="max_iter"):
+        path = sg.regularization_path(data, [4.0], max_iter=1)
+    assert not path.converged[0] and path.stationarity[0] > 1e-6
