@@ -46,7 +46,15 @@ from .constraints import (
     selected_set_constraints,
 )
 from .data import TokenData, load_data, random_data, save_data
-from .experiments import SweepError, SweepResult, read_results, sweep
+from .experiments import (
+    ReproduceResult,
+    SweepError,
+    SweepResult,
+    list_experiments,
+    read_results,
+    reproduce,
+    sweep,
+)
 from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 from .solvers import (
@@ -81,6 +89,7 @@ __all__ = [
     "LocalOptimality",
     "ProblemError",
     "RegularizationPath",
+    "ReproduceResult",
     "SVMResult",
     "SelectedSets",
     "SolverError",
@@ -105,6 +114,7 @@ __all__ = [
     "in_cone",
     "in_score_cone",
     "is_locally_optimal",
+    "list_experiments",
     "load_data",
     "locally_optimal_selections",
     "optimal_token_sets",
@@ -114,6 +124,7 @@ __all__ = [
     "random_data",
     "read_results",
     "regularization_path",
+    "reproduce",
     "save_data",
     "score_cone_margin",
     "selected_set_constraints",

@@ -3,7 +3,8 @@
 
 ``svmgeo solve`` and ``svmgeo feasibility`` work on an ``.npz`` dataset (see
 :func:`svmgeo.save_data`) or on the built-in random generator. Output is a readable summary, or
-JSON with ``--json``.
+JSON with ``--json``. ``svmgeo reproduce NAME [--quick] --out DIR`` runs one of the paper's
+experiments (``--list`` names them).
 """
 
 from __future__ import annotations
@@ -224,6 +225,39 @@ def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .experiments._paper import list_experiments, reproduce
+
+    names = list_experiments()
+    if args.list:
+        print("\n".join(names))
+        return 0
+    if args.name is None:
+        print(
+            "svmgeo reproduce: give an experiment name or --list: " + ", ".join(names),
+            file=sys.stderr,
+        )
+        return 2
+    if args.name not in names:
+        print(
+            f"svmgeo reproduce: unknown experiment {args.name!r}; choose one of: "
+            + ", ".join(names),
+            file=sys.stderr,
+        )
+        return 2
+    result = reproduce(
+        args.name,
+        quick=args.quick,
+        out=args.out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        progress=not args.no_progress,
+        resume=not args.no_resume,
+    )
+    print(result)
+    return 1 if result.n_errors else 0
+
+
 def _emit(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2, default=float))
@@ -283,6 +317,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_arguments(p)
     p.add_argument("--figure", metavar="FILE", help="write a figure (PNG/PDF) of the report")
     p.set_defaults(func=_cmd_verify)
+    p = sub.add_parser("reproduce", help="run one of the paper's experiments (--list names them)")
+    p.add_argument("name", nargs="?", default=None, help="experiment name (see --list)")
+    p.add_argument("--list", action="store_true", help="print the experiment names and exit")
+    p.add_argument("--quick", action="store_true", help="reduced size (seconds; for CI)")
+    p.add_argument("--out", default="svmgeo-results", help="output directory for tables/figures")
+    p.add_argument("--workers", type=int, default=None, help="local processes (0: in-process)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address")
+    p.add_argument("--no-resume", action="store_true", help="recompute trials already in the table")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=_cmd_reproduce)
     return parser
 
 

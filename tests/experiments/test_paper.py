@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The paper's experiments in --quick mode, through the CLI and the Python API."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.cli import main
+from svmgeo.experiments._recipes import numerical_rank
+
+NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave"]
+
+COLUMNS = {
+    "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
+    "rank": {"n", "T", "d", "seed", "feasible", "rank_fro", "rank_nuc", "rank_nuc_scs"},
+    "local": {"seed", "param", "step", "corr_fro", "corr_nuc", "softmax_alpha"},
+    "global": {"d", "seed", "param", "feasible", "b1", "corr", "reached", "norm_ratio"},
+    "gensvm": {"d", "seed", "step", "one_minus_corr_eq", "one_minus_corr_svm", "gamma"},
+    "concave": {"lam", "tau", "seed", "mean_selected", "max_selected", "corr_eq"},
+}
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def _floats(rows: list[dict[str, str]], key: str) -> np.ndarray:
+    return np.array([float(r[key]) for r in rows if r[key] not in ("", "nan")])
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("reproduce")
+
+
+def test_list_prints_one_name_per_line(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    assert capsys.readouterr().out.split("\n")[:-1] == sg.list_experiments() == NAMES
+
+
+def test_unknown_name_fails_and_lists_names(capsys, tmp_path):
+    assert main(["reproduce", "nope", "--quick", "--out", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "nope" in err and all(name in err for name in NAMES)
+    with pytest.raises(sg.ProblemError, match="'rank'"):
+        sg.reproduce("nope", quick=True, out=tmp_path)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_quick_run_writes_figure_and_table(name, outdir, capsys):
+    # default workers (local processes): the trial functions must travel to workers
+    assert main(["reproduce", name, "--quick", "--out", str(outdir), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{name} (quick)")
+    png = outdir / f"{name}-quick.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = _read(outdir / f"{name}-quick.csv")
+    assert rows and COLUMNS[name] <= set(rows[0])
+    assert {r["status"] for r in rows} == {"ok"}
+    assert _read(outdir / f"{name}-quick_summary.csv")
+    for key in ("corr_fro", "corr_nuc", "corr", "corr_eq"):
+        if key in rows[0]:
+            c = _floats(rows, key)
+            assert np.all((c >= -1 - 1e-12) & (c <= 1 + 1e-12))
+    CHECKS[name](rows, out)
+
+
+def _check_rank(rows, out):
+    feas = [r for r in rows if r["feasible"] == "True"]
+    assert feas, "quick grid has feasible instances at d = 8 (d >= max(T - 1, n))"
+    for r in feas:
+        n, d = int(r["n"]), int(r["d"])
+        assert int(r["rank_fro"]) <= min(n, d) and int(r["rank_nuc"]) <= min(n, d)  # Lemma 1
+    for r in rows:
+        if r["feasible"] == "False":
+            assert r["rank_fro"] == r["rank_nuc"] == ""
+    assert "sigma_k > 1e-06 sigma_1" in out
+
+
+def _check_local(rows, out):
+    last = {(r["seed"], r["param"]): r for r in rows}  # the last step of each trial
+    for (_, param), r in last.items():
+        matching = float(r["corr_fro" if param == "W" else "corr_nuc"])
+        assert matching > 0.85  # started in the cone, stays there
+        assert 0 <= float(r["softmax_alpha"]) <= 1
+    w = [float(r["corr_fro"]) for (_, p), r in last.items() if p == "W"]
+    assert np.median(w) > 0.98
+
+
+def _check_global(rows, out):
+    assert {r["param"] for r in rows} == {"W", "KQ", "none"}
+    for r in rows:
+        if r["param"] == "none":  # B.1 only, no GD
+            assert r["corr"] == "" and r["reached"] == "False"
+        elif r["feasible"] == "True":
+            assert (r["reached"] == "True") == (float(r["corr"]) >= 0.99)
+            assert r["b1"] in ("True", "False")
+            if r["norm_ratio"]:  # a feasible point rescaled to margin 1 cannot beat the optimum
+                assert float(r["norm_ratio"]) >= 1 - 1e-6
+        else:
+            assert r["reached"] == "False" and r["corr"] == ""
+    assert "% reached" in out
+
+
+def _check_gensvm(rows, out):
+    for key in ("one_minus_corr_eq", "one_minus_corr_dir", "one_minus_corr_svm"):
+        c = _floats(rows, key)
+        assert np.all((c >= -1e-12) & (c <= 2 + 1e-12))
+    g = _floats(rows, "gamma")
+    assert np.all((g >= 0) & (g <= 1))
+    assert "median corr(W, W_eq)" in out
+
+
+def _check_concave(rows, out):
+    by_trial: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for r in rows:
+        by_trial.setdefault((r["seed"], r["lam"]), []).append(r)
+    for parts in by_trial.values():
+        parts.sort(key=lambda r: -float(r["tau"]))
+        counts = [float(r["mean_selected"]) for r in parts]
+        assert counts == sorted(counts)  # a smaller threshold counts at least as many tokens
+        assert 1 <= counts[0] and counts[-1] <= int(parts[0]["T"])
+
+
+def _check_paths2d(rows, out):
+    last = {(r["seed"], r["param"]): r for r in rows}
+    for (_, param), r in last.items():
+        # each parameterization ends closer to its own SVM direction than to the other's
+        own, other = ("corr_fro", "corr_nuc") if param == "W" else ("corr_nuc", "corr_fro")
+        assert float(r[own]) > float(r[other])
+
+
+CHECKS = {
+    "rank": _check_rank,
+    "local": _check_local,
+    "global": _check_global,
+    "gensvm": _check_gensvm,
+    "concave": _check_concave,
+    "paths2d": _check_paths2d,
+}
+
+
+def test_python_api_resumes_from_the_table(outdir):
+    # runs after the CLI test of "rank" in the same directory: nothing is recomputed
+    first = sg.reproduce("rank", quick=True, out=outdir, workers=0, progress=False)
+    again = sg.reproduce("rank", quick=True, out=outdir, workers=0, progress=False)
+    assert again.sweep.n_run == 0 and again.sweep.n_resumed == again.sweep.n_trials
+    assert again.headline == first.headline
+    assert all(p.exists() for p in (*again.tables, *again.figures))
+    assert "rank (quick)" in str(again)
+
+
+def test_numerical_rank_uses_relative_threshold():
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((6, 6)))
+    W = U @ np.diag([3.0, 1.0, 1e-3, 1e-7, 0.0, 0.0]) @ U.T
+    assert numerical_rank(W) == 3  # 1e-7 < 1e-6 * 3
+    assert numerical_rank(np.zeros((3, 3))) == 0
+    assert numerical_rank(None) is None
+
+
+def test_dask_scheduler_gives_the_local_table(outdir, tmp_path, capsys):
+    # runs after the local CLI test of "paths2d" wrote outdir/paths2d-quick.csv
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
+    try:
+        argv = ["reproduce", "paths2d", "--quick", "--out", str(tmp_path), "--no-progress"]
+        assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
+    finally:
+        cluster.close()
+    assert "paths2d (quick)" in capsys.readouterr().out
+    local = sorted(_read(outdir / "paths2d-quick.csv"), key=lambda r: (r["trial_id"], r["part"]))
+    remote = sorted(_read(tmp_path / "paths2d-quick.csv"), key=lambda r: (r["trial_id"], r["part"]))
+    drop = {"elapsed"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in remote] == [
+        {k: v for k, v in r.items() if k not in drop} for r in local
+    ]
+
+
+def test_missing_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    argv = ["reproduce", "paths2d", "--quick", "--out", str(tmp_path), "--workers", "0"]
+    assert main([*argv, "--no-progress"]) == 2
+    assert "pip install 'svmgeo[plot]'" in capsys.readouterr().err
+    assert (tmp_path / "paths2d-quick.csv").exists()  # the trials are kept for the rerun
