@@ -28,7 +28,7 @@ from .._errors import ConvergenceWarning, ProblemError
 from .._linalg import correlation
 from .._validation import check_array, check_int, check_option, check_real
 from ..data import TokenData
-from ..gd import RiskOracle
+from ..gd import RiskOracle, _xp
 from ..gd._config import HEADS, LOSSES
 
 __all__ = ["RegularizationPath", "regularization_path"]
@@ -118,6 +118,98 @@ class _Objective:
         if not np.isfinite(r.M) or not np.isfinite(F):
             return F, np.zeros_like(r.G), r.loss, F
         return F, math.exp(r.M - F) * r.G, r.loss, F
+
+
+def _signed_logsumexp(sign: np.ndarray, logabs: np.ndarray, axis: int) -> tuple[Any, Any]:
+    r"""``(sign, log|sum|)`` of :math:`\sum_j \mathrm{sign}_j e^{\mathrm{logabs}_j}` along
+    ``axis``, the positive and negative parts each summed in the log domain (``-inf`` for an
+    exact zero)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        parts = []
+        for sg_ in (1.0, -1.0):
+            t = np.where(sign == sg_, logabs, -np.inf)
+            hi = t.max(axis=axis, keepdims=True)
+            safe = np.where(np.isfinite(hi), hi, 0.0)
+            lse = safe + np.log(np.sum(np.exp(t - safe), axis=axis, keepdims=True))
+            parts.append(np.squeeze(np.where(np.isfinite(hi), lse, -np.inf), axis=axis))
+        lp, ln = parts
+        big, small = np.maximum(lp, ln), np.minimum(lp, ln)
+        diff = np.where(np.isfinite(big), small - big, -np.inf)
+        out = np.where(np.isfinite(big), big + np.log(-np.expm1(diff)), -np.inf)
+        out = np.where(diff == 0.0, -np.inf, out)  # equal parts: exact cancellation
+        sgn = np.where(lp > ln, 1.0, -1.0)
+    return sgn, out
+
+
+class _SelectionGap:
+    r"""The local path's objective, linear head:
+    :math:`\varphi_s(L - L_\alpha) = \mathrm{sign}(g)\log(1 + |g|/s)`, :math:`g = L - L_\alpha`.
+
+    :math:`L_\alpha = \frac1n\sum_{i,k}\ell(\gamma_{ik\alpha_{ik}})` is the risk of the
+    selection α. With :math:`D_{ik} = \gamma_{ik\alpha} - Y_{ik}f_{ik}
+    = \sum_t s_{ikt}(\gamma_{ik\alpha} - \gamma_{ikt})`, split into its low-score (positive) and
+    high-score (negative) parts, each formed in the log domain from the log-softmax, query
+    (i, k) contributes :math:`\ell(\gamma_\alpha - D) - \ell(\gamma_\alpha)` (:math:`D`,
+    :math:`e^{-\gamma_\alpha}\mathrm{expm1}(D)`, :math:`\mathrm{log1p}(\mathrm{expm1}(D)
+    \sigma(-\gamma_\alpha))` for the correlation, exponential, logistic loss), summed with signs
+    in the log domain. :math:`\varphi_s` is increasing, so the minimizers are those of L; the
+    scale s is reset to :math:`|g|` at each radius's start, so F is of order one there however
+    small g is. :math:`\nabla F = \nabla L/(s + |g|)` with :math:`\nabla L = e^M G` from the GD
+    module's log-domain gradient.
+    """
+
+    def __init__(self, obj: _Objective, alpha: np.ndarray) -> None:
+        self.oracle = obj.oracle
+        self.log_scale = 0.0
+        self.select(alpha)
+
+    def select(self, alpha: np.ndarray) -> None:
+        r"""Use the selection ``alpha`` (n, K) as the reference :math:`L_\alpha`."""
+        gamma = self.oracle._gamma  # (n, K, T), -inf where hidden
+        assert gamma is not None  # linear head only
+        vis = np.asarray(self.oracle.problem.vis[0], dtype=bool)
+        ga = np.take_along_axis(gamma, alpha[:, :, None], axis=2)[:, :, 0]
+        diff = np.where(vis, ga[:, :, None] - np.where(vis, gamma, 0.0), 0.0)
+        self.ga = ga
+        self.sign = np.sign(diff)  # +1 low-score, -1 high-score, 0 at alpha and hidden
+        with np.errstate(divide="ignore"):
+            self.log_diff = np.where(self.sign != 0.0, np.log(np.abs(diff)), -np.inf)
+
+    def log_gap(self, W: np.ndarray) -> tuple[float, float]:
+        """``(sign, log|L(W) - L_alpha|)``."""
+        o = self.oracle
+        fw = _xp.forward(np.asarray(W, dtype=float)[None], o.problem, o._arrays, np)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            terms = np.where(self.sign != 0.0, fw["ls"][0] + self.log_diff, -np.inf)
+            sd, log_d = _signed_logsumexp(self.sign, terms, axis=2)  # D per query
+            d = sd * np.exp(log_d)
+            ratio = np.where(np.abs(d) > 1e-200, np.expm1(d) / np.where(d != 0.0, d, 1.0), 1.0)
+            log_em1 = log_d + np.log(ratio)  # log|expm1(D)|, same sign as D
+            if o.loss_id == 2:
+                lq = log_d
+            elif o.loss_id == 1:
+                lq = -self.ga + log_em1
+            else:
+                la = log_em1 - np.logaddexp(0.0, self.ga)
+                a = sd * np.exp(la)
+                r = np.where(np.abs(a) > 1e-200, np.log1p(a) / np.where(a != 0.0, a, 1.0), 1.0)
+                lq = la + np.log(r)
+        s, lg = _signed_logsumexp(sd.ravel(), lq.ravel(), axis=0)
+        return float(s), float(lg) - math.log(o.problem.n)
+
+    def reset(self, W: np.ndarray) -> None:
+        """Set the scale s to |g(W)| (kept when g(W) is exactly zero)."""
+        _, lg = self.log_gap(W)
+        if np.isfinite(lg):
+            self.log_scale = lg
+
+    def __call__(self, W: np.ndarray) -> tuple[float, np.ndarray]:
+        sgn, lg = self.log_gap(W)
+        r = self.oracle(W)
+        F = sgn * float(np.logaddexp(0.0, lg - self.log_scale)) if np.isfinite(lg) else 0.0
+        if not np.isfinite(r.M):
+            return F, np.zeros_like(r.G)
+        return F, math.exp(r.M - np.logaddexp(self.log_scale, lg)) * r.G
 
 
 def _ball(x: np.ndarray, rho: float) -> np.ndarray:
@@ -468,8 +560,13 @@ def _path_w(
     else:
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
 
+    gap = _SelectionGap(obj, obj.oracle(x).selected) if obj.log_gap else None
+
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        F, g, _, _ = obj(w.reshape(d, d))
+        if gap is not None:
+            F, g = gap(w.reshape(d, d))
+        else:
+            F, g, _, _ = obj(w.reshape(d, d))
         return F, g.ravel()
 
     Ws, res, its = [], [], []
@@ -477,6 +574,10 @@ def _path_w(
     for R in r:
         if prev is not None:
             x = x * (R / prev)
+        if gap is not None:
+            # reference: the tokens x selects now (any fixed selection gives L's minimizers)
+            gap.select(obj.oracle(x).selected)
+            gap.reset(x)
         xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, None, obj.log_gap)
         if rr > tol:
             _warn(float(R), rr, tol, it)
@@ -733,8 +834,13 @@ def _path_local(
         if not cone.contains(x):
             raise ProblemError(f"init must lie in the score cone C_eps(alpha) of {_WHERE}.")
 
+    gap = _SelectionGap(obj, a) if obj.log_gap else None
+
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        F, g, _, _ = obj(w.reshape(d, d))
+        if gap is not None:
+            F, g = gap(w.reshape(d, d))
+        else:
+            F, g, _, _ = obj(w.reshape(d, d))
         return F, g.ravel()
 
     def inside(w: np.ndarray) -> bool:
@@ -747,6 +853,8 @@ def _path_local(
     for R in r:
         if prev is not None:
             x = x * (R / prev)
+        if gap is not None:
+            gap.reset(x)
         xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, inside)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
