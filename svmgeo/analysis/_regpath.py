@@ -94,7 +94,8 @@ class RegularizationPath:
 
 
 class _Objective:
-    r"""The function the path minimizes and its gradient.
+    r"""The function the ``"KQ"`` path minimizes and its gradient (the others use
+    :class:`_SelectionGap` with the linear head); every path reports its values.
 
     Linear head: :math:`F = \log(L - L_\star)` (same minimizers as :math:`L`, since
     :math:`L > L_\star` and log is increasing), evaluated from the GD module's exact
@@ -421,12 +422,18 @@ def regularization_path(
 
     Notes
     -----
-    **Objective.** For the linear head the path minimizes :math:`F = \log(L - L_\star)`,
-    :math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, which has the same
-    minimizers as L (:math:`f_{ik} \le \gamma_{ik,\mathrm{opt}}` so :math:`L > L_\star`) but
-    stays well scaled when :math:`L - L_\star \sim e^{-R\cdot\mathrm{margin}}` is far below the
-    float64 resolution of L: the gap and :math:`\nabla F = \nabla L/(L - L_\star)` come from
-    the GD module's log-domain formulas. Other heads minimize L itself.
+    **Objective.** Far out L differs from the risk of the selected tokens by
+    :math:`e^{-R\cdot\mathrm{margin}}`, far below its float64 resolution. For the linear head
+    the ``"W"`` path and the local path therefore minimize
+    :math:`F = \mathrm{sign}(g)\log(1 + |g|/s)` of the signed gap
+    :math:`g = L - L_\beta`, :math:`L_\beta = \frac1n\sum_{i,k}\ell(\gamma_{ik\beta_{ik}})`,
+    with β = α (local path) or the tokens the current W selects (``"W"``, re-chosen per
+    radius) and s = |g| at each radius's start. F is increasing in L, so its minimizers are
+    L's; g is formed in the log domain (positive and negative parts apart) and
+    :math:`\nabla F = \nabla L/(s + |g|)` from the GD module's log-domain gradient.
+    ``"KQ"`` minimizes :math:`\log(L - L_\star)`
+    (:math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, the infimum), other
+    heads L itself.
 
     **Method** (``"W"``, ``"KQ"``). Spectral projected gradient on the ball (Barzilai–Borwein
     steps, Armijo backtracking on F along the projection arc), warm-started along the radii.
