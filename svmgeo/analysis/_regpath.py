@@ -857,22 +857,40 @@ def _path_local(
     norm0 = float(np.linalg.norm(x))
     x = x * (r[0] / norm0) if norm0 > 0.0 else x
     prev = None
-    for R in r:
-        if prev is not None:
-            x = x * (R / prev)
-        if gap is not None:
-            gap.reset(x)
-        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, inside)
+
+    def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
+        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
-            xv, rr, it2 = _solve_local(fun, cone, xv, float(R), tol, max_iter)
+            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter)
             it += it2
             if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
-                xs, rs, it3 = _spg(fun, xv, float(R), tol, max_iter, inside)
+                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside)
                 it += it3
                 margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
                 if rs < rr and margin > 1e-9 * R:
                     xv, rr = xs, rs
+        return xv, rr, it
+
+    for R in r:
+        x_prev = x
+        if prev is not None:
+            x = x * (R / prev)
+        if gap is not None:
+            gap.reset(x)
+        xv, rr, it = solve(x, float(R))
+        # The restricted problem is nonconvex and may have finite local minimizers inside the
+        # ball. Two other feasible points bound the minimum: the previous minimizer, and
+        # R W^mm_alpha / ||W^mm_alpha||; restart from any that is lower, keep the best.
+        alts = [R * Wmm / float(np.linalg.norm(Wmm))]
+        if prev is not None:
+            alts.insert(0, x_prev)
+        for x_alt in alts:
+            if fun(xv)[0] > fun(x_alt.ravel())[0]:
+                xw, rw, itw = solve(x_alt, float(R))
+                it += itw
+                if fun(xw)[0] <= fun(xv)[0]:
+                    xv, rr = xw, rw
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)

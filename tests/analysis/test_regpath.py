@@ -210,6 +210,34 @@ def test_kq_path_direction_approaches_nuclear_svm(seed: int) -> None:
 # ---------------------------------------------------------------- local path
 
 
+def test_local_path_with_a_finite_minimizer() -> None:
+    # seed 11, alpha = [0, 0, 0, 4] (locally optimal), eps = eps_max / 2: the cone admits a
+    # finite W with L(W) < L_alpha (the witness token beats the high-score ones only by
+    # eps ||W||, so they keep weight); every W with direction near W^mm_alpha and a large norm
+    # has L close to L_alpha from above, so the local path cannot turn towards W^mm_alpha. The
+    # path must find that interior minimizer and stay there (nested feasible sets).
+    data = _data(11)
+    alpha = np.array([0, 0, 0, 4])
+    assert sg.is_locally_optimal(data, alpha)
+    W_a = sg.att_svm(data, alpha).W
+    assert W_a is not None
+    eps = 0.5 * sg.score_cone_margin(data, alpha, W_a) / np.linalg.norm(W_a)
+    radii = [4, 8, 16, 32, 64, 128]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, radii, alpha=alpha, eps=eps)
+    assert path.converged.all()
+    for W in path.W:
+        assert sg.in_score_cone(data, alpha, W, eps)
+    L_a = _selection_risk(data, alpha, "logistic")
+    assert path.loss[-1] < L_a - 1e-4
+    assert np.all(np.diff(path.loss) <= 1e-12)
+    norms = np.linalg.norm(path.W, axis=(1, 2))
+    assert norms[-1] < 0.5 * radii[-1]  # inside the ball: the ball constraint is inactive
+    np.testing.assert_allclose(norms[-2:], norms[-1], rtol=1e-4)
+    np.testing.assert_allclose(path.W[-1], path.W[-2], atol=1e-4 * norms[-1])
+
+
 def _seed6() -> tuple[sg.TokenData, np.ndarray]:
     # a locally optimal alpha != opt (found with sg.locally_optimal_selections(data))
     data = _data(6)
