@@ -891,6 +891,9 @@ def _path_local(
                 it += itw
                 if fun(xw)[0] <= fun(xv)[0]:
                     xv, rr = xw, rw
+        if prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
+            xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
+            rr = _local_residual(fun, cone, xv, float(R))
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)
