@@ -46,6 +46,26 @@ print(1 - local_path.correlation)  # against Att-SVM(alpha)
 print(local_path.cone_margin / local_path.eps)  # >= 1: inside C_eps(alpha)
 print(local_path.converged.all())
 
+# --- local path whose cone stays active up to R = 64; the W path on the same data
+data6 = sg.random_data(4, 5, 8, seed=6, score_gap=0.05)
+alpha6 = np.array([4, 1, 0, 0])
+print(bool(sg.is_locally_optimal(data6, alpha6)), sg.optimal_tokens(data6))
+W_a6 = sg.att_svm(data6, alpha6).W
+eps6 = 0.5 * sg.score_cone_margin(data6, alpha6, W_a6) / np.linalg.norm(W_a6)
+radii6 = [*radii, 256]
+t0 = time.perf_counter()
+local6 = sg.regularization_path(data6, radii6, alpha=alpha6, eps=eps6)
+print(f"{time.perf_counter() - t0:.2f} s")
+print(1 - local6.correlation)  # against Att-SVM(alpha6)
+print(local6.cone_margin / local6.eps)
+print(local6.stationarity.max(), local6.converged.all(), local6.n_iter)
+path6 = sg.regularization_path(data6, radii6)
+beta = sg.gd.RiskOracle(data6)(path6.W[-1]).selected.ravel()
+print(beta, bool(sg.is_locally_optimal(data6, beta)), path6.converged.all())
+print(1 - path6.correlation[-1])  # against Att-SVM(opt)
+W_b = sg.att_svm(data6, beta).W
+print(1 - np.array([sg.correlation(W, W_b) for W in path6.W[-3:]]))
+
 # --- bad input
 for kwargs in ({"radii": [1, 4, 2]}, {"radii": [1], "alpha": alpha, "eps": 1.0}):
     try:

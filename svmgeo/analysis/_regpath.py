@@ -28,7 +28,7 @@ from .._errors import ConvergenceWarning, ProblemError
 from .._linalg import correlation
 from .._validation import check_array, check_int, check_option, check_real
 from ..data import TokenData
-from ..gd import RiskOracle
+from ..gd import RiskOracle, _xp
 from ..gd._config import HEADS, LOSSES
 
 __all__ = ["RegularizationPath", "regularization_path"]
@@ -94,7 +94,8 @@ class RegularizationPath:
 
 
 class _Objective:
-    r"""The function the path minimizes and its gradient.
+    r"""The function the ``"KQ"`` path minimizes and its gradient (the others use
+    :class:`_SelectionGap` with the linear head); every path reports its values.
 
     Linear head: :math:`F = \log(L - L_\star)` (same minimizers as :math:`L`, since
     :math:`L > L_\star` and log is increasing), evaluated from the GD module's exact
@@ -118,6 +119,98 @@ class _Objective:
         if not np.isfinite(r.M) or not np.isfinite(F):
             return F, np.zeros_like(r.G), r.loss, F
         return F, math.exp(r.M - F) * r.G, r.loss, F
+
+
+def _signed_logsumexp(sign: np.ndarray, logabs: np.ndarray, axis: int) -> tuple[Any, Any]:
+    r"""``(sign, log|sum|)`` of :math:`\sum_j \mathrm{sign}_j e^{\mathrm{logabs}_j}` along
+    ``axis``, the positive and negative parts each summed in the log domain (``-inf`` for an
+    exact zero)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        parts = []
+        for sg_ in (1.0, -1.0):
+            t = np.where(sign == sg_, logabs, -np.inf)
+            hi = t.max(axis=axis, keepdims=True)
+            safe = np.where(np.isfinite(hi), hi, 0.0)
+            lse = safe + np.log(np.sum(np.exp(t - safe), axis=axis, keepdims=True))
+            parts.append(np.squeeze(np.where(np.isfinite(hi), lse, -np.inf), axis=axis))
+        lp, ln = parts
+        big, small = np.maximum(lp, ln), np.minimum(lp, ln)
+        diff = np.where(np.isfinite(big), small - big, -np.inf)
+        out = np.where(np.isfinite(big), big + np.log(-np.expm1(diff)), -np.inf)
+        out = np.where(diff == 0.0, -np.inf, out)  # equal parts: exact cancellation
+        sgn = np.where(lp > ln, 1.0, -1.0)
+    return sgn, out
+
+
+class _SelectionGap:
+    r"""The local path's objective, linear head:
+    :math:`\varphi_s(L - L_\alpha) = \mathrm{sign}(g)\log(1 + |g|/s)`, :math:`g = L - L_\alpha`.
+
+    :math:`L_\alpha = \frac1n\sum_{i,k}\ell(\gamma_{ik\alpha_{ik}})` is the risk of the
+    selection α. With :math:`D_{ik} = \gamma_{ik\alpha} - Y_{ik}f_{ik}
+    = \sum_t s_{ikt}(\gamma_{ik\alpha} - \gamma_{ikt})`, split into its low-score (positive) and
+    high-score (negative) parts, each formed in the log domain from the log-softmax, query
+    (i, k) contributes :math:`\ell(\gamma_\alpha - D) - \ell(\gamma_\alpha)` (:math:`D`,
+    :math:`e^{-\gamma_\alpha}\mathrm{expm1}(D)`, :math:`\mathrm{log1p}(\mathrm{expm1}(D)
+    \sigma(-\gamma_\alpha))` for the correlation, exponential, logistic loss), summed with signs
+    in the log domain. :math:`\varphi_s` is increasing, so the minimizers are those of L; the
+    scale s is reset to :math:`|g|` at each radius's start, so F is of order one there however
+    small g is. :math:`\nabla F = \nabla L/(s + |g|)` with :math:`\nabla L = e^M G` from the GD
+    module's log-domain gradient.
+    """
+
+    def __init__(self, obj: _Objective, alpha: np.ndarray) -> None:
+        self.oracle = obj.oracle
+        self.log_scale = 0.0
+        self.select(alpha)
+
+    def select(self, alpha: np.ndarray) -> None:
+        r"""Use the selection ``alpha`` (n, K) as the reference :math:`L_\alpha`."""
+        gamma = self.oracle._gamma  # (n, K, T), -inf where hidden
+        assert gamma is not None  # linear head only
+        vis = np.asarray(self.oracle.problem.vis[0], dtype=bool)
+        ga = np.take_along_axis(gamma, alpha[:, :, None], axis=2)[:, :, 0]
+        diff = np.where(vis, ga[:, :, None] - np.where(vis, gamma, 0.0), 0.0)
+        self.ga = ga
+        self.sign = np.sign(diff)  # +1 low-score, -1 high-score, 0 at alpha and hidden
+        with np.errstate(divide="ignore"):
+            self.log_diff = np.where(self.sign != 0.0, np.log(np.abs(diff)), -np.inf)
+
+    def log_gap(self, W: np.ndarray) -> tuple[float, float]:
+        """``(sign, log|L(W) - L_alpha|)``."""
+        o = self.oracle
+        fw = _xp.forward(np.asarray(W, dtype=float)[None], o.problem, o._arrays, np)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            terms = np.where(self.sign != 0.0, fw["ls"][0] + self.log_diff, -np.inf)
+            sd, log_d = _signed_logsumexp(self.sign, terms, axis=2)  # D per query
+            d = sd * np.exp(log_d)
+            ratio = np.where(np.abs(d) > 1e-200, np.expm1(d) / np.where(d != 0.0, d, 1.0), 1.0)
+            log_em1 = log_d + np.log(ratio)  # log|expm1(D)|, same sign as D
+            if o.loss_id == 2:
+                lq = log_d
+            elif o.loss_id == 1:
+                lq = -self.ga + log_em1
+            else:
+                la = log_em1 - np.logaddexp(0.0, self.ga)
+                a = sd * np.exp(la)
+                r = np.where(np.abs(a) > 1e-200, np.log1p(a) / np.where(a != 0.0, a, 1.0), 1.0)
+                lq = la + np.log(r)
+        s, lg = _signed_logsumexp(sd.ravel(), lq.ravel(), axis=0)
+        return float(s), float(lg) - math.log(o.problem.n)
+
+    def reset(self, W: np.ndarray) -> None:
+        """Set the scale s to |g(W)| (kept when g(W) is exactly zero)."""
+        _, lg = self.log_gap(W)
+        if np.isfinite(lg):
+            self.log_scale = lg
+
+    def __call__(self, W: np.ndarray) -> tuple[float, np.ndarray]:
+        sgn, lg = self.log_gap(W)
+        r = self.oracle(W)
+        F = sgn * float(np.logaddexp(0.0, lg - self.log_scale)) if np.isfinite(lg) else 0.0
+        if not np.isfinite(r.M):
+            return F, np.zeros_like(r.G)
+        return F, math.exp(r.M - np.logaddexp(self.log_scale, lg)) * r.G
 
 
 def _ball(x: np.ndarray, rho: float) -> np.ndarray:
@@ -329,12 +422,18 @@ def regularization_path(
 
     Notes
     -----
-    **Objective.** For the linear head the path minimizes :math:`F = \log(L - L_\star)`,
-    :math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, which has the same
-    minimizers as L (:math:`f_{ik} \le \gamma_{ik,\mathrm{opt}}` so :math:`L > L_\star`) but
-    stays well scaled when :math:`L - L_\star \sim e^{-R\cdot\mathrm{margin}}` is far below the
-    float64 resolution of L: the gap and :math:`\nabla F = \nabla L/(L - L_\star)` come from
-    the GD module's log-domain formulas. Other heads minimize L itself.
+    **Objective.** Far out L differs from the risk of the selected tokens by
+    :math:`e^{-R\cdot\mathrm{margin}}`, far below its float64 resolution. For the linear head
+    the ``"W"`` path and the local path therefore minimize
+    :math:`F = \mathrm{sign}(g)\log(1 + |g|/s)` of the signed gap
+    :math:`g = L - L_\beta`, :math:`L_\beta = \frac1n\sum_{i,k}\ell(\gamma_{ik\beta_{ik}})`,
+    with β = α (local path) or the tokens the current W selects (``"W"``, re-chosen per
+    radius) and s = |g| at each radius's start. F is increasing in L, so its minimizers are
+    L's; g is formed in the log domain (positive and negative parts apart) and
+    :math:`\nabla F = \nabla L/(s + |g|)` from the GD module's log-domain gradient.
+    ``"KQ"`` minimizes :math:`\log(L - L_\star)`
+    (:math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, the infimum), other
+    heads L itself.
 
     **Method** (``"W"``, ``"KQ"``). Spectral projected gradient on the ball (Barzilai–Borwein
     steps, Armijo backtracking on F along the projection arc), warm-started along the radii.
@@ -468,8 +567,13 @@ def _path_w(
     else:
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
 
+    gap = _SelectionGap(obj, obj.oracle(x).selected) if obj.log_gap else None
+
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        F, g, _, _ = obj(w.reshape(d, d))
+        if gap is not None:
+            F, g = gap(w.reshape(d, d))
+        else:
+            F, g, _, _ = obj(w.reshape(d, d))
         return F, g.ravel()
 
     Ws, res, its = [], [], []
@@ -477,6 +581,10 @@ def _path_w(
     for R in r:
         if prev is not None:
             x = x * (R / prev)
+        if gap is not None:
+            # reference: the tokens x selects now (any fixed selection gives L's minimizers)
+            gap.select(obj.oracle(x).selected)
+            gap.reset(x)
         xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, None, obj.log_gap)
         if rr > tol:
             _warn(float(R), rr, tol, it)
@@ -733,8 +841,13 @@ def _path_local(
         if not cone.contains(x):
             raise ProblemError(f"init must lie in the score cone C_eps(alpha) of {_WHERE}.")
 
+    gap = _SelectionGap(obj, a) if obj.log_gap else None
+
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        F, g, _, _ = obj(w.reshape(d, d))
+        if gap is not None:
+            F, g = gap(w.reshape(d, d))
+        else:
+            F, g, _, _ = obj(w.reshape(d, d))
         return F, g.ravel()
 
     def inside(w: np.ndarray) -> bool:
@@ -744,20 +857,43 @@ def _path_local(
     norm0 = float(np.linalg.norm(x))
     x = x * (r[0] / norm0) if norm0 > 0.0 else x
     prev = None
-    for R in r:
-        if prev is not None:
-            x = x * (R / prev)
-        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, inside)
+
+    def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
+        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
-            xv, rr, it2 = _solve_local(fun, cone, xv, float(R), tol, max_iter)
+            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter)
             it += it2
             if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
-                xs, rs, it3 = _spg(fun, xv, float(R), tol, max_iter, inside)
+                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside)
                 it += it3
                 margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
                 if rs < rr and margin > 1e-9 * R:
                     xv, rr = xs, rs
+        return xv, rr, it
+
+    for R in r:
+        x_prev = x
+        if prev is not None:
+            x = x * (R / prev)
+        if gap is not None:
+            gap.reset(x)
+        xv, rr, it = solve(x, float(R))
+        # The restricted problem is nonconvex and may have finite local minimizers inside the
+        # ball. Two other feasible points bound the minimum: the previous minimizer, and
+        # R W^mm_alpha / ||W^mm_alpha||; restart from any that is lower, keep the best.
+        alts = [R * Wmm / float(np.linalg.norm(Wmm))]
+        if prev is not None:
+            alts.insert(0, x_prev)
+        for x_alt in alts:
+            if fun(xv)[0] > fun(x_alt.ravel())[0]:
+                xw, rw, itw = solve(x_alt, float(R))
+                it += itw
+                if fun(xw)[0] <= fun(xv)[0]:
+                    xv, rr = xw, rw
+        if prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
+            xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
+            rr = _local_residual(fun, cone, xv, float(R))
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)
