@@ -204,8 +204,9 @@ def global_trial(
     param: str,
     n_steps: int,
     threshold: float = 0.99,
+    init_scale: float = 0.01,
 ) -> dict[str, Any]:
-    r"""GD from zero (W) or a small random start (K, Q; m = d, scale 0.01) on random data.
+    r"""GD from zero (W) or a small random start (K, Q; m = d, scale ``init_scale``) on random data.
 
     ``reached`` when corr(W_GD, W^mm) ≥ ``threshold``, with W^mm the Frobenius Att-SVM(opt)
     solution for W and the nuclear one for (K, Q). ``b1``: Assumption B.1 (every non-optimal
@@ -241,7 +242,7 @@ def global_trial(
         m=d if param == "KQ" else None,
         step_size=0.1 if param == "W" else 0.02,
         n_steps=n_steps,
-        init="zero" if param == "W" else ("random", 0.01),
+        init="zero" if param == "W" else ("random", init_scale),
         seed=seed,
         record_every=n_steps,
         record=("selected",),

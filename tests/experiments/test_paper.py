@@ -11,6 +11,7 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.cli import main
+from svmgeo.experiments._paper import KQ_INIT_SCALE
 from svmgeo.experiments._recipes import numerical_rank
 
 NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave"]
@@ -19,7 +20,17 @@ COLUMNS = {
     "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
     "rank": {"n", "T", "d", "seed", "feasible", "rank_fro", "rank_nuc", "rank_nuc_scs"},
     "local": {"seed", "param", "step", "corr_fro", "corr_nuc", "softmax_alpha"},
-    "global": {"d", "seed", "param", "feasible", "b1", "corr", "reached", "norm_ratio"},
+    "global": {
+        "d",
+        "seed",
+        "param",
+        "feasible",
+        "b1",
+        "corr",
+        "reached",
+        "norm_ratio",
+        "init_scale",
+    },
     "gensvm": {"d", "seed", "step", "one_minus_corr_eq", "one_minus_corr_svm", "gamma"},
     "concave": {"lam", "tau", "seed", "mean_selected", "max_selected", "corr_eq"},
 }
@@ -105,7 +116,10 @@ def _check_global(rows, out):
                 assert float(r["norm_ratio"]) >= 1 - 1e-6
         else:
             assert r["reached"] == "False" and r["corr"] == ""
-    assert "% reached" in out
+    # (K, Q) start from the documented random scale; W from zero
+    scales = {(r["param"], float(r["init_scale"])) for r in rows if r["param"] != "none"}
+    assert scales == {("W", 0.0), ("KQ", KQ_INIT_SCALE)}
+    assert "% reached" in out and "% norm within 1%" in out
 
 
 def _check_gensvm(rows, out):
