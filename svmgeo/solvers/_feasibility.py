@@ -18,6 +18,7 @@ Farkas vector, which svmgeo polishes and verifies itself.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -50,17 +51,47 @@ def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
 
 
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """Scale ``W`` so that every margin row holds; return it with its worst residual, or None."""
+    r"""Scale ``W`` so that every margin row holds; return it with its worst residual, or None.
+
+    A point is accepted only as a proof: every margin row with :math:`c_j > 0` must have a
+    positive margin (then scaling meets it exactly), and every other row must hold up to the
+    rounding of its own product, :math:`10^{-9}\,\|a_j\|\,\|W\|_F\,\|b_j\|` — a tolerance
+    per row, so one huge margin cannot hide a violated row. (Scaling is exact when every
+    equality row has :math:`c_j = 0`; otherwise the margin rows hold to that rounding.)
+    """
     m = cs.kind == MARGIN
-    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
-    scale = max(
-        1.0, float(np.abs(margins).max(initial=0.0)), float(np.abs(cs.rhs).max(initial=0.0))
-    )
-    viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
-    worst = float(viol.max(initial=0.0))
-    if worst > 1e-9 * scale:
+    if not np.all(np.isfinite(W)):
         return None
-    return W, worst
+    positive = m & (cs.rhs > 0)
+    if np.any(row_values(cs, W)[positive] <= 0.0):
+        return None
+    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
+    viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
+    row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
+    allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
+    if np.any(viol > allowed):
+        return None
+    return W, float(viol.max(initial=0.0))
+
+
+def _normalized_rows(cs: ConstraintSet) -> tuple[ConstraintSet, np.ndarray] | None:
+    r"""The rows scaled to :math:`\|a_j\| = \|b_j\| = 1` with right-hand side 1 (or 0), when
+    that keeps feasibility: every equality row has :math:`c_j = 0` and every margin row
+    :math:`c_j \ge 0`. Then feasibility asks for :math:`a_j^\top W b_j > 0` on the rows with
+    :math:`c_j > 0` (and :math:`\ge 0`, :math:`= 0` on the others), a cone condition that each
+    row's positive scale does not change. Returns the scaled set and the row scales
+    :math:`\|a_j\|\,\|b_j\|` (1 for a zero row), or None.
+    """
+    m = cs.kind == MARGIN
+    if np.any(cs.rhs[~m] != 0.0) or np.any(cs.rhs[m] < 0.0):
+        return None
+    na = np.linalg.norm(cs.A, axis=1)
+    nb = np.linalg.norm(cs.B, axis=1)
+    na = np.where(na > 0, na, 1.0)
+    nb = np.where(nb > 0, nb, 1.0)
+    rhs = np.where(m & (cs.rhs > 0), 1.0, 0.0)
+    scaled = dataclasses.replace(cs, A=cs.A / na[:, None], B=cs.B / nb[:, None], rhs=rhs)
+    return scaled, na * nb
 
 
 class _Factor:
@@ -278,8 +309,17 @@ def check_feasibility(
                 solver="svmgeo-ipm",
                 extras={"qp_dual": qp[2]},
             )
-    fac = _Factor(geo)
-    dual = _solve_dual_lp(fac.L, cs)
+    # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
+    # rows): a tiny row must not drown in the tolerances of a large one
+    normalized = _normalized_rows(cs)
+    if normalized is not None:
+        cs_lp, row_scale = normalized
+        fac = _Factor(RowGeometry(cs_lp))
+    else:
+        cs_lp, row_scale = cs, np.ones(N)
+        fac = _Factor(geo)
+    c = np.asarray(cs_lp.rhs, dtype=float)
+    dual = _solve_dual_lp(fac.L, cs_lp)
     extras = {"lp_status": int(dual.status), "lp_message": str(dual.message)}
     scale = max(1.0, float(np.abs(c).max()))
     if dual.status == 0:
@@ -290,7 +330,7 @@ def check_feasibility(
         y = np.array(dual.eqlin.marginals, dtype=np.float64)
         candidates = [y, -y] if feasible_lp else []
     else:  # fall back to the primal form of the Phase-1 LP
-        res, nM, nE = _solve_lp(fac.L, cs, c)
+        res, nM, nE = _solve_lp(fac.L, cs_lp, c)
         if res.status != 0:
             return result(
                 feasible=False,
@@ -302,7 +342,7 @@ def check_feasibility(
         opt = float(res.fun)
         extras["phase1_value"] = opt
         feasible_lp = opt <= 1e-7 * scale
-        m = cs.kind == MARGIN
+        m = cs_lp.kind == MARGIN
         lam = np.zeros(N)
         if nM:
             lam[m] = -np.asarray(res.ineqlin.marginals)
@@ -313,7 +353,7 @@ def check_feasibility(
         # the LP says feasible: a point must verify; the margin-2c LP gives room for round-off
         for k in range(len(candidates) + 1):
             if k == len(candidates):
-                y_k = np.asarray(_solve_lp(fac.L, cs, 2.0 * c)[0].x[: fac.L.shape[1]])
+                y_k = np.asarray(_solve_lp(fac.L, cs_lp, 2.0 * c)[0].x[: fac.L.shape[1]])
             else:
                 y_k = candidates[k]
             ok = _rescale_point(cs, fac.W(y_k))
@@ -327,7 +367,12 @@ def check_feasibility(
                     solver="highs",
                     extras=extras,
                 )
-    lam, residual = _polish_farkas(cs, fac, lam)
+    lam, residual = _polish_farkas(cs_lp, fac, lam)
+    if lam is not None and normalized is not None:
+        # back to the original rows: same sum of lam_j a_j b_j^T, c^T lam renormalized to 1
+        lam = lam / row_scale
+        lam = lam / float(cs.rhs @ lam)
+        residual = max(residual, farkas_residual(cs, lam))
     if lam is None:
         return result(
             feasible=False,
