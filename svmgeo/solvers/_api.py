@@ -61,6 +61,25 @@ _CVXPY_FALLBACK_SIZE = 5e7
 """Largest d²·N for which ``method="auto"`` falls back to the naive cvxpy model."""
 
 
+def balanced_factors(W: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Balanced factors :math:`K = U_m\Sigma_m^{1/2}`, :math:`Q = V_m\Sigma_m^{1/2}` of ``W``.
+
+    .. math::
+
+        W = KQ^\top,\qquad \tfrac12(\|K\|_F^2 + \|Q\|_F^2) = \|W\|_*,
+
+    when :math:`\mathrm{rank}\,W \le m` (``width``); columns beyond the rank are zero.
+    """
+    U, s, Vt = np.linalg.svd(np.asarray(W, dtype=float))
+    r = min(width, s.size)
+    root = np.sqrt(s[:r])
+    K = np.zeros((W.shape[0], width))
+    Q = np.zeros((W.shape[1], width))
+    K[:, :r] = U[:, :r] * root
+    Q[:, :r] = Vt[:r].T * root
+    return K, Q
+
+
 def _check_cs(cs: Any, where: str) -> ConstraintSet:
     if not isinstance(cs, ConstraintSet):
         raise ProblemError(
@@ -291,6 +310,9 @@ def solve_svm(
             )
     elif not binding:
         res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
+        if rank is not None and res.W is not None:
+            K, Q = balanced_factors(res.W, rank)
+            res = dataclasses.replace(res, K=K, Q=Q)
     else:
         assert rank is not None  # a binding rank bound is an int (checked above)
         res = solve_lowrank(
@@ -300,6 +322,15 @@ def solve_svm(
             seed=seed,
             tol=tol,
             solver="auto" if solver is None else solver.lower(),
+        )
+    if res.status.is_infeasible:
+        # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
+        res = dataclasses.replace(
+            res,
+            status=Status.NUMERICAL_ERROR,
+            farkas=None,
+            message=f"{res.message}; but the rows are feasible (a point was verified), so the "
+            "solver failed numerically (an ill-conditioned problem?)",
         )
     extras = dict(res.extras)
     extras["feasibility"] = feas

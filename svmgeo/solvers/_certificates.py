@@ -236,8 +236,14 @@ def nuclear_certificate(
         \text{dual: } (\|\Lambda\|_2 - 1)_+ + \max_{j\,\text{margin}} (-\lambda_j)_+;
 
         \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_*|}{\max(1, \|W\|_*)};\quad
-        \text{complementarity: } \max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|;\quad
+        \text{complementarity: } \frac{\max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|}
+        {\max(1, \|W\|_*)};\quad
         \text{gap: } \frac{|c^\top\lambda - \|W\|_*|}{\max(1, \|W\|_*)}.
+
+    Complementarity is relative like the gap: :math:`\sum_j \lambda_j (m_j - c_j) =
+    \langle\Lambda, W\rangle - c^\top\lambda` is a difference of two quantities of size
+    :math:`\|W\|_*`, so a row rounded at one ulp of its margin costs :math:`\lambda_j\,
+    \epsilon`, which can be large in absolute terms when :math:`\|W\|_*` is.
 
     Dual feasibility and a zero gap make :math:`\lambda` a proof that no feasible :math:`W`
     has a smaller nuclear norm (weak duality: :math:`c^\top\lambda \le \langle\Lambda, W'\rangle
@@ -271,6 +277,7 @@ def nuclear_certificate(
         stationarity=abs(float(lam @ margins) - nuc) / scale,
         complementarity=float(
             np.max(np.abs(lam[margin] * (margins[margin] - cs.rhs[margin])), initial=0.0)
-        ),
+        )
+        / scale,
         duality_gap=abs(float(cs.rhs @ lam) - nuc) / scale,
     )

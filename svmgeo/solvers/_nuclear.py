@@ -46,7 +46,12 @@ from .._errors import ProblemError, SolverError, SolverNotFound
 from .._linalg import orthonormal_basis
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import adjoint_spectral_norm, downgrade, nuclear_certificate
+from ._certificates import (
+    adjoint_spectral_norm,
+    downgrade,
+    farkas_residual,
+    nuclear_certificate,
+)
 from ._result import Certificate, SVMResult
 from ._status import Status
 
@@ -80,6 +85,8 @@ SCS_STATUS_MAP: dict[int, Status] = {
 """SCS's ``info["status_val"]`` → :class:`Status`; anything else is ``SOLVER_ERROR``."""
 
 _SQRT2 = math.sqrt(2.0)
+_FARKAS_TOL = 1e-9
+"""Largest relative Farkas residual (:func:`farkas_residual`) of a certified INFEASIBLE."""
 _MAX_NEWTON = 3000
 """Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
 
@@ -474,10 +481,45 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     if not value > 0:
         return None
     lam /= value
-    scale = max(1.0, float(np.abs(lam).max()))
-    if adjoint_spectral_norm(cs, lam) > 1e-6 * scale:
+    # relative to the rows' own scale (as check_feasibility): tiny rows must not pass
+    if not farkas_residual(cs, lam) <= _FARKAS_TOL:
         return None
     return lam
+
+
+def _rank_one(cs: ConstraintSet, tol: float, start: float) -> SVMResult:
+    r"""Att-SVM⋆ when :math:`\min(r_1, r_2) = 1`: every feasible :math:`W = UMV^\top` has rank
+    at most one, so :math:`\|W\|_* = \|W\|_F` and the Frobenius optimum is the nuclear one.
+
+    The Frobenius multipliers :math:`\lambda^F` (with :math:`W = \sum_j \lambda^F_j a_j
+    b_j^\top`) give nuclear ones :math:`\lambda = \lambda^F / \|W\|_F`: then
+    :math:`\|\sum_j\lambda_j a_j b_j^\top\|_2 = 1` and :math:`c^\top\lambda = \|W\|_F
+    = \|W\|_*`. The certificate is :func:`nuclear_certificate`, as for the SDP.
+    """
+    from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
+
+    fro = solve_frobenius(cs, tol=tol)
+    if fro.W is None or fro.dual is None:
+        return dataclasses.replace(fro, norm="nuc", solve_time=time.perf_counter() - start)
+    W = np.asarray(fro.W)
+    norm_w = float(np.linalg.norm(W))
+    lam = fro.dual / norm_w if norm_w > 0 else np.zeros(cs.N)
+    status = Status.OPTIMAL if fro.status.has_solution else fro.status
+    result = SVMResult(
+        W=W,
+        status=status,
+        message=f"min(r1, r2) = 1: the Frobenius optimum is the nuclear one ({fro.message})",
+        objective=float(np.linalg.svd(W, compute_uv=False).sum()),
+        dual=lam,
+        margins=cs.apply(W),
+        constraints=cs,
+        norm="nuc",
+        solver=f"{fro.solver}+rank-one",
+        n_iter=fro.n_iter,
+        solve_time=time.perf_counter() - start,
+        extras={**fro.extras, "rank_one": True},
+    )
+    return downgrade(result, nuclear_certificate(cs, W, lam, tol))
 
 
 def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
@@ -615,6 +657,10 @@ def solve_nuclear(
     if first.success:
         return first
     second = _solve_with(cs, comp, "clarabel", tol, options, start)
+    if not second.success and comp.short.shape[1] == 1:
+        third = _rank_one(cs, tol, start)
+        if third.success:
+            return third
     if second.success or not first.status.has_solution:
         return dataclasses.replace(
             second, message=f"{second.message} (after scs: {first.status}: {first.message})"
@@ -641,6 +687,9 @@ def _solve_with(
 
     if not status.has_solution:
         farkas = _farkas(cs, lam) if status.is_infeasible else None
+        if status is Status.INFEASIBLE and farkas is None:
+            status = Status.INFEASIBLE_INACCURATE
+            note += "; its infeasibility ray does not verify as a Farkas vector"
         return SVMResult(
             W=None,
             status=status,

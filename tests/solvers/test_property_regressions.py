@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regression tests for the solver findings of the property suite (docs/properties.md).
+
+Each test rebuilds a counterexample and checks the answer against facts computed here from
+the data (margins, Farkas sums, norms), never against svmgeo's own certificate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import svmgeo as sg
+from svmgeo.constraints import MARGIN, ConstraintSet
+from svmgeo.solvers import Status, check_feasibility, solve_svm
+from svmgeo.solvers._feasibility import _rescale_point
+
+from ._helpers import assert_farkas
+
+
+def pair_constraints(A: np.ndarray, B: np.ndarray) -> ConstraintSet:
+    """Margin rows a_j^T W b_j >= 1, one sequence per row."""
+    N = A.shape[0]
+    idx = np.arange(N)
+    zero = np.zeros(N, dtype=int)
+    return ConstraintSet(
+        A=np.asarray(A, dtype=float),
+        B=np.asarray(B, dtype=float),
+        kind=np.full(N, MARGIN, dtype=np.int8),
+        rhs=np.ones(N),
+        seq=idx,
+        query=zero,
+        pref=zero,
+        comp=zero + 1,
+        n=N,
+        K=1,
+        T=2,
+    )
+
+
+def _tiny_row_data() -> sg.TokenData:
+    # one row with a_j = 1e-10: feasible, W^mm = 1e10 (d = 1: both norms agree)
+    X = np.array([[[1.0], [1.0 - 1e-10]]])
+    return sg.TokenData(X, Z=np.array([[1.0]]), v=np.ones(1))
+
+
+def _assert_proof_point(cs: sg.ConstraintSet, W: np.ndarray) -> None:
+    """Every positive-rhs margin row strictly positive and ≥ c_j (to its own rounding)."""
+    m = np.einsum("ja,ab,jb->j", cs.A, W, cs.B)
+    size = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1) * np.linalg.norm(W)
+    margin = cs.kind == MARGIN
+    assert np.all(m[margin & (cs.rhs > 0)] > 0.0)
+    assert np.all((cs.rhs - m)[margin] <= 1e-9 * np.maximum(size, 1.0)[margin])
+
+
+# -- finding 2: nuclear INFEASIBLE with a Farkas vector that does not verify ---------------
+
+
+def test_nuclear_solves_a_tiny_row_instead_of_a_false_infeasible():
+    data = _tiny_row_data()
+    cs = sg.att_svm_constraints(data, [0])
+    assert sg.feasibility(data, [0]).feasible
+    res = sg.att_svm(data, [0], norm="nuc")
+    assert res.status is Status.OPTIMAL, res.message
+    # d = 1: the optimum is |W| = 1 / a with a = x_0 - x_1, computed here from the data
+    a = float(cs.A[0, 0])
+    np.testing.assert_allclose(res.objective, 1.0 / a, rtol=1e-9)
+    np.testing.assert_allclose(float(res.W[0, 0]), 1.0 / a, rtol=1e-9)
+    _assert_proof_point(cs, res.W)
+
+
+def test_nuclear_never_reports_infeasible_on_verified_feasible_rows():
+    # an ill-conditioned near-tie (from the property suite): feasible, the SDP backends fail
+    from properties.strategies import build_case
+
+    data = build_case("self", "near_tie", n=3, T=3, d=2, seed=987).data
+    alpha = sg.optimal_tokens(data)
+    feas = sg.feasibility(data, alpha)
+    assert feas.feasible
+    res = sg.att_svm(data, alpha, norm="nuc")
+    assert not res.status.is_infeasible, res.message
+    if res.farkas is not None:  # pragma: no cover - a Farkas vector would contradict feas
+        raise AssertionError("a feasible problem must not carry a Farkas vector")
+    if res.W is not None:
+        _assert_proof_point(res.constraints, res.W)
+
+
+def test_nuclear_farkas_vector_is_checked_relative_to_the_rows():
+    # infeasible rows of very different sizes: a certified INFEASIBLE must verify relatively
+    A = np.array([[1e-8, 0.0], [-1e-8, 0.0], [1.0, 1.0]])
+    B = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    cs = pair_constraints(A, B)
+    res = solve_svm(cs, norm="nuc")
+    assert res.status is Status.INFEASIBLE
+    assert_farkas(cs, res.farkas)
+
+
+# -- finding 3: a feasibility "point" with a negative margin ------------------------------
+
+
+def test_rescale_point_rejects_a_huge_margin_hiding_a_negative_one():
+    A = np.eye(2)
+    cs = pair_constraints(A, A)  # rows e_i^T W e_i >= 1
+    W = np.diag([1.8e13, -8.7])
+    assert _rescale_point(cs, W) is None
+    ok = _rescale_point(cs, np.diag([1.8e13, 1e-3]))
+    assert ok is not None
+    _assert_proof_point(cs, ok[0])
+    np.testing.assert_allclose(np.einsum("ja,ab,jb->j", A, ok[0], A).min(), 1.0, rtol=1e-12)
+
+
+def test_boundary_instance_is_never_called_feasible_with_a_violated_row():
+    from properties.strategies import build_case
+
+    data = build_case("causal", "collinear", n=2, T=5, d=5, K=2, seed=0).data
+    alpha = np.zeros((2, 5), dtype=int)
+    res = sg.feasibility(data, alpha)
+    if res.feasible:
+        _assert_proof_point(res.constraints, res.point)
+    else:
+        assert res.certificate is not None
+        if res.status is Status.INFEASIBLE:
+            assert_farkas(res.constraints, res.certificate)
+
+
+# -- finding 4: Frobenius on problems with more rows than d² ------------------------------
+
+
+def test_frobenius_multi_query_with_more_rows_than_features():
+    from properties.strategies import build_case
+
+    data = build_case("multi", "generic", n=3, T=2, d=2, K=2, seed=0).data
+    alpha = np.array([[0, 1], [0, 0], [1, 0]])
+    res = sg.att_svm(data, alpha)
+    ref = sg.att_svm(data, alpha, method="cvxpy")
+    assert res.status is Status.OPTIMAL, res.message
+    np.testing.assert_allclose(res.objective, ref.objective, rtol=1e-6)
+    _assert_proof_point(res.constraints, res.W)
+
+
+def test_frobenius_scaled_causal_collinear_is_solved():
+    from properties.strategies import build_case
+
+    base = build_case("causal", "collinear", n=4, T=5, d=6, K=2, seed=0).data
+    alpha = np.zeros((4, 5), dtype=int)
+    alpha[2, 1] = 1
+    res1 = sg.att_svm(base, alpha)
+    scaled = sg.TokenData(2.0 * np.asarray(base.X), Y=base.Y, v=base.v, query="all", mask=base.mask)
+    res2 = sg.att_svm(scaled, alpha)
+    assert res1.status is Status.OPTIMAL and res2.status is Status.OPTIMAL, res2.message
+    # self-attention: X -> 2X gives W^mm / 4
+    np.testing.assert_allclose(res2.W, res1.W / 4.0, rtol=1e-7, atol=1e-9 * res1.objective)
+
+
+# -- finding 5: the feasibility LP is scale-dependent -------------------------------------
+
+
+def test_feasibility_lp_is_invariant_to_each_rows_scale():
+    X = np.array([[[1.0], [-1.0]], [[0.1], [0.1 + 1e-9]]])
+    data = sg.TokenData(X, Z=np.array([[1.0], [1.0]]), v=np.ones(1))
+    res = sg.feasibility(data, [0, 1])
+    assert res.feasible and res.status is Status.OPTIMAL, res.message
+    _assert_proof_point(res.constraints, res.point)
+    fro = sg.att_svm(data, [0, 1])
+    assert fro.success
+    # d = 1: W^mm = max_j 1 / a_j over the rows (both a_j > 0 here)
+    np.testing.assert_allclose(fro.objective, 1.0 / res.constraints.A[:, 0].min(), rtol=1e-6)
+
+
+def test_feasibility_lp_normalized_farkas_maps_back_to_the_original_rows():
+    # infeasible: rows +a and -a of very different sizes (1 and 1e-9) on the same query
+    A = np.array([[1.0, 0.0], [-1e-9, 0.0], [0.0, 3.0], [0.0, -2e-7]])
+    B = np.array([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
+    cs = pair_constraints(A, B)
+    res = check_feasibility(cs)
+    assert res.status is Status.INFEASIBLE, res.message
+    assert_farkas(cs, res.certificate)
+
+
+# -- finding 7: K, Q with a vacuous rank bound --------------------------------------------
+
+
+def test_vacuous_rank_bound_returns_balanced_factors():
+    data = sg.random_data(3, 4, 6, seed=0)
+    res = sg.att_svm(data, norm="nuc", rank=5)
+    assert res.success and res.K is not None and res.Q is not None
+    assert res.K.shape == (6, 5) and res.Q.shape == (6, 5)
+    np.testing.assert_allclose(res.K @ res.Q.T, res.W, atol=1e-10 * np.linalg.norm(res.W))
+    nuc = np.linalg.svd(res.W, compute_uv=False).sum()
+    half = 0.5 * (np.linalg.norm(res.K) ** 2 + np.linalg.norm(res.Q) ** 2)
+    np.testing.assert_allclose(half, nuc, rtol=1e-10)
+    # W has rank <= n = 3 < 5 (Lemma 1): the extra columns carry only round-off of W
+    assert np.linalg.norm(res.K[:, 3:]) ** 2 <= 1e-12 * nuc
+    assert np.linalg.norm(res.Q[:, 3:]) ** 2 <= 1e-12 * nuc
+
+
+def test_vacuous_rank_bound_pads_factors_with_zero_columns():
+    # d = 2 with rank bound 5 >= d: the factors have width 5, the last 3 columns exactly 0
+    X = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.5], [0.2, 1.0]]), v=np.ones(2))
+    res = sg.att_svm(data, [0, 1], norm="nuc", rank=5)
+    assert res.success and res.K is not None and res.Q is not None
+    assert res.K.shape == (2, 5) and res.Q.shape == (2, 5)
+    assert not np.any(res.K[:, 2:]) and not np.any(res.Q[:, 2:])
+    np.testing.assert_allclose(res.K @ res.Q.T, res.W, atol=1e-12 * np.linalg.norm(res.W))
