@@ -312,7 +312,8 @@ def solve_svm(
         res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
         if rank is not None and res.W is not None:
             K, Q = balanced_factors(res.W, rank)
-            res = dataclasses.replace(res, K=K, Q=Q)
+            # the convex optimum is the rank-m optimum: its value is also the lower bound
+            res = dataclasses.replace(res, K=K, Q=Q, lower_bound=res.objective)
     else:
         assert rank is not None  # a binding rank bound is an int (checked above)
         res = solve_lowrank(
@@ -323,8 +324,9 @@ def solve_svm(
             tol=tol,
             solver="auto" if solver is None else solver.lower(),
         )
-    if res.status.is_infeasible:
+    if res.status.is_infeasible and not binding:
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
+        # (a binding rank bound may make a feasible convex problem infeasible)
         res = dataclasses.replace(
             res,
             status=Status.NUMERICAL_ERROR,

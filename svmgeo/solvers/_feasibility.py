@@ -36,12 +36,34 @@ from ._status import Status
 __all__ = ["check_feasibility"]
 
 _FARKAS_TOL = 1e-9
+_ROUNDOFF = 1e-13
+"""Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
 
 
 def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
     """A row with :math:`a_j b_j^\\top = 0` whose right-hand side cannot be met is its own certificate."""
     zero = (~np.any(cs.A != 0, axis=1)) | (~np.any(cs.B != 0, axis=1))
     bad = zero & (((cs.kind == MARGIN) & (cs.rhs > 0)) | ((cs.kind != MARGIN) & (cs.rhs != 0)))
+    if not np.any(bad):
+        return None
+    j = int(np.flatnonzero(bad)[0])
+    lam = np.zeros(cs.N)
+    lam[j] = 1.0 / cs.rhs[j]
+    return lam
+
+
+def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
+    r"""A positive-rhs row whose :math:`a_j` or :math:`b_j` is round-off next to the others'.
+
+    :math:`\|a_j\| \le 10^{-13} \max_k \|a_k\|` (or the same for :math:`b`): e.g. two
+    identical tokens after a rotation, whose difference is ~1e-16 instead of 0. Such a row
+    can only be met by a :math:`W` of norm ~1e13 of the data scale, an artefact of rounding.
+    Returns :math:`e_j / c_j` (an unverified Farkas vector: the answer is inaccurate), or None.
+    """
+    na = np.linalg.norm(cs.A, axis=1)
+    nb = np.linalg.norm(cs.B, axis=1)
+    tiny = (na <= _ROUNDOFF * na.max(initial=0.0)) | (nb <= _ROUNDOFF * nb.max(initial=0.0))
+    bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
     if not np.any(bad):
         return None
     j = int(np.flatnonzero(bad)[0])
@@ -95,22 +117,33 @@ def _normalized_rows(cs: ConstraintSet) -> tuple[ConstraintSet, np.ndarray] | No
 
 
 class _Factor:
-    r"""A factor :math:`L` (N×r) with :math:`LL^\top = G`, and the map from :math:`y` to :math:`W`."""
+    r"""An orthonormal basis :math:`L` (N×r) of the range of the rows' features, and the map to :math:`W`.
+
+    The margins of every :math:`W` are :math:`\Phi\,\mathrm{vec}(W)`, whose range is that of
+    any factor of :math:`G = \Phi\Phi^\top = (Q\,S)(Q\,S)^\top`. The LP is posed on the
+    orthonormal :math:`L = Q` (margins :math:`Ly`), not on :math:`QS`: the HiGHS tolerances
+    then act equally on every direction, including those with tiny singular values
+    (nearly degenerate data, whose feasible points are huge). ``W(y)`` maps back through
+    :math:`S^{-1}`.
+    """
 
     def __init__(self, geo: RowGeometry) -> None:
         self.geo = geo
         self._svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         feats = None if geo.Phi is not None else _small_features(geo)
-        if geo.Phi is not None:
-            self.L = geo.Phi
-            self._tol_rank = 0.0
-        elif feats is not None:
+        if geo.Phi is not None or feats is not None:
             # G = ΦΦᵀ: the thin SVD of Φ keeps directions down to 1e-13 of the largest
             # singular value, where an eigendecomposition of G would cut at sqrt(1e-12)
-            U, V, Phi = feats
+            if geo.Phi is not None:
+                assert geo.U is not None and geo.V is not None
+                U, V, Phi = geo.U, geo.V, geo.Phi
+            else:
+                assert feats is not None
+                U, V, Phi = feats
             Uq, s, Vt = np.linalg.svd(Phi, full_matrices=False)
             keep = s > (s[0] if s.size else 0.0) * 1e-13
-            self.L = Uq[:, keep] * s[keep]
+            self.L = Uq[:, keep]
+            self._s = s[keep]
             self._svd = (U, V, Vt[keep])
         else:
             G = geo.gram()
@@ -118,20 +151,16 @@ class _Factor:
             top = float(evals[-1]) if evals.size else 0.0
             keep = evals > max(top, 0.0) * 1e-12 * max(1, G.shape[0])
             self._evecs = evecs[:, keep]
-            self._sqrt = np.sqrt(evals[keep])
-            self.L = self._evecs * self._sqrt
+            self._s = np.sqrt(evals[keep])
+            self.L = self._evecs
 
     def W(self, y: np.ndarray) -> np.ndarray:
-        geo = self.geo
+        """The matrix whose margins are ``L @ y``."""
         if self._svd is not None:
             U, V, Vt = self._svd
-            return np.asarray(U @ (Vt.T @ y).reshape(U.shape[1], V.shape[1]) @ V.T)
-        if geo.Phi is not None:
-            assert geo.U is not None and geo.V is not None
-            M = y.reshape(geo.U.shape[1], geo.V.shape[1])
-            return np.asarray(geo.U @ M @ geo.V.T)
-        lam = self._evecs @ (y / self._sqrt)
-        return geo.W(lam)
+            return np.asarray(U @ (Vt.T @ (y / self._s)).reshape(U.shape[1], V.shape[1]) @ V.T)
+        lam = self._evecs @ (y / self._s**2)
+        return self.geo.W(lam)
 
     def null_project(self, rows: np.ndarray, lam: np.ndarray) -> np.ndarray:
         r"""Project ``lam`` (supported on ``rows``) onto :math:`\{\mu : L_{rows}^\top \mu = 0\}`."""
@@ -275,6 +304,23 @@ def check_feasibility(
             ),
             certificate=lam0,
             residual=0.0,
+            solver="svmgeo",
+        )
+    lam0 = _roundoff_row(cs)
+    if lam0 is not None:
+        j = int(np.flatnonzero(lam0)[0])
+        return result(
+            feasible=False,
+            status=Status.INFEASIBLE_INACCURATE,
+            message=(
+                f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}, tokens "
+                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T at the round-off level "
+                f"of the other rows (below {_ROUNDOFF:.0e} of the largest: identical tokens or a "
+                f"zero query up to rounding?) but needs {cs.rhs[j]:g}; only a W of norm "
+                "~1/round-off would meet it, so svmgeo does not call the rows feasible"
+            ),
+            certificate=lam0,
+            residual=farkas_residual(cs, lam0),
             solver="svmgeo",
         )
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry

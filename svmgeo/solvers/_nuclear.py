@@ -51,6 +51,7 @@ from ._certificates import (
     downgrade,
     farkas_residual,
     nuclear_certificate,
+    primal_infeasibility,
 )
 from ._result import Certificate, SVMResult
 from ._status import Status
@@ -487,39 +488,55 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     return lam
 
 
-def _rank_one(cs: ConstraintSet, tol: float, start: float) -> SVMResult:
-    r"""Att-SVM⋆ when :math:`\min(r_1, r_2) = 1`: every feasible :math:`W = UMV^\top` has rank
-    at most one, so :math:`\|W\|_* = \|W\|_F` and the Frobenius optimum is the nuclear one.
+def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | None:
+    r"""Att-SVM⋆ bounds from the Frobenius optimum :math:`W_F` (when the SDP backends fail).
 
-    The Frobenius multipliers :math:`\lambda^F` (with :math:`W = \sum_j \lambda^F_j a_j
-    b_j^\top`) give nuclear ones :math:`\lambda = \lambda^F / \|W\|_F`: then
-    :math:`\|\sum_j\lambda_j a_j b_j^\top\|_2 = 1` and :math:`c^\top\lambda = \|W\|_F
-    = \|W\|_*`. The certificate is :func:`nuclear_certificate`, as for the SDP.
+    .. math::
+
+        \frac{\|W_F\|_F^2}{\|W_F\|_2} = c^\top\lambda \;\le\; \min_W \|W\|_*
+        \;\le\; \|W_F\|_*, \qquad \lambda = \lambda^F / \|W_F\|_2,
+
+    since :math:`W_F = \sum_j \lambda^F_j a_j b_j^\top` (so :math:`\lambda` is dual feasible,
+    :math:`\|\sum_j \lambda_j a_j b_j^\top\|_2 = 1`) and :math:`c^\top\lambda^F =
+    \|W_F\|_F^2`. When :math:`\min(r_1, r_2) = 1` every feasible :math:`W` has rank one, the
+    bounds meet and :math:`W_F` is the nuclear optimum; otherwise the result is
+    ``OPTIMAL_INACCURATE`` (a feasible :math:`W` within the stated gap) unless
+    :func:`nuclear_certificate` passes. None when the Frobenius solve gives no feasible point.
     """
-    from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
+    from ._frobenius import lift_margins, solve_frobenius  # local: the heavier module
 
     fro = solve_frobenius(cs, tol=tol)
-    if fro.W is None or fro.dual is None:
-        return dataclasses.replace(fro, norm="nuc", solve_time=time.perf_counter() - start)
-    W = np.asarray(fro.W)
-    norm_w = float(np.linalg.norm(W))
-    lam = fro.dual / norm_w if norm_w > 0 else np.zeros(cs.N)
-    status = Status.OPTIMAL if fro.status.has_solution else fro.status
+    if fro.W is None or fro.dual is None or not fro.status.has_solution:
+        return None
+    W, _, _ = lift_margins(cs, np.asarray(fro.W), cs.apply(fro.W), max_factor=1.0 + 1e-6)
+    if primal_infeasibility(cs, cs.apply(W)) > tol:
+        return None
+    spectral = float(np.linalg.norm(W, 2))
+    lam = fro.dual / spectral if spectral > 0 else np.zeros(cs.N)
+    lam = np.where(cs.kind == MARGIN, np.maximum(lam, 0.0), lam)
+    nuc = float(np.linalg.svd(W, compute_uv=False).sum())
+    lower = float(cs.rhs @ lam)
+    certificate = nuclear_certificate(cs, W, lam, tol)
+    message = (
+        "the SDP backends failed; the Frobenius optimum W_F is feasible and "
+        f"||W_F||_* = {nuc:.6g} >= min ||W||_* >= c^T lam = {lower:.6g} "
+        f"(lam = lam_F / ||W_F||_2; {fro.message})"
+    )
     result = SVMResult(
         W=W,
-        status=status,
-        message=f"min(r1, r2) = 1: the Frobenius optimum is the nuclear one ({fro.message})",
-        objective=float(np.linalg.svd(W, compute_uv=False).sum()),
+        status=Status.OPTIMAL if certificate.passed else Status.OPTIMAL_INACCURATE,
+        message=message,
+        objective=nuc,
         dual=lam,
         margins=cs.apply(W),
         constraints=cs,
         norm="nuc",
-        solver=f"{fro.solver}+rank-one",
+        solver=f"{fro.solver}+frobenius-bound",
         n_iter=fro.n_iter,
         solve_time=time.perf_counter() - start,
-        extras={**fro.extras, "rank_one": True},
+        extras={**fro.extras, "frobenius_bound": True, "lower_bound": lower},
     )
-    return downgrade(result, nuclear_certificate(cs, W, lam, tol))
+    return downgrade(result, certificate)
 
 
 def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
@@ -657,10 +674,15 @@ def solve_nuclear(
     if first.success:
         return first
     second = _solve_with(cs, comp, "clarabel", tol, options, start)
-    if not second.success and comp.short.shape[1] == 1:
-        third = _rank_one(cs, tol, start)
-        if third.success:
-            return third
+    if not second.success and not first.status.has_solution and not second.status.has_solution:
+        # both backends failed outright: the Frobenius optimum gives a feasible W with an
+        # explicit gap (exact when min(r1, r2) = 1)
+        third = _from_frobenius(cs, tol, start)
+        if third is not None:
+            return dataclasses.replace(
+                third,
+                message=f"{third.message} (scs: {first.status}; clarabel: {second.status})",
+            )
     if second.success or not first.status.has_solution:
         return dataclasses.replace(
             second, message=f"{second.message} (after scs: {first.status}: {first.message})"

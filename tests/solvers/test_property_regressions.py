@@ -188,6 +188,10 @@ def test_vacuous_rank_bound_returns_balanced_factors():
     nuc = np.linalg.svd(res.W, compute_uv=False).sum()
     half = 0.5 * (np.linalg.norm(res.K) ** 2 + np.linalg.norm(res.Q) ** 2)
     np.testing.assert_allclose(half, nuc, rtol=1e-10)
+    # the convex optimum is the rank-5 optimum: the lower bound is the objective
+    convex = sg.att_svm(data, norm="nuc")
+    np.testing.assert_allclose(res.lower_bound, convex.objective, rtol=1e-9)
+    assert res.relative_gap is not None and abs(res.relative_gap) <= 1e-9
     # W has rank <= n = 3 < 5 (Lemma 1): the extra columns carry only round-off of W
     assert np.linalg.norm(res.K[:, 3:]) ** 2 <= 1e-12 * nuc
     assert np.linalg.norm(res.Q[:, 3:]) ** 2 <= 1e-12 * nuc
@@ -202,3 +206,72 @@ def test_vacuous_rank_bound_pads_factors_with_zero_columns():
     assert res.K.shape == (2, 5) and res.Q.shape == (2, 5)
     assert not np.any(res.K[:, 2:]) and not np.any(res.Q[:, 2:])
     np.testing.assert_allclose(res.K @ res.Q.T, res.W, atol=1e-12 * np.linalg.norm(res.W))
+
+
+# -- thorough-profile counterexamples of this round ---------------------------------------
+
+
+def test_theorem1_subspace_data_perturbed_by_1e6_is_decided_feasible():
+    # tokens in a line, perturbed by 1e-6: feasible (Theorem 1) with ||W|| ~ 1e12; the LP
+    # used to lose the 1e-6 directions in its tolerances and certify INFEASIBLE
+    from properties.strategies import build_case
+
+    data = build_case("cross", "subspace", n=4, T=5, d=5, K=2, seed=3, sigma=1e-6).data
+    res = sg.feasibility(data, np.array([0, 0, 0, 4]))
+    assert res.feasible and res.status is Status.OPTIMAL, res.message
+    _assert_proof_point(res.constraints, res.point)
+
+
+def test_duplicate_token_after_rotation_is_not_called_feasible():
+    # an exact duplicate gives a zero row (INFEASIBLE); rotated, the row is ~1e-16 and the
+    # answer must not flip to a "feasible" W of norm ~1e16
+    from properties.strategies import build_case
+
+    data = build_case("cross", "duplicate", n=1, T=3, d=8, K=2, seed=0).data
+    alpha = np.array([0])
+    assert sg.feasibility(data, alpha).status is Status.INFEASIBLE
+    R = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))[0]
+    rotated = sg.TokenData(
+        np.asarray(data.X) @ R, Y=data.Y, v=R.T @ data.v, Z=np.asarray(data.Z) @ R
+    )
+    cs = sg.att_svm_constraints(rotated, alpha)
+    na = np.linalg.norm(cs.A, axis=1)
+    assert 0 < na.min() <= 1e-13 * na.max()  # the rotated duplicate is round-off
+    res = sg.feasibility(rotated, alpha)
+    assert not res.feasible and res.status is Status.INFEASIBLE_INACCURATE, res.message
+    sol = sg.att_svm(rotated, alpha)
+    assert sol.W is None and sol.status is Status.INFEASIBLE_INACCURATE
+
+
+def test_feasibility_of_a_near_tie_multi_query_problem_is_certified():
+    from properties.strategies import build_case
+
+    data = build_case("multi", "near_tie", n=5, T=2, d=3, K=3, seed=5).data
+    alpha = np.array([[0, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 1], [0, 0, 0]])
+    for c in (1.0, 4.0):
+        scaled = sg.TokenData(c * np.asarray(data.X), Y=data.Y, v=data.v, Z=data.Z)
+        res = sg.feasibility(scaled, alpha)
+        assert res.feasible and res.status is Status.OPTIMAL, res.message
+        _assert_proof_point(res.constraints, res.point)
+
+
+def test_nuclear_falls_back_to_frobenius_bounds_when_both_backends_fail():
+    # ill-conditioned (||W|| ~ 5e9, k = 2): SCS and Clarabel both fail; the answer is the
+    # Frobenius optimum with an explicit, valid bracket on the nuclear optimum
+    from properties.strategies import build_case
+
+    data = build_case("cross", "near_tie", n=4, T=2, d=2, K=2, seed=1).data
+    alpha = np.zeros(4, dtype=int)
+    res = sg.att_svm(data, alpha, norm="nuc")
+    assert res.status.has_solution, res.message
+    cs = res.constraints
+    _assert_proof_point(cs, res.W)
+    nuc = np.linalg.svd(res.W, compute_uv=False).sum()
+    np.testing.assert_allclose(res.objective, nuc, rtol=1e-12)
+    # weak duality, recomputed here: lam >= 0 with ||sum lam_j a_j b_j^T||_2 <= 1 bounds below
+    lam = res.dual
+    assert np.all(lam >= 0)
+    spectral = np.linalg.norm(np.einsum("j,ja,jb->ab", lam, cs.A, cs.B), 2)
+    lower = float(cs.rhs @ lam) / max(1.0, spectral)
+    assert lower <= nuc * (1 + 1e-9)
+    assert lower >= 0.5 * nuc  # the bracket is informative
