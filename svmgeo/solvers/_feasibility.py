@@ -291,36 +291,27 @@ def check_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
-    lam0 = _trivial_certificate(cs)
-    if lam0 is not None:
+    for exact, lam0 in ((True, _trivial_certificate(cs)), (False, _roundoff_row(cs))):
+        if lam0 is None:
+            continue
         j = int(np.flatnonzero(lam0)[0])
-        return result(
-            feasible=False,
-            status=Status.INFEASIBLE,
-            message=(
-                f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}, tokens "
-                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T = 0 (a zero query or two "
-                f"identical tokens) but needs {cs.rhs[j]:g}"
-            ),
-            certificate=lam0,
-            residual=0.0,
-            solver="svmgeo",
+        why = (
+            "= 0 (a zero query or two identical tokens)"
+            if exact
+            else f"at the round-off level of the other rows (below {_ROUNDOFF:.0e} of the "
+            "largest: identical tokens or a zero query up to rounding?)"
         )
-    lam0 = _roundoff_row(cs)
-    if lam0 is not None:
-        j = int(np.flatnonzero(lam0)[0])
         return result(
             feasible=False,
-            status=Status.INFEASIBLE_INACCURATE,
+            status=Status.INFEASIBLE if exact else Status.INFEASIBLE_INACCURATE,
             message=(
                 f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}, tokens "
-                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T at the round-off level "
-                f"of the other rows (below {_ROUNDOFF:.0e} of the largest: identical tokens or a "
-                f"zero query up to rounding?) but needs {cs.rhs[j]:g}; only a W of norm "
-                "~1/round-off would meet it, so svmgeo does not call the rows feasible"
+                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T {why} but needs "
+                f"{cs.rhs[j]:g}"
+                + ("" if exact else "; only a W of norm ~1/round-off would meet it")
             ),
             certificate=lam0,
-            residual=farkas_residual(cs, lam0),
+            residual=0.0 if exact else farkas_residual(cs, lam0),
             solver="svmgeo",
         )
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
