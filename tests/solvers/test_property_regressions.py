@@ -8,6 +8,7 @@ the data (margins, Farkas sums, norms), never against svmgeo's own certificate.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import svmgeo as sg
 from svmgeo.constraints import MARGIN, ConstraintSet
@@ -275,3 +276,18 @@ def test_nuclear_falls_back_to_frobenius_bounds_when_both_backends_fail():
     lower = float(cs.rhs @ lam) / max(1.0, spectral)
     assert lower <= nuc * (1 + 1e-9)
     assert lower >= 0.5 * nuc  # the bracket is informative
+
+
+def test_is_locally_optimal_raises_the_documented_solver_error_on_a_failed_solve(monkeypatch):
+    from svmgeo.analysis import _local
+    from svmgeo.solvers._frobenius import no_solution
+
+    def failing(cs, **kw):
+        return no_solution(cs, Status.MAX_ITER, "iteration limit", norm="fro", solver="test")
+
+    monkeypatch.setattr(_local, "solve_svm", failing)
+    X = np.array([[[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), scores=np.array([[3.0, 2.0, 1.0]]))
+    with pytest.raises(sg.SolverError, match="max_iter"):
+        sg.is_locally_optimal(data, [0])
+    assert "SolverError" in (sg.is_locally_optimal.__doc__ or "")
