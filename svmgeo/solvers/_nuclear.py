@@ -488,6 +488,30 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     return lam
 
 
+def _lift(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
+    r"""``W`` scaled by the least tried factor in :math:`[1, 1 + 10^{-6}]` meeting every row.
+
+    Only when every equality row has :math:`c_j = 0` (scaling keeps it) and every
+    positive-rhs margin row is positive; the factors grow from :math:`\max_j c_j/m_j` by
+    :math:`10^{-15}, \ldots, 10^{-7}` relative, since on ill-conditioned rows the rounding of
+    :math:`a_j^\top (gW) b_j` can exceed a few ulps. None when no factor works.
+    """
+    margins = cs.apply(W)
+    if primal_infeasibility(cs, margins) == 0.0:
+        return W
+    pos = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[pos] <= 0.0):
+        return None
+    f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos], initial=1.0)))
+    for p in range(15, 6, -1):
+        g = f * (1.0 + 10.0**-p)
+        if g > 1.0 + 1e-6:
+            break
+        if primal_infeasibility(cs, cs.apply(g * W)) == 0.0:
+            return g * W
+    return None
+
+
 def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | None:
     r"""Att-SVM⋆ bounds from the Frobenius optimum :math:`W_F` (when the SDP backends fail).
 
@@ -503,13 +527,13 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     ``OPTIMAL_INACCURATE`` (a feasible :math:`W` within the stated gap) unless
     :func:`nuclear_certificate` passes. None when the Frobenius solve gives no feasible point.
     """
-    from ._frobenius import lift_margins, solve_frobenius  # local: the heavier module
+    from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
 
     fro = solve_frobenius(cs, tol=tol)
     if fro.W is None or fro.dual is None or not fro.status.has_solution:
         return None
-    W, _, _ = lift_margins(cs, np.asarray(fro.W), cs.apply(fro.W), max_factor=1.0 + 1e-6)
-    if primal_infeasibility(cs, cs.apply(W)) > tol:
+    W = _lift(cs, np.asarray(fro.W))
+    if W is None:
         return None
     spectral = float(np.linalg.norm(W, 2))
     lam = fro.dual / spectral if spectral > 0 else np.zeros(cs.N)

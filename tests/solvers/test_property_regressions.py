@@ -291,3 +291,29 @@ def test_is_locally_optimal_raises_the_documented_solver_error_on_a_failed_solve
     with pytest.raises(sg.SolverError, match="max_iter"):
         sg.is_locally_optimal(data, [0])
     assert "SolverError" in (sg.is_locally_optimal.__doc__ or "")
+
+
+def test_gen_svm_nuclear_on_an_ill_conditioned_feasible_problem_returns_a_feasible_w():
+    # the SDP backends answer "infeasible"; the rows have a verified point, so Gen-SVM must get
+    # a feasible W (the Frobenius bracket), not a SolverError
+    from properties.strategies import build_case
+
+    data = build_case("cross", "near_tie", n=5, T=2, d=2, K=2, seed=0).data
+    S = np.zeros((5, 2), dtype=bool)
+    S[:, 0] = True
+    probs = np.full((5, 2), 1e-9)
+    probs[:, 0] = 1.0 - 1e-9
+    gen = sg.gen_svm(data, S, probs=probs, norm="nuc")
+    assert gen.feasible and gen.svm.status.has_solution, gen.svm.message
+    _assert_proof_point(gen.svm.constraints, gen.svm.W)
+
+
+def test_vacuous_rank_bound_without_rows_gives_zero_factors():
+    X = np.random.default_rng(0).normal(size=(1, 2, 2))
+    mask = np.array([[False, True], [True, False]])
+    data = sg.TokenData(X, v=np.ones(2), query="all", mask=mask)
+    res = sg.att_svm(data, np.array([[1, 0]]), norm="nuc", rank=1)
+    assert res.status is Status.OPTIMAL and res.constraints.N == 0
+    assert res.K is not None and res.Q is not None
+    np.testing.assert_array_equal(res.K, np.zeros((2, 1)))
+    np.testing.assert_array_equal(res.Q, np.zeros((2, 1)))
