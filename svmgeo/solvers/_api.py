@@ -80,6 +80,40 @@ def balanced_factors(W: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]
     return K, Q
 
 
+def _feasible_point_result(
+    cs: ConstraintSet, feas: FeasibilityResult, res: SVMResult, norm: str, tol: float
+) -> SVMResult:
+    """The verified feasibility point as an ``OPTIMAL_INACCURATE`` upper bound, after a solver
+    wrongly answered INFEASIBLE (or ``NUMERICAL_ERROR`` when there is no point)."""
+    note = (
+        f"{res.message}; but the rows are feasible (a point was verified), so the solver failed "
+        "numerically (an ill-conditioned problem?)"
+    )
+    if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
+        return dataclasses.replace(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
+    W = np.asarray(feas.point)
+    margins = row_values(cs, W)
+    value = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
+    lam = np.zeros(cs.N)
+    cert = (
+        frobenius_certificate(cs, W, lam, tol, margins=margins)
+        if norm == "fro"
+        else nuclear_certificate(cs, W, lam, tol)
+    )
+    out = dataclasses.replace(
+        res,
+        W=W,
+        status=Status.OPTIMAL_INACCURATE,
+        message=f"{note}; W is only that feasible point, an upper bound {value:.6g} on the "
+        "optimal value (no dual: the certificate fails)",
+        objective=value,
+        dual=lam,
+        margins=margins,
+        farkas=None,
+    )
+    return downgrade(out, cert)
+
+
 def _check_cs(cs: Any, where: str) -> ConstraintSet:
     if not isinstance(cs, ConstraintSet):
         raise ProblemError(
@@ -327,13 +361,7 @@ def solve_svm(
     if res.status.is_infeasible and not binding:
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
         # (a binding rank bound may make a feasible convex problem infeasible)
-        res = dataclasses.replace(
-            res,
-            status=Status.NUMERICAL_ERROR,
-            farkas=None,
-            message=f"{res.message}; but the rows are feasible (a point was verified), so the "
-            "solver failed numerically (an ill-conditioned problem?)",
-        )
+        res = _feasible_point_result(cs, feas, res, norm, tol)
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(

@@ -275,7 +275,14 @@ def solve_lowrank(
         lam0 = convex.dual if convex.dual is not None else np.zeros(cs.N)
         cert = nuclear_certificate(cs, W0, lam0, tol)
         text = f"the convex optimum has rank <= {m}: exact (gap 0); " + convex.message
-        return finish(K0, Q0, lam0, cert, convex.status, text, convex.n_iter)
+        m0 = cs.apply(W0)
+        # dropping a tail of relative size tol can still break a row of an ill-conditioned
+        # problem (||W|| ~ 1e9): then the truncation is no answer; try the nonconvex path
+        kept = cert.primal_infeasibility <= tol and not np.any(
+            m0[(cs.kind == MARGIN) & (cs.rhs > 0)] <= 0
+        )
+        if m >= min(U.shape[1], V.shape[1]) or kept:
+            return finish(K0, Q0, lam0, cert, convex.status, text, convex.n_iter)
 
     # 2. nonconvex: alternating QPs from several starts
     root = np.sqrt(s[:m])

@@ -523,9 +523,11 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     since :math:`W_F = \sum_j \lambda^F_j a_j b_j^\top` (so :math:`\lambda` is dual feasible,
     :math:`\|\sum_j \lambda_j a_j b_j^\top\|_2 = 1`) and :math:`c^\top\lambda^F =
     \|W_F\|_F^2`. When :math:`\min(r_1, r_2) = 1` every feasible :math:`W` has rank one, the
-    bounds meet and :math:`W_F` is the nuclear optimum; otherwise the result is
-    ``OPTIMAL_INACCURATE`` (a feasible :math:`W` within the stated gap) unless
-    :func:`nuclear_certificate` passes. None when the Frobenius solve gives no feasible point.
+    bounds meet and :math:`W_F` is the nuclear optimum (``OPTIMAL`` when
+    :func:`nuclear_certificate` passes). Otherwise the result is always ``OPTIMAL_INACCURATE``,
+    a feasible :math:`W` within the stated gap: the SDP could not resolve the problem, and a
+    gap below ``tol`` there (a nearly rank-one :math:`W_F` of an ill-conditioned problem) is
+    reported, not promoted. None when the Frobenius solve gives no feasible point.
     """
     from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
 
@@ -541,6 +543,7 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     nuc = float(np.linalg.svd(W, compute_uv=False).sum())
     lower = float(cs.rhs @ lam)
     certificate = nuclear_certificate(cs, W, lam, tol)
+    exact = min(np.linalg.matrix_rank(cs.A), np.linalg.matrix_rank(cs.B)) <= 1
     message = (
         "the SDP backends failed; the Frobenius optimum W_F is feasible and "
         f"||W_F||_* = {nuc:.6g} >= min ||W||_* >= c^T lam = {lower:.6g} "
@@ -548,7 +551,7 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     )
     result = SVMResult(
         W=W,
-        status=Status.OPTIMAL if certificate.passed else Status.OPTIMAL_INACCURATE,
+        status=Status.OPTIMAL if exact and certificate.passed else Status.OPTIMAL_INACCURATE,
         message=message,
         objective=nuc,
         dual=lam,

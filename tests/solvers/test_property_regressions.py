@@ -317,3 +317,35 @@ def test_vacuous_rank_bound_without_rows_gives_zero_factors():
     assert res.K is not None and res.Q is not None
     np.testing.assert_array_equal(res.K, np.zeros((2, 1)))
     np.testing.assert_array_equal(res.Q, np.zeros((2, 1)))
+
+
+def test_solver_infeasible_against_a_verified_point_returns_that_point_as_inaccurate():
+    # t* ~ 0: the nuclear SDP and the Frobenius solver fail; the verified feasibility point is
+    # returned as an honest upper bound (OPTIMAL_INACCURATE, failing certificate), never
+    # INFEASIBLE
+    from properties.strategies import build_case
+
+    data = build_case("self", "near_tie", n=5, T=3, d=2, K=2, seed=221).data
+    alpha = np.array([1, 0, 2, 0, 1])
+    feas = sg.feasibility(data, alpha)
+    assert feas.feasible
+    res = sg.att_svm(data, alpha, norm="nuc")
+    assert res.status is Status.OPTIMAL_INACCURATE and res.farkas is None, res.message
+    _assert_proof_point(res.constraints, res.W)
+    np.testing.assert_allclose(
+        res.objective, np.linalg.svd(res.W, compute_uv=False).sum(), rtol=1e-12
+    )
+
+
+def test_lowrank_truncation_that_breaks_a_row_is_not_returned():
+    # the convex optimum is rank one up to a 1e-9 tail that an ill-conditioned row needs:
+    # the truncated W has a negative margin and must not come back as a solution
+    from properties.strategies import build_case
+
+    data = build_case("self", "near_tie", n=5, T=2, d=2, K=2, seed=2).data
+    alpha = sg.optimal_tokens(data, ties="first")
+    res = sg.att_svm(data, alpha, norm="nuc", rank=1, seed=0, n_restarts=3)
+    if res.status.has_solution:
+        _assert_proof_point(res.constraints, res.W)
+    else:
+        assert res.status is Status.INFEASIBLE_INACCURATE
