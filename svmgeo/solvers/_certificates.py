@@ -24,6 +24,7 @@ __all__ = [
     "farkas_residual",
     "frobenius_certificate",
     "judge",
+    "lift_rows",
     "nuclear_certificate",
     "primal_infeasibility",
     "query_groups",
@@ -80,6 +81,32 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     diff = np.asarray(margins) - cs.rhs
     viol = np.where(cs.kind == MARGIN, np.maximum(-diff, 0.0), np.abs(diff))
     return float(viol.max())
+
+
+def lift_rows(cs: ConstraintSet, W: np.ndarray, *, max_factor: float) -> np.ndarray | None:
+    r"""``W`` scaled by a factor :math:`g \in [1, \text{max\_factor}]` so that every row holds
+    exactly in floating point, or None.
+
+    Only when every equality row has :math:`c_j = 0` (scaling keeps it) and every
+    positive-rhs margin row is positive. The factors tried grow from :math:`f = \max_j
+    c_j/m_j` by :math:`10^{-15}, 10^{-14}, \ldots` relative, each checked by recomputing the
+    rows: on ill-conditioned rows (cancellation in :math:`a_j^\top W b_j`) the rounding can
+    exceed a few ulps.
+    """
+    margins = row_values(cs, W)
+    if primal_infeasibility(cs, margins) == 0.0:
+        return W
+    pos = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[pos] <= 0.0):
+        return None
+    f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos], initial=1.0)))
+    for p in range(15, 0, -1):
+        g = f * (1.0 + 10.0**-p)
+        if g > max_factor:
+            break
+        if primal_infeasibility(cs, row_values(cs, g * W)) == 0.0:
+            return g * W
+    return None
 
 
 def judge(

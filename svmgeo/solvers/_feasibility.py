@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import farkas_residual, row_values
+from ._certificates import farkas_residual, lift_rows, row_values
 from ._frobenius import RowGeometry, features, interior_point, lift_margins, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
@@ -88,6 +88,11 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     if np.any(row_values(cs, W)[positive] <= 0.0):
         return None
     W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
+    if np.any(margins[positive] < cs.rhs[positive]):
+        # the exact few-ulp lift can fail on cancelling rows: any larger factor proves as well
+        lifted = lift_rows(cs, W, max_factor=np.inf)
+        if lifted is not None:
+            W, margins = lifted, row_values(cs, lifted)
     viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
     row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
     allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)

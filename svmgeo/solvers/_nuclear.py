@@ -50,8 +50,8 @@ from ._certificates import (
     adjoint_spectral_norm,
     downgrade,
     farkas_residual,
+    lift_rows,
     nuclear_certificate,
-    primal_infeasibility,
 )
 from ._result import Certificate, SVMResult
 from ._status import Status
@@ -488,30 +488,6 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     return lam
 
 
-def _lift(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
-    r"""``W`` scaled by the least tried factor in :math:`[1, 1 + 10^{-6}]` meeting every row.
-
-    Only when every equality row has :math:`c_j = 0` (scaling keeps it) and every
-    positive-rhs margin row is positive; the factors grow from :math:`\max_j c_j/m_j` by
-    :math:`10^{-15}, \ldots, 10^{-7}` relative, since on ill-conditioned rows the rounding of
-    :math:`a_j^\top (gW) b_j` can exceed a few ulps. None when no factor works.
-    """
-    margins = cs.apply(W)
-    if primal_infeasibility(cs, margins) == 0.0:
-        return W
-    pos = (cs.kind == MARGIN) & (cs.rhs > 0)
-    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[pos] <= 0.0):
-        return None
-    f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos], initial=1.0)))
-    for p in range(15, 6, -1):
-        g = f * (1.0 + 10.0**-p)
-        if g > 1.0 + 1e-6:
-            break
-        if primal_infeasibility(cs, cs.apply(g * W)) == 0.0:
-            return g * W
-    return None
-
-
 def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | None:
     r"""Att-SVM⋆ bounds from the Frobenius optimum :math:`W_F` (when the SDP backends fail).
 
@@ -534,7 +510,7 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     fro = solve_frobenius(cs, tol=tol)
     if fro.W is None or fro.dual is None or not fro.status.has_solution:
         return None
-    W = _lift(cs, np.asarray(fro.W))
+    W = lift_rows(cs, np.asarray(fro.W), max_factor=1.0 + 1e-6)
     if W is None:
         return None
     spectral = float(np.linalg.norm(W, 2))
