@@ -241,7 +241,9 @@ def solve_svm(
         Frobenius (Att-SVM) or nuclear (Att-SVM⋆).
     rank : int, optional
         Rank bound m for ``norm="nuc"``. Vacuous (the convex problem is solved) when
-        m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1).
+        m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1); the
+        result then still carries ``K = U_m Σ_m^{1/2}``, ``Q = V_m Σ_m^{1/2}`` (width m,
+        zero columns beyond the rank) and ``lower_bound`` = the optimal value.
     method : {"auto", "fast", "cvxpy"}, default "auto"
         ``"fast"``: svmgeo's exact solvers. ``"cvxpy"``: the naive reference model.
         ``"auto"``: fast, and for ``norm="fro"`` the cvxpy model when the fast answer fails
@@ -261,6 +263,9 @@ def solve_svm(
     Returns
     -------
     SVMResult
+        Never ``INFEASIBLE`` on rows whose feasibility point was verified: should a solver
+        answer so (an ill-conditioned problem), the verified point is returned as
+        ``OPTIMAL_INACCURATE`` (an upper bound, with a failing certificate).
 
     Raises
     ------
