@@ -613,7 +613,9 @@ def solve_nuclear(
         SCS's polished answer does not pass the certificate: measured on this problem's split
         SDP, Clarabel's setup grows steeply with the number of cones sharing the block ``R``
         (12 s at (n, T, d) = (20, 10, 20) against 0.8 s for SCS), while the KKT polish makes
-        either backend's answer exact (gaps ~1e-15).
+        either backend's answer exact (gaps ~1e-15). When both backends fail (ill-conditioned
+        rows), the Frobenius optimum brackets the optimum (:func:`_from_frobenius`): exact
+        and ``OPTIMAL`` when min(r1, r2) = 1, else ``OPTIMAL_INACCURATE`` with the bracket.
     tol : float, default 1e-8
         Tolerance of the certificate (relative for the gap, absolute for margins with
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
