@@ -370,3 +370,21 @@ def test_lp_point_with_cancelling_rows_is_lifted_and_verified(args, alpha):
     _assert_proof_point(res.constraints, res.point)
     m = np.einsum("ja,ab,jb->j", res.constraints.A, res.point, res.constraints.B)
     assert np.all(m >= 1.0)
+
+
+def test_lowrank_local_solution_is_returned_feasible():
+    # a well-conditioned problem (t* = 0.24) whose rank-1 local solve stopped 1e-5 short of a
+    # row: the answer must still meet every row (scaled by at most 1 + 1e-3)
+    from properties.strategies import build_case
+
+    data = build_case("cross", "generic", n=5, T=5, d=6, K=2, seed=758).data
+    alpha = sg.optimal_tokens(data, ties="first")
+    res = sg.att_svm(data, alpha, norm="nuc", rank=1, seed=2, n_restarts=3)
+    assert res.status.has_solution, res.message
+    cs = res.constraints
+    m = np.einsum("ja,ab,jb->j", cs.A, res.W, cs.B)
+    assert m.min() >= 1.0 - 1e-12
+    np.testing.assert_allclose(res.K @ res.Q.T, res.W, atol=1e-12 * np.linalg.norm(res.W))
+    half = 0.5 * (np.linalg.norm(res.K) ** 2 + np.linalg.norm(res.Q) ** 2)
+    np.testing.assert_allclose(res.objective, half, rtol=1e-9)
+    assert res.objective >= res.lower_bound
