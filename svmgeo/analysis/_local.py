@@ -145,6 +145,10 @@ def is_locally_optimal(
     ------
     ProblemError
         Invalid input, or a dataset without scores.
+    SolverError
+        Att-SVM(α) returned neither a solution nor an infeasibility verdict (a solver failure,
+        in practice only on ill-conditioned problems): the support tokens, hence the answer,
+        are undefined. ``res.status``/``res.message`` of the solve are in the error text.
 
     References
     ----------

@@ -61,6 +61,59 @@ _CVXPY_FALLBACK_SIZE = 5e7
 """Largest d²·N for which ``method="auto"`` falls back to the naive cvxpy model."""
 
 
+def balanced_factors(W: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Balanced factors :math:`K = U_m\Sigma_m^{1/2}`, :math:`Q = V_m\Sigma_m^{1/2}` of ``W``.
+
+    .. math::
+
+        W = KQ^\top,\qquad \tfrac12(\|K\|_F^2 + \|Q\|_F^2) = \|W\|_*,
+
+    when :math:`\mathrm{rank}\,W \le m` (``width``); columns beyond the rank are zero.
+    """
+    U, s, Vt = np.linalg.svd(np.asarray(W, dtype=float))
+    r = min(width, s.size)
+    root = np.sqrt(s[:r])
+    K = np.zeros((W.shape[0], width))
+    Q = np.zeros((W.shape[1], width))
+    K[:, :r] = U[:, :r] * root
+    Q[:, :r] = Vt[:r].T * root
+    return K, Q
+
+
+def _feasible_point_result(
+    cs: ConstraintSet, feas: FeasibilityResult, res: SVMResult, norm: str, tol: float
+) -> SVMResult:
+    """The verified feasibility point as an ``OPTIMAL_INACCURATE`` upper bound, after a solver
+    wrongly answered INFEASIBLE (or ``NUMERICAL_ERROR`` when there is no point)."""
+    note = (
+        f"{res.message}; but the rows are feasible (a point was verified), so the solver failed "
+        "numerically (an ill-conditioned problem?)"
+    )
+    if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
+        return dataclasses.replace(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
+    W = np.asarray(feas.point)
+    margins = row_values(cs, W)
+    value = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
+    lam = np.zeros(cs.N)
+    cert = (
+        frobenius_certificate(cs, W, lam, tol, margins=margins)
+        if norm == "fro"
+        else nuclear_certificate(cs, W, lam, tol)
+    )
+    out = dataclasses.replace(
+        res,
+        W=W,
+        status=Status.OPTIMAL_INACCURATE,
+        message=f"{note}; W is only that feasible point, an upper bound {value:.6g} on the "
+        "optimal value (no dual: the certificate fails)",
+        objective=value,
+        dual=lam,
+        margins=margins,
+        farkas=None,
+    )
+    return downgrade(out, cert)
+
+
 def _check_cs(cs: Any, where: str) -> ConstraintSet:
     if not isinstance(cs, ConstraintSet):
         raise ProblemError(
@@ -188,7 +241,9 @@ def solve_svm(
         Frobenius (Att-SVM) or nuclear (Att-SVM⋆).
     rank : int, optional
         Rank bound m for ``norm="nuc"``. Vacuous (the convex problem is solved) when
-        m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1).
+        m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1); the
+        result then still carries ``K = U_m Σ_m^{1/2}``, ``Q = V_m Σ_m^{1/2}`` (width m,
+        zero columns beyond the rank) and ``lower_bound`` = the optimal value.
     method : {"auto", "fast", "cvxpy"}, default "auto"
         ``"fast"``: svmgeo's exact solvers. ``"cvxpy"``: the naive reference model.
         ``"auto"``: fast, and for ``norm="fro"`` the cvxpy model when the fast answer fails
@@ -208,6 +263,9 @@ def solve_svm(
     Returns
     -------
     SVMResult
+        Never ``INFEASIBLE`` on rows whose feasibility point was verified: should a solver
+        answer so (an ill-conditioned problem), the verified point is returned as
+        ``OPTIMAL_INACCURATE`` (an upper bound, with a failing certificate).
 
     Raises
     ------
@@ -291,6 +349,10 @@ def solve_svm(
             )
     elif not binding:
         res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
+        if rank is not None and res.W is not None:
+            K, Q = balanced_factors(res.W, rank)
+            # the convex optimum is the rank-m optimum: its value is also the lower bound
+            res = dataclasses.replace(res, K=K, Q=Q, lower_bound=res.objective)
     else:
         assert rank is not None  # a binding rank bound is an int (checked above)
         res = solve_lowrank(
@@ -301,6 +363,10 @@ def solve_svm(
             tol=tol,
             solver="auto" if solver is None else solver.lower(),
         )
+    if res.status.is_infeasible and not binding:
+        # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
+        # (a binding rank bound may make a feasible convex problem infeasible)
+        res = _feasible_point_result(cs, feas, res, norm, tol)
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(

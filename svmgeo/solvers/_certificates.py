@@ -24,6 +24,7 @@ __all__ = [
     "farkas_residual",
     "frobenius_certificate",
     "judge",
+    "lift_rows",
     "nuclear_certificate",
     "primal_infeasibility",
     "query_groups",
@@ -80,6 +81,32 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     diff = np.asarray(margins) - cs.rhs
     viol = np.where(cs.kind == MARGIN, np.maximum(-diff, 0.0), np.abs(diff))
     return float(viol.max())
+
+
+def lift_rows(cs: ConstraintSet, W: np.ndarray, *, max_factor: float) -> np.ndarray | None:
+    r"""``W`` scaled by a factor :math:`g \in [1, \text{max\_factor}]` so that every row holds
+    exactly in floating point, or None.
+
+    Only when every equality row has :math:`c_j = 0` (scaling keeps it) and every
+    positive-rhs margin row is positive. The factors tried grow from :math:`f = \max_j
+    c_j/m_j` by :math:`10^{-15}, 10^{-14}, \ldots` relative, each checked by recomputing the
+    rows: on ill-conditioned rows (cancellation in :math:`a_j^\top W b_j`) the rounding can
+    exceed a few ulps.
+    """
+    margins = row_values(cs, W)
+    if primal_infeasibility(cs, margins) == 0.0:
+        return W
+    pos = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[pos] <= 0.0):
+        return None
+    f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos], initial=1.0)))
+    for p in range(15, 0, -1):
+        g = f * (1.0 + 10.0**-p)
+        if g > max_factor:
+            break
+        if primal_infeasibility(cs, row_values(cs, g * W)) == 0.0:
+            return g * W
+    return None
 
 
 def judge(
@@ -236,8 +263,14 @@ def nuclear_certificate(
         \text{dual: } (\|\Lambda\|_2 - 1)_+ + \max_{j\,\text{margin}} (-\lambda_j)_+;
 
         \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_*|}{\max(1, \|W\|_*)};\quad
-        \text{complementarity: } \max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|;\quad
+        \text{complementarity: } \frac{\max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|}
+        {\max(1, \|W\|_*)};\quad
         \text{gap: } \frac{|c^\top\lambda - \|W\|_*|}{\max(1, \|W\|_*)}.
+
+    Complementarity is relative like the gap: :math:`\sum_j \lambda_j (m_j - c_j) =
+    \langle\Lambda, W\rangle - c^\top\lambda` is a difference of two quantities of size
+    :math:`\|W\|_*`, so a row rounded at one ulp of its margin costs :math:`\lambda_j\,
+    \epsilon`, which can be large in absolute terms when :math:`\|W\|_*` is.
 
     Dual feasibility and a zero gap make :math:`\lambda` a proof that no feasible :math:`W`
     has a smaller nuclear norm (weak duality: :math:`c^\top\lambda \le \langle\Lambda, W'\rangle
@@ -271,6 +304,7 @@ def nuclear_certificate(
         stationarity=abs(float(lam @ margins) - nuc) / scale,
         complementarity=float(
             np.max(np.abs(lam[margin] * (margins[margin] - cs.rhs[margin])), initial=0.0)
-        ),
+        )
+        / scale,
         duality_gap=abs(float(cs.rhs @ lam) - nuc) / scale,
     )

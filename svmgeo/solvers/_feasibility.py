@@ -18,6 +18,7 @@ Farkas vector, which svmgeo polishes and verifies itself.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -27,7 +28,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import farkas_residual, row_values
+from ._certificates import farkas_residual, lift_rows, row_values
 from ._frobenius import RowGeometry, features, interior_point, lift_margins, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
@@ -35,6 +36,8 @@ from ._status import Status
 __all__ = ["check_feasibility"]
 
 _FARKAS_TOL = 1e-9
+_ROUNDOFF = 1e-13
+"""Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
 
 
 def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
@@ -49,37 +52,103 @@ def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
     return lam
 
 
-def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """Scale ``W`` so that every margin row holds; return it with its worst residual, or None."""
-    m = cs.kind == MARGIN
-    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
-    scale = max(
-        1.0, float(np.abs(margins).max(initial=0.0)), float(np.abs(cs.rhs).max(initial=0.0))
-    )
-    viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
-    worst = float(viol.max(initial=0.0))
-    if worst > 1e-9 * scale:
+def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
+    r"""A positive-rhs row whose :math:`a_j` or :math:`b_j` is round-off next to the others'.
+
+    :math:`\|a_j\| \le 10^{-13} \max_k \|a_k\|` (or the same for :math:`b`): e.g. two
+    identical tokens after a rotation, whose difference is ~1e-16 instead of 0. Such a row
+    can only be met by a :math:`W` of norm ~1e13 of the data scale, an artefact of rounding.
+    Returns :math:`e_j / c_j` (an unverified Farkas vector: the answer is inaccurate), or None.
+    """
+    na = np.linalg.norm(cs.A, axis=1)
+    nb = np.linalg.norm(cs.B, axis=1)
+    tiny = (na <= _ROUNDOFF * na.max(initial=0.0)) | (nb <= _ROUNDOFF * nb.max(initial=0.0))
+    bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
+    if not np.any(bad):
         return None
-    return W, worst
+    j = int(np.flatnonzero(bad)[0])
+    lam = np.zeros(cs.N)
+    lam[j] = 1.0 / cs.rhs[j]
+    return lam
+
+
+def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
+    r"""Scale ``W`` so that every margin row holds; return it with its worst residual, or None.
+
+    A point is accepted only as a proof: every margin row with :math:`c_j > 0` must have a
+    positive margin (then scaling meets it exactly), and every other row must hold up to the
+    rounding of its own product, :math:`10^{-9}\,\|a_j\|\,\|W\|_F\,\|b_j\|` — a tolerance
+    per row, so one huge margin cannot hide a violated row. (Scaling is exact when every
+    equality row has :math:`c_j = 0`; otherwise the margin rows hold to that rounding.)
+    """
+    m = cs.kind == MARGIN
+    if not np.all(np.isfinite(W)):
+        return None
+    positive = m & (cs.rhs > 0)
+    if np.any(row_values(cs, W)[positive] <= 0.0):
+        return None
+    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
+    if np.any(margins[positive] < cs.rhs[positive]):
+        # the exact few-ulp lift can fail on cancelling rows: any larger factor proves as well
+        lifted = lift_rows(cs, W, max_factor=np.inf)
+        if lifted is not None:
+            W, margins = lifted, row_values(cs, lifted)
+    viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
+    row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
+    allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
+    if np.any(viol > allowed):
+        return None
+    return W, float(viol.max(initial=0.0))
+
+
+def _normalized_rows(cs: ConstraintSet) -> tuple[ConstraintSet, np.ndarray] | None:
+    r"""The rows scaled to :math:`\|a_j\| = \|b_j\| = 1` with right-hand side 1 (or 0), when
+    that keeps feasibility: every equality row has :math:`c_j = 0` and every margin row
+    :math:`c_j \ge 0`. Then feasibility asks for :math:`a_j^\top W b_j > 0` on the rows with
+    :math:`c_j > 0` (and :math:`\ge 0`, :math:`= 0` on the others), a cone condition that each
+    row's positive scale does not change. Returns the scaled set and the row scales
+    :math:`\|a_j\|\,\|b_j\|` (1 for a zero row), or None.
+    """
+    m = cs.kind == MARGIN
+    if np.any(cs.rhs[~m] != 0.0) or np.any(cs.rhs[m] < 0.0):
+        return None
+    na = np.linalg.norm(cs.A, axis=1)
+    nb = np.linalg.norm(cs.B, axis=1)
+    na = np.where(na > 0, na, 1.0)
+    nb = np.where(nb > 0, nb, 1.0)
+    rhs = np.where(m & (cs.rhs > 0), 1.0, 0.0)
+    scaled = dataclasses.replace(cs, A=cs.A / na[:, None], B=cs.B / nb[:, None], rhs=rhs)
+    return scaled, na * nb
 
 
 class _Factor:
-    r"""A factor :math:`L` (N×r) with :math:`LL^\top = G`, and the map from :math:`y` to :math:`W`."""
+    r"""An orthonormal basis :math:`L` (N×r) of the range of the rows' features, and the map to :math:`W`.
+
+    The margins of every :math:`W` are :math:`\Phi\,\mathrm{vec}(W)`, whose range is that of
+    any factor of :math:`G = \Phi\Phi^\top = (Q\,S)(Q\,S)^\top`. The LP is posed on the
+    orthonormal :math:`L = Q` (margins :math:`Ly`), not on :math:`QS`: the HiGHS tolerances
+    then act equally on every direction, including those with tiny singular values
+    (nearly degenerate data, whose feasible points are huge). ``W(y)`` maps back through
+    :math:`S^{-1}`.
+    """
 
     def __init__(self, geo: RowGeometry) -> None:
         self.geo = geo
         self._svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         feats = None if geo.Phi is not None else _small_features(geo)
-        if geo.Phi is not None:
-            self.L = geo.Phi
-            self._tol_rank = 0.0
-        elif feats is not None:
+        if geo.Phi is not None or feats is not None:
             # G = ΦΦᵀ: the thin SVD of Φ keeps directions down to 1e-13 of the largest
             # singular value, where an eigendecomposition of G would cut at sqrt(1e-12)
-            U, V, Phi = feats
+            if geo.Phi is not None:
+                assert geo.U is not None and geo.V is not None
+                U, V, Phi = geo.U, geo.V, geo.Phi
+            else:
+                assert feats is not None
+                U, V, Phi = feats
             Uq, s, Vt = np.linalg.svd(Phi, full_matrices=False)
             keep = s > (s[0] if s.size else 0.0) * 1e-13
-            self.L = Uq[:, keep] * s[keep]
+            self.L = Uq[:, keep]
+            self._s = s[keep]
             self._svd = (U, V, Vt[keep])
         else:
             G = geo.gram()
@@ -87,20 +156,16 @@ class _Factor:
             top = float(evals[-1]) if evals.size else 0.0
             keep = evals > max(top, 0.0) * 1e-12 * max(1, G.shape[0])
             self._evecs = evecs[:, keep]
-            self._sqrt = np.sqrt(evals[keep])
-            self.L = self._evecs * self._sqrt
+            self._s = np.sqrt(evals[keep])
+            self.L = self._evecs
 
     def W(self, y: np.ndarray) -> np.ndarray:
-        geo = self.geo
+        """The matrix whose margins are ``L @ y``."""
         if self._svd is not None:
             U, V, Vt = self._svd
-            return np.asarray(U @ (Vt.T @ y).reshape(U.shape[1], V.shape[1]) @ V.T)
-        if geo.Phi is not None:
-            assert geo.U is not None and geo.V is not None
-            M = y.reshape(geo.U.shape[1], geo.V.shape[1])
-            return np.asarray(geo.U @ M @ geo.V.T)
-        lam = self._evecs @ (y / self._sqrt)
-        return geo.W(lam)
+            return np.asarray(U @ (Vt.T @ (y / self._s)).reshape(U.shape[1], V.shape[1]) @ V.T)
+        lam = self._evecs @ (y / self._s**2)
+        return self.geo.W(lam)
 
     def null_project(self, rows: np.ndarray, lam: np.ndarray) -> np.ndarray:
         r"""Project ``lam`` (supported on ``rows``) onto :math:`\{\mu : L_{rows}^\top \mu = 0\}`."""
@@ -231,19 +296,27 @@ def check_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
-    lam0 = _trivial_certificate(cs)
-    if lam0 is not None:
+    for exact, lam0 in ((True, _trivial_certificate(cs)), (False, _roundoff_row(cs))):
+        if lam0 is None:
+            continue
         j = int(np.flatnonzero(lam0)[0])
+        why = (
+            "= 0 (a zero query or two identical tokens)"
+            if exact
+            else f"at the round-off level of the other rows (below {_ROUNDOFF:.0e} of the "
+            "largest: identical tokens or a zero query up to rounding?)"
+        )
         return result(
             feasible=False,
-            status=Status.INFEASIBLE,
+            status=Status.INFEASIBLE if exact else Status.INFEASIBLE_INACCURATE,
             message=(
                 f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}, tokens "
-                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T = 0 (a zero query or two "
-                f"identical tokens) but needs {cs.rhs[j]:g}"
+                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T {why} but needs "
+                f"{cs.rhs[j]:g}"
+                + ("" if exact else "; only a W of norm ~1/round-off would meet it")
             ),
             certificate=lam0,
-            residual=0.0,
+            residual=0.0 if exact else farkas_residual(cs, lam0),
             solver="svmgeo",
         )
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
@@ -278,8 +351,17 @@ def check_feasibility(
                 solver="svmgeo-ipm",
                 extras={"qp_dual": qp[2]},
             )
-    fac = _Factor(geo)
-    dual = _solve_dual_lp(fac.L, cs)
+    # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
+    # rows): a tiny row must not drown in the tolerances of a large one
+    normalized = _normalized_rows(cs)
+    if normalized is not None:
+        cs_lp, row_scale = normalized
+        fac = _Factor(RowGeometry(cs_lp))
+    else:
+        cs_lp, row_scale = cs, np.ones(N)
+        fac = _Factor(geo)
+    c = np.asarray(cs_lp.rhs, dtype=float)
+    dual = _solve_dual_lp(fac.L, cs_lp)
     extras = {"lp_status": int(dual.status), "lp_message": str(dual.message)}
     scale = max(1.0, float(np.abs(c).max()))
     if dual.status == 0:
@@ -290,7 +372,7 @@ def check_feasibility(
         y = np.array(dual.eqlin.marginals, dtype=np.float64)
         candidates = [y, -y] if feasible_lp else []
     else:  # fall back to the primal form of the Phase-1 LP
-        res, nM, nE = _solve_lp(fac.L, cs, c)
+        res, nM, nE = _solve_lp(fac.L, cs_lp, c)
         if res.status != 0:
             return result(
                 feasible=False,
@@ -302,7 +384,7 @@ def check_feasibility(
         opt = float(res.fun)
         extras["phase1_value"] = opt
         feasible_lp = opt <= 1e-7 * scale
-        m = cs.kind == MARGIN
+        m = cs_lp.kind == MARGIN
         lam = np.zeros(N)
         if nM:
             lam[m] = -np.asarray(res.ineqlin.marginals)
@@ -313,7 +395,7 @@ def check_feasibility(
         # the LP says feasible: a point must verify; the margin-2c LP gives room for round-off
         for k in range(len(candidates) + 1):
             if k == len(candidates):
-                y_k = np.asarray(_solve_lp(fac.L, cs, 2.0 * c)[0].x[: fac.L.shape[1]])
+                y_k = np.asarray(_solve_lp(fac.L, cs_lp, 2.0 * c)[0].x[: fac.L.shape[1]])
             else:
                 y_k = candidates[k]
             ok = _rescale_point(cs, fac.W(y_k))
@@ -327,7 +409,12 @@ def check_feasibility(
                     solver="highs",
                     extras=extras,
                 )
-    lam, residual = _polish_farkas(cs, fac, lam)
+    lam, residual = _polish_farkas(cs_lp, fac, lam)
+    if lam is not None and normalized is not None:
+        # back to the original rows: same sum of lam_j a_j b_j^T, c^T lam renormalized to 1
+        lam = lam / row_scale
+        lam = lam / float(cs.rhs @ lam)
+        residual = max(residual, farkas_residual(cs, lam))
     if lam is None:
         return result(
             feasible=False,

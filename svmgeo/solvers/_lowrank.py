@@ -26,7 +26,13 @@ from scipy.optimize import minimize
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import downgrade, judge, nuclear_certificate, primal_infeasibility
+from ._certificates import (
+    downgrade,
+    judge,
+    lift_rows,
+    nuclear_certificate,
+    primal_infeasibility,
+)
 from ._nuclear import _compress, _Factored, _restore_scale, solve_nuclear
 from ._result import Certificate, SVMResult
 from ._status import Status
@@ -275,7 +281,14 @@ def solve_lowrank(
         lam0 = convex.dual if convex.dual is not None else np.zeros(cs.N)
         cert = nuclear_certificate(cs, W0, lam0, tol)
         text = f"the convex optimum has rank <= {m}: exact (gap 0); " + convex.message
-        return finish(K0, Q0, lam0, cert, convex.status, text, convex.n_iter)
+        m0 = cs.apply(W0)
+        # dropping a tail of relative size tol can still break a row of an ill-conditioned
+        # problem (||W|| ~ 1e9): then the truncation is no answer; try the nonconvex path
+        kept = cert.primal_infeasibility <= tol and not np.any(
+            m0[(cs.kind == MARGIN) & (cs.rhs > 0)] <= 0
+        )
+        if m >= min(U.shape[1], V.shape[1]) or kept:
+            return finish(K0, Q0, lam0, cert, convex.status, text, convex.n_iter)
 
     # 2. nonconvex: alternating QPs from several starts
     root = np.sqrt(s[:m])
@@ -323,6 +336,16 @@ def solve_lowrank(
         )
     value, K, Q, lam, n_iter = best
     margins = cs.apply(U @ K @ Q.T @ V.T)
+    if primal_infeasibility(cs, margins) > tol:
+        # a local solve that stopped short of a row: scale (K, Q) by sqrt(g), g <= 1 + 1e-3,
+        # so the answer is at least feasible (its certificate still judges optimality)
+        W_lift = lift_rows(cs, U @ K @ Q.T @ V.T, max_factor=1.0 + 1e-3)
+        if W_lift is not None:
+            W_now = U @ K @ Q.T @ V.T
+            g = float(np.vdot(W_lift, W_now) / np.vdot(W_now, W_now))
+            K, Q = K * np.sqrt(g), Q * np.sqrt(g)
+            value *= g
+            margins = cs.apply(U @ K @ Q.T @ V.T)
     cert = _factored_certificate(cs, At, Bt, K, Q, lam, margins, tol)
     gap = (value - lower) / max(lower, 1e-300)
     if gap <= tol:

@@ -46,7 +46,13 @@ from .._errors import ProblemError, SolverError, SolverNotFound
 from .._linalg import orthonormal_basis
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import adjoint_spectral_norm, downgrade, nuclear_certificate
+from ._certificates import (
+    adjoint_spectral_norm,
+    downgrade,
+    farkas_residual,
+    lift_rows,
+    nuclear_certificate,
+)
 from ._result import Certificate, SVMResult
 from ._status import Status
 
@@ -80,6 +86,8 @@ SCS_STATUS_MAP: dict[int, Status] = {
 """SCS's ``info["status_val"]`` → :class:`Status`; anything else is ``SOLVER_ERROR``."""
 
 _SQRT2 = math.sqrt(2.0)
+_FARKAS_TOL = 1e-9
+"""Largest relative Farkas residual (:func:`farkas_residual`) of a certified INFEASIBLE."""
 _MAX_NEWTON = 3000
 """Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
 
@@ -474,10 +482,64 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     if not value > 0:
         return None
     lam /= value
-    scale = max(1.0, float(np.abs(lam).max()))
-    if adjoint_spectral_norm(cs, lam) > 1e-6 * scale:
+    # relative to the rows' own scale (as check_feasibility): tiny rows must not pass
+    if not farkas_residual(cs, lam) <= _FARKAS_TOL:
         return None
     return lam
+
+
+def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | None:
+    r"""Att-SVM⋆ bounds from the Frobenius optimum :math:`W_F` (when the SDP backends fail).
+
+    .. math::
+
+        \frac{\|W_F\|_F^2}{\|W_F\|_2} = c^\top\lambda \;\le\; \min_W \|W\|_*
+        \;\le\; \|W_F\|_*, \qquad \lambda = \lambda^F / \|W_F\|_2,
+
+    since :math:`W_F = \sum_j \lambda^F_j a_j b_j^\top` (so :math:`\lambda` is dual feasible,
+    :math:`\|\sum_j \lambda_j a_j b_j^\top\|_2 = 1`) and :math:`c^\top\lambda^F =
+    \|W_F\|_F^2`. When :math:`\min(r_1, r_2) = 1` every feasible :math:`W` has rank one, the
+    bounds meet and :math:`W_F` is the nuclear optimum (``OPTIMAL`` when
+    :func:`nuclear_certificate` passes). Otherwise the result is always ``OPTIMAL_INACCURATE``,
+    a feasible :math:`W` within the stated gap: the SDP could not resolve the problem, and a
+    gap below ``tol`` there (a nearly rank-one :math:`W_F` of an ill-conditioned problem) is
+    reported, not promoted. None when the Frobenius solve gives no feasible point.
+    """
+    from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
+
+    fro = solve_frobenius(cs, tol=tol)
+    if fro.W is None or fro.dual is None or not fro.status.has_solution:
+        return None
+    W = lift_rows(cs, np.asarray(fro.W), max_factor=1.0 + 1e-6)
+    if W is None:
+        return None
+    spectral = float(np.linalg.norm(W, 2))
+    lam = fro.dual / spectral if spectral > 0 else np.zeros(cs.N)
+    lam = np.where(cs.kind == MARGIN, np.maximum(lam, 0.0), lam)
+    nuc = float(np.linalg.svd(W, compute_uv=False).sum())
+    lower = float(cs.rhs @ lam)
+    certificate = nuclear_certificate(cs, W, lam, tol)
+    exact = min(np.linalg.matrix_rank(cs.A), np.linalg.matrix_rank(cs.B)) <= 1
+    message = (
+        "the SDP backends failed; the Frobenius optimum W_F is feasible and "
+        f"||W_F||_* = {nuc:.6g} >= min ||W||_* >= c^T lam = {lower:.6g} "
+        f"(lam = lam_F / ||W_F||_2; {fro.message})"
+    )
+    result = SVMResult(
+        W=W,
+        status=Status.OPTIMAL if exact and certificate.passed else Status.OPTIMAL_INACCURATE,
+        message=message,
+        objective=nuc,
+        dual=lam,
+        margins=cs.apply(W),
+        constraints=cs,
+        norm="nuc",
+        solver=f"{fro.solver}+frobenius-bound",
+        n_iter=fro.n_iter,
+        solve_time=time.perf_counter() - start,
+        extras={**fro.extras, "frobenius_bound": True, "lower_bound": lower},
+    )
+    return downgrade(result, certificate)
 
 
 def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
@@ -551,7 +613,9 @@ def solve_nuclear(
         SCS's polished answer does not pass the certificate: measured on this problem's split
         SDP, Clarabel's setup grows steeply with the number of cones sharing the block ``R``
         (12 s at (n, T, d) = (20, 10, 20) against 0.8 s for SCS), while the KKT polish makes
-        either backend's answer exact (gaps ~1e-15).
+        either backend's answer exact (gaps ~1e-15). When both backends fail (ill-conditioned
+        rows), the Frobenius optimum brackets the optimum (:func:`_from_frobenius`): exact
+        and ``OPTIMAL`` when min(r1, r2) = 1, else ``OPTIMAL_INACCURATE`` with the bracket.
     tol : float, default 1e-8
         Tolerance of the certificate (relative for the gap, absolute for margins with
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
@@ -615,6 +679,15 @@ def solve_nuclear(
     if first.success:
         return first
     second = _solve_with(cs, comp, "clarabel", tol, options, start)
+    if not second.success and not first.status.has_solution and not second.status.has_solution:
+        # both backends failed outright: the Frobenius optimum gives a feasible W with an
+        # explicit gap (exact when min(r1, r2) = 1)
+        third = _from_frobenius(cs, tol, start)
+        if third is not None:
+            return dataclasses.replace(
+                third,
+                message=f"{third.message} (scs: {first.status}; clarabel: {second.status})",
+            )
     if second.success or not first.status.has_solution:
         return dataclasses.replace(
             second, message=f"{second.message} (after scs: {first.status}: {first.message})"
@@ -641,6 +714,9 @@ def _solve_with(
 
     if not status.has_solution:
         farkas = _farkas(cs, lam) if status.is_infeasible else None
+        if status is Status.INFEASIBLE and farkas is None:
+            status = Status.INFEASIBLE_INACCURATE
+            note += "; its infeasibility ray does not verify as a Farkas vector"
         return SVMResult(
             W=None,
             status=status,

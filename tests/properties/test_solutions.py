@@ -183,7 +183,7 @@ def test_rank_constrained_solutions(case: Case, m: int, seed: int) -> None:
         cs, lam = res.constraints, res.dual
         assert lam is not None
         margin = cs.kind == sg.MARGIN
-        assert np.all(lam[margin] >= -SOLVER_RTOL * max(1.0, float(np.abs(lam).max())))
+        assert np.all(lam[margin] >= -SOLVER_RTOL * max(1.0, float(np.abs(lam).max(initial=0.0))))
         Lam = adjoint(cs, lam)
         size = max(1.0, float(np.linalg.norm(K) + np.linalg.norm(Q)))
         np.testing.assert_allclose(Lam @ Q, K, atol=1e-6 * size)
