@@ -547,8 +547,9 @@ def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMRes
     W = np.zeros((cs.d, cs.d))
     margins = np.zeros(cs.N)
     lam = np.zeros(cs.N)
-    ok = cs.N == 0 or bool(np.all(np.where(cs.kind == MARGIN, cs.rhs <= 0.0, cs.rhs == 0.0)))
-    if ok:
+    # rows a_j b_j^T = 0 that still ask for something: margin rhs > 0 or equality rhs != 0
+    unmet = np.flatnonzero(np.where(cs.kind == MARGIN, cs.rhs > 0.0, cs.rhs != 0.0))
+    if unmet.size == 0:
         result = SVMResult(
             W=W,
             status=Status.OPTIMAL,
@@ -562,14 +563,14 @@ def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMRes
             solve_time=time.perf_counter() - start,
         )
         return downgrade(result, nuclear_certificate(cs, W, lam, tol))
-    bad = np.flatnonzero(np.where(cs.kind == MARGIN, cs.rhs > 0.0, cs.rhs != 0.0))
+
     farkas = np.zeros(cs.N)
-    farkas[bad[0]] = 1.0 / cs.rhs[bad[0]]
+    farkas[unmet[0]] = 1.0 / cs.rhs[unmet[0]]
     return SVMResult(
         W=None,
         status=Status.INFEASIBLE,
         message=(
-            f"infeasible: row {int(bad[0])} has a_j b_jᵀ = 0 but needs {cs.rhs[bad[0]]:g} "
+            f"infeasible: row {int(unmet[0])} has a_j b_jᵀ = 0 but needs {cs.rhs[unmet[0]]:g} "
             "(a token equal to the selected one, or a zero query)"
         ),
         objective=None,
