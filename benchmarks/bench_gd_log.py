@@ -69,12 +69,20 @@ def checkpoints(n_steps: int) -> list[int]:
     return sorted({t for t in CHECKPOINTS if t <= n_steps} | {n_steps})
 
 
+def recorded(run: sg.GDRun, name: str) -> np.ndarray:
+    """A recorded history field; an error if the run did not record it."""
+    values = getattr(run.history, name)
+    if values is None:
+        raise RuntimeError(f"the run did not record {name!r}; add it to record=")
+    return np.asarray(values)
+
+
 def curve(run: sg.GDRun, target: np.ndarray, n_steps: int) -> dict[int, float]:
     steps = run.history.step
     out = {}
     for t in checkpoints(n_steps):
         r = int(np.searchsorted(steps, t))
-        out[int(steps[r])] = 1.0 - sg.correlation(run.history.W[r], target)
+        out[int(steps[r])] = 1.0 - sg.correlation(recorded(run, "W")[r], target)
     return out
 
 
@@ -111,7 +119,7 @@ def run_w(seed: int, n_steps: int, textbook: bool) -> tuple[WRow, sg.GDRun, np.n
         record=("W", "selected", "grad_norm"),
     )  # fmt: skip
     seconds = time.perf_counter() - start
-    selected = np.asarray(run.history.selected)[..., 0]  # (records, n): one query per sequence
+    selected = recorded(run, "selected")[..., 0]  # (records, n): one query per sequence
     final = selected[-1]
     moved = np.flatnonzero(np.any(selected != final, axis=1))
     settled = int(run.history.step[moved[-1] + 1]) if moved.size else 0
@@ -121,7 +129,7 @@ def run_w(seed: int, n_steps: int, textbook: bool) -> tuple[WRow, sg.GDRun, np.n
         lot = sg.is_locally_optimal(data, final)
         verdict = f"{'LOT' if lot else 'not a LOT'} {final.tolist()}"
     target = w_mm(data, final, "fro")  # Att-SVM of the selection GD converged to
-    under = np.flatnonzero(np.asarray(run.history.grad_norm) == 0.0)
+    under = np.flatnonzero(recorded(run, "grad_norm") == 0.0)
     row = WRow(
         seed=seed, verdict=verdict, settled=settled, gaps=curve(run, target, n_steps),
         underflow=int(run.history.step[under[0]]) if under.size else None, seconds=seconds,
@@ -181,19 +189,20 @@ def run_kq(seed: int, n_steps: int) -> tuple[KQRow, sg.GDRun, np.ndarray, np.nda
         record_every=500, record=("W", "grad_norm"),
     )  # fmt: skip
     seconds = time.perf_counter() - start
-    excess, sigma = {}, {}
+    excess: dict[int, float] = {}
+    sigma: dict[int, float] = {}
     for t in checkpoints(n_steps):
-        W = run.history.W[int(np.searchsorted(run.history.step, t))]
+        W = recorded(run, "W")[int(np.searchsorted(run.history.step, t))]
         margin = float(np.min(cs.apply(W)))
         if margin > 0:
-            excess[t] = np.linalg.norm(W / margin, "nuc") / np.linalg.norm(nuc, "nuc") - 1.0
+            excess[t] = float(np.linalg.norm(W / margin, "nuc") / np.linalg.norm(nuc, "nuc") - 1.0)
         else:
             excess[t] = np.inf
         sigma[t] = float(np.linalg.svd(W / np.linalg.norm(W), compute_uv=False)[rank - 1])
     row = KQRow(
         gaps_nuc=curve(run, nuc, n_steps), gaps_fro=curve(run, fro, n_steps), nuc_excess=excess,
         sigma_min=sigma, sigma_min_mm=float(s_mm[rank - 1]), status=run.status.value,
-        seconds=seconds, log_grad_norm=float(run.history.log_grad_norm[-1]),
+        seconds=seconds, log_grad_norm=float(recorded(run, "log_grad_norm")[-1]),
     )  # fmt: skip
     return row, run, nuc, fro
 
@@ -390,7 +399,7 @@ def main() -> None:
 def gap_curve(run: sg.GDRun, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Steps and 1 - corr(W(t), target) over the whole recorded history."""
     steps = np.asarray(run.history.step)
-    gap = np.array([1.0 - sg.correlation(W, target) for W in run.history.W])
+    gap = np.array([1.0 - sg.correlation(W, target) for W in recorded(run, "W")])
     return steps, gap
 
 
