@@ -47,7 +47,7 @@ def softmax_probs(data: sg.TokenData, W: np.ndarray) -> np.ndarray:
 
 # ---- (1) global convergence ----------------------------------------------------------------
 # d = 10 >= max(T - 1, n) = 7; unique optimal tokens; GD from zero selects them for seed 2
-# (docs/gd.md: seeds 2, 3, 4, 6, 7 do, 0, 1, 5 converge to other LOTs).
+# (docs/gd.md: seeds 2-7 do, from step 2500 at the latest; 0 and 1 converge to non-optimal LOTs).
 GLOBAL = sg.random_data(6, 8, 10, seed=2, score_gap=0.05)
 
 
