@@ -13,9 +13,9 @@ W^mm_*) (nuclear) and against W^mm_F, the rescaled nuclear norm and the smallest
 
 ``--check`` recomputes a reduced version (64k W steps, 16k (K, Q) steps unless given) and
 compares it with the tables of docs/gd.md (each sits under a ``<!-- bench_gd_log: ... -->``
-marker): every documented cell of the recomputed columns, GD's selection and the step it settles
-at, the underflow step, the 1/t^2 rate over the last two doublings, and the textbook contrast.
-It exits 1 on any mismatch. Wall times are not checked (machine-dependent); the columns beyond
+marker): every documented cell of the recomputed columns (to 3 %), GD's selection, the step it
+settles at and the underflow step (to one record, 100 steps), the 1/t^2 rate over the last two
+doublings, and the textbook contrast. It exits 1 on any mismatch. Wall times are not checked (machine-dependent); the columns beyond
 the reduced steps are checked only by a full run (``--check --n-steps 200000 --kq-steps 200000``).
 
 Run:  PYTHONPATH=. python benchmarks/bench_gd_log.py [--seeds 0 1 2] [--n-steps 200000]
@@ -43,6 +43,8 @@ RECORD_EVERY = 100
 CHECK_RTOL = 0.03  # a documented 2-digit value must agree with the recomputed one to 3 %
 TEXTBOOK_STEPS = 8000
 SELECTION = "GD's selection"
+# documented steps (settling, underflow) may move by one record on another CPU's rounding
+STEP_SLACK = RECORD_EVERY
 
 
 @dataclass
@@ -260,7 +262,7 @@ def check_w(text: str, rows: list[WRow], n_steps: int) -> list[str]:
             continue
         if doc[SELECTION] != r.verdict:
             errors.append(f"seed {r.seed}: selection {r.verdict!r}, docs {doc[SELECTION]!r}")
-        if int(doc["settled from step"]) != r.settled:
+        if abs(int(doc["settled from step"]) - r.settled) > STEP_SLACK:
             errors.append(
                 f"seed {r.seed}: settles at step {r.settled}, docs {doc['settled from step']}"
             )
@@ -271,11 +273,12 @@ def check_w(text: str, rows: list[WRow], n_steps: int) -> list[str]:
                     f"seed {r.seed}: 1 - corr at {steps_label(t)} is {fmt(g)}, docs {cell}"
                 )
         under = doc["∇L exactly 0 from"]
-        if r.underflow is not None and under != f"step {r.underflow}":
+        doc_under = int(re.sub(r"\D", "", under) or 0)  # 0 for "never"
+        if r.underflow is not None and abs(doc_under - r.underflow) > STEP_SLACK:
             errors.append(
                 f"seed {r.seed}: gradient exactly 0 from step {r.underflow}, docs {under}"
             )
-        if r.underflow is None and n_steps >= int(re.sub(r"\D", "", under) or 0):
+        if r.underflow is None and doc_under and n_steps >= doc_under:
             errors.append(
                 f"seed {r.seed}: gradient never exactly 0 in {n_steps} steps, docs {under}"
             )
