@@ -8,19 +8,21 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
-
-from ._oracle import (
+from svmgeo.testing import (
     SOLVER_RTOL,
+    Case,
     adjoint,
     assert_agree,
     assert_feasible_point,
     assert_frobenius_kkt,
     assert_nuclear_kkt,
+    cases,
+    examples,
     numerical_rank,
     row_values,
+    selections,
     verdict,
 )
-from .strategies import Case, cases, examples, selections
 
 NORMS = ("fro", "nuc")
 
