@@ -120,9 +120,9 @@ def oracle_feasibility(data: sg.TokenData, alpha: np.ndarray) -> OracleResult:
     if A.shape[0] == 0:
         return OracleResult(True, np.zeros((d, d)), None, "no rows")
     G = np.einsum("ja,jb->jab", A, B).reshape(A.shape[0], -1)
-    scale = float(np.abs(G).max(initial=0.0))
-    if scale == 0.0:
+    if np.any(np.all(G == 0.0, axis=1)):  # a_j b_j^T = 0 cannot reach a margin of 1
         return OracleResult(False, None, None, "a zero row")
+    scale = float(np.abs(G).max())
     c = np.zeros(d * d + 1)
     c[-1] = -1.0
     A_ub = np.hstack([-G / scale, np.ones((G.shape[0], 1))])
