@@ -30,7 +30,7 @@ def adjoint(cs: sg.ConstraintSet, lam: np.ndarray) -> np.ndarray:
 
 
 def assert_feasible_point(
-    cs: sg.ConstraintSet, W: np.ndarray, *, rtol: float = 1e-9, atol: float = 0.0
+    cs: sg.ConstraintSet, W: np.ndarray | None, *, rtol: float = 1e-9, atol: float = 0.0
 ) -> None:
     r"""``W`` proves feasibility: every margin row meets :math:`c_j` up to a slack of
     ``atol + rtol * max(|c_j|, ||a_j|| ||W||_F ||b_j||)`` (the rounding of
@@ -48,7 +48,7 @@ def assert_feasible_point(
     assert np.all(np.abs(m - cs.rhs)[~margin] <= slack[~margin])
 
 
-def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray, *, rtol: float = 1e-9) -> None:
+def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray | None, *, rtol: float = 1e-9) -> None:
     r"""Farkas certificate of infeasibility: :math:`\lambda_{\mathcal M} \ge 0`,
     :math:`\sum_j \lambda_j a_j b_j^\top = 0` (relative to :math:`\sum_j |\lambda_j|
     \|a_j\|\|b_j\|`) and :math:`c^\top\lambda = 1`."""
@@ -210,6 +210,7 @@ def assert_certified(
     assert res.status is sg.Status.OPTIMAL, f"not certified: {res.status}: {res.message}"
     if res.rank is not None:  # global optimality: the convex lower bound is attained
         assert res.W is not None and res.lower_bound is not None, res.message
+        assert res.objective is not None, res.message
         assert_feasible_point(res.constraints, res.W, rtol=rtol)
         assert numerical_rank(res.W) <= res.rank
         np.testing.assert_allclose(res.objective, res.lower_bound, rtol=rtol)
@@ -219,7 +220,7 @@ def assert_certified(
         assert_nuclear_kkt(res, rtol=rtol)
 
 
-def _farkas_vector(feas: sg.FeasibilityResult) -> np.ndarray:
+def _farkas_vector(feas: sg.FeasibilityResult) -> np.ndarray | None:
     return feas.certificate
 
 

@@ -74,7 +74,7 @@ def examples(factor: float) -> int:
     Per-test ``@settings(max_examples=examples(f))`` keeps the ratio between tests in every
     profile (25 per unit in "ci"/"dev", 500 in "thorough") instead of pinning a number.
     """
-    return max(1, round(settings.default.max_examples * factor))
+    return max(1, round(settings().max_examples * factor))
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def _apply_variant(
 ) -> None:
     """Degrade ``X`` / ``Z`` in place (``Y0`` is each sequence's first label)."""
     n, T, d = X.shape
-    hit = rng.random(n) < 0.5
+    hit = np.asarray(rng.random(n) < 0.5)
     hit[rng.integers(n)] = True  # at least one sequence is affected
     for i in np.flatnonzero(hit):
         t1, t2, t3 = rng.permutation(T)[:3] if T >= 3 else (*rng.permutation(T), -1)
