@@ -19,6 +19,7 @@ from ._errors import (
     TieError,
 )
 from ._linalg import correlation, query_projector
+from ._torch import from_torch
 from .analysis import (
     GenSVMResult,
     LocalOptimality,
@@ -67,6 +68,7 @@ from .solvers import (
     feasibility,
     solve_svm,
 )
+from .study import StudyReport, study
 from .verify import VerifyReport, verify
 
 __version__ = "0.1.0.dev0"
@@ -96,6 +98,7 @@ __all__ = [
     "SolverNotFound",
     "Status",
     "StopStatus",
+    "StudyReport",
     "SupportTokens",
     "SvmgeoError",
     "SweepError",
@@ -110,6 +113,7 @@ __all__ = [
     "check_selection",
     "correlation",
     "feasibility",
+    "from_torch",
     "gen_svm",
     "in_cone",
     "in_score_cone",
@@ -130,6 +134,7 @@ __all__ = [
     "selected_set_constraints",
     "selected_sets",
     "solve_svm",
+    "study",
     "support_tokens",
     "sweep",
     "token_scores",

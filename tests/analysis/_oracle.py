@@ -12,17 +12,6 @@ import svmgeo as sg
 ACTIVE_TOL = 1e-6
 
 
-def farkas_holds(cs: sg.ConstraintSet, lam: np.ndarray) -> None:
-    """λ ≥ 0 on margin rows, Σ λ_j a_j b_jᵀ = 0 and cᵀλ = 1, checked from the rows directly."""
-    lam = np.asarray(lam, dtype=float)
-    margin = cs.kind == sg.MARGIN
-    assert np.all(lam[margin] >= 0.0)
-    S = sum(lam[j] * np.outer(cs.A[j], cs.B[j]) for j in range(cs.N))
-    scale = float(np.sum(np.abs(lam)) * np.abs(cs.A).max() * np.abs(cs.B).max())
-    np.testing.assert_allclose(S, 0.0, atol=1e-9 * scale)
-    np.testing.assert_allclose(lam @ cs.rhs, 1.0, rtol=1e-9)
-
-
 def brute_force_lots(data: sg.TokenData) -> tuple[list[np.ndarray], int]:
     """Every selection, no pruning: feasibility, then att_svm, then the LOT rule from the margins."""
     vis = data.visible

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.testing import assert_farkas
 
 from ._cases import E1
-from ._oracle import farkas_holds
 
 # One sequence, z = e_1, u = W e_1. Tokens x_0 = (1, 0), x_1 = (0, 1), x_2 = (−1, −1).
 # O = {0, 1}, Ō = {2}: equality (x_0 − x_1)·u = 0 ⇒ u_0 = u_1 = c; margins (2, 1)·u ≥ 1 and
@@ -97,7 +97,7 @@ def test_infeasible_gen_svm_has_certificate() -> None:
     data = sg.TokenData(X, Z=E1, v=np.ones(2))
     gen = sg.gen_svm(data, PAIR_O, probs=[[0.6, 0.4 - 1e-7, 1e-7]], fit_to=np.eye(2))
     assert not gen.feasible and gen.W_dir is None
-    farkas_holds(gen.svm.constraints, gen.certificate)
+    assert_farkas(gen.svm.constraints, gen.certificate)
     # the finite component does not depend on the margin rows: u = (ℓ/2, −ℓ/2) as above
     ell = math.log(0.6 / (0.4 - 1e-7))
     np.testing.assert_allclose(gen.W_fin, [[ell / 2, 0.0], [-ell / 2, 0.0]], atol=1e-12)

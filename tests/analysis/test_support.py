@@ -11,9 +11,9 @@ import pytest
 import svmgeo as sg
 from svmgeo.analysis._support import support_from_result
 from svmgeo.solvers import solve_naive_cvxpy
+from svmgeo.testing import assert_farkas
 
 from ._cases import E1, triangle
-from ._oracle import farkas_holds
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_infeasible_alpha_gives_certificate_not_exception() -> None:
     sup = sg.support_tokens(data, [2])
     assert not sup.feasible
     assert sup.mask is None and sup.by_dual is None
-    farkas_holds(sup.svm.constraints, sup.certificate)
+    assert_farkas(sup.svm.constraints, sup.certificate)
     np.testing.assert_allclose(sup.certificate, [0.5, 0.5], atol=1e-9)
     assert sup.tokens(0) == []
     with pytest.raises(sg.ProblemError, match="infeasible"):

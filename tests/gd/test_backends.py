@@ -170,7 +170,9 @@ def test_cupy_code_path_runs_on_a_stand_in_namespace(monkeypatch: pytest.MonkeyP
     data = DATASETS["causal"]
     for kw in ({}, {"param": "KQ", "m": 3, "init": ("random", 0.1), "seed": 0, "step_size": 0.02}):
         dev = sg.train(data, n_steps=200, record_every=50, backend="cupy", **kw)  # type: ignore[arg-type]
-        ref = sg.train(data, n_steps=200, record_every=50, backend="numpy", **kw)  # type: ignore[arg-type]
+        # the reference is the independent numba kernel, not the numpy backend (which is the
+        # same xp code as the cupy path and would compare that code with itself)
+        ref = sg.train(data, n_steps=200, record_every=50, backend="numba", **kw)  # type: ignore[arg-type]
         assert type(dev.W) is np.ndarray and type(dev.history.loss) is np.ndarray
-        np.testing.assert_allclose(dev.history.W, ref.history.W, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(dev.history.W, ref.history.W, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(dev.history.log_loss_gap, ref.history.log_loss_gap, rtol=1e-12)

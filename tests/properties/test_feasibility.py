@@ -8,9 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
-
-from ._oracle import feasibility_verdict
-from .strategies import Case, cases, examples, selections
+from svmgeo.testing import Case, cases, examples, feasibility_verdict, selections
 
 SIGMAS = st.sampled_from([1e-1, 1e-3, 1e-6])
 

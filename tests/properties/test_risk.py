@@ -9,9 +9,15 @@ from hypothesis import strategies as st
 
 import svmgeo as sg
 from svmgeo.gd import loss_and_grad
-
-from ._oracle import (
+from svmgeo.testing import (
+    KINDS,
     LOSSES,
+    SINGLE_QUERY,
+    Case,
+    build_b1_case,
+    build_b2_case,
+    cases,
+    examples,
     optimal_risk,
     risk,
     risk_gap_lower_bound,
@@ -19,15 +25,6 @@ from ._oracle import (
     row_values,
     verdict,
     visible_scores,
-)
-from .strategies import (
-    KINDS,
-    SINGLE_QUERY,
-    Case,
-    build_b1_case,
-    build_b2_case,
-    cases,
-    examples,
 )
 
 EPS = np.finfo(float).eps

@@ -11,15 +11,17 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
-
-from ._oracle import (
+from svmgeo.testing import (
+    Case,
     assert_agree,
+    cases,
+    examples,
     feasibility_verdict,
     is_support_lot,
+    selections,
     verdict,
     well_conditioned,
 )
-from .strategies import Case, cases, examples, selections
 
 SMALL = {"n_range": (1, 3), "T_range": (2, 4), "d_range": (1, 5)}
 

@@ -8,19 +8,21 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
-
-from ._oracle import (
+from svmgeo.testing import (
     SOLVER_RTOL,
+    Case,
     adjoint,
     assert_agree,
     assert_feasible_point,
     assert_frobenius_kkt,
     assert_nuclear_kkt,
+    cases,
+    examples,
     numerical_rank,
     row_values,
+    selections,
     verdict,
 )
-from .strategies import Case, cases, examples, selections
 
 NORMS = ("fro", "nuc")
 
@@ -82,9 +84,9 @@ def test_lemma1_solutions_live_in_the_query_span(
 
 @settings(max_examples=examples(2))
 @given(case=cases(), draw=st.data())
-def test_norm_inequalities_between_the_two_optima(case: Case, draw: st.DataObject) -> None:
-    """‖W‖_F ≤ ‖W‖_* ≤ √rank ‖W‖_F for both optima, and each optimum beats the other in
-    its own norm: ‖W_F‖_F ≤ ‖W_*‖_F and ‖W_*‖_* ≤ ‖W_F‖_*."""
+def test_each_optimum_beats_the_other_in_its_own_norm(case: Case, draw: st.DataObject) -> None:
+    """Each optimum beats the other in its own norm: ‖W_F‖_F ≤ ‖W_*‖_F and ‖W_*‖_* ≤ ‖W_F‖_*
+    (both are feasible for the same rows, so a violation is a non-optimal answer)."""
     data = case.data
     alpha = draw.draw(selections(data), label="alpha")
     fro = sg.att_svm(data, alpha, norm="fro")
@@ -96,36 +98,8 @@ def test_norm_inequalities_between_the_two_optima(case: Case, draw: st.DataObjec
     WF, WN = fro.W, nuc.W
     assert WF is not None and WN is not None
     slack = 1.0 + 10 * SOLVER_RTOL
-    for W in (WF, WN):
-        f, s = float(np.linalg.norm(W)), float(np.linalg.norm(W, "nuc"))
-        assert f <= s * slack
-        assert s <= np.sqrt(max(numerical_rank(W), 1)) * f * slack
     assert np.linalg.norm(WF) <= np.linalg.norm(WN) * slack
     assert np.linalg.norm(WN, "nuc") <= np.linalg.norm(WF, "nuc") * slack
-
-
-@settings(max_examples=examples(1))
-@given(case=cases(), seed=st.integers(0, 2**32 - 1))
-def test_factored_identity_nuclear_norm_is_min_half_sum_of_squares(case: Case, seed: int) -> None:
-    """‖W‖_* = min_{KQᵀ=W} ½(‖K‖²+‖Q‖²): the balanced SVD factors attain it, any other
-    factorization of the Att-SVM⋆ optimum (K A, Q A⁻ᵀ) does not go below it."""
-    data = case.data
-    alpha = sg.optimal_tokens(data, ties="first")  # a tie makes Att-SVM infeasible: skipped
-    res = sg.att_svm(data, alpha, norm="nuc")
-    assume(res.success)
-    W = res.W
-    assert W is not None
-    nuc = float(np.linalg.norm(W, "nuc"))
-    U, s, Vt = np.linalg.svd(W)
-    K, Q = U * np.sqrt(s), Vt.T * np.sqrt(s)
-    np.testing.assert_allclose(K @ Q.T, W, atol=1e-12 * max(1.0, nuc))
-    np.testing.assert_allclose(0.5 * (np.sum(K**2) + np.sum(Q**2)), nuc, rtol=1e-12)
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(data.d, data.d)) + 2.0 * np.eye(data.d)
-    assume(np.linalg.cond(A) < 1e6)
-    K2, Q2 = K @ A, Q @ np.linalg.inv(A).T
-    np.testing.assert_allclose(K2 @ Q2.T, W, atol=1e-8 * max(1.0, nuc))
-    assert 0.5 * (np.sum(K2**2) + np.sum(Q2**2)) >= nuc * (1.0 - 1e-12)
 
 
 @settings(max_examples=examples(1))

@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
-
-from ._oracle import SOLVER_RTOL, assert_agree, verdict
-from .strategies import Case, cases, examples, selections
+from svmgeo.testing import SOLVER_RTOL, Case, assert_agree, cases, examples, selections, verdict
 
 W_RTOL = 1e-6
 

@@ -9,8 +9,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.constraints import EQUALITY, pair_constraints
 from svmgeo.solvers import Status, check_feasibility, farkas_residual
-
-from ._helpers import assert_farkas, assert_feasible_point
+from svmgeo.testing import assert_farkas, assert_feasible_point
 
 
 def _hull_data() -> sg.TokenData:
@@ -29,7 +28,7 @@ def test_selection_inside_convex_hull_is_infeasible_with_certificate():
     # the vertex token is fine
     ok = sg.feasibility(data, np.array([1]))
     assert ok.feasible and ok.status is Status.OPTIMAL
-    assert_feasible_point(ok.constraints, ok.point)
+    assert_feasible_point(ok.constraints, ok.point, rtol=0.0, atol=1e-12)
 
 
 def test_zero_query_is_infeasible_with_certificate_on_its_row():
@@ -69,7 +68,7 @@ def test_theorem1_overparameterized_is_feasible_for_every_selection(seed):
     alpha = np.random.default_rng(seed).integers(0, T, size=n)
     res = sg.feasibility(data, alpha)
     assert res.feasible and res.status is Status.OPTIMAL
-    assert_feasible_point(res.constraints, res.point)
+    assert_feasible_point(res.constraints, res.point, rtol=0.0, atol=1e-12)
     m = res.constraints.apply(res.point)
     assert m.min() >= 1.0 and m.min() <= 1.0 + 1e-9  # rescaled so the smallest margin is 1
 
@@ -82,7 +81,7 @@ def test_small_d_verdicts_are_certified(seed):
     res = sg.feasibility(data, alpha)
     if res.feasible:
         assert res.status is Status.OPTIMAL
-        assert_feasible_point(res.constraints, res.point)
+        assert_feasible_point(res.constraints, res.point, rtol=0.0, atol=1e-12)
     else:
         assert res.status is Status.INFEASIBLE, res.message
         assert_farkas(res.constraints, res.certificate)
@@ -99,7 +98,7 @@ def test_dependent_rows_go_through_the_lp_and_stay_feasible():
     alpha = np.repeat(sg.optimal_tokens(base)[:, None], 2, axis=1)
     res = sg.feasibility(data, alpha)
     assert res.feasible and res.solver == "highs"
-    assert_feasible_point(res.constraints, res.point)
+    assert_feasible_point(res.constraints, res.point, rtol=0.0, atol=1e-12)
     sol = sg.att_svm(data, alpha)
     assert sol.success, sol.message
     ref = sg.att_svm(base)

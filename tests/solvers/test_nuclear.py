@@ -18,6 +18,8 @@ from svmgeo.solvers._nuclear import CLARABEL_STATUS_MAP, solve_nuclear
 
 TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
+# objectives are compared with the oracle at rtol 1e-9: the oracle is solved to 1e-10 (TIGHT) and
+# svmgeo agreed to 8.5e-11 at worst over the 52 cases (its own recomputed gap is ~1e-15)
 # (n, T, d, attention kwargs); d >= max(T - 1, n * K) keeps Att-SVM(opt) feasible (Theorem 1)
 SHAPES: list[tuple[int, int, int, dict[str, Any]]] = [
     (2, 3, 3, {}),
@@ -76,7 +78,7 @@ def test_objective_matches_naive_cvxpy(index: int) -> None:
     assert status == "optimal"
     assert res.status is Status.OPTIMAL, res.message
     assert res.norm == "nuc"
-    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-9)
     # objective is the nuclear norm of the returned W, recomputed here
     np.testing.assert_allclose(res.objective, _nuc(res.W), rtol=1e-12)
 
@@ -122,7 +124,7 @@ def test_scs_agrees_with_clarabel(index: int) -> None:
     res = solve_nuclear(_instance(index)[1], solver="scs")
     assert res.status.has_solution
     assert res.solver == "scs"
-    np.testing.assert_allclose(res.objective, _solved(index).objective, rtol=1e-6)
+    np.testing.assert_allclose(res.objective, _solved(index).objective, rtol=1e-9)
 
 
 def test_equality_rows_against_naive() -> None:
@@ -136,7 +138,7 @@ def test_equality_rows_against_naive() -> None:
     _, status, reference, _ = solve_naive_cvxpy(cs_eq, "nuc", solver="CLARABEL", **TIGHT)
     assert status == "optimal"
     assert res.status is Status.OPTIMAL, res.message
-    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-9)
     eq = kind == sg.EQUALITY
     np.testing.assert_allclose(res.margins[eq], 0.3, atol=1e-8)
     # multipliers of equality rows are free: the certificate must not require a sign
@@ -268,7 +270,7 @@ def test_auto_runs_scs_then_clarabel_only_if_needed(monkeypatch) -> None:
     assert res.certificate.passed
     _, status, reference, _ = solve_naive_cvxpy(cs, "nuc", solver="CLARABEL", **TIGHT)
     assert status.startswith("optimal")
-    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-9)
     # an SCS answer that fails (here: stopped after one iteration, polish disabled by tiny
     # max) hands over to Clarabel, and the message says so
     import svmgeo.solvers._nuclear as nuclear
@@ -284,4 +286,4 @@ def test_auto_runs_scs_then_clarabel_only_if_needed(monkeypatch) -> None:
     res = solve_nuclear(cs, solver="auto")
     assert res.solver == "clarabel" and res.status is Status.OPTIMAL
     assert "after scs: max_iter" in res.message
-    np.testing.assert_allclose(res.objective, reference, rtol=1e-6)
+    np.testing.assert_allclose(res.objective, reference, rtol=1e-9)

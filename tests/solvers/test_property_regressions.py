@@ -14,8 +14,7 @@ import svmgeo as sg
 from svmgeo.constraints import MARGIN, ConstraintSet
 from svmgeo.solvers import Status, check_feasibility, solve_svm
 from svmgeo.solvers._feasibility import _rescale_point
-
-from ._helpers import assert_farkas
+from svmgeo.testing import assert_farkas
 
 
 def pair_constraints(A: np.ndarray, B: np.ndarray) -> ConstraintSet:
@@ -71,7 +70,7 @@ def test_nuclear_solves_a_tiny_row_instead_of_a_false_infeasible():
 
 def test_nuclear_never_reports_infeasible_on_verified_feasible_rows():
     # an ill-conditioned near-tie (from the property suite): feasible, the SDP backends fail
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("self", "near_tie", n=3, T=3, d=2, seed=987).data
     alpha = sg.optimal_tokens(data)
@@ -110,7 +109,7 @@ def test_rescale_point_rejects_a_huge_margin_hiding_a_negative_one():
 
 
 def test_boundary_instance_is_never_called_feasible_with_a_violated_row():
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("causal", "collinear", n=2, T=5, d=5, K=2, seed=0).data
     alpha = np.zeros((2, 5), dtype=int)
@@ -127,7 +126,7 @@ def test_boundary_instance_is_never_called_feasible_with_a_violated_row():
 
 
 def test_frobenius_multi_query_with_more_rows_than_features():
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("multi", "generic", n=3, T=2, d=2, K=2, seed=0).data
     alpha = np.array([[0, 1], [0, 0], [1, 0]])
@@ -139,7 +138,7 @@ def test_frobenius_multi_query_with_more_rows_than_features():
 
 
 def test_frobenius_scaled_causal_collinear_is_solved():
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     base = build_case("causal", "collinear", n=4, T=5, d=6, K=2, seed=0).data
     alpha = np.zeros((4, 5), dtype=int)
@@ -215,7 +214,7 @@ def test_vacuous_rank_bound_pads_factors_with_zero_columns():
 def test_theorem1_subspace_data_perturbed_by_1e6_is_decided_feasible():
     # tokens in a line, perturbed by 1e-6: feasible (Theorem 1) with ||W|| ~ 1e12; the LP
     # used to lose the 1e-6 directions in its tolerances and certify INFEASIBLE
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("cross", "subspace", n=4, T=5, d=5, K=2, seed=3, sigma=1e-6).data
     res = sg.feasibility(data, np.array([0, 0, 0, 4]))
@@ -226,7 +225,7 @@ def test_theorem1_subspace_data_perturbed_by_1e6_is_decided_feasible():
 def test_duplicate_token_after_rotation_is_not_called_feasible():
     # an exact duplicate gives a zero row (INFEASIBLE); rotated, the row is ~1e-16 and the
     # answer must not flip to a "feasible" W of norm ~1e16
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("cross", "duplicate", n=1, T=3, d=8, K=2, seed=0).data
     alpha = np.array([0])
@@ -245,7 +244,7 @@ def test_duplicate_token_after_rotation_is_not_called_feasible():
 
 
 def test_feasibility_of_a_near_tie_multi_query_problem_is_certified():
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("multi", "near_tie", n=5, T=2, d=3, K=3, seed=5).data
     alpha = np.array([[0, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 1], [0, 0, 0]])
@@ -259,7 +258,7 @@ def test_feasibility_of_a_near_tie_multi_query_problem_is_certified():
 def test_nuclear_falls_back_to_frobenius_bounds_when_both_backends_fail():
     # ill-conditioned (||W|| ~ 5e9, k = 2): SCS and Clarabel both fail; the answer is the
     # Frobenius optimum with an explicit, valid bracket on the nuclear optimum
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("cross", "near_tie", n=4, T=2, d=2, K=2, seed=1).data
     alpha = np.zeros(4, dtype=int)
@@ -296,7 +295,7 @@ def test_is_locally_optimal_raises_the_documented_solver_error_on_a_failed_solve
 def test_gen_svm_nuclear_on_an_ill_conditioned_feasible_problem_returns_a_feasible_w():
     # the SDP backends answer "infeasible"; the rows have a verified point, so Gen-SVM must get
     # a feasible W (the Frobenius bracket), not a SolverError
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("cross", "near_tie", n=5, T=2, d=2, K=2, seed=0).data
     S = np.zeros((5, 2), dtype=bool)
@@ -323,7 +322,7 @@ def test_solver_infeasible_against_a_verified_point_returns_that_point_as_inaccu
     # t* ~ 0: the nuclear SDP and the Frobenius solver fail; the verified feasibility point is
     # returned as an honest upper bound (OPTIMAL_INACCURATE, failing certificate), never
     # INFEASIBLE
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("self", "near_tie", n=5, T=3, d=2, K=2, seed=221).data
     alpha = np.array([1, 0, 2, 0, 1])
@@ -340,7 +339,7 @@ def test_solver_infeasible_against_a_verified_point_returns_that_point_as_inaccu
 def test_lowrank_truncation_that_breaks_a_row_is_not_returned():
     # the convex optimum is rank one up to a 1e-9 tail that an ill-conditioned row needs:
     # the truncated W has a negative margin and must not come back as a solution
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("self", "near_tie", n=5, T=2, d=2, K=2, seed=2).data
     alpha = sg.optimal_tokens(data, ties="first")
@@ -361,7 +360,7 @@ def test_lowrank_truncation_that_breaks_a_row_is_not_returned():
 def test_lp_point_with_cancelling_rows_is_lifted_and_verified(args, alpha):
     # the Phase-1 LP says feasible and its point has positive margins, but the few-ulp exact
     # lift failed on rows with cancellation: the verdict was NUMERICAL_ERROR
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     kind, variant, kw = args
     data = build_case(kind, variant, **kw).data
@@ -375,7 +374,7 @@ def test_lp_point_with_cancelling_rows_is_lifted_and_verified(args, alpha):
 def test_lowrank_local_solution_is_returned_feasible():
     # a well-conditioned problem (t* = 0.24) whose rank-1 local solve stopped 1e-5 short of a
     # row: the answer must still meet every row (scaled by at most 1 + 1e-3)
-    from properties.strategies import build_case
+    from svmgeo.testing import build_case
 
     data = build_case("cross", "generic", n=5, T=5, d=6, K=2, seed=758).data
     alpha = sg.optimal_tokens(data, ties="first")

@@ -11,8 +11,7 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.solvers import STATUS_MAP, Status, _api, solve_svm
-
-from ._helpers import assert_farkas, assert_feasible_point
+from svmgeo.testing import assert_farkas, assert_feasible_point
 
 
 @pytest.fixture

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
-r"""Independent checks for the property suite, written from SPEC.md (not from svmgeo's code).
+r"""Independent checks, written from the mathematics (SPEC.md), not from svmgeo's solvers.
 
 Only the dataset arrays (tokens, queries, labels, head, visibility) and the constraint rows
 are read from svmgeo; margins, KKT residuals, Farkas residuals, the risk and its gradient are
-recomputed here with plain numpy.
+recomputed here with plain numpy. The ``assert_*`` helpers raise ``AssertionError`` with the
+offending quantity, as :mod:`numpy.testing` does.
 """
 
 from __future__ import annotations
@@ -28,34 +29,37 @@ def adjoint(cs: sg.ConstraintSet, lam: np.ndarray) -> np.ndarray:
     return np.einsum("j,ja,jb->ab", lam, cs.A, cs.B)
 
 
-def assert_feasible_point(cs: sg.ConstraintSet, W: np.ndarray, *, rtol: float = 1e-9) -> None:
-    r"""``W`` proves feasibility: every margin row meets :math:`c_j` up to the rounding of
-    :math:`a_j^\top W b_j` (``rtol`` times :math:`\|a_j\|\|W\|_F\|b_j\|`) and is strictly
-    positive (so a scaling by at most :math:`1 + O(\mathrm{rtol})` makes it exact);
-    equality rows hold to the same rounding."""
+def assert_feasible_point(
+    cs: sg.ConstraintSet, W: np.ndarray | None, *, rtol: float = 1e-9, atol: float = 0.0
+) -> None:
+    r"""``W`` proves feasibility: every margin row meets :math:`c_j` up to a slack of
+    ``atol + rtol * max(|c_j|, ||a_j|| ||W||_F ||b_j||)`` (the rounding of
+    :math:`a_j^\top W b_j` is about machine epsilon times the second term) and is strictly
+    positive (so a scaling by at most :math:`1 + O(\mathrm{rtol})` makes it exact); equality
+    rows hold to the same slack."""
     assert W is not None, "a feasible verdict must carry a point"
     m = row_values(cs, W)
     margin = cs.kind == sg.MARGIN
     size = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1) * np.linalg.norm(W)
-    slack = rtol * np.maximum(np.abs(cs.rhs), size)
+    slack = atol + rtol * np.maximum(np.abs(cs.rhs), size)
     short = (cs.rhs - m)[margin] - slack[margin]
     assert np.all(short <= 0.0), f"margin below its bound by {float(short.max()):.3g}"
     assert np.all(m[margin & (cs.rhs > 0)] > 0.0), float(m[margin].min())
     assert np.all(np.abs(m - cs.rhs)[~margin] <= slack[~margin])
 
 
-def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray, *, rtol: float = 1e-9) -> None:
+def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray | None, *, rtol: float = 1e-9) -> None:
     r"""Farkas certificate of infeasibility: :math:`\lambda_{\mathcal M} \ge 0`,
     :math:`\sum_j \lambda_j a_j b_j^\top = 0` (relative to :math:`\sum_j |\lambda_j|
     \|a_j\|\|b_j\|`) and :math:`c^\top\lambda = 1`."""
     assert lam is not None, "an infeasible result must carry a Farkas certificate"
     lam = np.asarray(lam, dtype=float)
-    assert lam.shape == (cs.N,)
+    assert lam.shape == (cs.N,), f"Farkas vector of shape {lam.shape} for {cs.N} rows"
     margin = cs.kind == sg.MARGIN
     assert np.all(lam[margin] >= 0.0), float(lam[margin].min())
     scale = float(np.sum(np.abs(lam) * np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))
     np.testing.assert_allclose(adjoint(cs, lam), 0.0, atol=rtol * max(scale, 1e-300))
-    np.testing.assert_allclose(lam @ cs.rhs, 1.0, rtol=1e-9)
+    np.testing.assert_allclose(lam @ cs.rhs, 1.0, rtol=1e-12)
 
 
 ILL_CONDITIONED = 1e-6
@@ -134,7 +138,7 @@ def feasibility_verdict(feas: sg.FeasibilityResult) -> bool | None:
         assert_feasible_point(feas.constraints, feas.point)
         return True
     if feas.status is sg.Status.INFEASIBLE:
-        assert_farkas(feas.constraints, feas.certificate)
+        assert_farkas(feas.constraints, _farkas_vector(feas))
         return False
     t = conditioning(feas.constraints)
     assert abs(t) < ILL_CONDITIONED, f"{feas.status} on a problem with max-min margin {t:.3g}"
@@ -178,6 +182,46 @@ def assert_nuclear_kkt(res: sg.SVMResult, *, rtol: float = SOLVER_RTOL) -> None:
     assert spectral <= 1.0 + rtol, spectral
     nuc = float(np.linalg.norm(W, "nuc"))
     np.testing.assert_allclose(lam @ cs.rhs, nuc, rtol=rtol, atol=rtol)
+
+
+def assert_certified(
+    res: sg.SVMResult | sg.FeasibilityResult, *, rtol: float = SOLVER_RTOL
+) -> None:
+    r"""``res`` claims a decided answer and its proof holds, recomputed here.
+
+    An :class:`~svmgeo.SVMResult` with status ``OPTIMAL`` must carry a W and a dual that pass
+    :func:`assert_frobenius_kkt` or :func:`assert_nuclear_kkt` (rank-bounded answers: a feasible
+    point with ``rank(W) <= m``); ``INFEASIBLE`` must carry a Farkas vector passing
+    :func:`assert_farkas`. A :class:`~svmgeo.FeasibilityResult` must be feasible with a point
+    passing :func:`assert_feasible_point`, or infeasible with a Farkas vector. Anything else
+    (an inaccurate or failed status, a rank-bounded answer above the convex bound, which is
+    only a local optimum) fails with the result's message.
+    """
+    if isinstance(res, sg.FeasibilityResult):
+        if res.feasible:
+            assert_feasible_point(res.constraints, res.point, rtol=rtol)
+        else:
+            assert res.status is sg.Status.INFEASIBLE, f"{res.status}: {res.message}"
+            assert_farkas(res.constraints, _farkas_vector(res))
+        return
+    if res.status is sg.Status.INFEASIBLE:
+        assert_farkas(res.constraints, res.farkas)
+        return
+    assert res.status is sg.Status.OPTIMAL, f"not certified: {res.status}: {res.message}"
+    if res.rank is not None:  # global optimality: the convex lower bound is attained
+        assert res.W is not None and res.lower_bound is not None, res.message
+        assert res.objective is not None, res.message
+        assert_feasible_point(res.constraints, res.W, rtol=rtol)
+        assert numerical_rank(res.W) <= res.rank
+        np.testing.assert_allclose(res.objective, res.lower_bound, rtol=rtol)
+    elif res.norm == "fro":
+        assert_frobenius_kkt(res, rtol=rtol)
+    else:
+        assert_nuclear_kkt(res, rtol=rtol)
+
+
+def _farkas_vector(feas: sg.FeasibilityResult) -> np.ndarray | None:
+    return feas.certificate
 
 
 # -- scores and the risk ------------------------------------------------------------------

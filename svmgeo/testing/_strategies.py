@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
-r"""Hypothesis strategies drawing token datasets for the theorem property suite.
+r"""Hypothesis strategies drawing token datasets, for svmgeo's property suite and yours.
 
 A drawn dataset is a :class:`Case`: the parameters (attention kind, variant, sizes, seed) and
 the :class:`~svmgeo.TokenData` built from them by :func:`build_case`. Hypothesis draws only
 the parameters (a seed shrinks as well as an array and is much faster to draw); everything
 else comes from ``numpy.random.default_rng(seed)``, so a falsifying example prints as a
-``build_case(...)`` call that rebuilds it exactly.
+``svmgeo.testing.build_case(...)`` call that rebuilds it exactly (run it after
+``import svmgeo.testing``).
 
 Attention kinds (SPEC §1):
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from hypothesis import assume, settings
+from hypothesis import HealthCheck, assume, note, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
@@ -51,8 +52,10 @@ __all__ = [
     "cases",
     "examples",
     "n_queries",
+    "register_profiles",
     "scale_ratio",
     "selections",
+    "token_data",
 ]
 
 KINDS = ("cross", "self", "multi", "causal", "masked")
@@ -71,12 +74,26 @@ def examples(factor: float) -> int:
     Per-test ``@settings(max_examples=examples(f))`` keeps the ratio between tests in every
     profile (25 per unit in "ci"/"dev", 500 in "thorough") instead of pinning a number.
     """
-    return max(1, round(settings.default.max_examples * factor))
+    return max(1, round(settings().max_examples * factor))
 
 
 @dataclass(frozen=True)
 class Case:
-    """A drawn dataset and the parameters that rebuild it (``repr`` is the rebuilding call)."""
+    """A drawn dataset and the parameters that rebuild it (``repr`` is the rebuilding call).
+
+    Attributes
+    ----------
+    kind, variant : str
+        Attention kind (:data:`KINDS`) and geometric variant (:data:`VARIANTS`).
+    n, T, d, K : int
+        Sequences, tokens per sequence, dimension, queries per sequence (multi/masked kinds).
+    seed : int
+        Seed of ``numpy.random.default_rng`` that draws every array.
+    sigma : float
+        Size of the Gaussian perturbation added after the variant (0: none).
+    data : TokenData
+        The dataset itself.
+    """
 
     kind: str
     variant: str
@@ -91,7 +108,7 @@ class Case:
     def __repr__(self) -> str:
         extra = f", sigma={self.sigma!r}" if self.sigma else ""
         return (
-            f"build_case({self.kind!r}, {self.variant!r}, n={self.n}, T={self.T}, d={self.d}, "
+            f"svmgeo.testing.build_case({self.kind!r}, {self.variant!r}, n={self.n}, T={self.T}, d={self.d}, "
             f"K={self.K}, seed={self.seed}{extra})"
         )
 
@@ -131,7 +148,7 @@ def _apply_variant(
 ) -> None:
     """Degrade ``X`` / ``Z`` in place (``Y0`` is each sequence's first label)."""
     n, T, d = X.shape
-    hit = rng.random(n) < 0.5
+    hit = np.asarray(rng.random(n) < 0.5)
     hit[rng.integers(n)] = True  # at least one sequence is affected
     for i in np.flatnonzero(hit):
         t1, t2, t3 = rng.permutation(T)[:3] if T >= 3 else (*rng.permutation(T), -1)
@@ -281,12 +298,105 @@ def cases(
     else:
         n = draw(st.integers(*n_range))
         d = draw(st.integers(*d_range))
+    return _draw_case(draw, kind, variant, n, T, d, K, sigma, conditioned)
+
+
+def _draw_case(
+    draw: st.DrawFn,
+    kind: str,
+    variant: str,
+    n: int,
+    T: int,
+    d: int,
+    K: int,
+    sigma: float | st.SearchStrategy[float],
+    conditioned: bool,
+) -> Case:
+    """Draw the seed (and sigma), build the case, reject ill-conditioned data if asked."""
     seed = draw(st.integers(0, 2**32 - 1))
     s = draw(sigma) if isinstance(sigma, st.SearchStrategy) else sigma
     case = build_case(kind, variant, n=n, T=T, d=d, K=K, seed=seed, sigma=s)
     if conditioned:
         assume(scale_ratio(case.data) >= MIN_SCALE_RATIO)
     return case
+
+
+Size = int | tuple[int, int] | st.SearchStrategy[int]
+
+
+def _draw_size(draw: st.DrawFn, size: Size, name: str) -> int:
+    if isinstance(size, st.SearchStrategy):
+        return int(draw(size))
+    if isinstance(size, tuple):
+        return int(draw(st.integers(*size)))
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size
+    raise sg.ProblemError(
+        f"{name} must be an int, a (low, high) tuple or a hypothesis strategy of ints; got {size!r}."
+    )
+
+
+@st.composite
+def token_data(
+    draw: st.DrawFn,
+    *,
+    kind: str | tuple[str, ...] = KINDS,
+    variant: str | tuple[str, ...] = VARIANTS,
+    n: Size = N_RANGE,
+    T: Size = T_RANGE,
+    d: Size = D_RANGE,
+    K: Size = K_RANGE,
+    sigma: float | st.SearchStrategy[float] = 0.0,
+    conditioned: bool = True,
+) -> sg.TokenData:
+    """Draw a :class:`~svmgeo.TokenData` (the ``data`` of a :class:`Case`).
+
+    Each size is an int, an inclusive ``(low, high)`` range or a strategy, e.g.
+    ``token_data(kind="self", d=st.integers(8, 12))``. The case that built the data is recorded
+    with :func:`hypothesis.note`, so a failing example prints the
+    ``svmgeo.testing.build_case(...)`` call that rebuilds it.
+    """
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    variants = (variant,) if isinstance(variant, str) else tuple(variant)
+    for value, allowed, name in ((kinds, KINDS, "kind"), (variants, VARIANTS, "variant")):
+        unknown = sorted(set(value) - set(allowed))
+        if unknown or not value:
+            raise sg.ProblemError(f"{name} must be among {allowed}; got {value!r}.")
+    chosen_kind = draw(st.sampled_from(kinds))
+    sizes = {name: _draw_size(draw, size, name) for name, size in (("n", n), ("T", T), ("d", d))}
+    k = _draw_size(draw, K, "K")
+    case = _draw_case(
+        draw,
+        chosen_kind,
+        draw(st.sampled_from(variants)),
+        **sizes,
+        K=k,
+        sigma=sigma,
+        conditioned=conditioned,
+    )
+    note(f"data = {case!r}.data")
+    return case.data
+
+
+def register_profiles() -> None:
+    """Register hypothesis profiles: "ci" (derandomized, 25 examples per unit, no deadline,
+    prints the reproduction blob), "dev" (random, 25) and "thorough" (random, 500).
+
+    Load one with ``hypothesis.settings.load_profile(name)``; svmgeo's suite loads "ci" when
+    the environment variable ``CI`` is set, else ``HYPOTHESIS_PROFILE`` or "dev".
+    """
+    settings.register_profile(
+        "ci",
+        derandomize=True,
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        print_blob=True,
+    )
+    settings.register_profile("dev", max_examples=25, deadline=None)
+    settings.register_profile(
+        "thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
 
 
 @st.composite

@@ -1,0 +1,460 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Feasibility study of a token dataset (and, optionally, of trained attention weights).
+
+One call answers the questions a researcher asks of their own data before and after training:
+
+* Theorem 1's size condition :math:`d \ge \max(T-1, nK)` (*theorem*, arXiv:2308.16898 Thm 1
+  for K = 1; for K queries per sequence svmgeo's extension, MATH-NOTES §3);
+* feasibility of Att-SVM(opt), with the verified point or Farkas certificate and the max-min
+  margin :math:`1/\|W^{mm}\|_F`;
+* the support tokens of :math:`W^{mm}_{\mathrm{opt}}`;
+* the ranks of :math:`W^{mm}` and :math:`W^{mm}_\star` (Lemma 1: rank :math:`\le nK`);
+* a bounded count of locally optimal selections (exact when the selection space is small);
+* for trained weights :math:`W` (or :math:`KQ^\top`): the selection they make
+  (:math:`\arg\max_t x_{it}^\top W z_{ik}`), whether it is optimal and a LOT, and the
+  correlation of :math:`W` with the SVM solutions of that selection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._errors import ProblemError, TieError
+from ._linalg import correlation
+from .analysis import is_locally_optimal, locally_optimal_selections, support_tokens
+from .data import TokenData
+from .selection import optimal_tokens
+from .solvers import att_svm, feasibility
+
+__all__ = ["StudyReport", "study"]
+
+RANK_RTOL = 1e-6  # singular values above RANK_RTOL * sigma_1 count towards the rank
+
+
+def _rank(W: np.ndarray | None) -> int | None:
+    if W is None:
+        return None
+    s = np.linalg.svd(W, compute_uv=False)
+    return int(np.count_nonzero(s > RANK_RTOL * s[0])) if s.size and s[0] > 0 else 0
+
+
+def _as_list(a: np.ndarray | None) -> Any:
+    return None if a is None else np.asarray(a).tolist()
+
+
+@dataclass(frozen=True)
+class StudyReport:
+    r"""What :func:`study` found. Every field is plain data (JSON-serializable via :meth:`to_json`).
+
+    Attributes
+    ----------
+    sizes : dict
+        n, T, d, K and the attention kind.
+    theorem1 : dict
+        ``holds`` (d ≥ max(T−1, nK)), the bound, and the statement's status.
+    opt : list or None
+        The optimal selection (None with the reason in ``notes`` when scores tie).
+    feasible : bool or None
+        Verdict of Att-SVM(opt); ``status`` and ``message`` of the feasibility check.
+    margin : float or None
+        Max-min margin :math:`1/\|W^{mm}\|_F` of the optimal selection.
+    support : list or None
+        Support-token mask of :math:`W^{mm}_{\mathrm{opt}}`, shape (n, T) or (n, K, T).
+    margins : list or None
+        Every row's margin :math:`(x_{i\alpha}-x_{it})^\top W^{mm} z_{ik}` with its (i, k, t).
+    rank_fro, rank_nuc : int or None
+        Numerical ranks (:data:`RANK_RTOL`) of :math:`W^{mm}` and :math:`W^{mm}_\star`.
+    lots : dict
+        ``count`` (None when the space exceeds the cap), ``space``, ``cap``, ``exact``.
+    trained : dict or None
+        For given weights: ``selection``, ``is_optimal``, ``is_lot``, ``corr_fro``, ``corr_nuc``
+        (correlation with the SVMs of the trained selection), ``norm``.
+    timings : dict
+        Wall seconds of each step.
+    notes : list of str
+        Anything the reader must know (ties, infeasibility, caps, inaccurate solves).
+    """
+
+    sizes: dict[str, Any]
+    theorem1: dict[str, Any]
+    opt: Any
+    feasible: bool | None
+    status: str
+    message: str
+    margin: float | None
+    support: Any
+    margins: Any
+    rank_fro: int | None
+    rank_nuc: int | None
+    lots: dict[str, Any]
+    trained: dict[str, Any] | None
+    timings: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+    # the arrays behind the figures (not serialized)
+    _attention: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return f"StudyReport({self.summary().splitlines()[0]})"
+
+    def summary(self) -> str:
+        """A few lines: sizes, Theorem 1, the verdict on opt, ranks, LOTs, trained weights."""
+        s = self.sizes
+        lines = [
+            f"n={s['n']}, T={s['T']}, d={s['d']}, K={s['K']} ({s['kind']}); "
+            f"Theorem 1 condition d >= {self.theorem1['bound']}: {self.theorem1['holds']}",
+            f"Att-SVM(opt): {self.status}"
+            + (f", max-min margin {self.margin:.4g}" if self.margin is not None else ""),
+            f"ranks: W^mm {self.rank_fro}, W^mm_* {self.rank_nuc}",
+            "LOTs: "
+            + (
+                f"{self.lots['count']} of {self.lots['space']} selections"
+                if self.lots["count"] is not None
+                else f"not enumerated ({self.lots['space']} selections > cap {self.lots['cap']})"
+            ),
+        ]
+        if self.trained is not None:
+            t = self.trained
+            lines.append(
+                f"trained W: selection optimal={t['is_optimal']}, LOT={t['is_lot']}, "
+                f"corr with W^mm {t['corr_fro']}, with W^mm_* {t['corr_nuc']}"
+            )
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field but the figure arrays, as JSON-ready data."""
+        out = asdict(self)
+        out.pop("_attention")
+        return out
+
+    def to_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`to_dict` as JSON (non-finite numbers as null) and return the path."""
+        path = Path(path)
+        text = json.dumps(_finite(self.to_dict()), indent=2, allow_nan=False)
+        path.write_text(text + "\n")
+        return path
+
+    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The report as a markdown page; written to ``path`` when given."""
+        s = self.sizes
+        rows = [
+            ("sizes", f"n={s['n']}, T={s['T']}, d={s['d']}, K={s['K']} ({s['kind']})"),
+            (
+                "Theorem 1 condition",
+                f"d >= {self.theorem1['bound']}: **{self.theorem1['holds']}** "
+                f"({self.theorem1['status']})",
+            ),
+            ("optimal selection", "tied scores" if self.opt is None else str(self.opt)),
+            ("Att-SVM(opt)", f"{self.status}: {self.message}"),
+            ("max-min margin 1/‖W^mm‖", _fmt(self.margin)),
+            ("support tokens per query", _support_counts(self.support)),
+            ("rank W^mm / W^mm_*", f"{self.rank_fro} / {self.rank_nuc}"),
+            (
+                "LOTs",
+                f"{self.lots['count']} of {self.lots['space']} ({'exact' if self.lots['exact'] else 'not enumerated: over the cap ' + str(self.lots['cap'])})",
+            ),
+        ]
+        if self.trained is not None:
+            t = self.trained
+            rows += [
+                ("trained selection", str(t["selection"])),
+                ("… is optimal / a LOT", f"{t['is_optimal']} / {t['is_lot']}"),
+                (
+                    "corr(W, W^mm) / corr(W, W^mm_*)",
+                    f"{_fmt(t['corr_fro'])} / {_fmt(t['corr_nuc'])}",
+                ),
+                ("‖W‖_F", _fmt(t["norm"])),
+            ]
+        rows += [(f"time: {k}", f"{v:.2f} s") for k, v in self.timings.items()]
+        text = "# svmgeo feasibility study\n\n| quantity | value |\n|---|---|\n"
+        text += "".join(f"| {k} | {v} |\n" for k, v in rows)
+        if self.notes:
+            text += "\n" + "".join(f"- {n}\n" for n in self.notes)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def figures(self, directory: str | os.PathLike[str]) -> list[Path]:
+        """Write ``margins.png`` (every row's margin under :math:`W^{mm}`, per query) and, when
+        trained weights were given, ``attention.png`` (softmax of the trained W beside the
+        softmax of :math:`\\|W\\|_F\\, W^{mm}/\\|W^{mm}\\|_F`). Needs matplotlib."""
+        from .plot import pyplot
+
+        plt = pyplot()
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        paths: list[Path] = []
+        if self.margins is not None:
+            m = np.asarray(self.margins["value"])
+            q = np.asarray(self.margins["query_index"])
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            sup = np.abs(m - 1.0) <= 1e-6
+            ax.scatter(q[~sup], m[~sup], s=12, label="other tokens")
+            ax.scatter(q[sup], m[sup], s=18, marker="x", color="C3", label="support tokens")
+            ax.axhline(1.0, color="k", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_xlabel("query (sequence i, query k)")
+            ax.set_ylabel("margin under W^mm (opt)")
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            paths.append(out / "margins.png")
+            fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+            plt.close(fig)
+        if "trained" in self._attention:
+            fig, axes = plt.subplots(1, 2, figsize=(8, 3.5), sharey=True)
+            for ax, key, title in zip(
+                axes, ("trained", "svm"), ("trained W", "‖W‖·W^mm/‖W^mm‖"), strict=True
+            ):
+                im = ax.imshow(self._attention[key], aspect="auto", vmin=0, vmax=1, cmap="viridis")
+                ax.set_title(title)
+                ax.set_xlabel("token t")
+            axes[0].set_ylabel("query (i, k)")
+            fig.colorbar(im, ax=axes, shrink=0.8, label="softmax")
+            paths.append(out / "attention.png")
+            fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+            plt.close(fig)
+        return paths
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.6g}"
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _support_counts(mask: Any) -> str:
+    if mask is None:
+        return "—"
+    counts = np.asarray(mask).reshape(-1, np.asarray(mask).shape[-1]).sum(axis=1)
+    return f"min {counts.min()}, median {np.median(counts):g}, max {counts.max()}"
+
+
+def _softmax(data: TokenData, W: np.ndarray) -> np.ndarray:
+    """(n·K, T) attention of ``W``, hidden keys 0."""
+    logits = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
+    logits = np.where(data.visible, logits, -np.inf)
+    logits = logits - logits.max(axis=2, keepdims=True)
+    e = np.exp(logits)
+    return (e / e.sum(axis=2, keepdims=True)).reshape(-1, data.T)
+
+
+def _trained_matrix(W: Any, K: Any, Q: Any, d: int) -> np.ndarray | None:
+    if W is not None and (K is not None or Q is not None):
+        raise ProblemError("study: give either W or both K and Q, not both. Use W=K @ Q.T.")
+    if W is None and K is None and Q is None:
+        return None
+    if W is None:
+        if K is None or Q is None:
+            raise ProblemError("study: K and Q go together (W = K Q^T); got only one of them.")
+        W = np.asarray(K, dtype=float) @ np.asarray(Q, dtype=float).T
+    Wm = np.asarray(W)
+    if Wm.shape != (d, d) or not np.issubdtype(Wm.dtype, np.number) or np.iscomplexobj(Wm):
+        raise ProblemError(
+            f"study: W must be a real array of shape (d, d) = ({d}, {d}); got "
+            f"{Wm.dtype} of shape {Wm.shape}. Pass the attention product W = W_K W_Q^T."
+        )
+    Wm = Wm.astype(float)
+    if not np.all(np.isfinite(Wm)):
+        raise ProblemError("study: W has NaN or infinite entries.")
+    return Wm
+
+
+def study(
+    data: TokenData,
+    W: Any = None,
+    *,
+    K: Any = None,
+    Q: Any = None,
+    max_lot_selections: int = 4096,
+    progress: bool = True,
+) -> StudyReport:
+    r"""Feasibility study of ``data``: Theorem 1, Att-SVM(opt), support tokens, ranks, LOTs,
+    and (with trained weights) where the trained attention stands.
+
+    .. math::
+
+        W^{mm}_\alpha = \arg\min \|W\|_F \ \text{s.t.}\ (x_{i\alpha_{ik}} - x_{it})^\top W
+        z_{ik} \ge 1, \qquad W^{mm}_{\star,\alpha} = \arg\min \|W\|_* \ \text{(same rows)}.
+
+    Parameters
+    ----------
+    data : TokenData
+        Needs scores (``v`` or explicit ``scores``).
+    W : array of shape (d, d), optional
+        Trained key-query product :math:`W = W_K W_Q^\top` (e.g. from :func:`from_torch`).
+    K, Q : arrays of shape (d, m), optional
+        Trained factors instead of ``W`` (:math:`W = KQ^\top`).
+    max_lot_selections : int, default 4096
+        Enumerate locally optimal selections exactly when the selection space is at most this
+        large; otherwise report the space and the cap (the count is then None).
+    progress : bool, default True
+        A progress bar over the steps (and inside the LOT enumeration).
+
+    Returns
+    -------
+    StudyReport
+        With :meth:`~StudyReport.summary`, :meth:`~StudyReport.to_markdown`,
+        :meth:`~StudyReport.to_json` and :meth:`~StudyReport.figures`.
+
+    Examples
+    --------
+    >>> import svmgeo as sg
+    >>> rep = sg.study(sg.random_data(4, 3, 6, seed=0), progress=False)
+    >>> rep.feasible, rep.theorem1["holds"], rep.lots["count"] >= 1
+    (True, True, True)
+    """
+    if not isinstance(data, TokenData):
+        raise ProblemError(
+            f"study: data must be a TokenData; got {type(data).__name__}. "
+            "Build one with sg.TokenData(X, ...) or sg.load_data(path)."
+        )
+    Wt = _trained_matrix(W, K, Q, data.d)
+    from tqdm.auto import tqdm
+
+    steps = ["optimal selection", "support tokens", "nuclear SVM", "LOT count"]
+    if Wt is not None:
+        steps.append("trained weights")
+    bar = tqdm(total=len(steps), desc="study", disable=not progress, leave=False)
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+    kind = (
+        "self-attention"
+        if data.is_self_attention and data.single_query
+        else ("cross-attention" if data.single_query else f"{data.K} queries per sequence")
+    )
+    bound = max(data.T - 1, data.n * data.K)
+    theorem1 = {
+        "holds": bool(data.d >= bound),
+        "bound": bound,
+        "status": "theorem (arXiv:2308.16898, Thm 1) for K = 1; svmgeo's extension for K > 1",
+        "statement": "d >= max(T-1, nK) implies Att-SVM(alpha) feasible for every alpha, for "
+        "almost every dataset",
+    }
+
+    def step(name: str) -> float:
+        bar.set_postfix_str(name)
+        return time.perf_counter()
+
+    t0 = step(steps[0])
+    try:
+        opt = optimal_tokens(data)
+    except TieError as exc:
+        opt = None
+        notes.append(f"optimal tokens tie ({exc}); Att-SVM(opt) is not studied")
+    feas = res = None
+    if opt is not None:
+        feas = feasibility(data, opt)
+        res = att_svm(data, opt) if feas.feasible else None
+    timings[steps[0]] = time.perf_counter() - t0
+    bar.update()
+
+    t0 = step(steps[1])
+    support = margins = None
+    margin = None
+    if res is not None and res.W is not None:
+        sup = support_tokens(data, opt)
+        support = _as_list(sup.mask)
+        cs = res.constraints
+        margins = {
+            "value": _as_list(res.margins),
+            "seq": _as_list(cs.seq),
+            "query": _as_list(cs.query),
+            "token": _as_list(cs.comp),
+            "query_index": _as_list(cs.seq * data.K + cs.query),
+        }
+        margin = 1.0 / float(np.linalg.norm(res.W))
+    timings[steps[1]] = time.perf_counter() - t0
+    bar.update()
+
+    t0 = step(steps[2])
+    nuc = att_svm(data, opt, norm="nuc") if res is not None else None
+    if nuc is not None and not nuc.success:
+        notes.append(f"nuclear Att-SVM(opt): {nuc.status}: {nuc.message}")
+    timings[steps[2]] = time.perf_counter() - t0
+    bar.update()
+
+    t0 = step(steps[3])
+    space = int(np.prod([float(c) for c in np.asarray(data.visible).sum(axis=2).ravel()]))
+    lots: dict[str, Any] = {
+        "count": None,
+        "space": space,
+        "cap": max_lot_selections,
+        "exact": False,
+    }
+    if space <= max_lot_selections:
+        enum = locally_optimal_selections(
+            data, max_selections=max_lot_selections, progress=progress
+        )
+        lots.update(count=len(enum.selections), exact=enum.inaccurate == 0 and enum.undecided == 0)
+        if not lots["exact"]:
+            notes.append(
+                f"LOT count: {enum.inaccurate} inaccurate and {enum.undecided} undecided selections"
+            )
+    timings[steps[3]] = time.perf_counter() - t0
+    bar.update()
+
+    trained = None
+    attention: dict[str, np.ndarray] = {}
+    if Wt is not None:
+        t0 = step(steps[4])
+        logits = np.einsum("ntd,de,nke->nkt", data.X, Wt, data.queries)
+        logits = np.where(data.visible, logits, -np.inf)
+        sel = logits.argmax(axis=2)
+        sel = sel[:, 0] if data.single_query else sel
+        lot = is_locally_optimal(data, sel)
+        svm_fro = att_svm(data, sel)
+        svm_nuc = att_svm(data, sel, norm="nuc") if svm_fro.W is not None else None
+        trained = {
+            "selection": _as_list(sel),
+            "is_optimal": None if opt is None else bool(np.array_equal(sel, opt)),
+            "is_lot": bool(lot),
+            "corr_fro": None if svm_fro.W is None else correlation(Wt, svm_fro.W),
+            "corr_nuc": None
+            if svm_nuc is None or svm_nuc.W is None
+            else correlation(Wt, svm_nuc.W),
+            "norm": float(np.linalg.norm(Wt)),
+        }
+        attention["trained"] = _softmax(data, Wt)
+        if svm_fro.W is not None:
+            scale = float(np.linalg.norm(Wt)) / float(np.linalg.norm(svm_fro.W))
+            attention["svm"] = _softmax(data, scale * svm_fro.W)
+        else:
+            notes.append("Att-SVM of the trained selection is infeasible: it is not a LOT")
+            attention["svm"] = np.zeros_like(attention["trained"])
+        timings[steps[4]] = time.perf_counter() - t0
+        bar.update()
+    bar.close()
+    status = "no optimal selection (tie)" if feas is None else str(feas.status)
+    return StudyReport(
+        sizes={"n": data.n, "T": data.T, "d": data.d, "K": data.K, "kind": kind},
+        theorem1=theorem1,
+        opt=_as_list(opt),
+        feasible=None if feas is None else bool(feas.feasible),
+        status=status,
+        message="" if feas is None else feas.message,
+        margin=margin,
+        support=support,
+        margins=margins,
+        rank_fro=_rank(None if res is None else res.W),
+        rank_nuc=_rank(None if nuc is None else nuc.W),
+        lots=lots,
+        trained=trained,
+        timings=timings,
+        notes=notes,
+        _attention=attention,
+    )

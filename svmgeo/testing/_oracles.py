@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Independent oracles: the attention SVMs written naively from the token arrays.
+
+Nothing here uses svmgeo's constraint builders or solvers. The rows are enumerated with plain
+loops over sequences, queries and visible tokens, exactly as SPEC §2 writes them,
+
+.. math::
+
+    (x_{i\alpha_{ik}} - x_{it})^\top W z_{ik} \ge 1
+    \qquad \text{for every query } (i, k) \text{ and visible } t \ne \alpha_{ik},
+
+and handed to cvxpy (Clarabel) or scipy's HiGHS LP. They are slow and exist to be compared with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import svmgeo as sg
+
+
+def naive_rows(data: sg.TokenData, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""The Att-SVM rows :math:`(a_j, b_j)` of selection ``alpha``, by explicit loops.
+
+    Returns arrays of shape (N, d): :math:`a_j = x_{i\alpha_{ik}} - x_{it}` and
+    :math:`b_j = z_{ik}`, over every query and every visible token other than the selected one.
+    """
+    X, Zq, vis = np.asarray(data.X), np.asarray(data.queries), np.asarray(data.visible)
+    a = np.asarray(alpha).reshape(data.n, data.K)
+    A, B = [], []
+    for i in range(data.n):
+        for k in range(data.K):
+            for t in range(data.T):
+                if vis[i, k, t] and t != a[i, k]:
+                    A.append(X[i, a[i, k]] - X[i, t])
+                    B.append(Zq[i, k])
+    if not A:
+        return np.zeros((0, data.d)), np.zeros((0, data.d))
+    return np.array(A), np.array(B)
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    r"""What a naive oracle found.
+
+    Attributes
+    ----------
+    feasible : bool or None
+        The oracle's verdict (None when the backend did not decide).
+    W : ndarray of shape (d, d) or None
+        Its solution (``oracle_att_svm``) or a feasible point (``oracle_feasibility``).
+    objective : float or None
+        :math:`\|W\|_F` or :math:`\|W\|_*` at the solution (``oracle_att_svm`` only).
+    status : str
+        The backend's own status string.
+    """
+
+    feasible: bool | None
+    W: np.ndarray | None
+    objective: float | None
+    status: str
+
+
+def oracle_att_svm(
+    data: sg.TokenData, alpha: np.ndarray, norm: str = "fro", *, tol: float = 1e-10
+) -> OracleResult:
+    r"""Att-SVM (``norm="fro"``: :math:`\min \tfrac12\|W\|_F^2`) or Att-SVM⋆ (``norm="nuc"``:
+    :math:`\min \|W\|_*`) of ``alpha`` as one cvxpy problem, solved by Clarabel at ``tol``.
+
+    Parameters
+    ----------
+    data : TokenData
+    alpha : array of shape (n,) or (n, K)
+        The selection.
+    norm : {"fro", "nuc"}
+    tol : float
+        Clarabel's feasibility and gap tolerances.
+
+    Returns
+    -------
+    OracleResult
+        ``objective`` is :math:`\|W\|_F` or :math:`\|W\|_*` (not the squared form).
+    """
+    import cvxpy as cp
+
+    if norm not in ("fro", "nuc"):
+        raise sg.ProblemError(f"norm must be 'fro' or 'nuc'; got {norm!r}.")
+    A, B = naive_rows(data, alpha)
+    if A.shape[0] == 0:
+        return OracleResult(True, np.zeros((data.d, data.d)), 0.0, "no rows")
+    W = cp.Variable((data.d, data.d))
+    margins = cp.sum(cp.multiply(A @ W, B), axis=1)
+    objective = 0.5 * cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)
+    problem = cp.Problem(cp.Minimize(objective), [margins >= 1.0])
+    options = {"tol_feas": tol, "tol_gap_abs": tol, "tol_gap_rel": tol, "max_iter": 500}
+    problem.solve(solver=cp.CLARABEL, **options)
+    if problem.status in ("optimal", "optimal_inaccurate") and W.value is not None:
+        Wv = np.asarray(W.value)
+        value = float(np.linalg.norm(Wv) if norm == "fro" else np.linalg.norm(Wv, "nuc"))
+        return OracleResult(True, Wv, value, str(problem.status))
+    if problem.status in ("infeasible", "infeasible_inaccurate"):
+        return OracleResult(False, None, None, str(problem.status))
+    return OracleResult(None, None, None, str(problem.status))
+
+
+def oracle_feasibility(data: sg.TokenData, alpha: np.ndarray) -> OracleResult:
+    r"""Is Att-SVM of ``alpha`` feasible? The LP :math:`\max t` s.t. :math:`a_j^\top W b_j \ge t`,
+    :math:`|W_{ab}| \le 1`, solved by scipy's HiGHS on the vectorized :math:`W`.
+
+    Feasible iff :math:`t^\star > 0` (rows with :math:`a_j b_j^\top = 0` make it infeasible).
+    ``W`` is the LP's point scaled to margin 1 when feasible. Decisions within 1e-9 of zero,
+    relative to the largest row, are reported as undecided (None).
+    """
+    from scipy.optimize import linprog
+
+    A, B = naive_rows(data, alpha)
+    d = data.d
+    if A.shape[0] == 0:
+        return OracleResult(True, np.zeros((d, d)), None, "no rows")
+    G = np.einsum("ja,jb->jab", A, B).reshape(A.shape[0], -1)
+    if np.any(np.all(G == 0.0, axis=1)):  # a_j b_j^T = 0 cannot reach a margin of 1
+        return OracleResult(False, None, None, "a zero row")
+    scale = float(np.abs(G).max())
+    c = np.zeros(d * d + 1)
+    c[-1] = -1.0
+    A_ub = np.hstack([-G / scale, np.ones((G.shape[0], 1))])
+    bounds = [(-1.0, 1.0)] * (d * d) + [(None, 1.0)]
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(G.shape[0]), bounds=bounds, method="highs")
+    if res.status != 0:
+        return OracleResult(None, None, None, str(res.message))
+    t = float(-res.fun)
+    if abs(t) <= 1e-9:
+        return OracleResult(None, None, None, f"max-min margin {t:.3g} is within round-off of 0")
+    if t < 0:
+        return OracleResult(False, None, None, "optimal")
+    W = res.x[:-1].reshape(d, d)
+    W = W / float(np.min(G @ W.ravel()))
+    return OracleResult(True, W, None, "optimal")

@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The public testing kit: strategies honour their arguments, failing examples print a call
+that rebuilds them, the oracles agree with svmgeo, and the checks catch broken proofs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import svmgeo as sg
+import svmgeo.testing as sgt
+
+
+@settings(max_examples=10)
+@given(sgt.token_data(kind="self", d=st.integers(8, 12), n=(2, 3), T=4))
+def test_token_data_honours_kind_and_sizes(data: sg.TokenData) -> None:
+    assert data.is_self_attention and data.single_query
+    assert 8 <= data.d <= 12 and data.n in (2, 3) and data.T == 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"kind": "selff"}, "kind must be among"), ({"d": 2.5}, "d must be an int")],
+)
+def test_token_data_rejects_bad_arguments(kwargs: dict[str, object], match: str) -> None:
+    @settings(max_examples=1)
+    @given(sgt.token_data(**kwargs))  # type: ignore[arg-type]
+    def prop(data: sg.TokenData) -> None:
+        pass
+
+    with pytest.raises(sg.ProblemError, match=match):
+        prop()
+
+
+def test_case_repr_rebuilds_the_dataset() -> None:
+    case = sgt.build_case("masked", "collinear", n=3, T=4, d=5, K=2, seed=11)
+    rebuilt = eval(repr(case), {"svmgeo": sys.modules["svmgeo"]})
+    np.testing.assert_array_equal(rebuilt.data.X, case.data.X)
+    np.testing.assert_array_equal(rebuilt.data.visible, case.data.visible)
+
+
+PLANTED = """
+from hypothesis import given, settings
+from svmgeo import testing as sgt
+
+@settings(max_examples=200, derandomize=True, database=None)
+@given(sgt.{strategy})
+def test_planted_counterexample(x):
+    data = getattr(x, "data", x)
+    assert data.n * data.T < 12  # false: the strategy draws n up to 5 and T up to 6
+"""
+
+
+@pytest.mark.parametrize("strategy", ["cases()", "token_data()"])
+def test_planted_counterexample_prints_a_runnable_reproducer(tmp_path: Path, strategy: str) -> None:
+    """A user's property in a directory of their own (no svmgeo checkout on the path): the
+    failure report contains a ``svmgeo.testing.build_case(...)`` call that rebuilds the
+    falsifying dataset."""
+    path = tmp_path / "test_mine.py"
+    path.write_text(textwrap.dedent(PLANTED.format(strategy=strategy)))
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    calls = re.findall(r"svmgeo\.testing\.build_case\([^)]*\)", out.stdout)
+    assert calls, out.stdout
+    import svmgeo.testing  # noqa: F401  (the reproducer's namespace)
+
+    data = eval(calls[-1], {"svmgeo": sys.modules["svmgeo"]}).data
+    assert data.n * data.T >= 12  # the printed case really falsifies the claim
+
+
+def test_oracles_agree_with_svmgeo() -> None:
+    data = sg.random_data(4, 4, 5, seed=3)
+    alpha = sg.optimal_tokens(data)
+    res = sg.att_svm(data, alpha)
+    sgt.assert_certified(res)
+    fro = sgt.oracle_att_svm(data, alpha, "fro")
+    assert fro.feasible
+    np.testing.assert_allclose(fro.W, res.W, atol=1e-6 * np.linalg.norm(res.W))
+    nuc = sgt.oracle_att_svm(data, alpha, "nuc")
+    np.testing.assert_allclose(
+        nuc.objective, sg.att_svm(data, alpha, norm="nuc").objective, rtol=1e-7
+    )
+    lp = sgt.oracle_feasibility(data, alpha)
+    assert lp.feasible is True
+    sgt.assert_feasible_point(res.constraints, lp.W)
+    # an infeasible selection: two identical tokens, the duplicate selected
+    X = np.array(data.X)
+    X[0, 1] = X[0, 0]
+    dup = sg.TokenData(X, Z=data.Z, v=data.v)
+    assert sgt.oracle_feasibility(dup, np.array([0, 0, 0, 0])).feasible is False
+    assert sgt.oracle_att_svm(dup, np.array([0, 0, 0, 0])).feasible is False
+    sgt.assert_certified(sg.feasibility(dup, np.array([0, 0, 0, 0])))
+
+
+def test_checks_catch_broken_proofs() -> None:
+    data = sg.random_data(3, 4, 5, seed=0)
+    res = sg.att_svm(data, sg.optimal_tokens(data))
+    cs = res.constraints
+    with pytest.raises(AssertionError):
+        sgt.assert_feasible_point(cs, 0.5 * res.W)  # every margin is 1/2
+    with pytest.raises(AssertionError):
+        sgt.assert_farkas(cs, np.ones(cs.N) / cs.N)  # sum of rows is not zero
+    with pytest.raises(AssertionError):
+        sgt.assert_frobenius_kkt(
+            sg.SVMResult(**{**res.__dict__, "W": 1.01 * res.W})  # feasible, not optimal
+        )
