@@ -34,10 +34,11 @@ from ._certificates import (
 )
 from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
-from ._frobenius import RowGeometry, no_solution, solve_frobenius
+from ._frobenius import solve_frobenius
+from ._geometry import RowGeometry
 from ._lowrank import solve_lowrank
 from ._nuclear import solve_nuclear
-from ._result import FeasibilityResult, SVMResult
+from ._result import FeasibilityResult, SVMResult, no_solution
 from ._status import Status
 
 __all__ = ["STATUS_MAP", "att_svm", "feasibility", "solve_svm"]

@@ -24,6 +24,7 @@ __all__ = [
     "farkas_residual",
     "frobenius_certificate",
     "judge",
+    "lift_margins",
     "lift_rows",
     "nuclear_certificate",
     "primal_infeasibility",
@@ -107,6 +108,35 @@ def lift_rows(cs: ConstraintSet, W: np.ndarray, *, max_factor: float) -> np.ndar
         if primal_infeasibility(cs, row_values(cs, g * W)) == 0.0:
             return g * W
     return None
+
+
+def lift_margins(
+    cs: ConstraintSet, W: np.ndarray, margins: np.ndarray, *, max_factor: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Scale ``W`` by the least :math:`f \in [1, \text{max\_factor}]` with every margin row met.
+
+    Recomputes the margins after scaling (round-off) and adds a few ulps until
+    :math:`a_j^\top (fW) b_j \ge c_j` holds exactly in floating point. Not applicable (f = 1)
+    when an equality row has :math:`c_j \ne 0`, when a positive bound faces a nonpositive
+    margin, or when the needed factor exceeds ``max_factor``.
+    """
+    rows = (cs.kind == MARGIN) & (cs.rhs > 0)
+    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or not np.any(rows):
+        return W, margins, 1.0
+    if np.any(margins[rows] <= 0):
+        return W, margins, 1.0
+    f = float(np.max(cs.rhs[rows] / margins[rows]))
+    if f <= 1.0 and np.all(margins[rows] >= cs.rhs[rows]):
+        return W, margins, 1.0
+    if f > max_factor:
+        return W, margins, 1.0
+    eps = float(np.finfo(float).eps)
+    for k in range(1, 6):
+        g = max(f, 1.0) * (1.0 + 4.0 * k * eps)
+        new = row_values(cs, W * g)
+        if np.all(new[rows] >= cs.rhs[rows]):
+            return W * g, new, g
+    return W, margins, 1.0
 
 
 def judge(

@@ -28,8 +28,9 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import farkas_residual, lift_rows, row_values
-from ._frobenius import RowGeometry, features, interior_point, lift_margins, polish_active_set
+from ._certificates import farkas_residual, lift_margins, lift_rows, row_values
+from ._geometry import RowGeometry, features
+from ._qp import interior_point, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
 

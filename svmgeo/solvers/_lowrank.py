@@ -33,7 +33,8 @@ from ._certificates import (
     nuclear_certificate,
     primal_infeasibility,
 )
-from ._nuclear import _compress, _Factored, _restore_scale, solve_nuclear
+from ._factored import FactoredProblem, compress
+from ._nuclear import _restore_scale, solve_nuclear
 from ._result import Certificate, SVMResult
 from ._status import Status
 
@@ -52,7 +53,7 @@ def _balance(K: np.ndarray, Q: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _local_solve(
-    prob: _Factored, K0: np.ndarray, Q0: np.ndarray, max_iter: int
+    prob: FactoredProblem, K0: np.ndarray, Q0: np.ndarray, max_iter: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """SLSQP from (K0, Q0), then a KKT Newton polish; None if no feasible point was reached."""
     cs = prob.cs
@@ -231,7 +232,7 @@ def solve_lowrank(
     if convex.W is None or not convex.status.has_solution:
         return dataclasses.replace(convex, rank=m, message=f"convex relaxation: {convex.message}")
     lower = float(convex.objective or 0.0)
-    comp = _compress(cs)
+    comp = compress(cs)
     U, V = comp.U, comp.V
     At, Bt = cs.A @ U, cs.B @ V
     Mc = U.T @ convex.W @ V
@@ -303,7 +304,7 @@ def solve_lowrank(
     ]
     best: tuple[float, np.ndarray, np.ndarray, np.ndarray, int] | None = None
     total = 0
-    prob = _Factored(cs, At, Bt, m)
+    prob = FactoredProblem(cs, At, Bt, m)
     for K_start, Q_start in starts:
         out = _local_solve(prob, K_start, Q_start, max_iter)
         if out is None:

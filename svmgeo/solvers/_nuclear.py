@@ -40,10 +40,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
 from .._errors import ProblemError, SolverError, SolverNotFound
-from .._linalg import orthonormal_basis
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import (
@@ -53,6 +51,7 @@ from ._certificates import (
     lift_rows,
     nuclear_certificate,
 )
+from ._factored import Compressed, FactoredProblem, compress
 from ._result import Certificate, SVMResult
 from ._status import Status
 
@@ -92,34 +91,6 @@ _MAX_NEWTON = 3000
 """Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
 
 
-@dataclass(frozen=True)
-class _Compressed:
-    """The rows in compressed coordinates: ``a_j = U @ L[j]`` (or ``V``), see ``swapped``.
-
-    ``long`` (N, r_long) and ``short`` (N, k) hold the coordinates of the rows on the longer
-    and the shorter side; the SDP variable ``X`` (r_long, k) is ``M`` or ``M.T``.
-    """
-
-    U: np.ndarray
-    V: np.ndarray
-    long: np.ndarray
-    short: np.ndarray
-    swapped: bool
-
-    def to_W(self, X: np.ndarray) -> np.ndarray:
-        M = X.T if self.swapped else X
-        return self.U @ M @ self.V.T
-
-
-def _compress(cs: ConstraintSet) -> _Compressed:
-    U = orthonormal_basis(cs.A)
-    V = orthonormal_basis(cs.B)
-    At, Bt = cs.A @ U, cs.B @ V
-    if U.shape[1] >= V.shape[1]:
-        return _Compressed(U=U, V=V, long=At, short=Bt, swapped=False)
-    return _Compressed(U=U, V=V, long=Bt, short=At, swapped=True)
-
-
 def _svec_index(p: np.ndarray, q: np.ndarray, s: int, convention: str) -> np.ndarray:
     """Position of entry (p, q) of a symmetric s×s matrix in the backend's svec vector.
 
@@ -149,7 +120,7 @@ class _Conic:
     k: int
 
 
-def _build(cs: ConstraintSet, comp: _Compressed, convention: str) -> _Conic:
+def _build(cs: ConstraintSet, comp: Compressed, convention: str) -> _Conic:
     r"""Assemble the split SDP.
 
     Variables, in order: the upper triangle of :math:`R` (off-diagonals scaled by √2, so a
@@ -328,94 +299,8 @@ def _polish(
     return W * scale, lam, scale
 
 
-class _Factored:
-    r"""The factored problem in compressed coordinates, :math:`z = (\mathrm{vec}\,K, \mathrm{vec}\,Q)`.
-
-    Row :math:`j`: :math:`g_j(K, Q) = \tilde a_j^\top K Q^\top \tilde b_j - c_j`, with gradients
-    :math:`\tilde a_j (Q^\top \tilde b_j)^\top` in :math:`K` and :math:`\tilde b_j (K^\top
-    \tilde a_j)^\top` in :math:`Q`.
-    """
-
-    def __init__(self, cs: ConstraintSet, At: np.ndarray, Bt: np.ndarray, m: int) -> None:
-        self.cs, self.At, self.Bt, self.m = cs, At, Bt, m
-        self.r1, self.r2 = At.shape[1], Bt.shape[1]
-        self.nK = self.r1 * m
-
-    def unpack(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return z[: self.nK].reshape(self.r1, self.m), z[self.nK :].reshape(self.r2, self.m)
-
-    def margins(self, K: np.ndarray, Q: np.ndarray) -> np.ndarray:
-        return np.einsum("jm,jm->j", self.At @ K, self.Bt @ Q)
-
-    def jacobian(self, K: np.ndarray, Q: np.ndarray) -> np.ndarray:
-        """Rows ∇g_j, shape (N, nK + nQ)."""
-        N = self.cs.N
-        dK = self.At[:, :, None] * (self.Bt @ Q)[:, None, :]
-        dQ = self.Bt[:, :, None] * (self.At @ K)[:, None, :]
-        return np.hstack([dK.reshape(N, -1), dQ.reshape(N, -1)])
-
-    def multipliers(self, K: np.ndarray, Q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        r"""Least-squares :math:`\lambda` (:math:`\ge 0` on margin rows) on ``rows`` for
-        :math:`z = \sum_j \lambda_j \nabla g_j`, the stationarity of the Lagrangian."""
-        lam = np.zeros(self.cs.N)
-        if rows.size == 0:
-            return lam
-        J = self.jacobian(K, Q)[rows]
-        z = np.concatenate([K.ravel(), Q.ravel()])
-        lower = np.where(self.cs.kind[rows] == MARGIN, 0.0, -np.inf)
-        fit = lsq_linear(J.T, z, bounds=(lower, np.inf), method="bvls", tol=1e-14)
-        lam[rows] = fit.x
-        return lam
-
-    def newton(
-        self, K: np.ndarray, Q: np.ndarray, lam: np.ndarray, rows: np.ndarray, steps: int = 20
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        r"""Gauss–Newton on the KKT system with the active ``rows`` held as equalities.
-
-        Unknowns :math:`(K, Q, \lambda_S)`; equations :math:`K = \Lambda Q`,
-        :math:`Q = \Lambda^\top K`, :math:`g_S = 0`. Minimum-norm steps (the solution set is
-        invariant under :math:`(K, Q) \mapsto (KO, QO)`, :math:`O` orthogonal).
-        """
-        At, Bt, m, nK = self.At, self.Bt, self.m, self.nK
-        z = np.concatenate([K.ravel(), Q.ravel(), lam[rows]])
-        c = self.cs.rhs[rows]
-
-        def residual(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            K, Q = self.unpack(z[: nK + self.r2 * m])
-            ls = z[nK + self.r2 * m :]
-            Lam = At[rows].T @ (ls[:, None] * Bt[rows])
-            F = np.concatenate(
-                [
-                    (K - Lam @ Q).ravel(),
-                    (Q - Lam.T @ K).ravel(),
-                    self.margins(K, Q)[rows] - c,
-                ]
-            )
-            G = self.jacobian(K, Q)[rows]  # (S, nK + nQ)
-            eye_m = np.eye(m)
-            top = np.hstack([np.eye(nK), -np.kron(Lam, eye_m), -G[:, :nK].T])
-            mid = np.hstack([-np.kron(Lam.T, eye_m), np.eye(self.r2 * m), -G[:, nK:].T])
-            bottom = np.hstack([G, np.zeros((rows.size, rows.size))])
-            return F, np.vstack([top, mid, bottom])
-
-        F, Jac = residual(z)
-        for _ in range(steps):
-            if np.linalg.norm(F) <= 1e-14 * max(1.0, float(np.linalg.norm(z))):
-                break
-            # truncated SVD: the directions (K, Q) -> (KO, QO) are (nearly) singular
-            step = np.linalg.lstsq(Jac, -F, rcond=1e-9)[0]
-            F_new, Jac_new = residual(z + step)
-            if np.linalg.norm(F_new) >= np.linalg.norm(F):
-                break
-            z, F, Jac = z + step, F_new, Jac_new
-        K, Q = self.unpack(z[: nK + self.r2 * m])
-        lam = lam.copy()
-        lam[rows] = z[nK + self.r2 * m :]
-        return K, Q, lam
-
-
 def _refine(
-    cs: ConstraintSet, comp: _Compressed, X: np.ndarray, lam: np.ndarray
+    cs: ConstraintSet, comp: Compressed, X: np.ndarray, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Newton polish of an interior-point pair :math:`(M, \lambda)` (compressed coordinates).
 
@@ -443,7 +328,7 @@ def _refine(
         return X, lam  # dense Gauss-Newton would dominate the solve; keep the IPM answer
     root = np.sqrt(s[:k])
     try:
-        K, Q, lam_new = _Factored(cs, At, Bt, k).newton(
+        K, Q, lam_new = FactoredProblem(cs, At, Bt, k).newton(
             Um[:, :k] * root, Vmt[:k].T * root, lam * np.isin(np.arange(cs.N), active), active
         )
     except np.linalg.LinAlgError:
@@ -671,7 +556,7 @@ def solve_nuclear(
         )
     solver = check_option(solver, "solver", ("clarabel", "scs", "auto"), where="solve_nuclear")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_nuclear")
-    comp = _compress(cs)
+    comp = compress(cs)
     if cs.N == 0 or comp.short.shape[1] == 0:
         return _trivial(cs, "clarabel" if solver == "auto" else solver, tol, start)
     if solver != "auto":
@@ -698,7 +583,7 @@ def solve_nuclear(
 
 def _solve_with(
     cs: ConstraintSet,
-    comp: _Compressed,
+    comp: Compressed,
     solver: str,
     tol: float,
     options: dict[str, Any],

@@ -11,7 +11,7 @@ import numpy as np
 from ..constraints import ConstraintSet
 from ._status import Status
 
-__all__ = ["Certificate", "FeasibilityResult", "SVMResult"]
+__all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution"]
 
 
 @dataclass(frozen=True)
@@ -144,3 +144,21 @@ class FeasibilityResult:
 
     def __bool__(self) -> bool:
         return self.feasible
+
+
+def no_solution(
+    cs: ConstraintSet, status: Status, message: str, *, norm: str, solver: str, **fields: Any
+) -> SVMResult:
+    """An :class:`SVMResult` without a solution (W, dual, margins and objective None)."""
+    return SVMResult(
+        W=None,
+        status=status,
+        message=message,
+        objective=None,
+        dual=None,
+        margins=None,
+        constraints=cs,
+        norm=norm,  # type: ignore[arg-type]
+        solver=solver,
+        **fields,
+    )

@@ -25,7 +25,9 @@ from svmgeo.solvers import (
     solve_naive_cvxpy,
     solve_svm,
 )
-from svmgeo.solvers._frobenius import RowGeometry, no_solution, polish_features
+from svmgeo.solvers._geometry import RowGeometry
+from svmgeo.solvers._qp import polish_features
+from svmgeo.solvers._result import no_solution
 
 from ._helpers import assert_farkas, assert_feasible_point
 

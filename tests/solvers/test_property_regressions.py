@@ -280,7 +280,7 @@ def test_nuclear_falls_back_to_frobenius_bounds_when_both_backends_fail():
 
 def test_is_locally_optimal_raises_the_documented_solver_error_on_a_failed_solve(monkeypatch):
     from svmgeo.analysis import _local
-    from svmgeo.solvers._frobenius import no_solution
+    from svmgeo.solvers._result import no_solution
 
     def failing(cs, **kw):
         return no_solution(cs, Status.MAX_ITER, "iteration limit", norm="fro", solver="test")
