@@ -272,7 +272,7 @@ def check_feasibility(
     -------
     FeasibilityResult
         Feasible: ``point`` is a verified :math:`W` with margins :math:`\ge c_j` (scaled so the
-        smallest margin row meets its bound). Infeasible: ``certificate`` is a verified Farkas
+        smallest margin row meets its bound). Infeasible: ``farkas`` is a verified Farkas
         vector and ``residual`` its :func:`farkas_residual`; a certificate that does not verify
         to 1e-9 gives ``INFEASIBLE_INACCURATE``.
 
@@ -285,9 +285,8 @@ def check_feasibility(
     N, d = cs.N, cs.d
 
     def result(**kw: object) -> FeasibilityResult:
-        extras = dict(kw.pop("extras", {}))  # type: ignore[call-overload]
-        extras["seconds"] = time.perf_counter() - start
-        return FeasibilityResult(constraints=cs, extras=extras, **kw)  # type: ignore[arg-type]
+        elapsed = time.perf_counter() - start
+        return FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
 
     if N == 0:
         return result(
@@ -316,7 +315,7 @@ def check_feasibility(
                 f"{cs.rhs[j]:g}"
                 + ("" if exact else "; only a W of norm ~1/round-off would meet it")
             ),
-            certificate=lam0,
+            farkas=lam0,
             residual=0.0 if exact else farkas_residual(cs, lam0),
             solver="svmgeo",
         )
@@ -436,7 +435,7 @@ def check_feasibility(
             if good
             else f"infeasible, but the Farkas residual {residual:.3g} exceeds {_FARKAS_TOL:.0e}"
         ),
-        certificate=lam,
+        farkas=lam,
         residual=residual,
         solver="highs",
         extras=extras,

@@ -300,5 +300,5 @@ def _feature_rescue(
     return best
 
 
-def _with_time(res: SVMResult, seconds: float) -> SVMResult:
-    return dataclasses.replace(res, solve_time=seconds)
+def _with_time(res: SVMResult, solve_time: float) -> SVMResult:
+    return dataclasses.replace(res, solve_time=solve_time)

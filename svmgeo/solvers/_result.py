@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -127,9 +128,29 @@ class FeasibilityResult:
     r"""Whether a constraint set admits a W, with a certificate either way.
 
     Feasible: ``point`` is a W with every margin row :math:`a_j^\top W b_j \ge c_j` (strictly
-    positive margins) and every equality row satisfied. Infeasible: ``certificate`` is a Farkas
+    positive margins) and every equality row satisfied. Infeasible: ``farkas`` is a Farkas
     vector :math:`\lambda` with :math:`\lambda_j \ge 0` on margin rows (free on equality rows),
-    :math:`\sum_j \lambda_j a_j b_j^\top = 0` and :math:`\sum_j \lambda_j c_j = 1`.
+    :math:`\sum_j \lambda_j a_j b_j^\top = 0` and :math:`\sum_j \lambda_j c_j = 1`
+    (the same field name as :attr:`SVMResult.farkas`).
+
+    Attributes
+    ----------
+    feasible : bool
+    status : Status
+    message : str
+    constraints : ConstraintSet
+    point : ndarray of shape (d, d) or None
+        A verified feasible W.
+    farkas : ndarray of shape (N,) or None
+        The Farkas vector of an infeasible set.
+    residual : float
+        Worst row residual of ``point``, or :func:`~svmgeo.solvers.farkas_residual` of ``farkas``.
+    solver : str
+        The method that decided.
+    solve_time : float
+        Wall time in seconds.
+    extras : dict
+        Native output of the LP (status, message, Phase-1 value).
     """
 
     feasible: bool
@@ -137,13 +158,26 @@ class FeasibilityResult:
     message: str
     constraints: ConstraintSet
     point: np.ndarray | None = None
-    certificate: np.ndarray | None = None
+    farkas: np.ndarray | None = None
     residual: float = 0.0
     solver: str = ""
+    solve_time: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __bool__(self) -> bool:
         return self.feasible
+
+    @property
+    def certificate(self) -> np.ndarray | None:
+        """Deprecated alias of :attr:`farkas` (``certificate`` names a :class:`Certificate`
+        on :class:`SVMResult`)."""
+        warnings.warn(
+            "FeasibilityResult.certificate is deprecated; use FeasibilityResult.farkas (the "
+            "Farkas vector, the same name as on SVMResult).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.farkas
 
 
 def no_solution(

@@ -208,8 +208,10 @@ def test_auto_falls_back_to_cvxpy_and_says_why(monkeypatch):
 def test_auto_reports_a_failed_fallback(monkeypatch):
     from svmgeo.solvers import _api
 
-    def failed_cvxpy(cs: sg.ConstraintSet, norm: str, **_: object) -> sg.SVMResult:
-        return no_solution(cs, Status.SOLVER_ERROR, "cvxpy broke", norm=norm, solver="cvxpy-x")
+    def failed_cvxpy(req: _api._Request) -> sg.SVMResult:
+        return no_solution(
+            req.cs, Status.SOLVER_ERROR, "cvxpy broke", norm=req.norm, solver="cvxpy-x"
+        )
 
     monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
     monkeypatch.setattr(_api, "_solve_cvxpy", failed_cvxpy)

@@ -157,3 +157,43 @@ def test_bad_selection_through_att_svm(data):
         sg.att_svm(causal, alpha)
     with pytest.raises(sg.ProblemError, match=r"ConstraintSet|TokenData"):
         sg.feasibility(np.zeros((2, 3, 4)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"norm": "nuc", "tol": 2.0}, r"'tol' parameter of att_svm must be a float in \(0, 1\]"),
+        ({"norm": "nuc", "solver": "mosek"}, "'solver' parameter of att_svm"),
+        ({"rank": 2}, "'rank' parameter of att_svm"),
+        ({"n_iters": 3}, "att_svm got unknown keyword argument"),
+    ],
+)
+def test_att_svm_errors_name_att_svm(data, kwargs, match):
+    with pytest.raises(sg.ProblemError, match=match) as info:
+        sg.att_svm(data, **kwargs)
+    assert "solve_nuclear" not in str(info.value) and "of solve_svm" not in str(info.value)
+
+
+def test_each_norm_entry_judges_its_own_optimum(cs):
+    # every entry of the norm table: its solver's W has its objective and passes its certificate
+    for name, spec in _api.NORMS.items():
+        res = solve_svm(cs, norm=name, method="fast")
+        assert res.success and res.norm == name, res.message
+        np.testing.assert_allclose(res.objective, spec.objective(res.W), rtol=1e-10)
+        cert = spec.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W))
+        assert cert.passed, cert.failures
+        # the other norm's certificate fails on this optimum (the table is not one function)
+        other = next(s for n, s in _api.NORMS.items() if n != name)
+        assert not other.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W)).passed
+
+
+def test_feasibility_result_certificate_is_a_deprecated_alias_of_farkas():
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+    res = sg.feasibility(data, np.array([0]))
+    assert not res.feasible and res.farkas is not None
+    assert_farkas(res.constraints, res.farkas)
+    with pytest.warns(DeprecationWarning, match="FeasibilityResult.farkas"):
+        old = res.certificate
+    np.testing.assert_array_equal(old, res.farkas)
+    assert res.solve_time > 0
