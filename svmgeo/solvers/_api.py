@@ -26,6 +26,7 @@ from .._validation import check_int, check_option, check_real
 from ..constraints import ConstraintSet, att_svm_constraints
 from ..data import TokenData
 from ..selection import optimal_tokens
+from ._backends import CvxpyBackend
 from ._certificates import (
     downgrade,
     frobenius_certificate,
@@ -47,16 +48,7 @@ __all__ = ["NORMS", "STATUS_MAP", "Norm", "att_svm", "feasibility", "solve_svm"]
 METHODS = ("auto", "fast", "cvxpy")
 _SOLVE_KEYWORDS = frozenset({"solver", "seed", "n_restarts", "max_iter"})
 
-STATUS_MAP: dict[str, Status] = {
-    "optimal": Status.OPTIMAL,
-    "optimal_inaccurate": Status.OPTIMAL_INACCURATE,
-    "infeasible": Status.INFEASIBLE,
-    "infeasible_inaccurate": Status.INFEASIBLE_INACCURATE,
-    "unbounded": Status.UNBOUNDED,
-    "unbounded_inaccurate": Status.UNBOUNDED,
-    "user_limit": Status.MAX_ITER,
-    "solver_error": Status.SOLVER_ERROR,
-}
+STATUS_MAP: dict[Any, Status] = CvxpyBackend.STATUS_MAP
 """cvxpy status strings → :class:`Status`; anything else is :attr:`Status.SOLVER_ERROR`."""
 
 _CVXPY_FALLBACK_SIZE = 5e7
@@ -308,7 +300,7 @@ def _solve_cvxpy(req: _Request) -> SVMResult:
             solve_time=time.perf_counter() - start,
             extras={"exception": exc},
         )
-    status = STATUS_MAP.get(native, Status.SOLVER_ERROR)
+    status = CvxpyBackend.status(native)
     message = f"cvxpy status {native!r}"
     if native not in STATUS_MAP:
         message += " (unknown to svmgeo: treated as a solver error)"

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
+from ._backends import HiGHSBackend
 from ._certificates import farkas_residual, lift_margins, lift_rows, row_values
 from ._geometry import RowGeometry, features
 from ._qp import interior_point, polish_active_set
@@ -37,6 +37,8 @@ from ._status import Status
 __all__ = ["check_feasibility"]
 
 _FARKAS_TOL = 1e-9
+_LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+"""HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
 _ROUNDOFF = 1e-13
 """Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
 
@@ -214,13 +216,13 @@ def _solve_dual_lp(L: np.ndarray, cs: ConstraintSet) -> Any:
     """
     m = cs.kind == MARGIN
     bounds = np.where(m[:, None], [0.0, 1.0], [-1.0, 1.0])
-    return linprog(
+    return HiGHSBackend.linprog(
         -np.asarray(cs.rhs, dtype=float),
+        "the dual Phase-1 LP",
         A_eq=L.T,
         b_eq=np.zeros(L.shape[1]),
         bounds=bounds,
-        method="highs",
-        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        options=_LP_OPTIONS,
     )
 
 
@@ -235,15 +237,15 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
         [sp.csr_matrix(L[~m]), sp.csr_matrix((nE, nM)), sp.identity(nE), -sp.identity(nE)]
     )
     bounds = [(None, None)] * r + [(0, None)] * (nM + 2 * nE)
-    res = linprog(
+    res = HiGHSBackend.linprog(
         cost,
+        "the Phase-1 LP",
         A_ub=A_ub.tocsr() if nM else None,
         b_ub=-c[m] if nM else None,
         A_eq=A_eq.tocsr() if nE else None,
         b_eq=c[~m] if nE else None,
         bounds=bounds,
-        method="highs",
-        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        options=_LP_OPTIONS,
     )
     return res, nM, nE
 

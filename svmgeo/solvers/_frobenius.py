@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet
 from ._certificates import downgrade, frobenius_certificate, lift_margins, row_values
@@ -57,6 +58,9 @@ from ._result import SVMResult, no_solution
 from ._status import Status
 
 __all__ = ["solve_frobenius"]
+
+_METHODS = (("ipm", "the interior-point method"), ("clarabel", "Clarabel's QP"))
+"""The QP methods tried in turn until one's answer polishes: (key, name in messages)."""
 
 
 def solve_frobenius(
@@ -149,20 +153,27 @@ def solve_frobenius(
         lam, rounds, settled = polish_active_set(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
-    methods = ("ipm", "clarabel")
     starts: list[np.ndarray] = []  # working sets suggested by the raw solutions
-    for method in methods:
+    failures: list[str] = []  # why a method gave no usable multipliers
+    converged_by = ""  # the method whose unpolished answer is kept
+    for method, name in _METHODS:
         if settled:
             break
-        if method == "ipm":
-            lam_raw, its, ok = interior_point(geo, tol=1e-10, max_iter=max_iter)
-        else:
-            lam_raw, its, ok = clarabel_qp(geo, max_iter=max_iter)
+        try:
+            if method == "ipm":
+                lam_raw, its, ok = interior_point(geo, tol=1e-10, max_iter=max_iter)
+            else:
+                lam_raw, its, ok = clarabel_qp(geo, max_iter=max_iter)
+        except SolverError as exc:  # a backend failure is a failed attempt, with its reason
+            failures.append(f"{name}: {exc}")
+            extras[f"{method}_error"] = str(exc)
+            continue
         solver = f"svmgeo-{method}"
         extras[f"{method}_iterations"] = its
         extras[f"{method}_converged"] = ok
         n_iter += its
         if not np.all(np.isfinite(lam_raw)):
+            failures.append(f"{name}: non-finite multipliers after {its} iterations")
             continue
         slack = geo.matvec(lam_raw) - geo.c
         S0 = ~geo.margin | (lam_raw > slack)
@@ -174,28 +185,31 @@ def solve_frobenius(
             lam = lam_pol
         elif ok and not converged:
             lam, converged = np.where(geo.margin, np.maximum(lam_raw, 0.0), lam_raw), True
+            converged_by = name
     extras["polished"] = settled
+    why = f" ({'; '.join(failures)})" if failures else ""
     if not np.all(np.isfinite(lam)) and not starts:
-        res = no_solution(
+        return no_solution(
             cs,
             Status.NUMERICAL_ERROR,
-            "the dual diverged (is the problem infeasible? see check_feasibility)",
+            f"no method gave finite multipliers{why}; is the problem infeasible? see "
+            "check_feasibility",
             norm="fro",
             solver=solver,
             n_iter=n_iter,
             solve_time=time.perf_counter() - start,
             extras=extras,
         )
-        return res
     status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
     if settled:
         message = "solved: active set polished exactly"
     elif converged:
-        message = "solved by the interior-point method; the active-set polish did not settle"
+        message = f"solved by {converged_by}; the active-set polish did not settle"
     else:
         message = (
-            f"the interior-point method did not converge in max_iter={max_iter} iterations "
-            "(is the problem infeasible? see check_feasibility)"
+            f"neither {' nor '.join(name for _, name in _METHODS)} converged in "
+            f"max_iter={max_iter} iterations{why} (is the problem infeasible? see "
+            "check_feasibility)"
         )
     out: SVMResult | None = None
     if np.all(np.isfinite(lam)):
@@ -214,7 +228,7 @@ def solve_frobenius(
         out = no_solution(
             cs,
             Status.NUMERICAL_ERROR,
-            "the dual diverged and the feature-space polish did not settle",
+            f"no finite multipliers{why}, and the feature-space polish did not settle",
             norm="fro",
             solver=solver,
             n_iter=n_iter,

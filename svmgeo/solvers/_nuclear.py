@@ -41,9 +41,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import ProblemError, SolverError, SolverNotFound
+from .._errors import ProblemError
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
+from ._backends import CONIC_BACKENDS, ConicBackend
 from ._certificates import (
     adjoint_spectral_norm,
     downgrade,
@@ -55,52 +56,13 @@ from ._factored import Compressed, FactoredProblem, compress
 from ._result import Certificate, SVMResult
 from ._status import Status
 
-__all__ = ["CLARABEL_STATUS_MAP", "SCS_STATUS_MAP", "solve_nuclear"]
-
-CLARABEL_STATUS_MAP: dict[str, Status] = {
-    "Solved": Status.OPTIMAL,
-    "AlmostSolved": Status.OPTIMAL_INACCURATE,
-    "PrimalInfeasible": Status.INFEASIBLE,
-    "AlmostPrimalInfeasible": Status.INFEASIBLE_INACCURATE,
-    "DualInfeasible": Status.UNBOUNDED,
-    "AlmostDualInfeasible": Status.UNBOUNDED,
-    "MaxIterations": Status.MAX_ITER,
-    "MaxTime": Status.MAX_ITER,
-    "NumericalError": Status.NUMERICAL_ERROR,
-    "InsufficientProgress": Status.NUMERICAL_ERROR,
-}
-"""Clarabel's ``SolverStatus`` names → :class:`Status`; anything else is ``SOLVER_ERROR``."""
-
-SCS_STATUS_MAP: dict[int, Status] = {
-    1: Status.OPTIMAL,
-    2: Status.OPTIMAL_INACCURATE,
-    -2: Status.INFEASIBLE,
-    -7: Status.INFEASIBLE_INACCURATE,
-    -1: Status.UNBOUNDED,
-    -6: Status.UNBOUNDED,
-    -3: Status.NUMERICAL_ERROR,
-    -5: Status.SOLVER_ERROR,
-    0: Status.MAX_ITER,
-}
-"""SCS's ``info["status_val"]`` → :class:`Status`; anything else is ``SOLVER_ERROR``."""
+__all__ = ["solve_nuclear"]
 
 _SQRT2 = math.sqrt(2.0)
 _FARKAS_TOL = 1e-9
 """Largest relative Farkas residual (:func:`farkas_residual`) of a certified INFEASIBLE."""
 _MAX_NEWTON = 3000
 """Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
-
-
-def _svec_index(p: np.ndarray, q: np.ndarray, s: int, convention: str) -> np.ndarray:
-    """Position of entry (p, q) of a symmetric s×s matrix in the backend's svec vector.
-
-    Clarabel stacks the upper triangle by columns; SCS the lower triangle by columns. Both
-    scale off-diagonal entries by √2.
-    """
-    lo, hi = np.minimum(p, q), np.maximum(p, q)
-    if convention == "clarabel":
-        return hi * (hi + 1) // 2 + lo
-    return lo * s - lo * (lo - 1) // 2 + (hi - lo)
 
 
 @dataclass(frozen=True)
@@ -120,7 +82,7 @@ class _Conic:
     k: int
 
 
-def _build(cs: ConstraintSet, comp: Compressed, convention: str) -> _Conic:
+def _build(cs: ConstraintSet, comp: Compressed, backend: type[ConicBackend]) -> _Conic:
     r"""Assemble the split SDP.
 
     Variables, in order: the upper triangle of :math:`R` (off-diagonals scaled by √2, so a
@@ -148,9 +110,9 @@ def _build(cs: ConstraintSet, comp: Compressed, convention: str) -> _Conic:
     s = k + 1
     ns = s * (s + 1) // 2
     # per cone: R entries, then sqrt(2) * x_{i,p} at (p, k), then t_i at (k, k)
-    r_pos = _svec_index(iu, ju, s, convention)
-    m_pos = _svec_index(np.arange(k), np.full(k, k), s, convention)
-    t_pos = _svec_index(np.array([k]), np.array([k]), s, convention)
+    r_pos = backend.svec_index(iu, ju, s)
+    m_pos = backend.svec_index(np.arange(k), np.full(k, k), s)
+    t_pos = backend.svec_index(np.array([k]), np.array([k]), s)
     cone = np.arange(r_long)[:, None]
     row_idx = np.concatenate(
         [
@@ -196,88 +158,6 @@ def _split(conic: _Conic, x: np.ndarray, z: np.ndarray, N: int) -> tuple[np.ndar
     lam[conic.eq_rows] = -z[: conic.n_eq]  # equality rows enter A with a + sign
     lam[conic.margin_rows] = z[conic.n_eq : conic.n_eq + conic.n_margin]
     return X, lam
-
-
-def _run_clarabel(conic: _Conic, tol: float, options: dict[str, Any]) -> dict[str, Any]:
-    try:
-        import clarabel
-    except ImportError as exc:  # pragma: no cover - a hard dependency
-        raise SolverNotFound(
-            "solver='clarabel' needs the clarabel package; pip install clarabel "
-            "(or pass solver='scs')."
-        ) from exc
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    inner = max(min(1e-2 * tol, 1e-10), 1e-14)
-    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = inner
-    settings.tol_ktratio = 1e-8
-    # measured: Ruiz equilibration costs about one digit of accuracy on these SDPs
-    settings.equilibrate_enable = False
-    for key, value in options.items():
-        if not hasattr(settings, key):
-            raise ProblemError(
-                f"Unknown Clarabel option {key!r} for solve_nuclear; see "
-                "clarabel.DefaultSettings() for the valid names."
-            )
-        setattr(settings, key, value)
-    cones: list[Any] = []
-    if conic.n_eq:
-        cones.append(clarabel.ZeroConeT(conic.n_eq))
-    if conic.n_margin:
-        cones.append(clarabel.NonnegativeConeT(conic.n_margin))
-    cones += [clarabel.PSDTriangleConeT(conic.cone_size)] * conic.n_cones
-    P = sp.csc_matrix((conic.q.size, conic.q.size))
-    try:
-        solution = clarabel.DefaultSolver(P, conic.q, conic.A, conic.b, cones, settings).solve()
-    except BaseException as exc:  # clarabel raises PanicException (a BaseException)
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        raise SolverError(f"Clarabel failed on the nuclear-norm SDP: {exc}") from exc
-    native = str(solution.status)
-    return {
-        "x": np.asarray(solution.x, dtype=float),
-        "z": np.asarray(solution.z, dtype=float),
-        "native": native,
-        "status": CLARABEL_STATUS_MAP.get(native, Status.SOLVER_ERROR),
-        "n_iter": int(solution.iterations),
-        "extras": {
-            "native_status": native,
-            "solver_objective": float(solution.obj_val),
-            "solver_time": float(solution.solve_time),
-        },
-    }
-
-
-def _run_scs(conic: _Conic, tol: float, options: dict[str, Any]) -> dict[str, Any]:
-    try:
-        import scs
-    except ImportError as exc:  # pragma: no cover - a hard dependency
-        raise SolverNotFound(
-            "solver='scs' needs the scs package; pip install scs (or pass solver='clarabel')."
-        ) from exc
-    settings: dict[str, Any] = {
-        "verbose": False,
-        "eps_abs": max(1e-2 * tol, 1e-12),
-        "eps_rel": max(1e-2 * tol, 1e-12),
-        "max_iters": 200_000,
-    }
-    settings.update(options)
-    cone = {"z": conic.n_eq, "l": conic.n_margin, "s": [conic.cone_size] * conic.n_cones}
-    data = {"A": conic.A, "b": conic.b, "c": conic.q}
-    try:
-        out = scs.SCS(data, cone, **settings).solve()
-    except Exception as exc:
-        raise SolverError(f"SCS failed on the nuclear-norm SDP: {exc}") from exc
-    info = out["info"]
-    code = int(info["status_val"])
-    return {
-        "x": np.asarray(out["x"], dtype=float),
-        "z": np.asarray(out["y"], dtype=float),
-        "native": str(info["status"]),
-        "status": SCS_STATUS_MAP.get(code, Status.SOLVER_ERROR),
-        "n_iter": int(info["iter"]),
-        "extras": {"native_status": str(info["status"]), "solver_objective": info["pobj"]},
-    }
 
 
 def _polish(
@@ -554,17 +434,18 @@ def solve_nuclear(
             f"solve_nuclear needs a ConstraintSet; got {type(cs).__name__}. Build one with "
             "svmgeo.att_svm_constraints(data, alpha)."
         )
-    solver = check_option(solver, "solver", ("clarabel", "scs", "auto"), where="solve_nuclear")
+    solver = check_option(solver, "solver", (*CONIC_BACKENDS, "auto"), where="solve_nuclear")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_nuclear")
     comp = compress(cs)
+    preferred, fallback = CONIC_BACKENDS  # the preference order of solver="auto"
     if cs.N == 0 or comp.short.shape[1] == 0:
-        return _trivial(cs, "clarabel" if solver == "auto" else solver, tol, start)
+        return _trivial(cs, fallback if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
-    first = _solve_with(cs, comp, "scs", tol, options, start)
+    first = _solve_with(cs, comp, preferred, tol, options, start)
     if first.success:
         return first
-    second = _solve_with(cs, comp, "clarabel", tol, options, start)
+    second = _solve_with(cs, comp, fallback, tol, options, start)
     if not second.success and not first.status.has_solution and not second.status.has_solution:
         # both backends failed outright: the Frobenius optimum gives a feasible W with an
         # explicit gap (exact when min(r1, r2) = 1)
@@ -572,11 +453,13 @@ def solve_nuclear(
         if third is not None:
             return dataclasses.replace(
                 third,
-                message=f"{third.message} (scs: {first.status}; clarabel: {second.status})",
+                message=f"{third.message} ({preferred}: {first.status}; "
+                f"{fallback}: {second.status})",
             )
     if second.success or not first.status.has_solution:
         return dataclasses.replace(
-            second, message=f"{second.message} (after scs: {first.status}: {first.message})"
+            second,
+            message=f"{second.message} (after {preferred}: {first.status}: {first.message})",
         )
     return first
 
@@ -590,13 +473,13 @@ def _solve_with(
     start: float,
 ) -> SVMResult:
     """One backend's solve of the compressed SDP, refined, polished and certified."""
-    conic = _build(cs, comp, solver)
-    run = _run_clarabel if solver == "clarabel" else _run_scs
-    out = run(conic, tol, options)
-    X, lam = _split(conic, out["x"], out["z"], cs.N)
-    status: Status = out["status"]
-    note = f"{solver}: {out['native']}"
-    extras = {**out["extras"], "r1": comp.U.shape[1], "r2": comp.V.shape[1]}
+    backend = CONIC_BACKENDS[solver]
+    conic = _build(cs, comp, backend)
+    out = backend.solve_conic(conic, 1e-2 * tol, options, where="solve_nuclear")
+    X, lam = _split(conic, out.x, out.z, cs.N)
+    status = out.status
+    note = f"{solver}: {out.native}"
+    extras = {**out.extras, "r1": comp.U.shape[1], "r2": comp.V.shape[1]}
 
     if not status.has_solution:
         farkas = _farkas(cs, lam) if status.is_infeasible else None
@@ -613,7 +496,7 @@ def _solve_with(
             constraints=cs,
             norm="nuc",
             solver=solver,
-            n_iter=out["n_iter"],
+            n_iter=out.n_iter,
             solve_time=time.perf_counter() - start,
             farkas=farkas,
             extras=extras,
@@ -643,7 +526,7 @@ def _solve_with(
         constraints=cs,
         norm="nuc",
         solver=solver,
-        n_iter=out["n_iter"],
+        n_iter=out.n_iter,
         solve_time=time.perf_counter() - start,
         extras=extras,
     )

@@ -14,13 +14,12 @@ features (:func:`polish_features`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
+from ._backends import ClarabelBackend
 from ._geometry import RowGeometry, Solve, features
 
 __all__ = ["clarabel_qp", "interior_point", "polish_active_set", "polish_features"]
@@ -121,18 +120,19 @@ def clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bo
     Primal: :math:`\min \tfrac12\|w\|^2` s.t. :math:`\Phi_{\mathcal E} w = c_{\mathcal E}`,
     :math:`\Phi_{\mathcal M} w \ge c_{\mathcal M}`; λ are its multipliers. Dual:
     :math:`\min \tfrac12\lambda^\top G\lambda - c^\top\lambda` s.t. :math:`\lambda_{\mathcal M} \ge 0`.
+    Returns (λ, iterations, whether Clarabel reports a solution); raises
+    :class:`~svmgeo.SolverError` when Clarabel fails.
     """
-    import clarabel
-
     m = geo.margin
     N = geo.cs.N
     nM, nE = int(m.sum()), int((~m).sum())
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    settings.max_iter = max_iter
-    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
-    settings.tol_ktratio = 1e-8
-    cones: list[Any] = []
+    settings = {
+        "max_iter": max_iter,
+        "tol_gap_abs": 1e-10,
+        "tol_gap_rel": 1e-10,
+        "tol_feas": 1e-10,
+        "tol_ktratio": 1e-8,
+    }
     if geo.Phi is not None:
         Phi = geo.Phi
         D = Phi.shape[1]
@@ -146,15 +146,9 @@ def clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bo
         A = sp.csc_matrix((-np.ones(nM), (np.arange(nM), np.flatnonzero(m))), shape=(nM, N))
         b = np.zeros(nM)
         nE = 0
-    if nE:
-        cones.append(clarabel.ZeroConeT(nE))
-    if nM:
-        cones.append(clarabel.NonnegativeConeT(nM))
-    try:
-        sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
-    except Exception:  # a backend failure is a failed attempt, never a crash
-        return np.full(N, np.nan), 0, False
-    ok = str(sol.status) in ("Solved", "AlmostSolved")
+    cones = [("zero", nE), ("nonneg", nM)]
+    sol = ClarabelBackend.run(P, q, A, b, cones, settings, "the Frobenius QP")
+    ok = ClarabelBackend.status(str(sol.status)).has_solution
     if geo.Phi is None:
         lam = np.asarray(sol.x, dtype=float)
     else:
