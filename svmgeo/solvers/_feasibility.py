@@ -28,7 +28,15 @@ import scipy.sparse as sp
 
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import HiGHSBackend
-from ._certificates import farkas_residual, lift_margins, lift_rows, row_values
+from ._certificates import (
+    DECADES,
+    FARKAS_TOL,
+    ULPS,
+    farkas_residual,
+    lift_factor,
+    unit_farkas,
+    zero_row_farkas,
+)
 from ._geometry import RowGeometry, features
 from ._qp import interior_point, polish_active_set
 from ._result import FeasibilityResult
@@ -36,23 +44,10 @@ from ._status import Status
 
 __all__ = ["check_feasibility"]
 
-_FARKAS_TOL = 1e-9
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 """HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
 _ROUNDOFF = 1e-13
 """Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
-
-
-def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
-    """A row with :math:`a_j b_j^\\top = 0` whose right-hand side cannot be met is its own certificate."""
-    zero = (~np.any(cs.A != 0, axis=1)) | (~np.any(cs.B != 0, axis=1))
-    bad = zero & (((cs.kind == MARGIN) & (cs.rhs > 0)) | ((cs.kind != MARGIN) & (cs.rhs != 0)))
-    if not np.any(bad):
-        return None
-    j = int(np.flatnonzero(bad)[0])
-    lam = np.zeros(cs.N)
-    lam[j] = 1.0 / cs.rhs[j]
-    return lam
 
 
 def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
@@ -69,10 +64,7 @@ def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
     bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
     if not np.any(bad):
         return None
-    j = int(np.flatnonzero(bad)[0])
-    lam = np.zeros(cs.N)
-    lam[j] = 1.0 / cs.rhs[j]
-    return lam
+    return unit_farkas(cs, int(np.flatnonzero(bad)[0]))
 
 
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
@@ -88,14 +80,24 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     if not np.all(np.isfinite(W)):
         return None
     positive = m & (cs.rhs > 0)
-    if np.any(row_values(cs, W)[positive] <= 0.0):
+    margins = cs.apply(W)
+    if np.any(margins[positive] <= 0.0):
         return None
-    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
-    if np.any(margins[positive] < cs.rhs[positive]):
-        # the exact few-ulp lift can fail on cancelling rows: any larger factor proves as well
-        lifted = lift_rows(cs, W, max_factor=np.inf)
-        if lifted is not None:
-            W, margins = lifted, row_values(cs, lifted)
+    W0 = W
+
+    def recompute(g: float) -> np.ndarray:
+        return cs.apply(W0 * g)
+
+    # a few ulps first; the exact few-ulp lift can fail on cancelling rows, and then any
+    # larger factor that makes every row hold proves feasibility as well
+    lifted = lift_factor(
+        cs, margins, max_factor=np.inf, increments=ULPS, recompute=recompute
+    ) or lift_factor(
+        cs, margins, max_factor=np.inf, increments=DECADES, recompute=recompute, rows="all"
+    )
+    if lifted is not None:
+        g, margins = lifted
+        W = W0 * g
     viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
     row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
     allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
@@ -184,8 +186,7 @@ class _Factor:
 def _small_features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Compressed features of a Gram-represented problem when their thin SVD is cheap."""
     cs = geo.cs
-    n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size
-    width = min(cs.d, cs.N) * min(cs.d, n_queries)
+    width = min(cs.d, cs.N) * min(cs.d, cs.n_queries)
     if cs.N * width * min(cs.N, width) > 2e8:
         return None
     return features(geo)
@@ -298,7 +299,7 @@ def check_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
-    for exact, lam0 in ((True, _trivial_certificate(cs)), (False, _roundoff_row(cs))):
+    for exact, lam0 in ((True, zero_row_farkas(cs)), (False, _roundoff_row(cs))):
         if lam0 is None:
             continue
         j = int(np.flatnonzero(lam0)[0])
@@ -428,14 +429,14 @@ def check_feasibility(
             solver="highs",
             extras=extras,
         )
-    good = residual <= _FARKAS_TOL
+    good = residual <= FARKAS_TOL
     return result(
         feasible=False,
         status=Status.INFEASIBLE if good else Status.INFEASIBLE_INACCURATE,
         message=(
             "infeasible: Farkas certificate verified"
             if good
-            else f"infeasible, but the Farkas residual {residual:.3g} exceeds {_FARKAS_TOL:.0e}"
+            else f"infeasible, but the Farkas residual {residual:.3g} exceeds {FARKAS_TOL:.0e}"
         ),
         farkas=lam,
         residual=residual,

@@ -51,7 +51,7 @@ import numpy as np
 from .._errors import SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet
-from ._certificates import downgrade, frobenius_certificate, lift_margins, row_values
+from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
 from ._result import SVMResult, no_solution
@@ -256,8 +256,18 @@ def _finish(
     cs = geo.cs
     if W is None:
         W = geo.W(lam)
-    W, margins, f = lift_margins(cs, W, row_values(cs, W), max_factor=1.0 + max(1e-9, tol / 8))
-    lam = lam * f
+    W0 = W
+    margins = cs.apply(W0)
+    lifted = lift_factor(
+        cs,
+        margins,
+        max_factor=1.0 + max(1e-9, tol / 8),
+        increments=ULPS,
+        recompute=lambda g: cs.apply(W0 * g),
+    )
+    if lifted is not None:
+        f, margins = lifted
+        W, lam = W0 * f, lam * f
     res = SVMResult(
         W=W,
         status=status,

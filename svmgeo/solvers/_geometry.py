@@ -23,7 +23,6 @@ import scipy.linalg as sla
 
 from .._linalg import orthonormal_basis
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import query_groups, row_adjoint
 
 __all__ = ["FEATURE_LIMIT", "RowGeometry", "Solve", "features"]
 
@@ -43,7 +42,7 @@ def _outer_gram(A: np.ndarray) -> np.ndarray:
 
 def _query_gram(cs: ConstraintSet) -> np.ndarray:
     """:math:`BB^\\top`, computed from the distinct queries when rows share them."""
-    groups = query_groups(cs)
+    groups = cs.query_groups
     if groups is None:
         return cs.B @ cs.B.T
     Q, inv = groups
@@ -60,12 +59,11 @@ class RowGeometry:
     def __init__(self, cs: ConstraintSet) -> None:
         self.cs = cs
         N, d = cs.N, cs.d
-        n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size if N else 0
         self.U: np.ndarray | None = None
         self.V: np.ndarray | None = None
         self.Phi: np.ndarray | None = None
         self.G: np.ndarray | None = None
-        if min(d, N) * min(d, n_queries) < N:
+        if min(d, N) * min(d, cs.n_queries) < N:
             U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
             Ac, Bc = cs.A @ U, cs.B @ V
             self.U, self.V = U, V
@@ -210,7 +208,7 @@ class RowGeometry:
 
     def W(self, lam: np.ndarray) -> np.ndarray:
         """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix."""
-        return row_adjoint(self.cs, lam)
+        return self.cs.adjoint(lam)
 
 
 def _psd_solver(H: np.ndarray) -> Solve:
@@ -237,8 +235,7 @@ def features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | No
         assert geo.U is not None and geo.V is not None
         return geo.U, geo.V, geo.Phi
     cs = geo.cs
-    n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size
-    if min(cs.d, cs.N) * min(cs.d, n_queries) > FEATURE_LIMIT:
+    if min(cs.d, cs.N) * min(cs.d, cs.n_queries) > FEATURE_LIMIT:
         return None  # decided before any factorization: this is the rescue path only
     U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
     width = U.shape[1] * V.shape[1]

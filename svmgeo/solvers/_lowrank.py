@@ -27,14 +27,16 @@ from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import (
+    DECADES,
     downgrade,
     judge,
-    lift_rows,
+    lift_factor,
     nuclear_certificate,
     primal_infeasibility,
+    restore_factor,
 )
 from ._factored import FactoredProblem, compress
-from ._nuclear import _restore_scale, solve_nuclear
+from ._nuclear import solve_nuclear
 from ._result import Certificate, SVMResult
 from ._status import Status
 
@@ -276,7 +278,7 @@ def solve_lowrank(
         r = min(m, s.size)
         K0[:, :r] = Uc[:, :r] * np.sqrt(s[:r])
         Q0[:, :r] = Vct[:r].T * np.sqrt(s[:r])
-        c = _restore_scale(cs, cs.apply(U @ K0 @ Q0.T @ V.T))
+        c = restore_factor(cs, cs.apply(U @ K0 @ Q0.T @ V.T))
         K0, Q0 = K0 * np.sqrt(c), Q0 * np.sqrt(c)
         W0 = U @ K0 @ Q0.T @ V.T
         lam0 = convex.dual if convex.dual is not None else np.zeros(cs.N)
@@ -312,7 +314,7 @@ def solve_lowrank(
         K, Q, lam, n_iter = out
         K, Q = _balance(K, Q, m)
         total += n_iter
-        c = _restore_scale(cs, np.einsum("jp,pq,jq->j", At, K @ Q.T, Bt))
+        c = restore_factor(cs, np.einsum("jp,pq,jq->j", At, K @ Q.T, Bt))
         K, Q = K * np.sqrt(c), Q * np.sqrt(c)
         value = 0.5 * float(np.sum(K**2) + np.sum(Q**2))
         if best is None or value < best[0]:
@@ -340,10 +342,17 @@ def solve_lowrank(
     if primal_infeasibility(cs, margins) > tol:
         # a local solve that stopped short of a row: scale (K, Q) by sqrt(g), g <= 1 + 1e-3,
         # so the answer is at least feasible (its certificate still judges optimality)
-        W_lift = lift_rows(cs, U @ K @ Q.T @ V.T, max_factor=1.0 + 1e-3)
-        if W_lift is not None:
-            W_now = U @ K @ Q.T @ V.T
-            g = float(np.vdot(W_lift, W_now) / np.vdot(W_now, W_now))
+        W_now = U @ K @ Q.T @ V.T
+        lifted = lift_factor(
+            cs,
+            margins,
+            max_factor=1.0 + 1e-3,
+            increments=DECADES,
+            recompute=lambda g: cs.apply(g * W_now),
+            rows="all",
+        )
+        if lifted is not None:
+            g = lifted[0]
             K, Q = K * np.sqrt(g), Q * np.sqrt(g)
             value *= g
             margins = cs.apply(U @ K @ Q.T @ V.T)

@@ -46,21 +46,25 @@ from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import CONIC_BACKENDS, ConicBackend
 from ._certificates import (
+    DECADES,
+    FARKAS_TOL,
+    RESTORE_LIMIT,
     adjoint_spectral_norm,
     downgrade,
     farkas_residual,
-    lift_rows,
+    lift_factor,
     nuclear_certificate,
+    restore_factor,
+    zero_row_farkas,
 )
 from ._factored import Compressed, FactoredProblem, compress
-from ._result import Certificate, SVMResult
+from ._frobenius import solve_frobenius
+from ._result import Certificate, SVMResult, no_solution
 from ._status import Status
 
 __all__ = ["solve_nuclear"]
 
 _SQRT2 = math.sqrt(2.0)
-_FARKAS_TOL = 1e-9
-"""Largest relative Farkas residual (:func:`farkas_residual`) of a certified INFEASIBLE."""
 _MAX_NEWTON = 3000
 """Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
 
@@ -175,7 +179,7 @@ def _polish(
     norm = adjoint_spectral_norm(cs, lam)
     if norm > 1.0:
         lam /= norm
-    scale = _restore_scale(cs, cs.apply(W))
+    scale = restore_factor(cs, cs.apply(W))
     return W * scale, lam, scale
 
 
@@ -217,18 +221,6 @@ def _refine(
     return (M_new.T if comp.swapped else M_new), lam_new
 
 
-def _restore_scale(cs: ConstraintSet, margins: np.ndarray) -> float:
-    """Factor in (1, 1 + 1e-6] lifting every positive-rhs margin row to c_j, else 1.
-
-    Only used when scaling keeps the equality rows (all with c_j = 0).
-    """
-    mg = (cs.kind == MARGIN) & (cs.rhs > 0)
-    if not mg.any() or np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[mg] <= 0):
-        return 1.0
-    need = float(np.max(cs.rhs[mg] / margins[mg]))
-    return need if 1.0 < need <= 1.0 + 1e-6 else 1.0
-
-
 def _worst(certificate: Certificate) -> float:
     return max(
         certificate.primal_infeasibility,
@@ -248,7 +240,7 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
         return None
     lam /= value
     # relative to the rows' own scale (as check_feasibility): tiny rows must not pass
-    if not farkas_residual(cs, lam) <= _FARKAS_TOL:
+    if not farkas_residual(cs, lam) <= FARKAS_TOL:
         return None
     return lam
 
@@ -270,14 +262,21 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     gap below ``tol`` there (a nearly rank-one :math:`W_F` of an ill-conditioned problem) is
     reported, not promoted. None when the Frobenius solve gives no feasible point.
     """
-    from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
-
     fro = solve_frobenius(cs, tol=tol)
     if fro.W is None or fro.dual is None or not fro.status.has_solution:
         return None
-    W = lift_rows(cs, np.asarray(fro.W), max_factor=1.0 + 1e-6)
-    if W is None:
+    W_fro = np.asarray(fro.W)
+    lifted = lift_factor(
+        cs,
+        cs.apply(W_fro),
+        max_factor=RESTORE_LIMIT,
+        increments=DECADES,
+        recompute=lambda g: cs.apply(g * W_fro),
+        rows="all",
+    )
+    if lifted is None:
         return None
+    W = lifted[0] * W_fro
     spectral = float(np.linalg.norm(W, 2))
     lam = fro.dual / spectral if spectral > 0 else np.zeros(cs.N)
     lam = np.where(cs.kind == MARGIN, np.maximum(lam, 0.0), lam)
@@ -309,44 +308,34 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
 
 def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
     """Rows with a_j b_jᵀ = 0 only: W = 0 is optimal iff it is feasible."""
-    W = np.zeros((cs.d, cs.d))
-    margins = np.zeros(cs.N)
-    lam = np.zeros(cs.N)
-    # rows a_j b_j^T = 0 that still ask for something: margin rhs > 0 or equality rhs != 0
-    unmet = np.flatnonzero(np.where(cs.kind == MARGIN, cs.rhs > 0.0, cs.rhs != 0.0))
-    if unmet.size == 0:
-        result = SVMResult(
-            W=W,
-            status=Status.OPTIMAL,
-            message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
-            objective=0.0,
-            dual=lam,
-            margins=margins,
-            constraints=cs,
+    farkas = zero_row_farkas(cs)  # a row a_j b_j^T = 0 that still asks for something
+    if farkas is not None:
+        j = int(np.flatnonzero(farkas)[0])
+        return no_solution(
+            cs,
+            Status.INFEASIBLE,
+            f"infeasible: row {j} has a_j b_jᵀ = 0 but needs {cs.rhs[j]:g} "
+            "(a token equal to the selected one, or a zero query)",
             norm="nuc",
             solver=solver,
             solve_time=time.perf_counter() - start,
+            farkas=farkas,
         )
-        return downgrade(result, nuclear_certificate(cs, W, lam, tol))
-
-    farkas = np.zeros(cs.N)
-    farkas[unmet[0]] = 1.0 / cs.rhs[unmet[0]]
-    return SVMResult(
-        W=None,
-        status=Status.INFEASIBLE,
-        message=(
-            f"infeasible: row {int(unmet[0])} has a_j b_jᵀ = 0 but needs {cs.rhs[unmet[0]]:g} "
-            "(a token equal to the selected one, or a zero query)"
-        ),
-        objective=None,
-        dual=None,
-        margins=None,
+    W = np.zeros((cs.d, cs.d))
+    lam = np.zeros(cs.N)
+    result = SVMResult(
+        W=W,
+        status=Status.OPTIMAL,
+        message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
+        objective=0.0,
+        dual=lam,
+        margins=np.zeros(cs.N),
         constraints=cs,
         norm="nuc",
         solver=solver,
         solve_time=time.perf_counter() - start,
-        farkas=farkas,
     )
+    return downgrade(result, nuclear_certificate(cs, W, lam, tol))
 
 
 def solve_nuclear(
@@ -486,14 +475,10 @@ def _solve_with(
         if status is Status.INFEASIBLE and farkas is None:
             status = Status.INFEASIBLE_INACCURATE
             note += "; its infeasibility ray does not verify as a Farkas vector"
-        return SVMResult(
-            W=None,
-            status=status,
-            message=note,
-            objective=None,
-            dual=None,
-            margins=None,
-            constraints=cs,
+        return no_solution(
+            cs,
+            status,
+            note,
             norm="nuc",
             solver=solver,
             n_iter=out.n_iter,
