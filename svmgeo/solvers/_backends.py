@@ -222,7 +222,7 @@ class ClarabelBackend(ConicBackend):
             extras={
                 "native_status": native,
                 "solver_objective": float(solution.obj_val),
-                "solver_time": float(solution.solve_time),
+                "backend_solve_time": float(solution.solve_time),
             },
         )
 

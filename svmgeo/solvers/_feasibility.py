@@ -196,7 +196,7 @@ def _point_from_qp(
     cs: ConstraintSet, geo: RowGeometry
 ) -> tuple[np.ndarray, float, np.ndarray] | None:
     """A verified feasible point (with its residual and the QP's λ) from the IPM and the polish."""
-    lam, _, converged = interior_point(geo, tol=1e-10, max_iter=60)
+    lam, _, converged = interior_point(geo, solver_tol=1e-10, max_iter=60)
     if not converged or not np.all(np.isfinite(lam)):
         return None
     slack = geo.matvec(lam) - geo.c

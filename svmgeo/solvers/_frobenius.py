@@ -88,8 +88,9 @@ def solve_frobenius(
     cs : ConstraintSet
         The rows. The problem is assumed feasible (:func:`solve_svm` checks first); when it is
         not, a non-success status is returned, never an exception.
-    tol : float, default 1e-8
-        Tolerance of the certificate check (relative residuals, SPEC §6).
+    tol : float in (0, 1], default 1e-8
+        Tolerance of svmgeo's certificate check (relative residuals, SPEC §6); the inner
+        methods stop at their own, tighter tolerances.
     max_iter : int, default 100
         Interior-point iterations.
     max_rounds : int, default 30
@@ -112,7 +113,7 @@ def solve_frobenius(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Section 2 (Att-SVM) and Lemma 1.
     """
-    tol = check_real(tol, "tol", low=0.0, low_open=True, where="solve_frobenius")
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_frobenius")
     max_iter = check_int(max_iter, "max_iter", low=1, where="solve_frobenius")
     max_rounds = check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius")
     start = time.perf_counter()
@@ -161,7 +162,7 @@ def solve_frobenius(
             break
         try:
             if method == "ipm":
-                lam_raw, its, ok = interior_point(geo, tol=1e-10, max_iter=max_iter)
+                lam_raw, its, ok = interior_point(geo, solver_tol=1e-10, max_iter=max_iter)
             else:
                 lam_raw, its, ok = clarabel_qp(geo, max_iter=max_iter)
         except SolverError as exc:  # a backend failure is a failed attempt, with its reason

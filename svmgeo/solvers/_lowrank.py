@@ -193,7 +193,8 @@ def solve_lowrank(
         Random starts in addition to the truncated-SVD start.
     seed : int or Generator, optional
         Randomness of the restarts.
-    tol : float, default 1e-8
+    tol : float in (0, 1], default 1e-8
+        Tolerance of svmgeo's certificate (KKT residuals of the factored problem).
     max_iter : int, default 300
         SLSQP iterations per start.
     solver : {"clarabel", "scs", "auto"}, default "auto"

@@ -371,7 +371,7 @@ def solve_nuclear(
         either backend's answer exact (gaps ~1e-15). When both backends fail (ill-conditioned
         rows), the Frobenius optimum brackets the optimum (:func:`_from_frobenius`): exact
         and ``OPTIMAL`` when min(r1, r2) = 1, else ``OPTIMAL_INACCURATE`` with the bracket.
-    tol : float, default 1e-8
+    tol : float in (0, 1], default 1e-8
         Tolerance of the certificate (relative for the gap, absolute for margins with
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
     **options

@@ -64,14 +64,17 @@ def _starting_point(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray]:
     return lam, s
 
 
-def interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
+def interior_point(
+    geo: RowGeometry, *, solver_tol: float, max_iter: int
+) -> tuple[np.ndarray, int, bool]:
     r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{ok})`.
 
     Slack :math:`s = G\lambda - c` is the primal margin excess; complementarity
     :math:`\lambda_j s_j = 0` on margin rows. The best iterate (merit: the larger of the
     relative residual and the relative complementarity) is returned; the method stops early when
     round-off makes the merit grow (degenerate problems), since the polish that follows makes
-    the answer exact. ``ok`` means the merit reached ``max(tol, 1e-7)``.
+    the answer exact. ``ok`` means the merit reached ``max(solver_tol, 1e-7)``; ``solver_tol`` is
+    the method's own stopping tolerance, not svmgeo's certificate ``tol``.
     """
     N = geo.cs.N
     m = geo.margin
@@ -92,7 +95,7 @@ def interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.n
             best_lam, best_merit, stale = lam, merit, 0
         elif best_merit <= 1e-6:  # near the end, round-off may take over: stop on stagnation
             stale += 1
-        if merit <= tol or stale >= 3 or (best_merit <= 1e-6 and merit > 1e3 * best_merit):
+        if merit <= solver_tol or stale >= 3 or (best_merit <= 1e-6 and merit > 1e3 * best_merit):
             break
         theta = np.zeros(N)
         theta[m] = s[m] / lam[m]
@@ -111,7 +114,7 @@ def interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.n
         s = s + alpha * ds
         if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(s))):
             break
-    return best_lam, n_iter, bool(best_merit <= max(tol, 1e-7))
+    return best_lam, n_iter, bool(best_merit <= max(solver_tol, 1e-7))
 
 
 def clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bool]:

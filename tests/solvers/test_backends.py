@@ -90,7 +90,7 @@ def test_frobenius_message_names_the_method_that_failed_and_why(monkeypatch):
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
     assert sg.check_feasibility(cs).feasible
 
-    def no_ipm(geo, *, tol, max_iter):
+    def no_ipm(geo, *, solver_tol, max_iter):
         return np.full(geo.cs.N, np.nan), 3, False
 
     def clarabel_panics(*args, **kwargs):

@@ -207,7 +207,7 @@ def test_every_inner_method_polishes_to_the_same_optimum(method, n, T, d, kw, ki
     assert geo.kind == kind
     inner = _qp.interior_point if method == "ipm" else _qp.clarabel_qp
     lam, _, ok = (
-        inner(geo, tol=1e-10, max_iter=100) if method == "ipm" else inner(geo, max_iter=100)
+        inner(geo, solver_tol=1e-10, max_iter=100) if method == "ipm" else inner(geo, max_iter=100)
     )
     assert ok
     # the raw answer is close; the polish makes it exact
