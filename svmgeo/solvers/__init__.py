@@ -3,9 +3,9 @@
 
 from ._api import STATUS_MAP, att_svm, feasibility, solve_svm
 from ._certificates import farkas_residual, frobenius_certificate
-from ._cvxpy import solve_naive_cvxpy, solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
+from ._reference import solve_naive_cvxpy, solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult
 from ._status import Status
 

@@ -34,12 +34,12 @@ from ._certificates import (
     nuclear_certificate,
     primal_infeasibility,
 )
-from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._geometry import RowGeometry
 from ._lowrank import solve_lowrank
 from ._nuclear import solve_nuclear
+from ._reference import solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult, no_solution
 from ._status import Status
 

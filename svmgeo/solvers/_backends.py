@@ -305,7 +305,7 @@ class HiGHSBackend(Backend):
 
 
 class CvxpyBackend(Backend):
-    """cvxpy's status strings (the naive reference model, :mod:`._cvxpy`)."""
+    """cvxpy's status strings (the naive reference model, :mod:`._reference`)."""
 
     name = "cvxpy"
     package = "cvxpy"

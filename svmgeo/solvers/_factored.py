@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from .._linalg import orthonormal_basis
 from ..constraints import MARGIN, ConstraintSet
@@ -92,6 +91,8 @@ class FactoredProblem:
         J = self.jacobian(K, Q)[rows]
         z = np.concatenate([K.ravel(), Q.ravel()])
         lower = np.where(self.cs.kind[rows] == MARGIN, 0.0, -np.inf)
+        from scipy.optimize import lsq_linear  # lazily: scipy.optimize is slow to import
+
         fit = lsq_linear(J.T, z, bounds=(lower, np.inf), method="bvls", tol=1e-14)
         lam[rows] = fit.x
         return lam

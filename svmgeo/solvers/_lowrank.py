@@ -21,7 +21,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
@@ -76,6 +75,8 @@ def _local_solve(
         constraints.append({"type": "eq", "fun": lambda z: g(z)[eq], "jac": lambda z: dg(z)[eq]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        from scipy.optimize import minimize  # lazily: scipy.optimize is slow to import
+
         out = minimize(
             lambda z: (0.5 * float(z @ z), z),
             z0,

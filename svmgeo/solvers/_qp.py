@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
 from ._backends import ClarabelBackend
 from ._geometry import RowGeometry, Solve, features
@@ -220,6 +219,8 @@ def _row_multipliers(PS: np.ndarray, w: np.ndarray, free: np.ndarray) -> np.ndar
 
     lower = np.where(free, -np.inf, 0.0)
     try:
+        from scipy.optimize import lsq_linear  # lazily: scipy.optimize is slow to import
+
         sol = lsq_linear(PS.T, w, bounds=(lower, np.inf), method="bvls", tol=1e-14)
     except (ValueError, np.linalg.LinAlgError):
         return lam

@@ -105,3 +105,17 @@ def test_frobenius_message_names_the_method_that_failed_and_why(monkeypatch):
     assert "Clarabel's QP: Clarabel failed on the Frobenius QP: PanicException: boom" in res.message
     assert "diverged" not in res.message
     assert res.extras["clarabel_error"].startswith("Clarabel failed")
+
+
+def test_import_svmgeo_loads_no_backend_package():
+    # the backends are imported when a solve needs them, never by `import svmgeo`
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, svmgeo\n"
+        "loaded = [m for m in ('cvxpy', 'clarabel', 'scs', 'highspy') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
