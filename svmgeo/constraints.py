@@ -159,6 +159,17 @@ class ConstraintSet:
         )
 
 
+def check_constraint_set(cs: Any, where: str) -> ConstraintSet:
+    """``cs`` itself when it is a :class:`ConstraintSet`, else a :class:`ProblemError` naming
+    ``where`` (an internal helper of svmgeo, not in ``__all__``)."""
+    if not isinstance(cs, ConstraintSet):
+        raise ProblemError(
+            f"{where} expects a ConstraintSet as 'cs'; got {type(cs).__name__}. Build one with "
+            "svmgeo.att_svm_constraints(data, alpha) or svmgeo.pair_constraints(...)."
+        )
+    return cs
+
+
 def pair_constraints(
     data: TokenData,
     seq: np.ndarray,

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
-from ..constraints import ConstraintSet, att_svm_constraints
+from ..constraints import ConstraintSet, att_svm_constraints, check_constraint_set
 from ..data import TokenData
 from ..selection import optimal_tokens
 from ._backends import CvxpyBackend
@@ -36,12 +36,13 @@ from ._certificates import (
 )
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
-from ._geometry import RowGeometry
+from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
 from ._nuclear import solve_nuclear
 from ._reference import solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult, no_solution
 from ._status import Status
+from ._threads import blas_threads
 
 __all__ = ["NORMS", "STATUS_MAP", "Norm", "att_svm", "feasibility", "solve_svm"]
 
@@ -108,17 +109,15 @@ class _Request:
     seed: int | None
     n_restarts: int
     max_iter: int | None
-    geometry: RowGeometry
-    feasibility: FeasibilityResult
     where: str
 
 
-def _solve_fro(req: _Request) -> SVMResult:
+def _solve_fro(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMResult:
     """svmgeo's exact Frobenius solver; with ``method="auto"`` the cvxpy model as fallback."""
     cs, tol = req.cs, req.tol
     kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
-    warm = req.feasibility.extras.get("qp_dual")
-    res = solve_frobenius(cs, tol=tol, geometry=req.geometry, warm_start=warm, **kw)
+    warm = feas.extras.get("qp_dual")
+    res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
     if req.method != "auto" or res.success:
         return res
     # the naive model has d^2 variables and N dense rows: only a fallback for small problems
@@ -142,7 +141,7 @@ def _solve_fro(req: _Request) -> SVMResult:
     )
 
 
-def _solve_nuc(req: _Request) -> SVMResult:
+def _solve_nuc(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMResult:
     """The convex Att-SVM⋆ (factors attached for a vacuous rank bound), or the factored
     nonconvex solver for a binding one."""
     backend = "auto" if req.solver is None else req.solver.lower()
@@ -171,8 +170,9 @@ class Norm:
         The norm itself (the reported ``objective``).
     certificate : callable ``(cs, W, lam, tol, margins) -> Certificate``
         The KKT certificate recomputed by svmgeo.
-    solve : callable ``_Request -> SVMResult``
-        svmgeo's fast solver (``method="fast"`` / ``"auto"``).
+    solve : callable ``(request, RowGeometry, FeasibilityResult) -> SVMResult``
+        svmgeo's fast solver (``method="fast"`` / ``"auto"``), given the rows' geometry and
+        the feasibility check already done.
     cvxpy_objective : callable ``(cvxpy, W) -> expression``
         The objective of the naive cvxpy model, minimised by the same W.
     from_cvxpy_value : callable ``float -> float``
@@ -187,7 +187,7 @@ class Norm:
     name: str
     objective: Callable[[np.ndarray], float]
     certificate: Callable[[ConstraintSet, np.ndarray, np.ndarray, float, np.ndarray], Certificate]
-    solve: Callable[[_Request], SVMResult]
+    solve: Callable[[_Request, RowGeometry, FeasibilityResult], SVMResult]
     cvxpy_objective: Callable[[Any, Any], Any]
     from_cvxpy_value: Callable[[float], float]
     backends: tuple[str, ...] = ()
@@ -246,15 +246,6 @@ def _feasible_point_result(
         farkas=None,
     )
     return downgrade(out, spec.certificate(cs, W, lam, tol, margins))
-
-
-def _check_cs(cs: Any, where: str) -> ConstraintSet:
-    if not isinstance(cs, ConstraintSet):
-        raise ProblemError(
-            f"{where} expects a ConstraintSet as 'cs'; got {type(cs).__name__}. Build one with "
-            "svmgeo.att_svm_constraints(data, alpha) or svmgeo.pair_constraints(...)."
-        )
-    return cs
 
 
 def _query_rank(cs: ConstraintSet) -> int:
@@ -421,7 +412,7 @@ def solve_svm(
     (<Status.OPTIMAL: 'optimal'>, True)
     """
     return _solve(
-        _check_cs(cs, "solve_svm"),
+        check_constraint_set(cs, "solve_svm"),
         norm=norm,
         rank=rank,
         method=method,
@@ -471,17 +462,6 @@ def _solve(
     if seed is not None:
         seed = check_int(seed, "seed", low=0, where=where)
 
-    start = time.perf_counter()
-    binding = rank is not None and rank < min(cs.d, _query_rank(cs))
-    if binding and method == "cvxpy":
-        raise ProblemError(
-            f"method='cvxpy' of {where} cannot impose rank <= {rank} (nonconvex); use "
-            "method='fast' or 'auto', or drop rank for the convex Att-SVM⋆."
-        )
-    geo = RowGeometry(cs)
-    feas = check_feasibility(cs, geometry=geo)
-    if not feas.feasible:
-        return _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
     req = _Request(
         cs=cs,
         norm=norm,
@@ -489,19 +469,34 @@ def _solve(
         tol=tol,
         solver=solver,
         rank=rank,
-        binding=binding,
+        binding=rank is not None and rank < min(cs.d, _query_rank(cs)),
         seed=seed,
         n_restarts=n_restarts,
         max_iter=max_iter,
-        geometry=geo,
-        feasibility=feas,
         where=where,
     )
-    res = _solve_cvxpy(req) if method == "cvxpy" else spec.solve(req)
-    if res.status.is_infeasible and not binding:
+    if req.binding and method == "cvxpy":
+        raise ProblemError(
+            f"method='cvxpy' of {where} cannot impose rank <= {rank} (nonconvex); use "
+            "method='fast' or 'auto', or drop rank for the convex Att-SVM⋆."
+        )
+    with blas_threads(dense_dimension(cs)):  # one BLAS thread for small dense solves
+        return _solve_feasible_first(req)
+
+
+def _solve_feasible_first(req: _Request) -> SVMResult:
+    """Feasibility first, then the norm's solver (validated arguments)."""
+    start = time.perf_counter()
+    cs, norm, rank = req.cs, req.norm, req.rank
+    geo = RowGeometry(cs)
+    feas = check_feasibility(cs, geometry=geo)
+    if not feas.feasible:
+        return _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
+    res = _solve_cvxpy(req) if req.method == "cvxpy" else NORMS[norm].solve(req, geo, feas)
+    if res.status.is_infeasible and not req.binding:
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
         # (a binding rank bound may make a feasible convex problem infeasible)
-        res = _feasible_point_result(cs, feas, res, norm, tol)
+        res = _feasible_point_result(cs, feas, res, norm, req.tol)
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(

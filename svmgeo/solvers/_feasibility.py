@@ -26,7 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._backends import HiGHSBackend
 from ._certificates import (
     DECADES,
@@ -41,6 +41,7 @@ from ._geometry import RowGeometry, features
 from ._qp import interior_point, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["check_feasibility"]
 
@@ -251,6 +252,7 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
     return res, nM, nE
 
 
+@one_blas_thread_when_small
 def check_feasibility(
     cs: ConstraintSet, *, geometry: RowGeometry | None = None
 ) -> FeasibilityResult:
@@ -284,6 +286,7 @@ def check_feasibility(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Theorem 1 (feasibility of Att-SVM).
     """
+    cs = check_constraint_set(cs, "check_feasibility")
     start = time.perf_counter()
     N, d = cs.N, cs.d
 

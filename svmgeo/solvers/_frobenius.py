@@ -50,12 +50,13 @@ import numpy as np
 
 from .._errors import SolverError
 from .._validation import check_int, check_real
-from ..constraints import ConstraintSet
+from ..constraints import ConstraintSet, check_constraint_set
 from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
 from ._result import SVMResult, no_solution
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["solve_frobenius"]
 
@@ -63,6 +64,7 @@ _METHODS = (("ipm", "the interior-point method"), ("clarabel", "Clarabel's QP"))
 """The QP methods tried in turn until one's answer polishes: (key, name in messages)."""
 
 
+@one_blas_thread_when_small
 def solve_frobenius(
     cs: ConstraintSet,
     *,
@@ -113,6 +115,7 @@ def solve_frobenius(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Section 2 (Att-SVM) and Lemma 1.
     """
+    cs = check_constraint_set(cs, "solve_frobenius")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_frobenius")
     max_iter = check_int(max_iter, "max_iter", low=1, where="solve_frobenius")
     max_rounds = check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius")

@@ -24,7 +24,7 @@ import scipy.linalg as sla
 from .._linalg import orthonormal_basis
 from ..constraints import MARGIN, ConstraintSet
 
-__all__ = ["FEATURE_LIMIT", "RowGeometry", "Solve", "features"]
+__all__ = ["FEATURE_LIMIT", "RowGeometry", "Solve", "dense_dimension", "features"]
 
 Solve = Callable[[np.ndarray], np.ndarray]
 r"""A linear solve :math:`r \mapsto H^{-1} r` with a factorization held in its closure."""
@@ -49,6 +49,12 @@ def _query_gram(cs: ConstraintSet) -> np.ndarray:
     return (Q @ Q.T)[np.ix_(inv, inv)]
 
 
+def dense_dimension(cs: ConstraintSet) -> int:
+    r"""Size of the dense problem :class:`RowGeometry` builds: :math:`\min(N, r_1 r_2)` with
+    the bound :math:`r_1 r_2 \le \min(d, N)\,\min(d, n_\text{queries})` (no factorization)."""
+    return min(cs.N, min(cs.d, cs.N) * min(cs.d, cs.n_queries))
+
+
 class RowGeometry:
     r"""Everything the solvers need about the rows :math:`a_j b_j^\top`, in the cheaper form.
 
@@ -58,12 +64,12 @@ class RowGeometry:
 
     def __init__(self, cs: ConstraintSet) -> None:
         self.cs = cs
-        N, d = cs.N, cs.d
+        N = cs.N
         self.U: np.ndarray | None = None
         self.V: np.ndarray | None = None
         self.Phi: np.ndarray | None = None
         self.G: np.ndarray | None = None
-        if min(d, N) * min(d, cs.n_queries) < N:
+        if dense_dimension(cs) < N:
             U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
             Ac, Bc = cs.A @ U, cs.B @ V
             self.U, self.V = U, V

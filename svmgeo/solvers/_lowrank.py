@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._certificates import (
     DECADES,
     downgrade,
@@ -38,6 +37,7 @@ from ._factored import FactoredProblem, compress
 from ._nuclear import solve_nuclear
 from ._result import Certificate, SVMResult
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["solve_lowrank"]
 
@@ -144,6 +144,7 @@ def _factored_certificate(
     )
 
 
+@one_blas_thread_when_small
 def solve_lowrank(
     cs: ConstraintSet,
     rank: int,
@@ -219,11 +220,7 @@ def solve_lowrank(
     True
     """
     start = time.perf_counter()
-    if not isinstance(cs, ConstraintSet):
-        raise ProblemError(
-            f"solve_lowrank needs a ConstraintSet; got {type(cs).__name__}. Build one with "
-            "svmgeo.att_svm_constraints(data, alpha)."
-        )
+    cs = check_constraint_set(cs, "solve_lowrank")
     m = check_int(rank, "rank", low=1, where="solve_lowrank")
     n_restarts = check_int(n_restarts, "n_restarts", low=0, where="solve_lowrank")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_lowrank")

@@ -41,9 +41,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import ProblemError
 from .._validation import check_option, check_real
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._backends import CONIC_BACKENDS, ConicBackend
 from ._certificates import (
     DECADES,
@@ -61,6 +60,7 @@ from ._factored import Compressed, FactoredProblem, compress
 from ._frobenius import solve_frobenius
 from ._result import Certificate, SVMResult, no_solution
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["solve_nuclear"]
 
@@ -338,6 +338,7 @@ def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMRes
     return downgrade(result, nuclear_certificate(cs, W, lam, tol))
 
 
+@one_blas_thread_when_small
 def solve_nuclear(
     cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8, **options: Any
 ) -> SVMResult:
@@ -418,11 +419,7 @@ def solve_nuclear(
     (<Status.OPTIMAL: 'optimal'>, True)
     """
     start = time.perf_counter()
-    if not isinstance(cs, ConstraintSet):
-        raise ProblemError(
-            f"solve_nuclear needs a ConstraintSet; got {type(cs).__name__}. Build one with "
-            "svmgeo.att_svm_constraints(data, alpha)."
-        )
+    cs = check_constraint_set(cs, "solve_nuclear")
     solver = check_option(solver, "solver", (*CONIC_BACKENDS, "auto"), where="solve_nuclear")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_nuclear")
     comp = compress(cs)
