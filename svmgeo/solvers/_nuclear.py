@@ -58,7 +58,7 @@ from ._certificates import (
 )
 from ._factored import Compressed, FactoredProblem, compress
 from ._frobenius import solve_frobenius
-from ._result import Certificate, SVMResult, no_solution
+from ._result import SVMResult, no_solution
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -219,16 +219,6 @@ def _refine(
         return X, lam
     M_new = K @ Q.T
     return (M_new.T if comp.swapped else M_new), lam_new
-
-
-def _worst(certificate: Certificate) -> float:
-    return max(
-        certificate.primal_infeasibility,
-        certificate.dual_infeasibility,
-        certificate.stationarity,
-        certificate.complementarity,
-        certificate.duality_gap,
-    )
 
 
 def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
@@ -490,7 +480,7 @@ def _solve_with(
     if not certificate.passed:  # keep the interior-point answer when the polish did not help
         W_raw, lam_raw, scale_raw = _polish(cs, comp.to_W(X), lam)
         raw = nuclear_certificate(cs, W_raw, lam_raw, tol)
-        if _worst(raw) < _worst(certificate):
+        if raw.worst < certificate.worst:
             X_ref, W, lam_out, scale, certificate = X, W_raw, lam_raw, scale_raw, raw
     extras["newton_polish"] = X_ref is not X
     lam = lam_out

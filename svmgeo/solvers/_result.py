@@ -54,8 +54,31 @@ class Certificate:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def worst(self) -> float:
+        """The largest residual."""
+        return max(
+            self.primal_infeasibility,
+            self.dual_infeasibility,
+            self.stationarity,
+            self.complementarity,
+            self.duality_gap,
+        )
 
-@dataclass(frozen=True)
+    def _line(self) -> str:
+        verdict = "passed" if self.passed else f"FAILED ({'; '.join(self.failures)})"
+        return f"{verdict}, worst residual {self.worst:.1e} (tol {self.tol:.0e})"
+
+
+def _shape(x: np.ndarray | None) -> str:
+    return "None" if x is None else str(tuple(np.shape(x)))
+
+
+def _value(x: float | None) -> str:
+    return "None" if x is None else f"{x:.6g}"
+
+
+@dataclass(frozen=True, repr=False)
 class SVMResult:
     r"""Solution of an attention SVM over a :class:`~svmgeo.ConstraintSet`.
 
@@ -122,8 +145,46 @@ class SVMResult:
             return None
         return (self.objective - self.lower_bound) / self.lower_bound
 
+    def __repr__(self) -> str:
+        cert = "none" if self.certificate is None else self.certificate._line()
+        rank = "" if self.rank is None else f", rank={self.rank}"
+        return (
+            f"SVMResult(status={self.status.value}, norm={self.norm!r}{rank}, "
+            f"objective={_value(self.objective)}, solver={self.solver!r},\n"
+            f"          W={_shape(self.W)}, rows N={self.constraints.N}, "
+            f"farkas={_shape(self.farkas)}, solve_time={self.solve_time:.3g}s,\n"
+            f"          certificate {cert})"
+        )
 
-@dataclass(frozen=True)
+    def summary(self) -> str:
+        """A few lines for a human: status and message, objective, the certificate's residuals."""
+        norm = {"fro": "||W||_F", "nuc": "||W||_*"}.get(self.norm, self.norm)
+        lines = [
+            f"Att-SVM ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
+            f"over {self.constraints!r}",
+            f"  status     {self.status.value} ({self.solver}, {self.solve_time:.3g} s, "
+            f"{self.n_iter} iterations)",
+            f"  message    {self.message}",
+            f"  objective  {norm} = {_value(self.objective)}",
+        ]
+        if self.lower_bound is not None:
+            lines.append(f"  bound      convex lower bound {self.lower_bound:.6g}")
+        if self.margins is not None and self.margins.size:
+            lines.append(f"  margins    min {float(np.min(self.margins)):.6g}")
+        if self.farkas is not None:
+            lines.append(f"  farkas     {int(np.count_nonzero(self.farkas))} rows blamed")
+        c = self.certificate
+        if c is not None:
+            lines.append(f"  certificate {c._line()}")
+            lines.append(
+                f"    primal {c.primal_infeasibility:.1e}  dual {c.dual_infeasibility:.1e}  "
+                f"stationarity {c.stationarity:.1e}  complementarity {c.complementarity:.1e}  "
+                f"gap {c.duality_gap:.1e}"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False)
 class FeasibilityResult:
     r"""Whether a constraint set admits a W, with a certificate either way.
 
@@ -166,6 +227,32 @@ class FeasibilityResult:
 
     def __bool__(self) -> bool:
         return self.feasible
+
+    def __repr__(self) -> str:
+        return (
+            f"FeasibilityResult(feasible={self.feasible}, status={self.status.value}, "
+            f"solver={self.solver!r},\n"
+            f"                  point={_shape(self.point)}, farkas={_shape(self.farkas)}, "
+            f"residual={self.residual:.1e}, rows N={self.constraints.N}, "
+            f"solve_time={self.solve_time:.3g}s)"
+        )
+
+    def summary(self) -> str:
+        """A few lines for a human: the verdict, its proof and the message."""
+        if self.feasible:
+            proof = f"a verified point W {_shape(self.point)}, worst row residual"
+        else:
+            n = 0 if self.farkas is None else int(np.count_nonzero(self.farkas))
+            proof = f"a Farkas vector on {n} rows, relative residual"
+        return "\n".join(
+            [
+                f"Feasibility of {self.constraints!r}",
+                f"  verdict  {'feasible' if self.feasible else 'infeasible'} "
+                f"({self.status.value}, {self.solver}, {self.solve_time:.3g} s)",
+                f"  proof    {proof} {self.residual:.1e}",
+                f"  message  {self.message}",
+            ]
+        )
 
     @property
     def certificate(self) -> np.ndarray | None:

@@ -197,3 +197,29 @@ def test_feasibility_result_certificate_is_a_deprecated_alias_of_farkas():
         old = res.certificate
     np.testing.assert_array_equal(old, res.farkas)
     assert res.solve_time > 0
+
+
+def test_result_reprs_are_short_and_summaries_name_the_residuals():
+    data = sg.random_data(30, 8, 12, seed=0)  # N = 210 rows: arrays must not be printed
+    res = sg.att_svm(data)
+    text = repr(res)
+    assert len(text.splitlines()) <= 4 and len(text) < 400, text
+    assert "status=optimal" in text and f"objective={res.objective:.6g}" in text
+    assert "W=(12, 12)" in text and "certificate passed" in text
+    summary = res.summary()
+    for word in ("primal", "dual", "stationarity", "complementarity", "gap", res.message):
+        assert word in summary
+    feas = res.extras["feasibility"]
+    text = repr(feas)
+    assert len(text.splitlines()) <= 3 and len(text) < 300, text
+    assert "feasible=True" in text and "point=(12, 12)" in text
+    assert "verdict  feasible" in feas.summary()
+
+
+def test_infeasible_result_repr_names_the_farkas_vector():
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+    res = sg.att_svm(data, np.array([0]))
+    assert "status=infeasible" in repr(res) and "farkas=(4,)" in repr(res)
+    assert "rows blamed" in res.summary()
+    assert "a Farkas vector on" in res.extras["feasibility"].summary()
