@@ -294,6 +294,17 @@ def check_feasibility(
         elapsed = time.perf_counter() - start
         return FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
 
+    def verified(point: tuple[np.ndarray, float], message: str, **kw: object) -> FeasibilityResult:
+        """FEASIBLE with a point that :func:`_rescale_point` verified (and its residual)."""
+        return result(
+            feasible=True,
+            status=Status.OPTIMAL,
+            message=message,
+            point=point[0],
+            residual=point[1],
+            **kw,
+        )
+
     if N == 0:
         return result(
             feasible=True,
@@ -335,12 +346,9 @@ def check_feasibility(
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:
-                    return result(
-                        feasible=True,
-                        status=Status.OPTIMAL,
-                        message="feasible: the rows are linearly independent (every row tight)",
-                        point=ok[0],
-                        residual=ok[1],
+                    return verified(
+                        ok,
+                        "feasible: the rows are linearly independent (every row tight)",
                         solver="svmgeo-cholesky",
                     )
     width = cs.N if geo.Phi is None else geo.Phi.shape[1]
@@ -348,12 +356,9 @@ def check_feasibility(
         # large dense LP: first try to certify feasibility with the exact QP solver's answer
         qp = _point_from_qp(cs, geo)
         if qp is not None:
-            return result(
-                feasible=True,
-                status=Status.OPTIMAL,
-                message="feasible: the max-margin QP's polished solution meets every row",
-                point=qp[0],
-                residual=qp[1],
+            return verified(
+                qp[:2],
+                "feasible: the max-margin QP's polished solution meets every row",
                 solver="svmgeo-ipm",
                 extras={"qp_dual": qp[2]},
             )
@@ -406,12 +411,9 @@ def check_feasibility(
                 y_k = candidates[k]
             ok = _rescale_point(cs, fac.W(y_k))
             if ok is not None:
-                return result(
-                    feasible=True,
-                    status=Status.OPTIMAL,
-                    message="feasible: Phase-1 LP optimum 0, point verified",
-                    point=ok[0],
-                    residual=ok[1],
+                return verified(
+                    ok,
+                    "feasible: Phase-1 LP optimum 0, point verified",
                     solver="highs",
                     extras=extras,
                 )
