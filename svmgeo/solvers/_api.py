@@ -109,7 +109,6 @@ class _Request:
     seed: int | None
     n_restarts: int
     max_iter: int | None
-    where: str
 
 
 def _solve_fro(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMResult:
@@ -473,7 +472,6 @@ def _solve(
         seed=seed,
         n_restarts=n_restarts,
         max_iter=max_iter,
-        where=where,
     )
     if req.binding and method == "cvxpy":
         raise ProblemError(
