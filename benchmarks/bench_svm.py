@@ -11,9 +11,9 @@ Clarabel), svmgeo's time (``solve_svm``: exact feasibility check + solve + certi
 of ``--repeats``), the ratio, and the relative difference of the two W. The last size runs
 svmgeo alone (the naive model would take far too long).
 
-On a machine shared with other busy processes, OpenBLAS's threads spin and small dense
-solves slow down by 10-100x; ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_svm.py`` then
-gives the representative figures (both sides run in the same process and setting).
+No environment variable is needed: svmgeo runs its small dense solves with one BLAS thread
+(threadpoolctl; see ``benchmarks/bench_blas_threads.py``), which keeps them fast on a busy
+machine. Both sides run in the same process.
 """
 
 from __future__ import annotations
@@ -51,10 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     compared = [(20, 10, 20)] if args.quick else [(20, 10, 20), (50, 20, 40)]
     alone = [] if args.quick else [(200, 20, 1000)]
-    threads = (
-        os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "default"
-    )
-    print(f"# cores visible: {os.cpu_count()}, BLAS threads: {threads}")
+    print(f"# cores visible: {os.cpu_count()}; svmgeo limits BLAS threads itself")
     print(
         f"{'(n, T, d)':>16} {'N':>6} {'naive cvxpy [s]':>16} {'svmgeo [s]':>11} {'ratio':>8} "
         f"{'rel diff W':>11} status"

@@ -8,10 +8,11 @@
    2d × 2d PSD cone) at d = 20 and d = 40: times, their ratio, and the relative objective
    difference.
 
-Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_svm_nuclear.py
-[--repeats 3] [--large]`` (``--large`` adds d = 1000 to show that the cost stops growing with
-d). On a small shared machine multithreaded OpenBLAS can make numpy's QR/SVD of a 200 × 90
-matrix take ~1 s instead of ~1 ms; one BLAS thread gives stable figures for both sides.
+Run: ``python benchmarks/bench_svm_nuclear.py [--repeats 3] [--large]`` (``--large`` adds
+d = 1000 to show that the cost stops growing with d). No environment variable is needed:
+multithreaded OpenBLAS can make numpy's QR/SVD of a 200 × 90 matrix take ~1 s instead of
+~1 ms on a small shared machine, and svmgeo runs such small solves with one BLAS thread
+(threadpoolctl) itself.
 """
 
 from __future__ import annotations

@@ -17,9 +17,11 @@ variants, and the directional part of Gen-SVM differ only in which rows they gen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._errors import ProblemError
 from .data import TokenData
@@ -90,13 +92,48 @@ class ConstraintSet:
         r"""Gram matrix :math:`G_{jk} = \langle a_j b_j^\top, a_k b_k^\top\rangle = (AA^\top)_{jk}(BB^\top)_{jk}`."""
         return (self.A @ self.A.T) * (self.B @ self.B.T)
 
+    @cached_property
+    def n_queries(self) -> int:
+        """Number of distinct queries :math:`(i, k)` among the rows."""
+        return int(np.unique(self._query_keys).size)
+
+    @cached_property
+    def query_groups(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(distinct b rows Q, index of each row's b in Q) when the rows share few queries
+        (at most N/4 distinct), else None; :meth:`apply` and :meth:`adjoint` use them."""
+        if self.N == 0:
+            return None
+        _, first, inverse = np.unique(self._query_keys, return_index=True, return_inverse=True)
+        Q = self.B[first]
+        if 4 * first.size <= self.N and np.array_equal(Q[inverse], self.B):
+            return Q, inverse.reshape(-1)
+        return None
+
+    @property
+    def _query_keys(self) -> np.ndarray:
+        return self.seq * max(self.K, 1) + self.query
+
     def apply(self, W: np.ndarray) -> np.ndarray:
-        r"""Row values :math:`a_j^\top W b_j`, shape (N,)."""
-        return np.einsum("jd,jd->j", self.A @ W, self.B)
+        r"""Row values :math:`a_j^\top W b_j`, shape (N,) (through the distinct queries when
+        the rows share them)."""
+        groups = self.query_groups
+        if groups is None:
+            return np.einsum("jd,jd->j", self.A @ W, self.B)
+        Q, inv = groups
+        WQ = np.asarray(W) @ Q.T  # (d, n_queries)
+        return np.einsum("jd,jd->j", self.A, WQ.T[inv])
 
     def adjoint(self, lam: np.ndarray) -> np.ndarray:
-        r"""The matrix :math:`\sum_j \lambda_j a_j b_j^\top`, shape (d, d)."""
-        return self.A.T @ (np.asarray(lam)[:, None] * self.B)
+        r"""The matrix :math:`\sum_j \lambda_j a_j b_j^\top`, shape (d, d) (through the
+        distinct queries when the rows share them)."""
+        groups = self.query_groups
+        if groups is None:
+            return self.A.T @ (np.asarray(lam)[:, None] * self.B)
+        Q, inv = groups
+        lam = np.asarray(lam, dtype=float)
+        group_sum = sp.csr_matrix((lam, (inv, np.arange(self.N))), shape=(Q.shape[0], self.N))
+        C = np.asarray(group_sum @ self.A)  # (n_queries, d): sum of lambda_j a_j per query
+        return C.T @ Q
 
     def subset(self, rows: Any) -> ConstraintSet:
         """The rows selected by a boolean mask or index array."""
@@ -120,6 +157,17 @@ class ConstraintSet:
             f"ConstraintSet(N={self.N}, d={self.d}, margin={self.n_margin}, "
             f"equality={self.N - self.n_margin}, n={self.n}, K={self.K}, T={self.T})"
         )
+
+
+def check_constraint_set(cs: Any, where: str) -> ConstraintSet:
+    """``cs`` itself when it is a :class:`ConstraintSet`, else a :class:`ProblemError` naming
+    ``where`` (an internal helper of svmgeo, not in ``__all__``)."""
+    if not isinstance(cs, ConstraintSet):
+        raise ProblemError(
+            f"{where} expects a ConstraintSet as 'cs'; got {type(cs).__name__}. Build one with "
+            "svmgeo.att_svm_constraints(data, alpha) or svmgeo.pair_constraints(...)."
+        )
+    return cs
 
 
 def pair_constraints(

@@ -27,7 +27,9 @@ __all__ = [
 ]
 
 
-def _check_data(data: Any, where: str) -> TokenData:
+def check_data(data: Any, where: str) -> TokenData:
+    """``data`` itself when it is a :class:`~svmgeo.TokenData`, else a :class:`ProblemError`
+    naming ``where`` (an internal helper of svmgeo, not in ``__all__``)."""
     if not isinstance(data, TokenData):
         raise ProblemError(
             f"{where} expects a TokenData as 'data'; got {type(data).__name__}. "
@@ -36,8 +38,8 @@ def _check_data(data: Any, where: str) -> TokenData:
     return data
 
 
-def _scores_full(data: TokenData) -> np.ndarray:
-    """Scores of shape (n, K, T)."""
+def scores_full(data: TokenData) -> np.ndarray:
+    r"""Scores :math:`\gamma_{ikt}` of shape (n, K, T) (an internal helper, not in ``__all__``)."""
     if data.scores is not None:
         return np.asarray(data.scores)
     if data.v is None:
@@ -65,8 +67,8 @@ def token_scores(data: TokenData) -> np.ndarray:
     ProblemError
         If the dataset has neither ``v`` nor explicit ``scores``.
     """
-    data = _check_data(data, "token_scores")
-    S = _scores_full(data)
+    data = check_data(data, "token_scores")
+    S = scores_full(data)
     return S[:, 0, :] if data.single_query else S
 
 
@@ -90,8 +92,8 @@ def optimal_token_sets(data: TokenData, *, tol: float | None = None) -> np.ndarr
     ndarray of bool, shape (n, T) or (n, K, T)
         True at every optimal token; more than one True in a row means a tie.
     """
-    data = _check_data(data, "optimal_token_sets")
-    S = np.where(data.visible, _scores_full(data), -np.inf)
+    data = check_data(data, "optimal_token_sets")
+    S = np.where(data.visible, scores_full(data), -np.inf)
     eps = _tie_tolerance(S) if tol is None else float(tol)
     best = S.max(axis=2, keepdims=True)
     sets = data.visible & (best - eps <= S)
@@ -120,7 +122,7 @@ def optimal_tokens(
     TieError
         With ``ties="raise"`` when an optimal token is not unique.
     """
-    data = _check_data(data, "optimal_tokens")
+    data = check_data(data, "optimal_tokens")
     check_option(ties, "ties", ("raise", "first", "warn"), where="optimal_tokens")
     sets = optimal_token_sets(data)
     full = sets[:, None, :] if data.single_query else sets
@@ -167,7 +169,7 @@ def check_selection(data: TokenData, alpha: Any, name: str = "alpha") -> np.ndar
     ProblemError
         Wrong shape, non-integer entries, out-of-range or masked tokens.
     """
-    data = _check_data(data, "check_selection")
+    data = check_data(data, "check_selection")
     expected = "(n,)" if data.single_query else "(n, K)"
     a = check_array(
         alpha,

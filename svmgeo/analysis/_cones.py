@@ -22,7 +22,9 @@ from .._errors import ProblemError
 from .._linalg import correlation
 from .._validation import check_array, check_real
 from ..data import TokenData
-from ..selection import _check_data, _scores_full, check_selection
+from ..selection import check_data as _check_data
+from ..selection import check_selection
+from ..selection import scores_full as _scores_full
 
 __all__ = ["in_cone", "in_score_cone", "score_cone_margin"]
 

@@ -40,9 +40,9 @@ from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._validation import check_int
 from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
-from ..selection import _check_data, _scores_full
-from ..solvers import check_feasibility, solve_svm
-from ..solvers._status import Status
+from ..selection import check_data as _check_data
+from ..selection import scores_full as _scores_full
+from ..solvers import Status, check_feasibility, solve_svm
 from ._local import LocalOptimality, lot_from_support
 from ._support import check_tolerances, support_from_result
 

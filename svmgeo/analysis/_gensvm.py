@@ -25,7 +25,7 @@ from .._linalg import correlation
 from .._validation import check_array, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
-from ..selection import _check_data
+from ..selection import check_data as _check_data
 from ..solvers import SVMResult, solve_svm
 
 __all__ = ["GenSVMResult", "SelectedSets", "gen_svm", "selected_sets"]

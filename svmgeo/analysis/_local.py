@@ -16,7 +16,9 @@ import numpy as np
 
 from ..constraints import att_svm_constraints
 from ..data import TokenData
-from ..selection import _check_data, _scores_full, check_selection
+from ..selection import check_data as _check_data
+from ..selection import check_selection
+from ..selection import scores_full as _scores_full
 from ..solvers import solve_svm
 from ._support import SupportTokens, check_tolerances, support_from_result
 

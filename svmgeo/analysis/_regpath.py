@@ -28,7 +28,8 @@ from .._errors import ConvergenceWarning, ProblemError
 from .._linalg import correlation
 from .._validation import check_array, check_int, check_option, check_real
 from ..data import TokenData
-from ..gd import RiskOracle, _xp
+from ..gd import RiskOracle
+from ..gd import kernels as _xp
 from ..gd._config import HEADS, LOSSES
 
 __all__ = ["RegularizationPath", "regularization_path"]
@@ -658,7 +659,7 @@ class _Cone:
     :math:`\tau \in \mathcal T^+_q`, :math:`c(W) = (x_{t_q} - x_\tau)^\top W z_q - \varepsilon\|W\|_F`."""
 
     def __init__(self, data: TokenData, alpha: np.ndarray, eps: float) -> None:
-        from ..selection import _scores_full
+        from ..selection import scores_full as _scores_full
 
         S = _scores_full(data)
         vis = data.visible

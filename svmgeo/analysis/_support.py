@@ -19,7 +19,8 @@ from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._validation import check_real
 from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
-from ..selection import _check_data, check_selection
+from ..selection import check_data as _check_data
+from ..selection import check_selection
 from ..solvers import SVMResult, solve_svm
 
 __all__ = ["SupportTokens", "support_tokens"]

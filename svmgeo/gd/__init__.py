@@ -5,6 +5,7 @@ The public entry points are :func:`train` and :func:`train_batch`; see
 :class:`GDConfig` for the hyper-parameters and :class:`StopStatus` for why a run ended.
 """
 
+from . import _xp as kernels  # noqa: F401  (internal API: the numpy/cupy kernels, for svmgeo.analysis)
 from ._backend import cupy_available
 from ._config import BACKENDS, BATCH_RECORDS, HEADS, LOSSES, PARAMS, RECORDS, GDConfig, StopStatus
 from ._engine import (

@@ -1,11 +1,27 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""SVM solvers over token-pair constraint sets, with certificates recomputed by svmgeo."""
+"""SVM solvers over token-pair constraint sets, with certificates recomputed by svmgeo.
+
+Layout (private modules; the names in each ``__all__`` are this package's internal API):
+
+- ``_api``: :func:`solve_svm`, :func:`att_svm`, :func:`feasibility` and ``NORMS``, the table
+  of norms (objective, certificate, solver per norm);
+- drivers: ``_frobenius`` (Att-SVM), ``_nuclear`` (Att-SVM⋆), ``_lowrank`` (rank bound),
+  ``_feasibility`` (exact feasibility with a point or a Farkas vector);
+- numerics they share: ``_geometry`` (Gram matrix / compressed features and their
+  factorizations), ``_qp`` (interior point, Clarabel QP, active-set polishes), ``_factored``
+  (compressed coordinates, the factored problem), ``_certificates`` (residuals, downgrade,
+  the one lift of W onto its rows, Farkas checks), ``_threads`` (one BLAS thread for small
+  solves);
+- ``_backends``: one adapter per backend (Clarabel, SCS, HiGHS, cvxpy's statuses), imported
+  lazily; ``_reference``: the naive cvxpy model, the oracle of the tests;
+- ``_result``, ``_status``: result objects and the one status vocabulary.
+"""
 
 from ._api import STATUS_MAP, att_svm, feasibility, solve_svm
 from ._certificates import farkas_residual, frobenius_certificate
-from ._cvxpy import solve_naive_cvxpy, solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
+from ._reference import solve_naive_cvxpy, solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult
 from ._status import Status
 

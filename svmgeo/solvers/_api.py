@@ -15,46 +15,41 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
-from ..constraints import ConstraintSet, att_svm_constraints
+from ..constraints import ConstraintSet, att_svm_constraints, check_constraint_set
 from ..data import TokenData
 from ..selection import optimal_tokens
+from ._backends import CvxpyBackend
 from ._certificates import (
     downgrade,
     frobenius_certificate,
     judge,
     nuclear_certificate,
     primal_infeasibility,
-    row_values,
 )
-from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
-from ._frobenius import RowGeometry, no_solution, solve_frobenius
+from ._frobenius import solve_frobenius
+from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
 from ._nuclear import solve_nuclear
-from ._result import FeasibilityResult, SVMResult
+from ._reference import solve_naive_cvxpy_duals
+from ._result import Certificate, FeasibilityResult, SVMResult, no_solution
 from ._status import Status
+from ._threads import blas_threads
 
-__all__ = ["STATUS_MAP", "att_svm", "feasibility", "solve_svm"]
+__all__ = ["NORMS", "STATUS_MAP", "Norm", "att_svm", "feasibility", "solve_svm"]
 
-NORMS = ("fro", "nuc")
 METHODS = ("auto", "fast", "cvxpy")
+_SOLVE_KEYWORDS = frozenset({"solver", "seed", "n_restarts", "max_iter"})
 
-STATUS_MAP: dict[str, Status] = {
-    "optimal": Status.OPTIMAL,
-    "optimal_inaccurate": Status.OPTIMAL_INACCURATE,
-    "infeasible": Status.INFEASIBLE,
-    "infeasible_inaccurate": Status.INFEASIBLE_INACCURATE,
-    "unbounded": Status.UNBOUNDED,
-    "unbounded_inaccurate": Status.UNBOUNDED,
-    "user_limit": Status.MAX_ITER,
-    "solver_error": Status.SOLVER_ERROR,
-}
+STATUS_MAP: dict[Any, Status] = CvxpyBackend.STATUS_MAP
 """cvxpy status strings → :class:`Status`; anything else is :attr:`Status.SOLVER_ERROR`."""
 
 _CVXPY_FALLBACK_SIZE = 5e7
@@ -80,6 +75,148 @@ def balanced_factors(W: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]
     return K, Q
 
 
+def _objective_fro(W: np.ndarray) -> float:
+    return float(np.linalg.norm(W))
+
+
+def _objective_nuc(W: np.ndarray) -> float:
+    return float(np.linalg.norm(W, "nuc"))
+
+
+def _certificate_fro(
+    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, tol: float, margins: np.ndarray
+) -> Certificate:
+    return frobenius_certificate(cs, W, lam, tol, margins=margins)
+
+
+def _certificate_nuc(
+    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, tol: float, margins: np.ndarray
+) -> Certificate:
+    return nuclear_certificate(cs, W, lam, tol)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One validated call of :func:`solve_svm` (or of a function built on it)."""
+
+    cs: ConstraintSet
+    norm: str
+    method: str
+    tol: float
+    solver: str | None
+    rank: int | None
+    binding: bool
+    seed: int | None
+    n_restarts: int
+    max_iter: int | None
+
+
+def _solve_fro(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMResult:
+    """svmgeo's exact Frobenius solver; with ``method="auto"`` the cvxpy model as fallback."""
+    cs, tol = req.cs, req.tol
+    kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
+    warm = feas.extras.get("qp_dual")
+    res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
+    if req.method != "auto" or res.success:
+        return res
+    # the naive model has d^2 variables and N dense rows: only a fallback for small problems
+    size = cs.d**2 * cs.N
+    if size > _CVXPY_FALLBACK_SIZE:
+        return dataclasses.replace(
+            res,
+            message=f"{res.message}; no cvxpy fallback: d^2*N = {size:.3g} exceeds "
+            f"{_CVXPY_FALLBACK_SIZE:.0e} (try method='cvxpy' explicitly, or a looser tol)",
+        )
+    ref = _solve_cvxpy(req)
+    if ref.success:
+        return dataclasses.replace(
+            ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
+        )
+    # keep svmgeo's answer, and say that the fallback was tried
+    return dataclasses.replace(
+        res,
+        message=f"{res.message}; the cvxpy fallback did not certify either "
+        f"({ref.status}: {ref.message})",
+    )
+
+
+def _solve_nuc(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMResult:
+    """The convex Att-SVM⋆ (factors attached for a vacuous rank bound), or the factored
+    nonconvex solver for a binding one."""
+    backend = "auto" if req.solver is None else req.solver.lower()
+    if req.binding:
+        assert req.rank is not None  # a binding rank bound is an int (checked in _solve)
+        return solve_lowrank(
+            req.cs, req.rank, n_restarts=req.n_restarts, seed=req.seed, tol=req.tol, solver=backend
+        )
+    res = solve_nuclear(req.cs, solver=backend, tol=req.tol)
+    if req.rank is not None and res.W is not None:
+        K, Q = balanced_factors(res.W, req.rank)
+        # the convex optimum is the rank-m optimum: its value is also the lower bound
+        res = dataclasses.replace(res, K=K, Q=Q, lower_bound=res.objective)
+    return res
+
+
+@dataclass(frozen=True)
+class Norm:
+    """One entry of :data:`NORMS`: everything :func:`solve_svm` needs to know about a norm.
+
+    Attributes
+    ----------
+    name : str
+        The ``norm=`` value.
+    objective : callable ``W -> float``
+        The norm itself (the reported ``objective``).
+    certificate : callable ``(cs, W, lam, tol, margins) -> Certificate``
+        The KKT certificate recomputed by svmgeo.
+    solve : callable ``(request, RowGeometry, FeasibilityResult) -> SVMResult``
+        svmgeo's fast solver (``method="fast"`` / ``"auto"``), given the rows' geometry and
+        the feasibility check already done.
+    cvxpy_objective : callable ``(cvxpy, W) -> expression``
+        The objective of the naive cvxpy model, minimised by the same W.
+    from_cvxpy_value : callable ``float -> float``
+        The norm from the naive model's optimal value.
+    backends : tuple of str
+        Accepted ``solver`` names for the fast path (empty: any cvxpy solver name, used by
+        the fallback only).
+    rank_bound : bool
+        Whether ``rank=`` applies.
+    """
+
+    name: str
+    objective: Callable[[np.ndarray], float]
+    certificate: Callable[[ConstraintSet, np.ndarray, np.ndarray, float, np.ndarray], Certificate]
+    solve: Callable[[_Request, RowGeometry, FeasibilityResult], SVMResult]
+    cvxpy_objective: Callable[[Any, Any], Any]
+    from_cvxpy_value: Callable[[float], float]
+    backends: tuple[str, ...] = ()
+    rank_bound: bool = False
+
+
+NORMS: dict[str, Norm] = {
+    "fro": Norm(
+        name="fro",
+        objective=_objective_fro,
+        certificate=_certificate_fro,
+        solve=_solve_fro,
+        # ½‖W‖_F² (a QP: Clarabel solves it to ~1e-11 in W, the cone form only to ~1e-6)
+        cvxpy_objective=lambda cp, W: 0.5 * cp.sum_squares(W),
+        from_cvxpy_value=lambda v: float(np.sqrt(2.0 * max(v, 0.0))) if np.isfinite(v) else v,
+    ),
+    "nuc": Norm(
+        name="nuc",
+        objective=_objective_nuc,
+        certificate=_certificate_nuc,
+        solve=_solve_nuc,
+        cvxpy_objective=lambda cp, W: cp.normNuc(W),
+        from_cvxpy_value=float,
+        backends=("auto", "clarabel", "scs"),
+        rank_bound=True,
+    ),
+}
+"""The norms of :func:`solve_svm`: adding one is adding an entry here."""
+
+
 def _feasible_point_result(
     cs: ConstraintSet, feas: FeasibilityResult, res: SVMResult, norm: str, tol: float
 ) -> SVMResult:
@@ -92,14 +229,10 @@ def _feasible_point_result(
     if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
         return dataclasses.replace(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
     W = np.asarray(feas.point)
-    margins = row_values(cs, W)
-    value = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
+    margins = cs.apply(W)
+    spec = NORMS[norm]
+    value = spec.objective(W)
     lam = np.zeros(cs.N)
-    cert = (
-        frobenius_certificate(cs, W, lam, tol, margins=margins)
-        if norm == "fro"
-        else nuclear_certificate(cs, W, lam, tol)
-    )
     out = dataclasses.replace(
         res,
         W=W,
@@ -111,16 +244,7 @@ def _feasible_point_result(
         margins=margins,
         farkas=None,
     )
-    return downgrade(out, cert)
-
-
-def _check_cs(cs: Any, where: str) -> ConstraintSet:
-    if not isinstance(cs, ConstraintSet):
-        raise ProblemError(
-            f"{where} expects a ConstraintSet as 'cs'; got {type(cs).__name__}. Build one with "
-            "svmgeo.att_svm_constraints(data, alpha) or svmgeo.pair_constraints(...)."
-        )
-    return cs
+    return downgrade(out, spec.certificate(cs, W, lam, tol, margins))
 
 
 def _query_rank(cs: ConstraintSet) -> int:
@@ -133,7 +257,7 @@ def _query_rank(cs: ConstraintSet) -> int:
 
 
 def _infeasible_result(
-    cs: ConstraintSet, feas: FeasibilityResult, norm: str, rank: int | None, seconds: float
+    cs: ConstraintSet, feas: FeasibilityResult, norm: str, rank: int | None, solve_time: float
 ) -> SVMResult:
     return no_solution(
         cs,
@@ -142,31 +266,31 @@ def _infeasible_result(
         norm=norm,
         solver=feas.solver,
         rank=rank,
-        solve_time=seconds,
-        farkas=feas.certificate,
+        solve_time=solve_time,
+        farkas=feas.farkas,
         extras={"feasibility": feas},
     )
 
 
-def _solve_cvxpy(
-    cs: ConstraintSet, norm: str, *, tol: float, solver: str | None, rank: int | None
-) -> SVMResult:
+def _solve_cvxpy(req: _Request) -> SVMResult:
     """Wrap the naive cvxpy model into an :class:`SVMResult` with svmgeo's certificate."""
     start = time.perf_counter()
-    name = "CLARABEL" if solver is None else solver
+    cs, norm, tol, rank = req.cs, req.norm, req.tol, req.rank
+    name = "CLARABEL" if req.solver is None else req.solver
     try:
         W, mu, native, value, _ = solve_naive_cvxpy_duals(cs, norm, solver=name)  # type: ignore[arg-type]
-    except Exception as exc:  # cvxpy raises SolverError and friends
+    except Exception as exc:  # cvxpy raises SolverError and friends: a result, with the reason
         return no_solution(
             cs,
             Status.SOLVER_ERROR,
-            f"cvxpy/{name} failed: {exc}",
+            f"cvxpy/{name} failed: {type(exc).__name__}: {exc}",
             norm=norm,
             solver=f"cvxpy-{name.lower()}",
             rank=rank,
             solve_time=time.perf_counter() - start,
+            extras={"exception": exc},
         )
-    status = STATUS_MAP.get(native, Status.SOLVER_ERROR)
+    status = CvxpyBackend.status(native)
     message = f"cvxpy status {native!r}"
     if native not in STATUS_MAP:
         message += " (unknown to svmgeo: treated as a solver error)"
@@ -181,17 +305,15 @@ def _solve_cvxpy(
             solve_time=time.perf_counter() - start,
             extras={"cvxpy_status": native, "cvxpy_value": value},
         )
-    margins = row_values(cs, W)
-    norm_w = float(np.linalg.norm(W)) if norm == "fro" else float(np.linalg.norm(W, "nuc"))
+    spec = NORMS[norm]
+    margins = cs.apply(W)
     # cvxpy's sign convention on equality rows is the opposite of svmgeo's
-    lam = None
-    if mu is not None:
-        lam = np.where(cs.is_margin, mu, -mu)
+    lam = None if mu is None else np.where(cs.is_margin, mu, -mu)
     res = SVMResult(
         W=W,
         status=status,
         message=message,
-        objective=norm_w,
+        objective=spec.objective(W),
         dual=lam,
         margins=margins,
         constraints=cs,
@@ -202,10 +324,8 @@ def _solve_cvxpy(
     )
     if lam is None:
         cert = judge(tol=tol, primal_infeasibility=primal_infeasibility(cs, margins))
-    elif norm == "fro":
-        cert = frobenius_certificate(cs, W, lam, tol, margins=margins)
     else:
-        cert = nuclear_certificate(cs, W, lam, tol)
+        cert = spec.certificate(cs, W, lam, tol, margins)
     res = downgrade(res, cert)
     return dataclasses.replace(res, solve_time=time.perf_counter() - start)
 
@@ -238,7 +358,7 @@ def solve_svm(
     cs : ConstraintSet
         The rows.
     norm : {"fro", "nuc"}, default "fro"
-        Frobenius (Att-SVM) or nuclear (Att-SVM⋆).
+        Frobenius (Att-SVM) or nuclear (Att-SVM⋆); see :data:`NORMS`.
     rank : int, optional
         Rank bound m for ``norm="nuc"``. Vacuous (the convex problem is solved) when
         m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1); the
@@ -249,10 +369,13 @@ def solve_svm(
         ``"auto"``: fast, and for ``norm="fro"`` the cvxpy model when the fast answer fails
         its certificate and the problem is small (d²·N ≤ 5e7); the cvxpy answer is kept only
         when it passes the certificate.
-    tol : float, default 1e-8
-        Tolerance of the certificate check.
+    tol : float in (0, 1], default 1e-8
+        Tolerance of svmgeo's certificate check (relative residuals, SPEC §6). The backends
+        run at their own, tighter tolerances.
     solver : str, optional
-        Backend solver name for cvxpy / the nuclear SDP (e.g. ``"CLARABEL"``, ``"SCS"``).
+        Backend: for ``method="cvxpy"`` (and the Frobenius fallback) a cvxpy solver name
+        (e.g. ``"CLARABEL"``, ``"SCS"``); for ``norm="nuc"`` the SDP backend, ``"clarabel"``
+        or ``"scs"`` (default: SCS, then Clarabel).
     seed : int, optional
         Randomness of the rank-constrained (nonconvex) solver.
     n_restarts : int, default 10
@@ -270,8 +393,8 @@ def solve_svm(
     Raises
     ------
     ProblemError
-        Unknown ``norm`` or ``method``, ``rank < 1``, ``tol <= 0``, a rank bound with
-        ``norm="fro"``, or a binding rank bound with ``method="cvxpy"``.
+        Unknown ``norm``, ``method`` or SDP ``solver``, ``rank < 1``, ``tol`` outside (0, 1],
+        a rank bound with ``norm="fro"``, or a binding rank bound with ``method="cvxpy"``.
 
     References
     ----------
@@ -287,86 +410,91 @@ def solve_svm(
     >>> res.status, bool(res.margins.min() >= 1 - 1e-12)
     (<Status.OPTIMAL: 'optimal'>, True)
     """
-    where = "solve_svm"
-    cs = _check_cs(cs, where)
-    norm = check_option(norm, "norm", NORMS, where=where)  # type: ignore[assignment]
-    method = check_option(method, "method", METHODS, where=where)  # type: ignore[assignment]
-    tol = check_real(tol, "tol", low=0.0, low_open=True, where=where)
+    return _solve(
+        check_constraint_set(cs, "solve_svm"),
+        norm=norm,
+        rank=rank,
+        method=method,
+        tol=tol,
+        solver=solver,
+        seed=seed,
+        n_restarts=n_restarts,
+        max_iter=max_iter,
+        where="solve_svm",
+    )
+
+
+def _solve(
+    cs: ConstraintSet,
+    *,
+    norm: Any,
+    rank: Any,
+    method: Any,
+    tol: Any,
+    solver: Any,
+    seed: Any,
+    n_restarts: Any,
+    max_iter: Any,
+    where: str,
+) -> SVMResult:
+    """:func:`solve_svm`, with errors naming ``where`` (the function the user called)."""
+    norm = check_option(norm, "norm", tuple(NORMS), where=where)
+    spec = NORMS[norm]
+    method = check_option(method, "method", METHODS, where=where)
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
     if rank is not None:
         rank = check_int(rank, "rank", low=1, where=where)
-        if norm == "fro":
+        if not spec.rank_bound:
             raise ProblemError(
-                "The 'rank' parameter of solve_svm applies to norm='nuc' only (Att-SVM⋆); got "
-                f"rank={rank} with norm='fro'. Drop rank or pass norm='nuc'."
+                f"The 'rank' parameter of {where} applies to norm='nuc' only (Att-SVM⋆); got "
+                f"rank={rank} with norm={norm!r}. Drop rank or pass norm='nuc'."
             )
     if solver is not None and not isinstance(solver, str):
         raise ProblemError(
-            f"The 'solver' parameter of solve_svm must be a str or None. Got {solver!r} instead."
+            f"The 'solver' parameter of {where} must be a str or None. Got {solver!r} instead."
         )
+    if solver is not None and method != "cvxpy" and spec.backends:
+        check_option(solver.lower(), "solver", spec.backends, where=where)
     n_restarts = check_int(n_restarts, "n_restarts", low=1, where=where)
     if max_iter is not None:
         max_iter = check_int(max_iter, "max_iter", low=1, where=where)
     if seed is not None:
         seed = check_int(seed, "seed", low=0, where=where)
 
-    start = time.perf_counter()
-    binding = rank is not None and rank < min(cs.d, _query_rank(cs))
-    if binding and method == "cvxpy":
+    req = _Request(
+        cs=cs,
+        norm=norm,
+        method=method,
+        tol=tol,
+        solver=solver,
+        rank=rank,
+        binding=rank is not None and rank < min(cs.d, _query_rank(cs)),
+        seed=seed,
+        n_restarts=n_restarts,
+        max_iter=max_iter,
+    )
+    if req.binding and method == "cvxpy":
         raise ProblemError(
-            f"method='cvxpy' cannot impose rank <= {rank} (nonconvex); use method='fast' or 'auto', "
-            "or drop rank for the convex Att-SVM⋆."
+            f"method='cvxpy' of {where} cannot impose rank <= {rank} (nonconvex); use "
+            "method='fast' or 'auto', or drop rank for the convex Att-SVM⋆."
         )
+    with blas_threads(dense_dimension(cs)):  # one BLAS thread for small dense solves
+        return _solve_feasible_first(req)
+
+
+def _solve_feasible_first(req: _Request) -> SVMResult:
+    """Feasibility first, then the norm's solver (validated arguments)."""
+    start = time.perf_counter()
+    cs, norm, rank = req.cs, req.norm, req.rank
     geo = RowGeometry(cs)
     feas = check_feasibility(cs, geometry=geo)
     if not feas.feasible:
         return _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
-
-    if method == "cvxpy":
-        res = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
-    elif norm == "fro":
-        kw = {} if max_iter is None else {"max_iter": max_iter}
-        warm = feas.extras.get("qp_dual")
-        res = solve_frobenius(cs, tol=tol, geometry=geo, warm_start=warm, **kw)
-        # the naive model has d^2 variables and N dense rows: only a fallback for small problems
-        size = cs.d**2 * cs.N
-        if method == "auto" and not res.success and size <= _CVXPY_FALLBACK_SIZE:
-            ref = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
-            if ref.success:
-                res = dataclasses.replace(
-                    ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
-                )
-            else:  # keep svmgeo's answer, and say that the fallback was tried
-                res = dataclasses.replace(
-                    res,
-                    message=f"{res.message}; the cvxpy fallback did not certify either "
-                    f"({ref.status}: {ref.message})",
-                )
-        elif method == "auto" and not res.success:
-            res = dataclasses.replace(
-                res,
-                message=f"{res.message}; no cvxpy fallback: d^2*N = {size:.3g} exceeds "
-                f"{_CVXPY_FALLBACK_SIZE:.0e} (try method='cvxpy' explicitly, or a looser tol)",
-            )
-    elif not binding:
-        res = solve_nuclear(cs, solver="auto" if solver is None else solver.lower(), tol=tol)
-        if rank is not None and res.W is not None:
-            K, Q = balanced_factors(res.W, rank)
-            # the convex optimum is the rank-m optimum: its value is also the lower bound
-            res = dataclasses.replace(res, K=K, Q=Q, lower_bound=res.objective)
-    else:
-        assert rank is not None  # a binding rank bound is an int (checked above)
-        res = solve_lowrank(
-            cs,
-            rank,
-            n_restarts=n_restarts,
-            seed=seed,
-            tol=tol,
-            solver="auto" if solver is None else solver.lower(),
-        )
-    if res.status.is_infeasible and not binding:
+    res = _solve_cvxpy(req) if req.method == "cvxpy" else NORMS[norm].solve(req, geo, feas)
+    if res.status.is_infeasible and not req.binding:
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
         # (a binding rank bound may make a feasible convex problem infeasible)
-        res = _feasible_point_result(cs, feas, res, norm, tol)
+        res = _feasible_point_result(cs, feas, res, norm, req.tol)
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(
@@ -409,10 +537,17 @@ def att_svm(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Eq. (Att-SVM).
     """
+    unknown = sorted(set(kwargs) - _SOLVE_KEYWORDS)
+    if unknown:
+        raise ProblemError(
+            f"att_svm got unknown keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"expected one of {', '.join(sorted(_SOLVE_KEYWORDS))} (see solve_svm)."
+        )
     if alpha is None:
         alpha = optimal_tokens(data)
     cs = att_svm_constraints(data, alpha)
-    return solve_svm(cs, norm=norm, rank=rank, method=method, tol=tol, **kwargs)
+    options = {"solver": None, "seed": None, "n_restarts": 10, "max_iter": None, **kwargs}
+    return _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
 
 
 def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:

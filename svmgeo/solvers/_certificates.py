@@ -9,69 +9,33 @@ against a tolerance, and downgrading a result whose check fails. Norm-specific K
 from __future__ import annotations
 
 import dataclasses
-import weakref
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..constraints import MARGIN, ConstraintSet
 from ._result import Certificate, SVMResult
 from ._status import Status
 
 __all__ = [
+    "BARE",
+    "DECADES",
+    "FARKAS_TOL",
+    "RESTORE_LIMIT",
+    "ULPS",
     "adjoint_spectral_norm",
     "downgrade",
     "farkas_residual",
     "frobenius_certificate",
     "judge",
-    "lift_rows",
+    "lift_factor",
     "nuclear_certificate",
     "primal_infeasibility",
-    "query_groups",
-    "row_adjoint",
-    "row_values",
+    "restore_factor",
+    "unit_farkas",
+    "zero_row_farkas",
 ]
-
-_GROUPS: weakref.WeakKeyDictionary[ConstraintSet, tuple[np.ndarray, np.ndarray] | None] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def query_groups(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
-    """(distinct b rows Q, index of each row's b in Q) when rows share few queries, else None."""
-    if cs in _GROUPS:
-        return _GROUPS[cs]
-    groups = None
-    if cs.N:
-        keys = cs.seq * max(cs.K, 1) + cs.query
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        Q = cs.B[first]
-        if 4 * first.size <= cs.N and np.array_equal(Q[inverse], cs.B):
-            groups = (Q, inverse.reshape(-1))
-    _GROUPS[cs] = groups
-    return groups
-
-
-def row_values(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
-    r"""Margins :math:`a_j^\top W b_j` (as ``cs.apply``), grouped by distinct query when cheaper."""
-    groups = query_groups(cs)
-    if groups is None:
-        return cs.apply(W)
-    Q, inv = groups
-    WQ = np.asarray(W) @ Q.T  # (d, n_queries)
-    return np.einsum("jd,jd->j", cs.A, WQ.T[inv])
-
-
-def row_adjoint(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray:
-    r""":math:`\sum_j \lambda_j a_j b_j^\top` (as ``cs.adjoint``), grouped by distinct query."""
-    groups = query_groups(cs)
-    if groups is None:
-        return cs.adjoint(lam)
-    Q, inv = groups
-    lam = np.asarray(lam, dtype=float)
-    group_sum = sp.csr_matrix((lam, (inv, np.arange(cs.N))), shape=(Q.shape[0], cs.N))
-    C = np.asarray(group_sum @ cs.A)  # (n_queries, d): sum of lambda_j a_j per query
-    return C.T @ Q
 
 
 def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
@@ -83,30 +47,79 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     return float(viol.max())
 
 
-def lift_rows(cs: ConstraintSet, W: np.ndarray, *, max_factor: float) -> np.ndarray | None:
-    r"""``W`` scaled by a factor :math:`g \in [1, \text{max\_factor}]` so that every row holds
-    exactly in floating point, or None.
+_EPS = float(np.finfo(float).eps)
 
-    Only when every equality row has :math:`c_j = 0` (scaling keeps it) and every
-    positive-rhs margin row is positive. The factors tried grow from :math:`f = \max_j
-    c_j/m_j` by :math:`10^{-15}, 10^{-14}, \ldots` relative, each checked by recomputing the
-    rows: on ill-conditioned rows (cancellation in :math:`a_j^\top W b_j`) the rounding can
-    exceed a few ulps.
+ULPS: tuple[float, ...] = tuple(4.0 * k * _EPS for k in range(1, 6))
+"""Relative increments of a few ulps: enough when the margins are well conditioned."""
+DECADES: tuple[float, ...] = tuple(10.0**-p for p in range(15, 0, -1))
+"""Relative increments 1e-15, 1e-14, ..., 1e-1: for cancelling rows, where the rounding of
+:math:`a_j^\top W b_j` exceeds a few ulps."""
+BARE: tuple[float, ...] = (0.0,)
+"""The bare factor :math:`f`, used without recomputing the margins."""
+
+
+def lift_factor(
+    cs: ConstraintSet,
+    margins: np.ndarray,
+    *,
+    max_factor: float,
+    increments: tuple[float, ...],
+    recompute: Callable[[float], np.ndarray] | None = None,
+    rows: Literal["positive", "all"] = "positive",
+) -> tuple[float, np.ndarray] | None:
+    r"""The least tried factor :math:`g \ge 1` with which :math:`gW` meets the rows exactly.
+
+    .. math::
+
+        f = \max\Bigl(1,\ \max_{j:\,c_j > 0} \frac{c_j}{a_j^\top W b_j}\Bigr), \qquad
+        g = f\,(1 + \delta), \quad \delta \in \text{increments},\ g \le \text{max\_factor},
+
+    each :math:`g` checked on the margins ``recompute(g)`` of :math:`gW` (rounding can leave
+    a row a few ulps short, or more on cancelling rows); with ``recompute=None`` the first
+    :math:`g` is taken unchecked (margins :math:`g\,m`). ``rows`` says which rows must hold:
+    ``"positive"`` the margin rows with :math:`c_j > 0`, ``"all"`` every row (primal
+    infeasibility exactly 0).
+
+    Returns
+    -------
+    (g, margins of gW), or None
+        ``(1.0, margins)`` when the rows already hold; None when no tried factor works or
+        scaling cannot help (an equality row with :math:`c_j \ne 0`, or a positive bound
+        facing a nonpositive margin).
     """
-    margins = row_values(cs, W)
-    if primal_infeasibility(cs, margins) == 0.0:
-        return W
     pos = (cs.kind == MARGIN) & (cs.rhs > 0)
+
+    def holds(m: np.ndarray) -> bool:
+        if rows == "all":
+            return primal_infeasibility(cs, m) == 0.0
+        return bool(np.all(m[pos] >= cs.rhs[pos]))
+
+    if holds(margins):
+        return 1.0, margins
     if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[pos] <= 0.0):
         return None
     f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos], initial=1.0)))
-    for p in range(15, 0, -1):
-        g = f * (1.0 + 10.0**-p)
+    for delta in increments:
+        g = f * (1.0 + delta)
         if g > max_factor:
             break
-        if primal_infeasibility(cs, row_values(cs, g * W)) == 0.0:
-            return g * W
+        if recompute is None:
+            return g, g * margins
+        new = recompute(g)
+        if holds(new):
+            return g, new
     return None
+
+
+RESTORE_LIMIT = 1.0 + 1e-6
+"""Largest factor by which an iterative method's W is scaled up to meet its rows."""
+
+
+def restore_factor(cs: ConstraintSet, margins: np.ndarray) -> float:
+    """:func:`lift_factor` with the bare factor (margins not recomputed) up to
+    :data:`RESTORE_LIMIT`; 1.0 when there is none."""
+    lifted = lift_factor(cs, margins, max_factor=RESTORE_LIMIT, increments=BARE)
+    return 1.0 if lifted is None else lifted[0]
 
 
 def judge(
@@ -197,12 +210,12 @@ def frobenius_certificate(
     """
     W = np.asarray(W, dtype=float)
     lam = np.asarray(lam, dtype=float)
-    m = row_values(cs, W) if margins is None else np.asarray(margins, dtype=float)
+    m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
     is_m = cs.kind == MARGIN
     norm_w = float(np.linalg.norm(W))
     if cs.N:
         dual_inf = float(np.maximum(-lam[is_m], 0.0).max(initial=0.0))
-        stat = float(np.linalg.norm(W - row_adjoint(cs, lam))) / max(1.0, norm_w)
+        stat = float(np.linalg.norm(W - cs.adjoint(lam))) / max(1.0, norm_w)
         lam_scale = max(1.0, float(np.abs(lam).max()))
         comp = float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)) / lam_scale
         half = 0.5 * norm_w**2
@@ -221,6 +234,29 @@ def frobenius_certificate(
     )
 
 
+FARKAS_TOL = 1e-9
+"""Largest relative Farkas residual (:func:`farkas_residual`) of a certified INFEASIBLE."""
+
+
+def zero_row_farkas(cs: ConstraintSet) -> np.ndarray | None:
+    r"""The Farkas vector :math:`e_j / c_j` of the first row with :math:`a_j b_j^\top = 0` whose
+    right-hand side cannot be met (:math:`c_j > 0` on a margin row, :math:`c_j \ne 0` on an
+    equality row), or None. It verifies exactly: :math:`\sum_k \lambda_k a_k b_k^\top = 0`,
+    :math:`c^\top\lambda = 1`."""
+    zero = (~np.any(cs.A != 0, axis=1)) | (~np.any(cs.B != 0, axis=1))
+    unmet = zero & np.where(cs.kind == MARGIN, cs.rhs > 0.0, cs.rhs != 0.0)
+    if not np.any(unmet):
+        return None
+    return unit_farkas(cs, int(np.flatnonzero(unmet)[0]))
+
+
+def unit_farkas(cs: ConstraintSet, j: int) -> np.ndarray:
+    r""":math:`e_j / c_j`: the Farkas vector that blames row ``j`` alone."""
+    lam = np.zeros(cs.N)
+    lam[j] = 1.0 / cs.rhs[j]
+    return lam
+
+
 def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
     r"""Relative size of :math:`\sum_j \lambda_j a_j b_j^\top` for a Farkas vector ``lam``.
 
@@ -232,7 +268,7 @@ def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
     rows and :math:`c^\top\lambda = 1` it certifies that no :math:`W` satisfies the rows.
     """
     lam = np.asarray(lam, dtype=float)
-    num = float(np.linalg.norm(row_adjoint(cs, lam)))
+    num = float(np.linalg.norm(cs.adjoint(lam)))
     if num == 0.0:
         return 0.0
     den = float(np.abs(lam) @ (np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))

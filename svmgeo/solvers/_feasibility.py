@@ -25,31 +25,30 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
-from ..constraints import MARGIN, ConstraintSet
-from ._certificates import farkas_residual, lift_rows, row_values
-from ._frobenius import RowGeometry, features, interior_point, lift_margins, polish_active_set
+from ..constraints import MARGIN, ConstraintSet, check_constraint_set
+from ._backends import HiGHSBackend
+from ._certificates import (
+    DECADES,
+    FARKAS_TOL,
+    ULPS,
+    farkas_residual,
+    lift_factor,
+    unit_farkas,
+    zero_row_farkas,
+)
+from ._geometry import RowGeometry, features
+from ._qp import interior_point, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["check_feasibility"]
 
-_FARKAS_TOL = 1e-9
+_LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+"""HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
 _ROUNDOFF = 1e-13
 """Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
-
-
-def _trivial_certificate(cs: ConstraintSet) -> np.ndarray | None:
-    """A row with :math:`a_j b_j^\\top = 0` whose right-hand side cannot be met is its own certificate."""
-    zero = (~np.any(cs.A != 0, axis=1)) | (~np.any(cs.B != 0, axis=1))
-    bad = zero & (((cs.kind == MARGIN) & (cs.rhs > 0)) | ((cs.kind != MARGIN) & (cs.rhs != 0)))
-    if not np.any(bad):
-        return None
-    j = int(np.flatnonzero(bad)[0])
-    lam = np.zeros(cs.N)
-    lam[j] = 1.0 / cs.rhs[j]
-    return lam
 
 
 def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
@@ -66,10 +65,7 @@ def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
     bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
     if not np.any(bad):
         return None
-    j = int(np.flatnonzero(bad)[0])
-    lam = np.zeros(cs.N)
-    lam[j] = 1.0 / cs.rhs[j]
-    return lam
+    return unit_farkas(cs, int(np.flatnonzero(bad)[0]))
 
 
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
@@ -85,14 +81,24 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     if not np.all(np.isfinite(W)):
         return None
     positive = m & (cs.rhs > 0)
-    if np.any(row_values(cs, W)[positive] <= 0.0):
+    margins = cs.apply(W)
+    if np.any(margins[positive] <= 0.0):
         return None
-    W, margins, _ = lift_margins(cs, W, row_values(cs, W), max_factor=np.inf)
-    if np.any(margins[positive] < cs.rhs[positive]):
-        # the exact few-ulp lift can fail on cancelling rows: any larger factor proves as well
-        lifted = lift_rows(cs, W, max_factor=np.inf)
-        if lifted is not None:
-            W, margins = lifted, row_values(cs, lifted)
+    W0 = W
+
+    def recompute(g: float) -> np.ndarray:
+        return cs.apply(W0 * g)
+
+    # a few ulps first; the exact few-ulp lift can fail on cancelling rows, and then any
+    # larger factor that makes every row hold proves feasibility as well
+    lifted = lift_factor(
+        cs, margins, max_factor=np.inf, increments=ULPS, recompute=recompute
+    ) or lift_factor(
+        cs, margins, max_factor=np.inf, increments=DECADES, recompute=recompute, rows="all"
+    )
+    if lifted is not None:
+        g, margins = lifted
+        W = W0 * g
     viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
     row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
     allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
@@ -181,8 +187,7 @@ class _Factor:
 def _small_features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Compressed features of a Gram-represented problem when their thin SVD is cheap."""
     cs = geo.cs
-    n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size
-    width = min(cs.d, cs.N) * min(cs.d, n_queries)
+    width = min(cs.d, cs.N) * min(cs.d, cs.n_queries)
     if cs.N * width * min(cs.N, width) > 2e8:
         return None
     return features(geo)
@@ -192,7 +197,7 @@ def _point_from_qp(
     cs: ConstraintSet, geo: RowGeometry
 ) -> tuple[np.ndarray, float, np.ndarray] | None:
     """A verified feasible point (with its residual and the QP's λ) from the IPM and the polish."""
-    lam, _, converged = interior_point(geo, tol=1e-10, max_iter=60)
+    lam, _, converged = interior_point(geo, solver_tol=1e-10, max_iter=60)
     if not converged or not np.all(np.isfinite(lam)):
         return None
     slack = geo.matvec(lam) - geo.c
@@ -213,13 +218,13 @@ def _solve_dual_lp(L: np.ndarray, cs: ConstraintSet) -> Any:
     """
     m = cs.kind == MARGIN
     bounds = np.where(m[:, None], [0.0, 1.0], [-1.0, 1.0])
-    return linprog(
+    return HiGHSBackend.linprog(
         -np.asarray(cs.rhs, dtype=float),
+        "the dual Phase-1 LP",
         A_eq=L.T,
         b_eq=np.zeros(L.shape[1]),
         bounds=bounds,
-        method="highs",
-        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        options=_LP_OPTIONS,
     )
 
 
@@ -234,19 +239,20 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
         [sp.csr_matrix(L[~m]), sp.csr_matrix((nE, nM)), sp.identity(nE), -sp.identity(nE)]
     )
     bounds = [(None, None)] * r + [(0, None)] * (nM + 2 * nE)
-    res = linprog(
+    res = HiGHSBackend.linprog(
         cost,
+        "the Phase-1 LP",
         A_ub=A_ub.tocsr() if nM else None,
         b_ub=-c[m] if nM else None,
         A_eq=A_eq.tocsr() if nE else None,
         b_eq=c[~m] if nE else None,
         bounds=bounds,
-        method="highs",
-        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        options=_LP_OPTIONS,
     )
     return res, nM, nE
 
 
+@one_blas_thread_when_small
 def check_feasibility(
     cs: ConstraintSet, *, geometry: RowGeometry | None = None
 ) -> FeasibilityResult:
@@ -271,7 +277,7 @@ def check_feasibility(
     -------
     FeasibilityResult
         Feasible: ``point`` is a verified :math:`W` with margins :math:`\ge c_j` (scaled so the
-        smallest margin row meets its bound). Infeasible: ``certificate`` is a verified Farkas
+        smallest margin row meets its bound). Infeasible: ``farkas`` is a verified Farkas
         vector and ``residual`` its :func:`farkas_residual`; a certificate that does not verify
         to 1e-9 gives ``INFEASIBLE_INACCURATE``.
 
@@ -280,13 +286,24 @@ def check_feasibility(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Theorem 1 (feasibility of Att-SVM).
     """
+    cs = check_constraint_set(cs, "check_feasibility")
     start = time.perf_counter()
     N, d = cs.N, cs.d
 
     def result(**kw: object) -> FeasibilityResult:
-        extras = dict(kw.pop("extras", {}))  # type: ignore[call-overload]
-        extras["seconds"] = time.perf_counter() - start
-        return FeasibilityResult(constraints=cs, extras=extras, **kw)  # type: ignore[arg-type]
+        elapsed = time.perf_counter() - start
+        return FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
+
+    def verified(point: tuple[np.ndarray, float], message: str, **kw: object) -> FeasibilityResult:
+        """FEASIBLE with a point that :func:`_rescale_point` verified (and its residual)."""
+        return result(
+            feasible=True,
+            status=Status.OPTIMAL,
+            message=message,
+            point=point[0],
+            residual=point[1],
+            **kw,
+        )
 
     if N == 0:
         return result(
@@ -296,7 +313,7 @@ def check_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
-    for exact, lam0 in ((True, _trivial_certificate(cs)), (False, _roundoff_row(cs))):
+    for exact, lam0 in ((True, zero_row_farkas(cs)), (False, _roundoff_row(cs))):
         if lam0 is None:
             continue
         j = int(np.flatnonzero(lam0)[0])
@@ -315,7 +332,7 @@ def check_feasibility(
                 f"{cs.rhs[j]:g}"
                 + ("" if exact else "; only a W of norm ~1/round-off would meet it")
             ),
-            certificate=lam0,
+            farkas=lam0,
             residual=0.0 if exact else farkas_residual(cs, lam0),
             solver="svmgeo",
         )
@@ -329,12 +346,9 @@ def check_feasibility(
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:
-                    return result(
-                        feasible=True,
-                        status=Status.OPTIMAL,
-                        message="feasible: the rows are linearly independent (every row tight)",
-                        point=ok[0],
-                        residual=ok[1],
+                    return verified(
+                        ok,
+                        "feasible: the rows are linearly independent (every row tight)",
                         solver="svmgeo-cholesky",
                     )
     width = cs.N if geo.Phi is None else geo.Phi.shape[1]
@@ -342,12 +356,9 @@ def check_feasibility(
         # large dense LP: first try to certify feasibility with the exact QP solver's answer
         qp = _point_from_qp(cs, geo)
         if qp is not None:
-            return result(
-                feasible=True,
-                status=Status.OPTIMAL,
-                message="feasible: the max-margin QP's polished solution meets every row",
-                point=qp[0],
-                residual=qp[1],
+            return verified(
+                qp[:2],
+                "feasible: the max-margin QP's polished solution meets every row",
                 solver="svmgeo-ipm",
                 extras={"qp_dual": qp[2]},
             )
@@ -400,12 +411,9 @@ def check_feasibility(
                 y_k = candidates[k]
             ok = _rescale_point(cs, fac.W(y_k))
             if ok is not None:
-                return result(
-                    feasible=True,
-                    status=Status.OPTIMAL,
-                    message="feasible: Phase-1 LP optimum 0, point verified",
-                    point=ok[0],
-                    residual=ok[1],
+                return verified(
+                    ok,
+                    "feasible: Phase-1 LP optimum 0, point verified",
                     solver="highs",
                     extras=extras,
                 )
@@ -426,16 +434,16 @@ def check_feasibility(
             solver="highs",
             extras=extras,
         )
-    good = residual <= _FARKAS_TOL
+    good = residual <= FARKAS_TOL
     return result(
         feasible=False,
         status=Status.INFEASIBLE if good else Status.INFEASIBLE_INACCURATE,
         message=(
             "infeasible: Farkas certificate verified"
             if good
-            else f"infeasible, but the Farkas residual {residual:.3g} exceeds {_FARKAS_TOL:.0e}"
+            else f"infeasible, but the Farkas residual {residual:.3g} exceeds {FARKAS_TOL:.0e}"
         ),
-        certificate=lam,
+        farkas=lam,
         residual=residual,
         solver="highs",
         extras=extras,

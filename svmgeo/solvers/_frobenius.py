@@ -44,559 +44,27 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
-from .._linalg import orthonormal_basis
+from .._errors import SolverError
 from .._validation import check_int, check_real
-from ..constraints import MARGIN, ConstraintSet
-from ._certificates import (
-    downgrade,
-    frobenius_certificate,
-    query_groups,
-    row_adjoint,
-    row_values,
-)
-from ._result import SVMResult
+from ..constraints import ConstraintSet, check_constraint_set
+from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
+from ._geometry import RowGeometry
+from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
+from ._result import SVMResult, no_solution
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["solve_frobenius"]
 
-_Solve = Callable[[np.ndarray], np.ndarray]
-_EPS = float(np.finfo(float).eps)
+_METHODS = (("ipm", "the interior-point method"), ("clarabel", "Clarabel's QP"))
+"""The QP methods tried in turn until one's answer polishes: (key, name in messages)."""
 
 
-def _outer_gram(A: np.ndarray) -> np.ndarray:
-    """:math:`AA^\\top` through a symmetric rank-k update (half the flops of a product)."""
-    if A.shape[0] < 256:
-        return A @ A.T
-    upper = sla.blas.dsyrk(1.0, A.T, trans=1)  # upper triangle filled, lower left at 0
-    G = upper + upper.T
-    G.flat[:: G.shape[0] + 1] *= 0.5
-    return np.asarray(G)
-
-
-def _query_gram(cs: ConstraintSet) -> np.ndarray:
-    """:math:`BB^\\top`, computed from the distinct queries when rows share them."""
-    groups = query_groups(cs)
-    if groups is None:
-        return cs.B @ cs.B.T
-    Q, inv = groups
-    return (Q @ Q.T)[np.ix_(inv, inv)]
-
-
-class RowGeometry:
-    r"""Everything the solvers need about the rows :math:`a_j b_j^\top`, in the cheaper form.
-
-    ``kind == "dual"``: the Gram matrix :math:`G` (N×N). ``kind == "primal"``: features
-    :math:`\Phi` (N×r₁r₂) with :math:`G = \Phi\Phi^\top`, used when :math:`r_1 r_2 < N`.
-    """
-
-    def __init__(self, cs: ConstraintSet) -> None:
-        self.cs = cs
-        N, d = cs.N, cs.d
-        n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size if N else 0
-        self.U: np.ndarray | None = None
-        self.V: np.ndarray | None = None
-        self.Phi: np.ndarray | None = None
-        self.G: np.ndarray | None = None
-        if min(d, N) * min(d, n_queries) < N:
-            U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
-            Ac, Bc = cs.A @ U, cs.B @ V
-            self.U, self.V = U, V
-            self.Phi = np.ascontiguousarray((Ac[:, :, None] * Bc[:, None, :]).reshape(N, -1))
-            self.kind = "primal"
-        else:
-            self.G = _outer_gram(cs.A) * _query_gram(cs)
-            self.kind = "dual"
-        self.margin = cs.kind == MARGIN
-        self.c = np.asarray(cs.rhs, dtype=float)
-
-    # -- products with G ------------------------------------------------------------------
-    def gram(self) -> np.ndarray:
-        if self.G is None:
-            assert self.Phi is not None
-            self.G = self.Phi @ self.Phi.T
-        return self.G
-
-    @property
-    def _gmax(self) -> float:
-        if not hasattr(self, "_gmax_value"):
-            self._gmax_value = float(np.abs(self.gram()).max())
-        return self._gmax_value
-
-    def matvec(self, lam: np.ndarray) -> np.ndarray:
-        """:math:`G\\lambda`, i.e. the margins of :math:`W = \\sum_j \\lambda_j a_j b_j^\\top`."""
-        if self.Phi is not None:
-            return self.Phi @ (self.Phi.T @ lam)
-        assert self.G is not None
-        return self.G @ lam
-
-    def factor(self, theta: np.ndarray, reg: float) -> _Solve:
-        r"""A solver for :math:`(G + \mathrm{diag}(\theta) + \mathrm{reg}\,[\theta = 0])\,x = r`.
-
-        ``theta`` is positive on margin rows and 0 on equality rows.
-        """
-        eq = theta <= 0.0
-        if self.Phi is None:
-            H = self.gram() + np.diag(np.where(eq, reg, theta))
-            return _psd_solver(H)
-        Phi = self.Phi
-        m = ~eq
-        inv = 1.0 / theta[m]
-        PM, PE = Phi[m], Phi[eq]
-        K = np.eye(Phi.shape[1]) + (PM.T * inv) @ PM
-        nE = PE.shape[0]
-        if nE == 0:
-            kinv = _psd_solver(K)
-
-            def solve(r: np.ndarray) -> np.ndarray:
-                u = kinv(PM.T @ (inv * r[m]))
-                x = np.empty_like(r)
-                x[m] = inv * (r[m] - PM @ u)
-                return x
-
-            return solve
-        big = np.block([[K, PE.T], [PE, -reg * np.eye(nE)]])
-        lu = sla.lu_factor(big, check_finite=False)
-
-        def solve_aug(r: np.ndarray) -> np.ndarray:
-            top = PM.T @ (inv * r[m])
-            z = sla.lu_solve(lu, np.concatenate([top, r[eq]]), check_finite=False)
-            u, xE = z[: K.shape[0]], -z[K.shape[0] :]
-            x = np.empty_like(r)
-            x[m] = inv * (r[m] - PM @ u)
-            x[eq] = xE
-            return x
-
-        return solve_aug
-
-    def full_factor(self) -> Any:
-        """Cached Cholesky factor of the whole :math:`G` (None when G is not numerically PD)."""
-        if not hasattr(self, "_full"):
-            self._full = None
-            if self.Phi is None:
-                try:
-                    self._full = sla.cho_factor(self.gram(), check_finite=False)
-                except np.linalg.LinAlgError:
-                    self._full = None
-        return self._full
-
-    def _schur_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray | None:
-        r"""Solve :math:`G_{SS}x = r` from the factor of the whole G (S = all rows but a few).
-
-        With D the dropped rows: :math:`x = G^{-1}\tilde r - Z C^{-1} (G^{-1}\tilde r)_D`,
-        :math:`Z = G^{-1}E_D`, :math:`C = (G^{-1})_{DD}`, which makes :math:`x_D = 0`.
-        """
-        cf = self.full_factor()
-        N = self.cs.N
-        if cf is None:
-            return None
-        D = np.setdiff1d(np.arange(N), S, assume_unique=True)
-        if D.size and 2.0 * N * N * D.size > S.size**3 / 3.0:
-            return None  # refactoring G_SS is cheaper
-        rt = np.zeros(N)
-        rt[S] = r
-        x = sla.cho_solve(cf, rt, check_finite=False)
-        if D.size:
-            E = np.zeros((N, D.size))
-            E[D, np.arange(D.size)] = 1.0
-            Z = sla.cho_solve(cf, E, check_finite=False)
-            C = Z[D]
-            try:
-                mu = sla.solve(C, x[D], assume_a="pos", check_finite=False)
-            except (np.linalg.LinAlgError, ValueError):
-                return None
-            x = x - Z @ mu
-        return np.asarray(x[S])
-
-    def min_norm_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray:
-        r"""Minimum-norm :math:`\delta` with :math:`G_{SS}\,\delta = r` (least squares if inconsistent)."""
-        if S.size == 0:
-            return np.zeros(0)
-        if self.Phi is not None:
-            PS = self.Phi[S]
-            y = sla.lstsq(PS, r, lapack_driver="gelsy", check_finite=False)[0]
-            return np.asarray(sla.lstsq(PS.T, y, lapack_driver="gelsy", check_finite=False)[0])
-        G = self.gram()
-        full = S.size == self.cs.N
-        GSS = G if full else G[np.ix_(S, S)]
-
-        gmax = self._gmax if full else float(np.abs(GSS).max())
-
-        def accurate(x: np.ndarray | None) -> bool:
-            if x is None or not np.all(np.isfinite(x)):
-                return False
-            scale = gmax * max(np.abs(x).max(), 1.0) + np.abs(r).max()
-            return bool(np.abs(GSS @ x - r).max() <= 1e-11 * scale)
-
-        x = self._schur_solve(S, r)
-        if accurate(x):
-            return np.asarray(x)
-        try:
-            cf = self.full_factor() if full else sla.cho_factor(GSS, check_finite=False)
-            if cf is not None:
-                x = sla.cho_solve(cf, r, check_finite=False)
-                if accurate(x):
-                    return np.asarray(x)
-        except (np.linalg.LinAlgError, ValueError):
-            pass
-        return np.asarray(sla.lstsq(GSS, r, lapack_driver="gelsy", check_finite=False)[0])
-
-    def W(self, lam: np.ndarray) -> np.ndarray:
-        """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix."""
-        return row_adjoint(self.cs, lam)
-
-
-def _psd_solver(H: np.ndarray) -> _Solve:
-    """Cholesky with growing diagonal regularization when ``H`` is numerically singular."""
-    scale = max(float(np.abs(np.diag(H)).max()) if H.size else 1.0, 1e-300)
-    shift = 0.0
-    for _ in range(8):
-        try:
-            cf = sla.cho_factor(H + shift * np.eye(H.shape[0]), check_finite=False)
-            return lambda r: sla.cho_solve(cf, r, check_finite=False)
-        except np.linalg.LinAlgError:
-            shift = 1e-14 * scale if shift == 0.0 else shift * 100.0
-    lu = sla.lu_factor(H + shift * np.eye(H.shape[0]), check_finite=False)
-    return lambda r: sla.lu_solve(lu, r, check_finite=False)
-
-
-def no_solution(
-    cs: ConstraintSet, status: Status, message: str, *, norm: str, solver: str, **fields: Any
-) -> SVMResult:
-    """An :class:`SVMResult` without a solution (W, dual, margins and objective None)."""
-    return SVMResult(
-        W=None,
-        status=status,
-        message=message,
-        objective=None,
-        dual=None,
-        margins=None,
-        constraints=cs,
-        norm=norm,  # type: ignore[arg-type]
-        solver=solver,
-        **fields,
-    )
-
-
-def _max_step(x: np.ndarray, dx: np.ndarray) -> float:
-    neg = dx < 0
-    if not np.any(neg):
-        return 1.0
-    return float(min(1.0, np.min(-x[neg] / dx[neg])))
-
-
-def _direction(
-    solve: _Solve, m: np.ndarray, lam: np.ndarray, s: np.ndarray, r_d: np.ndarray, rc: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Newton direction of the dual QP's KKT system for complementarity residual ``rc``."""
-    rhs = -r_d.copy()
-    rhs[m] -= rc / lam[m]
-    dlam = solve(rhs)
-    ds = np.zeros_like(lam)
-    ds[m] = (-rc - s[m] * dlam[m]) / lam[m]
-    return dlam, ds
-
-
-def _starting_point(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray]:
-    """Mehrotra-style start: a regularised least-squares λ, both sides shifted to be positive."""
-    m = geo.margin
-    N = geo.cs.N
-    lam = geo.factor(np.ones(N), 1.0)(geo.c)  # (G + I) λ = c
-    s = np.where(m, geo.matvec(lam) - geo.c, 0.0)
-    if not np.any(m):
-        return lam, s
-    lam[m] += max(-1.5 * float(lam[m].min()), 0.0)
-    s[m] += max(-1.5 * float(s[m].min()), 0.0)
-    dot = float(lam[m] @ s[m])
-    lam[m] += 0.5 * dot / max(float(s[m].sum()), 1e-300)
-    s[m] += 0.5 * dot / max(float(lam[m].sum()), 1e-300)
-    lam[m] = np.maximum(lam[m], 1e-8)
-    s[m] = np.maximum(s[m], 1e-8)
-    return lam, s
-
-
-def interior_point(geo: RowGeometry, *, tol: float, max_iter: int) -> tuple[np.ndarray, int, bool]:
-    r"""Mehrotra predictor-corrector on the dual QP; returns :math:`(\lambda, \text{iterations}, \text{ok})`.
-
-    Slack :math:`s = G\lambda - c` is the primal margin excess; complementarity
-    :math:`\lambda_j s_j = 0` on margin rows. The best iterate (merit: the larger of the
-    relative residual and the relative complementarity) is returned; the method stops early when
-    round-off makes the merit grow (degenerate problems), since the polish that follows makes
-    the answer exact. ``ok`` means the merit reached ``max(tol, 1e-7)``.
-    """
-    N = geo.cs.N
-    m = geo.margin
-    c = geo.c
-    nm = max(int(m.sum()), 1)
-    lam, s = _starting_point(geo)
-    best_lam, best_merit, stale = lam, np.inf, 0
-    n_iter = 0
-    for _ in range(max_iter):
-        n_iter += 1
-        Glam = geo.matvec(lam)
-        r_d = Glam - c - s
-        mu = float(lam[m] @ s[m]) / nm
-        quad = float(lam @ Glam)
-        scale = max(1.0, abs(quad), float(np.abs(c).max()) if N else 1.0)
-        merit = max(float(np.abs(r_d).max()), mu * nm) / scale
-        if merit < best_merit:
-            best_lam, best_merit, stale = lam, merit, 0
-        elif best_merit <= 1e-6:  # near the end, round-off may take over: stop on stagnation
-            stale += 1
-        if merit <= tol or stale >= 3 or (best_merit <= 1e-6 and merit > 1e3 * best_merit):
-            break
-        theta = np.zeros(N)
-        theta[m] = s[m] / lam[m]
-        reg = 1e-13 * max(1.0, float(np.abs(theta).max(initial=0.0)))
-        solve = geo.factor(theta, reg)
-
-        rc = lam[m] * s[m]
-        dl_a, ds_a = _direction(solve, m, lam, s, r_d, rc)
-        a_aff = min(_max_step(lam[m], dl_a[m]), _max_step(s[m], ds_a[m]))
-        mu_aff = float((lam[m] + a_aff * dl_a[m]) @ (s[m] + a_aff * ds_a[m])) / nm
-        sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0
-        rc = lam[m] * s[m] + dl_a[m] * ds_a[m] - sigma * mu
-        dl, ds = _direction(solve, m, lam, s, r_d, rc)
-        alpha = min(1.0, 0.995 * min(_max_step(lam[m], dl[m]), _max_step(s[m], ds[m])))
-        lam = lam + alpha * dl
-        s = s + alpha * ds
-        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(s))):
-            break
-    return best_lam, n_iter, bool(best_merit <= max(tol, 1e-7))
-
-
-def _clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bool]:
-    r"""The QP through Clarabel's direct API: compressed primal (``"primal"``) or the dual.
-
-    Primal: :math:`\min \tfrac12\|w\|^2` s.t. :math:`\Phi_{\mathcal E} w = c_{\mathcal E}`,
-    :math:`\Phi_{\mathcal M} w \ge c_{\mathcal M}`; λ are its multipliers. Dual:
-    :math:`\min \tfrac12\lambda^\top G\lambda - c^\top\lambda` s.t. :math:`\lambda_{\mathcal M} \ge 0`.
-    """
-    import clarabel
-
-    m = geo.margin
-    N = geo.cs.N
-    nM, nE = int(m.sum()), int((~m).sum())
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    settings.max_iter = max_iter
-    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
-    settings.tol_ktratio = 1e-8
-    cones: list[Any] = []
-    if geo.Phi is not None:
-        Phi = geo.Phi
-        D = Phi.shape[1]
-        P = sp.identity(D, format="csc")
-        q = np.zeros(D)
-        A = sp.csc_matrix(np.vstack([Phi[~m], -Phi[m]]))
-        b = np.concatenate([geo.c[~m], -geo.c[m]])
-    else:
-        P = sp.csc_matrix(np.triu(geo.gram()))
-        q = -geo.c
-        A = sp.csc_matrix((-np.ones(nM), (np.arange(nM), np.flatnonzero(m))), shape=(nM, N))
-        b = np.zeros(nM)
-        nE = 0
-    if nE:
-        cones.append(clarabel.ZeroConeT(nE))
-    if nM:
-        cones.append(clarabel.NonnegativeConeT(nM))
-    try:
-        sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
-    except Exception:  # a backend failure is a failed attempt, never a crash
-        return np.full(N, np.nan), 0, False
-    ok = str(sol.status) in ("Solved", "AlmostSolved")
-    if geo.Phi is None:
-        lam = np.asarray(sol.x, dtype=float)
-    else:
-        z = np.asarray(sol.z, dtype=float)
-        lam = np.empty(N)
-        lam[~m] = -z[:nE]
-        lam[m] = z[nE:]
-    return lam, int(sol.iterations), ok
-
-
-def polish_active_set(
-    geo: RowGeometry, lam0: np.ndarray, S0: np.ndarray, *, max_rounds: int
-) -> tuple[np.ndarray, int, bool]:
-    r"""Active-set refinement: solve the equality-constrained least-norm problem on ``S`` exactly.
-
-    Starting from the working set ``S0`` and multipliers ``lam0``, each round sets
-    :math:`\lambda_S \leftarrow \lambda_S + G_{SS}^+(c_S - G_{SS}\lambda_S)` (the smallest
-    correction that makes every row of S tight), drops margin rows whose multiplier turned
-    negative, and adds margin rows that are violated. Returns (λ, rounds, settled).
-    """
-    c, m = geo.c, geo.margin
-    S = np.asarray(S0, dtype=bool) | ~m
-    lam = np.where(S, lam0, 0.0)
-    for rounds in range(1, max_rounds + 1):
-        idx = np.flatnonzero(S)
-        lam = np.where(S, lam, 0.0)
-        if idx.size:
-            r = c[idx] - geo.matvec(lam)[idx]
-            lam[idx] += geo.min_norm_solve(idx, r)
-        margins = geo.matvec(lam)
-        lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
-        band = 1e-10 * np.maximum(1.0, np.abs(c))
-        if np.any(S & (np.abs(margins - c) > band)):
-            return (
-                lam,
-                rounds,
-                False,
-            )  # the rows of S cannot all be tight: G_SS λ = c_S inconsistent
-        neg = S & m & (lam < -1e-12 * lam_scale)
-        viol = ~S & m & (margins < c - band)
-        if not neg.any() and not viol.any():
-            lam = np.where(m, np.maximum(lam, 0.0), lam)
-            return lam, rounds, True
-        S = (S & ~neg) | viol
-        lam = np.where(neg, 0.0, lam)
-    return lam, max_rounds, False
-
-
-_FEATURE_LIMIT = 4096
-"""Largest compressed dimension :math:`r_1 r_2` for which the feature-space polish is tried."""
-
-
-def features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    r"""(U, V, Φ) with :math:`\phi_j = \mathrm{vec}(U^\top a_j b_j^\top V)`, or None when too large."""
-    if geo.Phi is not None:
-        assert geo.U is not None and geo.V is not None
-        return geo.U, geo.V, geo.Phi
-    cs = geo.cs
-    n_queries = np.unique(cs.seq * max(cs.K, 1) + cs.query).size
-    if min(cs.d, cs.N) * min(cs.d, n_queries) > _FEATURE_LIMIT:
-        return None  # decided before any factorization: this is the rescue path only
-    U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
-    width = U.shape[1] * V.shape[1]
-    if width > _FEATURE_LIMIT or width * cs.N > 2e7:
-        return None
-    Ac, Bc = cs.A @ U, cs.B @ V
-    return U, V, np.ascontiguousarray((Ac[:, :, None] * Bc[:, None, :]).reshape(cs.N, -1))
-
-
-def _least_norm(P: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Least-norm (least-squares) solution of ``P x = r`` with one step of iterative refinement."""
-    x = sla.lstsq(P, r, lapack_driver="gelsd", check_finite=False)[0]
-    x = x + sla.lstsq(P, r - P @ x, lapack_driver="gelsd", check_finite=False)[0]
-    return np.asarray(x)
-
-
-def _row_multipliers(PS: np.ndarray, w: np.ndarray, free: np.ndarray) -> np.ndarray:
-    r"""Multipliers :math:`\lambda_S` with :math:`\Phi_S^\top\lambda_S = w`, nonnegative where possible.
-
-    The least-norm solution first; when some non-free entry is negative and the rows are
-    dependent (the multipliers are then not unique), a bounded least-squares solve looks for a
-    nonnegative one.
-    """
-    lam = _least_norm(PS.T, w)
-    if np.all(free | (lam >= 0.0)) or np.linalg.matrix_rank(PS) == PS.shape[0]:
-        return lam
-
-    lower = np.where(free, -np.inf, 0.0)
-    try:
-        sol = lsq_linear(PS.T, w, bounds=(lower, np.inf), method="bvls", tol=1e-14)
-    except (ValueError, np.linalg.LinAlgError):
-        return lam
-    alt = np.asarray(sol.x)
-    if np.linalg.norm(PS.T @ alt - w) <= np.linalg.norm(PS.T @ lam - w) + 1e-12 * np.linalg.norm(w):
-        return alt
-    return lam
-
-
-def polish_features(
-    geo: RowGeometry, S0: np.ndarray, *, max_rounds: int
-) -> tuple[np.ndarray, np.ndarray, int, bool] | None:
-    r"""Active-set polish on the primal in compressed features; returns (λ, W, rounds, settled).
-
-    The primal optimum is unique, so on the right active set :math:`S` it is the least-norm
-    point :math:`w = \Phi_S^+ c_S` (conditioning :math:`\mathrm{cond}(\Phi_S)`, not its square
-    as in :math:`G_{SS}\lambda_S = c_S`), :math:`W = U\,\mathrm{mat}(w)\,V^\top` and the
-    margins :math:`\Phi w` are accurate to :math:`\epsilon\|\phi_j\|\|w\|` however large and
-    cancelling the multipliers are. The multipliers then solve :math:`\Phi_S^\top\lambda_S = w`.
-    Rows with a negative multiplier are dropped (the most negative first), violated rows are
-    added. None when the compressed features would be too large.
-    """
-    feats = features(geo)
-    if feats is None:
-        return None
-    U, V, Phi = feats
-    c, m = geo.c, geo.margin
-    N = geo.cs.N
-    row_norm = np.linalg.norm(Phi, axis=1)
-    S = np.asarray(S0, dtype=bool) | ~m
-    lam = np.zeros(N)
-    w = np.zeros(Phi.shape[1])
-    for rounds in range(1, max_rounds + 1):
-        idx = np.flatnonzero(S)
-        PS = Phi[idx]
-        w = _least_norm(PS, c[idx]) if idx.size else np.zeros(Phi.shape[1])
-        margins = Phi @ w
-        wn = float(np.linalg.norm(w))
-        band = 1e-12 * np.maximum(np.abs(c), 1.0) + 64.0 * _EPS * row_norm * wn
-        lam = np.zeros(N)
-        if idx.size:
-            lam[idx] = _row_multipliers(PS, w, ~m[idx])
-        dual_res = float(np.linalg.norm(PS.T @ lam[idx] - w)) if idx.size else wn
-        lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
-        inconsistent = S & (np.abs(margins - c) > 1e3 * band)
-        neg = S & m & (lam < -1e-12 * lam_scale)
-        viol = ~S & m & (margins < c - band)
-        if inconsistent.any():
-            # the rows of S cannot all be tight: drop the margin row that is most over-satisfied
-            over = np.where(inconsistent & m, margins - c, -np.inf)
-            if not np.isfinite(over.max()):
-                break
-            S[int(np.argmax(over))] = False
-            continue
-        # Φ_Sᵀλ_S carries round-off ε Σ|λ_j|‖φ_j‖, which exceeds ‖w‖ when λ cancels
-        dual_tol = max(1e-10 * wn, 64.0 * _EPS * float(np.abs(lam) @ row_norm), 1e-300)
-        if not neg.any() and not viol.any() and dual_res <= dual_tol:
-            lam = np.where(m, np.maximum(lam, 0.0), lam)
-            W = U @ w.reshape(U.shape[1], V.shape[1]) @ V.T
-            return lam, np.asarray(W), rounds, True
-        if neg.any():
-            S[int(np.argmin(np.where(neg, lam / lam_scale, np.inf)))] = False
-        S |= viol
-    W = U @ w.reshape(U.shape[1], V.shape[1]) @ V.T
-    return lam, np.asarray(W), max_rounds, False
-
-
-def lift_margins(
-    cs: ConstraintSet, W: np.ndarray, margins: np.ndarray, *, max_factor: float
-) -> tuple[np.ndarray, np.ndarray, float]:
-    r"""Scale ``W`` by the least :math:`f \in [1, \text{max\_factor}]` with every margin row met.
-
-    Recomputes the margins after scaling (round-off) and adds a few ulps until
-    :math:`a_j^\top (fW) b_j \ge c_j` holds exactly in floating point. Not applicable (f = 1)
-    when an equality row has :math:`c_j \ne 0`, when a positive bound faces a nonpositive
-    margin, or when the needed factor exceeds ``max_factor``.
-    """
-    rows = (cs.kind == MARGIN) & (cs.rhs > 0)
-    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or not np.any(rows):
-        return W, margins, 1.0
-    if np.any(margins[rows] <= 0):
-        return W, margins, 1.0
-    f = float(np.max(cs.rhs[rows] / margins[rows]))
-    if f <= 1.0 and np.all(margins[rows] >= cs.rhs[rows]):
-        return W, margins, 1.0
-    if f > max_factor:
-        return W, margins, 1.0
-    eps = float(np.finfo(float).eps)
-    for k in range(1, 6):
-        g = max(f, 1.0) * (1.0 + 4.0 * k * eps)
-        new = row_values(cs, W * g)
-        if np.all(new[rows] >= cs.rhs[rows]):
-            return W * g, new, g
-    return W, margins, 1.0
-
-
+@one_blas_thread_when_small
 def solve_frobenius(
     cs: ConstraintSet,
     *,
@@ -622,8 +90,9 @@ def solve_frobenius(
     cs : ConstraintSet
         The rows. The problem is assumed feasible (:func:`solve_svm` checks first); when it is
         not, a non-success status is returned, never an exception.
-    tol : float, default 1e-8
-        Tolerance of the certificate check (relative residuals, SPEC §6).
+    tol : float in (0, 1], default 1e-8
+        Tolerance of svmgeo's certificate check (relative residuals, SPEC §6); the inner
+        methods stop at their own, tighter tolerances.
     max_iter : int, default 100
         Interior-point iterations.
     max_rounds : int, default 30
@@ -646,7 +115,8 @@ def solve_frobenius(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Section 2 (Att-SVM) and Lemma 1.
     """
-    tol = check_real(tol, "tol", low=0.0, low_open=True, where="solve_frobenius")
+    cs = check_constraint_set(cs, "solve_frobenius")
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_frobenius")
     max_iter = check_int(max_iter, "max_iter", low=1, where="solve_frobenius")
     max_rounds = check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius")
     start = time.perf_counter()
@@ -687,20 +157,27 @@ def solve_frobenius(
         lam, rounds, settled = polish_active_set(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
-    methods = ("ipm", "clarabel")
     starts: list[np.ndarray] = []  # working sets suggested by the raw solutions
-    for method in methods:
+    failures: list[str] = []  # why a method gave no usable multipliers
+    converged_by = ""  # the method whose unpolished answer is kept
+    for method, name in _METHODS:
         if settled:
             break
-        if method == "ipm":
-            lam_raw, its, ok = interior_point(geo, tol=1e-10, max_iter=max_iter)
-        else:
-            lam_raw, its, ok = _clarabel_qp(geo, max_iter=max_iter)
+        try:
+            if method == "ipm":
+                lam_raw, its, ok = interior_point(geo, solver_tol=1e-10, max_iter=max_iter)
+            else:
+                lam_raw, its, ok = clarabel_qp(geo, max_iter=max_iter)
+        except SolverError as exc:  # a backend failure is a failed attempt, with its reason
+            failures.append(f"{name}: {exc}")
+            extras[f"{method}_error"] = str(exc)
+            continue
         solver = f"svmgeo-{method}"
         extras[f"{method}_iterations"] = its
         extras[f"{method}_converged"] = ok
         n_iter += its
         if not np.all(np.isfinite(lam_raw)):
+            failures.append(f"{name}: non-finite multipliers after {its} iterations")
             continue
         slack = geo.matvec(lam_raw) - geo.c
         S0 = ~geo.margin | (lam_raw > slack)
@@ -712,28 +189,31 @@ def solve_frobenius(
             lam = lam_pol
         elif ok and not converged:
             lam, converged = np.where(geo.margin, np.maximum(lam_raw, 0.0), lam_raw), True
+            converged_by = name
     extras["polished"] = settled
+    why = f" ({'; '.join(failures)})" if failures else ""
     if not np.all(np.isfinite(lam)) and not starts:
-        res = no_solution(
+        return no_solution(
             cs,
             Status.NUMERICAL_ERROR,
-            "the dual diverged (is the problem infeasible? see check_feasibility)",
+            f"no method gave finite multipliers{why}; is the problem infeasible? see "
+            "check_feasibility",
             norm="fro",
             solver=solver,
             n_iter=n_iter,
             solve_time=time.perf_counter() - start,
             extras=extras,
         )
-        return res
     status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
     if settled:
         message = "solved: active set polished exactly"
     elif converged:
-        message = "solved by the interior-point method; the active-set polish did not settle"
+        message = f"solved by {converged_by}; the active-set polish did not settle"
     else:
         message = (
-            f"the interior-point method did not converge in max_iter={max_iter} iterations "
-            "(is the problem infeasible? see check_feasibility)"
+            f"neither {' nor '.join(name for _, name in _METHODS)} converged in "
+            f"max_iter={max_iter} iterations{why} (is the problem infeasible? see "
+            "check_feasibility)"
         )
     out: SVMResult | None = None
     if np.all(np.isfinite(lam)):
@@ -752,7 +232,7 @@ def solve_frobenius(
         out = no_solution(
             cs,
             Status.NUMERICAL_ERROR,
-            "the dual diverged and the feature-space polish did not settle",
+            f"no finite multipliers{why}, and the feature-space polish did not settle",
             norm="fro",
             solver=solver,
             n_iter=n_iter,
@@ -780,8 +260,18 @@ def _finish(
     cs = geo.cs
     if W is None:
         W = geo.W(lam)
-    W, margins, f = lift_margins(cs, W, row_values(cs, W), max_factor=1.0 + max(1e-9, tol / 8))
-    lam = lam * f
+    W0 = W
+    margins = cs.apply(W0)
+    lifted = lift_factor(
+        cs,
+        margins,
+        max_factor=1.0 + max(1e-9, tol / 8),
+        increments=ULPS,
+        recompute=lambda g: cs.apply(W0 * g),
+    )
+    if lifted is not None:
+        f, margins = lifted
+        W, lam = W0 * f, lam * f
     res = SVMResult(
         W=W,
         status=status,
@@ -838,5 +328,5 @@ def _feature_rescue(
     return best
 
 
-def _with_time(res: SVMResult, seconds: float) -> SVMResult:
-    return dataclasses.replace(res, solve_time=seconds)
+def _with_time(res: SVMResult, solve_time: float) -> SVMResult:
+    return dataclasses.replace(res, solve_time=solve_time)

@@ -21,21 +21,23 @@ import warnings
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
-from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._certificates import (
+    DECADES,
     downgrade,
     judge,
-    lift_rows,
+    lift_factor,
     nuclear_certificate,
     primal_infeasibility,
+    restore_factor,
 )
-from ._nuclear import _compress, _Factored, _restore_scale, solve_nuclear
+from ._factored import FactoredProblem, compress
+from ._nuclear import solve_nuclear
 from ._result import Certificate, SVMResult
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
 __all__ = ["solve_lowrank"]
 
@@ -52,7 +54,7 @@ def _balance(K: np.ndarray, Q: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _local_solve(
-    prob: _Factored, K0: np.ndarray, Q0: np.ndarray, max_iter: int
+    prob: FactoredProblem, K0: np.ndarray, Q0: np.ndarray, max_iter: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """SLSQP from (K0, Q0), then a KKT Newton polish; None if no feasible point was reached."""
     cs = prob.cs
@@ -73,6 +75,8 @@ def _local_solve(
         constraints.append({"type": "eq", "fun": lambda z: g(z)[eq], "jac": lambda z: dg(z)[eq]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        from scipy.optimize import minimize  # lazily: scipy.optimize is slow to import
+
         out = minimize(
             lambda z: (0.5 * float(z @ z), z),
             z0,
@@ -140,6 +144,7 @@ def _factored_certificate(
     )
 
 
+@one_blas_thread_when_small
 def solve_lowrank(
     cs: ConstraintSet,
     rank: int,
@@ -190,7 +195,8 @@ def solve_lowrank(
         Random starts in addition to the truncated-SVD start.
     seed : int or Generator, optional
         Randomness of the restarts.
-    tol : float, default 1e-8
+    tol : float in (0, 1], default 1e-8
+        Tolerance of svmgeo's certificate (KKT residuals of the factored problem).
     max_iter : int, default 300
         SLSQP iterations per start.
     solver : {"clarabel", "scs", "auto"}, default "auto"
@@ -214,11 +220,7 @@ def solve_lowrank(
     True
     """
     start = time.perf_counter()
-    if not isinstance(cs, ConstraintSet):
-        raise ProblemError(
-            f"solve_lowrank needs a ConstraintSet; got {type(cs).__name__}. Build one with "
-            "svmgeo.att_svm_constraints(data, alpha)."
-        )
+    cs = check_constraint_set(cs, "solve_lowrank")
     m = check_int(rank, "rank", low=1, where="solve_lowrank")
     n_restarts = check_int(n_restarts, "n_restarts", low=0, where="solve_lowrank")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_lowrank")
@@ -231,7 +233,7 @@ def solve_lowrank(
     if convex.W is None or not convex.status.has_solution:
         return dataclasses.replace(convex, rank=m, message=f"convex relaxation: {convex.message}")
     lower = float(convex.objective or 0.0)
-    comp = _compress(cs)
+    comp = compress(cs)
     U, V = comp.U, comp.V
     At, Bt = cs.A @ U, cs.B @ V
     Mc = U.T @ convex.W @ V
@@ -275,7 +277,7 @@ def solve_lowrank(
         r = min(m, s.size)
         K0[:, :r] = Uc[:, :r] * np.sqrt(s[:r])
         Q0[:, :r] = Vct[:r].T * np.sqrt(s[:r])
-        c = _restore_scale(cs, cs.apply(U @ K0 @ Q0.T @ V.T))
+        c = restore_factor(cs, cs.apply(U @ K0 @ Q0.T @ V.T))
         K0, Q0 = K0 * np.sqrt(c), Q0 * np.sqrt(c)
         W0 = U @ K0 @ Q0.T @ V.T
         lam0 = convex.dual if convex.dual is not None else np.zeros(cs.N)
@@ -303,7 +305,7 @@ def solve_lowrank(
     ]
     best: tuple[float, np.ndarray, np.ndarray, np.ndarray, int] | None = None
     total = 0
-    prob = _Factored(cs, At, Bt, m)
+    prob = FactoredProblem(cs, At, Bt, m)
     for K_start, Q_start in starts:
         out = _local_solve(prob, K_start, Q_start, max_iter)
         if out is None:
@@ -311,7 +313,7 @@ def solve_lowrank(
         K, Q, lam, n_iter = out
         K, Q = _balance(K, Q, m)
         total += n_iter
-        c = _restore_scale(cs, np.einsum("jp,pq,jq->j", At, K @ Q.T, Bt))
+        c = restore_factor(cs, np.einsum("jp,pq,jq->j", At, K @ Q.T, Bt))
         K, Q = K * np.sqrt(c), Q * np.sqrt(c)
         value = 0.5 * float(np.sum(K**2) + np.sum(Q**2))
         if best is None or value < best[0]:
@@ -339,10 +341,17 @@ def solve_lowrank(
     if primal_infeasibility(cs, margins) > tol:
         # a local solve that stopped short of a row: scale (K, Q) by sqrt(g), g <= 1 + 1e-3,
         # so the answer is at least feasible (its certificate still judges optimality)
-        W_lift = lift_rows(cs, U @ K @ Q.T @ V.T, max_factor=1.0 + 1e-3)
-        if W_lift is not None:
-            W_now = U @ K @ Q.T @ V.T
-            g = float(np.vdot(W_lift, W_now) / np.vdot(W_now, W_now))
+        W_now = U @ K @ Q.T @ V.T
+        lifted = lift_factor(
+            cs,
+            margins,
+            max_factor=1.0 + 1e-3,
+            increments=DECADES,
+            recompute=lambda g: cs.apply(g * W_now),
+            rows="all",
+        )
+        if lifted is not None:
+            g = lifted[0]
             K, Q = K * np.sqrt(g), Q * np.sqrt(g)
             value *= g
             margins = cs.apply(U @ K @ Q.T @ V.T)

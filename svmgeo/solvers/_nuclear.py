@@ -40,96 +40,33 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
-from .._errors import ProblemError, SolverError, SolverNotFound
-from .._linalg import orthonormal_basis
 from .._validation import check_option, check_real
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import MARGIN, ConstraintSet, check_constraint_set
+from ._backends import CONIC_BACKENDS, ConicBackend
 from ._certificates import (
+    DECADES,
+    FARKAS_TOL,
+    RESTORE_LIMIT,
     adjoint_spectral_norm,
     downgrade,
     farkas_residual,
-    lift_rows,
+    lift_factor,
     nuclear_certificate,
+    restore_factor,
+    zero_row_farkas,
 )
-from ._result import Certificate, SVMResult
+from ._factored import Compressed, FactoredProblem, compress
+from ._frobenius import solve_frobenius
+from ._result import SVMResult, no_solution
 from ._status import Status
+from ._threads import one_blas_thread_when_small
 
-__all__ = ["CLARABEL_STATUS_MAP", "SCS_STATUS_MAP", "solve_nuclear"]
-
-CLARABEL_STATUS_MAP: dict[str, Status] = {
-    "Solved": Status.OPTIMAL,
-    "AlmostSolved": Status.OPTIMAL_INACCURATE,
-    "PrimalInfeasible": Status.INFEASIBLE,
-    "AlmostPrimalInfeasible": Status.INFEASIBLE_INACCURATE,
-    "DualInfeasible": Status.UNBOUNDED,
-    "AlmostDualInfeasible": Status.UNBOUNDED,
-    "MaxIterations": Status.MAX_ITER,
-    "MaxTime": Status.MAX_ITER,
-    "NumericalError": Status.NUMERICAL_ERROR,
-    "InsufficientProgress": Status.NUMERICAL_ERROR,
-}
-"""Clarabel's ``SolverStatus`` names → :class:`Status`; anything else is ``SOLVER_ERROR``."""
-
-SCS_STATUS_MAP: dict[int, Status] = {
-    1: Status.OPTIMAL,
-    2: Status.OPTIMAL_INACCURATE,
-    -2: Status.INFEASIBLE,
-    -7: Status.INFEASIBLE_INACCURATE,
-    -1: Status.UNBOUNDED,
-    -6: Status.UNBOUNDED,
-    -3: Status.NUMERICAL_ERROR,
-    -5: Status.SOLVER_ERROR,
-    0: Status.MAX_ITER,
-}
-"""SCS's ``info["status_val"]`` → :class:`Status`; anything else is ``SOLVER_ERROR``."""
+__all__ = ["solve_nuclear"]
 
 _SQRT2 = math.sqrt(2.0)
-_FARKAS_TOL = 1e-9
-"""Largest relative Farkas residual (:func:`farkas_residual`) of a certified INFEASIBLE."""
 _MAX_NEWTON = 3000
 """Largest KKT system (unknowns) the dense Gauss–Newton polish takes on."""
-
-
-@dataclass(frozen=True)
-class _Compressed:
-    """The rows in compressed coordinates: ``a_j = U @ L[j]`` (or ``V``), see ``swapped``.
-
-    ``long`` (N, r_long) and ``short`` (N, k) hold the coordinates of the rows on the longer
-    and the shorter side; the SDP variable ``X`` (r_long, k) is ``M`` or ``M.T``.
-    """
-
-    U: np.ndarray
-    V: np.ndarray
-    long: np.ndarray
-    short: np.ndarray
-    swapped: bool
-
-    def to_W(self, X: np.ndarray) -> np.ndarray:
-        M = X.T if self.swapped else X
-        return self.U @ M @ self.V.T
-
-
-def _compress(cs: ConstraintSet) -> _Compressed:
-    U = orthonormal_basis(cs.A)
-    V = orthonormal_basis(cs.B)
-    At, Bt = cs.A @ U, cs.B @ V
-    if U.shape[1] >= V.shape[1]:
-        return _Compressed(U=U, V=V, long=At, short=Bt, swapped=False)
-    return _Compressed(U=U, V=V, long=Bt, short=At, swapped=True)
-
-
-def _svec_index(p: np.ndarray, q: np.ndarray, s: int, convention: str) -> np.ndarray:
-    """Position of entry (p, q) of a symmetric s×s matrix in the backend's svec vector.
-
-    Clarabel stacks the upper triangle by columns; SCS the lower triangle by columns. Both
-    scale off-diagonal entries by √2.
-    """
-    lo, hi = np.minimum(p, q), np.maximum(p, q)
-    if convention == "clarabel":
-        return hi * (hi + 1) // 2 + lo
-    return lo * s - lo * (lo - 1) // 2 + (hi - lo)
 
 
 @dataclass(frozen=True)
@@ -149,7 +86,7 @@ class _Conic:
     k: int
 
 
-def _build(cs: ConstraintSet, comp: _Compressed, convention: str) -> _Conic:
+def _build(cs: ConstraintSet, comp: Compressed, backend: type[ConicBackend]) -> _Conic:
     r"""Assemble the split SDP.
 
     Variables, in order: the upper triangle of :math:`R` (off-diagonals scaled by √2, so a
@@ -177,9 +114,9 @@ def _build(cs: ConstraintSet, comp: _Compressed, convention: str) -> _Conic:
     s = k + 1
     ns = s * (s + 1) // 2
     # per cone: R entries, then sqrt(2) * x_{i,p} at (p, k), then t_i at (k, k)
-    r_pos = _svec_index(iu, ju, s, convention)
-    m_pos = _svec_index(np.arange(k), np.full(k, k), s, convention)
-    t_pos = _svec_index(np.array([k]), np.array([k]), s, convention)
+    r_pos = backend.svec_index(iu, ju, s)
+    m_pos = backend.svec_index(np.arange(k), np.full(k, k), s)
+    t_pos = backend.svec_index(np.array([k]), np.array([k]), s)
     cone = np.arange(r_long)[:, None]
     row_idx = np.concatenate(
         [
@@ -227,88 +164,6 @@ def _split(conic: _Conic, x: np.ndarray, z: np.ndarray, N: int) -> tuple[np.ndar
     return X, lam
 
 
-def _run_clarabel(conic: _Conic, tol: float, options: dict[str, Any]) -> dict[str, Any]:
-    try:
-        import clarabel
-    except ImportError as exc:  # pragma: no cover - a hard dependency
-        raise SolverNotFound(
-            "solver='clarabel' needs the clarabel package; pip install clarabel "
-            "(or pass solver='scs')."
-        ) from exc
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    inner = max(min(1e-2 * tol, 1e-10), 1e-14)
-    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = inner
-    settings.tol_ktratio = 1e-8
-    # measured: Ruiz equilibration costs about one digit of accuracy on these SDPs
-    settings.equilibrate_enable = False
-    for key, value in options.items():
-        if not hasattr(settings, key):
-            raise ProblemError(
-                f"Unknown Clarabel option {key!r} for solve_nuclear; see "
-                "clarabel.DefaultSettings() for the valid names."
-            )
-        setattr(settings, key, value)
-    cones: list[Any] = []
-    if conic.n_eq:
-        cones.append(clarabel.ZeroConeT(conic.n_eq))
-    if conic.n_margin:
-        cones.append(clarabel.NonnegativeConeT(conic.n_margin))
-    cones += [clarabel.PSDTriangleConeT(conic.cone_size)] * conic.n_cones
-    P = sp.csc_matrix((conic.q.size, conic.q.size))
-    try:
-        solution = clarabel.DefaultSolver(P, conic.q, conic.A, conic.b, cones, settings).solve()
-    except BaseException as exc:  # clarabel raises PanicException (a BaseException)
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        raise SolverError(f"Clarabel failed on the nuclear-norm SDP: {exc}") from exc
-    native = str(solution.status)
-    return {
-        "x": np.asarray(solution.x, dtype=float),
-        "z": np.asarray(solution.z, dtype=float),
-        "native": native,
-        "status": CLARABEL_STATUS_MAP.get(native, Status.SOLVER_ERROR),
-        "n_iter": int(solution.iterations),
-        "extras": {
-            "native_status": native,
-            "solver_objective": float(solution.obj_val),
-            "solver_time": float(solution.solve_time),
-        },
-    }
-
-
-def _run_scs(conic: _Conic, tol: float, options: dict[str, Any]) -> dict[str, Any]:
-    try:
-        import scs
-    except ImportError as exc:  # pragma: no cover - a hard dependency
-        raise SolverNotFound(
-            "solver='scs' needs the scs package; pip install scs (or pass solver='clarabel')."
-        ) from exc
-    settings: dict[str, Any] = {
-        "verbose": False,
-        "eps_abs": max(1e-2 * tol, 1e-12),
-        "eps_rel": max(1e-2 * tol, 1e-12),
-        "max_iters": 200_000,
-    }
-    settings.update(options)
-    cone = {"z": conic.n_eq, "l": conic.n_margin, "s": [conic.cone_size] * conic.n_cones}
-    data = {"A": conic.A, "b": conic.b, "c": conic.q}
-    try:
-        out = scs.SCS(data, cone, **settings).solve()
-    except Exception as exc:
-        raise SolverError(f"SCS failed on the nuclear-norm SDP: {exc}") from exc
-    info = out["info"]
-    code = int(info["status_val"])
-    return {
-        "x": np.asarray(out["x"], dtype=float),
-        "z": np.asarray(out["y"], dtype=float),
-        "native": str(info["status"]),
-        "status": SCS_STATUS_MAP.get(code, Status.SOLVER_ERROR),
-        "n_iter": int(info["iter"]),
-        "extras": {"native_status": str(info["status"]), "solver_objective": info["pobj"]},
-    }
-
-
 def _polish(
     cs: ConstraintSet, W: np.ndarray, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -324,98 +179,12 @@ def _polish(
     norm = adjoint_spectral_norm(cs, lam)
     if norm > 1.0:
         lam /= norm
-    scale = _restore_scale(cs, cs.apply(W))
+    scale = restore_factor(cs, cs.apply(W))
     return W * scale, lam, scale
 
 
-class _Factored:
-    r"""The factored problem in compressed coordinates, :math:`z = (\mathrm{vec}\,K, \mathrm{vec}\,Q)`.
-
-    Row :math:`j`: :math:`g_j(K, Q) = \tilde a_j^\top K Q^\top \tilde b_j - c_j`, with gradients
-    :math:`\tilde a_j (Q^\top \tilde b_j)^\top` in :math:`K` and :math:`\tilde b_j (K^\top
-    \tilde a_j)^\top` in :math:`Q`.
-    """
-
-    def __init__(self, cs: ConstraintSet, At: np.ndarray, Bt: np.ndarray, m: int) -> None:
-        self.cs, self.At, self.Bt, self.m = cs, At, Bt, m
-        self.r1, self.r2 = At.shape[1], Bt.shape[1]
-        self.nK = self.r1 * m
-
-    def unpack(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return z[: self.nK].reshape(self.r1, self.m), z[self.nK :].reshape(self.r2, self.m)
-
-    def margins(self, K: np.ndarray, Q: np.ndarray) -> np.ndarray:
-        return np.einsum("jm,jm->j", self.At @ K, self.Bt @ Q)
-
-    def jacobian(self, K: np.ndarray, Q: np.ndarray) -> np.ndarray:
-        """Rows ∇g_j, shape (N, nK + nQ)."""
-        N = self.cs.N
-        dK = self.At[:, :, None] * (self.Bt @ Q)[:, None, :]
-        dQ = self.Bt[:, :, None] * (self.At @ K)[:, None, :]
-        return np.hstack([dK.reshape(N, -1), dQ.reshape(N, -1)])
-
-    def multipliers(self, K: np.ndarray, Q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        r"""Least-squares :math:`\lambda` (:math:`\ge 0` on margin rows) on ``rows`` for
-        :math:`z = \sum_j \lambda_j \nabla g_j`, the stationarity of the Lagrangian."""
-        lam = np.zeros(self.cs.N)
-        if rows.size == 0:
-            return lam
-        J = self.jacobian(K, Q)[rows]
-        z = np.concatenate([K.ravel(), Q.ravel()])
-        lower = np.where(self.cs.kind[rows] == MARGIN, 0.0, -np.inf)
-        fit = lsq_linear(J.T, z, bounds=(lower, np.inf), method="bvls", tol=1e-14)
-        lam[rows] = fit.x
-        return lam
-
-    def newton(
-        self, K: np.ndarray, Q: np.ndarray, lam: np.ndarray, rows: np.ndarray, steps: int = 20
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        r"""Gauss–Newton on the KKT system with the active ``rows`` held as equalities.
-
-        Unknowns :math:`(K, Q, \lambda_S)`; equations :math:`K = \Lambda Q`,
-        :math:`Q = \Lambda^\top K`, :math:`g_S = 0`. Minimum-norm steps (the solution set is
-        invariant under :math:`(K, Q) \mapsto (KO, QO)`, :math:`O` orthogonal).
-        """
-        At, Bt, m, nK = self.At, self.Bt, self.m, self.nK
-        z = np.concatenate([K.ravel(), Q.ravel(), lam[rows]])
-        c = self.cs.rhs[rows]
-
-        def residual(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            K, Q = self.unpack(z[: nK + self.r2 * m])
-            ls = z[nK + self.r2 * m :]
-            Lam = At[rows].T @ (ls[:, None] * Bt[rows])
-            F = np.concatenate(
-                [
-                    (K - Lam @ Q).ravel(),
-                    (Q - Lam.T @ K).ravel(),
-                    self.margins(K, Q)[rows] - c,
-                ]
-            )
-            G = self.jacobian(K, Q)[rows]  # (S, nK + nQ)
-            eye_m = np.eye(m)
-            top = np.hstack([np.eye(nK), -np.kron(Lam, eye_m), -G[:, :nK].T])
-            mid = np.hstack([-np.kron(Lam.T, eye_m), np.eye(self.r2 * m), -G[:, nK:].T])
-            bottom = np.hstack([G, np.zeros((rows.size, rows.size))])
-            return F, np.vstack([top, mid, bottom])
-
-        F, Jac = residual(z)
-        for _ in range(steps):
-            if np.linalg.norm(F) <= 1e-14 * max(1.0, float(np.linalg.norm(z))):
-                break
-            # truncated SVD: the directions (K, Q) -> (KO, QO) are (nearly) singular
-            step = np.linalg.lstsq(Jac, -F, rcond=1e-9)[0]
-            F_new, Jac_new = residual(z + step)
-            if np.linalg.norm(F_new) >= np.linalg.norm(F):
-                break
-            z, F, Jac = z + step, F_new, Jac_new
-        K, Q = self.unpack(z[: nK + self.r2 * m])
-        lam = lam.copy()
-        lam[rows] = z[nK + self.r2 * m :]
-        return K, Q, lam
-
-
 def _refine(
-    cs: ConstraintSet, comp: _Compressed, X: np.ndarray, lam: np.ndarray
+    cs: ConstraintSet, comp: Compressed, X: np.ndarray, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Newton polish of an interior-point pair :math:`(M, \lambda)` (compressed coordinates).
 
@@ -443,35 +212,13 @@ def _refine(
         return X, lam  # dense Gauss-Newton would dominate the solve; keep the IPM answer
     root = np.sqrt(s[:k])
     try:
-        K, Q, lam_new = _Factored(cs, At, Bt, k).newton(
+        K, Q, lam_new = FactoredProblem(cs, At, Bt, k).newton(
             Um[:, :k] * root, Vmt[:k].T * root, lam * np.isin(np.arange(cs.N), active), active
         )
     except np.linalg.LinAlgError:
         return X, lam
     M_new = K @ Q.T
     return (M_new.T if comp.swapped else M_new), lam_new
-
-
-def _restore_scale(cs: ConstraintSet, margins: np.ndarray) -> float:
-    """Factor in (1, 1 + 1e-6] lifting every positive-rhs margin row to c_j, else 1.
-
-    Only used when scaling keeps the equality rows (all with c_j = 0).
-    """
-    mg = (cs.kind == MARGIN) & (cs.rhs > 0)
-    if not mg.any() or np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[mg] <= 0):
-        return 1.0
-    need = float(np.max(cs.rhs[mg] / margins[mg]))
-    return need if 1.0 < need <= 1.0 + 1e-6 else 1.0
-
-
-def _worst(certificate: Certificate) -> float:
-    return max(
-        certificate.primal_infeasibility,
-        certificate.dual_infeasibility,
-        certificate.stationarity,
-        certificate.complementarity,
-        certificate.duality_gap,
-    )
 
 
 def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
@@ -483,7 +230,7 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
         return None
     lam /= value
     # relative to the rows' own scale (as check_feasibility): tiny rows must not pass
-    if not farkas_residual(cs, lam) <= _FARKAS_TOL:
+    if not farkas_residual(cs, lam) <= FARKAS_TOL:
         return None
     return lam
 
@@ -505,14 +252,21 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     gap below ``tol`` there (a nearly rank-one :math:`W_F` of an ill-conditioned problem) is
     reported, not promoted. None when the Frobenius solve gives no feasible point.
     """
-    from ._frobenius import solve_frobenius  # local: _frobenius is the heavier module
-
     fro = solve_frobenius(cs, tol=tol)
     if fro.W is None or fro.dual is None or not fro.status.has_solution:
         return None
-    W = lift_rows(cs, np.asarray(fro.W), max_factor=1.0 + 1e-6)
-    if W is None:
+    W_fro = np.asarray(fro.W)
+    lifted = lift_factor(
+        cs,
+        cs.apply(W_fro),
+        max_factor=RESTORE_LIMIT,
+        increments=DECADES,
+        recompute=lambda g: cs.apply(g * W_fro),
+        rows="all",
+    )
+    if lifted is None:
         return None
+    W = lifted[0] * W_fro
     spectral = float(np.linalg.norm(W, 2))
     lam = fro.dual / spectral if spectral > 0 else np.zeros(cs.N)
     lam = np.where(cs.kind == MARGIN, np.maximum(lam, 0.0), lam)
@@ -544,46 +298,37 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
 
 def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
     """Rows with a_j b_jᵀ = 0 only: W = 0 is optimal iff it is feasible."""
-    W = np.zeros((cs.d, cs.d))
-    margins = np.zeros(cs.N)
-    lam = np.zeros(cs.N)
-    # rows a_j b_j^T = 0 that still ask for something: margin rhs > 0 or equality rhs != 0
-    unmet = np.flatnonzero(np.where(cs.kind == MARGIN, cs.rhs > 0.0, cs.rhs != 0.0))
-    if unmet.size == 0:
-        result = SVMResult(
-            W=W,
-            status=Status.OPTIMAL,
-            message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
-            objective=0.0,
-            dual=lam,
-            margins=margins,
-            constraints=cs,
+    farkas = zero_row_farkas(cs)  # a row a_j b_j^T = 0 that still asks for something
+    if farkas is not None:
+        j = int(np.flatnonzero(farkas)[0])
+        return no_solution(
+            cs,
+            Status.INFEASIBLE,
+            f"infeasible: row {j} has a_j b_jᵀ = 0 but needs {cs.rhs[j]:g} "
+            "(a token equal to the selected one, or a zero query)",
             norm="nuc",
             solver=solver,
             solve_time=time.perf_counter() - start,
+            farkas=farkas,
         )
-        return downgrade(result, nuclear_certificate(cs, W, lam, tol))
-
-    farkas = np.zeros(cs.N)
-    farkas[unmet[0]] = 1.0 / cs.rhs[unmet[0]]
-    return SVMResult(
-        W=None,
-        status=Status.INFEASIBLE,
-        message=(
-            f"infeasible: row {int(unmet[0])} has a_j b_jᵀ = 0 but needs {cs.rhs[unmet[0]]:g} "
-            "(a token equal to the selected one, or a zero query)"
-        ),
-        objective=None,
-        dual=None,
-        margins=None,
+    W = np.zeros((cs.d, cs.d))
+    lam = np.zeros(cs.N)
+    result = SVMResult(
+        W=W,
+        status=Status.OPTIMAL,
+        message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
+        objective=0.0,
+        dual=lam,
+        margins=np.zeros(cs.N),
         constraints=cs,
         norm="nuc",
         solver=solver,
         solve_time=time.perf_counter() - start,
-        farkas=farkas,
     )
+    return downgrade(result, nuclear_certificate(cs, W, lam, tol))
 
 
+@one_blas_thread_when_small
 def solve_nuclear(
     cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8, **options: Any
 ) -> SVMResult:
@@ -617,7 +362,7 @@ def solve_nuclear(
         either backend's answer exact (gaps ~1e-15). When both backends fail (ill-conditioned
         rows), the Frobenius optimum brackets the optimum (:func:`_from_frobenius`): exact
         and ``OPTIMAL`` when min(r1, r2) = 1, else ``OPTIMAL_INACCURATE`` with the bracket.
-    tol : float, default 1e-8
+    tol : float in (0, 1], default 1e-8
         Tolerance of the certificate (relative for the gap, absolute for margins with
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
     **options
@@ -664,22 +409,19 @@ def solve_nuclear(
     (<Status.OPTIMAL: 'optimal'>, True)
     """
     start = time.perf_counter()
-    if not isinstance(cs, ConstraintSet):
-        raise ProblemError(
-            f"solve_nuclear needs a ConstraintSet; got {type(cs).__name__}. Build one with "
-            "svmgeo.att_svm_constraints(data, alpha)."
-        )
-    solver = check_option(solver, "solver", ("clarabel", "scs", "auto"), where="solve_nuclear")
+    cs = check_constraint_set(cs, "solve_nuclear")
+    solver = check_option(solver, "solver", (*CONIC_BACKENDS, "auto"), where="solve_nuclear")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_nuclear")
-    comp = _compress(cs)
+    comp = compress(cs)
+    preferred, fallback = CONIC_BACKENDS  # the preference order of solver="auto"
     if cs.N == 0 or comp.short.shape[1] == 0:
-        return _trivial(cs, "clarabel" if solver == "auto" else solver, tol, start)
+        return _trivial(cs, fallback if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
-    first = _solve_with(cs, comp, "scs", tol, options, start)
+    first = _solve_with(cs, comp, preferred, tol, options, start)
     if first.success:
         return first
-    second = _solve_with(cs, comp, "clarabel", tol, options, start)
+    second = _solve_with(cs, comp, fallback, tol, options, start)
     if not second.success and not first.status.has_solution and not second.status.has_solution:
         # both backends failed outright: the Frobenius optimum gives a feasible W with an
         # explicit gap (exact when min(r1, r2) = 1)
@@ -687,48 +429,46 @@ def solve_nuclear(
         if third is not None:
             return dataclasses.replace(
                 third,
-                message=f"{third.message} (scs: {first.status}; clarabel: {second.status})",
+                message=f"{third.message} ({preferred}: {first.status}; "
+                f"{fallback}: {second.status})",
             )
     if second.success or not first.status.has_solution:
         return dataclasses.replace(
-            second, message=f"{second.message} (after scs: {first.status}: {first.message})"
+            second,
+            message=f"{second.message} (after {preferred}: {first.status}: {first.message})",
         )
     return first
 
 
 def _solve_with(
     cs: ConstraintSet,
-    comp: _Compressed,
+    comp: Compressed,
     solver: str,
     tol: float,
     options: dict[str, Any],
     start: float,
 ) -> SVMResult:
     """One backend's solve of the compressed SDP, refined, polished and certified."""
-    conic = _build(cs, comp, solver)
-    run = _run_clarabel if solver == "clarabel" else _run_scs
-    out = run(conic, tol, options)
-    X, lam = _split(conic, out["x"], out["z"], cs.N)
-    status: Status = out["status"]
-    note = f"{solver}: {out['native']}"
-    extras = {**out["extras"], "r1": comp.U.shape[1], "r2": comp.V.shape[1]}
+    backend = CONIC_BACKENDS[solver]
+    conic = _build(cs, comp, backend)
+    out = backend.solve_conic(conic, 1e-2 * tol, options, where="solve_nuclear")
+    X, lam = _split(conic, out.x, out.z, cs.N)
+    status = out.status
+    note = f"{solver}: {out.native}"
+    extras = {**out.extras, "r1": comp.U.shape[1], "r2": comp.V.shape[1]}
 
     if not status.has_solution:
         farkas = _farkas(cs, lam) if status.is_infeasible else None
         if status is Status.INFEASIBLE and farkas is None:
             status = Status.INFEASIBLE_INACCURATE
             note += "; its infeasibility ray does not verify as a Farkas vector"
-        return SVMResult(
-            W=None,
-            status=status,
-            message=note,
-            objective=None,
-            dual=None,
-            margins=None,
-            constraints=cs,
+        return no_solution(
+            cs,
+            status,
+            note,
             norm="nuc",
             solver=solver,
-            n_iter=out["n_iter"],
+            n_iter=out.n_iter,
             solve_time=time.perf_counter() - start,
             farkas=farkas,
             extras=extras,
@@ -740,7 +480,7 @@ def _solve_with(
     if not certificate.passed:  # keep the interior-point answer when the polish did not help
         W_raw, lam_raw, scale_raw = _polish(cs, comp.to_W(X), lam)
         raw = nuclear_certificate(cs, W_raw, lam_raw, tol)
-        if _worst(raw) < _worst(certificate):
+        if raw.worst < certificate.worst:
             X_ref, W, lam_out, scale, certificate = X, W_raw, lam_raw, scale_raw, raw
     extras["newton_polish"] = X_ref is not X
     lam = lam_out
@@ -758,7 +498,7 @@ def _solve_with(
         constraints=cs,
         norm="nuc",
         solver=solver,
-        n_iter=out["n_iter"],
+        n_iter=out.n_iter,
         solve_time=time.perf_counter() - start,
         extras=extras,
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,7 +12,7 @@ import numpy as np
 from ..constraints import ConstraintSet
 from ._status import Status
 
-__all__ = ["Certificate", "FeasibilityResult", "SVMResult"]
+__all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,31 @@ class Certificate:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def worst(self) -> float:
+        """The largest residual."""
+        return max(
+            self.primal_infeasibility,
+            self.dual_infeasibility,
+            self.stationarity,
+            self.complementarity,
+            self.duality_gap,
+        )
 
-@dataclass(frozen=True)
+    def _line(self) -> str:
+        verdict = "passed" if self.passed else f"FAILED ({'; '.join(self.failures)})"
+        return f"{verdict}, worst residual {self.worst:.1e} (tol {self.tol:.0e})"
+
+
+def _shape(x: np.ndarray | None) -> str:
+    return "None" if x is None else str(tuple(np.shape(x)))
+
+
+def _value(x: float | None) -> str:
+    return "None" if x is None else f"{x:.6g}"
+
+
+@dataclass(frozen=True, repr=False)
 class SVMResult:
     r"""Solution of an attention SVM over a :class:`~svmgeo.ConstraintSet`.
 
@@ -121,15 +145,73 @@ class SVMResult:
             return None
         return (self.objective - self.lower_bound) / self.lower_bound
 
+    def __repr__(self) -> str:
+        cert = "none" if self.certificate is None else self.certificate._line()
+        rank = "" if self.rank is None else f", rank={self.rank}"
+        return (
+            f"SVMResult(status={self.status.value}, norm={self.norm!r}{rank}, "
+            f"objective={_value(self.objective)}, solver={self.solver!r},\n"
+            f"          W={_shape(self.W)}, rows N={self.constraints.N}, "
+            f"farkas={_shape(self.farkas)}, solve_time={self.solve_time:.3g}s,\n"
+            f"          certificate {cert})"
+        )
 
-@dataclass(frozen=True)
+    def summary(self) -> str:
+        """A few lines for a human: status and message, objective, the certificate's residuals."""
+        norm = {"fro": "||W||_F", "nuc": "||W||_*"}.get(self.norm, self.norm)
+        lines = [
+            f"Att-SVM ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
+            f"over {self.constraints!r}",
+            f"  status     {self.status.value} ({self.solver}, {self.solve_time:.3g} s, "
+            f"{self.n_iter} iterations)",
+            f"  message    {self.message}",
+            f"  objective  {norm} = {_value(self.objective)}",
+        ]
+        if self.lower_bound is not None:
+            lines.append(f"  bound      convex lower bound {self.lower_bound:.6g}")
+        if self.margins is not None and self.margins.size:
+            lines.append(f"  margins    min {float(np.min(self.margins)):.6g}")
+        if self.farkas is not None:
+            lines.append(f"  farkas     {int(np.count_nonzero(self.farkas))} rows blamed")
+        c = self.certificate
+        if c is not None:
+            lines.append(f"  certificate {c._line()}")
+            lines.append(
+                f"    primal {c.primal_infeasibility:.1e}  dual {c.dual_infeasibility:.1e}  "
+                f"stationarity {c.stationarity:.1e}  complementarity {c.complementarity:.1e}  "
+                f"gap {c.duality_gap:.1e}"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False)
 class FeasibilityResult:
     r"""Whether a constraint set admits a W, with a certificate either way.
 
     Feasible: ``point`` is a W with every margin row :math:`a_j^\top W b_j \ge c_j` (strictly
-    positive margins) and every equality row satisfied. Infeasible: ``certificate`` is a Farkas
+    positive margins) and every equality row satisfied. Infeasible: ``farkas`` is a Farkas
     vector :math:`\lambda` with :math:`\lambda_j \ge 0` on margin rows (free on equality rows),
-    :math:`\sum_j \lambda_j a_j b_j^\top = 0` and :math:`\sum_j \lambda_j c_j = 1`.
+    :math:`\sum_j \lambda_j a_j b_j^\top = 0` and :math:`\sum_j \lambda_j c_j = 1`
+    (the same field name as :attr:`SVMResult.farkas`).
+
+    Attributes
+    ----------
+    feasible : bool
+    status : Status
+    message : str
+    constraints : ConstraintSet
+    point : ndarray of shape (d, d) or None
+        A verified feasible W.
+    farkas : ndarray of shape (N,) or None
+        The Farkas vector of an infeasible set.
+    residual : float
+        Worst row residual of ``point``, or :func:`~svmgeo.solvers.farkas_residual` of ``farkas``.
+    solver : str
+        The method that decided.
+    solve_time : float
+        Wall time in seconds.
+    extras : dict
+        Native output of the LP (status, message, Phase-1 value).
     """
 
     feasible: bool
@@ -137,10 +219,67 @@ class FeasibilityResult:
     message: str
     constraints: ConstraintSet
     point: np.ndarray | None = None
-    certificate: np.ndarray | None = None
+    farkas: np.ndarray | None = None
     residual: float = 0.0
     solver: str = ""
+    solve_time: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __bool__(self) -> bool:
         return self.feasible
+
+    def __repr__(self) -> str:
+        return (
+            f"FeasibilityResult(feasible={self.feasible}, status={self.status.value}, "
+            f"solver={self.solver!r},\n"
+            f"                  point={_shape(self.point)}, farkas={_shape(self.farkas)}, "
+            f"residual={self.residual:.1e}, rows N={self.constraints.N}, "
+            f"solve_time={self.solve_time:.3g}s)"
+        )
+
+    def summary(self) -> str:
+        """A few lines for a human: the verdict, its proof and the message."""
+        if self.feasible:
+            proof = f"a verified point W {_shape(self.point)}, worst row residual"
+        else:
+            n = 0 if self.farkas is None else int(np.count_nonzero(self.farkas))
+            proof = f"a Farkas vector on {n} rows, relative residual"
+        return "\n".join(
+            [
+                f"Feasibility of {self.constraints!r}",
+                f"  verdict  {'feasible' if self.feasible else 'infeasible'} "
+                f"({self.status.value}, {self.solver}, {self.solve_time:.3g} s)",
+                f"  proof    {proof} {self.residual:.1e}",
+                f"  message  {self.message}",
+            ]
+        )
+
+    @property
+    def certificate(self) -> np.ndarray | None:
+        """Deprecated alias of :attr:`farkas` (``certificate`` names a :class:`Certificate`
+        on :class:`SVMResult`)."""
+        warnings.warn(
+            "FeasibilityResult.certificate is deprecated; use FeasibilityResult.farkas (the "
+            "Farkas vector, the same name as on SVMResult).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.farkas
+
+
+def no_solution(
+    cs: ConstraintSet, status: Status, message: str, *, norm: str, solver: str, **fields: Any
+) -> SVMResult:
+    """An :class:`SVMResult` without a solution (W, dual, margins and objective None)."""
+    return SVMResult(
+        W=None,
+        status=status,
+        message=message,
+        objective=None,
+        dual=None,
+        margins=None,
+        constraints=cs,
+        norm=norm,  # type: ignore[arg-type]
+        solver=solver,
+        **fields,
+    )

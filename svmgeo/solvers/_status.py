@@ -13,7 +13,8 @@ class Status(StrEnum):
 
     A backend's native code that svmgeo does not know maps to :attr:`SOLVER_ERROR`, never to
     success; a solution that fails svmgeo's own certificate is downgraded to
-    :attr:`OPTIMAL_INACCURATE` (or :attr:`INFEASIBLE_INACCURATE`) with a message.
+    :attr:`OPTIMAL_INACCURATE` (or :attr:`INFEASIBLE_INACCURATE`) with a message. A backend's
+    "almost" verdict maps to the ``*_INACCURATE`` member, never to the exact one.
     """
 
     OPTIMAL = "optimal"
@@ -21,6 +22,7 @@ class Status(StrEnum):
     INFEASIBLE = "infeasible"
     INFEASIBLE_INACCURATE = "infeasible_inaccurate"
     UNBOUNDED = "unbounded"
+    UNBOUNDED_INACCURATE = "unbounded_inaccurate"
     MAX_ITER = "max_iter"
     NUMERICAL_ERROR = "numerical_error"
     SOLVER_ERROR = "solver_error"
@@ -39,4 +41,9 @@ class Status(StrEnum):
 
     @property
     def is_inaccurate(self) -> bool:
-        return self in (Status.OPTIMAL_INACCURATE, Status.INFEASIBLE_INACCURATE)
+        """True for a backend's "almost" verdict or a downgraded one (never certified)."""
+        return self in (
+            Status.OPTIMAL_INACCURATE,
+            Status.INFEASIBLE_INACCURATE,
+            Status.UNBOUNDED_INACCURATE,
+        )

@@ -138,7 +138,7 @@ def feasibility_verdict(feas: sg.FeasibilityResult) -> bool | None:
         assert_feasible_point(feas.constraints, feas.point)
         return True
     if feas.status is sg.Status.INFEASIBLE:
-        assert_farkas(feas.constraints, _farkas_vector(feas))
+        assert_farkas(feas.constraints, feas.farkas)
         return False
     t = conditioning(feas.constraints)
     assert abs(t) < ILL_CONDITIONED, f"{feas.status} on a problem with max-min margin {t:.3g}"
@@ -202,7 +202,7 @@ def assert_certified(
             assert_feasible_point(res.constraints, res.point, rtol=rtol)
         else:
             assert res.status is sg.Status.INFEASIBLE, f"{res.status}: {res.message}"
-            assert_farkas(res.constraints, _farkas_vector(res))
+            assert_farkas(res.constraints, res.farkas)
         return
     if res.status is sg.Status.INFEASIBLE:
         assert_farkas(res.constraints, res.farkas)
@@ -218,10 +218,6 @@ def assert_certified(
         assert_frobenius_kkt(res, rtol=rtol)
     else:
         assert_nuclear_kkt(res, rtol=rtol)
-
-
-def _farkas_vector(feas: sg.FeasibilityResult) -> np.ndarray | None:
-    return feas.certificate
 
 
 # -- scores and the risk ------------------------------------------------------------------

@@ -23,7 +23,7 @@ def test_selection_inside_convex_hull_is_infeasible_with_certificate():
     res = sg.feasibility(data, np.array([0]))
     assert not res and res.status is Status.INFEASIBLE
     assert res.point is None
-    assert_farkas(res.constraints, res.certificate)
+    assert_farkas(res.constraints, res.farkas)
     assert res.residual <= 1e-9
     # the vertex token is fine
     ok = sg.feasibility(data, np.array([1]))
@@ -55,8 +55,8 @@ def test_duplicate_of_selected_token_is_infeasible_with_certificate():
     res = sg.feasibility(dup, alpha)
     assert res.status is Status.INFEASIBLE
     cs = res.constraints
-    assert_farkas(cs, res.certificate)
-    j = int(np.flatnonzero(res.certificate)[0])
+    assert_farkas(cs, res.farkas)
+    j = int(np.flatnonzero(res.farkas)[0])
     assert cs.seq[j] == 0 and cs.comp[j] == other
 
 
@@ -84,9 +84,9 @@ def test_small_d_verdicts_are_certified(seed):
         assert_feasible_point(res.constraints, res.point, rtol=0.0, atol=1e-12)
     else:
         assert res.status is Status.INFEASIBLE, res.message
-        assert_farkas(res.constraints, res.certificate)
+        assert_farkas(res.constraints, res.farkas)
         np.testing.assert_allclose(
-            res.residual, farkas_residual(res.constraints, res.certificate), atol=1e-15
+            res.residual, farkas_residual(res.constraints, res.farkas), atol=1e-15
         )
 
 
@@ -113,8 +113,8 @@ def test_inconsistent_equalities_get_a_free_sign_certificate():
     )
     res = check_feasibility(cs)
     assert res.status is Status.INFEASIBLE
-    assert_farkas(cs, res.certificate)
-    assert np.any(res.certificate < 0)
+    assert_farkas(cs, res.farkas)
+    assert np.any(res.farkas < 0)
 
 
 def test_no_rows_is_feasible():

@@ -195,25 +195,25 @@ def test_infeasible_input_to_solver_is_a_status_not_an_exception():
     [(6, 5, 8, {}, "dual"), (10, 6, 3, {}, "primal"), (4, 4, 5, {"query": "all"}, "primal")],
 )
 def test_every_inner_method_polishes_to_the_same_optimum(method, n, T, d, kw, kind):
-    from svmgeo.solvers import _frobenius as F
+    from svmgeo.solvers import _geometry, _qp
 
     data = sg.random_data(n, T, d, seed=1, **kw)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
     assert sg.check_feasibility(cs).feasible
     ref = solve_frobenius(cs)
     assert ref.success
-    geo = F.RowGeometry(cs)
+    geo = _geometry.RowGeometry(cs)
     assert geo.kind == kind
-    inner = F.interior_point if method == "ipm" else F._clarabel_qp
+    inner = _qp.interior_point if method == "ipm" else _qp.clarabel_qp
     lam, _, ok = (
-        inner(geo, tol=1e-10, max_iter=100) if method == "ipm" else inner(geo, max_iter=100)
+        inner(geo, solver_tol=1e-10, max_iter=100) if method == "ipm" else inner(geo, max_iter=100)
     )
     assert ok
     # the raw answer is close; the polish makes it exact
     W_raw = cs.adjoint(lam)
     np.testing.assert_allclose(W_raw, ref.W, atol=1e-6 * np.linalg.norm(ref.W))
     S0 = ~geo.margin | (lam > geo.matvec(lam) - geo.c)
-    lam_p, _, settled = F.polish_active_set(geo, lam, S0, max_rounds=10)
+    lam_p, _, settled = _qp.polish_active_set(geo, lam, S0, max_rounds=10)
     assert settled
     W = cs.adjoint(lam_p)
     np.testing.assert_allclose(W, ref.W, atol=1e-9 * np.linalg.norm(ref.W))

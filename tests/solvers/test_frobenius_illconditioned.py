@@ -5,7 +5,7 @@ There the multipliers λ are huge and cancel (‖λ‖ ≫ ‖W‖), so margins 
 round-off far above the certificate's 1e-8. These cases used to end OPTIMAL_INACCURATE
 ("primal infeasibility 5.3e-05 > tol"); svmgeo now polishes the primal itself in compressed
 features. Every answer is checked against the naive cvxpy QP solved tightly by Clarabel and
-with checks written from the maths (tests/solvers/_helpers.py).
+with checks written from the maths (svmgeo.testing).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from svmgeo.solvers import (
     solve_naive_cvxpy,
     solve_svm,
 )
-from svmgeo.solvers._frobenius import RowGeometry, no_solution, polish_features
+from svmgeo.solvers._geometry import RowGeometry
+from svmgeo.solvers._qp import polish_features
+from svmgeo.solvers._result import no_solution
 from svmgeo.testing import assert_farkas, assert_feasible_point
 
 ORACLE_TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12}
@@ -205,8 +207,10 @@ def test_auto_falls_back_to_cvxpy_and_says_why(monkeypatch):
 def test_auto_reports_a_failed_fallback(monkeypatch):
     from svmgeo.solvers import _api
 
-    def failed_cvxpy(cs: sg.ConstraintSet, norm: str, **_: object) -> sg.SVMResult:
-        return no_solution(cs, Status.SOLVER_ERROR, "cvxpy broke", norm=norm, solver="cvxpy-x")
+    def failed_cvxpy(req: _api._Request) -> sg.SVMResult:
+        return no_solution(
+            req.cs, Status.SOLVER_ERROR, "cvxpy broke", norm=req.norm, solver="cvxpy-x"
+        )
 
     monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
     monkeypatch.setattr(_api, "_solve_cvxpy", failed_cvxpy)

@@ -12,8 +12,9 @@ import pytest
 import svmgeo as sg
 from svmgeo.solvers import Status
 from svmgeo.solvers._certificates import downgrade
+from svmgeo.solvers._factored import compress
 from svmgeo.solvers._lowrank import _factored_certificate, solve_lowrank
-from svmgeo.solvers._nuclear import _compress, solve_nuclear
+from svmgeo.solvers._nuclear import solve_nuclear
 
 SHAPES: list[tuple[int, int, int, dict[str, Any]]] = [
     (3, 4, 5, {}),
@@ -151,7 +152,7 @@ def test_perturbed_multipliers_fail_and_downgrade() -> None:
     index = IDS.index("n5T4d8-cross-s0-m1")
     cs = _cs(index)
     res = _solved(index)
-    comp = _compress(cs)
+    comp = compress(cs)
     At, Bt = cs.A @ comp.U, cs.B @ comp.V
     K, Q = comp.U.T @ res.K, comp.V.T @ res.Q
     lam = res.dual * 1.01

@@ -13,8 +13,9 @@ import pytest
 import svmgeo as sg
 from svmgeo._linalg import query_projector
 from svmgeo.solvers import Status, solve_naive_cvxpy
+from svmgeo.solvers._backends import ClarabelBackend
 from svmgeo.solvers._certificates import downgrade, nuclear_certificate
-from svmgeo.solvers._nuclear import CLARABEL_STATUS_MAP, solve_nuclear
+from svmgeo.solvers._nuclear import solve_nuclear
 
 TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
@@ -237,7 +238,7 @@ def test_unknown_native_status_is_solver_error(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(clarabel, "DefaultSolver", Fake)
     res = solve_nuclear(_instance(0)[1], solver="clarabel")
-    assert "BrandNewStatus" not in CLARABEL_STATUS_MAP
+    assert "BrandNewStatus" not in ClarabelBackend.STATUS_MAP
     assert res.status is Status.SOLVER_ERROR
     assert not res.success and res.W is None
     assert "BrandNewStatus" in res.message

@@ -117,9 +117,9 @@ def test_boundary_instance_is_never_called_feasible_with_a_violated_row():
     if res.feasible:
         _assert_proof_point(res.constraints, res.point)
     else:
-        assert res.certificate is not None
+        assert res.farkas is not None
         if res.status is Status.INFEASIBLE:
-            assert_farkas(res.constraints, res.certificate)
+            assert_farkas(res.constraints, res.farkas)
 
 
 # -- finding 4: Frobenius on problems with more rows than d² ------------------------------
@@ -173,7 +173,7 @@ def test_feasibility_lp_normalized_farkas_maps_back_to_the_original_rows():
     cs = pair_constraints(A, B)
     res = check_feasibility(cs)
     assert res.status is Status.INFEASIBLE, res.message
-    assert_farkas(cs, res.certificate)
+    assert_farkas(cs, res.farkas)
 
 
 # -- finding 7: K, Q with a vacuous rank bound --------------------------------------------
@@ -279,7 +279,7 @@ def test_nuclear_falls_back_to_frobenius_bounds_when_both_backends_fail():
 
 def test_is_locally_optimal_raises_the_documented_solver_error_on_a_failed_solve(monkeypatch):
     from svmgeo.analysis import _local
-    from svmgeo.solvers._frobenius import no_solution
+    from svmgeo.solvers._result import no_solution
 
     def failing(cs, **kw):
         return no_solution(cs, Status.MAX_ITER, "iteration limit", norm="fro", solver="test")

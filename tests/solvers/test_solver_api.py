@@ -156,3 +156,69 @@ def test_bad_selection_through_att_svm(data):
         sg.att_svm(causal, alpha)
     with pytest.raises(sg.ProblemError, match=r"ConstraintSet|TokenData"):
         sg.feasibility(np.zeros((2, 3, 4)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"norm": "nuc", "tol": 2.0}, r"'tol' parameter of att_svm must be a float in \(0, 1\]"),
+        ({"norm": "nuc", "solver": "mosek"}, "'solver' parameter of att_svm"),
+        ({"rank": 2}, "'rank' parameter of att_svm"),
+        ({"n_iters": 3}, "att_svm got unknown keyword argument"),
+    ],
+)
+def test_att_svm_errors_name_att_svm(data, kwargs, match):
+    with pytest.raises(sg.ProblemError, match=match) as info:
+        sg.att_svm(data, **kwargs)
+    assert "solve_nuclear" not in str(info.value) and "of solve_svm" not in str(info.value)
+
+
+def test_each_norm_entry_judges_its_own_optimum(cs):
+    # every entry of the norm table: its solver's W has its objective and passes its certificate
+    for name, spec in _api.NORMS.items():
+        res = solve_svm(cs, norm=name, method="fast")
+        assert res.success and res.norm == name, res.message
+        np.testing.assert_allclose(res.objective, spec.objective(res.W), rtol=1e-10)
+        cert = spec.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W))
+        assert cert.passed, cert.failures
+        # the other norm's certificate fails on this optimum (the table is not one function)
+        other = next(s for n, s in _api.NORMS.items() if n != name)
+        assert not other.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W)).passed
+
+
+def test_feasibility_result_certificate_is_a_deprecated_alias_of_farkas():
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+    res = sg.feasibility(data, np.array([0]))
+    assert not res.feasible and res.farkas is not None
+    assert_farkas(res.constraints, res.farkas)
+    with pytest.warns(DeprecationWarning, match="FeasibilityResult.farkas"):
+        old = res.certificate
+    np.testing.assert_array_equal(old, res.farkas)
+    assert res.solve_time > 0
+
+
+def test_result_reprs_are_short_and_summaries_name_the_residuals():
+    data = sg.random_data(30, 8, 12, seed=0)  # N = 210 rows: arrays must not be printed
+    res = sg.att_svm(data)
+    text = repr(res)
+    assert len(text.splitlines()) <= 4 and len(text) < 400, text
+    assert "status=optimal" in text and f"objective={res.objective:.6g}" in text
+    assert "W=(12, 12)" in text and "certificate passed" in text
+    summary = res.summary()
+    for word in ("primal", "dual", "stationarity", "complementarity", "gap", res.message):
+        assert word in summary
+    feas = res.extras["feasibility"]
+    text = repr(feas)
+    assert len(text.splitlines()) <= 3 and len(text) < 300, text
+    assert "feasible=True" in text and "point=(12, 12)" in text
+    assert "verdict  feasible" in feas.summary()
+
+
+def test_infeasible_result_repr_names_the_farkas_vector():
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+    res = sg.att_svm(data, np.array([0]))
+    assert "status=infeasible" in repr(res) and "farkas=(4,)" in repr(res)
+    assert "rows blamed" in res.summary()
+    assert "a Farkas vector on" in res.extras["feasibility"].summary()

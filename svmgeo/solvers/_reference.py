@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-import cvxpy as cp
 import numpy as np
 
 from ..constraints import MARGIN, ConstraintSet
@@ -34,13 +33,13 @@ def solve_naive_cvxpy(
         cvxpy's status string.
     objective : float
         cvxpy's optimal value (``inf`` when infeasible).
-    seconds : float
-        Wall time including cvxpy's canonicalization.
+    solve_time : float
+        Wall time in seconds, cvxpy's canonicalization included.
     """
-    W, _, status, value, seconds = solve_naive_cvxpy_duals(
+    W, _, status, value, solve_time = solve_naive_cvxpy_duals(
         cs, norm, solver=solver, **solver_options
     )
-    return W, status, value, seconds
+    return W, status, value, solve_time
 
 
 def solve_naive_cvxpy_duals(
@@ -58,6 +57,11 @@ def solve_naive_cvxpy_duals(
     directly (sign-flipped on equality rows by cvxpy's convention). For ``norm="nuc"`` they are the
     multipliers of :math:`\min \|W\|_*`. The returned value is always the norm itself.
     """
+    import cvxpy as cp  # lazily: the reference path, not needed by `import svmgeo`
+
+    from ._api import NORMS  # the norm's objective; _api imports this module
+
+    spec = NORMS[norm]
     start = time.perf_counter()
     d = cs.d
     W = cp.Variable((d, d))
@@ -68,17 +72,14 @@ def solve_naive_cvxpy_duals(
             constraints.append(row >= cs.rhs[j])
         else:
             constraints.append(row == cs.rhs[j])
-    objective = 0.5 * cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)
-    problem = cp.Problem(cp.Minimize(objective), constraints)
+    problem = cp.Problem(cp.Minimize(spec.cvxpy_objective(cp, W)), constraints)
     problem.solve(solver=solver, **solver_options)
-    seconds = time.perf_counter() - start
+    solve_time = time.perf_counter() - start
     value = None if W.value is None else np.asarray(W.value)
     duals = None
     if constraints and all(con.dual_value is not None for con in constraints):
         duals = np.array([float(np.asarray(con.dual_value)) for con in constraints])
     elif not constraints:
         duals = np.zeros(0)
-    optimum = float(problem.value)
-    if norm == "fro" and np.isfinite(optimum):
-        optimum = float(np.sqrt(2.0 * max(optimum, 0.0)))
-    return value, duals, str(problem.status), optimum, seconds
+    optimum = spec.from_cvxpy_value(float(problem.value))
+    return value, duals, str(problem.status), optimum, solve_time

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""BLAS threads: one inside the small dense solves, the caller's setting outside and above."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import svmgeo as sg
+from svmgeo.solvers import _api, _feasibility, _threads
+
+
+def _blas_threads() -> list[int]:
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+@pytest.fixture
+def two_threads():
+    """The caller's setting: 2 BLAS threads where a library allows it; yields the counts."""
+    if not _blas_threads():
+        pytest.skip("no BLAS library visible to threadpoolctl")
+    with threadpool_limits(limits=2, user_api="blas"):
+        counts = _blas_threads()
+        if 2 not in counts:
+            pytest.skip("no BLAS library here runs more than one thread")
+        yield counts
+
+
+def _probe(monkeypatch) -> list[list[int]]:
+    """Record the BLAS thread counts each time a solver builds the rows' geometry."""
+    seen: list[list[int]] = []
+    real = _feasibility.RowGeometry
+
+    def recording(cs):
+        seen.append(_blas_threads())
+        return real(cs)
+
+    monkeypatch.setattr(_feasibility, "RowGeometry", recording)
+    monkeypatch.setattr(_api, "RowGeometry", recording)
+    return seen
+
+
+def test_a_small_solve_runs_with_one_blas_thread_and_restores_the_setting(two_threads, monkeypatch):
+    seen = _probe(monkeypatch)
+    data = sg.random_data(4, 4, 6, seed=0)
+    res = sg.att_svm(data)
+    assert res.success
+    assert seen and all(n == 1 for counts in seen for n in counts), seen
+    assert _blas_threads() == two_threads
+
+
+def test_above_the_threshold_the_callers_setting_is_kept(two_threads, monkeypatch):
+    seen = _probe(monkeypatch)
+    monkeypatch.setattr(_threads, "ONE_THREAD_UP_TO", 0)
+    cs = sg.att_svm_constraints(sg.random_data(4, 4, 6, seed=0), np.zeros(4, dtype=int))
+    sg.check_feasibility(cs)
+    assert seen == [two_threads]
+
+
+def test_nested_limits_restore_the_outer_setting(two_threads):
+    with _threads.blas_threads(10):
+        assert set(_blas_threads()) == {1}
+        with _threads.blas_threads(10):
+            assert set(_blas_threads()) == {1}
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == two_threads
