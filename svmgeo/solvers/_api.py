@@ -221,6 +221,7 @@ def solve_svm(
     seed: int | None = None,
     n_restarts: int = 10,
     max_iter: int | None = None,
+    exact: bool = True,  # exact-proof hook (issue 11)
 ) -> SVMResult:
     r"""Solve an attention SVM over any :class:`~svmgeo.ConstraintSet`.
 
@@ -259,6 +260,9 @@ def solve_svm(
         Random restarts of the rank-constrained solver.
     max_iter : int, optional
         Iteration limit passed to the fast Frobenius solver.
+    exact : bool, default True
+        Prove the feasibility verdict in exact rational arithmetic (``proof="exact"``; see
+        :func:`check_feasibility` and docs/certificates.md for the cost).
 
     Returns
     -------
@@ -317,9 +321,10 @@ def solve_svm(
             "or drop rank for the convex Att-SVM⋆."
         )
     geo = RowGeometry(cs)
-    feas = check_feasibility(cs, geometry=geo)
+    feas = check_feasibility(cs, geometry=geo, exact=exact)
     if not feas.feasible:
-        return _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
+        res = _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
+        return dataclasses.replace(res, proof=feas.proof)  # exact-proof hook (issue 11)
 
     if method == "cvxpy":
         res = _solve_cvxpy(cs, norm, tol=tol, solver=solver, rank=rank)
@@ -370,7 +375,7 @@ def solve_svm(
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(
-        res, rank=rank, extras=extras, solve_time=time.perf_counter() - start
+        res, rank=rank, extras=extras, solve_time=time.perf_counter() - start, proof=feas.proof
     )
 
 
@@ -415,7 +420,7 @@ def att_svm(
     return solve_svm(cs, norm=norm, rank=rank, method=method, tol=tol, **kwargs)
 
 
-def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:
+def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> FeasibilityResult:
     r"""Is Att-SVM(α) feasible? Exact, with a point or a Farkas certificate.
 
     .. math::
@@ -429,6 +434,9 @@ def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:
     data : TokenData
     alpha : array of int, optional
         Default the optimal tokens (ties raise).
+    exact : bool, default True
+        Prove the verdict in exact rational arithmetic on the tokens (``proof="exact"``); a
+        verdict without proof is undecided (``*_INACCURATE``). See docs/certificates.md.
 
     Returns
     -------
@@ -441,4 +449,4 @@ def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:
     """
     if alpha is None:
         alpha = optimal_tokens(data)
-    return check_feasibility(att_svm_constraints(data, alpha))
+    return check_feasibility(att_svm_constraints(data, alpha), exact=exact)

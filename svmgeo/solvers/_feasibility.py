@@ -29,6 +29,7 @@ from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import farkas_residual, lift_rows, row_values
+from ._exact import prove_verdict
 from ._frobenius import RowGeometry, features, interior_point, lift_margins, polish_active_set
 from ._result import FeasibilityResult
 from ._status import Status
@@ -248,7 +249,10 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
 
 
 def check_feasibility(
-    cs: ConstraintSet, *, geometry: RowGeometry | None = None
+    cs: ConstraintSet,
+    *,
+    geometry: RowGeometry | None = None,
+    exact: bool = True,  # exact-proof hook (issue 11)
 ) -> FeasibilityResult:
     r"""Decide exactly whether some :math:`W` satisfies every row of ``cs``.
 
@@ -266,6 +270,11 @@ def check_feasibility(
     geometry : RowGeometry, optional
         The rows' Gram matrix / features when already computed for ``cs`` (reused, and its
         Cholesky factor cached for a later :func:`solve_frobenius`).
+    exact : bool, default True
+        Prove the verdict in exact rational arithmetic (``proof="exact"``); a verdict whose
+        proof fails becomes undecided (``*_INACCURATE``). False: the floating-point check
+        only (``proof="float"``). The rows are formed exactly from ``cs.tokens`` when
+        known. Cost: docs/certificates.md.
 
     Returns
     -------
@@ -282,11 +291,13 @@ def check_feasibility(
     """
     start = time.perf_counter()
     N, d = cs.N, cs.d
+    prove = exact  # exact-proof hook (issue 11): `exact` is rebound by a loop below
 
     def result(**kw: object) -> FeasibilityResult:
         extras = dict(kw.pop("extras", {}))  # type: ignore[call-overload]
         extras["seconds"] = time.perf_counter() - start
-        return FeasibilityResult(constraints=cs, extras=extras, **kw)  # type: ignore[arg-type]
+        res = FeasibilityResult(constraints=cs, extras=extras, **kw)  # type: ignore[arg-type]
+        return prove_verdict(res) if prove else dataclasses.replace(res, proof="float")
 
     if N == 0:
         return result(

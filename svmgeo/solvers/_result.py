@@ -88,6 +88,9 @@ class SVMResult:
         Convex lower bound on the objective (rank-constrained problems).
     extras : dict
         Raw native output of the backend.
+    proof : {"exact", "float"} or None
+        How the *feasibility verdict* behind this result was checked (as
+        :attr:`FeasibilityResult.proof`); the optimality certificate is a floating-point check.
     """
 
     W: np.ndarray | None
@@ -108,6 +111,7 @@ class SVMResult:
     Q: np.ndarray | None = None
     lower_bound: float | None = None
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
+    proof: Literal["exact", "float"] | None = None  # exact-proof hook (issue 11)
 
     @property
     def success(self) -> bool:
@@ -130,6 +134,11 @@ class FeasibilityResult:
     positive margins) and every equality row satisfied. Infeasible: ``certificate`` is a Farkas
     vector :math:`\lambda` with :math:`\lambda_j \ge 0` on margin rows (free on equality rows),
     :math:`\sum_j \lambda_j a_j b_j^\top = 0` and :math:`\sum_j \lambda_j c_j = 1`.
+
+    ``proof`` says how the verdict was checked: ``"exact"`` — proved in rational arithmetic on
+    the float input (the point's exact margins, or an exact Farkas vector; see
+    ``docs/certificates.md``); ``"float"`` — checked in floating point only (``exact=False``);
+    None — not proved (an ``*_INACCURATE`` or error status: the verdict is undecided).
     """
 
     feasible: bool
@@ -141,6 +150,7 @@ class FeasibilityResult:
     residual: float = 0.0
     solver: str = ""
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
+    proof: Literal["exact", "float"] | None = None  # exact-proof hook (issue 11)
 
     def __bool__(self) -> bool:
         return self.feasible
