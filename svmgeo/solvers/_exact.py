@@ -103,36 +103,33 @@ class _Limbs:
         return cls(digits.reshape(L, *x.shape), e, k)
 
     @staticmethod
-    def combine(parts: dict[int, np.ndarray], exp: int, k: int) -> _Limbs:
-        """Carry-normalize digit sums (int64, degree -> array) into digits below 2^k."""
-        deg = max(parts)
-        acc = [parts.get(g, 0) for g in range(deg + 1)]
-        shape = np.shape(parts[deg])
+    def combine(P: np.ndarray, exp: int, k: int) -> _Limbs:
+        """Carry-normalize digit products ``P[s, t]`` (degree s + t) into digits below 2^k."""
+        Ls, Lt = P.shape[:2]
+        acc = np.zeros((Ls + Lt - 1, *P.shape[2:]), dtype=np.int64)
+        for s in range(Ls):  # at most Ls terms below 2^53 per degree: no int64 overflow
+            acc[s : s + Lt] += P[s].astype(np.int64)
         out: list[np.ndarray] = []
-        carry = np.zeros(shape, dtype=np.int64)
+        carry = np.zeros(acc.shape[1:], dtype=np.int64)
         g = 0
-        while g < len(acc) or np.any(carry):
-            c = np.asarray(acc[g] if g < len(acc) else 0, dtype=np.int64) + carry
+        while g < acc.shape[0] or np.any(carry):
+            c = (acc[g] if g < acc.shape[0] else 0) + carry
             carry = np.sign(c) * (np.abs(c) >> k)
             out.append((c - (carry << k)).astype(np.float64))
             g += 1
         return _Limbs(np.stack(out), exp, k)
 
-    def product(self, other: _Limbs, op: Any) -> _Limbs:
-        """Exact ``op(self, other)`` for a bilinear ``op`` (matmul, row-wise dot) on digits."""
-        parts: dict[int, np.ndarray] = {}
-        for s, X in enumerate(self.digits):
-            if not np.any(X):
-                continue
-            for t, Y in enumerate(other.digits):
-                if not np.any(Y):
-                    continue
-                P = np.asarray(op(X, Y)).astype(np.int64)
-                parts[s + t] = parts[s + t] + P if s + t in parts else P
-        if not parts:
-            shape = np.shape(op(self.digits[0], other.digits[0]))
-            return _Limbs(np.zeros((1, *shape)), self.exp + other.exp, self.k)
-        return _Limbs.combine(parts, self.exp + other.exp, self.k)
+    def matmul(self, other: _Limbs) -> _Limbs:
+        """Exact matrix product: one float64 BLAS call on all digit pairs."""
+        (Ls, m, d), (Lt, _, p) = self.digits.shape, other.digits.shape
+        P = self.digits.reshape(Ls * m, d) @ other.digits.transpose(1, 0, 2).reshape(d, Lt * p)
+        P = P.reshape(Ls, m, Lt, p).transpose(0, 2, 1, 3)
+        return _Limbs.combine(P, self.exp + other.exp, self.k)
+
+    def rowdot(self, other: _Limbs) -> _Limbs:
+        r"""Exact row-wise dot products :math:`\sum_d X_{jd} Y_{jd}`."""
+        P = np.einsum("sjd,tjd->stj", self.digits, other.digits)
+        return _Limbs.combine(P, self.exp + other.exp, self.k)
 
     def ints(self) -> np.ndarray:
         """The integers :math:`\\sum_t \\beta^t D_t` (object array of Python ints, scale 2^exp)."""
@@ -140,10 +137,6 @@ class _Limbs:
         for t in range(self.digits.shape[0] - 1, -1, -1):
             total = total * (1 << self.k) + self.digits[t].astype(np.int64).astype(object)
         return total
-
-
-def _rowdot(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    return np.einsum("jd,jd->j", X, Y)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,15 +206,30 @@ class ExactRows:
             sl = slice(lo, lo + chunk)
             Pl = _Limbs.from_float(self.P[p[sl]], self.k, exp=base - W_Q.exp)
             Mb = _Limbs(W_Q.digits[:, :, q[sl]].transpose(0, 2, 1), W_Q.exp, W_Q.k)
-            v = Pl.product(Mb, _rowdot)
+            v = Pl.rowdot(Mb)
             vals[sl] = v.ints()
         inv = inv.reshape(-1)
         return vals[inv[: pref.size]] - vals[inv[pref.size :]], base
 
     def margins(self, W: np.ndarray) -> tuple[np.ndarray, int]:
         r"""Exact :math:`a_j^\top W b_j` of every row: Python ints ``m``, exponent ``e`` (value :math:`m\,2^e`)."""
-        W_Q = _Limbs.from_float(W, self.k).product(_Limbs.from_float(self.Q.T, self.k), np.matmul)
-        return self._values(W_Q, self.pref, self.comp, self.query)
+        W_Q = _Limbs.from_float(W, self.k).matmul(_Limbs.from_float(self.Q.T, self.k))
+        data = self.cs.tokens
+        if self.source != "tokens" or data is None:
+            return self._values(W_Q, self.pref, self.comp, self.query)
+        # tokens of each sequence against its own queries: batched products, no gathering
+        n, T, K, d = data.n, data.T, data.K, self.cs.d
+        base = _ulp_exp(self.P) + W_Q.exp
+        X = self.P.reshape(n, T, d)
+        U = W_Q.digits.reshape(-1, d, n, K).transpose(0, 2, 1, 3)  # (L, n, d, K)
+        V = np.zeros((n, T, K), dtype=object)
+        chunk = max(1, (1 << 19) // max(T * d, 1))
+        for lo in range(0, n, chunk):
+            Xl = _Limbs.from_float(X[lo : lo + chunk], self.k, exp=base - W_Q.exp)
+            P = Xl.digits[:, None] @ U[None, :, lo : lo + chunk]  # (Lx, Lu, chunk, T, K)
+            V[lo : lo + chunk] = _Limbs.combine(P, base, self.k).ints()
+        i, k = self.cs.seq, self.cs.query
+        return V[i, self.cs.pref, k] - V[i, self.cs.comp, k], base
 
     def gram(self, R: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, int]:
         r"""Exact :math:`G_{RS} = (A_RA_S^\top)\circ(B_RB_S^\top)`: ints (|R|, |S|) and exponent."""
@@ -237,7 +245,7 @@ class ExactRows:
         )
         Ql = _Limbs.from_float(self.Q, self.k)
         Q_S = _Limbs(Ql.digits[:, self.query[S]].transpose(0, 2, 1), Ql.exp, self.k)
-        BB = Ql.product(Q_S, np.matmul)  # (n_queries, |S|)
+        BB = Ql.matmul(Q_S)  # (n_queries, |S|)
         return AA.reshape(R.size, S.size) * BB.ints()[self.query[R]], e_aa + BB.exp
 
 
@@ -364,9 +372,11 @@ def _repair_point(
     mu_float = np.array([float(x) for x in mu_f])  # the units of W: margins m + G mu
     Wf = np.zeros((cs.d, cs.d)) if W is None else np.asarray(W, dtype=float).copy()
     Wf = Wf + cs.A[S].T @ (mu_float[:, None] * cs.B[S])
+    itself = _prove_point(rows, Wf)[0]
     return Wf, (
-        f"an exact rational point W + sum_k mu_k a_k b_k^T (rows {S.size} of the float support "
-        "made tight, mu solved exactly) meets every row; point is its float rounding"
+        f"an exact rational point W + sum_k mu_k a_k b_k^T ({S.size} rows of the float support "
+        "made tight, mu solved exactly) meets every row; the reported point is its float "
+        + ("rounding, itself proved" if itself else "rounding (not itself proved)")
     )
 
 
