@@ -33,6 +33,7 @@ from typing import Any
 
 import flint
 import numpy as np
+from scipy.optimize import linprog
 
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
@@ -264,6 +265,12 @@ def _fraction(m: int, e: int) -> Fraction:
     return Fraction(m) * (Fraction(2) ** e)
 
 
+def _homogeneous(cs: ConstraintSet) -> bool:
+    """Every equality row has c_j = 0 and every margin row c_j >= 0: positive scaling keeps W feasible."""
+    margin = cs.kind == MARGIN
+    return bool(np.all(cs.rhs[~margin] == 0) and np.all(cs.rhs[margin] >= 0))
+
+
 def _scales(cs: ConstraintSet, m: np.ndarray, e: int) -> bool:
     r"""True when some :math:`t > 0` makes :math:`t\,m_j 2^e` meet every row exactly."""
     margin = cs.kind == MARGIN
@@ -340,6 +347,10 @@ def _repair_point(
     if S.size == 0:
         return None
     G, eg = rows.gram(np.arange(cs.N), S)
+    # the first linearly independent rows of S, in the caller's order (pivots of the rref)
+    R, _, rank = flint.fmpz_mat([[int(x) for x in G[j]] for j in S]).rref()
+    pivots = [next(a for a in range(S.size) if R[i, a] != 0) for i in range(rank)]
+    S, G = S[pivots], G[:, pivots]
     if W is None:
         m0 = np.zeros(cs.N, dtype=object)
         em = eg
@@ -349,27 +360,34 @@ def _repair_point(
     e0 = min(em, eg)
     m_int = m0 * (1 << (em - e0))
     G_int = G * (1 << (eg - e0))
-    c = [Fraction(float(x)) for x in cs.rhs]
-    # target: c_S scaled to the integer frame 2^e0
-    rhs_S = [c[j] / (Fraction(2) ** e0) - m_int[j] for j in S]
-    try:
-        GS = flint.fmpq_mat([[int(G_int[i, a]) for a in range(S.size)] for i in S])
-        mu = GS.solve(flint.fmpq_mat([[flint.fmpq(r.numerator, r.denominator)] for r in rhs_S]))
-    except (ZeroDivisionError, ValueError):
-        return None
+    c = [Fraction(float(x)) / Fraction(2) ** e0 for x in cs.rhs]  # in the frame 2^e0
+    rhs_S = [c[j] - m_int[j] for j in S]
+    GS = flint.fmpq_mat([[int(G_int[i, a]) for a in range(S.size)] for i in S])
+    mu = GS.solve(flint.fmpq_mat([[flint.fmpq(r.numerator, r.denominator)] for r in rhs_S]))
     mu_f = [Fraction(int(mu[i, 0].p), int(mu[i, 0].q)) for i in range(S.size)]
-    ok = True
-    for j in range(cs.N):
-        value = Fraction(m_int[j]) + sum(
-            (Fraction(int(G_int[j, a])) * mu_f[a] for a in range(S.size)), Fraction(0)
+    values = [
+        Fraction(m_int[j]) + sum((int(G_int[j, a]) * mu_f[a] for a in range(S.size)), Fraction(0))
+        for j in range(cs.N)
+    ]
+    if _homogeneous(cs):  # signs decide (a positive multiple meets every row)
+        den = math.lcm(*(v.denominator for v in values))
+        ints = np.array([v.numerator * (den // v.denominator) for v in values], dtype=object)
+        ok = _scales(cs, ints, 0)
+    else:
+        ok = all(
+            (v >= c[j]) if cs.kind[j] == MARGIN else (v == c[j]) for j, v in enumerate(values)
         )
-        target = c[j] / (Fraction(2) ** e0)
-        if (cs.kind[j] == MARGIN and value < target) or (cs.kind[j] != MARGIN and value != target):
-            ok = False
-            break
     if not ok:
         return None
-    mu_float = np.array([float(x) for x in mu_f])  # the units of W: margins m + G mu
+    if W is None and _homogeneous(cs):
+        # any positive multiple proves as well: report mu / 2^p with max |mu| / 2^p ~ 1
+        top = max(abs(x) for x in mu_f)
+        p = top.numerator.bit_length() - top.denominator.bit_length() if top else 0
+        mu_f = [x / Fraction(2) ** p for x in mu_f]
+    try:
+        mu_float = np.array([float(x) for x in mu_f])  # the units of W: margins m + G mu
+    except OverflowError:
+        return None
     Wf = np.zeros((cs.d, cs.d)) if W is None else np.asarray(W, dtype=float).copy()
     Wf = Wf + cs.A[S].T @ (mu_float[:, None] * cs.B[S])
     itself = _prove_point(rows, Wf)[0]
@@ -383,16 +401,34 @@ def _repair_point(
 def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | None:
     r"""An exact Farkas vector on the support of the float ``lam``, or None.
 
-    Solves :math:`G_{SS}\lambda_S = 0` (⇔ :math:`\sum_S \lambda_j a_j b_j^\top = 0`, G is PSD)
-    with :math:`c_S^\top\lambda_S = 1` exactly; the solution closest to ``lam`` when the null
-    space has several dimensions. Proved when :math:`\lambda_j \ge 0` on margin rows.
+    The support is :math:`\{j : |\lambda_j| > \tau \max|\lambda|\}` for
+    :math:`\tau = 10^{-12}, 10^{-15}, 0` in turn (a true weight can sit at the float
+    solver's tolerance); on each, :func:`_farkas_on_support` solves exactly.
     """
-    cs = rows.cs
     lam = np.asarray(lam, dtype=float)
     scale = float(np.abs(lam).max(initial=0.0))
     if not np.isfinite(scale) or scale == 0.0:
         return None
-    S = np.flatnonzero(np.abs(lam) > 1e-12 * scale)
+    tried: set[tuple[int, ...]] = set()
+    for tau in (1e-12, 1e-15, 0.0):
+        S = np.flatnonzero(np.abs(lam) > tau * scale)
+        if tuple(S) in tried:
+            continue
+        tried.add(tuple(S))
+        found = _farkas_on_support(rows, lam, S)
+        if found is not None:
+            return found
+    return None
+
+
+def _farkas_on_support(
+    rows: ExactRows, lam: np.ndarray, S: np.ndarray
+) -> tuple[np.ndarray, str] | None:
+    r"""Solve :math:`G_{SS}\lambda_S = 0` (⇔ :math:`\sum_S \lambda_j a_j b_j^\top = 0`, G is
+    PSD) with :math:`c_S^\top\lambda_S = 1` exactly; the solution closest to ``lam`` when the
+    null space has several dimensions. Proved when :math:`\lambda_j \ge 0` on margin rows.
+    """
+    cs = rows.cs
     G, _ = rows.gram(S, S)
     GS = flint.fmpz_mat([[int(x) for x in row] for row in G])
     basis, nullity = GS.nullspace()
@@ -437,6 +473,41 @@ def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | 
     )
 
 
+_ALL_ROWS = 100
+"""Largest N for the second Farkas attempt on every row (an exact N×N null space)."""
+
+
+def _farkas_on_all_rows(rows: ExactRows) -> np.ndarray | None:
+    r"""A float Farkas vector :math:`\lambda = Nt` from an LP over the *exact* null space N of G.
+
+    The float solve may drop a row whose weight is at its tolerance (e.g. 1e-12 of the
+    others); on the exact null space that row is forced back. The LP's vertex has a minimal
+    support, which :func:`_prove_farkas` then re-solves exactly.
+    """
+    cs = rows.cs
+    allr = np.arange(cs.N)
+    G, _ = rows.gram(allr, allr)
+    basis, nullity = flint.fmpz_mat([[int(x) for x in row] for row in G]).nullspace()
+    if nullity == 0:
+        return None
+    Nb = np.empty((cs.N, nullity))
+    for t in range(nullity):  # each column scaled to max ~1 (its entries may exceed floats)
+        col = [int(basis[i, t]) for i in range(cs.N)]
+        unit = 1 << max(0, max(abs(x) for x in col).bit_length() - 1)
+        Nb[:, t] = [x / unit for x in col]
+    margin = cs.kind == MARGIN
+    lp = linprog(
+        np.zeros(nullity),
+        A_ub=-Nb[margin] if margin.any() else None,
+        b_ub=np.zeros(int(margin.sum())) if margin.any() else None,
+        A_eq=(cs.rhs @ Nb)[None, :],
+        b_eq=[1.0],
+        bounds=[(None, None)] * nullity,
+        method="highs",
+    )
+    return None if lp.status != 0 else np.asarray(Nb @ lp.x)
+
+
 def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     r"""Re-check a float verdict exactly; return it with ``proof="exact"`` or as undecided.
 
@@ -464,9 +535,10 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         if ok:
             return done(proof="exact", message=f"{res.message}; proved: {why}")
         margins = np.asarray(cs.apply(res.point))
-        tight = np.flatnonzero(
-            (cs.kind != MARGIN) | (margins <= cs.rhs * (1 + 1e-6)) | (margins <= 0)
-        )
+        # equality rows first, then the margin rows the float point holds tightest
+        slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
+        order = np.argsort(slack, kind="stable")
+        tight = order[(slack[order] <= 1e-6 * np.abs(cs.rhs[order])) | (margins[order] <= 0)]
         repaired = _repair_point(rows, res.point, tight)
         if repaired is not None:
             return done(
@@ -479,22 +551,24 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         )
     if not res.feasible and res.certificate is not None:
         lam = np.asarray(res.certificate, dtype=float)
-        if not res.status.is_inaccurate or res.status is Status.INFEASIBLE_INACCURATE:
-            farkas = _prove_farkas(rows, lam)
-            if farkas is not None:
-                return done(
-                    proof="exact",
-                    status=Status.INFEASIBLE,
-                    certificate=farkas[0],
-                    residual=0.0,
-                    message=(
-                        f"{res.message}; proved: {farkas[1]}"
-                        if res.status is Status.INFEASIBLE
-                        else f"infeasible: {farkas[1]} (the float check: {res.message})"
-                    ),
-                )
-        S = np.flatnonzero(lam != 0)
-        repaired = _repair_point(rows, None, S)
+        farkas = _prove_farkas(rows, lam)
+        if farkas is None and cs.N <= _ALL_ROWS:
+            wider = _farkas_on_all_rows(rows)
+            farkas = None if wider is None else _prove_farkas(rows, wider)
+        if farkas is not None:
+            return done(
+                proof="exact",
+                status=Status.INFEASIBLE,
+                certificate=farkas[0],
+                residual=0.0,
+                message=(
+                    f"{res.message}; proved: {farkas[1]}"
+                    if res.status is Status.INFEASIBLE
+                    else f"infeasible: {farkas[1]} (the float check: {res.message})"
+                ),
+            )
+        order = np.argsort(-np.abs(lam), kind="stable")  # the heaviest rows first
+        repaired = _repair_point(rows, None, order[lam[order] != 0])
         if repaired is not None:
             return done(
                 feasible=True,
