@@ -82,7 +82,7 @@ class _Limbs:
         top = int(np.frexp(nz)[1].max())  # |x| < 2^top
         L = max(1, -(-(top - e) // k))
         if top - e > 1000:  # x / 2^e would overflow: Python integers (rare, slow)
-            return cls._from_ints(x, e, k, L)
+            return cls._from_ints(x, e, k)
         # trunc(x / 2^(e + k t)): the bits of x above 2^(e + k t) (ldexp exact: no overflow,
         # and an underflowing quotient is < 1 in magnitude, so its trunc is 0 as it should be)
         heads = [np.trunc(np.ldexp(x, -(e + k * t))) for t in range(L + 1)]
@@ -91,17 +91,23 @@ class _Limbs:
         return cls(digits, e, k)
 
     @classmethod
-    def _from_ints(cls, x: np.ndarray, e: int, k: int, L: int) -> _Limbs:
-        """Digits through Python integers (for exponent spreads beyond the float range)."""
-        ints = [Fraction(float(v)) / Fraction(2) ** e for v in x.ravel()]
-        digits = np.zeros((L, x.size))
+    def from_ints(cls, values: list[int], k: int) -> _Limbs:
+        """Normalized digits of Python integers (unit 2^0)."""
+        L = max(1, -(-max((abs(v).bit_length() for v in values), default=1) // k))
         mask = (1 << k) - 1
-        for i, v in enumerate(ints):
-            assert v.denominator == 1  # e is at most every entry's ulp exponent
-            mag, sign = abs(v.numerator), (1 if v >= 0 else -1)
+        digits = np.zeros((L, len(values)))
+        for i, v in enumerate(values):
+            mag, sign = abs(v), (1 if v >= 0 else -1)
             for t in range(L):
                 digits[t, i] = sign * ((mag >> (k * t)) & mask)
-        return cls(digits.reshape(L, *x.shape), e, k)
+        return cls(digits, 0, k)
+
+    @classmethod
+    def _from_ints(cls, x: np.ndarray, e: int, k: int) -> _Limbs:
+        """Digits through Python integers (for exponent spreads beyond the float range)."""
+        # exact: 2^e divides every entry (e is at most every entry's ulp exponent)
+        out = cls.from_ints([int(Fraction(float(v)) / Fraction(2) ** e) for v in x.ravel()], k)
+        return cls(out.digits.reshape(-1, *x.shape), e, k)
 
     @staticmethod
     def combine(P: np.ndarray, exp: int, k: int) -> _Limbs:
@@ -110,6 +116,15 @@ class _Limbs:
         acc = np.zeros((Ls + Lt - 1, *P.shape[2:]), dtype=np.int64)
         for s in range(Ls):  # at most Ls terms below 2^53 per degree: no int64 overflow
             acc[s : s + Lt] += P[s].astype(np.int64)
+        return _Limbs.normalize(acc, exp, k)
+
+    @staticmethod
+    def normalize(acc: np.ndarray, exp: int, k: int) -> _Limbs:
+        """Digits (int64, below 2^62) carried into digits below 2^k, toward zero.
+
+        Then :math:`|\\sum_{t<g} \beta^t D_t| < \beta^g`: the sign of the number is the sign
+        of its highest nonzero digit.
+        """
         out: list[np.ndarray] = []
         carry = np.zeros(acc.shape[1:], dtype=np.int64)
         g = 0
@@ -119,6 +134,28 @@ class _Limbs:
             out.append((c - (carry << k)).astype(np.float64))
             g += 1
         return _Limbs(np.stack(out), exp, k)
+
+    @staticmethod
+    def stack(parts: list[_Limbs]) -> _Limbs:
+        """Concatenate along the first data axis (same exponent), padding digits with zeros."""
+        L = max(p.digits.shape[0] for p in parts)
+        pad = [
+            np.pad(p.digits, [(0, L - p.digits.shape[0])] + [(0, 0)] * (p.digits.ndim - 1))
+            for p in parts
+        ]
+        return _Limbs(np.concatenate(pad, axis=1), parts[0].exp, parts[0].k)
+
+    def difference(self, i: Any, j: Any) -> _Limbs:
+        """Exact ``self[i] - self[j]`` (fancy indices into the data axes)."""
+        D = self.digits[(slice(None), *i)] - self.digits[(slice(None), *j)]
+        return _Limbs.normalize(D.astype(np.int64), self.exp, self.k)
+
+    def signs(self) -> np.ndarray:
+        """Sign (-1, 0, 1) of each number of a normalized digit array."""
+        out = np.zeros(self.digits.shape[1:], dtype=np.int64)
+        for D in self.digits[::-1]:
+            out = np.where(out != 0, out, np.sign(D).astype(np.int64))
+        return out
 
     def matmul(self, other: _Limbs) -> _Limbs:
         """Exact matrix product: one float64 BLAS call on all digit pairs."""
@@ -188,32 +225,28 @@ class ExactRows:
     def k(self) -> int:
         return _digit_bits(self.cs.d)
 
-    def _values(
-        self, W_Q: _Limbs, pref: np.ndarray, comp: np.ndarray, query: np.ndarray
-    ) -> tuple[np.ndarray, int]:
+    def _values(self, W_Q: _Limbs, pref: np.ndarray, comp: np.ndarray, query: np.ndarray) -> _Limbs:
         r"""Exact :math:`(P_{p_j} - P_{q_j})^\top M_{:,s_j}` for a digit matrix ``W_Q`` = M.
 
         Each distinct (token, column) pair is computed once, in chunks of bounded memory.
-        Returns Python ints and the exponent of their unit.
         """
         base = _ulp_exp(self.P) + W_Q.exp
         nq = W_Q.digits.shape[2]
         keys = np.concatenate([pref * nq + query, comp * nq + query])
         uniq, inv = np.unique(keys, return_inverse=True)
         p, q = uniq // nq, uniq % nq
-        vals = np.zeros(uniq.size, dtype=object)
+        parts = []
         chunk = max(1, (1 << 19) // max(self.cs.d, 1))
         for lo in range(0, uniq.size, chunk):
             sl = slice(lo, lo + chunk)
             Pl = _Limbs.from_float(self.P[p[sl]], self.k, exp=base - W_Q.exp)
             Mb = _Limbs(W_Q.digits[:, :, q[sl]].transpose(0, 2, 1), W_Q.exp, W_Q.k)
-            v = Pl.rowdot(Mb)
-            vals[sl] = v.ints()
+            parts.append(Pl.rowdot(Mb))
         inv = inv.reshape(-1)
-        return vals[inv[: pref.size]] - vals[inv[pref.size :]], base
+        return _Limbs.stack(parts).difference((inv[: pref.size],), (inv[pref.size :],))
 
-    def margins(self, W: np.ndarray) -> tuple[np.ndarray, int]:
-        r"""Exact :math:`a_j^\top W b_j` of every row: Python ints ``m``, exponent ``e`` (value :math:`m\,2^e`)."""
+    def margins(self, W: np.ndarray) -> _Limbs:
+        r"""Exact :math:`a_j^\top W b_j` of every row (normalized digits, unit :math:`2^{exp}`)."""
         W_Q = _Limbs.from_float(W, self.k).matmul(_Limbs.from_float(self.Q.T, self.k))
         data = self.cs.tokens
         if self.source != "tokens" or data is None:
@@ -223,14 +256,15 @@ class ExactRows:
         base = _ulp_exp(self.P) + W_Q.exp
         X = self.P.reshape(n, T, d)
         U = W_Q.digits.reshape(-1, d, n, K).transpose(0, 2, 1, 3)  # (L, n, d, K)
-        V = np.zeros((n, T, K), dtype=object)
+        parts = []
         chunk = max(1, (1 << 19) // max(T * d, 1))
         for lo in range(0, n, chunk):
             Xl = _Limbs.from_float(X[lo : lo + chunk], self.k, exp=base - W_Q.exp)
             P = Xl.digits[:, None] @ U[None, :, lo : lo + chunk]  # (Lx, Lu, chunk, T, K)
-            V[lo : lo + chunk] = _Limbs.combine(P, base, self.k).ints()
+            parts.append(_Limbs.combine(P, base, self.k))
+        V = _Limbs.stack(parts)  # (L, n, T, K)
         i, k = self.cs.seq, self.cs.query
-        return V[i, self.cs.pref, k] - V[i, self.cs.comp, k], base
+        return V.difference((i, self.cs.pref, k), (i, self.cs.comp, k))
 
     def gram(self, R: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, int]:
         r"""Exact :math:`G_{RS} = (A_RA_S^\top)\circ(B_RB_S^\top)`: ints (|R|, |S|) and exponent."""
@@ -241,13 +275,14 @@ class ExactRows:
             self.k,
         )
         cols = np.tile(np.arange(S.size), R.size)
-        AA, e_aa = self._values(
+        AA = self._values(
             A_S, np.repeat(self.pref[R], S.size), np.repeat(self.comp[R], S.size), cols
         )
         Ql = _Limbs.from_float(self.Q, self.k)
         Q_S = _Limbs(Ql.digits[:, self.query[S]].transpose(0, 2, 1), Ql.exp, self.k)
         BB = Ql.matmul(Q_S)  # (n_queries, |S|)
-        return AA.reshape(R.size, S.size) * BB.ints()[self.query[R]], e_aa + BB.exp
+        AB = AA.ints().reshape(R.size, S.size) * BB.ints()[self.query[R]]
+        return AB, AA.exp + BB.exp
 
 
 def _from_data(cs: ConstraintSet, data: TokenData) -> bool:
@@ -271,11 +306,11 @@ def _homogeneous(cs: ConstraintSet) -> bool:
     return bool(np.all(cs.rhs[~margin] == 0) and np.all(cs.rhs[margin] >= 0))
 
 
-def _scales(cs: ConstraintSet, m: np.ndarray, e: int) -> bool:
-    r"""True when some :math:`t > 0` makes :math:`t\,m_j 2^e` meet every row exactly."""
+def _scales(cs: ConstraintSet, m: _Limbs) -> bool:
+    r"""True when some :math:`t > 0` makes :math:`t\,m_j` meet every row exactly."""
     margin = cs.kind == MARGIN
     c = np.asarray(cs.rhs, dtype=float)
-    sign = np.array([(mj > 0) - (mj < 0) for mj in m], dtype=int)
+    sign = m.signs()
     if np.all(c[~margin] == 0) and not np.any(margin & (c < 0) & (sign < 0)):
         # homogeneous: positive where c_j > 0, nonnegative elsewhere, zero on equalities
         return bool(
@@ -283,7 +318,7 @@ def _scales(cs: ConstraintSet, m: np.ndarray, e: int) -> bool:
             and np.all(sign[margin & (c > 0)] > 0)
             and np.all(sign[margin & (c == 0)] >= 0)
         )
-    return _scale_interval(cs, m, e) is not None
+    return _scale_interval(cs, m.ints(), m.exp) is not None
 
 
 def _scale_interval(cs: ConstraintSet, m: np.ndarray, e: int) -> Fraction | None:
@@ -327,9 +362,9 @@ def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
     """Exact margins of the float ``W``; proved when a positive multiple of W meets every row."""
     if not np.all(np.isfinite(W)):
         return False, "the point is not finite"
-    m, e = rows.margins(W)
-    if not _scales(rows.cs, m, e):
-        bad = int(np.count_nonzero([mj <= 0 for mj in m]))
+    m = rows.margins(W)
+    if not _scales(rows.cs, m):
+        bad = int(np.count_nonzero(m.signs() <= 0))
         return False, f"{bad} row(s) have an exact margin <= 0 at the float point"
     return True, "the exact margins of the reported W admit a scale that meets every row"
 
@@ -355,7 +390,8 @@ def _repair_point(
         m0 = np.zeros(cs.N, dtype=object)
         em = eg
     else:
-        m0, em = rows.margins(W)
+        mW = rows.margins(W)
+        m0, em = mW.ints(), mW.exp
     # common scale 2^e0 for the margins of W and the columns of G (mu carries the rest)
     e0 = min(em, eg)
     m_int = m0 * (1 << (em - e0))
@@ -371,12 +407,10 @@ def _repair_point(
     ]
     if _homogeneous(cs):  # signs decide (a positive multiple meets every row)
         den = math.lcm(*(v.denominator for v in values))
-        ints = np.array([v.numerator * (den // v.denominator) for v in values], dtype=object)
-        ok = _scales(cs, ints, 0)
+        ints = [v.numerator * (den // v.denominator) for v in values]
+        ok = _scales(cs, _Limbs.from_ints(ints, rows.k))
     else:
-        ok = all(
-            (v >= c[j]) if cs.kind[j] == MARGIN else (v == c[j]) for j, v in enumerate(values)
-        )
+        ok = all((v >= c[j]) if cs.kind[j] == MARGIN else (v == c[j]) for j, v in enumerate(values))
     if not ok:
         return None
     if W is None and _homogeneous(cs):

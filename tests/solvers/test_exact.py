@@ -45,10 +45,17 @@ def _assert_exact_farkas(cs: ConstraintSet, lam: np.ndarray, data: sg.TokenData)
     rows = _exact_rows(cs, data)
     lamf = [Fraction(float(x)) for x in lam]
     d = cs.d
-    S = [[sum((lamf[j] * a[p] * b[q] for j, (a, b) in enumerate(rows)), Fraction(0))
-          for q in range(d)] for p in range(d)]
-    size = sum(abs(lamf[j]) * max(abs(x) for x in a) * max(abs(x) for x in b)
-               for j, (a, b) in enumerate(rows))
+    S = [
+        [
+            sum((lamf[j] * a[p] * b[q] for j, (a, b) in enumerate(rows)), Fraction(0))
+            for q in range(d)
+        ]
+        for p in range(d)
+    ]
+    size = sum(
+        abs(lamf[j]) * max(abs(x) for x in a) * max(abs(x) for x in b)
+        for j, (a, b) in enumerate(rows)
+    )
     assert max(abs(x) for r in S for x in r) <= Fraction(1, 10**12) * size
     assert all(lam[cs.kind == MARGIN] >= 0)
 
@@ -75,9 +82,11 @@ def test_exact_margins_and_gram_match_fractions(seed, K):
     for source in (data, None):
         rows = ExactRows.build(cs if source is not None else dataclasses.replace(cs, tokens=None))
         assert rows.source == ("tokens" if source is not None else "rows")
-        m, e = rows.margins(W)
-        got = [Fraction(int(x)) * Fraction(2) ** e for x in m]
-        assert got == _fraction_margins(cs, W, source)
+        m = rows.margins(W)
+        got = [Fraction(int(x)) * Fraction(2) ** m.exp for x in m.ints()]
+        ref = _fraction_margins(cs, W, source)
+        assert got == ref
+        np.testing.assert_array_equal(m.signs(), [(x > 0) - (x < 0) for x in ref])
     rows = ExactRows.build(cs)
     S = np.array([0, 2, cs.N - 1])
     G, eg = rows.gram(np.arange(cs.N), S)
@@ -152,9 +161,11 @@ def test_a_wrong_farkas_vector_is_never_a_proof():
     assert all(m > 0 for m in _fraction_margins(cs, out.point, data))
 
 
-def test_an_unrepairable_wrong_verdict_is_undecided():
-    # rows that are exactly contradictory on the "support" the bogus vector names, but the
-    # vector's signs are wrong: neither an exact Farkas vector nor a repair point exists there
+def test_a_farkas_vector_on_the_wrong_support_is_reproved_or_undecided(monkeypatch):
+    # x_0 is the midpoint of x_1 and x_2 (infeasible); the bogus vector names row 0 only,
+    # where neither an exact Farkas vector nor a repair point exists
+    from svmgeo.solvers import _exact
+
     X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]])
     data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), v=np.ones(2))
     cs = sg.att_svm_constraints(data, np.array([0]))
@@ -165,6 +176,13 @@ def test_an_unrepairable_wrong_verdict_is_undecided():
         constraints=cs,
         certificate=np.array([1.0, 0.0]),
     )
+    # the LP over the exact null space of every row finds the true certificate
+    out = prove_verdict(bogus)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    _assert_exact_farkas(cs, out.certificate, data)
+    np.testing.assert_allclose(out.certificate, [0.5, 0.5], rtol=1e-15)
+    # without that attempt, nothing is proved: undecided, never INFEASIBLE
+    monkeypatch.setattr(_exact, "_ALL_ROWS", 0)
     out = prove_verdict(bogus)
     assert out.status is Status.INFEASIBLE_INACCURATE and out.proof is None
     assert out.message.startswith("undecided")
