@@ -349,13 +349,10 @@ def _scale_interval(cs: ConstraintSet, m: np.ndarray, e: int) -> Fraction | None
                 return None
             bound = cj / _fraction(mj, e)
             hi = bound if hi is None else min(hi, bound)
-    if fixed is not None:
-        ok = fixed >= lo and (hi is None or fixed <= hi)
-        return fixed if ok else None
-    t = max(lo, Fraction(1)) if hi is None else lo
-    if t == 0:
-        t = Fraction(1) if hi is None else min(Fraction(1), hi)
-    return t if (hi is None or t <= hi) and t > 0 else None
+    if fixed is not None:  # the equality rows fix t
+        return fixed if lo <= fixed and (hi is None or fixed <= hi) else None
+    t = lo if lo > 0 else (Fraction(1) if hi is None else hi)  # hi > 0: c_j, m_j < 0 there
+    return t if hi is None or t <= hi else None
 
 
 def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:

@@ -220,3 +220,25 @@ def test_rows_without_tokens_are_proved_as_given():
     res = check_feasibility(cs)
     assert res.proof == "exact" and res.extras["exact_rows"] == "rows"
     assert all(m > 0 for m in _fraction_margins(cs, res.point, None))
+
+
+def test_rows_with_general_right_hand_sides_are_proved_at_scale_one():
+    # margin rows with c_j < 0 and an equality with c_j = 2: scaling is not free here
+    from svmgeo.constraints import EQUALITY, pair_constraints
+
+    data = sg.random_data(2, 4, 5, seed=0)
+    kinds = [MARGIN, EQUALITY, MARGIN, MARGIN]
+    cs = pair_constraints(
+        data, [0, 0, 1, 1], [0] * 4, [0] * 4, [1, 2, 1, 2], kind=kinds, rhs=[-1.0, 2.0, 0.5, -3.0]
+    )
+    res = check_feasibility(cs)
+    assert res.status is Status.OPTIMAL and res.proof == "exact", res.message
+    m = cs.apply(res.point)
+    np.testing.assert_allclose(m[1], 2.0, rtol=1e-12)
+    assert np.all(m[[0, 2, 3]] >= cs.rhs[[0, 2, 3]] - 1e-12)
+    # the same rows with contradictory targets: a ≥ 1 and a = 0.5 (same a_j b_jᵀ)
+    bad = pair_constraints(
+        data, [0, 0], [0, 0], [0, 0], [1, 1], kind=[MARGIN, EQUALITY], rhs=[1.0, 0.5]
+    )
+    res = check_feasibility(bad)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
