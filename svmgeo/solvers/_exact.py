@@ -266,6 +266,45 @@ class ExactRows:
         i, k = self.cs.seq, self.cs.query
         return V.difference((i, self.cs.pref, k), (i, self.cs.comp, k))
 
+    def round_point(
+        self, W: np.ndarray | None, S: np.ndarray, mu: list[Fraction], *, rescale: bool
+    ) -> np.ndarray | None:
+        r"""The float rounding of the exact :math:`W + \sum_{k\in S}\mu_k a_k b_k^\top`.
+
+        Entry by entry from exact integers (the float sum would cancel: the :math:`\mu_k` of a
+        nearly dependent support are huge and nearly equal). ``rescale``: a positive multiple
+        is as good (homogeneous rows), so scale by a power of two into the float range;
+        otherwise None when an entry overflows.
+        """
+        Pl = _Limbs.from_float(self.P, self.k)
+        A = _Limbs.normalize(
+            (Pl.digits[:, self.pref[S]] - Pl.digits[:, self.comp[S]]).astype(np.int64),
+            Pl.exp,
+            self.k,
+        )
+        B = _Limbs.from_float(self.Q[self.query[S]], self.k)
+        den = math.lcm(*(x.denominator for x in mu))
+        mu_int = np.array([x.numerator * (den // x.denominator) for x in mu], dtype=object)
+        num = (A.ints().T * mu_int) @ B.ints()  # (d, d) exact, unit 2^e / den
+        e = A.exp + B.exp
+        if W is not None:  # add W exactly: W = Wi 2^ew
+            Wl = _Limbs.from_float(W, self.k)
+            ew = min(Wl.exp, e)
+            num = Wl.ints() * den * (1 << (Wl.exp - ew)) + num * (1 << (e - ew))
+            e = ew
+        top = max((abs(int(x)).bit_length() for x in num.ravel()), default=0)
+        shift = e + top - den.bit_length()  # log2 of the largest entry, within 1
+        if rescale and not -900 < shift < 900:
+            e -= shift  # a positive multiple: largest entry ~ 1
+        out = np.empty(num.shape)
+        for idx, x in np.ndenumerate(num):
+            n, d = (int(x) << e, den) if e >= 0 else (int(x), den << -e)
+            try:
+                out[idx] = n / d  # correctly rounded
+            except OverflowError:
+                return None
+        return out
+
     def gram(self, R: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, int]:
         r"""Exact :math:`G_{RS} = (A_RA_S^\top)\circ(B_RB_S^\top)`: ints (|R|, |S|) and exponent."""
         Pl = _Limbs.from_float(self.P, self.k)
@@ -368,12 +407,12 @@ def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
 
 def _repair_point(
     rows: ExactRows, W: np.ndarray | None, S: np.ndarray
-) -> tuple[np.ndarray, str] | None:
+) -> tuple[np.ndarray, str, bool] | None:
     r"""An exact point :math:`W' = W + \sum_{k\in S}\mu_k a_k b_k^\top` with rows ``S`` tight.
 
     :math:`\mu` solves :math:`G_{SS}\mu = c_S - m_S(W)` in rational arithmetic; :math:`W'` is
-    proved when its exact margins meet every row. Returns the float rounding of :math:`W'`
-    and a message, or None.
+    proved when its exact margins meet every row. Returns the float rounding of :math:`W'`,
+    a message, and whether that rounding is itself proved; or None.
     """
     cs = rows.cs
     if S.size == 0:
@@ -410,22 +449,16 @@ def _repair_point(
         ok = all((v >= c[j]) if cs.kind[j] == MARGIN else (v == c[j]) for j, v in enumerate(values))
     if not ok:
         return None
-    if W is None and _homogeneous(cs):
-        # any positive multiple proves as well: report mu / 2^p with max |mu| / 2^p ~ 1
-        top = max(abs(x) for x in mu_f)
-        p = top.numerator.bit_length() - top.denominator.bit_length() if top else 0
-        mu_f = [x / Fraction(2) ** p for x in mu_f]
-    try:
-        mu_float = np.array([float(x) for x in mu_f])  # the units of W: margins m + G mu
-    except OverflowError:
+    Wf = rows.round_point(W, S, mu_f, rescale=_homogeneous(cs))
+    if Wf is None:
         return None
-    Wf = np.zeros((cs.d, cs.d)) if W is None else np.asarray(W, dtype=float).copy()
-    Wf = Wf + cs.A[S].T @ (mu_float[:, None] * cs.B[S])
     itself = _prove_point(rows, Wf)[0]
-    return Wf, (
+    return (
+        Wf,
         f"an exact rational point W + sum_k mu_k a_k b_k^T ({S.size} rows of the float support "
         "made tight, mu solved exactly) meets every row; the reported point is its float "
-        + ("rounding, itself proved" if itself else "rounding (not itself proved)")
+        + ("rounding, itself proved" if itself else "rounding (not itself proved)"),
+        itself,
     )
 
 
@@ -600,6 +633,19 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
             )
         order = np.argsort(-np.abs(lam), kind="stable")  # the heaviest rows first
         repaired = _repair_point(rows, None, order[lam[order] != 0])
+        if repaired is not None and not repaired[2]:
+            # feasible in exact arithmetic, but only at a scale where floats fail the rows
+            # (rows dependent up to round-off): no usable point, so no flipped verdict
+            extras["exact_feasible"] = True
+            return done(
+                proof=None,
+                status=Status.INFEASIBLE_INACCURATE,
+                message=(
+                    f"undecided: the float solve answered {res.status} ({res.message}); in "
+                    "exact arithmetic the rows are feasible, but only through a point whose "
+                    "float rounding fails them (rows dependent up to round-off?)"
+                ),
+            )
         if repaired is not None:
             return done(
                 feasible=True,
