@@ -52,6 +52,9 @@ class ConstraintSet:
         competing token :math:`q`, so results map back to tokens.
     n, K, T : int
         Sizes of the dataset the rows came from.
+    tokens : TokenData or None
+        The dataset the rows came from, when known: exact proofs form :math:`a_j` from its
+        tokens (the float difference in ``A`` may round).
     """
 
     A: np.ndarray
@@ -65,6 +68,7 @@ class ConstraintSet:
     n: int
     K: int
     T: int
+    tokens: TokenData | None = None
 
     def __post_init__(self) -> None:
         for name in ("A", "B", "kind", "rhs", "seq", "query", "pref", "comp"):
@@ -150,6 +154,7 @@ class ConstraintSet:
             n=self.n,
             K=self.K,
             T=self.T,
+            tokens=self.tokens,
         )
 
     def __repr__(self) -> str:
@@ -221,6 +226,7 @@ def pair_constraints(
         n=data.n,
         K=data.K,
         T=data.T,
+        tokens=data,
     )
 
 

@@ -47,7 +47,7 @@ from ._threads import blas_threads
 __all__ = ["NORMS", "STATUS_MAP", "Norm", "att_svm", "feasibility", "solve_svm"]
 
 METHODS = ("auto", "fast", "cvxpy")
-_SOLVE_KEYWORDS = frozenset({"solver", "seed", "n_restarts", "max_iter"})
+_SOLVE_KEYWORDS = frozenset({"solver", "seed", "n_restarts", "max_iter", "exact"})
 
 STATUS_MAP: dict[Any, Status] = CvxpyBackend.STATUS_MAP
 """cvxpy status strings → :class:`Status`; anything else is :attr:`Status.SOLVER_ERROR`."""
@@ -109,6 +109,7 @@ class _Request:
     seed: int | None
     n_restarts: int
     max_iter: int | None
+    exact: bool
 
 
 def _solve_fro(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMResult:
@@ -341,6 +342,7 @@ def solve_svm(
     seed: int | None = None,
     n_restarts: int = 10,
     max_iter: int | None = None,
+    exact: bool = True,
 ) -> SVMResult:
     r"""Solve an attention SVM over any :class:`~svmgeo.ConstraintSet`.
 
@@ -382,6 +384,9 @@ def solve_svm(
         Random restarts of the rank-constrained solver.
     max_iter : int, optional
         Iteration limit passed to the fast Frobenius solver.
+    exact : bool, default True
+        Prove the feasibility verdict in exact rational arithmetic (``proof="exact"``; see
+        :func:`check_feasibility` and docs/certificates.md for the cost).
 
     Returns
     -------
@@ -420,6 +425,7 @@ def solve_svm(
         seed=seed,
         n_restarts=n_restarts,
         max_iter=max_iter,
+        exact=exact,
         where="solve_svm",
     )
 
@@ -435,6 +441,7 @@ def _solve(
     seed: Any,
     n_restarts: Any,
     max_iter: Any,
+    exact: Any,
     where: str,
 ) -> SVMResult:
     """:func:`solve_svm`, with errors naming ``where`` (the function the user called)."""
@@ -460,6 +467,10 @@ def _solve(
         max_iter = check_int(max_iter, "max_iter", low=1, where=where)
     if seed is not None:
         seed = check_int(seed, "seed", low=0, where=where)
+    if not isinstance(exact, bool):
+        raise ProblemError(
+            f"The 'exact' parameter of {where} must be True or False. Got {exact!r} instead."
+        )
 
     req = _Request(
         cs=cs,
@@ -472,6 +483,7 @@ def _solve(
         seed=seed,
         n_restarts=n_restarts,
         max_iter=max_iter,
+        exact=exact,
     )
     if req.binding and method == "cvxpy":
         raise ProblemError(
@@ -487,9 +499,10 @@ def _solve_feasible_first(req: _Request) -> SVMResult:
     start = time.perf_counter()
     cs, norm, rank = req.cs, req.norm, req.rank
     geo = RowGeometry(cs)
-    feas = check_feasibility(cs, geometry=geo)
+    feas = check_feasibility(cs, geometry=geo, exact=req.exact)
     if not feas.feasible:
-        return _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
+        res = _infeasible_result(cs, feas, norm, rank, time.perf_counter() - start)
+        return dataclasses.replace(res, proof=feas.proof)
     res = _solve_cvxpy(req) if req.method == "cvxpy" else NORMS[norm].solve(req, geo, feas)
     if res.status.is_infeasible and not req.binding:
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it
@@ -498,7 +511,7 @@ def _solve_feasible_first(req: _Request) -> SVMResult:
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return dataclasses.replace(
-        res, rank=rank, extras=extras, solve_time=time.perf_counter() - start
+        res, rank=rank, extras=extras, solve_time=time.perf_counter() - start, proof=feas.proof
     )
 
 
@@ -546,11 +559,18 @@ def att_svm(
     if alpha is None:
         alpha = optimal_tokens(data)
     cs = att_svm_constraints(data, alpha)
-    options = {"solver": None, "seed": None, "n_restarts": 10, "max_iter": None, **kwargs}
+    options = {
+        "solver": None,
+        "seed": None,
+        "n_restarts": 10,
+        "max_iter": None,
+        "exact": True,
+        **kwargs,
+    }
     return _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
 
 
-def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:
+def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> FeasibilityResult:
     r"""Is Att-SVM(α) feasible? Exact, with a point or a Farkas certificate.
 
     .. math::
@@ -564,6 +584,9 @@ def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:
     data : TokenData
     alpha : array of int, optional
         Default the optimal tokens (ties raise).
+    exact : bool, default True
+        Prove the verdict in exact rational arithmetic on the tokens (``proof="exact"``); a
+        verdict without proof is undecided (``*_INACCURATE``). See docs/certificates.md.
 
     Returns
     -------
@@ -576,4 +599,4 @@ def feasibility(data: TokenData, alpha: Any = None) -> FeasibilityResult:
     """
     if alpha is None:
         alpha = optimal_tokens(data)
-    return check_feasibility(att_svm_constraints(data, alpha))
+    return check_feasibility(att_svm_constraints(data, alpha), exact=exact)

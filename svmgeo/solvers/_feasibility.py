@@ -37,6 +37,7 @@ from ._certificates import (
     unit_farkas,
     zero_row_farkas,
 )
+from ._exact import prove_verdict
 from ._geometry import RowGeometry, features
 from ._qp import interior_point, polish_active_set
 from ._result import FeasibilityResult
@@ -254,7 +255,10 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
 
 @one_blas_thread_when_small
 def check_feasibility(
-    cs: ConstraintSet, *, geometry: RowGeometry | None = None
+    cs: ConstraintSet,
+    *,
+    geometry: RowGeometry | None = None,
+    exact: bool = True,
 ) -> FeasibilityResult:
     r"""Decide exactly whether some :math:`W` satisfies every row of ``cs``.
 
@@ -272,6 +276,11 @@ def check_feasibility(
     geometry : RowGeometry, optional
         The rows' Gram matrix / features when already computed for ``cs`` (reused, and its
         Cholesky factor cached for a later :func:`solve_frobenius`).
+    exact : bool, default True
+        Prove the verdict in exact rational arithmetic (``proof="exact"``); a verdict whose
+        proof fails becomes undecided (``*_INACCURATE``). False: the floating-point check
+        only (``proof="float"``). The rows are formed exactly from ``cs.tokens`` when
+        known. Cost: docs/certificates.md.
 
     Returns
     -------
@@ -289,10 +298,12 @@ def check_feasibility(
     cs = check_constraint_set(cs, "check_feasibility")
     start = time.perf_counter()
     N, d = cs.N, cs.d
+    prove = exact  # exact-proof hook (issue 11): `exact` is rebound by a loop below
 
     def result(**kw: object) -> FeasibilityResult:
         elapsed = time.perf_counter() - start
-        return FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
+        res = FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
+        return prove_verdict(res) if prove else dataclasses.replace(res, proof="float")
 
     def verified(point: tuple[np.ndarray, float], message: str, **kw: object) -> FeasibilityResult:
         """FEASIBLE with a point that :func:`_rescale_point` verified (and its residual)."""

@@ -112,6 +112,9 @@ class SVMResult:
         Convex lower bound on the objective (rank-constrained problems).
     extras : dict
         Raw native output of the backend.
+    proof : {"exact", "float"} or None
+        How the *feasibility verdict* behind this result was checked (as
+        :attr:`FeasibilityResult.proof`); the optimality certificate is a floating-point check.
     """
 
     W: np.ndarray | None
@@ -132,6 +135,7 @@ class SVMResult:
     Q: np.ndarray | None = None
     lower_bound: float | None = None
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
+    proof: Literal["exact", "float"] | None = None
 
     @property
     def success(self) -> bool:
@@ -212,6 +216,12 @@ class FeasibilityResult:
         Wall time in seconds.
     extras : dict
         Native output of the LP (status, message, Phase-1 value).
+    proof : {"exact", "float"} or None
+        How the verdict was checked: ``"exact"`` — proved in rational arithmetic on the float
+        input (the point's exact margins, or an exact Farkas vector; see
+        ``docs/certificates.md``); ``"float"`` — checked in floating point only
+        (``exact=False``); None — not proved (an ``*_INACCURATE`` or error status: the verdict
+        is undecided).
     """
 
     feasible: bool
@@ -224,6 +234,7 @@ class FeasibilityResult:
     solver: str = ""
     solve_time: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
+    proof: Literal["exact", "float"] | None = None
 
     def __bool__(self) -> bool:
         return self.feasible

@@ -26,7 +26,8 @@ Oracles (naive, independent of svmgeo's builders and solvers)
     :func:`naive_rows`, and the risk: :func:`risk`, :func:`risk_grad`, :func:`optimal_risk`.
 Checks
     :func:`assert_certified`, :func:`assert_feasible_point`, :func:`assert_farkas`,
-    :func:`assert_frobenius_kkt`, :func:`assert_nuclear_kkt`, :func:`verdict`,
+    :func:`assert_frobenius_kkt`, :func:`assert_nuclear_kkt`, :func:`exact_margins`,
+    :func:`exact_rows`, :func:`verdict`,
     :func:`feasibility_verdict`, :func:`conditioning`.
 Profiles
     :func:`register_profiles` registers hypothesis profiles "ci" (derandomized), "dev" and
@@ -58,6 +59,8 @@ from ._checks import (
     assert_nuclear_kkt,
     conditioning,
     dloss,
+    exact_margins,
+    exact_rows,
     feasibility_verdict,
     is_support_lot,
     loss,
@@ -114,6 +117,8 @@ __all__ = [
     "cases",
     "conditioning",
     "dloss",
+    "exact_margins",
+    "exact_rows",
     "examples",
     "feasibility_verdict",
     "is_support_lot",

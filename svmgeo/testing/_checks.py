@@ -48,6 +48,40 @@ def assert_feasible_point(
     assert np.all(np.abs(m - cs.rhs)[~margin] <= slack[~margin])
 
 
+def exact_rows(cs: sg.ConstraintSet, data: sg.TokenData | None = None) -> list[tuple[list, list]]:
+    r"""The rows :math:`(a_j, b_j)` as :class:`fractions.Fraction` lists, exactly.
+
+    With ``data`` (the tokens the rows were built from), :math:`a_j = x_{ip} - x_{iq}` is the
+    exact difference of the float tokens (which may not be a float itself); without, the float
+    rows ``cs.A`` are taken as given.
+    """
+    from fractions import Fraction
+
+    out = []
+    X = None if data is None else np.asarray(data.X)
+    for j in range(cs.N):
+        if X is None:
+            a = [Fraction(float(x)) for x in cs.A[j]]
+        else:
+            xp, xq = X[cs.seq[j], cs.pref[j]], X[cs.seq[j], cs.comp[j]]
+            a = [Fraction(float(p)) - Fraction(float(q)) for p, q in zip(xp, xq, strict=True)]
+        out.append((a, [Fraction(float(x)) for x in cs.B[j]]))
+    return out
+
+
+def exact_margins(cs: sg.ConstraintSet, W: np.ndarray, data: sg.TokenData | None = None) -> list:
+    r"""Margins :math:`a_j^\top W b_j` in exact rational arithmetic on the float inputs
+    (see :func:`exact_rows`): independent of any summation order or BLAS."""
+    from fractions import Fraction
+
+    Wf = [[Fraction(float(x)) for x in row] for row in np.asarray(W)]
+    out = []
+    for a, b in exact_rows(cs, data):
+        u = [sum((w * y for w, y in zip(row, b, strict=True)), Fraction(0)) for row in Wf]
+        out.append(sum((x * y for x, y in zip(a, u, strict=True)), Fraction(0)))
+    return out
+
+
 def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray | None, *, rtol: float = 1e-9) -> None:
     r"""Farkas certificate of infeasibility: :math:`\lambda_{\mathcal M} \ge 0`,
     :math:`\sum_j \lambda_j a_j b_j^\top = 0` (relative to :math:`\sum_j |\lambda_j|

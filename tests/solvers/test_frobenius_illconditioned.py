@@ -74,9 +74,12 @@ def _assert_matches_oracle(cs: sg.ConstraintSet, W: np.ndarray) -> None:
 
 
 def _assert_feasible(cs: sg.ConstraintSet, W: np.ndarray) -> None:
-    """Margins >= 1 up to the round-off of a_j^T W b_j, about eps * ||a_j|| ||W|| ||b_j||."""
+    """Margins >= 1 up to the round-off of the exact polish (a linear solve on the active rows)
+    and of a_j^T W b_j: a few hundred eps * ||a_j|| ||W|| ||b_j||. (At 1e-14 instead of 1e-13,
+    the (4, 3, 2) seed-5 sweep fails with numpy 2.4 / OpenBLAS 0.3.31: a row short by 1.8e-11
+    at ||W|| = 843, against 1.7e-11 allowed; svmgeo's certificate bound is 1e-8.)"""
     size = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
-    assert_feasible_point(cs, W, rtol=0.0, atol=max(1e-12, 1e-14 * np.linalg.norm(W) * size.max()))
+    assert_feasible_point(cs, W, rtol=0.0, atol=max(1e-12, 1e-13 * np.linalg.norm(W) * size.max()))
 
 
 def _constraints(shape: tuple[int, int, int], seed: int, alpha: tuple[int, ...]):

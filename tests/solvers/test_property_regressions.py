@@ -14,7 +14,7 @@ import svmgeo as sg
 from svmgeo.constraints import MARGIN, ConstraintSet
 from svmgeo.solvers import Status, check_feasibility, solve_svm
 from svmgeo.solvers._feasibility import _rescale_point
-from svmgeo.testing import assert_farkas
+from svmgeo.testing import assert_farkas, exact_margins
 
 
 def pair_constraints(A: np.ndarray, B: np.ndarray) -> ConstraintSet:
@@ -222,25 +222,43 @@ def test_theorem1_subspace_data_perturbed_by_1e6_is_decided_feasible():
     _assert_proof_point(res.constraints, res.point)
 
 
-def test_duplicate_token_after_rotation_is_not_called_feasible():
-    # an exact duplicate gives a zero row (INFEASIBLE); rotated, the row is ~1e-16 and the
-    # answer must not flip to a "feasible" W of norm ~1e16
+def test_duplicate_token_after_rotation_is_decided_or_undecided_never_wrong():
+    # an exact duplicate gives a zero row (INFEASIBLE, proved); rotated, the duplicate differs
+    # from its twin by round-off (or not at all, depending on the BLAS): whatever the verdict,
+    # a proved one must hold in exact arithmetic, and the verdict must not flip on the exact
+    # duplicate
     from svmgeo.testing import build_case
 
     data = build_case("cross", "duplicate", n=1, T=3, d=8, K=2, seed=0).data
     alpha = np.array([0])
-    assert sg.feasibility(data, alpha).status is Status.INFEASIBLE
+    exact_dup = sg.feasibility(data, alpha)
+    assert exact_dup.status is Status.INFEASIBLE and exact_dup.proof == "exact"
     R = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))[0]
     rotated = sg.TokenData(
         np.asarray(data.X) @ R, Y=data.Y, v=R.T @ data.v, Z=np.asarray(data.Z) @ R
     )
-    cs = sg.att_svm_constraints(rotated, alpha)
-    na = np.linalg.norm(cs.A, axis=1)
-    assert 0 < na.min() <= 1e-13 * na.max()  # the rotated duplicate is round-off
-    res = sg.feasibility(rotated, alpha)
-    assert not res.feasible and res.status is Status.INFEASIBLE_INACCURATE, res.message
-    sol = sg.att_svm(rotated, alpha)
-    assert sol.W is None and sol.status is Status.INFEASIBLE_INACCURATE
+    X = np.asarray(rotated.X)
+    dup = [t for t in range(1, 3) if np.linalg.norm(X[0, 0] - X[0, t]) <= 1e-13]
+    for variant in (rotated, _nudged(rotated, dup)):
+        res = sg.feasibility(variant, alpha)
+        if res.proof != "exact":
+            assert res.status not in (Status.OPTIMAL, Status.INFEASIBLE), res.message
+        elif res.feasible:
+            assert min(exact_margins(res.constraints, res.point, variant)) > 0
+        else:
+            assert res.status is Status.INFEASIBLE
+            assert_farkas(res.constraints, res.farkas)
+        sol = sg.att_svm(variant, alpha)
+        assert sol.status is not Status.INFEASIBLE or res.status is Status.INFEASIBLE
+
+
+def _nudged(data: sg.TokenData, tokens: list[int]) -> sg.TokenData:
+    """The dataset with each listed token of sequence 0 moved by one ulp in every coordinate
+    (a round-off-level, nonzero difference from its twin)."""
+    X = np.array(data.X)
+    for t in tokens:
+        X[0, t] = np.nextafter(X[0, t], np.inf)
+    return sg.TokenData(X, Y=data.Y, v=data.v, Z=data.Z)
 
 
 def test_feasibility_of_a_near_tie_multi_query_problem_is_certified():
@@ -367,8 +385,10 @@ def test_lp_point_with_cancelling_rows_is_lifted_and_verified(args, alpha):
     res = sg.feasibility(data, np.array(alpha))
     assert res.feasible and res.status is Status.OPTIMAL, res.message
     _assert_proof_point(res.constraints, res.point)
-    m = np.einsum("ja,ab,jb->j", res.constraints.A, res.point, res.constraints.B)
-    assert np.all(m >= 1.0)
+    # the point meets every row exactly (rational arithmetic on the user's tokens: a float
+    # evaluation of a_j^T W b_j may round a row that holds exactly to 1 - 1e-12)
+    assert res.proof == "exact"
+    assert min(exact_margins(res.constraints, res.point, data)) >= 1
 
 
 def test_lowrank_local_solution_is_returned_feasible():

@@ -1,0 +1,670 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Exact proofs of feasibility verdicts, in rational arithmetic on the float input.
+
+Every float is a dyadic rational, so a verdict about the user's floats can be *proved*:
+
+.. math::
+
+    \text{feasible:}\quad a_j^\top W b_j > 0\ \ \forall j \in \mathcal M\ (c_j > 0)
+    \ \Rightarrow\ tW \text{ meets every row for some } t > 0;
+    \qquad
+    \text{infeasible:}\quad \lambda_{\mathcal M} \ge 0,\ \textstyle\sum_j \lambda_j a_j b_j^\top = 0,\
+    c^\top\lambda = 1 ,
+
+each checked without rounding, with :math:`a_j = x_{ip} - x_{iq}` formed exactly from the tokens
+(the float difference may round). The margins :math:`a_j^\top W b_j` of a float :math:`W` are
+computed exactly by *limb arithmetic*: every float array is written as
+:math:`2^e \sum_t \beta^t D_t` with integer digits :math:`|D_t| < \beta = 2^k`, and
+:math:`2k + 1 + \lceil\log_2 d\rceil \le 53`, so every product of two digit matrices is a sum
+of integers below :math:`2^{53}` — exact in float64 BLAS, in any summation order. A Farkas
+vector is re-solved exactly on its support (the null space of the exact Gram matrix
+:math:`G_{SS} = (A_SA_S^\top)\circ(B_SB_S^\top)`, python-flint's ``fmpz_mat`` / ``fmpq_mat``).
+A verdict whose proof fails is repaired once (an exact point on the float support) and
+otherwise reported as undecided — never as a proved verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from fractions import Fraction
+from typing import Any
+
+import flint
+import numpy as np
+
+from ..constraints import MARGIN, ConstraintSet
+from ..data import TokenData
+from ._backends import HiGHSBackend
+from ._result import FeasibilityResult
+from ._status import Status
+
+__all__ = ["ExactRows", "prove_verdict"]
+
+
+def _ulp_exp(x: np.ndarray) -> int:
+    """Exponent e of the smallest ulp among the nonzero entries: every entry is a multiple of 2^e."""
+    nz = np.asarray(x, dtype=np.float64)
+    nz = nz[nz != 0]
+    if nz.size == 0:
+        return 0
+    return max(int(np.frexp(nz)[1].min()) - 53, -1074)
+
+
+def _digit_bits(inner: int) -> int:
+    """Bits k per digit so that ``inner`` products of two digits below 2^(k+1) stay below 2^53."""
+    return (53 - 2 - max(1, math.ceil(math.log2(max(inner, 2))))) // 2
+
+
+@dataclasses.dataclass(frozen=True)
+class _Limbs:
+    r"""An exact integer array :math:`2^{e} \sum_t \beta^t D_t`, :math:`\beta = 2^k`, :math:`|D_t| < \beta`.
+
+    ``digits`` has shape ``(L, *shape)`` (float64 holding integers).
+    """
+
+    digits: np.ndarray
+    exp: int
+    k: int
+
+    @classmethod
+    def from_float(cls, x: np.ndarray, k: int, exp: int | None = None) -> _Limbs:
+        """The exact digits of a finite float array (no rounding: every float is dyadic).
+
+        ``exp`` (default: the smallest ulp exponent of ``x``) must be at most that exponent.
+        """
+        x = np.asarray(x, dtype=np.float64)
+        nz = x[x != 0]
+        e = _ulp_exp(nz) if exp is None else exp
+        if nz.size == 0:
+            return cls(np.zeros((1, *x.shape)), e, k)
+        top = int(np.frexp(nz)[1].max())  # |x| < 2^top
+        L = max(1, -(-(top - e) // k))
+        if top - e > 1000:  # x / 2^e would overflow: Python integers (rare, slow)
+            return cls._from_ints(x, e, k)
+        # trunc(x / 2^(e + k t)): the bits of x above 2^(e + k t) (ldexp exact: no overflow,
+        # and an underflowing quotient is < 1 in magnitude, so its trunc is 0 as it should be)
+        heads = [np.trunc(np.ldexp(x, -(e + k * t))) for t in range(L + 1)]
+        # digit t = head_t - 2^k head_(t+1): an exact integer below 2^k, so exact in float
+        digits = np.stack([heads[t] - np.ldexp(heads[t + 1], k) for t in range(L)])
+        return cls(digits, e, k)
+
+    @classmethod
+    def from_ints(cls, values: list[int], k: int) -> _Limbs:
+        """Normalized digits of Python integers (unit 2^0)."""
+        L = max(1, -(-max((abs(v).bit_length() for v in values), default=1) // k))
+        mask = (1 << k) - 1
+        digits = np.zeros((L, len(values)))
+        for i, v in enumerate(values):
+            mag, sign = abs(v), (1 if v >= 0 else -1)
+            for t in range(L):
+                digits[t, i] = sign * ((mag >> (k * t)) & mask)
+        return cls(digits, 0, k)
+
+    @classmethod
+    def _from_ints(cls, x: np.ndarray, e: int, k: int) -> _Limbs:
+        """Digits through Python integers (for exponent spreads beyond the float range)."""
+        # exact: 2^e divides every entry (e is at most every entry's ulp exponent)
+        out = cls.from_ints([int(Fraction(float(v)) / Fraction(2) ** e) for v in x.ravel()], k)
+        return cls(out.digits.reshape(-1, *x.shape), e, k)
+
+    @staticmethod
+    def combine(P: np.ndarray, exp: int, k: int) -> _Limbs:
+        """Carry-normalize digit products ``P[s, t]`` (degree s + t) into digits below 2^k."""
+        Ls, Lt = P.shape[:2]
+        acc = np.zeros((Ls + Lt - 1, *P.shape[2:]), dtype=np.int64)
+        for s in range(Ls):  # at most Ls terms below 2^53 per degree: no int64 overflow
+            acc[s : s + Lt] += P[s].astype(np.int64)
+        return _Limbs.normalize(acc, exp, k)
+
+    @staticmethod
+    def normalize(acc: np.ndarray, exp: int, k: int) -> _Limbs:
+        """Digits (int64, below 2^62) carried into digits below 2^k, toward zero.
+
+        Then :math:`|\\sum_{t<g} \beta^t D_t| < \beta^g`: the sign of the number is the sign
+        of its highest nonzero digit.
+        """
+        out: list[np.ndarray] = []
+        carry = np.zeros(acc.shape[1:], dtype=np.int64)
+        g = 0
+        while g < acc.shape[0] or np.any(carry):
+            c = (acc[g] if g < acc.shape[0] else 0) + carry
+            carry = np.sign(c) * (np.abs(c) >> k)
+            out.append((c - (carry << k)).astype(np.float64))
+            g += 1
+        return _Limbs(np.stack(out), exp, k)
+
+    @staticmethod
+    def stack(parts: list[_Limbs]) -> _Limbs:
+        """Concatenate along the first data axis (same exponent), padding digits with zeros."""
+        L = max(p.digits.shape[0] for p in parts)
+        pad = [
+            np.pad(p.digits, [(0, L - p.digits.shape[0])] + [(0, 0)] * (p.digits.ndim - 1))
+            for p in parts
+        ]
+        return _Limbs(np.concatenate(pad, axis=1), parts[0].exp, parts[0].k)
+
+    def difference(self, i: Any, j: Any) -> _Limbs:
+        """Exact ``self[i] - self[j]`` (fancy indices into the data axes)."""
+        D = self.digits[(slice(None), *i)] - self.digits[(slice(None), *j)]
+        return _Limbs.normalize(D.astype(np.int64), self.exp, self.k)
+
+    def signs(self) -> np.ndarray:
+        """Sign (-1, 0, 1) of each number of a normalized digit array."""
+        out = np.zeros(self.digits.shape[1:], dtype=np.int64)
+        for D in self.digits[::-1]:
+            out = np.where(out != 0, out, np.sign(D).astype(np.int64))
+        return out
+
+    def matmul(self, other: _Limbs) -> _Limbs:
+        """Exact matrix product: one float64 BLAS call on all digit pairs."""
+        (Ls, m, d), (Lt, _, p) = self.digits.shape, other.digits.shape
+        P = self.digits.reshape(Ls * m, d) @ other.digits.transpose(1, 0, 2).reshape(d, Lt * p)
+        P = P.reshape(Ls, m, Lt, p).transpose(0, 2, 1, 3)
+        return _Limbs.combine(P, self.exp + other.exp, self.k)
+
+    def rowdot(self, other: _Limbs) -> _Limbs:
+        r"""Exact row-wise dot products :math:`\sum_d X_{jd} Y_{jd}`."""
+        P = np.einsum("sjd,tjd->stj", self.digits, other.digits)
+        return _Limbs.combine(P, self.exp + other.exp, self.k)
+
+    def ints(self) -> np.ndarray:
+        """The integers :math:`\\sum_t \\beta^t D_t` (object array of Python ints, scale 2^exp)."""
+        total = np.zeros(self.digits.shape[1:], dtype=object)
+        for t in range(self.digits.shape[0] - 1, -1, -1):
+            total = total * (1 << self.k) + self.digits[t].astype(np.int64).astype(object)
+        return total
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactRows:
+    r"""The rows of a constraint set as exact dyadic data.
+
+    :math:`a_j = P_{p_j} - P_{q_j}` (``P`` the tokens, or ``cs.A`` with :math:`q_j` a zero
+    row), :math:`b_j = Q_{s_j}`.
+    """
+
+    cs: ConstraintSet
+    P: np.ndarray
+    pref: np.ndarray
+    comp: np.ndarray
+    Q: np.ndarray
+    query: np.ndarray
+    source: str
+
+    @classmethod
+    def build(cls, cs: ConstraintSet) -> ExactRows:
+        """Rows from the tokens of ``cs.tokens`` (exact differences) when it built ``cs``, else ``cs.A``."""
+        data = cs.tokens
+        if data is not None and _from_data(cs, data):
+            P = np.asarray(data.X, dtype=float).reshape(-1, cs.d)
+            Q = np.asarray(data.queries, dtype=float).reshape(-1, cs.d)
+            return cls(
+                cs,
+                P,
+                cs.seq * data.T + cs.pref,
+                cs.seq * data.T + cs.comp,
+                Q,
+                cs.seq * data.K + cs.query,
+                "tokens",
+            )
+        P = np.vstack([cs.A, np.zeros((1, cs.d))])
+        Q, query = np.unique(cs.B, axis=0, return_inverse=True)
+        return cls(
+            cs,
+            P,
+            np.arange(cs.N),
+            np.full(cs.N, cs.N),
+            Q,
+            query.reshape(-1),
+            "rows",
+        )
+
+    @property
+    def k(self) -> int:
+        return _digit_bits(self.cs.d)
+
+    def _values(self, W_Q: _Limbs, pref: np.ndarray, comp: np.ndarray, query: np.ndarray) -> _Limbs:
+        r"""Exact :math:`(P_{p_j} - P_{q_j})^\top M_{:,s_j}` for a digit matrix ``W_Q`` = M.
+
+        Each distinct (token, column) pair is computed once, in chunks of bounded memory.
+        """
+        base = _ulp_exp(self.P) + W_Q.exp
+        nq = W_Q.digits.shape[2]
+        keys = np.concatenate([pref * nq + query, comp * nq + query])
+        uniq, inv = np.unique(keys, return_inverse=True)
+        p, q = uniq // nq, uniq % nq
+        parts = []
+        chunk = max(1, (1 << 19) // max(self.cs.d, 1))
+        for lo in range(0, uniq.size, chunk):
+            sl = slice(lo, lo + chunk)
+            Pl = _Limbs.from_float(self.P[p[sl]], self.k, exp=base - W_Q.exp)
+            Mb = _Limbs(W_Q.digits[:, :, q[sl]].transpose(0, 2, 1), W_Q.exp, W_Q.k)
+            parts.append(Pl.rowdot(Mb))
+        inv = inv.reshape(-1)
+        return _Limbs.stack(parts).difference((inv[: pref.size],), (inv[pref.size :],))
+
+    def margins(self, W: np.ndarray) -> _Limbs:
+        r"""Exact :math:`a_j^\top W b_j` of every row (normalized digits, unit :math:`2^{exp}`)."""
+        W_Q = _Limbs.from_float(W, self.k).matmul(_Limbs.from_float(self.Q.T, self.k))
+        data = self.cs.tokens
+        if self.source != "tokens" or data is None:
+            return self._values(W_Q, self.pref, self.comp, self.query)
+        # tokens of each sequence against its own queries: batched products, no gathering
+        n, T, K, d = data.n, data.T, data.K, self.cs.d
+        base = _ulp_exp(self.P) + W_Q.exp
+        X = self.P.reshape(n, T, d)
+        U = W_Q.digits.reshape(-1, d, n, K).transpose(0, 2, 1, 3)  # (L, n, d, K)
+        parts = []
+        chunk = max(1, (1 << 19) // max(T * d, 1))
+        for lo in range(0, n, chunk):
+            Xl = _Limbs.from_float(X[lo : lo + chunk], self.k, exp=base - W_Q.exp)
+            P = Xl.digits[:, None] @ U[None, :, lo : lo + chunk]  # (Lx, Lu, chunk, T, K)
+            parts.append(_Limbs.combine(P, base, self.k))
+        V = _Limbs.stack(parts)  # (L, n, T, K)
+        i, k = self.cs.seq, self.cs.query
+        return V.difference((i, self.cs.pref, k), (i, self.cs.comp, k))
+
+    def round_point(
+        self, W: np.ndarray | None, S: np.ndarray, mu: list[Fraction], *, rescale: bool
+    ) -> np.ndarray | None:
+        r"""The float rounding of the exact :math:`W + \sum_{k\in S}\mu_k a_k b_k^\top`.
+
+        Entry by entry from exact integers (the float sum would cancel: the :math:`\mu_k` of a
+        nearly dependent support are huge and nearly equal). ``rescale``: a positive multiple
+        is as good (homogeneous rows), so scale by a power of two into the float range;
+        otherwise None when an entry overflows.
+        """
+        Pl = _Limbs.from_float(self.P, self.k)
+        A = _Limbs.normalize(
+            (Pl.digits[:, self.pref[S]] - Pl.digits[:, self.comp[S]]).astype(np.int64),
+            Pl.exp,
+            self.k,
+        )
+        B = _Limbs.from_float(self.Q[self.query[S]], self.k)
+        den = math.lcm(*(x.denominator for x in mu))
+        mu_int = np.array([x.numerator * (den // x.denominator) for x in mu], dtype=object)
+        num = (A.ints().T * mu_int) @ B.ints()  # (d, d) exact, unit 2^e / den
+        e = A.exp + B.exp
+        if W is not None:  # add W exactly: W = Wi 2^ew
+            Wl = _Limbs.from_float(W, self.k)
+            ew = min(Wl.exp, e)
+            num = Wl.ints() * den * (1 << (Wl.exp - ew)) + num * (1 << (e - ew))
+            e = ew
+        top = max((abs(int(x)).bit_length() for x in num.ravel()), default=0)
+        shift = e + top - den.bit_length()  # log2 of the largest entry, within 1
+        if rescale and not -900 < shift < 900:
+            e -= shift  # a positive multiple: largest entry ~ 1
+        out = np.empty(num.shape)
+        for idx, x in np.ndenumerate(num):
+            n, d = (int(x) << e, den) if e >= 0 else (int(x), den << -e)
+            try:
+                out[idx] = n / d  # correctly rounded
+            except OverflowError:
+                return None
+        return out
+
+    def gram(self, R: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, int]:
+        r"""Exact :math:`G_{RS} = (A_RA_S^\top)\circ(B_RB_S^\top)`: ints (|R|, |S|) and exponent."""
+        Pl = _Limbs.from_float(self.P, self.k)
+        A_S = _Limbs(  # columns a_k = P_p - P_q (digits below 2 beta: within the bound)
+            (Pl.digits[:, self.pref[S]] - Pl.digits[:, self.comp[S]]).transpose(0, 2, 1),
+            Pl.exp,
+            self.k,
+        )
+        cols = np.tile(np.arange(S.size), R.size)
+        AA = self._values(
+            A_S, np.repeat(self.pref[R], S.size), np.repeat(self.comp[R], S.size), cols
+        )
+        Ql = _Limbs.from_float(self.Q, self.k)
+        Q_S = _Limbs(Ql.digits[:, self.query[S]].transpose(0, 2, 1), Ql.exp, self.k)
+        BB = Ql.matmul(Q_S)  # (n_queries, |S|)
+        AB = AA.ints().reshape(R.size, S.size) * BB.ints()[self.query[R]]
+        return AB, AA.exp + BB.exp
+
+
+def _from_data(cs: ConstraintSet, data: TokenData) -> bool:
+    """True when ``cs`` holds rows built from ``data`` (same sizes, same rounded rows)."""
+    if (cs.n, cs.K, cs.T, cs.d) != (data.n, data.K, data.T, data.d):
+        return False
+    X, Qs = np.asarray(data.X, dtype=float), np.asarray(data.queries, dtype=float)
+    return bool(
+        np.array_equal(X[cs.seq, cs.pref] - X[cs.seq, cs.comp], cs.A)
+        and np.array_equal(Qs[cs.seq, cs.query], cs.B)
+    )
+
+
+def _fraction(m: int, e: int) -> Fraction:
+    return Fraction(m) * (Fraction(2) ** e)
+
+
+def _homogeneous(cs: ConstraintSet) -> bool:
+    """Every equality row has c_j = 0 and every margin row c_j >= 0: positive scaling keeps W feasible."""
+    margin = cs.kind == MARGIN
+    return bool(np.all(cs.rhs[~margin] == 0) and np.all(cs.rhs[margin] >= 0))
+
+
+def _scales(cs: ConstraintSet, m: _Limbs) -> bool:
+    r"""True when some :math:`t > 0` makes :math:`t\,m_j` meet every row exactly."""
+    margin = cs.kind == MARGIN
+    c = np.asarray(cs.rhs, dtype=float)
+    sign = m.signs()
+    if np.all(c[~margin] == 0) and not np.any(margin & (c < 0) & (sign < 0)):
+        # homogeneous: positive where c_j > 0, nonnegative elsewhere, zero on equalities
+        return bool(
+            np.all(sign[~margin] == 0)
+            and np.all(sign[margin & (c > 0)] > 0)
+            and np.all(sign[margin & (c == 0)] >= 0)
+        )
+    return _scale_interval(cs, m.ints(), m.exp) is not None
+
+
+def _scale_interval(cs: ConstraintSet, m: np.ndarray, e: int) -> Fraction | None:
+    r"""A :math:`t > 0` with :math:`t\,m_j \ge c_j` (margin rows), :math:`t\,m_j = c_j` (equality
+    rows), for the exact margins :math:`m_j 2^e`, or None."""
+    margin = cs.kind == MARGIN
+    lo, hi = Fraction(0), None
+    fixed: Fraction | None = None
+    for j in range(cs.N):
+        mj, cj = m[j], Fraction(float(cs.rhs[j]))
+        if not margin[j]:
+            if mj == 0:
+                if cj != 0:
+                    return None
+                continue
+            t = cj / _fraction(mj, e)
+            if t <= 0 or (fixed is not None and t != fixed):
+                return None
+            fixed = t
+        elif mj > 0:
+            if cj > 0:
+                lo = max(lo, cj / _fraction(mj, e))
+        elif mj == 0:
+            if cj > 0:
+                return None
+        else:  # mj < 0: needs t <= c_j / m_j, impossible when c_j >= 0
+            if cj >= 0:
+                return None
+            bound = cj / _fraction(mj, e)
+            hi = bound if hi is None else min(hi, bound)
+    if fixed is not None:  # the equality rows fix t
+        return fixed if lo <= fixed and (hi is None or fixed <= hi) else None
+    t = lo if lo > 0 else (Fraction(1) if hi is None else hi)  # hi > 0: c_j, m_j < 0 there
+    return t if hi is None or t <= hi else None
+
+
+def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
+    """Exact margins of the float ``W``; proved when a positive multiple of W meets every row."""
+    if not np.all(np.isfinite(W)):
+        return False, "the point is not finite"
+    m = rows.margins(W)
+    if not _scales(rows.cs, m):
+        bad = int(np.count_nonzero(m.signs() <= 0))
+        return False, f"{bad} row(s) have an exact margin <= 0 at the float point"
+    return True, "the exact margins of the reported W admit a scale that meets every row"
+
+
+def _repair_point(
+    rows: ExactRows, W: np.ndarray | None, S: np.ndarray
+) -> tuple[np.ndarray, str, bool] | None:
+    r"""An exact point :math:`W' = W + \sum_{k\in S}\mu_k a_k b_k^\top` with rows ``S`` tight.
+
+    :math:`\mu` solves :math:`G_{SS}\mu = c_S - m_S(W)` in rational arithmetic; :math:`W'` is
+    proved when its exact margins meet every row. Returns the float rounding of :math:`W'`,
+    a message, and whether that rounding is itself proved; or None.
+    """
+    cs = rows.cs
+    if S.size == 0:
+        return None
+    G, eg = rows.gram(np.arange(cs.N), S)
+    # the first linearly independent rows of S, in the caller's order (pivots of the rref)
+    R, _, rank = flint.fmpz_mat([[int(x) for x in G[j]] for j in S]).rref()
+    pivots = [next(a for a in range(S.size) if R[i, a] != 0) for i in range(rank)]
+    S, G = S[pivots], G[:, pivots]
+    if W is None:
+        m0 = np.zeros(cs.N, dtype=object)
+        em = eg
+    else:
+        mW = rows.margins(W)
+        m0, em = mW.ints(), mW.exp
+    # common scale 2^e0 for the margins of W and the columns of G (mu carries the rest)
+    e0 = min(em, eg)
+    m_int = m0 * (1 << (em - e0))
+    G_int = G * (1 << (eg - e0))
+    c = [Fraction(float(x)) / Fraction(2) ** e0 for x in cs.rhs]  # in the frame 2^e0
+    rhs_S = [c[j] - m_int[j] for j in S]
+    GS = flint.fmpq_mat([[int(G_int[i, a]) for a in range(S.size)] for i in S])
+    mu = GS.solve(flint.fmpq_mat([[flint.fmpq(r.numerator, r.denominator)] for r in rhs_S]))
+    mu_f = [Fraction(int(mu[i, 0].p), int(mu[i, 0].q)) for i in range(S.size)]
+    values = [
+        Fraction(m_int[j]) + sum((int(G_int[j, a]) * mu_f[a] for a in range(S.size)), Fraction(0))
+        for j in range(cs.N)
+    ]
+    if _homogeneous(cs):  # signs decide (a positive multiple meets every row)
+        den = math.lcm(*(v.denominator for v in values))
+        ints = [v.numerator * (den // v.denominator) for v in values]
+        ok = _scales(cs, _Limbs.from_ints(ints, rows.k))
+    else:
+        ok = all((v >= c[j]) if cs.kind[j] == MARGIN else (v == c[j]) for j, v in enumerate(values))
+    if not ok:
+        return None
+    Wf = rows.round_point(W, S, mu_f, rescale=_homogeneous(cs))
+    if Wf is None:
+        return None
+    itself = _prove_point(rows, Wf)[0]
+    return (
+        Wf,
+        f"an exact rational point W + sum_k mu_k a_k b_k^T ({S.size} rows of the float support "
+        "made tight, mu solved exactly) meets every row; the reported point is its float "
+        + ("rounding, itself proved" if itself else "rounding (not itself proved)"),
+        itself,
+    )
+
+
+def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | None:
+    r"""An exact Farkas vector on the support of the float ``lam``, or None.
+
+    The support is :math:`\{j : |\lambda_j| > \tau \max|\lambda|\}` for
+    :math:`\tau = 10^{-12}, 10^{-15}, 0` in turn (a true weight can sit at the float
+    solver's tolerance); on each, :func:`_farkas_on_support` solves exactly.
+    """
+    lam = np.asarray(lam, dtype=float)
+    scale = float(np.abs(lam).max(initial=0.0))
+    if not np.isfinite(scale) or scale == 0.0:
+        return None
+    tried: set[tuple[int, ...]] = set()
+    for tau in (1e-12, 1e-15, 0.0):
+        S = np.flatnonzero(np.abs(lam) > tau * scale)
+        if tuple(S) in tried:
+            continue
+        tried.add(tuple(S))
+        found = _farkas_on_support(rows, lam, S)
+        if found is not None:
+            return found
+    return None
+
+
+def _farkas_on_support(
+    rows: ExactRows, lam: np.ndarray, S: np.ndarray
+) -> tuple[np.ndarray, str] | None:
+    r"""Solve :math:`G_{SS}\lambda_S = 0` (⇔ :math:`\sum_S \lambda_j a_j b_j^\top = 0`, G is
+    PSD) with :math:`c_S^\top\lambda_S = 1` exactly; the solution closest to ``lam`` when the
+    null space has several dimensions. Proved when :math:`\lambda_j \ge 0` on margin rows.
+    """
+    cs = rows.cs
+    G, _ = rows.gram(S, S)
+    GS = flint.fmpz_mat([[int(x) for x in row] for row in G])
+    basis, nullity = GS.nullspace()
+    if nullity == 0:
+        return None
+    Nb = flint.fmpq_mat([[basis[i, t] for t in range(nullity)] for i in range(S.size)])
+    c = flint.fmpq_mat([[flint.fmpq(*Fraction(float(cs.rhs[j])).as_integer_ratio()) for j in S]])
+    cN = c * Nb  # (1, nullity)
+    if nullity == 1:
+        if cN[0, 0] == 0:
+            return None
+        sol = Nb * flint.fmpq_mat([[1 / cN[0, 0]]])
+    else:
+        # argmin ||N t - lam_S|| s.t. cN t = 1 (KKT system, exact)
+        lf = flint.fmpq_mat([[flint.fmpq(*Fraction(float(lam[j])).as_integer_ratio())] for j in S])
+        NtN = Nb.transpose() * Nb
+        K = flint.fmpq_mat(nullity + 1, nullity + 1)
+        for i in range(nullity):
+            for t in range(nullity):
+                K[i, t] = NtN[i, t]
+            K[i, nullity] = cN[0, i]
+            K[nullity, i] = cN[0, i]
+        rhs = flint.fmpq_mat(nullity + 1, 1)
+        Ntl = Nb.transpose() * lf
+        for i in range(nullity):
+            rhs[i, 0] = Ntl[i, 0]
+        rhs[nullity, 0] = 1
+        try:
+            tz = K.solve(rhs)
+        except (ZeroDivisionError, ValueError):
+            return None
+        tvec = flint.fmpq_mat([[tz[i, 0]] for i in range(nullity)])
+        sol = Nb * tvec
+    exact = [Fraction(int(sol[i, 0].p), int(sol[i, 0].q)) for i in range(S.size)]
+    if any(x < 0 for x, j in zip(exact, S, strict=True) if cs.kind[j] == MARGIN):
+        return None
+    out = np.zeros(cs.N)
+    out[S] = [float(x) for x in exact]
+    return out, (
+        f"Farkas certificate proved in exact arithmetic (support {S.size}, null space "
+        f"dimension {nullity})"
+    )
+
+
+_ALL_ROWS = 100
+"""Largest N for the second Farkas attempt on every row (an exact N×N null space)."""
+
+
+def _farkas_on_all_rows(rows: ExactRows) -> np.ndarray | None:
+    r"""A float Farkas vector :math:`\lambda = Nt` from an LP over the *exact* null space N of G.
+
+    The float solve may drop a row whose weight is at its tolerance (e.g. 1e-12 of the
+    others); on the exact null space that row is forced back. The LP's vertex has a minimal
+    support, which :func:`_prove_farkas` then re-solves exactly.
+    """
+    cs = rows.cs
+    allr = np.arange(cs.N)
+    G, _ = rows.gram(allr, allr)
+    basis, nullity = flint.fmpz_mat([[int(x) for x in row] for row in G]).nullspace()
+    if nullity == 0:
+        return None
+    Nb = np.empty((cs.N, nullity))
+    for t in range(nullity):  # each column scaled to max ~1 (its entries may exceed floats)
+        col = [int(basis[i, t]) for i in range(cs.N)]
+        unit = 1 << max(0, max(abs(x) for x in col).bit_length() - 1)
+        Nb[:, t] = [x / unit for x in col]
+    margin = cs.kind == MARGIN
+    lp = HiGHSBackend.linprog(
+        np.zeros(nullity),
+        "the exact Farkas search over the null space",
+        A_ub=-Nb[margin] if margin.any() else None,
+        b_ub=np.zeros(int(margin.sum())) if margin.any() else None,
+        A_eq=(cs.rhs @ Nb)[None, :],
+        b_eq=[1.0],
+        bounds=[(None, None)] * nullity,
+    )
+    return None if lp.status != 0 else np.asarray(Nb @ lp.x)
+
+
+def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
+    r"""Re-check a float verdict exactly; return it with ``proof="exact"`` or as undecided.
+
+    * feasible: the exact margins of ``res.point`` (a positive multiple meets every row), else
+      an exact point on the rows the float point holds tightest;
+    * infeasible: an exact Farkas vector on the float certificate's support, else an exact
+      point that makes that support tight (the rows a huge-norm W barely meets);
+    * otherwise, and whenever no proof is found: ``proof=None`` with an
+      ``*_INACCURATE`` status and a message saying the verdict is undecided.
+    """
+    cs = res.constraints
+    if cs.N == 0 or res.status in (Status.NUMERICAL_ERROR, Status.SOLVER_ERROR):
+        return dataclasses.replace(res, proof="exact" if cs.N == 0 else None)
+    start = time.perf_counter()
+    rows = ExactRows.build(cs)
+    extras = dict(res.extras)
+
+    def done(**kw: Any) -> FeasibilityResult:
+        extras["exact_seconds"] = time.perf_counter() - start
+        extras["exact_rows"] = rows.source
+        return dataclasses.replace(res, extras=extras, **kw)
+
+    if res.feasible and res.point is not None:
+        ok, why = _prove_point(rows, res.point)
+        if ok:
+            return done(proof="exact", message=f"{res.message}; proved: {why}")
+        margins = np.asarray(cs.apply(res.point))
+        # equality rows first, then the margin rows the float point holds tightest
+        slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
+        order = np.argsort(slack, kind="stable")
+        tight = order[(slack[order] <= 1e-6 * np.abs(cs.rhs[order])) | (margins[order] <= 0)]
+        repaired = _repair_point(rows, res.point, tight)
+        if repaired is not None:
+            return done(
+                proof="exact", point=repaired[0], message=f"{res.message}; proved: {repaired[1]}"
+            )
+        return done(
+            proof=None,
+            status=Status.OPTIMAL_INACCURATE,
+            message=f"undecided: {res.message}, but not proved in exact arithmetic ({why})",
+        )
+    if not res.feasible and res.farkas is not None:
+        lam = np.asarray(res.farkas, dtype=float)
+        farkas = _prove_farkas(rows, lam)
+        if farkas is None and cs.N <= _ALL_ROWS:
+            wider = _farkas_on_all_rows(rows)
+            farkas = None if wider is None else _prove_farkas(rows, wider)
+        if farkas is not None:
+            return done(
+                proof="exact",
+                status=Status.INFEASIBLE,
+                farkas=farkas[0],
+                residual=0.0,
+                message=(
+                    f"{res.message}; proved: {farkas[1]}"
+                    if res.status is Status.INFEASIBLE
+                    else f"infeasible: {farkas[1]} (the float check: {res.message})"
+                ),
+            )
+        order = np.argsort(-np.abs(lam), kind="stable")  # the heaviest rows first
+        repaired = _repair_point(rows, None, order[lam[order] != 0])
+        if repaired is not None and not repaired[2]:
+            # feasible in exact arithmetic, but only at a scale where floats fail the rows
+            # (rows dependent up to round-off): no usable point, so no flipped verdict
+            extras["exact_feasible"] = True
+            return done(
+                proof=None,
+                status=Status.INFEASIBLE_INACCURATE,
+                message=(
+                    f"undecided: the float solve answered {res.status} ({res.message}); in "
+                    "exact arithmetic the rows are feasible, but only through a point whose "
+                    "float rounding fails them (rows dependent up to round-off?)"
+                ),
+            )
+        if repaired is not None:
+            return done(
+                feasible=True,
+                proof="exact",
+                status=Status.OPTIMAL,
+                point=repaired[0],
+                farkas=None,
+                residual=0.0,
+                message=(
+                    f"feasible: the float solve answered {res.status} ({res.message}), but "
+                    f"{repaired[1]}"
+                ),
+            )
+        return done(
+            proof=None,
+            status=Status.INFEASIBLE_INACCURATE,
+            message=(
+                f"undecided: the float solve answered {res.status} ({res.message}), but its "
+                "Farkas vector is not exact on its support and no exact point was found"
+            ),
+        )
+    return done(proof=None)

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Exact proofs of feasibility verdicts (issue 11 §1), checked against fractions.Fraction."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.constraints import MARGIN, ConstraintSet, selected_set_constraints
+from svmgeo.solvers import FeasibilityResult, Status, check_feasibility
+from svmgeo.solvers._exact import ExactRows, prove_verdict
+from svmgeo.testing import exact_margins, exact_rows
+
+
+def _assert_exact_farkas(cs: ConstraintSet, lam: np.ndarray, data: sg.TokenData) -> None:
+    """Σ λ_j a_j b_jᵀ = 0 and cᵀλ = 1 in rationals, up to the float rounding of λ itself:
+    the exact vector lives in extras; here λ's rounding must leave a residual far below 1e-12."""
+    rows = exact_rows(cs, data)
+    lamf = [Fraction(float(x)) for x in lam]
+    d = cs.d
+    S = [
+        [
+            sum((lamf[j] * a[p] * b[q] for j, (a, b) in enumerate(rows)), Fraction(0))
+            for q in range(d)
+        ]
+        for p in range(d)
+    ]
+    size = sum(
+        abs(lamf[j]) * max(abs(x) for x in a) * max(abs(x) for x in b)
+        for j, (a, b) in enumerate(rows)
+    )
+    assert max(abs(x) for r in S for x in r) <= Fraction(1, 10**12) * size
+    assert all(lam[cs.kind == MARGIN] >= 0)
+
+
+def _wide_data(seed: int, K: int) -> sg.TokenData:
+    """Tokens and queries whose exponents span ±30 decades (and a subnormal)."""
+    rng = np.random.default_rng(seed)
+    n, T, d = 3, 4, 5
+    X = rng.normal(size=(n, T, d)) * 10.0 ** rng.integers(-30, 30, size=(n, T, d))
+    X[0, 0, 0] = 5e-320
+    if K == 1:
+        Z = rng.normal(size=(n, d)) * 10.0 ** rng.integers(-5, 5, size=(n, d))
+        return sg.TokenData(X, Z=Z, scores=rng.normal(size=(n, T)))
+    return sg.TokenData(X, query="all", scores=rng.normal(size=(n, T)))
+
+
+@pytest.mark.parametrize(("seed", "K"), [(0, 1), (1, 1), (2, 4)])
+def test_exact_margins_and_gram_match_fractions(seed, K):
+    data = _wide_data(seed, K)
+    alpha = np.zeros(data.n, int) if K == 1 else np.zeros((data.n, K), int)
+    cs = sg.att_svm_constraints(data, alpha)
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(cs.d, cs.d)) * 10.0 ** rng.integers(-40, 40, size=(cs.d, cs.d))
+    for source in (data, None):
+        rows = ExactRows.build(cs if source is not None else dataclasses.replace(cs, tokens=None))
+        assert rows.source == ("tokens" if source is not None else "rows")
+        m = rows.margins(W)
+        got = [Fraction(int(x)) * Fraction(2) ** m.exp for x in m.ints()]
+        ref = exact_margins(cs, W, source)
+        assert got == ref
+        np.testing.assert_array_equal(m.signs(), [(x > 0) - (x < 0) for x in ref])
+    rows = ExactRows.build(cs)
+    S = np.array([0, 2, cs.N - 1])
+    G, eg = rows.gram(np.arange(cs.N), S)
+    ref = exact_rows(cs, data)
+    for j in range(cs.N):
+        for col, k in enumerate(S):
+            aa = sum((x * y for x, y in zip(ref[j][0], ref[k][0], strict=True)), Fraction(0))
+            bb = sum((x * y for x, y in zip(ref[j][1], ref[k][1], strict=True)), Fraction(0))
+            assert Fraction(int(G[j, col])) * Fraction(2) ** eg == aa * bb
+
+
+def _reproducer(eps: float, triangle: bool) -> sg.TokenData:
+    X = [[0.0, eps], [-1.0, 0.0], [1.0, 0.0]] + ([[0.0, -1.0]] if triangle else [])
+    scores = np.array([[1.0] + [0.0] * (len(X) - 1)])
+    return sg.TokenData(np.array([X]), Z=np.array([[1.0, 0.3]]), scores=scores)
+
+
+@pytest.mark.parametrize("eps", [1e-9, 1e-11, 1e-12, 1e-13])
+@pytest.mark.parametrize("triangle", [False, True])
+def test_issue_reproducer_is_never_called_infeasible(eps, triangle):
+    # feasible: W = u zᵀ/‖z‖² with u = (0, 1) meets every margin; the float check alone said
+    # INFEASIBLE ("Farkas certificate verified") from 1e-12 on
+    data = _reproducer(eps, triangle)
+    alpha = np.array([0])
+    res = sg.feasibility(data, alpha)
+    assert res.status is Status.OPTIMAL and res.feasible and res.proof == "exact", res.message
+    margins = exact_margins(res.constraints, res.point, data)
+    assert all(m > 0 for m in margins)  # the reported point itself is proved
+    sol = sg.att_svm(data, alpha)
+    assert not sol.status.is_infeasible and sol.proof == "exact", sol.message
+
+
+def test_float_only_check_is_labelled_float():
+    data = sg.random_data(4, 3, 5, seed=0)
+    res = sg.feasibility(data, exact=False)
+    assert res.proof == "float"
+    assert sg.att_svm(data, exact=False).proof == "float"
+    assert sg.feasibility(data).proof == "exact"
+
+
+def test_sloppy_float_farkas_vector_is_reproved_exactly(monkeypatch):
+    from svmgeo.solvers import _feasibility
+
+    def sloppy(cs, fac, lam):  # a float polish that claims a large residual
+        lam = np.where(cs.is_margin, np.maximum(lam, 0.0), lam)
+        return lam / (cs.rhs @ lam), 1e-3
+
+    monkeypatch.setattr(_feasibility, "_polish_farkas", sloppy)
+    # the selected token (the origin) is the centre of the others: truly infeasible
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
+    res = sg.feasibility(data, np.array([0]))
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+    assert "the float check" in res.message
+    _assert_exact_farkas(res.constraints, res.farkas, data)
+
+
+def test_a_wrong_farkas_vector_is_never_a_proof():
+    # hand a proof step a bogus INFEASIBLE verdict on feasible rows: it must not keep it
+    data = _reproducer(1e-12, False)
+    cs = sg.att_svm_constraints(data, np.array([0]))
+    bogus = FeasibilityResult(
+        feasible=False,
+        status=Status.INFEASIBLE,
+        message="infeasible: Farkas certificate verified",
+        constraints=cs,
+        farkas=np.array([0.5, 0.5]),
+    )
+    out = prove_verdict(bogus)
+    assert out.status is not Status.INFEASIBLE
+    assert out.status is Status.OPTIMAL and out.proof == "exact"  # repaired: a proved point
+    assert all(m > 0 for m in exact_margins(cs, out.point, data))
+
+
+def test_a_farkas_vector_on_the_wrong_support_is_reproved_or_undecided(monkeypatch):
+    # x_0 is the midpoint of x_1 and x_2 (infeasible); the bogus vector names row 0 only,
+    # where neither an exact Farkas vector nor a repair point exists
+    from svmgeo.solvers import _exact
+
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), v=np.ones(2))
+    cs = sg.att_svm_constraints(data, np.array([0]))
+    bogus = FeasibilityResult(
+        feasible=False,
+        status=Status.INFEASIBLE,
+        message="infeasible",
+        constraints=cs,
+        farkas=np.array([1.0, 0.0]),
+    )
+    # the LP over the exact null space of every row finds the true certificate
+    out = prove_verdict(bogus)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    _assert_exact_farkas(cs, out.farkas, data)
+    np.testing.assert_allclose(out.farkas, [0.5, 0.5], rtol=1e-15)
+    # without that attempt, nothing is proved: undecided, never INFEASIBLE
+    monkeypatch.setattr(_exact, "_ALL_ROWS", 0)
+    out = prove_verdict(bogus)
+    assert out.status is Status.INFEASIBLE_INACCURATE and out.proof is None
+    assert out.message.startswith("undecided")
+
+
+def test_a_float_point_with_a_negative_exact_margin_is_repaired():
+    data = _reproducer(1e-12, False)
+    cs = sg.att_svm_constraints(data, np.array([0]))
+    z = np.array([1.0, 0.3])
+    # u = (1e-11, 1): row 2 margin is -1e-11 + 1e-12 < 0 exactly
+    W = np.outer([1e-11, 1.0], z) / (z @ z)
+    assert any(m <= 0 for m in exact_margins(cs, W, data))
+    claimed = FeasibilityResult(
+        feasible=True, status=Status.OPTIMAL, message="feasible", constraints=cs, point=W
+    )
+    out = prove_verdict(claimed)
+    assert out.proof == "exact" and out.status is Status.OPTIMAL, out.message
+    assert all(m > 0 for m in exact_margins(cs, out.point, data))
+
+
+def test_equality_rows_are_proved_through_an_exact_point():
+    # Gen-SVM rows: equalities a_jᵀWb_j = 0 are never met exactly by a float point
+    data = sg.random_data(3, 4, 6, seed=1)
+    S = np.zeros((3, 4), bool)
+    S[:, :2] = True
+    cs = selected_set_constraints(data, S)
+    res = check_feasibility(cs)
+    assert res.status is Status.OPTIMAL and res.proof == "exact", res.message
+    assert "exact rational point" in res.message
+
+
+def test_rows_without_tokens_are_proved_as_given():
+    data = sg.random_data(4, 3, 5, seed=2)
+    cs = dataclasses.replace(sg.att_svm_constraints(data, sg.optimal_tokens(data)), tokens=None)
+    res = check_feasibility(cs)
+    assert res.proof == "exact" and res.extras["exact_rows"] == "rows"
+    assert all(m > 0 for m in exact_margins(cs, res.point, None))
+
+
+def test_rows_with_general_right_hand_sides_are_proved_at_scale_one():
+    # margin rows with c_j < 0 and an equality with c_j = 2: scaling is not free here
+    from svmgeo.constraints import EQUALITY, pair_constraints
+
+    data = sg.random_data(2, 4, 5, seed=0)
+    kinds = [MARGIN, EQUALITY, MARGIN, MARGIN]
+    cs = pair_constraints(
+        data, [0, 0, 1, 1], [0] * 4, [0] * 4, [1, 2, 1, 2], kind=kinds, rhs=[-1.0, 2.0, 0.5, -3.0]
+    )
+    res = check_feasibility(cs)
+    assert res.status is Status.OPTIMAL and res.proof == "exact", res.message
+    m = cs.apply(res.point)
+    np.testing.assert_allclose(m[1], 2.0, rtol=1e-12)
+    assert np.all(m[[0, 2, 3]] >= cs.rhs[[0, 2, 3]] - 1e-12)
+    # the same rows with contradictory targets: a ≥ 1 and a = 0.5 (same a_j b_jᵀ)
+    bad = pair_constraints(
+        data, [0, 0], [0, 0], [0, 0], [1, 1], kind=[MARGIN, EQUALITY], rhs=[1.0, 0.5]
+    )
+    res = check_feasibility(bad)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
