@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +14,8 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.cli import main
-from svmgeo.experiments._paper import KQ_INIT_SCALE
-from svmgeo.experiments._recipes import numerical_rank
+from svmgeo.experiments.global_ import KQ_INIT_SCALE
+from svmgeo.experiments.rank import numerical_rank
 
 NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave"]
 
@@ -45,9 +48,30 @@ def _floats(rows: list[dict[str, str]], key: str) -> np.ndarray:
     return np.array([float(r[key]) for r in rows if r[key] not in ("", "nan")])
 
 
+QuickRun = Callable[[str], tuple[Path, str]]
+
+
 @pytest.fixture(scope="module")
-def outdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("reproduce")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
+    """``quick_run(name)``: ``svmgeo reproduce NAME --quick`` with default worker processes,
+    run once per module into its own directory; returns (directory, stdout).
+
+    Every test that reads an experiment's files asks for them here, so no test depends on
+    another having run first.
+    """
+    done: dict[str, tuple[Path, str]] = {}
+
+    def run(name: str) -> tuple[Path, str]:
+        if name not in done:
+            outdir = tmp_path_factory.mktemp(f"reproduce-{name}")
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                rc = main(["reproduce", name, "--quick", "--out", str(outdir), "--no-progress"])
+            assert rc == 0, buf.getvalue()
+            done[name] = (outdir, buf.getvalue())
+        return done[name]
+
+    return run
 
 
 def test_list_prints_one_name_per_line(capsys):
@@ -64,10 +88,9 @@ def test_unknown_name_fails_and_lists_names(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_quick_run_writes_figure_and_table(name, outdir, capsys):
+def test_quick_run_writes_figure_and_table(name, quick_run):
     # default workers (local processes): the trial functions must travel to workers
-    assert main(["reproduce", name, "--quick", "--out", str(outdir), "--no-progress"]) == 0
-    out = capsys.readouterr().out
+    outdir, out = quick_run(name)
     assert out.startswith(f"{name} (quick)")
     png = outdir / f"{name}-quick.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -160,10 +183,10 @@ CHECKS = {
 }
 
 
-def test_python_api_resumes_from_the_table(outdir):
-    # runs after the CLI test of "rank" in the same directory: nothing is recomputed
-    first = sg.reproduce("rank", quick=True, out=outdir, workers=0, progress=False)
-    again = sg.reproduce("rank", quick=True, out=outdir, workers=0, progress=False)
+def test_python_api_resumes_from_the_table(tmp_path):
+    first = sg.reproduce("rank", quick=True, out=tmp_path, workers=0, progress=False)
+    assert first.sweep.n_run == first.sweep.n_trials > 0
+    again = sg.reproduce("rank", quick=True, out=tmp_path, workers=0, progress=False)
     assert again.sweep.n_run == 0 and again.sweep.n_resumed == again.sweep.n_trials
     assert again.headline == first.headline
     assert all(p.exists() for p in (*again.tables, *again.figures))
@@ -179,9 +202,9 @@ def test_numerical_rank_uses_relative_threshold():
     assert numerical_rank(None) is None
 
 
-def test_dask_scheduler_gives_the_local_table(outdir, tmp_path, capsys):
-    # runs after the local CLI test of "paths2d" wrote outdir/paths2d-quick.csv
+def test_dask_scheduler_gives_the_local_table(quick_run, tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
+    outdir, _ = quick_run("paths2d")
     cluster = distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     )

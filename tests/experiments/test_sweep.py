@@ -19,13 +19,12 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.cli import add_sweep_arguments, sweep_options
 from svmgeo.experiments import (
     SweepError,
-    add_sweep_arguments,
     expand_grid,
     read_results,
     sweep,
-    sweep_options,
     trial_id,
     trial_seed,
 )
