@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import importlib.util
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -230,3 +231,31 @@ def test_missing_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
     assert main([*argv, "--no-progress"]) == 2
     assert "pip install 'svmgeo[plot]'" in capsys.readouterr().err
     assert (tmp_path / "paths2d-quick.csv").exists()  # the trials are kept for the rerun
+
+
+def test_bad_out_and_scheduler_exit_2_before_any_trial(
+    tmp_path, unwritable_dir, capsys, monkeypatch
+):
+    import svmgeo.experiments._registry as registry
+
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("a trial ran before the arguments were checked")
+
+    monkeypatch.setattr(registry, "sweep", no_sweep)
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    cases = [
+        (["--out", str(a_file)], "is a file"),
+        (["--out", str(a_file / "sub")], "cannot write"),
+        (["--out", str(unwritable_dir / "results")], "cannot write"),
+    ]
+    if importlib.util.find_spec("distributed") is not None:
+        cases.append((["--out", str(tmp_path / "ok"), "--scheduler", "not a url"], "address"))
+    for extra, match in cases:
+        assert main(["reproduce", "paths2d", "--quick", "--no-progress", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("svmgeo: error: ") and err.count("\n") == 1 and match in err
+    # a missing directory (and its missing parents) is created
+    with pytest.raises(AssertionError, match="a trial ran"):
+        sg.reproduce("paths2d", quick=True, out=tmp_path / "new" / "dir", progress=False)
+    assert (tmp_path / "new" / "dir").is_dir()
