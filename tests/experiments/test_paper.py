@@ -99,10 +99,6 @@ def test_quick_run_writes_figure_and_table(name, quick_run):
     assert rows and COLUMNS[name] <= set(rows[0])
     assert {r["status"] for r in rows} == {"ok"}
     assert _read(outdir / f"{name}-quick_summary.csv")
-    for key in ("corr_fro", "corr_nuc", "corr", "corr_eq"):
-        if key in rows[0]:
-            c = _floats(rows, key)
-            assert np.all((c >= -1 - 1e-12) & (c <= 1 + 1e-12))
     CHECKS[name](rows, out)
 
 
@@ -147,23 +143,28 @@ def _check_global(rows, out):
 
 
 def _check_gensvm(rows, out):
-    for key in ("one_minus_corr_eq", "one_minus_corr_dir", "one_minus_corr_svm"):
-        c = _floats(rows, key)
-        assert np.all((c >= -1e-12) & (c <= 2 + 1e-12))
-    g = _floats(rows, "gamma")
-    assert np.all((g >= 0) & (g <= 1))
-    assert "median corr(W, W_eq)" in out
+    # the headline counts and medians are those of the final rows of the table
+    final = [r for r in rows if int(r["part"]) == int(r["n_parts"]) - 1]
+    for d in sorted({r["d"] for r in final}):
+        g = [r for r in final if r["d"] == d]
+        eq = [1 - float(r["one_minus_corr_eq"]) for r in g if r["one_minus_corr_eq"] != "nan"]
+        assert f"v=ones d={d}: Gen-SVM defined / trials: {len(eq)}/{len(g)}" in out
+        if eq:
+            assert f"v=ones d={d}: median corr(W, W_eq): {np.median(eq):.4g}" in out
 
 
 def _check_concave(rows, out):
-    by_trial: dict[tuple[str, str], list[dict[str, str]]] = {}
-    for r in rows:
-        by_trial.setdefault((r["seed"], r["lam"]), []).append(r)
-    for parts in by_trial.values():
-        parts.sort(key=lambda r: -float(r["tau"]))
-        counts = [float(r["mean_selected"]) for r in parts]
-        assert counts == sorted(counts)  # a smaller threshold counts at least as many tokens
-        assert 1 <= counts[0] and counts[-1] <= int(parts[0]["T"])
+    # the paper's observation, measured: the linear head (lambda = 0) ends on one token per
+    # sequence, the concave head (lambda = 1) keeps more
+    at = {
+        (float(r["lam"]), float(r["tau"])): float(r["mean_selected"])
+        for r in rows
+        if r["seed"] == "0"
+    }
+    for tau in (0.1, 0.01, 0.001):
+        assert at[0.0, tau] == 1.0
+        assert at[1.0, tau] > 1.0
+    assert "lam=0: mean #tokens with s>=0.01: 1\n" in out
 
 
 def _check_paths2d(rows, out):
@@ -203,6 +204,7 @@ def test_numerical_rank_uses_relative_threshold():
     assert numerical_rank(None) is None
 
 
+@pytest.mark.slow
 def test_dask_scheduler_gives_the_local_table(quick_run, tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
     outdir, _ = quick_run("paths2d")
