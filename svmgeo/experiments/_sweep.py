@@ -415,6 +415,7 @@ def _run_local(
         initializer=_init_worker,
         initargs=(threads, parent_alive),
     )
+    finished = False
     try:
         futures = {ex.submit(_run_trial, fn, kwargs, threads): tid for tid, kwargs in tasks}
         for fut in as_completed(futures):
@@ -436,9 +437,12 @@ def _run_local(
                     "(on sys.path / PYTHONPATH) and defined at module level."
                 ) from exc
             yield futures[fut], out
+        finished = True
     finally:
-        ex.shutdown(wait=False, cancel_futures=True)
-        alive.close()  # EOF: workers still running a trial end now
+        # every trial done: the idle workers exit cleanly; stopped early (an error, an
+        # interrupt): cancel the queued trials and end the running ones now
+        ex.shutdown(wait=finished, cancel_futures=not finished)
+        alive.close()  # EOF: a worker still running a trial ends now
         parent_alive.close()
 
 
