@@ -280,3 +280,38 @@ def test_bad_out_and_scheduler_exit_2_before_any_trial(
     with pytest.raises(AssertionError, match="a trial ran"):
         sg.reproduce("paths2d", quick=True, out=tmp_path / "new" / "dir", progress=False)
     assert (tmp_path / "new" / "dir").is_dir()
+
+
+def test_a_new_experiment_is_one_registered_module(tmp_path, monkeypatch):
+    # what a new module of svmgeo/experiments does: define trial, grid, summary, figure and
+    # register them; reproduce and --list then know it
+    from svmgeo.experiments import Experiment, register
+    from svmgeo.experiments._registry import EXPERIMENTS
+
+    from . import _trials
+
+    def summarize(rows):
+        total = sum(r["total"] for r in rows)
+        return {"sum of totals": total}, [{"trials": len(rows), "total": total}]
+
+    def plot(rows, summary, path):
+        path.write_bytes(b"figure")
+        return [path]
+
+    monkeypatch.setattr("svmgeo.experiments._registry.EXPERIMENTS", dict(EXPERIMENTS))
+    toy = Experiment(
+        "toy",
+        "a toy experiment",
+        _trials.arith_trial,
+        lambda quick: {"a": [1, 2] if quick else [1, 2, 3], "b": [0.5], "seed": [0]},
+        summarize,
+        plot,
+    )
+    assert register(toy) is toy
+    with pytest.raises(sg.ProblemError, match="registered already"):
+        register(toy)
+    assert sg.list_experiments() == [*NAMES, "toy"]
+    res = sg.reproduce("toy", quick=True, out=tmp_path, workers=0, progress=False)
+    assert res.headline == {"sum of totals": 1.5 + 2.5}
+    assert res.figures == (tmp_path / "toy-quick.png",) and res.sweep.n_trials == 2
+    assert _read(tmp_path / "toy-quick_summary.csv") == [{"trials": "2", "total": "4.0"}]
