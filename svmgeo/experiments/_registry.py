@@ -197,7 +197,8 @@ def reproduce(
     Raises
     ------
     ProblemError
-        Unknown ``name``.
+        Unknown ``name``; ``out`` a file, under a file or not writable; a malformed
+        ``scheduler`` address. All checked before any trial runs.
     """
     name = check_option(name, "name", EXPERIMENTS, where="reproduce")
     exp = EXPERIMENTS[name]
