@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import correlation
+from .._validation import check_option
 from ..analysis import is_locally_optimal
 from ..data import TokenData, random_data
 from ..gd import train
@@ -127,9 +128,9 @@ def trial(
     SVMs of a selection α.
 
     ``protocol="cone"``: α is a random LOT for both norms (see :func:`random_lot`). W runs
-    start at :math:`R\,W^{\mathrm{mm}}_lpha/\|W^{\mathrm{mm}}_lpha\|_F` (Frobenius),
+    start at :math:`R\,W^{\mathrm{mm}}_\alpha/\|W^{\mathrm{mm}}_\alpha\|_F` (Frobenius),
     (K, Q) runs at the balanced factors of the same point built from the nuclear
-    :math:`W^{\mathrm{mm}\star}_lpha`; both plus a Gaussian perturbation of relative size
+    :math:`W^{\mathrm{mm}\star}_\alpha`; both plus a Gaussian perturbation of relative size
     ``noise``.
 
     ``protocol="paper"``: W starts at zero, (K, Q) at i.i.d. N(0, ``init_scale``²) entries
@@ -141,6 +142,7 @@ def trial(
     of the α tokens, whether α is the optimal selection and whether it is a LOT (Frobenius),
     and for the cone protocol whether the random LOT search succeeded (None for "paper").
     """
+    check_option(protocol, "protocol", ("cone", "paper"), where="local trial")
     data = random_data(n, T, d, seed=seed)
     found: bool | None = None
     if protocol == "cone":
