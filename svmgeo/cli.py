@@ -24,7 +24,7 @@ from .selection import optimal_tokens
 from .solvers import att_svm, feasibility
 from .verify import verify
 
-__all__ = ["main"]
+__all__ = ["add_sweep_arguments", "main", "sweep_options"]
 
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
@@ -225,8 +225,52 @@ def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def add_sweep_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    default_out: str | None = None,
+    out_help: str = "results CSV (appended; resumable)",
+    retry_errors: bool = True,
+) -> None:
+    """Add the sweep options (``--out``, ``--workers``, ``--scheduler``, ...) to a parser.
+
+    Pair with :func:`sweep_options`, which turns the parsed namespace into keyword arguments
+    of :func:`svmgeo.sweep`. ``retry_errors=False`` leaves out ``--retry-errors``.
+    """
+    g = parser.add_argument_group("sweep execution")
+    g.add_argument("--out", default=default_out, help=out_help)
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local worker processes (default: all cores; 0: in this process)",
+    )
+    g.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Dask cluster, e.g. tcp://10.0.0.5:8786 (see docs/sweeps.md)",
+    )
+    g.add_argument("--no-resume", action="store_true", help="recompute trials already in the table")
+    if retry_errors:
+        g.add_argument("--retry-errors", action="store_true", help="rerun trials stored as errors")
+    g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of :func:`svmgeo.sweep` from options added by :func:`add_sweep_arguments`."""
+    return {
+        "out": args.out,
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "resume": not args.no_resume,
+        "retry_errors": getattr(args, "retry_errors", False),
+        "progress": not args.no_progress,
+    }
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .experiments._paper import list_experiments, reproduce
+    from .experiments import list_experiments, reproduce
 
     names = list_experiments()
     if args.list:
@@ -245,15 +289,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    result = reproduce(
-        args.name,
-        quick=args.quick,
-        out=args.out,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        progress=not args.no_progress,
-        resume=not args.no_resume,
-    )
+    options = sweep_options(args)
+    del options["retry_errors"]  # not an option of reproduce
+    result = reproduce(args.name, quick=args.quick, **options)
     print(result)
     return 1 if result.n_errors else 0
 
@@ -321,11 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", default=None, help="experiment name (see --list)")
     p.add_argument("--list", action="store_true", help="print the experiment names and exit")
     p.add_argument("--quick", action="store_true", help="reduced size (seconds; for CI)")
-    p.add_argument("--out", default="svmgeo-results", help="output directory for tables/figures")
-    p.add_argument("--workers", type=int, default=None, help="local processes (0: in-process)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address")
-    p.add_argument("--no-resume", action="store_true", help="recompute trials already in the table")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_sweep_arguments(
+        p,
+        default_out="svmgeo-results",
+        out_help="output directory for tables/figures (created if missing)",
+        retry_errors=False,
+    )
     p.set_defaults(func=_cmd_reproduce)
     return parser
 

@@ -2,38 +2,41 @@
 """Experiments: the paper's experiments, the sweep runner and its results table.
 
 :func:`reproduce` runs one of the paper's experiments by name (:func:`list_experiments`)
-through the sweep runner and writes its tables and figure (``docs/experiments.md``).
+through the sweep runner and writes its tables and figure (``docs/experiments.md``). Each
+experiment is one module here (``paths2d``, ``rank``, ``local``, ``global_``, ``gensvm``,
+``concave``) holding its trial, grid, summary and figure and registering an
+:class:`Experiment`; a new experiment is a new module and its import line below.
 
 :func:`sweep` runs a function over a grid of parameters (sizes × seeds × settings) in local
 worker processes or on a Dask cluster, appending one row per finished trial to a CSV table
 that :func:`read_results` loads; an interrupted sweep resumes where it stopped.
 """
 
-from ._paper import Experiment, ReproduceResult, list_experiments, reproduce
+from ._registry import Experiment, ReproduceResult, list_experiments, register, reproduce
 from ._store import read_results
 from ._sweep import (
     SweepError,
     SweepResult,
-    add_sweep_arguments,
     expand_grid,
     sweep,
-    sweep_options,
     trial_id,
     trial_seed,
 )
+
+# the experiments register themselves on import, in the order of the paper's story
+from . import paths2d, rank, local, global_, gensvm, concave  # noqa: F401  # isort: skip
 
 __all__ = [
     "Experiment",
     "ReproduceResult",
     "SweepError",
     "SweepResult",
-    "add_sweep_arguments",
     "expand_grid",
     "list_experiments",
     "read_results",
+    "register",
     "reproduce",
     "sweep",
-    "sweep_options",
     "trial_id",
     "trial_seed",
 ]

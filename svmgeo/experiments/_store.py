@@ -91,8 +91,13 @@ def _read_raw(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
     truncated = bool(data) and not data.endswith(b"\n")
     if truncated:
         data = data[: data.rfind(b"\n") + 1]
-    text = data.decode("utf-8")
-    lines = list(csv.reader(io.StringIO(text)))
+    try:
+        lines = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ProblemError(
+            f"{path} is not a svmgeo sweep table (a CSV text file): {exc}. Pass the 'out' path "
+            "of a sweep."
+        ) from None
     if not lines:
         return None, [], truncated
     header = lines[0]
@@ -182,8 +187,15 @@ class ResultStore:
             return
         if self.path.exists() and not self.path.is_file():
             raise ProblemError(f"'out' must be a file path; {str(self.path)!r} is a directory.")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8", newline="")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8", newline="")
+        except OSError as exc:
+            raise ProblemError(
+                f"Cannot write the sweep table {str(self.path)!r} "
+                f"({exc.strerror or type(exc).__name__}). Pass an 'out' path in a directory "
+                "you may create and write in."
+            ) from None
         self._take_lock()  # before reading, so that two sweeps never share a table
         try:
             header, raw, truncated = _read_raw(self.path) if resume else (None, [], False)

@@ -14,7 +14,6 @@ without recomputing or losing finished trials.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import itertools
@@ -24,16 +23,19 @@ import multiprocessing as mp
 import os
 import pickle
 import sys
+import threading
 import time
 import traceback
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .._errors import BackendError, ProblemError, SvmgeoError
 from .._validation import check_int
@@ -42,10 +44,9 @@ from ._store import META_AFTER, ResultStore, format_cell, parse_cell
 __all__ = [
     "SweepError",
     "SweepResult",
-    "add_sweep_arguments",
+    "check_scheduler",
     "expand_grid",
     "sweep",
-    "sweep_options",
     "trial_id",
     "trial_seed",
 ]
@@ -201,67 +202,47 @@ def _check_name(name: Any) -> None:
 # the code that runs in a worker
 # ---------------------------------------------------------------------------------------
 def _limit_threads(threads: int | None) -> None:
-    """Cap BLAS / OpenMP / numba threads of this worker at ``threads`` (None: leave alone)."""
+    """Cap BLAS / OpenMP / numba threads of this worker at ``threads`` (None: leave alone).
+
+    The environment variables reach the libraries loaded later; threadpoolctl sets the thread
+    count of those loaded already (a forkserver that preloaded numpy, a long-lived Dask
+    worker); numba's pool may be running, so its count is set, not its variable.
+    """
     if threads is None:
         return
     for var in _THREAD_VARS:
         os.environ[var] = str(threads)
     if "numba" in sys.modules:
-        # the pool may be running already: NUMBA_NUM_THREADS must not change any more
         import numba
 
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     else:
         os.environ["NUMBA_NUM_THREADS"] = str(threads)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        _limit_loaded_blas(threads)
-    else:
-        threadpool_limits(threads)
+    threadpool_limits(threads)
 
 
-_BLAS_SETTERS = (
-    "openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads",
-    "scipy_openblas_set_num_threads64_",
-    "MKL_Set_Num_Threads",
-    "omp_set_num_threads",
-)
-_blas_done: dict[str, int] = {}
+def _exit_with_parent(parent_alive: Connection) -> None:
+    """End this worker process as soon as the sweep's process is gone.
 
-
-def _limit_loaded_blas(threads: int) -> None:
-    """Set the thread count of BLAS / OpenMP libraries already loaded in this process.
-
-    The environment variables only reach libraries loaded after they are set, but a worker
-    may have numpy's OpenBLAS loaded before its first task (a forkserver that preloaded the
-    main script, a long-lived Dask worker). This calls the libraries' own setters, found in
-    ``/proc/self/maps`` (Linux; elsewhere install threadpoolctl, which is used when present).
+    ``parent_alive`` is the read end of a pipe whose only write end the sweep's process
+    holds: reading returns EOF once that process has exited, however it ended (``kill -9``
+    included), and a daemon thread then ends this worker, so no orphan goes on computing.
     """
-    import ctypes
 
-    try:
-        with open("/proc/self/maps") as fh:
-            paths = {line.split()[-1] for line in fh if ".so" in line}
-    except OSError:  # pragma: no cover - not Linux
-        return
-    for path in paths:
-        name = Path(path).name.lower()
-        if _blas_done.get(path) == threads or not any(
-            key in name for key in ("blas", "mkl_rt", "gomp", "libomp", "libiomp")
-        ):
-            continue
+    def watch() -> None:
         try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for symbol in _BLAS_SETTERS:
-            setter = getattr(lib, symbol, None)
-            if setter is not None:
-                setter(ctypes.c_int(threads))
-        _blas_done[path] = threads
+            parent_alive.recv_bytes()
+        except (EOFError, OSError):
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="svmgeo-parent-watch", daemon=True).start()
+
+
+def _init_worker(threads: int | None, parent_alive: Connection) -> None:
+    """Initializer of a local worker process: thread limits and the parent watch."""
+    _exit_with_parent(parent_alive)
+    _limit_threads(threads)
 
 
 def _clean_results(out: Any) -> list[dict[str, Any]]:
@@ -426,12 +407,15 @@ def _run_local(
         for tid, kwargs in tasks:
             yield tid, _run_trial(fn, kwargs, None)
         return
+    ctx = _mp_context()
+    parent_alive, alive = ctx.Pipe(duplex=False)  # workers read; only this process writes
     ex = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
-        mp_context=_mp_context(),
-        initializer=_limit_threads,
-        initargs=(threads,),
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(threads, parent_alive),
     )
+    finished = False
     try:
         futures = {ex.submit(_run_trial, fn, kwargs, threads): tid for tid, kwargs in tasks}
         for fut in as_completed(futures):
@@ -453,24 +437,65 @@ def _run_local(
                     "(on sys.path / PYTHONPATH) and defined at module level."
                 ) from exc
             yield futures[fut], out
+        finished = True
     finally:
-        ex.shutdown(wait=False, cancel_futures=True)
+        # every trial done: the idle workers exit cleanly; stopped early (an error, an
+        # interrupt): cancel the queued trials and end the running ones now
+        ex.shutdown(wait=finished, cancel_futures=not finished)
+        alive.close()  # EOF: a worker still running a trial ends now
+        parent_alive.close()
 
 
-def _connect(scheduler: Any) -> tuple[Any, bool]:
+def check_scheduler(scheduler: Any) -> None:
+    """Check ``scheduler`` (None, a ``distributed.Client`` or an address) before any work.
+
+    An address must read ``[SCHEME://]HOST:PORT`` with a scheme dask knows (``tcp``,
+    ``tls``, ...); a malformed one is a :class:`ProblemError` at once, not a connection
+    attempt that times out.
+
+    Raises
+    ------
+    ProblemError
+        ``scheduler`` is neither None, a Client nor a well-formed address.
+    BackendError
+        dask.distributed is not installed.
+    """
+    if scheduler is None:
+        return
     try:
         from distributed import Client
+        from distributed.comm import get_address_host_port, parse_address, registry
     except ImportError as exc:
         raise BackendError(
             "scheduler= needs dask.distributed, which is not installed: pip install 'svmgeo[dask]'."
         ) from exc
     if isinstance(scheduler, Client):
-        return scheduler, False
+        return
+    example = "Give it as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786 (`dask scheduler` prints it)."
     if not isinstance(scheduler, str):
         raise ProblemError(
-            f"scheduler must be an address such as 'tcp://10.0.0.5:8786' or a "
-            f"distributed.Client; got {type(scheduler).__name__}."
+            f"scheduler must be a Dask scheduler address or a distributed.Client; got "
+            f"{type(scheduler).__name__}. {example}"
         )
+    try:
+        if not scheduler or any(c.isspace() for c in scheduler):
+            raise ValueError("empty or contains spaces")
+        scheme, _ = parse_address(scheduler)
+        registry.get_backend(scheme)  # an unknown scheme is a ValueError
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            get_address_host_port(scheduler)  # a missing or non-numeric port is a ValueError
+    except ValueError as exc:
+        raise ProblemError(
+            f"scheduler={scheduler!r} is not a Dask scheduler address ({exc}). {example}"
+        ) from None
+
+
+def _connect(scheduler: Any) -> tuple[Any, bool]:
+    check_scheduler(scheduler)
+    from distributed import Client
+
+    if isinstance(scheduler, Client):
+        return scheduler, False
     try:
         client = Client(
             scheduler, set_as_default=False
@@ -645,6 +670,7 @@ def sweep(
             "Give workers (local processes) or scheduler (a Dask cluster), not both; a "
             "cluster's workers are started with `dask worker`."
         )
+    check_scheduler(scheduler)
     n_workers = _default_workers() if workers is None else check_int(workers, "workers", low=0)
     if threads is not None:
         check_int(threads, "threads", low=1, where="sweep")
@@ -729,40 +755,3 @@ def sweep(
         n_errors=sum(1 for r in rows if r["status"] != "ok" and r["part"] == 0),
         elapsed=time.perf_counter() - start,
     )
-
-
-# ---------------------------------------------------------------------------------------
-# command-line helpers for experiment scripts
-# ---------------------------------------------------------------------------------------
-def add_sweep_arguments(parser: argparse.ArgumentParser, *, default_out: str | None = None) -> None:
-    """Add the sweep options (``--out``, ``--workers``, ``--scheduler``, ...) to a parser.
-
-    Pair with :func:`sweep_options`, which turns the parsed namespace into keyword arguments
-    of :func:`sweep`.
-    """
-    g = parser.add_argument_group("sweep execution")
-    g.add_argument("--out", default=default_out, help="results CSV (appended; resumable)")
-    g.add_argument(
-        "--workers", type=int, default=None, help="local worker processes (default: all cores)"
-    )
-    g.add_argument(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="run on a Dask cluster, e.g. tcp://10.0.0.5:8786 (see docs/sweeps.md)",
-    )
-    g.add_argument("--no-resume", action="store_true", help="replace --out instead of resuming")
-    g.add_argument("--retry-errors", action="store_true", help="rerun trials stored as errors")
-    g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of :func:`sweep` from options added by :func:`add_sweep_arguments`."""
-    return {
-        "out": args.out,
-        "workers": args.workers,
-        "scheduler": args.scheduler,
-        "resume": not args.no_resume,
-        "retry_errors": args.retry_errors,
-        "progress": not args.no_progress,
-    }

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import math
 import os
@@ -19,13 +20,12 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.cli import add_sweep_arguments, sweep_options
 from svmgeo.experiments import (
     SweepError,
-    add_sweep_arguments,
     expand_grid,
     read_results,
     sweep,
-    sweep_options,
     trial_id,
     trial_seed,
 )
@@ -248,6 +248,30 @@ def test_trial_fn_unimportable_in_workers_is_a_sweep_error(tmp_path):
     assert read_results(tmp_path / "p.csv") == []
 
 
+def test_bad_out_path_is_a_problem_error_before_any_trial(tmp_path, unwritable_dir):
+    log = tmp_path / "calls.log"
+    a_file = tmp_path / "file.csv"
+    a_file.write_text("x")
+    for out in (tmp_path, a_file / "t.csv", unwritable_dir / "t.csv"):
+        with pytest.raises(sg.ProblemError, match="'out'"):
+            _run_quiet(_trials.logged_trial, {"k": [1], "log": [str(log)]}, out=out, workers=0)
+    assert not log.exists()  # no trial ran
+
+
+def test_read_results_of_a_non_table_is_a_problem_error(tmp_path):
+    binary = tmp_path / "data.npz"
+    binary.write_bytes(b"PK\x03\x04\xff\xfe\x00\x81" * 8 + b"\n")
+    with pytest.raises(sg.ProblemError, match="not a svmgeo sweep table"):
+        read_results(binary)
+    text = tmp_path / "notes.csv"
+    text.write_text("a,b\n1,2\n")
+    with pytest.raises(sg.ProblemError, match="not a svmgeo sweep table"):
+        read_results(text)
+    # sweep refuses to append to it too
+    with pytest.raises(sg.ProblemError, match="not a svmgeo sweep table"):
+        _run_quiet(_trials.failing_trial, {"k": [0]}, out=binary, workers=0)
+
+
 # --------------------------------------------------------------------------------------
 # results: errors, shapes, seeds
 # --------------------------------------------------------------------------------------
@@ -378,6 +402,59 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path):
         np.testing.assert_allclose(r["third"], r["k"] / 3, rtol=0, atol=0)
 
 
+def _processes_with(marker: str) -> list[int]:
+    """Pids of the processes whose environment holds ``marker`` (Linux /proc)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if marker.encode() in fh.read().split(b"\0"):
+                    pids.append(int(name))
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_killing_the_sweep_process_ends_its_workers(tmp_path):
+    # kill -9 of the sweep's process alone: its workers, the forkserver and the resource
+    # tracker must not go on (each trial would compute for 60 s)
+    out, log = tmp_path / "orphans.csv", tmp_path / "calls.log"
+    script = tmp_path / "run_sweep.py"
+    script.write_text(_KILL_SCRIPT.replace("sleep=0.25", "sleep=60.0"))
+    marker = f"SVMGEO_ORPHAN_TEST={os.getpid()}-{time.monotonic_ns()}"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)]))
+    env[marker.split("=")[0]] = marker.split("=")[1]
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(out), str(log)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and len(log.read_text().split()) >= 2):  # both workers busy
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline, "the workers started no trial within 60 s"
+            time.sleep(0.05)
+        assert len(_processes_with(marker)) >= 3  # the sweep, its 2 workers (+ helpers)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_with(marker) == [], "processes of the killed sweep still run"
+    finally:
+        for pid in _processes_with(marker):  # clean up after a failure
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_resume_checks_the_table(tmp_path):
     out = tmp_path / "t.csv"
     _run_quiet(_trials.failing_trial, {"k": [0, 2]}, out=out, workers=0)
@@ -451,6 +528,27 @@ def test_dask_local_cluster_gives_the_local_table(tmp_path):
         assert crash.rows[1]["error"].startswith("KilledWorker")
     finally:
         cluster.close()
+
+
+@pytest.mark.parametrize(
+    ("address", "match"),
+    [
+        ("not a url", "spaces"),
+        ("tcp://127.0.0.1", "port"),
+        ("tcp://127.0.0.1:abc", "invalid literal"),
+        ("foo://h:1", "unknown address scheme"),
+        ("", "empty"),
+    ],
+)
+def test_malformed_scheduler_address_fails_at_once(address, match, tmp_path):
+    pytest.importorskip("distributed")
+    out = tmp_path / "never.csv"
+    start = time.monotonic()
+    with pytest.raises(sg.ProblemError, match=match) as info:
+        sweep(_trials.failing_trial, {"k": [0]}, scheduler=address, out=out, progress=False)
+    assert time.monotonic() - start < 5  # no connection attempt, no timeout
+    assert "tcp://" in str(info.value) and "\n" not in str(info.value)
+    assert not out.exists()  # refused before the table is opened
 
 
 def test_unreachable_scheduler_is_a_backend_error():

@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The registry of experiments and :func:`reproduce`, which runs one of them.
+
+An experiment is one module of :mod:`svmgeo.experiments` (``paths2d.py``, ``rank.py``, ...)
+that defines its trial, grid, summary and figure and calls :func:`register` with an
+:class:`Experiment`; the package imports those modules in the paper's order. Adding an
+experiment is adding such a module and its import line in ``svmgeo/experiments/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._errors import ProblemError
+from .._validation import check_option
+from ._rows import Rows, ok_rows
+from ._sweep import SweepResult, check_scheduler, sweep
+
+__all__ = [
+    "EXPERIMENTS",
+    "Experiment",
+    "ReproduceResult",
+    "list_experiments",
+    "register",
+    "reproduce",
+]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One paper experiment: its trials, grid, summary and figure.
+
+    ``trial(**params)`` runs one seeded trial (a module-level function, so that worker
+    processes can import it) and returns a dict of scalars or a list of them (one per recorded
+    step); ``grid(quick)`` gives the sweep grid; ``summarize(rows)`` takes the finished trial
+    rows and returns ``(headline, summary_rows)``; ``plot(rows, summary_rows, path)`` draws
+    the figure into ``path`` and returns the paths written.
+    """
+
+    name: str
+    title: str
+    trial: Callable[..., Any]
+    grid: Callable[[bool], Any]
+    summarize: Callable[[Rows], tuple[dict[str, Any], Rows]]
+    plot: Callable[[Rows, Rows, Path], list[Path]]
+
+
+#: The registered experiments by name, in registration (the paper's) order.
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    """Add ``experiment`` to :data:`EXPERIMENTS` (a name may be registered once) and return it."""
+    if experiment.name in EXPERIMENTS:
+        raise ProblemError(
+            f"An experiment named {experiment.name!r} is registered already; choose another name."
+        )
+    EXPERIMENTS[experiment.name] = experiment
+    return experiment
+
+
+@dataclass(frozen=True)
+class ReproduceResult:
+    """What :func:`reproduce` wrote and measured.
+
+    Attributes
+    ----------
+    name : str
+    quick : bool
+    tables : tuple of Path
+        The trial table (one row per trial or recorded step; the sweep's resumable CSV) and the
+        summary table (the numbers behind the figure).
+    figures : tuple of Path
+    headline : dict
+        The headline numbers (printed by ``str(result)``).
+    n_errors : int
+        Trials that raised (their rows have ``status="error"``).
+    sweep : SweepResult
+    """
+
+    name: str
+    quick: bool
+    tables: tuple[Path, ...]
+    figures: tuple[Path, ...]
+    headline: dict[str, Any]
+    n_errors: int
+    sweep: SweepResult = field(repr=False)
+
+    def __str__(self) -> str:
+        lines = [f"{self.name} ({'quick' if self.quick else 'full'}): {self.sweep.n_trials} trials"]
+        for key, value in self.headline.items():
+            text = f"{value:.4g}" if isinstance(value, float) else str(value)
+            lines.append(f"  {key}: {text}")
+        lines += [f"  table: {p}" for p in self.tables]
+        lines += [f"  figure: {p}" for p in self.figures]
+        if self.n_errors:
+            lines.append(f"  ERRORS: {self.n_errors} trial(s) failed; see the 'error' column")
+        return "\n".join(lines)
+
+
+def list_experiments() -> list[str]:
+    r"""Names of the experiments :func:`reproduce` runs, in the order of the paper's story.
+
+    .. math::
+
+        \{\texttt{paths2d}, \texttt{rank}, \texttt{local}, \texttt{global},
+        \texttt{gensvm}, \texttt{concave}\}
+
+    Returns
+    -------
+    list of str
+        One name per experiment (``svmgeo reproduce --list`` prints them one per line).
+    """
+    return list(EXPERIMENTS)
+
+
+def _write_csv(path: Path, rows: Rows) -> None:
+    columns: list[str] = []
+    for r in rows:
+        columns += [k for k in r if k not in columns]
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+
+
+def _writable_dir(out: str | os.PathLike[str]) -> Path:
+    """``out`` as a directory that exists and takes new files (created if missing).
+
+    Checked before any trial runs, so that no computation is lost to a bad output path.
+    """
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ProblemError(
+            f"reproduce: 'out' must be a directory; {str(out_dir)!r} is a file. Pass a "
+            "directory path (it is created if missing)."
+        )
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # a real write: permission bits alone say nothing for root or a read-only mount
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ProblemError(
+            f"reproduce: cannot write to 'out' directory {str(out_dir)!r} ({reason}). Pass a "
+            "directory you may create and write in."
+        ) from None
+    return out_dir
+
+
+def reproduce(
+    name: str,
+    *,
+    quick: bool = False,
+    out: str | Path = "svmgeo-results",
+    scheduler: Any = None,
+    workers: int | None = None,
+    progress: bool = True,
+    resume: bool = True,
+) -> ReproduceResult:
+    r"""Run one of the paper's experiments: trials, tables, figure and headline numbers.
+
+    .. math::
+
+        \text{grid}(\text{quick}) \xrightarrow{\ \text{sweep}\ } \text{trial table}
+        \xrightarrow{\ \text{summarize}\ } (\text{headline}, \text{summary table})
+        \xrightarrow{\ \text{plot}\ } \text{figure}
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_experiments`.
+    quick : bool, default False
+        Reduced grid (seconds, for CI); the default is the full size (minutes).
+    out : str or Path, default "svmgeo-results"
+        Directory for ``NAME.csv`` (or ``NAME-quick.csv``; the trial table, resumable),
+        ``NAME_summary.csv`` and ``NAME.png``; created if missing.
+    scheduler : str or distributed.Client, optional
+        Dask scheduler address (or client) to run the trials on; default local processes.
+    workers : int, optional
+        Local worker processes (``0``: in this process); default one per core.
+    progress, resume : bool
+        Passed to :func:`~svmgeo.experiments.sweep`.
+
+    Returns
+    -------
+    ReproduceResult
+
+    Raises
+    ------
+    ProblemError
+        Unknown ``name``; ``out`` a file, under a file or not writable; a malformed
+        ``scheduler`` address. All checked before any trial runs.
+    """
+    name = check_option(name, "name", EXPERIMENTS, where="reproduce")
+    exp = EXPERIMENTS[name]
+    check_scheduler(scheduler)
+    out_dir = _writable_dir(out)
+    stem = f"{name}-quick" if quick else name
+    result = sweep(
+        exp.trial,
+        exp.grid(quick),
+        out=out_dir / f"{stem}.csv",
+        scheduler=scheduler,
+        workers=workers,
+        progress=progress,
+        resume=resume,
+        desc=name,
+    )
+    rows = ok_rows(result.rows)
+    headline, summary = exp.summarize(rows)
+    summary_path = out_dir / f"{stem}_summary.csv"
+    _write_csv(summary_path, summary)
+    if not summary:
+        raise ProblemError(f"experiment {name!r}: no trial finished; see {result.path}")
+    figures = exp.plot(rows, summary, out_dir / f"{stem}.png")
+    assert result.path is not None
+    return ReproduceResult(
+        name=name,
+        quick=quick,
+        tables=(result.path, summary_path),
+        figures=tuple(figures),
+        headline=headline,
+        n_errors=result.n_errors,
+        sweep=result,
+    )

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Row helpers shared by the experiments' summaries: filter, group and average table rows.
+
+A row is one dict of a sweep table (:func:`svmgeo.experiments.read_results`); a summary
+reduces the rows of a group to statistics that skip missing values (``None``, NaN, inf):
+
+.. math::
+
+    \operatorname{mean}(v) = \frac{1}{|F|}\sum_{x \in F} x, \qquad
+    F = \{x \in v : x \text{ finite}\}
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "Rows",
+    "as_float",
+    "final_parts",
+    "finite",
+    "group",
+    "mean",
+    "median",
+    "ok_rows",
+    "quantile",
+    "seeds",
+]
+
+Rows = list[dict[str, Any]]
+
+
+def as_float(x: float | None) -> float:
+    """``x`` as a float table cell, NaN for ``None``."""
+    return float("nan") if x is None else float(x)
+
+
+def ok_rows(rows: Rows) -> Rows:
+    """The rows of trials that finished (``status == "ok"``)."""
+    return [r for r in rows if r.get("status") == "ok"]
+
+
+def group(rows: Iterable[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple[Any, ...], Rows]:
+    """Rows grouped by the values of ``keys``, groups in order of first appearance."""
+    out: dict[tuple[Any, ...], Rows] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return out
+
+
+def finite(values: Iterable[Any]) -> list[float]:
+    """The finite values as floats (``None``, NaN and ±inf left out)."""
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def mean(values: Iterable[Any]) -> float:
+    """Mean of the finite values (NaN when there are none)."""
+    v = finite(values)
+    return statistics.fmean(v) if v else float("nan")
+
+
+def median(values: Iterable[Any]) -> float:
+    """Median of the finite values (NaN when there are none)."""
+    v = finite(values)
+    return float(statistics.median(v)) if v else float("nan")
+
+
+def quantile(values: Iterable[Any], q: float) -> float:
+    """Lower empirical ``q``-quantile of the finite values: the ⌊q·N⌋-th smallest."""
+    v = sorted(finite(values))
+    if not v:
+        return float("nan")
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def final_parts(rows: Rows) -> Rows:
+    """The final recorded row (step or threshold) of each multi-row trial."""
+    return [r for r in rows if r["part"] == r["n_parts"] - 1]
+
+
+def seeds(quick: bool, n_quick: int, n_full: int) -> list[int]:
+    """Seeds ``0 … N-1`` of a grid: ``n_quick`` of them in quick mode, else ``n_full``."""
+    return list(range(n_quick if quick else n_full))
