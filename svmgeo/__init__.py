@@ -21,6 +21,7 @@ from ._errors import (
 from ._linalg import correlation, query_projector
 from .analysis import (
     GenSVMResult,
+    InitialGradient,
     LocalOptimality,
     LOTEnumeration,
     LOTViolation,
@@ -28,6 +29,7 @@ from .analysis import (
     SelectedSets,
     SupportTokens,
     gen_svm,
+    good_initial_gradient,
     in_cone,
     in_score_cone,
     is_locally_optimal,
@@ -84,6 +86,7 @@ __all__ = [
     "GDRun",
     "GenSVMResult",
     "InaccurateSolutionWarning",
+    "InitialGradient",
     "LOTEnumeration",
     "LOTViolation",
     "LocalOptimality",
@@ -111,6 +114,7 @@ __all__ = [
     "correlation",
     "feasibility",
     "gen_svm",
+    "good_initial_gradient",
     "in_cone",
     "in_score_cone",
     "is_locally_optimal",
