@@ -256,6 +256,19 @@ def _selection_risk(data: sg.TokenData, alpha: np.ndarray, loss: str) -> float:
     return float(np.mean(ell))
 
 
+def _non_optimal_lot(
+    seed: int, alpha: list[int]
+) -> tuple[sg.TokenData, np.ndarray, np.ndarray, float]:
+    """``(data, alpha, W^mm_alpha, eps_max / 2)`` for a non-optimal LOT of ``_data(seed)``."""
+    data = _data(seed)
+    a = np.array(alpha)
+    assert sg.is_locally_optimal(data, a)
+    assert not np.array_equal(a, sg.optimal_tokens(data))
+    W_a = sg.att_svm(data, a).W
+    assert W_a is not None
+    return data, a, W_a, float(0.5 * sg.score_cone_margin(data, a, W_a) / np.linalg.norm(W_a))
+
+
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
 def test_selection_gap(loss: str) -> None:
     from svmgeo.analysis._regpath import _Objective, _SelectionGap
@@ -308,13 +321,7 @@ def test_selection_gap(loss: str) -> None:
 def test_local_path_for_a_non_optimal_lot(
     seed: int, alpha: list[int], radii: list[float], min_corr: float
 ) -> None:
-    data = _data(seed)
-    a = np.array(alpha)
-    assert sg.is_locally_optimal(data, a)
-    assert not np.array_equal(a, sg.optimal_tokens(data))
-    W_a = sg.att_svm(data, a).W
-    assert W_a is not None
-    eps = 0.5 * sg.score_cone_margin(data, a, W_a) / np.linalg.norm(W_a)
+    data, a, W_a, eps = _non_optimal_lot(seed, alpha)
     with warnings.catch_warnings():
         warnings.simplefilter("error", sg.ConvergenceWarning)
         path = sg.regularization_path(data, radii, alpha=a, eps=eps, local_set="ball")
@@ -357,14 +364,8 @@ LOT13 = [
 SPHERE_RADII = [32, 128, 512]
 
 
-def _sphere_path(seed: int, alpha: list[int]) -> tuple[sg.RegularizationPath, float]:
-    data = _data(seed)
-    a = np.array(alpha)
-    assert sg.is_locally_optimal(data, a)
-    assert not np.array_equal(a, sg.optimal_tokens(data))
-    W_a = sg.att_svm(data, a).W
-    assert W_a is not None
-    eps = 0.5 * sg.score_cone_margin(data, a, W_a) / np.linalg.norm(W_a)
+def _sphere_path(seed: int, alpha: list[int]) -> sg.RegularizationPath:
+    data, a, W_a, eps = _non_optimal_lot(seed, alpha)
     with warnings.catch_warnings():
         # measured: a few intermediate radii stop above tol (seed 5 at R = 32, seed 11
         # [0, 0, 0, 4] at R = 128, seed 3 [2, 0, 0, 1] at R = 32: 1.1e-6); not the last one
@@ -376,7 +377,7 @@ def _sphere_path(seed: int, alpha: list[int]) -> tuple[sg.RegularizationPath, fl
         assert sg.in_score_cone(data, a, W, eps)
     assert path.correlation is not None
     np.testing.assert_allclose(path.correlation, [sg.correlation(W, W_a) for W in path.W])
-    return path, eps
+    return path
 
 
 def _check_sphere_converges(path: sg.RegularizationPath) -> None:
@@ -389,14 +390,14 @@ def _check_sphere_converges(path: sg.RegularizationPath) -> None:
 @pytest.mark.parametrize(("seed", "alpha"), [(9, [0, 4, 3, 4]), (6, [4, 1, 0, 1])])
 def test_sphere_path_converges_where_the_ball_path_does_not(seed: int, alpha: list[int]) -> None:
     # two former failures of the ball path (finite minimizer with L < L_alpha, ||W|| ~ 12-17)
-    path, _ = _sphere_path(seed, alpha)
+    path = _sphere_path(seed, alpha)
     _check_sphere_converges(path)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("seed", "alpha"), LOT13, ids=[f"{s}-{a}" for s, a in LOT13])
 def test_sphere_path_converges_on_the_13_lot_cases(seed: int, alpha: list[int]) -> None:
-    path, _ = _sphere_path(seed, alpha)
+    path = _sphere_path(seed, alpha)
     _check_sphere_converges(path)
 
 
