@@ -26,10 +26,11 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import correlation
-from .._validation import check_array, check_option, check_real
+from .._validation import check_option
 from ..data import TokenData
 from ..gd import loss_and_grad
 from ..gd._config import LOSSES
+from ._cones import in_cone
 
 __all__ = ["InitialGradient", "good_initial_gradient", "gradient_lipschitz_bound"]
 
@@ -81,15 +82,10 @@ class InitialGradient:
         return 1.0 / self.lipschitz if self.lipschitz > 0.0 else math.inf
 
     def in_cone(self, W: Any, mu: float, R: float = 0.0) -> bool:
-        r"""Whether W lies in :math:`C_{\mu,R}(W^{\mathrm{mm}})` (norm to a relative 1e-12)."""
+        r"""Whether W lies in :math:`C_{\mu,R}(W^{\mathrm{mm}})` (:func:`~svmgeo.in_cone`)."""
         if self.W_mm is None:
             raise ProblemError("in_cone needs W_mm: Att-SVM(opt) is infeasible for this data.")
-        Wa = check_array(W, "W", ndim=2, shape=self.W_mm.shape)
-        mu = check_real(mu, "mu", low=0.0, high=2.0, where="InitialGradient.in_cone")
-        nw = float(np.linalg.norm(Wa))
-        if nw == 0.0 or nw < R * (1.0 - 1e-12):
-            return False
-        return correlation(Wa, self.W_mm) >= 1.0 - mu
+        return in_cone(W, self.W_mm, mu, R)
 
 
 def _loss_bounds(loss: str, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -46,11 +46,11 @@ def test_cone() -> None:
     chk = sg.good_initial_gradient(_data())
     W_mm = chk.W_mm
     assert W_mm is not None
-    assert chk.in_cone(3.0 * W_mm, 0.0, R=1.0)
-    assert not chk.in_cone(0.1 * W_mm, 0.0, R=1.0)  # norm below R
+    assert chk.in_cone(3.0 * W_mm, 1e-12, R=1.0)
+    assert not chk.in_cone(0.1 * W_mm, 1e-12, R=1.0)  # norm below R
     assert chk.in_cone(-chk.grad0, chk.mu_first_step + 1e-12)
     assert not chk.in_cone(-chk.grad0, chk.mu_first_step - 1e-6)
-    assert not chk.in_cone(np.zeros((2, 2)), 1.0)
+    assert not chk.in_cone(np.zeros((2, 2)), 0.5)
     with pytest.raises(sg.ProblemError, match="W"):
         chk.in_cone(np.zeros(3), 0.1)
 
