@@ -178,7 +178,8 @@ class GenSVMResult:
     fit_correlation : float or None
         Correlation of ``W_eq`` with ``fit_to``.
     gamma : float or None
-        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``).
+        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``; None
+        when every set holds every visible token).
     selected, masked : ndarray of bool, shape (n, T) or (n, K, T)
         :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`).
     svm, fin : SVMResult or None
@@ -515,7 +516,7 @@ def gen_svm(
     fin = None
     if P is not None:
         masked = data.visible & ~S
-        gamma = float(np.max(np.where(masked, P, -np.inf)))
+        gamma = float(np.max(P[masked])) if masked.any() else None  # None: nothing masked
         fin = _finite_component(data, S, P, **solve_kwargs)
         if fin.status.has_solution:
             W_fin = fin.W

@@ -235,7 +235,7 @@ def test_selected_set_with_every_token() -> None:
     probs = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
     W_fit = np.random.default_rng(0).standard_normal((6, 6))
     full = sg.gen_svm(data, np.ones((2, 3), dtype=bool), probs=probs, fit_to=W_fit)
-    assert full.feasible and full.R is None
+    assert full.feasible and full.R is None and full.gamma is None
     np.testing.assert_array_equal(full.W_dir, np.zeros((6, 6)))
     np.testing.assert_array_equal(full.W_eq, full.W_fin)
     assert full.fit_correlation == pytest.approx(sg.correlation(full.W_fin, W_fit), rel=1e-12)
