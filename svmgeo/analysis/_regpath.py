@@ -907,6 +907,11 @@ def _path_local(
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
         if not cone.contains(x):
             raise ProblemError(f"init must lie in the score cone C_eps(alpha) of {_WHERE}.")
+        if local_set == "sphere" and not np.any(x):
+            raise ProblemError(
+                f"init must be nonzero for the sphere path of {_WHERE} (it is scaled onto "
+                "||W|| = R); pass a nonzero W in C_eps(alpha), or local_set='ball'."
+            )
 
     gap = _SelectionGap(obj, a) if obj.log_gap else None
 

@@ -469,6 +469,8 @@ def test_bad_input() -> None:
         sg.regularization_path(data, [1], local_set="ball")
     with pytest.raises(sg.ProblemError, match="'local_set'"):
         sg.regularization_path(data2, [1], alpha=alpha2, eps=0.01, local_set="disc")
+    with pytest.raises(sg.ProblemError, match="nonzero"):
+        sg.regularization_path(data2, [1], alpha=alpha2, eps=0.01, init=np.zeros((8, 8)))
 
 
 def test_not_converged_warns() -> None:
