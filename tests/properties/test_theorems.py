@@ -289,7 +289,7 @@ def test_theorem5_no_stationary_point_in_the_cone_of_a_lot(
     event("alpha = opt" if np.array_equal(alpha, sg.optimal_tokens(data)) else "alpha != opt")
     W_a = _unique_opt_svm(data, alpha)
     mu = 1e-3
-    U = _cone_point(W_a, mu, rng)
+    U = _cone_point(W_a, 0.5 * mu, rng)
     R = next((2.0**j for j in range(16) if _selected_dominates(data, 2.0**j * U, alpha)), None)
     assume(R is not None)
     assert R is not None
@@ -299,6 +299,7 @@ def test_theorem5_no_stationary_point_in_the_cone_of_a_lot(
     Ws, _ = _gd_plain(data, eta, 30, loss, R * U)
     corr = np.array([sg.correlation(W, W_a) for W in Ws])
     inside = np.cumprod(corr >= 1.0 - mu) > 0  # the steps taken from inside the cone
+    assert inside[0]
     proj = np.einsum("kij,ij->k", Ws, W_a)
     assert np.all(np.diff(proj)[inside[:-1]] > 0.0)
 
