@@ -22,6 +22,7 @@ from ._linalg import correlation, query_projector
 from ._torch import from_torch
 from .analysis import (
     GenSVMResult,
+    InitialGradient,
     LocalOptimality,
     LOTEnumeration,
     LOTViolation,
@@ -29,6 +30,7 @@ from .analysis import (
     SelectedSets,
     SupportTokens,
     gen_svm,
+    good_initial_gradient,
     in_cone,
     in_score_cone,
     is_locally_optimal,
@@ -86,6 +88,7 @@ __all__ = [
     "GDRun",
     "GenSVMResult",
     "InaccurateSolutionWarning",
+    "InitialGradient",
     "LOTEnumeration",
     "LOTViolation",
     "LocalOptimality",
@@ -115,6 +118,7 @@ __all__ = [
     "feasibility",
     "from_torch",
     "gen_svm",
+    "good_initial_gradient",
     "in_cone",
     "in_score_cone",
     "is_locally_optimal",

@@ -254,12 +254,15 @@ def att_svm_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     return pair_constraints(data, i, k, a[i, k], t)
 
 
-def check_selected(data: TokenData, selected: Any, name: str = "selected") -> np.ndarray:
+def check_selected(
+    data: TokenData, selected: Any, name: str = "selected", *, allow_full: bool = False
+) -> np.ndarray:
     r"""Validate selected sets :math:`O_{ik}` and return them as a bool array of shape (n, K, T).
 
     Accepts shape ``(n, T)`` when ``K == 1`` and ``(n, K, T)`` always. Each :math:`O_{ik}` must
     be nonempty, hold visible tokens only, and leave at least one visible token out (unless
-    the query sees a single token, e.g. the first query under a causal mask, as in Att-SVM).
+    the query sees a single token, e.g. the first query under a causal mask, as in Att-SVM;
+    or with ``allow_full``: such a query then contributes equality rows only).
     """
     S = np.asarray(selected)
     if S.dtype != bool:
@@ -288,16 +291,19 @@ def check_selected(data: TokenData, selected: Any, name: str = "selected") -> np
             "least one token."
         )
     full = ~(vis & ~S).any(axis=2) & (vis.sum(axis=2) > 1)
-    if np.any(full):
+    if np.any(full) and not allow_full:
         i, k = (int(x) for x in np.argwhere(full)[0])
         raise ProblemError(
             f"{name} holds every visible token of query {k} of sequence {i}; the masked set "
-            "must be nonempty (Gen-SVM separates O_ik from the rest)."
+            "must be nonempty (Gen-SVM separates O_ik from the rest). gen_svm accepts it "
+            "(equality rows only for that query)."
         )
     return np.ascontiguousarray(S)
 
 
-def selected_set_constraints(data: TokenData, selected: Any) -> ConstraintSet:
+def selected_set_constraints(
+    data: TokenData, selected: Any, *, allow_full: bool = False
+) -> ConstraintSet:
     r"""Rows of Gen-SVM's directional problem for selected sets :math:`O_{ik}`.
 
     .. math::
@@ -317,12 +323,14 @@ def selected_set_constraints(data: TokenData, selected: Any) -> ConstraintSet:
     selected : array of bool, shape (n, T) or (n, K, T)
         The selected sets :math:`O_{ik}` (nonempty, not every visible token unless the query
         sees a single token).
+    allow_full : bool, default False
+        Accept sets holding every visible token (equality rows only for that query).
 
     Returns
     -------
     ConstraintSet
     """
-    S = check_selected(data, selected)
+    S = check_selected(data, selected, allow_full=allow_full)
     masked = data.visible & ~S
     rows: list[tuple[int, int, int, int, int]] = []  # (seq, query, pref, comp, kind)
     for i in range(data.n):

@@ -215,6 +215,7 @@ class VerifyReport:
             head.append(("Gen-SVM", self.gen_note))
         if self.W_eq is not None or self.gen_feasible is not None:
             head += [
+                ("Gen-SVM status", "conjecture (the paper's proposed equivalence, measured)"),
                 ("corr(W, W_eq)", num(self.final_corr_eq)),
                 ("Gamma", num(self.gamma, ".3g")),
                 ("R", num(self.R, ".6g")),
@@ -391,7 +392,8 @@ def verify(
     approach :math:`W^{\mathrm{mm}\star}_\alpha` (nuclear), for the optimal :math:`\alpha`
     (global convergence) or a locally optimal one (started in its cone). For nonlinear heads
     the report adds the Gen-SVM prediction :math:`W^{\mathrm{eq}} = W^{\mathrm{fin}} + R
-    W^{\mathrm{svm}}` for the selected sets of the final probabilities, and :math:`\Gamma`.
+    W^{\mathrm{svm}}` for the selected sets of the final probabilities, and :math:`\Gamma`
+    (a *conjecture*: the paper's proposed equivalence, measured here, not a theorem).
 
     Parameters
     ----------

@@ -10,6 +10,12 @@ r"""Gen-SVM: selected sets from probabilities, the directional and finite compon
     W^{\mathrm{fin}} = \arg\min \|W\|_F \ \text{s.t.}\
     (x_{it} - x_{i\tau})^\top W z_i = \log(s_{it}/s_{i\tau})\ (t, \tau \in O_i),
     \qquad W^{\mathrm{eq}} = W^{\mathrm{fin}} + R\, W^{\mathrm{svm}} .
+
+Status: the SVM-equivalence (that GD's W approaches :math:`W^{\mathrm{eq}}` for nonlinear heads)
+is the paper's *proposed* equivalence, a *conjecture* with no theorem behind it (TF-SVM §6:
+"we propose"); svmgeo computes its prediction and measures it, never asserts it. The
+first-order masked-token costs and the variant that drops zero-cost rows are *svmgeo's
+extension* (MATH-NOTES §2), a hypothesis supported by six instances, not a theorem.
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from scipy.optimize import linprog
 
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
-from .._validation import check_array, check_real
+from .._validation import check_array, check_option, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -31,6 +38,11 @@ from ..solvers import SVMResult, solve_svm
 __all__ = ["GenSVMResult", "SelectedSets", "gen_svm", "selected_sets"]
 
 _SUM_TOL = 1e-6
+
+CONJECTURE = (
+    "conjecture: Gen-SVM's W_eq = W_fin + R W_svm is the paper's *proposed* SVM equivalence "
+    "for nonlinear heads (TF-SVM §6), not a theorem; agreement is measured, not guaranteed"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,11 +178,27 @@ class GenSVMResult:
     fit_correlation : float or None
         Correlation of ``W_eq`` with ``fit_to``.
     gamma : float or None
-        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``).
+        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``; None
+        when every set holds every visible token).
     selected, masked : ndarray of bool, shape (n, T) or (n, K, T)
         :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`).
     svm, fin : SVMResult or None
         The solves behind ``W_dir`` and ``W_fin``.
+    cost_fixed, cost_envelope : ndarray of shape (n, T) or (n, K, T), or None
+        First-order cost of each masked token (NaN elsewhere; needs ``head`` and ``probs``):
+        how fast :math:`Y h` falls when mass moves onto it, with the composition inside
+        :math:`O_{ik}` held fixed, or re-optimized (see :func:`gen_svm`, Notes). NaN in
+        ``cost_envelope`` where GD's composition is not locally optimal inside
+        :math:`O_{ik}` (the envelope is then undefined).
+    zero_cost : ndarray of bool or None
+        Masked tokens whose cost is zero (``<= zero_tol`` times the sequence's score spread)
+        under either method.
+    dropped : ndarray of bool or None
+        With ``drop_zero_cost=True``: the masked tokens whose margin rows were dropped
+        (= ``zero_cost``); None otherwise.
+    note : str
+        The status of the prediction: always :data:`CONJECTURE` (plus "svmgeo's extension"
+        when zero-cost rows were dropped).
     """
 
     feasible: bool
@@ -185,6 +213,117 @@ class GenSVMResult:
     masked: np.ndarray
     svm: SVMResult
     fin: SVMResult | None
+    cost_fixed: np.ndarray | None = None
+    cost_envelope: np.ndarray | None = None
+    zero_cost: np.ndarray | None = None
+    dropped: np.ndarray | None = None
+    note: str = CONJECTURE
+
+
+class _Head:
+    r"""The label-weighted head :math:`g(x) = Y h(x)` of one query as a sum of linear and ReLU
+    parts, with one-sided directional derivatives at a point (kinks within ``kink_tol``)."""
+
+    def __init__(self, head: str, v: np.ndarray, V: np.ndarray | None, lam: float, y: float):
+        self.head, self.v, self.V, self.lam, self.y = head, v, V, lam, y
+
+    def value(self, x: np.ndarray) -> float:
+        if self.head == "relu":
+            assert self.V is not None
+            return self.y * float(self.v @ np.maximum(self.V.T @ x, 0.0))
+        return self.y * float(self.v @ x - self.lam * (x @ x))
+
+    def pieces(self, x: np.ndarray, kink: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(a, K, w)``: :math:`D^+g(x; u) = a^\top u + \sum_j w_j \max(K_j^\top u, 0)`."""
+        d = x.shape[0]
+        if self.head != "relu":
+            a = self.y * (self.v - 2.0 * self.lam * x)
+            return a, np.zeros((d, 0)), np.zeros(0)
+        assert self.V is not None
+        pre = self.V.T @ x
+        on_kink = np.abs(pre) <= kink
+        active = (pre > 0) & ~on_kink
+        a = self.y * (self.V[:, active] @ self.v[active])
+        return a, self.V[:, on_kink], self.y * self.v[on_kink]
+
+
+def _directional(a: np.ndarray, K: np.ndarray, w: np.ndarray, u: np.ndarray) -> float:
+    return float(a @ u + w @ np.maximum(K.T @ u, 0.0))
+
+
+def _envelope_gain(
+    a: np.ndarray, K: np.ndarray, w: np.ndarray, XO: np.ndarray, u0: np.ndarray, flat: float
+) -> float:
+    r""":math:`\sup D^+g(\bar x; X_O^\top\delta + u_0)` over :math:`\sum\delta = 0` (+inf when
+    unbounded): one LP per sign pattern of the kink units. Slopes along the simplex of at most
+    ``flat`` count as zero (a composition that is stationary up to round-off)."""
+    m = XO.shape[0]
+    best = -np.inf
+    J = K.shape[1]
+    for pattern in range(2**J):
+        on = np.array([(pattern >> j) & 1 for j in range(J)], dtype=bool)
+        c = a + K[:, on] @ w[on]  # objective in u
+        obj = XO @ c
+        obj = obj - obj.mean()  # only the part seen by sum(delta) = 0
+        obj[np.abs(obj) <= flat] = 0.0
+        # sign constraints sigma_j K_j^T (XO^T delta + u0) >= 0, as A_ub delta <= b_ub
+        sig = np.where(on, 1.0, -1.0)
+        out = linprog(
+            -obj,
+            A_ub=-(sig[:, None] * (K.T @ XO.T)) if J else None,
+            b_ub=sig * (K.T @ u0) if J else None,
+            A_eq=np.ones((1, m)),
+            b_eq=[0.0],
+            bounds=[(None, None)] * m,
+            method="highs",
+        )
+        if out.status == 3:
+            return np.inf
+        if out.status == 0:
+            best = max(best, float(-out.fun + c @ u0))
+    return best
+
+
+def _masked_costs(
+    data: TokenData,
+    S: np.ndarray,
+    P: np.ndarray,
+    head: str,
+    v: Any,
+    V: Any,
+    lam: float,
+    kink_tol: float,
+    zero_tol: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fixed and envelope first-order costs of the masked tokens, and the zero-cost mask."""
+    n, K, T = S.shape
+    X, vis = np.asarray(data.X), np.asarray(data.visible)
+    Y = np.asarray(data.labels, dtype=float).reshape(n, K)
+    fixed = np.full((n, K, T), np.nan)
+    env = np.full((n, K, T), np.nan)
+    zero = np.zeros((n, K, T), dtype=bool)
+    for i in range(n):
+        for k in range(K):
+            O = np.flatnonzero(S[i, k])
+            masked = np.flatnonzero(vis[i, k] & ~S[i, k])
+            if masked.size == 0:
+                continue
+            g = _Head(head, v, V, lam, float(Y[i, k]))
+            w = P[i, k, O] / P[i, k, O].sum()  # the composition inside O_ik
+            xbar = w @ X[i, O]
+            vals = np.array([g.value(X[i, t]) for t in np.flatnonzero(vis[i, k])])
+            spread = max(float(vals.max() - vals.min()), float(np.abs(vals).max()), 1e-300)
+            pre_scale = 1.0 if V is None else float(np.abs(np.asarray(V).T @ X[i].T).max())
+            a, Kk, wk = g.pieces(xbar, kink_tol * max(pre_scale, 1e-300))
+            for tau in masked:
+                u0 = X[i, tau] - xbar
+                fixed[i, k, tau] = -_directional(a, Kk, wk, u0)
+                gain = _envelope_gain(a, Kk, wk, X[i, O], u0, zero_tol * spread)
+                if np.isfinite(gain):  # bounded: the composition is locally optimal inside O
+                    env[i, k, tau] = -gain
+                c = np.array([fixed[i, k, tau], env[i, k, tau]])
+                zero[i, k, tau] = bool(np.any(c[np.isfinite(c)] <= zero_tol * spread))
+    return fixed, env, zero
 
 
 def _finite_component(data: TokenData, S: np.ndarray, P: np.ndarray, **kw: Any) -> SVMResult:
@@ -214,9 +353,17 @@ def gen_svm(
     fit_to: Any = None,
     *,
     norm: Literal["fro", "nuc"] = "fro",
+    head: str | None = None,
+    v: Any = None,
+    V: Any = None,
+    lam: float | None = None,
+    drop_zero_cost: bool = False,
+    kink_tol: float = 1e-6,
+    zero_tol: float = 1e-6,
     **solve_kwargs: Any,
 ) -> GenSVMResult:
-    r"""Gen-SVM: directional component, finite component and the SVM-equivalence prediction.
+    r"""Gen-SVM: directional component, finite component and the SVM-equivalence prediction
+    (the paper's *proposed* equivalence, a *conjecture*).
 
     .. math::
 
@@ -233,7 +380,12 @@ def gen_svm(
     Both problems are built from token-pair rows (:func:`~svmgeo.constraints.selected_set_constraints`
     and equality rows against :math:`t_0 = \min O_{ik}`, which span all pairwise equalities) and
     solved by :func:`~svmgeo.solve_svm`. :math:`\bar O_{ik}` is the visible tokens outside
-    :math:`O_{ik}`. With :math:`|O_{ik}| = 1` the directional problem is Att-SVM.
+    :math:`O_{ik}`. With :math:`|O_{ik}| = 1` the directional problem is Att-SVM. A set
+    holding every visible token contributes equality rows only (GD masked nothing there); with
+    no margin row left, :math:`W^{\mathrm{svm}} = 0` and :math:`W^{\mathrm{eq}} = W^{\mathrm{fin}}`.
+
+    That GD's W approaches :math:`W^{\mathrm{eq}}` is a *conjecture* (TF-SVM §6 proposes it;
+    no theorem): the result's ``note`` says so, and tests measure it, never assert it.
 
     Parameters
     ----------
@@ -247,6 +399,19 @@ def gen_svm(
         The matrix R is fitted to (e.g. GD's final W); needs ``probs``.
     norm : {"fro", "nuc"}, default "fro"
         Norm of the directional problem (the finite component is always Frobenius).
+    head : {"linear", "relu", "concave"}, optional
+        The head GD trained; with ``probs``, computes the masked tokens' first-order costs
+        (``cost_fixed``, ``cost_envelope``, ``zero_cost``). ``v``, ``V``, ``lam`` as in
+        :func:`~svmgeo.train` (``v`` defaults to the data's head for linear/concave).
+    drop_zero_cost : bool, default False
+        *svmgeo's extension* (MATH-NOTES §2): drop the margin rows :math:`(t, \tau)` of every
+        masked token τ of zero cost under either method (needs ``head`` and ``probs``).
+    kink_tol : float, default 1e-6
+        A ReLU unit is on its kink at the composition when :math:`|V_p^\top \bar x|` is at most
+        this times :math:`\max_t |V_p^\top x_{it}|` over the sequence's tokens.
+    zero_tol : float, default 1e-6
+        A cost is zero when at most this times the spread of :math:`Y h(x_{it})` over the
+        query's visible tokens.
     **solve_kwargs
         Passed to :func:`~svmgeo.solve_svm`.
 
@@ -256,12 +421,29 @@ def gen_svm(
         An infeasible directional problem gives ``feasible=False`` and the Farkas
         ``certificate`` (not an exception).
 
+    Notes
+    -----
+    **First-order costs** (*svmgeo's extension*, MATH-NOTES §2). For query (i, k) let
+    :math:`w` be ``probs`` renormalized on :math:`O_{ik}`, :math:`\bar x = \sum_{t\in O}
+    w_t x_{it}` the composition and :math:`g = Y_{ik} h`. Moving a mass ε onto a masked τ
+    changes g by :math:`-c\,\varepsilon + o(\varepsilon)`:
+
+    * fixed (ratios inside O held): :math:`c_{\mathrm{fix}} = -D^+g(\bar x;\ x_\tau - \bar x)`;
+    * envelope (composition re-optimized inside O, locally at :math:`\bar x`):
+      :math:`c_{\mathrm{env}} = -\sup_{\sum\delta = 0} D^+g(\bar x;\ X_O^\top\delta + x_\tau
+      - \bar x)`, one LP per sign pattern of the ReLU units on their kink; NaN where the
+      supremum is unbounded (:math:`\bar x` not locally optimal inside O).
+
+    :math:`D^+` is the one-sided directional derivative (ReLU units within ``kink_tol`` of
+    their kink count as on it). A masked token with zero (or negative) cost under either
+    method exerts no first-order pressure: its margin rows need not constrain the direction.
+
     Raises
     ------
     ProblemError
-        A selected set is empty or holds every visible token; ``probs`` is not a distribution
-        or does not match the data; ``fit_to`` without ``probs``; neither ``selected`` nor
-        ``probs``.
+        A selected set is empty; ``probs`` is not a distribution or does not match the data;
+        ``fit_to`` without ``probs``; neither ``selected`` nor ``probs``; ``drop_zero_cost``
+        without ``head`` and ``probs``; head parameters that do not fit.
     SolverError
         A solve returned neither a solution nor an infeasibility verdict.
 
@@ -291,7 +473,7 @@ def gen_svm(
         selected = selected_sets(P if K > 1 else P[:, 0]).selected
     elif isinstance(selected, SelectedSets):
         selected = selected.selected
-    S = check_selected(data, selected, "selected")
+    S = check_selected(data, selected, "selected", allow_full=True)
     F = None
     if fit_to is not None:
         if P is None:
@@ -301,28 +483,58 @@ def gen_svm(
             )
         F = check_array(fit_to, "fit_to", ndim=2, shape=(d, d))
 
-    res = solve_svm(selected_set_constraints(data, S), norm=norm, **solve_kwargs)
+    costs = None
+    if head is not None:
+        if P is None:
+            raise ProblemError(
+                "The masked-token costs of gen_svm need probs (the composition inside O_ik); "
+                "pass probs=..., or drop head=."
+            )
+        costs = _masked_costs(
+            data, S, P, *_head_params(data, head, v, V, lam), kink_tol=kink_tol, zero_tol=zero_tol
+        )
+    elif drop_zero_cost:
+        raise ProblemError(
+            "drop_zero_cost=True needs the masked-token costs: pass head= (and its v, V, lam) "
+            "and probs= to gen_svm."
+        )
+    cs = selected_set_constraints(data, S, allow_full=True)
+    note = CONJECTURE
+    if drop_zero_cost:
+        assert costs is not None
+        keep = ~(cs.is_margin & costs[2][cs.seq, cs.query, cs.comp])
+        cs = cs.subset(keep)
+        note += "; zero-cost margin rows dropped (svmgeo's extension, not the paper's Gen-SVM)"
+    res = solve_svm(cs, norm=norm, **solve_kwargs)
     if not (res.status.has_solution or res.status.is_infeasible):
         raise SolverError(f"Gen-SVM directional solve failed ({res.status}: {res.message}).")
     feasible = res.status.has_solution
     W_dir = res.W if feasible else None
+    directional = cs.n_margin > 0  # without margin rows W_svm = 0: a finite prediction
 
     W_fin = gamma = R = W_eq = fit_corr = None
     fin = None
     if P is not None:
         masked = data.visible & ~S
-        gamma = float(np.max(np.where(masked, P, -np.inf)))
+        gamma = float(np.max(P[masked])) if masked.any() else None  # None: nothing masked
         fin = _finite_component(data, S, P, **solve_kwargs)
         if fin.status.has_solution:
             W_fin = fin.W
         elif not fin.status.is_infeasible:
             raise SolverError(f"Gen-SVM finite solve failed ({fin.status}: {fin.message}).")
         if F is not None and W_fin is not None and W_dir is not None:
-            R = max(0.0, float(np.vdot(F - W_fin, W_dir) / np.vdot(W_dir, W_dir)))
-            W_eq = W_fin + R * W_dir
+            if directional:
+                R = max(0.0, float(np.vdot(F - W_fin, W_dir) / np.vdot(W_dir, W_dir)))
+                W_eq = W_fin + R * W_dir
+            else:
+                W_eq = W_fin
             fit_corr = correlation(W_eq, F)
     single = data.single_query
     masked_full = data.visible & ~S
+
+    def shaped(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else (a[:, 0] if single else a)
+
     return GenSVMResult(
         feasible=feasible,
         W_dir=W_dir,
@@ -336,4 +548,41 @@ def gen_svm(
         masked=masked_full[:, 0] if single else masked_full,
         svm=res,
         fin=fin,
+        cost_fixed=shaped(None if costs is None else costs[0]),
+        cost_envelope=shaped(None if costs is None else costs[1]),
+        zero_cost=shaped(None if costs is None else costs[2]),
+        dropped=shaped(costs[2]) if drop_zero_cost and costs is not None else None,
+        note=note,
     )
+
+
+def _head_params(
+    data: TokenData, head: str, v: Any, V: Any, lam: Any
+) -> tuple[str, np.ndarray, np.ndarray | None, float]:
+    """``(head, v, V, lam)`` checked for the cost diagnostic."""
+    where = "gen_svm"
+    check_option(head, "head", ("linear", "relu", "concave"), where=where)
+    d = data.d
+    if head == "relu":
+        if V is None or v is None:
+            raise ProblemError(
+                "head='relu' in gen_svm needs V of shape (d, p) and the unit weights v of "
+                "shape (p,): h(x) = vᵀReLU(Vᵀx), as passed to svmgeo.train."
+            )
+        Va = check_array(V, "V", ndim=2, hint="V has shape (d, p).")
+        if Va.shape[0] != d:
+            raise ProblemError(f"V must have shape ({d}, p) in {where}; got {Va.shape}.")
+        wa = check_array(v, "v", ndim=1, shape=(Va.shape[1],), hint="v weights the p units.")
+        return head, wa, Va, 0.0
+    if V is not None:
+        raise ProblemError(f"V applies to head='relu' only in {where}; got V with head={head!r}.")
+    va: np.ndarray | None = data.v if v is None else check_array(v, "v", ndim=1, shape=(d,))
+    if va is None:
+        raise ProblemError(f"head={head!r} in {where} needs v (the data has no head v).")
+    if head == "concave":
+        if lam is None:
+            raise ProblemError("head='concave' in gen_svm needs lam (h(x) = vᵀx − λ‖x‖²).")
+        return head, np.asarray(va, dtype=float), None, check_real(lam, "lam", low=0.0, where=where)
+    if lam is not None:
+        raise ProblemError(f"lam applies to head='concave' only in {where}.")
+    return head, np.asarray(va, dtype=float), None, 0.0

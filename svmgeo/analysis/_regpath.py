@@ -5,11 +5,17 @@ r"""Regularization paths: constrained risk minimization over growing balls (Theo
 
     \bar W_R = \arg\min_{\|W\|_F \le R} L(W), \qquad
     (\bar K_R, \bar Q_R) = \arg\min_{\|K\|_F^2 + \|Q\|_F^2 \le 2R} L(KQ^\top), \qquad
-    \bar W_R^\alpha = \arg\min_{W \in C_\varepsilon(\alpha),\ \|W\|_F \le R} L(W).
+    \bar W_R^\alpha = \arg\min_{W \in C_\varepsilon(\alpha),\ \|W\|_F = R} L(W)\ \ (\text{or } \le R).
 
-Theorem 2 of Tarzanagh et al. says :math:`\bar W_R / R \to W^{\mathrm{mm}}/\|W^{\mathrm{mm}}\|_F`
-and that :math:`\bar K_R \bar Q_R^\top / R` approaches the Att-SVM⋆ solutions in direction; the
-local path converges in direction to :math:`W^{\mathrm{mm}}_\alpha` for a locally optimal α.
+Theorem 2 of Tarzanagh et al. (*theorem*) says :math:`\bar W_R / R \to
+W^{\mathrm{mm}}/\|W^{\mathrm{mm}}\|_F` and that :math:`\bar K_R \bar Q_R^\top / R` approaches the
+Att-SVM⋆ solutions in direction (under Assumption A, a linear head, unique optimal tokens and
+Att-SVM(opt) feasible). The local path of §5.4 / App. E.1 is claimed to converge in direction
+to :math:`W^{\mathrm{mm}}_\alpha` for a locally optimal α; read with a ball that claim is false
+(a three-token counterexample, docs/regpath.md). svmgeo's default local path minimizes over
+the *sphere* :math:`\|W\|_F = R` instead (*svmgeo's extension*), where :math:`L \ge L_\alpha`
+holds beyond a radius :math:`R_0(\varepsilon)`; the ball path stays available
+(``local_set="ball"``).
 
 Losses, heads and gradients are those of :mod:`svmgeo.gd` (:class:`svmgeo.gd.RiskOracle`).
 """
@@ -70,6 +76,8 @@ class RegularizationPath:
     param, loss_name, head : str
     alpha : ndarray or None
     eps : float or None
+    local_set : {"sphere", "ball"} or None
+        Local path: the radius constraint, :math:`\|W\|_F = R` or :math:`\le R`.
     """
 
     radii: np.ndarray
@@ -89,6 +97,7 @@ class RegularizationPath:
     head: str
     alpha: np.ndarray | None
     eps: float | None
+    local_set: str | None = None
 
     def __len__(self) -> int:
         return int(self.radii.shape[0])
@@ -214,24 +223,31 @@ class _SelectionGap:
         return F, math.exp(r.M - np.logaddexp(self.log_scale, lg)) * r.G
 
 
-def _ball(x: np.ndarray, rho: float) -> np.ndarray:
+def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
+    r"""Projection onto the ball :math:`\|x\| \le \rho` (onto the sphere with ``sphere``)."""
     nx = float(np.linalg.norm(x))
-    return x if nx <= rho else x * (rho / nx)
+    if nx == 0.0 or (nx <= rho and not sphere):
+        return x
+    return x * (rho / nx)
 
 
-def _ball_residual(x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True) -> float:
+def _ball_residual(
+    x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True, sphere: bool = False
+) -> float:
     r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
     :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
-    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside."""
+    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside. With
+    ``sphere`` (:math:`\|x\| = \rho`) the multiplier is free: the tangential part
+    :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     nx = float(np.linalg.norm(x))
-    if nx < rho * (1.0 - 1e-10):
+    if nx < rho * (1.0 - 1e-10) and not sphere:
         return ng / max(1.0, ng)
     gh, xh = g / ng, x / nx
     c = float(np.vdot(gh, xh))
-    sine = float(np.linalg.norm(gh - c * xh)) if c < 0.0 else 1.0
+    sine = float(np.linalg.norm(gh - c * xh)) if (c < 0.0 or sphere) else 1.0
     return sine if normalized else sine * ng / max(1.0, ng)
 
 
@@ -243,16 +259,19 @@ def _spg(
     max_iter: int,
     feasible: Callable[[np.ndarray], bool] | None = None,
     normalized: bool = True,
+    sphere: bool = False,
 ) -> tuple[np.ndarray, float, int]:
     r"""Spectral projected gradient on the ball :math:`\|x\| \le \rho` (Birgin, Martínez,
-    Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc.
+    Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc. With
+    ``sphere`` the projection is onto :math:`\|x\| = \rho` (a retraction: the same iteration
+    on the sphere).
 
     ``feasible``, when given, rejects trial points outside it like a failed Armijo test; after
     20 such rejections the iteration ends (the local path then switches to SLSQP). Returns ``(x, residual, n_iter)``.
     """
-    x = _ball(x0, rho)
+    x = _ball(x0, rho, sphere)
     f, g = fun(x)
-    res = _ball_residual(x, g, rho, normalized)
+    res = _ball_residual(x, g, rho, normalized, sphere)
     ng = float(np.linalg.norm(g))
     t = rho / ng if ng > 0.0 else 1.0
     it = 0
@@ -262,7 +281,7 @@ def _spg(
         accepted = False
         first = None
         for _ in range(60):
-            xn = _ball(x - t * g, rho)
+            xn = _ball(x - t * g, rho, sphere)
             dx = xn - x
             slope = float(np.vdot(g, dx))
             if slope >= 0.0:
@@ -286,7 +305,7 @@ def _spg(
             xn, dx, fn, gn = first
             accepted = (
                 fn <= f + 8.0 * _EPS * max(1.0, abs(f))
-                and _ball_residual(xn, gn, rho, normalized) < 0.5 * res
+                and _ball_residual(xn, gn, rho, normalized, sphere) < 0.5 * res
             )
         if not accepted:
             break  # no progress left at float64 resolution
@@ -295,7 +314,7 @@ def _spg(
         x, f, g = xn, fn, gn
         ng = float(np.linalg.norm(g))
         t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
-        res = _ball_residual(x, g, rho, normalized)
+        res = _ball_residual(x, g, rho, normalized, sphere)
     return x, res, it
 
 
@@ -348,6 +367,7 @@ def regularization_path(
     lam: float | None = None,
     alpha: Any = None,
     eps: float | None = None,
+    local_set: str | None = None,
     reference: Any = None,
     init: Any = None,
     seed: int = 0,
@@ -363,7 +383,7 @@ def regularization_path(
         \bar K_R \bar Q_R^\top,\ (\bar K_R, \bar Q_R) = \arg\min_{\|K\|_F^2+\|Q\|_F^2 \le 2R}
         L(KQ^\top)
         \quad\text{or}\quad
-        \arg\min_{W \in C_\varepsilon(\alpha),\ \|W\|_F \le R} L(W),
+        \arg\min_{W \in C_\varepsilon(\alpha),\ \|W\|_F = R\ (\text{or} \le R)} L(W),
 
     with :math:`L(W) = \frac1n\sum_{i,k}\ell(Y_{ik} f_{ik})` the risk of :func:`svmgeo.train`
     (same losses and heads, evaluated by the GD module).
@@ -387,6 +407,13 @@ def regularization_path(
     eps : float, optional
         Width of the score cone; must satisfy
         ``0 < eps < score_cone_margin(data, alpha, W_mm) / ||W_mm||``.
+    local_set : {"sphere", "ball"}, optional
+        Local path only. ``"sphere"`` (default): minimize over
+        :math:`C_\varepsilon(\alpha) \cap \{\|W\|_F = R\}`, svmgeo's repair of the
+        local-path statement (converges in direction to :math:`W^{\mathrm{mm}}_\alpha` on
+        every tested LOT, see docs/regpath.md). ``"ball"``: the statement as read,
+        :math:`\|W\|_F \le R`, which is false in general (MATH-NOTES §1.2: the cone can hold a
+        finite W with :math:`L(W) < L_\alpha`, and the path then stays there).
     reference : array of shape (d, d), optional
         Direction to correlate with. Default: Att-SVM(α) (local path), Att-SVM(opt)
         (``"W"``) or Att-SVM⋆(opt) (``norm="nuc"``, ``"KQ"``) when the optimal tokens are
@@ -481,6 +508,19 @@ def regularization_path(
             f"{'alpha' if eps is None else 'eps'}. Pass alpha=<selection> and eps=0.1, e.g."
         )
     local = alpha is not None
+    if local:
+        local_set = check_option(
+            "sphere" if local_set is None else local_set,
+            "local_set",
+            ("sphere", "ball"),
+            where=_WHERE,
+        )
+    elif local_set is not None:
+        raise ProblemError(
+            f"The 'local_set' parameter of {_WHERE} applies to the local path only; got "
+            f"local_set={local_set!r} without alpha and eps. Drop local_set, or pass alpha and "
+            "eps."
+        )
     if local and param != "W":
         raise ProblemError(
             f"The local path (alpha, eps) of {_WHERE} is defined for param='W' only; got "
@@ -494,7 +534,9 @@ def regularization_path(
     else:
         ref = None
     if local:
-        return _path_local(data, r, obj, alpha, eps, ref, init, tol, max_iter, loss, head)
+        return _path_local(
+            data, r, obj, alpha, eps, ref, init, tol, max_iter, loss, head, str(local_set)
+        )
     if ref is None:
         ref = _default_reference(data, None, "nuc" if param == "KQ" else "fro")
     if param == "W":
@@ -528,6 +570,7 @@ def _result(
     cone: list[float] | None = None,
     alpha: np.ndarray | None = None,
     eps: float | None = None,
+    local_set: str | None = None,
 ) -> RegularizationPath:
     vals = [obj(W) for W in Ws]
     W = np.stack(Ws)
@@ -549,6 +592,7 @@ def _result(
         head=head,
         alpha=alpha,
         eps=eps,
+        local_set=local_set,
     )
 
 
@@ -722,9 +766,11 @@ def _solve_local(
     R: float,
     tol: float,
     max_iter: int,
+    sphere: bool = False,
 ) -> tuple[np.ndarray, float, int]:
-    """SLSQP over the ball and the cone's rows with the witnesses of the current point,
-    re-chosen until they no longer change; returns ``(x, residual, n_iter)``."""
+    """SLSQP over the ball (the sphere with ``sphere``) and the cone's rows with the witnesses
+    of the current point, re-chosen until they no longer change; returns
+    ``(x, residual, n_iter)``."""
     from scipy.optimize import minimize
 
     d = cone.X.shape[2]
@@ -740,12 +786,12 @@ def _solve_local(
         e2 = eps * (1.0 + 1e-9)
 
         def cons(u: np.ndarray, P: np.ndarray = P, e2: float = e2) -> np.ndarray:
-            return np.concatenate([[1.0 - u @ u], P @ u - e2 * np.linalg.norm(u) - 1e-12])
+            return P @ u - e2 * np.linalg.norm(u) - 1e-12
 
         def cons_jac(u: np.ndarray, P: np.ndarray = P, e2: float = e2) -> np.ndarray:
             nu = float(np.linalg.norm(u))
             un = u / nu if nu > 0.0 else np.zeros_like(u)
-            return np.vstack([-2.0 * u, P - e2 * un[None, :]])
+            return P - e2 * un[None, :]
 
         def fun_u(u: np.ndarray) -> tuple[float, np.ndarray]:
             f, g = fun(R * u)
@@ -756,11 +802,14 @@ def _solve_local(
             x / R,
             jac=True,
             method="SLSQP",
-            constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+            constraints=[
+                {"type": "eq" if sphere else "ineq", "fun": _unit_gap, "jac": _unit_gap_jac},
+                {"type": "ineq", "fun": cons, "jac": cons_jac},
+            ],
             options={"maxiter": min(max_iter, 1000), "ftol": 1e-15},
         )
         n_iter += int(out.nit)
-        xn = _ball(R * np.asarray(out.x), R)
+        xn = _ball(R * np.asarray(out.x), R, sphere)
         if not cone.contains(xn.reshape(d, d)):
             # SLSQP ended outside the cone: back off towards x (inside) by bisection; the
             # cone is invariant under scaling, so the projection onto the ball keeps it
@@ -771,20 +820,34 @@ def _solve_local(
                     lo = mid
                 else:
                     hi = mid
-            xn = _ball(x + lo * (xn - x), R)
+            xn = _ball(x + lo * (xn - x), R, sphere)
             if lo == 0.0 or not cone.contains(xn.reshape(d, d)) or fun(xn)[0] > fun(x)[0]:
                 break
         same = np.array_equal(cone.rows(xn.reshape(d, d))[0], A)
         x = xn
         if same:
             break
-    return x, _local_residual(fun, cone, x, R), n_iter
+    return x, _local_residual(fun, cone, x, R, sphere), n_iter
+
+
+def _unit_gap(u: np.ndarray) -> np.ndarray:
+    """``1 - ||u||^2``: >= 0 on the unit ball, = 0 on the unit sphere."""
+    return np.array([1.0 - u @ u])
+
+
+def _unit_gap_jac(u: np.ndarray) -> np.ndarray:
+    return -2.0 * u[None, :]
 
 
 def _local_residual(
-    fun: Callable[[np.ndarray], tuple[float, np.ndarray]], cone: _Cone, x: np.ndarray, R: float
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    cone: _Cone,
+    x: np.ndarray,
+    R: float,
+    sphere: bool = False,
 ) -> float:
-    """KKT residual at x of the ball and the cone rows of x's witnesses (active within 1e-7)."""
+    """KKT residual at x of the ball (the sphere, whose multiplier is free in sign) and the
+    cone rows of x's witnesses (active within 1e-7)."""
     d = cone.X.shape[2]
     _, g = fun(x)
     A, B = cone.rows(x.reshape(d, d))
@@ -794,7 +857,10 @@ def _local_residual(
     un = u / nu if nu > 0.0 else np.zeros_like(u)
     c = np.concatenate([[1.0 - u @ u], P @ u - cone.eps * nu])
     J = np.vstack([-2.0 * u, P - cone.eps * un[None, :]])
-    return _kkt_residual(g, [J[j] for j in range(c.size) if c[j] <= 1e-7])
+    normals = [J[j] for j in range(c.size) if c[j] <= 1e-7]
+    if sphere:
+        normals.append(2.0 * u)  # an equality: both signs
+    return _kkt_residual(g, normals)
 
 
 def _path_local(
@@ -809,6 +875,7 @@ def _path_local(
     max_iter: int,
     loss: str,
     head: str,
+    local_set: str,
 ) -> RegularizationPath:
     from ..selection import check_selection
     from ..solvers import att_svm
@@ -841,6 +908,11 @@ def _path_local(
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
         if not cone.contains(x):
             raise ProblemError(f"init must lie in the score cone C_eps(alpha) of {_WHERE}.")
+        if local_set == "sphere" and not np.any(x):
+            raise ProblemError(
+                f"init must be nonzero for the sphere path of {_WHERE} (it is scaled onto "
+                "||W|| = R); pass a nonzero W in C_eps(alpha), or local_set='ball'."
+            )
 
     gap = _SelectionGap(obj, a) if obj.log_gap else None
 
@@ -859,14 +931,16 @@ def _path_local(
     x = x * (r[0] / norm0) if norm0 > 0.0 else x
     prev = None
 
+    sphere = local_set == "sphere"
+
     def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
-        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside)
+        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
-            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter)
+            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, sphere)
             it += it2
             if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
-                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside)
+                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside, True, sphere)
                 it += it3
                 margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
                 if rs < rr and margin > 1e-9 * R:
@@ -881,10 +955,10 @@ def _path_local(
             gap.reset(x)
         xv, rr, it = solve(x, float(R))
         # The restricted problem is nonconvex and may have finite local minimizers inside the
-        # ball. Two other feasible points bound the minimum: the previous minimizer, and
-        # R W^mm_alpha / ||W^mm_alpha||; restart from any that is lower, keep the best.
+        # ball. Other feasible points bound the minimum: R W^mm_alpha / ||W^mm_alpha|| and
+        # (ball only) the previous minimizer; restart from any that is lower, keep the best.
         alts = [R * Wmm / float(np.linalg.norm(Wmm))]
-        if prev is not None:
+        if prev is not None and not sphere:
             alts.insert(0, x_prev)
         for x_alt in alts:
             if fun(xv)[0] > fun(x_alt.ravel())[0]:
@@ -892,7 +966,7 @@ def _path_local(
                 it += itw
                 if fun(xw)[0] <= fun(xv)[0]:
                     xv, rr = xw, rw
-        if prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
+        if not sphere and prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
             xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
             rr = _local_residual(fun, cone, xv, float(R))
         if rr > tol:
@@ -903,4 +977,19 @@ def _path_local(
         its.append(it)
         prev = R
     cm = [score_cone_margin(data, a, W) / float(np.linalg.norm(W)) for W in Ws]
-    return _result(r, Ws, obj, res, its, tol, ref, loss, head, "W", cone=cm, alpha=a, eps=eps)
+    return _result(
+        r,
+        Ws,
+        obj,
+        res,
+        its,
+        tol,
+        ref,
+        loss,
+        head,
+        "W",
+        cone=cm,
+        alpha=a,
+        eps=eps,
+        local_set=local_set,
+    )

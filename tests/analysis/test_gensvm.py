@@ -167,7 +167,6 @@ def test_selected_sets_bad_thresholds(kwargs: dict[str, float], match: str) -> N
     ("selected", "match"),
     [
         (np.array([[False, False, False]]), "empty"),
-        (np.array([[True, True, True]]), "every visible token"),
         (np.array([[1, 0, 0]]), "boolean"),
         (np.array([[True, False]]), "shape"),
     ],
@@ -208,3 +207,116 @@ def test_several_queries_with_probabilities() -> None:
                 np.log(probs[i, k, O[0]] / probs[i, k, O[1]]),
                 atol=1e-9,
             )
+
+
+# ---------------------------------------------------------------- conjecture label, full sets
+
+
+def test_result_is_labelled_a_conjecture() -> None:
+    gen = sg.gen_svm(_pair_data(), PAIR_O)
+    assert gen.note.startswith("conjecture") and "proposed" in gen.note
+    assert "conjecture" in (sg.gen_svm.__doc__ or "")
+
+
+def test_selected_set_with_every_token() -> None:
+    # sequence 0 selects all its tokens (GD masked nothing there): equality rows only, so
+    # W_dir gives its tokens equal logits; sequence 1 is an ordinary set {0}
+    data = sg.random_data(2, 3, 6, seed=3)
+    O = np.array([[True, True, True], [True, False, False]])
+    gen = sg.gen_svm(data, O)
+    assert gen.feasible and gen.W_dir is not None
+    cs = gen.svm.constraints
+    assert set(cs.seq[~cs.is_margin].tolist()) == {0} and set(cs.seq[cs.is_margin]) == {1}
+    logits = np.einsum("itd,de,ie->it", data.X, gen.W_dir, data.Z)
+    np.testing.assert_allclose(logits[0], logits[0, 0], atol=1e-9)
+    assert logits[1, 0] - logits[1, 1:].max() >= 1.0 - 1e-9
+    np.testing.assert_array_equal(gen.masked[0], [False, False, False])
+    # every set full: no margin row, W_svm = 0 and the prediction is the finite W_fin
+    probs = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    W_fit = np.random.default_rng(0).standard_normal((6, 6))
+    full = sg.gen_svm(data, np.ones((2, 3), dtype=bool), probs=probs, fit_to=W_fit)
+    assert full.feasible and full.R is None and full.gamma is None
+    np.testing.assert_array_equal(full.W_dir, np.zeros((6, 6)))
+    np.testing.assert_array_equal(full.W_eq, full.W_fin)
+    assert full.fit_correlation == pytest.approx(sg.correlation(full.W_fin, W_fit), rel=1e-12)
+    lf = np.einsum("itd,de,ie->it", data.X, full.W_fin, data.Z)
+    np.testing.assert_allclose(lf - lf[:, :1], np.log(probs / probs[:, :1]), atol=1e-9)
+
+
+# ---------------------------------------------------------------- first-order costs
+
+# z = e1, one sequence. ReLU head h(x) = ReLU(x_1) (V = e1, one unit of weight 1), O = {0}:
+# x_0 = (1, 0) (h = 1), x_1 = (-1, 0) (h = 0), x_2 = (1, 5) (h = 1). Moving mass onto x_1
+# lowers h at rate 2; onto x_2 not at all (same first coordinate): a zero-cost masked token.
+# Rows (x_0 - x_t)·u >= 1, u = W e1: (2, 0)·u >= 1 and (0, -5)·u >= 1, so u = (1/2, -1/5);
+# without x_2's row u = (1/2, 0).
+RELU_X = np.array([[[1.0, 0.0], [-1.0, 0.0], [1.0, 5.0]]])
+RELU_V = np.array([[1.0], [0.0]])
+
+
+def _relu_data() -> sg.TokenData:
+    return sg.TokenData(RELU_X, Z=E1, v=np.ones(2))
+
+
+def test_relu_zero_cost_row_by_hand() -> None:
+    O = np.array([[True, False, False]])
+    probs = [[1.0 - 2e-9, 1e-9, 1e-9]]
+    kw = {"probs": probs, "head": "relu", "V": RELU_V, "v": [1.0]}
+    gen = sg.gen_svm(_relu_data(), O, **kw)
+    np.testing.assert_allclose(gen.cost_fixed, [[np.nan, 2.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(gen.cost_envelope, [[np.nan, 2.0, 0.0]], atol=1e-12)
+    np.testing.assert_array_equal(gen.zero_cost, [[False, False, True]])
+    assert gen.dropped is None
+    np.testing.assert_allclose(gen.W_dir, [[0.5, 0.0], [-0.2, 0.0]], atol=1e-9)
+    drop = sg.gen_svm(_relu_data(), O, drop_zero_cost=True, **kw)
+    np.testing.assert_array_equal(drop.dropped, [[False, False, True]])
+    assert "svmgeo's extension" in drop.note and drop.note.startswith("conjecture")
+    assert drop.svm.constraints.n_margin == 1
+    np.testing.assert_allclose(drop.W_dir, [[0.5, 0.0], [0.0, 0.0]], atol=1e-9)
+
+
+def test_linear_head_costs_are_score_gaps() -> None:
+    # |O| = 1, linear head: c = gamma_alpha - gamma_tau under both methods (no freedom in O)
+    data = sg.random_data(3, 4, 5, seed=7)
+    alpha = sg.optimal_tokens(data)
+    O = np.zeros((3, 4), dtype=bool)
+    O[np.arange(3), alpha] = True
+    probs = np.where(O, 1.0 - 3e-9, 1e-9)
+    gen = sg.gen_svm(data, O, probs=probs, head="linear")
+    g = sg.token_scores(data)
+    want = np.where(O, np.nan, g[np.arange(3), alpha][:, None] - g)
+    np.testing.assert_allclose(gen.cost_fixed, want, rtol=1e-12)
+    np.testing.assert_allclose(gen.cost_envelope, want, rtol=1e-12)
+    assert not gen.zero_cost.any()  # type: ignore[union-attr]
+
+
+def test_envelope_cost_on_a_kink_by_hand() -> None:
+    # h(x) = -|x_1| = -ReLU(x_1) - ReLU(-x_1); O = {0, 1} with x_0 = (1, 0), x_1 = (-1, 0)
+    # in equal parts: the composition sits on the kink x_1 = 0, the head's maximum.
+    # tau = (2, 0): fixed cost |2| = 2, but re-weighting O keeps the mean at 0: envelope 0.
+    # tau = (0, 3): 0 under both.
+    X = np.array([[[1.0, 0.0], [-1.0, 0.0], [2.0, 0.0], [0.0, 3.0]]])
+    data = sg.TokenData(X, Z=E1, v=np.ones(2))
+    V = np.array([[1.0, -1.0], [0.0, 0.0]])
+    O = np.array([[True, True, False, False]])
+    probs = [[0.5 - 1e-9, 0.5 - 1e-9, 1e-9, 1e-9]]
+    gen = sg.gen_svm(data, O, probs=probs, head="relu", V=V, v=[-1.0, -1.0])
+    np.testing.assert_allclose(gen.cost_fixed, [[np.nan, np.nan, 2.0, 0.0]], atol=1e-7)
+    np.testing.assert_allclose(gen.cost_envelope, [[np.nan, np.nan, 0.0, 0.0]], atol=1e-7)
+    np.testing.assert_array_equal(gen.zero_cost, [[False, False, True, True]])
+    # h(x) = ReLU(x_1) at the same composition is not maximal inside O: envelope undefined
+    up = sg.gen_svm(data, O, probs=probs, head="relu", V=V[:, :1], v=[1.0])
+    assert np.isnan(up.cost_envelope).all()  # type: ignore[arg-type]
+
+
+def test_cost_arguments() -> None:
+    with pytest.raises(sg.ProblemError, match="drop_zero_cost"):
+        sg.gen_svm(_pair_data(), PAIR_O, drop_zero_cost=True)
+    with pytest.raises(sg.ProblemError, match="need probs"):
+        sg.gen_svm(_pair_data(), PAIR_O, head="linear")
+    with pytest.raises(sg.ProblemError, match=r"head='relu'.*needs V"):
+        sg.gen_svm(_pair_data(), PAIR_O, probs=[[0.5, 0.5 - 1e-8, 1e-8]], head="relu")
+    with pytest.raises(sg.ProblemError, match="needs lam"):
+        sg.gen_svm(_pair_data(), PAIR_O, probs=[[0.5, 0.5 - 1e-8, 1e-8]], head="concave")
+    with pytest.raises(sg.ProblemError, match="'head'"):
+        sg.gen_svm(_pair_data(), PAIR_O, probs=[[0.5, 0.5 - 1e-8, 1e-8]], head="tanh")

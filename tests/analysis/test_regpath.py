@@ -225,7 +225,7 @@ def test_local_path_with_a_finite_minimizer() -> None:
     radii = [4, 8, 16, 32, 64, 128]
     with warnings.catch_warnings():
         warnings.simplefilter("error", sg.ConvergenceWarning)
-        path = sg.regularization_path(data, radii, alpha=alpha, eps=eps)
+        path = sg.regularization_path(data, radii, alpha=alpha, eps=eps, local_set="ball")
     assert path.converged.all()
     for W in path.W:
         assert sg.in_score_cone(data, alpha, W, eps)
@@ -254,6 +254,19 @@ def _selection_risk(data: sg.TokenData, alpha: np.ndarray, loss: str) -> float:
         "correlation": -gamma,
     }[loss]
     return float(np.mean(ell))
+
+
+def _non_optimal_lot(
+    seed: int, alpha: list[int]
+) -> tuple[sg.TokenData, np.ndarray, np.ndarray, float]:
+    """``(data, alpha, W^mm_alpha, eps_max / 2)`` for a non-optimal LOT of ``_data(seed)``."""
+    data = _data(seed)
+    a = np.array(alpha)
+    assert sg.is_locally_optimal(data, a)
+    assert not np.array_equal(a, sg.optimal_tokens(data))
+    W_a = sg.att_svm(data, a).W
+    assert W_a is not None
+    return data, a, W_a, float(0.5 * sg.score_cone_margin(data, a, W_a) / np.linalg.norm(W_a))
 
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
@@ -308,16 +321,10 @@ def test_selection_gap(loss: str) -> None:
 def test_local_path_for_a_non_optimal_lot(
     seed: int, alpha: list[int], radii: list[float], min_corr: float
 ) -> None:
-    data = _data(seed)
-    a = np.array(alpha)
-    assert sg.is_locally_optimal(data, a)
-    assert not np.array_equal(a, sg.optimal_tokens(data))
-    W_a = sg.att_svm(data, a).W
-    assert W_a is not None
-    eps = 0.5 * sg.score_cone_margin(data, a, W_a) / np.linalg.norm(W_a)
+    data, a, W_a, eps = _non_optimal_lot(seed, alpha)
     with warnings.catch_warnings():
         warnings.simplefilter("error", sg.ConvergenceWarning)
-        path = sg.regularization_path(data, radii, alpha=a, eps=eps)
+        path = sg.regularization_path(data, radii, alpha=a, eps=eps, local_set="ball")
     assert path.converged.all() and np.all(path.stationarity <= 1e-6)
     np.testing.assert_allclose(np.linalg.norm(path.W, axis=(1, 2)), radii, rtol=1e-9)
     for W in path.W:
@@ -332,6 +339,96 @@ def test_local_path_for_a_non_optimal_lot(
     assert corr[-1] > min_corr
     glob = sg.regularization_path(data, radii)
     assert np.all(path.loss >= glob.loss - 1e-12)  # a restriction cannot do better
+
+
+# ---------------------------------------------------------------- local path on the sphere
+
+# The 13 non-optimal LOTs of docs/analysis.md: random_data(4, 5, 8, seed=s, score_gap=0.05),
+# s = 0 ... 11, at most three per seed (found with sg.locally_optimal_selections). On the ball
+# (the statement as read) 7 of them end at a finite W with L < L_alpha (MATH-NOTES §1.2).
+LOT13 = [
+    (2, [0, 2, 4, 3]),
+    (3, [2, 0, 0, 1]),
+    (3, [2, 0, 3, 1]),
+    (3, [2, 2, 0, 1]),
+    (5, [1, 4, 1, 4]),
+    (6, [4, 1, 0, 0]),
+    (6, [4, 1, 0, 1]),
+    (6, [4, 1, 2, 0]),
+    (8, [3, 3, 3, 2]),
+    (9, [0, 4, 3, 4]),
+    (11, [0, 0, 0, 4]),
+    (11, [0, 0, 4, 4]),
+    (11, [2, 0, 4, 2]),
+]
+SPHERE_RADII = [32, 128, 512]
+
+
+def _sphere_path(seed: int, alpha: list[int]) -> sg.RegularizationPath:
+    data, a, W_a, eps = _non_optimal_lot(seed, alpha)
+    with warnings.catch_warnings():
+        # measured: a few intermediate radii stop above tol (seed 5 at R = 32, seed 11
+        # [0, 0, 0, 4] at R = 128, seed 3 [2, 0, 0, 1] at R = 32: 1.1e-6); not the last one
+        warnings.simplefilter("ignore", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, SPHERE_RADII, alpha=a, eps=eps)
+    assert path.local_set == "sphere"
+    np.testing.assert_allclose(np.linalg.norm(path.W, axis=(1, 2)), SPHERE_RADII, rtol=1e-9)
+    for W in path.W:
+        assert sg.in_score_cone(data, a, W, eps)
+    assert path.correlation is not None
+    np.testing.assert_allclose(path.correlation, [sg.correlation(W, W_a) for W in path.W])
+    return path
+
+
+def _check_sphere_converges(path: sg.RegularizationPath) -> None:
+    assert path.correlation is not None
+    # measured (docs/regpath.md): 1 - corr <= 8.3e-5 at R = 512 on all 13 cases
+    assert 1.0 - path.correlation[-1] <= 1e-4
+    assert path.converged[-1] and path.stationarity[-1] <= 1e-6
+
+
+@pytest.mark.parametrize(("seed", "alpha"), [(9, [0, 4, 3, 4]), (6, [4, 1, 0, 1])])
+def test_sphere_path_converges_where_the_ball_path_does_not(seed: int, alpha: list[int]) -> None:
+    # two former failures of the ball path (finite minimizer with L < L_alpha, ||W|| ~ 12-17)
+    path = _sphere_path(seed, alpha)
+    _check_sphere_converges(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("seed", "alpha"), LOT13, ids=[f"{s}-{a}" for s, a in LOT13])
+def test_sphere_path_converges_on_the_13_lot_cases(seed: int, alpha: list[int]) -> None:
+    path = _sphere_path(seed, alpha)
+    _check_sphere_converges(path)
+
+
+def test_ball_counterexample_and_sphere_path() -> None:
+    # MATH-NOTES §1.2: one sequence, z = e1, v = e3, tokens x_alpha = (1, 0, 1),
+    # x_t = 0, x_tau = (-P, 0, 1 + D), P = 20, D = 10. alpha = 0 is a LOT (its only support
+    # token t scores lower); W_0 = 0.05 e1 e1^T is in C_eps for every eps <= P and has
+    # L(W_0) < L_alpha, so every ball minimizer beats L_alpha at a norm below log(D)/eps and
+    # the ball path cannot turn towards W^mm_alpha. On the sphere L >= L_alpha for R >= R_0.
+    X = np.array([[[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-20.0, 0.0, 11.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0, 0.0]]), v=np.array([0.0, 0.0, 1.0]))
+    a = np.array([0])
+    assert sg.is_locally_optimal(data, a)
+    W_a = sg.att_svm(data, a).W
+    assert W_a is not None
+    np.testing.assert_allclose(W_a, 0.5 * np.array([[1, 0, 0], [0, 0, 0], [1, 0, 0]]), atol=1e-9)
+    eps = 0.5 * sg.score_cone_margin(data, a, W_a) / np.linalg.norm(W_a)
+    L_a = _selection_risk(data, a, "logistic")
+    W0 = np.zeros((3, 3))
+    W0[0, 0] = 0.05
+    assert sg.in_score_cone(data, a, W0, eps)
+    assert loss_and_grad(data, W0)[0] < L_a - 0.19  # measured: L(W_0) - L_alpha = -0.199
+    radii = [1.0, 4.0, 16.0, 64.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, radii, alpha=a, eps=eps)
+    assert path.converged.all()
+    np.testing.assert_allclose(np.linalg.norm(path.W, axis=(1, 2)), radii, rtol=1e-9)
+    assert path.correlation is not None
+    assert 1.0 - path.correlation[-1] <= 1e-12
+    assert np.all(path.loss[1:] >= L_a * (1 - 1e-12))  # beyond R_0 = log(D)/eps, L >= L_alpha
 
 
 # ---------------------------------------------------------------- bad input
@@ -368,6 +465,12 @@ def test_bad_input() -> None:
         sg.regularization_path(data2, [1], param="KQ", alpha=alpha2, eps=0.01)
     with pytest.raises(sg.ProblemError, match="TokenData"):
         sg.regularization_path(np.zeros((2, 3, 4)), [1])  # type: ignore[arg-type]
+    with pytest.raises(sg.ProblemError, match=r"'local_set'.*local path only"):
+        sg.regularization_path(data, [1], local_set="ball")
+    with pytest.raises(sg.ProblemError, match="'local_set'"):
+        sg.regularization_path(data2, [1], alpha=alpha2, eps=0.01, local_set="disc")
+    with pytest.raises(sg.ProblemError, match="nonzero"):
+        sg.regularization_path(data2, [1], alpha=alpha2, eps=0.01, init=np.zeros((8, 8)))
 
 
 def test_not_converged_warns() -> None:

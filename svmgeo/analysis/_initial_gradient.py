@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Theorem 4's good-initial-gradient condition and its cone; the step-size bound :math:`L_W`.
+
+.. math::
+
+    \langle \nabla L(0),\, W^{\mathrm{mm}} \rangle < 0, \qquad
+    C_{\mu,R}(W^{\mathrm{mm}}) = \Big\{ W : \|W\|_F \ge R,\
+    \Big\langle \frac{W}{\|W\|_F}, \frac{W^{\mathrm{mm}}}{\|W^{\mathrm{mm}}\|_F} \Big\rangle
+    \ge 1 - \mu \Big\}.
+
+Theorem 4 of Tarzanagh et al. (*theorem*, W-parameterization, linear head; the wording here is
+reconstructed, MATH-NOTES §0 [R]): under Assumption A, unique optimal tokens and Att-SVM(opt)
+feasible, a good initial gradient gives a cone around :math:`W^{\mathrm{mm}}` free of stationary
+points at large norm, and GD with :math:`\eta \le 1/L_W` converges in direction to
+:math:`W^{\mathrm{mm}}` *if its iterates stay in that cone*. GD from zero is not covered
+without that proviso.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._linalg import correlation
+from .._validation import check_option
+from ..data import TokenData
+from ..gd import loss_and_grad
+from ..gd._config import LOSSES
+from ._cones import in_cone
+
+__all__ = ["InitialGradient", "good_initial_gradient", "gradient_lipschitz_bound"]
+
+_WHERE = "good_initial_gradient"
+
+
+@dataclass(frozen=True, eq=False)
+class InitialGradient:
+    r"""Theorem 4's condition at :math:`W = 0` and the theorem's hypotheses.
+
+    Attributes
+    ----------
+    good : bool
+        :math:`\langle \nabla L(0), W^{\mathrm{mm}}\rangle < 0` (False when a hypothesis fails
+        or Att-SVM(opt) is infeasible).
+    inner : float
+        :math:`\langle \nabla L(0), W^{\mathrm{mm}}\rangle` (NaN without :math:`W^{\mathrm{mm}}`).
+    correlation : float
+        :math:`\mathrm{corr}(-\nabla L(0), W^{\mathrm{mm}})` (NaN without it, or at
+        :math:`\nabla L(0) = 0`).
+    mu_first_step : float
+        :math:`1 - \mathrm{corr}`: the narrowest cone :math:`C_\mu` that holds GD's first step
+        from zero, :math:`-\eta\nabla L(0)`.
+    grad0 : ndarray of shape (d, d)
+        :math:`\nabla L(0)`.
+    W_mm : ndarray of shape (d, d) or None
+        Att-SVM(opt) (Frobenius).
+    lipschitz : float
+        :math:`L_W`, an upper bound on the Lipschitz constant of :math:`\nabla L`
+        (:func:`gradient_lipschitz_bound`); the theorem's steps are :math:`\eta \le 1/L_W`.
+    hypotheses : tuple of str
+        The theorem's hypotheses that fail (empty when all hold).
+    loss : str
+    """
+
+    good: bool
+    inner: float
+    correlation: float
+    mu_first_step: float
+    grad0: np.ndarray
+    W_mm: np.ndarray | None
+    lipschitz: float
+    hypotheses: tuple[str, ...]
+    loss: str
+
+    @property
+    def max_step(self) -> float:
+        r""":math:`1/L_W`."""
+        return 1.0 / self.lipschitz if self.lipschitz > 0.0 else math.inf
+
+    def in_cone(self, W: Any, mu: float, R: float = 0.0) -> bool:
+        r"""Whether W lies in :math:`C_{\mu,R}(W^{\mathrm{mm}})` (:func:`~svmgeo.in_cone`)."""
+        if self.W_mm is None:
+            raise ProblemError("in_cone needs W_mm: Att-SVM(opt) is infeasible for this data.")
+        return in_cone(W, self.W_mm, mu, R)
+
+
+def _loss_bounds(loss: str, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(M0, M1)``: :math:`\sup|\ell'|` and :math:`\sup|\ell''|` over :math:`u \in [lo, hi]`."""
+    if loss == "logistic":
+        return np.ones_like(lo), np.full_like(lo, 0.25)
+    if loss == "exponential":
+        e = np.exp(-lo)
+        return e, e
+    return np.ones_like(lo), np.zeros_like(lo)  # correlation: l(u) = -u
+
+
+def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
+    r"""An upper bound :math:`L_W` on the Lipschitz constant of :math:`\nabla L` (linear head).
+
+    .. math::
+
+        L_W = \frac1n \sum_{i,k} \|X_{ik}\|_2^2\,\|z_{ik}\|^2
+        \Big(M_1 \frac{\Delta_{ik}^2}{4} + M_0 \Delta_{ik}\Big),
+
+    with :math:`X_{ik}` the tokens query (i, k) sees, :math:`\Delta_{ik}` the spread of their
+    scores :math:`\gamma_{ikt}`, and :math:`M_0, M_1` the suprema of :math:`|\ell'|,
+    |\ell''|` over :math:`[\min_t\gamma_{ikt}, \max_t\gamma_{ikt}]` (which holds
+    :math:`Y f`). *svmgeo's bound* (the paper states its own constant): with
+    :math:`f = \mathbb E_s[\gamma]`, the first and second derivatives of f in the logits are
+    the covariance and third central moment under s, bounded by :math:`\Delta/2` and
+    :math:`\Delta` times the directions' norms, and :math:`\|X W z\| \le \|X\|_2 \|W\|_F
+    \|z\|`.
+    """
+    from ..selection import _scores_full
+
+    check_option(loss, "loss", LOSSES, where="gradient_lipschitz_bound")
+    S = _scores_full(data)  # (n, K, T)
+    vis = np.asarray(data.visible)
+    X = np.asarray(data.X)
+    Z = np.asarray(data.queries)
+    lo = np.where(vis, S, np.inf).min(axis=2)
+    hi = np.where(vis, S, -np.inf).max(axis=2)
+    M0, M1 = _loss_bounds(loss, lo, hi)
+    spread = hi - lo
+    total = 0.0
+    for i in range(data.n):
+        for k in range(data.K):
+            Xv = X[i][vis[i, k]]
+            x2 = float(np.linalg.norm(Xv, 2)) ** 2
+            z2 = float(Z[i, k] @ Z[i, k])
+            total += x2 * z2 * (M1[i, k] * spread[i, k] ** 2 / 4.0 + M0[i, k] * spread[i, k])
+    return total / data.n
+
+
+def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> InitialGradient:
+    r"""Theorem 4's good-initial-gradient condition, :math:`\langle\nabla L(0), W^{\mathrm{mm}}
+    \rangle < 0`, with the theorem's hypotheses checked.
+
+    .. math::
+
+        \nabla L(0) = \frac1n \sum_{i,k} \ell'(\bar\gamma_{ik})\,
+        X_{ik}^\top\Big(\tfrac1{T_{ik}}\big(\gamma_{ik} - \bar\gamma_{ik}\mathbf 1\big)\Big)
+        z_{ik}^\top
+
+    (uniform attention at W = 0, :math:`\bar\gamma` the mean visible score), and
+    :math:`W^{\mathrm{mm}}` = Att-SVM(opt).
+
+    Parameters
+    ----------
+    data : TokenData
+        With the linear head (token scores from ``v`` or ``scores``).
+    loss : {"logistic", "exponential", "correlation"}
+
+    Returns
+    -------
+    InitialGradient
+        ``good`` is the condition; ``hypotheses`` lists what fails of the theorem's
+        hypotheses (unique optimal tokens, Att-SVM(opt) feasible). The loss and head are
+        svmgeo's (Assumption A: each loss is strictly decreasing with a Lipschitz derivative
+        on the bounded range of :math:`Yf`). ``in_cone(W, mu, R)`` tests
+        :math:`C_{\mu,R}(W^{\mathrm{mm}})`; ``lipschitz`` is :math:`L_W`.
+
+    Raises
+    ------
+    ProblemError
+        ``data`` not a TokenData, data without linear-head scores, unknown loss.
+
+    References
+    ----------
+    .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
+       Machines", arXiv:2308.16898, Theorem 4.
+    """
+    from ..selection import optimal_token_sets
+    from ..solvers import att_svm
+
+    if not isinstance(data, TokenData):
+        raise ProblemError(
+            f"{_WHERE} takes a svmgeo.TokenData as data; got {type(data).__name__}. "
+            "Build one with svmgeo.TokenData(X, Y=..., v=...) or svmgeo.random_data(...)."
+        )
+    check_option(loss, "loss", LOSSES, where=_WHERE)
+    d = data.d
+    _, G0 = loss_and_grad(data, np.zeros((d, d)), loss=loss)
+    G0 = np.asarray(G0)
+    failed: list[str] = []
+    sets = optimal_token_sets(data)
+    W_mm = None
+    if np.any(sets.sum(axis=-1) > 1):
+        failed.append("unique optimal tokens (some query has tied optimal tokens)")
+    else:
+        svm = att_svm(data, np.argmax(sets, axis=-1))
+        if svm.W is None:
+            failed.append(f"Att-SVM(opt) feasible ({svm.message})")
+        else:
+            W_mm = np.asarray(svm.W)
+    inner = corr = math.nan
+    if W_mm is not None:
+        inner = float(np.vdot(G0, W_mm))
+        if np.any(G0):
+            corr = correlation(-G0, W_mm)
+    good = not failed and inner < 0.0
+    return InitialGradient(
+        good=bool(good),
+        inner=inner,
+        correlation=corr,
+        mu_first_step=1.0 - corr,
+        grad0=G0,
+        W_mm=W_mm,
+        lipschitz=gradient_lipschitz_bound(data, loss),
+        hypotheses=tuple(failed),
+        loss=loss,
+    )
