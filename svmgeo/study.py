@@ -18,6 +18,7 @@ One call answers the questions a researcher asks of their own data before and af
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -389,7 +390,7 @@ def study(
     bar.update()
 
     t0 = step(steps[3])
-    space = int(np.prod([float(c) for c in np.asarray(data.visible).sum(axis=2).ravel()]))
+    space = math.prod(int(c) for c in np.asarray(data.visible).sum(axis=2).ravel())  # exact int
     lots: dict[str, Any] = {
         "count": None,
         "space": space,
