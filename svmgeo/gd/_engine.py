@@ -185,7 +185,12 @@ _MESSAGES = {
     StopStatus.CONVERGED: "stopped after {n} steps: the gradient norm reached tol",
     StopStatus.SATURATED: "stopped after {n} steps: every softmax reached 1 - saturation_tol",
     StopStatus.CALLBACK: "stopped after {n} steps by the callback (StopIteration)",
-    StopStatus.NON_FINITE: "stopped after {n} steps: a step would have been non-finite",
+    StopStatus.NON_FINITE: "stopped after {n} steps: a step would have produced NaN",
+    StopStatus.OVERFLOW: (
+        "stopped after {n} steps: the next step would have taken the weights (or the initial "
+        "weights are) past the largest norm float64 represents here (||W||_F <= 1e150, less for large data); lower step_size "
+        "or rescale init (only the direction of W matters for the selection)"
+    ),
 }
 
 
@@ -282,9 +287,19 @@ class GradientDescent:
         P1, P2, _ = _init_params(cfg, problem.B, problem.d)
         k = self.kernels
         B = problem.B
-        return GDState(
-            k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), np.zeros(B, np.int64)
-        )
+        is_kq = cfg.param == "KQ"
+        params = [P1, P2] if is_kq else [P1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            W0 = np.einsum("bdm,bem->bde", P1, P2) if is_kq else P1
+        if not np.all(np.isfinite(W0)):
+            raise ProblemError(
+                "init gives W = K Q^T with non-finite entries (the factors' norms multiply past "
+                "float64's range); rescale init so that ||K||_F ||Q||_F <= 1e150."
+            )
+        # a start beyond the representable norms stops at once, with status OVERFLOW
+        outside = ~_xp.within_limit(params, is_kq, problem.max_norm, np)
+        status = np.where(outside, CODE_OF[StopStatus.OVERFLOW], RUNNING).astype(np.int64)
+        return GDState(k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), status)
 
     def update(self, state: GDState, n_steps: int = 1) -> GDState:
         """Advance every running instance by up to ``n_steps`` steps."""
@@ -313,7 +328,7 @@ class GradientDescent:
         out["log_grad_norm"] = k.to_numpy(glog)
         out["grad_norm"] = np.exp(out["log_grad_norm"])
         out["W"] = k.to_numpy(W)
-        out["W_norm"] = np.linalg.norm(out["W"].reshape(out["W"].shape[0], -1), axis=1)
+        out["W_norm"] = _xp.frobenius(out["W"], np)  # scaled: finite for every finite W
         out["step"] = state.steps.copy()
         return out
 
