@@ -27,14 +27,13 @@ import numba
 import numpy as np
 from numba import prange
 
-_config: Any = numba.config  # numba's settings module (untyped for mypy)
-
 from ._problem import NORM_LIMIT
 from ._xp import UNDERFLOW
 
 __all__ = ["advance", "cache_dir", "grad_batch", "grad_one", "run_one"]
 
 _NEG_INF = -np.inf
+_config: Any = numba.config  # numba's settings module (untyped for mypy)
 
 
 def cache_dir() -> str:
