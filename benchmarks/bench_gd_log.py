@@ -91,7 +91,7 @@ def main() -> None:
             data, n_steps=n, step_size=0.1, record_every=1000, record=("W", "selected", "grad_norm")
         )
         seconds = time.perf_counter() - start
-        selected = run.history.selected[-1][:, 0]
+        selected = run.history.selected[-1]  # shape (n,), as alpha
         if not np.array_equal(selected, alpha):
             print(
                 f"seed {seed}: GD selects {selected.tolist()} != opt {alpha.tolist()} (local direction); skipped"

@@ -495,7 +495,7 @@ def verify(
     hist = run.history
     assert hist.W is not None and hist.max_prob is not None and hist.selected is not None
     assert hist.W_norm is not None
-    sel_full = np.asarray(hist.selected[-1], dtype=np.int64)  # (n, K)
+    sel_full = np.asarray(hist.selected[-1], dtype=np.int64).reshape(data.n, data.K)
     selection = sel_full[:, 0] if data.single_query else sel_full
 
     opt_sets = optimal_token_sets(sdata)
@@ -548,7 +548,6 @@ def verify(
     if head != "linear":
         P = hist.probs[-1] if hist.probs is not None else None
         assert P is not None
-        P = P[:, 0] if data.single_query else P
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # counted in n_ambiguous instead
             sets = selected_sets(P)

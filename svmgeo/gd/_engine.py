@@ -71,9 +71,11 @@ class History:
         stays finite after the norm itself underflows.
     W_norm : ndarray of shape (R,)
         :math:`\|W\|_F`.
-    max_prob, selected : ndarray of shape (R, n, K)
-        Largest softmax probability of each query and its key (the selected token).
-    probs : ndarray of shape (R, n, K, T)
+    max_prob, selected : ndarray of shape (R, n, K), or (R, n) for one query per sequence
+        Largest softmax probability of each query and its key (the selected token):
+        ``selected[-1]`` has the shape of a selection (``data.selection_shape``), as
+        :func:`~svmgeo.optimal_tokens` returns it.
+    probs : ndarray of shape (R, n, K, T), or (R, n, T) for one query per sequence
         Softmax probabilities.
     W : ndarray of shape (R, d, d)
         Snapshots of W (:math:`KQ^\top` for ``param="KQ"``).
@@ -330,6 +332,9 @@ class GradientDescent:
         out["W"] = k.to_numpy(W)
         out["W_norm"] = _xp.frobenius(out["W"], np)  # scaled: finite for every finite W
         out["step"] = state.steps.copy()
+        if k.problem.single_query:  # one query per sequence: (B, n) like a selection
+            for key in ("max_prob", "selected", "probs"):
+                out[key] = out[key][:, :, 0]
         return out
 
     def run(

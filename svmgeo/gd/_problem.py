@@ -49,6 +49,7 @@ class Problem:
     hV: np.ndarray
     hw: np.ndarray
     lam: np.ndarray
+    single_query: bool = False  # every dataset has one query per sequence (K axis dropped)
 
     @property
     def B(self) -> int:
@@ -174,7 +175,8 @@ def make_problem(
         )
     # writeable C arrays: one compiled signature for every call (no read-only broadcast views)
     c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr)]
-    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7])
+    single = all(dd.single_query for dd in datasets)
+    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7], single)
 
 
 _STACKED = ("X", "Y", "Z", "v", "query", "mask")
