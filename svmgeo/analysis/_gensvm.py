@@ -22,6 +22,7 @@ import numpy as np
 
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
+from .._summary import summarized
 from .._validation import check_array, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
@@ -33,6 +34,7 @@ __all__ = ["GenSVMResult", "SelectedSets", "gen_svm", "selected_sets"]
 _SUM_TOL = 1e-6
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class SelectedSets:
     r"""Selected, masked and ambiguous tokens read off softmax probabilities.
@@ -142,6 +144,7 @@ def selected_sets(
     return SelectedSets(sel, mas, amb, selected_tol, masked_tol)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class GenSVMResult:
     r"""Gen-SVM components for selected sets :math:`O_{ik}`.

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import ProblemError
+from .._summary import summarized
 from .._validation import check_array, check_real
 from ..data import TokenData
 from . import _xp
@@ -52,6 +53,7 @@ class GDState(NamedTuple):
     status: np.ndarray
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class History:
     r"""What a run recorded, one entry per record point (start, every ``record_every`` steps,
@@ -93,6 +95,7 @@ class History:
     W: np.ndarray | None = None
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class GDRun:
     """Result of :func:`train`.
@@ -124,6 +127,7 @@ class GDRun:
     seconds: float
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class BatchRun:
     """Result of :func:`train_batch`: arrays with a leading instance axis B.
@@ -200,6 +204,7 @@ def _message(status: StopStatus, n: int) -> str:
     return _MESSAGES[status].format(n=n)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class Intermediate:
     """What the callback receives at each record point (shapes as in :class:`History`
