@@ -71,6 +71,7 @@ def query_projector(queries: np.ndarray) -> np.ndarray:
     ndarray of shape (d, d)
         Every Att-SVM solution satisfies :math:`W = W P_Z`.
     """
-    Z = np.asarray(queries).reshape(-1, np.asarray(queries).shape[-1])
+    Q = check_array(queries, "queries", ndim=(1, 2, 3, 4))
+    Z = Q.reshape(-1, Q.shape[-1])
     U = orthonormal_basis(Z)
     return U @ U.T

@@ -211,6 +211,8 @@ def _check_figure(path: str) -> None:
 
 def _save_path(path: str) -> str:
     """``--save``'s file as numpy writes it (``.npz`` appended when missing), checked."""
+    if os.path.isdir(path):
+        raise ProblemError(f"--save {path}: is a directory; give a file name.")
     return _check_output(path if path.endswith(".npz") else f"{path}.npz", "--save")
 
 

@@ -446,6 +446,8 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
         archive, a truncated one, pickled objects, missing or malformed entries), or was
         written by a newer svmgeo (format version above this one's).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
     name = os.fspath(path)
     if (
         not os.path.exists(name)
