@@ -121,7 +121,7 @@ def run_w(seed: int, n_steps: int, textbook: bool) -> tuple[WRow, sg.GDRun, np.n
         record=("W", "selected", "grad_norm"),
     )  # fmt: skip
     seconds = time.perf_counter() - start
-    selected = recorded(run, "selected")[..., 0]  # (records, n): one query per sequence
+    selected = recorded(run, "selected")  # (records, n): one query per sequence
     final = selected[-1]
     moved = np.flatnonzero(np.any(selected != final, axis=1))
     settled = int(run.history.step[moved[-1] + 1]) if moved.size else 0

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import ProblemError
+from ._validation import check_array
 
 __all__ = ["correlation", "orthonormal_basis", "query_projector"]
 
@@ -18,6 +19,7 @@ def correlation(W1: Any, W2: Any) -> float:
     Parameters
     ----------
     W1, W2 : array of equal shape
+        Finite (a :class:`~svmgeo.ProblemError` otherwise).
 
     Returns
     -------
@@ -25,8 +27,14 @@ def correlation(W1: Any, W2: Any) -> float:
         In :math:`[-1, 1]`; 0 when either matrix is zero (the direction is undefined). Safe at
         huge norms (scaled before the inner product).
     """
-    A = np.asarray(W1, dtype=float)
-    B = np.asarray(W2, dtype=float)
+    A = check_array(W1, "W1", ndim=(1, 2, 3), finite=False)
+    B = check_array(W2, "W2", ndim=(1, 2, 3), finite=False)
+    for name, M in (("W1", A), ("W2", B)):
+        if not np.all(np.isfinite(M)):
+            raise ProblemError(
+                f"correlation needs finite matrices; {name} holds NaN or inf. A diverged "
+                "iterate has no direction: check the run's status (e.g. StopStatus.OVERFLOW)."
+            )
     if A.shape != B.shape:
         raise ProblemError(
             f"correlation needs matrices of equal shape; got {A.shape} and {B.shape}."
@@ -63,6 +71,7 @@ def query_projector(queries: np.ndarray) -> np.ndarray:
     ndarray of shape (d, d)
         Every Att-SVM solution satisfies :math:`W = W P_Z`.
     """
-    Z = np.asarray(queries).reshape(-1, np.asarray(queries).shape[-1])
+    Q = check_array(queries, "queries", ndim=(1, 2, 3, 4))
+    Z = Q.reshape(-1, Q.shape[-1])
     U = orthonormal_basis(Z)
     return U @ U.T

@@ -53,6 +53,11 @@ def check_array(
         raise ProblemError(
             f"{name} must be a numeric array; got an object array (ragged nested lists?). {hint}"
         )
+    if np.iscomplexobj(arr):
+        raise ProblemError(
+            f"{name} must be real; got complex dtype {arr.dtype}. Pass np.real({name}) if the "
+            "imaginary part is meant to be zero."
+        )
     if dtype is np.float64:
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
             raise ProblemError(f"{name} must be numeric; got dtype {arr.dtype}. {hint}".strip())

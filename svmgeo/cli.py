@@ -1,73 +1,231 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The ``svmgeo`` command line.
 
-``svmgeo solve`` and ``svmgeo feasibility`` work on an ``.npz`` dataset (see
-:func:`svmgeo.save_data`) or on the built-in random generator. Output is a readable summary, or
-JSON with ``--json``. ``svmgeo reproduce NAME [--quick] --out DIR`` runs one of the paper's
-experiments (``--list`` names them).
+``svmgeo solve``, ``feasibility``, ``lots``, ``train`` and ``verify`` work on an ``.npz``
+dataset (see :func:`svmgeo.save_data`) or on the built-in random generator; ``svmgeo reproduce
+NAME [--quick] --out DIR`` runs one of the paper's experiments (``--list`` names them). Output is
+a readable summary, or JSON with ``--json`` (non-finite numbers are written as ``null``).
+
+The contract: bad input (an argument, a data file, an output path) exits with status 2 and one
+line on stderr, before any computation starts. Heavy modules are imported only when a command
+runs, so ``svmgeo --help`` answers at the cost of ``import svmgeo``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import numbers
+import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import numpy as np
+from . import __version__
+from ._errors import ProblemError, SvmgeoError
 
-from .analysis import locally_optimal_selections
-from .data import TokenData, load_data, random_data
-from .gd import train
-from .selection import optimal_tokens
-from .solvers import att_svm, feasibility
-from .verify import verify
+if TYPE_CHECKING:
+    import numpy as np
 
-__all__ = ["add_sweep_arguments", "main", "sweep_options"]
+    from .data import TokenData
 
+__all__ = ["add_sweep_arguments", "build_parser", "main", "sweep_options"]
 
-def _add_data_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("data (an .npz file, or the built-in generator)")
-    g.add_argument("--data", metavar="FILE", help="dataset written by svmgeo.save_data")
-    g.add_argument("--n", type=int, default=20, help="sequences (generator; default 20)")
-    g.add_argument("--T", type=int, default=10, help="tokens per sequence (default 10)")
-    g.add_argument("--d", type=int, default=20, help="feature dimension (default 20)")
-    g.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    g.add_argument(
-        "--query",
-        default=None,
-        help="self-attention query position, or 'all' (default: cross-attention)",
-    )
-    g.add_argument("--causal", action="store_true", help="causal mask (needs --query all)")
-    p.add_argument(
-        "--alpha",
-        default=None,
-        help="comma-separated selection (one token per sequence); default: optimal tokens",
-    )
-    p.add_argument("--json", action="store_true", help="print JSON instead of a summary")
+# the built-in generator's defaults (None on the parser: "given" is told apart from "default")
+_GENERATOR = {"n": 20, "T": 10, "d": 20, "seed": 0}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with svmgeo's error contract: exit status 2 and one line on stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see '{self.prog} --help')\n")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+# -- argument types (argparse turns ArgumentTypeError into a one-line usage error) ------------
+def _integer(low: int, what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {what}; got {value}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in some messages
+    return parse
+
+
+def _real(low: float, strict: bool, what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}") from None
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+_positive = _integer(1, "an integer >= 1")
+_nonnegative = _integer(0, "an integer >= 0")
+_step = _real(0.0, True, "a finite number > 0")
+_scale = _real(0.0, False, "a finite number >= 0")
+
+
+def _query(text: str) -> int | str:
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a token position (an integer) or 'all'; got {text!r}"
+        ) from None
+
+
+# -- data, selection and output paths ------------------------------------------------------
 def _load(args: argparse.Namespace) -> TokenData:
-    if args.data:
+    """The dataset of a command: ``--data FILE`` or the built-in generator."""
+    from .data import load_data, random_data
+
+    given = [f"--{k}" for k in ("n", "T", "d", "query") if getattr(args, k) is not None]
+    given += ["--causal"] if args.causal else []
+    if args.data is not None:
+        if args.seed is not None and not args.seeds_gd:
+            given.append("--seed")
+        if given:
+            raise ProblemError(
+                f"{', '.join(given)} set up the built-in generator and cannot be combined with "
+                f"--data {args.data}: the file holds the data. Drop {', '.join(given)}."
+            )
         return load_data(args.data)
-    query: Any = args.query
-    if query is not None and query != "all":
-        query = int(query)
-    return random_data(
-        args.n, args.T, args.d, seed=args.seed, query=query, mask="causal" if args.causal else None
+    if args.causal and args.query != "all":
+        raise ProblemError("--causal needs --query all (one query per token, K = T).")
+    n, T, d, seed = (
+        _GENERATOR[k] if getattr(args, k) is None else getattr(args, k)
+        for k in ("n", "T", "d", "seed")
     )
+    return random_data(n, T, d, seed=seed, query=args.query, mask="causal" if args.causal else None)
 
 
-def _alpha(args: argparse.Namespace, data: TokenData) -> np.ndarray:
-    if args.alpha is None:
+def _selection(args: argparse.Namespace, data: TokenData) -> np.ndarray:
+    """``--alpha`` as a selection of shape ``data.selection_shape`` (default: optimal tokens).
+
+    One token index per sequence, comma-separated; with K queries per sequence, K indices per
+    sequence, the sequences separated by ``;`` (or all n*K indices, sequence by sequence).
+    """
+    import numpy as np
+
+    from .selection import check_selection, optimal_tokens
+
+    text = args.alpha
+    if text is None:
         return optimal_tokens(data)
-    return np.array([int(a) for a in args.alpha.split(",")]).reshape(data.selection_shape)
+    n, K = data.n, data.K
+    form = (
+        f"{n} token indices, one per sequence (e.g. --alpha {','.join(['0'] * min(n, 4))}"
+        f"{',...' if n > 4 else ''})"
+        if data.single_query
+        else f"{K} token indices per query of each of the {n} sequences, the sequences "
+        "separated by ';' (e.g. --alpha '0,1;0,2;...')"
+    )
+    if not text.strip():
+        raise ProblemError(f"--alpha is empty; give {form}.")
+    groups = [g.split(",") for g in text.split(";")]
+    values: list[int] = []
+    for group in groups:
+        for item in (t.strip() for t in group):
+            if not item:
+                raise ProblemError(
+                    f"--alpha {text!r} has an empty entry (a leading, trailing or doubled "
+                    f"comma?); give {form}."
+                )
+            try:
+                values.append(int(item))
+            except ValueError:
+                raise ProblemError(
+                    f"--alpha {text!r}: {item!r} is not a token index (an integer); give {form}."
+                ) from None
+    if len(groups) > 1 and (len(groups) != n or any(len(g) != K for g in groups)):
+        raise ProblemError(
+            f"--alpha {text!r} has {len(groups)} ';'-separated groups of sizes "
+            f"{[len(g) for g in groups]}; give {form}."
+        )
+    if len(values) != n * K:
+        raise ProblemError(f"--alpha {text!r} has {len(values)} entries; give {form}.")
+    alpha = np.array(values, dtype=np.int64).reshape(data.selection_shape)
+    check_selection(data, alpha, name="--alpha")
+    return alpha
 
 
+def _check_output(path: str, option: str) -> str:
+    """Fail now, before any computation, when ``path`` cannot be written."""
+    full = os.path.abspath(path)
+    parent = os.path.dirname(full)
+    where = f"{option} {path}"
+    if os.path.isdir(full):
+        raise ProblemError(f"{where}: is a directory; give a file name.")
+    if not os.path.exists(parent):
+        raise ProblemError(f"{where}: the directory {parent} does not exist; create it first.")
+    if not os.path.isdir(parent):
+        raise ProblemError(f"{where}: {parent} is a file, not a directory.")
+    try:
+        tempfile.TemporaryFile(dir=parent).close()
+        if os.path.exists(full) and not os.access(full, os.W_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise ProblemError(
+            f"{where}: cannot write there ({exc.strerror or exc}); choose a writable place."
+        ) from exc
+    return full
+
+
+def _check_figure(path: str) -> None:
+    """A writable path whose extension matplotlib can write."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ProblemError(
+            "--figure needs matplotlib, which is not installed: pip install 'svmgeo[plot]'."
+        ) from None
+    _check_output(path, "--figure")
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise ProblemError(
+            f"--figure {path}: unknown figure format {ext or '(no extension)'!r}; end the name "
+            f"in one of {', '.join('.' + f for f in formats)}."
+        )
+
+
+def _save_path(path: str) -> str:
+    """``--save``'s file as numpy writes it (``.npz`` appended when missing), checked."""
+    if os.path.isdir(path):
+        raise ProblemError(f"--save {path}: is a directory; give a file name.")
+    return _check_output(path if path.endswith(".npz") else f"{path}.npz", "--save")
+
+
+# -- commands --------------------------------------------------------------------------------
 def _cmd_solve(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .solvers import att_svm
+
+    if args.rank is not None and args.norm != "nuc":
+        raise ProblemError("--rank bounds the rank of Att-SVM* and needs --norm nuc.")
     data = _load(args)
-    alpha = _alpha(args, data)
+    alpha = _selection(args, data)
     res = att_svm(data, alpha, norm=args.norm, rank=args.rank)
     W = res.W
     summary: dict[str, Any] = {
@@ -83,12 +241,14 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if W is not None:
         s = np.linalg.svd(W, compute_uv=False)
         summary["numerical_rank"] = int(np.count_nonzero(s > 1e-6 * s[0])) if s[0] > 0 else 0
+        margins = res.margins
         summary["min_margin"] = (
-            float(res.margins.min()) if res.margins is not None and res.margins.size else None
+            float(margins.min()) if margins is not None and margins.size else None
         )
-        if res.dual is not None:
-            summary["support_rows"] = int(
-                np.count_nonzero(res.dual > 1e-9 * max(1.0, res.dual.max()))
+        dual = res.dual
+        if dual is not None:
+            summary["support_rows"] = (
+                int(np.count_nonzero(dual > 1e-9 * max(1.0, float(dual.max())))) if dual.size else 0
             )
     if res.certificate is not None:
         summary["certificate"] = {
@@ -104,9 +264,13 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_feasibility(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .solvers import feasibility
+
     data = _load(args)
-    res = feasibility(data, _alpha(args, data))
-    summary = {
+    res = feasibility(data, _selection(args, data))
+    summary: dict[str, Any] = {
         "data": repr(data),
         "feasible": res.feasible,
         "status": str(res.status),
@@ -129,6 +293,11 @@ def _cmd_feasibility(args: argparse.Namespace) -> int:
 
 
 def _cmd_lots(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .analysis import locally_optimal_selections
+    from .selection import optimal_tokens
+
     data = _load(args)
     res = locally_optimal_selections(
         data, norm=args.norm, max_selections=args.max_selections, progress=not args.json
@@ -155,6 +324,11 @@ def _cmd_lots(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .gd import train
+
+    save = _save_path(args.save) if args.save else None
     data = _load(args)
     run = train(data, normalized=not args.plain, **_gd_options(args))
     W = run.W
@@ -171,14 +345,19 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["final_loss"] = float(run.history.loss[-1])
     if run.history.selected is not None:
         summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
-    if args.save:
-        np.savez(args.save, W=W)
-        summary["saved"] = args.save
+    if save is not None:
+        factors = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
+        np.savez(save, W=W, **factors)  # type: ignore[arg-type]
+        summary["saved"] = save
     _emit(summary, args.json)
     return 0
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    from .verify import verify
+
+    if args.figure:
+        _check_figure(args.figure)
     data = _load(args)
     report = verify(data, **_gd_options(args))
     if args.json:
@@ -194,22 +373,6 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--param", choices=("W", "KQ"), default="W", help="W or the factors (K, Q)")
-    p.add_argument("--m", type=int, default=None, help="width of K and Q (default d)")
-    p.add_argument("--loss", choices=("logistic", "exponential", "correlation"), default="logistic")
-    p.add_argument("--step-size", type=float, default=0.1)
-    p.add_argument("--steps", type=int, default=2000)
-    p.add_argument("--backend", choices=("numba", "numpy", "cupy"), default="numba")
-    p.add_argument(
-        "--init-scale",
-        type=float,
-        default=None,
-        help="start from seeded random weights of this scale (default: W = 0 for --param W, "
-        "scale 0.1 for --param KQ, whose zero start is stationary)",
-    )
-
-
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options that ``train`` and ``verify`` share, from the command line."""
     scale = args.init_scale if args.init_scale is not None else (0.1 if args.param == "KQ" else 0.0)
@@ -221,7 +384,7 @@ def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
         "n_steps": args.steps,
         "init": ("random", scale) if scale > 0 else "zero",
         "backend": args.backend,
-        "seed": args.seed,
+        "seed": _GENERATOR["seed"] if args.seed is None else args.seed,
     }
 
 
@@ -296,9 +459,25 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if result.n_errors else 0
 
 
+def _plain(value: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, non-finite floats to None (valid JSON, no NaN)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, bool) or value is None or isinstance(value, (str, numbers.Integral)):
+        return value
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        return x if math.isfinite(x) else None
+    return str(value)
+
+
 def _emit(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(summary, indent=2, default=float))
+        print(json.dumps(_plain(summary), indent=2, allow_nan=False))
         return
     width = max(len(k) for k in summary)
     for key, value in summary.items():
@@ -326,36 +505,189 @@ def _emit(summary: dict[str, Any], as_json: bool) -> None:
             print(f"{key:<{width}} {value}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="svmgeo", description="Optimization geometry of attention (Att-SVM solvers and more)."
+_JSON_HELP = "print JSON instead of a summary (non-finite numbers are written as null)"
+
+
+def _add_data_arguments(p: argparse.ArgumentParser, *, selection: bool, gd: bool) -> None:
+    g = p.add_argument_group(
+        "data (an .npz file written by TokenData.save, or the built-in random generator)"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("solve", help="solve Att-SVM (Frobenius) or Att-SVM* (nuclear)")
-    _add_data_arguments(p)
-    p.add_argument("--norm", choices=("fro", "nuc"), default="fro")
-    p.add_argument("--rank", type=int, default=None, help="rank bound m for --norm nuc")
-    p.set_defaults(func=_cmd_solve)
-    p = sub.add_parser("feasibility", help="decide feasibility exactly, with a certificate")
-    _add_data_arguments(p)
-    p.set_defaults(func=_cmd_feasibility)
-    p = sub.add_parser("lots", help="enumerate every locally optimal token selection, exactly")
-    _add_data_arguments(p)
-    p.add_argument("--norm", choices=("fro", "nuc"), default="fro")
-    p.add_argument("--max-selections", type=int, default=10**6)
-    p.set_defaults(func=_cmd_lots)
-    p = sub.add_parser("train", help="gradient descent on the attention weights")
-    _add_data_arguments(p)
+    g.add_argument(
+        "--data", metavar="FILE", help="dataset file (.npz, which may be left out of the name)"
+    )
+    g.add_argument("--n", type=_positive, help="generator: sequences (default 20)")
+    g.add_argument("--T", type=_positive, help="generator: tokens per sequence (default 10)")
+    g.add_argument("--d", type=_positive, help="generator: feature dimension (default 20)")
+    g.add_argument(
+        "--seed",
+        type=_nonnegative,
+        help="generator seed (default 0)"
+        + ("; also seeds the random GD start, and with --data only that" if gd else ""),
+    )
+    g.add_argument(
+        "--query",
+        type=_query,
+        metavar="Q|all",
+        help="generator: self-attention with token Q as the query, or 'all' for one query per "
+        "token (default: cross-attention with random queries)",
+    )
+    g.add_argument(
+        "--causal", action="store_true", help="generator: causal mask (needs --query all)"
+    )
+    p.set_defaults(seeds_gd=gd)
+    if selection:
+        p.add_argument(
+            "--alpha",
+            metavar="SELECTION",
+            help="the token selection (default: the optimal tokens): one token index per "
+            "sequence, comma-separated ('0,3,1,...'); with K queries per sequence (--query all, "
+            "or data with Z of shape (n, K, d)) K indices per sequence, sequences separated by "
+            "';' ('0,0,1;0,1,1;...', quoted in the shell)",
+        )
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
+
+
+def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("gradient descent")
+    g.add_argument(
+        "--param",
+        choices=("W", "KQ"),
+        default="W",
+        help="train W, or the factors K, Q with W = K Q^T (default W)",
+    )
+    g.add_argument("--m", type=_positive, help="width of K and Q (default d)")
+    g.add_argument(
+        "--loss",
+        choices=("logistic", "exponential", "correlation"),
+        default="logistic",
+        help="loss l(u): log(1 + e^-u), e^-u or -u (default logistic)",
+    )
+    g.add_argument("--step-size", type=_step, default=0.1, help="step size eta > 0 (default 0.1)")
+    g.add_argument(
+        "--steps", type=_positive, default=2000, help="number of GD steps (default 2000)"
+    )
+    g.add_argument(
+        "--backend",
+        choices=("numba", "numpy", "cupy"),
+        default="numba",
+        help="compiled CPU kernels (default), the numpy reference, or CuPy on a GPU",
+    )
+    g.add_argument(
+        "--init-scale",
+        type=_scale,
+        default=None,
+        help="start from seeded random weights N(0, scale^2); 0 starts from zero (default: W = 0 "
+        "for --param W, scale 0.1 for --param KQ, whose zero start is stationary)",
+    )
+
+
+def _add_command(
+    sub: Any, name: str, summary: str, example: str, func: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary[0].upper() + summary[1:] + ".",
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(func=func, prog=p.prog)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``svmgeo`` argument parser (one subcommand per task)."""
+    parser = _Parser(
+        prog="svmgeo",
+        description="Optimization geometry of attention: Att-SVM solvers with certificates, "
+        "token-selection analysis and gradient descent. Bad input exits with status 2 and "
+        "one line on stderr.",
+        epilog="example:\n  svmgeo verify --n 6 --T 8 --d 10 --seed 2 --figure verify.png\n\n"
+        "'svmgeo COMMAND --help' describes each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"svmgeo {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = _add_command(
+        sub,
+        "solve",
+        "solve Att-SVM (Frobenius) or Att-SVM* (nuclear) with svmgeo's certificate",
+        "svmgeo solve --n 20 --T 10 --d 20 --seed 0 --norm nuc --json",
+        _cmd_solve,
+    )
+    _add_data_arguments(p, selection=True, gd=False)
+    p.add_argument(
+        "--norm",
+        choices=("fro", "nuc"),
+        default="fro",
+        help="Frobenius (Att-SVM) or nuclear norm (Att-SVM*) (default fro)",
+    )
+    p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
+    p = _add_command(
+        sub,
+        "feasibility",
+        "decide feasibility of Att-SVM for a selection, with a certificate",
+        "svmgeo feasibility --n 4 --T 3 --d 2 --seed 0 --alpha 0,0,2,0",
+        _cmd_feasibility,
+    )
+    _add_data_arguments(p, selection=True, gd=False)
+    p = _add_command(
+        sub,
+        "lots",
+        "enumerate every locally optimal token selection, exactly",
+        "svmgeo lots --n 4 --T 3 --d 2 --seed 0",
+        _cmd_lots,
+    )
+    _add_data_arguments(p, selection=False, gd=False)
+    p.add_argument(
+        "--norm",
+        choices=("fro", "nuc"),
+        default="fro",
+        help="norm of the SVMs that decide local optimality (default fro)",
+    )
+    p.add_argument(
+        "--max-selections",
+        type=_positive,
+        default=10**6,
+        help="refuse datasets with more selections than this (T^(n K); default 1000000)",
+    )
+    p = _add_command(
+        sub,
+        "train",
+        "gradient descent on the attention weights",
+        "svmgeo train --n 6 --T 8 --d 10 --seed 2 --param KQ --steps 4000 --save w.npz",
+        _cmd_train,
+    )
+    _add_data_arguments(p, selection=False, gd=True)
     _add_train_arguments(p)
     p.add_argument("--plain", action="store_true", help="plain (unnormalized) gradient steps")
-    p.add_argument("--save", metavar="FILE", help="write the final W to an .npz file")
-    p.set_defaults(func=_cmd_train)
-    p = sub.add_parser("verify", help="run GD and the SVMs; does GD do what the theory predicts?")
-    _add_data_arguments(p)
+    p.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write the final W (and K, Q) to this .npz file (checked before training)",
+    )
+    p = _add_command(
+        sub,
+        "verify",
+        "run GD and the SVMs: does GD do what the theory predicts?",
+        "svmgeo verify --n 6 --T 8 --d 10 --seed 2 --figure verify.png",
+        _cmd_verify,
+    )
+    _add_data_arguments(p, selection=False, gd=True)
     _add_train_arguments(p)
-    p.add_argument("--figure", metavar="FILE", help="write a figure (PNG/PDF) of the report")
-    p.set_defaults(func=_cmd_verify)
-    p = sub.add_parser("reproduce", help="run one of the paper's experiments (--list names them)")
+    p.add_argument(
+        "--figure",
+        metavar="FILE",
+        help="write a figure of the report; the extension names the format (.png, .pdf, .svg, "
+        "...; checked before training; needs matplotlib)",
+    )
+    p = _add_command(
+        sub,
+        "reproduce",
+        "run one of the paper's experiments (--list names them)",
+        "svmgeo reproduce global --quick --out results",
+        _cmd_reproduce,
+    )
     p.add_argument("name", nargs="?", default=None, help="experiment name (see --list)")
     p.add_argument("--list", action="store_true", help="print the experiment names and exit")
     p.add_argument("--quick", action="store_true", help="reduced size (seconds; for CI)")
@@ -365,20 +697,30 @@ def build_parser() -> argparse.ArgumentParser:
         out_help="output directory for tables/figures (created if missing)",
         retry_errors=False,
     )
-    p.set_defaults(func=_cmd_reproduce)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``svmgeo`` command."""
-    args = build_parser().parse_args(argv)
-    from ._errors import SvmgeoError
+    """Entry point of the ``svmgeo`` command; returns the exit status.
 
+    0: done; 1: the computation ran but found no answer (e.g. a solver failure); 2: bad input
+    (one line on stderr); 130: interrupted.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return int(args.func(args))
     except SvmgeoError as exc:
-        print(f"svmgeo: error: {exc}", file=sys.stderr)
+        print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file that vanished or a full disk after the checks
+        print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{args.prog}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,6 +15,7 @@ A mask :math:`M \in \{0, 1\}^{K\times T}` hides keys from queries (``"causal"``:
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Literal
 
@@ -30,8 +31,37 @@ MaskSpec = Literal["causal"] | np.ndarray | None
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
-    arr.flags.writeable = False
-    return arr
+    """A read-only copy: the dataset never shares (or locks) the caller's arrays."""
+    out = np.array(arr, copy=True, order="C")
+    out.flags.writeable = False
+    return out
+
+
+# Largest product max||x|| max||z|| of token and query norms: the solvers' Gram entries are
+# squares of such products, which overflow float64 (1.8e308) beyond it.
+MAX_SCALE = 1e150
+
+
+def _max_norm(arr: np.ndarray) -> float:
+    """Largest row norm along the last axis, scaled first (no overflow for finite input)."""
+    top = float(np.max(np.abs(arr), initial=0.0))
+    if top == 0.0:
+        return 0.0
+    return top * float(np.max(np.linalg.norm(arr / top, axis=-1)))
+
+
+def _check_scale(X: np.ndarray, queries: np.ndarray, cross: bool) -> None:
+    nx, nz = _max_norm(X), _max_norm(queries)
+    if nx == 0.0 or nz == 0.0 or math.log10(nx) + math.log10(nz) <= math.log10(MAX_SCALE):
+        return
+    what = "max ||x|| * max ||z||" if cross else "max ||x||^2 (the queries are tokens)"
+    fix = "X or Z" if cross else "X"
+    raise ProblemError(
+        f"the data are too large for float64: {what} = 10^{math.log10(nx) + math.log10(nz):.1f}"
+        f" exceeds {MAX_SCALE:.0e}, and svmgeo squares such products (token-pair Gram matrices, "
+        f"logits). Rescale {fix} (e.g. X / np.abs(X).max()): positive scaling changes no optimal "
+        "token and no SVM direction, only the norms."
+    )
 
 
 class TokenData:
@@ -59,6 +89,19 @@ class TokenData:
         Token scores :math:`\gamma` given directly (labels already included), for heads
         other than linear or value embeddings other than ``X``. A ``(n, T)`` array is shared
         by all queries of a sequence.
+
+    Raises
+    ------
+    ProblemError
+        For arrays of the wrong shape, non-finite or complex entries, data so large that
+        :math:`\max\|x\| \max\|z\| > 10^{150}` (its square, an entry of the solvers' Gram
+        matrices, would overflow float64), labels outside
+        :math:`\{-1, +1\}`, or a mask that hides every key from some query.
+
+    Notes
+    -----
+    The dataset holds read-only copies of the arrays passed in; the caller's arrays are left
+    as they were.
 
     Attributes
     ----------
@@ -143,6 +186,7 @@ class TokenData:
             self._Z_given = None
             queries = X[:, q : q + 1, :]
             self._query = q
+        _check_scale(X, queries, Z is not None)
         self._queries = _frozen(np.ascontiguousarray(queries))
         K = self._queries.shape[1]
 
@@ -351,7 +395,14 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
     Returns
     -------
     None
+
+    Raises
+    ------
+    ProblemError
+        When ``path`` cannot be written (missing directory, a directory, no permission).
     """
+    if not isinstance(data, TokenData):
+        raise ProblemError(f"save_data takes a svmgeo.TokenData; got {type(data).__name__}.")
     arrays: dict[str, np.ndarray] = {
         "svmgeo_format": np.array(_FORMAT_VERSION),
         "X": np.asarray(data.X),
@@ -367,7 +418,13 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
         arrays["mask"] = np.asarray(data.mask)
     if data.scores is not None:
         arrays["scores"] = np.asarray(data.scores if not data.single_query else data.scores[:, 0])
-    np.savez(path, **arrays)  # type: ignore[arg-type]
+    try:
+        np.savez(path, **arrays)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise ProblemError(
+            f"save_data cannot write {os.fspath(path)!r}: {exc.strerror or exc}. Give a path in "
+            "an existing, writable directory."
+        ) from exc
 
 
 def load_data(path: str | os.PathLike[str]) -> TokenData:
@@ -376,6 +433,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     Parameters
     ----------
     path : path-like
+        The ``.npz`` file; as with :func:`save_data`, ``.npz`` may be left out.
 
     Returns
     -------
@@ -384,21 +442,80 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     Raises
     ------
     ProblemError
-        When the file is not an svmgeo dataset.
+        When the file is missing or unreadable, is not an svmgeo dataset (not an ``.npz``
+        archive, a truncated one, pickled objects, missing or malformed entries), or was
+        written by a newer svmgeo (format version above this one's).
     """
-    with np.load(path, allow_pickle=False) as f:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
+    name = os.fspath(path)
+    if (
+        not os.path.exists(name)
+        and not str(name).endswith(".npz")
+        and os.path.exists(f"{name}.npz")
+    ):
+        name = f"{name}.npz"  # save_data appends .npz; load the same file
+    what = f"load_data({name!r})"
+    if not os.path.exists(name):
+        raise ProblemError(f"{what}: no such file. Write a dataset with TokenData.save first.")
+    if os.path.isdir(name):
+        raise ProblemError(f"{what}: is a directory; give the .npz file written by save_data.")
+    not_ours = (
+        f"{what}: not an svmgeo dataset (an .npz archive written by TokenData.save / "
+        "svmgeo.save_data)"
+    )
+    try:
+        archive = np.load(name, allow_pickle=False)
+    except OSError as exc:
+        if exc.strerror:  # permission and other system errors
+            raise ProblemError(f"{what}: cannot read the file: {exc.strerror}.") from exc
+        raise ProblemError(f"{not_ours}; it is neither .npz nor .npy data.") from exc
+    except ValueError as exc:  # numpy's "pickled data" message for any other file
+        raise ProblemError(f"{not_ours}; it is neither .npz nor .npy data.") from exc
+    except Exception as exc:  # BadZipFile, EOFError, ...: a damaged archive
+        raise ProblemError(f"{not_ours}; the archive is damaged ({exc}).") from exc
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ProblemError(f"{not_ours}; it holds one .npy array, not a dataset archive.")
+    with archive as f:
         if "svmgeo_format" not in f.files or "X" not in f.files:
             raise ProblemError(
-                f"{os.fspath(path)!r} is not an svmgeo dataset (keys {sorted(f.files)}); "
-                "write one with TokenData.save or svmgeo.save_data."
+                f"{not_ours}: keys {sorted(f.files)}, expected svmgeo_format, X and more."
+            )
+
+        def entry(key: str) -> np.ndarray:
+            try:
+                return np.asarray(f[key])
+            except ValueError as exc:  # an object array needs pickle: never loaded
+                raise ProblemError(
+                    f"{what}: entry {key!r} is a pickled object array; svmgeo datasets hold "
+                    "plain numeric arrays and are never unpickled."
+                ) from exc
+            except Exception as exc:  # truncated or corrupt member
+                raise ProblemError(f"{what}: entry {key!r} is damaged ({exc}).") from exc
+
+        version = entry("svmgeo_format")
+        if version.shape != () or not np.issubdtype(version.dtype, np.integer):
+            raise ProblemError(
+                f"{what}: svmgeo_format must be an integer; got {version!r}. The file is damaged."
+            )
+        if int(version) > _FORMAT_VERSION or int(version) < 1:
+            raise ProblemError(
+                f"{what}: dataset format version {int(version)}; this svmgeo reads version "
+                f"{_FORMAT_VERSION}. Upgrade svmgeo (pip install -U svmgeo) to read it."
             )
         kwargs: dict[str, Any] = {
-            k: f[k] for k in ("Y", "v", "Z", "mask", "scores") if k in f.files
+            k: entry(k) for k in ("Y", "v", "Z", "mask", "scores") if k in f.files
         }
         if "query" in f.files:
-            q = str(f["query"])
+            q = str(entry("query"))
+            if q != "all" and not q.lstrip("-").isdigit():
+                raise ProblemError(f"{what}: entry 'query' must be an integer or 'all'; got {q!r}.")
             kwargs["query"] = "all" if q == "all" else int(q)
-        return TokenData(f["X"], **kwargs)
+        X = entry("X")
+    try:
+        return TokenData(X, **kwargs)
+    except ProblemError as exc:
+        raise ProblemError(f"{what}: {exc}") from exc
 
 
 def _unit_sphere(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ._errors import ProblemError
 from ._linalg import correlation
+from ._summary import summarized
 from ._validation import check_option, check_real
 from .analysis import GenSVMResult, LocalOptimality, gen_svm, is_locally_optimal, selected_sets
 from .data import TokenData
@@ -69,6 +70,7 @@ def _nan(x: Any) -> Any:
     return math.nan if x is None else x
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class VerifyReport:
     r"""What :func:`verify` found: GD's selection and trajectory against the SVM predictions.
@@ -185,6 +187,10 @@ class VerifyReport:
         return float(self.norm_W[-1])
 
     # -- printing --------------------------------------------------------------------------
+    def summary(self) -> str:
+        """The report as a table (what ``print(report)`` shows)."""
+        return str(self)
+
     def __str__(self) -> str:
         def num(x: float | None, fmt: str = ".6f") -> str:
             if x is None or not math.isfinite(x):
@@ -497,7 +503,7 @@ def verify(
     hist = run.history
     assert hist.W is not None and hist.max_prob is not None and hist.selected is not None
     assert hist.W_norm is not None
-    sel_full = np.asarray(hist.selected[-1], dtype=np.int64)  # (n, K)
+    sel_full = np.asarray(hist.selected[-1], dtype=np.int64).reshape(data.n, data.K)
     selection = sel_full[:, 0] if data.single_query else sel_full
 
     opt_sets = optimal_token_sets(sdata)
@@ -550,7 +556,6 @@ def verify(
     if head != "linear":
         P = hist.probs[-1] if hist.probs is not None else None
         assert P is not None
-        P = P[:, 0] if data.single_query else P
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # counted in n_ambiguous instead
             sets = selected_sets(P)

@@ -55,8 +55,10 @@ def test_train_kq_starts_off_the_stationary_origin(tmp_path, capsys):
     assert main([*args, "--steps", "300", "--backend", "numpy", "--save", str(save), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] != "stationary" and out["norm_W"] > 1.0
+    assert out["saved"] == str(save)
     with np.load(save) as f:
         np.testing.assert_allclose(np.linalg.norm(f["W"]), out["norm_W"], rtol=1e-12)
+        np.testing.assert_allclose(f["K"] @ f["Q"].T, f["W"], rtol=1e-12, atol=1e-14)
 
 
 def test_lots_lists_the_optimal_selection(capsys):

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
+from .._summary import summarized
 from .._validation import check_int
 from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
@@ -49,6 +50,7 @@ from ._support import check_tolerances, support_from_result
 __all__ = ["LOTEnumeration", "locally_optimal_selections"]
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class LOTEnumeration:
     r"""All locally optimal selections of a dataset, with the accounting of the search.

@@ -29,6 +29,7 @@ from scipy.optimize import linprog
 
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
+from .._summary import summarized
 from .._validation import check_array, check_option, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
@@ -45,6 +46,7 @@ CONJECTURE = (
 )
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class SelectedSets:
     r"""Selected, masked and ambiguous tokens read off softmax probabilities.
@@ -154,6 +156,7 @@ def selected_sets(
     return SelectedSets(sel, mas, amb, selected_tol, masked_tol)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class GenSVMResult:
     r"""Gen-SVM components for selected sets :math:`O_{ik}`.

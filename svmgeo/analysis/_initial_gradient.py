@@ -115,10 +115,10 @@ def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
     :math:`\Delta` times the directions' norms, and :math:`\|X W z\| \le \|X\|_2 \|W\|_F
     \|z\|`.
     """
-    from ..selection import _scores_full
+    from ..selection import scores_full
 
     check_option(loss, "loss", LOSSES, where="gradient_lipschitz_bound")
-    S = _scores_full(data)  # (n, K, T)
+    S = scores_full(data)  # (n, K, T)
     vis = np.asarray(data.visible)
     X = np.asarray(data.X)
     Z = np.asarray(data.queries)

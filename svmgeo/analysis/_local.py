@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from .._summary import summarized
 from ..constraints import att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -35,6 +36,7 @@ class LOTViolation(NamedTuple):
     score_token: float
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class LocalOptimality:
     r"""Verdict of :func:`is_locally_optimal`; truthy exactly when :math:`\alpha` is a LOT.

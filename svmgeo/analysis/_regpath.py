@@ -32,6 +32,7 @@ import numpy as np
 
 from .._errors import ConvergenceWarning, ProblemError
 from .._linalg import correlation
+from .._summary import summarized
 from .._validation import check_array, check_int, check_option, check_real
 from ..data import TokenData
 from ..gd import RiskOracle
@@ -44,6 +45,7 @@ _WHERE = "regularization_path"
 _EPS = float(np.finfo(np.float64).eps)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class RegularizationPath:
     r"""Minimizers of the risk over balls of growing radius.

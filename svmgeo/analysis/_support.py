@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
+from .._summary import summarized
 from .._validation import check_real
 from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
@@ -26,6 +27,7 @@ from ..solvers import SVMResult, solve_svm
 __all__ = ["SupportTokens", "support_tokens"]
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class SupportTokens:
     r"""Support tokens of Att-SVM(:math:`\alpha`), with both witnesses and any disagreement.

@@ -94,6 +94,7 @@ class Kernels:
         """Up to ``n`` steps of every running instance; updates ``status``/``steps`` in place."""
         xp = self.xp
         is_kq, loss_id, log_tol = _options(cfg)
+        lims = xp.asarray(self.problem.max_norm)
         for _ in range(n):
             active = status == 0
             if not active.any():
@@ -110,6 +111,7 @@ class Kernels:
                 eta=cfg.step_size,
                 rho=cfg.ridge,
                 log_tol=log_tol,
+                max_norm=lims,
                 xp=xp,
             )
             act = xp.asarray(active)
@@ -160,12 +162,13 @@ class NumbaKernels(Kernels):
             log_tol,
         )
         prob = _prob(P)
+        lims = P.max_norm
         if _parallel(P, n):
-            advance(P1, P2, is_kq, prob, opts, n, status, steps)
+            advance(P1, P2, is_kq, prob, opts, n, status, steps, lims)
         else:  # one thread: no parallel region to start (and no spinning workers)
             for b in np.flatnonzero(status == 0):
                 inst = tuple(x[b] for x in prob)
-                status[b], taken = run_one(P1[b], P2[b], is_kq, inst, opts, n)
+                status[b], taken = run_one(P1[b], P2[b], is_kq, inst, opts, n, float(lims[b]))
                 steps[b] += taken
         return P1, P2
 

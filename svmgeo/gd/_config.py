@@ -34,7 +34,7 @@ BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected")
 
 
 class StopStatus(enum.StrEnum):
-    """Why a run stopped.
+    r"""Why a run stopped.
 
     * ``MAX_STEPS``: ``n_steps`` were taken.
     * ``GRADIENT_UNDERFLOW``: the step is no longer representable: the gradient (plain steps,
@@ -47,8 +47,13 @@ class StopStatus(enum.StrEnum):
     * ``SATURATED``: at a record point every softmax had its maximum probability at or above
       ``1 - saturation_tol``.
     * ``CALLBACK``: the callback raised :class:`StopIteration`.
-    * ``NON_FINITE``: a step would have produced inf or NaN; it was not taken (a bug guard:
-      no known input reaches it).
+    * ``OVERFLOW``: a step would have taken the parameters beyond the largest norm the
+      engine represents (:math:`\|W\|_F` above ``1e150``, or above ``1e300 / (max_t \|x_t\|
+      \max_k \|z_k\|)`` when the data are large, so that neither :math:`\|W\|_F^2` nor a
+      logit overflows float64); it was not taken. Every reported quantity stays finite. Lower
+      ``step_size``, or rescale ``init``.
+    * ``NON_FINITE``: a step would have produced NaN; it was not taken (a bug guard: no known
+      input reaches it).
     """
 
     MAX_STEPS = "max_steps"
@@ -58,6 +63,7 @@ class StopStatus(enum.StrEnum):
     SATURATED = "saturated"
     CALLBACK = "callback"
     NON_FINITE = "non_finite"
+    OVERFLOW = "overflow"
 
 
 # integer codes used by the compiled kernels (0 = still running)
@@ -70,6 +76,7 @@ STATUS_CODES = {
     5: StopStatus.SATURATED,
     6: StopStatus.CALLBACK,
     7: StopStatus.NON_FINITE,
+    8: StopStatus.OVERFLOW,
 }
 CODE_OF = {status: code for code, status in STATUS_CODES.items()}
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import ProblemError
+from .._summary import summarized
 from .._validation import check_array, check_real
 from ..data import TokenData
 from . import _xp
@@ -52,6 +53,7 @@ class GDState(NamedTuple):
     status: np.ndarray
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class History:
     r"""What a run recorded, one entry per record point (start, every ``record_every`` steps,
@@ -71,9 +73,11 @@ class History:
         stays finite after the norm itself underflows.
     W_norm : ndarray of shape (R,)
         :math:`\|W\|_F`.
-    max_prob, selected : ndarray of shape (R, n, K)
-        Largest softmax probability of each query and its key (the selected token).
-    probs : ndarray of shape (R, n, K, T)
+    max_prob, selected : ndarray of shape (R, n, K), or (R, n) for one query per sequence
+        Largest softmax probability of each query and its key (the selected token):
+        ``selected[-1]`` has the shape of a selection (``data.selection_shape``), as
+        :func:`~svmgeo.optimal_tokens` returns it.
+    probs : ndarray of shape (R, n, K, T), or (R, n, T) for one query per sequence
         Softmax probabilities.
     W : ndarray of shape (R, d, d)
         Snapshots of W (:math:`KQ^\top` for ``param="KQ"``).
@@ -91,6 +95,7 @@ class History:
     W: np.ndarray | None = None
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class GDRun:
     """Result of :func:`train`.
@@ -122,6 +127,7 @@ class GDRun:
     seconds: float
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class BatchRun:
     """Result of :func:`train_batch`: arrays with a leading instance axis B.
@@ -185,7 +191,12 @@ _MESSAGES = {
     StopStatus.CONVERGED: "stopped after {n} steps: the gradient norm reached tol",
     StopStatus.SATURATED: "stopped after {n} steps: every softmax reached 1 - saturation_tol",
     StopStatus.CALLBACK: "stopped after {n} steps by the callback (StopIteration)",
-    StopStatus.NON_FINITE: "stopped after {n} steps: a step would have been non-finite",
+    StopStatus.NON_FINITE: "stopped after {n} steps: a step would have produced NaN",
+    StopStatus.OVERFLOW: (
+        "stopped after {n} steps: the next step would have taken the weights (or the initial "
+        "weights are) past the largest norm float64 represents here (||W||_F <= 1e150, less for large data); lower step_size "
+        "or rescale init (only the direction of W matters for the selection)"
+    ),
 }
 
 
@@ -193,6 +204,7 @@ def _message(status: StopStatus, n: int) -> str:
     return _MESSAGES[status].format(n=n)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class Intermediate:
     """What the callback receives at each record point (shapes as in :class:`History`
@@ -282,9 +294,19 @@ class GradientDescent:
         P1, P2, _ = _init_params(cfg, problem.B, problem.d)
         k = self.kernels
         B = problem.B
-        return GDState(
-            k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), np.zeros(B, np.int64)
-        )
+        is_kq = cfg.param == "KQ"
+        params = [P1, P2] if is_kq else [P1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            W0 = np.einsum("bdm,bem->bde", P1, P2) if is_kq else P1
+        if not np.all(np.isfinite(W0)):
+            raise ProblemError(
+                "init gives W = K Q^T with non-finite entries (the factors' norms multiply past "
+                "float64's range); rescale init so that ||K||_F ||Q||_F <= 1e150."
+            )
+        # a start beyond the representable norms stops at once, with status OVERFLOW
+        outside = ~_xp.within_limit(params, is_kq, problem.max_norm, np)
+        status = np.where(outside, CODE_OF[StopStatus.OVERFLOW], RUNNING).astype(np.int64)
+        return GDState(k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), status)
 
     def update(self, state: GDState, n_steps: int = 1) -> GDState:
         """Advance every running instance by up to ``n_steps`` steps."""
@@ -313,8 +335,11 @@ class GradientDescent:
         out["log_grad_norm"] = k.to_numpy(glog)
         out["grad_norm"] = np.exp(out["log_grad_norm"])
         out["W"] = k.to_numpy(W)
-        out["W_norm"] = np.linalg.norm(out["W"].reshape(out["W"].shape[0], -1), axis=1)
+        out["W_norm"] = _xp.frobenius(out["W"], np)  # scaled: finite for every finite W
         out["step"] = state.steps.copy()
+        if k.problem.single_query:  # one query per sequence: (B, n) like a selection
+            for key in ("max_prob", "selected", "probs"):
+                out[key] = out[key][:, :, 0]
         return out
 
     def run(

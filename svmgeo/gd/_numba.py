@@ -5,30 +5,96 @@ r"""Compiled CPU kernels (numba): the same mathematics as :mod:`svmgeo.gd._xp`, 
 stops on its own (its status code becomes non-zero). :func:`grad_batch` evaluates
 :math:`(G, M)` with :math:`\nabla L = e^M G` for a batch. See :mod:`svmgeo.gd._xp` for the
 formulas; codes are those of :data:`svmgeo.gd._config.STATUS_CODES`.
+
+Compiled code is cached on disk in a user cache directory, never inside the installed package
+(a cache there outlives ``pip uninstall`` and shadows a later install): ``$SVMGEO_CACHE_DIR/numba``
+when set, else numba's own ``NUMBA_CACHE_DIR`` when set, else ``~/.cache/svmgeo/numba``
+(``$XDG_CACHE_HOME``, ``%LOCALAPPDATA%`` or ``~/Library/Caches`` where those apply). When that
+directory cannot be written the kernels are compiled anew in each process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
 
+import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from ._problem import NORM_LIMIT
 from ._xp import UNDERFLOW
 
-__all__ = ["advance", "grad_batch", "grad_one", "run_one"]
+__all__ = ["advance", "cache_dir", "grad_batch", "grad_one", "run_one"]
 
 _NEG_INF = -np.inf
+_config: Any = numba.config  # numba's settings module (untyped for mypy)
 
 
-@njit(cache=True)
+def cache_dir() -> str:
+    """The directory of svmgeo's compiled-kernel cache (see the module docstring)."""
+    own = os.environ.get("SVMGEO_CACHE_DIR", "").strip()
+    if own:
+        return os.path.join(os.path.expanduser(own), "numba")
+    if _config.CACHE_DIR:  # the user's NUMBA_CACHE_DIR
+        return str(_config.CACHE_DIR)
+    if sys.platform == "win32":
+        root = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~/AppData/Local")
+    elif sys.platform == "darwin":
+        root = os.path.expanduser("~/Library/Caches")
+    else:
+        root = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
+    return os.path.join(root, "svmgeo", "numba")
+
+
+def _writable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+_CACHE_DIR = cache_dir()
+_CACHE = _writable(_CACHE_DIR)
+
+
+@contextlib.contextmanager
+def _cache_location() -> Iterator[None]:
+    """Point numba's cache at :data:`_CACHE_DIR` while a kernel is declared (numba fixes a
+    function's cache path then), and restore the caller's setting."""
+    before = _config.CACHE_DIR
+    _config.CACHE_DIR = _CACHE_DIR
+    try:
+        yield
+    finally:
+        _config.CACHE_DIR = before
+
+
+def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit`` with svmgeo's cache directory (no cache when it is not writable)."""
+
+    def declare(func: Callable[..., Any]) -> Any:
+        with _cache_location():
+            return numba.njit(cache=_CACHE, **options)(func)
+
+    return declare
+
+
+@njit()
 def _softplus(x: float) -> float:
     if x > 0.0:
         return x + math.log1p(math.exp(-x))
     return math.log1p(math.exp(x))
 
 
-@njit(cache=True)
+@njit()
 def _log_abs_dloss(u: float, loss_id: int) -> float:
     if loss_id == 0:
         return -_softplus(u)
@@ -37,7 +103,7 @@ def _log_abs_dloss(u: float, loss_id: int) -> float:
     return 0.0
 
 
-@njit(cache=True)
+@njit()
 def _head(r, head_id, hv, hV, hw, lam, u):
     """Head value at r; writes its gradient into u."""
     d = r.shape[0]
@@ -64,7 +130,7 @@ def _head(r, head_id, hv, hV, hw, lam, u):
     return f - lam * rr
 
 
-@njit(cache=True)
+@njit()
 def _workspace(n, K, T, d):
     """Scratch arrays of :func:`_grad_one` for one instance."""
     return (
@@ -81,7 +147,7 @@ def _workspace(n, K, T, d):
     )
 
 
-@njit(cache=True)
+@njit()
 def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
     """(G, M) for one instance; G is written in place, M returned.
 
@@ -200,7 +266,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
     return Mx if log_domain else 0.0
 
 
-@njit(cache=True)
+@njit()
 def _norm(A):
     """Frobenius norm, scaled first so tiny entries do not underflow when squared."""
     flat = A.reshape(-1)
@@ -215,7 +281,7 @@ def _norm(A):
     return top * math.sqrt(acc)
 
 
-@njit(cache=True)
+@njit()
 def _combine(M, A, rho, P, D):
     """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns c."""
     nA = _norm(A)
@@ -241,7 +307,7 @@ def _combine(M, A, rho, P, D):
     return c
 
 
-@njit(cache=True)
+@njit()
 def _matmul_t(A, B, out):
     """out = A @ B.T."""
     for p in range(A.shape[0]):
@@ -252,7 +318,7 @@ def _matmul_t(A, B, out):
             out[p, q] = acc
 
 
-@njit(cache=True)
+@njit()
 def _matmul(A, B, out, transpose_a):
     """out = A @ B (or A.T @ B)."""
     for p in range(out.shape[0]):
@@ -263,9 +329,14 @@ def _matmul(A, B, out, transpose_a):
             out[p, q] = acc
 
 
-@njit(cache=True)
-def _step(P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, A1, A2, D1, D2, N1, N2):
-    """One step of one instance in place; returns the status code (0: step taken)."""
+@njit()
+def _step(
+    P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, lim, A1, A2, D1, D2, N1, N2
+):
+    """One step of one instance in place; returns the status code (0: step taken).
+
+    ``lim`` is the instance's :attr:`~svmgeo.gd._problem.Problem.max_norm`.
+    """
     if is_kq:
         _matmul(G, P2, A1, False)
         _matmul(G, P1, A2, True)
@@ -320,8 +391,15 @@ def _step(P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, A1, A2
     for f in range(nf):
         Nv = (N1 if f == 0 else N2).reshape(-1)
         for j in range(Nv.shape[0]):
-            if not math.isfinite(Nv[j]):
+            if math.isnan(Nv[j]):
                 return 7
+    if is_kq:
+        m1 = _norm(N1)
+        m2 = _norm(N2)
+        if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
+            return 8
+    elif not (_norm(N1) <= lim):
+        return 8
     for f in range(nf):
         Nv = (N1 if f == 0 else N2).reshape(-1)
         Pv = (P1 if f == 0 else P2).reshape(-1)
@@ -330,18 +408,19 @@ def _step(P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, A1, A2
     return 0
 
 
-@njit(cache=True)
+@njit()
 def _instance(prob, b):
     X, Z, Y, vis, hv, hV, hw, lam = prob
     return (X[b], Z[b], Y[b], vis[b], hv[b], hV[b], hw[b], lam[b])
 
 
-@njit(cache=True)
-def run_one(P1, P2, is_kq, inst, opts, n_steps):
+@njit()
+def run_one(P1, P2, is_kq, inst, opts, n_steps, lim):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 
-    ``inst`` is ``(X, Z, Y, vis, hv, hV, hw, lam)`` of the instance and ``opts`` is
-    ``(head_id, loss_id, log_domain, normalized, eta, rho, log_tol)``.
+    ``inst`` is ``(X, Z, Y, vis, hv, hV, hw, lam)`` of the instance, ``opts`` is
+    ``(head_id, loss_id, log_domain, normalized, eta, rho, log_tol)`` and ``lim`` its
+    largest parameter norm.
     """
     head_id, loss_id, log_domain, normalized, eta, rho, log_tol = opts
     n, T, d = inst[0].shape
@@ -362,27 +441,44 @@ def run_one(P1, P2, is_kq, inst, opts, n_steps):
             W[:, :] = P1
         M = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws)
         code = _step(
-            P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, A1, A2, D1, D2, N1, N2
+            P1,
+            P2,
+            is_kq,
+            G,
+            M,
+            normalized,
+            log_domain,
+            eta,
+            rho,
+            log_tol,
+            lim,
+            A1,
+            A2,
+            D1,
+            D2,
+            N1,
+            N2,
         )
         if code != 0:
             return code, it
     return 0, n_steps
 
 
-@njit(cache=True, parallel=True)
-def advance(P1, P2, is_kq, prob, opts, n_steps, status, steps):
+@njit(parallel=True)
+def advance(P1, P2, is_kq, prob, opts, n_steps, status, steps, lims):
     """Advance every running instance (status 0) by up to ``n_steps`` steps, in place.
 
-    ``prob`` is ``(X, Z, Y, vis, hv, hV, hw, lam)`` with a leading batch axis.
+    ``prob`` is ``(X, Z, Y, vis, hv, hV, hw, lam)`` with a leading batch axis, ``lims`` (B,)
+    the instances' largest parameter norms.
     """
     for b in prange(P1.shape[0]):
         if status[b] == 0:
-            code, taken = run_one(P1[b], P2[b], is_kq, _instance(prob, b), opts, n_steps)
+            code, taken = run_one(P1[b], P2[b], is_kq, _instance(prob, b), opts, n_steps, lims[b])
             status[b] = code
             steps[b] += taken
 
 
-@njit(cache=True)
+@njit()
 def grad_one(W, inst, head_id, loss_id, log_domain, G):
     """(G, M) of one instance: G written in place, M returned."""
     n, T, d = inst[0].shape
@@ -390,7 +486,7 @@ def grad_one(W, inst, head_id, loss_id, log_domain, G):
     return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws)
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def grad_batch(Wall, prob, head_id, loss_id, log_domain):
     """(G, M) for every instance of a batch: G (B, d, d), M (B,)."""
     B, n, T, d = prob[0].shape

@@ -25,10 +25,15 @@ from .._errors import ProblemError
 from .._validation import check_array, check_real
 from ..data import TokenData
 
-__all__ = ["HEAD_IDS", "LOSS_IDS", "Problem", "make_problem", "unstack"]
+__all__ = ["HEAD_IDS", "LOSS_IDS", "NORM_LIMIT", "Problem", "make_problem", "unstack"]
 
 LOSS_IDS = {"logistic": 0, "exponential": 1, "correlation": 2}
 HEAD_IDS = {"linear": 0, "relu": 1, "concave": 2}
+
+# Largest parameter norm the engine represents: ||W||_F^2 (and a d x d sum of squares) stays
+# below float64's maximum (1.8e308), and so does every logit x^T W z (bounded by LOGIT_LIMIT).
+NORM_LIMIT = 1e150
+LOGIT_LIMIT = 1e300
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +49,7 @@ class Problem:
     hV: np.ndarray
     hw: np.ndarray
     lam: np.ndarray
+    single_query: bool = False  # every dataset has one query per sequence (K axis dropped)
 
     @property
     def B(self) -> int:
@@ -64,6 +70,17 @@ class Problem:
     @property
     def K(self) -> int:
         return int(self.Z.shape[2])
+
+    @property
+    def max_norm(self) -> np.ndarray:
+        r"""Per instance, the largest :math:`\|W\|_F` a step may reach (shape (B,)):
+        ``NORM_LIMIT``, lowered so that :math:`\|W\|_F \max\|x\| \max\|z\| \le`
+        ``LOGIT_LIMIT`` bounds every logit."""
+        with np.errstate(over="ignore", divide="ignore"):
+            xz = np.max(np.linalg.norm(self.X, axis=-1), axis=(1, 2)) * np.max(
+                np.linalg.norm(self.Z, axis=-1), axis=(1, 2)
+            )
+            return np.where(xz > 0.0, np.minimum(NORM_LIMIT, LOGIT_LIMIT / xz), NORM_LIMIT)
 
 
 def _per_instance(value: Any, name: str, B: int, shape: tuple[int, ...], hint: str) -> np.ndarray:
@@ -158,7 +175,8 @@ def make_problem(
         )
     # writeable C arrays: one compiled signature for every call (no read-only broadcast views)
     c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr)]
-    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7])
+    single = all(dd.single_query for dd in datasets)
+    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7], single)
 
 
 _STACKED = ("X", "Y", "Z", "v", "query", "mask")

@@ -35,17 +35,19 @@ from typing import Any
 
 import numpy as np
 
-from ._problem import Problem
+from ._problem import NORM_LIMIT, Problem
 
 __all__ = [
     "UNDERFLOW",
     "combine",
     "forward",
+    "frobenius",
     "grad_w",
     "log_abs_dloss",
     "loss_value",
     "observe",
     "step",
+    "within_limit",
 ]
 
 # Below this gradient norm float64 loses bits to denormals: plain steps stop here.
@@ -167,21 +169,33 @@ def grad_w(
     return G, M
 
 
-def _norm(A: Any, xp: Any) -> Any:
+def frobenius(A: Any, xp: Any) -> Any:
     """Frobenius norm per instance, scaled first so tiny entries do not underflow when squared."""
     top = xp.max(xp.abs(A), axis=(1, 2))
     safe = xp.where(top > 0.0, top, 1.0)
     return top * xp.sqrt(xp.sum((A / safe[:, None, None]) ** 2, axis=(1, 2)))
 
 
+def within_limit(params: list[Any], is_kq: bool, max_norm: Any, xp: Any) -> Any:
+    r"""Per instance, are the parameters representable: :math:`\|W\|_F \le` ``max_norm``
+    (for ``(K, Q)``: :math:`\|K\|_F \|Q\|_F \le` ``max_norm`` and each factor's norm at most
+    ``NORM_LIMIT``)? False for infinite entries."""
+    norms = [frobenius(P, xp) for P in params]
+    with _quiet(xp):
+        if not is_kq:
+            return norms[0] <= max_norm
+        ok = (norms[0] <= NORM_LIMIT) & (norms[1] <= NORM_LIMIT)
+        return ok & (norms[0] * norms[1] <= max_norm)
+
+
 def combine(M: Any, A: Any, rho: float, P: Any, xp: Any) -> tuple[Any, Any]:
     r"""Scaled direction of :math:`e^M A + \rho P`: returns ``(D, c)`` with the sum equal to
     :math:`e^c D` and :math:`\|D\|` of order one; ``c = -inf`` when both terms vanish."""
     with _quiet(xp):
-        nA = _norm(A, xp)
+        nA = frobenius(A, xp)
         la = xp.where(nA > 0.0, M + xp.log(nA), -xp.inf)
         if rho > 0.0:
-            nP = _norm(P, xp)
+            nP = frobenius(P, xp)
             lb = xp.where(nP > 0.0, math.log(rho) + xp.log(nP), -xp.inf)
         else:
             lb = xp.full_like(la, -xp.inf)
@@ -196,7 +210,7 @@ def combine(M: Any, A: Any, rho: float, P: Any, xp: Any) -> tuple[Any, Any]:
 
 def _log_norm(D: Any, c: Any, xp: Any) -> Any:
     with _quiet(xp):
-        return c + xp.log(_norm(D, xp))
+        return c + xp.log(frobenius(D, xp))
 
 
 def factor_grads(
@@ -233,12 +247,14 @@ def step(
     eta: float,
     rho: float,
     log_tol: float,
+    max_norm: Any,
     xp: Any,
 ) -> tuple[Any, Any, Any]:
     """One step for every instance; returns new ``(P1, P2, code)`` (code 0: step taken).
 
     Instances whose code is non-zero keep their parameters. Codes are those of
-    :data:`svmgeo.gd._config.STATUS_CODES`.
+    :data:`svmgeo.gd._config.STATUS_CODES`; ``max_norm`` (B,) is
+    :attr:`~svmgeo.gd._problem.Problem.max_norm`.
     """
     grads = factor_grads(P1, P2, G, M, is_kq, rho, xp)
     glog = param_log_grad_norm(grads, xp)
@@ -247,7 +263,7 @@ def step(
     new = []
     for D, c in grads:
         with _quiet(xp):
-            nD = _norm(D, xp)
+            nD = frobenius(D, xp)
             if normalized and log_domain:
                 move = nD > 0.0
                 Dn = D / xp.where(move, nD, 1.0)[:, None, None]
@@ -269,14 +285,15 @@ def step(
         out.append(xp.where(move[:, None, None], Pf - eta * Dn, Pf))
     # no factor moves: stationary when the gradient is exactly zero (not an underflowed G of
     # the direct formula, which is G == 0 at a finite scale M), else an underflow
-    underflowed_G = (_norm(G, xp) == 0.0) & xp.isfinite(M)
+    underflowed_G = (frobenius(G, xp) == 0.0) & xp.isfinite(M)
     exact = ~xp.isfinite(glog) & ~underflowed_G
     code = xp.where(~any_move, xp.where(exact, 3, 2), code)
     code = xp.where((code == 0) & (glog <= log_tol), 4, code)
-    finite = xp.ones(B, dtype=bool)
+    nan = xp.zeros(B, dtype=bool)
     for Pn in out:
-        finite = finite & xp.all(xp.isfinite(Pn), axis=(1, 2))
-    code = xp.where((code == 0) & ~finite, 7, code)
+        nan = nan | xp.any(xp.isnan(Pn), axis=(1, 2))
+    code = xp.where((code == 0) & nan, 7, code)
+    code = xp.where((code == 0) & ~within_limit(out, is_kq, max_norm, xp), 8, code)
     go = (code == 0)[:, None, None]
     P1n = xp.where(go, out[0], P1)
     P2n = xp.where(go, out[1], P2) if is_kq else P2

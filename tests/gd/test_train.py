@@ -18,9 +18,11 @@ def test_history_has_every_record_at_the_cadence() -> None:
     h = run.history
     np.testing.assert_array_equal(h.step, [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95])
     R = h.step.size
-    n, K, T, d = data.n, data.K, data.T, data.d
-    assert h.W.shape == (R, d, d) and h.probs.shape == (R, n, K, T)
-    assert h.max_prob.shape == h.selected.shape == (R, n, K)
+    n, T, d = data.n, data.T, data.d
+    assert data.single_query  # one query per sequence: no K axis, as a selection
+    assert h.W.shape == (R, d, d) and h.probs.shape == (R, n, T)
+    assert h.max_prob.shape == h.selected.shape == (R, n)
+    assert h.selected[-1].shape == sg.optimal_tokens(data).shape == data.selection_shape
     for field in (h.loss, h.log_loss_gap, h.grad_norm, h.log_grad_norm, h.W_norm):
         assert field.shape == (R,)
     np.testing.assert_array_equal(h.W[-1], run.W)
@@ -59,7 +61,8 @@ def test_record_subset_keeps_memory_bounded() -> None:
 def test_log_loss_gap_equals_direct_gap_while_resolvable() -> None:
     data = DATASETS["cross"]
     run = sg.train(data, n_steps=30, record_every=10, backend="numpy", step_size=0.1)
-    Xm = np.take_along_axis(data.X, run.history.selected[-1][:, :, None], axis=1)
+    sel = run.history.selected[-1].reshape(data.n, data.K)
+    Xm = np.take_along_axis(data.X, sel[:, :, None], axis=1)
     f_sel = np.einsum("nkd,d->nk", Xm, data.v)
     L_sel = np.sum(np.logaddexp(0.0, -data.labels * f_sel)) / data.n
     gap = run.history.loss[-1] - L_sel
@@ -168,7 +171,7 @@ def test_callback_sees_each_record_and_can_stop() -> None:
 
     def stop_when_sharp(state: sg.gd.Intermediate) -> None:
         seen.append(int(state.step))
-        assert state.W.shape == (5, 5) and state.probs.shape == (3, 1, 4)
+        assert state.W.shape == (5, 5) and state.probs.shape == (3, 4)
         if state.max_prob.min() > 0.9:
             raise StopIteration
 
@@ -249,3 +252,15 @@ def test_batch_from_stacked_arrays_equals_batch_from_datasets() -> None:
         sg.train_batch({"X": [d.X for d in cross], "Z": cross[0].Z[:1], "v": cross[0].v}, n_steps=2)
     with pytest.raises(sg.ProblemError, match="unknown \\['W'\\]"):
         sg.train_batch({"X": [d.X for d in cross], "W": 1}, n_steps=2)
+
+
+@pytest.mark.parametrize("name", ["cross", "self", "causal", "masked"])
+def test_final_selection_has_the_shape_of_optimal_tokens(name: str) -> None:
+    data = DATASETS[name]
+    run = sg.train(data, n_steps=20, backend="numpy")
+    opt = sg.optimal_tokens(data, ties="first")
+    assert run.history.selected is not None
+    assert run.history.selected[-1].shape == opt.shape == data.selection_shape
+    batch = sg.train_batch([data, data], n_steps=20, backend="numpy")
+    assert batch.history.selected is not None
+    assert batch.history.selected.shape[2:] == data.selection_shape

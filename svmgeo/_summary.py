@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Short ``repr`` and a readable ``summary()`` for svmgeo's result classes.
+
+Results hold arrays with hundreds of entries; printing one must not flood the terminal. The
+class decorator :func:`summarized` (placed above ``@dataclass``) gives a result class a one-line
+``repr`` (arrays as their dtype and shape, nested results by class name) and, unless it has its
+own, a ``summary()`` with one field per line and small arrays written out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, TypeVar
+
+import numpy as np
+
+__all__ = ["brief", "summarized"]
+
+C = TypeVar("C", bound=type)
+
+_SMALL = 12  # arrays up to this many entries are written out in summary()
+_TEXT = 60  # strings longer than this are cut in the repr
+
+
+def _fields(obj: Any) -> list[tuple[str, Any]]:
+    if dataclasses.is_dataclass(obj):
+        return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.repr]
+    return list(vars(obj).items())
+
+
+def brief(value: Any, *, full: bool = False) -> str:
+    """One short line for ``value``; ``full`` writes out small arrays and whole strings."""
+    if isinstance(value, np.ndarray):
+        if full and value.size <= _SMALL:
+            return np.array2string(value, precision=6, separator=", ").replace("\n", "")
+        return f"array({value.dtype}, shape={value.shape})"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    if isinstance(value, str):
+        return repr(value if full or len(value) <= _TEXT else value[: _TEXT - 3] + "...")
+    if isinstance(value, (list, tuple)) and len(value) > (_SMALL if full else 3):
+        return f"{type(value).__name__} of {len(value)}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(brief(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if value is None or isinstance(value, (bool, int, np.integer)):
+        return repr(value)
+    text = repr(value)
+    return text if len(text) <= _TEXT and "\n" not in text else f"{type(value).__name__}(...)"
+
+
+def _repr(self: Any) -> str:
+    inner = ", ".join(f"{name}={brief(value)}" for name, value in _fields(self))
+    return f"{type(self).__name__}({inner})"
+
+
+def _summary(self: Any) -> str:
+    lines = [type(self).__name__]
+    items = _fields(self)
+    width = max((len(name) for name, _ in items), default=0)
+    lines += [f"  {name:<{width}}  {brief(value, full=True)}" for name, value in items]
+    return "\n".join(lines)
+
+
+def summarized(cls: C) -> C:
+    """Give ``cls`` the short ``__repr__`` and, unless it defines one, ``summary()``."""
+    cls.__repr__ = _repr  # type: ignore[assignment]
+    if "summary" not in vars(cls):
+        cls.summary = _summary  # type: ignore[attr-defined]
+    return cls
