@@ -139,8 +139,12 @@ class SVMResult:
 
     @property
     def success(self) -> bool:
-        """True when the status is :attr:`Status.OPTIMAL`."""
-        return self.status is Status.OPTIMAL
+        """True when the status is :attr:`Status.OPTIMAL` (certified globally optimal).
+
+        False for :attr:`Status.LOCALLY_OPTIMAL` (a rank-bounded KKT point above the convex
+        bound), although ``status.has_solution`` is True there. See ``docs/statuses.md``.
+        """
+        return self.status.success
 
     @property
     def relative_gap(self) -> float | None:
