@@ -40,7 +40,7 @@ from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
 from ._nuclear import solve_nuclear
 from ._reference import solve_naive_cvxpy_duals
-from ._result import Certificate, FeasibilityResult, SVMResult, no_solution
+from ._result import Certificate, FeasibilityResult, SVMResult, no_solution, warns_if_inaccurate
 from ._status import Status
 from ._threads import blas_threads
 
@@ -338,6 +338,7 @@ def _solve_cvxpy(req: _Request) -> SVMResult:
     return dataclasses.replace(res, solve_time=time.perf_counter() - start)
 
 
+@warns_if_inaccurate("solve_svm")
 def solve_svm(
     cs: ConstraintSet,
     *,
@@ -597,6 +598,7 @@ def _solve_feasible_first(req: _Request) -> SVMResult:
     )
 
 
+@warns_if_inaccurate("att_svm")
 def att_svm(
     data: TokenData,
     alpha: Any = None,
@@ -652,6 +654,7 @@ def att_svm(
     return _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
 
 
+@warns_if_inaccurate("feasibility")
 def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> FeasibilityResult:
     r"""Is Att-SVM(α) feasible? Exact, with a point or a Farkas certificate.
 

@@ -40,7 +40,7 @@ from ._certificates import (
 from ._exact import prove_verdict
 from ._geometry import RowGeometry, features
 from ._qp import interior_point, polish_active_set
-from ._result import FeasibilityResult
+from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -253,6 +253,7 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
     return res, nM, nE
 
 
+@warns_if_inaccurate("check_feasibility")  # outermost: it looks at its caller
 @one_blas_thread_when_small
 def check_feasibility(
     cs: ConstraintSet,
