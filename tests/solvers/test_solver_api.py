@@ -163,7 +163,8 @@ def test_options_the_path_ignores_are_errors_naming_the_function(data, cs, kwarg
 def test_options_the_path_uses_are_accepted(cs):
     # max_iter reaches the rank-bounded solver: one SLSQP iteration per start reaches no
     # feasible rank-1 point here, the default 300 do
-    short = solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1, max_iter=1)
+    with pytest.warns(sg.InaccurateSolutionWarning, match="no start reached a feasible rank-1"):
+        short = solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1, max_iter=1)
     full = solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1)
     assert full.status.has_solution, full.message
     assert short.status is Status.INFEASIBLE_INACCURATE, short.message
