@@ -415,6 +415,12 @@ def solve_svm(
         ``max_iter`` with ``norm="nuc"`` and no rank or with ``method="cvxpy"``, ``seed`` or
         ``n_restarts`` without ``rank``).
 
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
+
     References
     ----------
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
@@ -629,6 +635,12 @@ def att_svm(
     -------
     SVMResult
 
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
+
     References
     ----------
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
@@ -676,6 +688,12 @@ def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> Fe
     Returns
     -------
     FeasibilityResult
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
 
     References
     ----------

@@ -291,6 +291,12 @@ def check_feasibility(
         vector and ``residual`` its :func:`farkas_residual`; a certificate that does not verify
         to 1e-9 gives ``INFEASIBLE_INACCURATE``.
 
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
+
     References
     ----------
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
