@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, TieError
-from ._validation import check_array, check_option
+from ._validation import check_array, check_option, check_real
 from .data import TokenData
 
 __all__ = [
@@ -72,20 +72,28 @@ def token_scores(data: TokenData) -> np.ndarray:
     return S[:, 0, :] if data.single_query else S
 
 
-def _tie_tolerance(S: np.ndarray) -> float:
-    finite = S[np.isfinite(S)]
-    scale = float(np.max(np.abs(finite))) if finite.size else 1.0
-    return 1e-12 * max(1.0, scale)
+TIE_RTOL = 1e-12
+"""Default relative tie tolerance of :func:`optimal_token_sets` (a few hundred ulps)."""
 
 
-def optimal_token_sets(data: TokenData, *, tol: float | None = None) -> np.ndarray:
-    r"""All maximizers of the visible scores: :math:`\{t : \gamma_{ikt} \ge \max_\tau \gamma_{ik\tau} - \mathrm{tol}\}`.
+def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
+    r"""All maximizers of the visible scores, up to a tolerance relative to the scores' scale.
+
+    .. math::
+
+        \{\, t \text{ visible} : \gamma_{ikt} \ge \max_\tau \gamma_{ik\tau}
+        - \mathrm{tol}\cdot\max_\tau |\gamma_{ik\tau}| \,\}
+
+    with :math:`\tau` over the tokens visible to query :math:`k` of sequence :math:`i`. The
+    tolerance scales with each query's own scores, so multiplying the data by any positive
+    factor (``X * 1e-13`` or ``X * 1e13``) keeps the same optimal tokens, and only scores that
+    agree to ``tol`` relative (round-off) count as tied.
 
     Parameters
     ----------
     data : TokenData
-    tol : float, optional
-        Absolute tolerance for a tie; default :math:`10^{-12}\max(1, \max|\gamma|)`.
+    tol : float in [0, 1), default 1e-12
+        Relative tolerance for a tie; 0 ties exactly equal scores only.
 
     Returns
     -------
@@ -93,8 +101,10 @@ def optimal_token_sets(data: TokenData, *, tol: float | None = None) -> np.ndarr
         True at every optimal token; more than one True in a row means a tie.
     """
     data = check_data(data, "optimal_token_sets")
+    tol = check_real(tol, "tol", low=0.0, high=1.0, high_open=True, where="optimal_token_sets")
     S = np.where(data.visible, scores_full(data), -np.inf)
-    eps = _tie_tolerance(S) if tol is None else float(tol)
+    scale = np.max(np.where(np.isfinite(S), np.abs(S), 0.0), axis=2, keepdims=True)
+    eps = tol * scale
     best = S.max(axis=2, keepdims=True)
     sets = data.visible & (best - eps <= S)
     return sets[:, 0, :] if data.single_query else sets

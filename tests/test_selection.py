@@ -42,6 +42,49 @@ def test_ties_are_reported_not_broken():
         sg.optimal_tokens(data, ties="random")
 
 
+@pytest.mark.parametrize("factor", [1e-13, 1e-150, 1e13, 1e150])
+def test_tie_tolerance_is_relative_to_the_scores(factor: float) -> None:
+    """Rescaling the tokens rescales the scores: the optimal tokens must not change, at any
+    scale (an absolute tolerance tied every sequence of X * 1e-13)."""
+    data = sg.random_data(6, 5, 4, seed=3)
+    expected = sg.optimal_tokens(data)
+    scaled = sg.TokenData(data.X * factor, Y=data.Y, v=data.v, Z=data.Z)
+    np.testing.assert_array_equal(sg.optimal_tokens(scaled), expected)
+    assert int(np.asarray(sg.optimal_token_sets(scaled)).sum()) == data.n
+
+
+@pytest.mark.parametrize("factor", [1e-13, 1.0, 1e13])
+def test_genuine_ties_are_found_at_every_scale(factor: float) -> None:
+    # sequence 0: exact tie; sequence 1: a tie up to round-off (relative 1e-15); sequence 2:
+    # distinct scores whose relative difference (1e-9) is far above round-off
+    base = np.array([[1.0, 1.0, 0.5], [0.3, 0.3 * (1 + 1e-15), 0.1], [2.0, 2.0 * (1 - 1e-9), 0.0]])
+    data = sg.TokenData(np.ones((3, 3, 2)), query=0, scores=base * factor)
+    sets = sg.optimal_token_sets(data)
+    np.testing.assert_array_equal(
+        sets, [[True, True, False], [True, True, False], [True, False, False]]
+    )
+    with pytest.raises(sg.TieError, match=r"2 queries: sequence 0: tokens \[0, 1\]; sequence 1"):
+        sg.optimal_tokens(data)
+    # an explicit tolerance is relative too: 1e-8 of the scale ties sequence 2 as well
+    assert np.asarray(sg.optimal_token_sets(data, tol=1e-8)).sum() == 6
+    # tol=0 ties only exactly equal scores
+    np.testing.assert_array_equal(sg.optimal_token_sets(data, tol=0.0).sum(axis=1), [2, 1, 1])
+
+
+def test_tie_tolerance_is_per_query() -> None:
+    # one sequence at scale 1e12 must not tie the tokens of a sequence at scale 1
+    scores = np.array([[1e12, 0.0, 1.0], [1.0, 1.0 - 1e-6, 0.0]])
+    data = sg.TokenData(np.ones((2, 3, 2)), query=0, scores=scores)
+    np.testing.assert_array_equal(sg.optimal_tokens(data), [0, 0])
+
+
+@pytest.mark.parametrize("tol", [-1e-3, 1.0, float("nan"), "small"])
+def test_bad_tie_tolerance_raises(tol: object) -> None:
+    data = sg.random_data(2, 3, 2, seed=0)
+    with pytest.raises(sg.ProblemError, match="'tol' parameter of optimal_token_sets"):
+        sg.optimal_token_sets(data, tol=tol)  # type: ignore[arg-type]
+
+
 def test_optimal_token_respects_mask():
     scores = np.array([[0.0, 1.0, 5.0]])
     X = np.ones((1, 3, 2))

@@ -40,7 +40,7 @@ from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
 from ._nuclear import solve_nuclear
 from ._reference import solve_naive_cvxpy_duals
-from ._result import Certificate, FeasibilityResult, SVMResult, no_solution
+from ._result import Certificate, FeasibilityResult, SVMResult, no_solution, warns_if_inaccurate
 from ._status import Status
 from ._threads import blas_threads
 
@@ -147,8 +147,15 @@ def _solve_nuc(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMR
     backend = "auto" if req.solver is None else req.solver.lower()
     if req.binding:
         assert req.rank is not None  # a binding rank bound is an int (checked in _solve)
+        kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
         return solve_lowrank(
-            req.cs, req.rank, n_restarts=req.n_restarts, seed=req.seed, tol=req.tol, solver=backend
+            req.cs,
+            req.rank,
+            n_restarts=req.n_restarts,
+            seed=req.seed,
+            tol=req.tol,
+            solver=backend,
+            **kw,
         )
     res = solve_nuclear(req.cs, solver=backend, tol=req.tol)
     if req.rank is not None and res.W is not None:
@@ -331,6 +338,7 @@ def _solve_cvxpy(req: _Request) -> SVMResult:
     return dataclasses.replace(res, solve_time=time.perf_counter() - start)
 
 
+@warns_if_inaccurate("solve_svm")
 def solve_svm(
     cs: ConstraintSet,
     *,
@@ -340,7 +348,7 @@ def solve_svm(
     tol: float = 1e-8,
     solver: str | None = None,
     seed: int | None = None,
-    n_restarts: int = 10,
+    n_restarts: int | None = None,
     max_iter: int | None = None,
     exact: bool = True,
 ) -> SVMResult:
@@ -375,15 +383,18 @@ def solve_svm(
         Tolerance of svmgeo's certificate check (relative residuals, SPEC §6). The backends
         run at their own, tighter tolerances.
     solver : str, optional
-        Backend: for ``method="cvxpy"`` (and the Frobenius fallback) a cvxpy solver name
-        (e.g. ``"CLARABEL"``, ``"SCS"``); for ``norm="nuc"`` the SDP backend, ``"clarabel"``
-        or ``"scs"`` (default: SCS, then Clarabel).
+        Backend: for ``method="cvxpy"`` a cvxpy solver name (e.g. ``"CLARABEL"``, ``"SCS"``);
+        for ``norm="nuc"`` the SDP backend, ``"clarabel"`` or ``"scs"`` (default: SCS, then
+        Clarabel). svmgeo's Frobenius solver has no backend (its cvxpy fallback uses
+        Clarabel): ``solver`` with ``norm="fro"`` needs ``method="cvxpy"``.
     seed : int, optional
-        Randomness of the rank-constrained (nonconvex) solver.
-    n_restarts : int, default 10
-        Random restarts of the rank-constrained solver.
+        Randomness of the rank-constrained (nonconvex) solver; needs ``rank``.
+    n_restarts : int, optional
+        Random restarts of the rank-constrained solver (default 10); needs ``rank``.
     max_iter : int, optional
-        Iteration limit passed to the fast Frobenius solver.
+        Iteration limit of svmgeo's Frobenius interior point, or SLSQP iterations per start of
+        the rank-constrained solver (default 300). Not with ``method="cvxpy"`` nor with
+        ``norm="nuc"`` without ``rank``.
     exact : bool, default True
         Prove the feasibility verdict in exact rational arithmetic (``proof="exact"``; see
         :func:`check_feasibility` and docs/certificates.md for the cost).
@@ -399,7 +410,16 @@ def solve_svm(
     ------
     ProblemError
         Unknown ``norm``, ``method`` or SDP ``solver``, ``rank < 1``, ``tol`` outside (0, 1],
-        a rank bound with ``norm="fro"``, or a binding rank bound with ``method="cvxpy"``.
+        a rank bound with ``norm="fro"``, a binding rank bound with ``method="cvxpy"``, or an
+        option the chosen path would ignore (``solver`` with the Frobenius fast path,
+        ``max_iter`` with ``norm="nuc"`` and no rank or with ``method="cvxpy"``, ``seed`` or
+        ``n_restarts`` without ``rank``).
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
 
     References
     ----------
@@ -460,9 +480,21 @@ def _solve(
         raise ProblemError(
             f"The 'solver' parameter of {where} must be a str or None. Got {solver!r} instead."
         )
+    _check_options_apply(
+        where,
+        norm=norm,
+        method=method,
+        rank=rank,
+        solver=solver,
+        seed=seed,
+        n_restarts=n_restarts,
+        max_iter=max_iter,
+    )
     if solver is not None and method != "cvxpy" and spec.backends:
         check_option(solver.lower(), "solver", spec.backends, where=where)
-    n_restarts = check_int(n_restarts, "n_restarts", low=1, where=where)
+    n_restarts = (
+        10 if n_restarts is None else check_int(n_restarts, "n_restarts", low=1, where=where)
+    )
     if max_iter is not None:
         max_iter = check_int(max_iter, "max_iter", low=1, where=where)
     if seed is not None:
@@ -494,6 +526,63 @@ def _solve(
         return _solve_feasible_first(req)
 
 
+def _check_options_apply(
+    where: str,
+    *,
+    norm: str,
+    method: str,
+    rank: int | None,
+    solver: str | None,
+    seed: Any,
+    n_restarts: Any,
+    max_iter: Any,
+) -> None:
+    """Raise :class:`ProblemError` for an option that the chosen path would ignore.
+
+    ``solver``: the cvxpy solver of ``method="cvxpy"``, or the SDP backend of ``norm="nuc"``
+    (svmgeo's Frobenius solver has none). ``max_iter``: the Frobenius interior point, or the
+    SLSQP iterations per start of a rank bound (not the SDP backends, nor cvxpy).
+    ``seed``, ``n_restarts``: the restarts of a rank bound only.
+    """
+    ignored: list[tuple[str, Any, str]] = []
+    if solver is not None and norm == "fro" and method != "cvxpy":
+        ignored.append(
+            (
+                "solver",
+                solver,
+                "svmgeo's Frobenius solver has no backend; pass method='cvxpy' "
+                "to choose a cvxpy solver, or drop solver",
+            )
+        )
+    if max_iter is not None and (method == "cvxpy" or (norm == "nuc" and rank is None)):
+        ignored.append(
+            (
+                "max_iter",
+                max_iter,
+                "it limits svmgeo's Frobenius interior point (norm='fro') "
+                "and the rank-bounded solver (norm='nuc' with rank); drop max_iter",
+            )
+        )
+    for name, value in (("seed", seed), ("n_restarts", n_restarts)):
+        if value is not None and rank is None:
+            ignored.append(
+                (
+                    name,
+                    value,
+                    "it drives the restarts of the rank-bounded solver only "
+                    f"(norm='nuc' with rank=m); drop {name} or pass a rank",
+                )
+            )
+    if ignored:
+        raise ProblemError(
+            " ".join(
+                f"The '{name}' parameter of {where} has no effect with norm={norm!r}, "
+                f"method={method!r}, rank={rank!r}; got {name}={value!r}: {fix}."
+                for name, value, fix in ignored
+            )
+        )
+
+
 def _solve_feasible_first(req: _Request) -> SVMResult:
     """Feasibility first, then the norm's solver (validated arguments)."""
     start = time.perf_counter()
@@ -515,6 +604,7 @@ def _solve_feasible_first(req: _Request) -> SVMResult:
     )
 
 
+@warns_if_inaccurate("att_svm")
 def att_svm(
     data: TokenData,
     alpha: Any = None,
@@ -545,6 +635,12 @@ def att_svm(
     -------
     SVMResult
 
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
+
     References
     ----------
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
@@ -562,7 +658,7 @@ def att_svm(
     options = {
         "solver": None,
         "seed": None,
-        "n_restarts": 10,
+        "n_restarts": None,
         "max_iter": None,
         "exact": True,
         **kwargs,
@@ -570,6 +666,7 @@ def att_svm(
     return _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
 
 
+@warns_if_inaccurate("feasibility")
 def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> FeasibilityResult:
     r"""Is Att-SVM(α) feasible? Exact, with a point or a Farkas certificate.
 
@@ -591,6 +688,12 @@ def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> Fe
     Returns
     -------
     FeasibilityResult
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
 
     References
     ----------

@@ -263,6 +263,11 @@ class SCSBackend(ConicBackend):
         data = {"A": conic.A, "b": conic.b, "c": conic.q}
         try:
             out = scs.SCS(data, cone, **settings).solve()
+        except TypeError as exc:  # SCS's constructor rejects an unknown keyword so
+            raise ProblemError(
+                f"SCS rejected an option of {where} ({exc}); valid names are SCS's settings "
+                "(https://www.cvxgrp.org/scs/api/settings.html)."
+            ) from exc
         except Exception as exc:
             raise SolverError(
                 f"SCS failed on the nuclear-norm SDP ({where}): {type(exc).__name__}: {exc}"

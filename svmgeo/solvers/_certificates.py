@@ -158,13 +158,13 @@ def judge(
 def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
     """Attach ``certificate``; when it fails, downgrade an optimal status and say why.
 
-    ``OPTIMAL`` becomes ``OPTIMAL_INACCURATE`` and ``INFEASIBLE`` becomes
+    ``OPTIMAL`` and ``LOCALLY_OPTIMAL`` become ``OPTIMAL_INACCURATE``, ``INFEASIBLE`` becomes
     ``INFEASIBLE_INACCURATE``; the message names each failed residual and its size.
     """
     status, message = result.status, result.message
     if not certificate.passed:
         text = "svmgeo's certificate check failed: " + "; ".join(certificate.failures)
-        if status is Status.OPTIMAL:
+        if status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL):
             status = Status.OPTIMAL_INACCURATE
         elif status is Status.INFEASIBLE:
             status = Status.INFEASIBLE_INACCURATE

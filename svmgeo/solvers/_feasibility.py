@@ -40,7 +40,7 @@ from ._certificates import (
 from ._exact import prove_verdict
 from ._geometry import RowGeometry, features
 from ._qp import interior_point, polish_active_set
-from ._result import FeasibilityResult
+from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -253,6 +253,7 @@ def _solve_lp(L: np.ndarray, cs: ConstraintSet, c: np.ndarray) -> tuple[Any, int
     return res, nM, nE
 
 
+@warns_if_inaccurate("check_feasibility")  # outermost: it looks at its caller
 @one_blas_thread_when_small
 def check_feasibility(
     cs: ConstraintSet,
@@ -289,6 +290,12 @@ def check_feasibility(
         smallest margin row meets its bound). Infeasible: ``farkas`` is a verified Farkas
         vector and ``residual`` its :func:`farkas_residual`; a certificate that does not verify
         to 1e-9 gives ``INFEASIBLE_INACCURATE``.
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is ``*_INACCURATE`` (``status.is_inaccurate``), at the caller's line;
+        not when the caller is svmgeo itself. Statuses: ``docs/statuses.md``.
 
     References
     ----------

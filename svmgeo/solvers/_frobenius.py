@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import SolverError
+from .._errors import ProblemError, SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet, check_constraint_set
 from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
@@ -101,7 +101,8 @@ def solve_frobenius(
         The rows' Gram matrix / features (and its cached factor) when already computed for
         ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise.
     warm_start : ndarray of shape (N,), optional
-        Approximate multipliers λ; their active set is polished first.
+        Approximate multipliers λ; their active set is polished first. Another shape raises
+        :class:`~svmgeo.ProblemError`.
 
     Returns
     -------
@@ -121,6 +122,12 @@ def solve_frobenius(
     max_rounds = check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius")
     start = time.perf_counter()
     N, d = cs.N, cs.d
+    if warm_start is not None and np.shape(warm_start) != (N,):
+        raise ProblemError(
+            f"The 'warm_start' parameter of solve_frobenius must be multipliers of shape (N,) = "
+            f"({N},), one per row of cs; got shape {np.shape(warm_start)}. Pass the 'dual' of a "
+            "result over the same rows, or None."
+        )
     if N == 0:
         W = np.zeros((d, d))
         res = SVMResult(
@@ -145,7 +152,7 @@ def solve_frobenius(
     settled = converged = False
     solver = "svmgeo-active-set"
     lam = np.zeros(N)
-    if warm_start is not None and np.shape(warm_start) == (N,):
+    if warm_start is not None:
         lam0 = np.asarray(warm_start, dtype=float)
         S0 = ~geo.margin | (lam0 > geo.matvec(lam0) - geo.c)
         lam, rounds, settled = polish_active_set(geo, lam0, S0, max_rounds=max_rounds)

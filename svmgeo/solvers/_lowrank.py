@@ -176,15 +176,17 @@ def solve_lowrank(
        :math:`K^\top K = Q^\top Q`). The best feasible point is kept; margins are restored
        to :math:`\ge c_j` by a scaling of at most :math:`1 + 10^{-6}`.
 
-    **Status policy.** A nonconvex problem has no cheap global certificate. The result is
-    ``OPTIMAL`` when it is feasible and a verified KKT point of the factored problem
+    **Status policy** (``docs/statuses.md``). A nonconvex problem has no cheap global
+    certificate, so ``OPTIMAL`` is returned only when global optimality is certified: the
+    rank bound is not binding (step 1), or the rank-:math:`m` value reaches the convex lower
+    bound within ``tol`` (relative). A verified KKT point of the factored problem
     (stationarity :math:`K = \Lambda Q`, :math:`Q = \Lambda^\top K`, :math:`\lambda \ge 0`,
-    complementarity, all at ``tol``); it is then a *local* solution, and ``relative_gap``
-    (objective vs ``lower_bound``) says how far from the convex bound it is — the message says
-    "local solution of the nonconvex rank-m problem; gap to convex bound X" unless the gap is
-    within ``tol`` (global). A point whose KKT check fails is ``OPTIMAL_INACCURATE`` with the
-    failed residuals named. When no start reaches a feasible rank-:math:`m` point the status is
-    ``INFEASIBLE_INACCURATE`` (not certified: the rank-:math:`m` problem may still be feasible).
+    complementarity, all at ``tol``) above the bound is ``LOCALLY_OPTIMAL``: a solution
+    (``has_solution``) but not a success (``success`` is False); its message gives the
+    relative gap to the convex bound, also in ``relative_gap``. A point whose KKT check fails
+    is ``OPTIMAL_INACCURATE`` with the failed residuals named. When no start reaches a
+    feasible rank-:math:`m` point the status is ``INFEASIBLE_INACCURATE`` (not certified: the
+    rank-:math:`m` problem may still be feasible).
 
     Parameters
     ----------
@@ -358,7 +360,12 @@ def solve_lowrank(
     cert = _factored_certificate(cs, At, Bt, K, Q, lam, margins, tol)
     gap = (value - lower) / max(lower, 1e-300)
     if gap <= tol:
-        text = f"rank-{m} solution reaches the convex bound (gap {gap:.2e}): global"
+        status = Status.OPTIMAL
+        text = f"rank-{m} solution reaches the convex bound (relative gap {gap:.2e}): global"
     else:
-        text = f"local solution of the nonconvex rank-{m} problem; gap to convex bound {gap:.3e}"
-    return finish(K, Q, lam, cert, Status.OPTIMAL, text, total)
+        status = Status.LOCALLY_OPTIMAL
+        text = (
+            f"local solution of the nonconvex rank-{m} problem, not certified globally optimal; "
+            f"relative gap to the convex bound {gap:.3e}"
+        )
+    return finish(K, Q, lam, cert, status, text, total)

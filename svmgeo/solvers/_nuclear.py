@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._errors import ProblemError, SolverError
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._backends import CONIC_BACKENDS, ConicBackend
@@ -367,7 +368,9 @@ def solve_nuclear(
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
     **options
         Backend settings (attributes of ``clarabel.DefaultSettings`` or SCS keyword
-        arguments), overriding svmgeo's.
+        arguments), overriding svmgeo's. With ``solver="auto"`` a backend that rejects an
+        option is skipped (a ``SOLVER_ERROR`` link of the chain, named in the message) and
+        the next one runs; only an option that every backend rejects raises.
 
     Returns
     -------
@@ -380,9 +383,10 @@ def solve_nuclear(
     Raises
     ------
     ProblemError
-        Bad ``cs``, ``solver``, ``tol`` or option name.
+        Bad ``cs``, ``solver`` or ``tol``; an option name unknown to the chosen backend (to
+        every backend with ``solver="auto"``).
     SolverError
-        The backend crashed.
+        The chosen backend crashed (with ``solver="auto"`` the chain goes on instead).
 
     Notes
     -----
@@ -418,10 +422,17 @@ def solve_nuclear(
         return _trivial(cs, fallback if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
-    first = _solve_with(cs, comp, preferred, tol, options, start)
+    rejected: list[str] = []
+    first = _attempt(cs, comp, preferred, tol, options, start, rejected)
     if first.success:
         return first
-    second = _solve_with(cs, comp, fallback, tol, options, start)
+    second = _attempt(cs, comp, fallback, tol, options, start, rejected)
+    if len(rejected) == len(CONIC_BACKENDS):
+        raise ProblemError(
+            f"Every backend of solve_nuclear(solver='auto') rejected the options "
+            f"{sorted(options)}: {'; '.join(rejected)}. Pass solver='scs' or 'clarabel' with "
+            "that backend's own option names."
+        )
     if not second.success and not first.status.has_solution and not second.status.has_solution:
         # both backends failed outright: the Frobenius optimum gives a feasible W with an
         # explicit gap (exact when min(r1, r2) = 1)
@@ -438,6 +449,34 @@ def solve_nuclear(
             message=f"{second.message} (after {preferred}: {first.status}: {first.message})",
         )
     return first
+
+
+def _attempt(
+    cs: ConstraintSet,
+    comp: Compressed,
+    solver: str,
+    tol: float,
+    options: dict[str, Any],
+    start: float,
+    rejected: list[str],
+) -> SVMResult:
+    """One link of the ``solver="auto"`` chain: a backend that rejects an option (or crashes)
+    is a ``SOLVER_ERROR`` result with the reason, so the chain goes on to the next backend;
+    each rejection is appended to ``rejected``."""
+    try:
+        return _solve_with(cs, comp, solver, tol, options, start)
+    except (ProblemError, SolverError) as exc:
+        if isinstance(exc, ProblemError):
+            rejected.append(f"{solver}: {exc}")
+        return no_solution(
+            cs,
+            Status.SOLVER_ERROR,
+            f"{solver} failed: {exc}",
+            norm="nuc",
+            solver=solver,
+            solve_time=time.perf_counter() - start,
+            extras={"exception": exc},
+        )
 
 
 def _solve_with(

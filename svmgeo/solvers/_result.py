@@ -3,16 +3,23 @@
 
 from __future__ import annotations
 
+import functools
+import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
+from .._errors import InaccurateSolutionWarning
 from ..constraints import ConstraintSet
 from ._status import Status
 
-__all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution"]
+__all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution", "warns_if_inaccurate"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R", bound="SVMResult | FeasibilityResult")
 
 
 @dataclass(frozen=True)
@@ -139,8 +146,12 @@ class SVMResult:
 
     @property
     def success(self) -> bool:
-        """True when the status is :attr:`Status.OPTIMAL`."""
-        return self.status is Status.OPTIMAL
+        """True when the status is :attr:`Status.OPTIMAL` (certified globally optimal).
+
+        False for :attr:`Status.LOCALLY_OPTIMAL` (a rank-bounded KKT point above the convex
+        bound), although ``status.has_solution`` is True there. See ``docs/statuses.md``.
+        """
+        return self.status.success
 
     @property
     def relative_gap(self) -> float | None:
@@ -294,3 +305,31 @@ def no_solution(
         solver=solver,
         **fields,
     )
+
+
+def warns_if_inaccurate(where: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Decorate the public solver ``where``: an inaccurate result (``status.is_inaccurate``)
+    emits :class:`~svmgeo.InaccurateSolutionWarning` at the line that called it.
+
+    The warning is left to svmgeo itself when the caller is a function of svmgeo (an analysis
+    function wrapping a solver reports once, in its own terms, e.g.
+    :func:`~svmgeo.support_tokens`), so no answer is warned about twice.
+    """
+
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def public(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            result = fn(*args, **kwargs)
+            if result.status.is_inaccurate:
+                caller = sys._getframe(1).f_globals.get("__name__", "")
+                if caller.partition(".")[0] != "svmgeo":
+                    warnings.warn(
+                        f"{where} returned {result.status.value}: {result.message}",
+                        InaccurateSolutionWarning,
+                        stacklevel=2,
+                    )
+            return result
+
+        return public
+
+    return decorate

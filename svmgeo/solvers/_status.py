@@ -11,6 +11,10 @@ __all__ = ["Status"]
 class Status(StrEnum):
     """Outcome of a solve. Compare with members or their string values (``"optimal"``).
 
+    Each member has exactly one meaning (the table in ``docs/statuses.md``):
+    :attr:`OPTIMAL` is a *certified global* optimum; :attr:`LOCALLY_OPTIMAL` is a verified KKT
+    point of the nonconvex rank-bounded problem whose value is above the convex lower bound
+    (a solution, not a certified optimum: ``has_solution`` is True, ``success`` is False).
     A backend's native code that svmgeo does not know maps to :attr:`SOLVER_ERROR`, never to
     success; a solution that fails svmgeo's own certificate is downgraded to
     :attr:`OPTIMAL_INACCURATE` (or :attr:`INFEASIBLE_INACCURATE`) with a message. A backend's
@@ -18,6 +22,7 @@ class Status(StrEnum):
     """
 
     OPTIMAL = "optimal"
+    LOCALLY_OPTIMAL = "locally_optimal"
     OPTIMAL_INACCURATE = "optimal_inaccurate"
     INFEASIBLE = "infeasible"
     INFEASIBLE_INACCURATE = "infeasible_inaccurate"
@@ -32,11 +37,18 @@ class Status(StrEnum):
 
     @property
     def has_solution(self) -> bool:
-        """True when a primal solution is available (possibly inaccurate)."""
-        return self in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE)
+        """True when a primal solution is available (possibly inaccurate, or only locally
+        optimal)."""
+        return self in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL, Status.OPTIMAL_INACCURATE)
+
+    @property
+    def success(self) -> bool:
+        """True only for :attr:`OPTIMAL`: a certified, globally optimal solution."""
+        return self is Status.OPTIMAL
 
     @property
     def is_infeasible(self) -> bool:
+        """True for a proved or an undecided infeasibility verdict."""
         return self in (Status.INFEASIBLE, Status.INFEASIBLE_INACCURATE)
 
     @property

@@ -288,3 +288,37 @@ def test_auto_runs_scs_then_clarabel_only_if_needed(monkeypatch) -> None:
     assert res.solver == "clarabel" and res.status is Status.OPTIMAL
     assert "after scs: max_iter" in res.message
     np.testing.assert_allclose(res.objective, reference, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs", [{"not_an_option": 1}, {"solver": "scs", "not_an_option": 1}])
+def test_option_unknown_to_every_backend_raises(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(sg.ProblemError, match="not_an_option"):
+        solve_nuclear(_instance(0)[1], **kwargs)
+
+
+def test_option_rejected_by_one_backend_does_not_abort_the_auto_chain() -> None:
+    # 'max_iter' is a Clarabel setting and no SCS keyword: SCS rejects it, Clarabel solves
+    cs = _instance(0)[1]
+    res = solve_nuclear(cs, solver="auto", max_iter=500)
+    assert res.solver == "clarabel" and res.status is Status.OPTIMAL, res.message
+    assert "scs: solver_error" in res.message and "max_iter" in res.message
+    np.testing.assert_allclose(res.objective, solve_nuclear(cs).objective, rtol=1e-8)
+    # and 'max_iters' is an SCS keyword and no Clarabel setting: SCS alone solves
+    res = solve_nuclear(cs, solver="auto", max_iters=100_000)
+    assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
+
+
+def test_monkeypatched_backend_raising_on_an_option_is_skipped(monkeypatch) -> None:
+    from svmgeo.solvers._backends import SCSBackend
+
+    def picky(cls, conic, solver_tol, options, where):
+        raise sg.ProblemError(f"SCS does not know the option {sorted(options)} ({where})")
+
+    monkeypatch.setattr(SCSBackend, "solve_conic", classmethod(picky))
+    cs = _instance(0)[1]
+    res = solve_nuclear(cs, solver="auto", verbose=False)
+    assert res.solver == "clarabel" and res.success, res.message
+    assert "SCS does not know the option ['verbose']" in res.message
+    # an explicitly chosen backend that rejects an option is an error, not a skipped link
+    with pytest.raises(sg.ProblemError, match="SCS does not know"):
+        solve_nuclear(cs, solver="scs", verbose=False)

@@ -130,13 +130,54 @@ def test_infeasible_problem_returns_certificate_not_exception():
         ({"tol": 0.0}, "tol"),
         ({"rank": 2}, "norm='nuc'"),
         ({"norm": "nuc", "rank": 1, "method": "cvxpy"}, "nonconvex"),
-        ({"n_restarts": 0}, "n_restarts"),
+        ({"norm": "nuc", "rank": 1, "n_restarts": 0}, "'n_restarts' parameter .* in"),
+        ({"norm": "nuc", "rank": 1, "max_iter": 0}, "'max_iter' parameter"),
         ({"solver": 3}, "solver"),
     ],
 )
 def test_bad_options_raise_problem_error(cs, kwargs, match):
     with pytest.raises(sg.ProblemError, match=match):
         solve_svm(cs, **kwargs)
+
+
+IGNORED_OPTIONS = [
+    ({"norm": "nuc", "max_iter": 50}, "max_iter"),
+    ({"norm": "fro", "method": "cvxpy", "max_iter": 50}, "max_iter"),
+    ({"norm": "fro", "solver": "SCS"}, "solver"),
+    ({"norm": "fro", "method": "fast", "solver": "CLARABEL"}, "solver"),
+    ({"norm": "fro", "seed": 0}, "seed"),
+    ({"norm": "nuc", "n_restarts": 3}, "n_restarts"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), IGNORED_OPTIONS)
+def test_options_the_path_ignores_are_errors_naming_the_function(data, cs, kwargs, name):
+    """An option the chosen path would silently ignore is a ProblemError naming the argument
+    and the function the user called."""
+    with pytest.raises(sg.ProblemError, match=f"'{name}' parameter of solve_svm has no effect"):
+        solve_svm(cs, **kwargs)
+    with pytest.raises(sg.ProblemError, match=f"'{name}' parameter of att_svm has no effect"):
+        sg.att_svm(data, **kwargs)
+
+
+def test_options_the_path_uses_are_accepted(cs):
+    # max_iter reaches the rank-bounded solver: one SLSQP iteration per start reaches no
+    # feasible rank-1 point here, the default 300 do
+    with pytest.warns(sg.InaccurateSolutionWarning, match="no start reached a feasible rank-1"):
+        short = solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1, max_iter=1)
+    full = solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1)
+    assert full.status.has_solution, full.message
+    assert short.status is Status.INFEASIBLE_INACCURATE, short.message
+    # the cvxpy path takes a cvxpy solver name
+    scs = solve_svm(cs, method="cvxpy", solver="SCS")
+    assert scs.solver == "cvxpy-scs"
+
+
+def test_wrong_shape_warm_start_is_an_error(cs):
+    with pytest.raises(sg.ProblemError, match=r"'warm_start' parameter of solve_frobenius"):
+        sg.solvers.solve_frobenius(cs, warm_start=np.zeros(cs.N + 1))
+    good = sg.solvers.solve_frobenius(cs, warm_start=np.zeros(cs.N))
+    assert good.success and good.solver == "svmgeo-warm-start"
 
 
 def test_not_a_constraint_set():
