@@ -21,6 +21,19 @@ by a sound argument (*pruned*):
    then satisfies every row); a Farkas certificate's support (the queries whose rows it
    uses) is stored as a *nogood* and prunes every later partial selection that contains it,
    without another LP.
+4. **batching** (``search="batched"``; the default from 1000 selections on) — complete selections are solved in
+   batches by a compiled active-set method (:mod:`._enumerate_fast`): siblings differ in the
+   last query's rows only, so each solve is warm-started from its neighbour's active set and
+   the Gram rows of the unchanged queries are kept. Each answer is certified as
+   :func:`~svmgeo.solve_svm` certifies its own (margins recomputed from W, complementarity,
+   duality gap); a certified non-LOT is counted as examined, and every LOT and every
+   selection that does not settle or certify is solved by :func:`~svmgeo.solve_svm` exactly
+   as in ``search="reference"``. Partial selections are proved feasible by the parent's point
+   or by a compiled Cholesky solve of :math:`G\lambda = 1` (margins recomputed from W)
+   before the LP. In Theorem 1's regime (:math:`d \ge \max(T - 1, nK)`, where almost every
+   selection is feasible) the parents of complete selections are not checked first: a parent
+   none of whose selections certifies is checked afterwards, and pruned with all its
+   selections when infeasible. Skipping a check never loses soundness, only pruning.
 """
 
 from __future__ import annotations
@@ -77,8 +90,9 @@ class LOTEnumeration:
     inaccurate : int
         Examined selections whose solve was inaccurate or whose margins and duals disagreed.
     n_checks, n_point_reused, n_nogood_hits : int
-        check_feasibility calls (LP or Cholesky), partial selections certified by a parent's point, partial
-        selections pruned by a stored certificate.
+        check_feasibility calls (LP or Cholesky; with ``search="batched"`` also the compiled
+        Cholesky proofs), partial selections certified by a parent's point, partial
+        selections pruned by a stored certificate. Work counters: they depend on the search.
     seconds : float
     """
 
@@ -520,6 +534,9 @@ _BATCH = 4096
 _CERT_TOL = 1e-8
 """Certificate tolerance of :func:`~svmgeo.solve_svm` (its default ``tol``)."""
 
+_AUTO_BATCHED = 1000
+"""Smallest selection space for which ``search="auto"`` batches (below, loading the compiled
+kernels would cost more than it saves)."""
 _SEARCHES: dict[str, type[_Search]] = {"batched": _BatchedSearch, "reference": _Search}
 
 
@@ -566,7 +583,7 @@ def locally_optimal_selections(
     max_selections: int = 10**6,
     progress: bool = False,
     n_jobs: int = 1,
-    search: Literal["batched", "reference"] = "batched",
+    search: Literal["auto", "batched", "reference"] = "auto",
     tol: float = 1e-6,
     dual_tol: float = 1e-9,
     **solve_kwargs: Any,
@@ -598,7 +615,7 @@ def locally_optimal_selections(
         Worker processes; ``-1`` for one per CPU. The subtrees below the first queries'
         choices are searched in parallel (each worker keeps its own certificate cache, so
         the pruning counts may differ slightly from a serial run; the LOTs do not).
-    search : {"batched", "reference"}, default "batched"
+    search : {"auto", "batched", "reference"}, default "auto"
         ``"reference"``: one :func:`~svmgeo.solve_svm` per complete selection.
         ``"batched"``: the same search and verdicts, with the Att-SVMs of complete selections
         solved in batches by a compiled active-set method (``norm="fro"`` without
@@ -606,7 +623,9 @@ def locally_optimal_selections(
         for partial selections; every selection whose batched answer does not certify, and
         every LOT, is solved by :func:`~svmgeo.solve_svm` as in the reference. The LOTs,
         their results and ``total``/``examined``/``pruned`` agree; the work counters
-        (``n_checks``, ``n_point_reused``, ``n_nogood_hits``) differ.
+        (``n_checks``, ``n_point_reused``, ``n_nogood_hits``) may differ. Its kernels are
+        compiled by numba on first use (cached on disk; loading them takes about a second).
+        ``"auto"``: ``"batched"`` from 1000 selections on, ``"reference"`` below.
     tol, dual_tol, **solve_kwargs
         As in :func:`support_tokens`.
 
@@ -643,7 +662,7 @@ def locally_optimal_selections(
         )
     if n_jobs == -1:
         n_jobs = os.cpu_count() or 1
-    search = check_option(search, "search", ("batched", "reference"), where=where)  # type: ignore[assignment]
+    search = check_option(search, "search", ("auto", *_SEARCHES), where=where)  # type: ignore[assignment]
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
     _scores_full(data)  # fail early when the dataset has no scores
     vis = data.visible
@@ -658,6 +677,8 @@ def locally_optimal_selections(
             "or reduce n, T or the number of queries."
         )
 
+    if search == "auto":
+        search = "batched" if total >= _AUTO_BATCHED else "reference"
     bar = _Progress(total, progress)
     try:
         cfg, hull_checks, hull_undecided = _hull_tests(data, cand)

@@ -169,9 +169,12 @@ def test_batched_search_solves_only_the_lots_with_solve_svm(monkeypatch: Any) ->
 
     monkeypatch.setattr(_enumerate._Search, "_leaf", counting_leaf)
     data = sg.random_data(3, 4, 4, seed=0)  # every selection feasible, all certify
-    lots = sg.locally_optimal_selections(data)
+    lots = sg.locally_optimal_selections(data, search="batched")
     assert lots.examined == 64 and lots.n_lots > 0
     np.testing.assert_array_equal(np.asarray(calls), lots.selections)
+    calls.clear()  # "auto" batches from 1000 selections on: 64 are solved one by one
+    sg.locally_optimal_selections(data)
+    assert len(calls) == 64
 
 
 def test_compiled_solves_that_do_not_certify_are_handed_back() -> None:
