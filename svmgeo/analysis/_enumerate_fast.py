@@ -97,7 +97,8 @@ class RowTable:
                 others = c[c != a]
                 self.A[u, a, : others.size] = X[i, a] - X[i, others]
                 self.bad[u, a, : others.size] = scores[i, k, others] >= scores[i, k, a]
-        self.Z = np.ascontiguousarray(queries.reshape(U, d), dtype=float)
+        # a writable copy: one compiled signature whether or not the data arrays are frozen
+        self.Z = np.array(queries.reshape(U, d), dtype=float)
         Bq = np.repeat(self.Z, self.sizes, axis=0)
         self.H = Bq @ Bq.T
         self.row_scale = (

@@ -86,11 +86,11 @@ def _same_enumeration(fast: sg.LOTEnumeration, ref: sg.LOTEnumeration) -> None:
         np.testing.assert_allclose(a.support.svm.W, b.support.svm.W, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize(
     "size",
-    [(3, 4, 3), (2, 5, 4), (3, 4, 2), (4, 3, 2)],
-    ids=["d3-T4", "d4-T5", "d2-T4", "n4-d2"],
+    [(3, 4, 3), (2, 5, 4), (4, 3, 2)],
+    ids=["d3-T4", "d4-T5", "n4-d2"],
 )
 def test_batched_search_matches_brute_force_and_reference(
     size: tuple[int, int, int], seed: int
@@ -223,10 +223,11 @@ def test_pruning_and_reuse_happen_on_low_dimensional_data() -> None:
     assert lots.n_nogood_hits > 0 and lots.n_point_reused > 0
 
 
-def test_parallel_search_finds_the_same_lots() -> None:
+@pytest.mark.parametrize("search", ["reference", "batched"])
+def test_parallel_search_finds_the_same_lots(search: str) -> None:
     data = sg.random_data(4, 3, 2, seed=0)
-    serial = sg.locally_optimal_selections(data)
-    parallel = sg.locally_optimal_selections(data, n_jobs=2)
+    serial = sg.locally_optimal_selections(data, search=search)  # type: ignore[arg-type]
+    parallel = sg.locally_optimal_selections(data, n_jobs=2, search=search)  # type: ignore[arg-type]
     np.testing.assert_array_equal(parallel.selections, serial.selections)
     assert (parallel.examined, parallel.pruned) == (serial.examined, serial.pruned)
     for alpha, res in zip(parallel.selections, parallel.results, strict=True):
