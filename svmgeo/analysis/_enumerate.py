@@ -21,10 +21,10 @@ by a sound argument (*pruned*):
    then satisfies every row); a Farkas certificate's support (the queries whose rows it
    uses) is stored as a *nogood* and prunes every later partial selection that contains it,
    without another LP.
-4. **batching** (``search="batched"``; the default from 1000 selections on) — complete selections are solved in
-   batches by a compiled active-set method (:mod:`._enumerate_fast`): siblings differ in the
-   last query's rows only, so each solve is warm-started from its neighbour's active set and
-   the Gram rows of the unchanged queries are kept. Each answer is certified as
+4. **batching** (``search="batched"``, the default from 1000 selections on) — complete
+   selections are solved in batches by a compiled active-set method (:mod:`._enumerate_fast`):
+   siblings differ in the last query's rows only, so each solve is warm-started from its
+   neighbour's active set and the Gram rows of the unchanged queries are kept. Each answer is certified as
    :func:`~svmgeo.solve_svm` certifies its own (margins recomputed from W, complementarity,
    duality gap); a certified non-LOT is counted as examined, and every LOT and every
    selection that does not settle or certify is solved by :func:`~svmgeo.solve_svm` exactly
@@ -38,6 +38,7 @@ by a sound argument (*pruned*):
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import sys
@@ -92,7 +93,8 @@ class LOTEnumeration:
     n_checks, n_point_reused, n_nogood_hits : int
         check_feasibility calls (LP or Cholesky; with ``search="batched"`` also the compiled
         Cholesky proofs), partial selections certified by a parent's point, partial
-        selections pruned by a stored certificate. Work counters: they depend on the search.
+        selections pruned by a stored certificate. Work counters: they depend on the search
+        (as ``undecided`` can: a check the batched search does not need is not made).
     seconds : float
     """
 
@@ -531,8 +533,8 @@ class _BatchedSearch(_Search):
 
 _BATCH = 4096
 """Complete selections solved per call of the compiled active-set method."""
-_CERT_TOL = 1e-8
-"""Certificate tolerance of :func:`~svmgeo.solve_svm` (its default ``tol``)."""
+_CERT_TOL: float = inspect.signature(solve_svm).parameters["tol"].default
+"""Certificate tolerance of the batched solves: that of :func:`~svmgeo.solve_svm` (its default)."""
 
 _AUTO_BATCHED = 1000
 """Smallest selection space for which ``search="auto"`` batches (below, loading the compiled
