@@ -21,10 +21,24 @@ by a sound argument (*pruned*):
    then satisfies every row); a Farkas certificate's support (the queries whose rows it
    uses) is stored as a *nogood* and prunes every later partial selection that contains it,
    without another LP.
+4. **batching** (``search="batched"``, the default from 1000 selections on) — complete
+   selections are solved in batches by a compiled active-set method (:mod:`._enumerate_fast`):
+   siblings differ in the last query's rows only, so each solve is warm-started from its
+   neighbour's active set and the Gram rows of the unchanged queries are kept. Each answer is certified as
+   :func:`~svmgeo.solve_svm` certifies its own (margins recomputed from W, complementarity,
+   duality gap); a certified non-LOT is counted as examined, and every LOT and every
+   selection that does not settle or certify is solved by :func:`~svmgeo.solve_svm` exactly
+   as in ``search="reference"``. Partial selections are proved feasible by the parent's point
+   or by a compiled Cholesky solve of :math:`G\lambda = 1` (margins recomputed from W)
+   before the LP. In Theorem 1's regime (:math:`d \ge \max(T - 1, nK)`, where almost every
+   selection is feasible) the parents of complete selections are not checked first: a parent
+   none of whose selections certifies is checked afterwards, and pruned with all its
+   selections when infeasible. Skipping a check never loses soundness, only pruning.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import sys
@@ -38,7 +52,7 @@ import numpy as np
 
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._summary import summarized
-from .._validation import check_int
+from .._validation import check_int, check_option
 from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -79,8 +93,10 @@ class LOTEnumeration:
     inaccurate : int
         Examined selections whose solve was inaccurate or whose margins and duals disagreed.
     n_checks, n_point_reused, n_nogood_hits : int
-        check_feasibility calls (LP or Cholesky), partial selections certified by a parent's point, partial
-        selections pruned by a stored certificate.
+        check_feasibility calls (LP or Cholesky; with ``search="batched"`` also the compiled
+        Cholesky proofs), partial selections certified by a parent's point, partial
+        selections pruned by a stored certificate. Work counters: they depend on the search
+        (as ``undecided`` can: a check the batched search does not need is not made).
     seconds : float
     """
 
@@ -164,18 +180,26 @@ def _concat(parts: list[_Rows]) -> _Rows:
     return tuple(np.concatenate([p[c] for p in parts]) for c in range(4))  # type: ignore[return-value]
 
 
+def _scaled_point(W: np.ndarray, vals: np.ndarray, row_scale: float) -> np.ndarray | None:
+    r"""``s * W`` with every row value ``vals`` at least 1, or None when one is not clearly > 0.
+
+    "Clearly": above :math:`10^{-9}\,\|W\|_F \max_j \|a_j\|\|b_j\|` (``row_scale`` is the
+    max), far above the rounding of :math:`a_j^\top W b_j`, so the point is a proof.
+    """
+    if vals.size == 0:
+        return W
+    low = float(vals.min())
+    if not low > 1e-9 * float(np.linalg.norm(W)) * row_scale:
+        return None
+    return W * max(1.0, 1.0 / low)
+
+
 def _lift_point(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
     """``s * W`` with every row of ``cs`` at least 1, or None when some row is not clearly > 0."""
     if cs.N == 0:
         return W
-    vals = cs.apply(W)
-    scale = float(np.linalg.norm(W)) * float(
-        np.max(np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1))
-    )
-    low = float(vals.min())
-    if not low > 1e-9 * scale:
-        return None
-    return W * max(1.0, 1.0 / low)
+    row_scale = float(np.max(np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))
+    return _scaled_point(W, cs.apply(W), row_scale)
 
 
 @dataclass
@@ -189,6 +213,7 @@ class _Settings:
     cand: list[np.ndarray]  # visible tokens of each query
     ok: list[list[int]]  # tokens passing the hull test
     hull_point: dict[tuple[int, int], np.ndarray | None]
+    search: str = "batched"
 
 
 @dataclass
@@ -297,13 +322,18 @@ class _Search:
             if lifted is not None:
                 t.n_reused += 1
                 return True, lifted
+        return self._check(chosen, parts)
+
+    def _check(self, chosen: list[int], parts: list[_Rows]) -> tuple[bool, np.ndarray | None]:
+        """:func:`check_feasibility` of a partial selection: (keep?, its point or None)."""
+        t = self.t
         cs = pair_constraints(self.data, *_concat(parts))
         fr = check_feasibility(cs)
         t.n_checks += 1
         if fr.feasible:
             return True, fr.point
-        if fr.status is Status.INFEASIBLE and fr.certificate is not None:
-            self._record_nogood(cs, fr.certificate, chosen)
+        if fr.status is Status.INFEASIBLE and fr.farkas is not None:
+            self._record_nogood(cs, fr.farkas, chosen)
             return False, None
         t.undecided += 1  # inconclusive: never prune on it
         return True, None
@@ -330,9 +360,193 @@ class _Search:
         return self.t
 
 
+class _BatchedSearch(_Search):
+    r"""The same search and the same verdicts, with the per-selection work compiled and batched.
+
+    - Partial selections: a parent's point is tested on the new rows directly (no
+      :class:`ConstraintSet`); when it does not certify the child,
+      :func:`~._enumerate_fast.prefix_point` tries :math:`G\lambda = \mathbf 1` (accepted
+      only when the margins of :math:`W = \sum_j \lambda_j a_j b_j^\top`, recomputed from
+      :math:`W`, are clearly positive); otherwise :func:`check_feasibility` as before.
+    - Complete selections are queued, :data:`_BATCH` at a time, and solved, certified and
+      LOT-tested by :func:`~._enumerate_fast.leaf_batch`. A certified non-LOT is counted as
+      examined; a LOT, and every selection that does not settle or certify (infeasible ones
+      included), goes through the reference leaf (:func:`~svmgeo.solve_svm`, the support
+      tokens, the LOT test), so each reported LOT carries the same :class:`LocalOptimality`
+      as in the reference search.
+
+    Queued selections are kept as token tuples; their rows are rebuilt where the reference
+    code needs them.
+    """
+
+    def __init__(
+        self, data: TokenData, cfg: _Settings, prefix: tuple[int, ...], bar: _Progress | None
+    ) -> None:
+        super().__init__(data, cfg, prefix, bar)
+        from ._enumerate_fast import RowTable
+
+        self.table = RowTable(data.X, data.queries, self.scores, cfg.cand)
+        self.leaf_solver = cfg.norm == "fro" and not cfg.solve_kwargs
+        # Theorem 1's regime (almost every selection feasible): the parents of complete
+        # selections are not checked before their selections are solved (skipping a check is
+        # always sound); a parent none of whose selections certifies is checked in _flush
+        widest = max((c.size for c in cfg.cand), default=1)
+        self.defer_parents = self.leaf_solver and data.d >= max(widest - 1, len(self.units))
+        self.queue: list[tuple[int, ...]] = []
+
+    def _parts(self, chosen: list[int]) -> list[_Rows]:
+        return [self.rows_of(u, a) for u, a in enumerate(chosen)]
+
+    def _child_point(
+        self, depth: int, chosen: list[int], parts: list[_Rows], point: np.ndarray | None
+    ) -> tuple[bool, np.ndarray | None]:
+        from ._enumerate_fast import prefix_point
+
+        t, tab = self.t, self.table
+        if depth == 0:
+            return True, self.cfg.hull_point[0, chosen[0]]
+        if self._nogood_hit(depth, chosen[depth], chosen):
+            t.n_nogood += 1
+            return False, None
+        a = chosen[depth]
+        if point is not None:
+            vals = tab.A[depth, a, : tab.sizes[depth]] @ (point @ tab.Z[depth])
+            lifted = _scaled_point(point, vals, float(tab.row_scale[depth, a]))
+            if lifted is not None:
+                t.n_reused += 1
+                return True, lifted
+        sel = np.asarray(chosen, dtype=np.int64)
+        W = np.empty((self.data.d, self.data.d))
+        row_scale = float(tab.row_scale[np.arange(sel.size), sel].max())
+        t.n_checks += 1
+        if prefix_point(tab.A, tab.sizes, tab.offsets, tab.Z, tab.H, sel, row_scale, W):
+            return True, W
+        t.n_checks -= 1  # counted again by the exact check
+        return self._check(chosen, parts)
+
+    def visit(
+        self, depth: int, chosen: list[int], parts: list[_Rows], point: np.ndarray | None
+    ) -> None:
+        last = len(self.units) - 1
+        if (
+            not self.leaf_solver
+            or depth < last - 1
+            or (depth == last - 1 and not self.defer_parents)
+        ):
+            super().visit(depth, chosen, parts, point)
+            return
+        if depth == last:
+            self._queue_leaves(chosen)
+        else:  # parents of complete selections: their feasibility is decided in _flush
+            for a in self.choices[depth]:
+                chosen.append(a)
+                if depth > 0 and self._nogood_hit(depth, a, chosen):
+                    self.t.n_nogood += 1
+                    self.t.pruned += self.suffix[depth]
+                    self._tick(self.suffix[depth])
+                else:
+                    self._queue_leaves(chosen)
+                chosen.pop()
+        if len(self.queue) >= _BATCH or not self.defer_parents:
+            self._flush()  # eagerly: the certificates of infeasible selections prune the next
+
+    def _queue_leaves(self, chosen: list[int]) -> None:
+        """Queue the complete selections below ``chosen`` (the last query still open)."""
+        depth = len(chosen)
+        nogoods = self.nogoods[depth]
+        for a in self.choices[depth]:
+            chosen.append(a)
+            if nogoods and self._nogood_hit(depth, a, chosen):
+                self.t.n_nogood += 1
+                self.t.pruned += 1
+                self._tick(1)
+            else:
+                self.queue.append(tuple(chosen))
+            chosen.pop()
+
+    def _flush(self) -> None:
+        r"""Solve the queued selections; the rest goes through the reference code.
+
+        A parent (all queries but the last) none of whose selections certified gets the
+        reference's partial-feasibility check: a verified Farkas certificate prunes every
+        selection below it, as the reference search would have before visiting them.
+        """
+        from ._enumerate_fast import NOT_LOT, UNSETTLED, leaf_batch
+
+        if not self.queue:
+            return
+        sel = np.asarray(self.queue, dtype=np.int64)
+        self.queue.clear()
+        tab = self.table
+        verdict = np.zeros(sel.shape[0], dtype=np.int64)
+        leaf_batch(
+            tab.A,
+            tab.sizes,
+            tab.offsets,
+            tab.Z,
+            tab.H,
+            tab.bad,
+            sel,
+            30,
+            _CERT_TOL,
+            self.cfg.tol,
+            self.cfg.dual_tol,
+            verdict,
+        )
+        done = verdict == NOT_LOT
+        self.t.examined += int(done.sum())
+        self._tick(int(done.sum()))
+        # groups of selections sharing a parent, in queue order
+        last = sel.shape[1] - 1
+        new_parent = np.ones(sel.shape[0], dtype=bool)
+        new_parent[1:] = np.any(sel[1:, :-1] != sel[:-1, :-1], axis=1)
+        starts = np.flatnonzero(new_parent)
+        certified = np.maximum.reduceat((verdict != UNSETTLED).astype(np.int64), starts) > 0
+        for lo, hi, seen in zip(starts, [*starts[1:], sel.shape[0]], certified, strict=True):
+            if self.defer_parents and last > 0 and not seen:
+                # no selection below this parent certified: decide the parent as the
+                # reference search does before visiting them (a stored certificate, or a check)
+                prefix = [int(x) for x in sel[lo, :-1]]
+                if self._nogood_hit(last - 1, prefix[-1], prefix):
+                    self.t.n_nogood += 1
+                    keep = False
+                else:
+                    keep, _ = self._check(prefix, self._parts(prefix))
+                if not keep:
+                    self.t.pruned += hi - lo
+                    self._tick(hi - lo)
+                    continue
+            for b in range(lo, hi):
+                if done[b]:
+                    continue
+                chosen = [int(x) for x in sel[b]]
+                if last > 0 and self._nogood_hit(last, chosen[-1], chosen):
+                    self.t.n_nogood += 1  # a certificate found since it was queued
+                    self.t.pruned += 1
+                    self._tick(1)
+                else:
+                    self._leaf(chosen, self._parts(chosen))
+
+    def run(self) -> _Tally:
+        self.visit(0, [], [], None)
+        self._flush()
+        return self.t
+
+
+_BATCH = 4096
+"""Complete selections solved per call of the compiled active-set method."""
+_CERT_TOL: float = inspect.signature(solve_svm).parameters["tol"].default
+"""Certificate tolerance of the batched solves: that of :func:`~svmgeo.solve_svm` (its default)."""
+
+_AUTO_BATCHED = 1000
+"""Smallest selection space for which ``search="auto"`` batches (below, loading the compiled
+kernels would cost more than it saves)."""
+_SEARCHES: dict[str, type[_Search]] = {"batched": _BatchedSearch, "reference": _Search}
+
+
 def _run_subtree(args: tuple[TokenData, _Settings, tuple[int, ...]]) -> _Tally:
     data, cfg, prefix = args
-    return _Search(data, cfg, prefix, None).run()
+    return _SEARCHES[cfg.search](data, cfg, prefix, None).run()
 
 
 def _hull_tests(data: TokenData, cand: list[np.ndarray]) -> tuple[_Settings, int, int]:
@@ -373,6 +587,7 @@ def locally_optimal_selections(
     max_selections: int = 10**6,
     progress: bool = False,
     n_jobs: int = 1,
+    search: Literal["auto", "batched", "reference"] = "auto",
     tol: float = 1e-6,
     dual_tol: float = 1e-9,
     **solve_kwargs: Any,
@@ -404,6 +619,17 @@ def locally_optimal_selections(
         Worker processes; ``-1`` for one per CPU. The subtrees below the first queries'
         choices are searched in parallel (each worker keeps its own certificate cache, so
         the pruning counts may differ slightly from a serial run; the LOTs do not).
+    search : {"auto", "batched", "reference"}, default "auto"
+        ``"reference"``: one :func:`~svmgeo.solve_svm` per complete selection.
+        ``"batched"``: the same search and verdicts, with the Att-SVMs of complete selections
+        solved in batches by a compiled active-set method (``norm="fro"`` without
+        ``solve_kwargs``; otherwise one solve each, as in the reference) and cheaper proofs
+        for partial selections; every selection whose batched answer does not certify, and
+        every LOT, is solved by :func:`~svmgeo.solve_svm` as in the reference. The LOTs,
+        their results and ``total``/``examined``/``pruned`` agree; the work counters
+        (``n_checks``, ``n_point_reused``, ``n_nogood_hits``) may differ. Its kernels are
+        compiled by numba on first use (cached on disk; loading them takes about a second).
+        ``"auto"``: ``"batched"`` from 1000 selections on, ``"reference"`` below.
     tol, dual_tol, **solve_kwargs
         As in :func:`support_tokens`.
 
@@ -440,6 +666,7 @@ def locally_optimal_selections(
         )
     if n_jobs == -1:
         n_jobs = os.cpu_count() or 1
+    search = check_option(search, "search", ("auto", *_SEARCHES), where=where)  # type: ignore[assignment]
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
     _scores_full(data)  # fail early when the dataset has no scores
     vis = data.visible
@@ -454,14 +681,17 @@ def locally_optimal_selections(
             "or reduce n, T or the number of queries."
         )
 
+    if search == "auto":
+        search = "batched" if total >= _AUTO_BATCHED else "reference"
     bar = _Progress(total, progress)
     try:
         cfg, hull_checks, hull_undecided = _hull_tests(data, cand)
         cfg.norm, cfg.tol, cfg.dual_tol, cfg.solve_kwargs = norm, tol, dual_tol, solve_kwargs
+        cfg.search = search
         pruned_hull = total - math.prod(len(k) for k in cfg.ok)
         bar.update(pruned_hull)
         if n_jobs == 1 or n_units < 2:
-            tallies = [_Search(data, cfg, (), bar).run()]
+            tallies = [_SEARCHES[search](data, cfg, (), bar).run()]
         else:
             tallies = _parallel(data, cfg, n_jobs, bar)
     finally:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import itertools
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,6 +74,140 @@ def test_enumeration_matches_brute_force(data: sg.TokenData) -> None:
         assert res.locally_optimal
 
 
+def _same_enumeration(fast: sg.LOTEnumeration, ref: sg.LOTEnumeration) -> None:
+    np.testing.assert_array_equal(fast.selections, ref.selections)
+    np.testing.assert_array_equal(fast.failed, ref.failed)
+    for name in ("total", "examined", "pruned", "pruned_hull", "pruned_infeasible"):
+        assert getattr(fast, name) == getattr(ref, name), name
+    assert (fast.inaccurate, fast.infeasible) == (ref.inaccurate, ref.infeasible)
+    for a, b in zip(fast.results, ref.results, strict=True):
+        assert a.locally_optimal and b.locally_optimal
+        np.testing.assert_array_equal(np.asarray(a.support), np.asarray(b.support))
+        np.testing.assert_allclose(a.support.svm.W, b.support.svm.W, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "size",
+    [(3, 4, 3), (2, 5, 4), (4, 3, 2)],
+    ids=["d3-T4", "d4-T5", "n4-d2"],
+)
+def test_batched_search_matches_brute_force_and_reference(
+    size: tuple[int, int, int], seed: int
+) -> None:
+    # d >= max(T - 1, n) (complete selections batched, parents decided afterwards) and
+    # d < T - 1 (parents checked first, most selections infeasible), several seeds
+    data = sg.random_data(*size, seed=seed)
+    expected, n_feasible = brute_force_lots(data)
+    fast = sg.locally_optimal_selections(data, search="batched")
+    ref = sg.locally_optimal_selections(data, search="reference")
+    np.testing.assert_array_equal(fast.selections, np.asarray(expected).reshape(-1, data.n))
+    assert fast.examined == n_feasible
+    _same_enumeration(fast, ref)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"query": "all", "mask": "causal", "seed": 1},
+        {"n_queries": 2, "seed": 3},
+        {"query": 0, "seed": 2},
+    ],
+    ids=["causal", "two-queries", "self-attention"],
+)
+def test_batched_search_matches_reference_with_masks_and_queries(kwargs: dict[str, Any]) -> None:
+    data = sg.random_data(2, 3, 3, **kwargs)
+    _same_enumeration(
+        sg.locally_optimal_selections(data, search="batched"),
+        sg.locally_optimal_selections(data, search="reference"),
+    )
+
+
+def test_batched_search_with_nuclear_norm_solves_each_selection() -> None:
+    # the compiled solver is Frobenius only: other norms go through solve_svm, same answer
+    data = sg.random_data(2, 3, 3, seed=0)
+    _same_enumeration(
+        sg.locally_optimal_selections(data, norm="nuc", search="batched"),
+        sg.locally_optimal_selections(data, norm="nuc", search="reference"),
+    )
+
+
+def _leaf_verdicts(data: sg.TokenData, cert_tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+    from svmgeo.analysis._enumerate_fast import RowTable, leaf_batch
+
+    cand = [np.arange(data.T)] * data.n
+    table = RowTable(data.X, data.queries, sg.token_scores(data).reshape(data.n, 1, -1), cand)
+    sel = np.array(list(itertools.product(range(data.T), repeat=data.n)), dtype=np.int64)
+    verdict = np.full(sel.shape[0], -1, dtype=np.int64)
+    leaf_batch(
+        table.A, table.sizes, table.offsets, table.Z, table.H, table.bad, sel, 30,
+        cert_tol, 1e-6, 1e-9, verdict,
+    )  # fmt: skip
+    return sel, verdict
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_solves_certify_and_agree_with_is_locally_optimal(seed: int) -> None:
+    from svmgeo.analysis._enumerate_fast import LOT, NOT_LOT
+
+    data = sg.random_data(3, 4, 4, seed=seed)  # every selection feasible
+    sel, verdict = _leaf_verdicts(data)
+    assert np.all((verdict == LOT) | (verdict == NOT_LOT))  # none handed back
+    for alpha, v in zip(sel, verdict, strict=True):
+        assert bool(sg.is_locally_optimal(data, alpha)) == (v == LOT)
+
+
+def test_batched_search_solves_only_the_lots_with_solve_svm(monkeypatch: Any) -> None:
+    from svmgeo.analysis import _enumerate
+
+    calls: list[list[int]] = []
+    reference_leaf = _enumerate._Search._leaf
+
+    def counting_leaf(self: Any, chosen: list[int], parts: Any) -> None:
+        calls.append(list(chosen))
+        reference_leaf(self, chosen, parts)
+
+    monkeypatch.setattr(_enumerate._Search, "_leaf", counting_leaf)
+    data = sg.random_data(3, 4, 4, seed=0)  # every selection feasible, all certify
+    lots = sg.locally_optimal_selections(data, search="batched")
+    assert lots.examined == 64 and lots.n_lots > 0
+    np.testing.assert_array_equal(np.asarray(calls), lots.selections)
+    calls.clear()  # "auto" batches from 1000 selections on: 64 are solved one by one
+    sg.locally_optimal_selections(data)
+    assert len(calls) == 64
+
+
+def test_compiled_solves_that_do_not_certify_are_handed_back() -> None:
+    from svmgeo.analysis._enumerate_fast import UNSETTLED
+
+    # a negative certificate tolerance, which no residual meets (some are exactly 0): every
+    # solve must be handed back to solve_svm
+    _, verdict = _leaf_verdicts(sg.random_data(3, 4, 4, seed=0), cert_tol=-1.0)
+    assert np.all(verdict == UNSETTLED)
+
+
+def test_prefix_point_proves_feasibility_only() -> None:
+    from svmgeo.analysis._enumerate_fast import RowTable, prefix_point
+
+    data = sg.random_data(3, 4, 4, seed=0)
+    cand = [np.arange(4)] * 3
+    table = RowTable(data.X, data.queries, sg.token_scores(data).reshape(3, 1, -1), cand)
+    sel = np.array([1, 2], dtype=np.int64)
+    W = np.empty((4, 4))
+    scale = float(table.row_scale[[0, 1], sel].max())
+    assert prefix_point(table.A, table.sizes, table.offsets, table.Z, table.H, sel, scale, W)
+    margins = sg.att_svm_constraints(data, [1, 2, 0]).subset(np.arange(6)).apply(W)
+    assert margins.min() >= 1.0 - 1e-12
+    # the midpoint of two tokens is in their hull: its rows cannot all be met
+    X = data.X.copy()
+    X[0, 3] = 0.5 * (X[0, 0] + X[0, 1])
+    mid = sg.TokenData(X, Z=data.Z, v=data.v, Y=data.Y)
+    table = RowTable(mid.X, mid.queries, sg.token_scores(mid).reshape(3, 1, -1), cand)
+    sel = np.array([3], dtype=np.int64)
+    scale = float(table.row_scale[0, 3])
+    assert not prefix_point(table.A, table.sizes, table.offsets, table.Z, table.H, sel, scale, W)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_optimal_selection_is_among_the_lots(seed: int) -> None:
     # SPEC §5: opt is locally optimal whenever Att-SVM(opt) is feasible (always for d ≥ T − 1, n)
@@ -87,10 +223,11 @@ def test_pruning_and_reuse_happen_on_low_dimensional_data() -> None:
     assert lots.n_nogood_hits > 0 and lots.n_point_reused > 0
 
 
-def test_parallel_search_finds_the_same_lots() -> None:
+@pytest.mark.parametrize("search", ["reference", "batched"])
+def test_parallel_search_finds_the_same_lots(search: str) -> None:
     data = sg.random_data(4, 3, 2, seed=0)
-    serial = sg.locally_optimal_selections(data)
-    parallel = sg.locally_optimal_selections(data, n_jobs=2)
+    serial = sg.locally_optimal_selections(data, search=search)  # type: ignore[arg-type]
+    parallel = sg.locally_optimal_selections(data, n_jobs=2, search=search)  # type: ignore[arg-type]
     np.testing.assert_array_equal(parallel.selections, serial.selections)
     assert (parallel.examined, parallel.pruned) == (serial.examined, serial.pruned)
     for alpha, res in zip(parallel.selections, parallel.results, strict=True):
@@ -114,6 +251,7 @@ def test_cap_refuses_before_any_work() -> None:
         ({"progress": "yes"}, "progress"),
         ({"n_jobs": 0}, "n_jobs"),
         ({"n_jobs": -2}, "n_jobs"),
+        ({"search": "fast"}, "search"),
     ],
 )
 def test_bad_options(kwargs: dict[str, object], match: str) -> None:
