@@ -25,7 +25,7 @@ Oracles (naive, independent of svmgeo's builders and solvers)
     :func:`oracle_att_svm` (cvxpy + Clarabel), :func:`oracle_feasibility` (HiGHS LP),
     :func:`naive_rows`, and the risk: :func:`risk`, :func:`risk_grad`, :func:`optimal_risk`.
 Checks
-    :func:`assert_certified`, :func:`assert_feasible_point`, :func:`assert_farkas`,
+    :func:`assert_certified`, :func:`assert_exact_point`, :func:`assert_feasible_point`, :func:`assert_farkas`,
     :func:`assert_frobenius_kkt`, :func:`assert_nuclear_kkt`, :func:`exact_margins`,
     :func:`exact_rows`, :func:`verdict`,
     :func:`feasibility_verdict`, :func:`conditioning`.
@@ -53,6 +53,7 @@ from ._checks import (
     adjoint,
     assert_agree,
     assert_certified,
+    assert_exact_point,
     assert_farkas,
     assert_feasible_point,
     assert_frobenius_kkt,
@@ -107,6 +108,7 @@ __all__ = [
     "adjoint",
     "assert_agree",
     "assert_certified",
+    "assert_exact_point",
     "assert_farkas",
     "assert_feasible_point",
     "assert_frobenius_kkt",

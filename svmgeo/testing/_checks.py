@@ -165,11 +165,34 @@ def assert_agree(a: object, b: object, cs: sg.ConstraintSet) -> None:
         assert not well_conditioned(cs), f"verdicts {a!r} and {b!r} on a well-conditioned problem"
 
 
+def assert_exact_point(cs: sg.ConstraintSet, W: np.ndarray | None) -> None:
+    r"""``W`` proves feasibility in exact arithmetic: its exact margins (:func:`exact_margins`,
+    on the tokens the rows came from when ``cs.tokens`` is set) are positive on every margin row
+    with :math:`c_j > 0`, nonnegative where :math:`c_j = 0`, and zero on equality rows, so a
+    positive multiple of ``W`` meets every row. For points of any norm (a float evaluation of
+    :math:`a_j^\top W b_j` at :math:`\|W\| \sim 10^{16}` can even have the wrong sign)."""
+    assert W is not None, "a feasible verdict must carry a point"
+    m = exact_margins(cs, W, cs.tokens)
+    for j, mj in enumerate(m):
+        c = float(cs.rhs[j])
+        if cs.kind[j] != sg.MARGIN:
+            assert mj == 0 and c == 0.0, f"equality row {j}: exact value {float(mj):.3g}, rhs {c}"
+        elif c > 0:
+            assert mj > 0, f"row {j}: exact margin {float(mj):.3g} is not positive"
+        else:
+            assert mj >= 0 or c < 0, f"row {j}: exact margin {float(mj):.3g} below 0"
+
+
 def feasibility_verdict(feas: sg.FeasibilityResult) -> bool | None:
-    """The checked verdict of a feasibility result (None: inaccurate, ill-conditioned only)."""
-    if feas.feasible:
-        assert feas.status is sg.Status.OPTIMAL
-        assert_feasible_point(feas.constraints, feas.point)
+    """The checked verdict of a feasibility result (None: undecided, ill-conditioned only).
+
+    A feasible verdict proved in exact arithmetic (``proof == "exact"``) is checked with
+    :func:`assert_exact_point`, otherwise with :func:`assert_feasible_point`."""
+    if feas.feasible and feas.status is sg.Status.OPTIMAL:
+        if feas.proof == "exact":
+            assert_exact_point(feas.constraints, feas.point)
+        else:
+            assert_feasible_point(feas.constraints, feas.point)
         return True
     if feas.status is sg.Status.INFEASIBLE:
         assert_farkas(feas.constraints, feas.farkas)
@@ -233,7 +256,11 @@ def assert_certified(
     """
     if isinstance(res, sg.FeasibilityResult):
         if res.feasible:
-            assert_feasible_point(res.constraints, res.point, rtol=rtol)
+            assert res.status is sg.Status.OPTIMAL, f"not certified: {res.status}: {res.message}"
+            if res.proof == "exact":
+                assert_exact_point(res.constraints, res.point)
+            else:
+                assert_feasible_point(res.constraints, res.point, rtol=rtol)
         else:
             assert res.status is sg.Status.INFEASIBLE, f"{res.status}: {res.message}"
             assert_farkas(res.constraints, res.farkas)

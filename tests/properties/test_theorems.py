@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 
 import svmgeo as sg
 from svmgeo.gd import RiskOracle, loss_and_grad
-
-from ._oracle import LOSSES, risk_grad, softmax_rows, visible_scores
-from .strategies import (
+from svmgeo.testing import (
     KINDS,
+    LOSSES,
     SINGLE_QUERY,
     Case,
     build_b1_case,
@@ -33,6 +32,9 @@ from .strategies import (
     build_case,
     cases,
     examples,
+    risk_grad,
+    softmax_rows,
+    visible_scores,
 )
 
 EPS = np.finfo(float).eps
@@ -318,7 +320,7 @@ def test_cone_lemma_with_its_caveat(case: Case, draw: st.DataObject) -> None:
     C_eps for small eps). The caveat (MATH-NOTES §1.1): without that support token the LOT
     test passes vacuously and the margin may be negative. alpha = opt (unique): C_eps is
     the whole space."""
-    from .strategies import selections
+    from svmgeo.testing import selections
 
     data = case.data
     alpha = draw.draw(selections(data), label="alpha")
