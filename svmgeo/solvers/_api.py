@@ -36,6 +36,7 @@ from ._cvxpy import solve_naive_cvxpy_duals
 from ._feasibility import check_feasibility
 from ._frobenius import RowGeometry, no_solution, solve_frobenius
 from ._lowrank import solve_lowrank
+from ._lp_norm import parse_lp_norm, solve_lp  # hook (beyond, issue #13)
 from ._nuclear import solve_nuclear
 from ._result import FeasibilityResult, SVMResult
 from ._status import Status
@@ -289,6 +290,10 @@ def solve_svm(
     """
     where = "solve_svm"
     cs = _check_cs(cs, where)
+    # --- hook (beyond, issue #13): norm=("lp", p) -> the l_p Att-SVM of _lp_norm.py
+    if isinstance(norm, tuple):
+        return solve_lp(cs, parse_lp_norm(norm, where), method=method, tol=tol, solver=solver)
+    # --- end hook
     norm = check_option(norm, "norm", NORMS, where=where)  # type: ignore[assignment]
     method = check_option(method, "method", METHODS, where=where)  # type: ignore[assignment]
     tol = check_real(tol, "tol", low=0.0, low_open=True, where=where)
