@@ -56,6 +56,7 @@ from .experiments import (
     sweep,
 )
 from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
+from .gd._mirror import MirrorRun, train_mirror  # beyond (issue #13)
 from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
 from .solvers import (
     Certificate,
@@ -87,6 +88,7 @@ __all__ = [
     "LOTEnumeration",
     "LOTViolation",
     "LocalOptimality",
+    "MirrorRun",
     "ProblemError",
     "RegularizationPath",
     "ReproduceResult",
@@ -135,5 +137,6 @@ __all__ = [
     "token_scores",
     "train",
     "train_batch",
+    "train_mirror",
     "verify",
 ]

@@ -241,7 +241,9 @@ def _newton_polish(
     return mu, steps
 
 
-def _lp_program(cs: ConstraintSet, p: float, tol: float) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+def _lp_program(
+    cs: ConstraintSet, p: float, tol: float
+) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     """p = 1 or ∞ by HiGHS: returns (W, λ, message)."""
     d2 = cs.d * cs.d
     M = _row_matrix(cs)
@@ -307,7 +309,11 @@ def solve_naive_cvxpy_lp(
     for j in range(cs.N):
         row = cs.A[j] @ W @ cs.B[j]
         cons.append(row >= cs.rhs[j] if cs.kind[j] == MARGIN else row == cs.rhs[j])
-    objective = cp.pnorm(cp.vec(W, order="C"), p)
+    w = cp.vec(W, order="C")
+    if p == 1.0 or math.isinf(p):
+        objective = cp.norm1(w) if p == 1.0 else cp.norm_inf(w)
+    else:  # exact power cones (cvxpy's default approximates rational p by SOCs)
+        objective = cp.pnorm(w, p, approx=False)
     problem = cp.Problem(cp.Minimize(objective), cons)
     problem.solve(solver=solver, **solver_options)
     seconds = time.perf_counter() - start
