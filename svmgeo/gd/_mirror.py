@@ -35,7 +35,7 @@ from ..data import TokenData
 from ._config import StopStatus
 from ._oracle import RiskOracle
 
-__all__ = ["MirrorRun", "mirror_map", "inverse_mirror_map", "train_mirror"]
+__all__ = ["MirrorRun", "inverse_mirror_map", "mirror_map", "train_mirror"]
 
 
 def mirror_map(W: np.ndarray, p: float) -> np.ndarray:

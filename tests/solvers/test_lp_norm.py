@@ -50,7 +50,7 @@ def test_matches_naive_cvxpy_and_is_certified(seed: int, p: float) -> None:
     cs = _rows(seed)
     res = sg.solve_svm(cs, norm=("lp", p))  # type: ignore[arg-type]
     _assert_certified(cs, res, p)
-    W_ref, lam_ref, status, _ = solve_naive_cvxpy_lp(cs, p)
+    W_ref, _, status, _ = solve_naive_cvxpy_lp(cs, p)
     assert status == "optimal" and W_ref is not None
     np.testing.assert_allclose(res.objective, entrywise_norm(W_ref, p), rtol=1e-7)
     if 1.0 < p < math.inf:  # strictly convex norm: the optimum is unique; the interior-point
@@ -133,5 +133,5 @@ def test_infeasible_rows_give_a_farkas_certificate() -> None:
 @pytest.mark.parametrize("norm", [("lp", 0.5), ("lq", 2.0), ("lp",), ("lp", "two")])
 def test_bad_norm_is_a_clear_error(norm: object) -> None:
     data = sg.random_data(2, 3, 4, seed=0)
-    with pytest.raises(sg.ProblemError, match="norm|p "):
+    with pytest.raises(sg.ProblemError, match=r"norm|p "):
         sg.att_svm(data, norm=norm)  # type: ignore[arg-type]
