@@ -313,7 +313,7 @@ def solve_naive_cvxpy_lp(
     if p == 1.0 or math.isinf(p):
         objective = cp.norm1(w) if p == 1.0 else cp.norm_inf(w)
     else:  # exact power cones (cvxpy's default approximates rational p by SOCs)
-        objective = cp.pnorm(w, p, approx=False)
+        objective = cp.pnorm(w, p, approx=False)  # type: ignore[arg-type]
     problem = cp.Problem(cp.Minimize(objective), cons)
     problem.solve(solver=solver, **solver_options)
     seconds = time.perf_counter() - start

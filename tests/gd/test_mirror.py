@@ -24,6 +24,7 @@ def test_gradient_matches_finite_differences() -> None:
             E = np.zeros_like(W)
             E[k, l] = h
             fd[k, l] = (oracle(W + E).loss - oracle(W - E).loss) / (2 * h)
+    assert np.all(np.isfinite(grad))
     np.testing.assert_allclose(grad, fd, atol=1e-8, rtol=1e-6)
 
 
