@@ -788,6 +788,7 @@ def random_next_token_data(
     d: int,
     *,
     tier_size: int = 1,
+    orthonormal: bool = True,
     seed: int | None = None,
 ) -> NextTokenData:
     r"""Synthetic next-token data with a planted priority order per last token.
@@ -796,14 +797,18 @@ def random_next_token_data(
     ``tier_size`` tokens; a sample draws T - 1 tokens uniformly, appends k, and takes as label
     a uniformly random token among its tokens in their highest tier. ``tier_size=1`` gives
     acyclic token-priority graphs (pure retrieval); larger tiers give cycles within tiers
-    once enough samples are drawn (soft composition). Embeddings are
-    :math:`\mathcal N(0, 1/d)`.
+    once enough samples are drawn (soft composition). Embeddings are orthonormal rows (a random
+    rotation; needs ``d >= V``) or, with ``orthonormal=False``, :math:`\mathcal N(0, 1/d)`
+    entries. With orthonormal embeddings the cross-entropy logit of token v is the attention
+    mass on v, so retrieving the label is what the loss rewards; with Gaussian ones another
+    token's embedding can score the label better than its own, and GD need not retrieve it.
 
     Parameters
     ----------
     n, T, V, d : int
         Samples, sequence length (>= 2), vocabulary size (>= 2), embedding dimension.
     tier_size : int, default 1
+    orthonormal : bool, default True
     seed : int, optional
 
     Returns
@@ -816,6 +821,11 @@ def random_next_token_data(
     V = check_int(V, "V", low=2, where=where)
     d = check_int(d, "d", low=1, where=where)
     tier_size = check_int(tier_size, "tier_size", low=1, where=where)
+    if orthonormal and d < V:
+        raise ProblemError(
+            f"orthonormal embeddings need d >= V; got d={d}, V={V}. Raise d or pass "
+            "orthonormal=False."
+        )
     rng = np.random.default_rng(seed)
     tier = np.empty((V, V), dtype=np.int64)  # tier[k, v]
     for k in range(V):
@@ -829,5 +839,8 @@ def random_next_token_data(
         cands = np.unique(s[tier[k, s] == best])
         seqs.append(s)
         labels.append(int(rng.choice(cands)))
-    E = rng.normal(size=(V, d)) / math.sqrt(d)
+    if orthonormal:
+        E = np.linalg.qr(rng.normal(size=(d, V)))[0].T
+    else:
+        E = rng.normal(size=(V, d)) / math.sqrt(d)
     return NextTokenData(seqs, np.asarray(labels), E)
