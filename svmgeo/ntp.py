@@ -463,8 +463,9 @@ def ntp_loss_and_grad(
         pr[np.arange(n), data.labels] -= 1.0
         gf = pr @ E  # (n, d)
         gs = np.einsum("ntd,nd->nt", Xe, gf)
-        gs = np.where(s > 0, gs, 0.0)
-        ga = s * (gs - np.sum(s * gs, axis=1, keepdims=True))
+        # s_t (g_t - sum_u s_u g_u) written as s_t sum_u s_u (g_t - g_u): no cancellation
+        # when one token takes almost all the attention (the gradient stays exact as ||W|| grows)
+        ga = s * np.einsum("nu,ntu->nt", s, gs[:, :, None] - gs[:, None, :])
     else:
         on_label = data.tokens == data.labels[:, None]
         lab = np.where(on_label & np.isfinite(ls), ls, -np.inf)
@@ -472,7 +473,8 @@ def ntp_loss_and_grad(
         log_mass = lm[:, 0] + np.log(np.sum(np.exp(lab - lm), axis=1))
         value = float(-np.mean(log_mass))
         r = np.exp(lab - log_mass[:, None])
-        ga = s - r
+        rest = np.sum(np.where(on_label, 0.0, s), axis=1, keepdims=True)  # 1 - mass, exactly
+        ga = np.where(on_label, -r * rest, s)  # = s - r, without the cancellation at the label
     G = np.einsum("nt,ntd,ne->de", ga, Xe, z) / n
     return value, G
 

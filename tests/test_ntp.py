@@ -158,3 +158,50 @@ def test_gd_aligns_with_the_graph_svm_on_acyclic_data() -> None:
 def test_bad_input_is_a_clear_error(seqs: list[list[int]], labels: list[int], match: str) -> None:
     with pytest.raises(sg.ProblemError, match=match):
         sg.NextTokenData(seqs, np.asarray(labels), np.eye(3))
+
+
+def _mp_gradient(data: sg.NextTokenData, W: np.ndarray, loss: str) -> np.ndarray:
+    """The NTP gradient at 60 digits (mpmath), straight from the chain rule: the reference."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    E = [[mp.mpf(float(x)) for x in row] for row in data.embeddings]
+    Wm = mp.matrix([[mp.mpf(float(x)) for x in row] for row in W])
+    d, V = data.d, data.V
+    G = mp.matrix(d, d)
+    for i in range(data.n):
+        toks = [int(t) for t in data.tokens[i] if t >= 0]
+        z = mp.matrix(E[int(data.last[i])])
+        X = [mp.matrix(E[t]) for t in toks]
+        a = [(x.T * Wm * z)[0] for x in X]
+        top = max(a)
+        w = [mp.exp(v - top) for v in a]
+        s = [v / sum(w) for v in w]
+        y = int(data.labels[i])
+        if loss == "ce":
+            f = sum((s[t] * X[t] for t in range(len(X))), mp.matrix(d, 1))
+            o = [(mp.matrix(E[v]).T * f)[0] for v in range(V)]
+            p = [mp.exp(v) / sum(mp.exp(u) for u in o) for v in o]
+            gf = sum(((p[v] - (1 if v == y else 0)) * mp.matrix(E[v]) for v in range(V)),
+                     mp.matrix(d, 1))  # fmt: skip
+            gs = [(x.T * gf)[0] for x in X]
+            mean = sum(s[t] * gs[t] for t in range(len(X)))
+            ga = [s[t] * (gs[t] - mean) for t in range(len(X))]
+        else:
+            mass = sum(s[t] for t in range(len(X)) if toks[t] == y)
+            ga = [s[t] - (s[t] / mass if toks[t] == y else 0) for t in range(len(X))]
+        for t in range(len(X)):
+            G += ga[t] * X[t] * z.T
+    return np.array([[float(G[r, c]) / data.n for c in range(d)] for r in range(d)])
+
+
+@pytest.mark.parametrize("loss", ["ce", "retrieval"])
+def test_gradient_stays_exact_far_out(loss: str) -> None:
+    """At ||W|| ~ 60 the attention is one-hot to 1e-25: the gradient must not be rounding noise."""
+    data = sg.random_next_token_data(4, 3, 4, 4, tier_size=1, seed=1)
+    svm = sg.graph_svm(data)
+    assert svm.W is not None
+    W = 60.0 * svm.W / np.linalg.norm(svm.W) + 0.3 * np.random.default_rng(0).normal(size=(4, 4))
+    _, G = sg.ntp_loss_and_grad(data, W, loss=loss)
+    ref = _mp_gradient(data, W, loss)
+    assert np.linalg.norm(ref) < 1e-10  # far out indeed
+    np.testing.assert_allclose(G, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
