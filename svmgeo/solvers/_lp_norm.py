@@ -438,7 +438,7 @@ def _result(
 def _finish_lp(
     cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any], start: float
 ) -> SVMResult:
-    W, lam, message = _lp_program(cs, p, tol)
+    W, lam, message = _lp_program(cs, p)
     if W is None or lam is None:
         return no_solution(
             cs, Status.SOLVER_ERROR, message, norm="lp", solver="highs", extras=extras
