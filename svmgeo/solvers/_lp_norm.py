@@ -241,9 +241,7 @@ def _newton_polish(
     return mu, steps
 
 
-def _lp_program(
-    cs: ConstraintSet, p: float, tol: float
-) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+def _lp_program(cs: ConstraintSet, p: float) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     """p = 1 or ∞ by HiGHS: returns (W, λ, message)."""
     d2 = cs.d * cs.d
     M = _row_matrix(cs)
