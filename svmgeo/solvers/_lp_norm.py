@@ -186,21 +186,28 @@ def _lbfgs_dual(cs: ConstraintSet, M: np.ndarray, q: float, max_iter: int) -> np
 
 
 def _newton_polish(
-    cs: ConstraintSet, M: np.ndarray, q: float, mu: np.ndarray, *, rounds: int = 30
+    cs: ConstraintSet,
+    M: np.ndarray,
+    q: float,
+    mu: np.ndarray,
+    *,
+    active: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     r"""Active-set Newton on :math:`a_j^\top W(\mu) b_j = c_j` (:math:`j \in S`), :math:`\mu_j = 0`
-    off :math:`S`; rows leave :math:`S` when their :math:`\mu_j < 0` and join it when violated.
+    off :math:`S`; rows with :math:`\mu_j < 0` leave :math:`S`, the most violated row joins it.
 
-    Returns the polished :math:`\mu` and the number of Newton steps taken.
+    :math:`S` starts as ``active`` (default: equality rows and rows with
+    :math:`\mu_j > 10^{-9}\max|\mu|`). Returns the polished :math:`\mu` and the number of
+    Newton steps taken.
     """
     c = cs.rhs
     is_m = cs.kind == MARGIN
     mu = mu.copy()
     mu[is_m] = np.maximum(mu[is_m], 0.0)
     top = float(np.max(np.abs(mu), initial=0.0))
-    active = (~is_m) | (mu > 1e-9 * top)
+    active = ((~is_m) | (mu > 1e-9 * top)) if active is None else (active | ~is_m)
     steps = 0
-    for _ in range(rounds):
+    for _ in range(2 * cs.N + 10):
         S = np.flatnonzero(active)
         nu = mu[S].copy()
         MS = M[S]
@@ -230,7 +237,7 @@ def _newton_polish(
         mu[S] = nu
         negative = is_m[S] & (nu < 0)
         if np.any(negative):
-            active[S[np.argmin(np.where(negative, nu, np.inf))]] = False
+            active[S[negative]] = False
             continue
         m = M @ _mirror_inverse(mu @ M, q)
         viol = np.where(is_m & ~active, c - m, -np.inf)
@@ -494,7 +501,11 @@ def _finish_cvxpy(
     # polish: the multipliers of min ||W||_p/p^p are mu = lambda ||W||_p^(p-1)
     q = dual_exponent(p)
     M = _row_matrix(cs)
-    mu, steps = _newton_polish(cs, M, q, lam * entrywise_norm(W, p) ** (p - 1.0))
+    # start from the rows that are tight at cvxpy's W (its small interior-point duals of
+    # inactive rows are not zeros)
+    tight = row_values(cs, W) - cs.rhs <= 1e-6 * max(1.0, float(np.abs(cs.rhs).max()))
+    mu0 = lam * entrywise_norm(W, p) ** (p - 1.0)
+    mu, steps = _newton_polish(cs, M, q, np.where(tight, mu0, 0.0), active=tight)
     Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
     lam_p = _normalize(cs, mu, p)
     raw = lp_certificate(cs, W, _normalize(cs, lam, p), p, tol)
