@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_int, check_real
+from .._validation import check_int, check_option, check_real
 from ..data import TokenData
-from ._config import StopStatus
+from ._backend import get_kernels
+from ._config import BACKENDS, StopStatus
 from ._oracle import RiskOracle
 
 __all__ = ["MirrorRun", "inverse_mirror_map", "mirror_map", "train_mirror"]
@@ -117,6 +118,7 @@ def train_mirror(
     n_steps: int = 1000,
     record_every: int | None = None,
     init: Any = "zero",
+    backend: str = "numpy",
 ) -> MirrorRun:
     r"""Train softmax attention W by :math:`\ell_p` mirror descent.
 
@@ -145,6 +147,9 @@ def train_mirror(
     record_every : int, optional
         Record cadence; default ``max(1, n_steps // 100)``.
     init : "zero" or array of shape (d, d)
+    backend : {"numpy", "numba", "cupy"}, default "numpy"
+        Kernels of the gradient (those of :func:`svmgeo.train`); the mirror step itself and
+        the recorded losses use numpy.
 
     Returns
     -------
@@ -180,7 +185,15 @@ def train_mirror(
     n_steps = check_int(n_steps, "n_steps", low=0, where=where)
     every = max(1, n_steps // 100) if record_every is None else record_every
     every = check_int(every, "record_every", low=1, where=where)
+    backend = check_option(backend, "backend", BACKENDS, where=where)
     oracle = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam)
+    kernels = get_kernels(backend, oracle.problem)
+
+    def gradient(W: np.ndarray) -> tuple[np.ndarray, float]:
+        """(G, M) with grad L = e^M G, from the backend's kernels."""
+        G, M = kernels.grad(kernels.asarray(W[None]), oracle.loss_id, True)
+        return kernels.to_numpy(G)[0], float(kernels.to_numpy(M)[0])
+
     d = data.d
     if isinstance(init, str) and init == "zero":
         W = np.zeros((d, d))
@@ -205,20 +218,20 @@ def train_mirror(
 
     t = 0
     while True:
-        risk = oracle(W)
         if t % every == 0 or t == n_steps:
-            record(t, risk.loss)
+            record(t, oracle(W).loss)
         if t == n_steps:
             break
-        if not math.isfinite(risk.M):
+        G, M = gradient(W)
+        if not math.isfinite(M):
             status = StopStatus.STATIONARY
             break
         if normalized:
-            g = risk.G / float(np.linalg.norm(risk.G))
+            g = G / float(np.linalg.norm(G))
             log_scale = math.log(eta) - (c if math.isfinite(c) else 0.0)
         else:
-            g = risk.G
-            log_scale = math.log(eta) + risk.M - (c if math.isfinite(c) else 0.0)
+            g = G
+            log_scale = math.log(eta) + M - (c if math.isfinite(c) else 0.0)
         if log_scale < -745.0:  # exp underflows: the float64 iterate no longer moves
             status = StopStatus.GRADIENT_UNDERFLOW
             break
