@@ -405,6 +405,12 @@ def solve_lp(
                 res = dataclasses.replace(
                     ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
                 )
+            else:
+                res = dataclasses.replace(
+                    res,
+                    message=f"{res.message}; the cvxpy fallback did not certify either "
+                    f"({ref.status}: {ref.message})",
+                )
     return dataclasses.replace(res, solve_time=time.perf_counter() - start)
 
 

@@ -135,3 +135,12 @@ def test_bad_norm_is_a_clear_error(norm: object) -> None:
     data = sg.random_data(2, 3, 4, seed=0)
     with pytest.raises(sg.ProblemError, match=r"norm|p "):
         sg.att_svm(data, norm=norm)  # type: ignore[arg-type]
+
+
+def test_a_failed_certificate_downgrades_with_a_message() -> None:
+    cs = _rows(1)
+    res = solve_lp(cs, 1.5, tol=1e-30)  # no float64 answer meets this
+    assert res.status is sg.Status.OPTIMAL_INACCURATE
+    assert "certificate check failed" in res.message
+    assert "cvxpy fallback did not certify either" in res.message
+    assert res.certificate is not None and not res.certificate.passed
