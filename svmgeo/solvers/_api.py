@@ -38,6 +38,7 @@ from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
+from ._lp_norm import parse_lp_norm, solve_lp
 from ._nuclear import solve_nuclear
 from ._reference import solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult, no_solution, warns_if_inaccurate
@@ -465,6 +466,13 @@ def _solve(
     where: str,
 ) -> SVMResult:
     """:func:`solve_svm`, with errors naming ``where`` (the function the user called)."""
+    if isinstance(norm, tuple):  # norm=("lp", p): the l_p Att-SVM (solvers/_lp_norm.py)
+        if rank is not None:
+            raise ProblemError(
+                f"The 'rank' parameter of {where} applies to norm='nuc' only; got rank={rank} "
+                f"with norm={norm!r}. Drop rank."
+            )
+        return solve_lp(cs, parse_lp_norm(norm, where), method=method, tol=tol, solver=solver)
     norm = check_option(norm, "norm", tuple(NORMS), where=where)
     spec = NORMS[norm]
     method = check_option(method, "method", METHODS, where=where)

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The l_p Att-SVM: oracle (naive cvxpy, power cones), certificates, l_2 = Frobenius."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import svmgeo as sg
+from svmgeo.constraints import EQUALITY, MARGIN, ConstraintSet
+from svmgeo.solvers._lp_norm import (
+    dual_exponent,
+    entrywise_norm,
+    lp_certificate,
+    solve_lp,
+    solve_naive_cvxpy_lp,
+)
+
+
+def _rows(seed: int, n: int = 4, T: int = 5, d: int = 6) -> ConstraintSet:
+    data = sg.random_data(n, T, d, seed=seed)
+    return sg.att_svm_constraints(data, sg.optimal_tokens(data))
+
+
+def _assert_certified(cs: ConstraintSet, res: sg.SVMResult, p: float) -> None:
+    """The KKT conditions of min ||W||_p, recomputed here from the definitions."""
+    assert res.success, (res.status, res.message)
+    W, lam = res.W, res.dual
+    assert W is not None and lam is not None
+    m = np.einsum("ja,ab,jb->j", cs.A, W, cs.B)
+    margin = cs.kind == MARGIN
+    assert np.all(m[margin] >= cs.rhs[margin] - 1e-12)
+    assert np.all(lam[margin] >= 0.0)
+    Lam = np.einsum("j,ja,jb->ab", lam, cs.A, cs.B)
+    q = dual_exponent(p)
+    dual_norm = np.abs(Lam).max() if math.isinf(q) else np.sum(np.abs(Lam) ** q) ** (1 / q)
+    assert dual_norm <= 1.0 + 1e-10
+    value = np.abs(W).max() if math.isinf(p) else np.sum(np.abs(W) ** p) ** (1 / p)
+    np.testing.assert_allclose(lam @ cs.rhs, value, rtol=1e-8)  # zero duality gap
+    np.testing.assert_allclose(res.objective, value, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("p", [1.0, 1.1, 1.5, 3.0, math.inf])
+def test_matches_naive_cvxpy_and_is_certified(seed: int, p: float) -> None:
+    cs = _rows(seed)
+    res = sg.solve_svm(cs, norm=("lp", p))  # type: ignore[arg-type]
+    _assert_certified(cs, res, p)
+    W_ref, _, status, _ = solve_naive_cvxpy_lp(cs, p)
+    assert status == "optimal" and W_ref is not None
+    np.testing.assert_allclose(res.objective, entrywise_norm(W_ref, p), rtol=1e-7)
+    if 1.0 < p < math.inf:  # strictly convex norm: the optimum is unique; the interior-point
+        # W of the naive model is only ~sqrt(its objective accuracy) accurate
+        np.testing.assert_allclose(res.W, W_ref, atol=1e-4 * np.abs(W_ref).max())
+
+
+@pytest.mark.parametrize("method", ["fast", "cvxpy"])
+def test_both_methods_certify_the_same_optimum(method: str) -> None:
+    cs = _rows(5, n=3, T=4, d=5)
+    res = solve_lp(cs, 1.7, method=method)
+    _assert_certified(cs, res, 1.7)
+    other = solve_lp(cs, 1.7, method="cvxpy" if method == "fast" else "fast")
+    np.testing.assert_allclose(res.W, other.W, atol=1e-9 * np.abs(res.W).max())
+
+
+def test_equality_rows_of_gen_svm() -> None:
+    data = sg.random_data(3, 5, 6, seed=3)
+    sel = np.zeros((3, 5), dtype=bool)
+    sel[np.arange(3), sg.optimal_tokens(data)] = True
+    sel[0, (int(sg.optimal_tokens(data)[0]) + 1) % 5] = True  # |O_0| = 2: one equality row
+    cs = sg.selected_set_constraints(data, sel)
+    assert np.any(cs.kind == EQUALITY)
+    for p in (1.0, 1.5, 2.5):
+        res = sg.solve_svm(cs, norm=("lp", p))  # type: ignore[arg-type]
+        _assert_certified(cs, res, p)
+        m = np.einsum("ja,ab,jb->j", cs.A, res.W, cs.B)
+        np.testing.assert_allclose(m[cs.kind == EQUALITY], 0.0, atol=1e-10)
+        W_ref, _, _, _ = solve_naive_cvxpy_lp(cs, p)
+        np.testing.assert_allclose(res.objective, entrywise_norm(W_ref, p), rtol=1e-7)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 4), T=st.integers(2, 5), d=st.integers(2, 6))
+def test_l2_reduces_to_frobenius(seed: int, n: int, T: int, d: int) -> None:
+    """||.||_2 entrywise is the Frobenius norm, so the two SVMs are the same program."""
+    data = sg.random_data(n, T, d, seed=seed)
+    alpha = sg.optimal_tokens(data)
+    fro = sg.att_svm(data, alpha)
+    lp = sg.att_svm(data, alpha, norm=("lp", 2.0))  # type: ignore[arg-type]
+    assert fro.status == lp.status
+    if not fro.success:
+        return
+    assert fro.W is not None and lp.W is not None
+    np.testing.assert_allclose(lp.objective, fro.objective, rtol=1e-9)
+    np.testing.assert_allclose(lp.W, fro.W, atol=1e-8 * np.abs(fro.W).max())
+
+
+def test_certificate_catches_a_wrong_answer() -> None:
+    cs = _rows(0)
+    res = solve_lp(cs, 1.5)
+    assert res.success and res.W is not None and res.dual is not None
+    assert not lp_certificate(cs, 1.01 * res.W, res.dual, 1.5).passed  # not optimal: gap
+    assert not lp_certificate(cs, 0.99 * res.W, res.dual, 1.5).passed  # infeasible
+    assert not lp_certificate(cs, res.W, 1.01 * res.dual, 1.5).passed  # dual infeasible
+    assert not lp_certificate(cs, res.W, res.dual, 1.6).passed  # the wrong norm
+
+
+def test_infeasible_rows_give_a_farkas_certificate() -> None:
+    e = np.eye(2)
+    cs = ConstraintSet(
+        A=np.array([e[0], -e[0]]),
+        B=np.array([e[0], e[0]]),
+        kind=np.array([MARGIN, MARGIN], dtype=np.int8),
+        rhs=np.ones(2),
+        seq=np.zeros(2, dtype=np.int64),
+        query=np.zeros(2, dtype=np.int64),
+        pref=np.zeros(2, dtype=np.int64),
+        comp=np.array([1, 2], dtype=np.int64),
+        n=1,
+        K=1,
+        T=3,
+    )
+    res = sg.solve_svm(cs, norm=("lp", 1.5))  # type: ignore[arg-type]
+    assert res.status is sg.Status.INFEASIBLE and res.W is None
+    assert res.farkas is not None
+    np.testing.assert_allclose(np.einsum("j,ja,jb->ab", res.farkas, cs.A, cs.B), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", [("lp", 0.5), ("lq", 2.0), ("lp",), ("lp", "two")])
+def test_bad_norm_is_a_clear_error(norm: object) -> None:
+    data = sg.random_data(2, 3, 4, seed=0)
+    with pytest.raises(sg.ProblemError, match=r"norm|p "):
+        sg.att_svm(data, norm=norm)  # type: ignore[arg-type]
+
+
+def test_a_failed_certificate_downgrades_with_a_message() -> None:
+    cs = _rows(1)
+    res = solve_lp(cs, 1.5, tol=1e-30)  # no float64 answer meets this
+    assert res.status is sg.Status.OPTIMAL_INACCURATE
+    assert "certificate check failed" in res.message
+    assert "cvxpy fallback did not certify either" in res.message
+    assert res.certificate is not None and not res.certificate.passed

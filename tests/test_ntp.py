@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Next-token prediction: token-priority graphs, Graph-SVM, the finite component, the NTP loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import connected_components
+
+import svmgeo as sg
+from svmgeo.constraints import EQUALITY, MARGIN
+from svmgeo.solvers import solve_naive_cvxpy
+
+
+def _closure(adj: np.ndarray) -> np.ndarray:
+    """Reachability (reflexive, transitive), by repeated boolean squaring: an independent oracle."""
+    R = adj.astype(bool) | np.eye(adj.shape[0], dtype=bool)
+    while True:
+        R2 = R | ((R.astype(int) @ R.astype(int)) > 0)
+        if np.array_equal(R2, R):
+            return R
+        R = R2
+
+
+@st.composite
+def ntp_data(draw: st.DrawFn) -> sg.NextTokenData:
+    V = draw(st.integers(2, 6))
+    n = draw(st.integers(1, 25))
+    T = draw(st.integers(2, 5))
+    seqs = [draw(st.lists(st.integers(0, V - 1), min_size=T, max_size=T)) for _ in range(n)]
+    labels = [draw(st.sampled_from(s)) for s in seqs]
+    E = np.random.default_rng(draw(st.integers(0, 1000))).normal(size=(V, V + 1))
+    return sg.NextTokenData(seqs, np.asarray(labels), E)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=ntp_data())
+def test_sccs_match_reachability_and_the_condensation_is_acyclic(data: sg.NextTokenData) -> None:
+    for g in sg.token_priority_graphs(data).values():
+        A = g.adjacency.toarray() > 0
+        R = _closure(A)
+        nodes = g.nodes
+        for i in nodes:
+            for j in nodes:
+                assert g.same_component(i, j) == bool(R[i, j] and R[j, i])
+        # condensation acyclic: its own SCCs are single nodes, and priorities follow edges
+        n_c, _ = connected_components(g.condensation, directed=True, connection="strong")
+        assert n_c == g.condensation.shape[0]
+        s, t = np.nonzero(A)
+        cross = g.component[s] != g.component[t]
+        assert np.all(g.priority[s[cross]] < g.priority[t[cross]])
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=ntp_data())
+def test_equality_rows_are_exactly_the_cycles(data: sg.NextTokenData) -> None:
+    graphs = sg.token_priority_graphs(data)
+    cs = sg.graph_svm_constraints(data, graphs)
+    n_eq = 0
+    for g in graphs.values():
+        _, sizes = np.unique(g.component[g.nodes], return_counts=True)
+        n_eq += int(np.sum(sizes - 1))
+    assert int(np.count_nonzero(cs.kind == EQUALITY)) == n_eq
+    if all(g.is_acyclic for g in graphs.values()):  # a DAG gives no equality rows
+        assert np.all(cs.kind == MARGIN)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), V=st.integers(2, 6))
+def test_single_tiers_give_acyclic_graphs(seed: int, V: int) -> None:
+    data = sg.random_next_token_data(30, 4, V, V + 2, tier_size=1, seed=seed)
+    assert all(g.is_acyclic for g in sg.token_priority_graphs(data).values())
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+@pytest.mark.parametrize("tier", [1, 2])
+def test_graph_svm_matches_naive_cvxpy(norm: str, tier: int) -> None:
+    data = sg.random_next_token_data(40, 5, 6, 8, tier_size=tier, seed=0)
+    res = sg.graph_svm(data, norm=norm)  # type: ignore[arg-type]
+    assert res.success, res.message
+    cs = res.constraints
+    W_ref, status, value, _ = solve_naive_cvxpy(cs, norm)  # type: ignore[arg-type]
+    assert status == "optimal" and W_ref is not None
+    np.testing.assert_allclose(res.objective, value, rtol=1e-6)
+    m = np.einsum("ja,ab,jb->j", cs.A, res.W, cs.B)
+    assert np.all(m[cs.kind == MARGIN] >= 1 - 1e-10)
+    np.testing.assert_allclose(m[cs.kind == EQUALITY], 0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["ce", "retrieval"])
+def test_ntp_gradient_matches_finite_differences(loss: str) -> None:
+    data = sg.random_next_token_data(12, 4, 5, 6, tier_size=2, seed=3)
+    W = np.random.default_rng(1).normal(size=(6, 6))
+    keep_all = None
+    on_label = data.tokens == data.labels[:, None]
+    keep_some = data.valid & ((np.arange(data.T)[None, :] >= 2) | on_label)
+    for keep in (keep_all, keep_some):
+        _, G = sg.ntp_loss_and_grad(data, W, loss=loss, keep=keep)
+        fd = np.zeros_like(W)
+        h = 1e-6
+        for a in range(6):
+            for b in range(6):
+                E = np.zeros_like(W)
+                E[a, b] = h
+                up, _ = sg.ntp_loss_and_grad(data, W + E, loss=loss, keep=keep)
+                dn, _ = sg.ntp_loss_and_grad(data, W - E, loss=loss, keep=keep)
+                fd[a, b] = (up - dn) / (2 * h)
+        assert np.all(np.isfinite(G))
+        np.testing.assert_allclose(G, fd, atol=1e-8, rtol=1e-6)
+
+
+def test_loss_is_finite_at_huge_norms() -> None:
+    data = sg.random_next_token_data(12, 4, 5, 6, seed=3)
+    svm = sg.graph_svm(data)
+    assert svm.W is not None
+    for loss in ("ce", "retrieval"):
+        value, G = sg.ntp_loss_and_grad(data, 1e8 * svm.W, loss=loss)
+        assert np.isfinite(value) and np.all(np.isfinite(G))
+
+
+def test_finite_component_acyclic_is_zero_and_cyclic_is_orthogonal_to_the_svm() -> None:
+    acyclic = sg.random_next_token_data(30, 4, 5, 7, tier_size=1, seed=0)
+    fin = sg.finite_component(acyclic)
+    assert fin.basis.shape[0] == 0 and fin.success
+    np.testing.assert_array_equal(fin.W, 0.0)
+    cyclic = sg.random_next_token_data(40, 5, 6, 10, tier_size=2, seed=0)
+    fin = sg.finite_component(cyclic, loss="retrieval")
+    assert fin.basis.shape[0] > 0 and fin.success, fin.message
+    np.testing.assert_allclose(fin.project(fin.W), fin.W, atol=1e-12)  # W_fin in S_fin
+    svm = sg.graph_svm(cyclic)
+    assert svm.W is not None  # equality rows make W_svm orthogonal to S_fin
+    np.testing.assert_allclose(np.einsum("rab,ab->r", fin.basis, svm.W), 0.0, atol=1e-9)
+    # stationarity of the restricted loss along S_fin, recomputed here
+    _, G = sg.ntp_loss_and_grad(cyclic, fin.W, loss="retrieval", keep=fin.keep)
+    assert np.linalg.norm(fin.project(G)) < 1e-7
+
+
+def test_gd_aligns_with_the_graph_svm_on_acyclic_data() -> None:
+    """Example of the paper's retrieval statement (acyclic graphs: W_t/||W_t|| -> W_svm)."""
+    data = sg.random_next_token_data(40, 5, 6, 10, tier_size=1, seed=0)
+    run = sg.train_ntp(data, step_size=0.1, n_steps=2000, record_every=1000)
+    svm = sg.graph_svm(data)
+    corr = [sg.verify_ntp(data, W, svm=svm).corr_svm for W in run.W_history]
+    assert corr[-1] > corr[1] > corr[0] - 1.0
+    assert corr[-1] > 0.99
+
+
+@pytest.mark.parametrize(
+    ("seqs", "labels", "match"),
+    [
+        ([[0, 1]], [2], "does not occur"),
+        ([[0, 7]], [0], "outside"),
+        ([[0, 1]], [[0]], "labels must"),
+    ],
+)
+def test_bad_input_is_a_clear_error(seqs: list[list[int]], labels: list[int], match: str) -> None:
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.NextTokenData(seqs, np.asarray(labels), np.eye(3))
+
+
+def _mp_gradient(data: sg.NextTokenData, W: np.ndarray, loss: str) -> np.ndarray:
+    """The NTP gradient at 60 digits (mpmath), straight from the chain rule: the reference."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    E = [[mp.mpf(float(x)) for x in row] for row in data.embeddings]
+    Wm = mp.matrix([[mp.mpf(float(x)) for x in row] for row in W])
+    d, V = data.d, data.V
+    G = mp.matrix(d, d)
+    for i in range(data.n):
+        toks = [int(t) for t in data.tokens[i] if t >= 0]
+        z = mp.matrix(E[int(data.last[i])])
+        X = [mp.matrix(E[t]) for t in toks]
+        a = [(x.T * Wm * z)[0] for x in X]
+        top = max(a)
+        w = [mp.exp(v - top) for v in a]
+        s = [v / sum(w) for v in w]
+        y = int(data.labels[i])
+        if loss == "ce":
+            f = sum((s[t] * X[t] for t in range(len(X))), mp.matrix(d, 1))
+            o = [(mp.matrix(E[v]).T * f)[0] for v in range(V)]
+            p = [mp.exp(v) / sum(mp.exp(u) for u in o) for v in o]
+            gf = sum(((p[v] - (1 if v == y else 0)) * mp.matrix(E[v]) for v in range(V)),
+                     mp.matrix(d, 1))  # fmt: skip
+            gs = [(x.T * gf)[0] for x in X]
+            mean = sum(s[t] * gs[t] for t in range(len(X)))
+            ga = [s[t] * (gs[t] - mean) for t in range(len(X))]
+        else:
+            mass = sum(s[t] for t in range(len(X)) if toks[t] == y)
+            ga = [s[t] - (s[t] / mass if toks[t] == y else 0) for t in range(len(X))]
+        for t in range(len(X)):
+            G += ga[t] * X[t] * z.T
+    return np.array([[float(G[r, c]) / data.n for c in range(d)] for r in range(d)])
+
+
+@pytest.mark.parametrize("loss", ["ce", "retrieval"])
+def test_gradient_stays_exact_far_out(loss: str) -> None:
+    """At ||W|| ~ 60 the attention is one-hot to 1e-25: the gradient must not be rounding noise."""
+    data = sg.random_next_token_data(4, 3, 4, 4, tier_size=1, seed=1)
+    svm = sg.graph_svm(data)
+    assert svm.W is not None
+    W = 60.0 * svm.W / np.linalg.norm(svm.W) + 0.3 * np.random.default_rng(0).normal(size=(4, 4))
+    _, G = sg.ntp_loss_and_grad(data, W, loss=loss)
+    ref = _mp_gradient(data, W, loss)
+    assert np.linalg.norm(ref) < 1e-10  # far out indeed
+    np.testing.assert_allclose(G, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
