@@ -316,6 +316,13 @@ def solve_svm(
             f"method='cvxpy' cannot impose rank <= {rank} (nonconvex); use method='fast' or 'auto', "
             "or drop rank for the convex Att-SVM⋆."
         )
+    # -- issue 16: past the dense Gram, solve matrix-free; a certified optimum proves feasibility
+    from ._frobenius_matfree import use_matrix_free
+
+    if norm == "fro" and method != "cvxpy" and use_matrix_free(cs):
+        res = solve_frobenius(cs, tol=tol)
+        return dataclasses.replace(res, rank=rank, solve_time=time.perf_counter() - start)
+    # -- end issue 16
     geo = RowGeometry(cs)
     feas = check_feasibility(cs, geometry=geo)
     if not feas.feasible:

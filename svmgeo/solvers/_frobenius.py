@@ -667,6 +667,12 @@ def solve_frobenius(
         )
         return downgrade(res, frobenius_certificate(cs, W, np.zeros(0), tol))
 
+    # -- issue 16: no Gram when it would not fit in memory (decided by an estimate)
+    from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
+
+    if geometry is None and use_matrix_free(cs):
+        return solve_frobenius_matfree(cs, tol=tol, max_rounds=max_rounds, warm_start=warm_start)
+    # -- end issue 16
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
     extras: dict[str, Any] = {"representation": geo.kind}
     if geo.kind == "primal":

@@ -676,6 +676,13 @@ def solve_nuclear(
         return _trivial(cs, "clarabel" if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
+    # -- issue 16: the factored primal with its dual certificate first; the SDP is the fallback
+    from ._nuclear_factored import solve_nuclear_factored
+
+    fast = solve_nuclear_factored(cs, tol=tol)
+    if fast.success:
+        return fast
+    # -- end issue 16
     first = _solve_with(cs, comp, "scs", tol, options, start)
     if first.success:
         return first
