@@ -95,7 +95,9 @@ def main() -> None:
         return
 
     seeds = [int(s) for s in args.seeds.split(",")]
-    print(f"# cores {os.cpu_count()}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
+    print(
+        f"# cores {os.cpu_count()}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
+    )
     print(
         f"{'(n, T, d)':>15} {'seed':>4} {'path':>9} {'N':>5} {'status':>10} {'wall s':>9} "
         f"{'CPU s':>9} {'RSS MB':>8} {'objective':>16} {'rel gap':>9} {'|Λ|₂-1':>9} "

@@ -154,11 +154,10 @@ class _BlockJacobi:
             idx = self.index[lo : lo + step]
             Ab = np.where(idx[..., None] >= 0, cs.A[idx], 0.0)
             Bb = np.where(idx[..., None] >= 0, cs.B[idx], 0.0)
-            self.full[lo : lo + step] = (Ab @ Ab.transpose(0, 2, 1)) * (
-                Bb @ Bb.transpose(0, 2, 1)
-            )
-        self.inverse = np.zeros_like(self.full)
+            self.full[lo : lo + step] = (Ab @ Ab.transpose(0, 2, 1)) * (Bb @ Bb.transpose(0, 2, 1))
         self.mask = self.index >= 0
+        self.inverse = np.zeros_like(self.full)
+        self.keep = self.mask
 
     def restrict(self, S: np.ndarray) -> None:
         """Invert the blocks on the rows in the boolean mask ``S`` (identity elsewhere)."""
@@ -278,8 +277,8 @@ def solve_frobenius_matfree(
     rtol = 1e-6
     band = 1e-9 * np.maximum(1.0, np.abs(c))
     rounds = 0
-    Gx = np.zeros(N)
-    for rounds in range(1, max_rounds + 1):
+    while rounds < max_rounds:
+        rounds += 1
         pre.restrict(S)
         lam, Gx, its, converged = _pcg(op, pre, S, c, lam, rtol=rtol, max_iter=max_cg)
         cg_total += its
@@ -306,7 +305,10 @@ def solve_frobenius_matfree(
     W, margins, f = lift_margins(cs, W, op.values(W), max_factor=1.0 + max(1e-9, tol / 8))
     lam = lam * f
     if settled:
-        status, message = Status.OPTIMAL, f"solved matrix-free: working set stable after {rounds} rounds"
+        status, message = (
+            Status.OPTIMAL,
+            f"solved matrix-free: working set stable after {rounds} rounds",
+        )
     else:
         status = Status.MAX_ITER
         message = (

@@ -145,9 +145,7 @@ def _augmented_lagrangian(
         if grown is not None:  # a saddle of the factored problem: step along Λ's top pair
             K, Q = grown
             z = np.concatenate([K.ravel(), Q.ravel()])
-        elif viol <= tol and float(np.abs(out.jac).max()) <= tol * max(
-            1.0, float(np.abs(z).max())
-        ):
+        elif viol <= tol and float(np.abs(out.jac).max()) <= tol * max(1.0, float(np.abs(z).max())):
             break
         if viol > 0.25 * prev:
             rho *= 10.0
