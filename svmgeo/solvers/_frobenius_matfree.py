@@ -41,7 +41,7 @@ import scipy.sparse as sp
 # ---- helpers of the existing solver modules (re-point after the solvers/ restructure) ------
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import downgrade, frobenius_certificate, query_groups
-from ._frobenius import lift_margins
+from ._frobenius import lift_margins, no_solution
 from ._result import SVMResult
 from ._status import Status
 
@@ -210,13 +210,15 @@ def _pcg(
         Gp = op.matvec(p)
         Ap = np.where(S, Gp, 0.0)
         pAp = float(p @ Ap)
-        if not pAp > 0.0:
-            break
+        if not (np.isfinite(pAp) and pAp > 0.0):
+            break  # G_SS singular along p (dependent rows): no progress possible
         alpha = rz / pAp
         x += alpha * p
-        Gx += alpha * Gp
         r -= alpha * Ap
-        converged = float(np.linalg.norm(r)) <= target
+        norm_r = float(np.linalg.norm(r))
+        converged = norm_r <= target
+        if not norm_r <= 1e8 * max(float(np.linalg.norm(bS)), 1e-300):
+            break  # diverging: G_SS x = c_S is inconsistent
         z = pre.apply(r)
         rz_new = float(r @ z)
         p = z + (rz_new / rz) * p
@@ -282,6 +284,8 @@ def solve_frobenius_matfree(
         pre.restrict(S)
         lam, Gx, its, converged = _pcg(op, pre, S, c, lam, rtol=rtol, max_iter=max_cg)
         cg_total += its
+        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(Gx))):
+            break
         lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
         neg = S & margin & (lam < -1e-12 * lam_scale)
         viol = ~S & margin & (Gx < c - band)
@@ -293,7 +297,6 @@ def solve_frobenius_matfree(
             continue
         S = (S & ~neg) | viol
         lam = np.where(S, lam, 0.0)
-    lam = np.where(margin, np.maximum(lam, 0.0), lam)
     extras: dict[str, Any] = {
         "representation": "matrix-free",
         "rounds": rounds,
@@ -301,6 +304,20 @@ def solve_frobenius_matfree(
         "products": op.n_products,
         "dense_bytes": dense_bytes(cs),
     }
+    if not np.all(np.isfinite(lam)) or float(np.abs(lam).max(initial=0.0)) > 1e150:
+        return no_solution(
+            cs,
+            Status.NUMERICAL_ERROR,
+            "the matrix-free working-set method diverged: the rows are (nearly) dependent "
+            "(G_SS singular); use the dense path (solve_frobenius with a RowGeometry) or "
+            "check feasibility (check_feasibility)",
+            norm="fro",
+            solver="svmgeo-matfree",
+            n_iter=cg_total,
+            solve_time=time.perf_counter() - start,
+            extras=extras,
+        )
+    lam = np.where(margin, np.maximum(lam, 0.0), lam)
     W = op.adjoint(lam)
     W, margins, f = lift_margins(cs, W, op.values(W), max_factor=1.0 + max(1e-9, tol / 8))
     lam = lam * f

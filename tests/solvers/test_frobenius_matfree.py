@@ -125,3 +125,17 @@ def test_automatic_choice_by_memory(monkeypatch) -> None:
     api = sg.solve_svm(cs)
     assert api.solver == "svmgeo-matfree" and api.status is Status.OPTIMAL
     np.testing.assert_allclose(api.objective, res.objective, rtol=1e-12)
+
+
+def test_dependent_rows_end_without_a_false_optimum() -> None:
+    # d = 4: r1 r2 <= 16 < N = 50, so G is singular and "every row tight" is inconsistent
+    # (the automatic choice never sends such rows here: their dense estimate is small)
+    data = sg.random_data(10, 6, 4, seed=466)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    assert not use_matrix_free(cs)
+    res = solve_frobenius_matfree(cs)
+    assert res.status is not Status.OPTIMAL
+    if res.W is not None:  # an unsettled but finite answer must fail its certificate
+        assert res.certificate is not None and not res.certificate.passed
+    else:
+        assert res.status is Status.NUMERICAL_ERROR and "diverged" in res.message
