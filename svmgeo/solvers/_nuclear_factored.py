@@ -51,11 +51,11 @@ the SDP. (svmgeo's extension; the identity :math:`\|X\|_* = \min \tfrac12(\|K\|^
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
 
 # ---- helpers of the existing solver modules (re-point after the solvers/ restructure) ------
 from ..constraints import MARGIN, ConstraintSet
@@ -95,6 +95,60 @@ class _Rows:
         return float(np.max(np.where(self.margin, -diff, np.abs(diff)), initial=0.0))
 
 
+def _lbfgs(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    z: np.ndarray,
+    *,
+    gtol: float,
+    max_iter: int,
+    memory: int = 10,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    r"""L-BFGS (two-loop recursion, Armijo backtracking) until :math:`\|\nabla f\|_\infty \le` ``gtol``.
+
+    A plain implementation: scipy's L-BFGS-B spends as long in its bound-handling bookkeeping
+    as in these cheap function evaluations. Curvature pairs with :math:`s^\top y \le 0` (the
+    factored problem is nonconvex) are skipped. Returns ``(z, gradient, iterations)``.
+    """
+    f, g = fun(z)
+    pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
+    its = 0
+    while its < max_iter and float(np.abs(g).max()) > gtol:
+        its += 1
+        q = g.copy()
+        alphas = []
+        for s, y, rho in reversed(pairs):
+            a = rho * float(s @ q)
+            q -= a * y
+            alphas.append(a)
+        if pairs:
+            s, y, _ = pairs[-1]
+            q *= float(s @ y) / float(y @ y)
+        else:
+            q /= max(float(np.linalg.norm(g)), 1.0)
+        for (s, y, rho), a in zip(pairs, reversed(alphas), strict=True):
+            q += (a - rho * float(y @ q)) * s
+        d = -q
+        slope = float(g @ d)
+        if not slope < 0.0:
+            pairs.clear()
+            d, slope = -g, -float(g @ g)
+        t = 1.0
+        while True:
+            z_new = z + t * d
+            f_new, g_new = fun(z_new)
+            if f_new <= f + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        s, y = z_new - z, g_new - g
+        sy = float(s @ y)
+        if sy > 1e-12 * float(np.linalg.norm(s) * np.linalg.norm(y)):
+            pairs.append((s, y, 1.0 / sy))
+            if len(pairs) > memory:
+                pairs.pop(0)
+        z, f, g = z_new, f_new, g_new
+    return z, g, its
+
+
 def _augmented_lagrangian(
     rows: _Rows, K: np.ndarray, Q: np.ndarray, y: np.ndarray, *, tol: float, max_outer: int = 30
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -127,15 +181,8 @@ def _augmented_lagrangian(
             gQ = Q - R.T @ (t[:, None] * PK)
             return f, np.concatenate([gK.ravel(), gQ.ravel()])
 
-        out = minimize(
-            fun,
-            z,
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": 2000, "maxcor": 10, "gtol": 0.1 * tol, "ftol": 0.0},
-        )
-        z = out.x
-        its += int(out.nit)
+        z, grad, nit = _lbfgs(fun, z, gtol=0.1 * tol, max_iter=2000)
+        its += nit
         K, Q = z[: p * m].reshape(p, m), z[p * m :].reshape(q, m)
         g = rows.values(K, Q)
         t = y - rho * (g - c)
@@ -145,7 +192,7 @@ def _augmented_lagrangian(
         if grown is not None:  # a saddle of the factored problem: step along Λ's top pair
             K, Q = grown
             z = np.concatenate([K.ravel(), Q.ravel()])
-        elif viol <= tol and float(np.abs(out.jac).max()) <= tol * max(1.0, float(np.abs(z).max())):
+        elif viol <= tol and float(np.abs(grad).max()) <= tol * max(1.0, float(np.abs(z).max())):
             break
         if viol > 0.25 * prev:
             rho *= 10.0
