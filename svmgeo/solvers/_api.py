@@ -321,7 +321,10 @@ def solve_svm(
 
     if norm == "fro" and method != "cvxpy" and use_matrix_free(cs):
         res = solve_frobenius(cs, tol=tol)
-        return dataclasses.replace(res, rank=rank, solve_time=time.perf_counter() - start)
+        note = "" if res.success else "; feasibility not decided (the dense check would not fit)"
+        return dataclasses.replace(
+            res, rank=rank, message=res.message + note, solve_time=time.perf_counter() - start
+        )
     # -- end issue 16
     geo = RowGeometry(cs)
     feas = check_feasibility(cs, geometry=geo)

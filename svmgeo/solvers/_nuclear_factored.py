@@ -73,7 +73,9 @@ GAP_TOL = 1e-9
 _MAX_KKT = 12_000
 """Largest reduced KKT system (unknowns qk + |S|) the dense Newton polish takes on."""
 _PHASE1_TOL = 1e-5
-"""Largest reduced KKT system (unknowns qk + |S|) the dense Newton polish takes on."""
+"""Accuracy of the first phase (enough to identify the active rows and the rank)."""
+_MAX_RHO = 1e6
+"""Largest penalty of the augmented Lagrangian."""
 
 
 class _Rows:
@@ -196,6 +198,8 @@ def _augmented_lagrangian(
             break
         if viol > 0.25 * prev:
             rho *= 10.0
+            if rho > _MAX_RHO:  # the rows are (nearly) infeasible: leave it to the SDP
+                break
         prev = viol
     return K, Q, y, its
 
