@@ -60,7 +60,7 @@ import scipy.linalg as sla
 # ---- helpers of the existing solver modules (re-point after the solvers/ restructure) ------
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import downgrade, nuclear_certificate
-from ._nuclear import _compress, _polish
+from ._nuclear import _compress, _polish, _trivial
 from ._result import SVMResult
 from ._status import Status
 
@@ -370,8 +370,8 @@ def solve_nuclear_factored(
     Parameters
     ----------
     cs : ConstraintSet
-        Feasible rows with at least one nonzero :math:`a_j b_j^\top` (the caller,
-        :func:`~svmgeo.solvers._nuclear.solve_nuclear`, handles the trivial case).
+        The rows (assumed feasible: infeasible rows end not ``OPTIMAL``). Rows that are all
+        :math:`a_j b_j^\top = 0` are decided as in ``solve_nuclear``.
     tol : float, default 1e-8
         Certificate tolerance; ``OPTIMAL`` also needs a recomputed relative gap at most
         ``min(tol, GAP_TOL)``.
@@ -389,6 +389,8 @@ def solve_nuclear_factored(
     """
     start = time.perf_counter()
     comp = _compress(cs)
+    if cs.N == 0 or comp.short.shape[1] == 0:
+        return _trivial(cs, "svmgeo-factored", tol, start)
     rows = _Rows(comp.long, comp.short, np.asarray(cs.rhs, dtype=float), cs.kind == MARGIN)
     p, q = comp.long.shape[1], comp.short.shape[1]
     extras: dict[str, Any] = {"r1": comp.U.shape[1], "r2": comp.V.shape[1]}

@@ -147,3 +147,13 @@ def test_factored_against_sdp_at_a_research_size() -> None:
     np.testing.assert_allclose(res.objective, sdp.objective, rtol=1e-8)
     _assert_certified(cs, res)
     assert dataclasses.asdict(res.certificate)["duality_gap"] <= GAP_TOL
+
+
+def test_no_rows_and_zero_rows() -> None:
+    data = sg.random_data(2, 3, 4, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    empty = sg.pair_constraints(data, cs.seq[:0], cs.query[:0], cs.pref[:0], cs.comp[:0])
+    res = solve_nuclear_factored(empty)
+    assert res.status is Status.OPTIMAL and res.objective == 0.0
+    same = sg.pair_constraints(data, cs.seq[:1], cs.query[:1], cs.pref[:1], cs.pref[:1])
+    assert solve_nuclear_factored(same).status is Status.INFEASIBLE  # a_j = 0 but needs 1
