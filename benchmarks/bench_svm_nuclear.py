@@ -1,91 +1,128 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Benchmark svmgeo's nuclear-norm Att-SVM⋆ solver (compressed split SDP + KKT polish).
+"""Att-SVM⋆ (nuclear norm): the factored path (issue 16) against the compressed SDP, same run.
 
-1. (n, T, d) = (10, 10, 200): wall time and accuracy from svmgeo's own certificate
-   (relative duality gap cᵀλ vs ‖W‖_*, dual feasibility ‖Σλ_j a_j b_jᵀ‖₂ − 1, primal
-   infeasibility); target under 5 s at 1e-7.
-2. Side by side with the naive cvxpy + Clarabel model (one constraint per token pair, a
-   2d × 2d PSD cone) at d = 20 and d = 40: times, their ratio, and the relative objective
-   difference.
+Each solve runs in its own subprocess, which reports wall time, CPU time, its peak resident
+memory (``resource.getrusage``, the whole process: data, constraints, solve) and svmgeo's
+recomputed certificate (relative duality gap |‖W‖_* − cᵀλ| / ‖W‖_*, dual infeasibility
+‖Σλ_j a_j b_jᵀ‖₂ − 1, primal infeasibility).
 
-Run: ``python benchmarks/bench_svm_nuclear.py [--repeats 3] [--large]`` (``--large`` adds
-d = 1000 to show that the cost stops growing with d). No environment variable is needed:
-multithreaded OpenBLAS can make numpy's QR/SVD of a 200 × 90 matrix take ~1 s instead of
-~1 ms on a small shared machine, and svmgeo runs such small solves with one BLAS thread
-(threadpoolctl) itself.
+* ``factored``: ``solve_nuclear(cs)`` (solver="auto": the factored path, SDP fallback).
+* ``sdp``: ``solve_nuclear(cs, solver="scs")``, what "auto" ran before issue 16 (SCS, then
+  Clarabel only when SCS fails; SCS certified at these sizes).
+
+Sizes: (10, 10, 200), (25, 10, 200), (50, 10, 200) side by side (the SDP at (50, 10, 200) takes
+~7 min on 2 cores; ``--quick`` skips that baseline), then (50, 10, 1000) and (100, 20, 1000)
+factored only (the SDP took 824 s, and failed after 9.4 GB, there: issue 16).
+
+Run: ``python benchmarks/bench_svm_nuclear.py [--seeds 0] [--quick]``. Cross-attention data
+``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment variable is needed: svmgeo
+runs small dense solves with one BLAS thread (threadpoolctl) itself.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 
-import numpy as np
-
-import svmgeo as sg
-from svmgeo.solvers import solve_naive_cvxpy
-from svmgeo.solvers._nuclear import solve_nuclear
+COMPARED = [(10, 10, 200), (25, 10, 200), (50, 10, 200)]
+ALONE = [(50, 10, 1000), (100, 20, 1000)]
 
 
-def _instance(n: int, T: int, d: int, seed: int) -> sg.ConstraintSet:
+def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
+    """Solve one instance in this process and return its figures."""
+    import numpy as np
+
+    import svmgeo as sg
+    from svmgeo.solvers._nuclear import solve_nuclear
+
     data = sg.random_data(n, T, d, seed=seed)
-    return sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    wall, cpu = time.perf_counter(), time.process_time()
+    res = solve_nuclear(cs) if path == "factored" else solve_nuclear(cs, solver="scs")
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    c = res.certificate
+    return {
+        "N": cs.N,
+        "solver": res.solver,
+        "status": res.status.value,
+        "wall": wall,
+        "cpu": cpu,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "objective": res.objective,
+        "gap": c.duality_gap if c else float("nan"),
+        "dual_inf": c.dual_infeasibility if c else float("nan"),
+        "primal_inf": c.primal_infeasibility if c else float("nan"),
+        "rank": int(np.linalg.matrix_rank(res.W, tol=1e-9 * np.abs(res.W).max()))
+        if res.W is not None
+        else -1,
+    }
 
 
-def _timed(fn, repeats: int):  # type: ignore[no-untyped-def]
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return out, statistics.median(times)
+def _run(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
+    cmd = [sys.executable, __file__, "--one", f"{n},{T},{d},{seed},{path}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=os.environ.copy())
+    if out.returncode != 0:
+        return {"status": f"crashed ({out.stderr.strip().splitlines()[-1:]})"}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
+    if "wall" not in r:
+        return f"{size!s:>15} {seed:>4} {path:>9} {r['status']}"
+    return (
+        f"{size!s:>15} {seed:>4} {path:>9} {r['N']:>5} {r['status']:>10} {r['wall']:9.2f} "
+        f"{r['cpu']:9.2f} {r['rss_mb']:8.0f} {r['objective']:16.10f} {r['gap']:9.1e} "
+        f"{r['dual_inf']:9.1e} {r['primal_inf']:9.1e} {r['rank']:>4}"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--large", action="store_true")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", default="0", help="comma-separated random_data seeds")
+    parser.add_argument("--quick", action="store_true", help="no SDP baseline at (50, 10, 200)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        n, T, d, seed, path = args.one.split(",")
+        print(json.dumps(_one(int(n), int(T), int(d), int(seed), path)))
+        return
 
-    print("== svmgeo nuclear solve, accuracy from svmgeo's recomputed certificate ==")
+    seeds = [int(s) for s in args.seeds.split(",")]
     print(
-        f"{'(n,T,d)':>14} {'solver':>8} {'status':>10} {'time s':>8} {'rel gap':>9} "
-        f"{'|Λ|-1':>9} {'primal inf':>10} {'r1':>4} {'r2':>4}"
+        f"# cores {os.cpu_count()}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
     )
-    sizes = [(10, 10, 200)] + ([(10, 10, 1000)] if args.large else [])
-    for n, T, d in sizes:
-        cs = _instance(n, T, d, args.seed)
-        for solver in ("clarabel", "scs"):
-            res, sec = _timed(
-                lambda cs=cs, solver=solver: solve_nuclear(cs, solver=solver), args.repeats
-            )
-            c = res.certificate
-            print(
-                f"{(n, T, d)!s:>14} {solver:>8} {res.status.value:>10} {sec:8.3f} "
-                f"{c.duality_gap:9.1e} {c.dual_infeasibility:9.1e} {c.primal_infeasibility:10.1e} "
-                f"{res.extras['r1']:4d} {res.extras['r2']:4d}"
-            )
-
-    print("\n== naive cvxpy + Clarabel (full d x d model) vs svmgeo (same run) ==")
     print(
-        f"{'(n,T,d)':>14} {'naive s':>9} {'svmgeo s':>9} {'speed-up':>9} {'rel obj diff':>13} "
-        f"{'svmgeo gap':>11}"
+        f"{'(n, T, d)':>15} {'seed':>4} {'path':>9} {'N':>5} {'status':>10} {'wall s':>9} "
+        f"{'CPU s':>9} {'RSS MB':>8} {'objective':>16} {'rel gap':>9} {'|Λ|₂-1':>9} "
+        f"{'primal':>9} {'rank':>4}"
     )
-    tight = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
-    for n, T, d in [(10, 10, 20), (10, 10, 40)]:
-        cs = _instance(n, T, d, args.seed)
-        naive, naive_s = _timed(
-            lambda cs=cs: solve_naive_cvxpy(cs, "nuc", solver="CLARABEL", **tight), 1
-        )
-        res, ours_s = _timed(lambda cs=cs: solve_nuclear(cs), args.repeats)
-        rel = abs(res.objective - naive[2]) / naive[2]
-        print(
-            f"{(n, T, d)!s:>14} {naive_s:9.3f} {ours_s:9.3f} {naive_s / ours_s:8.1f}x "
-            f"{rel:13.1e} {res.certificate.duality_gap:11.1e}"
-        )
-    print(f"\nnumpy {np.__version__}; times are medians of {args.repeats} runs (naive: 1 run)")
+    ratios = []
+    for size in COMPARED + ALONE:
+        for seed in seeds:
+            fast = _run(*size, seed, "factored")
+            print(_row(size, seed, "factored", fast), flush=True)
+            if size not in COMPARED or (args.quick and size == (50, 10, 200)):
+                continue
+            sdp = _run(*size, seed, "sdp")
+            print(_row(size, seed, "sdp", sdp), flush=True)
+            if "wall" in fast and "wall" in sdp:
+                diff = abs(float(fast["objective"]) - float(sdp["objective"])) / float(
+                    sdp["objective"]
+                )
+                ratios.append(
+                    f"{size!s:>15} seed {seed}: factored {float(sdp['wall']) / float(fast['wall']):6.1f}x "
+                    f"faster (wall), {float(sdp['cpu']) / float(fast['cpu']):6.1f}x (CPU); "
+                    f"relative objective difference {diff:.1e}"
+                )
+    print("\n== speed-up over the SDP path (same run) ==")
+    print("\n".join(ratios))
 
 
 if __name__ == "__main__":

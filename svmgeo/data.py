@@ -38,8 +38,9 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 
 
 # Largest product max||x|| max||z|| of token and query norms: the solvers' Gram entries are
-# squares of such products, which overflow float64 (1.8e308) beyond it.
-MAX_SCALE = 1e150
+# squares of such products (up to 4e302 for token differences), and sums of up to ~1e5 of them
+# stay below float64's 1.8e308.
+MAX_SCALE = 1e151
 
 
 def _max_norm(arr: np.ndarray) -> float:

@@ -36,6 +36,7 @@ from ._certificates import (
 )
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
+from ._frobenius_matfree import use_matrix_free
 from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
 from ._lp_norm import parse_lp_norm, solve_lp
@@ -595,6 +596,13 @@ def _solve_feasible_first(req: _Request) -> SVMResult:
     """Feasibility first, then the norm's solver (validated arguments)."""
     start = time.perf_counter()
     cs, norm, rank = req.cs, req.norm, req.rank
+    if norm == "fro" and req.method != "cvxpy" and use_matrix_free(cs):
+        # past the dense Gram: solve matrix-free; a certified optimum proves feasibility
+        res = solve_frobenius(cs, tol=req.tol)
+        note = "" if res.success else "; feasibility not decided (the dense check would not fit)"
+        return dataclasses.replace(
+            res, rank=rank, message=res.message + note, solve_time=time.perf_counter() - start
+        )
     geo = RowGeometry(cs)
     feas = check_feasibility(cs, geometry=geo, exact=req.exact)
     if not feas.feasible:

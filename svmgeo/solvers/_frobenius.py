@@ -52,6 +52,7 @@ from .._errors import ProblemError, SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet, check_constraint_set
 from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
+from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
 from ._result import SVMResult, no_solution
@@ -144,6 +145,8 @@ def solve_frobenius(
         )
         return downgrade(res, frobenius_certificate(cs, W, np.zeros(0), tol))
 
+    if geometry is None and use_matrix_free(cs):  # no Gram where it would not fit in memory
+        return solve_frobenius_matfree(cs, tol=tol, max_rounds=max_rounds, warm_start=warm_start)
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
     extras: dict[str, Any] = {"representation": geo.kind}
     if geo.kind == "primal":

@@ -165,7 +165,7 @@ def _split(conic: _Conic, x: np.ndarray, z: np.ndarray, N: int) -> tuple[np.ndar
     return X, lam
 
 
-def _polish(
+def polish_nuclear(
     cs: ConstraintSet, W: np.ndarray, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float]:
     r"""Cheap exact repairs of an interior-point answer.
@@ -297,7 +297,7 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     return downgrade(result, certificate)
 
 
-def _trivial(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
+def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
     """Rows with a_j b_jᵀ = 0 only: W = 0 is optimal iff it is feasible."""
     farkas = zero_row_farkas(cs)  # a row a_j b_j^T = 0 that still asks for something
     if farkas is not None:
@@ -419,9 +419,17 @@ def solve_nuclear(
     comp = compress(cs)
     preferred, fallback = CONIC_BACKENDS  # the preference order of solver="auto"
     if cs.N == 0 or comp.short.shape[1] == 0:
-        return _trivial(cs, fallback if solver == "auto" else solver, tol, start)
+        return trivial_nuclear(cs, fallback if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
+    if not options:
+        # the factored primal with its dual certificate first (seconds where the SDP takes
+        # minutes); the SDP chain is the fallback, the reference, and takes backend options
+        from ._nuclear_factored import solve_nuclear_factored  # it builds on this module
+
+        fast = solve_nuclear_factored(cs, tol=tol)
+        if fast.success:
+            return fast
     rejected: list[str] = []
     first = _attempt(cs, comp, preferred, tol, options, start, rejected)
     if first.success:
@@ -514,10 +522,10 @@ def _solve_with(
         )
 
     X_ref, lam_ref = _refine(cs, comp, X, lam)
-    W, lam_out, scale = _polish(cs, comp.to_W(X_ref), lam_ref)
+    W, lam_out, scale = polish_nuclear(cs, comp.to_W(X_ref), lam_ref)
     certificate = nuclear_certificate(cs, W, lam_out, tol)
     if not certificate.passed:  # keep the interior-point answer when the polish did not help
-        W_raw, lam_raw, scale_raw = _polish(cs, comp.to_W(X), lam)
+        W_raw, lam_raw, scale_raw = polish_nuclear(cs, comp.to_W(X), lam)
         raw = nuclear_certificate(cs, W_raw, lam_raw, tol)
         if raw.worst < certificate.worst:
             X_ref, W, lam_out, scale, certificate = X, W_raw, lam_raw, scale_raw, raw

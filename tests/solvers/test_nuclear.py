@@ -266,6 +266,11 @@ def test_not_a_constraint_set() -> None:
 def test_auto_runs_scs_then_clarabel_only_if_needed(monkeypatch) -> None:
     data = sg.random_data(16, 2, 20, seed=4)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    # the SDP order behind the factored path (issue 16): make the factored path decline
+    import svmgeo.solvers._nuclear_factored as factored
+
+    declined = dataclasses.replace(factored.solve_nuclear_factored(cs), status=Status.MAX_ITER)
+    monkeypatch.setattr(factored, "solve_nuclear_factored", lambda cs, tol: declined)
     res = solve_nuclear(cs, solver="auto")
     assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
     assert res.certificate.passed

@@ -1,0 +1,458 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Att-SVM⋆ (nuclear norm) in factored form, certified by its dual — no SDP.
+
+.. math::
+
+    \min_{X \in \mathbb{R}^{p\times q}} \|X\|_* \quad\text{s.t.}\quad
+    \tilde a_j^\top X \tilde b_j \ge c_j\ (\text{margin}),\qquad
+    \tilde a_j^\top X \tilde b_j = c_j\ (\text{equality}),
+
+on the compressed rows :math:`\tilde a_j \in \mathbb{R}^p`, :math:`\tilde b_j \in
+\mathbb{R}^q` (the longer and the shorter side of ``_nuclear._compress``, :math:`q \le p`).
+With :math:`\|X\|_* = \min_{KQ^\top = X} \tfrac12(\|K\|_F^2 + \|Q\|_F^2)` (for width
+:math:`m \ge \mathrm{rank}\,X`; Burer–Monteiro), the problem becomes the smooth
+
+.. math::
+
+    \min_{K \in \mathbb{R}^{p\times m},\, Q \in \mathbb{R}^{q\times m}}
+    \tfrac12(\|K\|_F^2 + \|Q\|_F^2) \quad\text{s.t.}\quad
+    g_j(K, Q) = \tilde a_j^\top K Q^\top \tilde b_j \ \ge\ (=)\ c_j .
+
+Two phases:
+
+1. **Augmented Lagrangian + L-BFGS** (:func:`_augmented_lagrangian`) on :math:`(K, Q)` with
+   adaptive width :math:`m` (doubled while the answer uses every column, up to :math:`q`),
+   to about 1e-7: it identifies the active rows :math:`S` and the rank :math:`k`.
+2. **Newton on the reduced KKT system** (:func:`_kkt_newton`). Stationarity of the
+   Lagrangian gives :math:`K = \Lambda Q`, :math:`Q = \Lambda^\top K` with
+   :math:`\Lambda = \sum_j \lambda_j \tilde a_j \tilde b_j^\top`, so the KKT point is the
+   root of
+
+   .. math::
+
+       (\Lambda^\top\Lambda - I)\,Q = 0, \qquad
+       \tilde a_j^\top \Lambda Q Q^\top \tilde b_j = c_j \ (j \in S)
+
+   in the unknowns :math:`(Q, \lambda_S)` — :math:`qk + |S|` of them, independent of the
+   longer side :math:`p` — whose Jacobian is symmetric. Minimum-norm Gauss–Newton steps
+   (the roots form orbits :math:`Q \mapsto QO`) converge quadratically; rows whose
+   multiplier turns negative leave :math:`S`, violated rows join it.
+
+The answer :math:`X = \Lambda QQ^\top` is *proved* optimal by svmgeo's certificate
+(:func:`~svmgeo.solvers._certificates.nuclear_certificate`): :math:`\lambda` is divided by
+:math:`\|\sum_j \lambda_j a_j b_j^\top\|_2` (then dual feasible, so :math:`c^\top\lambda`
+is a lower bound by weak duality), :math:`W` is feasible, and the recomputed gap
+:math:`\|W\|_* - c^\top\lambda` must be at most ``min(tol, 1e-9)`` relative. Otherwise the
+result is not ``OPTIMAL`` and :func:`~svmgeo.solvers._nuclear.solve_nuclear` falls back to
+the SDP. (svmgeo's extension; the identity :math:`\|X\|_* = \min \tfrac12(\|K\|^2 +
+\|Q\|^2)` is the one behind Theorem 2 of Tarzanagh et al., arXiv:2308.16898.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+
+# ---- helpers shared with the other solver modules ------------------------------------------
+from ..constraints import MARGIN, ConstraintSet
+from ._certificates import downgrade, nuclear_certificate
+from ._factored import compress
+from ._nuclear import polish_nuclear, trivial_nuclear
+from ._result import SVMResult
+from ._status import Status
+
+# ---------------------------------------------------------------------------------------------
+
+__all__ = ["solve_nuclear_factored"]
+
+GAP_TOL = 1e-9
+"""Largest recomputed relative duality gap of an ``OPTIMAL`` factored answer."""
+_MAX_KKT = 12_000
+"""Largest reduced KKT system (unknowns qk + |S|) the dense Newton polish takes on."""
+_PHASE1_TOL = 1e-5
+"""Accuracy of the first phase (enough to identify the active rows and the rank)."""
+_MAX_RHO = 1e6
+"""Largest penalty of the augmented Lagrangian."""
+
+
+class _Rows:
+    r"""Compressed rows :math:`\tilde a_j` (``P``, N×p) and :math:`\tilde b_j` (``R``, N×q)."""
+
+    def __init__(self, P: np.ndarray, R: np.ndarray, c: np.ndarray, margin: np.ndarray) -> None:
+        self.P, self.R, self.c, self.margin = P, R, c, margin
+
+    def values(self, K: np.ndarray, Q: np.ndarray) -> np.ndarray:
+        """:math:`g_j = \\tilde a_j^\\top K Q^\\top \\tilde b_j`."""
+        return np.einsum("jm,jm->j", self.P @ K, self.R @ Q)
+
+    def adjoint(self, lam: np.ndarray) -> np.ndarray:
+        """:math:`\\Lambda = \\sum_j \\lambda_j \\tilde a_j \\tilde b_j^\\top` (p×q)."""
+        return np.asarray(self.P.T @ (lam[:, None] * self.R))
+
+    def violation(self, g: np.ndarray) -> float:
+        diff = g - self.c
+        return float(np.max(np.where(self.margin, -diff, np.abs(diff)), initial=0.0))
+
+
+def _lbfgs(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    z: np.ndarray,
+    *,
+    gtol: float,
+    max_iter: int,
+    memory: int = 10,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    r"""L-BFGS (two-loop recursion, Armijo backtracking) until :math:`\|\nabla f\|_\infty \le` ``gtol``.
+
+    A plain implementation: scipy's L-BFGS-B spends as long in its bound-handling bookkeeping
+    as in these cheap function evaluations. Curvature pairs with :math:`s^\top y \le 0` (the
+    factored problem is nonconvex) are skipped. Returns ``(z, gradient, iterations)``.
+    """
+    f, g = fun(z)
+    pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
+    its = 0
+    while its < max_iter and float(np.abs(g).max()) > gtol:
+        its += 1
+        q = g.copy()
+        alphas = []
+        for s, y, rho in reversed(pairs):
+            a = rho * float(s @ q)
+            q -= a * y
+            alphas.append(a)
+        if pairs:
+            s, y, _ = pairs[-1]
+            q *= float(s @ y) / float(y @ y)
+        else:
+            q /= max(float(np.linalg.norm(g)), 1.0)
+        for (s, y, rho), a in zip(pairs, reversed(alphas), strict=True):
+            q += (a - rho * float(y @ q)) * s
+        d = -q
+        slope = float(g @ d)
+        if not slope < 0.0:
+            pairs.clear()
+            d, slope = -g, -float(g @ g)
+        t = 1.0
+        while True:
+            z_new = z + t * d
+            f_new, g_new = fun(z_new)
+            if f_new <= f + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        s, y = z_new - z, g_new - g
+        sy = float(s @ y)
+        if sy > 1e-12 * float(np.linalg.norm(s) * np.linalg.norm(y)):
+            pairs.append((s, y, 1.0 / sy))
+            if len(pairs) > memory:
+                pairs.pop(0)
+        z, f, g = z_new, f_new, g_new
+    return z, g, its
+
+
+def _augmented_lagrangian(
+    rows: _Rows, K: np.ndarray, Q: np.ndarray, y: np.ndarray, *, tol: float, max_outer: int = 30
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    r"""Augmented Lagrangian on :math:`(K, Q)`, each subproblem by L-BFGS.
+
+    .. math::
+
+        L_\rho = \tfrac12(\|K\|^2 + \|Q\|^2) + \frac1{2\rho}\sum_j (t_j^2 - y_j^2),\qquad
+        t_j = y_j - \rho(g_j - c_j)\ (\text{clipped at } 0 \text{ on margin rows}),
+
+    multipliers :math:`y \leftarrow t`; :math:`\rho` grows tenfold when the violation did
+    not shrink fourfold. Returns ``(K, Q, y, L-BFGS iterations)``.
+    """
+    p, m = K.shape
+    q = Q.shape[0]
+    P, R, c, margin = rows.P, rows.R, rows.c, rows.margin
+    rho = 10.0
+    prev = np.inf
+    its = 0
+    z = np.concatenate([K.ravel(), Q.ravel()])
+    for _ in range(max_outer):
+
+        def fun(z: np.ndarray, y: np.ndarray = y, rho: float = rho) -> tuple[float, np.ndarray]:
+            K, Q = z[: p * m].reshape(p, m), z[p * m :].reshape(q, m)
+            PK, RQ = P @ K, R @ Q
+            t = y - rho * (np.einsum("jm,jm->j", PK, RQ) - c)
+            t = np.where(margin, np.maximum(t, 0.0), t)
+            f = 0.5 * float(z @ z) + float(t @ t - y @ y) / (2.0 * rho)
+            gK = K - P.T @ (t[:, None] * RQ)
+            gQ = Q - R.T @ (t[:, None] * PK)
+            return f, np.concatenate([gK.ravel(), gQ.ravel()])
+
+        z, grad, nit = _lbfgs(fun, z, gtol=0.1 * tol, max_iter=2000)
+        its += nit
+        K, Q = z[: p * m].reshape(p, m), z[p * m :].reshape(q, m)
+        g = rows.values(K, Q)
+        t = y - rho * (g - c)
+        y = np.where(margin, np.maximum(t, 0.0), t)
+        viol = rows.violation(g)
+        grown = _escape(rows, K, Q, y)
+        if grown is not None:  # a saddle of the factored problem: step along Λ's top pair
+            K, Q = grown
+            z = np.concatenate([K.ravel(), Q.ravel()])
+        elif viol <= tol and float(np.abs(grad).max()) <= tol * max(1.0, float(np.abs(z).max())):
+            break
+        if viol > 0.25 * prev:
+            rho *= 10.0
+            if rho > _MAX_RHO:  # the rows are (nearly) infeasible: leave it to the SDP
+                break
+        prev = viol
+    return K, Q, y, its
+
+
+def _escape(
+    rows: _Rows, K: np.ndarray, Q: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    r"""Balanced factors of :math:`X = KQ^\top` with Λ's top singular pair in a spare column.
+
+    When :math:`\sigma_1(\Lambda) > 1` the convex problem is not solved: :math:`X + \epsilon
+    u_1v_1^\top` lowers the Lagrangian (:math:`\|X\|_*` grows by :math:`\epsilon`, the rows'
+    term falls by :math:`\epsilon\sigma_1`), a direction of negative curvature of the
+    factored problem when a column is spare (rank X < m). None when :math:`\sigma_1 \le 1 +
+    10^{-6}` or no column is spare.
+    """
+    Lam = rows.adjoint(y)
+    U, s, Vt = np.linalg.svd(Lam, full_matrices=False)
+    if s[0] <= 1.0 + 1e-6:
+        return None
+    m = K.shape[1]
+    Ux, sx, Vxt = np.linalg.svd(K @ Q.T, full_matrices=False)
+    if m > sx.size or sx[m - 1] > 1e-6 * sx[0]:
+        return None
+    root = np.sqrt(sx[:m])
+    K, Q = Ux[:, :m] * root, Vxt[:m].T * root
+    size = np.sqrt(1e-2 * sx[0])
+    K[:, m - 1], Q[:, m - 1] = size * U[:, 0], size * Vt[0]
+    return K, Q
+
+
+def _kkt_newton(
+    rows: _Rows, lam: np.ndarray, Q: np.ndarray, S: np.ndarray, *, steps: int = 30
+) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Gauss–Newton on :math:`F(Q, \lambda_S) = ((\Lambda^\top\Lambda - I)Q,\ g_S - c_S) = 0`.
+
+    With :math:`u_j = \Lambda^\top\tilde a_j`, :math:`v_j = Q^\top\tilde b_j`,
+    :math:`w_j = Q^\top u_j`, the Jacobian is the symmetric
+
+    .. math::
+
+        J = \begin{bmatrix} (\Lambda^\top\Lambda - I)\otimes I_k & M \\ M^\top &
+        (\tilde A_S\tilde A_S^\top)\circ(V_S V_S^\top) \end{bmatrix},\qquad
+        M_{:,j} = \mathrm{vec}(\tilde b_j w_j^\top + u_j v_j^\top).
+
+    Minimum-norm steps (``gelsy``). Returns ``(λ, Q, final residual)``, the residual relative
+    to :math:`\max(1, \|c\|_\infty)`.
+    """
+    P, R, c = rows.P, rows.R, rows.c
+    q, k = Q.shape
+    PS, RS, cS = P[S], R[S], c[S]
+    lamS = lam[S].copy()
+    scale = max(1.0, float(np.abs(cS).max(initial=0.0)))
+
+    def residual(Q: np.ndarray, lamS: np.ndarray) -> tuple[np.ndarray, tuple[Any, ...]]:
+        Lam = PS.T @ (lamS[:, None] * RS)
+        H = Lam.T @ Lam - np.eye(q)
+        U = PS @ Lam  # rows u_j (|S| × q)
+        V = RS @ Q  # rows v_j (|S| × k)
+        Wr = U @ Q  # rows w_j (|S| × k)
+        F = np.concatenate([(H @ Q).ravel(), np.einsum("jk,jk->j", Wr, V) - cS])
+        return F, (H, U, V, Wr)
+
+    F, parts = residual(Q, lamS)
+    best = float(np.abs(F).max()) / scale
+    for _ in range(steps):
+        if best <= 1e-14:
+            break
+        H, U, V, Wr = parts
+        M = (np.einsum("jq,jk->jqk", RS, Wr) + np.einsum("jq,jk->jqk", U, V)).reshape(S.size, -1)
+        J = np.block(
+            [
+                [np.kron(H, np.eye(k)), M.T],
+                [M, (PS @ PS.T) * (V @ V.T)],
+            ]
+        )
+        step = sla.lstsq(J, -F, cond=1e-11, lapack_driver="gelsy", check_finite=False)[0]
+        norm = float(np.linalg.norm(F))
+        for alpha in 0.5 ** np.arange(8):
+            Q_new = Q + alpha * step[: q * k].reshape(q, k)
+            lam_new = lamS + alpha * step[q * k :]
+            F_new, parts_new = residual(Q_new, lam_new)
+            if np.linalg.norm(F_new) < norm:
+                break
+        value = float(np.abs(F_new).max()) / scale
+        if not np.isfinite(value) or not np.linalg.norm(F_new) < norm:
+            break
+        Q, lamS, F, parts, best = Q_new, lam_new, F_new, parts_new, value
+    out = np.zeros(rows.c.size)
+    out[S] = lamS
+    return out, Q, best
+
+
+def _rank(Lam: np.ndarray, *, band: float = 1e-4) -> int:
+    r"""Rank of the optimum: the singular values of :math:`\Lambda` at 1 (within ``band``).
+
+    At a nondegenerate optimum :math:`\Lambda = U_kV_k^\top + U_\perp T V_\perp^\top`
+    with :math:`\|T\|_2 < 1`, and :math:`W` lives on :math:`(U_k, V_k)`.
+    """
+    return int(np.count_nonzero(np.linalg.svd(Lam, compute_uv=False) > 1.0 - band))
+
+
+def _start_factor(X: np.ndarray, Lam: np.ndarray, k: int) -> np.ndarray:
+    r""":math:`Q` (q×k) with :math:`\Lambda QQ^\top \approx X` on the top-k singular pairs of Λ.
+
+    :math:`X` is projected on :math:`(U_k, V_k)`, its symmetric part floored at
+    :math:`10^{-3}` of its largest eigenvalue (a direction the first phase had not yet
+    grown still gets a column), and :math:`Q = V_k S^{1/2}`.
+    """
+    U, _, Vt = np.linalg.svd(Lam, full_matrices=False)
+    Uk, Vk = U[:, :k], Vt[:k].T
+    Sm = Uk.T @ X @ Vk
+    ev, E = np.linalg.eigh(0.5 * (Sm + Sm.T))
+    ev = np.maximum(ev, 1e-3 * max(float(ev.max()), 1e-300))
+    return np.asarray(Vk @ (E * np.sqrt(ev)) @ E.T)
+
+
+def _polish_active_set(
+    rows: _Rows, K: np.ndarray, Q: np.ndarray, y: np.ndarray, *, max_rounds: int = 10
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    r"""Identify :math:`(S, k)` from the first phase and solve the reduced KKT system exactly.
+
+    Rounds: Newton on :math:`(Q, \lambda_S)`; a margin row with a negative multiplier leaves
+    :math:`S`, a violated row joins it, and a singular value of :math:`\Lambda` above 1
+    raises :math:`k`. Returns ``(X, λ, rounds)`` with :math:`X = \Lambda QQ^\top` (p×q), or
+    None when the system is too large or does not settle.
+    """
+    X = K @ Q.T
+    Lam = rows.adjoint(y)
+    k = _rank(Lam)
+    g = rows.values(K, Q)
+    S = (~rows.margin) | (y > g - rows.c)
+    lam = np.where(S, y, 0.0)
+    for rounds in range(1, max_rounds + 1):
+        idx = np.flatnonzero(S)
+        if k == 0 or k * Q.shape[0] + idx.size > _MAX_KKT:
+            return None
+        Qk = _start_factor(X, Lam, k)
+        lam, Qk, res = _kkt_newton(rows, lam, Qk, idx)
+        Lam = rows.adjoint(lam)
+        X = Lam @ Qk @ Qk.T
+        g = np.einsum("jp,pq,jq->j", rows.P, X, rows.R)
+        lam_scale = max(1.0, float(np.abs(lam).max()))
+        band = 1e-10 * np.maximum(1.0, np.abs(rows.c))
+        neg = S & rows.margin & (lam < -1e-12 * lam_scale)
+        viol = ~S & rows.margin & (g < rows.c - band)
+        k_new = _rank(Lam, band=-1e-10)  # singular values of Λ above 1 + 1e-10
+        if res > 1e-12:
+            return None
+        if not neg.any() and not viol.any() and k_new <= k:
+            return X, np.where(rows.margin, np.maximum(lam, 0.0), lam), rounds
+        if neg.any():
+            S[int(np.argmin(np.where(neg, lam, np.inf)))] = False
+        S |= viol
+        k = max(k, k_new)
+    return None
+
+
+def solve_nuclear_factored(
+    cs: ConstraintSet, *, tol: float = 1e-8, width: int | None = None
+) -> SVMResult:
+    r"""Att-SVM⋆ by the factored primal and a certifying dual (see the module docstring).
+
+    .. math::
+
+        \min_W \|W\|_* = \min_{KQ^\top = W}\tfrac12(\|K\|_F^2 + \|Q\|_F^2)
+        \quad\text{s.t.}\quad a_j^\top W b_j \ge c_j\ (\text{margin}),\ = c_j\ (\text{equality}).
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+        The rows (assumed feasible: infeasible rows end not ``OPTIMAL``). Rows that are all
+        :math:`a_j b_j^\top = 0` are decided as in ``solve_nuclear``.
+    tol : float, default 1e-8
+        Certificate tolerance; ``OPTIMAL`` also needs a recomputed relative gap at most
+        ``min(tol, GAP_TOL)``.
+    width : int, optional
+        Starting width :math:`m` of the factors (default ``min(q, 16)``); doubled while the
+        answer uses every column, up to :math:`q = \min(r_1, r_2)`.
+
+    Returns
+    -------
+    SVMResult
+        ``norm="nuc"``, ``solver="svmgeo-factored"``, ``dual`` the certifying :math:`\lambda`
+        (with :math:`\|\sum_j\lambda_j a_j b_j^\top\|_2 \le 1`), ``certificate`` attached.
+        Not ``OPTIMAL`` (``OPTIMAL_INACCURATE`` or ``NUMERICAL_ERROR``, with a message) when
+        the certificate or the gap bound fails: the caller then runs the SDP.
+    """
+    start = time.perf_counter()
+    comp = compress(cs)
+    if cs.N == 0 or comp.short.shape[1] == 0:
+        return trivial_nuclear(cs, "svmgeo-factored", tol, start)
+    rows = _Rows(comp.long, comp.short, np.asarray(cs.rhs, dtype=float), cs.kind == MARGIN)
+    p, q = comp.long.shape[1], comp.short.shape[1]
+    extras: dict[str, Any] = {"r1": comp.U.shape[1], "r2": comp.V.shape[1]}
+
+    # start: the Frobenius-like W0 = Σ c_j ã_j b̃_jᵀ scaled to mean margin c, balanced factors
+    X0 = rows.adjoint(rows.c)
+    g0 = np.einsum("jp,pq,jq->j", rows.P, X0, rows.R)
+    X0 *= float(rows.c @ g0) / max(float(g0 @ g0), 1e-300)
+    U0, s0, V0t = np.linalg.svd(X0, full_matrices=False)
+    m = min(q, 16 if width is None else max(1, int(width)))
+    rng = np.random.default_rng(0)
+    y = np.zeros(cs.N)
+    n_iter = 0
+    K = Q = np.zeros((0, 0))
+    while True:
+        K = U0[:, :m] * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((p, m))
+        Q = V0t[:m].T * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((q, m))
+        K, Q, y, its = _augmented_lagrangian(rows, K, Q, y, tol=_PHASE1_TOL)
+        n_iter += its
+        sv = np.linalg.svd(K @ Q.T, compute_uv=False)
+        if m >= q or sv[m - 1] <= 1e-6 * sv[0]:
+            break
+        # every column is used: the optimum may need more; restart wider from this answer
+        U0, s0, V0t = np.linalg.svd(K @ Q.T, full_matrices=False)
+        U0 = np.hstack([U0, np.zeros((p, q))])[:, : min(2 * m, q)]
+        s0 = np.concatenate([s0, np.zeros(q)])[: min(2 * m, q)]
+        V0t = np.vstack([V0t, np.zeros((q, q))])[: min(2 * m, q)]
+        m = min(2 * m, q)
+    extras["width"] = m
+    extras["lbfgs_iterations"] = n_iter
+
+    polished = _polish_active_set(rows, K, Q, y)
+    if polished is None:
+        X, lam = K @ Q.T, y
+        note = "factored solve; the KKT polish did not settle (first-order answer)"
+        extras["kkt_polish"] = False
+    else:
+        X, lam, rounds = polished
+        note = f"factored solve, KKT polish settled in {rounds} round(s)"
+        extras["kkt_polish"] = True
+        extras["rank"] = _rank(rows.adjoint(lam), band=1e-9)
+    W, lam, _ = polish_nuclear(cs, comp.to_W(X), lam)
+    certificate = nuclear_certificate(cs, W, lam, tol)
+    objective = float(np.linalg.svd(W, compute_uv=False).sum())
+    status = Status.OPTIMAL
+    gap_tol = min(tol, GAP_TOL)
+    if certificate.passed and not certificate.duality_gap <= gap_tol:
+        status = Status.OPTIMAL_INACCURATE
+        note += f"; recomputed gap {certificate.duality_gap:.2e} > {gap_tol:.0e}"
+    result = SVMResult(
+        W=W,
+        status=status,
+        message=note,
+        objective=objective,
+        dual=lam,
+        margins=cs.apply(W),
+        constraints=cs,
+        norm="nuc",
+        solver="svmgeo-factored",
+        n_iter=n_iter,
+        solve_time=time.perf_counter() - start,
+        extras=extras,
+    )
+    return downgrade(result, certificate)
