@@ -224,6 +224,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
     if args.rank is not None and args.norm != "nuc":
         raise ProblemError("--rank bounds the rank of Att-SVM* and needs --norm nuc.")
+    save = None if args.save is None else _save_path(args.save)  # checked before solving
     data = _load(args)
     alpha = _selection(args, data)
     res = att_svm(data, alpha, norm=args.norm, rank=args.rank)
@@ -259,8 +260,112 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             "duality_gap": res.certificate.duality_gap,
             "passed": res.certificate.passed,
         }
+    support = None
+    if W is not None and res.margins is not None:
+        cs = res.constraints
+        active = np.abs(res.margins - cs.rhs) <= 1e-6 * np.maximum(1.0, np.abs(res.margins))
+        support = [
+            {"sequence": int(cs.seq[j]), "query": int(cs.query[j]), "token": int(cs.comp[j])}
+            for j in np.flatnonzero(active & (cs.kind == 0))
+        ]
+        summary["support_tokens"] = support
+    if args.json:
+        summary["alpha"] = np.asarray(alpha).tolist()
+        summary["W"] = None if W is None else W.tolist()
+        summary["dual"] = None if res.dual is None else res.dual.tolist()
+        summary["farkas"] = None if res.farkas is None else res.farkas.tolist()
+    if save is not None:
+        arrays = {"alpha": np.asarray(alpha), "status": np.array(str(res.status))}
+        for name in ("W", "dual", "margins", "farkas", "K", "Q"):
+            value = getattr(res, name, None)
+            if value is not None:
+                arrays[name] = np.asarray(value)
+        np.savez(save, **arrays)  # type: ignore[arg-type]  # plain arrays: no pickle needed
+        summary["saved"] = save
     _emit(summary, args.json)
     return 0 if res.status.has_solution or res.status.is_infeasible else 1
+
+
+def _cmd_support(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .analysis import is_locally_optimal
+
+    data = _load(args)
+    alpha = _selection(args, data)
+    lot = is_locally_optimal(data, alpha, norm=args.norm)
+    sup = lot.support
+    summary: dict[str, Any] = {
+        "data": repr(data),
+        "alpha": np.asarray(alpha).tolist(),
+        "feasible": sup.feasible,
+        "locally_optimal": lot.locally_optimal,
+        "reason": lot.reason,
+        "svm_status": str(sup.svm.status),
+    }
+    if sup.mask is not None:
+        mask = np.asarray(sup.mask).reshape(data.n, data.K, data.T)
+        summary["support_tokens"] = [
+            {"sequence": i, "query": k, "tokens": np.flatnonzero(mask[i, k]).tolist()}
+            for i in range(data.n)
+            for k in range(data.K)
+        ]
+    summary["violations"] = [
+        {"sequence": v.seq, "query": v.query, "token": v.token} for v in lot.violations
+    ]
+    _emit(summary, args.json)
+    return 0
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .data import load_data
+    from .study import study
+
+    data = load_data(args.dataset)  # a bad file is reported before anything is written
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ProblemError(f"--out {args.out}: is a file; give a directory for the report.")
+    parent = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(args.out) and os.path.isdir(parent):
+        os.makedirs(args.out, exist_ok=True)  # a missing report directory is created
+    out = _check_output(os.path.join(args.out, "study.md"), "--out")
+    weights: dict[str, Any] = {}
+    if args.weights is not None:
+        path = args.weights if args.weights.endswith(".npz") else f"{args.weights}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                weights = {k: np.asarray(f[k]) for k in ("W", "K", "Q") if k in f.files}
+        except (OSError, ValueError) as exc:
+            raise ProblemError(
+                f"--weights {args.weights}: cannot read it as an .npz file ({exc}). Save the "
+                "trained weights with numpy.savez(path, W=W) (or K=K, Q=Q)."
+            ) from None
+        if not weights:
+            raise ProblemError(
+                f"--weights {args.weights} holds none of the arrays W, K, Q; save them with "
+                "numpy.savez(path, W=W) (or K=K, Q=Q)."
+            )
+        if "W" in weights:
+            weights = {"W": weights["W"]}
+    rep = study(
+        data,
+        max_lot_selections=args.max_lot_selections,
+        progress=not args.no_progress,
+        **weights,
+    )
+    rep.to_markdown(out)
+    paths = [out, str(rep.to_json(os.path.join(args.out, "study.json")))]
+    try:
+        paths += [str(p) for p in rep.figures(args.out)]
+    except SvmgeoError as exc:  # matplotlib missing: the report stands without figures
+        print(f"svmgeo: figures skipped: {exc}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(_plain(rep.to_dict()), indent=2, allow_nan=False))
+    else:
+        print(rep.summary())
+        print("wrote " + ", ".join(paths))
+    return 0
 
 
 def _cmd_feasibility(args: argparse.Namespace) -> int:
@@ -489,6 +594,8 @@ def _emit(summary: dict[str, Any], as_json: bool) -> None:
                     if isinstance(v2, float)
                     else f"  {k2:<{width}} {v2}"
                 )
+        elif isinstance(value, list) and not all(isinstance(v, dict) for v in value):
+            print(f"{key:<{width}} {value}")
         elif isinstance(value, list):
             print(f"{key}: {len(value)} rows")
             for row in value[:10]:
@@ -623,6 +730,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="Frobenius (Att-SVM) or nuclear norm (Att-SVM*) (default fro)",
     )
     p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
+    p.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write W, dual, margins, Farkas vector (if infeasible), alpha and status to an .npz "
+        "file (checked before solving)",
+    )
+    p = _add_command(
+        sub,
+        "support",
+        "support tokens of a selection's Att-SVM and its locally-optimal (LOT) verdict",
+        "svmgeo support --n 4 --T 3 --d 6 --seed 0 --alpha 0,2,1,0",
+        _cmd_support,
+    )
+    _add_data_arguments(p, selection=True, gd=False)
+    p.add_argument(
+        "--norm",
+        choices=("fro", "nuc"),
+        default="fro",
+        help="Frobenius (Att-SVM) or nuclear norm (Att-SVM*) (default fro)",
+    )
+    p = _add_command(
+        sub,
+        "study",
+        "feasibility study of a dataset (and trained weights): markdown, JSON and figures",
+        "svmgeo study data.npz --weights trained.npz --out study/",
+        _cmd_study,
+    )
+    p.add_argument("dataset", metavar="DATA", help="dataset file written by TokenData.save")
+    p.add_argument(
+        "--out", required=True, help="report directory (created if missing; checked first)"
+    )
+    p.add_argument(
+        "--weights",
+        metavar="FILE",
+        help="trained weights: an .npz with W (d x d) or K and Q (W = K Q^T)",
+    )
+    p.add_argument(
+        "--max-lot-selections",
+        type=_positive,
+        default=4096,
+        help="enumerate LOTs exactly up to this many selections, else report the cap "
+        "(default 4096)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
     p = _add_command(
         sub,
         "feasibility",

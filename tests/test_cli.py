@@ -67,3 +67,59 @@ def test_lots_lists_the_optimal_selection(capsys):
     opt = ",".join(str(t) for t in sg.optimal_tokens(sg.random_data(4, 3, 2, seed=0)))
     assert {"selection": opt, "optimal": True} in out["lots"]
     assert out["examined"] + out["pruned"] == out["selections_total"] == 81
+
+
+def test_solve_json_has_w_duals_support_and_save_round_trips(tmp_path, capsys):
+    data = sg.random_data(4, 3, 6, seed=0)
+    path = tmp_path / "d.npz"
+    data.save(path)
+    save = tmp_path / "sol"
+    assert main(["solve", "--data", str(path), "--save", str(save), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    res = sg.att_svm(data)
+    np.testing.assert_allclose(np.array(out["W"]), res.W, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.array(out["dual"]), res.dual, rtol=1e-12, atol=1e-14)
+    sup = np.asarray(sg.support_tokens(data, sg.optimal_tokens(data)))
+    listed = {(r["sequence"], r["token"]) for r in out["support_tokens"]}
+    assert listed == {(int(i), int(t)) for i, t in zip(*np.nonzero(sup), strict=True)}
+    with np.load(tmp_path / "sol.npz", allow_pickle=False) as f:
+        np.testing.assert_array_equal(f["W"], np.array(out["W"]))
+        assert str(f["status"]) == "optimal" and f["alpha"].tolist() == out["alpha"]
+
+
+def test_save_path_is_checked_before_solving(tmp_path, capsys):
+    code = main(["solve", "--n", "3", "--T", "3", "--d", "4", "--save", str(tmp_path / "no" / "x")])
+    assert code == 2 and "does not exist" in capsys.readouterr().err
+
+
+def test_support_reports_support_tokens_and_the_lot_verdict(tmp_path, capsys):
+    data = sg.random_data(4, 3, 6, seed=0)
+    path = tmp_path / "d.npz"
+    data.save(path)
+    for alpha in ("0,2,1,0", ",".join(map(str, sg.optimal_tokens(data)))):
+        assert main(["support", "--data", str(path), "--alpha", alpha, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        lot = sg.is_locally_optimal(data, np.array([int(a) for a in alpha.split(",")]))
+        assert out["locally_optimal"] == bool(lot)
+        mask = np.asarray(lot.support)
+        for row in out["support_tokens"]:
+            assert row["tokens"] == np.flatnonzero(mask[row["sequence"]]).tolist()
+        assert len(out["violations"]) == len(lot.violations)
+
+
+def test_study_writes_the_report_files(tmp_path, capsys):
+    data = sg.random_data(4, 3, 6, seed=0)
+    path = tmp_path / "d.npz"
+    data.save(path)
+    np.savez(tmp_path / "w.npz", W=3.0 * sg.att_svm(data).W)
+    out_dir = tmp_path / "report"
+    args = ["study", str(path), "--weights", str(tmp_path / "w.npz"), "--out", str(out_dir)]
+    assert main([*args, "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["trained"]["is_optimal"] is True and out["lots"]["count"] >= 1
+    for name in ("study.md", "study.json", "margins.png", "attention.png"):
+        assert (out_dir / name).stat().st_size > 0
+    assert main(["study", str(path), "--out", str(path)]) == 2  # a file is no report directory
+    assert "is a file" in capsys.readouterr().err
+    assert main(["study", str(path), "--weights", str(path), "--out", str(out_dir)]) == 2
+    assert "none of the arrays W, K, Q" in capsys.readouterr().err

@@ -275,7 +275,7 @@ def test_bad_out_and_scheduler_exit_2_before_any_trial(
     for extra, match in cases:
         assert main(["reproduce", "paths2d", "--quick", "--no-progress", *extra]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("svmgeo: error: ") and err.count("\n") == 1 and match in err
+        assert err.startswith("svmgeo reproduce: error: ") and err.count("\n") == 1 and match in err
     # a missing directory (and its missing parents) is created
     with pytest.raises(AssertionError, match="a trial ran"):
         sg.reproduce("paths2d", quick=True, out=tmp_path / "new" / "dir", progress=False)
