@@ -40,7 +40,7 @@ W_a = sg.att_svm(data, alpha).W
 eps_max = sg.score_cone_margin(data, alpha, W_a) / np.linalg.norm(W_a)
 print(eps_max)
 t0 = time.perf_counter()
-local_path = sg.regularization_path(data, radii, alpha=alpha, eps=0.5 * eps_max)
+local_path = sg.regularization_path(data, radii, alpha=alpha, eps=0.5 * eps_max, local_set="ball")
 print(f"{time.perf_counter() - t0:.2f} s")
 print(1 - local_path.correlation)  # against Att-SVM(alpha)
 print(local_path.cone_margin / local_path.eps)  # >= 1: inside C_eps(alpha)
@@ -54,7 +54,7 @@ W_a6 = sg.att_svm(data6, alpha6).W
 eps6 = 0.5 * sg.score_cone_margin(data6, alpha6, W_a6) / np.linalg.norm(W_a6)
 radii6 = [*radii, 256]
 t0 = time.perf_counter()
-local6 = sg.regularization_path(data6, radii6, alpha=alpha6, eps=eps6)
+local6 = sg.regularization_path(data6, radii6, alpha=alpha6, eps=eps6, local_set="ball")
 print(f"{time.perf_counter() - t0:.2f} s")
 print(1 - local6.correlation)  # against Att-SVM(alpha6)
 print(local6.cone_margin / local6.eps)

@@ -115,9 +115,10 @@ class StudyReport:
             f"ranks: W^mm {self.rank_fro}, W^mm_* {self.rank_nuc}",
             "LOTs: "
             + (
-                f"{self.lots['count']} of {self.lots['space']} selections"
+                f"{self.lots['count']} of {_fmt_count(self.lots['space'])} selections"
                 if self.lots["count"] is not None
-                else f"not enumerated ({self.lots['space']} selections > cap {self.lots['cap']})"
+                else f"not enumerated ({_fmt_count(self.lots['space'])} selections > cap "
+                f"{self.lots['cap']})"
             ),
         ]
         if self.trained is not None:
@@ -152,20 +153,21 @@ class StudyReport:
                 f"d >= {self.theorem1['bound']}: **{self.theorem1['holds']}** "
                 f"({self.theorem1['status']})",
             ),
-            ("optimal selection", "tied scores" if self.opt is None else str(self.opt)),
+            ("optimal selection", "tied scores" if self.opt is None else _fmt_selection(self.opt)),
             ("Att-SVM(opt)", f"{self.status}: {self.message}"),
             ("max-min margin 1/‖W^mm‖", _fmt(self.margin)),
             ("support tokens per query", _support_counts(self.support)),
             ("rank W^mm / W^mm_*", f"{self.rank_fro} / {self.rank_nuc}"),
             (
                 "LOTs",
-                f"{self.lots['count']} of {self.lots['space']} ({'exact' if self.lots['exact'] else 'not enumerated: over the cap ' + str(self.lots['cap'])})",
+                f"{self.lots['count']} of {_fmt_count(self.lots['space'])} "
+                f"({'exact' if self.lots['exact'] else 'not enumerated: over the cap ' + str(self.lots['cap'])})",
             ),
         ]
         if self.trained is not None:
             t = self.trained
             rows += [
-                ("trained selection", str(t["selection"])),
+                ("trained selection", _fmt_selection(t["selection"])),
                 ("… is optimal / a LOT", f"{t['is_optimal']} / {t['is_lot']}"),
                 (
                     "corr(W, W^mm) / corr(W, W^mm_*)",
@@ -222,6 +224,22 @@ class StudyReport:
             fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
             plt.close(fig)
         return paths
+
+
+def selection_space(data: TokenData) -> int:
+    """The number of selections (one visible token per query), as an exact integer (it can be
+    far beyond a float: 8^357 for the digits example)."""
+    return math.prod(int(c) for c in np.asarray(data.visible).sum(axis=2).ravel())
+
+
+def _fmt_count(count: int) -> str:
+    """A count as digits up to 10^12, else as ~10^k (k digits would drown the report)."""
+    return str(count) if count < 10**12 else f"~10^{len(str(count)) - 1}"
+
+
+def _fmt_selection(sel: Any) -> str:
+    flat = np.asarray(sel).ravel().tolist()
+    return str(flat) if len(flat) <= 24 else f"{flat[:24]}… ({len(flat)} entries; see study.json)"
 
 
 def _fmt(x: float | None) -> str:
@@ -390,7 +408,7 @@ def study(
     bar.update()
 
     t0 = step(steps[3])
-    space = math.prod(int(c) for c in np.asarray(data.visible).sum(axis=2).ravel())  # exact int
+    space = selection_space(data)
     lots: dict[str, Any] = {
         "count": None,
         "space": space,

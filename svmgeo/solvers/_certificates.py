@@ -111,6 +111,32 @@ def lift_factor(
     return None
 
 
+def lift_kkt_pair(
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray,
+    tol: float,
+    values: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""A Frobenius KKT pair :math:`(W, \lambda)` scaled by the least tried
+    :math:`f \in [1, 1 + \max(10^{-9}, \mathrm{tol}/8)]` (a few ulps) with every margin row met
+    exactly, and the margins of :math:`fW` (``values``, default ``cs.apply``). Scaling both keeps
+    stationarity; it moves the duality gap by about tol/4. Unchanged when no factor works."""
+    apply = cs.apply if values is None else values
+    margins = apply(W)
+    lifted = lift_factor(
+        cs,
+        margins,
+        max_factor=1.0 + max(1e-9, tol / 8),
+        increments=ULPS,
+        recompute=lambda g: apply(W * g),
+    )
+    if lifted is None:
+        return W, lam, margins
+    f, margins = lifted
+    return W * f, lam * f, margins
+
+
 RESTORE_LIMIT = 1.0 + 1e-6
 """Largest factor by which an iterative method's W is scaled up to meet its rows."""
 

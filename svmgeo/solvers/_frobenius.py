@@ -51,7 +51,7 @@ import numpy as np
 from .._errors import ProblemError, SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet, check_constraint_set
-from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
+from ._certificates import downgrade, frobenius_certificate, lift_kkt_pair
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
@@ -270,18 +270,7 @@ def _finish(
     cs = geo.cs
     if W is None:
         W = geo.W(lam)
-    W0 = W
-    margins = cs.apply(W0)
-    lifted = lift_factor(
-        cs,
-        margins,
-        max_factor=1.0 + max(1e-9, tol / 8),
-        increments=ULPS,
-        recompute=lambda g: cs.apply(W0 * g),
-    )
-    if lifted is not None:
-        f, margins = lifted
-        W, lam = W0 * f, lam * f
+    W, lam, margins = lift_kkt_pair(cs, W, lam, tol)
     res = SVMResult(
         W=W,
         status=status,

@@ -40,7 +40,7 @@ import scipy.sparse as sp
 
 # ---- helpers shared with the other solver modules ------------------------------------------
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import ULPS, downgrade, frobenius_certificate, lift_factor
+from ._certificates import downgrade, frobenius_certificate, lift_kkt_pair
 from ._result import SVMResult, no_solution
 from ._status import Status
 
@@ -318,18 +318,7 @@ def solve_frobenius_matfree(
         )
     lam = np.where(margin, np.maximum(lam, 0.0), lam)
     W = op.adjoint(lam)
-    W0, margins, f = W, op.values(W), 1.0
-    lifted = lift_factor(
-        cs,
-        margins,
-        max_factor=1.0 + max(1e-9, tol / 8),
-        increments=ULPS,
-        recompute=lambda g: op.values(W0 * g),
-    )
-    if lifted is not None:
-        f, margins = lifted
-        W = W0 * f
-    lam = lam * f
+    W, lam, margins = lift_kkt_pair(cs, W, lam, tol, values=op.values)
     if settled:
         status, message = (
             Status.OPTIMAL,
