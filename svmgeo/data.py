@@ -268,6 +268,16 @@ class TokenData:
                 raise ProblemError(
                     f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}."
                 )
+            if self._v is not None:  # one source of truth for the scores gamma
+                linear = self._labels[:, :, None] * (self._X @ self._v)[:, None, :]
+                scale = max(float(np.abs(linear).max(initial=0.0)), float(np.abs(S).max()), 1e-300)
+                if not np.all(np.abs(S - linear) <= 1e-9 * scale):
+                    raise ProblemError(
+                        "scores and v disagree: the linear head v gives the scores Y v^T x, which "
+                        "differ from the scores given (the selection would follow one and "
+                        "gradient descent the other). Give scores alone (selections only) or v "
+                        "alone, or scores equal to Y v^T x."
+                    )
             self._scores = _frozen(np.ascontiguousarray(S))
 
     # -- sizes -----------------------------------------------------------------------------

@@ -163,3 +163,16 @@ def test_load_rejects_foreign_npz(tmp_path):
     np.savez(path, a=np.ones(3))
     with pytest.raises(sg.ProblemError, match="not an svmgeo dataset"):
         sg.load_data(path)
+
+
+def test_scores_and_v_are_one_source_of_truth():
+    # issue 11: with v = (0, -1) the linear head prefers token 1 (or 2), the given scores token 0;
+    # optimal_tokens would follow the scores and GD the head: a clear error instead
+    A = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]])
+    Z = np.array([[1.0, 0.0]])
+    with pytest.raises(sg.ProblemError, match="scores and v disagree"):
+        sg.TokenData(A, Z=Z, v=np.array([0.0, -1.0]), scores=np.array([[1.0, 0.9, 0.9]]))
+    same = sg.TokenData(A, Z=Z, v=np.array([0.0, -1.0]), scores=np.array([[0.0, -1.0, -1.0]]))
+    np.testing.assert_array_equal(sg.optimal_tokens(same), [0])
+    alone = sg.TokenData(A, Z=Z, scores=np.array([[1.0, 0.9, 0.9]]))  # selections only
+    np.testing.assert_array_equal(sg.optimal_tokens(alone), [0])
