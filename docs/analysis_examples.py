@@ -26,7 +26,7 @@ bad = sg.TokenData(
     scores=np.array([[1.0, 2.0, 3.0]]),
 )
 inf = sg.support_tokens(bad, [2])
-print(inf.feasible, inf.mask, inf.certificate)
+print(inf.feasible, inf.mask, inf.farkas)
 
 lo = sg.is_locally_optimal(data, [2])
 print(bool(lo), "|", lo.reason)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ._compat import renamed
 from ._errors import ProblemError
 from ._linalg import correlation
 from ._summary import summarized
@@ -89,7 +90,7 @@ class VerifyReport:
         Whether the selection is locally optimal (:func:`~svmgeo.is_locally_optimal`);
         ``lot_reason`` says why.
     feasible : bool
-        Whether Att-SVM(selection) is feasible; when not, ``certificate`` is its Farkas
+        Whether Att-SVM(selection) is feasible; when not, ``farkas`` is its Farkas
         vector and the SVM fields are None.
     W_fro, W_nuc : ndarray of shape (d, d) or None
         :math:`W^{\mathrm{mm}}_\alpha` and :math:`W^{\mathrm{mm}\star}_\alpha` for GD's selection
@@ -135,7 +136,7 @@ class VerifyReport:
     is_lot: bool
     lot_reason: str
     feasible: bool
-    certificate: np.ndarray | None
+    farkas: np.ndarray | None
     W_fro: np.ndarray | None
     W_nuc: np.ndarray | None
     steps: np.ndarray
@@ -166,6 +167,8 @@ class VerifyReport:
     run: GDRun | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
+    certificate = renamed("certificate", "farkas", "VerifyReport")
+
     @property
     def final_corr_fro(self) -> float:
         return float(self.corr_fro[-1])
@@ -216,7 +219,7 @@ class VerifyReport:
             ("||W||_F", num(self.final_norm_W, ".6g")),
         ]
         if not self.feasible:
-            head.append(("Att-SVM", "infeasible (Farkas certificate in .certificate)"))
+            head.append(("Att-SVM", "infeasible (Farkas certificate in .farkas)"))
         if self.gen_note is not None:
             head.append(("Gen-SVM", self.gen_note))
         if self.W_eq is not None or self.gen_feasible is not None:
@@ -274,6 +277,8 @@ class VerifyReport:
     def from_json(cls, text: str) -> VerifyReport:
         """Rebuild a report from :meth:`to_json` (the solver objects are None)."""
         raw = json.loads(text)
+        if isinstance(raw, dict) and "certificate" in raw:  # written before the rename
+            raw["farkas"] = raw.pop("certificate")
         if not isinstance(raw, dict):
             raise ProblemError("from_json needs the JSON object written by VerifyReport.to_json.")
         names = {f.name for f in dataclasses.fields(cls)} - set(_FIELDS_OUT)
@@ -290,7 +295,7 @@ class VerifyReport:
         kw: dict[str, Any] = dict(raw)
         for name in ("W_fro", "W_nuc", "corr_fro", "corr_nuc", "max_softmax", "norm_W", "W"):
             kw[name] = _array(raw[name])
-        for name in ("certificate", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir"):
+        for name in ("farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir"):
             kw[name] = _array(raw.get(name))
         kw["selection"] = _array(raw["selection"], np.int64)
         kw["steps"] = _array(raw["steps"], np.int64)
@@ -513,7 +518,7 @@ def verify(
     lot = is_locally_optimal(sdata, selection)
     svm_fro: SVMResult | None = lot.support.svm
     feasible = bool(lot.support.feasible)
-    certificate = None if feasible else lot.support.certificate
+    farkas = None if feasible else lot.support.farkas
     svm_nuc: SVMResult | None = None
     if feasible:
         rank = width if (param == "KQ" and width < data.d) else None
@@ -535,7 +540,7 @@ def verify(
         is_lot=bool(lot),
         lot_reason=lot.reason,
         feasible=feasible,
-        certificate=certificate,
+        farkas=farkas,
         W_fro=W_fro,
         W_nuc=W_nuc,
         steps=np.asarray(hist.step, dtype=np.int64),

@@ -273,7 +273,7 @@ def test_infeasible_selection_is_a_result() -> None:
     np.testing.assert_array_equal(rep.selection, [0])
     assert not rep.feasible and not rep.is_lot and "infeasible" in rep.lot_reason
     assert rep.W_fro is None and rep.svm_fro is None and rep.converged_to is None
-    lam = np.asarray(rep.certificate)
+    lam = np.asarray(rep.farkas)
     cs = sg.att_svm_constraints(data, [0])
     assert np.all(lam >= 0)
     np.testing.assert_allclose(lam.sum(), 1.0, rtol=1e-9)
@@ -282,7 +282,7 @@ def test_infeasible_selection_is_a_result() -> None:
     assert raw["W_fro"] is None and raw["corr_fro"][-1] is None
     back = sg.VerifyReport.from_json(rep.to_json())
     assert np.isnan(back.corr_fro).all() and back.W_fro is None
-    np.testing.assert_array_equal(back.certificate, rep.certificate)
+    np.testing.assert_array_equal(back.farkas, rep.farkas)
     assert "infeasible" in str(rep)
 
 

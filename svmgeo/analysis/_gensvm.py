@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.optimize import linprog
 
+from .._compat import renamed
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
 from .._summary import summarized
@@ -167,7 +168,7 @@ class GenSVMResult:
         Whether the directional problem is feasible.
     W_dir : ndarray of shape (d, d) or None
         :math:`W^{\mathrm{svm}}` (None when infeasible).
-    certificate : ndarray or None
+    farkas : ndarray or None
         Farkas vector over ``svm.constraints`` when infeasible.
     W_fin : ndarray or None
         :math:`W^{\mathrm{fin}}` (needs ``probs``; None without, or when its equalities are
@@ -206,7 +207,7 @@ class GenSVMResult:
 
     feasible: bool
     W_dir: np.ndarray | None
-    certificate: np.ndarray | None
+    farkas: np.ndarray | None
     W_fin: np.ndarray | None
     R: float | None
     W_eq: np.ndarray | None
@@ -226,6 +227,8 @@ class GenSVMResult:
 class _Head:
     r"""The label-weighted head :math:`g(x) = Y h(x)` of one query as a sum of linear and ReLU
     parts, with one-sided directional derivatives at a point (kinks within ``kink_tol``)."""
+
+    certificate = renamed("certificate", "farkas", "GenSVMResult")
 
     def __init__(self, head: str, v: np.ndarray, V: np.ndarray | None, lam: float, y: float):
         self.head, self.v, self.V, self.lam, self.y = head, v, V, lam, y
@@ -422,7 +425,7 @@ def gen_svm(
     -------
     GenSVMResult
         An infeasible directional problem gives ``feasible=False`` and the Farkas
-        ``certificate`` (not an exception).
+        ``farkas`` (not an exception).
 
     Notes
     -----
@@ -541,7 +544,7 @@ def gen_svm(
     return GenSVMResult(
         feasible=feasible,
         W_dir=W_dir,
-        certificate=None if feasible else res.farkas,
+        farkas=None if feasible else res.farkas,
         W_fin=W_fin,
         R=R,
         W_eq=W_eq,

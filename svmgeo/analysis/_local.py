@@ -71,7 +71,7 @@ def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) ->
             locally_optimal=False,
             reason=(
                 "not locally optimal: Att-SVM(alpha) is infeasible "
-                f"({sup.svm.message}); the Farkas certificate is in .support.certificate"
+                f"({sup.svm.message}); the Farkas certificate is in .support.farkas"
             ),
             violations=(),
             support=sup,

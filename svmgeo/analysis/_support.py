@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._compat import renamed
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._summary import summarized
 from .._validation import check_real
@@ -38,7 +39,7 @@ class SupportTokens:
     ----------
     feasible : bool
         Whether Att-SVM(α) is feasible. When it is not, every mask is None and
-        :attr:`certificate` holds the Farkas vector.
+        :attr:`farkas` holds the Farkas vector.
     mask : ndarray of bool, shape (n, T) or (n, K, T), or None
         Active margin: :math:`|m_j - 1| \le \mathrm{tol}\cdot\max(1, |m_j|)` for the row of
         (i, k, t). The definition of §5 of the SPEC; :math:`\alpha_{ik}` itself and hidden
@@ -53,7 +54,7 @@ class SupportTokens:
     alpha : ndarray of int, shape (n,) or (n, K)
     svm : SVMResult
         The Att-SVM(α) solve the decision was read from.
-    certificate : ndarray or None
+    farkas : ndarray or None
         Farkas vector (per row of ``svm.constraints``) when infeasible.
     tol, dual_tol : float
     """
@@ -65,15 +66,17 @@ class SupportTokens:
     inconsistent: np.ndarray | None
     alpha: np.ndarray
     svm: SVMResult
-    certificate: np.ndarray | None
+    farkas: np.ndarray | None
     tol: float
     dual_tol: float
+
+    certificate = renamed("certificate", "farkas", "SupportTokens")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.mask is None:
             raise ProblemError(
                 "Att-SVM(alpha) is infeasible, so alpha has no support tokens; check "
-                "sup.feasible first (the Farkas certificate is in sup.certificate)."
+                "sup.feasible first (the Farkas certificate is in sup.farkas)."
             )
         return self.mask if dtype is None else self.mask.astype(dtype)
 
@@ -118,7 +121,7 @@ def support_from_result(
             by_dual=None,
             weakly_active=None,
             inconsistent=None,
-            certificate=res.farkas,
+            farkas=res.farkas,
             **common,
         )
     if not res.status.has_solution or res.margins is None:
@@ -166,7 +169,7 @@ def support_from_result(
         by_dual=by_dual,
         weakly_active=weak,
         inconsistent=bad,
-        certificate=None,
+        farkas=None,
         **common,
     )
 
@@ -221,7 +224,7 @@ def support_tokens(
     Returns
     -------
     SupportTokens
-        Infeasible Att-SVM(α): ``feasible`` False, masks None, ``certificate`` the Farkas
+        Infeasible Att-SVM(α): ``feasible`` False, masks None, ``farkas`` the Farkas
         vector. Not an exception.
 
     Raises

@@ -12,6 +12,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
+from .._compat import renamed
 from .._errors import InaccurateSolutionWarning
 from ..constraints import ConstraintSet
 from ._status import Status
@@ -276,17 +277,7 @@ class FeasibilityResult:
             ]
         )
 
-    @property
-    def certificate(self) -> np.ndarray | None:
-        """Deprecated alias of :attr:`farkas` (``certificate`` names a :class:`Certificate`
-        on :class:`SVMResult`)."""
-        warnings.warn(
-            "FeasibilityResult.certificate is deprecated; use FeasibilityResult.farkas (the "
-            "Farkas vector, the same name as on SVMResult).",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.farkas
+    certificate = renamed("certificate", "farkas", "FeasibilityResult")
 
 
 def no_solution(

@@ -26,7 +26,7 @@ def _pair_data() -> sg.TokenData:
 
 def test_directional_component_by_hand() -> None:
     gen = sg.gen_svm(_pair_data(), PAIR_O)
-    assert gen.feasible and gen.certificate is None
+    assert gen.feasible and gen.farkas is None
     np.testing.assert_allclose(gen.W_dir, [[1 / 3, 0.0], [1 / 3, 0.0]], atol=1e-10)
     np.testing.assert_array_equal(gen.masked, [[False, False, True]])
     assert gen.W_fin is None and gen.R is None and gen.W_eq is None and gen.gamma is None
@@ -97,7 +97,7 @@ def test_infeasible_gen_svm_has_certificate() -> None:
     data = sg.TokenData(X, Z=E1, v=np.ones(2))
     gen = sg.gen_svm(data, PAIR_O, probs=[[0.6, 0.4 - 1e-7, 1e-7]], fit_to=np.eye(2))
     assert not gen.feasible and gen.W_dir is None
-    assert_farkas(gen.svm.constraints, gen.certificate)
+    assert_farkas(gen.svm.constraints, gen.farkas)
     # the finite component does not depend on the margin rows: u = (ℓ/2, −ℓ/2) as above
     ell = math.log(0.6 / (0.4 - 1e-7))
     np.testing.assert_allclose(gen.W_fin, [[ell / 2, 0.0], [-ell / 2, 0.0]], atol=1e-12)

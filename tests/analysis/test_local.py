@@ -55,7 +55,7 @@ def test_infeasible_selection_is_not_locally_optimal() -> None:
     lo = sg.is_locally_optimal(data, [2])  # the optimal token, inside the hull
     assert not lo
     assert "infeasible" in lo.reason
-    assert lo.support.certificate is not None
+    assert lo.support.farkas is not None
 
 
 def test_several_queries_with_mask() -> None:

@@ -102,8 +102,10 @@ def test_infeasible_alpha_gives_certificate_not_exception() -> None:
     sup = sg.support_tokens(data, [2])
     assert not sup.feasible
     assert sup.mask is None and sup.by_dual is None
-    assert_farkas(sup.svm.constraints, sup.certificate)
-    np.testing.assert_allclose(sup.certificate, [0.5, 0.5], atol=1e-9)
+    assert_farkas(sup.svm.constraints, sup.farkas)
+    np.testing.assert_allclose(sup.farkas, [0.5, 0.5], atol=1e-9)
+    with pytest.warns(DeprecationWarning, match="use SupportTokens.farkas"):
+        np.testing.assert_array_equal(sup.certificate, sup.farkas)  # the old name still works
     assert sup.tokens(0) == []
     with pytest.raises(sg.ProblemError, match="infeasible"):
         np.asarray(sup)

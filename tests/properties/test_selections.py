@@ -126,7 +126,7 @@ def test_gen_svm_with_singleton_sets_is_att_svm(case: Case, draw: st.DataObject,
     if vg != va:
         return
     if vg == "infeasible":
-        np.testing.assert_array_equal(gen.certificate, gen.svm.farkas)
+        np.testing.assert_array_equal(gen.farkas, gen.svm.farkas)
         return
     assert gen.W_dir is not None and att.W is not None
     np.testing.assert_allclose(gen.svm.objective, att.objective, rtol=1e-6)
