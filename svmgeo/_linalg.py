@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from ._errors import ProblemError
 from ._validation import check_array
 
-__all__ = ["correlation", "orthonormal_basis", "query_projector"]
+__all__ = ["correlation", "entrywise_norm", "orthonormal_basis", "query_projector"]
 
 
 def correlation(W1: Any, W2: Any) -> float:
@@ -75,3 +76,16 @@ def query_projector(queries: np.ndarray) -> np.ndarray:
     Z = Q.reshape(-1, Q.shape[-1])
     U = orthonormal_basis(Z)
     return U @ U.T
+
+
+def entrywise_norm(W: np.ndarray, p: float) -> float:
+    r"""The entrywise norm :math:`\|W\|_p = (\sum_{kl}|W_{kl}|^p)^{1/p}` (max for p = ∞)."""
+    w = np.abs(np.asarray(W, dtype=float)).ravel()
+    if w.size == 0:
+        return 0.0
+    if math.isinf(p):
+        return float(w.max())
+    top = float(w.max())
+    if top == 0.0:
+        return 0.0
+    return top * float(np.sum((w / top) ** p)) ** (1.0 / p)  # scaled: no overflow for p large

@@ -28,8 +28,7 @@ from .._errors import ProblemError
 from .._linalg import correlation
 from .._validation import check_option
 from ..data import TokenData
-from ..gd import loss_and_grad
-from ..gd._config import LOSSES
+from ..gd import LOSSES, loss_and_grad
 from ._cones import in_cone
 
 __all__ = ["InitialGradient", "good_initial_gradient", "gradient_lipschitz_bound"]

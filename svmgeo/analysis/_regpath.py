@@ -35,9 +35,8 @@ from .._linalg import correlation
 from .._summary import summarized
 from .._validation import check_array, check_int, check_option, check_real
 from ..data import TokenData
-from ..gd import RiskOracle
+from ..gd import HEADS, LOSSES, RiskOracle
 from ..gd import kernels as _xp
-from ..gd._config import HEADS, LOSSES
 
 __all__ = ["RegularizationPath", "regularization_path"]
 

@@ -267,7 +267,7 @@ def train_mirror(
 
 
 def _lp_value(W: np.ndarray, p: float) -> float:
-    from ..solvers._lp_norm import entrywise_norm
+    from .._linalg import entrywise_norm
 
     return entrywise_norm(W, p)
 

@@ -14,7 +14,9 @@ Layout (private modules; the names in each ``__all__`` are this package's intern
   solves);
 - ``_backends``: one adapter per backend (Clarabel, SCS, HiGHS, cvxpy's statuses), imported
   lazily; ``_reference``: the naive cvxpy model, the oracle of the tests;
-- ``_result``, ``_status``: result objects and the one status vocabulary.
+- ``_result``, ``_status``: result objects and the one status vocabulary;
+- beyond the paper: ``_lp_norm`` (ℓp Att-SVM), ``_exact`` (exact proofs of verdicts),
+  ``_nuclear_factored`` and ``_frobenius_matfree`` (large problems).
 """
 
 from ._api import STATUS_MAP, att_svm, feasibility, solve_svm

@@ -41,6 +41,7 @@ import numpy as np
 import scipy.optimize as so
 
 from .._errors import ProblemError
+from .._linalg import entrywise_norm
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import HiGHSBackend
@@ -51,7 +52,6 @@ from ._status import Status
 
 __all__ = [
     "dual_exponent",
-    "entrywise_norm",
     "lp_certificate",
     "parse_lp_norm",
     "solve_lp",
@@ -78,19 +78,6 @@ def dual_exponent(p: float) -> float:
     if math.isinf(p):
         return 1.0
     return p / (p - 1.0)
-
-
-def entrywise_norm(W: np.ndarray, p: float) -> float:
-    r"""The entrywise norm :math:`\|W\|_p = (\sum_{kl}|W_{kl}|^p)^{1/p}` (max for p = ∞)."""
-    w = np.abs(np.asarray(W, dtype=float)).ravel()
-    if w.size == 0:
-        return 0.0
-    if math.isinf(p):
-        return float(w.max())
-    top = float(w.max())
-    if top == 0.0:
-        return 0.0
-    return top * float(np.sum((w / top) ** p)) ** (1.0 / p)  # scaled: no overflow for p large
 
 
 def lp_certificate(
