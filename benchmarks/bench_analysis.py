@@ -75,9 +75,9 @@ def main() -> None:
             same_answer(fast, ref)
             print(
                 f"{(n, T, d)!s:>12} {seed:>4} {fast.total:>7} {fast.examined:>8} "
-                f"{fast.pruned:>7} {fast.n_lots:>4} {fast.seconds:>9.2f} "
-                f"{fast.total / fast.seconds:>8.0f} {ref.seconds:>11.2f} "
-                f"{ref.total / ref.seconds:>7.0f} {ref.seconds / fast.seconds:>7.1f}",
+                f"{fast.pruned:>7} {fast.n_lots:>4} {fast.solve_time:>9.2f} "
+                f"{fast.total / fast.solve_time:>8.0f} {ref.solve_time:>11.2f} "
+                f"{ref.total / ref.solve_time:>7.0f} {ref.solve_time / fast.solve_time:>7.1f}",
                 flush=True,
             )
 

@@ -75,7 +75,7 @@ def throughput(B: int, n_steps: int) -> None:
         runs = sg.train_batch(datasets, backend=backend, **kw)  # type: ignore[arg-type]
         extra = f" ({numba.get_num_threads()} threads)" if backend == "numba" else ""
         print(
-            f"{backend}{extra}: {B * n_steps / runs.seconds:14,.0f} instance-steps/s (B = {B}, {n_steps} steps)"
+            f"{backend}{extra}: {B * n_steps / runs.solve_time:14,.0f} instance-steps/s (B = {B}, {n_steps} steps)"
         )
 
 

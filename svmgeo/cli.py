@@ -443,7 +443,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "status": str(run.status),
         "message": run.message,
         "steps": run.n_steps,
-        "seconds": run.seconds,
+        "solve_time_s": run.solve_time,
         "norm_W": float(np.linalg.norm(W)),
     }
     if run.history.loss is not None:

@@ -50,6 +50,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._compat import renamed
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._summary import summarized
 from .._validation import check_int, check_option
@@ -97,7 +98,7 @@ class LOTEnumeration:
         Cholesky proofs), partial selections certified by a parent's point, partial
         selections pruned by a stored certificate. Work counters: they depend on the search
         (as ``undecided`` can: a check the batched search does not need is not made).
-    seconds : float
+    solve_time : float
     """
 
     selections: np.ndarray
@@ -114,7 +115,9 @@ class LOTEnumeration:
     n_checks: int
     n_point_reused: int
     n_nogood_hits: int
-    seconds: float
+    solve_time: float
+
+    seconds = renamed("seconds", "solve_time", "LOTEnumeration")
 
     @property
     def n_lots(self) -> int:
@@ -129,7 +132,7 @@ class LOTEnumeration:
             f"{self.n_lots} LOT(s) among {self.total} selections: examined {self.examined}, "
             f"pruned {self.pruned} (hull {self.pruned_hull}, infeasible partial "
             f"{self.pruned_infeasible}); {self.n_checks} feasibility checks, {self.n_point_reused} "
-            f"points reused, {self.n_nogood_hits} certificate reuses; {self.seconds:.2f} s"
+            f"points reused, {self.n_nogood_hits} certificate reuses; {self.solve_time:.2f} s"
         )
 
 
@@ -730,7 +733,7 @@ def locally_optimal_selections(
         n_checks=hull_checks + t.n_checks,
         n_point_reused=t.n_reused,
         n_nogood_hits=t.n_nogood,
-        seconds=time.perf_counter() - start,
+        solve_time=time.perf_counter() - start,
     )
 
 

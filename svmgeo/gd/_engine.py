@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._compat import renamed
 from .._errors import ProblemError
 from .._summary import summarized
 from .._validation import check_array, check_real
@@ -112,7 +113,7 @@ class GDRun:
         Steps taken.
     message : str
     config : GDConfig
-    seconds : float
+    solve_time : float
         Wall time of the whole call.
     """
 
@@ -124,7 +125,8 @@ class GDRun:
     n_steps: int
     message: str
     config: GDConfig
-    seconds: float
+    solve_time: float
+    seconds = renamed("seconds", "solve_time", "GDRun")
 
 
 @summarized
@@ -144,7 +146,9 @@ class BatchRun:
     status: tuple[StopStatus, ...]
     n_steps: np.ndarray
     config: GDConfig
-    seconds: float
+    solve_time: float
+
+    seconds = renamed("seconds", "solve_time", "BatchRun")
 
     def __len__(self) -> int:
         return int(self.W.shape[0])
@@ -165,7 +169,7 @@ class BatchRun:
             n_steps=int(self.n_steps[b]),
             message=_message(status, int(self.n_steps[b])),
             config=self.config,
-            seconds=self.seconds,
+            solve_time=self.solve_time,
         )
 
 
@@ -398,7 +402,7 @@ class GradientDescent:
             status=tuple(STATUS_CODES[int(c)] for c in status),
             n_steps=state.steps.copy(),
             config=cfg,
-            seconds=time.perf_counter() - start,
+            solve_time=time.perf_counter() - start,
         )
 
     def _intermediate(

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._compat import renamed
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
 from ..data import TokenData
@@ -74,7 +75,7 @@ class MirrorRun:
     status : StopStatus
     n_steps : int
     message : str
-    seconds : float
+    solve_time : float
     """
 
     W: np.ndarray
@@ -87,7 +88,8 @@ class MirrorRun:
     status: StopStatus
     n_steps: int
     message: str
-    seconds: float
+    solve_time: float
+    seconds = renamed("seconds", "solve_time", "MirrorRun")
 
 
 def _split(Theta: np.ndarray) -> tuple[np.ndarray, float]:
@@ -262,7 +264,7 @@ def train_mirror(
         status=status,
         n_steps=t,
         message=messages[status],
-        seconds=time.perf_counter() - start,
+        solve_time=time.perf_counter() - start,
     )
 
 
