@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    data.save(out / "digits.npz")  # for `svmgeo study digits.npz --weights weights.npz --out ...`
+    np.savez(out / "weights.npz", W=W)
     rep.to_markdown(out / "study.md")
     rep.to_json(out / "study.json")
     for p in rep.figures(out):

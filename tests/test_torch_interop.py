@@ -84,3 +84,16 @@ def test_digits_example_quick(tmp_path: Path) -> None:
     assert "training accuracy" in out.stdout and "Theorem 1 condition" in out.stdout
     for name in ("study.md", "study.json", "margins.png", "attention.png"):
         assert (tmp_path / name).stat().st_size > 0
+    # the command line on the saved real dataset and trained weights writes the same report
+    from svmgeo.cli import main
+
+    cli_out = tmp_path / "cli"
+    args = ["study", str(tmp_path / "digits.npz"), "--weights", str(tmp_path / "weights.npz")]
+    assert main([*args, "--out", str(cli_out), "--no-progress"]) == 0
+    for name in ("study.md", "study.json", "margins.png", "attention.png"):
+        assert (cli_out / name).stat().st_size > 0
+    import json
+
+    a, b = (json.loads((d / "study.json").read_text()) for d in (cli_out, tmp_path))
+    a.pop("timings"), b.pop("timings")
+    assert a == b  # the same findings (the wall times differ)
