@@ -381,8 +381,8 @@ def _cmd_feasibility(args: argparse.Namespace) -> int:
         "status": str(res.status),
         "message": res.message,
     }
-    if res.certificate is not None:
-        lam = res.certificate
+    if res.farkas is not None:
+        lam = res.farkas
         summary["certificate_rows"] = [
             {
                 "sequence": int(res.constraints.seq[j]),
