@@ -23,7 +23,7 @@ Strategies and cases
     :func:`examples`, :func:`scale_ratio`, :data:`KINDS`, :data:`VARIANTS`.
 Oracles (naive, independent of svmgeo's builders and solvers)
     :func:`oracle_att_svm` (cvxpy + Clarabel), :func:`oracle_feasibility` (HiGHS LP),
-    :func:`naive_rows`, and the risk: :func:`risk`, :func:`risk_grad`, :func:`optimal_risk`.
+    :func:`naive_rows`, :func:`margin_rows`, and the risk: :func:`risk`, :func:`risk_grad`, :func:`optimal_risk`.
 Checks
     :func:`assert_certified`, :func:`assert_exact_point`, :func:`assert_feasible_point`, :func:`assert_farkas`,
     :func:`assert_frobenius_kkt`, :func:`assert_nuclear_kkt`, :func:`exact_margins`,
@@ -65,6 +65,7 @@ from ._checks import (
     feasibility_verdict,
     is_support_lot,
     loss,
+    margin_rows,
     numerical_rank,
     optimal_risk,
     risk,
@@ -125,6 +126,7 @@ __all__ = [
     "feasibility_verdict",
     "is_support_lot",
     "loss",
+    "margin_rows",
     "n_queries",
     "naive_rows",
     "numerical_rank",

@@ -19,6 +19,29 @@ LOSSES = ("logistic", "exponential", "correlation")
 
 
 # -- rows, points and certificates ---------------------------------------------------------
+def margin_rows(A: np.ndarray, B: np.ndarray) -> sg.ConstraintSet:
+    r"""A :class:`~svmgeo.ConstraintSet` of margin rows :math:`a_j^\top W b_j \ge 1` from raw
+    arrays A, B of shape (N, d), one sequence per row: for hand-built problems that need no
+    attention data."""
+    A = np.asarray(A, dtype=float)
+    N = A.shape[0]
+    idx = np.arange(N)
+    zero = np.zeros(N, dtype=np.int64)
+    return sg.ConstraintSet(
+        A=A,
+        B=np.asarray(B, dtype=float),
+        kind=np.full(N, sg.MARGIN, dtype=np.int8),
+        rhs=np.ones(N),
+        seq=idx,
+        query=zero,
+        pref=zero,
+        comp=zero + 1,
+        n=N,
+        K=1,
+        T=2,
+    )
+
+
 def row_values(cs: sg.ConstraintSet, W: np.ndarray) -> np.ndarray:
     r""":math:`a_j^\top W b_j` for every row."""
     return np.einsum("ja,ab,jb->j", cs.A, W, cs.B)

@@ -15,35 +15,16 @@ import pytest
 import svmgeo as sg
 from svmgeo.solvers import frobenius_certificate
 from svmgeo.solvers._certificates import nuclear_certificate
+from svmgeo.testing import margin_rows
 
 TOL = 1e-8
-
-
-def _constraints(A: np.ndarray, B: np.ndarray) -> sg.ConstraintSet:
-    """Margin rows a_j^T W b_j >= 1, one sequence per row (no attention data needed)."""
-    N = A.shape[0]
-    idx = np.arange(N)
-    zero = np.zeros(N, dtype=np.int64)
-    return sg.ConstraintSet(
-        A=A,
-        B=B,
-        kind=np.full(N, sg.MARGIN),
-        rhs=np.ones(N),
-        seq=idx,
-        query=zero,
-        pref=zero,
-        comp=zero + 1,
-        n=N,
-        K=1,
-        T=2,
-    )
 
 
 def _rows(d: int, extra: tuple[tuple[np.ndarray, np.ndarray], ...] = ()) -> sg.ConstraintSet:
     eye = np.eye(d)
     A = [eye[j] for j in range(d)] + [a for a, _ in extra]
     B = [eye[j] for j in range(d)] + [b for _, b in extra]
-    return _constraints(np.array(A), np.array(B))
+    return margin_rows(np.array(A), np.array(B))
 
 
 def _only(cert: object, name: str) -> None:
@@ -95,7 +76,7 @@ def test_frobenius_duality_gap_alone() -> None:
     s = 1.0 / np.sqrt(L)
     A = np.eye(d)
     A[0, 0] = s
-    cs = _constraints(A, np.eye(d))
+    cs = margin_rows(A, np.eye(d))
     lam = np.r_[L, np.full(d - 1, 1 + eps)]
     W = np.diag(np.r_[L * s, np.full(d - 1, 1 + eps)])  # W = sum_j lam_j a_j b_j^T
     cert = frobenius_certificate(cs, W, lam, TOL)

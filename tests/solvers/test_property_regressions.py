@@ -11,30 +11,10 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.constraints import MARGIN, ConstraintSet
+from svmgeo.constraints import MARGIN
 from svmgeo.solvers import Status, check_feasibility, solve_svm
 from svmgeo.solvers._feasibility import _rescale_point
-from svmgeo.testing import assert_farkas, exact_margins
-
-
-def pair_constraints(A: np.ndarray, B: np.ndarray) -> ConstraintSet:
-    """Margin rows a_j^T W b_j >= 1, one sequence per row."""
-    N = A.shape[0]
-    idx = np.arange(N)
-    zero = np.zeros(N, dtype=int)
-    return ConstraintSet(
-        A=np.asarray(A, dtype=float),
-        B=np.asarray(B, dtype=float),
-        kind=np.full(N, MARGIN, dtype=np.int8),
-        rhs=np.ones(N),
-        seq=idx,
-        query=zero,
-        pref=zero,
-        comp=zero + 1,
-        n=N,
-        K=1,
-        T=2,
-    )
+from svmgeo.testing import assert_farkas, exact_margins, margin_rows
 
 
 def _tiny_row_data() -> sg.TokenData:
@@ -88,7 +68,7 @@ def test_nuclear_farkas_vector_is_checked_relative_to_the_rows():
     # infeasible rows of very different sizes: a certified INFEASIBLE must verify relatively
     A = np.array([[1e-8, 0.0], [-1e-8, 0.0], [1.0, 1.0]])
     B = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    cs = pair_constraints(A, B)
+    cs = margin_rows(A, B)
     res = solve_svm(cs, norm="nuc")
     assert res.status is Status.INFEASIBLE
     assert_farkas(cs, res.farkas)
@@ -99,7 +79,7 @@ def test_nuclear_farkas_vector_is_checked_relative_to_the_rows():
 
 def test_rescale_point_rejects_a_huge_margin_hiding_a_negative_one():
     A = np.eye(2)
-    cs = pair_constraints(A, A)  # rows e_i^T W e_i >= 1
+    cs = margin_rows(A, A)  # rows e_i^T W e_i >= 1
     W = np.diag([1.8e13, -8.7])
     assert _rescale_point(cs, W) is None
     ok = _rescale_point(cs, np.diag([1.8e13, 1e-3]))
@@ -170,7 +150,7 @@ def test_feasibility_lp_normalized_farkas_maps_back_to_the_original_rows():
     # infeasible: rows +a and -a of very different sizes (1 and 1e-9) on the same query
     A = np.array([[1.0, 0.0], [-1e-9, 0.0], [0.0, 3.0], [0.0, -2e-7]])
     B = np.array([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
-    cs = pair_constraints(A, B)
+    cs = margin_rows(A, B)
     res = check_feasibility(cs)
     assert res.status is Status.INFEASIBLE, res.message
     assert_farkas(cs, res.farkas)
