@@ -23,12 +23,10 @@ tokens. ``--quick``: the two smallest sizes; ``--no-huge`` skips (2000, 50, 1000
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
-import subprocess
-import sys
 import time
+
+from _isolated import answer_one, peak_rss_mb, run_isolated
 
 BOTH = [(100, 20, 200), (200, 20, 500), (500, 20, 1000), (1000, 20, 2000)]
 HUGE = [(2000, 50, 1000)]
@@ -56,7 +54,7 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
         "status": res.status.value,
         "wall": wall,
         "cpu": cpu,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "rss_mb": peak_rss_mb(),
         "objective": res.objective,
         "gap": c.duality_gap if c else float("nan"),
         "comp": c.complementarity if c else float("nan"),
@@ -64,15 +62,6 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
         "support": int(np.count_nonzero(res.dual > 0)) if res.dual is not None else -1,
         "dense_gb": dense_bytes(cs) / 2**30,
     }
-
-
-def _run(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
-    cmd = [sys.executable, __file__, "--one", f"{n},{T},{d},{seed},{path}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=os.environ.copy())
-    if out.returncode != 0:
-        tail = out.stderr.strip().splitlines()[-1:] or [f"exit {out.returncode}"]
-        return {"status": f"crashed: {tail[0][:80]}"}
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
@@ -95,8 +84,7 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        n, T, d, seed, path = args.one.split(",")
-        print(json.dumps(_one(int(n), int(T), int(d), int(seed), path)))
+        answer_one(args.one, _one)
         return
 
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -113,11 +101,11 @@ def main() -> None:
     ratios = []
     for size in both + huge:
         for seed in seeds:
-            fast = _run(*size, seed, "matfree")
+            fast = run_isolated(__file__, *size, seed, "matfree")
             print(_row(size, seed, "matfree", fast), flush=True)
             if size in huge:
                 continue
-            dense = _run(*size, seed, "dense")
+            dense = run_isolated(__file__, *size, seed, "dense")
             print(_row(size, seed, "dense", dense), flush=True)
             if "wall" in fast and "wall" in dense:
                 diff = abs(float(fast["objective"]) - float(dense["objective"])) / float(

@@ -22,12 +22,10 @@ runs small dense solves with one BLAS thread (threadpoolctl) itself.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
-import subprocess
-import sys
 import time
+
+from _isolated import answer_one, peak_rss_mb, run_isolated
 
 COMPARED = [(10, 10, 200), (25, 10, 200), (50, 10, 200)]
 ALONE = [(50, 10, 1000), (100, 20, 1000)]
@@ -52,7 +50,7 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
         "status": res.status.value,
         "wall": wall,
         "cpu": cpu,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "rss_mb": peak_rss_mb(),
         "objective": res.objective,
         "gap": c.duality_gap if c else float("nan"),
         "dual_inf": c.dual_infeasibility if c else float("nan"),
@@ -61,14 +59,6 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
         if res.W is not None
         else -1,
     }
-
-
-def _run(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
-    cmd = [sys.executable, __file__, "--one", f"{n},{T},{d},{seed},{path}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=os.environ.copy())
-    if out.returncode != 0:
-        return {"status": f"crashed ({out.stderr.strip().splitlines()[-1:]})"}
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
@@ -90,8 +80,7 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        n, T, d, seed, path = args.one.split(",")
-        print(json.dumps(_one(int(n), int(T), int(d), int(seed), path)))
+        answer_one(args.one, _one)
         return
 
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -106,11 +95,11 @@ def main() -> None:
     ratios = []
     for size in COMPARED + ALONE:
         for seed in seeds:
-            fast = _run(*size, seed, "factored")
+            fast = run_isolated(__file__, *size, seed, "factored")
             print(_row(size, seed, "factored", fast), flush=True)
             if size not in COMPARED or (args.quick and size == (50, 10, 200)):
                 continue
-            sdp = _run(*size, seed, "sdp")
+            sdp = run_isolated(__file__, *size, seed, "sdp")
             print(_row(size, seed, "sdp", sdp), flush=True)
             if "wall" in fast and "wall" in sdp:
                 diff = abs(float(fast["objective"]) - float(sdp["objective"])) / float(
