@@ -220,6 +220,7 @@ def _save_path(path: str) -> str:
 def _cmd_solve(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from .analysis import support_from_result
     from .solvers import att_svm
 
     if args.rank is not None and args.norm != "nuc":
@@ -260,15 +261,14 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             "duality_gap": res.certificate.duality_gap,
             "passed": res.certificate.passed,
         }
-    support = None
-    if W is not None and res.margins is not None:
-        cs = res.constraints
-        active = np.abs(res.margins - cs.rhs) <= 1e-6 * np.maximum(1.0, np.abs(res.margins))
-        support = [
-            {"sequence": int(cs.seq[j]), "query": int(cs.query[j]), "token": int(cs.comp[j])}
-            for j in np.flatnonzero(active & (cs.kind == 0))
+    if W is not None:  # support tokens by support_tokens' own rule, read off this solve
+        a = np.asarray(alpha).reshape(data.n, data.K)
+        sup = support_from_result(data, a, res, tol=1e-6, dual_tol=1e-9, warn=False)
+        mask = np.asarray(sup.mask).reshape(data.n, data.K, data.T)
+        summary["support_tokens"] = [
+            {"sequence": int(i), "query": int(k), "token": int(t)}
+            for i, k, t in zip(*np.nonzero(mask), strict=True)
         ]
-        summary["support_tokens"] = support
     if args.json:
         summary["alpha"] = np.asarray(alpha).tolist()
         summary["W"] = None if W is None else W.tolist()

@@ -263,12 +263,16 @@ def _support_counts(mask: Any) -> str:
     return f"min {counts.min()}, median {np.median(counts):g}, max {counts.max()}"
 
 
+def _logits(data: TokenData, W: np.ndarray) -> np.ndarray:
+    """(n, K, T) logits :math:`x_{it}^\top W z_{ik}`, -inf on hidden keys."""
+    logits = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
+    return np.where(data.visible, logits, -np.inf)
+
+
 def _softmax(data: TokenData, W: np.ndarray) -> np.ndarray:
     """(n·K, T) attention of ``W``, hidden keys 0."""
-    logits = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
-    logits = np.where(data.visible, logits, -np.inf)
-    logits = logits - logits.max(axis=2, keepdims=True)
-    e = np.exp(logits)
+    logits = _logits(data, W)
+    e = np.exp(logits - logits.max(axis=2, keepdims=True))
     return (e / e.sum(axis=2, keepdims=True)).reshape(-1, data.T)
 
 
@@ -431,9 +435,7 @@ def study(
     attention: dict[str, np.ndarray] = {}
     if Wt is not None:
         t0 = step(steps[4])
-        logits = np.einsum("ntd,de,nke->nkt", data.X, Wt, data.queries)
-        logits = np.where(data.visible, logits, -np.inf)
-        sel = logits.argmax(axis=2)
+        sel = _logits(data, Wt).argmax(axis=2)
         sel = sel[:, 0] if data.single_query else sel
         lot = is_locally_optimal(data, sel)
         svm_fro = att_svm(data, sel)

@@ -8,7 +8,7 @@ from ._gensvm import GenSVMResult, SelectedSets, gen_svm, selected_sets
 from ._initial_gradient import InitialGradient, good_initial_gradient
 from ._local import LocalOptimality, LOTViolation, is_locally_optimal
 from ._regpath import RegularizationPath, regularization_path
-from ._support import SupportTokens, support_tokens
+from ._support import SupportTokens, support_from_result, support_tokens
 
 __all__ = [
     "GenSVMResult",
@@ -28,5 +28,6 @@ __all__ = [
     "regularization_path",
     "score_cone_margin",
     "selected_sets",
+    "support_from_result",
     "support_tokens",
 ]
