@@ -688,6 +688,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_norm_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--norm", choices=("fro", "nuc"), default="fro", help=f"{what} (default fro)")
+
+
 def _add_command(
     sub: Any, name: str, summary: str, example: str, func: Callable[[argparse.Namespace], int]
 ) -> argparse.ArgumentParser:
@@ -723,12 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_solve,
     )
     _add_data_arguments(p, selection=True, gd=False)
-    p.add_argument(
-        "--norm",
-        choices=("fro", "nuc"),
-        default="fro",
-        help="Frobenius (Att-SVM) or nuclear norm (Att-SVM*) (default fro)",
-    )
+    _add_norm_argument(p, "Frobenius (Att-SVM) or nuclear norm (Att-SVM*)")
     p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
     p.add_argument(
         "--save",
@@ -744,12 +743,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_support,
     )
     _add_data_arguments(p, selection=True, gd=False)
-    p.add_argument(
-        "--norm",
-        choices=("fro", "nuc"),
-        default="fro",
-        help="Frobenius (Att-SVM) or nuclear norm (Att-SVM*) (default fro)",
-    )
+    _add_norm_argument(p, "Frobenius (Att-SVM) or nuclear norm (Att-SVM*)")
     p = _add_command(
         sub,
         "study",
@@ -791,12 +785,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_lots,
     )
     _add_data_arguments(p, selection=False, gd=False)
-    p.add_argument(
-        "--norm",
-        choices=("fro", "nuc"),
-        default="fro",
-        help="norm of the SVMs that decide local optimality (default fro)",
-    )
+    _add_norm_argument(p, "norm of the SVMs that decide local optimality")
     p.add_argument(
         "--max-selections",
         type=_positive,
