@@ -75,8 +75,8 @@ class TokenData:
     Y : array of shape (n,) or (n, K), optional
         Labels in :math:`\{-1, +1\}`. Defaults to all :math:`+1`. With several queries a
         ``(n,)`` array gives every query of a sequence the same label.
-    v : array of shape (d,), optional
-        Linear head. Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top x_{it}` need it unless
+    v : array of shape (d,), or (d_u,) with ``values``, optional
+        Linear head. Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top u_{it}` need it unless
         ``scores`` is given.
     Z : array of shape (n, d) or (n, K, d), optional
         Cross-attention queries. Exactly one of ``Z`` and ``query`` must be given.
@@ -86,6 +86,10 @@ class TokenData:
     mask : "causal" or bool array of shape (K, T) or (n, K, T), optional
         ``mask[k, t]`` is True when query ``k`` sees key ``t``. ``"causal"`` needs
         :math:`K = T`.
+    values : array of shape (n, T, d_u), optional
+        Head features :math:`u_{it}` (any width :math:`d_u`), read by the head while attention
+        scores keys with :math:`x_{it}`: :math:`f = h(U_i^\top \mathrm{softmax}(X_i W z))`, as in
+        the companion paper's prompt attention. Defaults to ``X`` (:math:`u_{it} = x_{it}`).
     scores : array of shape (n, T) or (n, K, T), optional
         Token scores :math:`\gamma` given directly (labels already included), for heads
         other than linear or value embeddings other than ``X``. A ``(n, T)`` array is shared
@@ -135,6 +139,7 @@ class TokenData:
         Z: Any = None,
         query: QuerySpec = None,
         mask: MaskSpec | Any = None,
+        values: Any = None,
         scores: Any = None,
     ) -> None:
         X = check_array(X, "X", ndim=3, hint="Use X of shape (n_sequences, T_tokens, d_features).")
@@ -214,8 +219,21 @@ class TokenData:
         self._Y_given = None if Y is None else _frozen(np.array(Y, dtype=float))
         self._labels = _frozen(np.ascontiguousarray(labels, dtype=float))
 
-        # head
-        self._v = None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d,)))
+        # head features and head
+        if values is None:
+            self._values_given: np.ndarray | None = None
+        else:
+            U = check_array(
+                values, "values", ndim=3, hint="values are head features of shape (n, T, d_u)."
+            )
+            if U.shape[:2] != (n, T) or U.shape[2] < 1:
+                raise ProblemError(
+                    f"values must have shape (n, T, d_u) = ({n}, {T}, d_u) with d_u >= 1, one "
+                    f"head feature vector per token of X; got {U.shape}."
+                )
+            self._values_given = _frozen(U)
+        d_u = self.values.shape[2]
+        self._v = None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d_u,)))
 
         # mask
         if mask is None:
@@ -269,14 +287,14 @@ class TokenData:
                     f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}."
                 )
             if self._v is not None:  # one source of truth for the scores gamma
-                linear = self._labels[:, :, None] * (self._X @ self._v)[:, None, :]
+                linear = self._labels[:, :, None] * (self.values @ self._v)[:, None, :]
                 scale = max(float(np.abs(linear).max(initial=0.0)), float(np.abs(S).max()), 1e-300)
                 if not np.all(np.abs(S - linear) <= 1e-9 * scale):
                     raise ProblemError(
-                        "scores and v disagree: the linear head v gives the scores Y v^T x, which "
+                        "scores and v disagree: the linear head v gives the scores Y v^T u, which "
                         "differ from the scores given (the selection would follow one and "
                         "gradient descent the other). Give scores alone (selections only) or v "
-                        "alone, or scores equal to Y v^T x."
+                        "alone, or scores equal to Y v^T u (u = values, else X)."
                     )
             self._scores = _frozen(np.ascontiguousarray(S))
 
@@ -342,7 +360,23 @@ class TokenData:
         return self._labels[:, 0] if self._single else self._labels
 
     @property
+    def values(self) -> np.ndarray:
+        """Head features :math:`u_{it}`, shape (n, T, d_u): ``values`` if given, else ``X``."""
+        return self._X if self._values_given is None else self._values_given
+
+    @property
+    def has_values(self) -> bool:
+        """True when head features were given apart from the attention tokens ``X``."""
+        return self._values_given is not None
+
+    @property
+    def d_values(self) -> int:
+        """Width :math:`d_u` of the head features (``d`` without ``values``)."""
+        return int(self.values.shape[2])
+
+    @property
     def v(self) -> np.ndarray | None:
+        """The linear head, shape (d_u,), or None."""
         return self._v
 
     @property
@@ -375,6 +409,8 @@ class TokenData:
         extras = []
         if self._mask is not None:
             extras.append("masked")
+        if self._values_given is not None:
+            extras.append(f"values d_u={self.d_values}")
         if self._scores is not None:
             extras.append("explicit scores")
         extra = (", " + ", ".join(extras)) if extras else ""
@@ -421,6 +457,8 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
     }
     if data.v is not None:
         arrays["v"] = np.asarray(data.v)
+    if data.has_values:
+        arrays["values"] = np.asarray(data.values)
     if data.query is None:
         arrays["Z"] = np.asarray(data.Z)
     else:
@@ -515,7 +553,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
                 f"{_FORMAT_VERSION}. Upgrade svmgeo (pip install -U svmgeo) to read it."
             )
         kwargs: dict[str, Any] = {
-            k: entry(k) for k in ("Y", "v", "Z", "mask", "scores") if k in f.files
+            k: entry(k) for k in ("Y", "v", "Z", "mask", "values", "scores") if k in f.files
         }
         if "query" in f.files:
             q = str(entry("query"))

@@ -2,7 +2,7 @@
 r"""Token scores, optimal tokens and token selections.
 
 The score of token :math:`t` for query :math:`k` of sequence :math:`i` is
-:math:`\gamma_{ikt} = Y_{ik}\, v^\top x_{it}` (or the explicit ``scores`` of the dataset). The
+:math:`\gamma_{ikt} = Y_{ik}\, v^\top u_{it}` (or the explicit ``scores`` of the dataset). The
 optimal token is :math:`\mathrm{opt}_{ik} = \arg\max_{t\ \mathrm{visible}} \gamma_{ikt}`; ties
 are reported, never broken silently. A *selection* :math:`\alpha` assigns one visible token to
 each query: shape ``(n,)`` for one query per sequence, ``(n, K)`` for several.
@@ -44,14 +44,14 @@ def scores_full(data: TokenData) -> np.ndarray:
         return np.asarray(data.scores)
     if data.v is None:
         raise ProblemError(
-            "Token scores need the linear head v (gamma_ikt = Y_ik v.x_it), but this TokenData "
-            "has none. Pass v=array of shape (d,) or scores=array of shape (n, T) to TokenData."
+            "Token scores need the linear head v (gamma_ikt = Y_ik v.u_it), but this TokenData "
+            "has none. Pass v=array of shape (d_u,) or scores=array of shape (n, T) to TokenData."
         )
-    return data.labels[:, :, None] * (data.X @ data.v)[:, None, :]
+    return data.labels[:, :, None] * (data.values @ data.v)[:, None, :]
 
 
 def token_scores(data: TokenData) -> np.ndarray:
-    r"""Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top x_{it}`.
+    r"""Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top u_{it}`.
 
     Parameters
     ----------

@@ -176,3 +176,31 @@ def test_scores_and_v_are_one_source_of_truth():
     np.testing.assert_array_equal(sg.optimal_tokens(same), [0])
     alone = sg.TokenData(A, Z=Z, scores=np.array([[1.0, 0.9, 0.9]]))  # selections only
     np.testing.assert_array_equal(sg.optimal_tokens(alone), [0])
+
+
+def test_values_are_head_features_apart_from_attention_tokens(tmp_path):
+    """Scores come from the head features u (values), not from the attention tokens x."""
+    rng = np.random.default_rng(3)
+    X, U = rng.normal(size=(4, 3, 2)), rng.normal(size=(4, 3, 5))
+    Y, v = np.array([1.0, -1.0, 1.0, -1.0]), rng.normal(size=5)
+    data = sg.TokenData(X, values=U, Y=Y, v=v, Z=rng.normal(size=(4, 2)))
+    assert data.has_values and data.d_values == 5 and data.d == 2
+    np.testing.assert_allclose(sg.token_scores(data), Y[:, None] * np.einsum("ntu,u->nt", U, v))
+    data.save(tmp_path / "u.npz")
+    back = sg.TokenData.load(tmp_path / "u.npz")
+    np.testing.assert_array_equal(back.values, U)
+    plain = sg.TokenData(X, v=rng.normal(size=2), query=0)
+    assert not plain.has_values and plain.values is plain.X
+
+
+@pytest.mark.parametrize(
+    ("values", "v", "match"),
+    [
+        (np.zeros((4, 2, 5)), np.ones(5), r"values must have shape \(n, T, d_u\)"),
+        (np.zeros((4, 3)), np.ones(5), "values"),
+        (np.zeros((4, 3, 5)), np.ones(2), r"v must have shape \(5,\)"),
+    ],
+)
+def test_values_bad_input(values, v, match):
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.TokenData(np.zeros((4, 3, 2)), values=values, v=v, query=0)

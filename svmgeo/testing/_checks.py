@@ -306,8 +306,11 @@ def assert_certified(
 
 # -- scores and the risk ------------------------------------------------------------------
 def visible_scores(data: sg.TokenData) -> np.ndarray:
-    r""":math:`\gamma_{ikt} = Y_{ik} v^\top x_{it}`, :math:`-\infty` on hidden keys; (n, K, T)."""
-    g = np.asarray(data.labels)[:, :, None] * (np.asarray(data.X) @ np.asarray(data.v))[:, None, :]
+    r""":math:`\gamma_{ikt} = Y_{ik} v^\top u_{it}`, :math:`-\infty` on hidden keys; (n, K, T)."""
+    g = (
+        np.asarray(data.labels)[:, :, None]
+        * (np.asarray(data.values) @ np.asarray(data.v))[:, None, :]
+    )
     return np.where(data.visible, g, -np.inf)
 
 
