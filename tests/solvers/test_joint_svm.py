@@ -215,3 +215,15 @@ def test_summary_and_repr():
     assert "2 of 3 queries" in text and "Relaxed attention SVM" in text and "p-SVM" in text
     assert "||v||_2" in text
     assert repr(res).startswith("JointSVMResult(status=optimal")
+
+
+def test_the_companion_doc_example_runs():
+    """docs/companion.md's example block, as a doctest (its printed numbers are checked)."""
+    import doctest
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "companion.md"
+    result = doctest.testfile(
+        str(path), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted >= 8 and result.failed == 0, result
