@@ -133,3 +133,18 @@ def test_bad_param_is_named(param, match):
         sg.att_svm(data, param=param)
     with pytest.raises(sg.ProblemError, match=match):
         sg.feasibility(data, param=param)
+
+
+def test_cli_solve_param_p_matches_the_python_api(capsys, tmp_path):
+    import json
+
+    from svmgeo.cli import main
+
+    save = tmp_path / "p.npz"
+    args = ["solve", "--n", "3", "--T", "3", "--d", "6", "--seed", "0", "--param", "p"]
+    assert main([*args, "--json", "--save", str(save)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    res = sg.att_svm(sg.random_data(3, 3, 6, seed=0), param="p")
+    assert out["param"] == "p" and out["status"] == "optimal"
+    np.testing.assert_allclose(out["p"], res.p, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.load(save)["p"], res.p, rtol=1e-12, atol=1e-12)
