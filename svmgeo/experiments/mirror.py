@@ -18,6 +18,7 @@ Protocol and measured numbers: ``docs/experiments.md``; theory labels: ``docs/be
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,12 @@ def grid(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+def _closest(row: dict[str, Any]) -> float:
+    """The q of :data:`PS` whose ℓ_q SVM is closest in direction to the row's W."""
+    gaps = {q: finite([row[_key(q)]]) for q in PS}
+    return min(PS, key=lambda q: gaps[q][0] if gaps[q] else float("inf"))
+
+
 def _span(values: Any) -> str:
     """``min-max`` of the finite values, two decimals (``-`` when there are none)."""
     v = finite(values)
@@ -137,10 +144,21 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         )
         others = finite(r[_key(q)] for r in g for q in PS if q != p)
         headline[f"{tag}: min 1-corr(W_T, W_mm_q), q != p"] = f"{min(others, default=nan):.2g}"
+        ratios = finite(
+            math.log10(min(finite(r[_key(q)] for q in PS if q != p)) / r["one_minus_corr"])
+            for r in g
+            if finite([r["one_minus_corr"]]) and r["one_minus_corr"] > 0
+        )
+        headline[f"{tag}: log10(nearest other / own 1-corr), min-max"] = (
+            f"{min(ratios, default=nan):.1f}-{max(ratios, default=nan):.1f}"
+        )
+        closest = [_closest(r) == p for r in g]
+        headline[f"{tag}: seeds whose closest of the 4 SVMs is W_mm_p"] = f"{sum(closest)}/{len(g)}"
         headline[f"{tag}: sparsity W_T [W_mm_p], min-max"] = (
             f"{_span(r['sparsity_W'] for r in g)} [{_span(r['sparsity_svm'] for r in g)}]"
         )
-        odd = [str(r["seed"]) for r in g if not r["alpha_is_opt"]]
+        odd = [f"{r['seed']}{'' if r['alpha_is_lot'] else ' (not a LOT)'}" for r in g
+               if not r["alpha_is_opt"]]  # fmt: skip
         headline[f"{tag}: seeds whose final selection is not opt"] = ", ".join(odd) or "none"
     return headline, summary
 
@@ -169,7 +187,8 @@ def plot(rows: Rows, summary: Rows, path: Path) -> list[Path]:
                      label=f"p = {p:g}")  # fmt: skip
         axes[2].axhline(float(np.median(column(s, "median_sparsity_svm"))), color=color, ls="--")
     axes[0].set(xlabel="step", ylabel="1 - corr(W_t, W_mm_p)", title="normalized MD (eta 0.1)")
-    axes[1].set(xlabel="step", ylabel="1 - corr(W_t, W_mm_p)", title="plain MD (eta 2)")
+    axes[1].set(xlabel="step", ylabel="1 - corr(W_t, W_mm_p)", title="plain MD (eta 2)",
+                xscale="log")  # fmt: skip
     axes[2].set(
         xlabel="step", ylabel="fraction |W_kl| < 1e-3 max|W|",
         title="sparsity of W_t (normalized; dashed: W_mm_p)",

@@ -137,7 +137,9 @@ def plot(rows: Rows, summary: Rows, path: Path) -> list[Path]:
         axes[0].semilogy(step[1:], 1.0 - column(s, "median_corr_svm")[1:], **style)
         axes[2].semilogy(step[1:], column(s, "median_composition_error")[1:], **style)
         if setting == "cyclic":
-            axes[1].loglog(step[1:], column(s, "median_fin_error")[1:], **style)
+            finite_runs = f" ({s[-1]['fin_finite']}/{s[-1]['seeds']} W_fin finite)"
+            axes[1].loglog(step[1:], column(s, "median_fin_error")[1:], color=style["color"],
+                           label=style["label"] + finite_runs)  # fmt: skip
     axes[0].set(xlabel="GD step", ylabel="median 1 - corr(W_t, W_svm)", title="direction")
     axes[1].set(
         xlabel="GD step", ylabel="median fin error", title="finite component (cyclic, finite)"
