@@ -63,6 +63,7 @@ from .gd._mirror import MirrorRun, train_mirror  # beyond (issue #13)
 from .ntp import (  # beyond (issue #13)
     FiniteComponent,
     NextTokenData,
+    NTPReport,
     NTPRun,
     NTPVerification,
     TokenPriorityGraph,
@@ -113,6 +114,7 @@ __all__ = [
     "LOTViolation",
     "LocalOptimality",
     "MirrorRun",
+    "NTPReport",
     "NTPRun",
     "NTPVerification",
     "NextTokenData",

@@ -17,7 +17,7 @@ import json
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from .analysis import GenSVMResult, LocalOptimality, gen_svm, is_locally_optimal
 from .data import TokenData
 from .gd import GDRun, train
 from .gd._config import PARAMS
+from .gd._mirror import MirrorRun
+from .ntp import NextTokenData, NTPReport
 from .selection import optimal_token_sets
 from .solvers import SVMResult, att_svm
 
@@ -37,7 +39,7 @@ __all__ = ["VerifyReport", "verify"]
 
 # options of `train` that verify passes through unchanged (the others it sets itself)
 _PASS_THROUGH = ("ridge", "log_domain", "tol", "saturation_tol", "callback")
-_FIELDS_OUT = ("svm_fro", "svm_nuc", "lot", "gen", "run")  # objects, not serialized
+_FIELDS_OUT = ("svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run")  # objects
 
 
 def _f(x: Any) -> float | None:
@@ -124,9 +126,18 @@ class VerifyReport:
         :math:`\mathrm{corr}(W(t), W^{\mathrm{fin}} + R(t) W^{\mathrm{svm}})` with :math:`R(t)`
         fitted to :math:`W(t)` as in :func:`~svmgeo.gen_svm`, and with :math:`W^{\mathrm{svm}}`.
     gen_feasible : bool or None
-    svm_fro, svm_nuc, lot, gen, run : objects or None
-        The solves, the local-optimality verdict, the Gen-SVM result and the GD run behind the
-        report (not serialized; None after :meth:`from_json`).
+    method : {"gd", "mirror"}
+        The training algorithm; for ``"mirror"`` (:math:`\ell_p` mirror descent,
+        :func:`~svmgeo.train_mirror`) ``is_lot``/``feasible`` are those of the
+        :math:`\ell_p` Att-SVM, and ``converged_to`` may be ``"lp"``.
+    mirror_p : float or None
+        The exponent p of a mirror-descent run.
+    W_lp, corr_lp : ndarray or None
+        Mirror descent: :math:`W^{\mathrm{mm}}_{p,\alpha}` (``sg.att_svm(data, alpha,
+        norm=("lp", p))``) and :math:`\mathrm{corr}(W(t), W^{\mathrm{mm}}_{p,\alpha})`.
+    svm_fro, svm_nuc, svm_lp, lot, gen, run, mirror_run : objects or None
+        The solves, the local-optimality verdict, the Gen-SVM result and the GD (or mirror
+        descent) run behind the report (not serialized; None after :meth:`from_json`).
     """
 
     param: str
@@ -160,11 +171,17 @@ class VerifyReport:
     gamma: float | None = None
     corr_eq: np.ndarray | None = None
     corr_dir: np.ndarray | None = None
+    method: str = "gd"
+    mirror_p: float | None = None
+    W_lp: np.ndarray | None = None
+    corr_lp: np.ndarray | None = None
     svm_fro: SVMResult | None = field(default=None, repr=False)
     svm_nuc: SVMResult | None = field(default=None, repr=False)
+    svm_lp: SVMResult | None = field(default=None, repr=False)
     lot: LocalOptimality | None = field(default=None, repr=False)
     gen: GenSVMResult | None = field(default=None, repr=False)
     run: GDRun | None = field(default=None, repr=False)
+    mirror_run: MirrorRun | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
     certificate = renamed("certificate", "farkas", "VerifyReport")
@@ -218,6 +235,10 @@ class VerifyReport:
             ("1 - min max softmax", num(1.0 - self.final_max_softmax, ".3e")),
             ("||W||_F", num(self.final_norm_W, ".6g")),
         ]
+        if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
+            head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
+                       f"{self.mirror_p:g} mirror descent)")  # fmt: skip
+            head.insert(5, (f"corr(W, W_mm l{self.mirror_p:g})", num(float(self.corr_lp[-1]))))
         if not self.feasible:
             head.append(("Att-SVM", "infeasible (Farkas certificate in .farkas)"))
         if self.gen_note is not None:
@@ -241,6 +262,8 @@ class VerifyReport:
         ]
         if self.corr_eq is not None:
             cols.append(("corr_eq", self.corr_eq, ".6f"))
+        if self.corr_lp is not None:
+            cols.append(("corr_lp", self.corr_lp, ".6f"))
         cols += [("1-max_softmax", 1.0 - self.max_softmax, ".3e"), ("||W||_F", self.norm_W, ".6g")]
         R = len(self.steps)
         rows = sorted({0, R - 1} | {int(j) for j in np.linspace(0, R - 1, 6).round()})
@@ -295,7 +318,7 @@ class VerifyReport:
         kw: dict[str, Any] = dict(raw)
         for name in ("W_fro", "W_nuc", "corr_fro", "corr_nuc", "max_softmax", "norm_W", "W"):
             kw[name] = _array(raw[name])
-        for name in ("farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir"):
+        for name in ("farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir", "W_lp", "corr_lp"):
             kw[name] = _array(raw.get(name))
         kw["selection"] = _array(raw["selection"], np.int64)
         kw["steps"] = _array(raw["steps"], np.int64)
@@ -367,12 +390,18 @@ def _curve(Ws: np.ndarray, ref: np.ndarray | None) -> np.ndarray:
     return np.array([correlation(W, ref) for W in Ws])
 
 
+@overload
+def verify(data: NextTokenData, **options: Any) -> NTPReport: ...
+@overload
+def verify(data: TokenData, **options: Any) -> VerifyReport: ...
+
+
 def verify(
-    data: TokenData,
+    data: TokenData | NextTokenData,
     *,
     param: str = "W",
     m: int | None = None,
-    loss: str = "logistic",
+    loss: str | None = None,
     head: str = "linear",
     v: Any = None,
     V: Any = None,
@@ -388,8 +417,10 @@ def verify(
     seed: int | None = None,
     record_every: int | None = None,
     threshold: float = 0.99,
+    method: str = "gd",
+    p: float | None = None,
     **train_options: Any,
-) -> VerifyReport:
+) -> VerifyReport | NTPReport:
     r"""Run GD and the attention SVMs, and report how GD's direction compares with them.
 
     .. math::
@@ -406,14 +437,23 @@ def verify(
     W^{\mathrm{svm}}` for the selected sets of the final probabilities, and :math:`\Gamma`
     (a *conjecture*: the paper's proposed equivalence, measured here, not a theorem).
 
+    ``method="mirror"`` trains with :math:`\ell_p` mirror descent (:func:`~svmgeo.train_mirror`)
+    and compares it with the :math:`\ell_p` Att-SVM :math:`W^{\mathrm{mm}}_{p,\alpha}` of its
+    selection (``corr_lp``; its directional limit by Julistiono, Tarzanagh, Azizan,
+    arXiv:2410.14581). A :class:`~svmgeo.NextTokenData` is verified by
+    :func:`svmgeo.ntp.verify_ntp_training` (GD against :math:`W^{\mathrm{fin}} + R\,
+    W^{\mathrm{svm}}`, Li et al., arXiv:2403.08081) and returns its
+    :class:`~svmgeo.NTPReport`. Both refuse, by name, the options that do not apply to them.
+
     Parameters
     ----------
-    data : TokenData
+    data : TokenData or NextTokenData
     param : {"W", "KQ"}
     m : int, optional
         Width of K and Q (default d). With ``m < d`` the nuclear SVM carries the rank bound m.
     loss, head, v, V, lam, step_size, n_steps, normalized, backend, record_every
-        As in :func:`~svmgeo.train` (``n_steps`` defaults to 2000 here).
+        As in :func:`~svmgeo.train` (``n_steps`` defaults to 2000 here). ``loss`` defaults to
+        ``"logistic"`` (``"ce"`` for a NextTokenData, as in :func:`~svmgeo.train_ntp`).
     init : "zero", ("random", scale), array, (K, Q), or "cone"
         As in :func:`~svmgeo.train`, plus ``"cone"``: start in the cone around
         :math:`W^{\mathrm{mm}}_\alpha` of the selection ``alpha``,
@@ -431,6 +471,13 @@ def verify(
     threshold : float
         ``converged_to`` names the best prediction when its final correlation is at least
         this.
+    method : {"gd", "mirror"}, default "gd"
+        ``"mirror"``: :math:`\ell_p` mirror descent, W parameter, linear head; uses ``p``,
+        ``loss``, ``v``, ``step_size``, ``n_steps``, ``normalized``, ``init`` ("zero" or an
+        array), ``backend``, ``record_every``, ``threshold``.
+    p : float, optional
+        The exponent of the mirror potential :math:`\psi(W) = \|W\|_p^p/p`, ``p > 1``
+        (required with ``method="mirror"``, refused otherwise).
     **train_options
         Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``tol``,
         ``saturation_tol``, ``callback``. Any other name is a :class:`~svmgeo.ProblemError`.
@@ -438,6 +485,7 @@ def verify(
     Returns
     -------
     VerifyReport
+        An :class:`~svmgeo.NTPReport` for a NextTokenData.
 
     Raises
     ------
@@ -453,6 +501,13 @@ def verify(
     >>> bool(rep.is_optimal), rep.converged_to
     (True, 'fro')
     """
+    if (
+        isinstance(data, NextTokenData) or method != "gd" or p is not None
+    ):  # issue #13: mirror descent, NTP
+        from ._verify_beyond import verify_beyond
+
+        return verify_beyond(dict(locals()))
+    loss = "logistic" if loss is None else loss
     where = "verify"
     if not isinstance(data, TokenData):
         raise ProblemError(f"verify takes one svmgeo.TokenData; got {type(data).__name__}.")

@@ -26,6 +26,9 @@ from ._sweep import (
 # the experiments register themselves on import, in the order of the paper's story
 from . import paths2d, rank, local, global_, gensvm, concave  # noqa: F401  # isort: skip
 
+# beyond the paper (issue #13): l_p mirror descent, next-token prediction
+from . import mirror, ntp  # noqa: F401  # isort: skip
+
 __all__ = [
     "Experiment",
     "ReproduceResult",

@@ -18,7 +18,9 @@ from svmgeo.cli import main
 from svmgeo.experiments.global_ import KQ_INIT_SCALE
 from svmgeo.experiments.rank import numerical_rank
 
-NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave"]
+from ._beyond_checks import BEYOND_CHECKS, BEYOND_COLUMNS
+
+NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave", "mirror", "ntp"]
 
 COLUMNS = {
     "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
@@ -38,6 +40,7 @@ COLUMNS = {
     "gensvm": {"d", "seed", "step", "one_minus_corr_eq", "one_minus_corr_svm", "gamma"},
     "concave": {"lam", "tau", "seed", "mean_selected", "max_selected", "corr_eq"},
 }
+COLUMNS.update(BEYOND_COLUMNS)
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -202,6 +205,7 @@ CHECKS = {
     "concave": _check_concave,
     "paths2d": _check_paths2d,
 }
+CHECKS.update(BEYOND_CHECKS)
 
 
 def test_python_api_resumes_from_the_table(tmp_path):

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""sg.verify beyond GD on TokenData: l_p mirror descent (method="mirror") and NextTokenData."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+
+import svmgeo as sg
+from svmgeo.gd._oracle import RiskOracle
+
+
+@pytest.fixture(scope="module")
+def data() -> sg.TokenData:
+    return sg.random_data(4, 5, 10, seed=1)
+
+
+@pytest.fixture(scope="module")
+def mirror_report(data: sg.TokenData) -> sg.VerifyReport:
+    return sg.verify(data, method="mirror", p=1.5, n_steps=1500, record_every=100, backend="numpy")
+
+
+def test_mirror_report_is_recomputed_from_its_parts(data, mirror_report):
+    rep = mirror_report
+    # the run: train_mirror with the same options, from zero
+    run = sg.train_mirror(data, p=1.5, step_size=0.1, normalized=True, n_steps=1500,
+                          record_every=100)  # fmt: skip
+    np.testing.assert_allclose(rep.W, run.W, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(rep.steps, run.step)
+    # the selection: the most probable key at the final W
+    sel = RiskOracle(data)(run.W).selected.reshape(-1)
+    np.testing.assert_array_equal(rep.selection, sel)
+    assert rep.is_optimal == bool(np.array_equal(sel, sg.optimal_tokens(data)))
+    # the l_p SVM of that selection, and the correlation curve against it
+    svm = sg.att_svm(data, sel, norm=("lp", 1.5))
+    np.testing.assert_allclose(rep.W_lp, svm.W, rtol=1e-9, atol=1e-12)
+    expected = [sg.correlation(W, svm.W) for W in run.W_history]
+    np.testing.assert_allclose(rep.corr_lp, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rep.corr_fro[-1], sg.correlation(run.W, sg.att_svm(data, sel).W))
+    # LOT in the l_p norm
+    assert rep.is_lot == bool(sg.is_locally_optimal(data, sel, norm=("lp", 1.5)))
+    # saturation: min over sequences of the largest softmax probability, at the last W
+    logits = np.einsum("ntd,de,ne->nt", data.X, run.W, data.Z)
+    np.testing.assert_allclose(rep.final_max_softmax, softmax(logits, axis=1).max(axis=1).min())
+    assert rep.method == "mirror" and rep.mirror_p == 1.5 and rep.mirror_run is not None
+
+
+def test_mirror_run_prefers_its_own_lp_svm(mirror_report):
+    # the theorem's prediction for this instance: W_t aligns with W^mm_p, not W^mm_2
+    rep = mirror_report
+    assert rep.converged_to == "lp"
+    assert rep.corr_lp[-1] > 0.999 > rep.corr_fro[-1]
+    assert 1 - rep.corr_lp[-1] < 0.1 * (1 - rep.corr_lp[len(rep.steps) // 3])
+
+
+def test_p2_mirror_verify_is_gd_verify(data):
+    # psi = |W|^2/2 makes mirror descent plain (normalized) GD, and the l_2 SVM the Frobenius one
+    md = sg.verify(data, method="mirror", p=2.0, n_steps=300, record_every=30, backend="numpy")
+    gd = sg.verify(data, n_steps=300, record_every=30, backend="numpy")
+    np.testing.assert_array_equal(md.steps, gd.steps)
+    np.testing.assert_allclose(md.W, gd.W, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(md.W_lp, gd.W_fro, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(md.corr_lp, gd.corr_fro, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(md.corr_nuc, gd.corr_nuc, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(md.max_softmax, gd.max_softmax, rtol=1e-12)
+    np.testing.assert_array_equal(md.selection, gd.selection)
+
+
+def test_mirror_report_prints_and_round_trips(mirror_report):
+    text = str(mirror_report)
+    assert "corr(W, W_mm l1.5)" in text and "corr_lp" in text and "p = 1.5 mirror descent" in text
+    back = sg.VerifyReport.from_json(mirror_report.to_json())
+    assert back.method == "mirror" and back.mirror_p == 1.5
+    np.testing.assert_allclose(back.corr_lp, mirror_report.corr_lp)
+    np.testing.assert_allclose(back.W_lp, mirror_report.W_lp)
+    gd_json = sg.VerifyReport.from_json(sg.verify(sg.random_data(2, 3, 4, seed=0), n_steps=20,
+                                                  backend="numpy").to_json())  # fmt: skip
+    assert gd_json.method == "gd" and gd_json.corr_lp is None and gd_json.mirror_p is None
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"method": "mirror"}, "needs p"),
+        ({"p": 1.5}, "pass method='mirror'"),
+        ({"method": "mirror", "p": 1.5, "param": "KQ"}, "does not use param"),
+        ({"method": "mirror", "p": 1.5, "ridge": 0.1}, "does not use ridge"),
+        ({"method": "mirror", "p": 1.5, "seed": 3, "m": 2}, "does not use m, seed"),
+        ({"method": "mirror", "p": 1.5, "head": "concave"}, "head='linear'"),
+        ({"method": "mirror", "p": 1.5, "init": "cone"}, "init='cone'"),
+        ({"method": "mirror", "p": 1.0}, "'p'"),
+        ({"method": "adam", "p": 1.5}, "'method'"),
+    ],
+)
+def test_mirror_bad_options_are_named(data, options, match):
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.verify(data, n_steps=5, **options)
+
+
+def test_verify_rejects_other_data():
+    with pytest.raises(sg.ProblemError, match="TokenData or svmgeo"):
+        sg.verify(np.zeros((2, 3, 4)), method="mirror", p=1.5)
+
+
+# ---------------------------------------------------------------------- next-token data
+
+
+@pytest.fixture(scope="module")
+def ntp_data() -> sg.NextTokenData:
+    return sg.random_next_token_data(40, 4, 5, 8, tier_size=2, seed=3)
+
+
+def test_verify_dispatches_next_token_data(ntp_data):
+    rep = sg.verify(ntp_data, loss="retrieval", step_size=2.0, normalized=False, n_steps=400,
+                    record_every=50)  # fmt: skip
+    assert isinstance(rep, sg.NTPReport)
+    run = sg.train_ntp(ntp_data, loss="retrieval", step_size=2.0, normalized=False,
+                       n_steps=400, record_every=50)  # fmt: skip
+    np.testing.assert_array_equal(rep.steps, run.step)
+    np.testing.assert_allclose(rep.W, run.W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(rep.train_loss, run.loss, rtol=1e-12)
+    svm = sg.graph_svm(ntp_data)
+    fin = sg.finite_component(ntp_data, loss="retrieval")
+    for j in (1, len(rep.steps) - 1):
+        ref = sg.verify_ntp(ntp_data, run.W_history[j], svm=svm, fin=fin)
+        np.testing.assert_allclose(
+            [rep.corr_svm[j], rep.fin_error[j], rep.composition_error[j], rep.top_mass[j],
+             rep.R[j]],
+            [ref.corr_svm, ref.fin_error, ref.composition_error, ref.top_mass, ref.R],
+            rtol=1e-9, atol=1e-12,
+        )  # fmt: skip
+    assert rep.final.corr_svm == rep.corr_svm[-1]
+    graphs = sg.token_priority_graphs(ntp_data)
+    assert rep.acyclic == all(g.is_acyclic for g in graphs.values())
+    kinds = svm.constraints.kind
+    assert rep.n_equality_rows == np.count_nonzero(kinds == sg.EQUALITY) > 0
+    assert rep.n_margin_rows == np.count_nonzero(kinds == sg.MARGIN)
+    assert rep.fin_success == fin.success
+    # GD moves toward the prediction along the run
+    assert rep.corr_svm[-1] > rep.corr_svm[1] and rep.fin_error[-1] < rep.fin_error[1]
+    text = str(rep)
+    assert "NTP verify report (retrieval loss)" in text and "cyclic (soft composition)" in text
+
+
+def test_ntp_verify_defaults_to_cross_entropy(ntp_data):
+    rep = sg.verify(ntp_data, n_steps=30)
+    assert rep.loss == "ce" and rep.normalized and rep.step_size == 0.1
+    run = sg.train_ntp(ntp_data, loss="ce", n_steps=30)
+    np.testing.assert_allclose(rep.W, run.W, rtol=1e-12, atol=0)
+
+
+def test_acyclic_ntp_has_no_finite_component():
+    data = sg.random_next_token_data(40, 4, 5, 8, tier_size=1, seed=0)
+    rep = sg.verify(data, loss="retrieval", n_steps=50)
+    assert rep.acyclic and rep.n_equality_rows == 0 and rep.fin_success
+    np.testing.assert_array_equal(rep.W_fin, np.zeros((8, 8)))
+    np.testing.assert_array_equal(rep.fin_error, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"head": "relu"}, "does not use head"),
+        ({"param": "KQ", "backend": "numpy"}, "does not use param, backend"),
+        ({"ridge": 0.1}, "does not use ridge"),
+        ({"method": "mirror", "p": 1.5}, "NextTokenData is verified with gradient descent"),
+        ({"loss": "logistic"}, "'loss'"),
+    ],
+)
+def test_ntp_bad_options_are_named(ntp_data, options, match):
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.verify(ntp_data, n_steps=5, **options)
