@@ -188,7 +188,7 @@ def _parallel(P: Problem, n_steps: int) -> bool:
 
 def _prob(P: Problem) -> tuple[np.ndarray, ...]:
     """The problem's arrays as the compiled kernels take them."""
-    return (P.X, P.Z, P.Y, P.vis, P.hv, P.hV, P.hw, P.lam)
+    return (P.X, P.U, P.Z, P.Y, P.vis, P.hv, P.hV, P.hw, P.lam, P.C)
 
 
 def _options(cfg: GDConfig) -> tuple[bool, int, float]:

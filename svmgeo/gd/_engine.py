@@ -555,8 +555,13 @@ def train(
     loss : {"logistic", "exponential", "correlation"}
     head : {"linear", "relu", "concave"}
         :math:`v^\top x` (``v`` defaults to ``data.v``), :math:`v^\top\mathrm{ReLU}(V^\top x)`
-        (``V`` of shape (d, p) required, ``v`` of shape (p,) defaults to ones), or
-        :math:`v^\top x - \lambda\|x\|^2` (``lam`` required).
+        (``V`` of shape (d_u, p) required, ``v`` of shape (p,) defaults to ones), or
+        :math:`v^\top x - \lambda\|x\|^2` (``lam`` required), applied to
+        :math:`x = U_i^\top s` with :math:`U_i` the head features ``data.values`` (width
+        :math:`d_u`; ``X`` when the data have no values). Data built with ``scores=`` and no
+        ``v`` train the linear head from the given :math:`\gamma_{ikt}` (labels included):
+        :math:`Y_{ik} f_{ik} = \sum_t s_t \gamma_{ikt}`, which is all the linear head needs;
+        other heads, ``v=`` and ``train_head`` are refused for such data.
     v, V, lam : optional
         Head parameters, fixed during training.
     step_size : float

@@ -105,7 +105,7 @@ def _log_abs_dloss(u: float, loss_id: int) -> float:
 
 @njit()
 def _head(r, head_id, hv, hV, hw, lam, u):
-    """Head value at r; writes its gradient into u."""
+    """Head value at r (length d_u); writes its gradient into u."""
     d = r.shape[0]
     if head_id == 1:
         p = hw.shape[0]
@@ -131,8 +131,8 @@ def _head(r, head_id, hv, hV, hw, lam, u):
 
 
 @njit()
-def _workspace(n, K, T, d):
-    """Scratch arrays of :func:`_grad_one` for one instance."""
+def _workspace(n, K, T, d, du):
+    """Scratch arrays of :func:`_grad_one` for one instance (``du`` the head features' width)."""
     return (
         np.empty((n, K, T)),
         np.empty((n, K, T)),
@@ -140,8 +140,8 @@ def _workspace(n, K, T, d):
         np.empty(d),
         np.empty(T),
         np.empty(T),
-        np.empty(d),
-        np.empty(d),
+        np.empty(du),
+        np.empty(du),
         np.empty(T),
         np.empty(d),
     )
@@ -154,11 +154,12 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
     Per query: ``lw[i, k, t]`` holds the linear weight ``rel_t * e_t`` (relative to the
     largest off-argmax probability) and ``sg[i, k, 0]`` the query's log-scale ``L_q``; the
     instance scale is ``M = max_q (L_q + log max_t |rel_t e_t|)``. ``inst`` is
-    ``(X, Z, Y, vis, hv, hV, hw, lam)`` of one instance, ``ws`` from :func:`_workspace`.
+    ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
     """
-    X, Z, Y, vis, hv, hV, hw, lam = inst
+    X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
     lw, sg, mk, wz, a, sv, r, u, gt, g = ws
     n, T, d = X.shape
+    du = U.shape[2]
     K = Z.shape[1]
     Mx = _NEG_INF
     for i in range(n):
@@ -192,21 +193,28 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
                     sv[t] = st
                     ssum += st
             lse = top + math.log(ssum)
-            for p in range(d):
+            for p in range(du):
                 r[p] = 0.0
             for t in range(T):
                 if vis[i, k, t]:
                     st = sv[t] / ssum
                     sv[t] = st
-                    for p in range(d):
-                        r[p] += st * X[i, t, p]
-            f = _head(r, head_id, hv, hV, hw, lam, u)
-            for t in range(T):
-                if vis[i, k, t]:
-                    acc = 0.0
-                    for p in range(d):
-                        acc += X[i, t, p] * u[p]
-                    gt[t] = acc
+                    for p in range(du):
+                        r[p] += st * U[i, t, p]
+            if head_id == 3:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
+                f = 0.0
+                for t in range(T):
+                    if vis[i, k, t]:
+                        gt[t] = C[i, k, t]
+                        f += sv[t] * gt[t]
+            else:
+                f = _head(r, head_id, hv, hV, hw, lam, u)
+                for t in range(T):
+                    if vis[i, k, t]:
+                        acc = 0.0
+                        for p in range(du):
+                            acc += U[i, t, p] * u[p]
+                        gt[t] = acc
             mean = 0.0
             for t in range(T):
                 if vis[i, k, t]:
@@ -410,24 +418,24 @@ def _step(
 
 @njit()
 def _instance(prob, b):
-    X, Z, Y, vis, hv, hV, hw, lam = prob
-    return (X[b], Z[b], Y[b], vis[b], hv[b], hV[b], hw[b], lam[b])
+    X, U, Z, Y, vis, hv, hV, hw, lam, C = prob
+    return (X[b], U[b], Z[b], Y[b], vis[b], hv[b], hV[b], hw[b], lam[b], C[b])
 
 
 @njit()
 def run_one(P1, P2, is_kq, inst, opts, n_steps, lim):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 
-    ``inst`` is ``(X, Z, Y, vis, hv, hV, hw, lam)`` of the instance, ``opts`` is
+    ``inst`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
     ``(head_id, loss_id, log_domain, normalized, eta, rho, log_tol)`` and ``lim`` its
     largest parameter norm.
     """
     head_id, loss_id, log_domain, normalized, eta, rho, log_tol = opts
     n, T, d = inst[0].shape
-    K = inst[1].shape[1]
+    K = inst[2].shape[1]
     W = np.empty((d, d))
     G = np.empty((d, d))
-    ws = _workspace(n, K, T, d)
+    ws = _workspace(n, K, T, d, inst[1].shape[2])
     A1 = np.empty(P1.shape)
     A2 = np.empty(P2.shape)
     D1 = np.empty(P1.shape)
@@ -468,7 +476,7 @@ def run_one(P1, P2, is_kq, inst, opts, n_steps, lim):
 def advance(P1, P2, is_kq, prob, opts, n_steps, status, steps, lims):
     """Advance every running instance (status 0) by up to ``n_steps`` steps, in place.
 
-    ``prob`` is ``(X, Z, Y, vis, hv, hV, hw, lam)`` with a leading batch axis, ``lims`` (B,)
+    ``prob`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` with a leading batch axis, ``lims`` (B,)
     the instances' largest parameter norms.
     """
     for b in prange(P1.shape[0]):
@@ -482,7 +490,7 @@ def advance(P1, P2, is_kq, prob, opts, n_steps, status, steps, lims):
 def grad_one(W, inst, head_id, loss_id, log_domain, G):
     """(G, M) of one instance: G written in place, M returned."""
     n, T, d = inst[0].shape
-    ws = _workspace(n, inst[1].shape[1], T, d)
+    ws = _workspace(n, inst[2].shape[1], T, d, inst[1].shape[2])
     return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws)
 
 
@@ -490,10 +498,11 @@ def grad_one(W, inst, head_id, loss_id, log_domain, G):
 def grad_batch(Wall, prob, head_id, loss_id, log_domain):
     """(G, M) for every instance of a batch: G (B, d, d), M (B,)."""
     B, n, T, d = prob[0].shape
-    K = prob[1].shape[2]
+    K = prob[2].shape[2]
+    du = prob[1].shape[3]
     Gall = np.empty((B, d, d))
     Mall = np.empty(B)
     for b in prange(B):
-        ws = _workspace(n, K, T, d)
+        ws = _workspace(n, K, T, d, du)
         Mall[b] = _grad_one(Wall[b], _instance(prob, b), head_id, loss_id, log_domain, Gall[b], ws)
     return Gall, Mall

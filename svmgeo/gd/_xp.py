@@ -4,8 +4,9 @@ r"""Reference kernels, written once for any array namespace ``xp`` (numpy or cup
 Everything is vectorized over a batch of B instances (see :mod:`svmgeo.gd._problem`).
 
 **Gradient, stable form.** For query :math:`(i, k)` with softmax :math:`s` over the visible
-keys, :math:`r = X_i^\top s`, :math:`u = \nabla h(r)` and dynamic scores
-:math:`\tilde\gamma_t = x_{it}^\top u`, the risk gradient is
+keys, :math:`r = U_i^\top s` (the head features, ``values``; :math:`U = X` by default),
+:math:`u = \nabla h(r)` and dynamic scores :math:`\tilde\gamma_t = u_{it}^\top u`
+(:math:`\tilde\gamma_t = Y_{ik}\gamma_{ikt}` for given scores), the risk gradient is
 
 .. math::
 
@@ -14,7 +15,7 @@ keys, :math:`r = X_i^\top s`, :math:`u = \nabla h(r)` and dynamic scores
     \qquad e_t = (\tilde\gamma_t - \tilde\gamma_m) - \sum_\tau s_\tau (\tilde\gamma_\tau - \tilde\gamma_m),
 
 with :math:`m` the most probable key. It equals the textbook
-:math:`X_i^\top(\mathrm{diag}\, s - s s^\top) X_i u\, z^\top` because :math:`\sum_t s_t e_t = 0`,
+:math:`X_i^\top(\mathrm{diag}\, s - s s^\top) U_i u\, z^\top` because :math:`\sum_t s_t e_t = 0`,
 but never subtracts two nearly equal numbers once the softmax saturates.
 
 **Log domain.** With :math:`t_2` the most probable key other than :math:`m`, each query's
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ._problem import NORM_LIMIT, Problem
+from ._problem import NORM_LIMIT, SCORES_HEAD, Problem
 
 __all__ = [
     "UNDERFLOW",
@@ -101,11 +102,21 @@ def _head(r: Any, P: Problem, xp: Any, a: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def arrays(P: Problem, xp: Any) -> dict[str, Any]:
-    """The problem's arrays on the namespace's device."""
-    return {
+    """The problem's arrays on the namespace's device (``U`` is ``X`` when they coincide)."""
+    out = {
         name: xp.asarray(getattr(P, name))
-        for name in ("X", "Z", "Y", "vis", "hv", "hV", "hw", "lam")
+        for name in ("X", "Z", "Y", "vis", "hv", "hV", "hw", "lam", "C")
     }
+    out["U"] = out["X"] if P.U is P.X else xp.asarray(P.U)
+    return out
+
+
+def _dynamic_scores(fw_u: Any, P: Problem, a: dict[str, Any], xp: Any) -> Any:
+    r""":math:`\tilde\gamma_t = u_t^\top \nabla h` (B, n, K, T) for head gradients ``fw_u``
+    (B, n, K, d_u); the given :math:`C = Y\gamma` for the scores head."""
+    if P.head_id == SCORES_HEAD:
+        return a["C"]
+    return xp.einsum("bntd,bnkd->bnkt", a["U"], fw_u)
 
 
 def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
@@ -118,9 +129,13 @@ def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
     with _quiet(xp):
         ls = logits - top - xp.log(xp.sum(xp.exp(logits - top), axis=-1, keepdims=True))
     s = xp.exp(ls)
-    r = xp.einsum("bnkt,bntd->bnkd", s, X)
-    f, u = _head(r, P, xp, a)
-    return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u}
+    r = xp.einsum("bnkt,bntd->bnkd", s, a["U"])
+    if P.head_id == SCORES_HEAD:
+        f, u = xp.sum(s * a["C"], axis=-1), r
+    else:
+        f, u = _head(r, P, xp, a)
+    gt = _dynamic_scores(u, P, a, xp)
+    return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}
 
 
 def _x_m(X: Any, m: Any, xp: Any) -> Any:
@@ -138,8 +153,7 @@ def grad_w(
     """
     X, Y, vis = a["X"], a["Y"], a["vis"]
     fw = forward(W, P, a, xp)
-    s, ls, m = fw["s"], fw["ls"], fw["m"]
-    gt = xp.einsum("bntd,bnkd->bnkt", X, fw["u"])
+    s, ls, m, gt = fw["s"], fw["ls"], fw["m"], fw["gt"]
     delta = gt - _take(gt, m, xp)[..., None]
     e = delta - xp.sum(s * delta, axis=-1, keepdims=True)
     yf = Y * fw["f"]
@@ -314,8 +328,13 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dic
     X, Y, vis = a["X"], a["Y"], a["vis"]
     fw = forward(W, P, a, xp)
     ls, m, f = fw["ls"], fw["m"], fw["f"]
-    xm = _x_m(X, m, xp)
-    fm, um = _head(xm, P, xp, a)
+    if P.head_id == SCORES_HEAD:  # h at the selected token, and the scores relative to it
+        fm = _take(a["C"], m, xp)
+        dprime = a["C"] - fm[..., None]
+    else:
+        um_tok = _x_m(a["U"], m, xp)
+        fm, um = _head(um_tok, P, xp, a)
+        dprime = _dynamic_scores(um, P, a, xp) - xp.sum(um_tok * um, axis=-1)[..., None]
     T = X.shape[2]
     n = X.shape[1]
     B = X.shape[0]
@@ -324,7 +343,6 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dic
         ls_o = xp.where(other, ls, -xp.inf)
         lmax = xp.max(ls_o, axis=-1)
         lsafe = xp.where(xp.isfinite(lmax), lmax, 0.0)
-        dprime = xp.einsum("bntd,bnkd->bnkt", X, um) - xp.sum(xm * um, axis=-1)[..., None]
         q = xp.sum(xp.exp(ls_o - lsafe[..., None]) * dprime, axis=-1)
         q = xp.where(xp.isfinite(lmax), q, 0.0)
         first_log = log_abs_dloss(Y * fm, loss_id, xp) + lsafe + xp.log(xp.abs(q))
