@@ -454,7 +454,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
     if save is not None:
         factors = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
-        np.savez(save, **trained, **factors)  # type: ignore[arg-type]
+        np.savez(save, **trained, **factors)
         summary["saved"] = save
     _emit(summary, args.json)
     return 0

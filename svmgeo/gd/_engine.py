@@ -12,18 +12,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import numpy as np
 
 from .._compat import renamed
 from .._errors import ProblemError
 from .._summary import summarized
-from .._validation import check_array, check_real
+from .._validation import check_array, check_option, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
 from ._config import BATCH_RECORDS, CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
+from ._mirror import MirrorRun, train_mirror
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
 
 __all__ = [
@@ -569,9 +570,19 @@ def train_batch(
     return GradientDescent(cfg).run(problem, callback)
 
 
-def train(
+@overload
+def train(data: TokenData, *, method: Literal["gd"] = ..., **options: Any) -> GDRun: ...
+
+
+@overload
+def train(data: TokenData, *, method: Literal["mirror"], **options: Any) -> MirrorRun: ...
+
+
+def train(  # type: ignore[misc]  # the overloads take the options as **options
     data: TokenData,
     *,
+    method: str = "gd",
+    p: float | None = None,
     param: str = "W",
     m: int | None = None,
     loss: str = "logistic",
@@ -580,21 +591,21 @@ def train(
     V: Any = None,
     lam: float | None = None,
     step_size: float = 0.1,
-    normalized: bool = True,
+    normalized: bool | None = None,
     n_steps: int = 1000,
     record_every: int | None = None,
     record: tuple[str, ...] = RECORDS,
     ridge: float = 0.0,
     init: Any = "zero",
     seed: int | None = None,
-    backend: str = "numba",
+    backend: str | None = None,
     log_domain: bool = True,
     tol: float = 0.0,
     saturation_tol: float | None = None,
     train_head: bool = False,
     normalize_eps: float = 0.0,
     callback: Callable[[Intermediate], Any] | None = None,
-) -> GDRun:
+) -> GDRun | MirrorRun:
     r"""Train softmax attention by (normalized) gradient descent.
 
     .. math::
@@ -613,6 +624,15 @@ def train(
     ----------
     data : TokenData
         Tokens, labels, queries (cross, self, or K per sequence) and mask.
+    method : {"gd", "mirror"}, default "gd"
+        Gradient descent (this function), or :math:`\ell_p` mirror descent: ``method="mirror"``
+        returns :func:`~svmgeo.train_mirror` (data, ``p=``, and its options ``loss``,
+        ``head``, ``v``, ``V``, ``lam``, ``step_size``, ``normalized``, ``n_steps``,
+        ``record_every``, ``init``, ``backend``, with its defaults), a
+        :class:`~svmgeo.MirrorRun`; other options raise a ProblemError.
+    p : float, optional
+        ``method="mirror"`` only: the exponent :math:`p > 1` of the mirror potential
+        :math:`\|W\|_p^p/p`. Unrelated to ``param="p"`` (the prompt vector).
     param : {"W", "KQ", "p"}
         Train W, K and Q of width ``m`` (default d), or the prompt vector
         :math:`p \in \mathbb{R}^d` of the companion paper (Tarzanagh, Li, Zhang, Oymak,
@@ -642,8 +662,9 @@ def train(
         initial head: default ``data.v``, else zero).
     step_size : float
         :math:`\eta > 0`.
-    normalized : bool
-        Normalized (default) or plain steps.
+    normalized : bool, optional
+        Normalized (default for ``method="gd"``) or plain steps (default for
+        ``method="mirror"``, the paper's algorithm).
     n_steps : int
         Maximum number of steps.
     record_every : int, optional
@@ -658,9 +679,9 @@ def train(
         Initialization; random entries are :math:`\mathcal{N}(0, \text{scale}^2)`.
     seed : int, optional
         Seed of the random initialization.
-    backend : {"numba", "numpy", "cupy"}
-        Compiled CPU kernels (default), the readable numpy reference, or CuPy
-        (``pip install svmgeo[gpu]``).
+    backend : {"numba", "numpy", "cupy"}, optional
+        Compiled CPU kernels (default for ``method="gd"``), the readable numpy reference
+        (default for ``method="mirror"``), or CuPy (``pip install svmgeo[gpu]``).
     log_domain : bool
         Log-domain step direction (default True).
     tol : float
@@ -695,6 +716,7 @@ def train(
     Returns
     -------
     GDRun
+        (a :class:`~svmgeo.MirrorRun` for ``method="mirror"``)
 
     Raises
     ------
@@ -716,6 +738,36 @@ def train(
             f"train takes one svmgeo.TokenData; got {type(data).__name__}. "
             "Use train_batch for a sequence of datasets."
         )
+    check_option(method, "method", ("gd", "mirror"), where="train")
+    if method == "mirror":
+        gd_only = {
+            "param": (param, "W"), "m": (m, None), "record": (tuple(record), RECORDS),
+            "ridge": (ridge, 0.0), "seed": (seed, None), "log_domain": (log_domain, True),
+            "tol": (tol, 0.0), "saturation_tol": (saturation_tol, None),
+            "train_head": (train_head, False), "normalize_eps": (normalize_eps, 0.0),
+            "callback": (callback, None),
+        }  # fmt: skip
+        given = [name for name, (value, default) in gd_only.items() if value != default]
+        if given or p is None:
+            raise ProblemError(
+                "method='mirror' (l_p mirror descent, svmgeo.train_mirror) needs p=, the "
+                "exponent of the potential ||W||_p^p / p (p > 1), and takes loss, head, v, V, "
+                "lam, step_size, normalized, n_steps, record_every, init and backend; got "
+                + (f"the gradient-descent option(s) {', '.join(given)}." if given else "no p.")
+            )
+        return train_mirror(
+            data, p=p, loss=loss, head=head, v=v, V=V, lam=lam, step_size=step_size,
+            normalized=False if normalized is None else normalized, n_steps=n_steps,
+            record_every=record_every, init=init, backend="numpy" if backend is None else backend,
+        )  # fmt: skip
+    if p is not None:
+        raise ProblemError(
+            f"p={p!r} is the l_p exponent of method='mirror'; with method='gd' train takes no p. "
+            "For prompt attention (key scores x^T p) pass param='p'; for mirror descent pass "
+            "method='mirror'."
+        )
+    normalized = True if normalized is None else normalized
+    backend = "numba" if backend is None else backend
     cfg = GDConfig(
         param=param, m=m, loss=loss, head=head, step_size=step_size, normalized=normalized,
         n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
