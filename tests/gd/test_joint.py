@@ -202,3 +202,26 @@ def test_cupy_code_path_with_values_p_and_head(monkeypatch: pytest.MonkeyPatch) 
             if x is not None:
                 assert type(y) is np.ndarray
                 np.testing.assert_allclose(y, x, rtol=1e-10, atol=1e-12)
+
+
+def test_batched_parallel_joint_runs_equal_single_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prange over instances (advance, grad_batch) with values, p, train_head and eps."""
+    import numba
+
+    from svmgeo.gd import _backend
+
+    from .conftest import with_values
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    datasets = [with_values(sg.random_data(3, 4, 5, seed=s), seed=s) for s in range(4)]
+    kw = dict(param="p", train_head=True, normalize_eps=0.01, n_steps=100)
+    monkeypatch.setattr(_backend, "_PARALLEL_WORK", 0)
+    numba.set_num_threads(2)
+    batch = sg.train_batch(datasets, record=sg.gd.RECORDS, **kw)  # type: ignore[arg-type]
+    assert batch.v is not None and batch.p is not None and batch.W is None
+    for b, data in enumerate(datasets):
+        one = sg.train(data, **kw)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(batch[b].p, one.p)
+        np.testing.assert_array_equal(batch[b].v, one.v)
+        np.testing.assert_array_equal(batch.history.grad_norm[b], one.history.grad_norm)
