@@ -25,12 +25,24 @@ __all__ = [
     "StopStatus",
 ]
 
-PARAMS = ("W", "KQ")
+PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
 BACKENDS = ("numba", "numpy", "cupy")
-RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected", "probs", "W")
-BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected")
+RECORDS = (
+    "loss",
+    "grad_norm",
+    "W_norm",
+    "max_prob",
+    "selected",
+    "probs",
+    "W",
+    "p",
+    "p_norm",
+    "v",
+    "v_norm",
+)
+BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "p_norm", "v_norm", "max_prob", "selected")
 
 
 class StopStatus(enum.StrEnum):
@@ -39,7 +51,9 @@ class StopStatus(enum.StrEnum):
     * ``MAX_STEPS``: ``n_steps`` were taken.
     * ``GRADIENT_UNDERFLOW``: the step is no longer representable: the gradient (plain steps,
       or normalized steps with ``log_domain=False``) fell below ``1e-292``, where float64
-      loses bits to denormals, or is exactly zero. The iterate is the last finite one.
+      loses bits to denormals, or is exactly zero; or, with ``normalize_eps`` > 0, every
+      block's step :math:`\eta\|g\|/(\|g\| + \varepsilon)` is below float64's range. The
+      iterate is the last finite one.
     * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
       visible key per query, exactly tied scores); the kernels tell the two apart in every
       mode.
@@ -86,16 +100,19 @@ class GDConfig:
     r"""Hyper-parameters of a gradient-descent run on softmax attention.
 
     The risk is :math:`L = \frac1n \sum_i \sum_k \ell(Y_{ik} f_{ik})` with
-    :math:`f_{ik} = h(X_i^\top \mathrm{softmax}(X_i W z_{ik}))` over visible keys, and
-    :math:`W = KQ^\top` for ``param="KQ"``. A normalized step is
-    :math:`W \leftarrow W - \eta \nabla L / \|\nabla L\|_F` (each factor separately for
-    ``(K, Q)``); a plain step is :math:`W \leftarrow W - \eta \nabla L`.
+    :math:`f_{ik} = h(U_i^\top \mathrm{softmax}(X_i W z_{ik}))` over visible keys
+    (:math:`U_i` the head features, ``values``, else :math:`X_i`),
+    :math:`W = KQ^\top` for ``param="KQ"``, and logits :math:`X_i p` for ``param="p"``. A
+    normalized step is :math:`W \leftarrow W - \eta \nabla L / \|\nabla L\|_F` (each factor
+    separately for ``(K, Q)``); a plain step is :math:`W \leftarrow W - \eta \nabla L`.
 
     Parameters
     ----------
-    param : {"W", "KQ"}
-        Train :math:`W \in \mathbb{R}^{d\times d}` or the factors
-        :math:`K, Q \in \mathbb{R}^{d\times m}`.
+    param : {"W", "KQ", "p"}
+        Train :math:`W \in \mathbb{R}^{d\times d}`, the factors
+        :math:`K, Q \in \mathbb{R}^{d\times m}`, or the prompt vector
+        :math:`p \in \mathbb{R}^d` (score :math:`x_{it}^\top p` of every key for every
+        query; the queries are not used).
     m : int, optional
         Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``). Defaults to ``d``.
     loss : {"logistic", "exponential", "correlation"}
@@ -131,6 +148,13 @@ class GDConfig:
     saturation_tol : float, optional
         Stop with ``SATURATED`` at a record point where every query's maximum softmax
         probability is at least ``1 - saturation_tol``.
+    train_head : bool
+        Train the linear head :math:`v` jointly with the attention (each block normalized
+        separately); linear head only.
+    normalize_eps : float
+        :math:`\varepsilon \ge 0` of the normalized step
+        :math:`\eta\, g / (\|g\| + \varepsilon)` per block (0: exactly normalized);
+        normalized steps only.
     """
 
     param: str = "W"
@@ -149,6 +173,8 @@ class GDConfig:
     log_domain: bool = True
     tol: float = 0.0
     saturation_tol: float | None = None
+    train_head: bool = False
+    normalize_eps: float = 0.0
 
     def __post_init__(self) -> None:
         where = "train"
@@ -170,6 +196,20 @@ class GDConfig:
             raise ProblemError(
                 "normalized and log_domain must be True or False; got "
                 f"normalized={self.normalized!r}, log_domain={self.log_domain!r}."
+            )
+        if not isinstance(self.train_head, bool):
+            raise ProblemError(f"train_head must be True or False; got {self.train_head!r}.")
+        check_real(self.normalize_eps, "normalize_eps", low=0.0, high_open=True, where=where)
+        if self.normalize_eps > 0.0 and not self.normalized:
+            raise ProblemError(
+                f"normalize_eps={self.normalize_eps!r} applies to normalized steps "
+                "eta g / (||g|| + eps); got it with normalized=False. Drop normalize_eps or "
+                "use normalized=True."
+            )
+        if self.train_head and self.head != "linear":
+            raise ProblemError(
+                f"train_head=True trains the linear head v; got head={self.head!r}. Use "
+                "head='linear' (the relu and concave heads stay fixed)."
             )
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, int)

@@ -18,7 +18,7 @@ from .._validation import check_option
 from ..data import TokenData
 from . import _xp
 from ._config import HEADS, LOSSES
-from ._problem import LOSS_IDS, make_problem
+from ._problem import LOSS_IDS, SCORES_HEAD, make_problem
 
 __all__ = ["RiskOracle", "RiskValue"]
 
@@ -73,8 +73,10 @@ class RiskOracle:
         self.head = head
         P = self.problem
         self._gamma: np.ndarray | None = None
-        if head == "linear":
-            gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.X[0], P.hv[0])[:, None, :]
+        if P.head_id == SCORES_HEAD:  # C = Y gamma
+            self._gamma = np.where(P.vis[0], P.Y[0][:, :, None] * P.C[0], -np.inf)
+        elif head == "linear":
+            gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.U[0], P.hv[0])[:, None, :]
             self._gamma = np.where(P.vis[0], gam, -np.inf)
 
     def __call__(self, W: np.ndarray) -> RiskValue:

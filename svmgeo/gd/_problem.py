@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 r"""Batched problem arrays: B datasets of equal sizes stacked for the kernels.
 
-A :class:`Problem` holds, for B instances with the same :math:`(n, T, d, K)`, the tokens
-``X`` (B, n, T, d), queries ``Z`` (B, n, K, d), labels ``Y`` (B, n, K), visibility ``vis``
-(B, n, K, T) and the head's parameters:
+A :class:`Problem` holds, for B instances with the same :math:`(n, T, d, K)`, the attention
+tokens ``X`` (B, n, T, d), the head features ``U`` (B, n, T, d_u) (the data's ``values``; the
+very array ``X`` when no instance has values, so nothing is copied), queries ``Z``
+(B, n, K, d), or ones of shape (B, n, K, 1) for prompt attention ``param="p"``, labels ``Y`` (B, n, K), visibility ``vis`` (B, n, K, T) and the head's
+parameters:
 
-* linear / concave: ``hv`` (B, d) is :math:`v`, ``lam`` (B,) is :math:`\lambda`
+* linear / concave: ``hv`` (B, d_u) is :math:`v`, ``lam`` (B,) is :math:`\lambda`
   (0 for linear);
-* relu: ``hV`` (B, d, p) is :math:`V` and ``hw`` (B, p) the output weights :math:`v`.
+* relu: ``hV`` (B, d_u, p) is :math:`V` and ``hw`` (B, p) the output weights :math:`v`;
+* given scores (``head_id == SCORES_HEAD``, the linear head of data built with
+  ``scores=`` and no ``v``): ``C`` (B, n, K, T) holds :math:`Y_{ik}\gamma_{ikt}`, so that
+  :math:`f_{ik} = \sum_t s_t C_{ikt}` and :math:`Y_{ik} f_{ik} = \sum_t s_t \gamma_{ikt}`.
 
 Unused head arrays have a zero-size trailing axis so that compiled kernels see one
 signature.
@@ -25,10 +30,19 @@ from .._errors import ProblemError
 from .._validation import check_array, check_real
 from ..data import TokenData
 
-__all__ = ["HEAD_IDS", "LOSS_IDS", "NORM_LIMIT", "Problem", "make_problem", "unstack"]
+__all__ = [
+    "HEAD_IDS",
+    "LOSS_IDS",
+    "NORM_LIMIT",
+    "SCORES_HEAD",
+    "Problem",
+    "make_problem",
+    "unstack",
+]
 
 LOSS_IDS = {"logistic": 0, "exponential": 1, "correlation": 2}
 HEAD_IDS = {"linear": 0, "relu": 1, "concave": 2}
+SCORES_HEAD = 3  # the linear head read from given scores (TokenData(scores=...) without v)
 
 # Largest parameter norm the engine represents: ||W||_F^2 (and a d x d sum of squares) stays
 # below float64's maximum (1.8e308), and so does every logit x^T W z (bounded by LOGIT_LIMIT).
@@ -41,6 +55,7 @@ class Problem:
     """Stacked arrays of B instances (see the module docstring)."""
 
     X: np.ndarray
+    U: np.ndarray
     Z: np.ndarray
     Y: np.ndarray
     vis: np.ndarray
@@ -49,6 +64,7 @@ class Problem:
     hV: np.ndarray
     hw: np.ndarray
     lam: np.ndarray
+    C: np.ndarray
     single_query: bool = False  # every dataset has one query per sequence (K axis dropped)
 
     @property
@@ -70,6 +86,10 @@ class Problem:
     @property
     def K(self) -> int:
         return int(self.Z.shape[2])
+
+    @property
+    def d_u(self) -> int:
+        return int(self.U.shape[3])
 
     @property
     def max_norm(self) -> np.ndarray:
@@ -106,8 +126,16 @@ def make_problem(
     v: Any = None,
     V: Any = None,
     lam: Any = None,
+    param: str = "W",
+    train_head: bool = False,
 ) -> Problem:
-    """Stack ``datasets`` (equal sizes) and resolve the head parameters."""
+    r"""Stack ``datasets`` (equal sizes) and resolve the head parameters.
+
+    For ``param="p"`` the queries become the scalar 1 (``Z`` of shape (B, n, K, 1)): the
+    trained matrix is then :math:`p \in \mathbb{R}^{d\times 1}` and every logit is
+    :math:`x_{it}^\top p \cdot 1`, exactly the prompt-attention score. With ``train_head``
+    ``hv`` is the initial head: ``v``, else each dataset's ``v``, else zero.
+    """
     if len(datasets) == 0:
         raise ProblemError("train_batch needs at least one dataset; got an empty sequence.")
     for j, data in enumerate(datasets):
@@ -117,37 +145,77 @@ def make_problem(
                 "Build one with svmgeo.TokenData(X, Y=..., v=..., Z=... or query=...)."
             )
     first = datasets[0]
-    sizes = (first.n, first.T, first.d, first.K)
+    sizes = (first.n, first.T, first.d, first.K, first.d_values)
     for j, data in enumerate(datasets):
-        if (data.n, data.T, data.d, data.K) != sizes:
+        if (data.n, data.T, data.d, data.K, data.d_values) != sizes:
             raise ProblemError(
-                "train_batch needs datasets of equal sizes (n, T, d, K); dataset 0 has "
-                f"{sizes} but dataset {j} has {(data.n, data.T, data.d, data.K)}. "
+                "train_batch needs datasets of equal sizes (n, T, d, K, d_u); dataset 0 has "
+                f"{sizes} but dataset {j} has "
+                f"{(data.n, data.T, data.d, data.K, data.d_values)}. "
                 "Group instances by size and call train_batch once per group."
             )
     B = len(datasets)
-    d = first.d
+    du = first.d_values
     X = np.ascontiguousarray(np.stack([np.asarray(dd.X) for dd in datasets]))
-    Z = np.ascontiguousarray(np.stack([np.asarray(dd.queries) for dd in datasets]))
+    U = (
+        np.ascontiguousarray(np.stack([np.asarray(dd.values) for dd in datasets]))
+        if any(dd.has_values for dd in datasets)
+        else X
+    )
+    if param == "p":  # prompt attention: the same p scores every key, queries unused
+        Z = np.ones((B, first.n, first.K, 1))
+    else:
+        Z = np.ascontiguousarray(np.stack([np.asarray(dd.queries) for dd in datasets]))
     Y = np.ascontiguousarray(np.stack([np.asarray(dd.labels) for dd in datasets]))
     vis = np.ascontiguousarray(np.stack([np.asarray(dd.visible) for dd in datasets]))
     hv = np.zeros((B, 0))
-    hV = np.zeros((B, d, 0))
+    hV = np.zeros((B, du, 0))
     hw = np.zeros((B, 0))
     lam_arr = np.zeros(B)
+    C = np.zeros((*Y.shape, 0))
+    head_id = HEAD_IDS[head]
+    given = [j for j, dd in enumerate(datasets) if dd.scores is not None]
+    if given and head != "linear":
+        raise ProblemError(
+            f"dataset {given[0]} has explicit scores (TokenData(scores=...)), which define the "
+            f"linear head's token scores only; head={head!r} cannot use them. Train with "
+            "head='linear', or build the data with values=/v= instead of scores=."
+        )
+    scored = [j for j in given if datasets[j].v is None]
     if head in ("linear", "concave"):
         if V is not None:
             raise ProblemError(f"V applies to head='relu' only; got V with head={head!r}.")
-        if v is None:
+        if scored and (v is not None or len(scored) < B):
+            raise ProblemError(
+                f"dataset {scored[0]} gives its scores (scores=, no v), which the linear head "
+                "reads directly; "
+                + (
+                    "do not pass v= as well (it would define other scores)."
+                    if v is not None
+                    else "every dataset of the batch must then give scores without v."
+                )
+            )
+        if scored and train_head:
+            raise ProblemError(
+                f"train_head=True trains v, but dataset {scored[0]} gives its scores "
+                "(scores=, no v), which fix the head. Build the data with v= (and values=) "
+                "instead of scores=."
+            )
+        if scored:  # gamma given: f = sum_t s_t Y gamma_t, so that Y f = sum_t s_t gamma_t
+            head_id = SCORES_HEAD
+            C = Y[:, :, :, None] * np.stack([np.asarray(dd.scores) for dd in datasets])
+        elif v is None:
             missing = [j for j, dd in enumerate(datasets) if dd.v is None]
-            if missing:
+            if missing and not train_head:
                 raise ProblemError(
                     f"head={head!r} needs v: dataset {missing[0]} has no v. Pass v=... of "
-                    f"shape ({d},) to train, or build the data with TokenData(..., v=...)."
+                    f"shape ({du},) to train, or build the data with TokenData(..., v=...)."
                 )
-            hv = np.ascontiguousarray(np.stack([np.asarray(dd.v) for dd in datasets]))
+            # with train_head the initial head: data.v, else zero
+            hv = np.stack([np.zeros(du) if dd.v is None else np.asarray(dd.v) for dd in datasets])
         else:
-            hv = _per_instance(v, "v", B, (d,), "v is the linear head, one weight per feature.")
+            hint = "v is the linear head, one weight per head feature (values, else X)."
+            hv = _per_instance(v, "v", B, (du,), hint)
         if head == "concave":
             if lam is None:
                 raise ProblemError(
@@ -161,31 +229,34 @@ def make_problem(
             raise ProblemError("lam applies to head='concave' only; got lam with head='relu'.")
         if V is None:
             raise ProblemError(
-                f"head='relu' needs V of shape ({d}, p): h(x) = vᵀReLU(Vᵀx) with V fixed."
+                f"head='relu' needs V of shape ({du}, p): h(u) = vᵀReLU(Vᵀu) with V fixed "
+                "(u the head features: values, else X)."
             )
-        Va = check_array(V, "V", ndim=(2, 3), hint=f"V must be ({d}, p) or (B, {d}, p).")
+        Va = check_array(V, "V", ndim=(2, 3), hint=f"V must be ({du}, p) or (B, {du}, p).")
         p = Va.shape[-1]
         if p < 1:
             raise ProblemError(f"V must have at least one column; got shape {Va.shape}.")
-        hV = _per_instance(Va, "V", B, (d, p), "V maps features to the p hidden units.")
+        hV = _per_instance(Va, "V", B, (du, p), "V maps head features to the p hidden units.")
         hw = (
             np.ones((B, p))
             if v is None
             else _per_instance(v, "v", B, (p,), "With head='relu', v weights the p ReLU units.")
         )
     # writeable C arrays: one compiled signature for every call (no read-only broadcast views)
-    c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr)]
+    c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr, C)]
+    Uc = c[0] if U is X else np.require(U, requirements=["C", "W"])
     single = all(dd.single_query for dd in datasets)
-    return Problem(c[0], c[1], c[2], c[3], HEAD_IDS[head], c[4], c[5], c[6], c[7], single)
+    return Problem(c[0], Uc, c[1], c[2], c[3], head_id, c[4], c[5], c[6], c[7], c[8], single)
 
 
-_STACKED = ("X", "Y", "Z", "v", "query", "mask")
+_STACKED = ("X", "Y", "Z", "v", "query", "mask", "values", "scores")
 
 
 def unstack(arrays: Mapping[str, Any]) -> list[TokenData]:
     """Datasets from stacked arrays: ``X`` (B, n, T, d); ``Y`` (B, n) or (B, n, K); ``Z``
-    (B, n, d) or (B, n, K, d); ``v`` (d,) shared or (B, d); ``query`` shared; ``mask``
-    ``"causal"``, (K, T) shared or (B, n, K, T)."""
+    (B, n, d) or (B, n, K, d); ``v`` (d_u,) shared or (B, d_u); ``query`` shared; ``mask``
+    ``"causal"``, (K, T) shared or (B, n, K, T); ``values`` (B, n, T, d_u); ``scores``
+    (B, n, T) or (B, n, K, T)."""
     unknown = sorted(set(arrays) - set(_STACKED))
     if unknown:
         raise ProblemError(
@@ -215,6 +286,8 @@ def unstack(arrays: Mapping[str, Any]) -> list[TokenData]:
             v=part("v", 1, b),
             query=arrays.get("query"),
             mask=part("mask", 2, b),
+            values=part("values", None, b),
+            scores=part("scores", None, b),
         )
         for b in range(B)
     ]

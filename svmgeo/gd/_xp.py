@@ -4,8 +4,9 @@ r"""Reference kernels, written once for any array namespace ``xp`` (numpy or cup
 Everything is vectorized over a batch of B instances (see :mod:`svmgeo.gd._problem`).
 
 **Gradient, stable form.** For query :math:`(i, k)` with softmax :math:`s` over the visible
-keys, :math:`r = X_i^\top s`, :math:`u = \nabla h(r)` and dynamic scores
-:math:`\tilde\gamma_t = x_{it}^\top u`, the risk gradient is
+keys, :math:`r = U_i^\top s` (the head features, ``values``; :math:`U = X` by default),
+:math:`u = \nabla h(r)` and dynamic scores :math:`\tilde\gamma_t = u_{it}^\top u`
+(:math:`\tilde\gamma_t = Y_{ik}\gamma_{ikt}` for given scores), the risk gradient is
 
 .. math::
 
@@ -14,7 +15,7 @@ keys, :math:`r = X_i^\top s`, :math:`u = \nabla h(r)` and dynamic scores
     \qquad e_t = (\tilde\gamma_t - \tilde\gamma_m) - \sum_\tau s_\tau (\tilde\gamma_\tau - \tilde\gamma_m),
 
 with :math:`m` the most probable key. It equals the textbook
-:math:`X_i^\top(\mathrm{diag}\, s - s s^\top) X_i u\, z^\top` because :math:`\sum_t s_t e_t = 0`,
+:math:`X_i^\top(\mathrm{diag}\, s - s s^\top) U_i u\, z^\top` because :math:`\sum_t s_t e_t = 0`,
 but never subtracts two nearly equal numbers once the softmax saturates.
 
 **Log domain.** With :math:`t_2` the most probable key other than :math:`m`, each query's
@@ -35,18 +36,20 @@ from typing import Any
 
 import numpy as np
 
-from ._problem import NORM_LIMIT, Problem
+from ._problem import NORM_LIMIT, SCORES_HEAD, Problem
 
 __all__ = [
     "UNDERFLOW",
     "combine",
     "forward",
     "frobenius",
+    "grad_head",
     "grad_w",
     "log_abs_dloss",
     "loss_value",
     "observe",
     "step",
+    "with_head",
     "within_limit",
 ]
 
@@ -101,11 +104,21 @@ def _head(r: Any, P: Problem, xp: Any, a: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def arrays(P: Problem, xp: Any) -> dict[str, Any]:
-    """The problem's arrays on the namespace's device."""
-    return {
+    """The problem's arrays on the namespace's device (``U`` is ``X`` when they coincide)."""
+    out = {
         name: xp.asarray(getattr(P, name))
-        for name in ("X", "Z", "Y", "vis", "hv", "hV", "hw", "lam")
+        for name in ("X", "Z", "Y", "vis", "hv", "hV", "hw", "lam", "C")
     }
+    out["U"] = out["X"] if P.U is P.X else xp.asarray(P.U)
+    return out
+
+
+def _dynamic_scores(fw_u: Any, P: Problem, a: dict[str, Any], xp: Any) -> Any:
+    r""":math:`\tilde\gamma_t = u_t^\top \nabla h` (B, n, K, T) for head gradients ``fw_u``
+    (B, n, K, d_u); the given :math:`C = Y\gamma` for the scores head."""
+    if P.head_id == SCORES_HEAD:
+        return a["C"]
+    return xp.einsum("bntd,bnkd->bnkt", a["U"], fw_u)
 
 
 def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
@@ -118,9 +131,13 @@ def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
     with _quiet(xp):
         ls = logits - top - xp.log(xp.sum(xp.exp(logits - top), axis=-1, keepdims=True))
     s = xp.exp(ls)
-    r = xp.einsum("bnkt,bntd->bnkd", s, X)
-    f, u = _head(r, P, xp, a)
-    return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u}
+    r = xp.einsum("bnkt,bntd->bnkd", s, a["U"])
+    if P.head_id == SCORES_HEAD:
+        f, u = xp.sum(s * a["C"], axis=-1), r
+    else:
+        f, u = _head(r, P, xp, a)
+    gt = _dynamic_scores(u, P, a, xp)
+    return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}
 
 
 def _x_m(X: Any, m: Any, xp: Any) -> Any:
@@ -128,18 +145,30 @@ def _x_m(X: Any, m: Any, xp: Any) -> Any:
     return xp.take_along_axis(X, m[..., None], axis=2)
 
 
+def with_head(a: dict[str, Any], head: Any) -> dict[str, Any]:
+    """The arrays ``a`` with the linear / concave head ``v`` read from ``head`` (B, 1, d_u),
+    the trained head of the state."""
+    return {**a, "hv": head[:, 0, :]}
+
+
 def grad_w(
-    W: Any, P: Problem, a: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+    W: Any,
+    P: Problem,
+    a: dict[str, Any],
+    loss_id: int,
+    log_domain: bool,
+    xp: Any,
+    fw: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
-    r"""Risk gradient at W (B, d, d) as ``(G, M)`` with :math:`\nabla L = e^M G`.
+    r"""Risk gradient at W (B, d, d_z) as ``(G, M)`` with :math:`\nabla L = e^M G`.
 
     With ``log_domain=False`` the weights are formed directly and ``M = 0``. ``M = -inf``
-    (with ``G = 0``) means the gradient is exactly zero, in both modes.
+    (with ``G = 0``) means the gradient is exactly zero, in both modes. ``fw`` is
+    :func:`forward` at W when already computed.
     """
     X, Y, vis = a["X"], a["Y"], a["vis"]
-    fw = forward(W, P, a, xp)
-    s, ls, m = fw["s"], fw["ls"], fw["m"]
-    gt = xp.einsum("bntd,bnkd->bnkt", X, fw["u"])
+    fw = forward(W, P, a, xp) if fw is None else fw
+    s, ls, m, gt = fw["s"], fw["ls"], fw["m"], fw["gt"]
     delta = gt - _take(gt, m, xp)[..., None]
     e = delta - xp.sum(s * delta, axis=-1, keepdims=True)
     yf = Y * fw["f"]
@@ -167,6 +196,32 @@ def grad_w(
     g = xp.einsum("bnkt,bnktd->bnkd", w, diff)
     G = xp.einsum("bnkd,bnke->bde", g, a["Z"]) / X.shape[1]
     return G, M
+
+
+def grad_head(
+    fw: dict[str, Any], P: Problem, a: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+) -> tuple[Any, Any]:
+    r"""Gradient of the risk in the linear head :math:`v` as ``(G_v, M_v)``, ``G_v`` of shape
+    (B, 1, d_u), from :func:`forward` ``fw``:
+
+    .. math::
+
+        \nabla_v L = \frac1n \sum_{i,k} \ell'(Y_{ik} f_{ik})\, Y_{ik}\, U_i^\top s_{ik}
+        = e^{M_v} G_v,\qquad M_v = \max_{i,k} \log|\ell'(Y_{ik} f_{ik})|,
+
+    so the direction survives when every :math:`\ell'` underflows (``M_v = 0`` with
+    ``log_domain=False``; ``-inf`` when the gradient is exactly zero).
+    """
+    Y = a["Y"]
+    B, n = Y.shape[0], Y.shape[1]
+    with _quiet(xp):
+        lq = log_abs_dloss(Y * fw["f"], loss_id, xp)
+        top = xp.max(lq.reshape(B, -1), axis=1)
+        shift = top if log_domain else xp.zeros(B)
+        wq = -Y * xp.exp(lq - shift[:, None, None])
+    Gv = xp.einsum("bnk,bnkd->bd", wq, fw["r"])[:, None, :] / n
+    nonzero = xp.any(Gv != 0.0, axis=(1, 2))
+    return Gv, xp.where(nonzero, shift, -xp.inf)
 
 
 def frobenius(A: Any, xp: Any) -> Any:
@@ -214,14 +269,27 @@ def _log_norm(D: Any, c: Any, xp: Any) -> Any:
 
 
 def factor_grads(
-    P1: Any, P2: Any, G: Any, M: Any, is_kq: bool, rho: float, xp: Any
+    P1: Any,
+    P2: Any,
+    G: Any,
+    M: Any,
+    is_kq: bool,
+    rho: float,
+    xp: Any,
+    head: tuple[Any, Any, Any] | None = None,
 ) -> list[tuple[Any, Any]]:
-    """Scaled gradients ``(D, c)`` of each trained factor (W, or K and Q)."""
+    """Scaled gradients ``(D, c)`` of each trained block: W (or p), or K and Q; then the head
+    v when ``head = (v, G_v, M_v)`` is given (``train_head``)."""
     if not is_kq:
-        return [combine(M, G, rho, P1, xp)]
-    GQ = xp.einsum("bde,bem->bdm", G, P2)
-    GtK = xp.einsum("bed,bem->bdm", G, P1)
-    return [combine(M, GQ, rho, P1, xp), combine(M, GtK, rho, P2, xp)]
+        out = [combine(M, G, rho, P1, xp)]
+    else:
+        GQ = xp.einsum("bde,bem->bdm", G, P2)
+        GtK = xp.einsum("bed,bem->bdm", G, P1)
+        out = [combine(M, GQ, rho, P1, xp), combine(M, GtK, rho, P2, xp)]
+    if head is not None:
+        v, Gv, Mv = head
+        out.append(combine(Mv, Gv, rho, v, xp))
+    return out
 
 
 def param_log_grad_norm(grads: list[tuple[Any, Any]], xp: Any) -> Any:
@@ -249,14 +317,21 @@ def step(
     log_tol: float,
     max_norm: Any,
     xp: Any,
-) -> tuple[Any, Any, Any]:
-    """One step for every instance; returns new ``(P1, P2, code)`` (code 0: step taken).
+    head: tuple[Any, Any, Any] | None = None,
+    eps: float = 0.0,
+) -> tuple[Any, Any, Any, Any]:
+    r"""One step for every instance; returns new ``(P1, P2, v, code)`` (code 0: step taken).
 
-    Instances whose code is non-zero keep their parameters. Codes are those of
+    ``head = (v, G_v, M_v)`` trains the linear head too (its new value is returned; None
+    otherwise). Normalized steps move each block by :math:`\eta\, g / (\|g\| + \varepsilon)`
+    with ``eps`` :math:`= \varepsilon` (0: exactly normalized); in the log domain this is
+    :math:`(D/\|D\|) / (1 + \varepsilon/\|g\|)` with :math:`\log\|g\| = c + \log\|D\|`,
+    so a tiny gradient gives a tiny step, never an overflow. Instances whose code is
+    non-zero keep their parameters. Codes are those of
     :data:`svmgeo.gd._config.STATUS_CODES`; ``max_norm`` (B,) is
     :attr:`~svmgeo.gd._problem.Problem.max_norm`.
     """
-    grads = factor_grads(P1, P2, G, M, is_kq, rho, xp)
+    grads = factor_grads(P1, P2, G, M, is_kq, rho, xp, head)
     glog = param_log_grad_norm(grads, xp)
     B = P1.shape[0]
     code = xp.zeros(B, dtype=xp.int64)
@@ -267,17 +342,21 @@ def step(
             if normalized and log_domain:
                 move = nD > 0.0
                 Dn = D / xp.where(move, nD, 1.0)[:, None, None]
+                if eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
+                    damp = 1.0 / (1.0 + xp.exp(math.log(eps) - c - xp.log(nD)))
+                    move = move & (damp > 0.0)  # eps / ||g|| overflowed: a zero step
+                    Dn = Dn * damp[:, None, None]
             elif normalized:
                 gn = xp.exp(c) * nD
                 move = gn >= UNDERFLOW
-                Dn = (xp.exp(xp.where(move, c, 0.0))[:, None, None] * D) / xp.where(move, gn, 1.0)[
-                    :, None, None
-                ]
+                Dn = (xp.exp(xp.where(move, c, 0.0))[:, None, None] * D) / xp.where(
+                    move, gn + eps, 1.0
+                )[:, None, None]
             else:
                 move = xp.exp(glog) >= UNDERFLOW
                 Dn = xp.exp(xp.where(xp.isfinite(c), c, 0.0))[:, None, None] * D
         new.append((move, Dn))
-    P = [P1, P2] if is_kq else [P1]
+    P = ([P1, P2] if is_kq else [P1]) + ([head[0]] if head is not None else [])
     out = []
     any_move = xp.zeros(B, dtype=bool)
     for (move, Dn), Pf in zip(new, P, strict=True):
@@ -293,11 +372,15 @@ def step(
     for Pn in out:
         nan = nan | xp.any(xp.isnan(Pn), axis=(1, 2))
     code = xp.where((code == 0) & nan, 7, code)
-    code = xp.where((code == 0) & ~within_limit(out, is_kq, max_norm, xp), 8, code)
+    ok = within_limit(out[: 2 if is_kq else 1], is_kq, max_norm, xp)
+    if head is not None:
+        ok = ok & (frobenius(out[-1], xp) <= NORM_LIMIT)
+    code = xp.where((code == 0) & ~ok, 8, code)
     go = (code == 0)[:, None, None]
     P1n = xp.where(go, out[0], P1)
     P2n = xp.where(go, out[1], P2) if is_kq else P2
-    return P1n, P2n, code
+    vn = xp.where(go, out[-1], head[0]) if head is not None else None
+    return P1n, P2n, vn, code
 
 
 def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dict[str, Any]:
@@ -314,8 +397,13 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dic
     X, Y, vis = a["X"], a["Y"], a["vis"]
     fw = forward(W, P, a, xp)
     ls, m, f = fw["ls"], fw["m"], fw["f"]
-    xm = _x_m(X, m, xp)
-    fm, um = _head(xm, P, xp, a)
+    if P.head_id == SCORES_HEAD:  # h at the selected token, and the scores relative to it
+        fm = _take(a["C"], m, xp)
+        dprime = a["C"] - fm[..., None]
+    else:
+        um_tok = _x_m(a["U"], m, xp)
+        fm, um = _head(um_tok, P, xp, a)
+        dprime = _dynamic_scores(um, P, a, xp) - xp.sum(um_tok * um, axis=-1)[..., None]
     T = X.shape[2]
     n = X.shape[1]
     B = X.shape[0]
@@ -324,7 +412,6 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dic
         ls_o = xp.where(other, ls, -xp.inf)
         lmax = xp.max(ls_o, axis=-1)
         lsafe = xp.where(xp.isfinite(lmax), lmax, 0.0)
-        dprime = xp.einsum("bntd,bnkd->bnkt", X, um) - xp.sum(xm * um, axis=-1)[..., None]
         q = xp.sum(xp.exp(ls_o - lsafe[..., None]) * dprime, axis=-1)
         q = xp.where(xp.isfinite(lmax), q, 0.0)
         first_log = log_abs_dloss(Y * fm, loss_id, xp) + lsafe + xp.log(xp.abs(q))

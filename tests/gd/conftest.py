@@ -58,3 +58,26 @@ def optimal_instance(seed: int) -> tuple[sg.TokenData, np.ndarray]:
     """A random (6, 8, 10) instance whose optimal tokens are unique (d >= max(T-1, n))."""
     data = sg.random_data(6, 8, 10, seed=seed, score_gap=0.05)
     return data, sg.optimal_tokens(data)
+
+
+def rebuilt(data: sg.TokenData, **head: object) -> sg.TokenData:
+    """The attention problem of ``data`` (tokens, labels, queries as Z, mask) with another
+    head: ``values=``, ``v=`` or ``scores=``."""
+    Z = np.asarray(data.queries)
+    return sg.TokenData(
+        np.asarray(data.X),
+        Y=np.asarray(data.labels),
+        Z=Z[:, 0] if data.single_query else Z,
+        mask=None if data.mask is None else np.asarray(data.mask),
+        **head,  # type: ignore[arg-type]
+    )
+
+
+def with_values(data: sg.TokenData, d_u: int = 3, seed: int = 11) -> sg.TokenData:
+    """``data`` with random head features ``values`` of width ``d_u`` (!= d) and a head v."""
+    rng = np.random.default_rng(seed)
+    return rebuilt(data, values=rng.normal(size=(data.n, data.T, d_u)), v=rng.normal(size=d_u))
+
+
+# attention features != head features: cross (K = 1) and masked (K = 3) instances
+VALUES = {name: with_values(DATASETS[name]) for name in ("cross", "masked")}
