@@ -79,11 +79,13 @@ from .selection import check_selection, optimal_token_sets, optimal_tokens, toke
 from .solvers import (
     Certificate,
     FeasibilityResult,
+    JointSVMResult,
     Status,
     SVMResult,
     att_svm,
     check_feasibility,
     feasibility,
+    joint_svm,
     solve_svm,
 )
 from .study import StudyReport, study
@@ -106,6 +108,7 @@ __all__ = [
     "GenSVMResult",
     "InaccurateSolutionWarning",
     "InitialGradient",
+    "JointSVMResult",
     "LOTEnumeration",
     "LOTViolation",
     "LocalOptimality",
@@ -147,6 +150,7 @@ __all__ = [
     "in_cone",
     "in_score_cone",
     "is_locally_optimal",
+    "joint_svm",
     "list_experiments",
     "load_data",
     "locally_optimal_selections",

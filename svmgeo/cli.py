@@ -228,10 +228,11 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     save = None if args.save is None else _save_path(args.save)  # checked before solving
     data = _load(args)
     alpha = _selection(args, data)
-    res = att_svm(data, alpha, norm=args.norm, rank=args.rank)
+    res = att_svm(data, alpha, param=args.param, norm=args.norm, rank=args.rank)
     W = res.W
     summary: dict[str, Any] = {
         "data": repr(data),
+        "param": args.param,
         "norm": res.norm,
         "rank_bound": res.rank,
         "status": str(res.status),
@@ -272,11 +273,13 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         summary["alpha"] = np.asarray(alpha).tolist()
         summary["W"] = None if W is None else W.tolist()
+        if args.param == "p":
+            summary["p"] = None if res.p is None else res.p.tolist()
         summary["dual"] = None if res.dual is None else res.dual.tolist()
         summary["farkas"] = None if res.farkas is None else res.farkas.tolist()
     if save is not None:
         arrays = {"alpha": np.asarray(alpha), "status": np.array(str(res.status))}
-        for name in ("W", "dual", "margins", "farkas", "K", "Q"):
+        for name in ("W", "p", "dual", "margins", "farkas", "K", "Q"):
             value = getattr(res, name, None)
             if value is not None:
                 arrays[name] = np.asarray(value)
@@ -730,9 +733,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_norm_argument(p, "Frobenius (Att-SVM) or nuclear norm (Att-SVM*)")
     p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
     p.add_argument(
+        "--param",
+        choices=("W", "p"),
+        default="W",
+        help="W: Att-SVM with the data's queries; p: the p-SVM of prompt attention, scores "
+        "x.p (W = p e1^T; docs/companion.md) (default W)",
+    )
+    p.add_argument(
         "--save",
         metavar="FILE",
-        help="write W, dual, margins, Farkas vector (if infeasible), alpha and status to an .npz "
+        help="write W (and p), dual, margins, Farkas vector (if infeasible), alpha and status to "
+        "an .npz "
         "file (checked before solving)",
     )
     p = _add_command(

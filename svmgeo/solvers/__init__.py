@@ -15,6 +15,8 @@ Layout (private modules; the names in each ``__all__`` are this package's intern
 - ``_backends``: one adapter per backend (Clarabel, SCS, HiGHS, cvxpy's statuses), imported
   lazily; ``_reference``: the naive cvxpy model, the oracle of the tests;
 - ``_result``, ``_status``: result objects and the one status vocabulary;
+- the companion paper (arXiv:2306.13596): ``_prompt`` (rows of the p-SVM and of the head
+  SVM, one shared query e1), ``_joint`` (:func:`joint_svm`: head SVM, support, relaxed SVM);
 - beyond the paper: ``_lp_norm`` (ℓp Att-SVM), ``_exact`` (exact proofs of verdicts),
   ``_nuclear_factored`` and ``_frobenius_matfree`` (large problems).
 """
@@ -23,6 +25,7 @@ from ._api import STATUS_MAP, att_svm, feasibility, solve_svm
 from ._certificates import farkas_residual, frobenius_certificate
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
+from ._joint import JointSVMResult, joint_svm
 from ._reference import solve_naive_cvxpy, solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult
 from ._status import Status
@@ -31,6 +34,7 @@ __all__ = [
     "STATUS_MAP",
     "Certificate",
     "FeasibilityResult",
+    "JointSVMResult",
     "SVMResult",
     "Status",
     "att_svm",
@@ -38,6 +42,7 @@ __all__ = [
     "farkas_residual",
     "feasibility",
     "frobenius_certificate",
+    "joint_svm",
     "solve_frobenius",
     "solve_naive_cvxpy",
     "solve_naive_cvxpy_duals",

@@ -41,12 +41,24 @@ from ._geometry import RowGeometry, dense_dimension
 from ._lowrank import solve_lowrank
 from ._lp_norm import parse_lp_norm, solve_lp
 from ._nuclear import solve_nuclear
+from ._prompt import prompt_constraints
 from ._reference import solve_naive_cvxpy_duals
 from ._result import Certificate, FeasibilityResult, SVMResult, no_solution, warns_if_inaccurate
 from ._status import Status
 from ._threads import blas_threads
 
-__all__ = ["NORMS", "STATUS_MAP", "Norm", "att_svm", "feasibility", "solve_svm"]
+__all__ = [
+    "NORMS",
+    "PARAMS",
+    "STATUS_MAP",
+    "Norm",
+    "att_svm",
+    "check_param",
+    "feasibility",
+    "solve_svm",
+    "svm_constraints",
+    "with_prompt",
+]
 
 METHODS = ("auto", "fast", "cvxpy")
 _SOLVE_KEYWORDS = frozenset({"solver", "seed", "n_restarts", "max_iter", "exact"})
@@ -620,36 +632,86 @@ def _solve_feasible_first(req: _Request) -> SVMResult:
     )
 
 
+PARAMS = ("W", "p")
+"""The parameterizations with an SVM of their own: ``param=`` of :func:`att_svm`."""
+
+
+def check_param(param: Any, where: str) -> str:
+    """``param`` validated against :data:`PARAMS`; ``"KQ"`` is pointed to Att-SVM⋆."""
+    if param == "KQ":
+        raise ProblemError(
+            f"The 'param' parameter of {where} takes 'W' or 'p'; got 'KQ'. The (K, Q) "
+            "parameterization has no SVM of its own: its regularization path goes to Att-SVM⋆, "
+            f"{where}(data, alpha, param='W', norm='nuc')."
+        )
+    return check_option(param, "param", PARAMS, where=where)
+
+
+def svm_constraints(data: TokenData, alpha: Any, param: str) -> ConstraintSet:
+    """The rows of Att-SVM(α) (``param="W"``) or of the p-SVM (``param="p"``, every query e1)."""
+    return prompt_constraints(data, alpha) if param == "p" else att_svm_constraints(data, alpha)
+
+
+def with_prompt(res: SVMResult, param: str) -> SVMResult:
+    """``res`` with :attr:`SVMResult.p` = :math:`W e_1` for ``param="p"`` (unchanged otherwise)."""
+    if param != "p":
+        return res
+    extras = {**res.extras, "param": "p"}
+    p = None if res.W is None else np.array(res.W[:, 0])
+    return dataclasses.replace(res, p=p, extras=extras)
+
+
 @warns_if_inaccurate("att_svm")
 def att_svm(
     data: TokenData,
     alpha: Any = None,
     *,
-    norm: Literal["fro", "nuc"] = "fro",
+    param: Literal["W", "p"] = "W",
+    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
     rank: int | None = None,
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
     **kwargs: Any,
 ) -> SVMResult:
-    r"""Att-SVM(α) of a dataset (Frobenius) or Att-SVM⋆(α) (nuclear, optional rank bound).
+    r"""Att-SVM(α) of a dataset (Frobenius) or Att-SVM⋆(α) (nuclear, optional rank bound);
+    with ``param="p"`` the p-SVM of prompt attention.
 
     .. math::
 
         W^{\mathrm{mm}}_\alpha = \arg\min_W \|W\| \quad\text{s.t.}\quad
         (x_{i\alpha_{ik}} - x_{it})^\top W z_{ik} \ge 1
-        \quad \forall\, i, k,\ t \ne \alpha_{ik} \text{ visible to query } k .
+        \quad \forall\, i, k,\ t \ne \alpha_{ik} \text{ visible to query } k ;
+
+        p^{\mathrm{mm}}_\alpha = \arg\min_p \|p\| \quad\text{s.t.}\quad
+        (x_{i\alpha_{ik}} - x_{it})^\top p \ge 1 \quad (\texttt{param="p"}).
+
+    The p-SVM is Att-SVM with every query :math:`z_{ik} = e_1`: its solution is
+    :math:`W = p\,e_1^\top` and ``result.p`` is :math:`p`. In each norm
+    :math:`\|p\,e_1^\top\| = \|p\|`: ``"fro"`` and ``"nuc"`` both give the Euclidean
+    p-SVM (the same problem, through the QP or the SDP), ``("lp", q)`` the :math:`\ell_q`
+    p-SVM (docs/companion.md).
 
     Parameters
     ----------
     data : TokenData
     alpha : array of int, shape (n,) or (n, K), optional
         The selection; default the optimal tokens (ties raise :class:`~svmgeo.TieError`).
+    param : {"W", "p"}, default "W"
+        ``"W"``: the query-dependent Att-SVM; ``"p"``: the p-SVM (scores :math:`x_{it}^\top p`,
+        queries ignored, mask kept).
     norm, rank, method, tol, **kwargs
         As in :func:`solve_svm`.
 
     Returns
     -------
     SVMResult
+        With ``param="p"``: ``p`` of shape (d,) (None without a solution) and
+        ``W = p e1ᵀ``.
+
+    Raises
+    ------
+    ProblemError
+        An unknown ``param`` (``"KQ"``: use ``norm="nuc"``), and as :func:`solve_svm`.
 
     Warns
     -----
@@ -668,9 +730,10 @@ def att_svm(
             f"att_svm got unknown keyword argument(s) {', '.join(map(repr, unknown))}; "
             f"expected one of {', '.join(sorted(_SOLVE_KEYWORDS))} (see solve_svm)."
         )
+    kind = check_param(param, "att_svm")
     if alpha is None:
         alpha = optimal_tokens(data)
-    cs = att_svm_constraints(data, alpha)
+    cs = svm_constraints(data, alpha, kind)
     options = {
         "solver": None,
         "seed": None,
@@ -679,12 +742,20 @@ def att_svm(
         "exact": True,
         **kwargs,
     }
-    return _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
+    res = _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
+    return with_prompt(res, kind)
 
 
 @warns_if_inaccurate("feasibility")
-def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> FeasibilityResult:
-    r"""Is Att-SVM(α) feasible? Exact, with a point or a Farkas certificate.
+def feasibility(
+    data: TokenData,
+    alpha: Any = None,
+    *,
+    param: Literal["W", "p"] = "W",
+    exact: bool = True,
+) -> FeasibilityResult:
+    r"""Is Att-SVM(α) (or the p-SVM, ``param="p"``) feasible? Exact, with a point or a Farkas
+    certificate.
 
     .. math::
 
@@ -697,6 +768,9 @@ def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> Fe
     data : TokenData
     alpha : array of int, optional
         Default the optimal tokens (ties raise).
+    param : {"W", "p"}, default "W"
+        The rows of Att-SVM or of the p-SVM (every query :math:`e_1`; a feasible ``point``
+        is then :math:`p\,e_1^\top`).
     exact : bool, default True
         Prove the verdict in exact rational arithmetic on the tokens (``proof="exact"``); a
         verdict without proof is undecided (``*_INACCURATE``). See docs/certificates.md.
@@ -716,6 +790,7 @@ def feasibility(data: TokenData, alpha: Any = None, *, exact: bool = True) -> Fe
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Theorem 1.
     """
+    kind = check_param(param, "feasibility")
     if alpha is None:
         alpha = optimal_tokens(data)
-    return check_feasibility(att_svm_constraints(data, alpha), exact=exact)
+    return check_feasibility(svm_constraints(data, alpha, kind), exact=exact)

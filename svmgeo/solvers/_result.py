@@ -8,7 +8,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
@@ -19,8 +19,19 @@ from ._status import Status
 
 __all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution", "warns_if_inaccurate"]
 
+
+class _Judged(Protocol):
+    """A result with a status and a message (what :func:`warns_if_inaccurate` reads)."""
+
+    @property
+    def status(self) -> Status: ...
+
+    @property
+    def message(self) -> str: ...
+
+
 _P = ParamSpec("_P")
-_R = TypeVar("_R", bound="SVMResult | FeasibilityResult")
+_R = TypeVar("_R", bound=_Judged)
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,9 @@ class SVMResult:
     proof : {"exact", "float"} or None
         How the *feasibility verdict* behind this result was checked (as
         :attr:`FeasibilityResult.proof`); the optimality certificate is a floating-point check.
+    p : ndarray of shape (d,) or None
+        The prompt vector of a p-SVM (``att_svm(..., param="p")``): :math:`p = W e_1`, the
+        solution being :math:`W = p\,e_1^\top` (docs/companion.md). None for every other SVM.
     """
 
     W: np.ndarray | None
@@ -144,6 +158,7 @@ class SVMResult:
     lower_bound: float | None = None
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
     proof: Literal["exact", "float"] | None = None
+    p: np.ndarray | None = None
 
     @property
     def success(self) -> bool:
@@ -164,10 +179,11 @@ class SVMResult:
     def __repr__(self) -> str:
         cert = "none" if self.certificate is None else self.certificate._line()
         rank = "" if self.rank is None else f", rank={self.rank}"
+        p = "" if self.p is None else f", p={_shape(self.p)}"
         return (
             f"SVMResult(status={self.status.value}, norm={self.norm!r}{rank}, "
             f"objective={_value(self.objective)}, solver={self.solver!r},\n"
-            f"          W={_shape(self.W)}, rows N={self.constraints.N}, "
+            f"          W={_shape(self.W)}{p}, rows N={self.constraints.N}, "
             f"farkas={_shape(self.farkas)}, solve_time={self.solve_time:.3g}s,\n"
             f"          certificate {cert})"
         )
@@ -175,8 +191,15 @@ class SVMResult:
     def summary(self) -> str:
         """A few lines for a human: status and message, objective, the certificate's residuals."""
         norm = {"fro": "||W||_F", "nuc": "||W||_*"}.get(self.norm, self.norm)
+        # a vector SVM (p-SVM, head SVM) solved as W = w e1^T: ||W|| = ||w|| in each norm
+        vector = "p" if self.p is not None else self.extras.get("param")
+        name = {"p": "p-SVM", "v": "Head SVM"}.get(str(vector), "Att-SVM")
+        if vector in ("p", "v"):
+            norm = {"fro": f"||{vector}||_2", "nuc": f"||{vector}||_2"}.get(
+                self.norm, f"||{vector}||_q"
+            )
         lines = [
-            f"Att-SVM ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
+            f"{name} ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
             f"over {self.constraints!r}",
             f"  status     {self.status.value} ({self.solver}, {self.solve_time:.3g} s, "
             f"{self.n_iter} iterations)",

@@ -22,8 +22,9 @@ Strategies and cases
     :func:`selections`, :func:`build_case`, :func:`build_b1_case`, :func:`build_b2_case`,
     :func:`examples`, :func:`scale_ratio`, :data:`KINDS`, :data:`VARIANTS`.
 Oracles (naive, independent of svmgeo's builders and solvers)
-    :func:`oracle_att_svm` (cvxpy + Clarabel), :func:`oracle_feasibility` (HiGHS LP),
-    :func:`naive_rows`, :func:`margin_rows`, and the risk: :func:`risk`, :func:`risk_grad`, :func:`optimal_risk`.
+    :func:`oracle_att_svm` (cvxpy + Clarabel), :func:`oracle_prompt_svm` and
+    :func:`oracle_head_svm` (the companion paper's p-SVM, relaxed SVM and head SVM),
+    :func:`oracle_feasibility` (HiGHS LP), :func:`naive_rows`, :func:`naive_rows_rhs`, :func:`margin_rows`, and the risk: :func:`risk`, :func:`risk_grad`, :func:`optimal_risk`.
 Checks
     :func:`assert_certified`, :func:`assert_exact_point`, :func:`assert_feasible_point`, :func:`assert_farkas`,
     :func:`assert_frobenius_kkt`, :func:`assert_nuclear_kkt`, :func:`exact_margins`,
@@ -77,7 +78,15 @@ from ._checks import (
     visible_scores,
     well_conditioned,
 )
-from ._oracles import OracleResult, naive_rows, oracle_att_svm, oracle_feasibility
+from ._oracles import (
+    OracleResult,
+    naive_rows,
+    naive_rows_rhs,
+    oracle_att_svm,
+    oracle_feasibility,
+    oracle_head_svm,
+    oracle_prompt_svm,
+)
 from ._strategies import (
     KINDS,
     MIN_SCALE_RATIO,
@@ -129,10 +138,13 @@ __all__ = [
     "margin_rows",
     "n_queries",
     "naive_rows",
+    "naive_rows_rhs",
     "numerical_rank",
     "optimal_risk",
     "oracle_att_svm",
     "oracle_feasibility",
+    "oracle_head_svm",
+    "oracle_prompt_svm",
     "register_profiles",
     "risk",
     "risk_gap_lower_bound",

@@ -15,6 +15,7 @@ and handed to cvxpy (Clarabel) or scipy's HiGHS LP. They are slow and exist to b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,18 +28,30 @@ def naive_rows(data: sg.TokenData, alpha: np.ndarray) -> tuple[np.ndarray, np.nd
     Returns arrays of shape (N, d): :math:`a_j = x_{i\alpha_{ik}} - x_{it}` and
     :math:`b_j = z_{ik}`, over every query and every visible token other than the selected one.
     """
+    A, B, _ = naive_rows_rhs(data, alpha)
+    return A, B
+
+
+def naive_rows_rhs(
+    data: sg.TokenData, alpha: np.ndarray, margin: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r""":func:`naive_rows` and the right-hand side :math:`c_j` of each row: ``margin[i, k]``
+    of its query (``margin`` of shape (n,) or (n, K); default 1 for every query)."""
     X, Zq, vis = np.asarray(data.X), np.asarray(data.queries), np.asarray(data.visible)
     a = np.asarray(alpha).reshape(data.n, data.K)
-    A, B = [], []
+    c_q = np.ones((data.n, data.K)) if margin is None else np.asarray(margin, dtype=float)
+    c_q = c_q.reshape(data.n, data.K)
+    A, B, c = [], [], []
     for i in range(data.n):
         for k in range(data.K):
             for t in range(data.T):
                 if vis[i, k, t] and t != a[i, k]:
                     A.append(X[i, a[i, k]] - X[i, t])
                     B.append(Zq[i, k])
+                    c.append(c_q[i, k])
     if not A:
-        return np.zeros((0, data.d)), np.zeros((0, data.d))
-    return np.array(A), np.array(B)
+        return np.zeros((0, data.d)), np.zeros((0, data.d)), np.zeros(0)
+    return np.array(A), np.array(B), np.array(c)
 
 
 @dataclass(frozen=True)
@@ -64,7 +77,12 @@ class OracleResult:
 
 
 def oracle_att_svm(
-    data: sg.TokenData, alpha: np.ndarray, norm: str = "fro", *, tol: float = 1e-10
+    data: sg.TokenData,
+    alpha: np.ndarray,
+    norm: str = "fro",
+    *,
+    tol: float = 1e-10,
+    margin: np.ndarray | None = None,
 ) -> OracleResult:
     r"""Att-SVM (``norm="fro"``: :math:`\min \tfrac12\|W\|_F^2`) or Att-SVM⋆ (``norm="nuc"``:
     :math:`\min \|W\|_*`) of ``alpha`` as one cvxpy problem, solved by Clarabel at ``tol``.
@@ -77,6 +95,9 @@ def oracle_att_svm(
     norm : {"fro", "nuc"}
     tol : float
         Clarabel's feasibility and gap tolerances.
+    margin : array of shape (n,) or (n, K), optional
+        Right-hand side of each query's rows (default 1; the relaxed SVM of joint training
+        has 0 on the queries off the head's margin).
 
     Returns
     -------
@@ -87,22 +108,67 @@ def oracle_att_svm(
 
     if norm not in ("fro", "nuc"):
         raise sg.ProblemError(f"norm must be 'fro' or 'nuc'; got {norm!r}.")
-    A, B = naive_rows(data, alpha)
+    A, B, c = naive_rows_rhs(data, alpha, margin)
     if A.shape[0] == 0:
         return OracleResult(True, np.zeros((data.d, data.d)), 0.0, "no rows")
     W = cp.Variable((data.d, data.d))
     margins = cp.sum(cp.multiply(A @ W, B), axis=1)
     objective = 0.5 * cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)
-    problem = cp.Problem(cp.Minimize(objective), [margins >= 1.0])
+    problem = cp.Problem(cp.Minimize(objective), [margins >= c])
+    return _clarabel(problem, W, tol, norm)
+
+
+def _clarabel(problem: Any, x: Any, tol: float, norm: str) -> OracleResult:
+    """Solve ``problem`` with Clarabel at ``tol``; ``objective`` is the norm of ``x``."""
+    import cvxpy as cp
+
     options = {"tol_feas": tol, "tol_gap_abs": tol, "tol_gap_rel": tol, "max_iter": 500}
     problem.solve(solver=cp.CLARABEL, **options)
-    if problem.status in ("optimal", "optimal_inaccurate") and W.value is not None:
-        Wv = np.asarray(W.value)
-        value = float(np.linalg.norm(Wv) if norm == "fro" else np.linalg.norm(Wv, "nuc"))
-        return OracleResult(True, Wv, value, str(problem.status))
+    if problem.status in ("optimal", "optimal_inaccurate") and x.value is not None:
+        xv = np.asarray(x.value)
+        value = float(np.linalg.norm(xv) if norm == "fro" else np.linalg.norm(xv, "nuc"))
+        return OracleResult(True, xv, value, str(problem.status))
     if problem.status in ("infeasible", "infeasible_inaccurate"):
         return OracleResult(False, None, None, str(problem.status))
     return OracleResult(None, None, None, str(problem.status))
+
+
+def oracle_prompt_svm(
+    data: sg.TokenData,
+    alpha: np.ndarray,
+    margin: np.ndarray | None = None,
+    *,
+    tol: float = 1e-10,
+) -> OracleResult:
+    r"""The p-SVM :math:`\min \tfrac12\|p\|^2` s.t. :math:`(x_{i\alpha_{ik}} - x_{it})^\top p
+    \ge c_{ik}` as one cvxpy problem in :math:`p \in \mathbb{R}^d` (Clarabel at ``tol``).
+
+    ``margin`` (shape (n,) or (n, K), default all 1) gives :math:`c_{ik}`: the relaxed SVM of
+    joint training has 1 on the head's support vectors and 0 elsewhere. ``W`` of the result
+    is :math:`p` (shape (d,)), ``objective`` :math:`\|p\|_2`.
+    """
+    import cvxpy as cp
+
+    A, _, c = naive_rows_rhs(data, alpha, margin)
+    if A.shape[0] == 0:
+        return OracleResult(True, np.zeros(data.d), 0.0, "no rows")
+    p = cp.Variable(data.d)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(p)), [A @ p >= c])
+    return _clarabel(problem, p, tol, "fro")
+
+
+def oracle_head_svm(data: sg.TokenData, alpha: np.ndarray, *, tol: float = 1e-10) -> OracleResult:
+    r"""The head SVM :math:`\min \tfrac12\|v\|^2` s.t. :math:`Y_{ik}\, v^\top u_{i\alpha_{ik}}
+    \ge 1` over the head features ``data.values`` (Clarabel at ``tol``; ``W`` of the result is
+    :math:`v`, shape (d_u,), ``objective`` :math:`\|v\|_2`)."""
+    import cvxpy as cp
+
+    U, Y = np.asarray(data.values), np.asarray(data.labels)
+    a = np.asarray(alpha).reshape(data.n, data.K)
+    rows = [Y[i, k] * U[i, a[i, k]] for i in range(data.n) for k in range(data.K)]
+    v = cp.Variable(U.shape[2])
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(v)), [np.array(rows) @ v >= 1.0])
+    return _clarabel(problem, v, tol, "fro")
 
 
 def oracle_feasibility(data: sg.TokenData, alpha: np.ndarray) -> OracleResult:
