@@ -439,7 +439,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     save = _save_path(args.save) if args.save else None
     data = _load(args)
     run = train(data, normalized=not args.plain, **_gd_options(args))
-    W = run.W
+    name, weights = ("W", run.W) if run.W is not None else ("p", run.p)
+    assert weights is not None  # train sets W, or p for --param p
+    trained = {name: weights}
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
@@ -447,7 +449,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "message": run.message,
         "steps": run.n_steps,
         "solve_time_s": run.solve_time,
-        "norm_W": float(np.linalg.norm(W)),
+        f"norm_{name}": float(np.linalg.norm(weights)),
     }
     if run.history.loss is not None:
         summary["final_loss"] = float(run.history.loss[-1])
@@ -455,7 +457,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
     if save is not None:
         factors = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
-        np.savez(save, W=W, **factors)  # type: ignore[arg-type]
+        np.savez(save, **trained, **factors)  # type: ignore[arg-type]
         summary["saved"] = save
     _emit(summary, args.json)
     return 0
@@ -657,13 +659,15 @@ def _add_data_arguments(p: argparse.ArgumentParser, *, selection: bool, gd: bool
     p.add_argument("--json", action="store_true", help=_JSON_HELP)
 
 
-def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = ("W", "KQ")) -> None:
     g = p.add_argument_group("gradient descent")
     g.add_argument(
         "--param",
-        choices=("W", "KQ"),
+        choices=params,
         default="W",
-        help="train W, or the factors K, Q with W = K Q^T (default W)",
+        help="train W, or the factors K, Q with W = K Q^T"
+        + (", or the prompt vector p (key scores x^T p; queries unused)" if "p" in params else "")
+        + " (default W)",
     )
     g.add_argument("--m", type=_positive, help="width of K and Q (default d)")
     g.add_argument(
@@ -811,12 +815,13 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_train,
     )
     _add_data_arguments(p, selection=False, gd=True)
-    _add_train_arguments(p)
+    _add_train_arguments(p, params=("W", "KQ", "p"))
     p.add_argument("--plain", action="store_true", help="plain (unnormalized) gradient steps")
     p.add_argument(
         "--save",
         metavar="FILE",
-        help="write the final W (and K, Q) to this .npz file (checked before training)",
+        help="write the final W (p for --param p; and K, Q) to this .npz file (checked before "
+        "training)",
     )
     p = _add_command(
         sub,

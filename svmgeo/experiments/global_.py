@@ -98,6 +98,7 @@ def trial(
         record_every=n_steps,
         record=("selected",),
     )
+    assert run.W is not None  # None only for param="p"
     target, other = (W_fro, W_nuc) if param == "W" else (W_nuc, W_fro)
     corr = correlation(run.W, target)
     # solution-set invariant: the norm of W_GD rescaled to margin 1, over the optimal norm

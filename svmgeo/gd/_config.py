@@ -25,12 +25,24 @@ __all__ = [
     "StopStatus",
 ]
 
-PARAMS = ("W", "KQ")
+PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
 BACKENDS = ("numba", "numpy", "cupy")
-RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected", "probs", "W")
-BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "max_prob", "selected")
+RECORDS = (
+    "loss",
+    "grad_norm",
+    "W_norm",
+    "max_prob",
+    "selected",
+    "probs",
+    "W",
+    "p",
+    "p_norm",
+    "v",
+    "v_norm",
+)
+BATCH_RECORDS = ("loss", "grad_norm", "W_norm", "p_norm", "v_norm", "max_prob", "selected")
 
 
 class StopStatus(enum.StrEnum):
@@ -86,16 +98,19 @@ class GDConfig:
     r"""Hyper-parameters of a gradient-descent run on softmax attention.
 
     The risk is :math:`L = \frac1n \sum_i \sum_k \ell(Y_{ik} f_{ik})` with
-    :math:`f_{ik} = h(X_i^\top \mathrm{softmax}(X_i W z_{ik}))` over visible keys, and
-    :math:`W = KQ^\top` for ``param="KQ"``. A normalized step is
-    :math:`W \leftarrow W - \eta \nabla L / \|\nabla L\|_F` (each factor separately for
-    ``(K, Q)``); a plain step is :math:`W \leftarrow W - \eta \nabla L`.
+    :math:`f_{ik} = h(U_i^\top \mathrm{softmax}(X_i W z_{ik}))` over visible keys
+    (:math:`U_i` the head features, ``values``, else :math:`X_i`),
+    :math:`W = KQ^\top` for ``param="KQ"``, and logits :math:`X_i p` for ``param="p"``. A
+    normalized step is :math:`W \leftarrow W - \eta \nabla L / \|\nabla L\|_F` (each factor
+    separately for ``(K, Q)``); a plain step is :math:`W \leftarrow W - \eta \nabla L`.
 
     Parameters
     ----------
-    param : {"W", "KQ"}
-        Train :math:`W \in \mathbb{R}^{d\times d}` or the factors
-        :math:`K, Q \in \mathbb{R}^{d\times m}`.
+    param : {"W", "KQ", "p"}
+        Train :math:`W \in \mathbb{R}^{d\times d}`, the factors
+        :math:`K, Q \in \mathbb{R}^{d\times m}`, or the prompt vector
+        :math:`p \in \mathbb{R}^d` (score :math:`x_{it}^\top p` of every key for every
+        query; the queries are not used).
     m : int, optional
         Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``). Defaults to ``d``.
     loss : {"logistic", "exponential", "correlation"}

@@ -4,7 +4,8 @@ r"""Compiled CPU kernels (numba): the same mathematics as :mod:`svmgeo.gd._xp`, 
 :func:`advance` runs many steps for a batch with ``prange`` over instances; each instance
 stops on its own (its status code becomes non-zero). :func:`grad_batch` evaluates
 :math:`(G, M)` with :math:`\nabla L = e^M G` for a batch. See :mod:`svmgeo.gd._xp` for the
-formulas; codes are those of :data:`svmgeo.gd._config.STATUS_CODES`.
+formulas; codes are those of :data:`svmgeo.gd._config.STATUS_CODES`. W has shape
+:math:`(d, d_z)` with :math:`d_z` the queries' width (:math:`d`, or 1 for ``param="p"``).
 
 Compiled code is cached on disk in a user cache directory, never inside the installed package
 (a cache there outlives ``pip uninstall`` and shadows a later install): ``$SVMGEO_CACHE_DIR/numba``
@@ -160,13 +161,13 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
     lw, sg, mk, wz, a, sv, r, u, gt, g = ws
     n, T, d = X.shape
     du = U.shape[2]
-    K = Z.shape[1]
+    K, dz = Z.shape[1], Z.shape[2]
     Mx = _NEG_INF
     for i in range(n):
         for k in range(K):
             for p in range(d):
                 acc = 0.0
-                for q in range(d):
+                for q in range(dz):
                     acc += W[p, q] * Z[i, k, q]
                 wz[p] = acc
             m = -1
@@ -247,7 +248,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
                 if cand > Mx:
                     Mx = cand
     for p in range(d):
-        for q in range(d):
+        for q in range(dz):
             G[p, q] = 0.0
     if Mx == _NEG_INF:
         return _NEG_INF  # the direction is exactly zero
@@ -266,10 +267,10 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
                     for p in range(d):
                         g[p] += w * (X[i, t, p] - X[i, m, p])
             for p in range(d):
-                for q in range(d):
+                for q in range(dz):
                     G[p, q] += g[p] * Z[i, k, q]
     for p in range(d):
-        for q in range(d):
+        for q in range(dz):
             G[p, q] /= n
     return Mx if log_domain else 0.0
 
@@ -432,9 +433,9 @@ def run_one(P1, P2, is_kq, inst, opts, n_steps, lim):
     """
     head_id, loss_id, log_domain, normalized, eta, rho, log_tol = opts
     n, T, d = inst[0].shape
-    K = inst[2].shape[1]
-    W = np.empty((d, d))
-    G = np.empty((d, d))
+    K, dz = inst[2].shape[1], inst[2].shape[2]
+    W = np.empty((d, dz))
+    G = np.empty((d, dz))
     ws = _workspace(n, K, T, d, inst[1].shape[2])
     A1 = np.empty(P1.shape)
     A2 = np.empty(P2.shape)
@@ -496,11 +497,11 @@ def grad_one(W, inst, head_id, loss_id, log_domain, G):
 
 @njit(parallel=True)
 def grad_batch(Wall, prob, head_id, loss_id, log_domain):
-    """(G, M) for every instance of a batch: G (B, d, d), M (B,)."""
+    """(G, M) for every instance of a batch: G (B, d, d_z), M (B,)."""
     B, n, T, d = prob[0].shape
     K = prob[2].shape[2]
     du = prob[1].shape[3]
-    Gall = np.empty((B, d, d))
+    Gall = np.empty((B, d, prob[2].shape[3]))
     Mall = np.empty(B)
     for b in prange(B):
         ws = _workspace(n, K, T, d, du)

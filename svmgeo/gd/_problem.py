@@ -4,7 +4,7 @@ r"""Batched problem arrays: B datasets of equal sizes stacked for the kernels.
 A :class:`Problem` holds, for B instances with the same :math:`(n, T, d, K)`, the attention
 tokens ``X`` (B, n, T, d), the head features ``U`` (B, n, T, d_u) (the data's ``values``; the
 very array ``X`` when no instance has values, so nothing is copied), queries ``Z``
-(B, n, K, d), labels ``Y`` (B, n, K), visibility ``vis`` (B, n, K, T) and the head's
+(B, n, K, d), or ones of shape (B, n, K, 1) for prompt attention ``param="p"``, labels ``Y`` (B, n, K), visibility ``vis`` (B, n, K, T) and the head's
 parameters:
 
 * linear / concave: ``hv`` (B, d_u) is :math:`v`, ``lam`` (B,) is :math:`\lambda`
@@ -126,8 +126,14 @@ def make_problem(
     v: Any = None,
     V: Any = None,
     lam: Any = None,
+    param: str = "W",
 ) -> Problem:
-    """Stack ``datasets`` (equal sizes) and resolve the head parameters."""
+    r"""Stack ``datasets`` (equal sizes) and resolve the head parameters.
+
+    For ``param="p"`` the queries become the scalar 1 (``Z`` of shape (B, n, K, 1)): the
+    trained matrix is then :math:`p \in \mathbb{R}^{d\times 1}` and every logit is
+    :math:`x_{it}^\top p \cdot 1`, exactly the prompt-attention score.
+    """
     if len(datasets) == 0:
         raise ProblemError("train_batch needs at least one dataset; got an empty sequence.")
     for j, data in enumerate(datasets):
@@ -154,7 +160,10 @@ def make_problem(
         if any(dd.has_values for dd in datasets)
         else X
     )
-    Z = np.ascontiguousarray(np.stack([np.asarray(dd.queries) for dd in datasets]))
+    if param == "p":  # prompt attention: the same p scores every key, queries unused
+        Z = np.ones((B, first.n, first.K, 1))
+    else:
+        Z = np.ascontiguousarray(np.stack([np.asarray(dd.queries) for dd in datasets]))
     Y = np.ascontiguousarray(np.stack([np.asarray(dd.labels) for dd in datasets]))
     vis = np.ascontiguousarray(np.stack([np.asarray(dd.visible) for dd in datasets]))
     hv = np.zeros((B, 0))
