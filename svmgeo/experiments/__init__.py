@@ -26,6 +26,9 @@ from ._sweep import (
 # the experiments register themselves on import, in the order of the paper's story
 from . import paths2d, rank, local, global_, gensvm, concave  # noqa: F401  # isort: skip
 
+# the companion paper's experiments (Tarzanagh, Li, Zhang, Oymak 2023)
+from . import companion_single, companion_multi, companion_losses  # noqa: F401  # isort: skip
+
 __all__ = [
     "Experiment",
     "ReproduceResult",
