@@ -438,10 +438,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     save = _save_path(args.save) if args.save else None
     data = _load(args)
-    run = train(data, normalized=not args.plain, **_gd_options(args))
+    run = train(
+        data,
+        normalized=not args.plain,
+        train_head=args.train_head,
+        normalize_eps=args.normalize_eps,
+        **_gd_options(args),
+    )
     name, weights = ("W", run.W) if run.W is not None else ("p", run.p)
     assert weights is not None  # train sets W, or p for --param p
-    trained = {name: weights}
+    trained = {name: weights} | ({} if run.v is None else {"v": run.v})
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
@@ -451,13 +457,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "solve_time_s": run.solve_time,
         f"norm_{name}": float(np.linalg.norm(weights)),
     }
+    if run.v is not None:
+        summary["norm_v"] = float(np.linalg.norm(run.v))
     if run.history.loss is not None:
         summary["final_loss"] = float(run.history.loss[-1])
     if run.history.selected is not None:
         summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
     if save is not None:
         factors = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
-        np.savez(save, **trained, **factors)  # type: ignore[arg-type]
+        np.savez(save, **trained, **factors)
         summary["saved"] = save
     _emit(summary, args.json)
     return 0
@@ -818,10 +826,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_arguments(p, params=("W", "KQ", "p"))
     p.add_argument("--plain", action="store_true", help="plain (unnormalized) gradient steps")
     p.add_argument(
+        "--train-head",
+        action="store_true",
+        help="train the linear head v jointly with the attention (each block normalized "
+        "separately); starts from the data's v, else zero",
+    )
+    p.add_argument(
+        "--normalize-eps",
+        type=_scale,
+        default=0.0,
+        metavar="EPS",
+        help="normalized steps eta g / (||g|| + EPS) per block (default 0: exactly normalized)",
+    )
+    p.add_argument(
         "--save",
         metavar="FILE",
-        help="write the final W (p for --param p; and K, Q) to this .npz file (checked before "
-        "training)",
+        help="write the final W (p for --param p; and K, Q; v with --train-head) to this .npz "
+        "file (checked before training)",
     )
     p = _add_command(
         sub,

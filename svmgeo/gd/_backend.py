@@ -61,7 +61,9 @@ def cupy_available() -> bool:
 class Kernels:
     """The operations the engine needs, for one backend and one problem.
 
-    ``P1`` is W (B, d, d) or K (B, d, m); ``P2`` is Q (B, d, m) or a (B, 1, 1) placeholder.
+    ``P1`` is W (B, d, d), K (B, d, m) or p (B, d, 1); ``P2`` is Q (B, d, m) or a (B, 1, 1)
+    placeholder; ``head`` (B, 1, d_u) the head v the kernels read (the state's: trained with
+    ``train_head``, else the problem's ``hv``).
     """
 
     def __init__(self, name: str, problem: Problem, xp: Any) -> None:
@@ -80,17 +82,31 @@ class Kernels:
         return self.xp.einsum("bdm,bem->bde", P1, P2) if is_kq else P1
 
     def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
+        """``(G, M)`` with the problem's own head."""
         return _xp.grad_w(W, self.problem, self.arrays, loss_id, log_domain, self.xp)
+
+    def grads(
+        self, W: Any, head: Any, loss_id: int, log_domain: bool, train_head: bool
+    ) -> tuple[Any, Any, tuple[Any, Any] | None]:
+        """``(G, M, (G_v, M_v))`` at W with the head ``head``; the head's block is None
+        unless ``train_head``."""
+        xp = self.xp
+        a = _xp.with_head(self.arrays, head)
+        fw = _xp.forward(W, self.problem, a, xp)
+        G, M = _xp.grad_w(W, self.problem, a, loss_id, log_domain, xp, fw)
+        hb = _xp.grad_head(fw, self.problem, a, loss_id, log_domain, xp) if train_head else None
+        return G, M, hb
 
     def advance(
         self,
         P1: Any,
         P2: Any,
+        head: Any,
         status: np.ndarray,
         steps: np.ndarray,
         n: int,
         cfg: GDConfig,
-    ) -> tuple[Any, Any]:
+    ) -> tuple[Any, Any, Any]:
         """Up to ``n`` steps of every running instance; updates ``status``/``steps`` in place."""
         xp = self.xp
         is_kq, loss_id, log_tol = _options(cfg)
@@ -99,8 +115,10 @@ class Kernels:
             active = status == 0
             if not active.any():
                 break
-            G, M = self.grad(self.weights(P1, P2, is_kq), loss_id, cfg.log_domain)
-            P1n, P2n, code = _xp.step(
+            G, M, hb = self.grads(
+                self.weights(P1, P2, is_kq), head, loss_id, cfg.log_domain, cfg.train_head
+            )
+            P1n, P2n, vn, code = _xp.step(
                 P1,
                 P2,
                 G,
@@ -113,64 +131,89 @@ class Kernels:
                 log_tol=log_tol,
                 max_norm=lims,
                 xp=xp,
+                head=None if hb is None else (head, *hb),
+                eps=cfg.normalize_eps,
             )
-            act = xp.asarray(active)
-            P1 = xp.where(act[:, None, None], P1n, P1)
-            P2 = xp.where(act[:, None, None], P2n, P2)
+            act = xp.asarray(active)[:, None, None]
+            P1 = xp.where(act, P1n, P1)
+            P2 = xp.where(act, P2n, P2)
+            if vn is not None:
+                head = xp.where(act, vn, head)
             code_h = self.to_numpy(code)
             status[active] = code_h[active]
             steps[active & (code_h == 0)] += 1
-        return P1, P2
+        return P1, P2, head
 
 
 class NumbaKernels(Kernels):
     """Compiled kernels: a whole chunk of steps per call, ``prange`` over instances."""
 
     def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
+        G, M, _ = self.grads(W, self.problem.hv[:, None, :], loss_id, log_domain, False)
+        return G, M
+
+    def grads(
+        self, W: Any, head: Any, loss_id: int, log_domain: bool, train_head: bool
+    ) -> tuple[Any, Any, tuple[Any, Any] | None]:
         from ._numba import grad_batch, grad_one
 
         W = np.require(W, np.float64, ["C", "W"])
-        prob = _prob(self.problem)
+        prob = _prob(self.problem, head)
         head_id = self.problem.head_id
         if _parallel(self.problem, 1):
-            return grad_batch(W, prob, head_id, loss_id, log_domain)
-        G = np.empty_like(W)
-        M = np.array(
-            [
-                grad_one(W[b], tuple(x[b] for x in prob), head_id, loss_id, log_domain, G[b])
-                for b in range(W.shape[0])
-            ]
-        )
-        return G, M
+            G, M, Gv, Mv = grad_batch(W, prob, head_id, loss_id, log_domain, train_head)
+        else:
+            G = np.empty_like(W)
+            Gv = np.zeros((W.shape[0], 1, self.problem.d_u))
+            M, Mv = np.array(
+                [
+                    grad_one(
+                        W[b], tuple(x[b] for x in prob), head_id, loss_id, log_domain, G[b],
+                        train_head, Gv[b, 0],
+                    )
+                    for b in range(W.shape[0])
+                ]
+            ).reshape(-1, 2).T  # fmt: skip
+        return G, M, ((Gv, Mv) if train_head else None)
 
     def advance(
-        self, P1: Any, P2: Any, status: np.ndarray, steps: np.ndarray, n: int, cfg: GDConfig
-    ) -> tuple[Any, Any]:
+        self,
+        P1: Any,
+        P2: Any,
+        head: Any,
+        status: np.ndarray,
+        steps: np.ndarray,
+        n: int,
+        cfg: GDConfig,
+    ) -> tuple[Any, Any, Any]:
         from ._numba import advance, run_one
 
         P = self.problem
-        P1 = np.array(P1, dtype=np.float64, order="C", copy=True)  # the state stays immutable
-        P2 = np.array(P2, dtype=np.float64, order="C", copy=True)
+        # copies: the state stays immutable
+        P1, P2, head = (np.array(A, dtype=np.float64, order="C", copy=True) for A in (P1, P2, head))
         is_kq, loss_id, log_tol = _options(cfg)
         opts = (
             P.head_id,
             loss_id,
-            cfg.log_domain,
+            is_kq,
+            cfg.train_head,
             cfg.normalized,
+            cfg.log_domain,
             cfg.step_size,
             cfg.ridge,
             log_tol,
+            cfg.normalize_eps,
         )
         prob = _prob(P)
         lims = P.max_norm
         if _parallel(P, n):
-            advance(P1, P2, is_kq, prob, opts, n, status, steps, lims)
+            advance(P1, P2, head, prob, opts, n, status, steps, lims)
         else:  # one thread: no parallel region to start (and no spinning workers)
             for b in np.flatnonzero(status == 0):
                 inst = tuple(x[b] for x in prob)
-                status[b], taken = run_one(P1[b], P2[b], is_kq, inst, opts, n, float(lims[b]))
+                status[b], taken = run_one(P1[b], P2[b], head[b], inst, opts, n, float(lims[b]))
                 steps[b] += taken
-        return P1, P2
+        return P1, P2, head
 
 
 # Instance-steps below which one call runs on one thread: starting a parallel region costs
@@ -186,9 +229,11 @@ def _parallel(P: Problem, n_steps: int) -> bool:
     return P.B > 1 and P.B * n_steps >= _PARALLEL_WORK and numba.get_num_threads() > 1
 
 
-def _prob(P: Problem) -> tuple[np.ndarray, ...]:
-    """The problem's arrays as the compiled kernels take them."""
-    return (P.X, P.U, P.Z, P.Y, P.vis, P.hv, P.hV, P.hw, P.lam, P.C)
+def _prob(P: Problem, head: Any = None) -> tuple[np.ndarray, ...]:
+    """The problem's arrays as the compiled kernels take them (with the head ``head``
+    (B, 1, d_u) in place of ``hv`` when given)."""
+    hv = P.hv if head is None else np.ascontiguousarray(head[:, 0, :], dtype=np.float64)
+    return (P.X, P.U, P.Z, P.Y, P.vis, hv, P.hV, P.hw, P.lam, P.C)
 
 
 def _options(cfg: GDConfig) -> tuple[bool, int, float]:

@@ -51,7 +51,9 @@ class StopStatus(enum.StrEnum):
     * ``MAX_STEPS``: ``n_steps`` were taken.
     * ``GRADIENT_UNDERFLOW``: the step is no longer representable: the gradient (plain steps,
       or normalized steps with ``log_domain=False``) fell below ``1e-292``, where float64
-      loses bits to denormals, or is exactly zero. The iterate is the last finite one.
+      loses bits to denormals, or is exactly zero; or, with ``normalize_eps`` > 0, every
+      block's step :math:`\eta\|g\|/(\|g\| + \varepsilon)` is below float64's range. The
+      iterate is the last finite one.
     * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
       visible key per query, exactly tied scores); the kernels tell the two apart in every
       mode.
@@ -146,6 +148,13 @@ class GDConfig:
     saturation_tol : float, optional
         Stop with ``SATURATED`` at a record point where every query's maximum softmax
         probability is at least ``1 - saturation_tol``.
+    train_head : bool
+        Train the linear head :math:`v` jointly with the attention (each block normalized
+        separately); linear head only.
+    normalize_eps : float
+        :math:`\varepsilon \ge 0` of the normalized step
+        :math:`\eta\, g / (\|g\| + \varepsilon)` per block (0: exactly normalized);
+        normalized steps only.
     """
 
     param: str = "W"
@@ -164,6 +173,8 @@ class GDConfig:
     log_domain: bool = True
     tol: float = 0.0
     saturation_tol: float | None = None
+    train_head: bool = False
+    normalize_eps: float = 0.0
 
     def __post_init__(self) -> None:
         where = "train"
@@ -185,6 +196,20 @@ class GDConfig:
             raise ProblemError(
                 "normalized and log_domain must be True or False; got "
                 f"normalized={self.normalized!r}, log_domain={self.log_domain!r}."
+            )
+        if not isinstance(self.train_head, bool):
+            raise ProblemError(f"train_head must be True or False; got {self.train_head!r}.")
+        check_real(self.normalize_eps, "normalize_eps", low=0.0, high_open=True, where=where)
+        if self.normalize_eps > 0.0 and not self.normalized:
+            raise ProblemError(
+                f"normalize_eps={self.normalize_eps!r} applies to normalized steps "
+                "eta g / (||g|| + eps); got it with normalized=False. Drop normalize_eps or "
+                "use normalized=True."
+            )
+        if self.train_head and self.head != "linear":
+            raise ProblemError(
+                f"train_head=True trains the linear head v; got head={self.head!r}. Use "
+                "head='linear' (the relu and concave heads stay fixed)."
             )
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, int)

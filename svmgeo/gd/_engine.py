@@ -12,18 +12,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import numpy as np
 
 from .._compat import renamed
 from .._errors import ProblemError
 from .._summary import summarized
-from .._validation import check_array, check_real
+from .._validation import check_array, check_option, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
 from ._config import BATCH_RECORDS, CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
+from ._mirror import MirrorRun, train_mirror
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
 
 __all__ = [
@@ -43,9 +44,9 @@ class GDState(NamedTuple):
     """Iterate of a batch of runs.
 
     ``P1`` is W (B, d, d), K (B, d, m) or p (B, d, 1); ``P2`` is Q (B, d, m) or a (B, 1, 1)
-    placeholder;
-    ``step`` counts loop steps; ``steps`` (B,) the steps each instance took; ``status`` (B,)
-    the stop codes (0 while running).
+    placeholder; ``step`` counts loop steps; ``steps`` (B,) the steps each instance took;
+    ``status`` (B,) the stop codes (0 while running); ``head`` (B, 1, d_u) the head v the
+    kernels read (trained with ``train_head``, else the problem's own).
     """
 
     P1: Any
@@ -53,6 +54,7 @@ class GDState(NamedTuple):
     step: int
     steps: np.ndarray
     status: np.ndarray
+    head: Any = None
 
 
 @summarized
@@ -87,6 +89,9 @@ class History:
         For ``param="p"`` only (else None): snapshots of :math:`p` and :math:`\|p\|`,
         recorded where W and ``W_norm`` would be (``record`` may name them ``"W"``/``"p"``
         and ``"W_norm"``/``"p_norm"``); ``W_norm`` is then None.
+    v, v_norm : ndarray of shape (R, d_u) and (R,)
+        With ``train_head=True`` only (else None): snapshots of the head :math:`v` and
+        :math:`\|v\|`.
     """
 
     step: np.ndarray
@@ -101,6 +106,8 @@ class History:
     W: np.ndarray | None = None
     p: np.ndarray | None = None
     p_norm: np.ndarray | None = None
+    v: np.ndarray | None = None
+    v_norm: np.ndarray | None = None
 
 
 @summarized
@@ -116,6 +123,8 @@ class GDRun:
         Final factors for ``param="KQ"``.
     p : ndarray of shape (d,) or None
         Final prompt vector for ``param="p"`` (None otherwise).
+    v : ndarray of shape (d_u,) or None
+        Final head with ``train_head=True`` (None otherwise: the head was fixed).
     history : History
     status : StopStatus
     n_steps : int
@@ -136,6 +145,7 @@ class GDRun:
     config: GDConfig
     solve_time: float
     p: np.ndarray | None = None
+    v: np.ndarray | None = None
     seconds = renamed("seconds", "solve_time", "GDRun")
 
 
@@ -146,7 +156,8 @@ class BatchRun:
 
     ``runs[b]`` is the :class:`GDRun` of instance ``b`` (its history trimmed at its stop).
     History arrays have shape (B, R, ...); ``history.step`` (B, R) gives each instance's step
-    count at each record. ``W`` (B, d, d) is None and ``p`` (B, d) set for ``param="p"``.
+    count at each record. ``W`` (B, d, d) is None and ``p`` (B, d) set for ``param="p"``;
+    ``v`` (B, d_u) is the trained head with ``train_head=True``.
     """
 
     W: np.ndarray | None
@@ -158,6 +169,7 @@ class BatchRun:
     config: GDConfig
     solve_time: float
     p: np.ndarray | None = None
+    v: np.ndarray | None = None
 
     seconds = renamed("seconds", "solve_time", "BatchRun")
 
@@ -174,6 +186,7 @@ class BatchRun:
         return GDRun(
             W=None if self.W is None else self.W[b],
             p=None if self.p is None else self.p[b],
+            v=None if self.v is None else self.v[b],
             K=None if self.K is None else self.K[b],
             Q=None if self.Q is None else self.Q[b],
             history=_trim(self.history, b, keep),
@@ -197,8 +210,9 @@ _MESSAGES = {
     StopStatus.MAX_STEPS: "took all {n} steps",
     StopStatus.GRADIENT_UNDERFLOW: (
         "stopped after {n} steps: the gradient underflowed (its norm fell below 1e-292 or to "
-        "zero); the iterate is the last finite one. Normalized steps with log_domain=True go on "
-        "past this point"
+        "zero), or with normalize_eps > 0 the step eta ||g|| / (||g|| + eps) did; the iterate "
+        "is the last finite one. Exactly normalized steps (normalize_eps=0) with "
+        "log_domain=True go on past this point"
     ),
     StopStatus.STATIONARY: (
         "stopped after {n} steps: the step direction is exactly zero (a stationary point, e.g. "
@@ -238,6 +252,7 @@ class Intermediate:
     selected: np.ndarray
     probs: np.ndarray
     p: np.ndarray | None = None
+    v: np.ndarray | None = None
 
 
 def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -328,7 +343,10 @@ class GradientDescent:
         # a start beyond the representable norms stops at once, with status OVERFLOW
         outside = ~_xp.within_limit(params, is_kq, problem.max_norm, np)
         status = np.where(outside, CODE_OF[StopStatus.OVERFLOW], RUNNING).astype(np.int64)
-        return GDState(k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), status)
+        head = np.array(problem.hv[:, None, :], dtype=np.float64, order="C")
+        return GDState(
+            k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), status, k.asarray(head)
+        )
 
     def update(self, state: GDState, n_steps: int = 1) -> GDState:
         """Advance every running instance by up to ``n_steps`` steps."""
@@ -336,8 +354,10 @@ class GradientDescent:
         assert self.kernels is not None, "call init_state first"  # internal invariant
         status = state.status.copy()
         steps = state.steps.copy()
-        P1, P2 = self.kernels.advance(state.P1, state.P2, status, steps, n_steps, cfg)
-        return GDState(P1, P2, state.step + n_steps, steps, status)
+        P1, P2, head = self.kernels.advance(
+            state.P1, state.P2, state.head, status, steps, n_steps, cfg
+        )
+        return GDState(P1, P2, state.step + n_steps, steps, status, head)
 
     def observe(self, state: GDState) -> dict[str, np.ndarray]:
         """Everything a record holds, as numpy arrays with a leading B axis."""
@@ -347,13 +367,17 @@ class GradientDescent:
         is_kq = cfg.param == "KQ"
         loss_id = LOSS_IDS[cfg.loss]
         W = k.weights(state.P1, state.P2, is_kq)
-        obs = _xp.observe(W, k.problem, k.arrays, loss_id, k.xp)
-        G, M = k.grad(W, loss_id, cfg.log_domain)
+        obs = _xp.observe(W, k.problem, _xp.with_head(k.arrays, state.head), loss_id, k.xp)
+        G, M, hb = k.grads(W, state.head, loss_id, cfg.log_domain, cfg.train_head)
         G, M = k.asarray(G), k.asarray(M)
+        head = None if hb is None else (state.head, *(k.asarray(x) for x in hb))
         glog = _xp.param_log_grad_norm(
-            _xp.factor_grads(state.P1, state.P2, G, M, is_kq, cfg.ridge, k.xp), k.xp
+            _xp.factor_grads(state.P1, state.P2, G, M, is_kq, cfg.ridge, k.xp, head), k.xp
         )
         out = {key: k.to_numpy(val) for key, val in obs.items()}
+        if cfg.train_head:
+            out["v"] = k.to_numpy(state.head)[:, 0, :]
+            out["v_norm"] = np.linalg.norm(out["v"], axis=1)
         out["log_grad_norm"] = k.to_numpy(glog)
         out["grad_norm"] = np.exp(out["log_grad_norm"])
         out["W"] = k.to_numpy(W)
@@ -417,6 +441,7 @@ class GradientDescent:
         return BatchRun(
             W=obs.get("W"),
             p=obs.get("p"),
+            v=obs.get("v"),
             K=k.to_numpy(state.P1) if is_kq else None,
             Q=k.to_numpy(state.P2) if is_kq else None,
             history=hist,
@@ -439,6 +464,7 @@ class GradientDescent:
             step=obs["step"][sel],
             W=obs["W"][sel] if "W" in obs else None,
             p=obs["p"][sel] if "p" in obs else None,
+            v=obs["v"][sel] if "v" in obs else None,
             K=Kf,
             Q=Qf,
             **{
@@ -458,13 +484,15 @@ class GradientDescent:
 
 def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
     """History fields recorded for ``cfg.record``: for ``param="p"``, ``"W"`` and ``"p"`` both
-    mean p and ``"W_norm"``/``"p_norm"`` its norm; fields of other parameters are dropped."""
+    mean p and ``"W_norm"``/``"p_norm"`` its norm; fields of other parameters, and the head's
+    without ``train_head``, are dropped."""
     if cfg.param == "p":
         alias = {"W": "p", "W_norm": "p_norm"}
         names = [alias.get(r, r) for r in cfg.record]
     else:
         names = [r for r in cfg.record if r not in ("p", "p_norm")]
-    names = [r for r in names if r not in ("v", "v_norm")]  # the head is fixed
+    if not cfg.train_head:  # the head is fixed
+        names = [r for r in names if r not in ("v", "v_norm")]
     return tuple(dict.fromkeys(names))
 
 
@@ -536,13 +564,25 @@ def train_batch(
     if isinstance(datasets, TokenData):
         raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
     items = unstack(datasets) if isinstance(datasets, Mapping) else list(datasets)
-    problem = make_problem(items, cfg.head, v=v, V=V, lam=lam, param=cfg.param)
+    problem = make_problem(
+        items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head
+    )
     return GradientDescent(cfg).run(problem, callback)
 
 
-def train(
+@overload
+def train(data: TokenData, *, method: Literal["gd"] = ..., **options: Any) -> GDRun: ...
+
+
+@overload
+def train(data: TokenData, *, method: Literal["mirror"], **options: Any) -> MirrorRun: ...
+
+
+def train(  # type: ignore[misc]  # the overloads take the options as **options
     data: TokenData,
     *,
+    method: str = "gd",
+    p: float | None = None,
     param: str = "W",
     m: int | None = None,
     loss: str = "logistic",
@@ -551,19 +591,21 @@ def train(
     V: Any = None,
     lam: float | None = None,
     step_size: float = 0.1,
-    normalized: bool = True,
+    normalized: bool | None = None,
     n_steps: int = 1000,
     record_every: int | None = None,
     record: tuple[str, ...] = RECORDS,
     ridge: float = 0.0,
     init: Any = "zero",
     seed: int | None = None,
-    backend: str = "numba",
+    backend: str | None = None,
     log_domain: bool = True,
     tol: float = 0.0,
     saturation_tol: float | None = None,
+    train_head: bool = False,
+    normalize_eps: float = 0.0,
     callback: Callable[[Intermediate], Any] | None = None,
-) -> GDRun:
+) -> GDRun | MirrorRun:
     r"""Train softmax attention by (normalized) gradient descent.
 
     .. math::
@@ -582,6 +624,15 @@ def train(
     ----------
     data : TokenData
         Tokens, labels, queries (cross, self, or K per sequence) and mask.
+    method : {"gd", "mirror"}, default "gd"
+        Gradient descent (this function), or :math:`\ell_p` mirror descent: ``method="mirror"``
+        returns :func:`~svmgeo.train_mirror` (data, ``p=``, and its options ``loss``,
+        ``head``, ``v``, ``V``, ``lam``, ``step_size``, ``normalized``, ``n_steps``,
+        ``record_every``, ``init``, ``backend``, with its defaults), a
+        :class:`~svmgeo.MirrorRun`; other options raise a ProblemError.
+    p : float, optional
+        ``method="mirror"`` only: the exponent :math:`p > 1` of the mirror potential
+        :math:`\|W\|_p^p/p`. Unrelated to ``param="p"`` (the prompt vector).
     param : {"W", "KQ", "p"}
         Train W, K and Q of width ``m`` (default d), or the prompt vector
         :math:`p \in \mathbb{R}^d` of the companion paper (Tarzanagh, Li, Zhang, Oymak,
@@ -607,11 +658,13 @@ def train(
         :math:`Y_{ik} f_{ik} = \sum_t s_t \gamma_{ikt}`, which is all the linear head needs;
         other heads, ``v=`` and ``train_head`` are refused for such data.
     v, V, lam : optional
-        Head parameters, fixed during training.
+        Head parameters, fixed during training (with ``train_head=True``, ``v`` is the
+        initial head: default ``data.v``, else zero).
     step_size : float
         :math:`\eta > 0`.
-    normalized : bool
-        Normalized (default) or plain steps.
+    normalized : bool, optional
+        Normalized (default for ``method="gd"``) or plain steps (default for
+        ``method="mirror"``, the paper's algorithm).
     n_steps : int
         Maximum number of steps.
     record_every : int, optional
@@ -626,9 +679,9 @@ def train(
         Initialization; random entries are :math:`\mathcal{N}(0, \text{scale}^2)`.
     seed : int, optional
         Seed of the random initialization.
-    backend : {"numba", "numpy", "cupy"}
-        Compiled CPU kernels (default), the readable numpy reference, or CuPy
-        (``pip install svmgeo[gpu]``).
+    backend : {"numba", "numpy", "cupy"}, optional
+        Compiled CPU kernels (default for ``method="gd"``), the readable numpy reference
+        (default for ``method="mirror"``), or CuPy (``pip install svmgeo[gpu]``).
     log_domain : bool
         Log-domain step direction (default True).
     tol : float
@@ -636,6 +689,26 @@ def train(
     saturation_tol : float, optional
         Stop at a record point where every max softmax probability is :math:`\ge 1 -`
         ``saturation_tol``.
+    train_head : bool, default False
+        Train the linear head :math:`v \in \mathbb{R}^{d_u}` jointly with the attention
+        (``param`` "p", "W" or "KQ"), as in the companion paper's joint :math:`(v, p)`
+        training: the risk is :math:`\frac1n\sum_i \ell(Y_i f_i)` with
+        :math:`\nabla_v L = \frac1n \sum_i \ell'(Y_i f_i)\, Y_i U_i^\top s_i`
+        (sum over queries too), computed in the log domain like the attention gradient.
+        Normalized steps normalize each block separately,
+        :math:`v \leftarrow v - \eta \nabla_v L / \|\nabla_v L\|` and
+        :math:`p \leftarrow p - \eta \nabla_p L / \|\nabla_p L\|` (K and Q each their
+        own block); plain steps are plain; ``ridge`` applies to v as well. ``run.v`` is the
+        final head and the history records ``v`` and ``v_norm``. Linear head only, and not
+        for data with given ``scores`` (a ProblemError says so).
+    normalize_eps : float, default 0
+        :math:`\varepsilon \ge 0`: normalized steps become
+        :math:`\eta\, g / (\|g\| + \varepsilon)` for each block :math:`g`, as in published
+        code whose dynamics depend on it (a norm plateau, a frozen head). 0 is the exact
+        normalized step (the same iterates as before this option existed). Computed stably in
+        the log domain, :math:`(g/\|g\|)/(1 + \varepsilon/\|g\|)` with :math:`\|g\|` kept as
+        a logarithm, so tiny gradients give tiny steps rather than underflow. Normalized steps
+        only.
     callback : callable, optional
         Called with an :class:`Intermediate` at each record point; raise
         :class:`StopIteration` to stop.
@@ -643,6 +716,7 @@ def train(
     Returns
     -------
     GDRun
+        (a :class:`~svmgeo.MirrorRun` for ``method="mirror"``)
 
     Raises
     ------
@@ -664,10 +738,41 @@ def train(
             f"train takes one svmgeo.TokenData; got {type(data).__name__}. "
             "Use train_batch for a sequence of datasets."
         )
+    check_option(method, "method", ("gd", "mirror"), where="train")
+    if method == "mirror":
+        gd_only = {
+            "param": (param, "W"), "m": (m, None), "record": (tuple(record), RECORDS),
+            "ridge": (ridge, 0.0), "seed": (seed, None), "log_domain": (log_domain, True),
+            "tol": (tol, 0.0), "saturation_tol": (saturation_tol, None),
+            "train_head": (train_head, False), "normalize_eps": (normalize_eps, 0.0),
+            "callback": (callback, None),
+        }  # fmt: skip
+        given = [name for name, (value, default) in gd_only.items() if value != default]
+        if given or p is None:
+            raise ProblemError(
+                "method='mirror' (l_p mirror descent, svmgeo.train_mirror) needs p=, the "
+                "exponent of the potential ||W||_p^p / p (p > 1), and takes loss, head, v, V, "
+                "lam, step_size, normalized, n_steps, record_every, init and backend; got "
+                + (f"the gradient-descent option(s) {', '.join(given)}." if given else "no p.")
+            )
+        return train_mirror(
+            data, p=p, loss=loss, head=head, v=v, V=V, lam=lam, step_size=step_size,
+            normalized=False if normalized is None else normalized, n_steps=n_steps,
+            record_every=record_every, init=init, backend="numpy" if backend is None else backend,
+        )  # fmt: skip
+    if p is not None:
+        raise ProblemError(
+            f"p={p!r} is the l_p exponent of method='mirror'; with method='gd' train takes no p. "
+            "For prompt attention (key scores x^T p) pass param='p'; for mirror descent pass "
+            "method='mirror'."
+        )
+    normalized = True if normalized is None else normalized
+    backend = "numba" if backend is None else backend
     cfg = GDConfig(
         param=param, m=m, loss=loss, head=head, step_size=step_size, normalized=normalized,
         n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
         seed=seed, backend=backend, log_domain=log_domain, tol=tol, saturation_tol=saturation_tol,
+        train_head=train_head, normalize_eps=normalize_eps,
     )  # fmt: skip
     if not isinstance(init, str) and not isinstance(init, tuple):
         W0 = np.asarray(init)
@@ -675,7 +780,7 @@ def train(
             raise ProblemError(f"init p must have shape ({data.d},); got {W0.shape}.")
         if param != "p" and W0.ndim != 2:
             raise ProblemError(f"init W must have shape ({data.d}, {data.d}); got {W0.shape}.")
-    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param)
+    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
     batch = GradientDescent(cfg).run(problem, callback, squeeze=True)
     return batch[0]
 
@@ -691,6 +796,7 @@ def loss_and_grad(
     lam: float | None = None,
     ridge: float = 0.0,
     backend: str = "numpy",
+    train_head: bool = False,
 ) -> tuple[float, Any]:
     r"""The risk and its gradient at W, or at (K, Q), as :func:`train` computes them.
 
@@ -706,12 +812,17 @@ def loss_and_grad(
         (K, Q) of arrays of shape (d, m)
     loss, head, v, V, lam, ridge, backend
         As in :func:`train`.
+    train_head : bool, default False
+        Also return the gradient in the linear head v (and include :math:`\rho\|v\|^2/2`
+        in the ridge term), as :func:`train` with ``train_head=True`` uses them.
 
     Returns
     -------
     loss : float
         The risk including the ridge term.
     grad : ndarray of shape (d, d) or (d,), or a pair of arrays of shape (d, m)
+        With ``train_head=True``, a tuple of the attention gradient(s) followed by the
+        head's gradient of shape (d_u,): ``(gW, gv)``, ``(gp, gv)`` or ``(gK, gQ, gv)``.
         The gradient at its true scale (it may underflow to zero far out; :func:`train`
         normalizes in the log domain instead).
     """
@@ -720,20 +831,27 @@ def loss_and_grad(
     is_kq = isinstance(params, tuple)
     init = params if is_kq else np.asarray(params, dtype=float)
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
-    cfg = GDConfig(param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend)
-    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param)
+    cfg = GDConfig(
+        param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend,
+        train_head=train_head,
+    )  # fmt: skip
+    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
     gd = GradientDescent(cfg)
     state = gd.init_state(problem)
     k = gd.kernels
     assert k is not None  # internal invariant
     W = k.weights(state.P1, state.P2, is_kq)
-    obs = _xp.observe(W, problem, k.arrays, LOSS_IDS[loss], k.xp)
-    G, M = k.grad(W, LOSS_IDS[loss], True)
+    obs = _xp.observe(W, problem, _xp.with_head(k.arrays, state.head), LOSS_IDS[loss], k.xp)
+    G, M, hb = k.grads(W, state.head, LOSS_IDS[loss], True, train_head)
     G, M = k.asarray(G), k.asarray(M)
-    grads = _xp.factor_grads(state.P1, state.P2, G, M, is_kq, ridge, k.xp)
+    hd = None if hb is None else (state.head, *(k.asarray(x) for x in hb))
+    grads = _xp.factor_grads(state.P1, state.P2, G, M, is_kq, ridge, k.xp, hd)
     out = [k.to_numpy(k.xp.exp(c)[:, None, None] * D)[0] for D, c in grads]
-    P = [k.to_numpy(state.P1)[0]] + ([k.to_numpy(state.P2)[0]] if is_kq else [])
-    value = float(k.to_numpy(obs["loss"])[0]) + 0.5 * ridge * sum(float(np.sum(A * A)) for A in P)
+    P = [state.P1] + ([state.P2] if is_kq else []) + ([state.head] if train_head else [])
+    sq = sum(float(np.sum(A * A)) for A in (k.to_numpy(B)[0] for B in P))
+    value = float(k.to_numpy(obs["loss"])[0]) + 0.5 * ridge * sq
     if param == "p":
-        return value, out[0][:, 0]
-    return value, (out[0], out[1]) if is_kq else out[0]
+        out[0] = out[0][:, 0]
+    if train_head:
+        out[-1] = out[-1][0]
+    return value, tuple(out) if len(out) > 1 else out[0]

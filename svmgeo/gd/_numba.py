@@ -145,12 +145,17 @@ def _workspace(n, K, T, d, du):
         np.empty(du),
         np.empty(T),
         np.empty(d),
+        np.empty((n, K, du)),
+        np.empty((n, K)),
     )
 
 
 @njit()
-def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
-    """(G, M) for one instance; G is written in place, M returned.
+def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
+    """(G, M) for one instance; G is written in place, ``(M, M_v)`` returned.
+
+    With ``want_v`` the gradient in the linear head, :math:`e^{M_v} G_v`, is written into
+    ``Gv`` (length d_u; see :func:`svmgeo.gd._xp.grad_head`); else ``M_v = -inf``.
 
     Per query: ``lw[i, k, t]`` holds the linear weight ``rel_t * e_t`` (relative to the
     largest off-argmax probability) and ``sg[i, k, 0]`` the query's log-scale ``L_q``; the
@@ -158,7 +163,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
     """
     X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, g = ws
+    lw, sg, mk, wz, a, sv, r, u, gt, g, rq, lv = ws
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -220,6 +225,9 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
             for t in range(T):
                 if vis[i, k, t]:
                     mean += sv[t] * (gt[t] - gt[m])
+            lv[i, k] = _log_abs_dloss(Y[i, k] * f, loss_id)
+            for p in range(du):
+                rq[i, k, p] = r[p]
             mk[i, k] = m
             for t in range(T):
                 lw[i, k, t] = 0.0
@@ -247,11 +255,32 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
                 cand = Lq + math.log(big)
                 if cand > Mx:
                     Mx = cand
+    Mv = _NEG_INF
+    if want_v:
+        shift = 0.0
+        if log_domain:
+            shift = _NEG_INF
+            for i in range(n):
+                for k in range(K):
+                    shift = max(shift, lv[i, k])
+        for p in range(du):
+            Gv[p] = 0.0
+        for i in range(n):
+            for k in range(K):
+                w = -Y[i, k] * math.exp(lv[i, k] - shift)
+                for p in range(du):
+                    Gv[p] += w * rq[i, k, p]
+        nonzero = False
+        for p in range(du):
+            Gv[p] /= n
+            nonzero = nonzero or Gv[p] != 0.0
+        if nonzero:
+            Mv = shift
     for p in range(d):
         for q in range(dz):
             G[p, q] = 0.0
     if Mx == _NEG_INF:
-        return _NEG_INF  # the direction is exactly zero
+        return _NEG_INF, Mv  # the direction is exactly zero
     for i in range(n):
         for k in range(K):
             if sg[i, k, 0] == _NEG_INF:
@@ -272,7 +301,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws):
     for p in range(d):
         for q in range(dz):
             G[p, q] /= n
-    return Mx if log_domain else 0.0
+    return (Mx if log_domain else 0.0), Mv
 
 
 @njit()
@@ -339,48 +368,69 @@ def _matmul(A, B, out, transpose_a):
 
 
 @njit()
-def _step(
-    P1, P2, is_kq, G, M, normalized, log_domain, eta, rho, log_tol, lim, A1, A2, D1, D2, N1, N2
-):
+def _block_log_norm(c, nD):
+    """log of e^c ||D|| (-inf when zero)."""
+    return c + math.log(nD) if nD > 0.0 else _NEG_INF
+
+
+@njit()
+def _step(P, G, M, opts, lim, work):
     """One step of one instance in place; returns the status code (0: step taken).
 
-    ``lim`` is the instance's :attr:`~svmgeo.gd._problem.Problem.max_norm`.
+    ``P = (P1, P2, P3)``: W (or K, or p as a d x 1 matrix), Q (read for ``is_kq``), the head
+    v as a 1 x d_u matrix (trained when ``train_head``); ``G = (G, Gv)`` and ``M = (M, M_v)``
+    the scaled gradients; ``opts`` as in :func:`run_one`; ``lim`` the instance's
+    :attr:`~svmgeo.gd._problem.Problem.max_norm`; ``work`` scratch arrays.
     """
+    P1, P2, P3 = P
+    Gw, Gv = G
+    Mw, Mv = M
+    is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps = opts
+    A1, A2, D1, D2, D3, N1, N2, N3 = work
     if is_kq:
-        _matmul(G, P2, A1, False)
-        _matmul(G, P1, A2, True)
-        c1 = _combine(M, A1, rho, P1, D1)
-        c2 = _combine(M, A2, rho, P2, D2)
-        nf = 2
+        _matmul(Gw, P2, A1, False)
+        _matmul(Gw, P1, A2, True)
+        c1 = _combine(Mw, A1, rho, P1, D1)
+        c2 = _combine(Mw, A2, rho, P2, D2)
     else:
-        c1 = _combine(M, G, rho, P1, D1)
+        c1 = _combine(Mw, Gw, rho, P1, D1)
         c2 = _NEG_INF
-        nf = 1
+    c3 = _combine(Mv, Gv, rho, P3, D3) if train_head else _NEG_INF
     n1 = _norm(D1)
     n2 = _norm(D2) if is_kq else 0.0
-    l1 = c1 + math.log(n1) if n1 > 0.0 else _NEG_INF
-    l2 = c2 + math.log(n2) if n2 > 0.0 else _NEG_INF
-    top = max(l1, l2)
+    n3 = _norm(D3) if train_head else 0.0
+    l1 = _block_log_norm(c1, n1)
+    l2 = _block_log_norm(c2, n2)
+    l3 = _block_log_norm(c3, n3)
+    top = max(l1, max(l2, l3))
     if top > _NEG_INF:
-        glog = top + 0.5 * math.log(math.exp(2.0 * (l1 - top)) + math.exp(2.0 * (l2 - top)))
+        glog = top + 0.5 * math.log(
+            math.exp(2.0 * (l1 - top)) + math.exp(2.0 * (l2 - top)) + math.exp(2.0 * (l3 - top))
+        )
     else:
         glog = _NEG_INF
     any_move = False
-    for f in range(nf):
-        D = D1 if f == 0 else D2
-        Pf = P1 if f == 0 else P2
-        Nf = N1 if f == 0 else N2
-        c = c1 if f == 0 else c2
-        nD = n1 if f == 0 else n2
+    for f in range(3):
+        if (f == 1 and not is_kq) or (f == 2 and not train_head):
+            continue
+        D = D1 if f == 0 else (D2 if f == 1 else D3)
+        Pf = P1 if f == 0 else (P2 if f == 1 else P3)
+        Nf = N1 if f == 0 else (N2 if f == 1 else N3)
+        c = c1 if f == 0 else (c2 if f == 1 else c3)
+        nD = n1 if f == 0 else (n2 if f == 1 else n3)
         move = False
         scale = 0.0
         if normalized and log_domain:
             move = nD > 0.0
             scale = 1.0 / nD if move else 0.0
+            if move and eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
+                x = math.log(eps) - c - math.log(nD)
+                scale *= 1.0 / (1.0 + math.exp(x)) if x < 709.0 else 0.0
+                move = scale > 0.0
         elif normalized:
             gn = math.exp(c) * nD if c > _NEG_INF else 0.0
             move = gn >= UNDERFLOW
-            scale = math.exp(c) / gn if move else 0.0
+            scale = math.exp(c) / (gn + eps) if move else 0.0
         else:
             move = glog > _NEG_INF and math.exp(glog) >= UNDERFLOW
             scale = math.exp(c) if (move and c > _NEG_INF) else 0.0
@@ -393,12 +443,14 @@ def _step(
     if not any_move:
         # stationary when the gradient is exactly zero; G == 0 at a finite scale M is the
         # direct formula's underflow
-        underflowed_G = _norm(G) == 0.0 and M > _NEG_INF
+        underflowed_G = _norm(Gw) == 0.0 and Mw > _NEG_INF
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
-    for f in range(nf):
-        Nv = (N1 if f == 0 else N2).reshape(-1)
+    for f in range(3):
+        if (f == 1 and not is_kq) or (f == 2 and not train_head):
+            continue
+        Nv = (N1 if f == 0 else (N2 if f == 1 else N3)).reshape(-1)
         for j in range(Nv.shape[0]):
             if math.isnan(Nv[j]):
                 return 7
@@ -409,9 +461,13 @@ def _step(
             return 8
     elif not (_norm(N1) <= lim):
         return 8
-    for f in range(nf):
-        Nv = (N1 if f == 0 else N2).reshape(-1)
-        Pv = (P1 if f == 0 else P2).reshape(-1)
+    if train_head and not (_norm(N3) <= NORM_LIMIT):
+        return 8
+    for f in range(3):
+        if (f == 1 and not is_kq) or (f == 2 and not train_head):
+            continue
+        Nv = (N1 if f == 0 else (N2 if f == 1 else N3)).reshape(-1)
+        Pv = (P1 if f == 0 else (P2 if f == 1 else P3)).reshape(-1)
         for j in range(Nv.shape[0]):
             Pv[j] = Nv[j]
     return 0
@@ -424,86 +480,90 @@ def _instance(prob, b):
 
 
 @njit()
-def run_one(P1, P2, is_kq, inst, opts, n_steps, lim):
+def _with_head(inst, v):
+    """``inst`` with the head weights ``v`` (the state's, trained or not)."""
+    X, U, Z, Y, vis, _, hV, hw, lam, C = inst
+    return (X, U, Z, Y, vis, v, hV, hw, lam, C)
+
+
+@njit()
+def run_one(P1, P2, P3, inst, opts, n_steps, lim):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 
-    ``inst`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
-    ``(head_id, loss_id, log_domain, normalized, eta, rho, log_tol)`` and ``lim`` its
-    largest parameter norm.
+    ``P3`` (1, d_u) is the head v the kernels read (updated when trained). ``inst`` is
+    ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
+    ``(head_id, loss_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps)``
+    and ``lim`` its largest parameter norm.
     """
-    head_id, loss_id, log_domain, normalized, eta, rho, log_tol = opts
+    head_id, loss_id = opts[0], opts[1]
+    step_opts = opts[2:]
+    is_kq, train_head, log_domain = opts[2], opts[3], opts[5]
+    inst = _with_head(inst, P3[0])
     n, T, d = inst[0].shape
     K, dz = inst[2].shape[1], inst[2].shape[2]
     W = np.empty((d, dz))
     G = np.empty((d, dz))
+    Gv = np.empty(P3.shape)
     ws = _workspace(n, K, T, d, inst[1].shape[2])
-    A1 = np.empty(P1.shape)
-    A2 = np.empty(P2.shape)
-    D1 = np.empty(P1.shape)
-    D2 = np.empty(P2.shape)
-    N1 = np.empty(P1.shape)
-    N2 = np.empty(P2.shape)
+    work = (
+        np.empty(P1.shape),
+        np.empty(P2.shape),
+        np.empty(P1.shape),
+        np.empty(P2.shape),
+        np.empty(P3.shape),
+        np.empty(P1.shape),
+        np.empty(P2.shape),
+        np.empty(P3.shape),
+    )
     for it in range(n_steps):
         if is_kq:
             _matmul_t(P1, P2, W)
         else:
             W[:, :] = P1
-        M = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws)
-        code = _step(
-            P1,
-            P2,
-            is_kq,
-            G,
-            M,
-            normalized,
-            log_domain,
-            eta,
-            rho,
-            log_tol,
-            lim,
-            A1,
-            A2,
-            D1,
-            D2,
-            N1,
-            N2,
-        )
+        M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, Gv[0])
+        code = _step((P1, P2, P3), (G, Gv), (M, Mv), step_opts, lim, work)
         if code != 0:
             return code, it
     return 0, n_steps
 
 
 @njit(parallel=True)
-def advance(P1, P2, is_kq, prob, opts, n_steps, status, steps, lims):
+def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims):
     """Advance every running instance (status 0) by up to ``n_steps`` steps, in place.
 
     ``prob`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` with a leading batch axis, ``lims`` (B,)
-    the instances' largest parameter norms.
+    the instances' largest parameter norms; ``opts`` as in :func:`run_one`.
     """
     for b in prange(P1.shape[0]):
         if status[b] == 0:
-            code, taken = run_one(P1[b], P2[b], is_kq, _instance(prob, b), opts, n_steps, lims[b])
+            code, taken = run_one(P1[b], P2[b], P3[b], _instance(prob, b), opts, n_steps, lims[b])
             status[b] = code
             steps[b] += taken
 
 
 @njit()
-def grad_one(W, inst, head_id, loss_id, log_domain, G):
-    """(G, M) of one instance: G written in place, M returned."""
+def grad_one(W, inst, head_id, loss_id, log_domain, G, want_v, Gv):
+    """(G, M) of one instance: G (and the head's Gv with ``want_v``) written in place,
+    ``(M, M_v)`` returned."""
     n, T, d = inst[0].shape
     ws = _workspace(n, inst[2].shape[1], T, d, inst[1].shape[2])
-    return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws)
+    return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
 @njit(parallel=True)
-def grad_batch(Wall, prob, head_id, loss_id, log_domain):
-    """(G, M) for every instance of a batch: G (B, d, d_z), M (B,)."""
+def grad_batch(Wall, prob, head_id, loss_id, log_domain, want_v):
+    """(G, M, G_v, M_v) for every instance of a batch: G (B, d, d_z), M (B,), G_v
+    (B, 1, d_u), M_v (B,) (``-inf`` unless ``want_v``)."""
     B, n, T, d = prob[0].shape
     K = prob[2].shape[2]
     du = prob[1].shape[3]
     Gall = np.empty((B, d, prob[2].shape[3]))
     Mall = np.empty(B)
+    Gv = np.zeros((B, 1, du))
+    Mv = np.empty(B)
     for b in prange(B):
         ws = _workspace(n, K, T, d, du)
-        Mall[b] = _grad_one(Wall[b], _instance(prob, b), head_id, loss_id, log_domain, Gall[b], ws)
-    return Gall, Mall
+        Mall[b], Mv[b] = _grad_one(
+            Wall[b], _instance(prob, b), head_id, loss_id, log_domain, Gall[b], ws, want_v, Gv[b, 0]
+        )
+    return Gall, Mall, Gv, Mv

@@ -127,12 +127,14 @@ def make_problem(
     V: Any = None,
     lam: Any = None,
     param: str = "W",
+    train_head: bool = False,
 ) -> Problem:
     r"""Stack ``datasets`` (equal sizes) and resolve the head parameters.
 
     For ``param="p"`` the queries become the scalar 1 (``Z`` of shape (B, n, K, 1)): the
     trained matrix is then :math:`p \in \mathbb{R}^{d\times 1}` and every logit is
-    :math:`x_{it}^\top p \cdot 1`, exactly the prompt-attention score.
+    :math:`x_{it}^\top p \cdot 1`, exactly the prompt-attention score. With ``train_head``
+    ``hv`` is the initial head: ``v``, else each dataset's ``v``, else zero.
     """
     if len(datasets) == 0:
         raise ProblemError("train_batch needs at least one dataset; got an empty sequence.")
@@ -193,17 +195,24 @@ def make_problem(
                     else "every dataset of the batch must then give scores without v."
                 )
             )
+        if scored and train_head:
+            raise ProblemError(
+                f"train_head=True trains v, but dataset {scored[0]} gives its scores "
+                "(scores=, no v), which fix the head. Build the data with v= (and values=) "
+                "instead of scores=."
+            )
         if scored:  # gamma given: f = sum_t s_t Y gamma_t, so that Y f = sum_t s_t gamma_t
             head_id = SCORES_HEAD
             C = Y[:, :, :, None] * np.stack([np.asarray(dd.scores) for dd in datasets])
         elif v is None:
             missing = [j for j, dd in enumerate(datasets) if dd.v is None]
-            if missing:
+            if missing and not train_head:
                 raise ProblemError(
                     f"head={head!r} needs v: dataset {missing[0]} has no v. Pass v=... of "
                     f"shape ({du},) to train, or build the data with TokenData(..., v=...)."
                 )
-            hv = np.ascontiguousarray(np.stack([np.asarray(dd.v) for dd in datasets]))
+            # with train_head the initial head: data.v, else zero
+            hv = np.stack([np.zeros(du) if dd.v is None else np.asarray(dd.v) for dd in datasets])
         else:
             hint = "v is the linear head, one weight per head feature (values, else X)."
             hv = _per_instance(v, "v", B, (du,), hint)

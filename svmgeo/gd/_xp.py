@@ -43,11 +43,13 @@ __all__ = [
     "combine",
     "forward",
     "frobenius",
+    "grad_head",
     "grad_w",
     "log_abs_dloss",
     "loss_value",
     "observe",
     "step",
+    "with_head",
     "within_limit",
 ]
 
@@ -143,16 +145,29 @@ def _x_m(X: Any, m: Any, xp: Any) -> Any:
     return xp.take_along_axis(X, m[..., None], axis=2)
 
 
+def with_head(a: dict[str, Any], head: Any) -> dict[str, Any]:
+    """The arrays ``a`` with the linear / concave head ``v`` read from ``head`` (B, 1, d_u),
+    the trained head of the state."""
+    return {**a, "hv": head[:, 0, :]}
+
+
 def grad_w(
-    W: Any, P: Problem, a: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+    W: Any,
+    P: Problem,
+    a: dict[str, Any],
+    loss_id: int,
+    log_domain: bool,
+    xp: Any,
+    fw: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
-    r"""Risk gradient at W (B, d, d) as ``(G, M)`` with :math:`\nabla L = e^M G`.
+    r"""Risk gradient at W (B, d, d_z) as ``(G, M)`` with :math:`\nabla L = e^M G`.
 
     With ``log_domain=False`` the weights are formed directly and ``M = 0``. ``M = -inf``
-    (with ``G = 0``) means the gradient is exactly zero, in both modes.
+    (with ``G = 0``) means the gradient is exactly zero, in both modes. ``fw`` is
+    :func:`forward` at W when already computed.
     """
     X, Y, vis = a["X"], a["Y"], a["vis"]
-    fw = forward(W, P, a, xp)
+    fw = forward(W, P, a, xp) if fw is None else fw
     s, ls, m, gt = fw["s"], fw["ls"], fw["m"], fw["gt"]
     delta = gt - _take(gt, m, xp)[..., None]
     e = delta - xp.sum(s * delta, axis=-1, keepdims=True)
@@ -181,6 +196,32 @@ def grad_w(
     g = xp.einsum("bnkt,bnktd->bnkd", w, diff)
     G = xp.einsum("bnkd,bnke->bde", g, a["Z"]) / X.shape[1]
     return G, M
+
+
+def grad_head(
+    fw: dict[str, Any], P: Problem, a: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+) -> tuple[Any, Any]:
+    r"""Gradient of the risk in the linear head :math:`v` as ``(G_v, M_v)``, ``G_v`` of shape
+    (B, 1, d_u), from :func:`forward` ``fw``:
+
+    .. math::
+
+        \nabla_v L = \frac1n \sum_{i,k} \ell'(Y_{ik} f_{ik})\, Y_{ik}\, U_i^\top s_{ik}
+        = e^{M_v} G_v,\qquad M_v = \max_{i,k} \log|\ell'(Y_{ik} f_{ik})|,
+
+    so the direction survives when every :math:`\ell'` underflows (``M_v = 0`` with
+    ``log_domain=False``; ``-inf`` when the gradient is exactly zero).
+    """
+    Y = a["Y"]
+    B, n = Y.shape[0], Y.shape[1]
+    with _quiet(xp):
+        lq = log_abs_dloss(Y * fw["f"], loss_id, xp)
+        top = xp.max(lq.reshape(B, -1), axis=1)
+        shift = top if log_domain else xp.zeros(B)
+        wq = -Y * xp.exp(lq - shift[:, None, None])
+    Gv = xp.einsum("bnk,bnkd->bd", wq, fw["r"])[:, None, :] / n
+    nonzero = xp.any(Gv != 0.0, axis=(1, 2))
+    return Gv, xp.where(nonzero, shift, -xp.inf)
 
 
 def frobenius(A: Any, xp: Any) -> Any:
@@ -228,14 +269,27 @@ def _log_norm(D: Any, c: Any, xp: Any) -> Any:
 
 
 def factor_grads(
-    P1: Any, P2: Any, G: Any, M: Any, is_kq: bool, rho: float, xp: Any
+    P1: Any,
+    P2: Any,
+    G: Any,
+    M: Any,
+    is_kq: bool,
+    rho: float,
+    xp: Any,
+    head: tuple[Any, Any, Any] | None = None,
 ) -> list[tuple[Any, Any]]:
-    """Scaled gradients ``(D, c)`` of each trained factor (W, or K and Q)."""
+    """Scaled gradients ``(D, c)`` of each trained block: W (or p), or K and Q; then the head
+    v when ``head = (v, G_v, M_v)`` is given (``train_head``)."""
     if not is_kq:
-        return [combine(M, G, rho, P1, xp)]
-    GQ = xp.einsum("bde,bem->bdm", G, P2)
-    GtK = xp.einsum("bed,bem->bdm", G, P1)
-    return [combine(M, GQ, rho, P1, xp), combine(M, GtK, rho, P2, xp)]
+        out = [combine(M, G, rho, P1, xp)]
+    else:
+        GQ = xp.einsum("bde,bem->bdm", G, P2)
+        GtK = xp.einsum("bed,bem->bdm", G, P1)
+        out = [combine(M, GQ, rho, P1, xp), combine(M, GtK, rho, P2, xp)]
+    if head is not None:
+        v, Gv, Mv = head
+        out.append(combine(Mv, Gv, rho, v, xp))
+    return out
 
 
 def param_log_grad_norm(grads: list[tuple[Any, Any]], xp: Any) -> Any:
@@ -263,14 +317,21 @@ def step(
     log_tol: float,
     max_norm: Any,
     xp: Any,
-) -> tuple[Any, Any, Any]:
-    """One step for every instance; returns new ``(P1, P2, code)`` (code 0: step taken).
+    head: tuple[Any, Any, Any] | None = None,
+    eps: float = 0.0,
+) -> tuple[Any, Any, Any, Any]:
+    r"""One step for every instance; returns new ``(P1, P2, v, code)`` (code 0: step taken).
 
-    Instances whose code is non-zero keep their parameters. Codes are those of
+    ``head = (v, G_v, M_v)`` trains the linear head too (its new value is returned; None
+    otherwise). Normalized steps move each block by :math:`\eta\, g / (\|g\| + \varepsilon)`
+    with ``eps`` :math:`= \varepsilon` (0: exactly normalized); in the log domain this is
+    :math:`(D/\|D\|) / (1 + \varepsilon/\|g\|)` with :math:`\log\|g\| = c + \log\|D\|`,
+    so a tiny gradient gives a tiny step, never an overflow. Instances whose code is
+    non-zero keep their parameters. Codes are those of
     :data:`svmgeo.gd._config.STATUS_CODES`; ``max_norm`` (B,) is
     :attr:`~svmgeo.gd._problem.Problem.max_norm`.
     """
-    grads = factor_grads(P1, P2, G, M, is_kq, rho, xp)
+    grads = factor_grads(P1, P2, G, M, is_kq, rho, xp, head)
     glog = param_log_grad_norm(grads, xp)
     B = P1.shape[0]
     code = xp.zeros(B, dtype=xp.int64)
@@ -281,17 +342,21 @@ def step(
             if normalized and log_domain:
                 move = nD > 0.0
                 Dn = D / xp.where(move, nD, 1.0)[:, None, None]
+                if eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
+                    damp = 1.0 / (1.0 + xp.exp(math.log(eps) - c - xp.log(nD)))
+                    move = move & (damp > 0.0)  # eps / ||g|| overflowed: a zero step
+                    Dn = Dn * damp[:, None, None]
             elif normalized:
                 gn = xp.exp(c) * nD
                 move = gn >= UNDERFLOW
-                Dn = (xp.exp(xp.where(move, c, 0.0))[:, None, None] * D) / xp.where(move, gn, 1.0)[
-                    :, None, None
-                ]
+                Dn = (xp.exp(xp.where(move, c, 0.0))[:, None, None] * D) / xp.where(
+                    move, gn + eps, 1.0
+                )[:, None, None]
             else:
                 move = xp.exp(glog) >= UNDERFLOW
                 Dn = xp.exp(xp.where(xp.isfinite(c), c, 0.0))[:, None, None] * D
         new.append((move, Dn))
-    P = [P1, P2] if is_kq else [P1]
+    P = ([P1, P2] if is_kq else [P1]) + ([head[0]] if head is not None else [])
     out = []
     any_move = xp.zeros(B, dtype=bool)
     for (move, Dn), Pf in zip(new, P, strict=True):
@@ -307,11 +372,15 @@ def step(
     for Pn in out:
         nan = nan | xp.any(xp.isnan(Pn), axis=(1, 2))
     code = xp.where((code == 0) & nan, 7, code)
-    code = xp.where((code == 0) & ~within_limit(out, is_kq, max_norm, xp), 8, code)
+    ok = within_limit(out[: 2 if is_kq else 1], is_kq, max_norm, xp)
+    if head is not None:
+        ok = ok & (frobenius(out[-1], xp) <= NORM_LIMIT)
+    code = xp.where((code == 0) & ~ok, 8, code)
     go = (code == 0)[:, None, None]
     P1n = xp.where(go, out[0], P1)
     P2n = xp.where(go, out[1], P2) if is_kq else P2
-    return P1n, P2n, code
+    vn = xp.where(go, out[-1], head[0]) if head is not None else None
+    return P1n, P2n, vn, code
 
 
 def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dict[str, Any]:

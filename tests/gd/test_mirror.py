@@ -95,3 +95,34 @@ def test_numba_and_numpy_kernels_agree(normalized: bool) -> None:
     # one-ulp differences of the kernels grow through the mirror map over 200 steps to
     # ~4e-10 of max|W| (at 50 steps they are 4e-16)
     np.testing.assert_allclose(runs[1].W, runs[0].W, rtol=0, atol=2e-9 * np.abs(runs[0].W).max())
+
+
+def test_train_method_mirror_is_train_mirror() -> None:
+    data = sg.random_data(3, 4, 5, seed=1)
+    a = sg.train(data, method="mirror", p=1.5, n_steps=40, step_size=0.2)
+    b = train_mirror(data, p=1.5, n_steps=40, step_size=0.2)
+    assert isinstance(a, sg.MirrorRun) and a.status is b.status
+    np.testing.assert_array_equal(a.W_history, b.W_history)
+    c = sg.train(data, method="mirror", p=3.0, n_steps=40, normalized=True, backend="numba")
+    d = train_mirror(data, p=3.0, n_steps=40, normalized=True, backend="numba")
+    np.testing.assert_array_equal(c.W, d.W)
+    assert not np.allclose(c.W, a.W)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"method": "mirror"}, "needs p=.*got no p"),
+        ({"method": "mirror", "p": 1.5, "param": "KQ"}, "gradient-descent option.*param"),
+        (
+            {"method": "mirror", "p": 1.5, "train_head": True, "ridge": 0.1},
+            "train_head, ridge|ridge.*train_head",
+        ),
+        ({"p": 1.5}, "l_p exponent of method='mirror'.*param='p'"),
+        ({"method": "adam"}, "'method' parameter of train"),
+        ({"method": "mirror", "p": 1.0}, "'p' parameter of train_mirror"),
+    ],
+)
+def test_train_method_bad_combinations(kw: dict, match: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.train(sg.random_data(3, 4, 5, seed=1), n_steps=2, **kw)

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""`svmgeo train` with --param p, --train-head and --normalize-eps."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+import svmgeo as sg
+from svmgeo.cli import main
+
+
+def test_cli_train_p_jointly_with_the_head(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    save = tmp_path / "pv.npz"
+    args = ["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "1", "--param", "p"]
+    opts = ["--steps", "60", "--train-head", "--normalize-eps", "0.01", "--backend", "numpy"]
+    assert main([*args, *opts, "--save", str(save), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    with np.load(save) as f:
+        assert set(f.files) == {"p", "v"}
+        p, v = f["p"], f["v"]
+    np.testing.assert_allclose(np.linalg.norm(p), out["norm_p"], rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(v), out["norm_v"], rtol=1e-12)
+    data = sg.random_data(3, 4, 5, seed=1)
+    ref = sg.train(data, param="p", n_steps=60, train_head=True, normalize_eps=0.01,
+                   backend="numpy", seed=1)  # fmt: skip
+    np.testing.assert_allclose(p, ref.p, rtol=1e-12)
+    np.testing.assert_allclose(v, ref.v, rtol=1e-12)
+
+
+def test_cli_train_rejects_a_negative_eps(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["train", "--n", "3", "--T", "4", "--d", "5", "--normalize-eps", "-1"]) == 2
+    assert "--normalize-eps: expected a finite number >= 0" in capsys.readouterr().err
