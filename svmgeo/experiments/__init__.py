@@ -27,7 +27,7 @@ from ._sweep import (
 from . import paths2d, rank, local, global_, gensvm, concave  # noqa: F401  # isort: skip
 
 # the companion paper's experiments (Tarzanagh, Li, Zhang, Oymak 2023)
-from . import companion_single, companion_multi, companion_losses  # noqa: F401  # isort: skip
+from . import companion_single, companion_multi, companion_joint, companion_losses  # noqa: F401  # isort: skip
 
 __all__ = [
     "Experiment",

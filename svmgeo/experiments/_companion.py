@@ -171,28 +171,24 @@ def prompt_path(
     r"""GD on prompt attention p from ``p0`` (and the head from ``data.v`` when
     ``train_head``), :math:`p \leftarrow p - \eta\,\nabla L/(\|\nabla L\| + \varepsilon)`
     (plain steps when not ``normalized``); the recorded iterates."""
-    # train's defaults (ε = 0, a fixed head) are not passed, so plain runs need no more
-    options: dict[str, Any] = {"normalize_eps": eps} if eps else {}
-    if train_head:
-        options["train_head"] = True
     run = train(
         data,
         param="p",
+        train_head=train_head,
         loss=loss,
         init=np.asarray(p0, dtype=float),
         step_size=step_size,
         normalized=normalized,
+        normalize_eps=eps if normalized else 0.0,
         n_steps=n_steps,
         record_every=record_every,
         record=("p", "probs", "v") if train_head else ("p", "probs"),
-        **options,
     )
     hist = run.history
     assert hist.p is not None and hist.probs is not None
     steps = np.asarray(hist.step)
     probs = np.asarray(hist.probs).reshape(len(steps), data.n, data.T)
-    v = getattr(hist, "v", None) if train_head else None  # TODO(exp14): hist.v once merged
-    v = None if v is None else np.asarray(v)
+    v = None if not train_head or hist.v is None else np.asarray(hist.v)
     return PromptPath(steps, np.asarray(hist.p), probs, v)
 
 

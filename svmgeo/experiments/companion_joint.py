@@ -149,9 +149,9 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             continue
         name = "tight" if tight else "non-tight"
         extra = " (published 0.94444)" if tight else ""
-        headline[f"{name}: p_opt 1/2|p|^2{extra}"] = round(first["objective_p_opt"], 6)
+        headline[f"{name}: p_opt 1/2|p|^2{extra}"] = f"{first['objective_p_opt']:.6f}"
         extra = "" if tight else " (published 0.5)"
-        headline[f"{name}: p_relax 1/2|p|^2{extra}"] = round(first["objective_p_relax"], 6)
+        headline[f"{name}: p_relax 1/2|p|^2{extra}"] = f"{first['objective_p_relax']:.6f}"
         headline[f"{name}: inputs on v_mm's margin"] = f"{first['n_support']} of 3"
     for s in summary:
         headline[

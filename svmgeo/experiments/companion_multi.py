@@ -140,10 +140,10 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     zero = [r for r in rows if r["seed"] == 0]
     if zero:
         r0 = zero[0]
-        headline["seed 0: p-SVM 1/2|p|^2 over 3 coordinates (published 0.31319)"] = round(
-            r0["objective_3d"], 6
+        headline["seed 0: p-SVM 1/2|p|^2 over 3 coordinates (published 0.31319)"] = (
+            f"{r0['objective_3d']:.6f}"
         )
-        headline["seed 0: p-SVM 1/2|p|^2 of the attention features"] = round(r0["objective"], 6)
+        headline["seed 0: p-SVM 1/2|p|^2 of the attention features"] = f"{r0['objective']:.6f}"
         headline["seed 0: cos of the two SVM directions in (p1, p2)"] = r0["cos_2d"]
     center = STARTS.index(0.0)
     for method in METHODS:

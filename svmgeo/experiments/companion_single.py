@@ -129,8 +129,8 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     ]
     headline: dict[str, Any] = {}
     if last:
-        headline["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"] = round(last[0]["objective_0"], 6)
-        headline["p-SVM(token 1) 1/2|p|^2 (published 0.5)"] = round(last[0]["objective_1"], 6)
+        headline["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"] = f"{last[0]['objective_0']:.6f}"
+        headline["p-SVM(token 1) 1/2|p|^2 (published 0.5)"] = f"{last[0]['objective_1']:.6f}"
     for (setting, eps), g in group(summary, ("setting", "eps")).items():
         lot = next(r["token1_is_lot"] for r in last if r["setting"] == setting)
         tag = f"{setting} (gamma2={GAMMA2[setting]:g}, eps={eps:g})"

@@ -62,9 +62,13 @@ def test_single_input_published_optima_and_convergence(quick):
     res = quick("companion_single")
     # the p-SVM optima: (-0.1, 1)/1.01 and (1, 0), i.e. 1/2|p|^2 = 50/101 and 1/2
     h = res.headline
-    np.testing.assert_allclose(h["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"], 50 / 101, 1e-6)
-    np.testing.assert_allclose(h["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"], 0.49505, 1e-5)
-    assert h["p-SVM(token 1) 1/2|p|^2 (published 0.5)"] == pytest.approx(0.5, abs=1e-9)
+    np.testing.assert_allclose(
+        float(h["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"]), 50 / 101, 1e-6
+    )
+    np.testing.assert_allclose(
+        float(h["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"]), 0.49505, 1e-5
+    )
+    assert float(h["p-SVM(token 1) 1/2|p|^2 (published 0.5)"]) == pytest.approx(0.5, abs=1e-6)
     last = _last(res)
     glob = [r for r in last if r["setting"] == "global"]
     loc = [r for r in last if r["setting"] == "local"]
@@ -88,7 +92,7 @@ def test_multi_input_published_optimum_and_ngd_faster(quick):
     res = quick("companion_multi")
     h = res.headline
     key = "seed 0: p-SVM 1/2|p|^2 over 3 coordinates (published 0.31319)"
-    np.testing.assert_allclose(h[key], 0.31319, atol=5e-6)
+    np.testing.assert_allclose(float(h[key]), 0.31319, atol=5e-6)
     # the published SVM and the SVM of the attention features share their (p1, p2) direction
     assert h["seed 0: cos of the two SVM directions in (p1, p2)"] == pytest.approx(1.0, abs=1e-9)
     rows = [r for r in res.sweep.rows if r["step"] == 200 and r["start"] == 2]
@@ -112,6 +116,23 @@ def test_multi_input_data_are_the_papers_draw():
     np.testing.assert_allclose(U[:, 1:4, :2] - [-1.0, 1.0], noise[:, 1:4, :2], atol=1e-6)
     assert np.all(U[:, 0, 2] == 1.0) and np.all(U[:, 1:, 2] == 0.5)
     np.testing.assert_array_equal(np.asarray(data.X)[..., 2], 0.0)  # attention ignores scores
+
+
+def test_joint_training_reaches_both_predictions(quick):
+    res = quick("companion_joint")
+    h = res.headline
+    np.testing.assert_allclose(float(h["tight: p_opt 1/2|p|^2 (published 0.94444)"]), 17 / 18, 1e-6)
+    np.testing.assert_allclose(float(h["non-tight: p_relax 1/2|p|^2 (published 0.5)"]), 0.5, 1e-6)
+    assert h["tight: inputs on v_mm's margin"] == "3 of 3"
+    assert h["non-tight: inputs on v_mm's margin"] == "2 of 3"
+    last = {r["tight"]: r for r in _last(res)}
+    tight, loose = last[True], last[False]
+    assert tight["step"] == 1000
+    # the acceptance: tight data, cos >= 0.9999 for both blocks
+    assert tight["cos_p_opt"] >= 0.9999 and tight["cos_v_mm"] >= 0.9999
+    # non-tight: p goes to the relaxed SVM, not to p_opt
+    assert loose["cos_p_relax"] >= 0.999 and loose["cos_p_relax"] > loose["cos_p_opt"] + 0.005
+    assert loose["cos_v_mm"] >= 0.9999
 
 
 def test_losses_converge_to_the_p_svm_direction_with_the_derived_offset(quick):
@@ -139,7 +160,9 @@ def test_losses_converge_to_the_p_svm_direction_with_the_derived_offset(quick):
     np.testing.assert_allclose([r["p1"], r["p2"]], p[:2], rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["companion_single", "companion_multi", "companion_losses"])
+@pytest.mark.parametrize(
+    "name", ["companion_single", "companion_multi", "companion_joint", "companion_losses"]
+)
 def test_quick_run_writes_tables_and_figure(name, quick):
     if name == "companion_multi":
         pytest.importorskip("torch")

@@ -20,7 +20,7 @@ from svmgeo.experiments.rank import numerical_rank
 
 NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave"]
 # the companion paper's experiments (tested in test_companion.py), registered after NAMES
-COMPANION = ["companion_single", "companion_multi", "companion_losses"]
+COMPANION = ["companion_single", "companion_multi", "companion_joint", "companion_losses"]
 
 COLUMNS = {
     "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
