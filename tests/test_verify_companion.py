@@ -79,3 +79,31 @@ def test_prompt_verify_rejects_what_it_cannot_compare():
         sg.verify(data, param="p", head="concave", lam=0.1, n_steps=5)
     with pytest.raises(sg.ProblemError, match="init='cone'"):
         sg.verify(data, param="p", init="cone", alpha=[1, 1, 1], n_steps=5)
+
+
+def test_w_with_queries_e1_and_train_head_is_the_prompt_report(joint_reports):
+    # with every query e1, W-training is p-training (W = p e1^T) and the relaxed W-SVM is
+    # p_relax e1^T: the two reports must agree
+    data = joint_data(False)
+    rep_w = sg.verify(data, param="W", train_head=True, n_steps=1000)
+    rep_p = joint_reports[False]
+    assert rep_w.W.shape == (2, 2) and rep_w.W_nuc is not None
+    np.testing.assert_allclose(rep_w.W_relax[:, 0], rep_p.W_relax, atol=1e-9)
+    np.testing.assert_allclose(rep_w.W_relax[:, 1], 0.0, atol=1e-9)
+    np.testing.assert_allclose(rep_w.corr_relax, rep_p.corr_relax, rtol=1e-9)
+    np.testing.assert_allclose(rep_w.corr_v, rep_p.corr_v, rtol=1e-9)
+    assert rep_w.converged_to == "relax" and "corr(W, W_relax)" in str(rep_w)
+
+
+def test_fixed_head_verify_scores_the_values_not_the_attention_features():
+    # attention reads coordinates 1-2 (the third is zeroed), the head reads coordinate 3;
+    # scores taken from the attention features would tie every token and call any selection
+    # optimal
+    data = single_input_data(0.0)
+    W0 = np.zeros((3, 3))
+    W0[:, 0] = [0.0, -1.5, 0.0]
+    rep = sg.verify(data, param="W", init=W0, n_steps=600)
+    np.testing.assert_array_equal(rep.selection, [1])
+    assert not rep.is_optimal and rep.is_lot
+    p_local = sg.att_svm(data, [1], param="p").p
+    np.testing.assert_allclose(rep.W_fro[:, 0], p_local, atol=1e-9)

@@ -115,7 +115,7 @@ def grid(quick: bool) -> list[dict[str, Any]]:
             "tight": tight,
             "mode": mode,
             "n_steps": PAPER_N_STEPS if quick else 20_000,
-            "record_every": 5 if quick else 20,
+            "record_every": 5 if quick else 10,
         }
         for tight in (True, False)
         for mode in modes
@@ -186,17 +186,17 @@ def plot(rows: Rows, summary: Rows, path: Path) -> list[Path]:
             title="tight" if tight else "non-tight",
         )
     for tight, color in ((True, "C0"), (False, "C1")):
-        g = [r for r in rows if r["tight"] == tight and r["mode"] == "exact"]
+        g = [r for r in rows if r["tight"] == tight and r["mode"] == "exact" and r["step"] > 0]
         step = [r["step"] for r in g]
         name = "tight" if tight else "non-tight"
-        axes[2].semilogy(
+        axes[2].loglog(
             step,
             [max(1 - r["cos_p_relax"], 1e-16) for r in g],
             "-",
             color=color,
             label=f"{name}: 1 - cos(p, p_relax)",
         )
-        axes[2].semilogy(
+        axes[2].loglog(
             step,
             [max(1 - r["cos_v_mm"], 1e-16) for r in g],
             ":",
