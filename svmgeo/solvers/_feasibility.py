@@ -38,7 +38,7 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._exact import prove_verdict
-from ._geometry import RowGeometry, features
+from ._geometry import RowGeometry, compressed_width, features
 from ._qp import interior_point, polish_active_set
 from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
@@ -188,7 +188,7 @@ class _Factor:
 def _small_features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Compressed features of a Gram-represented problem when their thin SVD is cheap."""
     cs = geo.cs
-    width = min(cs.d, cs.N) * min(cs.d, cs.n_queries)
+    width = compressed_width(cs)
     if cs.N * width * min(cs.N, width) > 2e8:
         return None
     return features(geo)

@@ -41,6 +41,7 @@ import scipy.sparse as sp
 # ---- helpers shared with the other solver modules ------------------------------------------
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import downgrade, frobenius_certificate, lift_kkt_pair
+from ._geometry import compressed_width
 from ._result import SVMResult, no_solution
 from ._status import Status
 
@@ -57,19 +58,15 @@ _CHUNK = 8192
 """Rows per chunk of a product (bounds the temporaries at ``_CHUNK * d`` floats)."""
 
 
-def _n_queries(cs: ConstraintSet) -> int:
-    return int(np.unique(cs.seq * max(cs.K, 1) + cs.query).size) if cs.N else 0
-
-
 def dense_bytes(cs: ConstraintSet) -> float:
     r"""Memory estimate of the dense Frobenius path (bytes).
 
-    Compressed features (:math:`D = \min(d, N)\min(d, n_q) < N`): :math:`\Phi` (N×D) and two
-    D×D matrices. Otherwise the Gram :math:`G`, its Cholesky factor and one working copy:
+    Compressed features (:math:`D` = :func:`~._geometry.compressed_width` :math:`< N`):
+    :math:`\Phi` (N×D) and two D×D matrices. Otherwise the Gram :math:`G`, its Cholesky factor and one working copy:
     :math:`3 \cdot 8N^2`.
     """
-    N, d = cs.N, cs.d
-    D = min(d, N) * min(d, _n_queries(cs))
+    N = cs.N
+    D = compressed_width(cs)
     if D < N:
         return 8.0 * (N * D + 2.0 * D * D)
     return 24.0 * N * N

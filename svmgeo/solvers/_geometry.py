@@ -24,7 +24,14 @@ import scipy.linalg as sla
 from .._linalg import orthonormal_basis
 from ..constraints import MARGIN, ConstraintSet
 
-__all__ = ["FEATURE_LIMIT", "RowGeometry", "Solve", "dense_dimension", "features"]
+__all__ = [
+    "FEATURE_LIMIT",
+    "RowGeometry",
+    "Solve",
+    "compressed_width",
+    "dense_dimension",
+    "features",
+]
 
 Solve = Callable[[np.ndarray], np.ndarray]
 r"""A linear solve :math:`r \mapsto H^{-1} r` with a factorization held in its closure."""
@@ -49,10 +56,22 @@ def _query_gram(cs: ConstraintSet) -> np.ndarray:
     return (Q @ Q.T)[np.ix_(inv, inv)]
 
 
+def compressed_width(cs: ConstraintSet) -> int:
+    r"""The bound :math:`r_1 r_2 \le \min(d, N)\,\min(d, q)` on the compressed dimension, with
+    :math:`q` the number of distinct query vectors :math:`b_j` (no factorization).
+
+    Queries are counted by value: the p-SVM's rows all share :math:`b = e_1` although each
+    input is its own query, so :math:`q = 1` and its features have width :math:`\le d`.
+    """
+    groups = cs.query_groups
+    q = cs.n_queries if groups is None else int(np.unique(groups[0], axis=0).shape[0])
+    return min(cs.d, cs.N) * min(cs.d, q)
+
+
 def dense_dimension(cs: ConstraintSet) -> int:
     r"""Size of the dense problem :class:`RowGeometry` builds: :math:`\min(N, r_1 r_2)` with
-    the bound :math:`r_1 r_2 \le \min(d, N)\,\min(d, n_\text{queries})` (no factorization)."""
-    return min(cs.N, min(cs.d, cs.N) * min(cs.d, cs.n_queries))
+    :math:`r_1 r_2` bounded by :func:`compressed_width`."""
+    return min(cs.N, compressed_width(cs))
 
 
 class RowGeometry:
@@ -241,7 +260,7 @@ def features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray] | No
         assert geo.U is not None and geo.V is not None
         return geo.U, geo.V, geo.Phi
     cs = geo.cs
-    if min(cs.d, cs.N) * min(cs.d, cs.n_queries) > FEATURE_LIMIT:
+    if compressed_width(cs) > FEATURE_LIMIT:
         return None  # decided before any factorization: this is the rescue path only
     U, V = orthonormal_basis(cs.A), orthonormal_basis(cs.B)
     width = U.shape[1] * V.shape[1]

@@ -261,8 +261,8 @@ def joint_svm(
     >>> X = np.array([[[0, 0], [1, 1]], [[0, 0], [1, -1]], [[0, 0], [0.5, 1.5]]])
     >>> data = sg.TokenData(X, Y=[1, -1, 1], v=[0.0, 1.0], Z=np.ones((3, 2)))
     >>> res = sg.joint_svm(data)
-    >>> res.support, res.p
-    (array([ True,  True, False]), array([1., 0.]))
+    >>> res.support, res.support_proof
+    (array([ True,  True, False]), 'exact')
     """
     where = "joint_svm"
     data = check_data(data, where)

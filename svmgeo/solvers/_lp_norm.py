@@ -379,6 +379,7 @@ def solve_lp(
             solve_time=time.perf_counter() - start,
             farkas=feas.farkas,
             extras=extras,
+            proof=feas.proof,
         )
     if p == 1.0 or math.isinf(p):
         res = _finish_lp(cs, p, tol, extras, start)
@@ -398,7 +399,7 @@ def solve_lp(
                     message=f"{res.message}; the cvxpy fallback did not certify either "
                     f"({ref.status}: {ref.message})",
                 )
-    return dataclasses.replace(res, solve_time=time.perf_counter() - start)
+    return dataclasses.replace(res, solve_time=time.perf_counter() - start, proof=feas.proof)
 
 
 def _result(

@@ -86,7 +86,7 @@ def test_lp_p_svm_matches_a_naive_lq_model():
     A, _ = sgt.naive_rows(data, alpha)
     p = cp.Variable(data.d)
     cp.Problem(cp.Minimize(cp.pnorm(p, 1.5)), [A @ p >= 1]).solve(solver=cp.CLARABEL)
-    assert res.success
+    assert res.success and res.proof == "exact"  # its feasibility verdict, proved
     np.testing.assert_allclose(
         res.objective, np.sum(np.abs(p.value) ** 1.5) ** (1 / 1.5), rtol=1e-6
     )
@@ -133,3 +133,18 @@ def test_bad_param_is_named(param, match):
         sg.att_svm(data, param=param)
     with pytest.raises(sg.ProblemError, match=match):
         sg.feasibility(data, param=param)
+
+
+def test_cli_solve_param_p_matches_the_python_api(capsys, tmp_path):
+    import json
+
+    from svmgeo.cli import main
+
+    save = tmp_path / "p.npz"
+    args = ["solve", "--n", "3", "--T", "3", "--d", "6", "--seed", "0", "--param", "p"]
+    assert main([*args, "--json", "--save", str(save)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    res = sg.att_svm(sg.random_data(3, 3, 6, seed=0), param="p")
+    assert out["param"] == "p" and out["status"] == "optimal"
+    np.testing.assert_allclose(out["p"], res.p, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.load(save)["p"], res.p, rtol=1e-12, atol=1e-12)
