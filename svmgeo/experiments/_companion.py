@@ -39,6 +39,7 @@ __all__ = [
     "PromptPath",
     "cosine",
     "finish_figure",
+    "import_torch",
     "joint_data",
     "losses_data",
     "multi_input_data",
@@ -95,6 +96,19 @@ def single_input_data(gamma2: float) -> TokenData:
     return prompt_data(X, [1.0], [0.0, 0.0, 1.0])
 
 
+def import_torch() -> Any:
+    """torch, or a :class:`~svmgeo.SolverNotFound` naming the extra (the multi-input data are
+    drawn by torch's generator)."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise SolverNotFound(
+            "the multi-input experiment draws the paper's tokens with torch's generator, which "
+            "is not installed. Install the extra: pip install 'svmgeo[torch]'."
+        ) from exc
+    return torch
+
+
 def multi_input_data(seed: int = 0, n: int = 3, T: int = 7) -> TokenData:
     r"""The paper's multi-input data: n = 3 inputs of T = 7 tokens, Y = 1, v = e3.
 
@@ -108,13 +122,7 @@ def multi_input_data(seed: int = 0, n: int = 3, T: int = 7) -> TokenData:
     float32, exactly as the released notebook (seed 0 is the published figure), then widened
     to float64. Needs torch (``pip install 'svmgeo[torch]'``).
     """
-    try:
-        import torch
-    except ImportError as exc:
-        raise SolverNotFound(
-            "the multi-input experiment draws the paper's tokens with torch's generator, which "
-            "is not installed. Install the extra: pip install 'svmgeo[torch]'."
-        ) from exc
+    torch = import_torch()
     gen = torch.Generator()
     gen.manual_seed(int(seed))
     X = torch.randn((n, T, 3), generator=gen) * 0.2

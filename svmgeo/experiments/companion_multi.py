@@ -30,6 +30,7 @@ from ._companion import (
     PAPER_EPS_STEP,
     cosine,
     finish_figure,
+    import_torch,
     multi_input_data,
     prompt_data,
     prompt_path,
@@ -110,7 +111,9 @@ def trial(
 
 def grid(quick: bool) -> list[dict[str, Any]]:
     """Seed 0 (the paper's) and, full size, seeds 1–9 too; the three methods (quick: NGD
-    exact and GD) × six starts; 1000 steps (quick 200)."""
+    exact and GD) × six starts; 1000 steps (quick 200). Needs torch (checked here, before
+    any trial runs)."""
+    import_torch()  # before any trial: the data need torch's generator
     methods = ("ngd", "gd") if quick else tuple(METHODS)
     return [
         {"seed": s, "method": m, "start": start, "n_steps": 200 if quick else 1000}

@@ -171,3 +171,15 @@ def test_quick_run_writes_tables_and_figure(name, quick):
     assert res.figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert all(Path(p).exists() for p in res.tables)
     assert str(res).startswith(f"{name} (quick)")
+
+
+def test_multi_input_without_torch_names_the_extra_before_any_trial(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from svmgeo.cli import main
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    argv = ["reproduce", "companion_multi", "--quick", "--out", str(tmp_path), "--workers", "0"]
+    assert main([*argv, "--no-progress"]) == 2
+    assert "pip install 'svmgeo[torch]'" in capsys.readouterr().err
+    assert not (tmp_path / "companion_multi-quick.csv").exists()
