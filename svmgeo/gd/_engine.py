@@ -126,6 +126,9 @@ class GDRun:
     v : ndarray of shape (d_u,) or None
         Final head with ``train_head=True`` (None otherwise: the head was fixed).
     history : History
+        Recorded fields (see :class:`History`): ``W`` / ``W_norm`` for ``param`` "W" and
+        "KQ"; ``p`` (R, d) / ``p_norm`` (R,) in their place for ``param="p"`` (``W`` and
+        ``W_norm`` None); with ``train_head=True`` also ``v`` (R, d_u) / ``v_norm`` (R,).
     status : StopStatus
     n_steps : int
         Steps taken.
@@ -546,7 +549,8 @@ def train_batch(
 
     Takes the keyword options of :func:`train` (``param``, ``m``, ``loss``, ``head``,
     ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``record``, ``ridge``,
-    ``init``, ``seed``, ``backend``, ``log_domain``, ``tol``, ``saturation_tol``); ``record``
+    ``init``, ``seed``, ``backend``, ``log_domain``, ``tol``, ``saturation_tol``,
+    ``train_head``, ``normalize_eps``; not ``method``); ``record``
     defaults to the light fields ``BATCH_RECORDS`` (no W snapshots or full probabilities:
     pass ``record=RECORDS`` for them, at B times the memory of one run). ``v``,
     ``V`` and ``init`` arrays may carry a leading B axis (one per instance) or be shared. With

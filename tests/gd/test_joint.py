@@ -180,6 +180,16 @@ def test_train_head_refuses_given_scores() -> None:
         sg.train(scored, train_head=True, n_steps=2)
 
 
+def _same_history(dev: sg.GDRun, ref: sg.GDRun) -> None:
+    """The device run's W, p, v and loss histories are numpy arrays equal to the reference's."""
+    for key in ("W", "p", "v", "loss"):
+        x, y = getattr(ref.history, key), getattr(dev.history, key)
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert type(y) is np.ndarray
+            np.testing.assert_allclose(y, x, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_cupy_code_path_with_values_p_and_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cupy path (on a numpy stand-in namespace, see test_backends) against numba."""
@@ -196,9 +206,37 @@ def test_cupy_code_path_with_values_p_and_head(monkeypatch: pytest.MonkeyPatch) 
     ):
         dev = sg.train(data, n_steps=100, record_every=25, backend="cupy", **kw)  # type: ignore[arg-type]
         ref = sg.train(data, n_steps=100, record_every=25, backend="numba", **kw)  # type: ignore[arg-type]
-        for key in ("W", "p", "v", "loss"):
-            x, y = getattr(ref.history, key), getattr(dev.history, key)
-            assert (x is None) == (y is None)
-            if x is not None:
-                assert type(y) is np.ndarray
-                np.testing.assert_allclose(y, x, rtol=1e-10, atol=1e-12)
+        _same_history(dev, ref)
+
+
+def test_batched_parallel_joint_runs_equal_single_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prange over instances (advance, grad_batch) with values, p, train_head and eps."""
+    import numba
+
+    from svmgeo.gd import _backend
+
+    from .conftest import with_values
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    datasets = [with_values(sg.random_data(3, 4, 5, seed=s), seed=s) for s in range(4)]
+    kw = dict(param="p", train_head=True, normalize_eps=0.01, n_steps=100)
+    monkeypatch.setattr(_backend, "_PARALLEL_WORK", 0)
+    numba.set_num_threads(2)
+    batch = sg.train_batch(datasets, record=sg.gd.RECORDS, **kw)  # type: ignore[arg-type]
+    assert batch.v is not None and batch.p is not None and batch.W is None
+    for b, data in enumerate(datasets):
+        one = sg.train(data, **kw)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(batch[b].p, one.p)
+        np.testing.assert_array_equal(batch[b].v, one.v)
+        np.testing.assert_array_equal(batch.history.grad_norm[b], one.history.grad_norm)
+
+
+@pytest.mark.skipif(not sg.gd.cupy_available(), reason="needs CuPy and a CUDA device")
+@pytest.mark.gpu
+def test_cupy_equals_numba_with_values_p_and_head() -> None:
+    data = VALUES["cross"]
+    for kw in ({"param": "p", "train_head": True, "normalize_eps": 0.01}, {"param": "W"}):
+        dev = sg.train(data, n_steps=200, record_every=50, backend="cupy", **kw)  # type: ignore[arg-type]
+        ref = sg.train(data, n_steps=200, record_every=50, backend="numba", **kw)  # type: ignore[arg-type]
+        _same_history(dev, ref)
