@@ -33,13 +33,19 @@ from .gd._config import PARAMS
 from .gd._mirror import MirrorRun
 from .ntp import NextTokenData, NTPReport
 from .selection import optimal_token_sets
-from .solvers import SVMResult, att_svm
+from .solvers import JointSVMResult, SVMResult, att_svm, joint_svm
 
 __all__ = ["VerifyReport", "verify"]
 
 # options of `train` that verify passes through unchanged (the others it sets itself)
-_PASS_THROUGH = ("ridge", "log_domain", "tol", "saturation_tol", "callback")
-_FIELDS_OUT = ("svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run")  # objects
+_PASS_THROUGH = ("ridge", "log_domain", "tol", "saturation_tol", "callback", "normalize_eps")
+# float arrays that may be absent from a report (None)
+_OPTIONAL_ARRAYS = (
+    "farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir",
+    "W_lp", "corr_lp", "v", "v_mm", "corr_v", "W_relax", "corr_relax",
+)  # fmt: skip
+# objects, not serialized
+_FIELDS_OUT = ("svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run", "joint")
 
 
 def _f(x: Any) -> float | None:
@@ -138,6 +144,30 @@ class VerifyReport:
     svm_fro, svm_nuc, svm_lp, lot, gen, run, mirror_run : objects or None
         The solves, the local-optimality verdict, the Gen-SVM result and the GD (or mirror
         descent) run behind the report (not serialized; None after :meth:`from_json`).
+    train_head : bool
+        Whether the head v was trained with the attention (:func:`verify` with
+        ``train_head=True``).
+    v, v_mm : ndarray of shape (d_u,) or None
+        ``train_head``: GD's final head and the head SVM :math:`v^{\mathrm{mm}}` of GD's
+        selection (:func:`~svmgeo.joint_svm`).
+    corr_v : ndarray of shape (R,) or None
+        :math:`\mathrm{corr}(v(t), v^{\mathrm{mm}})`.
+    support : ndarray of bool, shape (n,) or (n, K), or None
+        The inputs on :math:`v^{\mathrm{mm}}`'s margin.
+    W_relax : ndarray or None
+        The relaxed SVM (margin 1 on ``support``, 0 elsewhere): :math:`p^{\mathrm{relax}}`
+        (d,) for ``param="p"``, a (d, d) matrix for ``param="W"``.
+    corr_relax : ndarray of shape (R,) or None
+        :math:`\mathrm{corr}(p(t), p^{\mathrm{relax}})` (W(t) for ``param="W"``).
+    joint : JointSVMResult or None
+        The joint prediction behind ``v_mm`` and ``W_relax`` (not serialized).
+
+    Notes
+    -----
+    For ``param="p"`` the W-named fields hold the prompt vector: ``W`` the final p (d,),
+    ``W_fro`` the p-SVM of GD's selection (Att-SVM with every query :math:`z_i = e_1`),
+    ``corr_fro`` :math:`\mathrm{corr}(p(t), p^{\mathrm{mm}})`, ``norm_W`` :math:`\|p(t)\|`;
+    a vector has no nuclear SVM, so ``W_nuc`` is None and ``corr_nuc`` NaN.
     """
 
     param: str
@@ -175,6 +205,13 @@ class VerifyReport:
     mirror_p: float | None = None
     W_lp: np.ndarray | None = None
     corr_lp: np.ndarray | None = None
+    train_head: bool = False
+    v: np.ndarray | None = None
+    v_mm: np.ndarray | None = None
+    corr_v: np.ndarray | None = None
+    support: np.ndarray | None = None
+    W_relax: np.ndarray | None = None
+    corr_relax: np.ndarray | None = None
     svm_fro: SVMResult | None = field(default=None, repr=False)
     svm_nuc: SVMResult | None = field(default=None, repr=False)
     svm_lp: SVMResult | None = field(default=None, repr=False)
@@ -182,6 +219,7 @@ class VerifyReport:
     gen: GenSVMResult | None = field(default=None, repr=False)
     run: GDRun | None = field(default=None, repr=False)
     mirror_run: MirrorRun | None = field(default=None, repr=False)
+    joint: JointSVMResult | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
     certificate = renamed("certificate", "farkas", "VerifyReport")
@@ -224,17 +262,23 @@ class VerifyReport:
             verdict = "locally optimal (LOT), not the optimal selection"
         else:
             verdict = "neither optimal nor locally optimal"
+        prompt = self.param == "p"
         head = [
             ("selection", str(sel)),
             ("verdict", verdict),
             ("LOT test", self.lot_reason),
             ("GD stop", f"{self.status} after {int(self.steps[-1])} steps ({self.param} param)"),
             ("converged to", self.converged_to or f"none (threshold {self.threshold:g})"),
-            ("corr(W, W_mm fro)", num(self.final_corr_fro)),
-            ("corr(W, W_mm nuc)", num(self.final_corr_nuc)),
-            ("1 - min max softmax", num(1.0 - self.final_max_softmax, ".3e")),
-            ("||W||_F", num(self.final_norm_W, ".6g")),
+            ("corr(p, p_mm)" if prompt else "corr(W, W_mm fro)", num(self.final_corr_fro)),
         ]
+        if not prompt:
+            head.append(("corr(W, W_mm nuc)", num(self.final_corr_nuc)))
+        head += [
+            ("1 - min max softmax", num(1.0 - self.final_max_softmax, ".3e")),
+            ("||p||" if prompt else "||W||_F", num(self.final_norm_W, ".6g")),
+        ]
+        if self.train_head:
+            head += _joint_lines(self, num)
         if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
             head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
                        f"{self.mirror_p:g} mirror descent)")  # fmt: skip
@@ -255,16 +299,15 @@ class VerifyReport:
         width = max(len(k) for k, _ in head)
         lines = ["svmgeo verify report (" + self.head + " head)"]
         lines += [f"  {k:<{width}}  {v}" for k, v in head]
-        cols = [
-            ("step", self.steps.astype(float), ".0f"),
-            ("corr_fro", self.corr_fro, ".6f"),
-            ("corr_nuc", self.corr_nuc, ".6f"),
-        ]
-        if self.corr_eq is not None:
-            cols.append(("corr_eq", self.corr_eq, ".6f"))
-        if self.corr_lp is not None:
-            cols.append(("corr_lp", self.corr_lp, ".6f"))
-        cols += [("1-max_softmax", 1.0 - self.max_softmax, ".3e"), ("||W||_F", self.norm_W, ".6g")]
+        cols = [("step", self.steps.astype(float), ".0f"), ("corr_fro", self.corr_fro, ".6f")]
+        if not prompt:
+            cols.append(("corr_nuc", self.corr_nuc, ".6f"))
+        for name in ("corr_eq", "corr_lp", "corr_relax", "corr_v"):
+            curve = getattr(self, name)
+            if curve is not None:
+                cols.append((name, curve, ".6f"))
+        norm_name = "||p||" if prompt else "||W||_F"
+        cols += [("1-max_softmax", 1.0 - self.max_softmax, ".3e"), (norm_name, self.norm_W, ".6g")]
         R = len(self.steps)
         rows = sorted({0, R - 1} | {int(j) for j in np.linspace(0, R - 1, 6).round()})
         table = [[name for name, _, _ in cols]]
@@ -318,18 +361,19 @@ class VerifyReport:
         kw: dict[str, Any] = dict(raw)
         for name in ("W_fro", "W_nuc", "corr_fro", "corr_nuc", "max_softmax", "norm_W", "W"):
             kw[name] = _array(raw[name])
-        for name in ("farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir", "W_lp", "corr_lp"):
+        for name in _OPTIONAL_ARRAYS:
             kw[name] = _array(raw.get(name))
         kw["selection"] = _array(raw["selection"], np.int64)
         kw["steps"] = _array(raw["steps"], np.int64)
-        for name in ("selected", "masked"):
+        for name in ("selected", "masked", "support"):
             kw[name] = _array(raw.get(name), bool)
         return cls(**kw)
 
 
 def _head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndarray | None:
-    r"""Token scores :math:`\gamma_{ikt} = Y_{ik} h(x_{it})` of the head GD trains, (n, K, T)."""
-    X = np.asarray(data.X)
+    r"""Token scores :math:`\gamma_{ikt} = Y_{ik} h(u_{it})` of the head GD trains, (n, K, T),
+    on the head features :math:`u_{it}` (``data.values``; the tokens when not given)."""
+    X = np.asarray(data.values)
     Y = np.asarray(data.labels)[:, :, None]
     if head == "relu":
         Va = np.asarray(V, dtype=float)
@@ -348,9 +392,16 @@ def _head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.nda
     return Y * h[:, None, :]
 
 
-def _scored(data: TokenData, scores: np.ndarray) -> TokenData:
-    """The same attention problem with explicit token scores (queries passed as Z)."""
+def _scored(data: TokenData, scores: np.ndarray, prompt: bool = False) -> TokenData:
+    r"""The same attention problem with explicit token scores (queries passed as Z).
+
+    ``prompt``: every query :math:`z_{ik} = e_1`, so that Att-SVM of the result is the p-SVM
+    (its solution :math:`p^{\mathrm{mm}} e_1^\top`) and its LOT test that of prompt attention.
+    """
     Z = np.asarray(data.queries)
+    if prompt:
+        Z = np.zeros_like(Z)
+        Z[..., 0] = 1.0
     return TokenData(
         np.asarray(data.X),
         Y=np.asarray(data.Y),
@@ -419,6 +470,7 @@ def verify(
     threshold: float = 0.99,
     method: str = "gd",
     p: float | None = None,
+    train_head: bool = False,
     **train_options: Any,
 ) -> VerifyReport | NTPReport:
     r"""Run GD and the attention SVMs, and report how GD's direction compares with them.
@@ -448,7 +500,9 @@ def verify(
     Parameters
     ----------
     data : TokenData or NextTokenData
-    param : {"W", "KQ"}
+    param : {"W", "KQ", "p"}
+        ``"p"``: prompt attention :math:`f = v^\top U^\top \mathrm{softmax}(X p)`, compared
+        with the p-SVM of GD's selection (see the Notes of :class:`VerifyReport`).
     m : int, optional
         Width of K and Q (default d). With ``m < d`` the nuclear SVM carries the rank bound m.
     loss, head, v, V, lam, step_size, n_steps, normalized, backend, record_every
@@ -478,9 +532,15 @@ def verify(
     p : float, optional
         The exponent of the mirror potential :math:`\psi(W) = \|W\|_p^p/p`, ``p > 1``
         (required with ``method="mirror"``, refused otherwise).
+    train_head : bool, default False
+        Train the head v with the attention (``param="p"`` or ``"W"``, linear head, from
+        ``v`` or ``data.v``) and compare with both predictions of :func:`~svmgeo.joint_svm`:
+        :math:`v(t)` with the head SVM :math:`v^{\mathrm{mm}}`, the attention with the relaxed
+        SVM (``converged_to="relax"``) and with the SVM of GD's selection (``"fro"``).
     **train_options
         Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``tol``,
-        ``saturation_tol``, ``callback``. Any other name is a :class:`~svmgeo.ProblemError`.
+        ``saturation_tol``, ``callback``, ``normalize_eps``. Any other name is a
+        :class:`~svmgeo.ProblemError`.
 
     Returns
     -------
@@ -522,6 +582,16 @@ def verify(
             f"verify got unknown option(s) {unknown}. It takes {', '.join(own)} and passes "
             f"{', '.join(_PASS_THROUGH)} through to train; record is set by verify itself."
         )
+    if param == "p" or train_head:
+        _check_prompt_options(param, head, init, alpha)
+        train_kwargs = dict(
+            m=m, loss=loss, step_size=step_size, n_steps=n_steps, normalized=normalized,
+            init=init, seed=seed, backend=backend, record_every=record_every, **train_options,
+        )  # fmt: skip
+        return _verify_prompt(
+            data, param=param, train_head=bool(train_head), v=v, threshold=threshold,
+            train_kwargs=train_kwargs,
+        )  # fmt: skip
     if head == "relu" and V is None:
         raise ProblemError(
             f"head='relu' needs V of shape ({data.d}, p): h(x) = vᵀReLU(Vᵀx) with V fixed."
@@ -563,12 +633,8 @@ def verify(
     hist = run.history
     assert hist.W is not None and hist.max_prob is not None and hist.selected is not None
     assert hist.W_norm is not None
-    sel_full = np.asarray(hist.selected[-1], dtype=np.int64).reshape(data.n, data.K)
-    selection = sel_full[:, 0] if data.single_query else sel_full
-
-    opt_sets = optimal_token_sets(sdata)
-    opt_full = opt_sets[:, None, :] if data.single_query else opt_sets
-    is_optimal = bool(np.all(np.take_along_axis(opt_full, sel_full[:, :, None], axis=2)))
+    sel_full, selection = _final_selection(data, hist)
+    is_optimal = _selects_optimal(sdata, sel_full)
 
     lot = is_locally_optimal(sdata, selection)
     svm_fro: SVMResult | None = lot.support.svm
@@ -657,6 +723,143 @@ def verify(
             finals["eq"] = float(extra["corr_eq"][-1])
     base["converged_to"] = _converged_to(finals, threshold)
     return VerifyReport(**base, **extra)
+
+
+def _check_prompt_options(param: str, head: str, init: Any, alpha: Any) -> None:
+    """What prompt attention and joint training support: a linear head, no cone start, and
+    (with ``train_head``) ``param`` "p" or "W"."""
+    what = "param='p'" if param == "p" else "train_head=True"
+    if param == "KQ":
+        raise ProblemError(
+            "verify(train_head=True) compares with the relaxed SVM of p or W; param='KQ' has "
+            "none here. Pass param='p' or param='W'."
+        )
+    if head != "linear":
+        raise ProblemError(
+            f"verify with {what} needs the linear head (the head SVM v_mm is linear); got "
+            f"head={head!r}."
+        )
+    if (isinstance(init, str) and init == "cone") or alpha is not None:
+        raise ProblemError(
+            f"init='cone' and alpha are not available with {what}; start from 'zero', "
+            "('random', scale) or an array."
+        )
+
+
+def _final_selection(data: TokenData, hist: Any) -> tuple[np.ndarray, np.ndarray]:
+    """GD's final argmax selection as (n, K) and in the shape of a selection."""
+    sel_full = np.asarray(hist.selected[-1], dtype=np.int64).reshape(data.n, data.K)
+    return sel_full, (sel_full[:, 0] if data.single_query else sel_full)
+
+
+def _selects_optimal(sdata: TokenData, sel_full: np.ndarray) -> bool:
+    """Whether every selected token is an optimal token (ties: any of the tied tokens)."""
+    opt_sets = optimal_token_sets(sdata)
+    opt_full = opt_sets[:, None, :] if sdata.single_query else opt_sets
+    return bool(np.all(np.take_along_axis(opt_full, sel_full[:, :, None], axis=2)))
+
+
+def _joint_lines(report: VerifyReport, num: Any) -> list[tuple[str, str]]:
+    """The report lines of joint (head, attention) training."""
+    name = "p" if report.param == "p" else "W"
+    support = None if report.support is None else np.asarray(report.support).tolist()
+    return [
+        ("head", "trained with the attention (train_head=True)"),
+        ("v_mm support inputs", str(support)),
+        (f"corr({name}, {name}_relax)", num(_last(report.corr_relax))),
+        ("corr(v, v_mm)", num(_last(report.corr_v))),
+        ("||v||", num(None if report.v is None else float(np.linalg.norm(report.v)), ".6g")),
+    ]
+
+
+def _last(curve: np.ndarray | None) -> float | None:
+    return None if curve is None else float(curve[-1])
+
+
+def _verify_prompt(
+    data: TokenData,
+    *,
+    param: str,
+    train_head: bool,
+    v: Any,
+    threshold: float,
+    train_kwargs: dict[str, Any],
+) -> VerifyReport:
+    r""":func:`verify` for prompt attention p and for joint (head, attention) training.
+
+    GD's selection α is its final argmax. The predictions: the p-SVM of α (Att-SVM with
+    :math:`z_i = e_1`; Att-SVM for ``param="W"``) and, with ``train_head``, the head SVM
+    :math:`v^{\mathrm{mm}}` and the relaxed SVM of :func:`~svmgeo.joint_svm`; optimality and
+    the LOT test score tokens with :math:`v^{\mathrm{mm}}` (GD's final head when the head SVM
+    has no solution), with the fixed head otherwise.
+    """
+    key = "p" if param == "p" else "W"
+    record = (key, "max_prob", "selected") + (("v",) if train_head else ())
+    run = train(data, param=param, v=v, train_head=train_head, record=record, **train_kwargs)
+    hist = run.history
+    thetas = np.asarray(getattr(hist, key), dtype=float)
+    assert hist.max_prob is not None and hist.selected is not None
+    sel_full, selection = _final_selection(data, hist)
+    joint = joint_svm(data, selection, param="p" if key == "p" else "W") if train_head else None
+    head_v = v
+    if joint is not None:
+        head_v = joint.v if joint.v is not None else run.v
+    scores = _head_scores(data, "linear", head_v, None, None)
+    if scores is None:
+        raise ProblemError(
+            "verify needs token scores for the head: build the data with v=... or pass v=."
+        )
+    sdata = _scored(data, scores, prompt=param == "p")
+    lot = is_locally_optimal(sdata, selection)
+    feasible = bool(lot.support.feasible)
+    svm = lot.support.svm if feasible else None
+    target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
+    svm_nuc = att_svm(sdata, selection, norm="nuc") if feasible and key == "W" else None
+    W_nuc = None if svm_nuc is None else svm_nuc.W
+    corr_fro = _curve(thetas, target)
+    corr_nuc = _curve(thetas, W_nuc)
+    finals: dict[str, float] = {}
+    extra: dict[str, Any] = {"train_head": train_head}
+    if joint is not None:
+        relax = joint.p if key == "p" else joint.W
+        assert hist.v is not None
+        extra.update(
+            v=run.v,
+            v_mm=joint.v,
+            corr_v=_curve(np.asarray(hist.v, dtype=float), joint.v),
+            support=joint.support,
+            W_relax=relax,
+            corr_relax=_curve(thetas, relax),
+            joint=joint,
+        )
+        finals["relax"] = float(extra["corr_relax"][-1])  # first: it wins ties with "fro"
+    finals.update(fro=float(corr_fro[-1]), nuc=float(corr_nuc[-1]))
+    return VerifyReport(
+        param=param,
+        head="linear",
+        selection=selection,
+        is_optimal=_selects_optimal(sdata, sel_full),
+        is_lot=bool(lot),
+        lot_reason=lot.reason,
+        feasible=feasible,
+        farkas=None if feasible else lot.support.farkas,
+        W_fro=target,
+        W_nuc=W_nuc,
+        steps=np.asarray(hist.step, dtype=np.int64),
+        corr_fro=corr_fro,
+        corr_nuc=corr_nuc,
+        max_softmax=hist.max_prob.reshape(len(hist.step), -1).min(axis=1),
+        norm_W=np.linalg.norm(thetas.reshape(len(thetas), -1), axis=1),
+        converged_to=_converged_to(finals, threshold),
+        threshold=threshold,
+        W=np.asarray(run.p if key == "p" else run.W),
+        status=str(run.status),
+        svm_fro=svm,
+        svm_nuc=svm_nuc,
+        lot=lot,
+        run=run,
+        **extra,
+    )
 
 
 def _converged_to(finals: dict[str, float], threshold: float) -> str | None:

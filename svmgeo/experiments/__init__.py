@@ -4,8 +4,9 @@
 :func:`reproduce` runs one of the paper's experiments by name (:func:`list_experiments`)
 through the sweep runner and writes its tables and figure (``docs/experiments.md``). Each
 experiment is one module here (``paths2d``, ``rank``, ``local``, ``global_``, ``gensvm``,
-``concave``) holding its trial, grid, summary and figure and registering an
-:class:`Experiment`; a new experiment is a new module and its import line below.
+``concave``, and the companion paper's ``companion_single``, ``companion_multi``,
+``companion_joint``, ``companion_losses``) holding its trial, grid, summary and figure and
+registering an :class:`Experiment`; a new experiment is a new module and its import line below.
 
 :func:`sweep` runs a function over a grid of parameters (sizes × seeds × settings) in local
 worker processes or on a Dask cluster, appending one row per finished trial to a CSV table
@@ -28,6 +29,8 @@ from . import paths2d, rank, local, global_, gensvm, concave  # noqa: F401  # is
 
 # beyond the paper (issue #13): l_p mirror descent, next-token prediction
 from . import mirror, ntp  # noqa: F401  # isort: skip
+# the companion paper's experiments (Tarzanagh, Li, Zhang, Oymak 2023)
+from . import companion_single, companion_multi, companion_joint, companion_losses  # noqa: F401  # isort: skip
 
 __all__ = [
     "Experiment",

@@ -112,6 +112,9 @@ def list_experiments() -> list[str]:
         \{\texttt{paths2d}, \texttt{rank}, \texttt{local}, \texttt{global},
         \texttt{gensvm}, \texttt{concave}\}
 
+    then the later papers' (``mirror``, ``ntp``) and the companion paper's
+    (``companion_single``, ``companion_multi``, ``companion_joint``, ``companion_losses``).
+
     Returns
     -------
     list of str
