@@ -132,7 +132,7 @@ class Kernels:
                 max_norm=lims,
                 xp=xp,
                 head=None if hb is None else (head, *hb),
-                eps=cfg.normalize_eps,
+                eps=cfg.eps_blocks,
             )
             act = xp.asarray(active)[:, None, None]
             P1 = xp.where(act, P1n, P1)
@@ -202,7 +202,7 @@ class NumbaKernels(Kernels):
             cfg.step_size,
             cfg.ridge,
             log_tol,
-            cfg.normalize_eps,
+            *cfg.eps_blocks,
         )
         prob = _prob(P)
         lims = P.max_norm

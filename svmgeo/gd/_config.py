@@ -8,7 +8,8 @@ ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import ProblemError
@@ -23,6 +24,7 @@ __all__ = [
     "RECORDS",
     "GDConfig",
     "StopStatus",
+    "eps_block_names",
 ]
 
 PARAMS = ("W", "KQ", "p")
@@ -95,6 +97,13 @@ STATUS_CODES = {
 CODE_OF = {status: code for code, status in STATUS_CODES.items()}
 
 
+def eps_block_names(param: str, train_head: bool) -> tuple[str, str, str]:
+    """Names of the three step blocks the kernels know, "" where the run has none: the
+    attention's first factor ("W", "K" or "p"), its second ("Q"), the head ("v")."""
+    first = {"W": "W", "KQ": "K", "p": "p"}[param]
+    return first, "Q" if param == "KQ" else "", "v" if train_head else ""
+
+
 @dataclass(frozen=True, eq=False)
 class GDConfig:
     r"""Hyper-parameters of a gradient-descent run on softmax attention.
@@ -151,10 +160,12 @@ class GDConfig:
     train_head : bool
         Train the linear head :math:`v` jointly with the attention (each block normalized
         separately); linear head only.
-    normalize_eps : float
+    normalize_eps : float or mapping of str to float
         :math:`\varepsilon \ge 0` of the normalized step
-        :math:`\eta\, g / (\|g\| + \varepsilon)` per block (0: exactly normalized);
-        normalized steps only.
+        :math:`\eta\, g / (\|g\| + \varepsilon)` per block (0: exactly normalized): one
+        value for every block, or one per block name (``"W"``, ``"p"``, ``"K"``, ``"Q"``,
+        ``"v"``; the blocks of the run, missing ones 0); normalized steps only.
+        :attr:`eps_blocks` holds the values the kernels use.
     """
 
     param: str = "W"
@@ -174,7 +185,9 @@ class GDConfig:
     tol: float = 0.0
     saturation_tol: float | None = None
     train_head: bool = False
-    normalize_eps: float = 0.0
+    normalize_eps: float | Mapping[str, float] = 0.0
+    #: ε of the blocks (first attention factor, second factor, head), from ``normalize_eps``.
+    eps_blocks: tuple[float, float, float] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         where = "train"
@@ -199,8 +212,8 @@ class GDConfig:
             )
         if not isinstance(self.train_head, bool):
             raise ProblemError(f"train_head must be True or False; got {self.train_head!r}.")
-        check_real(self.normalize_eps, "normalize_eps", low=0.0, high_open=True, where=where)
-        if self.normalize_eps > 0.0 and not self.normalized:
+        object.__setattr__(self, "eps_blocks", self._eps_blocks(where))
+        if any(e > 0.0 for e in self.eps_blocks) and not self.normalized:
             raise ProblemError(
                 f"normalize_eps={self.normalize_eps!r} applies to normalized steps "
                 "eta g / (||g|| + eps); got it with normalized=False. Drop normalize_eps or "
@@ -222,6 +235,36 @@ class GDConfig:
                 f"record must be a tuple of names among {', '.join(map(repr, RECORDS))}; "
                 f"got {self.record!r}."
             )
+
+    def _eps_blocks(self, where: str) -> tuple[float, float, float]:
+        """Check ``normalize_eps`` and spread it over the blocks (copying a mapping)."""
+        names = eps_block_names(self.param, self.train_head)
+        eps = self.normalize_eps
+        if not isinstance(eps, Mapping):
+            try:
+                e = check_real(eps, "normalize_eps", low=0.0, high_open=True, where=where)
+            except ProblemError as exc:
+                raise ProblemError(
+                    f"{exc} Or pass a mapping of block names to such floats, e.g. "
+                    "{'p': 1e-19, 'v': 1e-9}."
+                ) from None
+            return e, e, e
+        have = [n for n in names if n]
+        unknown = [k for k in eps if k not in have]
+        if unknown:
+            raise ProblemError(
+                f"normalize_eps maps block names to eps; this run (param={self.param!r}, "
+                f"train_head={self.train_head}) has the block(s) {', '.join(map(repr, have))}; "
+                f'got {", ".join(map(repr, unknown))}. Use those names ("v" needs '
+                "train_head=True), or one float for every block."
+            )
+        given = {
+            k: check_real(v, f"normalize_eps[{k!r}]", low=0.0, high_open=True, where=where)
+            for k, v in eps.items()
+        }
+        object.__setattr__(self, "normalize_eps", {n: given[n] for n in have if n in given})
+        e1, e2, e3 = (given.get(n, 0.0) if n else 0.0 for n in names)
+        return e1, e2, e3
 
     @property
     def cadence(self) -> int:

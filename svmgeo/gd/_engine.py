@@ -500,7 +500,7 @@ def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
 
 
 def _make_config(options: dict[str, Any]) -> GDConfig:
-    valid = sorted(f.name for f in fields(GDConfig))
+    valid = sorted(f.name for f in fields(GDConfig) if f.init)
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ProblemError(
@@ -607,7 +607,7 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
     tol: float = 0.0,
     saturation_tol: float | None = None,
     train_head: bool = False,
-    normalize_eps: float = 0.0,
+    normalize_eps: float | Mapping[str, float] = 0.0,
     callback: Callable[[Intermediate], Any] | None = None,
 ) -> GDRun | MirrorRun:
     r"""Train softmax attention by (normalized) gradient descent.
@@ -705,10 +705,13 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
         own block); plain steps are plain; ``ridge`` applies to v as well. ``run.v`` is the
         final head and the history records ``v`` and ``v_norm``. Linear head only, and not
         for data with given ``scores`` (a ProblemError says so).
-    normalize_eps : float, default 0
+    normalize_eps : float or mapping of str to float, default 0
         :math:`\varepsilon \ge 0`: normalized steps become
         :math:`\eta\, g / (\|g\| + \varepsilon)` for each block :math:`g`, as in published
-        code whose dynamics depend on it (a norm plateau, a frozen head). 0 is the exact
+        code whose dynamics depend on it (a norm plateau, a frozen head). One float for every
+        block, or a mapping from the run's block names to their ε (``"W"``, ``"p"``, ``"K"``,
+        ``"Q"``, and ``"v"`` with ``train_head``; blocks left out get 0), e.g.
+        ``{"p": 1e-19, "v": 1e-9}``; other names are a ProblemError. 0 is the exact
         normalized step (the same iterates as before this option existed). Computed stably in
         the log domain, :math:`(g/\|g\|)/(1 + \varepsilon/\|g\|)` with :math:`\|g\|` kept as
         a logarithm, so tiny gradients give tiny steps rather than underflow. Normalized steps

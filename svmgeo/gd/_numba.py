@@ -385,7 +385,7 @@ def _step(P, G, M, opts, lim, work):
     P1, P2, P3 = P
     Gw, Gv = G
     Mw, Mv = M
-    is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps = opts
+    is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps1, eps2, eps3 = opts
     A1, A2, D1, D2, D3, N1, N2, N3 = work
     if is_kq:
         _matmul(Gw, P2, A1, False)
@@ -418,6 +418,7 @@ def _step(P, G, M, opts, lim, work):
         Nf = N1 if f == 0 else (N2 if f == 1 else N3)
         c = c1 if f == 0 else (c2 if f == 1 else c3)
         nD = n1 if f == 0 else (n2 if f == 1 else n3)
+        eps = eps1 if f == 0 else (eps2 if f == 1 else eps3)
         move = False
         scale = 0.0
         if normalized and log_domain:
@@ -492,8 +493,9 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim):
 
     ``P3`` (1, d_u) is the head v the kernels read (updated when trained). ``inst`` is
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
-    ``(head_id, loss_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps)``
-    and ``lim`` its largest parameter norm.
+    ``(head_id, loss_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps1,
+    eps2, eps3)`` (the ε of the first attention factor, the second, the head: flat floats,
+    as parallel regions take no nested tuples) and ``lim`` its largest parameter norm.
     """
     head_id, loss_id = opts[0], opts[1]
     step_opts = opts[2:]

@@ -318,13 +318,14 @@ def step(
     max_norm: Any,
     xp: Any,
     head: tuple[Any, Any, Any] | None = None,
-    eps: float = 0.0,
+    eps: tuple[float, float, float] = (0.0, 0.0, 0.0),
 ) -> tuple[Any, Any, Any, Any]:
     r"""One step for every instance; returns new ``(P1, P2, v, code)`` (code 0: step taken).
 
     ``head = (v, G_v, M_v)`` trains the linear head too (its new value is returned; None
     otherwise). Normalized steps move each block by :math:`\eta\, g / (\|g\| + \varepsilon)`
-    with ``eps`` :math:`= \varepsilon` (0: exactly normalized); in the log domain this is
+    with ``eps`` :math:`= \varepsilon` of the block (0: exactly normalized; ``eps`` holds
+    those of the first attention factor, the second, the head); in the log domain this is
     :math:`(D/\|D\|) / (1 + \varepsilon/\|g\|)` with :math:`\log\|g\| = c + \log\|D\|`,
     so a tiny gradient gives a tiny step, never an overflow. Instances whose code is
     non-zero keep their parameters. Codes are those of
@@ -336,21 +337,22 @@ def step(
     B = P1.shape[0]
     code = xp.zeros(B, dtype=xp.int64)
     new = []
-    for D, c in grads:
+    block_eps = [eps[0]] + ([eps[1]] if is_kq else []) + ([eps[2]] if head is not None else [])
+    for (D, c), eps_b in zip(grads, block_eps, strict=True):
         with _quiet(xp):
             nD = frobenius(D, xp)
             if normalized and log_domain:
                 move = nD > 0.0
                 Dn = D / xp.where(move, nD, 1.0)[:, None, None]
-                if eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
-                    damp = 1.0 / (1.0 + xp.exp(math.log(eps) - c - xp.log(nD)))
+                if eps_b > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
+                    damp = 1.0 / (1.0 + xp.exp(math.log(eps_b) - c - xp.log(nD)))
                     move = move & (damp > 0.0)  # eps / ||g|| overflowed: a zero step
                     Dn = Dn * damp[:, None, None]
             elif normalized:
                 gn = xp.exp(c) * nD
                 move = gn >= UNDERFLOW
                 Dn = (xp.exp(xp.where(move, c, 0.0))[:, None, None] * D) / xp.where(
-                    move, gn + eps, 1.0
+                    move, gn + eps_b, 1.0
                 )[:, None, None]
             else:
                 move = xp.exp(glog) >= UNDERFLOW

@@ -69,6 +69,16 @@ def _agree(data: sg.TokenData, n_steps: int = 200, **kw) -> sg.GDRun:  # type: i
         {"param": "p", "normalize_eps": 1e-2, "log_domain": False},
         {"param": "W", "normalize_eps": 0.5, "ridge": 1e-3},
         {"param": "KQ", "m": 3, "init": ("random", 0.1), "seed": 0, "step_size": 0.02},
+        {"param": "p", "normalize_eps": {"p": 1e-19, "v": 0.05}},
+        {
+            "param": "KQ",
+            "m": 3,
+            "init": ("random", 0.1),
+            "seed": 0,
+            "step_size": 0.02,
+            "normalize_eps": {"K": 0.2, "v": 1e-3},
+            "log_domain": False,
+        },
     ],
 )
 @pytest.mark.parametrize("name", sorted(VALUES))
@@ -86,8 +96,51 @@ def test_joint_training_numba_equals_numpy(name: str, kw: dict) -> None:  # type
 
 
 def test_normalize_eps_numba_equals_numpy_without_head() -> None:
-    for kw in ({"normalize_eps": 0.3}, {"normalize_eps": 1e-3, "param": "p"}):
+    for kw in (
+        {"normalize_eps": 0.3},
+        {"normalize_eps": 1e-3, "param": "p"},
+        {"normalize_eps": {"Q": 0.3}, "param": "KQ", "init": ("random", 0.1), "seed": 1},
+    ):
         _agree(DATASETS["masked"], **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("log_domain", [True, False])
+def test_one_step_with_an_eps_per_block(backend: str, log_domain: bool) -> None:
+    """K, Q and v each move by eta g / (||g|| + eps of that block); a block the mapping
+    leaves out (Q) takes the exactly normalized step."""
+    data = VALUES["cross"]
+    K0, Q0 = _attention(data, "KQ", seed=5)
+    v0 = np.asarray(data.v)
+    eta = 0.3
+    _, (gK, gQ, gv) = loss_and_grad(data, (K0, Q0), v=v0, train_head=True)
+    # each eps of the order of its block's gradient norm, so that it visibly shrinks the step
+    eps = {"K": 0.5 * np.linalg.norm(gK), "v": 2.0 * np.linalg.norm(gv)}
+    run = sg.train(data, param="KQ", m=2, train_head=True, init=(K0, Q0), v=v0, n_steps=1,
+                   step_size=eta, normalize_eps=eps, backend=backend,
+                   log_domain=log_domain, record=("W",))  # fmt: skip
+    K1 = K0 - eta * gK / (np.linalg.norm(gK) + eps["K"])
+    Q1 = Q0 - eta * gQ / np.linalg.norm(gQ)
+    np.testing.assert_allclose(run.v, v0 - eta * gv / (np.linalg.norm(gv) + eps["v"]),
+                               rtol=1e-12)  # fmt: skip
+    assert run.history.W is not None
+    np.testing.assert_allclose(run.history.W[-1], K1 @ Q1.T, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_float_eps_is_the_mapping_with_that_eps_on_every_block(backend: str) -> None:
+    data = VALUES["masked"]
+    kw = dict(param="KQ", m=3, init=("random", 0.1), seed=0, step_size=0.02, train_head=True,
+              n_steps=60, record_every=20, backend=backend)  # fmt: skip
+    one = sg.train(data, normalize_eps=0.01, **kw)  # type: ignore[arg-type]
+    per = sg.train(data, normalize_eps={"K": 0.01, "Q": 0.01, "v": 0.01}, **kw)  # type: ignore[arg-type]
+    some = sg.train(data, normalize_eps={"K": 0.01, "v": 0.01}, **kw)  # type: ignore[arg-type]
+    for key in ("W", "v", "grad_norm"):
+        np.testing.assert_array_equal(getattr(per.history, key), getattr(one.history, key))
+    assert np.abs(some.history.W[-1] - one.history.W[-1]).max() > 1e-6  # Q's eps matters
+    cfg = sg.gd.GDConfig(param="p", normalize_eps={"p": 1e-19, "v": 1e-9}, train_head=True)
+    assert cfg.eps_blocks == (1e-19, 0.0, 1e-9)
+    assert sg.gd.GDConfig(param="KQ", normalize_eps=0.5).eps_blocks == (0.5, 0.5, 0.5)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
@@ -164,6 +217,22 @@ def test_tiny_gradients_give_tiny_steps_with_eps_in_the_log_domain() -> None:
         ({"normalize_eps": float("nan")}, "'normalize_eps' parameter of train"),
         ({"normalize_eps": 0.1, "normalized": False}, "applies to normalized steps"),
         ({"train_head": True, "v": np.ones(5)}, r"v must have shape \(3,\)"),
+        ({"normalize_eps": "1e-9"}, "Or pass a mapping of block names"),
+        ({"normalize_eps": {"v": 1e-9}}, r"has the block\(s\) 'W'; got 'v'.*train_head=True"),
+        ({"param": "p", "normalize_eps": {"W": 1e-9}}, r"has the block\(s\) 'p'; got 'W'"),
+        (
+            {"param": "KQ", "train_head": True, "normalize_eps": {"K": 0.1, "x": 0.1, 3: 0.1}},
+            r"has the block\(s\) 'K', 'Q', 'v'; got 'x', 3",
+        ),
+        (
+            {"param": "p", "normalize_eps": {"p": -1.0}},
+            r"\"normalize_eps\['p'\]\" parameter of train",
+        ),
+        ({"param": "p", "normalize_eps": {"p": None}}, r"normalize_eps\['p'\]"),
+        (
+            {"param": "p", "normalize_eps": {"p": 0.1}, "normalized": False},
+            "applies to normalized steps",
+        ),
     ],
 )
 def test_bad_joint_options(kw: dict, match: str) -> None:  # type: ignore[type-arg]
@@ -201,6 +270,7 @@ def test_cupy_code_path_with_values_p_and_head(monkeypatch: pytest.MonkeyPatch) 
     data = VALUES["cross"]
     for kw in (
         {"param": "p", "train_head": True, "normalize_eps": 0.01},
+        {"param": "p", "train_head": True, "normalize_eps": {"p": 1e-19, "v": 0.05}},
         {"param": "W", "train_head": True, "normalized": False, "step_size": 0.5},
         {"param": "KQ", "m": 3, "init": ("random", 0.1), "seed": 0, "step_size": 0.02},
     ):
@@ -220,16 +290,17 @@ def test_batched_parallel_joint_runs_equal_single_runs(monkeypatch: pytest.Monke
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
     datasets = [with_values(sg.random_data(3, 4, 5, seed=s), seed=s) for s in range(4)]
-    kw = dict(param="p", train_head=True, normalize_eps=0.01, n_steps=100)
     monkeypatch.setattr(_backend, "_PARALLEL_WORK", 0)
     numba.set_num_threads(2)
-    batch = sg.train_batch(datasets, record=sg.gd.RECORDS, **kw)  # type: ignore[arg-type]
-    assert batch.v is not None and batch.p is not None and batch.W is None
-    for b, data in enumerate(datasets):
-        one = sg.train(data, **kw)  # type: ignore[arg-type]
-        np.testing.assert_array_equal(batch[b].p, one.p)
-        np.testing.assert_array_equal(batch[b].v, one.v)
-        np.testing.assert_array_equal(batch.history.grad_norm[b], one.history.grad_norm)
+    for eps in (0.01, {"p": 1e-19, "v": 0.05}):
+        kw = dict(param="p", train_head=True, normalize_eps=eps, n_steps=100)
+        batch = sg.train_batch(datasets, record=sg.gd.RECORDS, **kw)  # type: ignore[arg-type]
+        assert batch.v is not None and batch.p is not None and batch.W is None
+        for b, data in enumerate(datasets):
+            one = sg.train(data, **kw)  # type: ignore[arg-type]
+            np.testing.assert_array_equal(batch[b].p, one.p)
+            np.testing.assert_array_equal(batch[b].v, one.v)
+            np.testing.assert_array_equal(batch.history.grad_norm[b], one.history.grad_norm)
 
 
 @pytest.mark.skipif(not sg.gd.cupy_available(), reason="needs CuPy and a CUDA device")
