@@ -23,6 +23,7 @@ The data, starts, step sizes and horizons are those of the authors' released not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -170,7 +171,7 @@ def prompt_path(
     *,
     n_steps: int,
     record_every: int,
-    eps: float,
+    eps: float | Mapping[str, float],
     step_size: float = 0.1,
     normalized: bool = True,
     loss: str = "logistic",
@@ -178,7 +179,8 @@ def prompt_path(
 ) -> PromptPath:
     r"""GD on prompt attention p from ``p0`` (and the head from ``data.v`` when
     ``train_head``), :math:`p \leftarrow p - \eta\,\nabla L/(\|\nabla L\| + \varepsilon)`
-    (plain steps when not ``normalized``); the recorded iterates."""
+    (plain steps when not ``normalized``; ``eps`` one ε or one per block, as ``normalize_eps``
+    of :func:`~svmgeo.train`); the recorded iterates."""
     run = train(
         data,
         param="p",

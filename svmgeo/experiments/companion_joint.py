@@ -7,8 +7,8 @@ from :math:`p_0 = (0, -1)`, :math:`v_0 = (-1, 0)`, each block's gradient normali
 
 .. math::
 
-    p \leftarrow p - \eta\frac{\nabla_p L}{\|\nabla_p L\| + \varepsilon},\quad
-    v \leftarrow v - \eta\frac{\nabla_v L}{\|\nabla_v L\| + \varepsilon},\qquad
+    p \leftarrow p - \eta\frac{\nabla_p L}{\|\nabla_p L\| + \varepsilon_p},\quad
+    v \leftarrow v - \eta\frac{\nabla_v L}{\|\nabla_v L\| + \varepsilon_v},\qquad
     \frac{v}{\|v\|} \to \frac{v^{\mathrm{mm}}}{\|v^{\mathrm{mm}}\|},\quad
     \frac{p}{\|p\|} \to \frac{p^{\mathrm{relax}}}{\|p^{\mathrm{relax}}\|},
 
@@ -49,8 +49,11 @@ __all__ = [
 
 P0 = (0.0, -1.0)
 PAPER_N_STEPS = 1000
-#: normalize_eps per mode: exact (0) and the paper's head ε (1e-9; its p block used 1e-19).
-EPS = {"exact": 0.0, "paper": PAPER_EPS_STEP["joint_v"]}
+#: normalize_eps per mode: exact (0), and the notebook's ε per block (1e-19 on p, 1e-9 on v).
+EPS: dict[str, float | dict[str, float]] = {
+    "exact": 0.0,
+    "paper": {"p": PAPER_EPS_STEP["joint"], "v": PAPER_EPS_STEP["joint_v"]},
+}
 #: ½‖p‖² printed by the paper's code on the tight data: p-SVM of the optimal tokens, and the
 #: p-SVM with input 3's margin row relaxed to 0.
 PUBLISHED_OBJECTIVES = {"p_opt": 0.94444, "p_relax": 0.5}

@@ -307,7 +307,11 @@ def test_batched_parallel_joint_runs_equal_single_runs(monkeypatch: pytest.Monke
 @pytest.mark.gpu
 def test_cupy_equals_numba_with_values_p_and_head() -> None:
     data = VALUES["cross"]
-    for kw in ({"param": "p", "train_head": True, "normalize_eps": 0.01}, {"param": "W"}):
+    for kw in (
+        {"param": "p", "train_head": True, "normalize_eps": 0.01},
+        {"param": "p", "train_head": True, "normalize_eps": {"p": 1e-19, "v": 0.05}},
+        {"param": "W"},
+    ):
         dev = sg.train(data, n_steps=200, record_every=50, backend="cupy", **kw)  # type: ignore[arg-type]
         ref = sg.train(data, n_steps=200, record_every=50, backend="numba", **kw)  # type: ignore[arg-type]
         _same_history(dev, ref)
