@@ -29,6 +29,7 @@ from . import paths2d, rank, local, global_, gensvm, concave  # noqa: F401  # is
 
 # beyond the paper (issue #13): l_p mirror descent, next-token prediction
 from . import mirror, ntp  # noqa: F401  # isort: skip
+
 # the companion paper's experiments (Tarzanagh, Li, Zhang, Oymak 2023)
 from . import companion_single, companion_multi, companion_joint, companion_losses  # noqa: F401  # isort: skip
 
