@@ -303,7 +303,7 @@ def _masked_costs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fixed and envelope first-order costs of the masked tokens, and the zero-cost mask."""
     n, K, T = S.shape
-    X, vis = np.asarray(data.X), np.asarray(data.visible)
+    U, vis = np.asarray(data.values), np.asarray(data.visible)  # the head reads u_it
     Y = np.asarray(data.labels, dtype=float).reshape(n, K)
     fixed = np.full((n, K, T), np.nan)
     env = np.full((n, K, T), np.nan)
@@ -316,15 +316,15 @@ def _masked_costs(
                 continue
             g = _Head(head, v, V, lam, float(Y[i, k]))
             w = P[i, k, O] / P[i, k, O].sum()  # the composition inside O_ik
-            xbar = w @ X[i, O]
-            vals = np.array([g.value(X[i, t]) for t in np.flatnonzero(vis[i, k])])
+            ubar = w @ U[i, O]
+            vals = np.array([g.value(U[i, t]) for t in np.flatnonzero(vis[i, k])])
             spread = max(float(vals.max() - vals.min()), float(np.abs(vals).max()), 1e-300)
-            pre_scale = 1.0 if V is None else float(np.abs(np.asarray(V).T @ X[i].T).max())
-            a, Kk, wk = g.pieces(xbar, kink_tol * max(pre_scale, 1e-300))
+            pre_scale = 1.0 if V is None else float(np.abs(np.asarray(V).T @ U[i].T).max())
+            a, Kk, wk = g.pieces(ubar, kink_tol * max(pre_scale, 1e-300))
             for tau in masked:
-                u0 = X[i, tau] - xbar
+                u0 = U[i, tau] - ubar
                 fixed[i, k, tau] = -_directional(a, Kk, wk, u0)
-                gain = _envelope_gain(a, Kk, wk, X[i, O], u0, zero_tol * spread)
+                gain = _envelope_gain(a, Kk, wk, U[i, O], u0, zero_tol * spread)
                 if np.isfinite(gain):  # bounded: the composition is locally optimal inside O
                     env[i, k, tau] = -gain
                 c = np.array([fixed[i, k, tau], env[i, k, tau]])
@@ -408,7 +408,8 @@ def gen_svm(
     head : {"linear", "relu", "concave"}, optional
         The head GD trained; with ``probs``, computes the masked tokens' first-order costs
         (``cost_fixed``, ``cost_envelope``, ``zero_cost``). ``v``, ``V``, ``lam`` as in
-        :func:`~svmgeo.train` (``v`` defaults to the data's head for linear/concave).
+        :func:`~svmgeo.train` (``v`` defaults to the data's head for linear/concave); the head
+        reads the head features ``data.values`` (the tokens when the data have none).
     drop_zero_cost : bool, default False
         *svmgeo's extension* (MATH-NOTES §2): drop the margin rows :math:`(t, \tau)` of every
         masked token τ of zero cost under either method (needs ``head`` and ``probs``).
@@ -568,7 +569,7 @@ def _head_params(
     """``(head, v, V, lam)`` checked for the cost diagnostic."""
     where = "gen_svm"
     check_option(head, "head", ("linear", "relu", "concave"), where=where)
-    d = data.d
+    d = data.d_values  # the head acts on the head features u (X without values)
     if head == "relu":
         if V is None or v is None:
             raise ProblemError(

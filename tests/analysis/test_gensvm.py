@@ -320,3 +320,17 @@ def test_cost_arguments() -> None:
         sg.gen_svm(_pair_data(), PAIR_O, probs=[[0.5, 0.5 - 1e-8, 1e-8]], head="concave")
     with pytest.raises(sg.ProblemError, match="'head'"):
         sg.gen_svm(_pair_data(), PAIR_O, probs=[[0.5, 0.5 - 1e-8, 1e-8]], head="tanh")
+
+
+def test_costs_read_the_head_features_values() -> None:
+    # The head reads u_it (values), not the attention tokens x_it: the relu hand case above with
+    # its tokens moved to the head features and unrelated attention tokens gives the same costs.
+    rng = np.random.default_rng(11)
+    data = sg.TokenData(rng.normal(size=(1, 3, 4)), values=RELU_X, Z=rng.normal(size=(1, 4)))
+    O = np.array([[True, False, False]])
+    kw = {"probs": [[1.0 - 2e-9, 1e-9, 1e-9]], "head": "relu", "V": RELU_V, "v": [1.0]}
+    gen = sg.gen_svm(data, O, **kw)
+    np.testing.assert_allclose(gen.cost_fixed, [[np.nan, 2.0, 0.0]], atol=1e-12)
+    np.testing.assert_array_equal(gen.zero_cost, [[False, False, True]])
+    with pytest.raises(sg.ProblemError, match=r"V must have shape \(2, p\)"):
+        sg.gen_svm(data, O, **{**kw, "V": np.ones((4, 1))})
