@@ -498,10 +498,11 @@ def _rejected_everywhere(options: dict[str, Any], rejected: list[str]) -> Proble
 def _infeasible(cs: ConstraintSet, start: float) -> SVMResult | None:
     r"""``INFEASIBLE`` with the verified Farkas vector of :func:`check_feasibility`, else None.
 
-    The floating-point check (an LP / QP on the rows' Gram matrix, under 1 % of a factored
-    solve at the benchmark sizes) runs before the factored path, whose augmented Lagrangian
-    would otherwise spend seconds raising its penalty on infeasible rows. Skipped past the
-    dense Gram (``use_matrix_free``), where the factored path and the SDP decide.
+    The floating-point check (an LP / QP on the rows' Gram matrix; measured 0.34 s CPU at
+    (n, T, d) = (100, 20, 1000) against 48 s for the factored solve, 0.01 s against 0.5 s
+    at (25, 10, 200)) runs before the factored path, whose augmented Lagrangian would
+    otherwise spend seconds raising its penalty on infeasible rows before the SDP decides.
+    Skipped past the dense Gram (``use_matrix_free``).
     """
     if use_matrix_free(cs):
         return None
