@@ -19,7 +19,8 @@ The target of issue 16 is printed with the figures: ≥ 20× at (25, 10, 200) an
 objectives equal to 1e-8, recomputed gap ≤ 1e-9, (100, 20, 1000) within 2 GB.
 
 Run: ``python benchmarks/bench_svm_nuclear.py [--seeds 0,1,2] [--sizes 25,10,200 ...]
-[--no-sdp 100,20,1000]``.
+[--no-sdp 100,20,1000]``. With ``--infeasible``: only the time of ``solve_nuclear`` on the
+same rows plus the reverse of row 0 (infeasible), in this process.
 Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment
 variable is needed: svmgeo runs small dense solves with one BLAS thread (threadpoolctl) itself.
 Timings on a shared machine are noisy: wall and CPU time are both printed.
@@ -77,6 +78,32 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
     }
 
 
+def _infeasible(n: int, T: int, d: int, seed: int) -> str:
+    """``solve_nuclear`` on the optimal-token rows plus the reverse of row 0 (infeasible)."""
+    import numpy as np
+
+    import svmgeo as sg
+    from svmgeo.solvers._nuclear import solve_nuclear
+
+    data = sg.random_data(n, T, d, seed=seed)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    bad = sg.pair_constraints(
+        data,
+        np.r_[cs.seq, cs.seq[0]],
+        np.r_[cs.query, cs.query[0]],
+        np.r_[cs.pref, cs.comp[0]],
+        np.r_[cs.comp, cs.pref[0]],
+    )
+    wall, cpu = time.perf_counter(), time.process_time()
+    res = solve_nuclear(bad)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    farkas = "verified Farkas vector" if res.farkas is not None else "no Farkas vector"
+    return (
+        f"{(n, T, d)!s:>15} seed {seed}, N = {bad.N} (row 0 and its reverse): "
+        f"{res.status.value} by {res.solver}, {farkas}, {wall:.2f} s wall / {cpu:.2f} s CPU"
+    )
+
+
 def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
     if "wall" not in r:
         return f"{size!s:>15} {seed:>4} {path:>8} {r['status']}"
@@ -132,6 +159,11 @@ def main() -> None:
         default=["100,20,1000"],
         help="sizes n,T,d without the SDP baseline (default: 100,20,1000, which needs 17.6 GB)",
     )
+    parser.add_argument(
+        "--infeasible",
+        action="store_true",
+        help="only time solve_nuclear on infeasible rows (each size and seed)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -140,6 +172,11 @@ def main() -> None:
 
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [_size(s) for s in args.sizes]
+    if args.infeasible:
+        for size in sizes:
+            for seed in seeds:
+                print(_infeasible(*size, seed), flush=True)
+        return
     no_sdp = {_size(s) for s in args.no_sdp}
     print(
         f"# cores {os.cpu_count()} (shared: timings are noisy), "
