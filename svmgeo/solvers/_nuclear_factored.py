@@ -239,10 +239,13 @@ def _widen(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     r"""Wider balanced factors of :math:`X = KQ^\top`, a column per escape direction of Λ.
 
-    With every column of :math:`X` used (rank :math:`m`), a stationary point is globally
-    optimal iff :math:`\Lambda = \sum_j y_j\tilde a_j\tilde b_j^\top` has no singular
-    value above 1 off :math:`X`'s range, i.e. iff :math:`\|P_U^\perp\Lambda P_V^\perp\|_2
-    \le 1` (on the range the values are 1 at a KKT point). Each singular pair
+    With every column of :math:`X` used (rank :math:`m`), a KKT point of the factored
+    problem is globally optimal when :math:`\Lambda = \sum_j y_j\tilde a_j\tilde b_j^\top`
+    has no singular value above 1 off :math:`X`'s range, i.e. :math:`\|P_U^\perp\Lambda
+    P_V^\perp\|_2 \le 1` (on the range the values are 1 at a KKT point, so then
+    :math:`\|\Lambda\|_2 \le 1` and weak duality closes the gap; the known Burer–Monteiro
+    argument, used here only to choose the width: the recomputed certificate decides
+    ``OPTIMAL``). Each singular pair
     :math:`(u_i, \sigma_i, v_i)` of :math:`P_U^\perp\Lambda P_V^\perp` with :math:`\sigma_i > 1
     +` ``band`` (the first phase is accurate to about 1e-5) is a descent direction
     :math:`X + \epsilon u_iv_i^\top` of the convex problem and gets a new column (size as in
