@@ -6,29 +6,40 @@ memory (``resource.getrusage``, the whole process: data, constraints, solve) and
 recomputed certificate (relative duality gap |‖W‖_* − cᵀλ| / ‖W‖_*, dual infeasibility
 ‖Σλ_j a_j b_jᵀ‖₂ − 1, primal infeasibility).
 
-* ``factored``: ``solve_nuclear(cs)`` (solver="auto": the factored path, SDP fallback).
+* ``factored``: ``solve_nuclear(cs)`` (solver="auto": feasibility check, the factored path,
+  the SDP only as fallback — the ``solver`` column says which answered).
 * ``sdp``: ``solve_nuclear(cs, solver="scs")``, what "auto" ran before issue 16 (SCS, then
-  Clarabel only when SCS fails; SCS certified at these sizes).
+  Clarabel only when SCS fails; SCS certified at these sizes). It runs under an address-space
+  limit of ``SDP_LIMIT_GB``: a ``MemoryError`` there is reported as "does not fit".
 
-Sizes: (10, 10, 200), (25, 10, 200), (50, 10, 200) side by side (the SDP at (50, 10, 200) takes
-~7 min on 2 cores; ``--quick`` skips that baseline), then (50, 10, 1000) and (100, 20, 1000)
-factored only (the SDP took 824 s, and failed after 9.4 GB, there: issue 16).
+Sizes (n, T, d): (25, 10, 200), (50, 10, 200), (50, 10, 1000), (100, 20, 1000), the SDP
+side by side at every size unless ``--no-sdp`` names it: at (100, 20, 1000) the SDP needed
+17.6 GB resident (killed) in an earlier run, so it is skipped there by default (and said so).
+The target of issue 16 is printed with the figures: ≥ 20× at (25, 10, 200) and (50, 10, 200),
+objectives equal to 1e-8, recomputed gap ≤ 1e-9, (100, 20, 1000) within 2 GB.
 
-Run: ``python benchmarks/bench_svm_nuclear.py [--seeds 0] [--quick]``. Cross-attention data
-``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment variable is needed: svmgeo
-runs small dense solves with one BLAS thread (threadpoolctl) itself.
+Run: ``python benchmarks/bench_svm_nuclear.py [--seeds 0,1,2] [--sizes 25,10,200 ...]
+[--no-sdp 100,20,1000]``. With ``--infeasible``: only the time of ``solve_nuclear`` on the
+same rows plus the reverse of row 0 (infeasible), in this process.
+Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment
+variable is needed: svmgeo runs small dense solves with one BLAS thread (threadpoolctl) itself.
+Timings on a shared machine are noisy: wall and CPU time are both printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 from _isolated import answer_one, peak_rss_mb, run_isolated
 
-COMPARED = [(10, 10, 200), (25, 10, 200), (50, 10, 200)]
-ALONE = [(50, 10, 1000), (100, 20, 1000)]
+SIZES = [(25, 10, 200), (50, 10, 200), (50, 10, 1000), (100, 20, 1000)]
+SDP_LIMIT_GB = 8.0
+"""Address-space limit of an SDP subprocess (the machine is shared; 24 GB in all)."""
+TARGET_MB = 2048.0
+"""Peak memory target of issue 16 for the factored path at (100, 20, 1000)."""
 
 
 def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
@@ -38,10 +49,16 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
     import svmgeo as sg
     from svmgeo.solvers._nuclear import solve_nuclear
 
+    if path == "sdp":
+        limit = int(SDP_LIMIT_GB * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     data = sg.random_data(n, T, d, seed=seed)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
     wall, cpu = time.perf_counter(), time.process_time()
-    res = solve_nuclear(cs) if path == "factored" else solve_nuclear(cs, solver="scs")
+    try:
+        res = solve_nuclear(cs) if path == "factored" else solve_nuclear(cs, solver="scs")
+    except MemoryError:
+        return {"status": f"does not fit in {SDP_LIMIT_GB:g} GB (MemoryError)"}
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     c = res.certificate
     return {
@@ -61,22 +78,92 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
     }
 
 
+def _infeasible(n: int, T: int, d: int, seed: int) -> str:
+    """``solve_nuclear`` on the optimal-token rows plus the reverse of row 0 (infeasible)."""
+    import numpy as np
+
+    import svmgeo as sg
+    from svmgeo.solvers._nuclear import solve_nuclear
+
+    data = sg.random_data(n, T, d, seed=seed)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    bad = sg.pair_constraints(
+        data,
+        np.r_[cs.seq, cs.seq[0]],
+        np.r_[cs.query, cs.query[0]],
+        np.r_[cs.pref, cs.comp[0]],
+        np.r_[cs.comp, cs.pref[0]],
+    )
+    wall, cpu = time.perf_counter(), time.process_time()
+    res = solve_nuclear(bad)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    farkas = "verified Farkas vector" if res.farkas is not None else "no Farkas vector"
+    return (
+        f"{(n, T, d)!s:>15} seed {seed}, N = {bad.N} (row 0 and its reverse): "
+        f"{res.status.value} by {res.solver}, {farkas}, {wall:.2f} s wall / {cpu:.2f} s CPU"
+    )
+
+
 def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
     if "wall" not in r:
-        return f"{size!s:>15} {seed:>4} {path:>9} {r['status']}"
+        return f"{size!s:>15} {seed:>4} {path:>8} {r['status']}"
     return (
-        f"{size!s:>15} {seed:>4} {path:>9} {r['N']:>5} {r['status']:>10} {r['wall']:9.2f} "
-        f"{r['cpu']:9.2f} {r['rss_mb']:8.0f} {r['objective']:16.10f} {r['gap']:9.1e} "
-        f"{r['dual_inf']:9.1e} {r['primal_inf']:9.1e} {r['rank']:>4}"
+        f"{size!s:>15} {seed:>4} {path:>8} {r['solver']:>15} {r['N']:>5} {r['status']:>8} "
+        f"{r['wall']:8.2f} {r['cpu']:8.2f} {r['rss_mb']:7.0f} {r['objective']:17.11f} "
+        f"{r['gap']:8.1e} {r['dual_inf']:8.1e} {r['primal_inf']:8.1e} {r['rank']:>4}"
     )
+
+
+def _summary(size: tuple[int, int, int], seed: int, fast: dict, sdp: dict | None) -> str:
+    """One line: the speed-up over the SDP, objective agreement, gap and memory checks."""
+    head = f"{size!s:>15} seed {seed}:"
+    if "wall" not in fast:
+        return f"{head} factored path FAILED ({fast['status']})"
+    certified = fast["status"] == "optimal" and float(fast["gap"]) <= 1e-9
+    note = (
+        f" {fast['solver']} {'certified' if certified else 'NOT certified'}"
+        f" (gap {float(fast['gap']):.1e}), peak {float(fast['rss_mb']):.0f} MB"
+    )
+    if size == (100, 20, 1000):
+        note += " (within 2 GB)" if float(fast["rss_mb"]) <= TARGET_MB else " (OVER 2 GB)"
+    if sdp is None:
+        return f"{head}{note}; SDP not run (--no-sdp)"
+    if "wall" not in sdp:
+        return f"{head}{note}; SDP: {sdp['status']}"
+    diff = abs(float(fast["objective"]) - float(sdp["objective"])) / float(sdp["objective"])
+    return (
+        f"{head}{note}; SDP {sdp['status']} (gap {float(sdp['gap']):.1e}, "
+        f"peak {float(sdp['rss_mb']):.0f} MB); speed-up "
+        f"{float(sdp['wall']) / float(fast['wall']):.1f}x wall, "
+        f"{float(sdp['cpu']) / float(fast['cpu']):.1f}x CPU; objectives differ by {diff:.1e} "
+        f"({'within' if diff <= 1e-8 else 'OUTSIDE'} 1e-8)"
+    )
+
+
+def _size(text: str) -> tuple[int, int, int]:
+    n, T, d = (int(v) for v in text.split(","))
+    return n, T, d
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seeds", default="0", help="comma-separated random_data seeds")
-    parser.add_argument("--quick", action="store_true", help="no SDP baseline at (50, 10, 200)")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated random_data seeds")
+    parser.add_argument(
+        "--sizes", nargs="*", default=[",".join(map(str, s)) for s in SIZES], help="n,T,d ..."
+    )
+    parser.add_argument(
+        "--no-sdp",
+        nargs="*",
+        default=["100,20,1000"],
+        help="sizes n,T,d without the SDP baseline (default: 100,20,1000, which needs 17.6 GB)",
+    )
+    parser.add_argument(
+        "--infeasible",
+        action="store_true",
+        help="only time solve_nuclear on infeasible rows (each size and seed)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -84,34 +171,35 @@ def main() -> None:
         return
 
     seeds = [int(s) for s in args.seeds.split(",")]
+    sizes = [_size(s) for s in args.sizes]
+    if args.infeasible:
+        for size in sizes:
+            for seed in seeds:
+                print(_infeasible(*size, seed), flush=True)
+        return
+    no_sdp = {_size(s) for s in args.no_sdp}
     print(
-        f"# cores {os.cpu_count()}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
+        f"# cores {os.cpu_count()} (shared: timings are noisy), "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
+        f"SDP under a {SDP_LIMIT_GB:g} GB address-space limit; no SDP at {sorted(no_sdp)}"
     )
     print(
-        f"{'(n, T, d)':>15} {'seed':>4} {'path':>9} {'N':>5} {'status':>10} {'wall s':>9} "
-        f"{'CPU s':>9} {'RSS MB':>8} {'objective':>16} {'rel gap':>9} {'|Λ|₂-1':>9} "
-        f"{'primal':>9} {'rank':>4}"
+        f"{'(n, T, d)':>15} {'seed':>4} {'path':>8} {'solver':>15} {'N':>5} {'status':>8} "
+        f"{'wall s':>8} {'CPU s':>8} {'RSS MB':>7} {'objective':>17} {'rel gap':>8} "
+        f"{'|Λ|₂-1':>8} {'primal':>8} {'rank':>4}"
     )
-    ratios = []
-    for size in COMPARED + ALONE:
+    lines = []
+    for size in sizes:
         for seed in seeds:
             fast = run_isolated(__file__, *size, seed, "factored")
             print(_row(size, seed, "factored", fast), flush=True)
-            if size not in COMPARED or (args.quick and size == (50, 10, 200)):
-                continue
-            sdp = run_isolated(__file__, *size, seed, "sdp")
-            print(_row(size, seed, "sdp", sdp), flush=True)
-            if "wall" in fast and "wall" in sdp:
-                diff = abs(float(fast["objective"]) - float(sdp["objective"])) / float(
-                    sdp["objective"]
-                )
-                ratios.append(
-                    f"{size!s:>15} seed {seed}: factored {float(sdp['wall']) / float(fast['wall']):6.1f}x "
-                    f"faster (wall), {float(sdp['cpu']) / float(fast['cpu']):6.1f}x (CPU); "
-                    f"relative objective difference {diff:.1e}"
-                )
-    print("\n== speed-up over the SDP path (same run) ==")
-    print("\n".join(ratios))
+            sdp = None
+            if size not in no_sdp:
+                sdp = run_isolated(__file__, *size, seed, "sdp")
+                print(_row(size, seed, "sdp", sdp), flush=True)
+            lines.append(_summary(size, seed, fast, sdp))
+    print("\n== factored path against the SDP path (same run) ==")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -124,6 +124,11 @@ class ConicBackend(Backend):
         return lo * s - lo * (lo - 1) // 2 + (hi - lo)
 
     @classmethod
+    def check_options(cls, options: dict[str, Any], where: str) -> None:
+        """Raise :class:`ProblemError` when the backend rejects an option (nothing is solved)."""
+        raise NotImplementedError
+
+    @classmethod
     def solve_conic(
         cls, conic: ConicProblem, solver_tol: float, options: dict[str, Any], where: str
     ) -> ConicSolution:
@@ -248,10 +253,29 @@ class SCSBackend(ConicBackend):
     """``info["status_val"]``: -4 (failed) and -5 (interrupted) are solver errors."""
 
     @classmethod
+    def _setup(
+        cls, data: dict[str, Any], cone: dict[str, Any], settings: dict[str, Any], where: str
+    ) -> Any:
+        """``scs.SCS(data, cone, **settings)``; an unknown keyword is a :class:`ProblemError`."""
+        scs = cls.load()
+        try:
+            return scs.SCS(data, cone, **settings)
+        except TypeError as exc:  # SCS's constructor rejects an unknown keyword so
+            raise ProblemError(
+                f"SCS rejected an option of {where} ({exc}); valid names are SCS's settings "
+                "(https://www.cvxgrp.org/scs/api/settings.html)."
+            ) from exc
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any], where: str) -> None:
+        one = sp.csc_matrix(np.ones((1, 1)))  # SCS checks keywords when it is set up
+        settings = {"verbose": False, **options}
+        cls._setup({"A": one, "b": np.ones(1), "c": np.ones(1)}, {"l": 1}, settings, where)
+
+    @classmethod
     def solve_conic(
         cls, conic: ConicProblem, solver_tol: float, options: dict[str, Any], where: str
     ) -> ConicSolution:
-        scs = cls.load()
         settings: dict[str, Any] = {
             "verbose": False,
             "eps_abs": max(solver_tol, 1e-12),
@@ -262,12 +286,9 @@ class SCSBackend(ConicBackend):
         cone = {"z": conic.n_eq, "l": conic.n_margin, "s": [conic.cone_size] * conic.n_cones}
         data = {"A": conic.A, "b": conic.b, "c": conic.q}
         try:
-            out = scs.SCS(data, cone, **settings).solve()
-        except TypeError as exc:  # SCS's constructor rejects an unknown keyword so
-            raise ProblemError(
-                f"SCS rejected an option of {where} ({exc}); valid names are SCS's settings "
-                "(https://www.cvxgrp.org/scs/api/settings.html)."
-            ) from exc
+            out = cls._setup(data, cone, settings, where).solve()
+        except ProblemError:
+            raise
         except Exception as exc:
             raise SolverError(
                 f"SCS failed on the nuclear-norm SDP ({where}): {type(exc).__name__}: {exc}"

@@ -58,7 +58,9 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._factored import Compressed, FactoredProblem, compress
+from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
+from ._frobenius_matfree import use_matrix_free
 from ._result import SVMResult, no_solution
 from ._status import Status
 from ._threads import one_blas_thread_when_small
@@ -356,7 +358,12 @@ def solve_nuclear(
     cs : ConstraintSet
         The rows :math:`(a_j, b_j, \mathrm{kind}_j, c_j)`.
     solver : {"clarabel", "scs", "auto"}, default "auto"
-        ``"auto"`` (what :func:`~svmgeo.att_svm` uses) runs SCS first and Clarabel only when
+        ``"auto"`` (what :func:`~svmgeo.att_svm` uses): rows that the floating-point
+        :func:`~svmgeo.solvers.check_feasibility` proves infeasible return ``INFEASIBLE``
+        at once; otherwise the factored path
+        (:func:`~svmgeo.solvers._nuclear_factored.solve_nuclear_factored`) runs, and its
+        answer is kept when it is ``OPTIMAL`` (recomputed gap at most 1e-9). Else the SDP:
+        SCS first and Clarabel only when
         SCS's polished answer does not pass the certificate: measured on this problem's split
         SDP, Clarabel's setup grows steeply with the number of cones sharing the block ``R``
         (12 s at (n, T, d) = (20, 10, 20) against 0.8 s for SCS), while the KKT polish makes
@@ -367,10 +374,12 @@ def solve_nuclear(
         Tolerance of the certificate (relative for the gap, absolute for margins with
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
     **options
-        Backend settings (attributes of ``clarabel.DefaultSettings`` or SCS keyword
-        arguments), overriding svmgeo's. With ``solver="auto"`` a backend that rejects an
-        option is skipped (a ``SOLVER_ERROR`` link of the chain, named in the message) and
-        the next one runs; only an option that every backend rejects raises.
+        SDP backend settings (attributes of ``clarabel.DefaultSettings`` or SCS keyword
+        arguments), overriding svmgeo's. With ``solver="auto"`` they go to the SDP
+        fallback (the factored path, which runs first, takes none); a backend that rejects
+        an option is skipped (a ``SOLVER_ERROR`` link of the chain, named in the message)
+        and the next one runs; an option that every backend rejects raises before any
+        solve.
 
     Returns
     -------
@@ -422,25 +431,24 @@ def solve_nuclear(
         return trivial_nuclear(cs, fallback if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
-    if not options:
-        # the factored primal with its dual certificate first (seconds where the SDP takes
-        # minutes); the SDP chain is the fallback, the reference, and takes backend options
-        from ._nuclear_factored import solve_nuclear_factored  # it builds on this module
+    _check_auto_options(options)
+    infeasible = _infeasible(cs, start)
+    if infeasible is not None:
+        return infeasible
+    # the factored primal with its dual certificate first (seconds where the SDP takes
+    # minutes); the SDP chain is the fallback and the reference, and takes the backend options
+    from ._nuclear_factored import solve_nuclear_factored  # it builds on this module
 
-        fast = solve_nuclear_factored(cs, tol=tol)
-        if fast.success:
-            return fast
+    fast = solve_nuclear_factored(cs, tol=tol)
+    if fast.success:
+        return fast
     rejected: list[str] = []
     first = _attempt(cs, comp, preferred, tol, options, start, rejected)
     if first.success:
         return first
     second = _attempt(cs, comp, fallback, tol, options, start, rejected)
     if len(rejected) == len(CONIC_BACKENDS):
-        raise ProblemError(
-            f"Every backend of solve_nuclear(solver='auto') rejected the options "
-            f"{sorted(options)}: {'; '.join(rejected)}. Pass solver='scs' or 'clarabel' with "
-            "that backend's own option names."
-        )
+        raise _rejected_everywhere(options, rejected)
     if not second.success and not first.status.has_solution and not second.status.has_solution:
         # both backends failed outright: the Frobenius optimum gives a feasible W with an
         # explicit gap (exact when min(r1, r2) = 1)
@@ -457,6 +465,60 @@ def solve_nuclear(
             message=f"{second.message} (after {preferred}: {first.status}: {first.message})",
         )
     return first
+
+
+def _check_auto_options(options: dict[str, Any]) -> None:
+    """Raise before any solve when every SDP backend rejects one of the ``options``.
+
+    With ``solver="auto"`` the options are the SDP fallback's; checking them first keeps a
+    misspelt name an error even when the factored path answers and no backend runs.
+    """
+    if not options:
+        return
+    rejected = []
+    for name, backend in CONIC_BACKENDS.items():
+        try:
+            backend.check_options(options, "solve_nuclear")
+        except ProblemError as exc:
+            rejected.append(f"{name}: {exc}")
+        else:
+            return
+    raise _rejected_everywhere(options, rejected)
+
+
+def _rejected_everywhere(options: dict[str, Any], rejected: list[str]) -> ProblemError:
+    """The error for options that every SDP backend of ``solver="auto"`` rejects."""
+    return ProblemError(
+        f"Every backend of solve_nuclear(solver='auto') rejected the options "
+        f"{sorted(options)}: {'; '.join(rejected)}. Pass solver='scs' or 'clarabel' with "
+        "that backend's own option names."
+    )
+
+
+def _infeasible(cs: ConstraintSet, start: float) -> SVMResult | None:
+    r"""``INFEASIBLE`` with the verified Farkas vector of :func:`check_feasibility`, else None.
+
+    The floating-point check (an LP / QP on the rows' Gram matrix; measured 0.34 s CPU at
+    (n, T, d) = (100, 20, 1000) against 48 s for the factored solve, 0.01 s against 0.5 s
+    at (25, 10, 200)) runs before the factored path, whose augmented Lagrangian would
+    otherwise spend seconds raising its penalty on infeasible rows before the SDP decides.
+    Skipped past the dense Gram (``use_matrix_free``).
+    """
+    if use_matrix_free(cs):
+        return None
+    feas = check_feasibility(cs, exact=False)
+    if feas.status is not Status.INFEASIBLE:  # feasible, or not proved infeasible
+        return None
+    return no_solution(
+        cs,
+        feas.status,
+        f"the constraints admit no W: {feas.message}",
+        norm="nuc",
+        solver=feas.solver,
+        solve_time=time.perf_counter() - start,
+        farkas=feas.farkas,
+        extras={"feasibility": feas},
+    )
 
 
 def _attempt(

@@ -20,9 +20,12 @@ With :math:`\|X\|_* = \min_{KQ^\top = X} \tfrac12(\|K\|_F^2 + \|Q\|_F^2)` (for w
 
 Two phases:
 
-1. **Augmented Lagrangian + L-BFGS** (:func:`_augmented_lagrangian`) on :math:`(K, Q)` with
-   adaptive width :math:`m` (doubled while the answer uses every column, up to :math:`q`),
-   to about 1e-7: it identifies the active rows :math:`S` and the rank :math:`k`.
+1. **Augmented Lagrangian + L-BFGS** (:func:`_augmented_lagrangian`) on :math:`(K, Q)` to
+   about 1e-5: it identifies the active rows :math:`S` and the rank :math:`k`. The width
+   :math:`m` adapts to the dual certificate (the Burer–Monteiro escape): a spare column takes
+   Λ's top singular pair when :math:`\|\Lambda\|_2 > 1` (:func:`_escape`); when every column
+   is used, one column is added per singular value above 1 of Λ off :math:`X`'s range
+   (:func:`_widen`), and none when there is no such value (the width then suffices).
 2. **Newton on the reduced KKT system** (:func:`_kkt_newton`). Stationarity of the
    Lagrangian gives :math:`K = \Lambda Q`, :math:`Q = \Lambda^\top K` with
    :math:`\Lambda = \sum_j \lambda_j \tilde a_j \tilde b_j^\top`, so the KKT point is the
@@ -231,6 +234,47 @@ def _escape(
     return K, Q
 
 
+def _widen(
+    rows: _Rows, K: np.ndarray, Q: np.ndarray, y: np.ndarray, *, band: float = 1e-4
+) -> tuple[np.ndarray, np.ndarray] | None:
+    r"""Wider balanced factors of :math:`X = KQ^\top`, a column per escape direction of Λ.
+
+    With every column of :math:`X` used (rank :math:`m`), a KKT point of the factored
+    problem is globally optimal when :math:`\Lambda = \sum_j y_j\tilde a_j\tilde b_j^\top`
+    has no singular value above 1 off :math:`X`'s range, i.e. :math:`\|P_U^\perp\Lambda
+    P_V^\perp\|_2 \le 1` (on the range the values are 1 at a KKT point, so then
+    :math:`\|\Lambda\|_2 \le 1` and weak duality closes the gap; the known Burer–Monteiro
+    argument, used here only to choose the width: the recomputed certificate decides
+    ``OPTIMAL``). Each singular pair
+    :math:`(u_i, \sigma_i, v_i)` of :math:`P_U^\perp\Lambda P_V^\perp` with :math:`\sigma_i > 1
+    +` ``band`` (the first phase is accurate to about 1e-5) is a descent direction
+    :math:`X + \epsilon u_iv_i^\top` of the convex problem and gets a new column (size as in
+    :func:`_escape`). None when there is none, or a column is spare (:func:`_escape` then
+    acts inside the first phase).
+
+    Widening only along these directions matters: surplus columns where Λ's singular values
+    sit just below 1 have curvature :math:`1 - \sigma_i` in the factored problem, and L-BFGS
+    then crawls (the old doubling stalled so at (n, T, d) = (100, 20, 1000), seed 2).
+    """
+    m = K.shape[1]
+    Ux, sx, Vxt = np.linalg.svd(K @ Q.T, full_matrices=False)
+    if m > sx.size or sx[m - 1] <= 1e-6 * sx[0]:
+        return None
+    Ux, Vx = Ux[:, :m], Vxt[:m].T
+    Lam = rows.adjoint(y)
+    Lam = Lam - Ux @ (Ux.T @ Lam)
+    Lam = Lam - (Lam @ Vx) @ Vx.T
+    U, s, Vt = np.linalg.svd(Lam, full_matrices=False)
+    extra = min(int(np.count_nonzero(s > 1.0 + band)), Q.shape[0] - m)
+    if extra == 0:
+        return None
+    root = np.sqrt(sx[:m])
+    size = np.sqrt(1e-2 * sx[0])
+    K = np.hstack([Ux * root, size * U[:, :extra]])
+    Q = np.hstack([Vx * root, size * Vt[:extra].T])
+    return K, Q
+
+
 def _kkt_newton(
     rows: _Rows, lam: np.ndarray, Q: np.ndarray, S: np.ndarray, *, steps: int = 30
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -377,8 +421,9 @@ def solve_nuclear_factored(
         Certificate tolerance; ``OPTIMAL`` also needs a recomputed relative gap at most
         ``min(tol, GAP_TOL)``.
     width : int, optional
-        Starting width :math:`m` of the factors (default ``min(q, 16)``); doubled while the
-        answer uses every column, up to :math:`q = \min(r_1, r_2)`.
+        Starting width :math:`m` of the factors (default ``min(q, 16)``); widened along the
+        dual certificate's escape directions (:func:`_widen`), up to :math:`q = \min(r_1,
+        r_2)`. ``extras`` reports the final ``width`` and the number of ``widenings``.
 
     Returns
     -------
@@ -403,24 +448,23 @@ def solve_nuclear_factored(
     U0, s0, V0t = np.linalg.svd(X0, full_matrices=False)
     m = min(q, 16 if width is None else max(1, int(width)))
     rng = np.random.default_rng(0)
+    K = U0[:, :m] * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((p, m))
+    Q = V0t[:m].T * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((q, m))
     y = np.zeros(cs.N)
-    n_iter = 0
-    K = Q = np.zeros((0, 0))
+    n_iter = widenings = 0
     while True:
-        K = U0[:, :m] * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((p, m))
-        Q = V0t[:m].T * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((q, m))
         K, Q, y, its = _augmented_lagrangian(rows, K, Q, y, tol=_PHASE1_TOL)
         n_iter += its
-        sv = np.linalg.svd(K @ Q.T, compute_uv=False)
-        if m >= q or sv[m - 1] <= 1e-6 * sv[0]:
+        # every column used and the dual certificate still has a singular value above 1 off
+        # X's range: the optimum needs more columns; widen along those singular pairs
+        wider = _widen(rows, K, Q, y) if m < q else None
+        if wider is None:
             break
-        # every column is used: the optimum may need more; restart wider from this answer
-        U0, s0, V0t = np.linalg.svd(K @ Q.T, full_matrices=False)
-        U0 = np.hstack([U0, np.zeros((p, q))])[:, : min(2 * m, q)]
-        s0 = np.concatenate([s0, np.zeros(q)])[: min(2 * m, q)]
-        V0t = np.vstack([V0t, np.zeros((q, q))])[: min(2 * m, q)]
-        m = min(2 * m, q)
+        K, Q = wider
+        m = K.shape[1]
+        widenings += 1
     extras["width"] = m
+    extras["widenings"] = widenings
     extras["lbfgs_iterations"] = n_iter
 
     polished = _polish_active_set(rows, K, Q, y)

@@ -301,6 +301,69 @@ def test_option_unknown_to_every_backend_raises(kwargs: dict[str, Any]) -> None:
         solve_nuclear(_instance(0)[1], **kwargs)
 
 
+@pytest.fixture
+def factored_declines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the factored path of solver="auto" decline, so that the SDP chain runs."""
+    import svmgeo.solvers._nuclear_factored as factored
+
+    real = factored.solve_nuclear_factored
+
+    def declined(cs: sg.ConstraintSet, tol: float) -> sg.SVMResult:
+        return dataclasses.replace(real(cs, tol=tol), status=Status.MAX_ITER)
+
+    monkeypatch.setattr(factored, "solve_nuclear_factored", declined)
+
+
+def test_backend_options_go_to_the_sdp_fallback_and_the_factored_path_runs_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import svmgeo.solvers._nuclear as nuclear
+
+    cs = _instance(5)[1]
+    seen: list[tuple[str, dict[str, Any]]] = []
+    real = nuclear._solve_with
+
+    def spy(cs, comp, solver, tol, options, start):
+        seen.append((solver, dict(options)))
+        return real(cs, comp, solver, tol, options, start)
+
+    monkeypatch.setattr(nuclear, "_solve_with", spy)
+    plain = solve_nuclear(cs)
+    res = solve_nuclear(cs, max_iters=100_000, verbose=False)
+    # the options do not switch the factored path off: no SDP runs, same answer
+    assert res.solver == "svmgeo-factored" and res.status is Status.OPTIMAL, res.message
+    assert seen == []
+    np.testing.assert_allclose(res.W, plain.W, rtol=0, atol=0)
+    # when the factored path declines, the SDP fallback runs with exactly these options
+    import svmgeo.solvers._nuclear_factored as factored
+
+    declined = dataclasses.replace(res, status=Status.MAX_ITER)
+    monkeypatch.setattr(factored, "solve_nuclear_factored", lambda cs, tol: declined)
+    res = solve_nuclear(cs, max_iters=100_000, verbose=False)
+    assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
+    assert seen == [("scs", {"max_iters": 100_000, "verbose": False})]
+    np.testing.assert_allclose(res.objective, plain.objective, rtol=1e-8)
+
+
+def test_infeasible_rows_return_at_once_under_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    import svmgeo.solvers._nuclear_factored as factored
+
+    def never(*args: Any, **kw: Any) -> None:
+        raise AssertionError("the factored path ran on infeasible rows")
+
+    monkeypatch.setattr(factored, "solve_nuclear_factored", never)
+    data = sg.random_data(3, 4, 5, seed=1)
+    # (x0 - x1)ᵀ W z >= 1 and (x1 - x0)ᵀ W z >= 1 cannot both hold; more rows around them
+    cs = sg.pair_constraints(data, [0, 0, 1, 2], [0, 0, 0, 0], [0, 1, 0, 3], [1, 0, 2, 1])
+    res = solve_nuclear(cs)
+    assert res.status is Status.INFEASIBLE and res.W is None, res.message
+    assert res.farkas is not None
+    np.testing.assert_allclose(cs.rhs @ res.farkas, 1.0)
+    assert np.all(res.farkas >= 0)
+    np.testing.assert_allclose(cs.adjoint(res.farkas), 0.0, atol=1e-12)
+
+
+@pytest.mark.usefixtures("factored_declines")
 def test_option_rejected_by_one_backend_does_not_abort_the_auto_chain() -> None:
     # 'max_iter' is a Clarabel setting and no SCS keyword: SCS rejects it, Clarabel solves
     cs = _instance(0)[1]
@@ -313,6 +376,7 @@ def test_option_rejected_by_one_backend_does_not_abort_the_auto_chain() -> None:
     assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
 
 
+@pytest.mark.usefixtures("factored_declines")
 def test_monkeypatched_backend_raising_on_an_option_is_skipped(monkeypatch) -> None:
     from svmgeo.solvers._backends import SCSBackend
 

@@ -138,6 +138,61 @@ def test_escape_adds_the_top_pair_of_lambda_in_a_spare_column() -> None:
     assert factored._escape(rows, K, Q, 1e-6 * y) is None  # dual feasible: nothing to add
 
 
+def test_widen_adds_the_escape_pairs_of_lambda_off_the_range_of_x() -> None:
+    rng = np.random.default_rng(1)
+    P, R = rng.normal(size=(30, 6)), rng.normal(size=(30, 4))
+    rows = factored._Rows(P, R, np.ones(30), np.ones(30, dtype=bool))
+    K, Q = rng.normal(size=(6, 2)), rng.normal(size=(4, 2))  # rank 2: every column used
+    y = 10.0 * np.abs(rng.normal(size=30))
+    Ux, _, Vxt = np.linalg.svd(K @ Q.T, full_matrices=False)
+    off = rows.adjoint(y)
+    off = (np.eye(6) - Ux[:, :2] @ Ux[:, :2].T) @ off @ (np.eye(4) - Vxt[:2].T @ Vxt[:2])
+    U, s, Vt = np.linalg.svd(off)
+    extra = int(np.count_nonzero(s > 1.0 + 1e-4))
+    assert extra == 2  # both free directions are descent directions here
+    grown = factored._widen(rows, K, Q, y)
+    assert grown is not None
+    K2, Q2 = grown
+    assert K2.shape == (6, 2 + extra) and Q2.shape == (4, 2 + extra)
+    np.testing.assert_allclose(K2[:, :2] @ Q2[:, :2].T, K @ Q.T, atol=1e-12)
+    for i in range(extra):  # column 2 + i lies along the i-th singular pair off X's range
+        np.testing.assert_allclose(abs(K2[:, 2 + i] @ U[:, i]), np.linalg.norm(K2[:, 2 + i]))
+        np.testing.assert_allclose(abs(Q2[:, 2 + i] @ Vt[i]), np.linalg.norm(Q2[:, 2 + i]))
+    # Λ's singular values off X's range at most 1: X's width suffices, nothing is added
+    assert factored._widen(rows, K, Q, y / (1.01 * s[0])) is None
+    # a spare column: the first phase's _escape acts instead
+    assert (
+        factored._widen(rows, np.hstack([K, 0 * K[:, :1]]), np.hstack([Q, 0 * Q[:, :1]]), y) is None
+    )
+
+
+def test_a_width_equal_to_the_optimal_rank_is_kept() -> None:
+    # regression for (n, T, d) = (100, 20, 1000), seed 2 (issue 16): the 16-column answer had
+    # rank 16 and was optimal (Λ's 17th singular value 0.995), but "every column used" doubled
+    # the width to 32; the surplus columns, with curvature 1 - σ_i(Λ) ≈ 0.005, left L-BFGS
+    # crawling (15 435 steps, gap 0.64) and the answer uncertified. Here: rank 3 with width 3.
+    cs = _cs(10, 6, 30, {}, 7)
+    full = solve_nuclear_factored(cs)
+    assert full.status is Status.OPTIMAL, full.message
+    rank = full.extras["rank"]
+    assert rank == 3 and rank < full.extras["width"]  # the instance the test is about
+    res = solve_nuclear_factored(cs, width=rank)
+    assert res.status is Status.OPTIMAL, res.message
+    assert res.extras["width"] == rank and res.extras["widenings"] == 0
+    np.testing.assert_allclose(res.objective, full.objective, rtol=1e-12)
+    _assert_certified(cs, res)
+
+
+def test_a_too_narrow_start_is_widened_along_the_dual_certificate() -> None:
+    cs = _cs(10, 6, 30, {}, 7)  # optimum of rank 3
+    res = solve_nuclear_factored(cs, width=1)
+    assert res.status is Status.OPTIMAL, res.message
+    assert res.extras["widenings"] >= 1 and res.extras["width"] >= 3
+    sdp = _certified_sdp(cs)
+    np.testing.assert_allclose(res.objective, sdp.objective, rtol=1e-9)
+    _assert_certified(cs, res)
+
+
 @pytest.mark.slow
 def test_factored_against_sdp_at_a_research_size() -> None:
     cs = _cs(15, 10, 100, {}, 1)
