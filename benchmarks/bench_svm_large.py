@@ -17,7 +17,8 @@ sizes where both fit are printed side by side with the ratio; the dense estimate
 Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_svm_large.py [--seeds 0]
 [--quick] [--no-huge]``. Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal
 tokens. ``--quick``: the two smallest sizes; ``--no-huge`` skips (2000, 50, 1000), N = 98 000
-(matrix-free only: its Gram needs 71.6 GiB).
+(matrix-free only: its Gram needs 71.6 GiB); ``--crossover`` runs only the small sizes
+N = 90 ... 950, to locate where the two paths' times cross.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import time
 from _isolated import answer_one, peak_rss_mb, run_isolated
 
 BOTH = [(100, 20, 200), (200, 20, 500), (500, 20, 1000), (1000, 20, 2000)]
+#: below N = 1 900, where the crossover of the two paths' times lies (``--crossover``)
+SMALL = [(10, 10, 20), (20, 10, 50), (50, 10, 100), (50, 20, 200)]
 HUGE = [(2000, 50, 1000)]
 
 
@@ -81,6 +84,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated random_data seeds")
     parser.add_argument("--quick", action="store_true", help="the two smallest sizes only")
     parser.add_argument("--no-huge", action="store_true", help="skip N = 98 000")
+    parser.add_argument(
+        "--crossover", action="store_true", help="only the small sizes (N = 90 ... 950)"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -88,8 +94,8 @@ def main() -> None:
         return
 
     seeds = [int(s) for s in args.seeds.split(",")]
-    both = BOTH[:2] if args.quick else BOTH
-    huge = [] if (args.quick or args.no_huge) else HUGE
+    both = SMALL if args.crossover else BOTH[:2] if args.quick else BOTH
+    huge = [] if (args.quick or args.no_huge or args.crossover) else HUGE
     print(
         f"# cores {os.cpu_count()}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
     )
