@@ -13,7 +13,11 @@ Decided by a Phase-1 linear program (HiGHS) in a compressed space: every :math:`
 rows only through :math:`\Phi\,\mathrm{vec}(W)`, and the range of :math:`\Phi` equals the range
 of any factor :math:`L` of the Gram matrix :math:`G = (AA^\top)\circ(BB^\top) = LL^\top`. The LP
 is posed on :math:`y` with :math:`Ly` in place of the margins; its dual multipliers give the
-Farkas vector, which svmgeo polishes and verifies itself.
+Farkas vector, which svmgeo polishes and verifies itself. When :math:`G` is singular and its
+null space (N − rank G columns) is the smaller side, the same dual LP is first posed on that
+null space (:func:`_solve_null_lp`; e.g. one column for rows holding a row and its reverse),
+which decides an infeasible set in a fraction of the rank(G)-row LP's time; a zero value there
+leaves the decision to the path above.
 """
 
 from __future__ import annotations
@@ -461,13 +465,14 @@ def check_feasibility(
 
     width = cs.N if geo.Phi is None else geo.Phi.shape[1]
     if (geo.Phi is None and geo.full_factor() is None) or 2 * width >= N:
-        # G is singular: when its null space is the smaller side, the same LP posed on it
-        # (a few columns instead of rank(G) equality rows) decides an infeasible set at once
+        # G is singular (no Cholesky, or rank <= width < N): when its null space is the
+        # smaller side, the same LP posed on it (a few columns instead of rank(G) equality
+        # rows) decides an infeasible set at once
         null = _solve_null_lp(lp_factor(), cs_lp)
         if null is not None:
-            lam, opt, extras = null
-            if opt > 1e-7 * scale:
-                return infeasible(lam, opt, "highs-nullspace", extras)
+            null_lam, null_value, null_extras = null
+            if null_value > 1e-7 * scale:
+                return infeasible(null_lam, null_value, "highs-nullspace", null_extras)
     if cs.N * width > 20_000:
         # large dense LP: first try to certify feasibility with the exact QP solver's answer
         qp = _point_from_qp(cs, geo)
