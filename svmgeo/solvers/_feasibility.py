@@ -463,17 +463,24 @@ def check_feasibility(
             extras=extras,
         )
 
-    width = cs.N if geo.Phi is None else geo.Phi.shape[1]
-    if (geo.Phi is None and geo.full_factor() is None) or 2 * width >= N:
-        # G is singular (no Cholesky, or rank <= width < N): when its null space is the
-        # smaller side, the same LP posed on it (a few columns instead of rank(G) equality
-        # rows) decides an infeasible set at once
+    def null_space_verdict() -> FeasibilityResult | None:
+        """INFEASIBLE from the Phase-1 LP on G's null space when that is the smaller side
+        (a few columns instead of rank(G) equality rows); None when it does not decide."""
         null = _solve_null_lp(lp_factor(), cs_lp)
-        if null is not None:
-            null_lam, null_value, null_extras = null
-            if null_value > 1e-7 * scale:
-                return infeasible(null_lam, null_value, "highs-nullspace", null_extras)
-    if cs.N * width > 20_000:
+        if null is None or null[1] <= 1e-7 * scale:
+            return None
+        return infeasible(null[0], null[1], "highs-nullspace", null[2])
+
+    width = cs.N if geo.Phi is None else geo.Phi.shape[1]
+    large = cs.N * width > 20_000
+    # G singular (no Cholesky, or rank <= width < N) and the null space possibly the smaller
+    # side: decided there at once, before the QP unless the QP would spare an SVD of large
+    # features
+    singular = (geo.Phi is None and geo.full_factor() is None) or 2 * width >= N
+    early = singular and (geo.Phi is None or not large)
+    if early and (verdict := null_space_verdict()) is not None:
+        return verdict
+    if large:
         # large dense LP: first try to certify feasibility with the exact QP solver's answer
         qp = _point_from_qp(cs, geo)
         if qp is not None:
@@ -483,6 +490,8 @@ def check_feasibility(
                 solver="svmgeo-ipm",
                 extras={"qp_dual": qp[2]},
             )
+        if singular and not early and (verdict := null_space_verdict()) is not None:
+            return verdict
     fac = lp_factor()
     dual = _solve_dual_lp(fac.L, cs_lp)
     extras: dict[str, Any] = {"lp_status": int(dual.status), "lp_message": str(dual.message)}

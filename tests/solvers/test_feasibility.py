@@ -148,10 +148,17 @@ def _gaussian_data(n: int, T: int, d: int, seed: int) -> tuple[sg.TokenData, np.
     return data, rng.integers(0, T, n)
 
 
-def test_reversed_row_is_decided_on_the_null_space_with_an_exact_farkas_vector():
-    # rows plus the reverse of row 0: G is singular with a one-dimensional null space, and the
+@pytest.mark.parametrize(
+    "size",
+    [
+        (5, 4, 10),  # Gram form (N = 16): G singular, no Cholesky; before the QP
+        (1, 201, 150),  # features 201 x 150 (large): after the QP finds no point
+    ],
+)
+def test_reversed_row_is_decided_on_the_null_space_with_an_exact_farkas_vector(size):
+    # rows plus the reverse of row 0: G is singular, its null space the smaller side, and the
     # Phase-1 LP on that null space (not the rank(G)-row form) gives the certificate
-    data = sg.random_data(5, 4, 10, seed=0)
+    data = sg.random_data(*size, seed=0)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
     bad = pair_constraints(
         data,
