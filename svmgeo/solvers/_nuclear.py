@@ -381,7 +381,8 @@ def solve_nuclear(
     feasibility : FeasibilityResult, optional
         :func:`~svmgeo.solvers.check_feasibility`'s verdict on ``cs`` when already decided
         (:func:`~svmgeo.solve_svm` does so first, exactly): ``solver="auto"`` then reuses it
-        instead of running the floating-point check again.
+        instead of running the floating-point check again. Its ``constraints`` must be
+        ``cs`` itself.
     **options
         SDP backend settings (attributes of ``clarabel.DefaultSettings`` or SCS keyword
         arguments), overriding svmgeo's. With ``solver="auto"`` they go to the SDP
@@ -401,8 +402,8 @@ def solve_nuclear(
     Raises
     ------
     ProblemError
-        Bad ``cs``, ``solver`` or ``tol``; an option name unknown to the chosen backend (to
-        every backend with ``solver="auto"``).
+        Bad ``cs``, ``solver`` or ``tol``; a ``feasibility`` on other rows; an option name
+        unknown to the chosen backend (to every backend with ``solver="auto"``).
     SolverError
         The chosen backend crashed (with ``solver="auto"`` the chain goes on instead).
 
@@ -441,6 +442,12 @@ def solve_nuclear(
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
     _check_auto_options(options)
+    if feasibility is not None and feasibility.constraints is not cs:
+        raise ProblemError(
+            "The 'feasibility' parameter of solve_nuclear must be check_feasibility's result "
+            f"on these rows (the same ConstraintSet object, N = {cs.N}); got one on other "
+            f"rows (N = {feasibility.constraints.N}). Drop it to let solve_nuclear decide."
+        )
     infeasible = _infeasible(cs, start, feasibility)
     if infeasible is not None:
         return infeasible

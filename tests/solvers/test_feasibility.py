@@ -222,3 +222,13 @@ def test_feasibility_verdict_agrees_with_the_highs_oracle():
             solvers.add(res.solver)
     assert verdicts == {True, False}
     assert "highs-nullspace" in solvers and "highs" in solvers
+
+
+def test_a_feasibility_verdict_on_other_rows_is_refused_by_solve_nuclear():
+    from svmgeo.solvers._nuclear import solve_nuclear
+
+    data, _ = _gaussian_data(2, 5, 2, seed=1)
+    cs = sg.att_svm_constraints(data, np.array([1, 2]))
+    other = check_feasibility(sg.att_svm_constraints(data, np.array([0, 1])), exact=False)
+    with pytest.raises(sg.ProblemError, match="'feasibility' parameter of solve_nuclear"):
+        solve_nuclear(cs, feasibility=other)
