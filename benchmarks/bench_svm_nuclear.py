@@ -20,7 +20,10 @@ objectives equal to 1e-8, recomputed gap ≤ 1e-9, (100, 20, 1000) within 2 GB.
 
 Run: ``python benchmarks/bench_svm_nuclear.py [--seeds 0,1,2] [--sizes 25,10,200 ...]
 [--no-sdp 100,20,1000]``. With ``--infeasible``: only the time of ``solve_nuclear`` on the
-same rows plus the reverse of row 0 (infeasible), in this process.
+same rows plus the reverse of row 0 (infeasible), in this process, and of its float
+feasibility check (``check_feasibility(exact=False)``: the Phase-1 LP on the null space of the
+rows' Gram matrix) against the same check with that LP switched off (the HiGHS LP with
+rank(G) equality rows, after the interior-point QP), same run.
 Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment
 variable is needed: svmgeo runs small dense solves with one BLAS thread (threadpoolctl) itself.
 Timings on a shared machine are noisy: wall and CPU time are both printed.
@@ -32,8 +35,13 @@ import argparse
 import os
 import resource
 import time
+from collections.abc import Callable
+from typing import TypeVar
+from unittest import mock
 
 from _isolated import answer_one, peak_rss_mb, run_isolated
+
+T_ = TypeVar("T_")
 
 SIZES = [(25, 10, 200), (50, 10, 200), (50, 10, 1000), (100, 20, 1000)]
 SDP_LIMIT_GB = 8.0
@@ -78,11 +86,20 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
     }
 
 
-def _infeasible(n: int, T: int, d: int, seed: int) -> str:
-    """``solve_nuclear`` on the optimal-token rows plus the reverse of row 0 (infeasible)."""
+def _timed(call: Callable[[], T_]) -> tuple[T_, float, float]:
+    """``call()`` with its wall and CPU seconds."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = call()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _infeasible(n: int, T: int, d: int, seed: int) -> list[str]:
+    """``solve_nuclear`` on the optimal-token rows plus the reverse of row 0 (infeasible), and
+    the float feasibility check's null-space LP against the HiGHS rank(G)-row LP path."""
     import numpy as np
 
     import svmgeo as sg
+    from svmgeo.solvers import _feasibility, check_feasibility, farkas_residual
     from svmgeo.solvers._nuclear import solve_nuclear
 
     data = sg.random_data(n, T, d, seed=seed)
@@ -94,14 +111,27 @@ def _infeasible(n: int, T: int, d: int, seed: int) -> str:
         np.r_[cs.pref, cs.comp[0]],
         np.r_[cs.comp, cs.pref[0]],
     )
-    wall, cpu = time.perf_counter(), time.process_time()
-    res = solve_nuclear(bad)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    res, wall, cpu = _timed(lambda: solve_nuclear(bad))
     farkas = "verified Farkas vector" if res.farkas is not None else "no Farkas vector"
-    return (
-        f"{(n, T, d)!s:>15} seed {seed}, N = {bad.N} (row 0 and its reverse): "
-        f"{res.status.value} by {res.solver}, {farkas}, {wall:.2f} s wall / {cpu:.2f} s CPU"
+    head = f"{(n, T, d)!s:>15} seed {seed}, N = {bad.N} (row 0 and its reverse):"
+    lines = [
+        f"{head} solve_nuclear {res.status.value} by {res.solver}, {farkas}, "
+        f"{wall:.2f} s wall / {cpu:.2f} s CPU"
+    ]
+    new, new_wall, new_cpu = _timed(lambda: check_feasibility(bad, exact=False))
+    with mock.patch.object(_feasibility, "_solve_null_lp", lambda *args: None):
+        old, old_wall, old_cpu = _timed(lambda: check_feasibility(bad, exact=False))
+    for name, r, w, c in (("new", new, new_wall, new_cpu), ("HiGHS", old, old_wall, old_cpu)):
+        resid = farkas_residual(bad, r.farkas) if r.farkas is not None else float("nan")
+        lines.append(
+            f"{'':>15}   check_feasibility {name:>5}: {r.status.value} by {r.solver}, "
+            f"Farkas residual {resid:.1e}, {w:.2f} s wall / {c:.2f} s CPU"
+        )
+    lines.append(
+        f"{'':>15}   speed-up {old_wall / new_wall:.1f}x wall, {old_cpu / new_cpu:.1f}x CPU; "
+        f"verdicts {'agree' if new.feasible == old.feasible else 'DISAGREE'}"
     )
+    return lines
 
 
 def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
@@ -175,7 +205,7 @@ def main() -> None:
     if args.infeasible:
         for size in sizes:
             for seed in seeds:
-                print(_infeasible(*size, seed), flush=True)
+                print("\n".join(_infeasible(*size, seed)), flush=True)
         return
     no_sdp = {_size(s) for s in args.no_sdp}
     print(

@@ -171,7 +171,7 @@ def _solve_nuc(req: _Request, geo: RowGeometry, feas: FeasibilityResult) -> SVMR
             solver=backend,
             **kw,
         )
-    res = solve_nuclear(req.cs, solver=backend, tol=req.tol)
+    res = solve_nuclear(req.cs, solver=backend, tol=req.tol, feasibility=feas)
     if req.rank is not None and res.W is not None:
         K, Q = balanced_factors(res.W, req.rank)
         # the convex optimum is the rank-m optimum: its value is also the lower bound
@@ -392,15 +392,22 @@ def solve_svm(
         ``"fast"``: svmgeo's exact solvers. ``"cvxpy"``: the naive reference model.
         ``"auto"``: fast, and for ``norm="fro"`` the cvxpy model when the fast answer fails
         its certificate and the problem is small (d²·N ≤ 5e7); the cvxpy answer is kept only
-        when it passes the certificate.
+        when it passes the certificate. For ``norm="nuc"`` (no binding rank) "fast" and
+        "auto" run the factored path first (:math:`W = KQ^\top`, whose multipliers give
+        the proved dual bound :math:`\|\sum_j \lambda_j a_j b_j^\top\|_2 \le 1`; kept
+        when the recomputed gap is at most 1e-9) and the compressed SDP (SCS, then Clarabel)
+        only as the fallback; the SDP is also the reference (``solver="scs"`` or
+        ``"clarabel"`` runs it alone). The feasibility verdict decided here is reused, not
+        recomputed.
     tol : float in (0, 1], default 1e-8
         Tolerance of svmgeo's certificate check (relative residuals, SPEC §6). The backends
         run at their own, tighter tolerances.
     solver : str, optional
         Backend: for ``method="cvxpy"`` a cvxpy solver name (e.g. ``"CLARABEL"``, ``"SCS"``);
-        for ``norm="nuc"`` the SDP backend, ``"clarabel"`` or ``"scs"`` (default: SCS, then
-        Clarabel). svmgeo's Frobenius solver has no backend (its cvxpy fallback uses
-        Clarabel): ``solver`` with ``norm="fro"`` needs ``method="cvxpy"``.
+        for ``norm="nuc"`` the SDP backend alone, ``"clarabel"`` or ``"scs"`` (default: the
+        factored path, then SCS, then Clarabel). svmgeo's Frobenius solver has no backend
+        (its cvxpy fallback uses Clarabel): ``solver`` with ``norm="fro"`` needs
+        ``method="cvxpy"``.
     seed : int, optional
         Randomness of the rank-constrained (nonconvex) solver; needs ``rank``.
     n_restarts : int, optional

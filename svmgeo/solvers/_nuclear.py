@@ -61,7 +61,7 @@ from ._factored import Compressed, FactoredProblem, compress
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
-from ._result import SVMResult, no_solution
+from ._result import FeasibilityResult, SVMResult, no_solution
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -333,7 +333,12 @@ def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) ->
 
 @one_blas_thread_when_small
 def solve_nuclear(
-    cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8, **options: Any
+    cs: ConstraintSet,
+    *,
+    solver: str = "auto",
+    tol: float = 1e-8,
+    feasibility: FeasibilityResult | None = None,
+    **options: Any,
 ) -> SVMResult:
     r"""Solve Att-SVM⋆ without a rank bound: the minimum-nuclear-norm :math:`W` meeting the rows.
 
@@ -373,6 +378,11 @@ def solve_nuclear(
     tol : float in (0, 1], default 1e-8
         Tolerance of the certificate (relative for the gap, absolute for margins with
         :math:`c_j = 1`). The backend runs at :math:`10^{-2}\,\mathrm{tol}` (at most 1e-10).
+    feasibility : FeasibilityResult, optional
+        :func:`~svmgeo.solvers.check_feasibility`'s verdict on ``cs`` when already decided
+        (:func:`~svmgeo.solve_svm` does so first, exactly): ``solver="auto"`` then reuses it
+        instead of running the floating-point check again. Its ``constraints`` must be
+        ``cs`` itself.
     **options
         SDP backend settings (attributes of ``clarabel.DefaultSettings`` or SCS keyword
         arguments), overriding svmgeo's. With ``solver="auto"`` they go to the SDP
@@ -392,8 +402,8 @@ def solve_nuclear(
     Raises
     ------
     ProblemError
-        Bad ``cs``, ``solver`` or ``tol``; an option name unknown to the chosen backend (to
-        every backend with ``solver="auto"``).
+        Bad ``cs``, ``solver`` or ``tol``; a ``feasibility`` on other rows; an option name
+        unknown to the chosen backend (to every backend with ``solver="auto"``).
     SolverError
         The chosen backend crashed (with ``solver="auto"`` the chain goes on instead).
 
@@ -432,7 +442,13 @@ def solve_nuclear(
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
     _check_auto_options(options)
-    infeasible = _infeasible(cs, start)
+    if feasibility is not None and feasibility.constraints is not cs:
+        raise ProblemError(
+            "The 'feasibility' parameter of solve_nuclear must be check_feasibility's result "
+            f"on these rows (the same ConstraintSet object, N = {cs.N}); got one on other "
+            f"rows (N = {feasibility.constraints.N}). Drop it to let solve_nuclear decide."
+        )
+    infeasible = _infeasible(cs, start, feasibility)
     if infeasible is not None:
         return infeasible
     # the factored primal with its dual certificate first (seconds where the SDP takes
@@ -495,18 +511,22 @@ def _rejected_everywhere(options: dict[str, Any], rejected: list[str]) -> Proble
     )
 
 
-def _infeasible(cs: ConstraintSet, start: float) -> SVMResult | None:
+def _infeasible(
+    cs: ConstraintSet, start: float, feas: FeasibilityResult | None = None
+) -> SVMResult | None:
     r"""``INFEASIBLE`` with the verified Farkas vector of :func:`check_feasibility`, else None.
 
     The floating-point check (an LP / QP on the rows' Gram matrix; measured 0.34 s CPU at
     (n, T, d) = (100, 20, 1000) against 48 s for the factored solve, 0.01 s against 0.5 s
     at (25, 10, 200)) runs before the factored path, whose augmented Lagrangian would
     otherwise spend seconds raising its penalty on infeasible rows before the SDP decides.
-    Skipped past the dense Gram (``use_matrix_free``).
+    Skipped past the dense Gram (``use_matrix_free``). A verdict ``feas`` already decided
+    on ``cs`` is reused.
     """
-    if use_matrix_free(cs):
-        return None
-    feas = check_feasibility(cs, exact=False)
+    if feas is None:
+        if use_matrix_free(cs):
+            return None
+        feas = check_feasibility(cs, exact=False)
     if feas.status is not Status.INFEASIBLE:  # feasible, or not proved infeasible
         return None
     return no_solution(

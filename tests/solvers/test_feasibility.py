@@ -138,3 +138,97 @@ def test_unverified_farkas_vector_is_reported_inaccurate(monkeypatch):
     assert "Farkas residual" in res.message
     sol = sg.att_svm(_hull_data(), np.array([0]), exact=False)
     assert sol.status is Status.INFEASIBLE_INACCURATE and sol.W is None
+
+
+def _gaussian_data(n: int, T: int, d: int, seed: int) -> tuple[sg.TokenData, np.ndarray]:
+    """Gaussian tokens (some inside the hull of the others) and a random selection."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, T, d))
+    data = sg.TokenData(X, Z=rng.standard_normal((n, d)), v=np.ones(d))
+    return data, rng.integers(0, T, n)
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        (5, 4, 10),  # Gram form (N = 16): G singular, no Cholesky; before the QP
+        (1, 201, 150),  # features 201 x 150 (large): after the QP finds no point
+    ],
+)
+def test_reversed_row_is_decided_on_the_null_space_with_an_exact_farkas_vector(size):
+    # rows plus the reverse of row 0: G is singular, its null space the smaller side, and the
+    # Phase-1 LP on that null space (not the rank(G)-row form) gives the certificate
+    data = sg.random_data(*size, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    bad = pair_constraints(
+        data,
+        np.r_[cs.seq, cs.seq[0]],
+        np.r_[cs.query, cs.query[0]],
+        np.r_[cs.pref, cs.comp[0]],
+        np.r_[cs.comp, cs.pref[0]],
+    )
+    res = check_feasibility(bad)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+    assert res.solver == "highs-nullspace"
+    assert_farkas(bad, res.farkas)
+    # the certificate is row 0 and its reverse, in equal parts
+    assert set(np.flatnonzero(np.abs(res.farkas) > 1e-12)) == {0, bad.N - 1}
+    np.testing.assert_allclose(res.farkas[[0, -1]], [0.5, 0.5], rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+def test_solve_svm_decides_feasibility_once_and_keeps_the_exact_proof(monkeypatch, norm):
+    from svmgeo.solvers import _api, _nuclear
+
+    calls = []
+
+    def counted(cs, **kw):
+        calls.append(kw.get("exact", True))
+        return check_feasibility(cs, **kw)
+
+    monkeypatch.setattr(_api, "check_feasibility", counted)
+    monkeypatch.setattr(_nuclear, "check_feasibility", counted)
+    data, _ = _gaussian_data(2, 5, 2, seed=1)
+    for alpha, feasible in ((np.array([1, 2]), True), (np.array([0, 1]), False)):
+        assert sg.feasibility(data, alpha).feasible is feasible
+        calls.clear()
+        res = sg.att_svm(data, alpha, norm=norm)
+        assert calls == [True], calls  # the exact check only, reused by the nuclear path
+        assert res.proof == "exact"
+        if feasible:
+            assert res.status is Status.OPTIMAL, res.message
+        else:
+            assert res.status is Status.INFEASIBLE and res.W is None, res.message
+            assert_farkas(res.constraints, res.farkas)
+
+
+def test_feasibility_verdict_agrees_with_the_highs_oracle():
+    from svmgeo.testing import oracle_feasibility
+
+    verdicts, solvers = set(), set()
+    for size in ((1, 5, 2), (2, 5, 2), (2, 6, 3), (3, 6, 2), (3, 4, 3)):
+        for seed in range(6):
+            data, alpha = _gaussian_data(*size, seed=seed)
+            res = sg.feasibility(data, alpha)
+            oracle = oracle_feasibility(data, alpha)
+            assert res.proof == "exact" and not res.status.is_inaccurate, res.message
+            # the oracle's max-min margin is positive iff feasible (0 when infeasible: W = 0)
+            assert res.feasible is (oracle.feasible is True), (size, seed, res.message)
+            if res.feasible:
+                assert_feasible_point(res.constraints, res.point, rtol=0.0, atol=1e-9)
+            else:
+                assert_farkas(res.constraints, res.farkas)
+            verdicts.add(res.feasible)
+            solvers.add(res.solver)
+    assert verdicts == {True, False}
+    assert "highs-nullspace" in solvers and "highs" in solvers
+
+
+def test_a_feasibility_verdict_on_other_rows_is_refused_by_solve_nuclear():
+    from svmgeo.solvers._nuclear import solve_nuclear
+
+    data, _ = _gaussian_data(2, 5, 2, seed=1)
+    cs = sg.att_svm_constraints(data, np.array([1, 2]))
+    other = check_feasibility(sg.att_svm_constraints(data, np.array([0, 1])), exact=False)
+    with pytest.raises(sg.ProblemError, match="'feasibility' parameter of solve_nuclear"):
+        solve_nuclear(cs, feasibility=other)
