@@ -4,6 +4,8 @@
 1. One (n, T, d) = (6, 8, 10) instance, normalized GD on W: numba against a plain PyTorch CPU
    loop in the style of the paper's experiment code (nn.Module, autograd, SGD on the
    normalized gradient, float64, one thread). Without torch the numpy backend is the baseline.
+   The head options on the same instance (``param="p"``, ``train_head=True``, both) print
+   their cost per step relative to the plain W run.
 2. B = 1000 such instances x 2000 steps in one ``train_batch`` call: instance-steps per second
    for numba with 1 and 2 threads (and cupy when a CUDA GPU is present).
 
@@ -68,8 +70,10 @@ def torch_steps_per_second(data: sg.TokenData, n_steps: int) -> float:
     return n_steps / (time.perf_counter() - start)
 
 
-def svmgeo_steps_per_second(data: sg.TokenData, n_steps: int, backend: str) -> float:
-    kw = dict(n_steps=n_steps, record_every=n_steps, record=("loss",), backend=backend)
+def svmgeo_steps_per_second(
+    data: sg.TokenData, n_steps: int, backend: str, **options: object
+) -> float:
+    kw = dict(n_steps=n_steps, record_every=n_steps, record=("loss",), backend=backend, **options)
     sg.train(data, **{**kw, "n_steps": 10, "record_every": 10})  # compile / warm up
     best = 0.0
     for _ in range(3):
@@ -104,6 +108,13 @@ def main() -> None:
     numba.set_num_threads(1)
     fast = svmgeo_steps_per_second(data, n_single, "numba")
     print(f"svmgeo numba : {fast:12,.0f} steps/s")
+    for label, options in (
+        ('param="p"', {"param": "p"}),
+        ("train_head=True", {"train_head": True}),
+        ('param="p", train_head', {"param": "p", "train_head": True}),
+    ):
+        rate = svmgeo_steps_per_second(data, n_single, "numba", **options)
+        print(f"  {label:21}: {rate:12,.0f} steps/s   cost per step / W = {fast / rate:5.2f}")
     ref = svmgeo_steps_per_second(data, max(n_single // 10, 200), "numpy")
     print(f"svmgeo numpy : {ref:12,.0f} steps/s   numba/numpy = {fast / ref:6.1f}x")
     if importlib.util.find_spec("torch") is not None:

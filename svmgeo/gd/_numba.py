@@ -225,18 +225,19 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             for t in range(T):
                 if vis[i, k, t]:
                     mean += sv[t] * (gt[t] - gt[m])
-            lv[i, k] = _log_abs_dloss(Y[i, k] * f, loss_id)
-            for p in range(du):
-                rq[i, k, p] = r[p]
+            log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
+            if want_v:
+                lv[i, k] = log_dloss
+                for p in range(du):
+                    rq[i, k, p] = r[p]
             mk[i, k] = m
             for t in range(T):
                 lw[i, k, t] = 0.0
             sg[i, k, 0] = _NEG_INF
             if t2 < 0:
                 continue
-            yf = Y[i, k] * f
             # L_q = log|l'(Y f)| + log s_t2
-            Lq = _log_abs_dloss(yf, loss_id) + (a[t2] - lse)
+            Lq = log_dloss + (a[t2] - lse)
             gap = a[t2] - top
             big = 0.0
             for t in range(T):
@@ -373,7 +374,7 @@ def _block_log_norm(c, nD):
     return c + math.log(nD) if nD > 0.0 else _NEG_INF
 
 
-@njit()
+@njit(inline="always")  # a separate call, with its tuples of arrays, cost ~10 % of a step
 def _step(P, G, M, opts, lim, work):
     """One step of one instance in place; returns the status code (0: step taken).
 
@@ -517,13 +518,14 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim):
         np.empty(P2.shape),
         np.empty(P3.shape),
     )
+    params, grads, head_grad = (P1, P2, P3), (G, Gv), Gv[0]
     for it in range(n_steps):
         if is_kq:
             _matmul_t(P1, P2, W)
         else:
             W[:, :] = P1
-        M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, Gv[0])
-        code = _step((P1, P2, P3), (G, Gv), (M, Mv), step_opts, lim, work)
+        M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad)
+        code = _step(params, grads, (M, Mv), step_opts, lim, work)
         if code != 0:
             return code, it
     return 0, n_steps
