@@ -352,21 +352,28 @@ def nuclear_certificate(
     Certificate
     """
     W = np.asarray(W, dtype=float)
-    lam = np.asarray(lam, dtype=float)
-    margins = cs.apply(W)
     nuc = float(np.linalg.svd(W, compute_uv=False).sum()) if W.size else 0.0
-    scale = max(1.0, nuc)
+    lam = np.asarray(lam, dtype=float)
+    return norm_certificate(cs, W, lam, nuc, adjoint_spectral_norm(cs, lam), tol)
+
+
+def norm_certificate(
+    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, value: float, dual_value: float, tol: float
+) -> Certificate:
+    r"""KKT certificate of :math:`\min \|W\|` over the rows for a norm whose value at W is
+    ``value`` and whose dual norm of :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top` is
+    ``dual_value`` (the nuclear and :math:`\ell_p` certificates; formulas in
+    :func:`nuclear_certificate`, with :math:`\langle\Lambda, W\rangle = \lambda^\top m`)."""
+    margins = cs.apply(W)
+    scale = max(1.0, value)
     margin = cs.kind == MARGIN
-    spectral = adjoint_spectral_norm(cs, lam)
     sign = float(np.max(-lam[margin], initial=0.0))
+    slack = np.abs(lam[margin] * (margins[margin] - cs.rhs[margin]))
     return judge(
         tol=tol,
         primal_infeasibility=primal_infeasibility(cs, margins),
-        dual_infeasibility=max(spectral - 1.0, 0.0) + max(sign, 0.0),
-        stationarity=abs(float(lam @ margins) - nuc) / scale,
-        complementarity=float(
-            np.max(np.abs(lam[margin] * (margins[margin] - cs.rhs[margin])), initial=0.0)
-        )
-        / scale,
-        duality_gap=abs(float(cs.rhs @ lam) - nuc) / scale,
+        dual_infeasibility=max(dual_value - 1.0, 0.0) + max(sign, 0.0),
+        stationarity=abs(float(lam @ margins) - value) / scale,
+        complementarity=float(np.max(slack, initial=0.0)) / scale,
+        duality_gap=abs(float(cs.rhs @ lam) - value) / scale,
     )

@@ -45,7 +45,12 @@ from .._linalg import entrywise_norm
 from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import HiGHSBackend
-from ._certificates import DECADES, downgrade, judge, lift_factor, primal_infeasibility
+from ._certificates import (
+    DECADES,
+    downgrade,
+    lift_factor,
+    norm_certificate,
+)
 from ._feasibility import check_feasibility
 from ._result import Certificate, SVMResult, no_solution
 from ._status import Status
@@ -116,22 +121,9 @@ def lp_certificate(
     """
     W = np.asarray(W, dtype=float)
     lam = np.asarray(lam, dtype=float)
-    margins = cs.apply(W)
-    value = entrywise_norm(W, p)
-    scale = max(1.0, value)
-    is_m = cs.kind == MARGIN
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
-    dual = max(entrywise_norm(Lam, dual_exponent(p)) - 1.0, 0.0)
-    dual += float(np.max(-lam[is_m], initial=0.0))
-    slack = np.abs(lam[is_m] * (margins[is_m] - cs.rhs[is_m]))
-    return judge(
-        tol=tol,
-        primal_infeasibility=primal_infeasibility(cs, margins),
-        dual_infeasibility=dual,
-        stationarity=abs(float(np.sum(Lam * W)) - value) / scale,
-        complementarity=float(np.max(slack, initial=0.0)) / scale,
-        duality_gap=abs(value - float(cs.rhs @ lam)) / scale,
-    )
+    dual = entrywise_norm(Lam, dual_exponent(p))
+    return norm_certificate(cs, W, lam, entrywise_norm(W, p), dual, tol)
 
 
 def _row_matrix(cs: ConstraintSet) -> np.ndarray:
