@@ -36,3 +36,20 @@ def answer_one(spec: str, one: Callable[[int, int, int, int, str], dict[str, Any
 def peak_rss_mb() -> float:
     """Peak resident memory of this process in MB (Linux reports kB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def solve_figures(cs: Any, res: Any, wall: float, cpu: float) -> dict[str, Any]:
+    """The figures every solver benchmark reports for one solve of the rows ``cs``: size,
+    status, wall and CPU seconds, peak memory, objective, and svmgeo's recomputed gap and
+    primal infeasibility (NaN without a certificate)."""
+    c = res.certificate
+    return {
+        "N": cs.N,
+        "status": res.status.value,
+        "wall": wall,
+        "cpu": cpu,
+        "rss_mb": peak_rss_mb(),
+        "objective": res.objective,
+        "gap": c.duality_gap if c else float("nan"),
+        "primal_inf": c.primal_infeasibility if c else float("nan"),
+    }

@@ -27,7 +27,7 @@ import argparse
 import os
 import time
 
-from _isolated import answer_one, peak_rss_mb, run_isolated
+from _isolated import answer_one, run_isolated, solve_figures
 
 BOTH = [(100, 20, 200), (200, 20, 500), (500, 20, 1000), (1000, 20, 2000)]
 #: below N = 1 900, where the crossover of the two paths' times lies (``--crossover``)
@@ -53,15 +53,8 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     c = res.certificate
     return {
-        "N": cs.N,
-        "status": res.status.value,
-        "wall": wall,
-        "cpu": cpu,
-        "rss_mb": peak_rss_mb(),
-        "objective": res.objective,
-        "gap": c.duality_gap if c else float("nan"),
+        **solve_figures(cs, res, wall, cpu),
         "comp": c.complementarity if c else float("nan"),
-        "primal_inf": c.primal_infeasibility if c else float("nan"),
         "support": int(np.count_nonzero(res.dual > 0)) if res.dual is not None else -1,
         "dense_gb": dense_bytes(cs) / 2**30,
     }

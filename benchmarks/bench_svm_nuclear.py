@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import TypeVar
 from unittest import mock
 
-from _isolated import answer_one, peak_rss_mb, run_isolated
+from _isolated import answer_one, run_isolated, solve_figures
 
 T_ = TypeVar("T_")
 
@@ -70,16 +70,9 @@ def _one(n: int, T: int, d: int, seed: int, path: str) -> dict[str, object]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     c = res.certificate
     return {
-        "N": cs.N,
+        **solve_figures(cs, res, wall, cpu),
         "solver": res.solver,
-        "status": res.status.value,
-        "wall": wall,
-        "cpu": cpu,
-        "rss_mb": peak_rss_mb(),
-        "objective": res.objective,
-        "gap": c.duality_gap if c else float("nan"),
         "dual_inf": c.dual_infeasibility if c else float("nan"),
-        "primal_inf": c.primal_infeasibility if c else float("nan"),
         "rank": int(np.linalg.matrix_rank(res.W, tol=1e-9 * np.abs(res.W).max()))
         if res.W is not None
         else -1,
