@@ -107,7 +107,7 @@ def test_verify_mirror_needs_its_exponent(data):
 
 
 def test_verify_mirror_rejects_other_data():
-    with pytest.raises(sg.ProblemError, match="verify_mirror takes one svmgeo.TokenData"):
+    with pytest.raises(sg.ProblemError, match=r"verify_mirror takes one svmgeo\.TokenData"):
         sg.verify_mirror(np.zeros((2, 3, 4)), exponent=1.5)  # type: ignore[arg-type]
 
 
