@@ -86,6 +86,7 @@ def test_mirror_report_prints_and_round_trips(mirror_report):
     [
         ({"p": 1.5}, "'p' .* was renamed 'exponent'"),
         ({"exponent": 1.5, "method": "mirror"}, "'method' .* was renamed 'optimizer'"),
+        ({"exponent": 1.5, "tol": 1e-3}, "renamed 'grad_tol'; verify_mirror takes neither"),
         ({"exponent": 1.5, "param": "KQ"}, "unknown option.*'param'.*drop param"),
         ({"exponent": 1.5, "ridge": 0.1}, r"unknown option\(s\) \['ridge'\]"),
         ({"exponent": 1.5, "seed": 3, "m": 2}, r"unknown option\(s\) \['m', 'seed'\]"),

@@ -35,7 +35,7 @@ def refuse_options(
     where : str
         The function's name, for the message.
     takes : iterable of str
-        The options it does take, listed in the message.
+        The options it does take, listed in the message (the first word of each is the name).
     hints : dict
         Extra advice per option name (e.g. which function to call instead).
 
@@ -44,12 +44,14 @@ def refuse_options(
     ProblemError
         Renamed spellings first (naming the new one), then the other unknown options.
     """
+    taken = {name.split()[0] for name in takes}
     for old in sorted(set(options) & set(RENAMED)):
         new, what = RENAMED[old]
-        hint = hints.get(old, "")
+        advice = [f"pass {new}=... instead."] if new in taken else []
+        advice += [hints[old]] if old in hints else []
+        advice = advice or [f"{where} takes neither: drop it."]
         raise ProblemError(
-            f"{where}: the option {old!r} ({what}) was renamed {new!r}; pass {new}=... instead."
-            + (f" {hint}" if hint else "")
+            f"{where}: the option {old!r} ({what}) was renamed {new!r}; " + " ".join(advice)
         )
     unknown = sorted(options)
     if unknown:
