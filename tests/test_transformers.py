@@ -7,6 +7,11 @@ weights), eager attention, every layer and head; skipped without torch or transf
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -247,8 +252,25 @@ def test_model_mode_is_restored_and_bad_arguments_name_themselves() -> None:
 
 
 def test_missing_transformers_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
     monkeypatch.setitem(sys.modules, "transformers", None)  # import raises ImportError
     with pytest.raises(sg.SolverNotFound, match=r"svmgeo\[transformers\]"):
         from_transformers(_model("gpt2"), _inputs(False), layer=0, head=0)
+
+
+def test_tiny_gpt2_example_quick(tmp_path: Path) -> None:
+    """The worked example trains, reads every head and solves the SVMs (its --quick mode)."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "tiny_gpt2.py"
+    numbers = tmp_path / "tiny.json"
+    out = subprocess.run(
+        [sys.executable, str(script), "--quick", "--json", str(numbers)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "training accuracy" in out.stdout and "Att-SVM(own selection)" in out.stdout
+    (run,) = json.loads(numbers.read_text())
+    assert run["seed"] == 0 and len(run["heads"]) == 2
+    for head in run["heads"]:
+        assert head["mass_top1"] <= head["mass_top2"] <= head["mass_top3"] <= 1.0 + 1e-12
+        assert head["svm_own"]["status"] == "optimal"
