@@ -327,7 +327,8 @@ def from_transformers(
         Every token is a query (:math:`K = T`), or only token ``query`` of each sequence.
     rope : {"raise", "offsets", "positions"}, default "raise"
         For models with rotary position embeddings: refuse (no single W exists), or return
-        one W per position offset or per position pair (module notes).
+        one W per position offset or per position pair (module notes). Models without
+        rotary embeddings always give one W of shape (d, d).
     **data_kwargs
         Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...).
 

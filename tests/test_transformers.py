@@ -274,3 +274,17 @@ def test_tiny_gpt2_example_quick(tmp_path: Path) -> None:
     for head in run["heads"]:
         assert head["mass_top1"] <= head["mass_top2"] <= head["mass_top3"] <= 1.0 + 1e-12
         assert head["svm_own"]["status"] == "optimal"
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert"])
+@pytest.mark.parametrize("pad", [False, True])
+def test_sdpa_masks_are_read_as_the_eager_ones(kind: str, pad: bool) -> None:
+    """Under SDPA the model may pass no mask (causal flag) or a bool one; the reading is the same."""
+    model = _model(kind)
+    inputs = _inputs(pad)
+    eager = [from_transformers(model, inputs, layer=1, head=h) for h in range(3)]
+    model.config._attn_implementation = "sdpa"
+    for h, (data_eager, W_eager) in enumerate(eager):
+        data, W = from_transformers(model, inputs, layer=1, head=h)
+        np.testing.assert_array_equal(data.visible, data_eager.visible)
+        np.testing.assert_allclose(W, W_eager, rtol=0, atol=0)
