@@ -288,3 +288,22 @@ def test_sdpa_masks_are_read_as_the_eager_ones(kind: str, pad: bool) -> None:
         data, W = from_transformers(model, inputs, layer=1, head=h)
         np.testing.assert_array_equal(data.visible, data_eager.visible)
         np.testing.assert_allclose(W, W_eager, rtol=0, atol=0)
+
+
+def test_task_heads_are_read_through_their_base_model() -> None:
+    """GPT2LMHeadModel, BertForSequenceClassification, LlamaForCausalLM: the same blocks."""
+    inputs = _inputs(True)
+    for kind, wrapper in (
+        ("gpt2", transformers.GPT2LMHeadModel),
+        ("bert", transformers.BertForSequenceClassification),
+        ("llama", transformers.LlamaForCausalLM),
+    ):
+        base = _model(kind)
+        model = wrapper(base.config).double().eval()
+        model.base_model.load_state_dict(base.state_dict())
+        kw = {"rope": "positions"} if kind == "llama" else {}
+        for head in (0, 2):
+            data, W = from_transformers(model, inputs, layer=1, head=head, **kw)
+            data_b, W_b = from_transformers(base, inputs, layer=1, head=head, **kw)
+            np.testing.assert_allclose(W, W_b, rtol=0, atol=0)
+            np.testing.assert_allclose(data.X, data_b.X, rtol=0, atol=0)
