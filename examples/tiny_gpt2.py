@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 import svmgeo as sg
-from svmgeo._transformers import from_transformers
 
 NOISE, PLUS, MINUS, QUERY = 10, 10, 11, 12  # noise tokens 0..9, then the three special ones
 
@@ -123,7 +122,7 @@ def study_head(
     import torch
 
     T = ids.shape[1]
-    data, W = from_transformers(model, torch.from_numpy(ids), layer=0, head=head, query=T - 1)
+    data, W = sg.from_transformers(model, torch.from_numpy(ids), layer=0, head=head, query=T - 1)
     probs = attention(data, W)
     top = np.sort(probs, axis=1)[:, ::-1]
     marked = probs[np.arange(len(ids)), where]

@@ -20,7 +20,7 @@ import svmgeo as sg
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from svmgeo._transformers import from_transformers  # noqa: E402
+from svmgeo import from_transformers  # noqa: E402
 
 N, T, VOCAB = 3, 6, 23
 
