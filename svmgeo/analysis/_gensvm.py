@@ -27,7 +27,6 @@ from typing import Any, Literal
 import numpy as np
 from scipy.optimize import linprog
 
-from .._compat import renamed
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
 from .._summary import summarized
@@ -227,8 +226,6 @@ class GenSVMResult:
 class _Head:
     r"""The label-weighted head :math:`g(x) = Y h(x)` of one query as a sum of linear and ReLU
     parts, with one-sided directional derivatives at a point (kinks within ``kink_tol``)."""
-
-    certificate = renamed("certificate", "farkas", "GenSVMResult")
 
     def __init__(self, head: str, v: np.ndarray, V: np.ndarray | None, lam: float, y: float):
         self.head, self.v, self.V, self.lam, self.y = head, v, V, lam, y

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import warnings
@@ -12,12 +13,19 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
-from .._compat import renamed
 from .._errors import InaccurateSolutionWarning
 from ..constraints import ConstraintSet
 from ._status import Status
 
-__all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution", "warns_if_inaccurate"]
+__all__ = [
+    "Certificate",
+    "FeasibilityResult",
+    "SVMResult",
+    "downgrade",
+    "finish",
+    "no_solution",
+    "warns_if_inaccurate",
+]
 
 
 class _Judged(Protocol):
@@ -115,7 +123,8 @@ class SVMResult:
     margins : ndarray of shape (N,) or None
         :math:`a_j^\top W b_j`.
     constraints : ConstraintSet
-    norm : {"fro", "nuc"}
+    norm : {"fro", "nuc", "lp"}
+        The norm's name (``"lp"`` for ``norm=("lp", p)``, with ``extras["p"]``).
     rank : int or None
         The rank bound of a rank-constrained Att-SVM⋆, else None.
     solver : str
@@ -146,7 +155,7 @@ class SVMResult:
     dual: np.ndarray | None
     margins: np.ndarray | None
     constraints: ConstraintSet
-    norm: Literal["fro", "nuc"]
+    norm: Literal["fro", "nuc", "lp"]
     solver: str
     rank: int | None = None
     n_iter: int = 0
@@ -300,7 +309,107 @@ class FeasibilityResult:
             ]
         )
 
-    certificate = renamed("certificate", "farkas", "FeasibilityResult")
+
+class _Norm(Protocol):
+    """What :func:`finish` reads of a norm (:class:`~._certificates.NormGeometry`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def value(self, W: np.ndarray, /) -> float: ...
+
+    def certificate(
+        self,
+        cs: ConstraintSet,
+        W: np.ndarray,
+        lam: np.ndarray,
+        tol: float,
+        margins: np.ndarray | None = None,
+    ) -> Certificate: ...
+
+
+def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
+    """Attach ``certificate``; when it fails, downgrade an optimal status and say why.
+
+    ``OPTIMAL`` and ``LOCALLY_OPTIMAL`` become ``OPTIMAL_INACCURATE``, ``INFEASIBLE`` becomes
+    ``INFEASIBLE_INACCURATE``; the message names each failed residual and its size.
+    """
+    status, message = result.status, result.message
+    if not certificate.passed:
+        text = "svmgeo's certificate check failed: " + "; ".join(certificate.failures)
+        if status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL):
+            status = Status.OPTIMAL_INACCURATE
+        elif status is Status.INFEASIBLE:
+            status = Status.INFEASIBLE_INACCURATE
+        message = f"{message}; {text}" if message else text
+    return dataclasses.replace(result, status=status, message=message, certificate=certificate)
+
+
+def finish(
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray | None,
+    *,
+    norm: _Norm,
+    tol: float,
+    status: Status,
+    message: str,
+    solver: str,
+    margins: np.ndarray | None = None,
+    objective: float | None = None,
+    certificate: Certificate | None = None,
+    **fields: Any,
+) -> SVMResult:
+    r"""The one assembly of a solved :class:`SVMResult`: margins, objective and certificate
+    recomputed from the data, the status downgraded when the certificate fails.
+
+    .. math::
+
+        m_j = a_j^\top W b_j,\qquad \text{objective} = \|W\|,\qquad
+        \text{certificate} = \mathrm{KKT}_{\|\cdot\|}(W, \lambda)\ \text{at}\ \texttt{tol} .
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+    W : ndarray of shape (d, d)
+    lam : ndarray of shape (N,) or None
+        The row multipliers (None: the certificate must be given).
+    norm : NormGeometry
+        The norm (``_certificates.FRO``, ``NUC``, ``lp_geometry(p)``): its ``name`` is the
+        result's ``norm``, ``value`` its objective, ``certificate`` its KKT check.
+    tol : float
+        The certificate's tolerance.
+    status, message, solver
+        The solver's verdict before the check.
+    margins, objective, certificate : optional
+        Already computed by the caller from the same data (e.g. ``margins`` through a
+        matrix-free product, ``objective`` from the factored iterate); recomputed otherwise.
+    **fields
+        Other :class:`SVMResult` fields (``n_iter``, ``solve_time``, ``extras``, ``K``, ...).
+
+    Returns
+    -------
+    SVMResult
+        :func:`downgrade` of the assembled result by its certificate.
+    """
+    margins = cs.apply(W) if margins is None else margins
+    if certificate is None:
+        if lam is None:
+            raise ValueError("finish needs the multipliers lam or a certificate")
+        certificate = norm.certificate(cs, W, lam, tol, margins)
+    result = SVMResult(
+        W=W,
+        status=status,
+        message=message,
+        objective=norm.value(W) if objective is None else objective,
+        dual=lam,
+        margins=margins,
+        constraints=cs,
+        norm=norm.name,  # type: ignore[arg-type]
+        solver=solver,
+        **fields,
+    )
+    return downgrade(result, certificate)
 
 
 def no_solution(
