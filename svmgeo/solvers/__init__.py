@@ -17,7 +17,8 @@ Layout (private modules; the names in each ``__all__`` are this package's intern
   solves);
 - ``_backends``: one adapter per backend (Clarabel, SCS, HiGHS, cvxpy's statuses), imported
   lazily; ``_reference``: the naive cvxpy model, the oracle of the tests;
-- ``_status``: the one status vocabulary;
+- ``_status``: the one status vocabulary (``_result`` also holds the composite results,
+  :class:`JointSVMResult` and :class:`GenSVMResult`, with their one assembly each);
 - the companion paper (arXiv:2306.13596): ``_prompt`` (rows of the p-SVM and of the head
   SVM, one shared query e1), ``_joint`` (:func:`joint_svm`: head SVM, support, relaxed SVM);
 - beyond the paper: ``_lp_norm`` (ℓp Att-SVM), ``_exact`` (exact proofs of verdicts),
@@ -37,14 +38,23 @@ from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._joint import JointSVMResult, joint_svm
 from ._norms import NORMS, NormEntry, parse_norm
-from ._result import Certificate, FeasibilityResult, SVMResult
+from ._result import (
+    CONJECTURE,
+    Certificate,
+    FeasibilityResult,
+    GenSVMResult,
+    SVMResult,
+    finish_gen_svm,
+)
 from ._status import Status
 
 __all__ = [
+    "CONJECTURE",
     "NORMS",
     "STATUS_MAP",
     "Certificate",
     "FeasibilityResult",
+    "GenSVMResult",
     "JointSVMResult",
     "NormEntry",
     "SVMResult",
@@ -53,6 +63,7 @@ __all__ = [
     "check_feasibility",
     "farkas_residual",
     "feasibility",
+    "finish_gen_svm",
     "frobenius_certificate",
     "joint_svm",
     "parse_norm",

@@ -14,15 +14,21 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar
 import numpy as np
 
 from .._errors import InaccurateSolutionWarning
+from .._summary import summarized
 from ..constraints import ConstraintSet
 from ._status import Status
 
 __all__ = [
+    "CONJECTURE",
     "Certificate",
     "FeasibilityResult",
+    "GenSVMResult",
+    "JointSVMResult",
     "SVMResult",
     "downgrade",
     "finish",
+    "finish_gen_svm",
+    "finish_joint",
     "no_solution",
     "warns_if_inaccurate",
 ]
@@ -456,3 +462,202 @@ def warns_if_inaccurate(where: str) -> Callable[[Callable[_P, _R]], Callable[_P,
         return public
 
     return decorate
+
+
+# -- composite results: the joint SVM of the companion paper, the Gen-SVM (TF-SVM §6) --------
+@summarized
+@dataclass(frozen=True, eq=False)
+class JointSVMResult:
+    r"""The head SVM :math:`v^{\mathrm{mm}}` and the relaxed attention SVM it induces.
+
+    Attributes
+    ----------
+    status : Status
+        The worse of the two parts: a part without a solution gives its own status (the head
+        first); otherwise ``OPTIMAL_INACCURATE`` when either part is inaccurate, else
+        ``OPTIMAL``. ``message`` says which part.
+    message : str
+    param : {"p", "W"}
+        The attention parameterization of the relaxed SVM.
+    alpha : ndarray of int, shape (n,) or (n, K)
+        The selection both SVMs were built on.
+    head : SVMResult
+        :math:`\min\|v\|` s.t. :math:`Y_{ik} v^\top u_{i\alpha_{ik}} \ge 1`, solved as rows
+        :math:`Y_{ik} u_{i\alpha_{ik}}^\top W e_1 \ge 1` (so ``head.W`` is :math:`v\,e_1^\top`,
+        ``head.dual`` the multipliers); infeasible head data give its Farkas vector there.
+    v : ndarray of shape (d_u,) or None
+        :math:`v^{\mathrm{mm}}` (``head.W[:, 0]``).
+    head_margins : ndarray of shape (n,) or (n, K), or None
+        :math:`Y_{ik}\, v^{\mathrm{mm}\top} u_{i\alpha_{ik}}` (1 on the support).
+    support : ndarray of bool, shape (n,) or (n, K), or None
+        The queries (inputs) on :math:`v^{\mathrm{mm}}`'s margin.
+    support_proof : {"exact", "tolerance"} or None
+        ``"exact"``: :math:`v^{\mathrm{mm}}` was proved optimal in rational arithmetic and the
+        support is the set of rows with exact margin 1. ``"tolerance"``: the margin is within
+        ``support_tol`` (relative) of 1 on the certified float solution.
+    margin : ndarray of shape (n,) or (n, K), or None
+        The right-hand sides :math:`c_{ik}` of the relaxed SVM: 1 on the support, 0 elsewhere.
+    attention : SVMResult or None
+        The relaxed SVM (its ``constraints`` hold the rows and right-hand sides); None when the
+        head SVM has no solution.
+    p : ndarray of shape (d,) or None
+        :math:`p^{\mathrm{relax}}` for ``param="p"``.
+    W : ndarray of shape (d, d) or None
+        :math:`W^{\mathrm{relax}}` for ``param="W"``.
+    """
+
+    status: Status
+    message: str
+    param: str
+    alpha: np.ndarray
+    head: SVMResult
+    v: np.ndarray | None
+    head_margins: np.ndarray | None
+    support: np.ndarray | None
+    support_proof: Literal["exact", "tolerance"] | None
+    margin: np.ndarray | None
+    attention: SVMResult | None
+    p: np.ndarray | None = None
+    W: np.ndarray | None = None
+
+    @property
+    def success(self) -> bool:
+        """True when both parts are certified optimal (``status`` is ``OPTIMAL``)."""
+        return self.status.success
+
+    def summary(self) -> str:
+        """The joint verdict, the support, then the summaries of both SVMs."""
+        lines = [f"Joint SVM (param={self.param!r}): {self.status.value}", f"  {self.message}"]
+        if self.support is not None:
+            n_sup = int(np.count_nonzero(self.support))
+            lines.append(
+                f"  support    {n_sup} of {self.support.size} queries on v^mm's margin "
+                f"(decided: {self.support_proof})"
+            )
+        lines += ["Head SVM (v^mm):", _indent(self.head.summary())]
+        if self.attention is not None:
+            lines += ["Relaxed attention SVM:", _indent(self.attention.summary())]
+        return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _combined_status(head: SVMResult, attention: SVMResult | None) -> tuple[Status, str]:
+    if not head.status.has_solution:
+        return head.status, f"head SVM {head.status.value}: {head.message}"
+    assert attention is not None  # solved whenever the head has a solution
+    if not attention.status.has_solution:
+        return attention.status, f"relaxed SVM {attention.status.value}: {attention.message}"
+    bad = [
+        f"{name} SVM {res.status.value}: {res.message}"
+        for name, res in (("head", head), ("relaxed", attention))
+        if not res.status.success
+    ]
+    if bad:
+        return Status.OPTIMAL_INACCURATE, "; ".join(bad)
+    return Status.OPTIMAL, "both SVMs certified optimal"
+
+
+def finish_joint(
+    head: SVMResult, attention: SVMResult | None, *, note: str = "", **fields: Any
+) -> JointSVMResult:
+    """The one assembly of a :class:`JointSVMResult`: its status and message from the two
+    parts (the worse part decides), ``note`` appended; ``fields`` are the other fields."""
+    status, message = _combined_status(head, attention)
+    return JointSVMResult(
+        status=status,
+        message=f"{message}; {note}" if note else message,
+        head=head,
+        attention=attention,
+        **fields,
+    )
+
+
+CONJECTURE = (
+    "conjecture: Gen-SVM's W_eq = W_fin + R W_svm is the paper's *proposed* SVM equivalence "
+    "for nonlinear heads (TF-SVM §6), not a theorem; agreement is measured, not guaranteed"
+)
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class GenSVMResult:
+    r"""Gen-SVM components for selected sets :math:`O_{ik}`.
+
+    Attributes
+    ----------
+    feasible : bool
+        Whether the directional problem is feasible.
+    W_dir : ndarray of shape (d, d) or None
+        :math:`W^{\mathrm{svm}}` (None when infeasible).
+    farkas : ndarray or None
+        Farkas vector over ``svm.constraints`` when infeasible.
+    W_fin : ndarray or None
+        :math:`W^{\mathrm{fin}}` (needs ``probs``; None without, or when its equalities are
+        inconsistent, see ``fin``).
+    R : float or None
+        :math:`\max(0, \langle F - W^{\mathrm{fin}}, W^{\mathrm{svm}}\rangle / \|W^{\mathrm{svm}}\|_F^2)`
+        with F = ``fit_to`` (needs ``fit_to``, ``probs``, a feasible directional problem and
+        a finite component).
+    W_eq : ndarray or None
+        :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
+    fit_correlation : float or None
+        Correlation of ``W_eq`` with ``fit_to``.
+    gamma : float or None
+        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``; None
+        when every set holds every visible token).
+    selected, masked : ndarray of bool, shape (n, T) or (n, K, T)
+        :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`).
+    svm, fin : SVMResult or None
+        The solves behind ``W_dir`` and ``W_fin``.
+    cost_fixed, cost_envelope : ndarray of shape (n, T) or (n, K, T), or None
+        First-order cost of each masked token (NaN elsewhere; needs ``head`` and ``probs``):
+        how fast :math:`Y h` falls when mass moves onto it, with the composition inside
+        :math:`O_{ik}` held fixed, or re-optimized (see :func:`gen_svm`, Notes). NaN in
+        ``cost_envelope`` where GD's composition is not locally optimal inside
+        :math:`O_{ik}` (the envelope is then undefined).
+    zero_cost : ndarray of bool or None
+        Masked tokens whose cost is zero (``<= zero_tol`` times the sequence's score spread)
+        under either method.
+    dropped : ndarray of bool or None
+        With ``drop_zero_cost=True``: the masked tokens whose margin rows were dropped
+        (= ``zero_cost``); None otherwise.
+    note : str
+        The status of the prediction: always :data:`CONJECTURE` (plus "svmgeo's extension"
+        when zero-cost rows were dropped).
+    """
+
+    feasible: bool
+    W_dir: np.ndarray | None
+    farkas: np.ndarray | None
+    W_fin: np.ndarray | None
+    R: float | None
+    W_eq: np.ndarray | None
+    fit_correlation: float | None
+    gamma: float | None
+    selected: np.ndarray
+    masked: np.ndarray
+    svm: SVMResult
+    fin: SVMResult | None
+    cost_fixed: np.ndarray | None = None
+    cost_envelope: np.ndarray | None = None
+    zero_cost: np.ndarray | None = None
+    dropped: np.ndarray | None = None
+    note: str = CONJECTURE
+
+
+def finish_gen_svm(svm: SVMResult, fin: SVMResult | None, **fields: Any) -> GenSVMResult:
+    """The one assembly of a :class:`GenSVMResult` from its two solves: ``feasible``,
+    ``W_dir`` and ``farkas`` read off the directional solve ``svm`` (``W_fin`` off ``fin`` is
+    the caller's, as it depends on the finite component's verdict)."""
+    feasible = svm.status.has_solution
+    return GenSVMResult(
+        feasible=feasible,
+        W_dir=svm.W if feasible else None,
+        farkas=None if feasible else svm.farkas,
+        svm=svm,
+        fin=fin,
+        **fields,
+    )
