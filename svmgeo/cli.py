@@ -233,11 +233,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     alpha = _selection(args, data)
     res = att_svm(data, alpha, param=args.param, norm=args.norm, rank=args.rank)
     W = res.W
+    p_norm = res.extras.get("p")  # the exponent of an l_p solve ("inf": JSON has no infinity)
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
         "norm": res.norm,
-        "norm_p": res.extras.get("p"),
+        "norm_p": p_norm if p_norm is None or math.isfinite(p_norm) else "inf",
         "rank_bound": res.rank,
         "status": str(res.status),
         "message": res.message,

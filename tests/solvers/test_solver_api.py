@@ -147,6 +147,12 @@ IGNORED_OPTIONS = [
     ({"norm": "fro", "method": "fast", "solver": "CLARABEL"}, "solver"),
     ({"norm": "fro", "seed": 0}, "seed"),
     ({"norm": "nuc", "n_restarts": 3}, "n_restarts"),
+    # the l_p entry checks its options like the others (issue #21: they were ignored)
+    ({"norm": ("lp", 1.5), "max_iter": 50}, "max_iter"),
+    ({"norm": ("lp", 1.5), "seed": 0}, "seed"),
+    ({"norm": ("lp", 3.0), "n_restarts": 3}, "n_restarts"),
+    ({"norm": ("lp", 1.5), "method": "fast", "solver": "CLARABEL"}, "solver"),
+    ({"norm": ("lp", 1.0), "solver": "CLARABEL"}, "solver"),
 ]
 
 
