@@ -102,7 +102,7 @@ def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float)
 def solve_svm(
     cs: ConstraintSet,
     *,
-    norm: Literal["fro", "nuc"] = "fro",
+    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
     rank: int | None = None,
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
@@ -116,7 +116,7 @@ def solve_svm(
 
     .. math::
 
-        \min_W \|W\|_F \ \text{or}\ \|W\|_* \quad\text{s.t.}\quad
+        \min_W \|W\|_F,\ \|W\|_* \ \text{or}\ \|W\|_p \quad\text{s.t.}\quad
         a_j^\top W b_j \ge c_j\ (\text{margin}),\ a_j^\top W b_j = c_j\ (\text{equality}),
         \ \mathrm{rank}(W) \le m .
 
@@ -127,8 +127,10 @@ def solve_svm(
     ----------
     cs : ConstraintSet
         The rows.
-    norm : {"fro", "nuc"}, default "fro"
-        Frobenius (Att-SVM) or nuclear (Att-SVM⋆); see :data:`NORMS`.
+    norm : {"fro", "nuc"} or ("lp", p), default "fro"
+        Frobenius (Att-SVM), nuclear (Att-SVM⋆) or the entrywise :math:`\ell_p` norm,
+        :math:`p \ge 1` (the :math:`\ell_p` Att-SVM of mirror descent, docs/beyond.md; also
+        spelt ``"lp:1.5"``); see :data:`~svmgeo.solvers.NORMS`, the table of norms.
     rank : int, optional
         Rank bound m for ``norm="nuc"``. Vacuous (the convex problem is solved) when
         m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1); the
@@ -143,8 +145,10 @@ def solve_svm(
         the proved dual bound :math:`\|\sum_j \lambda_j a_j b_j^\top\|_2 \le 1`; kept
         when the recomputed gap is at most 1e-9) and the compressed SDP (SCS, then Clarabel)
         only as the fallback; the SDP is also the reference (``solver="scs"`` or
-        ``"clarabel"`` runs it alone). The feasibility verdict decided here is reused, not
-        recomputed.
+        ``"clarabel"`` runs it alone). For ``("lp", p)``: "fast" is the smooth dual
+        (L-BFGS-B, then a Newton polish; HiGHS for p = 1, ∞), "cvxpy" the power-cone model,
+        "auto" the first and, for 1 < p < ∞, the second when the first fails its
+        certificate. The feasibility verdict decided here is reused, not recomputed.
     tol : float in (0, 1], default 1e-8
         Tolerance of svmgeo's certificate check (relative residuals, SPEC §6). The backends
         run at their own, tighter tolerances.
@@ -153,15 +157,16 @@ def solve_svm(
         for ``norm="nuc"`` the SDP backend alone, ``"clarabel"`` or ``"scs"`` (default: the
         factored path, then SCS, then Clarabel). svmgeo's Frobenius solver has no backend
         (its cvxpy fallback uses Clarabel): ``solver`` with ``norm="fro"`` needs
-        ``method="cvxpy"``.
+        ``method="cvxpy"``; with ``("lp", p)`` it names the cvxpy solver of "cvxpy" (or of
+        the fallback of "auto", 1 < p < ∞). A cvxpy solver that is not installed is refused.
     seed : int, optional
         Randomness of the rank-constrained (nonconvex) solver; needs ``rank``.
     n_restarts : int, optional
         Random restarts of the rank-constrained solver (default 10); needs ``rank``.
     max_iter : int, optional
         Iteration limit of svmgeo's Frobenius interior point, or SLSQP iterations per start of
-        the rank-constrained solver (default 300). Not with ``method="cvxpy"`` nor with
-        ``norm="nuc"`` without ``rank``.
+        the rank-constrained solver (default 300). Not with ``method="cvxpy"``, with
+        ``norm="nuc"`` without ``rank``, nor with ``("lp", p)``.
     exact : bool, default True
         Prove the feasibility verdict in exact rational arithmetic (``proof="exact"``; see
         :func:`check_feasibility` and docs/certificates.md for the cost).
@@ -176,11 +181,13 @@ def solve_svm(
     Raises
     ------
     ProblemError
-        Unknown ``norm``, ``method`` or SDP ``solver``, ``rank < 1``, ``tol`` outside (0, 1],
-        a rank bound with ``norm="fro"``, a binding rank bound with ``method="cvxpy"``, or an
-        option the chosen path would ignore (``solver`` with the Frobenius fast path,
-        ``max_iter`` with ``norm="nuc"`` and no rank or with ``method="cvxpy"``, ``seed`` or
-        ``n_restarts`` without ``rank``).
+        Unknown ``norm``, ``method``, SDP ``solver`` or cvxpy solver, ``rank < 1``, ``tol``
+        outside (0, 1], a rank bound with a norm other than ``"nuc"``, a binding rank bound
+        with ``method="cvxpy"``, or an option the chosen path would ignore, for every norm
+        (``solver`` with a path that has no backend, ``max_iter`` with ``norm="nuc"`` and no
+        rank, with ``method="cvxpy"`` or with ``("lp", p)``, ``seed`` or ``n_restarts``
+        without ``rank``). Each error names the function called (``att_svm`` or
+        ``solve_svm``).
 
     Warns
     -----
