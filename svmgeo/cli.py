@@ -716,7 +716,7 @@ def _norm_value(text: str) -> str | tuple[str, float]:
     except ProblemError:
         choices = ", ".join(e.spelling for e in NORMS.values())
         raise argparse.ArgumentTypeError(
-            f"expected one of {choices} (P >= 1, e.g. lp:1.5); got {text!r}"
+            f"invalid choice: {text!r} (choose from {choices}, with P >= 1, e.g. lp:1.5)"
         ) from None
     return entry.name if parameter is None else (entry.name, parameter)
 

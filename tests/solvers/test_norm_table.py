@@ -172,3 +172,12 @@ def test_balanced_factors_reproduce_w_and_its_nuclear_norm():
     np.testing.assert_allclose(
         0.5 * (np.sum(K**2) + np.sum(Q**2)), np.linalg.norm(W, "nuc"), rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("p", [1.0, math.inf])
+def test_lp_linear_programs_run_the_reference_model_when_asked(data, p):
+    fast = sg.att_svm(data, norm=("lp", p))
+    ref = sg.att_svm(data, norm=("lp", p), method="cvxpy")
+    assert fast.solver == "highs" and ref.solver.startswith("cvxpy"), ref.message
+    assert ref.status.has_solution and ref.certificate is not None
+    np.testing.assert_allclose(ref.objective, fast.objective, rtol=1e-6)
