@@ -6,9 +6,11 @@ r"""The public solver API: :func:`solve_svm`, :func:`att_svm`, :func:`feasibilit
     \min_W \|W\| \quad\text{s.t.}\quad a_j^\top W b_j \ge c_j\ (\text{margin rows}),\quad
     a_j^\top W b_j = c_j\ (\text{equality rows}),\quad \mathrm{rank}(W) \le m\ (\text{optional}),
 
-with :math:`\|\cdot\|` the Frobenius norm (``norm="fro"``, Att-SVM) or the nuclear norm
-(``norm="nuc"``, Att-SVM⋆). Feasibility is always decided first, exactly, so an infeasible
-problem is a result with a Farkas certificate, never an exception.
+with :math:`\|\cdot\|` the Frobenius norm (``norm="fro"``, Att-SVM), the nuclear norm
+(``norm="nuc"``, Att-SVM⋆) or the entrywise :math:`\ell_p` norm (``norm=("lp", p)``): an
+entry of the table of norms (``_norms.py``), which validates the call, solves, and falls
+back. Feasibility is always decided first, exactly, so an infeasible problem is a result with
+a Farkas certificate, never an exception.
 """
 
 from __future__ import annotations
