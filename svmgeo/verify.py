@@ -398,10 +398,11 @@ def _scored(data: TokenData, scores: np.ndarray, prompt: bool = False) -> TokenD
     ``prompt``: every query :math:`z_{ik} = e_1`, so that Att-SVM of the result is the p-SVM
     (its solution :math:`p^{\mathrm{mm}} e_1^\top`) and its LOT test that of prompt attention.
     """
-    Z = np.asarray(data.queries)
-    if prompt:
-        Z = np.zeros_like(Z)
+    if prompt:  # prompt data may have no queries (TokenData without Z or query)
+        Z = np.zeros((data.n, data.K, data.d))
         Z[..., 0] = 1.0
+    else:
+        Z = np.asarray(data.queries)
     return TokenData(
         np.asarray(data.X),
         Y=np.asarray(data.Y),

@@ -67,7 +67,7 @@ API_ERRORS = [
     _err(lambda: TD(X * 1e200, v=V, Z=Z), "too large for float64", "X-1e200"),
     _err(lambda: TD(X * 1e80, v=V, query=0), "too large for float64", "X-self-1e80"),
     # TokenData: queries
-    _err(lambda: TD(X, v=V), "needs queries", "no-queries"),
+    _err(lambda: sg.att_svm(TD(X, v=V), ALPHA), "has no queries", "no-queries-W"),
     _err(lambda: TD(X, v=V, Z=Z, query=0), "either Z", "Z-and-query"),
     _err(lambda: TD(X, v=V, Z=Z[:2]), "Z must have shape", "Z-short"),
     _err(lambda: TD(X, v=V, Z=Z[:, :4]), "Z must have shape", "Z-d"),
