@@ -15,6 +15,12 @@ layer is exactly svmgeo's :math:`x_t^\top W z`. With a query bias the key-depend
 every token and query (``d = E + 1``) and the column :math:`s W_k^\top b_q` (and, for fidelity of
 the logits, the row :math:`s\, b_k^\top W_q` and corner :math:`s\, b_k^\top b_q`) to :math:`W`.
 torch is imported only when this function is called (``pip install "svmgeo[torch]"``).
+
+PyTorch *adds* a float ``attn_mask`` to the logits. svmgeo's model,
+:math:`\mathrm{softmax}(x_t^\top W z)` over the visible keys, has no fixed additive bias: a
+bias could only enter as extra coordinates of the tokens and queries, which would make it a
+trainable block of :math:`W` and change every SVM. So a float mask must hold only 0 (visible)
+and :math:`-\infty` (hidden), read as a boolean mask; finite nonzero biases are refused.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
+from ._validation import check_real
 from .data import TokenData
 
 __all__ = ["from_torch"]
@@ -57,8 +64,8 @@ def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, A
                     "(each head has its own W = W_K W_Q^T)."
                 )
             head = 0
-        if not 0 <= head < H:
-            raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head}.")
+        if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < H:
+            raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head!r}.")
         hd = E // H
         w = _numpy(module.in_proj_weight, "in_proj_weight")
         rows = slice(head * hd, (head + 1) * hd)
@@ -88,6 +95,56 @@ def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, A
         "from_torch: module must be a torch.nn.MultiheadAttention or have torch.nn.Linear "
         f"attributes q_proj and k_proj; got {type(module).__name__}."
     )
+
+
+def _hidden_keys(attn_mask: Any) -> np.ndarray:
+    """PyTorch's ``attn_mask`` as a boolean array, True where the key is hidden.
+
+    A bool mask is PyTorch's "True = may not attend"; a float mask is added to the logits, so
+    only 0 (visible) and -inf (hidden) have a boolean meaning (module notes); 0/1 integers are
+    read as a bool mask.
+    """
+    if hasattr(attn_mask, "detach"):
+        import torch
+
+        if attn_mask.dtype == torch.bool:
+            kind, arr = "bool", attn_mask.detach().cpu().numpy()
+        else:
+            kind = "float" if attn_mask.is_floating_point() else "int"
+            arr = _numpy(attn_mask, "attn_mask")
+    else:
+        arr = np.asarray(attn_mask)
+        if arr.dtype == bool:
+            kind = "bool"
+        elif np.issubdtype(arr.dtype, np.floating):
+            kind = "float"
+        elif np.issubdtype(arr.dtype, np.integer):
+            kind = "int"
+        else:
+            raise ProblemError(
+                "from_torch: attn_mask must be a bool or float tensor/array (PyTorch's "
+                f"convention); got dtype {arr.dtype}."
+            )
+    if kind == "bool":
+        return np.asarray(arr, dtype=bool)
+    if kind == "int":
+        if not np.all((arr == 0) | (arr == 1)):
+            raise ProblemError(
+                "from_torch: an integer attn_mask must hold 0/1 (1 = the key is hidden, as "
+                "PyTorch's bool masks); pass a bool mask, or a float mask of 0 and -inf."
+            )
+        return np.asarray(arr != 0)
+    soft = ~((arr == 0) | (arr == -np.inf))
+    if np.any(soft):
+        where = tuple(int(b) for b in np.argwhere(soft)[0])
+        raise ProblemError(
+            f"from_torch: attn_mask is a float mask with the entry {float(arr[where])!r} at "
+            f"index {where}. PyTorch adds a float mask to the logits; svmgeo's attention "
+            "softmax(x^T W z) has no fixed additive bias (folded into W it would become a "
+            "trained part of W and change the SVMs), so only 0 (visible) and -inf (hidden) are "
+            "read. Pass a bool mask (True = hidden) or a float mask of 0 and -inf."
+        )
+    return np.asarray(arr == -np.inf)
 
 
 def from_torch(
@@ -123,14 +180,17 @@ def from_torch(
     query : int or "all", optional
         Self-attention: token ``query`` of each sequence is the query, or every token.
         Default: ``"all"`` when ``queries`` is None.
-    attn_mask : bool tensor/array, optional
-        PyTorch's convention: True marks a key the query may NOT attend to; shape (K, T) or
-        (n, K, T). Converted to svmgeo's visibility mask (True = visible).
+    attn_mask : bool or float tensor/array, optional
+        PyTorch's convention, shape (K, T), (n, K, T) or MultiheadAttention's per-head
+        (n * num_heads, K, T), of which ``head``'s masks are read: a bool mask marks with True a key
+        the query may NOT attend to; a float mask is added to the logits and must hold only
+        0 and :math:`-\infty` (svmgeo's model has no additive bias: module notes). Converted
+        to svmgeo's visibility mask (True = visible).
     head : int, optional
         Which head of a MultiheadAttention (required when it has several).
     scale : float, optional
-        The logit scale :math:`s`; default :math:`1/\sqrt{h}` with :math:`h` the head width
-        (PyTorch's scaled dot product).
+        The logit scale :math:`s`, finite and > 0; default :math:`1/\sqrt{h}` with :math:`h`
+        the head width (PyTorch's scaled dot product).
     **data_kwargs
         Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...).
 
@@ -145,7 +205,9 @@ def from_torch(
     SolverNotFound
         torch is not installed.
     ProblemError
-        An unsupported module or inconsistent shapes.
+        An unsupported module, inconsistent shapes, a ``scale`` that is not finite and
+        positive, non-finite weights, or a float ``attn_mask`` with entries other than 0 and
+        :math:`-\infty`.
     """
     try:
         import torch  # noqa: F401
@@ -154,7 +216,9 @@ def from_torch(
             'from_torch needs PyTorch, which is not installed: pip install "svmgeo[torch]".'
         ) from exc
     Wq, Wk, bq, bk, default_scale = _head_maps(module, head)
-    s = default_scale if scale is None else float(scale)
+    s = default_scale
+    if scale is not None:
+        s = check_real(scale, "scale", low=0.0, low_open=True, high_open=True, where="from_torch")
     X = _numpy(inputs, "inputs")
     if X.ndim != 3 or X.shape[2] != Wq.shape[1]:
         raise ProblemError(
@@ -176,9 +240,20 @@ def from_torch(
         X = np.concatenate([X, np.ones((*X.shape[:2], 1))], axis=2)
         if Z is not None:
             Z = np.concatenate([Z, np.ones((*Z.shape[:-1], 1))], axis=-1)
+    if not np.all(np.isfinite(W)):
+        raise ProblemError(
+            "from_torch: W = s W_K^T W_Q (with its bias row and column) is not finite: the "
+            "module's query/key weights or biases hold NaN or inf, or are too large for float64. "
+            "Check the module's parameters (e.g. torch.isfinite(p).all() for each)."
+        )
     mask = None
     if attn_mask is not None:
-        mask = ~np.asarray(_numpy(attn_mask, "attn_mask"), dtype=bool)
+        hidden = _hidden_keys(attn_mask)
+        H = int(getattr(module, "num_heads", 1))
+        if hidden.ndim == 3 and H > 1 and hidden.shape[0] == X.shape[0] * H:
+            # MultiheadAttention's per-head layout (n * num_heads, K, T): this head's masks
+            hidden = hidden.reshape(X.shape[0], H, *hidden.shape[1:])[:, head]
+        mask = ~hidden
     if Z is not None:
         data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
     else:
