@@ -30,20 +30,26 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
-from ._validation import check_real
+from ._validation import check_array, check_real
 from .data import TokenData
 
 __all__ = ["from_torch"]
 
 
 def _numpy(x: Any, name: str) -> np.ndarray:
+    """A tensor or array as a real float64 array (finite values are not checked here)."""
     try:
-        arr = x.detach().cpu().double().numpy() if hasattr(x, "detach") else np.asarray(x)
+        if hasattr(x, "detach"):
+            x = x.detach().cpu()
+            x = x.resolve_conj().numpy() if x.is_complex() else x.double().numpy()
     except Exception as exc:  # a foreign object: say what came
         raise ProblemError(
             f"from_torch: {name} must be a tensor or array; got {type(x).__name__}."
         ) from exc
-    return np.asarray(arr, dtype=float)
+    try:
+        return check_array(x, name, ndim=(0, 1, 2, 3, 4), finite=False)
+    except ProblemError as exc:
+        raise ProblemError(f"from_torch: {exc}") from None
 
 
 def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, Any, Any, float]:
@@ -142,7 +148,8 @@ def _hidden_keys(attn_mask: Any) -> np.ndarray:
             f"index {where}. PyTorch adds a float mask to the logits; svmgeo's attention "
             "softmax(x^T W z) has no fixed additive bias (folded into W it would become a "
             "trained part of W and change the SVMs), so only 0 (visible) and -inf (hidden) are "
-            "read. Pass a bool mask (True = hidden) or a float mask of 0 and -inf."
+            "read (a large negative number such as torch.finfo(dtype).min is a bias too). Pass "
+            "a bool mask (True = hidden) or a float mask of 0 and -inf."
         )
     return np.asarray(arr == -np.inf)
 
@@ -219,6 +226,12 @@ def from_torch(
     s = default_scale
     if scale is not None:
         s = check_real(scale, "scale", low=0.0, low_open=True, high_open=True, where="from_torch")
+    for key, ours in (("mask", "attn_mask"), ("Z", "queries"), ("query", "query")):
+        if key in data_kwargs:
+            raise ProblemError(
+                f"from_torch: pass {ours}= (PyTorch's convention), not {key}=; the TokenData "
+                "is built from inputs, queries/query and attn_mask."
+            )
     X = _numpy(inputs, "inputs")
     if X.ndim != 3 or X.shape[2] != Wq.shape[1]:
         raise ProblemError(
@@ -227,6 +240,7 @@ def from_torch(
         )
     if queries is not None and query is not None:
         raise ProblemError("from_torch: give queries (cross-attention) or query (self), not both.")
+    E0 = X.shape[2]
     W = s * Wk.T @ Wq
     Z = None if queries is None else _numpy(queries, "queries")
     if bq is not None and np.any(bq != 0):
@@ -254,8 +268,15 @@ def from_torch(
             # MultiheadAttention's per-head layout (n * num_heads, K, T): this head's masks
             hidden = hidden.reshape(X.shape[0], H, *hidden.shape[1:])[:, head]
         mask = ~hidden
-    if Z is not None:
-        data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
-    else:
-        data = TokenData(X, query="all" if query is None else query, mask=mask, **data_kwargs)
+    try:
+        if Z is not None:
+            data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
+        else:
+            data = TokenData(X, query="all" if query is None else query, mask=mask, **data_kwargs)
+    except ProblemError as exc:
+        raise ProblemError(
+            f"from_torch: {exc} (X holds the inputs, Z the queries, mask the negated attn_mask"
+            + (", with the constant coordinate of the query bias" if X.shape[2] > E0 else "")
+            + ")"
+        ) from exc
     return data, W

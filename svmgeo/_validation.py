@@ -18,6 +18,7 @@ from ._errors import ProblemError
 __all__ = [
     "MAX_SCALE",
     "check_array",
+    "check_bool",
     "check_int",
     "check_option",
     "check_real",
@@ -156,6 +157,16 @@ def check_int(
     if (low is not None and x < low) or (high is not None and x > high):
         raise ProblemError(template)
     return x
+
+
+def check_bool(value: Any, name: str, *, where: str = "") -> bool:
+    """Check that ``value`` is True or False (numpy bools included; not 0/1 or strings)."""
+    if not isinstance(value, (bool, np.bool_)):
+        owner = f" of {where}" if where else ""
+        raise ProblemError(
+            f"The {name!r} parameter{owner} must be True or False. Got {value!r} instead."
+        )
+    return bool(value)
 
 
 def check_option(value: Any, name: str, options: Iterable[str], *, where: str = "") -> str:

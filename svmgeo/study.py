@@ -29,7 +29,7 @@ import numpy as np
 
 from ._errors import ProblemError, TieError
 from ._linalg import correlation
-from ._validation import check_array
+from ._validation import check_array, check_bool, check_int
 from .analysis import is_locally_optimal, locally_optimal_selections, support_tokens
 from .data import TokenData
 from .selection import optimal_tokens
@@ -356,7 +356,16 @@ def study(
     -------
     StudyReport
         With :meth:`~StudyReport.summary`, :meth:`~StudyReport.to_markdown`,
-        :meth:`~StudyReport.to_json` and :meth:`~StudyReport.figures`.
+        :meth:`~StudyReport.to_json` and :meth:`~StudyReport.figures`. Data without
+        constraint rows (every query sees one token, :math:`W^{mm} = 0`) give the margin
+        ``inf`` and correlations None, with a note.
+
+    Raises
+    ------
+    ProblemError
+        ``data`` not a TokenData (or prompt-attention data without queries); ``W``, ``K``,
+        ``Q`` of the wrong shape, not real and finite, or whose logits overflow;
+        ``max_lot_selections`` not an int >= 1; ``progress`` not a bool.
 
     Examples
     --------
@@ -371,6 +380,8 @@ def study(
             "Build one with sg.TokenData(X, ...) or sg.load_data(path)."
         )
     Wt = _trained_matrix(W, K, Q, data.d)
+    max_lot_selections = check_int(max_lot_selections, "max_lot_selections", low=1, where="study")
+    progress = check_bool(progress, "progress", where="study")
     from tqdm.auto import tqdm
 
     steps = ["optimal selection", "support tokens", "nuclear SVM", "LOT count"]
