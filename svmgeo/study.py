@@ -379,7 +379,28 @@ def study(
             f"study: data must be a TokenData; got {type(data).__name__}. "
             "Build one with sg.TokenData(X, ...) or sg.load_data(path)."
         )
+    if not data.has_queries:
+        raise ProblemError(
+            "study: this TokenData has no queries (prompt-attention data, built without Z or "
+            "query), and the study solves Att-SVM of the query-dependent W: build the data with "
+            "Z=... (cross-attention) or query=... (self-attention)."
+        )
+    if data.v is None and data.scores is None:
+        raise ProblemError(
+            "study: the data have no token scores (the optimal tokens need them); give the "
+            "TokenData a head v=... (with values=..., if any) or scores=...."
+        )
     Wt = _trained_matrix(W, K, Q, data.d)
+    trained_logits = None if Wt is None else _logits(data, Wt)
+    if (
+        Wt is not None
+        and trained_logits is not None
+        and not np.all(np.isfinite(trained_logits[data.visible]))
+    ):
+        raise ProblemError(
+            "study: the logits x^T W z of the trained W overflow float64 (max |W_ij| = "
+            f"{float(np.abs(Wt).max()):.3g}); pass W at a smaller scale or rescale the data."
+        )
     max_lot_selections = check_int(max_lot_selections, "max_lot_selections", low=1, where="study")
     progress = check_bool(progress, "progress", where="study")
     from tqdm.auto import tqdm
@@ -473,14 +494,9 @@ def study(
 
     trained = None
     attention: dict[str, np.ndarray] = {}
-    if Wt is not None:
+    if Wt is not None and trained_logits is not None:
         t0 = step(steps[4])
-        logits = _logits(data, Wt)
-        if not np.all(np.isfinite(logits[data.visible])):
-            raise ProblemError(
-                "study: the logits x^T W z of the trained W overflow float64 (max |W_ij| = "
-                f"{float(np.abs(Wt).max()):.3g}); pass W at a smaller scale or rescale the data."
-            )
+        logits = trained_logits
         sel = logits.argmax(axis=2)
         tied = np.count_nonzero(logits == logits.max(axis=2, keepdims=True), axis=2) > 1
         if np.any(tied):
