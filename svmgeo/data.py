@@ -75,7 +75,7 @@ class TokenData:
         For arrays of the wrong shape, non-finite or complex entries, data so large that
         :math:`\max\|x\| \max\|z\| > 10^{151}` or :math:`\max\|u\| > 10^{151}` for the
         head features (their squares, entries of the solvers' Gram matrices and of the logits,
-        would overflow float64; :func:`~svmgeo._validation.check_scale`), labels outside
+        would overflow float64), labels outside
         :math:`\{-1, +1\}`, or a mask that hides every key from some query.
 
     Notes
@@ -89,6 +89,8 @@ class TokenData:
         Sizes. ``K`` is 1 for one query per sequence.
     single_query : bool
         True for one query per sequence; selections then have shape ``(n,)``.
+    has_queries : bool
+        False for prompt-attention data (neither ``Z`` nor ``query``).
     queries : ndarray of shape (n, K, d)
         The query vectors :math:`z_{ik}`, whatever the attention type (a ProblemError for
         prompt-attention data without queries; see ``has_queries``).
