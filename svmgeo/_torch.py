@@ -15,6 +15,12 @@ layer is exactly svmgeo's :math:`x_t^\top W z`. With a query bias the key-depend
 every token and query (``d = E + 1``) and the column :math:`s W_k^\top b_q` (and, for fidelity of
 the logits, the row :math:`s\, b_k^\top W_q` and corner :math:`s\, b_k^\top b_q`) to :math:`W`.
 torch is imported only when this function is called (``pip install "svmgeo[torch]"``).
+
+PyTorch *adds* a float ``attn_mask`` to the logits. svmgeo's model,
+:math:`\mathrm{softmax}(x_t^\top W z)` over the visible keys, has no fixed additive bias: a
+bias could only enter as extra coordinates of the tokens and queries, which would make it a
+trainable block of :math:`W` and change every SVM. So a float mask must hold only 0 (visible)
+and :math:`-\infty` (hidden), read as a boolean mask; finite nonzero biases are refused.
 """
 
 from __future__ import annotations
@@ -24,19 +30,26 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
+from ._validation import check_array, check_real
 from .data import TokenData
 
 __all__ = ["from_torch"]
 
 
 def _numpy(x: Any, name: str) -> np.ndarray:
+    """A tensor or array as a real float64 array (finite values are not checked here)."""
     try:
-        arr = x.detach().cpu().double().numpy() if hasattr(x, "detach") else np.asarray(x)
+        if hasattr(x, "detach"):
+            x = x.detach().cpu()
+            x = x.resolve_conj().numpy() if x.is_complex() else x.double().numpy()
     except Exception as exc:  # a foreign object: say what came
         raise ProblemError(
             f"from_torch: {name} must be a tensor or array; got {type(x).__name__}."
         ) from exc
-    return np.asarray(arr, dtype=float)
+    try:
+        return check_array(x, name, ndim=(0, 1, 2, 3, 4), finite=False)
+    except ProblemError as exc:
+        raise ProblemError(f"from_torch: {exc}") from None
 
 
 def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, Any, Any, float]:
@@ -57,8 +70,8 @@ def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, A
                     "(each head has its own W = W_K W_Q^T)."
                 )
             head = 0
-        if not 0 <= head < H:
-            raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head}.")
+        if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < H:
+            raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head!r}.")
         hd = E // H
         w = _numpy(module.in_proj_weight, "in_proj_weight")
         rows = slice(head * hd, (head + 1) * hd)
@@ -88,6 +101,57 @@ def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, A
         "from_torch: module must be a torch.nn.MultiheadAttention or have torch.nn.Linear "
         f"attributes q_proj and k_proj; got {type(module).__name__}."
     )
+
+
+def _hidden_keys(attn_mask: Any) -> np.ndarray:
+    """PyTorch's ``attn_mask`` as a boolean array, True where the key is hidden.
+
+    A bool mask is PyTorch's "True = may not attend"; a float mask is added to the logits, so
+    only 0 (visible) and -inf (hidden) have a boolean meaning (module notes); 0/1 integers are
+    read as a bool mask.
+    """
+    if hasattr(attn_mask, "detach"):
+        import torch
+
+        if attn_mask.dtype == torch.bool:
+            kind, arr = "bool", attn_mask.detach().cpu().numpy()
+        else:
+            kind = "float" if attn_mask.is_floating_point() else "int"
+            arr = _numpy(attn_mask, "attn_mask")
+    else:
+        arr = np.asarray(attn_mask)
+        if arr.dtype == bool:
+            kind = "bool"
+        elif np.issubdtype(arr.dtype, np.floating):
+            kind = "float"
+        elif np.issubdtype(arr.dtype, np.integer):
+            kind = "int"
+        else:
+            raise ProblemError(
+                "from_torch: attn_mask must be a bool or float tensor/array (PyTorch's "
+                f"convention); got dtype {arr.dtype}."
+            )
+    if kind == "bool":
+        return np.asarray(arr, dtype=bool)
+    if kind == "int":
+        if not np.all((arr == 0) | (arr == 1)):
+            raise ProblemError(
+                "from_torch: an integer attn_mask must hold 0/1 (1 = the key is hidden, as "
+                "PyTorch's bool masks); pass a bool mask, or a float mask of 0 and -inf."
+            )
+        return np.asarray(arr != 0)
+    soft = ~((arr == 0) | (arr == -np.inf))
+    if np.any(soft):
+        where = tuple(int(b) for b in np.argwhere(soft)[0])
+        raise ProblemError(
+            f"from_torch: attn_mask is a float mask with the entry {float(arr[where])!r} at "
+            f"index {where}. PyTorch adds a float mask to the logits; svmgeo's attention "
+            "softmax(x^T W z) has no fixed additive bias (folded into W it would become a "
+            "trained part of W and change the SVMs), so only 0 (visible) and -inf (hidden) are "
+            "read (a large negative number such as torch.finfo(dtype).min is a bias too). Pass "
+            "a bool mask (True = hidden) or a float mask of 0 and -inf."
+        )
+    return np.asarray(arr == -np.inf)
 
 
 def from_torch(
@@ -123,14 +187,17 @@ def from_torch(
     query : int or "all", optional
         Self-attention: token ``query`` of each sequence is the query, or every token.
         Default: ``"all"`` when ``queries`` is None.
-    attn_mask : bool tensor/array, optional
-        PyTorch's convention: True marks a key the query may NOT attend to; shape (K, T) or
-        (n, K, T). Converted to svmgeo's visibility mask (True = visible).
+    attn_mask : bool or float tensor/array, optional
+        PyTorch's convention, shape (K, T), (n, K, T) or MultiheadAttention's per-head
+        (n * num_heads, K, T), of which ``head``'s masks are read: a bool mask marks with True a key
+        the query may NOT attend to; a float mask is added to the logits and must hold only
+        0 and :math:`-\infty` (svmgeo's model has no additive bias: module notes). Converted
+        to svmgeo's visibility mask (True = visible).
     head : int, optional
         Which head of a MultiheadAttention (required when it has several).
     scale : float, optional
-        The logit scale :math:`s`; default :math:`1/\sqrt{h}` with :math:`h` the head width
-        (PyTorch's scaled dot product).
+        The logit scale :math:`s`, finite and > 0; default :math:`1/\sqrt{h}` with :math:`h`
+        the head width (PyTorch's scaled dot product).
     **data_kwargs
         Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...).
 
@@ -145,7 +212,9 @@ def from_torch(
     SolverNotFound
         torch is not installed.
     ProblemError
-        An unsupported module or inconsistent shapes.
+        An unsupported module, inconsistent shapes, a ``scale`` that is not finite and
+        positive, non-finite weights, or a float ``attn_mask`` with entries other than 0 and
+        :math:`-\infty`.
     """
     try:
         import torch  # noqa: F401
@@ -154,7 +223,15 @@ def from_torch(
             'from_torch needs PyTorch, which is not installed: pip install "svmgeo[torch]".'
         ) from exc
     Wq, Wk, bq, bk, default_scale = _head_maps(module, head)
-    s = default_scale if scale is None else float(scale)
+    s = default_scale
+    if scale is not None:
+        s = check_real(scale, "scale", low=0.0, low_open=True, high_open=True, where="from_torch")
+    for key, ours in (("mask", "attn_mask"), ("Z", "queries"), ("query", "query")):
+        if key in data_kwargs:
+            raise ProblemError(
+                f"from_torch: pass {ours}= (PyTorch's convention), not {key}=; the TokenData "
+                "is built from inputs, queries/query and attn_mask."
+            )
     X = _numpy(inputs, "inputs")
     if X.ndim != 3 or X.shape[2] != Wq.shape[1]:
         raise ProblemError(
@@ -163,6 +240,7 @@ def from_torch(
         )
     if queries is not None and query is not None:
         raise ProblemError("from_torch: give queries (cross-attention) or query (self), not both.")
+    E0 = X.shape[2]
     W = s * Wk.T @ Wq
     Z = None if queries is None else _numpy(queries, "queries")
     if bq is not None and np.any(bq != 0):
@@ -176,11 +254,29 @@ def from_torch(
         X = np.concatenate([X, np.ones((*X.shape[:2], 1))], axis=2)
         if Z is not None:
             Z = np.concatenate([Z, np.ones((*Z.shape[:-1], 1))], axis=-1)
+    if not np.all(np.isfinite(W)):
+        raise ProblemError(
+            "from_torch: W = s W_K^T W_Q (with its bias row and column) is not finite: the "
+            "module's query/key weights or biases hold NaN or inf, or are too large for float64. "
+            "Check the module's parameters (e.g. torch.isfinite(p).all() for each)."
+        )
     mask = None
     if attn_mask is not None:
-        mask = ~np.asarray(_numpy(attn_mask, "attn_mask"), dtype=bool)
-    if Z is not None:
-        data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
-    else:
-        data = TokenData(X, query="all" if query is None else query, mask=mask, **data_kwargs)
+        hidden = _hidden_keys(attn_mask)
+        H = int(getattr(module, "num_heads", 1))
+        if hidden.ndim == 3 and H > 1 and hidden.shape[0] == X.shape[0] * H:
+            # MultiheadAttention's per-head layout (n * num_heads, K, T): this head's masks
+            hidden = hidden.reshape(X.shape[0], H, *hidden.shape[1:])[:, head]
+        mask = ~hidden
+    try:
+        if Z is not None:
+            data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
+        else:
+            data = TokenData(X, query="all" if query is None else query, mask=mask, **data_kwargs)
+    except ProblemError as exc:
+        raise ProblemError(
+            f"from_torch: {exc} (X holds the inputs, Z the queries, mask the negated attn_mask"
+            + (", with the constant coordinate of the query bias" if X.shape[2] > E0 else "")
+            + ")"
+        ) from exc
     return data, W

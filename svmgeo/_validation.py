@@ -16,11 +16,21 @@ import numpy as np
 from ._errors import ProblemError
 
 __all__ = [
+    "MAX_SCALE",
     "check_array",
+    "check_bool",
     "check_int",
     "check_option",
     "check_real",
+    "check_scale",
+    "max_row_norm",
 ]
+
+# Largest scale s of an array svmgeo squares: the row norm max ||a|| of one array (head features,
+# embeddings), or the product max ||x|| max ||z|| of two read as x^T W z (tokens and queries).
+# The solvers' Gram entries are squares of such scales (up to 4e302 for token differences), and
+# sums of up to ~1e5 of them stay below float64's 1.8e308.
+MAX_SCALE = 1e151
 
 
 def _shape_text(shape: Iterable[Any]) -> str:
@@ -149,6 +159,16 @@ def check_int(
     return x
 
 
+def check_bool(value: Any, name: str, *, where: str = "") -> bool:
+    """Check that ``value`` is True or False (numpy bools included; not 0/1 or strings)."""
+    if not isinstance(value, (bool, np.bool_)):
+        owner = f" of {where}" if where else ""
+        raise ProblemError(
+            f"The {name!r} parameter{owner} must be True or False. Got {value!r} instead."
+        )
+    return bool(value)
+
+
 def check_option(value: Any, name: str, options: Iterable[str], *, where: str = "") -> str:
     """Check that ``value`` is one of ``options`` and list them when it is not."""
     opts = tuple(options)
@@ -159,3 +179,65 @@ def check_option(value: Any, name: str, options: Iterable[str], *, where: str = 
             f"The {name!r} parameter{owner} must be one of {listed}. Got {value!r} instead."
         )
     return value
+
+
+def max_row_norm(arr: np.ndarray) -> float:
+    """Largest Euclidean norm along the last axis, scaled first (no overflow for finite input)."""
+    top = float(np.max(np.abs(arr), initial=0.0))
+    if top == 0.0:
+        return 0.0
+    return top * float(np.max(np.linalg.norm(arr / top, axis=-1)))
+
+
+def check_scale(
+    array: np.ndarray,
+    name: str,
+    where: str = "",
+    *,
+    times: tuple[np.ndarray, str] | None = None,
+) -> None:
+    r"""Check that an array svmgeo squares is small enough for float64.
+
+    The scale is :math:`s = \max_i \|a_i\|` over the rows :math:`a_i` (last axis) of
+    ``array``, or :math:`s = \max_i \|a_i\| \max_j \|b_j\|` with ``times=(b, b_name)`` for
+    arrays read as the product :math:`a^\top W b` (tokens and queries; pass the same array
+    twice for :math:`\max\|a\|^2`). It must satisfy :math:`s \le` :data:`MAX_SCALE`
+    :math:`= 10^{151}`: Gram matrices and logits hold squares of such scales.
+
+    Parameters
+    ----------
+    array : ndarray
+        A finite float array (run :func:`check_array` first).
+    name : str
+        The argument's name, used in the message (``"values"``, ``"embeddings"``).
+    where : str, optional
+        The function or class that received it.
+    times : (ndarray, str), optional
+        The partner array of a product and its name.
+
+    Raises
+    ------
+    ProblemError
+        When :math:`s > 10^{151}`; the message names the argument(s) to rescale.
+    """
+    s = max_row_norm(array)
+    if times is None:
+        t, what, fix = 1.0, f"max ||{name}||", name
+    else:
+        other, other_name = times
+        t = max_row_norm(other)
+        same = other_name == name
+        what = f"max ||{name}||^2" if same else f"max ||{name}|| * max ||{other_name}||"
+        fix = name if same else f"{name} or {other_name}"
+    if s == 0.0 or t == 0.0:
+        return
+    log_s = math.log10(s) + math.log10(t)
+    if log_s <= math.log10(MAX_SCALE):
+        return
+    owner = f" ({where})" if where else ""
+    raise ProblemError(
+        f"the data are too large for float64{owner}: {what} = 10^{log_s:.1f} (row norms) "
+        f"exceeds {MAX_SCALE:.0e}, and svmgeo squares such scales (Gram matrices, logits). "
+        f"Rescale {fix} (e.g. {name} / np.abs({name}).max()): positive scaling changes no "
+        "optimal token and no SVM direction, only the norms."
+    )

@@ -353,8 +353,12 @@ def _cmd_study(args: argparse.Namespace) -> int:
                 f"--weights {args.weights} holds none of the arrays W, K, Q; save them with "
                 "numpy.savez(path, W=W) (or K=K, Q=Q)."
             )
-        if "W" in weights:
-            weights = {"W": weights["W"]}
+        if "W" in weights and len(weights) > 1:  # as study(W=..., K=...) refuses it
+            both = ", ".join(sorted(weights))
+            raise ProblemError(
+                f"--weights {args.weights} holds {both}: give either W or both K and Q "
+                "(W = K Q^T), not both; save one of them (numpy.savez(path, W=W))."
+            )
     rep = study(
         data,
         max_lot_selections=args.max_lot_selections,

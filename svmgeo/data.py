@@ -7,7 +7,8 @@ tokens of :math:`X_i`:
 
 * cross-attention: the queries :math:`Z` are given (shape ``(n, d)`` or ``(n, K, d)``);
 * self-attention: ``query=q`` uses :math:`z_i = x_{iq}` (one query per sequence);
-* sequence output: ``query="all"`` uses :math:`z_{ik} = x_{ik}` (:math:`K = T`).
+* sequence output: ``query="all"`` uses :math:`z_{ik} = x_{ik}` (:math:`K = T`);
+* prompt attention (``param="p"``, logits :math:`X_i p`): neither ``Z`` nor ``query``.
 
 A mask :math:`M \in \{0, 1\}^{K\times T}` hides keys from queries (``"causal"``:
 :math:`M_{kt} = [t \le k]`).
@@ -15,14 +16,13 @@ A mask :math:`M \in \{0, 1\}^{K\times T}` hides keys from queries (``"causal"``:
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Literal
 
 import numpy as np
 
 from ._errors import ProblemError
-from ._validation import check_array, check_int, check_real
+from ._validation import check_array, check_int, check_real, check_scale
 
 __all__ = ["TokenData", "load_data", "random_data", "save_data"]
 
@@ -35,34 +35,6 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
     out = np.array(arr, copy=True, order="C")
     out.flags.writeable = False
     return out
-
-
-# Largest product max||x|| max||z|| of token and query norms: the solvers' Gram entries are
-# squares of such products (up to 4e302 for token differences), and sums of up to ~1e5 of them
-# stay below float64's 1.8e308.
-MAX_SCALE = 1e151
-
-
-def _max_norm(arr: np.ndarray) -> float:
-    """Largest row norm along the last axis, scaled first (no overflow for finite input)."""
-    top = float(np.max(np.abs(arr), initial=0.0))
-    if top == 0.0:
-        return 0.0
-    return top * float(np.max(np.linalg.norm(arr / top, axis=-1)))
-
-
-def _check_scale(X: np.ndarray, queries: np.ndarray, cross: bool) -> None:
-    nx, nz = _max_norm(X), _max_norm(queries)
-    if nx == 0.0 or nz == 0.0 or math.log10(nx) + math.log10(nz) <= math.log10(MAX_SCALE):
-        return
-    what = "max ||x|| * max ||z||" if cross else "max ||x||^2 (the queries are tokens)"
-    fix = "X or Z" if cross else "X"
-    raise ProblemError(
-        f"the data are too large for float64: {what} = 10^{math.log10(nx) + math.log10(nz):.1f}"
-        f" exceeds {MAX_SCALE:.0e}, and svmgeo squares such products (token-pair Gram matrices, "
-        f"logits). Rescale {fix} (e.g. X / np.abs(X).max()): positive scaling changes no optimal "
-        "token and no SVM direction, only the norms."
-    )
 
 
 class TokenData:
@@ -79,7 +51,9 @@ class TokenData:
         Linear head. Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top u_{it}` need it unless
         ``scores`` is given.
     Z : array of shape (n, d) or (n, K, d), optional
-        Cross-attention queries. Exactly one of ``Z`` and ``query`` must be given.
+        Cross-attention queries. At most one of ``Z`` and ``query`` may be given; with
+        neither, the data are for prompt attention (``param="p"``: logits :math:`X_i p`, no
+        query, :math:`K = 1`), and what needs queries (``param="W"``, ``"KQ"``) raises.
     query : int or "all", optional
         Self-attention: ``q`` uses token ``q`` of each sequence as its query; ``"all"`` uses
         every token as a query (:math:`K = T`).
@@ -99,8 +73,9 @@ class TokenData:
     ------
     ProblemError
         For arrays of the wrong shape, non-finite or complex entries, data so large that
-        :math:`\max\|x\| \max\|z\| > 10^{150}` (its square, an entry of the solvers' Gram
-        matrices, would overflow float64), labels outside
+        :math:`\max\|x\| \max\|z\| > 10^{151}` or :math:`\max\|u\| > 10^{151}` for the
+        head features (their squares, entries of the solvers' Gram matrices and of the logits,
+        would overflow float64), labels outside
         :math:`\{-1, +1\}`, or a mask that hides every key from some query.
 
     Notes
@@ -114,8 +89,11 @@ class TokenData:
         Sizes. ``K`` is 1 for one query per sequence.
     single_query : bool
         True for one query per sequence; selections then have shape ``(n,)``.
+    has_queries : bool
+        False for prompt-attention data (neither ``Z`` nor ``query``).
     queries : ndarray of shape (n, K, d)
-        The query vectors :math:`z_{ik}`, whatever the attention type.
+        The query vectors :math:`z_{ik}`, whatever the attention type (a ProblemError for
+        prompt-attention data without queries; see ``has_queries``).
     labels : ndarray of shape (n, K)
         :math:`Y_{ik}`.
     visible : ndarray of shape (n, K, T)
@@ -154,12 +132,13 @@ class TokenData:
                 "Give either Z (cross-attention queries) or query (self-attention), not both; "
                 f"got Z with shape {np.shape(Z)} and query={query!r}."
             )
-        if Z is None and query is None:
-            raise ProblemError(
-                "TokenData needs queries: pass Z of shape (n, d) or (n, K, d) for cross-attention, "
-                "or query=q (an int) / query='all' for self-attention."
-            )
-        if Z is not None:
+        queries: np.ndarray | None
+        if Z is None and query is None:  # prompt attention: softmax(X_i p) reads no query
+            self._single = True
+            self._Z_given: np.ndarray | None = None
+            queries = None
+            self._query: QuerySpec = None
+        elif Z is not None:
             Zc = check_array(Z, "Z", ndim=(2, 3), shape=(n, d), hint="")
             if Zc.ndim == 3 and (Zc.shape[0] != n or Zc.shape[2] != d):
                 raise ProblemError(
@@ -169,9 +148,9 @@ class TokenData:
             if Zc.ndim == 3 and Zc.shape[1] < 1:
                 raise ProblemError(f"Z must hold at least one query per sequence; got {Zc.shape}.")
             self._single = Zc.ndim == 2
-            self._Z_given: np.ndarray | None = _frozen(Zc)
+            self._Z_given = _frozen(Zc)
             queries = Zc[:, None, :] if Zc.ndim == 2 else Zc
-            self._query: QuerySpec = None
+            self._query = None
         elif query == "all":
             self._single = False
             self._Z_given = None
@@ -192,9 +171,15 @@ class TokenData:
             self._Z_given = None
             queries = X[:, q : q + 1, :]
             self._query = q
-        _check_scale(X, queries, Z is not None)
-        self._queries = _frozen(np.ascontiguousarray(queries))
-        K = self._queries.shape[1]
+        if queries is None:
+            check_scale(X, "X", "TokenData")
+            self._queries: np.ndarray | None = None
+            K = 1
+        else:
+            check_scale(X, "X", "TokenData", times=(queries, "Z" if Z is not None else "X"))
+            self._queries = _frozen(np.ascontiguousarray(queries))
+            K = int(self._queries.shape[1])
+        self._K = K
 
         # labels
         if Y is None:
@@ -231,6 +216,7 @@ class TokenData:
                     f"values must have shape (n, T, d_u) = ({n}, {T}, d_u) with d_u >= 1, one "
                     f"head feature vector per token of X; got {U.shape}."
                 )
+            check_scale(U, "values", "TokenData")
             self._values_given = _frozen(U)
         d_u = self.values.shape[2]
         self._v = None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d_u,)))
@@ -318,7 +304,7 @@ class TokenData:
 
     @property
     def K(self) -> int:
-        return int(self._queries.shape[1])
+        return self._K
 
     @property
     def single_query(self) -> bool:
@@ -331,14 +317,38 @@ class TokenData:
 
     # -- data ------------------------------------------------------------------------------
     @property
-    def queries(self) -> np.ndarray:
-        """Query vectors :math:`z_{ik}`, shape (n, K, d)."""
+    def has_queries(self) -> bool:
+        """False for prompt-attention data, built with neither ``Z`` nor ``query``."""
+        return self._queries is not None
+
+    def _need_queries(self) -> np.ndarray:
+        if self._queries is None:
+            raise ProblemError(
+                "this TokenData has no queries: it was built without Z or query, as data for "
+                "prompt attention (param='p', attention softmax(X_i p)), which reads none. "
+                "The computation asked for (the query-dependent W of Att-SVM, train/verify with "
+                "param='W' or 'KQ', study, ...) needs the queries z_ik: build the data with "
+                "Z=... (cross-attention) or query=... (self-attention), or use param='p'."
+            )
         return self._queries
 
     @property
+    def queries(self) -> np.ndarray:
+        """Query vectors :math:`z_{ik}`, shape (n, K, d).
+
+        Raises
+        ------
+        ProblemError
+            For prompt-attention data built without queries (see :attr:`has_queries`).
+        """
+        return self._need_queries()
+
+    @property
     def Z(self) -> np.ndarray:
-        """Queries in the user's shape: (n, d) for one query per sequence, else (n, K, d)."""
-        return self._queries[:, 0, :] if self._single else self._queries
+        """Queries in the user's shape: (n, d) for one query per sequence, else (n, K, d);
+        a ProblemError, as :attr:`queries`, for prompt-attention data without queries."""
+        queries = self._need_queries()
+        return queries[:, 0, :] if self._single else queries
 
     @property
     def query(self) -> QuerySpec:
@@ -398,7 +408,9 @@ class TokenData:
 
     def __repr__(self) -> str:
         kind = (
-            "cross-attention"
+            "prompt attention (no queries)"
+            if self._queries is None
+            else "cross-attention"
             if self._query is None
             else (
                 "sequence self-attention"
@@ -459,9 +471,9 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
         arrays["v"] = np.asarray(data.v)
     if data.has_values:
         arrays["values"] = np.asarray(data.values)
-    if data.query is None:
+    if data.query is None and data.has_queries:
         arrays["Z"] = np.asarray(data.Z)
-    else:
+    elif data.query is not None:
         arrays["query"] = np.array(str(data.query))
     if data.mask is not None:
         arrays["mask"] = np.asarray(data.mask)

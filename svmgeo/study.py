@@ -29,6 +29,7 @@ import numpy as np
 
 from ._errors import ProblemError, TieError
 from ._linalg import correlation
+from ._validation import check_array, check_bool, check_int
 from .analysis import is_locally_optimal, locally_optimal_selections, support_tokens
 from .data import TokenData
 from .selection import optimal_tokens
@@ -185,16 +186,17 @@ class StudyReport:
         return text
 
     def figures(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write ``margins.png`` (every row's margin under :math:`W^{mm}`, per query) and, when
-        trained weights were given, ``attention.png`` (softmax of the trained W beside the
-        softmax of :math:`\\|W\\|_F\\, W^{mm}/\\|W^{mm}\\|_F`). Needs matplotlib."""
+        """Write ``margins.png`` (every row's margin under :math:`W^{mm}`, per query; not
+        written without rows) and, when trained weights were given, ``attention.png`` (softmax
+        of the trained W beside the softmax of :math:`\\|W\\|_F\\, W^{mm}/\\|W^{mm}\\|_F`).
+        Needs matplotlib."""
         from .plot import pyplot
 
         plt = pyplot()
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths: list[Path] = []
-        if self.margins is not None:
+        if self.margins is not None and len(self.margins["value"]) > 0:
             m = np.asarray(self.margins["value"])
             q = np.asarray(self.margins["query_index"])
             fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -276,6 +278,19 @@ def _softmax(data: TokenData, W: np.ndarray) -> np.ndarray:
     return (e / e.sum(axis=2, keepdims=True)).reshape(-1, data.T)
 
 
+_NO_ROWS = (
+    "no constraint rows (every query sees a single token): W^mm = 0, every W is optimal, the "
+    "max-min margin is unbounded (inf) and correlations with W^mm are undefined (None)"
+)
+
+
+def _direction_corr(W: np.ndarray, W_svm: np.ndarray | None) -> float | None:
+    """corr(W, W_svm); None without an SVM solution or when one of them is 0 (no direction)."""
+    if W_svm is None or not np.any(W_svm) or not np.any(W):
+        return None
+    return correlation(W, W_svm)
+
+
 def _trained_matrix(W: Any, K: Any, Q: Any, d: int) -> np.ndarray | None:
     if W is not None and (K is not None or Q is not None):
         raise ProblemError("study: give either W or both K and Q, not both. Use W=K @ Q.T.")
@@ -284,7 +299,16 @@ def _trained_matrix(W: Any, K: Any, Q: Any, d: int) -> np.ndarray | None:
     if W is None:
         if K is None or Q is None:
             raise ProblemError("study: K and Q go together (W = K Q^T); got only one of them.")
-        W = np.asarray(K, dtype=float) @ np.asarray(Q, dtype=float).T
+        hint = "study takes trained factors K and Q of shape (d, m) (W = K Q^T)."
+        Kc = check_array(K, "K", ndim=2, shape=(d, None), hint=hint)
+        Qc = check_array(Q, "Q", ndim=2, shape=(d, Kc.shape[1]), hint=hint)
+        with np.errstate(over="ignore", invalid="ignore"):
+            W = Kc @ Qc.T
+        if not np.all(np.isfinite(W)):
+            raise ProblemError(
+                "study: W = K Q^T overflows float64; rescale K and Q (a positive scale changes "
+                "no selection and no correlation)."
+            )
     Wm = np.asarray(W)
     if Wm.shape != (d, d) or not np.issubdtype(Wm.dtype, np.number) or np.iscomplexobj(Wm):
         raise ProblemError(
@@ -332,7 +356,16 @@ def study(
     -------
     StudyReport
         With :meth:`~StudyReport.summary`, :meth:`~StudyReport.to_markdown`,
-        :meth:`~StudyReport.to_json` and :meth:`~StudyReport.figures`.
+        :meth:`~StudyReport.to_json` and :meth:`~StudyReport.figures`. Data without
+        constraint rows (every query sees one token, :math:`W^{mm} = 0`) give the margin
+        ``inf`` and correlations None, with a note.
+
+    Raises
+    ------
+    ProblemError
+        ``data`` not a TokenData (or prompt-attention data without queries); ``W``, ``K``,
+        ``Q`` of the wrong shape, not real and finite, or whose logits overflow;
+        ``max_lot_selections`` not an int >= 1; ``progress`` not a bool.
 
     Examples
     --------
@@ -346,7 +379,30 @@ def study(
             f"study: data must be a TokenData; got {type(data).__name__}. "
             "Build one with sg.TokenData(X, ...) or sg.load_data(path)."
         )
+    if not data.has_queries:
+        raise ProblemError(
+            "study: this TokenData has no queries (prompt-attention data, built without Z or "
+            "query), and the study solves Att-SVM of the query-dependent W: build the data with "
+            "Z=... (cross-attention) or query=... (self-attention)."
+        )
+    if data.v is None and data.scores is None:
+        raise ProblemError(
+            "study: the data have no token scores (the optimal tokens need them); give the "
+            "TokenData a head v=... (with values=..., if any) or scores=...."
+        )
     Wt = _trained_matrix(W, K, Q, data.d)
+    trained_logits = None if Wt is None else _logits(data, Wt)
+    if (
+        Wt is not None
+        and trained_logits is not None
+        and not np.all(np.isfinite(trained_logits[data.visible]))
+    ):
+        raise ProblemError(
+            "study: the logits x^T W z of the trained W overflow float64 (max |W_ij| = "
+            f"{float(np.abs(Wt).max()):.3g}); pass W at a smaller scale or rescale the data."
+        )
+    max_lot_selections = check_int(max_lot_selections, "max_lot_selections", low=1, where="study")
+    progress = check_bool(progress, "progress", where="study")
     from tqdm.auto import tqdm
 
     steps = ["optimal selection", "support tokens", "nuclear SVM", "LOT count"]
@@ -400,7 +456,12 @@ def study(
             "token": _as_list(cs.comp),
             "query_index": _as_list(cs.seq * data.K + cs.query),
         }
-        margin = 1.0 / float(np.linalg.norm(res.W))
+        norm_mm = float(np.linalg.norm(res.W))
+        if norm_mm > 0.0:
+            margin = 1.0 / norm_mm
+        else:  # no constraint row: every query sees one token
+            margin = math.inf
+            notes.append(_NO_ROWS)
     timings[steps[1]] = time.perf_counter() - t0
     bar.update()
 
@@ -433,9 +494,16 @@ def study(
 
     trained = None
     attention: dict[str, np.ndarray] = {}
-    if Wt is not None:
+    if Wt is not None and trained_logits is not None:
         t0 = step(steps[4])
-        sel = _logits(data, Wt).argmax(axis=2)
+        logits = trained_logits
+        sel = logits.argmax(axis=2)
+        tied = np.count_nonzero(logits == logits.max(axis=2, keepdims=True), axis=2) > 1
+        if np.any(tied):
+            notes.append(
+                f"trained W ties the top logits of {int(tied.sum())} of {tied.size} queries; "
+                "their selected token is the first of the tied ones"
+            )
         sel = sel[:, 0] if data.single_query else sel
         lot = is_locally_optimal(data, sel)
         svm_fro = att_svm(data, sel)
@@ -444,15 +512,16 @@ def study(
             "selection": _as_list(sel),
             "is_optimal": None if opt is None else bool(np.array_equal(sel, opt)),
             "is_lot": bool(lot),
-            "corr_fro": None if svm_fro.W is None else correlation(Wt, svm_fro.W),
-            "corr_nuc": None
-            if svm_nuc is None or svm_nuc.W is None
-            else correlation(Wt, svm_nuc.W),
+            "corr_fro": _direction_corr(Wt, svm_fro.W),
+            "corr_nuc": _direction_corr(Wt, None if svm_nuc is None else svm_nuc.W),
             "norm": float(np.linalg.norm(Wt)),
         }
         attention["trained"] = _softmax(data, Wt)
         if svm_fro.W is not None:
-            scale = float(np.linalg.norm(Wt)) / float(np.linalg.norm(svm_fro.W))
+            norm_svm = float(np.linalg.norm(svm_fro.W))
+            if norm_svm == 0.0 and _NO_ROWS not in notes:
+                notes.append(_NO_ROWS)
+            scale = float(np.linalg.norm(Wt)) / norm_svm if norm_svm > 0.0 else 0.0
             attention["svm"] = _softmax(data, scale * svm_fro.W)
         else:
             notes.append("Att-SVM of the trained selection is infeasible: it is not a LOT")

@@ -65,7 +65,6 @@ def test_general_mask_broadcast():
         ),
         ({"X": np.full((2, 3, 4), np.nan), "query": 0}, "X must be finite"),
         ({"X": _X(), "Z": np.ones((3, 5)), "query": 0}, "not both"),
-        ({"X": _X()}, "needs queries"),
         ({"X": _X(), "Z": np.ones((3, 6))}, r"Z must have shape \(3, 5\)"),
         ({"X": _X(), "Z": np.ones((2, 1, 5))}, r"Z must have shape \(n, K, d\)"),
         ({"X": _X(), "query": 4}, "'query' parameter of TokenData must be an int in"),
@@ -204,3 +203,83 @@ def test_values_are_head_features_apart_from_attention_tokens(tmp_path):
 def test_values_bad_input(values, v, match):
     with pytest.raises(sg.ProblemError, match=match):
         sg.TokenData(np.zeros((4, 3, 2)), values=values, v=v, query=0)
+
+
+def _prompt_data(**kw):
+    X = _X(4, 3, 10, seed=5)
+    U = np.random.default_rng(6).normal(size=(4, 3, 2))
+    return sg.TokenData(X, values=U, Y=[1, -1, 1, -1], v=[0.0, 1.0], **kw)
+
+
+def test_prompt_data_need_no_queries_and_match_data_with_dummy_ones():
+    # issue 20: prompt attention (param="p") reads no query; a dummy Z changes nothing
+    bare, dummy = _prompt_data(), _prompt_data(Z=np.ones((4, 10)))
+    assert not bare.has_queries and dummy.has_queries
+    assert (bare.n, bare.T, bare.d, bare.K, bare.single_query) == (4, 3, 10, 1, True)
+    assert "prompt attention" in repr(bare)
+    np.testing.assert_array_equal(sg.optimal_tokens(bare), sg.optimal_tokens(dummy))
+    a, b = sg.att_svm(bare, param="p"), sg.att_svm(dummy, param="p")
+    assert a.success and b.success
+    np.testing.assert_allclose(a.p, b.p, rtol=0, atol=1e-12)
+    ra = sg.train(bare, param="p", n_steps=30, backend="numpy")
+    rb = sg.train(dummy, param="p", n_steps=30, backend="numpy")
+    np.testing.assert_allclose(ra.p, rb.p, rtol=1e-12, atol=0)
+    ja, jb = sg.joint_svm(bare), sg.joint_svm(dummy)
+    np.testing.assert_array_equal(ja.support, jb.support)
+    np.testing.assert_allclose(ja.p, jb.p, rtol=0, atol=1e-12)
+    va = sg.verify(bare, param="p", n_steps=30, backend="numpy")
+    vb = sg.verify(dummy, param="p", n_steps=30, backend="numpy")
+    assert va.summary() == vb.summary()
+
+
+def test_prompt_data_round_trip(tmp_path):
+    bare = _prompt_data()
+    bare.save(tmp_path / "p.npz")
+    back = sg.load_data(tmp_path / "p.npz")
+    assert not back.has_queries
+    np.testing.assert_array_equal(back.values, bare.values)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: d.queries,
+        lambda d: d.Z,
+        lambda d: sg.att_svm(d),
+        lambda d: sg.train(d, n_steps=3),
+        lambda d: sg.train(d, param="KQ", n_steps=3),
+        lambda d: sg.study(d, progress=False),
+    ],
+    ids=["queries", "Z", "att_svm-W", "train-W", "train-KQ", "study"],
+)
+def test_what_needs_queries_says_so_on_prompt_data(call):
+    with pytest.raises(sg.ProblemError, match=r"has no queries.*build the data with\s+Z="):
+        call(_prompt_data())
+
+
+def test_head_features_share_the_token_scale_bound():
+    # issue 21: values of 1e160 made train stop at step 0 with STATIONARY and a NaN loss
+    X = _X()
+    U = np.random.default_rng(1).normal(size=(3, 4, 2))
+    with pytest.raises(sg.ProblemError, match=r"too large for float64.*Rescale values"):
+        sg.TokenData(X, Z=np.ones((3, 5)), values=U * 1e160, v=[1.0, -0.5])
+    big = sg.TokenData(X, Z=np.ones((3, 5)), values=U * 1e150, v=[1.0, -0.5])  # within bound
+    run = sg.train(big, n_steps=20, backend="numpy")
+    assert run.status is not sg.StopStatus.STATIONARY
+    assert run.history.loss is not None and np.all(np.isfinite(run.history.loss))
+
+
+def test_check_scale_names_the_arguments():
+    from svmgeo._validation import MAX_SCALE, check_scale
+
+    a = np.full((2, 3), 1e100)
+    check_scale(a, "values", "f")  # one array: its row norm, about 1.7e100, is within bound
+    with pytest.raises(sg.ProblemError, match=r"\(f\): max \|\|values\|\|\^2 .*Rescale values"):
+        check_scale(a, "values", "f", times=(a, "values"))
+    with pytest.raises(sg.ProblemError, match=r"max \|\|E\|\| \* max \|\|H\|\|.*Rescale E or H"):
+        check_scale(a, "E", times=(a, "H"))
+    edge = np.array([[MAX_SCALE]])
+    check_scale(edge, "x")  # the bound itself passes
+    with pytest.raises(sg.ProblemError, match="exceeds 1e\\+151"):
+        check_scale(edge * 1.01, "x")
+    check_scale(np.zeros((2, 2)), "x", times=(edge * 10, "z"))  # zero data: nothing to square

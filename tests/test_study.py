@@ -76,3 +76,71 @@ def test_caps_ties_and_infeasible_are_reported() -> None:
 def test_bad_weights_are_clear_errors(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(sg.ProblemError, match=match):
         sg.study(sg.random_data(3, 4, 5, seed=1), progress=False, **kwargs)  # type: ignore[arg-type]
+
+
+def _one_token_data() -> sg.TokenData:
+    rng = np.random.default_rng(4)
+    return sg.TokenData(rng.normal(size=(3, 1, 4)), Z=rng.normal(size=(3, 4)), v=np.ones(4))
+
+
+def test_one_token_per_sequence_has_an_unbounded_margin_not_a_zero_division(tmp_path: Path):
+    # issue 21: T = 1 (no constraint rows, W^mm = 0) raised ZeroDivisionError
+    data = _one_token_data()
+    res = sg.att_svm(data, sg.optimal_tokens(data))
+    np.testing.assert_array_equal(res.W, np.zeros((4, 4)))  # the certified zero solution
+    for W in (None, np.eye(4)):
+        rep = sg.study(data, W=W, progress=False)
+        assert rep.feasible is True and rep.margin == np.inf
+        assert rep.rank_fro == 0 and rep.rank_nuc == 0
+        assert rep.lots["count"] == 1 and rep.lots["exact"]
+        assert any("no constraint rows" in n for n in rep.notes)
+        if W is not None:
+            t = rep.trained
+            assert t is not None and t["is_optimal"] and t["is_lot"]
+            assert t["corr_fro"] is None and t["corr_nuc"] is None  # no direction to compare
+        loaded = json.loads(rep.to_json(tmp_path / "s.json").read_text())
+        assert loaded["margin"] is None  # JSON has no inf
+        names = sorted(p.name for p in rep.figures(tmp_path / "fig"))
+        assert "margins.png" not in names  # no rows, no margins to plot
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"K": np.ones((5, 2)), "Q": np.ones((5, 3))}, r"Q must have shape \(5, 2\)"),
+        ({"K": np.ones((4, 2)), "Q": np.ones((4, 2))}, r"K must have shape \(5, \?\)"),
+        ({"K": np.ones(5), "Q": np.ones(5)}, "K must be a 2-D array"),
+        ({"K": np.full((5, 2), 1e200), "Q": np.full((5, 2), 1e200)}, "K Q\\^T overflows"),
+        ({"K": np.ones((5, 2)), "Q": np.full((5, 2), np.nan)}, "Q must be finite"),
+    ],
+    ids=["KQ-widths", "KQ-d", "KQ-1d", "KQ-overflow", "Q-nan"],
+)
+def test_bad_factors_are_clear_errors(kwargs: dict[str, object], match: str) -> None:
+    # issue 21: K and Q of different widths raised numpy's matmul error
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.study(sg.random_data(3, 4, 5, seed=1), progress=False, **kwargs)  # type: ignore[arg-type]
+
+
+def test_trained_logits_that_overflow_are_a_clear_error() -> None:
+    X = 1.0 + 0.1 * np.random.default_rng(2).normal(size=(3, 4, 5))  # x^T 1 z = about 25
+    data = sg.TokenData(X, Z=np.ones((3, 5)), v=np.arange(5.0))
+    with pytest.raises(sg.ProblemError, match="logits x\\^T W z of the trained W overflow"):
+        sg.study(data, W=np.full((5, 5), 1e308), progress=False)
+
+
+def test_factors_give_the_same_report_as_their_product() -> None:
+    data = sg.random_data(3, 4, 5, seed=1)
+    rng = np.random.default_rng(0)
+    K, Q = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
+    a = sg.study(data, K=K, Q=Q, progress=False).to_dict()
+    b = sg.study(data, W=K @ Q.T, progress=False).to_dict()
+    a.pop("timings"), b.pop("timings")
+    assert a == b
+
+
+def test_tied_trained_logits_are_noted() -> None:
+    data = sg.random_data(3, 4, 5, seed=1)
+    rep = sg.study(data, W=np.zeros((5, 5)), progress=False)  # every logit 0: all tied
+    assert rep.trained is not None and rep.trained["selection"] == [0, 0, 0]
+    assert rep.trained["corr_fro"] is None  # W = 0 has no direction
+    assert any("ties the top logits of 3 of 3 queries" in n for n in rep.notes)

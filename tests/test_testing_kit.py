@@ -63,7 +63,8 @@ def test_planted_counterexample(x):
 def test_planted_counterexample_prints_a_runnable_reproducer(tmp_path: Path, strategy: str) -> None:
     """A user's property in a directory of their own (no svmgeo checkout on the path): the
     failure report contains a ``svmgeo.testing.build_case(...)`` call that rebuilds the
-    falsifying dataset."""
+    falsifying dataset, and a ``reproduce:`` line that does so as printed in a fresh
+    interpreter (issue 20: the bare call raised AttributeError after ``import svmgeo``)."""
     path = tmp_path / "test_mine.py"
     path.write_text(textwrap.dedent(PLANTED.format(strategy=strategy)))
     out = subprocess.run(
@@ -80,6 +81,15 @@ def test_planted_counterexample_prints_a_runnable_reproducer(tmp_path: Path, str
 
     data = eval(calls[-1], {"svmgeo": sys.modules["svmgeo"]}).data
     assert data.n * data.T >= 12  # the printed case really falsifies the claim
+    lines = re.findall(r"reproduce: (import svmgeo\.testing; .*)$", out.stdout, re.MULTILINE)
+    assert lines, out.stdout
+    name = "case.data" if strategy == "cases()" else "data"
+    check = f"{lines[-1]}\nprint({name}.n * {name}.T)"
+    fresh = subprocess.run(
+        [sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert fresh.returncode == 0, fresh.stderr
+    assert int(fresh.stdout.split()[-1]) >= 12  # the line as printed rebuilds the failing case
 
 
 def test_oracles_agree_with_svmgeo() -> None:

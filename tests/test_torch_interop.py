@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,3 +99,103 @@ def test_digits_example_quick(tmp_path: Path) -> None:
     a, b = (json.loads((d / "study.json").read_text()) for d in (cli_out, tmp_path))
     a.pop("timings"), b.pop("timings")
     assert a == b  # the same findings (the wall times differ)
+
+
+def _mha_and_inputs(heads: int = 1) -> tuple[Any, Any, Any]:
+    torch.manual_seed(2)
+    E, n, T = 4, 3, 5
+    mha = torch.nn.MultiheadAttention(E, heads, batch_first=True).double()
+    return mha, torch.randn(n, T, E, dtype=torch.float64), torch.randn(n, 2, E, dtype=torch.float64)
+
+
+def test_float_mask_of_zero_and_minus_inf_matches_torch() -> None:
+    mha, X, Z = _mha_and_inputs()
+    blocked = torch.zeros(2, 5, dtype=torch.bool)
+    blocked[0, 1] = blocked[1, 3] = blocked[1, 4] = True
+    float_mask = torch.zeros(2, 5, dtype=torch.float64).masked_fill(blocked, -torch.inf)
+    _, ref = mha(Z, X, X, attn_mask=float_mask, need_weights=True)
+    data, W = sg.from_torch(mha, X, queries=Z, attn_mask=float_mask)
+    np.testing.assert_allclose(_svmgeo_attention(data, W), ref.detach().numpy(), atol=1e-12)
+    as_bool, _ = sg.from_torch(mha, X, queries=Z, attn_mask=blocked)
+    np.testing.assert_array_equal(data.visible, as_bool.visible)
+    np.testing.assert_array_equal(data.visible[0], ~blocked.numpy())
+    # the same mask as a numpy array, and as 0/1 integers (1 = hidden, as True)
+    for other in (float_mask.numpy(), blocked.numpy().astype(int)):
+        again, _ = sg.from_torch(mha, X, queries=Z, attn_mask=other)
+        np.testing.assert_array_equal(again.visible, data.visible)
+
+
+@pytest.mark.parametrize("as_numpy", [False, True])
+def test_soft_float_mask_is_refused_not_read_as_blocked(as_numpy: bool) -> None:
+    # issue 21: PyTorch ADDS a float mask; reading -0.5/+0.7 as "blocked" gave attention
+    # weights off from torch's own forward pass with no error
+    mha, X, Z = _mha_and_inputs()
+    soft = torch.zeros(2, 5, dtype=torch.float64)
+    soft[0, 1], soft[1, 2] = -0.5, 0.7
+    _, ref = mha(Z, X, X, attn_mask=soft, need_weights=True)
+    _, plain = mha(Z, X, X, need_weights=True)
+    assert float((ref - plain).abs().max().detach()) > 1e-3  # torch itself reads the biases
+    with pytest.raises(sg.ProblemError, match=r"attn_mask is a float mask.*-0\.5.*additive bias"):
+        sg.from_torch(mha, X, queries=Z, attn_mask=soft.numpy() if as_numpy else soft)
+
+
+@pytest.mark.parametrize(
+    ("mask", "match"),
+    [
+        (np.full((2, 5), np.nan), "float mask with the entry nan"),
+        (np.full((2, 5), np.inf), "float mask with the entry inf"),
+        (np.full((2, 5), 2), "integer attn_mask must hold 0/1"),
+        (np.full((2, 5), "a"), "bool or float"),
+    ],
+    ids=["nan", "plus-inf", "int-2", "strings"],
+)
+def test_bad_attn_masks_are_clear_errors(mask: np.ndarray, match: str) -> None:
+    mha, X, Z = _mha_and_inputs()
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.from_torch(mha, X, queries=Z, attn_mask=mask)
+
+
+@pytest.mark.parametrize("scale", [math.nan, math.inf, 0.0, -1.0, "0.5", None, True])
+def test_scale_must_be_finite_and_positive(scale: Any) -> None:
+    mha, X, _ = _mha_and_inputs()
+    if scale is None:  # the default, PyTorch's 1/sqrt(head width)
+        _, W = sg.from_torch(mha, X)
+        assert np.all(np.isfinite(W))
+        return
+    with pytest.raises(sg.ProblemError, match="'scale' parameter of from_torch"):
+        sg.from_torch(mha, X, scale=scale)
+
+
+def test_explicit_scale_matches_torch_scaled_logits() -> None:
+    torch.manual_seed(3)
+    module = torch.nn.Module()
+    module.q_proj = torch.nn.Linear(4, 3, bias=False).double()
+    module.k_proj = torch.nn.Linear(4, 3, bias=False).double()
+    X = torch.randn(2, 5, 4, dtype=torch.float64)
+    data, W = sg.from_torch(module, X, query="all", scale=0.3)
+    logits = 0.3 * torch.einsum("nth,nsh->nst", module.k_proj(X), module.q_proj(X))
+    ref = torch.softmax(logits, dim=2).detach().numpy()
+    np.testing.assert_allclose(_svmgeo_attention(data, W), ref, atol=1e-12)
+
+
+def test_non_finite_weights_and_bad_head_are_clear_errors() -> None:
+    mha, X, _ = _mha_and_inputs(heads=2)
+    with pytest.raises(sg.ProblemError, match=r"head must be in 0\.\.1; got 1\.5"):
+        sg.from_torch(mha, X, head=1.5)
+    with torch.no_grad():
+        mha.in_proj_weight[0, 0] = torch.nan
+    with pytest.raises(sg.ProblemError, match=r"W = s W_K\^T W_Q .* is not finite"):
+        sg.from_torch(mha, X, head=0)
+
+
+def test_per_head_mask_of_multihead_attention_matches_torch() -> None:
+    mha, X, Z = _mha_and_inputs(heads=2)
+    blocked = torch.zeros(3 * 2, 2, 5, dtype=torch.bool)  # (n * num_heads, K, T)
+    blocked[0, 0, 1] = blocked[3, 1, 2] = blocked[4, 0, 0] = True
+    _, ref = mha(Z, X, X, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+    for h in range(2):
+        data, W = sg.from_torch(mha, X, queries=Z, attn_mask=blocked, head=h)
+        np.testing.assert_allclose(
+            _svmgeo_attention(data, W), ref[:, h].detach().numpy(), atol=1e-12
+        )
+        np.testing.assert_array_equal(data.visible, ~blocked.numpy().reshape(3, 2, 2, 5)[:, h])

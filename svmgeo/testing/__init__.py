@@ -15,7 +15,8 @@ The tools svmgeo's own property suite is written with, for writing properties of
         sgt.assert_certified(res)
 
 A falsifying example prints as ``svmgeo.testing.build_case(...)``: that call rebuilds the
-dataset exactly.
+dataset exactly, and the note ``reproduce: import svmgeo.testing; case = ...`` gives it as a
+line that runs as printed (``import svmgeo`` alone does not load ``svmgeo.testing``).
 
 Strategies and cases
     :func:`cases` (a :class:`Case`: parameters + data), :func:`token_data` (the data alone),

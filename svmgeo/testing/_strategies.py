@@ -5,8 +5,9 @@ A drawn dataset is a :class:`Case`: the parameters (attention kind, variant, siz
 the :class:`~svmgeo.TokenData` built from them by :func:`build_case`. Hypothesis draws only
 the parameters (a seed shrinks as well as an array and is much faster to draw); everything
 else comes from ``numpy.random.default_rng(seed)``, so a falsifying example prints as a
-``svmgeo.testing.build_case(...)`` call that rebuilds it exactly (run it after
-``import svmgeo.testing``).
+``svmgeo.testing.build_case(...)`` call that rebuilds it exactly, and a note gives the line
+that runs as printed in a fresh interpreter (:meth:`Case.reproducer`:
+``import svmgeo.testing; case = svmgeo.testing.build_case(...)``).
 
 Attention kinds (SPEC §1):
 
@@ -114,6 +115,15 @@ class Case:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # hypothesis' printer
         p.text(repr(self))
+
+    def reproducer(self, target: str = "case") -> str:
+        """One line that rebuilds the case, runnable as printed in a fresh interpreter.
+
+        ``target="data"`` binds the dataset instead: ``data = svmgeo.testing.build_case(...).data``.
+        (The repr alone needs ``svmgeo.testing`` imported: ``import svmgeo`` does not load it.)
+        """
+        value = f"{self!r}.data" if target == "data" else repr(self)
+        return f"import svmgeo.testing; {target} = {value}"
 
 
 def n_queries(kind: str, T: int, K: int) -> int:
@@ -298,7 +308,9 @@ def cases(
     else:
         n = draw(st.integers(*n_range))
         d = draw(st.integers(*d_range))
-    return _draw_case(draw, kind, variant, n, T, d, K, sigma, conditioned)
+    case = _draw_case(draw, kind, variant, n, T, d, K, sigma, conditioned)
+    note(f"reproduce: {case.reproducer()}")
+    return case
 
 
 def _draw_case(
@@ -353,8 +365,8 @@ def token_data(
 
     Each size is an int, an inclusive ``(low, high)`` range or a strategy, e.g.
     ``token_data(kind="self", d=st.integers(8, 12))``. The case that built the data is recorded
-    with :func:`hypothesis.note`, so a failing example prints the
-    ``svmgeo.testing.build_case(...)`` call that rebuilds it.
+    with :func:`hypothesis.note`, so a failing example prints the line that rebuilds it,
+    ``reproduce: import svmgeo.testing; data = svmgeo.testing.build_case(...).data``.
     """
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     variants = (variant,) if isinstance(variant, str) else tuple(variant)
@@ -374,7 +386,7 @@ def token_data(
         sigma=sigma,
         conditioned=conditioned,
     )
-    note(f"data = {case!r}.data")
+    note(f"reproduce: {case.reproducer('data')}")
     return case.data
 
 

@@ -94,10 +94,11 @@ def scored(data: TokenData, scores: np.ndarray, prompt: bool = False) -> TokenDa
     -------
     TokenData
     """
-    Z = np.asarray(data.queries)
-    if prompt:
-        Z = np.zeros_like(Z)
+    if prompt:  # prompt data may have no queries (TokenData without Z or query)
+        Z = np.zeros((data.n, data.K, data.d))
         Z[..., 0] = 1.0
+    else:
+        Z = np.asarray(data.queries)
     return TokenData(
         np.asarray(data.X),
         Y=np.asarray(data.Y),
