@@ -342,24 +342,18 @@ NEWER_ERRORS = [
         lambda: sg.att_svm(WIDE, norm=LP, tol=0.0),
         "'tol' parameter of att_svm",
         "lp-tol0-name",
-        _fixed_by("norms"),
+        (),
     ),
-    _xerr(
-        lambda: sg.att_svm(WIDE, norm=LP, tol=2.0), "'tol' parameter", "lp-tol2", _fixed_by("norms")
-    ),
-    _xerr(
-        lambda: sg.att_svm(WIDE, norm=LP, max_iter=3), "max_iter", "lp-max-iter", _fixed_by("norms")
-    ),
-    _xerr(lambda: sg.att_svm(WIDE, norm=LP, seed=7), "seed", "lp-seed", _fixed_by("norms")),
+    _xerr(lambda: sg.att_svm(WIDE, norm=LP, tol=2.0), "'tol' parameter", "lp-tol2", ()),
+    _xerr(lambda: sg.att_svm(WIDE, norm=LP, max_iter=3), "max_iter", "lp-max-iter", ()),
+    _xerr(lambda: sg.att_svm(WIDE, norm=LP, seed=7), "seed", "lp-seed", ()),
     _xerr(
         lambda: sg.att_svm(WIDE, norm=LP, n_restarts=4),
         "n_restarts",
         "lp-restarts",
-        _fixed_by("norms"),
+        (),
     ),
-    _xerr(
-        lambda: sg.att_svm(WIDE, norm=LP, solver="nope"), "solver", "lp-solver", _fixed_by("norms")
-    ),
+    _xerr(lambda: sg.att_svm(WIDE, norm=LP, solver="nope"), "solver", "lp-solver", ()),
     # l_p mirror descent
     _err(lambda: sg.train_mirror(DATA, p=1.0), "'p' parameter of train_mirror", "mirror-p1"),
     _err(lambda: sg.train_mirror(DATA, p=-2.0), "'p' parameter of train_mirror", "mirror-p-neg"),
@@ -701,7 +695,6 @@ def test_lp_infeasible_selection_carries_a_verified_farkas_vector() -> None:
     sgt.assert_farkas(res.constraints, res.farkas)
 
 
-@_fixed_by("norms")
 def test_lp_exact_false_is_refused_or_honoured() -> None:
     try:
         res = sg.att_svm(WIDE, norm=LP, exact=False)
@@ -714,10 +707,10 @@ def test_lp_exact_false_is_refused_or_honoured() -> None:
 @pytest.mark.parametrize(
     ("scale", "p"),
     [
-        pytest.param(1e30, 1.0, marks=_fixed_by("norms"), id="1e30-p1"),
-        pytest.param(1e-30, 1.5, marks=_fixed_by("norms"), id="1e-30-p1.5"),
-        pytest.param(1e-30, 3.0, marks=_fixed_by("norms"), id="1e-30-p3"),
-        pytest.param(1e75, 3.0, marks=_fixed_by("norms"), id="1e75-p3"),
+        pytest.param(1e30, 1.0, id="1e30-p1"),
+        pytest.param(1e-30, 1.5, id="1e-30-p1.5"),
+        pytest.param(1e-30, 3.0, id="1e-30-p3"),
+        pytest.param(1e75, 3.0, id="1e75-p3"),
         pytest.param(1.0, 1.0, id="1-p1"),
     ],
 )

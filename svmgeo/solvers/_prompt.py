@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
+from .._validation import MAX_SCALE
 from ..constraints import ConstraintSet, att_svm_constraints, pair_constraints
-from ..data import MAX_SCALE, TokenData
+from ..data import TokenData
 from ..selection import check_selection
 
 __all__ = ["head_constraints", "prompt_constraints", "prompt_data", "query_margins"]
