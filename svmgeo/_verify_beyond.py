@@ -34,8 +34,7 @@ from ._errors import ProblemError
 from ._validation import check_option, check_real
 from .analysis import is_locally_optimal
 from .data import TokenData
-from .gd._mirror import train_mirror
-from .gd._oracle import RiskOracle
+from .gd import RiskOracle, train_mirror
 from .ntp import NextTokenData, NTPReport, verify_ntp_training
 from .selection import optimal_token_sets
 from .solvers import att_svm
@@ -163,9 +162,10 @@ def _verify_mirror(
         )
     sdata = _scored(data, scores)
     run = train_mirror(
-        data, p=p, loss=loss, v=v, step_size=step_size, normalized=normalized,
+        data, exponent=p, loss=loss, v=v, step_size=step_size, normalized=normalized,
         n_steps=n_steps, record_every=record_every, init=init, backend=backend,
     )  # fmt: skip
+    assert run.W is not None and run.history.W is not None  # a mirror run records W
     oracle = RiskOracle(data, loss=loss, v=v)
     sel_full = np.asarray(oracle(run.W).selected, dtype=np.int64).reshape(data.n, data.K)
     selection = sel_full[:, 0] if data.single_query else sel_full
@@ -173,14 +173,14 @@ def _verify_mirror(
     opt_full = opt_sets[:, None, :] if data.single_query else opt_sets
     is_optimal = bool(np.all(np.take_along_axis(opt_full, sel_full[:, :, None], axis=2)))
 
-    lp: Any = ("lp", run.p)
+    lp: Any = ("lp", run.config.exponent)
     lot = is_locally_optimal(sdata, selection, norm=lp)
     feasible = bool(lot.support.feasible)
     svm_lp = lot.support.svm if feasible else None
     svm_fro = att_svm(sdata, selection) if feasible else None
     svm_nuc = att_svm(sdata, selection, norm="nuc") if feasible else None
     W_lp, W_fro, W_nuc = (None if s is None else s.W for s in (svm_lp, svm_fro, svm_nuc))
-    Ws = run.W_history
+    Ws = run.history.W
     corr = {"lp": _curve(Ws, W_lp), "fro": _curve(Ws, W_fro), "nuc": _curve(Ws, W_nuc)}
     finals = {k: float(c[-1]) for k, c in corr.items()}
     return VerifyReport(
@@ -194,7 +194,7 @@ def _verify_mirror(
         farkas=None if feasible else lot.support.farkas,
         W_fro=W_fro,
         W_nuc=W_nuc,
-        steps=np.asarray(run.step, dtype=np.int64),
+        steps=np.asarray(run.history.step, dtype=np.int64),
         corr_fro=corr["fro"],
         corr_nuc=corr["nuc"],
         max_softmax=_min_max_softmax(data, Ws),
@@ -204,7 +204,7 @@ def _verify_mirror(
         W=run.W,
         status=str(run.status),
         method="mirror",
-        mirror_p=run.p,
+        mirror_p=run.config.exponent,
         W_lp=W_lp,
         corr_lp=corr["lp"],
         svm_fro=svm_fro,

@@ -434,7 +434,14 @@ def _cmd_lots(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ._linalg import entrywise_norm
     from .gd import train
+
+    def norm(a: np.ndarray) -> float:
+        """||a||_F, scaled where the plain sum of squares overflows (no RuntimeWarning)."""
+        with np.errstate(over="ignore"):
+            plain = float(np.linalg.norm(a))
+        return plain if np.isfinite(plain) else entrywise_norm(a, 2.0)
 
     save = _save_path(args.save) if args.save else None
     data = _load(args)
@@ -447,7 +454,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     )
     name, weights = ("W", run.W) if run.W is not None else ("p", run.p)
     assert weights is not None  # train sets W, or p for --param p
-    trained = {name: weights} | ({} if run.v is None else {"v": run.v})
+    trained: dict[str, Any] = {name: weights} | ({} if run.v is None else {"v": run.v})
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
@@ -455,16 +462,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "message": run.message,
         "steps": run.n_steps,
         "solve_time_s": run.solve_time,
-        f"norm_{name}": float(np.linalg.norm(weights)),
+        f"norm_{name}": norm(weights),
     }
     if run.v is not None:
-        summary["norm_v"] = float(np.linalg.norm(run.v))
+        summary["norm_v"] = norm(run.v)
     if run.history.loss is not None:
         summary["final_loss"] = float(run.history.loss[-1])
     if run.history.selected is not None:
         summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
     if save is not None:
-        factors = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
+        factors: dict[str, Any] = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
         np.savez(save, **trained, **factors)
         summary["saved"] = save
     _emit(summary, args.json)

@@ -28,9 +28,7 @@ from ._summary import summarized
 from ._validation import check_option, check_real
 from .analysis import GenSVMResult, LocalOptimality, gen_svm, is_locally_optimal, selected_sets
 from .data import TokenData
-from .gd import GDRun, train
-from .gd._config import PARAMS
-from .gd._mirror import MirrorRun
+from .gd import PARAMS, GDRun, train
 from .ntp import NextTokenData, NTPReport
 from .selection import optimal_token_sets
 from .solvers import JointSVMResult, SVMResult, att_svm, joint_svm
@@ -38,7 +36,7 @@ from .solvers import JointSVMResult, SVMResult, att_svm, joint_svm
 __all__ = ["VerifyReport", "verify"]
 
 # options of `train` that verify passes through unchanged (the others it sets itself)
-_PASS_THROUGH = ("ridge", "log_domain", "tol", "saturation_tol", "callback", "normalize_eps")
+_PASS_THROUGH = ("ridge", "log_domain", "grad_tol", "saturation_tol", "callback", "normalize_eps")
 # float arrays that may be absent from a report (None)
 _OPTIONAL_ARRAYS = (
     "farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir",
@@ -218,7 +216,7 @@ class VerifyReport:
     lot: LocalOptimality | None = field(default=None, repr=False)
     gen: GenSVMResult | None = field(default=None, repr=False)
     run: GDRun | None = field(default=None, repr=False)
-    mirror_run: MirrorRun | None = field(default=None, repr=False)
+    mirror_run: GDRun | None = field(default=None, repr=False)
     joint: JointSVMResult | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
@@ -538,7 +536,7 @@ def verify(
         :math:`v(t)` with the head SVM :math:`v^{\mathrm{mm}}`, the attention with the relaxed
         SVM (``converged_to="relax"``) and with the SVM of GD's selection (``"fro"``).
     **train_options
-        Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``tol``,
+        Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``grad_tol``,
         ``saturation_tol``, ``callback``, ``normalize_eps``. Any other name is a
         :class:`~svmgeo.ProblemError`.
 

@@ -32,3 +32,18 @@ def test_cli_train_p_jointly_with_the_head(tmp_path, capsys) -> None:  # type: i
 def test_cli_train_rejects_a_negative_eps(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["train", "--n", "3", "--T", "4", "--d", "5", "--normalize-eps", "-1"]) == 2
     assert "--normalize-eps: expected a finite number >= 0" in capsys.readouterr().err
+
+
+def test_cli_train_from_a_huge_init_reports_overflow_without_a_warning(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Regression (issue #21): ||W_0|| ~ 1e200 stopped with OVERFLOW but leaked numpy's
+    "overflow encountered in dot" (the summary's norm); the norm is now scaled."""
+    import warnings
+
+    args = ["train", "--n", "4", "--T", "5", "--d", "6", "--init-scale", "1e200", "--steps", "5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "overflow"
+    W0 = np.random.default_rng(0).normal(0.0, 1e200, (6, 6))  # the CLI's seeded init
+    np.testing.assert_allclose(out["norm_W"], 1e200 * np.linalg.norm(W0 / 1e200), rtol=1e-12)
