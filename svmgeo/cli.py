@@ -675,6 +675,8 @@ def _add_data_arguments(p: argparse.ArgumentParser, *, selection: bool, gd: bool
 
 
 def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = ("W", "KQ")) -> None:
+    from .gd import BACKENDS, DEFAULT_BACKEND, LOSSES  # the vocabularies of svmgeo.train
+
     g = p.add_argument_group("gradient descent")
     g.add_argument(
         "--param",
@@ -687,8 +689,8 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     g.add_argument("--m", type=_positive, help="width of K and Q (default d)")
     g.add_argument(
         "--loss",
-        choices=("logistic", "exponential", "correlation"),
-        default="logistic",
+        choices=LOSSES,
+        default=LOSSES[0],
         help="loss l(u): log(1 + e^-u), e^-u or -u (default logistic)",
     )
     g.add_argument("--step-size", type=_step, default=0.1, help="step size eta > 0 (default 0.1)")
@@ -697,9 +699,10 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     )
     g.add_argument(
         "--backend",
-        choices=("numba", "numpy", "cupy"),
-        default="numba",
-        help="compiled CPU kernels (default), the numpy reference, or CuPy on a GPU",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
+        help=f"compiled CPU kernels, the numpy reference, or CuPy on a GPU (default "
+        f"{DEFAULT_BACKEND})",
     )
     g.add_argument(
         "--init-scale",

@@ -26,6 +26,7 @@ __all__ = [
     "OPTIMIZERS",
     "PARAMS",
     "RECORDS",
+    "REFERENCE_BACKEND",
     "RISKS",
     "GDConfig",
     "Optimizer",
@@ -38,9 +39,12 @@ PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
 BACKENDS = ("numba", "numpy", "cupy")
-#: The backend every entry point uses unless told otherwise (``optimizer="mirror"`` keeps the
-#: numpy reference kernels, see :data:`OPTIMIZERS`).
+#: The backend every training entry point uses unless told otherwise (``optimizer="mirror"``
+#: keeps the numpy reference kernels, see :data:`OPTIMIZERS`).
 DEFAULT_BACKEND = "numba"
+#: The readable numpy kernels: the default of the single evaluations (``loss_and_grad``,
+#: ``RiskOracle``) and of ``optimizer="mirror"``, whose numbers were computed with them.
+REFERENCE_BACKEND = "numpy"
 #: Losses of the next-token risk (:func:`svmgeo.ntp.train_ntp`): cross-entropy through the
 #: embeddings, or the log-probability that attention retrieves the label.
 NTP_LOSSES = ("ce", "retrieval")
@@ -184,7 +188,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
         summary="l_p mirror descent: grad psi(W) <- grad psi(W) - eta g, psi = ||W||_p^p / p",
         # the numpy reference kernels, as before the loop was shared: the compiled ones differ
         # in the last bits, and mirror results stay what they were
-        default_backend="numpy",
+        default_backend=REFERENCE_BACKEND,
         default_normalized=False,  # the paper's algorithm
         options=(*_SHARED, "exponent"),
         min_steps=0,

@@ -26,6 +26,7 @@ from ._config import (
     CODE_OF,
     OPTIMIZERS,
     RECORDS,
+    REFERENCE_BACKEND,
     RUNNING,
     GDConfig,
     StopStatus,
@@ -565,7 +566,7 @@ def loss_and_grad(
     V: Any = None,
     lam: float | None = None,
     ridge: float = 0.0,
-    backend: str = "numpy",
+    backend: str = REFERENCE_BACKEND,
     train_head: bool = False,
 ) -> tuple[float, Any]:
     r"""The risk and its gradient at W, or at (K, Q), as :func:`train` computes them.

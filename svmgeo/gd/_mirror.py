@@ -34,7 +34,7 @@ from .._errors import ProblemError
 from .._linalg import entrywise_norm
 from ..data import TokenData
 from . import _xp
-from ._config import CODE_OF, RUNNING, GDConfig, StopStatus, refuse_renamed
+from ._config import CODE_OF, REFERENCE_BACKEND, RUNNING, GDConfig, StopStatus, refuse_renamed
 from ._loop import Risk, run_loop
 from ._oracle import RiskOracle
 from ._results import GDRun, Intermediate
@@ -209,7 +209,7 @@ def train_mirror(
     n_steps: int = 1000,
     record_every: int | None = None,
     init: Any = "zero",
-    backend: str = "numpy",
+    backend: str = REFERENCE_BACKEND,
     **renamed: Any,
 ) -> GDRun:
     r"""Train softmax attention W by :math:`\ell_p` mirror descent.

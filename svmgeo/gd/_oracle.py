@@ -18,7 +18,7 @@ from .._validation import check_option
 from ..data import TokenData
 from . import _xp
 from ._backend import get_kernels
-from ._config import BACKENDS, HEADS, LOSSES
+from ._config import BACKENDS, HEADS, LOSSES, REFERENCE_BACKEND
 from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, LOSS_IDS, SCORES_HEAD, make_problem
 
 __all__ = ["RiskOracle", "RiskValue"]
@@ -71,7 +71,7 @@ class RiskOracle:
         v: Any = None,
         V: Any = None,
         lam: float | None = None,
-        backend: str = "numpy",
+        backend: str = REFERENCE_BACKEND,
     ) -> None:
         if not isinstance(data, TokenData):
             raise ProblemError(f"RiskOracle takes one svmgeo.TokenData; got {type(data).__name__}.")
