@@ -199,9 +199,9 @@ OPTIMIZERS: dict[str, Optimizer] = {
                 "relative to the iterate (use normalized=True to go on)"
             ),
             StopStatus.OVERFLOW: (
-                "stopped after {n} steps: the next mirror step would have taken ||W||_F past the "
-                "largest norm float64 represents here (1e150, less for large data); it was not "
-                "taken. Lower step_size, use plain steps, or raise the exponent (W grows like "
+                "stopped after {n} steps: the next mirror step would have taken ||W||_F (or the "
+                "initial ||W||_F is) past the largest norm float64 represents here (1e150, less "
+                "for large data); it was not taken. Lower step_size, use plain steps, or raise the exponent (W grows like "
                 "|Theta|^(1/(p-1)))"
             ),
         },

@@ -132,8 +132,10 @@ class MirrorDescent:
 
     def init_state(self) -> MirrorState:
         unit, c = _split(mirror_map(self.W0, self.p))
-        one = np.zeros(1, np.int64)
-        return MirrorState(unit, c, self.W0, 0, one, one.copy())
+        # a start beyond the representable norms stops at once, with status OVERFLOW
+        outside = float(_xp.frobenius(self.W0[None], np)[0]) > self.risk.max_norm
+        status = np.full(1, CODE_OF[StopStatus.OVERFLOW] if outside else RUNNING, np.int64)
+        return MirrorState(unit, c, self.W0, 0, np.zeros(1, np.int64), status)
 
     def advance(self, state: MirrorState, n: int) -> MirrorState:
         """Up to ``n`` mirror steps; stops with ``STATIONARY``, ``GRADIENT_UNDERFLOW`` or

@@ -84,7 +84,9 @@ class RiskOracle:
         self.max_norm = float(self.problem.max_norm[0])
         self._kernels = get_kernels(backend, self.problem)
         self.loss_id = LOSS_IDS[loss]
-        self._arrays = _xp.arrays(self.problem, np)
+        # the numpy kernels already hold the numpy arrays of the problem
+        k = self._kernels
+        self._arrays = k.arrays if k.xp is np else _xp.arrays(self.problem, np)
         self.head = head
         P = self.problem
         self._gamma: np.ndarray | None = None

@@ -167,3 +167,13 @@ def test_train_optimizer_mirror_is_train_mirror() -> None:
 def test_train_optimizer_bad_combinations(kw: dict, match: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(sg.ProblemError, match=match):
         sg.train(sg.random_data(3, 4, 5, seed=1), n_steps=2, **kw)
+
+
+def test_start_beyond_the_limit_stops_at_once() -> None:
+    """As GD: an init past the representable norms is an OVERFLOW run of 0 steps."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    W0 = np.full((5, 5), 1e200)
+    run = train_mirror(data, exponent=1.5, init=W0, n_steps=10)
+    assert run.status is sg.StopStatus.OVERFLOW and run.n_steps == 0
+    assert "initial" in run.message
+    np.testing.assert_array_equal(run.W, W0)
