@@ -81,6 +81,7 @@ _positive = _integer(1, "an integer >= 1")
 _nonnegative = _integer(0, "an integer >= 0")
 _step = _real(0.0, True, "a finite number > 0")
 _scale = _real(0.0, False, "a finite number >= 0")
+_exponent = _real(1.0, True, "a finite number > 1")
 
 
 def _query(text: str) -> int | str:
@@ -445,12 +446,19 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     save = _save_path(args.save) if args.save else None
     data = _load(args)
+    options = _gd_options(args)
+    if args.optimizer != "gd":
+        options["backend"] = args.backend  # None: the optimizer's own default (OPTIMIZERS)
+        if options["init"] == "zero":
+            del options["seed"]  # it seeds random starts only, which mirror descent does not take
     run = train(
         data,
+        optimizer=args.optimizer,
+        exponent=args.exponent,
         normalized=not args.plain,
         train_head=args.train_head,
         normalize_eps=args.normalize_eps,
-        **_gd_options(args),
+        **options,
     )
     name, weights = ("W", run.W) if run.W is not None else ("p", run.p)
     assert weights is not None  # train sets W, or p for --param p
@@ -500,6 +508,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options that ``train`` and ``verify`` share, from the command line."""
+    from .gd import DEFAULT_BACKEND
+
     scale = args.init_scale if args.init_scale is not None else (0.1 if args.param == "KQ" else 0.0)
     return {
         "param": args.param,
@@ -508,7 +518,7 @@ def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
         "step_size": args.step_size,
         "n_steps": args.steps,
         "init": ("random", scale) if scale > 0 else "zero",
-        "backend": args.backend,
+        "backend": DEFAULT_BACKEND if args.backend is None else args.backend,
         "seed": _GENERATOR["seed"] if args.seed is None else args.seed,
     }
 
@@ -700,7 +710,7 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     g.add_argument(
         "--backend",
         choices=BACKENDS,
-        default=DEFAULT_BACKEND,
+        default=None,
         help=f"compiled CPU kernels, the numpy reference, or CuPy on a GPU (default "
         f"{DEFAULT_BACKEND})",
     )
@@ -834,6 +844,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_data_arguments(p, selection=False, gd=True)
     _add_train_arguments(p, params=("W", "KQ", "p"))
+    from .gd import OPTIMIZERS
+
+    p.add_argument(
+        "--optimizer",
+        choices=tuple(OPTIMIZERS),
+        default="gd",
+        help="gradient descent, or l_p mirror descent (needs --exponent; takes neither --param "
+        "KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps normalized unless "
+        "--plain; numpy kernels unless --backend) (default gd)",
+    )
+    p.add_argument(
+        "--exponent",
+        type=_exponent,
+        metavar="P",
+        help="--optimizer mirror: the exponent p > 1 of the potential ||W||_p^p / p",
+    )
     p.add_argument("--plain", action="store_true", help="plain (unnormalized) gradient steps")
     p.add_argument(
         "--train-head",
