@@ -88,7 +88,7 @@ from .solvers import (
     solve_svm,
 )
 from .study import StudyReport, study
-from .verify import VerifyReport, verify
+from .verify import VerifyReport, verify, verify_mirror
 
 __version__ = "0.1.0.dev0"
 
@@ -177,5 +177,6 @@ __all__ = [
     "train_mirror",
     "train_ntp",
     "verify",
+    "verify_mirror",
     "verify_ntp",
 ]

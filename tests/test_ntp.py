@@ -247,7 +247,7 @@ def test_verify_without_graph_edges_is_an_honest_result() -> None:
     R = 0, and GD (whose gradient is exactly zero) stops at W = 0 = W_fin."""
     E = np.eye(3)
     data = sg.NextTokenData([[0, 0], [1], [2, 2, 2]], np.array([0, 1, 2]), E)
-    rep = sg.verify(data, loss="retrieval", n_steps=20)
+    rep = sg.ntp.verify_ntp_training(data, loss="retrieval", n_steps=20)
     assert rep.run.status is sg.StopStatus.STATIONARY and rep.run.n_steps == 0
     assert np.all(np.isnan(rep.corr_svm)) and np.all(rep.R == 0.0)
     np.testing.assert_array_equal(rep.W, np.zeros((3, 3)))

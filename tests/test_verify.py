@@ -9,6 +9,7 @@ solvers that `verify` calls.
 from __future__ import annotations
 
 import json
+import typing
 import warnings
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.gd import cupy_available
 from svmgeo.solvers import solve_naive_cvxpy
+from svmgeo.verify import Prediction, compare
 
 BACKENDS = [
     "numpy",
@@ -298,6 +300,9 @@ def test_infeasible_selection_is_a_result() -> None:
         ({"threshold": 2.0}, "'threshold'"),
         ({"head": "relu"}, "needs V"),
         ({"init": "cone", "alpha": np.zeros(6, dtype=int), "cone_radius": -1.0}, "cone_radius"),
+        ({"tol": 1e-3}, "'tol' .* was renamed 'grad_tol'; pass grad_tol="),
+        ({"method": "gd"}, "'method' .* was renamed 'optimizer'"),
+        ({"p": 1.5}, "'p' .* was renamed 'exponent'"),
     ],
 )
 def test_bad_options(kwargs: dict[str, object], match: str) -> None:
@@ -308,3 +313,88 @@ def test_bad_options(kwargs: dict[str, object], match: str) -> None:
 def test_not_tokendata() -> None:
     with pytest.raises(sg.ProblemError, match="TokenData"):
         sg.verify(np.zeros((2, 3, 4)))  # type: ignore[arg-type]
+
+
+def test_grad_tol_is_the_gradient_norm_stop() -> None:
+    # grad_tol (the new spelling of train's tol) reaches train: a loose stop ends the run early
+    rep = sg.verify(GLOBAL, n_steps=2000, backend="numpy", grad_tol=1e-2)
+    assert rep.status == str(sg.StopStatus.CONVERGED)
+    assert rep.steps[-1] < 2000
+
+
+def test_verify_has_one_return_type() -> None:
+    hints = typing.get_type_hints(sg.verify)
+    assert hints["return"] is sg.VerifyReport
+    assert typing.get_type_hints(sg.verify_mirror)["return"] is sg.VerifyReport
+
+
+def test_certificate_alias_is_gone() -> None:
+    # the deprecated alias of farkas was dropped (the package was never released)
+    rep = sg.verify(sg.random_data(2, 3, 4, seed=0), n_steps=5, backend="numpy")
+    assert not hasattr(rep, "certificate")
+    raw = json.loads(rep.to_json())
+    raw["certificate"] = raw.pop("farkas")
+    with pytest.raises(sg.ProblemError, match="unknown \\['certificate'\\]"):
+        sg.VerifyReport.from_json(json.dumps(raw))
+
+
+# ---- the protocol: named predictions -> curves, closest ------------------------------------
+def _line(*values: float) -> np.ndarray:
+    """Iterates (R, 2, 2) along e11 with a growing e12 component."""
+    return np.array([[[1.0, x], [0.0, 0.0]] for x in values])
+
+
+E11, E12 = np.diag([1.0, 0.0]), np.array([[0.0, 1.0], [0.0, 0.0]])
+
+
+def test_compare_curves_are_correlations() -> None:
+    Ws = _line(0.0, 0.5, 2.0)
+    c = compare({"theta": Ws}, [Prediction("a", E11), Prediction("b", E12)], threshold=0.5)
+    np.testing.assert_allclose(c.curves["a"], [sg.correlation(W, E11) for W in Ws])
+    np.testing.assert_allclose(c.curves["b"], [sg.correlation(W, E12) for W in Ws])
+    assert c.finals == {"a": c.curves["a"][-1], "b": c.curves["b"][-1]}
+    assert c.closest == "b"  # corr 2/sqrt(5) > 1/sqrt(5)
+    assert c.targets["a"] is E11
+
+
+def test_compare_closest_needs_the_threshold_and_breaks_ties_by_order() -> None:
+    Ws = _line(1.0)  # equal correlation 1/sqrt(2) with both
+    both = [Prediction("a", E11), Prediction("b", E12)]
+    assert compare({"theta": Ws}, both, threshold=0.7).closest == "a"
+    assert compare({"theta": Ws}, both[::-1], threshold=0.7).closest == "b"
+    assert compare({"theta": Ws}, both, threshold=0.71).closest is None
+
+
+def test_compare_missing_target_is_nan_and_never_closest() -> None:
+    c = compare({"theta": _line(0.0)}, [Prediction("none", None)], threshold=-1.0)
+    assert np.isnan(c.curves["none"]).all() and c.closest is None
+
+
+def test_compare_non_candidates_and_other_trajectories() -> None:
+    vs = np.array([[1.0, 0.0], [1.0, 1.0]])
+    c = compare(
+        {"theta": _line(0.0, 0.0), "v": vs},
+        [Prediction("dir", E11, candidate=False), Prediction("v", np.array([1.0, 1.0]), of="v")],
+        threshold=0.5,
+    )
+    np.testing.assert_allclose(c.curves["v"], [1 / np.sqrt(2), 1.0])
+    assert "dir" not in c.finals and c.closest == "v"
+
+
+def test_compare_fitted_prediction() -> None:
+    # a target fitted to each iterate: here the iterate itself, correlation 1 everywhere
+    c = compare({"theta": _line(0.0, 3.0)}, [Prediction("self", None, fit=lambda W: W)], 0.99)
+    np.testing.assert_allclose(c.curves["self"], 1.0)
+    assert c.closest == "self"
+
+
+@pytest.mark.parametrize(
+    ("predictions", "match"),
+    [
+        ([Prediction("a", E11), Prediction("a", E12)], "distinct"),
+        ([Prediction("v", E11, of="v")], "trajectory 'v', which was not given"),
+    ],
+)
+def test_compare_bad_predictions(predictions: list[Prediction], match: str) -> None:
+    with pytest.raises(sg.ProblemError, match=match):
+        compare({"theta": _line(0.0)}, predictions, threshold=0.5)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""sg.verify beyond GD on TokenData: l_p mirror descent (method="mirror") and NextTokenData."""
+"""Verify beyond GD on TokenData: l_p mirror descent (sg.verify_mirror) and next-token data
+(svmgeo.ntp.verify_ntp_training; sg.verify refuses both and names the function to call)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from scipy.special import softmax
 
 import svmgeo as sg
 from svmgeo.gd import RiskOracle
+from svmgeo.ntp import verify_ntp_training
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +20,7 @@ def data() -> sg.TokenData:
 
 @pytest.fixture(scope="module")
 def mirror_report(data: sg.TokenData) -> sg.VerifyReport:
-    return sg.verify(data, method="mirror", p=1.5, n_steps=1500, record_every=100, backend="numpy")
+    return sg.verify_mirror(data, exponent=1.5, n_steps=1500, record_every=100, backend="numpy")
 
 
 def test_mirror_report_is_recomputed_from_its_parts(data, mirror_report):
@@ -56,7 +58,7 @@ def test_mirror_run_prefers_its_own_lp_svm(mirror_report):
 
 def test_p2_mirror_verify_is_gd_verify(data):
     # psi = |W|^2/2 makes mirror descent plain (normalized) GD, and the l_2 SVM the Frobenius one
-    md = sg.verify(data, method="mirror", p=2.0, n_steps=300, record_every=30, backend="numpy")
+    md = sg.verify_mirror(data, exponent=2.0, n_steps=300, record_every=30, backend="numpy")
     gd = sg.verify(data, n_steps=300, record_every=30, backend="numpy")
     np.testing.assert_array_equal(md.steps, gd.steps)
     np.testing.assert_allclose(md.W, gd.W, rtol=1e-12, atol=1e-12)
@@ -82,25 +84,46 @@ def test_mirror_report_prints_and_round_trips(mirror_report):
 @pytest.mark.parametrize(
     ("options", "match"),
     [
-        ({"method": "mirror"}, "needs p"),
-        ({"p": 1.5}, "pass method='mirror'"),
-        ({"method": "mirror", "p": 1.5, "param": "KQ"}, "does not use param"),
-        ({"method": "mirror", "p": 1.5, "ridge": 0.1}, "does not use ridge"),
-        ({"method": "mirror", "p": 1.5, "seed": 3, "m": 2}, "does not use m, seed"),
-        ({"method": "mirror", "p": 1.5, "head": "concave"}, "head='linear'"),
-        ({"method": "mirror", "p": 1.5, "init": "cone"}, "init='cone'"),
-        ({"method": "mirror", "p": 1.0}, "'exponent'"),  # verify's p is train's exponent
-        ({"method": "adam", "p": 1.5}, "'method'"),
+        ({"p": 1.5}, "'p' .* was renamed 'exponent'"),
+        ({"exponent": 1.5, "method": "mirror"}, "'method' .* was renamed 'optimizer'"),
+        ({"exponent": 1.5, "tol": 1e-3}, "renamed 'grad_tol'; verify_mirror takes neither"),
+        ({"exponent": 1.5, "param": "KQ"}, "unknown option.*'param'.*drop param"),
+        ({"exponent": 1.5, "ridge": 0.1}, r"unknown option\(s\) \['ridge'\]"),
+        ({"exponent": 1.5, "seed": 3, "m": 2}, r"unknown option\(s\) \['m', 'seed'\]"),
+        ({"exponent": 1.5, "head": "concave"}, "linear head"),
+        ({"exponent": 1.5, "init": "cone"}, "init='cone'"),
+        ({"exponent": 1.0}, "'exponent' parameter of verify_mirror"),
+        ({"exponent": float("inf")}, "'exponent' parameter of verify_mirror must be finite"),
+        ({"exponent": 1.5, "threshold": 2.0}, "'threshold' parameter of verify_mirror"),
     ],
 )
 def test_mirror_bad_options_are_named(data, options, match):
     with pytest.raises(sg.ProblemError, match=match):
+        sg.verify_mirror(data, n_steps=5, **options)
+
+
+def test_verify_mirror_needs_its_exponent(data):
+    with pytest.raises(sg.ProblemError, match="verify_mirror needs exponent="):
+        sg.verify_mirror(data, n_steps=5)
+
+
+def test_verify_mirror_rejects_other_data():
+    with pytest.raises(sg.ProblemError, match=r"verify_mirror takes one svmgeo\.TokenData"):
+        sg.verify_mirror(np.zeros((2, 3, 4)), exponent=1.5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"optimizer": "mirror"}, r"verify_mirror\(data, exponent="),
+        ({"method": "mirror"}, r"'method' .* renamed 'optimizer'.*verify_mirror\(data, exponent="),
+        ({"p": 1.5}, r"'p' .* renamed 'exponent'.*verify_mirror\(data, exponent="),
+        ({"optimizer": "adam"}, "'optimizer' parameter"),
+    ],
+)
+def test_verify_sends_mirror_descent_to_verify_mirror(data, options, match):
+    with pytest.raises(sg.ProblemError, match=match):
         sg.verify(data, n_steps=5, **options)
-
-
-def test_verify_rejects_other_data():
-    with pytest.raises(sg.ProblemError, match="TokenData or svmgeo"):
-        sg.verify(np.zeros((2, 3, 4)), method="mirror", p=1.5)
 
 
 # ---------------------------------------------------------------------- next-token data
@@ -111,9 +134,9 @@ def ntp_data() -> sg.NextTokenData:
     return sg.random_next_token_data(40, 4, 5, 8, tier_size=2, seed=3)
 
 
-def test_verify_dispatches_next_token_data(ntp_data):
-    rep = sg.verify(ntp_data, loss="retrieval", step_size=2.0, normalized=False, n_steps=400,
-                    record_every=50)  # fmt: skip
+def test_verify_ntp_training_is_recomputed_from_its_parts(ntp_data):
+    rep = verify_ntp_training(ntp_data, loss="retrieval", step_size=2.0, normalized=False,
+                              n_steps=400, record_every=50)  # fmt: skip
     assert isinstance(rep, sg.NTPReport)
     run = sg.train_ntp(ntp_data, loss="retrieval", step_size=2.0, normalized=False,
                        n_steps=400, record_every=50)  # fmt: skip
@@ -144,7 +167,7 @@ def test_verify_dispatches_next_token_data(ntp_data):
 
 
 def test_ntp_verify_defaults_to_cross_entropy(ntp_data):
-    rep = sg.verify(ntp_data, n_steps=30)
+    rep = verify_ntp_training(ntp_data, n_steps=30)
     assert rep.loss == "ce" and rep.normalized and rep.step_size == 0.1
     run = sg.train_ntp(ntp_data, loss="ce", n_steps=30)
     np.testing.assert_allclose(rep.W, run.W, rtol=1e-12, atol=0)
@@ -152,22 +175,19 @@ def test_ntp_verify_defaults_to_cross_entropy(ntp_data):
 
 def test_acyclic_ntp_has_no_finite_component():
     data = sg.random_next_token_data(40, 4, 5, 8, tier_size=1, seed=0)
-    rep = sg.verify(data, loss="retrieval", n_steps=50)
+    rep = verify_ntp_training(data, loss="retrieval", n_steps=50)
     assert rep.acyclic and rep.n_equality_rows == 0 and rep.fin_success
     np.testing.assert_array_equal(rep.W_fin, np.zeros((8, 8)))
     np.testing.assert_array_equal(rep.fin_error, 0.0)
 
 
-@pytest.mark.parametrize(
-    ("options", "match"),
-    [
-        ({"head": "relu"}, "does not use head"),
-        ({"param": "KQ", "backend": "numpy"}, "does not use param, backend"),
-        ({"ridge": 0.1}, "does not use ridge"),
-        ({"method": "mirror", "p": 1.5}, "NextTokenData is verified with gradient descent"),
-        ({"loss": "logistic"}, "'loss'"),
-    ],
-)
-def test_ntp_bad_options_are_named(ntp_data, options, match):
-    with pytest.raises(sg.ProblemError, match=match):
-        sg.verify(ntp_data, n_steps=5, **options)
+@pytest.mark.parametrize("options", [{}, {"loss": "retrieval", "n_steps": 5}])
+def test_verify_names_the_ntp_entry_point(ntp_data, options):
+    # one return type: verify refuses next-token data and names the function to call
+    with pytest.raises(sg.ProblemError, match=r"svmgeo\.ntp\.verify_ntp_training\(data"):
+        sg.verify(ntp_data, **options)  # type: ignore[arg-type]
+
+
+def test_ntp_bad_loss_is_named(ntp_data):
+    with pytest.raises(sg.ProblemError, match="'loss'"):
+        verify_ntp_training(ntp_data, loss="logistic", n_steps=5)

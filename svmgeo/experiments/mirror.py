@@ -50,20 +50,19 @@ def trial(
     n: int, T: int, d: int, seed: int, p: float, steps: str, n_steps: int
 ) -> list[dict[str, Any]]:
     r"""ℓp mirror descent from W = 0 on ``random_data(n, T, d, seed)``, via
-    ``sg.verify(data, method="mirror", p=p)``.
+    ``sg.verify_mirror(data, exponent=p)``.
 
     One row per recorded step: 1 − corr(W_t, W^mm_{p,α}) (``one_minus_corr``), 1 − corr with
     the ℓ_q SVM of the same α for every q in :data:`PS` (``one_minus_corr_pQ``, NaN when
     Att-SVM(α) is infeasible), the sparsity of W_t and of W^mm_{p,α}, and whether α (the
     final selection) is optimal and locally optimal for the ℓp SVM.
     """
-    from ..verify import verify
+    from ..verify import verify_mirror
 
     data = random_data(n, T, d, seed=seed)
-    rep = verify(
+    rep = verify_mirror(
         data,
-        method="mirror",
-        p=p,
+        exponent=p,
         step_size=STEP_SIZES[steps],
         normalized=steps == "normalized",
         n_steps=n_steps,

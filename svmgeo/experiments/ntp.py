@@ -39,17 +39,17 @@ def trial(
     n: int, T: int, V: int, d: int, seed: int, setting: str, loss: str, n_steps: int
 ) -> list[dict[str, Any]]:
     r"""Plain GD (η = :data:`STEP_SIZE`) from W = 0 on ``random_next_token_data(n, T, V, d,
-    tier_size, seed)``, via ``sg.verify(data, loss=loss)``.
+    tier_size, seed)``, via ``sg.ntp.verify_ntp_training(data, loss=loss)``.
 
     One row per recorded step: the loss, corr(W_t, W^svm), the fin error (against the last
     point of :func:`~svmgeo.finite_component`; ``fin_success`` says whether W^fin is finite),
     the composition error (largest total-variation distance between GD's attention and
     W^fin's prediction), the smallest attention mass on the top-priority tokens, and R_t.
     """
-    from ..verify import verify
+    from ..ntp import verify_ntp_training
 
     data = random_next_token_data(n, T, V, d, tier_size=SETTINGS[setting], seed=seed)
-    rep = verify(
+    rep = verify_ntp_training(
         data,
         loss=loss,
         step_size=STEP_SIZE,

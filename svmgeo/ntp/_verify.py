@@ -111,8 +111,7 @@ def verify_ntp(
 @summarized
 @dataclass(frozen=True, eq=False)
 class NTPReport:
-    r"""What :func:`verify_ntp_training` (and :func:`svmgeo.verify` on a
-    :class:`NextTokenData`) found: GD's trajectory against
+    r"""What :func:`verify_ntp_training` found: GD's trajectory against
     :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
 
     Curves have one entry per recorded step (``steps``); each is the matching field of
@@ -245,7 +244,7 @@ def verify_ntp_training(
     --------
     >>> import svmgeo as sg
     >>> data = sg.random_next_token_data(30, 4, 5, 8, tier_size=2, seed=0)
-    >>> rep = sg.verify(data, loss="retrieval", n_steps=200)
+    >>> rep = sg.ntp.verify_ntp_training(data, loss="retrieval", n_steps=200)
     >>> rep.final.corr_svm > 0.9
     True
     """

@@ -21,7 +21,7 @@ Layout (private modules; the names in each ``__all__`` are this package's intern
   ``_nuclear_factored`` and ``_frobenius_matfree`` (large problems).
 """
 
-from ._api import STATUS_MAP, att_svm, feasibility, solve_svm
+from ._api import STATUS_MAP, att_svm, balanced_factors, feasibility, solve_svm
 from ._certificates import farkas_residual, frobenius_certificate
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
@@ -38,6 +38,7 @@ __all__ = [
     "SVMResult",
     "Status",
     "att_svm",
+    "balanced_factors",
     "check_feasibility",
     "farkas_residual",
     "feasibility",

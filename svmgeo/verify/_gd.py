@@ -1,0 +1,401 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r""":func:`verify`: gradient descent on :class:`~svmgeo.TokenData` against the attention SVMs.
+
+The steps: check the options, train (:mod:`._runs`), judge the selection (:mod:`._judge`),
+build the named predictions (Att-SVM, Att-SVM⋆, Gen-SVM; the p-SVM, head SVM and relaxed SVM
+of prompt attention and joint training), compare (:func:`~svmgeo.verify.compare`) and
+assemble the report (:func:`~svmgeo.verify._report.assemble`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._validation import check_option, check_real
+from ..analysis import gen_svm, selected_sets
+from ..data import TokenData
+from ..gd import HEADS, PARAMS
+from ..ntp import NextTokenData
+from ..solvers import SVMResult, att_svm, balanced_factors, joint_svm
+from ._judge import Verdict, head_scores, judge, scored
+from ._options import refuse_options
+from ._protocol import Prediction, compare
+from ._report import VerifyReport, assemble
+from ._runs import Trajectory, run_gd
+
+__all__ = ["verify"]
+
+OPTIMIZERS = ("gd", "mirror")
+# options of `train` that verify passes through unchanged (the others it sets itself)
+_PASS_THROUGH = ("ridge", "log_domain", "grad_tol", "saturation_tol", "callback", "normalize_eps")
+_OWN = (
+    "param", "m", "loss", "head", "v", "V", "lam", "step_size", "n_steps", "normalized", "init",
+    "alpha", "cone_radius", "cone_noise", "backend", "seed", "record_every", "threshold",
+    "train_head", "optimizer",
+)  # fmt: skip
+_MIRROR_HINT = "ℓp mirror descent is verified by sg.verify_mirror(data, exponent=...)."
+
+
+def verify(
+    data: TokenData,
+    *,
+    param: str = "W",
+    m: int | None = None,
+    loss: str | None = None,
+    head: str = "linear",
+    v: Any = None,
+    V: Any = None,
+    lam: float | None = None,
+    step_size: float = 0.1,
+    n_steps: int = 2000,
+    normalized: bool = True,
+    init: Any = "zero",
+    alpha: Any = None,
+    cone_radius: float = 10.0,
+    cone_noise: float = 0.0,
+    backend: str = "numba",
+    seed: int | None = None,
+    record_every: int | None = None,
+    threshold: float = 0.99,
+    train_head: bool = False,
+    optimizer: str = "gd",
+    **train_options: Any,
+) -> VerifyReport:
+    r"""Run GD and the attention SVMs, and report how GD's direction compares with them.
+
+    .. math::
+
+        \alpha_{ik} = \arg\max_t s_{ikt}(W_{\mathrm{GD}}),\qquad
+        \mathrm{corr}\big(W(t), W^{\mathrm{mm}}_\alpha\big),\quad
+        \mathrm{corr}\big(W(t), W^{\mathrm{mm}\star}_\alpha\big),\qquad
+        \mathrm{corr}(A, B) = \frac{\langle A, B\rangle}{\|A\|_F\|B\|_F}
+
+    Theory (SPEC §4): W runs approach :math:`W^{\mathrm{mm}}_\alpha` (Frobenius), (K, Q) runs
+    approach :math:`W^{\mathrm{mm}\star}_\alpha` (nuclear), for the optimal :math:`\alpha`
+    (global convergence) or a locally optimal one (started in its cone). For nonlinear heads
+    the report adds the Gen-SVM prediction :math:`W^{\mathrm{eq}} = W^{\mathrm{fin}} + R
+    W^{\mathrm{svm}}` for the selected sets of the final probabilities, and :math:`\Gamma`
+    (a *conjecture*: the paper's proposed equivalence, measured here, not a theorem).
+
+    Other runs have their own entry points: :math:`\ell_p` mirror descent is
+    :func:`~svmgeo.verify_mirror`; a :class:`~svmgeo.NextTokenData` is verified by
+    :func:`svmgeo.ntp.verify_ntp_training` (which returns an :class:`~svmgeo.NTPReport`).
+
+    Parameters
+    ----------
+    data : TokenData
+    param : {"W", "KQ", "p"}
+        ``"p"``: prompt attention :math:`f = v^\top U^\top \mathrm{softmax}(X p)`, compared
+        with the p-SVM of GD's selection (see the Notes of :class:`VerifyReport`).
+    m : int, optional
+        Width of K and Q (default d). With ``m < d`` the nuclear SVM carries the rank bound m.
+    loss, head, v, V, lam, step_size, n_steps, normalized, backend, record_every
+        As in :func:`~svmgeo.train` (``n_steps`` defaults to 2000 here, ``loss`` to
+        ``"logistic"``).
+    init : "zero", ("random", scale), array, (K, Q), or "cone"
+        As in :func:`~svmgeo.train`, plus ``"cone"``: start in the cone around
+        :math:`W^{\mathrm{mm}}_\alpha` of the selection ``alpha``,
+        :math:`W_0 = R\,W^{\mathrm{mm}}_\alpha / \|W^{\mathrm{mm}}_\alpha\|_F` (``R =
+        cone_radius``) plus a random perturbation of relative size ``cone_noise``; for (K, Q)
+        the balanced factorization of :math:`W_0` (its top ``m`` singular directions).
+    alpha : array of int, shape (n,) or (n, K), optional
+        The selection whose cone ``init="cone"`` starts in (required then, unused otherwise).
+    cone_radius : float
+        :math:`R > 0` of the cone start.
+    cone_noise : float
+        Relative size (in :math:`\|\cdot\|_F`) of the perturbation of the cone start, >= 0.
+    seed : int, optional
+        Seed of random initializations and of the cone perturbation.
+    threshold : float
+        ``converged_to`` names the best prediction when its final correlation is at least
+        this.
+    train_head : bool, default False
+        Train the head v with the attention (``param="p"`` or ``"W"``, linear head, from
+        ``v`` or ``data.v``) and compare with both predictions of :func:`~svmgeo.joint_svm`:
+        :math:`v(t)` with the head SVM :math:`v^{\mathrm{mm}}`, the attention with the relaxed
+        SVM (``converged_to="relax"``) and with the SVM of GD's selection (``"fro"``).
+    optimizer : {"gd"}, default "gd"
+        The training algorithm; ``"mirror"`` is :func:`~svmgeo.verify_mirror` (an error
+        here that names it).
+    **train_options
+        Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``grad_tol``,
+        ``saturation_tol``, ``callback``, ``normalize_eps``. Any other name is a
+        :class:`~svmgeo.ProblemError` (the old spellings ``method``, ``p``, ``tol`` name
+        their new ones).
+
+    Returns
+    -------
+    VerifyReport
+
+    Raises
+    ------
+    ProblemError
+        Invalid options (including unknown ``train_options``), data that is not a
+        TokenData (a NextTokenData: the message names the function to call),
+        ``optimizer="mirror"`` (use :func:`~svmgeo.verify_mirror`), ``init="cone"`` without
+        ``alpha`` or with an infeasible Att-SVM(alpha), or data without scores for the head.
+
+    Examples
+    --------
+    >>> import svmgeo as sg
+    >>> data = sg.random_data(6, 8, 10, seed=2, score_gap=0.05)
+    >>> rep = sg.verify(data, n_steps=2000, backend="numpy")
+    >>> bool(rep.is_optimal), rep.converged_to
+    (True, 'fro')
+    """
+    threshold = _check_options(data, param, head, threshold, optimizer, train_options)
+    loss = "logistic" if loss is None else loss
+    options: dict[str, Any] = dict(
+        m=m, loss=loss, v=v, step_size=step_size, n_steps=n_steps, normalized=normalized,
+        seed=seed, backend=backend, record_every=record_every, **train_options,
+    )  # fmt: skip
+    if param == "p" or train_head:
+        _check_prompt_options(param, head, init, alpha)
+        return _verify_prompt(
+            data, param=param, train_head=bool(train_head), threshold=threshold,
+            options={**options, "init": init},
+        )  # fmt: skip
+    sdata = scored(data, _scores(data, head, v, V, lam))
+    width = data.d if m is None else m
+    if isinstance(init, str) and init == "cone":
+        init = _cone_start(sdata, alpha, param, width, cone_radius, cone_noise, seed)
+    elif alpha is not None:
+        raise ProblemError("alpha is used only with init='cone'; got alpha with another init.")
+    trajectory = run_gd(
+        data, param=param, head=head, train_head=False,
+        options={**options, "V": V, "lam": lam, "init": init},
+    )  # fmt: skip
+    verdict = judge(sdata, trajectory.selection)
+    predictions, svms = _svm_predictions(sdata, verdict, rank=_rank(data, param, width))
+    extra: dict[str, Any] = {}
+    if head != "linear":
+        extra, gen_predictions = _gen_svm_predictions(data, trajectory)
+        predictions += gen_predictions
+    comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
+    return assemble(
+        param=param, head=head, threshold=threshold, trajectory=trajectory, verdict=verdict,
+        comparison=comparison, svms=svms, **extra,
+    )  # fmt: skip
+
+
+# -- step 1: options --------------------------------------------------------------------------
+def _check_options(
+    data: Any,
+    param: str,
+    head: str,
+    threshold: float,
+    optimizer: str,
+    train_options: dict[str, Any],
+) -> float:
+    """Refuse, by name, what :func:`verify` does not do; return the checked threshold."""
+    where = "verify"
+    if isinstance(data, NextTokenData):
+        raise ProblemError(
+            "verify takes one svmgeo.TokenData; a NextTokenData is verified by "
+            "svmgeo.ntp.verify_ntp_training(data, loss=..., step_size=..., normalized=..., "
+            "n_steps=..., record_every=...), which returns an NTPReport."
+        )
+    if not isinstance(data, TokenData):
+        raise ProblemError(f"verify takes one svmgeo.TokenData; got {type(data).__name__}.")
+    if check_option(optimizer, "optimizer", OPTIMIZERS, where=where) != "gd":
+        raise ProblemError(f"verify runs gradient descent (optimizer='gd'). {_MIRROR_HINT}")
+    check_option(param, "param", PARAMS, where=where)
+    check_option(head, "head", HEADS, where=where)
+    threshold = check_real(threshold, "threshold", low=-1.0, high=1.0, where=where)
+    refuse_options(
+        {k: val for k, val in train_options.items() if k not in _PASS_THROUGH},
+        where=where,
+        takes=[*_OWN, *(f"{name} (passed to train)" for name in _PASS_THROUGH)],
+        hints={"method": _MIRROR_HINT, "p": _MIRROR_HINT, "record": "record is set by verify."},
+    )
+    return threshold
+
+
+def _check_prompt_options(param: str, head: str, init: Any, alpha: Any) -> None:
+    """What prompt attention and joint training support: a linear head, no cone start, and
+    (with ``train_head``) ``param`` "p" or "W"."""
+    what = "param='p'" if param == "p" else "train_head=True"
+    if param == "KQ":
+        raise ProblemError(
+            "verify(train_head=True) compares with the relaxed SVM of p or W; param='KQ' has "
+            "none here. Pass param='p' or param='W'."
+        )
+    if head != "linear":
+        raise ProblemError(
+            f"verify with {what} needs the linear head (the head SVM v_mm is linear); got "
+            f"head={head!r}."
+        )
+    if (isinstance(init, str) and init == "cone") or alpha is not None:
+        raise ProblemError(
+            f"init='cone' and alpha are not available with {what}; start from 'zero', "
+            "('random', scale) or an array."
+        )
+
+
+def _scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndarray:
+    """The token scores of the head GD trains, after checking the head has its parameters."""
+    if head == "relu" and V is None:
+        raise ProblemError(
+            f"head='relu' needs V of shape ({data.d}, p): h(x) = vᵀReLU(Vᵀx) with V fixed."
+        )
+    if head == "concave" and lam is None:
+        raise ProblemError("head='concave' needs lam, the λ of h(x) = vᵀx − λ‖x‖²; pass lam=0.1.")
+    return head_scores(data, head, v, V, lam)
+
+
+# -- step 2: the start of training -------------------------------------------------------------
+def _cone_start(
+    sdata: TokenData,
+    alpha: Any,
+    param: str,
+    width: int,
+    cone_radius: float,
+    cone_noise: float,
+    seed: int | None,
+) -> Any:
+    r"""The start ``init="cone"``: :math:`R\,W^{\mathrm{mm}}_\alpha/\|W^{\mathrm{mm}}_\alpha\|_F`
+    plus a relative perturbation; for (K, Q) its balanced factorization
+    :math:`K = U\Sigma^{1/2}, Q = V\Sigma^{1/2}` (top ``width``), each factor perturbed."""
+    where = "verify"
+    if alpha is None:
+        raise ProblemError(
+            "init='cone' needs alpha=, the selection whose cone around W^mm_alpha GD "
+            "starts in (e.g. a locally optimal selection)."
+        )
+    radius = check_real(cone_radius, "cone_radius", low=0.0, low_open=True, where=where)
+    noise = check_real(cone_noise, "cone_noise", low=0.0, where=where)
+    ref = att_svm(sdata, alpha)
+    if ref.W is None:
+        raise ProblemError(
+            f"init='cone': Att-SVM(alpha) has no solution ({ref.message}); the cone around "
+            "W^mm_alpha is undefined. Pick a feasible alpha (sg.feasibility(data, alpha))."
+        )
+    rng = np.random.default_rng(seed)
+    d = ref.W.shape[0]
+    W0 = radius * ref.W / np.linalg.norm(ref.W)
+    if param == "W":
+        E = rng.standard_normal((d, d))
+        return W0 + noise * radius * E / np.linalg.norm(E)
+    K, Q = balanced_factors(W0, width)
+    scale = math.sqrt(radius)
+    EK, EQ = rng.standard_normal((d, width)), rng.standard_normal((d, width))
+    K = K + noise * scale * EK / np.linalg.norm(EK)
+    Q = Q + noise * scale * EQ / np.linalg.norm(EQ)
+    return (K, Q)
+
+
+# -- step 3: predictions ---------------------------------------------------------------------
+def _rank(data: TokenData, param: str, width: int) -> int | None:
+    """The rank bound of Att-SVM⋆: the width m of (K, Q) when ``m < d``."""
+    return width if (param == "KQ" and width < data.d) else None
+
+
+def _svm_predictions(
+    sdata: TokenData, verdict: Verdict, *, rank: int | None
+) -> tuple[list[Prediction], dict[str, SVMResult | None]]:
+    r""":math:`W^{\mathrm{mm}}_\alpha` (from the LOT test) and :math:`W^{\mathrm{mm}\star}_\alpha`
+    of GD's selection; None targets when Att-SVM(α) is infeasible."""
+    svm_fro = verdict.lot.support.svm if verdict.feasible else None
+    svm_nuc = att_svm(sdata, verdict.selection, norm="nuc", rank=rank) if verdict.feasible else None
+    svms = {"fro": svm_fro, "nuc": svm_nuc}
+    predictions = [Prediction(name, None if s is None else s.W) for name, s in svms.items()]
+    return predictions, svms
+
+
+def _gen_svm_predictions(
+    data: TokenData, trajectory: Trajectory
+) -> tuple[dict[str, Any], list[Prediction]]:
+    r"""Nonlinear heads: the selected sets of the final softmax, the Gen-SVM result and its
+    predictions :math:`W^{\mathrm{fin}} + R(t)W^{\mathrm{svm}}` (``"eq"``, :math:`R(t)` fitted
+    to each iterate as :func:`~svmgeo.gen_svm` fits it to the final W) and
+    :math:`W^{\mathrm{svm}}` alone (``"dir"``, not a candidate)."""
+    P = trajectory.probs
+    if P is None:  # pragma: no cover - recorded for every nonlinear head
+        raise RuntimeError("internal error: the run did not record probs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # counted in n_ambiguous instead
+        sets = selected_sets(P)
+    extra: dict[str, Any] = dict(
+        selected=sets.selected, masked=sets.masked, n_ambiguous=int(sets.ambiguous.sum())
+    )
+    sel3 = sets.selected[:, None, :] if data.single_query else sets.selected
+    vis = np.asarray(data.visible)
+    full = (sel3 == vis).all(axis=2) & (vis.sum(axis=2) > 1)
+    if np.any(full):
+        i, k = (int(x) for x in np.argwhere(full)[0])
+        extra["gen_note"] = (
+            f"no Gen-SVM: the selected set of sequence {i}, query {k} holds every visible "
+            "token (GD has not masked any of them; a finite optimum inside the simplex?)"
+        )
+        return extra, []
+    gen = gen_svm(data, sets, probs=P, fit_to=trajectory.final)
+    extra.update(
+        gen_feasible=bool(gen.feasible), W_eq=gen.W_eq, W_dir=gen.W_dir, W_fin=gen.W_fin,
+        R=gen.R, gamma=gen.gamma, gen=gen,
+    )  # fmt: skip
+    if gen.W_dir is None or gen.W_fin is None:
+        return extra, []
+    D, Fin = gen.W_dir, gen.W_fin
+    dd = float(np.vdot(D, D))
+
+    def fitted(Wt: np.ndarray) -> np.ndarray:
+        return Fin + max(0.0, float(np.vdot(Wt - Fin, D)) / dd) * D
+
+    return extra, [Prediction("eq", gen.W_eq, fit=fitted), Prediction("dir", D, candidate=False)]
+
+
+# -- prompt attention and joint training ------------------------------------------------------
+def _verify_prompt(
+    data: TokenData,
+    *,
+    param: str,
+    train_head: bool,
+    threshold: float,
+    options: dict[str, Any],
+) -> VerifyReport:
+    r""":func:`verify` for prompt attention p and for joint (head, attention) training.
+
+    GD's selection α is its final argmax. The predictions: the p-SVM of α (Att-SVM with
+    :math:`z_i = e_1`; Att-SVM for ``param="W"``) and, with ``train_head``, the head SVM
+    :math:`v^{\mathrm{mm}}` and the relaxed SVM of :func:`~svmgeo.joint_svm`; optimality and
+    the LOT test score tokens with :math:`v^{\mathrm{mm}}` (GD's final head when the head SVM
+    has no solution), with the fixed head otherwise.
+    """
+    key: Literal["p", "W"] = "p" if param == "p" else "W"
+    trajectory = run_gd(data, param=param, head="linear", train_head=train_head, options=options)
+    selection = trajectory.selection
+    joint = joint_svm(data, selection, param=key) if train_head else None
+    head_v = options["v"]
+    if joint is not None:
+        head_v = joint.v if joint.v is not None else trajectory.head
+    sdata = scored(data, head_scores(data, "linear", head_v, None, None), prompt=param == "p")
+    verdict = judge(sdata, selection)
+    svm = verdict.lot.support.svm if verdict.feasible else None
+    target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
+    svm_nuc = att_svm(sdata, selection, norm="nuc") if verdict.feasible and key == "W" else None
+    predictions = [
+        Prediction("fro", target),
+        Prediction("nuc", None if svm_nuc is None else svm_nuc.W),
+    ]
+    extra: dict[str, Any] = {}
+    trajectories = {"theta": trajectory.iterates}
+    if joint is not None and trajectory.head_iterates is not None:
+        relax = joint.p if key == "p" else joint.W
+        predictions = [  # "relax" first: it wins ties with "fro"
+            Prediction("relax", relax),
+            *predictions,
+            Prediction("v", joint.v, of="v", candidate=False),
+        ]
+        trajectories["v"] = trajectory.head_iterates
+        extra.update(support=joint.support, joint=joint)
+    comparison = compare(trajectories, predictions, threshold)
+    return assemble(
+        param=param, head="linear", threshold=threshold, trajectory=trajectory,
+        verdict=verdict, comparison=comparison, svms={"fro": svm, "nuc": svm_nuc},
+        train_head=train_head, **extra,
+    )  # fmt: skip

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The verdict on a run's selection: token scores of its head, optimality and the LOT test.
+
+.. math::
+
+    \gamma_{ikt} = Y_{ik}\,h(u_{it}),\qquad
+    \alpha \text{ optimal} \iff \gamma_{ik\alpha_{ik}} = \max_t \gamma_{ikt}\ \forall i, k,
+
+and :func:`~svmgeo.is_locally_optimal` on the data scored with :math:`\gamma`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from ..analysis import LocalOptimality, is_locally_optimal
+from ..data import TokenData
+from ..selection import optimal_token_sets
+
+__all__ = ["Verdict", "head_scores", "judge", "scored"]
+
+
+def head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndarray:
+    r"""Token scores :math:`\gamma_{ikt} = Y_{ik} h(u_{it})` of the head the run trains, (n, K, T).
+
+    .. math::
+
+        h(u) = v^\top u\ (\text{linear}),\quad v^\top\mathrm{ReLU}(V^\top u)\ (\text{relu}),
+        \quad v^\top u - \lambda\|u\|^2\ (\text{concave})
+
+    on the head features :math:`u_{it}` (``data.values``; the tokens when not given).
+
+    Parameters
+    ----------
+    data : TokenData
+    head : {"linear", "relu", "concave"}
+    v, V, lam
+        The head's parameters (``v`` defaults to ``data.v``; the ReLU head's to ones).
+
+    Returns
+    -------
+    ndarray of shape (n, K, T)
+        ``data.scores`` when the linear head has no ``v`` and the data carries scores.
+
+    Raises
+    ------
+    ProblemError
+        The data has neither ``v`` nor scores, and none was passed.
+    """
+    X = np.asarray(data.values)
+    Y = np.asarray(data.labels)[:, :, None]
+    if head == "relu":
+        Va = np.asarray(V, dtype=float)
+        w = np.ones(Va.shape[1]) if v is None else np.asarray(v, dtype=float)
+        h = np.maximum(X @ Va, 0.0) @ w
+    else:
+        if v is None:
+            if data.v is None:
+                if data.scores is None:
+                    raise ProblemError(
+                        "verify needs token scores for the head: build the data with v=... or "
+                        "pass v=."
+                    )
+                return np.asarray(data.scores)
+            vv = np.asarray(data.v)
+        else:
+            vv = np.asarray(v, dtype=float)
+        h = X @ vv
+        if head == "concave":
+            h = h - float(lam) * np.sum(X * X, axis=2)
+    return Y * h[:, None, :]
+
+
+def scored(data: TokenData, scores: np.ndarray, prompt: bool = False) -> TokenData:
+    r"""The same attention problem with explicit token scores (queries passed as Z).
+
+    .. math::
+
+        (X, Z, \gamma) \quad\text{or, for prompt attention,}\quad (X, e_1, \gamma)
+
+    Parameters
+    ----------
+    data : TokenData
+    scores : ndarray of shape (n, K, T)
+    prompt : bool
+        Every query :math:`z_{ik} = e_1`, so that Att-SVM of the result is the p-SVM (its
+        solution :math:`p^{\mathrm{mm}} e_1^\top`) and its LOT test that of prompt attention.
+
+    Returns
+    -------
+    TokenData
+    """
+    Z = np.asarray(data.queries)
+    if prompt:
+        Z = np.zeros_like(Z)
+        Z[..., 0] = 1.0
+    return TokenData(
+        np.asarray(data.X),
+        Y=np.asarray(data.Y),
+        Z=Z[:, 0] if data.single_query else Z,
+        mask=None if data.mask is None else np.asarray(data.mask),
+        scores=scores[:, 0] if data.single_query else scores,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Verdict:
+    r"""A run's selection α and what the data says about it.
+
+    Attributes
+    ----------
+    selection : ndarray of int, shape (n,) or (n, K)
+        α, in the shape of a selection.
+    is_optimal : bool
+        Every selected token is an optimal token (ties: any of the tied tokens).
+    lot : LocalOptimality
+        :func:`~svmgeo.is_locally_optimal` of α (in the norm it was judged in).
+    feasible : bool
+        Whether Att-SVM(α) is feasible.
+    farkas : ndarray or None
+        Its Farkas vector when it is not.
+    """
+
+    selection: np.ndarray
+    is_optimal: bool
+    lot: LocalOptimality
+    feasible: bool
+    farkas: np.ndarray | None
+
+
+def judge(sdata: TokenData, selection: np.ndarray, norm: Any = "fro") -> Verdict:
+    r"""Judge the selection α of a run on the scored data.
+
+    .. math::
+
+        \alpha\ \text{optimal}\iff \forall i,k:\ \gamma_{ik\alpha_{ik}} = \max_t
+        \gamma_{ikt};\qquad \alpha\ \text{LOT}\iff \texttt{is\_locally\_optimal}(\alpha)
+
+    Parameters
+    ----------
+    sdata : TokenData
+        The data with the run's token scores (:func:`scored`).
+    selection : ndarray of int, shape (n,) or (n, K)
+        The run's final argmax selection α.
+    norm : "fro" or ("lp", p)
+        The norm of the LOT test.
+
+    Returns
+    -------
+    Verdict
+    """
+    full = np.asarray(selection).reshape(sdata.n, sdata.K)
+    opt_sets = optimal_token_sets(sdata)
+    opt_full = opt_sets[:, None, :] if sdata.single_query else opt_sets
+    is_optimal = bool(np.all(np.take_along_axis(opt_full, full[:, :, None], axis=2)))
+    lot = is_locally_optimal(sdata, selection, norm=norm)
+    feasible = bool(lot.support.feasible)
+    return Verdict(
+        selection=selection,
+        is_optimal=is_optimal,
+        lot=lot,
+        feasible=feasible,
+        farkas=None if feasible else lot.support.farkas,
+    )

@@ -1,0 +1,476 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The verify report: :class:`VerifyReport`, its table, its JSON, and :func:`assemble`, the
+one place a report is built from a run, a verdict and a comparison.
+
+A report's curves are named by the predictions of the run (:class:`~svmgeo.verify.Prediction`):
+the curve of prediction ``name`` is the field ``corr_<name>`` and its target the field of
+:data:`TARGET_FIELDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._summary import summarized
+from ..analysis import GenSVMResult, LocalOptimality
+from ..gd import GDRun
+from ..solvers import JointSVMResult, SVMResult
+from ._judge import Verdict
+from ._protocol import Comparison
+from ._runs import Trajectory
+
+__all__ = ["TARGET_FIELDS", "VerifyReport", "assemble"]
+
+# float arrays that may be absent from a report (None)
+_OPTIONAL_ARRAYS = (
+    "farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir",
+    "W_lp", "corr_lp", "v", "v_mm", "corr_v", "W_relax", "corr_relax",
+)  # fmt: skip
+# objects, not serialized
+_FIELDS_OUT = ("svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run", "joint")
+
+
+def _f(x: Any) -> float | None:
+    """A float for JSON: None for NaN/inf/None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _list(a: np.ndarray | None) -> Any:
+    if a is None:
+        return None
+    arr = np.asarray(a)
+    if arr.dtype == bool or np.issubdtype(arr.dtype, np.integer):
+        return arr.tolist()
+    return [_list(r) for r in arr] if arr.ndim > 0 else _f(arr)
+
+
+def _array(x: Any, dtype: Any = float) -> np.ndarray | None:
+    if x is None:
+        return None
+    if dtype is float:
+        return np.array(_nan(x), dtype=float)
+    return np.array(x, dtype=dtype)
+
+
+def _nan(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_nan(y) for y in x]
+    return math.nan if x is None else x
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class VerifyReport:
+    r"""What :func:`verify` or :func:`verify_mirror` found: a run's selection and trajectory
+    against the SVM predictions.
+
+    .. math::
+
+        \mathrm{corr}_{\mathrm{name}}(t) = \frac{\langle W(t), W^{\mathrm{name}}\rangle}
+        {\|W(t)\|_F\,\|W^{\mathrm{name}}\|_F},\qquad
+        \texttt{converged\_to} = \arg\max_{\mathrm{name}}\ \mathrm{corr}_{\mathrm{name}}(T)
+        \ \text{if it is} \ge \texttt{threshold}.
+
+    Curves have one entry per recorded step (``steps``); the curve against prediction ``name``
+    is the field ``corr_<name>``.
+
+    Attributes
+    ----------
+    param, head : str
+        Parameterization (``"W"`` or ``"KQ"``) and head of the run.
+    selection : ndarray of int, shape (n,) or (n, K)
+        GD's final selection :math:`\arg\max_t s_{ikt}`.
+    is_optimal : bool
+        Whether every selected token is an optimal token (ties: any of the tied tokens).
+    is_lot : bool
+        Whether the selection is locally optimal (:func:`~svmgeo.is_locally_optimal`);
+        ``lot_reason`` says why.
+    feasible : bool
+        Whether Att-SVM(selection) is feasible; when not, ``farkas`` is its Farkas
+        vector and the SVM fields are None.
+    W_fro, W_nuc : ndarray of shape (d, d) or None
+        :math:`W^{\mathrm{mm}}_\alpha` and :math:`W^{\mathrm{mm}\star}_\alpha` for GD's selection
+        (nuclear with rank bound ``m`` for ``param="KQ"`` with ``m < d``).
+    steps : ndarray of int, shape (R,)
+    corr_fro, corr_nuc : ndarray of shape (R,)
+        :math:`\mathrm{corr}(W(t), W^{\mathrm{mm}}_\alpha)` and with
+        :math:`W^{\mathrm{mm}\star}_\alpha` (NaN when infeasible).
+    max_softmax : ndarray of shape (R,)
+        Saturation: :math:`\min_{i,k} \max_t s_{ikt}(t)`.
+    norm_W : ndarray of shape (R,)
+        :math:`\|W(t)\|_F`.
+    converged_to : {"fro", "nuc", "eq"} or None
+        The prediction (:math:`W^{\mathrm{mm}}_\alpha`, :math:`W^{\mathrm{mm}\star}_\alpha`,
+        or for nonlinear heads :math:`W^{\mathrm{eq}}`) with the largest final correlation,
+        when that is at least ``threshold``.
+    threshold : float
+    W : ndarray of shape (d, d)
+        GD's final W (:math:`KQ^\top` for ``param="KQ"``).
+    status : str
+        Why GD stopped (:class:`~svmgeo.StopStatus`).
+    selected, masked : ndarray of bool or None
+        Nonlinear heads: the sets :math:`O_{ik}` and :math:`\bar O_{ik}` read off the final
+        probabilities (:func:`~svmgeo.selected_sets`); ``n_ambiguous`` tokens were neither.
+    W_eq, W_dir, W_fin : ndarray or None
+        Nonlinear heads: the Gen-SVM prediction fitted to the final W and its components.
+    R : float or None
+    gamma : float or None
+        :math:`\Gamma`, the largest probability of a masked token.
+    corr_eq, corr_dir : ndarray of shape (R,) or None
+        :math:`\mathrm{corr}(W(t), W^{\mathrm{fin}} + R(t) W^{\mathrm{svm}})` with :math:`R(t)`
+        fitted to :math:`W(t)` as in :func:`~svmgeo.gen_svm`, and with :math:`W^{\mathrm{svm}}`.
+    gen_feasible : bool or None
+    method : {"gd", "mirror"}
+        The training algorithm (the ``optimizer``); for ``"mirror"`` (:math:`\ell_p` mirror
+        descent, :func:`verify_mirror`) ``is_lot``/``feasible`` are those of the
+        :math:`\ell_p` Att-SVM, and ``converged_to`` may be ``"lp"``.
+    mirror_p : float or None
+        The exponent of a mirror-descent run (``verify_mirror(exponent=...)``).
+    W_lp, corr_lp : ndarray or None
+        Mirror descent: :math:`W^{\mathrm{mm}}_{p,\alpha}` (``sg.att_svm(data, alpha,
+        norm=("lp", p))``) and :math:`\mathrm{corr}(W(t), W^{\mathrm{mm}}_{p,\alpha})`.
+    svm_fro, svm_nuc, svm_lp, lot, gen, run, mirror_run : objects or None
+        The solves, the local-optimality verdict, the Gen-SVM result and the GD (or mirror
+        descent) run behind the report (not serialized; None after :meth:`from_json`).
+    train_head : bool
+        Whether the head v was trained with the attention (:func:`verify` with
+        ``train_head=True``).
+    v, v_mm : ndarray of shape (d_u,) or None
+        ``train_head``: GD's final head and the head SVM :math:`v^{\mathrm{mm}}` of GD's
+        selection (:func:`~svmgeo.joint_svm`).
+    corr_v : ndarray of shape (R,) or None
+        :math:`\mathrm{corr}(v(t), v^{\mathrm{mm}})`.
+    support : ndarray of bool, shape (n,) or (n, K), or None
+        The inputs on :math:`v^{\mathrm{mm}}`'s margin.
+    W_relax : ndarray or None
+        The relaxed SVM (margin 1 on ``support``, 0 elsewhere): :math:`p^{\mathrm{relax}}`
+        (d,) for ``param="p"``, a (d, d) matrix for ``param="W"``.
+    corr_relax : ndarray of shape (R,) or None
+        :math:`\mathrm{corr}(p(t), p^{\mathrm{relax}})` (W(t) for ``param="W"``).
+    joint : JointSVMResult or None
+        The joint prediction behind ``v_mm`` and ``W_relax`` (not serialized).
+
+    Notes
+    -----
+    For ``param="p"`` the W-named fields hold the prompt vector: ``W`` the final p (d,),
+    ``W_fro`` the p-SVM of GD's selection (Att-SVM with every query :math:`z_i = e_1`),
+    ``corr_fro`` :math:`\mathrm{corr}(p(t), p^{\mathrm{mm}})`, ``norm_W`` :math:`\|p(t)\|`;
+    a vector has no nuclear SVM, so ``W_nuc`` is None and ``corr_nuc`` NaN.
+    """
+
+    param: str
+    head: str
+    selection: np.ndarray
+    is_optimal: bool
+    is_lot: bool
+    lot_reason: str
+    feasible: bool
+    farkas: np.ndarray | None
+    W_fro: np.ndarray | None
+    W_nuc: np.ndarray | None
+    steps: np.ndarray
+    corr_fro: np.ndarray
+    corr_nuc: np.ndarray
+    max_softmax: np.ndarray
+    norm_W: np.ndarray
+    converged_to: str | None
+    threshold: float
+    W: np.ndarray
+    status: str
+    selected: np.ndarray | None = None
+    masked: np.ndarray | None = None
+    n_ambiguous: int | None = None
+    gen_feasible: bool | None = None
+    gen_note: str | None = None
+    W_eq: np.ndarray | None = None
+    W_dir: np.ndarray | None = None
+    W_fin: np.ndarray | None = None
+    R: float | None = None
+    gamma: float | None = None
+    corr_eq: np.ndarray | None = None
+    corr_dir: np.ndarray | None = None
+    method: str = "gd"
+    mirror_p: float | None = None
+    W_lp: np.ndarray | None = None
+    corr_lp: np.ndarray | None = None
+    train_head: bool = False
+    v: np.ndarray | None = None
+    v_mm: np.ndarray | None = None
+    corr_v: np.ndarray | None = None
+    support: np.ndarray | None = None
+    W_relax: np.ndarray | None = None
+    corr_relax: np.ndarray | None = None
+    svm_fro: SVMResult | None = field(default=None, repr=False)
+    svm_nuc: SVMResult | None = field(default=None, repr=False)
+    svm_lp: SVMResult | None = field(default=None, repr=False)
+    lot: LocalOptimality | None = field(default=None, repr=False)
+    gen: GenSVMResult | None = field(default=None, repr=False)
+    run: GDRun | None = field(default=None, repr=False)
+    mirror_run: GDRun | None = field(default=None, repr=False)
+    joint: JointSVMResult | None = field(default=None, repr=False)
+
+    # -- final values ----------------------------------------------------------------------
+    @property
+    def final_corr_fro(self) -> float:
+        return float(self.corr_fro[-1])
+
+    @property
+    def final_corr_nuc(self) -> float:
+        return float(self.corr_nuc[-1])
+
+    @property
+    def final_corr_eq(self) -> float | None:
+        return None if self.corr_eq is None else float(self.corr_eq[-1])
+
+    @property
+    def final_max_softmax(self) -> float:
+        return float(self.max_softmax[-1])
+
+    @property
+    def final_norm_W(self) -> float:
+        return float(self.norm_W[-1])
+
+    # -- printing --------------------------------------------------------------------------
+    def summary(self) -> str:
+        """The report as a table (what ``print(report)`` shows)."""
+        return str(self)
+
+    def __str__(self) -> str:
+        def num(x: float | None, fmt: str = ".6f") -> str:
+            if x is None or not math.isfinite(x):
+                return "-"
+            return format(x, fmt)
+
+        sel = np.asarray(self.selection).tolist()
+        if self.is_optimal:
+            verdict = "optimal (global)"
+        elif self.is_lot:
+            verdict = "locally optimal (LOT), not the optimal selection"
+        else:
+            verdict = "neither optimal nor locally optimal"
+        prompt = self.param == "p"
+        head = [
+            ("selection", str(sel)),
+            ("verdict", verdict),
+            ("LOT test", self.lot_reason),
+            ("GD stop", f"{self.status} after {int(self.steps[-1])} steps ({self.param} param)"),
+            ("converged to", self.converged_to or f"none (threshold {self.threshold:g})"),
+            ("corr(p, p_mm)" if prompt else "corr(W, W_mm fro)", num(self.final_corr_fro)),
+        ]
+        if not prompt:
+            head.append(("corr(W, W_mm nuc)", num(self.final_corr_nuc)))
+        head += [
+            ("1 - min max softmax", num(1.0 - self.final_max_softmax, ".3e")),
+            ("||p||" if prompt else "||W||_F", num(self.final_norm_W, ".6g")),
+        ]
+        if self.train_head:
+            head += _joint_lines(self, num)
+        if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
+            head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
+                       f"{self.mirror_p:g} mirror descent)")  # fmt: skip
+            head.insert(5, (f"corr(W, W_mm l{self.mirror_p:g})", num(float(self.corr_lp[-1]))))
+        if not self.feasible:
+            head.append(("Att-SVM", "infeasible (Farkas certificate in .farkas)"))
+        if self.gen_note is not None:
+            head.append(("Gen-SVM", self.gen_note))
+        if self.W_eq is not None or self.gen_feasible is not None:
+            head += [
+                ("Gen-SVM status", "conjecture (the paper's proposed equivalence, measured)"),
+                ("corr(W, W_eq)", num(self.final_corr_eq)),
+                ("Gamma", num(self.gamma, ".3g")),
+                ("R", num(self.R, ".6g")),
+                ("|O_i|", str(np.asarray(self.selected).sum(axis=-1).tolist())),
+                ("ambiguous tokens", str(self.n_ambiguous)),
+            ]
+        width = max(len(k) for k, _ in head)
+        lines = ["svmgeo verify report (" + self.head + " head)"]
+        lines += [f"  {k:<{width}}  {v}" for k, v in head]
+        cols = [("step", self.steps.astype(float), ".0f"), ("corr_fro", self.corr_fro, ".6f")]
+        if not prompt:
+            cols.append(("corr_nuc", self.corr_nuc, ".6f"))
+        for name in ("corr_eq", "corr_lp", "corr_relax", "corr_v"):
+            curve = getattr(self, name)
+            if curve is not None:
+                cols.append((name, curve, ".6f"))
+        norm_name = "||p||" if prompt else "||W||_F"
+        cols += [("1-max_softmax", 1.0 - self.max_softmax, ".3e"), (norm_name, self.norm_W, ".6g")]
+        R = len(self.steps)
+        rows = sorted({0, R - 1} | {int(j) for j in np.linspace(0, R - 1, 6).round()})
+        table = [[name for name, _, _ in cols]]
+        table += [[num(float(c[j]), fmt) for _, c, fmt in cols] for j in rows]
+        widths = [max(len(r[c]) for r in table) for c in range(len(cols))]
+        lines.append("")
+        lines += ["  " + "  ".join(f"{r[c]:>{widths[c]}}" for c in range(len(cols))) for r in table]
+        return "\n".join(lines)
+
+    # -- JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain Python types (lists, floats, None for NaN/inf), without the solver objects."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name in _FIELDS_OUT:
+                continue
+            val = getattr(self, f.name)
+            if isinstance(val, np.ndarray):
+                out[f.name] = _list(val)
+            elif isinstance(val, float):
+                out[f.name] = _f(val)
+            elif isinstance(val, (bool, int, str)) or val is None:
+                out[f.name] = val
+            else:  # pragma: no cover - every field is one of the above
+                raise TypeError(f"cannot serialize field {f.name} of type {type(val)}")
+        return out
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The report as a JSON string (see :meth:`to_dict`; NaN and inf become null)."""
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> VerifyReport:
+        """Rebuild a report from :meth:`to_json` (the solver objects are None)."""
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ProblemError("from_json needs the JSON object written by VerifyReport.to_json.")
+        names = {f.name for f in dataclasses.fields(cls)} - set(_FIELDS_OUT)
+        missing = sorted(
+            names
+            - set(raw)
+            - {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+        )
+        unknown = sorted(set(raw) - names)
+        if missing or unknown:
+            raise ProblemError(
+                f"from_json: not a VerifyReport JSON (missing {missing}, unknown {unknown})."
+            )
+        kw: dict[str, Any] = dict(raw)
+        for name in ("W_fro", "W_nuc", "corr_fro", "corr_nuc", "max_softmax", "norm_W", "W"):
+            kw[name] = _array(raw[name])
+        for name in _OPTIONAL_ARRAYS:
+            kw[name] = _array(raw.get(name))
+        kw["selection"] = _array(raw["selection"], np.int64)
+        kw["steps"] = _array(raw["steps"], np.int64)
+        for name in ("selected", "masked", "support"):
+            kw[name] = _array(raw.get(name), bool)
+        return cls(**kw)
+
+
+def _joint_lines(report: VerifyReport, num: Any) -> list[tuple[str, str]]:
+    """The report lines of joint (head, attention) training."""
+    name = "p" if report.param == "p" else "W"
+    support = None if report.support is None else np.asarray(report.support).tolist()
+    return [
+        ("head", "trained with the attention (train_head=True)"),
+        ("v_mm support inputs", str(support)),
+        (f"corr({name}, {name}_relax)", num(_last(report.corr_relax))),
+        ("corr(v, v_mm)", num(_last(report.corr_v))),
+        ("||v||", num(None if report.v is None else float(np.linalg.norm(report.v)), ".6g")),
+    ]
+
+
+def _last(curve: np.ndarray | None) -> float | None:
+    return None if curve is None else float(curve[-1])
+
+
+TARGET_FIELDS = {"fro": "W_fro", "nuc": "W_nuc", "lp": "W_lp", "relax": "W_relax", "v": "v_mm"}
+"""The report field holding the target of each named prediction (its curve is ``corr_<name>``).
+
+The Gen-SVM predictions ``"eq"`` and ``"dir"`` have no entry: their targets are reported with
+the rest of the Gen-SVM result (``W_eq``, ``W_dir``, ``W_fin``, ``R``, ``gamma``, ``gen``)."""
+
+
+def assemble(
+    *,
+    param: str,
+    head: str,
+    threshold: float,
+    trajectory: Trajectory,
+    verdict: Verdict,
+    comparison: Comparison,
+    svms: dict[str, SVMResult | None],
+    method: str = "gd",
+    exponent: float | None = None,
+    train_head: bool = False,
+    **extra: Any,
+) -> VerifyReport:
+    r"""The one construction of a :class:`VerifyReport`: a run, its verdict and its curves.
+
+    .. math::
+
+        \text{report} = (\text{run: } W(t),\ \text{steps, saturation, norm, status})
+        \cup (\text{verdict on } \alpha) \cup \{\mathrm{corr}_{\mathrm{name}}(t),
+        W^{\mathrm{name}}\}_{\text{predictions}} \cup \{\texttt{converged\_to}\}
+
+    Parameters
+    ----------
+    param, head : str
+        The parameterization and head of the run.
+    threshold : float
+        The threshold ``comparison`` was made with.
+    trajectory : Trajectory
+        The run as read by :mod:`svmgeo.verify._runs`.
+    verdict : Verdict
+        The run's selection, its optimality and its LOT test.
+    comparison : Comparison
+        :func:`~svmgeo.verify.compare` of the run with its predictions; must hold ``"fro"``
+        and ``"nuc"`` (with a None target where there is no such SVM).
+    svms : dict
+        The solves behind the predictions, by name (``"fro"``, ``"nuc"``, ``"lp"``).
+    method : {"gd", "mirror"}
+        The optimizer; a mirror-descent run is kept as ``mirror_run``, any other as ``run``.
+    exponent : float, optional
+        The exponent of a mirror-descent run (``mirror_p``).
+    train_head : bool
+        Whether the head was trained (``v`` is then the run's final head).
+    **extra
+        The remaining fields (Gen-SVM and joint-training results).
+
+    Returns
+    -------
+    VerifyReport
+    """
+    fields: dict[str, Any] = {}
+    for name, curve in comparison.curves.items():
+        fields[f"corr_{name}"] = curve
+        if name in TARGET_FIELDS:
+            fields[TARGET_FIELDS[name]] = comparison.targets[name]
+    mirror = method == "mirror"
+    kept = trajectory.run
+    return VerifyReport(
+        param=param,
+        head=head,
+        selection=verdict.selection,
+        is_optimal=verdict.is_optimal,
+        is_lot=bool(verdict.lot),
+        lot_reason=verdict.lot.reason,
+        feasible=verdict.feasible,
+        farkas=verdict.farkas,
+        steps=trajectory.steps,
+        max_softmax=trajectory.max_softmax,
+        norm_W=trajectory.norm,
+        converged_to=comparison.closest,
+        threshold=threshold,
+        W=trajectory.final,
+        status=trajectory.status,
+        method=method,
+        mirror_p=exponent,
+        train_head=train_head,
+        v=trajectory.head,
+        svm_fro=svms.get("fro"),
+        svm_nuc=svms.get("nuc"),
+        svm_lp=svms.get("lp"),
+        lot=verdict.lot,
+        run=None if mirror else kept,
+        mirror_run=kept if mirror else None,
+        **fields,
+        **extra,
+    )

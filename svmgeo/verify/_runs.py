@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The one adapter between verify and the training engine (:mod:`svmgeo.gd`).
+
+Every call into gd that verify makes (:func:`~svmgeo.train`, :func:`~svmgeo.train_mirror`,
+the risk oracle) and every read of a run object is here; the rest of :mod:`svmgeo.verify`
+sees a :class:`Trajectory`:
+
+.. math::
+
+    \big(t_r,\ \theta(t_r),\ \min_{i,k}\max_t s_{ikt}(t_r),\ \|\theta(t_r)\|\big)_{r=1..R},
+    \qquad \alpha_{ik} = \arg\max_t s_{ikt}(\theta_{\mathrm{final}}).
+
+Every run of the engine is a :class:`~svmgeo.GDRun` (GD and mirror descent alike, from the one
+loop of :mod:`svmgeo.gd`); verify's option spellings (``grad_tol``, ``exponent``) are the
+engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..data import TokenData
+from ..gd import GDRun, RiskOracle, train, train_mirror
+
+__all__ = ["Trajectory", "run_gd", "run_mirror"]
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    r"""A training run as verify reads it.
+
+    Attributes
+    ----------
+    steps : ndarray of int, shape (R,)
+        The recorded steps.
+    iterates : ndarray of shape (R, d, d) or (R, d)
+        :math:`W(t)` (:math:`KQ^\top` for ``param="KQ"``) or the prompt vector :math:`p(t)`.
+    final : ndarray of shape (d, d) or (d,)
+        The final W (or p).
+    selection : ndarray of int, shape (n,) or (n, K)
+        The final argmax selection, in the shape of a selection (``data.selection_shape``).
+    max_softmax : ndarray of shape (R,)
+        :math:`\min_{i,k}\max_t s_{ikt}(t)`.
+    norm : ndarray of shape (R,)
+        :math:`\|W(t)\|_F` (or :math:`\|p(t)\|`).
+    status : str
+        Why the run stopped.
+    run : GDRun
+        The engine's run object.
+    probs : ndarray or None
+        The final softmax probabilities (recorded for nonlinear heads).
+    head_iterates, head : ndarray or None
+        Joint training: :math:`v(t)`, shape (R, d_u), and the final v.
+    """
+
+    steps: np.ndarray
+    iterates: np.ndarray
+    final: np.ndarray
+    selection: np.ndarray
+    max_softmax: np.ndarray
+    norm: np.ndarray
+    status: str
+    run: GDRun
+    probs: np.ndarray | None = None
+    head_iterates: np.ndarray | None = None
+    head: np.ndarray | None = None
+
+
+def _recorded(value: np.ndarray | None, name: str) -> np.ndarray:
+    if value is None:  # pragma: no cover - verify always asks train to record it
+        raise RuntimeError(f"internal error: train did not record {name!r}")
+    return value
+
+
+def _selection(data: TokenData, selected: Any) -> np.ndarray:
+    """The final argmax as a selection: (n,) for one query per sequence, else (n, K)."""
+    full = np.asarray(selected, dtype=np.int64).reshape(data.n, data.K)
+    return full[:, 0] if data.single_query else full
+
+
+def run_gd(
+    data: TokenData, *, param: str, head: str, train_head: bool, options: dict[str, Any]
+) -> Trajectory:
+    r"""Train with :func:`~svmgeo.train` and read the run.
+
+    Parameters
+    ----------
+    data : TokenData
+    param : {"W", "KQ", "p"}
+    head : str
+    train_head : bool
+    options : dict
+        The other options of :func:`~svmgeo.train`, in verify's spelling (``grad_tol``).
+
+    Returns
+    -------
+    Trajectory
+        For ``param="p"`` or ``train_head`` the iterates are p(t) (or W(t)) and the norm is
+        computed from them; otherwise the engine's ``W_norm`` record.
+    """
+    joint = param == "p" or train_head
+    key = "p" if param == "p" else "W"
+    if joint:
+        record = (key, "max_prob", "selected") + (("v",) if train_head else ())
+    else:
+        record = ("W_norm", "max_prob", "selected", "W") + (("probs",) if head != "linear" else ())
+    run = train(data, param=param, head=head, train_head=train_head, record=record, **options)
+    hist = run.history
+    steps = np.asarray(hist.step, dtype=np.int64)
+    max_prob = _recorded(hist.max_prob, "max_prob")
+    selected = _recorded(hist.selected, "selected")
+    if joint:
+        iterates = np.asarray(_recorded(getattr(hist, key), key), dtype=float)
+        norm = np.linalg.norm(iterates.reshape(len(iterates), -1), axis=1)
+        final = np.asarray(run.p if key == "p" else run.W)
+    else:
+        iterates = _recorded(hist.W, "W")
+        norm = np.asarray(_recorded(hist.W_norm, "W_norm"), dtype=float)
+        final = _recorded(run.W, "W")
+    return Trajectory(
+        steps=steps,
+        iterates=iterates,
+        final=final,
+        selection=_selection(data, selected[-1]),
+        max_softmax=max_prob.reshape(len(hist.step), -1).min(axis=1),
+        norm=norm,
+        status=str(run.status),
+        run=run,
+        probs=None if hist.probs is None else hist.probs[-1],
+        head_iterates=np.asarray(_recorded(hist.v, "v"), dtype=float) if train_head else None,
+        head=run.v if train_head else None,
+    )
+
+
+def _min_max_softmax(data: TokenData, Ws: np.ndarray) -> np.ndarray:
+    r""":math:`\min_{i,k}\max_t s_{ikt}(W)` for each W of ``Ws`` (R, d, d), in log-sum-exp."""
+    X, Q, vis = np.asarray(data.X), np.asarray(data.queries), np.asarray(data.visible)
+    logits = np.einsum("ntd,rde,nke->rnkt", X, Ws, Q)
+    logits = np.where(vis[None], logits, -np.inf)
+    log_top = logits.max(axis=-1) - logsumexp(logits, axis=-1)
+    return np.exp(log_top.reshape(len(Ws), -1).min(axis=1))
+
+
+def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> Trajectory:
+    r"""Train with :math:`\ell_p` mirror descent (:func:`~svmgeo.train_mirror`) and read the run.
+
+    Parameters
+    ----------
+    data : TokenData
+    exponent : float
+        The exponent p of the potential :math:`\|W\|_p^p/p`.
+    options : dict
+        ``loss``, ``v``, ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``init``,
+        ``backend``.
+
+    Returns
+    -------
+    Trajectory
+        The selection is read off the final W by the engine's risk oracle; saturation and
+        norm are computed from the recorded W(t).
+    """
+    run = train_mirror(data, exponent=exponent, **options)
+    oracle = RiskOracle(data, loss=options["loss"], v=options["v"])
+    Ws = _recorded(run.history.W, "W")
+    final = _recorded(run.W, "W")
+    return Trajectory(
+        steps=np.asarray(run.history.step, dtype=np.int64),
+        iterates=Ws,
+        final=final,
+        selection=_selection(data, oracle(final).selected),
+        max_softmax=_min_max_softmax(data, Ws),
+        norm=np.array([float(np.linalg.norm(W)) for W in Ws]),
+        status=str(run.status),
+        run=run,
+    )
