@@ -4,7 +4,7 @@
 1. l_p Att-SVM, p in {1.1, 1.5, 3} (and the LPs p = 1, inf): svmgeo's ``method="fast"``
    (smooth dual by L-BFGS-B + active-set Newton polish) and ``method="cvxpy"`` (the naive
    model with Clarabel power cones + the same polish), against the naive model alone
-   (``solve_naive_cvxpy_lp``, one cvxpy constraint per token pair). Times are medians over
+   (``solve_naive_cvxpy(cs, ("lp", p))``, one cvxpy constraint per token pair). Times are medians over
    ``--repeats``; the ratio is naive / svmgeo; accuracy is svmgeo's certificate (largest
    residual) and the relative objective difference to the naive model.
 2. Graph-SVM (Frobenius) of synthetic next-token data: ``sg.graph_svm`` against the naive
@@ -25,8 +25,12 @@ from functools import partial
 from typing import Any
 
 import svmgeo as sg
+from svmgeo._linalg import entrywise_norm
 from svmgeo.solvers import solve_naive_cvxpy
-from svmgeo.solvers._lp_norm import entrywise_norm, solve_lp, solve_naive_cvxpy_lp
+
+
+def solve_lp(cs: sg.ConstraintSet, p: float, **kw: Any) -> sg.SVMResult:
+    return sg.solve_svm(cs, norm=("lp", p), **kw)
 
 
 def _timed(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
@@ -55,7 +59,7 @@ def bench_lp(repeats: int, sizes: list[tuple[int, int, int]], seeds: list[int]) 
             data = sg.random_data(n, T, d, seed=seed)
             cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
             for p in (1.0, 1.1, 1.5, 3.0, math.inf):
-                t_naive, (W, _, _, _) = _timed(partial(solve_naive_cvxpy_lp, cs, p), repeats)
+                t_naive, (W, _, _, _) = _timed(partial(solve_naive_cvxpy, cs, ("lp", p)), repeats)
                 ref = entrywise_norm(W, p) if W is not None else math.nan
                 methods = ("fast", "cvxpy") if 1 < p < math.inf else ("lp",)
                 for method in methods:

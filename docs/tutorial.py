@@ -26,9 +26,7 @@ print(
 small = sg.random_data(n=4, T=3, d=2, seed=0)
 for sel in ([0, 0, 1, 0], [0, 0, 2, 0]):
     feas = sg.feasibility(small, sel)
-    print(
-        sel, "feasible" if feas else f"infeasible, Farkas weights {np.round(feas.certificate, 4)}"
-    )
+    print(sel, "feasible" if feas else f"infeasible, Farkas weights {np.round(feas.farkas, 4)}")
 
 # 4. support tokens and locally optimal selections
 sup = sg.support_tokens(data, alpha)

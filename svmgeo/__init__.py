@@ -20,6 +20,7 @@ from ._errors import (
 )
 from ._linalg import correlation, query_projector
 from ._torch import from_torch
+from ._transformers import from_transformers
 from .analysis import (
     GenSVMResult,
     InitialGradient,
@@ -141,6 +142,7 @@ __all__ = [
     "feasibility",
     "finite_component",
     "from_torch",
+    "from_transformers",
     "gen_svm",
     "good_initial_gradient",
     "graph_svm",

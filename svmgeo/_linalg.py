@@ -11,7 +11,15 @@ import numpy as np
 from ._errors import ProblemError
 from ._validation import check_array
 
-__all__ = ["correlation", "entrywise_norm", "orthonormal_basis", "query_projector"]
+__all__ = [
+    "balanced_factors",
+    "correlation",
+    "entrywise_norm",
+    "numerical_rank",
+    "orthonormal_basis",
+    "query_projector",
+    "singular_value_rank",
+]
 
 
 def correlation(W1: Any, W2: Any) -> float:
@@ -53,10 +61,66 @@ def orthonormal_basis(M: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     if M.size == 0:
         return np.zeros((M.shape[1], 0))
     _, s, Vt = np.linalg.svd(M, full_matrices=False)
-    if s.size == 0 or s[0] == 0.0:
-        return np.zeros((M.shape[1], 0))
-    r = int(np.count_nonzero(s > rtol * s[0]))
-    return Vt[:r].T
+    return Vt[: singular_value_rank(s, rtol)].T
+
+
+def singular_value_rank(s: np.ndarray, rtol: float) -> int:
+    r"""Numerical rank from singular values :math:`\sigma_1 \ge \sigma_2 \ge \dots`:
+    :math:`\#\{k : \sigma_k > \mathrm{rtol}\,\sigma_1\}` (0 when :math:`\sigma_1 = 0` or there
+    are none)."""
+    return int(np.count_nonzero(s > rtol * s[0])) if s.size and s[0] > 0 else 0
+
+
+def numerical_rank(M: np.ndarray, rtol: float) -> int:
+    r"""Numerical rank :math:`\#\{k : \sigma_k(M) > \mathrm{rtol}\,\sigma_1(M)\}` of a matrix.
+
+    Parameters
+    ----------
+    M : ndarray of shape (m, n)
+    rtol : float
+        The relative singular-value threshold; each caller passes its own (there is no
+        default: a rank is only meaningful with its threshold).
+
+    Returns
+    -------
+    int
+        0 for a zero or empty matrix.
+    """
+    M = np.asarray(M, dtype=float)
+    if M.size == 0:
+        return 0
+    return singular_value_rank(np.linalg.svd(M, compute_uv=False), rtol)
+
+
+def balanced_factors(W: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Balanced factors :math:`K = U_m\Sigma_m^{1/2}`, :math:`Q = V_m\Sigma_m^{1/2}` of ``W``.
+
+    .. math::
+
+        W = KQ^\top,\qquad \tfrac12(\|K\|_F^2 + \|Q\|_F^2) = \|W\|_*,
+
+    when :math:`\mathrm{rank}\,W \le m` (``width``); otherwise :math:`KQ^\top` is the best
+    rank-m approximation of W. Columns beyond :math:`\min(m, d)` are zero.
+
+    Parameters
+    ----------
+    W : ndarray of shape (d1, d2)
+    width : int
+        The number m of columns of K and Q.
+
+    Returns
+    -------
+    K : ndarray of shape (d1, m)
+    Q : ndarray of shape (d2, m)
+    """
+    U, s, Vt = np.linalg.svd(np.asarray(W, dtype=float), full_matrices=False)
+    r = min(width, s.size)
+    root = np.sqrt(s[:r])
+    K = np.zeros((W.shape[0], width))
+    Q = np.zeros((W.shape[1], width))
+    K[:, :r] = U[:, :r] * root
+    Q[:, :r] = Vt[:r].T * root
+    return K, Q
 
 
 def query_projector(queries: np.ndarray) -> np.ndarray:

@@ -4,18 +4,21 @@
 Results hold arrays with hundreds of entries; printing one must not flood the terminal. The
 class decorator :func:`summarized` (placed above ``@dataclass``) gives a result class a one-line
 ``repr`` (arrays as their dtype and shape, nested results by class name) and, unless it has its
-own, a ``summary()`` with one field per line and small arrays written out.
+own, a ``summary()`` with one field per line and small arrays written out, and, unless it has
+its own, ``_repr_html_`` (Jupyter's rich display): :func:`html_summary`, a table of the same
+fields (every text escaped) followed by the class's own ``summary()`` when it has one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import html
 from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["brief", "summarized"]
+__all__ = ["brief", "html_summary", "summarized"]
 
 C = TypeVar("C", bound=type)
 
@@ -65,9 +68,39 @@ def _summary(self: Any) -> str:
     return "\n".join(lines)
 
 
+def html_summary(obj: Any) -> str:
+    """An HTML table of ``obj``'s fields (name, :func:`brief` value), every text escaped.
+
+    When the class has a ``summary()`` of its own (not the field list), its text follows in a
+    ``<pre>`` block, so that the notebook shows what ``print(obj.summary())`` prints.
+    """
+    name = html.escape(type(obj).__name__)
+    rows = "".join(
+        f'<tr><th style="text-align:left">{html.escape(field)}</th>'
+        f'<td style="text-align:left"><code>{html.escape(brief(value, full=True))}</code></td></tr>'
+        for field, value in _fields(obj)
+    )
+    parts = [
+        f'<div class="svmgeo-result"><table><caption style="text-align:left"><b>{name}</b>'
+        f"</caption><tbody>{rows}</tbody></table>"
+    ]
+    own = getattr(type(obj), "summary", None)
+    if callable(own) and own is not _summary:
+        parts.append(f"<pre>{html.escape(str(obj.summary()))}</pre>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _repr_html(self: Any) -> str:
+    return html_summary(self)
+
+
 def summarized(cls: C) -> C:
-    """Give ``cls`` the short ``__repr__`` and, unless it defines one, ``summary()``."""
+    """Give ``cls`` the short ``__repr__`` and, unless it defines them, ``summary()`` and
+    ``_repr_html_``."""
     cls.__repr__ = _repr  # type: ignore[assignment]
     if "summary" not in vars(cls):
         cls.summary = _summary  # type: ignore[attr-defined]
+    if "_repr_html_" not in vars(cls):
+        cls._repr_html_ = _repr_html  # type: ignore[attr-defined]
     return cls

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from ._errors import ProblemError, SvmgeoError
+from .gd import BACKENDS, DEFAULT_BACKEND, LOSSES
+from .solvers import NORMS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -221,20 +223,23 @@ def _save_path(path: str) -> str:
 def _cmd_solve(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ._linalg import numerical_rank
     from .analysis import support_from_result
-    from .solvers import att_svm
+    from .solvers import att_svm, parse_norm
 
-    if args.rank is not None and args.norm != "nuc":
+    if args.rank is not None and not parse_norm(args.norm, "--norm")[0].rank_bound:
         raise ProblemError("--rank bounds the rank of Att-SVM* and needs --norm nuc.")
     save = None if args.save is None else _save_path(args.save)  # checked before solving
     data = _load(args)
     alpha = _selection(args, data)
     res = att_svm(data, alpha, param=args.param, norm=args.norm, rank=args.rank)
     W = res.W
+    p_norm = res.extras.get("p")  # the exponent of an l_p solve ("inf": JSON has no infinity)
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
         "norm": res.norm,
+        "norm_p": p_norm if p_norm is None or math.isfinite(p_norm) else "inf",
         "rank_bound": res.rank,
         "status": str(res.status),
         "message": res.message,
@@ -243,8 +248,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         "solve_time_s": res.solve_time,
     }
     if W is not None:
-        s = np.linalg.svd(W, compute_uv=False)
-        summary["numerical_rank"] = int(np.count_nonzero(s > 1e-6 * s[0])) if s[0] > 0 else 0
+        summary["numerical_rank"] = numerical_rank(W, rtol=1e-6)
         margins = res.margins
         summary["min_margin"] = (
             float(margins.min()) if margins is not None and margins.size else None
@@ -508,8 +512,6 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options that ``train`` and ``verify`` share, from the command line."""
-    from .gd import DEFAULT_BACKEND
-
     scale = args.init_scale if args.init_scale is not None else (0.1 if args.param == "KQ" else 0.0)
     return {
         "param": args.param,
@@ -685,8 +687,6 @@ def _add_data_arguments(p: argparse.ArgumentParser, *, selection: bool, gd: bool
 
 
 def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = ("W", "KQ")) -> None:
-    from .gd import BACKENDS, DEFAULT_BACKEND, LOSSES  # the vocabularies of svmgeo.train
-
     g = p.add_argument_group("gradient descent")
     g.add_argument(
         "--param",
@@ -723,8 +723,42 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     )
 
 
-def _add_norm_argument(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--norm", choices=("fro", "nuc"), default="fro", help=f"{what} (default fro)")
+def _norm_value(text: str) -> str | tuple[str, float]:
+    """``--norm``: a spelling of the table of norms (``fro``, ``nuc``, ``lp:1.5``)."""
+    from .solvers import parse_norm
+
+    try:
+        entry, parameter = parse_norm(text, "--norm")
+    except ProblemError:
+        choices = ", ".join(e.spelling for e in NORMS.values())
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r} (choose from {choices}, with P >= 1, e.g. lp:1.5)"
+        ) from None
+    return entry.name if parameter is None else (entry.name, parameter)
+
+
+def _add_norm_argument(
+    p: argparse.ArgumentParser, what: str, *, parameterised: bool = False
+) -> None:
+    """``--norm`` from the table of norms (:data:`svmgeo.solvers.NORMS`); ``parameterised``:
+    with the entries that take a parameter (``lp:P``)."""
+    entries = [e for e in NORMS.values() if parameterised or e.parameter is None]
+    if parameterised:
+        spellings = ", ".join(e.spelling for e in entries)
+        p.add_argument(
+            "--norm",
+            type=_norm_value,
+            default="fro",
+            metavar="NORM",
+            help=f"{what}: one of {spellings} (P >= 1, e.g. lp:1.5) (default fro)",
+        )
+    else:
+        p.add_argument(
+            "--norm",
+            choices=tuple(e.spelling for e in entries),
+            default="fro",
+            help=f"{what} (default fro)",
+        )
 
 
 def _add_command(
@@ -757,12 +791,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add_command(
         sub,
         "solve",
-        "solve Att-SVM (Frobenius) or Att-SVM* (nuclear) with svmgeo's certificate",
+        "solve Att-SVM (Frobenius), Att-SVM* (nuclear) or the l_p Att-SVM with svmgeo's "
+        "certificate",
         "svmgeo solve --n 20 --T 10 --d 20 --seed 0 --norm nuc --json",
         _cmd_solve,
     )
     _add_data_arguments(p, selection=True, gd=False)
-    _add_norm_argument(p, "Frobenius (Att-SVM) or nuclear norm (Att-SVM*)")
+    _add_norm_argument(
+        p,
+        "Frobenius (Att-SVM), nuclear (Att-SVM*) or entrywise l_p norm (the l_p Att-SVM)",
+        parameterised=True,
+    )
     p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
     p.add_argument(
         "--param",

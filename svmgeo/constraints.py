@@ -35,6 +35,10 @@ EQUALITY = 1
 """Row kind of an equality :math:`a^\\top W b = c`."""
 
 
+_CHUNK = 8192
+"""Rows per chunk of :meth:`ConstraintSet.apply` (bounds its temporaries at ``_CHUNK * d``)."""
+
+
 @dataclass(frozen=True, eq=False)
 class ConstraintSet:
     r"""A set of token-pair rows :math:`(a_j, b_j, \mathrm{kind}_j, c_j)`.
@@ -119,13 +123,18 @@ class ConstraintSet:
 
     def apply(self, W: np.ndarray) -> np.ndarray:
         r"""Row values :math:`a_j^\top W b_j`, shape (N,) (through the distinct queries when
-        the rows share them)."""
+        the rows share them, in chunks of ``_CHUNK`` rows: the temporaries stay at
+        :math:`O(\texttt{\_CHUNK}\cdot d)` floats, so the matrix-free solver uses it too)."""
         groups = self.query_groups
         if groups is None:
             return np.einsum("jd,jd->j", self.A @ W, self.B)
         Q, inv = groups
-        WQ = np.asarray(W) @ Q.T  # (d, n_queries)
-        return np.einsum("jd,jd->j", self.A, WQ.T[inv])
+        WQ = (np.asarray(W) @ Q.T).T  # (n_queries, d): row i is (W q_i)^T
+        out = np.empty(self.N)
+        for lo in range(0, self.N, _CHUNK):
+            hi = min(lo + _CHUNK, self.N)
+            out[lo:hi] = np.einsum("jd,jd->j", self.A[lo:hi], WQ[inv[lo:hi]])
+        return out
 
     def adjoint(self, lam: np.ndarray) -> np.ndarray:
         r"""The matrix :math:`\sum_j \lambda_j a_j b_j^\top`, shape (d, d) (through the

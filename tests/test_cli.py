@@ -21,6 +21,44 @@ def test_solve_json_matches_python_api(capsys):
     assert out["certificate"]["passed"] is True
 
 
+@pytest.mark.parametrize("spelling", ["lp:1.5", "lp:1", "lp:inf"])
+def test_solve_lp_json_equals_att_svm(capsys, spelling):
+    # the l_p Att-SVM from the command line (issue #20): the same W, objective and status
+    args = ["solve", "--n", "5", "--T", "4", "--d", "6", "--seed", "1", "--json"]
+    assert main([*args, "--norm", spelling]) == 0
+    out = json.loads(capsys.readouterr().out)
+    p = float(spelling.partition(":")[2])
+    res = sg.att_svm(sg.random_data(5, 4, 6, seed=1), norm=("lp", p))
+    assert out["status"] == str(res.status) and out["norm"] == "lp"
+    assert out["norm_p"] == (p if np.isfinite(p) else "inf")
+    np.testing.assert_allclose(out["objective"], res.objective, rtol=1e-12)
+    np.testing.assert_allclose(np.array(out["W"]), res.W, rtol=1e-12, atol=1e-14)
+    assert out["certificate"]["passed"] is True
+
+
+@pytest.mark.parametrize("norm", ["lp:0.5", "lp", "lq:2", "fro:2"])
+def test_solve_refuses_a_bad_norm_in_one_line(capsys, norm):
+    assert main(["solve", "--n", "3", "--T", "3", "--d", "4", "--norm", norm]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--norm" in err and "lp:P" in err
+
+
+def test_cli_choices_come_from_the_tables():
+    from svmgeo.cli import build_parser
+    from svmgeo.gd import BACKENDS, LOSSES
+    from svmgeo.solvers import NORMS
+
+    text = build_parser().format_help()
+    assert "solve" in text
+    sub = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    solve_help = sub["solve"].format_help()
+    for entry in NORMS.values():
+        assert entry.spelling in solve_help
+    train = {a.dest: a for a in sub["train"]._actions}
+    assert tuple(train["loss"].choices) == tuple(LOSSES)
+    assert tuple(train["backend"].choices) == tuple(BACKENDS)
+
+
 def test_feasibility_reports_certificate_rows_on_saved_data(tmp_path, capsys):
     # the selected token 0 duplicates token 1: infeasible, certified by that row
     X = np.random.default_rng(0).normal(size=(2, 3, 4))

@@ -59,6 +59,21 @@ def test_gram_apply_adjoint_are_consistent():
     np.testing.assert_allclose(cs.adjoint(lam).ravel(), feats.T @ lam, rtol=1e-12, atol=1e-14)
 
 
+def test_apply_in_chunks_equals_the_direct_product(monkeypatch):
+    # the matrix-free solver's products are ConstraintSet.apply/adjoint: rows grouped by
+    # query, in chunks that bound the temporaries (issue #20)
+    import svmgeo.constraints as constraints
+
+    data = sg.random_data(12, 6, 5, seed=3)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    assert cs.query_groups is not None
+    W = np.random.default_rng(0).normal(size=(5, 5))
+    whole = cs.apply(W)
+    monkeypatch.setattr(constraints, "_CHUNK", 7)  # several chunks, the last one short
+    np.testing.assert_array_equal(cs.apply(W), whole)
+    np.testing.assert_allclose(whole, np.einsum("ja,ab,jb->j", cs.A, W, cs.B), rtol=1e-12)
+
+
 def test_subset_keeps_index_arrays():
     data = sg.random_data(2, 4, 3, seed=0)
     cs = sg.att_svm_constraints(data, [0, 1])

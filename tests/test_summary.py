@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from html.parser import HTMLParser
+
 import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo._summary import brief
+from svmgeo._summary import _fields, brief, summarized
+from svmgeo._summary import _repr as _summary_repr
 
 DATA = sg.random_data(20, 10, 20, seed=0)
 ALPHA = sg.optimal_tokens(DATA)
@@ -48,3 +52,74 @@ def test_verify_report_summary_is_its_table() -> None:
     rep = sg.verify(sg.random_data(4, 5, 6, seed=1), n_steps=50, backend="numpy")
     assert rep.summary() == str(rep)
     assert "\n" not in repr(rep) and len(repr(rep)) < 1500
+
+
+class _Tags(HTMLParser):
+    """Checks that every opened tag is closed in order (the HTML is well formed)."""
+
+    VOID = frozenset({"br", "hr", "img"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack.pop() == tag, tag
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parsed(markup: str) -> str:
+    parser = _Tags()
+    parser.feed(markup)
+    parser.close()
+    assert parser.stack == []
+    return "".join(parser.text)
+
+
+@pytest.mark.parametrize(("name", "result"), list(_results().items()))
+def test_html_repr_is_a_table_of_every_field(name: str, result: object) -> None:
+    markup = result._repr_html_()  # type: ignore[attr-defined]
+    text = _parsed(markup)
+    assert markup.count("<tr>") == len(_fields(result)), name
+    for field, value in _fields(result):
+        assert field in text and brief(value, full=True) in text, (name, field)
+
+
+def test_html_repr_escapes_text_and_shows_an_own_summary() -> None:
+    @summarized
+    @dataclasses.dataclass
+    class Odd:
+        label: str
+        n: int
+
+        def summary(self) -> str:
+            return f"Odd <{self.label}> & more"
+
+    markup = Odd("<script>alert(1)</script>", 3)._repr_html_()  # type: ignore[attr-defined]
+    assert "<script>" not in markup and "&lt;script&gt;" in markup
+    text = _parsed(markup)
+    assert "Odd <<script>alert(1)</script>> & more" in text  # the own summary, unescaped back
+    assert "'<script>alert(1)</script>'" in text
+
+
+def test_verify_report_html_holds_its_table() -> None:
+    rep = sg.verify(sg.random_data(4, 5, 6, seed=1), n_steps=50, backend="numpy")
+    assert str(rep) in _parsed(rep._repr_html_())
+
+
+def test_every_summarized_public_class_has_an_html_repr() -> None:
+    summarized_classes = [
+        obj
+        for obj in vars(sg).values()
+        if isinstance(obj, type) and getattr(obj, "__repr__", None) is _summary_repr
+    ]
+    assert summarized_classes  # the decorator is in use
+    for cls in summarized_classes:
+        assert callable(getattr(cls, "_repr_html_", None)), cls.__name__

@@ -50,7 +50,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._compat import renamed
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._summary import summarized
 from .._validation import check_int, check_option
@@ -58,7 +57,7 @@ from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import Status, check_feasibility, solve_svm
+from ..solvers import Status, check_feasibility, parse_norm, solve_svm
 from ._local import LocalOptimality, lot_from_support
 from ._support import check_tolerances, support_from_result
 
@@ -116,8 +115,6 @@ class LOTEnumeration:
     n_point_reused: int
     n_nogood_hits: int
     solve_time: float
-
-    seconds = renamed("seconds", "solve_time", "LOTEnumeration")
 
     @property
     def n_lots(self) -> int:
@@ -389,7 +386,9 @@ class _BatchedSearch(_Search):
         from ._enumerate_fast import RowTable
 
         self.table = RowTable(data.X, data.queries, self.scores, cfg.cand)
-        self.leaf_solver = cfg.norm == "fro" and not cfg.solve_kwargs
+        self.leaf_solver = parse_norm(cfg.norm, "locally_optimal_selections")[0].gram_qp and (
+            not cfg.solve_kwargs
+        )
         # Theorem 1's regime (almost every selection feasible): the parents of complete
         # selections are not checked before their selections are solved (skipping a check is
         # always sound); a parent none of whose selections certifies is checked in _flush

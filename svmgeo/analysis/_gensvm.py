@@ -27,7 +27,6 @@ from typing import Any, Literal
 import numpy as np
 from scipy.optimize import linprog
 
-from .._compat import renamed
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
 from .._summary import summarized
@@ -35,16 +34,11 @@ from .._validation import check_array, check_option, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
-from ..solvers import SVMResult, solve_svm
+from ..solvers import CONJECTURE, GenSVMResult, SVMResult, finish_gen_svm, solve_svm
 
 __all__ = ["GenSVMResult", "SelectedSets", "gen_svm", "selected_sets"]
 
 _SUM_TOL = 1e-6
-
-CONJECTURE = (
-    "conjecture: Gen-SVM's W_eq = W_fin + R W_svm is the paper's *proposed* SVM equivalence "
-    "for nonlinear heads (TF-SVM §6), not a theorem; agreement is measured, not guaranteed"
-)
 
 
 @summarized
@@ -157,78 +151,9 @@ def selected_sets(
     return SelectedSets(sel, mas, amb, selected_tol, masked_tol)
 
 
-@summarized
-@dataclass(frozen=True, eq=False)
-class GenSVMResult:
-    r"""Gen-SVM components for selected sets :math:`O_{ik}`.
-
-    Attributes
-    ----------
-    feasible : bool
-        Whether the directional problem is feasible.
-    W_dir : ndarray of shape (d, d) or None
-        :math:`W^{\mathrm{svm}}` (None when infeasible).
-    farkas : ndarray or None
-        Farkas vector over ``svm.constraints`` when infeasible.
-    W_fin : ndarray or None
-        :math:`W^{\mathrm{fin}}` (needs ``probs``; None without, or when its equalities are
-        inconsistent, see ``fin``).
-    R : float or None
-        :math:`\max(0, \langle F - W^{\mathrm{fin}}, W^{\mathrm{svm}}\rangle / \|W^{\mathrm{svm}}\|_F^2)`
-        with F = ``fit_to`` (needs ``fit_to``, ``probs``, a feasible directional problem and
-        a finite component).
-    W_eq : ndarray or None
-        :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
-    fit_correlation : float or None
-        Correlation of ``W_eq`` with ``fit_to``.
-    gamma : float or None
-        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``; None
-        when every set holds every visible token).
-    selected, masked : ndarray of bool, shape (n, T) or (n, K, T)
-        :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`).
-    svm, fin : SVMResult or None
-        The solves behind ``W_dir`` and ``W_fin``.
-    cost_fixed, cost_envelope : ndarray of shape (n, T) or (n, K, T), or None
-        First-order cost of each masked token (NaN elsewhere; needs ``head`` and ``probs``):
-        how fast :math:`Y h` falls when mass moves onto it, with the composition inside
-        :math:`O_{ik}` held fixed, or re-optimized (see :func:`gen_svm`, Notes). NaN in
-        ``cost_envelope`` where GD's composition is not locally optimal inside
-        :math:`O_{ik}` (the envelope is then undefined).
-    zero_cost : ndarray of bool or None
-        Masked tokens whose cost is zero (``<= zero_tol`` times the sequence's score spread)
-        under either method.
-    dropped : ndarray of bool or None
-        With ``drop_zero_cost=True``: the masked tokens whose margin rows were dropped
-        (= ``zero_cost``); None otherwise.
-    note : str
-        The status of the prediction: always :data:`CONJECTURE` (plus "svmgeo's extension"
-        when zero-cost rows were dropped).
-    """
-
-    feasible: bool
-    W_dir: np.ndarray | None
-    farkas: np.ndarray | None
-    W_fin: np.ndarray | None
-    R: float | None
-    W_eq: np.ndarray | None
-    fit_correlation: float | None
-    gamma: float | None
-    selected: np.ndarray
-    masked: np.ndarray
-    svm: SVMResult
-    fin: SVMResult | None
-    cost_fixed: np.ndarray | None = None
-    cost_envelope: np.ndarray | None = None
-    zero_cost: np.ndarray | None = None
-    dropped: np.ndarray | None = None
-    note: str = CONJECTURE
-
-
 class _Head:
     r"""The label-weighted head :math:`g(x) = Y h(x)` of one query as a sum of linear and ReLU
     parts, with one-sided directional derivatives at a point (kinks within ``kink_tol``)."""
-
-    certificate = renamed("certificate", "farkas", "GenSVMResult")
 
     def __init__(self, head: str, v: np.ndarray, V: np.ndarray | None, lam: float, y: float):
         self.head, self.v, self.V, self.lam, self.y = head, v, V, lam, y
@@ -542,10 +467,9 @@ def gen_svm(
     def shaped(a: np.ndarray | None) -> np.ndarray | None:
         return None if a is None else (a[:, 0] if single else a)
 
-    return GenSVMResult(
-        feasible=feasible,
-        W_dir=W_dir,
-        farkas=None if feasible else res.farkas,
+    return finish_gen_svm(
+        res,
+        fin,
         W_fin=W_fin,
         R=R,
         W_eq=W_eq,
@@ -553,8 +477,6 @@ def gen_svm(
         gamma=gamma,
         selected=S[:, 0] if single else S,
         masked=masked_full[:, 0] if single else masked_full,
-        svm=res,
-        fin=fin,
         cost_fixed=shaped(None if costs is None else costs[0]),
         cost_envelope=shaped(None if costs is None else costs[1]),
         zero_cost=shaped(None if costs is None else costs[2]),

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._compat import renamed
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._summary import summarized
 from .._validation import check_real
@@ -69,8 +68,6 @@ class SupportTokens:
     farkas: np.ndarray | None
     tol: float
     dual_tol: float
-
-    certificate = renamed("certificate", "farkas", "SupportTokens")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.mask is None:

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ProblemError
+from .._summary import html_summary
 from .._validation import check_option
 from ._rows import Rows, ok_rows
+from ._store import data_frame, parse_cell
 from ._sweep import SweepResult, check_scheduler, sweep
 
 __all__ = [
@@ -102,6 +104,44 @@ class ReproduceResult:
         if self.n_errors:
             lines.append(f"  ERRORS: {self.n_errors} trial(s) failed; see the 'error' column")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: the fields as a table, then ``str(self)``."""
+        return html_summary(self)
+
+    def summary(self) -> str:
+        """The headline, tables and figures (``str(self)``)."""
+        return str(self)
+
+    def to_pandas(self, table: str = "trials") -> Any:
+        """The trial table (one row per trial or recorded step, as
+        :meth:`SweepResult.to_pandas`) or the summary table, as a :class:`pandas.DataFrame`.
+
+        Parameters
+        ----------
+        table : {"trials", "summary"}, default "trials"
+            ``"trials"``: the sweep's rows (:attr:`sweep`); ``"summary"``: the numbers behind the
+            figure, read back from ``tables[1]`` (cells converted as by
+            :func:`~svmgeo.read_results`).
+
+        Raises
+        ------
+        BackendError
+            pandas is not installed.
+        """
+        table = check_option(table, "table", ("trials", "summary"), where="to_pandas")
+        if table == "trials":
+            return self.sweep.to_pandas()
+        with self.tables[1].open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, [])
+            rows = [dict(zip(header, map(parse_cell, cells), strict=True)) for cells in reader]
+        return data_frame(
+            rows,
+            header,
+            where="to_pandas",
+            hint=f"The summary table is the CSV file {str(self.tables[1])!r}.",
+        )
 
 
 def list_experiments() -> list[str]:

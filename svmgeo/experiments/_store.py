@@ -22,11 +22,18 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
-from .._errors import ProblemError
+from .._errors import BackendError, ProblemError
 
-__all__ = ["META_AFTER", "ResultStore", "format_cell", "parse_cell", "read_results"]
+__all__ = [
+    "META_AFTER",
+    "ResultStore",
+    "data_frame",
+    "format_cell",
+    "parse_cell",
+    "read_results",
+]
 
 META_AFTER = ("part", "n_parts", "status", "elapsed", "error")
 """Columns that follow the results in every table (``trial_id`` comes first)."""
@@ -116,7 +123,31 @@ def _read_raw(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
     return header, rows, truncated
 
 
-def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def data_frame(rows: list[dict[str, Any]], columns: Sequence[str], *, where: str, hint: str) -> Any:
+    """``rows`` as a :class:`pandas.DataFrame` with ``columns`` in order (pandas is optional).
+
+    Raises :class:`~svmgeo.BackendError` naming pandas when it is not installed.
+    """
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise BackendError(
+            f"{where} needs pandas, which is not installed: pip install pandas. {hint}"
+        ) from exc
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+@overload
+def read_results(
+    path: str | os.PathLike[str], *, as_frame: Literal[False] = False
+) -> list[dict[str, Any]]: ...
+
+
+@overload
+def read_results(path: str | os.PathLike[str], *, as_frame: Literal[True]) -> Any: ...
+
+
+def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any:
     """Load a sweep table written by :func:`~svmgeo.sweep`, one dict per row in file order.
 
     Cells are converted back to ``None``/``int``/``float``/``bool``/``str`` (see
@@ -127,24 +158,39 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     ----------
     path : str or PathLike
         The CSV file.
+    as_frame : bool, default False
+        Return a :class:`pandas.DataFrame` (the same rows and columns, in file order; pandas
+        is an optional dependency) instead of a list of dicts.
 
     Returns
     -------
-    list of dict
+    list of dict, or pandas.DataFrame with ``as_frame=True``
         Column name → value, columns in file order.
 
     Raises
     ------
     ProblemError
         The file does not exist or is not a sweep table.
+    BackendError
+        ``as_frame=True`` without pandas installed.
     """
     p = Path(path)
+    if not isinstance(as_frame, bool):
+        raise ProblemError(
+            f"read_results: as_frame must be True or False; got {type(as_frame).__name__}."
+        )
     if not p.is_file():
         raise ProblemError(f"No sweep table at {str(p)!r}. Check the path (the 'out' of sweep).")
     header, rows, _ = _read_raw(p)
-    if header is None:
-        return []
-    return [_row(header, row) for row in rows]
+    records = [] if header is None else [_row(header, row) for row in rows]
+    if as_frame:
+        return data_frame(
+            records,
+            header or [],
+            where="read_results(as_frame=True)",
+            hint="Without it, read_results(path) returns the rows as a list of dicts.",
+        )
+    return records
 
 
 class ResultStore:

@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from .._errors import BackendError, ProblemError, SvmgeoError
 from .._validation import check_int
-from ._store import META_AFTER, ResultStore, format_cell, parse_cell
+from ._store import META_AFTER, ResultStore, data_frame, format_cell, parse_cell
 
 __all__ = [
     "SweepError",
@@ -342,14 +342,12 @@ class SweepResult:
 
     def to_pandas(self) -> Any:
         """The rows as a :class:`pandas.DataFrame` (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise BackendError(
-                "to_pandas needs pandas, which is not installed: pip install pandas. The rows "
-                "are also available as a list of dicts in .rows."
-            ) from exc
-        return pd.DataFrame(self.rows, columns=self.columns)
+        return data_frame(
+            self.rows,
+            self.columns,
+            where="to_pandas",
+            hint="The rows are also available as a list of dicts in .rows.",
+        )
 
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._linalg import correlation
+from .._linalg import balanced_factors, correlation
 from .._validation import check_option
 from ..analysis import is_locally_optimal
 from ..data import TokenData, random_data
@@ -86,12 +86,6 @@ def random_lot(data: TokenData, seed: int, max_tries: int) -> tuple[np.ndarray, 
     return optimal_tokens(data), False
 
 
-def _balanced_factors(W0: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    U, s, Vt = np.linalg.svd(W0)
-    r = np.sqrt(s[:m])
-    return U[:, :m] * r, Vt[:m].T * r
-
-
 def _alpha_softmax(probs: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """(R,) mean over sequences of the softmax probability of the selected token α_i."""
     p = probs[:, :, 0, :] if probs.ndim == 4 else probs
@@ -107,7 +101,7 @@ def _cone_start(
     rng = np.random.default_rng([seed, 11])
     W0 = radius * target / np.linalg.norm(target)
     W0 = W0 + noise * radius * rng.standard_normal((data.d, data.d)) / data.d
-    return W0 if param == "W" else _balanced_factors(W0, data.d)
+    return W0 if param == "W" else balanced_factors(W0, data.d)
 
 
 def trial(

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._linalg import numerical_rank as matrix_rank
 from ..constraints import att_svm_constraints
 from ..data import random_data
 from ..selection import optimal_tokens
@@ -35,8 +36,7 @@ def numerical_rank(W: np.ndarray | None, rtol: float = RANK_RTOL) -> int | None:
     r"""Numerical rank :math:`\#\{k : \sigma_k(W) > \mathrm{rtol}\,\sigma_1(W)\}` (None for None)."""
     if W is None:
         return None
-    s = np.linalg.svd(W, compute_uv=False)
-    return int(np.count_nonzero(s > rtol * s[0])) if s[0] > 0 else 0
+    return matrix_rank(W, rtol)
 
 
 def trial(n: int, T: int, d: int, seed: int, scs: bool = False) -> dict[str, Any]:

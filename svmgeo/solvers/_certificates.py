@@ -1,35 +1,42 @@
 # SPDX-License-Identifier: BSD-3-Clause
 r"""Certificates recomputed by svmgeo from the problem data, never trusted from a backend.
 
-The shared machinery lives here: primal residuals of a constraint set, judging residuals
-against a tolerance, and downgrading a result whose check fails. Norm-specific KKT checks
-(Frobenius, nuclear) and the Farkas check build on these.
+The shared machinery lives here: primal residuals of a constraint set and judging residuals
+against a tolerance. Norm-specific KKT checks (Frobenius, nuclear, :math:`\ell_p`) and the
+Farkas check build on these; :class:`NormGeometry` bundles a norm with its dual and its KKT
+check (the part of an entry of the table of norms, ``_norms.py``, that a result needs).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import math
 from collections.abc import Callable
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
+from .._linalg import entrywise_norm
 from ..constraints import MARGIN, ConstraintSet
-from ._result import Certificate, SVMResult
-from ._status import Status
+from ._result import Certificate
 
 __all__ = [
     "BARE",
     "DECADES",
     "FARKAS_TOL",
+    "FRO",
+    "NUC",
     "RESTORE_LIMIT",
     "ULPS",
+    "NormGeometry",
     "adjoint_spectral_norm",
-    "downgrade",
+    "dual_exponent",
     "farkas_residual",
     "frobenius_certificate",
     "judge",
     "lift_factor",
+    "lp_certificate",
+    "lp_geometry",
     "nuclear_certificate",
     "primal_infeasibility",
     "restore_factor",
@@ -179,23 +186,6 @@ def judge(
         tol=float(tol),
         failures=failures,
     )
-
-
-def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
-    """Attach ``certificate``; when it fails, downgrade an optimal status and say why.
-
-    ``OPTIMAL`` and ``LOCALLY_OPTIMAL`` become ``OPTIMAL_INACCURATE``, ``INFEASIBLE`` becomes
-    ``INFEASIBLE_INACCURATE``; the message names each failed residual and its size.
-    """
-    status, message = result.status, result.message
-    if not certificate.passed:
-        text = "svmgeo's certificate check failed: " + "; ".join(certificate.failures)
-        if status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL):
-            status = Status.OPTIMAL_INACCURATE
-        elif status is Status.INFEASIBLE:
-            status = Status.INFEASIBLE_INACCURATE
-        message = f"{message}; {text}" if message else text
-    return dataclasses.replace(result, status=status, message=message, certificate=certificate)
 
 
 def frobenius_certificate(
@@ -376,4 +366,155 @@ def norm_certificate(
         stationarity=abs(float(lam @ margins) - value) / scale,
         complementarity=float(np.max(slack, initial=0.0)) / scale,
         duality_gap=abs(float(cs.rhs @ lam) - value) / scale,
+    )
+
+
+def dual_exponent(p: float) -> float:
+    r"""The Hölder conjugate :math:`q = p/(p-1)` (1 ↔ ∞)."""
+    if p == 1.0:
+        return math.inf
+    if math.isinf(p):
+        return 1.0
+    return p / (p - 1.0)
+
+
+def lp_certificate(
+    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, p: float, tol: float = 1e-8
+) -> Certificate:
+    r"""KKT certificate of the :math:`\ell_p` Att-SVM at ``(W, lam)``, recomputed from the data.
+
+    With :math:`m_j = a_j^\top W b_j`, :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top` and
+    :math:`q` the dual exponent:
+
+    .. math::
+
+        \text{dual: } (\|\Lambda\|_q - 1)_+ + \max_{j\,\text{margin}} (-\lambda_j)_+,\quad
+        \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_p|}{\max(1, \|W\|_p)},
+
+        \text{complementarity: } \frac{\max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|}
+        {\max(1, \|W\|_p)},\quad
+        \text{gap: } \frac{|\|W\|_p - c^\top\lambda|}{\max(1, \|W\|_p)} .
+
+    Dual feasibility and a zero gap prove that no feasible W has a smaller
+    :math:`\ell_p` norm (weak duality: :math:`c^\top\lambda \le \langle\Lambda, W'\rangle \le
+    \|\Lambda\|_q\|W'\|_p`).
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+    W : array of shape (d, d)
+    lam : array of shape (N,)
+    p : float
+        In [1, ∞].
+    tol : float, default 1e-8
+
+    Returns
+    -------
+    Certificate
+    """
+    W = np.asarray(W, dtype=float)
+    lam = np.asarray(lam, dtype=float)
+    Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
+    dual = entrywise_norm(Lam, dual_exponent(p))
+    return norm_certificate(cs, W, lam, entrywise_norm(W, p), dual, tol)
+
+
+@dataclass(frozen=True)
+class NormGeometry:
+    r"""A norm :math:`\|W\|` with its dual :math:`\|\Lambda\|_\star` and its KKT check.
+
+    .. math::
+
+        \min_W \|W\| \ \text{s.t. rows} \quad\text{has the dual}\quad
+        \max_\lambda c^\top\lambda\ \text{s.t.}\ \Big\|\sum_j \lambda_j a_j b_j^\top\Big\|_\star \le 1 .
+
+    What :func:`~svmgeo.solvers._result.finish` and the reference model need of a norm; one
+    per entry of the table of norms (``_norms.py``).
+
+    Attributes
+    ----------
+    name : str
+        The result's ``norm`` (``"fro"``, ``"nuc"``, ``"lp"``).
+    value : callable ``W -> float``
+        The norm (a result's ``objective``).
+    dual : callable ``Lambda -> float``
+        The dual norm.
+    kkt : callable ``(cs, W, lam, tol, margins) -> Certificate``
+        svmgeo's certificate at ``(W, lam)``.
+    cvxpy_objective : callable ``(cvxpy, W) -> expression``
+        The objective of the cvxpy reference model (minimised by the same W).
+    from_cvxpy_value : callable ``float -> float``
+        The norm from the reference model's optimal value.
+    p : float or None
+        The exponent of an :math:`\ell_p` norm.
+    """
+
+    name: str
+    value: Callable[[np.ndarray], float]
+    dual: Callable[[np.ndarray], float]
+    kkt: Callable[[ConstraintSet, np.ndarray, np.ndarray, float, np.ndarray | None], Certificate]
+    cvxpy_objective: Callable[[Any, Any], Any]
+    from_cvxpy_value: Callable[[float], float] = float
+    p: float | None = None
+
+    def certificate(
+        self,
+        cs: ConstraintSet,
+        W: np.ndarray,
+        lam: np.ndarray,
+        tol: float,
+        margins: np.ndarray | None = None,
+    ) -> Certificate:
+        """svmgeo's KKT certificate of this norm's SVM at ``(W, lam)``."""
+        return self.kkt(cs, W, lam, tol, margins)
+
+
+def _nuclear_value(W: np.ndarray) -> float:
+    return float(np.linalg.norm(W, "nuc"))
+
+
+FRO = NormGeometry(
+    name="fro",
+    value=lambda W: float(np.linalg.norm(W)),
+    dual=lambda Lam: float(np.linalg.norm(Lam)),
+    kkt=lambda cs, W, lam, tol, margins: frobenius_certificate(cs, W, lam, tol, margins=margins),
+    # ½‖W‖_F² (a QP: Clarabel solves it to ~1e-11 in W, the cone form only to ~1e-6)
+    cvxpy_objective=lambda cp, W: 0.5 * cp.sum_squares(W),
+    from_cvxpy_value=lambda v: float(np.sqrt(2.0 * max(v, 0.0))) if np.isfinite(v) else v,
+)
+"""The Frobenius norm (self-dual): Att-SVM."""
+
+NUC = NormGeometry(
+    name="nuc",
+    value=_nuclear_value,
+    dual=lambda Lam: float(np.linalg.norm(Lam, 2)),
+    kkt=lambda cs, W, lam, tol, margins: nuclear_certificate(cs, W, lam, tol),
+    cvxpy_objective=lambda cp, W: cp.normNuc(W),
+)
+"""The nuclear norm (dual: spectral): Att-SVM⋆."""
+
+
+def _lp_objective(p: float) -> Callable[[Any, Any], Any]:
+    def objective(cp: Any, W: Any) -> Any:
+        w = cp.vec(W, order="C")
+        if p == 1.0:
+            return cp.norm1(w)
+        if math.isinf(p):
+            return cp.norm_inf(w)
+        # exact power cones (cvxpy's default approximates rational p by SOCs)
+        return cp.pnorm(w, p, approx=False)
+
+    return objective
+
+
+def lp_geometry(p: float) -> NormGeometry:
+    r"""The entrywise :math:`\ell_p` norm (dual: :math:`\ell_q`, :math:`1/p + 1/q = 1`)."""
+    q = dual_exponent(p)
+    return NormGeometry(
+        name="lp",
+        value=lambda W: entrywise_norm(W, p),
+        dual=lambda Lam: entrywise_norm(Lam, q),
+        kkt=lambda cs, W, lam, tol, margins: lp_certificate(cs, W, lam, p, tol),
+        cvxpy_objective=_lp_objective(p),
+        p=p,
     )

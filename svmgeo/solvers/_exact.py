@@ -40,7 +40,7 @@ from ._backends import HiGHSBackend
 from ._result import FeasibilityResult
 from ._status import Status
 
-__all__ = ["ExactRows", "prove_verdict"]
+__all__ = ["ExactRows", "meet_margins", "prove_verdict"]
 
 
 def _ulp_exp(x: np.ndarray) -> int:
@@ -572,6 +572,38 @@ def _farkas_on_all_rows(rows: ExactRows) -> np.ndarray | None:
     return None if lp.status != 0 else np.asarray(Nb @ lp.x)
 
 
+def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
+    r"""``W`` scaled by a power of two so that every margin row meets its bound in floats.
+
+    .. math::
+
+        W' = 2^k W,\qquad k = \min\{k \ge 0 : 2^k\,\mathrm{fl}(a_j^\top W b_j) \ge c_j
+        \ \forall j \in \mathcal M,\ c_j > 0\} .
+
+    A power of two is exact: the float margins and the exact margins of :math:`W'` are
+    :math:`2^k` times those of :math:`W`, so an exact proof of :math:`W` (a positive multiple
+    meets every row) holds for :math:`W'`, which now keeps the promise of
+    :attr:`FeasibilityResult.point` (every margin :math:`\ge c_j`). ``W`` is returned as it
+    is when it already meets the rows, when a positive-rhs row has a float margin
+    :math:`\le 0`, or when an equality row has :math:`c_j \ne 0` (scaling would break it).
+    """
+    margin = cs.kind == MARGIN
+    positive = margin & (cs.rhs > 0)
+    if not np.any(positive) or np.any(cs.rhs[~margin] != 0):
+        return W
+    m = cs.apply(W)[positive]
+    c = cs.rhs[positive]
+    if np.all(m >= c) or np.any(m <= 0) or not np.all(np.isfinite(m)):
+        return W
+    k = max(0, math.ceil(math.log2(float(np.max(c / m)))))
+    for _ in range(4):  # log2 and the division round: at most a step or two more
+        if np.all(np.ldexp(m, k) >= c):
+            break
+        k += 1
+    scaled = np.ldexp(np.asarray(W, dtype=float), k)
+    return scaled if np.all(np.isfinite(scaled)) else W
+
+
 def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     r"""Re-check a float verdict exactly; return it with ``proof="exact"`` or as undecided.
 
@@ -592,7 +624,10 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     def done(**kw: Any) -> FeasibilityResult:
         extras["exact_seconds"] = time.perf_counter() - start
         extras["exact_rows"] = rows.source
-        return dataclasses.replace(res, extras=extras, **kw)
+        out = dataclasses.replace(res, extras=extras, **kw)
+        if out.feasible and out.point is not None:  # the point's contract: margins >= c_j
+            out = dataclasses.replace(out, point=meet_margins(cs, out.point))
+        return out
 
     if res.feasible and res.point is not None:
         ok, why = _prove_point(rows, res.point)

@@ -51,11 +51,11 @@ import numpy as np
 from .._errors import ProblemError, SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet, check_constraint_set
-from ._certificates import downgrade, frobenius_certificate, lift_kkt_pair
+from ._certificates import FRO, lift_kkt_pair
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
-from ._result import SVMResult, no_solution
+from ._result import SVMResult, finish, no_solution
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -131,19 +131,18 @@ def solve_frobenius(
         )
     if N == 0:
         W = np.zeros((d, d))
-        res = SVMResult(
-            W=W,
+        return finish(
+            cs,
+            W,
+            np.zeros(0),
+            norm=FRO,
+            tol=tol,
             status=Status.OPTIMAL,
             message="no constraints: W = 0",
-            objective=0.0,
-            dual=np.zeros(0),
-            margins=np.zeros(0),
-            constraints=cs,
-            norm="fro",
             solver="svmgeo-active-set",
+            margins=np.zeros(0),
             solve_time=time.perf_counter() - start,
         )
-        return downgrade(res, frobenius_certificate(cs, W, np.zeros(0), tol))
 
     if geometry is None and use_matrix_free(cs):  # no Gram where it would not fit in memory
         return solve_frobenius_matfree(cs, tol=tol, max_rounds=max_rounds, warm_start=warm_start)
@@ -227,7 +226,7 @@ def solve_frobenius(
         )
     out: SVMResult | None = None
     if np.all(np.isfinite(lam)):
-        out = _finish(geo, lam, None, tol, status, message, solver, n_iter, extras)
+        out = _assemble(geo, lam, None, tol, status, message, solver, n_iter, extras)
         if settled and out.certificate is not None and out.certificate.passed:
             return _with_time(out, time.perf_counter() - start)
         # the Gram-space polish did not settle or its answer does not certify (round-off
@@ -251,7 +250,7 @@ def solve_frobenius(
     return _with_time(out, time.perf_counter() - start)
 
 
-def _finish(
+def _assemble(
     geo: RowGeometry,
     lam: np.ndarray,
     W: np.ndarray | None,
@@ -271,21 +270,20 @@ def _finish(
     if W is None:
         W = geo.W(lam)
     W, lam, margins = lift_kkt_pair(cs, W, lam, tol)
-    res = SVMResult(
-        W=W,
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=FRO,
+        tol=tol,
         status=status,
         message=message,
-        objective=float(np.linalg.norm(W)),
-        dual=lam,
-        margins=margins,
-        constraints=cs,
-        norm="fro",
         solver=solver,
+        margins=margins,
         n_iter=n_iter,
         solve_time=0.0,
         extras=extras,
     )
-    return downgrade(res, frobenius_certificate(cs, W, lam, tol, margins=margins))
 
 
 def _feature_rescue(
@@ -309,7 +307,7 @@ def _feature_rescue(
         ext["polished"] = settled
         if not settled:
             continue
-        res = _finish(
+        res = _assemble(
             geo,
             lam,
             W,

@@ -36,16 +36,12 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-# ---- helpers shared with the other solver modules ------------------------------------------
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import downgrade, frobenius_certificate, lift_kkt_pair
+from ._certificates import FRO, lift_kkt_pair
 from ._geometry import compressed_width
-from ._result import SVMResult, no_solution
+from ._result import SVMResult, finish, no_solution
 from ._status import Status
-
-# ---------------------------------------------------------------------------------------------
 
 __all__ = ["dense_bytes", "solve_frobenius_matfree", "use_matrix_free"]
 
@@ -54,8 +50,6 @@ MEMORY_FRACTION = 0.5
 of the available memory."""
 _BLOCK = 256
 """Largest block of the block-Jacobi preconditioner (rows sharing a query)."""
-_CHUNK = 8192
-"""Rows per chunk of a product (bounds the temporaries at ``_CHUNK * d`` floats)."""
 
 
 def dense_bytes(cs: ConstraintSet) -> float:
@@ -89,38 +83,25 @@ def use_matrix_free(cs: ConstraintSet) -> bool:
     return dense_bytes(cs) > MEMORY_FRACTION * available_bytes()
 
 
-class RowOperator:
-    r"""Products with :math:`G = (AA^\top)\circ(BB^\top)` through :math:`W`, rows grouped by query."""
+class _Products:
+    r"""Products with :math:`G = (AA^\top)\circ(BB^\top)` through :math:`W`:
+    :math:`Gx = \mathcal A(\mathcal A^*x)` with :meth:`~svmgeo.ConstraintSet.adjoint` and
+    :meth:`~svmgeo.ConstraintSet.apply` (rows grouped by query there), counted."""
 
     def __init__(self, cs: ConstraintSet) -> None:
         self.cs = cs
-        groups = cs.query_groups
-        if groups is None:
-            self.Z, self.inv = np.asarray(cs.B), np.arange(cs.N)
-        else:
-            self.Z, self.inv = groups
         self.n_products = 0
-
-    def adjoint(self, x: np.ndarray) -> np.ndarray:
-        r""":math:`W = \sum_j x_j a_j b_j^\top` (d×d)."""
-        nq, N = self.Z.shape[0], self.cs.N
-        summed = sp.csr_matrix((x, (self.inv, np.arange(N))), shape=(nq, N))
-        return np.asarray((summed @ self.cs.A).T @ self.Z)
-
-    def values(self, W: np.ndarray) -> np.ndarray:
-        r"""Margins :math:`a_j^\top W b_j`, in chunks of rows."""
-        WZ = self.Z @ W.T  # row i: (W z_i)^T
-        A, inv = self.cs.A, self.inv
-        out = np.empty(self.cs.N)
-        for lo in range(0, self.cs.N, _CHUNK):
-            hi = min(lo + _CHUNK, self.cs.N)
-            out[lo:hi] = np.einsum("jd,jd->j", A[lo:hi], WZ[inv[lo:hi]])
-        return out
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """:math:`Gx`."""
         self.n_products += 1
-        return self.values(self.adjoint(x))
+        return self.cs.apply(self.cs.adjoint(x))
+
+
+def _query_index(cs: ConstraintSet) -> np.ndarray:
+    """The query group of each row (each row its own group when the rows share few)."""
+    groups = cs.query_groups
+    return np.arange(cs.N) if groups is None else groups[1]
 
 
 class _BlockJacobi:
@@ -130,10 +111,10 @@ class _BlockJacobi:
     inverts their sub-blocks on a working set.
     """
 
-    def __init__(self, op: RowOperator) -> None:
-        cs = op.cs
-        order = np.argsort(op.inv, kind="stable")
-        g = op.inv[order]
+    def __init__(self, cs: ConstraintSet) -> None:
+        inv = _query_index(cs)
+        order = np.argsort(inv, kind="stable")
+        g = inv[order]
         new_group = np.r_[True, g[1:] != g[:-1]]
         starts = np.flatnonzero(new_group)
         pos = np.arange(g.size) - np.repeat(starts, np.diff(np.r_[starts, g.size]))
@@ -177,7 +158,7 @@ class _BlockJacobi:
 
 
 def _pcg(
-    op: RowOperator,
+    op: _Products,
     pre: _BlockJacobi,
     S: np.ndarray,
     b: np.ndarray,
@@ -264,8 +245,8 @@ def solve_frobenius_matfree(
     N = cs.N
     margin = cs.kind == MARGIN
     c = np.asarray(cs.rhs, dtype=float)
-    op = RowOperator(cs)
-    pre = _BlockJacobi(op)
+    op = _Products(cs)
+    pre = _BlockJacobi(cs)
     S = np.ones(N, dtype=bool)
     lam = np.zeros(N)
     if warm_start is not None and np.shape(warm_start) == (N,):
@@ -314,8 +295,8 @@ def solve_frobenius_matfree(
             extras=extras,
         )
     lam = np.where(margin, np.maximum(lam, 0.0), lam)
-    W = op.adjoint(lam)
-    W, lam, margins = lift_kkt_pair(cs, W, lam, tol, values=op.values)
+    W = cs.adjoint(lam)
+    W, lam, margins = lift_kkt_pair(cs, W, lam, tol)
     if settled:
         status, message = (
             Status.OPTIMAL,
@@ -327,18 +308,17 @@ def solve_frobenius_matfree(
             f"the matrix-free working-set method did not settle in max_rounds={max_rounds} "
             f"rounds (CG converged: {converged}); increase max_rounds or max_cg"
         )
-    result = SVMResult(
-        W=W,
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=FRO,
+        tol=tol,
         status=status,
         message=message,
-        objective=float(np.linalg.norm(W)),
-        dual=lam,
-        margins=margins,
-        constraints=cs,
-        norm="fro",
         solver="svmgeo-matfree",
+        margins=margins,
         n_iter=cg_total,
         solve_time=time.perf_counter() - start,
         extras=extras,
     )
-    return downgrade(result, frobenius_certificate(cs, W, lam, tol, margins=margins))

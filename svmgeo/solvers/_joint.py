@@ -21,7 +21,6 @@ W e_1 \ge 1`), decides :math:`S` exactly when it can (a rational KKT proof of
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -29,99 +28,18 @@ import flint
 import numpy as np
 
 from .._errors import ProblemError
-from .._summary import summarized
 from .._validation import check_real
 from ..constraints import ConstraintSet
 from ..data import TokenData
 from ..selection import check_data, check_selection, optimal_tokens
 from ._api import _solve, check_param, svm_constraints, with_prompt
 from ._prompt import head_constraints, query_margins
-from ._result import SVMResult, warns_if_inaccurate
-from ._status import Status
+from ._result import JointSVMResult, finish_joint, warns_if_inaccurate
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "JointSVMResult", "exact_support", "joint_svm"]
 
 EXACT_SUPPORT_LIMIT = 200_000
 """Largest n·K·d_u for which the support of the head SVM is proved in rational arithmetic."""
-
-
-@summarized
-@dataclass(frozen=True, eq=False)
-class JointSVMResult:
-    r"""The head SVM :math:`v^{\mathrm{mm}}` and the relaxed attention SVM it induces.
-
-    Attributes
-    ----------
-    status : Status
-        The worse of the two parts: a part without a solution gives its own status (the head
-        first); otherwise ``OPTIMAL_INACCURATE`` when either part is inaccurate, else
-        ``OPTIMAL``. ``message`` says which part.
-    message : str
-    param : {"p", "W"}
-        The attention parameterization of the relaxed SVM.
-    alpha : ndarray of int, shape (n,) or (n, K)
-        The selection both SVMs were built on.
-    head : SVMResult
-        :math:`\min\|v\|` s.t. :math:`Y_{ik} v^\top u_{i\alpha_{ik}} \ge 1`, solved as rows
-        :math:`Y_{ik} u_{i\alpha_{ik}}^\top W e_1 \ge 1` (so ``head.W`` is :math:`v\,e_1^\top`,
-        ``head.dual`` the multipliers); infeasible head data give its Farkas vector there.
-    v : ndarray of shape (d_u,) or None
-        :math:`v^{\mathrm{mm}}` (``head.W[:, 0]``).
-    head_margins : ndarray of shape (n,) or (n, K), or None
-        :math:`Y_{ik}\, v^{\mathrm{mm}\top} u_{i\alpha_{ik}}` (1 on the support).
-    support : ndarray of bool, shape (n,) or (n, K), or None
-        The queries (inputs) on :math:`v^{\mathrm{mm}}`'s margin.
-    support_proof : {"exact", "tolerance"} or None
-        ``"exact"``: :math:`v^{\mathrm{mm}}` was proved optimal in rational arithmetic and the
-        support is the set of rows with exact margin 1. ``"tolerance"``: the margin is within
-        ``support_tol`` (relative) of 1 on the certified float solution.
-    margin : ndarray of shape (n,) or (n, K), or None
-        The right-hand sides :math:`c_{ik}` of the relaxed SVM: 1 on the support, 0 elsewhere.
-    attention : SVMResult or None
-        The relaxed SVM (its ``constraints`` hold the rows and right-hand sides); None when the
-        head SVM has no solution.
-    p : ndarray of shape (d,) or None
-        :math:`p^{\mathrm{relax}}` for ``param="p"``.
-    W : ndarray of shape (d, d) or None
-        :math:`W^{\mathrm{relax}}` for ``param="W"``.
-    """
-
-    status: Status
-    message: str
-    param: str
-    alpha: np.ndarray
-    head: SVMResult
-    v: np.ndarray | None
-    head_margins: np.ndarray | None
-    support: np.ndarray | None
-    support_proof: Literal["exact", "tolerance"] | None
-    margin: np.ndarray | None
-    attention: SVMResult | None
-    p: np.ndarray | None = None
-    W: np.ndarray | None = None
-
-    @property
-    def success(self) -> bool:
-        """True when both parts are certified optimal (``status`` is ``OPTIMAL``)."""
-        return self.status.success
-
-    def summary(self) -> str:
-        """The joint verdict, the support, then the summaries of both SVMs."""
-        lines = [f"Joint SVM (param={self.param!r}): {self.status.value}", f"  {self.message}"]
-        if self.support is not None:
-            n_sup = int(np.count_nonzero(self.support))
-            lines.append(
-                f"  support    {n_sup} of {self.support.size} queries on v^mm's margin "
-                f"(decided: {self.support_proof})"
-            )
-        lines += ["Head SVM (v^mm):", _indent(self.head.summary())]
-        if self.attention is not None:
-            lines += ["Relaxed attention SVM:", _indent(self.attention.summary())]
-        return "\n".join(lines)
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
 
 
 def _fmpq(x: float) -> flint.fmpq:
@@ -160,22 +78,6 @@ def exact_support(cs: ConstraintSet, candidates: list[np.ndarray]) -> np.ndarray
         if all(m[j, 0] >= ones for j in range(N)):
             return np.array([m[j, 0] == ones for j in range(N)], dtype=bool)
     return None
-
-
-def _combined_status(head: SVMResult, attention: SVMResult | None) -> tuple[Status, str]:
-    if not head.status.has_solution:
-        return head.status, f"head SVM {head.status.value}: {head.message}"
-    assert attention is not None  # solved whenever the head has a solution
-    if not attention.status.has_solution:
-        return attention.status, f"relaxed SVM {attention.status.value}: {attention.message}"
-    bad = [
-        f"{name} SVM {res.status.value}: {res.message}"
-        for name, res in (("head", head), ("relaxed", attention))
-        if not res.status.success
-    ]
-    if bad:
-        return Status.OPTIMAL_INACCURATE, "; ".join(bad)
-    return Status.OPTIMAL, "both SVMs certified optimal"
 
 
 def _user_shape(x: np.ndarray, data: TokenData) -> np.ndarray:
@@ -292,18 +194,17 @@ def joint_svm(
     }
     head = _solve(head_constraints(data, a), norm="fro", **options)
     head = dataclasses.replace(head, extras={**head.extras, "param": "v"})
-    common: dict[str, Any] = {"param": kind, "alpha": _user_shape(a, data), "head": head}
+    common: dict[str, Any] = {"param": kind, "alpha": _user_shape(a, data)}
     if not head.status.has_solution or head.W is None or head.margins is None:
-        status, message = _combined_status(head, None)
-        return JointSVMResult(
-            status=status,
-            message=f"{message}; no relaxed SVM without v^mm",
+        return finish_joint(
+            head,
+            None,
+            note="no relaxed SVM without v^mm",
             v=None,
             head_margins=None,
             support=None,
             support_proof=None,
             margin=None,
-            attention=None,
             **common,
         )
     v = np.array(head.W[:, 0])
@@ -320,19 +221,21 @@ def joint_svm(
     rows = svm_constraints(data, a, kind)
     rows = dataclasses.replace(rows, rhs=query_margins(data, rhs, rows))
     attention = with_prompt(_solve(rows, norm=norm, **options), kind)
-    status, message = _combined_status(head, attention)
-    if proof == "tolerance":
-        message += f"; support decided within support_tol={support_tol:g} (not proved exactly)"
+    note = (
+        f"support decided within support_tol={support_tol:g} (not proved exactly)"
+        if proof == "tolerance"
+        else ""
+    )
     W_rel = attention.W if kind == "W" else None
-    return JointSVMResult(
-        status=status,
-        message=message,
+    return finish_joint(
+        head,
+        attention,
+        note=note,
         v=v,
         head_margins=_user_shape(m.reshape(data.n, data.K), data),
         support=_user_shape(support.reshape(data.n, data.K), data),
-        support_proof=proof,  # type: ignore[arg-type]
+        support_proof=proof,
         margin=_user_shape(rhs, data),
-        attention=attention,
         p=attention.p,
         W=W_rel,
         **common,

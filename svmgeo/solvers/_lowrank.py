@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from .._linalg import balanced_factors
 from .._validation import check_int, check_option, check_real
 from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._certificates import (
     DECADES,
-    downgrade,
+    NUC,
     judge,
     lift_factor,
     nuclear_certificate,
@@ -35,22 +36,11 @@ from ._certificates import (
 )
 from ._factored import FactoredProblem, compress
 from ._nuclear import solve_nuclear
-from ._result import Certificate, SVMResult
+from ._result import Certificate, SVMResult, finish
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
 __all__ = ["solve_lowrank"]
-
-
-def _balance(K: np.ndarray, Q: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    r"""Same product :math:`KQ^\top`, smallest :math:`\frac12(\|K\|^2+\|Q\|^2) = \|KQ^\top\|_*`."""
-    Uw, s, Vwt = np.linalg.svd(K @ Q.T, full_matrices=False)
-    root = np.sqrt(s[:m])
-    Kb = np.zeros((K.shape[0], m))
-    Qb = np.zeros((Q.shape[0], m))
-    Kb[:, : root.size] = Uw[:, :m] * root
-    Qb[:, : root.size] = Vwt[:m].T * root
-    return Kb, Qb
 
 
 def _local_solve(
@@ -242,7 +232,7 @@ def solve_lowrank(
     Uc, s, Vct = np.linalg.svd(Mc, full_matrices=False)
     tail = float(s[m:].sum())
 
-    def finish(
+    def assemble(
         K: np.ndarray,
         Q: np.ndarray,
         lam: np.ndarray,
@@ -253,16 +243,17 @@ def solve_lowrank(
     ) -> SVMResult:
         Kd, Qd = U @ K, V @ Q
         W = Kd @ Qd.T
-        result = SVMResult(
-            W=W,
+        return finish(
+            cs,
+            W,
+            lam,
+            norm=NUC,
+            tol=tol,
             status=status,
             message=message,
-            objective=0.5 * float(np.sum(Kd**2) + np.sum(Qd**2)),
-            dual=lam,
-            margins=cs.apply(W),
-            constraints=cs,
-            norm="nuc",
             solver=solver,
+            objective=0.5 * float(np.sum(Kd**2) + np.sum(Qd**2)),
+            certificate=certificate,
             rank=m,
             n_iter=n_iter,
             solve_time=time.perf_counter() - start,
@@ -271,7 +262,6 @@ def solve_lowrank(
             lower_bound=lower,
             extras={"convex": convex},
         )
-        return downgrade(result, certificate)
 
     # 1. the convex optimum already has rank <= m
     if m >= min(U.shape[1], V.shape[1]) or tail <= tol * max(1.0, lower):
@@ -292,7 +282,7 @@ def solve_lowrank(
             m0[(cs.kind == MARGIN) & (cs.rhs > 0)] <= 0
         )
         if m >= min(U.shape[1], V.shape[1]) or kept:
-            return finish(K0, Q0, lam0, cert, convex.status, text, convex.n_iter)
+            return assemble(K0, Q0, lam0, cert, convex.status, text, convex.n_iter)
 
     # 2. nonconvex: alternating QPs from several starts
     root = np.sqrt(s[:m])
@@ -313,7 +303,7 @@ def solve_lowrank(
         if out is None:
             continue
         K, Q, lam, n_iter = out
-        K, Q = _balance(K, Q, m)
+        K, Q = balanced_factors(K @ Q.T, m)  # same product, smallest ½(‖K‖² + ‖Q‖²)
         total += n_iter
         c = restore_factor(cs, np.einsum("jp,pq,jq->j", At, K @ Q.T, Bt))
         K, Q = K * np.sqrt(c), Q * np.sqrt(c)
@@ -368,4 +358,4 @@ def solve_lowrank(
             f"local solution of the nonconvex rank-{m} problem, not certified globally optimal; "
             f"relative gap to the convex bound {gap:.3e}"
         )
-    return finish(K, Q, lam, cert, status, text, total)
+    return assemble(K, Q, lam, cert, status, text, total)

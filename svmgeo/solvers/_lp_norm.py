@@ -22,9 +22,15 @@ Methods (``p`` in (1, ∞)):
   a_j b_j^\top`, :math:`W(\mu) = \mathrm{sign}(\Lambda)|\Lambda|^{q-1}`) by L-BFGS-B, then an
   active-set Newton polish of :math:`a_j^\top W(\mu) b_j = c_j` on the support rows;
 * ``"cvxpy"`` — the naive model with Clarabel's power cones, polished the same way;
-* ``"auto"`` — ``"fast"``, and ``"cvxpy"`` when its certificate fails.
+* ``"auto"`` — ``"fast"``, and ``"cvxpy"`` when its certificate fails (the fallback of the
+  table of norms, ``_norms.py``).
 
-``p = 1`` and ``p = ∞`` are linear programs (HiGHS through :func:`scipy.optimize.linprog`).
+``p = 1`` and ``p = ∞`` are linear programs (HiGHS through :func:`scipy.optimize.linprog`);
+``"cvxpy"`` solves them with the reference model, unpolished.
+
+Scale: the rows are rescaled by powers of two (exactly) when :math:`\max|a|\max|b|` is far
+from 1, so that the L-BFGS-B, Newton and HiGHS tolerances see rows of unit size; the answer is
+mapped back and certified on the caller's rows (data from 1e-150 to 1e150).
 Whatever the method, the certificate is recomputed by svmgeo: the normalized dual
 :math:`\lambda = \mu / \|\Lambda(\mu)\|_q` (so :math:`\|\Lambda(\lambda)\|_q = 1`), primal
 margins, complementarity and the gap :math:`\|W\|_p - c^\top\lambda`.
@@ -34,96 +40,44 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from typing import Any
 
 import numpy as np
 import scipy.optimize as so
 
-from .._errors import ProblemError
 from .._linalg import entrywise_norm
-from .._validation import check_option, check_real
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import HiGHSBackend
-from ._certificates import (
-    DECADES,
-    downgrade,
-    lift_factor,
-    norm_certificate,
-)
-from ._feasibility import check_feasibility
-from ._result import Certificate, SVMResult, no_solution
+from ._certificates import DECADES, dual_exponent, lift_factor, lp_certificate, lp_geometry
+from ._reference import solve_reference
+from ._result import SVMResult, finish, no_solution
 from ._status import Status
 
-__all__ = [
-    "dual_exponent",
-    "lp_certificate",
-    "parse_lp_norm",
-    "solve_lp",
-    "solve_naive_cvxpy_lp",
-]
+__all__ = ["dual_exponent", "lp_certificate", "lp_fast", "lp_reference", "row_scale"]
 
-LP_METHODS = ("auto", "fast", "cvxpy")
+LP_MAX_ITER = 20000
+"""L-BFGS-B iteration limit of the fast method."""
+_SCALE_BAND = 2.0**20
+r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/_SCALE_BAND, _SCALE_BAND]."""
 
 
-def parse_lp_norm(norm: Any, where: str = "att_svm") -> float:
-    """Validate ``norm=("lp", p)`` and return ``p`` in [1, ∞]."""
-    if not (isinstance(norm, tuple) and len(norm) == 2 and norm[0] == "lp"):
-        raise ProblemError(
-            f"The 'norm' parameter of {where} must be 'fro', 'nuc' or ('lp', p) with p >= 1; "
-            f"got {norm!r}. Example: norm=('lp', 1.5)."
-        )
-    return check_real(norm[1], "p (of norm=('lp', p))", low=1.0, high=math.inf, where=where)
+def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
+    r"""Rows of unit size and the factor :math:`s`: :math:`a_j/\alpha`, :math:`b_j/\beta`,
+    :math:`s = \alpha\beta` (powers of two: exact), or ``(cs, 1.0)`` when
+    :math:`\max|a|\max|b|` is within a factor 2^20 of 1.
 
-
-def dual_exponent(p: float) -> float:
-    r"""The Hölder conjugate :math:`q = p/(p-1)` (1 ↔ ∞)."""
-    if p == 1.0:
-        return math.inf
-    if math.isinf(p):
-        return 1.0
-    return p / (p - 1.0)
-
-
-def lp_certificate(
-    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, p: float, tol: float = 1e-8
-) -> Certificate:
-    r"""KKT certificate of the :math:`\ell_p` Att-SVM at ``(W, lam)``, recomputed from the data.
-
-    With :math:`m_j = a_j^\top W b_j`, :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top` and
-    :math:`q` the dual exponent:
-
-    .. math::
-
-        \text{dual: } (\|\Lambda\|_q - 1)_+ + \max_{j\,\text{margin}} (-\lambda_j)_+,\quad
-        \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_p|}{\max(1, \|W\|_p)},
-
-        \text{complementarity: } \frac{\max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|}
-        {\max(1, \|W\|_p)},\quad
-        \text{gap: } \frac{|\|W\|_p - c^\top\lambda|}{\max(1, \|W\|_p)} .
-
-    Dual feasibility and a zero gap prove that no feasible W has a smaller
-    :math:`\ell_p` norm (weak duality: :math:`c^\top\lambda \le \langle\Lambda, W'\rangle \le
-    \|\Lambda\|_q\|W'\|_p`).
-
-    Parameters
-    ----------
-    cs : ConstraintSet
-    W : array of shape (d, d)
-    lam : array of shape (N,)
-    p : float
-        In [1, ∞].
-    tol : float, default 1e-8
-
-    Returns
-    -------
-    Certificate
+    A solution :math:`(W', \lambda')` on the scaled rows is :math:`(W'/s, \lambda'/s)` on
+    ``cs``: :math:`a^\top (W'/s) b = a'^\top W' b'` and
+    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top`.
     """
-    W = np.asarray(W, dtype=float)
-    lam = np.asarray(lam, dtype=float)
-    Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
-    dual = entrywise_norm(Lam, dual_exponent(p))
-    return norm_certificate(cs, W, lam, entrywise_norm(W, p), dual, tol)
+    top_a = float(np.max(np.abs(cs.A), initial=0.0))
+    top_b = float(np.max(np.abs(cs.B), initial=0.0))
+    if top_a == 0.0 or top_b == 0.0 or 1.0 / _SCALE_BAND <= top_a * top_b <= _SCALE_BAND:
+        return cs, 1.0
+    alpha = 2.0 ** round(math.log2(top_a))
+    beta = 2.0 ** round(math.log2(top_b))
+    scaled = dataclasses.replace(cs, A=cs.A / alpha, B=cs.B / beta, tokens=None)
+    return scaled, alpha * beta
 
 
 def _row_matrix(cs: ConstraintSet) -> np.ndarray:
@@ -270,131 +224,7 @@ def _lp_program(cs: ConstraintSet, p: float) -> tuple[np.ndarray | None, np.ndar
     return W.reshape(cs.d, cs.d), lam, f"HiGHS: {res.message}"
 
 
-def solve_naive_cvxpy_lp(
-    cs: ConstraintSet, p: float, *, solver: str = "CLARABEL", **solver_options: object
-) -> tuple[np.ndarray | None, np.ndarray | None, str, float]:
-    r"""The naive cvxpy model :math:`\min \|\mathrm{vec}(W)\|_p` over the rows (power cones).
-
-    Returns
-    -------
-    W : ndarray of shape (d, d) or None
-    lam : ndarray of shape (N,) or None
-        Row multipliers in svmgeo's sign convention (≥ 0 on margin rows).
-    status : str
-        cvxpy's status.
-    seconds : float
-        Wall time, canonicalization included.
-    """
-    import cvxpy as cp
-
-    start = time.perf_counter()
-    W = cp.Variable((cs.d, cs.d))
-    cons = []
-    for j in range(cs.N):
-        row = cs.A[j] @ W @ cs.B[j]
-        cons.append(row >= cs.rhs[j] if cs.kind[j] == MARGIN else row == cs.rhs[j])
-    w = cp.vec(W, order="C")
-    if p == 1.0 or math.isinf(p):
-        objective = cp.norm1(w) if p == 1.0 else cp.norm_inf(w)
-    else:  # exact power cones (cvxpy's default approximates rational p by SOCs)
-        objective = cp.pnorm(w, p, approx=False)  # type: ignore[arg-type]
-    problem = cp.Problem(cp.Minimize(objective), cons)
-    problem.solve(solver=solver, **solver_options)
-    seconds = time.perf_counter() - start
-    value = None if W.value is None else np.asarray(W.value)
-    lam = None
-    if cons and all(con.dual_value is not None for con in cons):
-        mu = np.array([float(np.asarray(con.dual_value)) for con in cons])
-        lam = np.where(cs.kind == MARGIN, mu, -mu)
-    return value, lam, str(problem.status), seconds
-
-
-def solve_lp(
-    cs: ConstraintSet,
-    p: float,
-    *,
-    method: str = "auto",
-    tol: float = 1e-8,
-    solver: str | None = None,
-    max_iter: int = 20000,
-) -> SVMResult:
-    r"""Solve the :math:`\ell_p` Att-SVM over a constraint set, with svmgeo's certificate.
-
-    .. math::
-
-        \min_W \|W\|_p \quad\text{s.t.}\quad a_j^\top W b_j \ge c_j\ (\text{margin}),\
-        a_j^\top W b_j = c_j\ (\text{equality}),
-
-    the norm entrywise, :math:`p \in [1, \infty]`. Feasibility is decided first (exact LP); an
-    infeasible problem returns ``INFEASIBLE`` with the Farkas vector.
-
-    Parameters
-    ----------
-    cs : ConstraintSet
-    p : float
-        The exponent, in [1, ∞]; 1 and ∞ are solved as LPs.
-    method : {"auto", "fast", "cvxpy"}, default "auto"
-        See the module docstring; ignored for p = 1, ∞.
-    tol : float, default 1e-8
-        Tolerance of the certificate (relative to :math:`\max(1, \|W\|_p)`).
-    solver : str, optional
-        cvxpy solver for ``method="cvxpy"`` (default Clarabel).
-    max_iter : int, default 20000
-        L-BFGS-B iteration limit of the fast method.
-
-    Returns
-    -------
-    SVMResult
-        ``norm="lp"``, ``objective`` :math:`\|W\|_p`, ``dual`` the normalized
-        :math:`\lambda` (:math:`\|\sum_j\lambda_j a_j b_j^\top\|_q \le 1`), ``extras["p"]``.
-
-    References
-    ----------
-    .. [1] A. K. Julistiono, D. A. Tarzanagh, N. Azizan, "Optimizing Attention with Mirror
-       Descent: Generalized Max-Margin Token Selection", arXiv:2410.14581 (ℓp-AttSVM).
-    """
-    where = "solve_svm"
-    p = check_real(p, "p", low=1.0, high=math.inf, where=where)
-    method = check_option(method, "method", LP_METHODS, where=where)
-    tol = check_real(tol, "tol", low=0.0, low_open=True, where=where)
-    start = time.perf_counter()
-    extras: dict[str, Any] = {"p": p}
-    feas = check_feasibility(cs)
-    extras["feasibility"] = feas
-    if not feas.feasible:
-        return no_solution(
-            cs,
-            feas.status if feas.status.is_infeasible else Status.INFEASIBLE_INACCURATE,
-            f"the constraints admit no W: {feas.message}",
-            norm="lp",
-            solver=feas.solver,
-            solve_time=time.perf_counter() - start,
-            farkas=feas.farkas,
-            extras=extras,
-            proof=feas.proof,
-        )
-    if p == 1.0 or math.isinf(p):
-        res = _finish_lp(cs, p, tol, extras, start)
-    elif method == "cvxpy":
-        res = _finish_cvxpy(cs, p, tol, solver, extras)
-    else:
-        res = _finish_fast(cs, p, tol, max_iter, extras)
-        if method == "auto" and not res.success:
-            ref = _finish_cvxpy(cs, p, tol, solver, extras)
-            if ref.success:
-                res = dataclasses.replace(
-                    ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
-                )
-            else:
-                res = dataclasses.replace(
-                    res,
-                    message=f"{res.message}; the cvxpy fallback did not certify either "
-                    f"({ref.status}: {ref.message})",
-                )
-    return dataclasses.replace(res, solve_time=time.perf_counter() - start, proof=feas.proof)
-
-
-def _result(
+def _certified(
     cs: ConstraintSet,
     W: np.ndarray,
     lam: np.ndarray,
@@ -406,7 +236,7 @@ def _result(
     n_iter: int,
     extras: dict[str, Any],
 ) -> SVMResult:
-    """Lift W onto the rows exactly (a scaling by 1 + O(eps)), normalize λ, certify."""
+    """Lift W onto the rows exactly (a scaling by 1 + O(eps)), certify (:func:`finish`)."""
     W0 = W
     lifted = lift_factor(
         cs,
@@ -418,44 +248,67 @@ def _result(
     )
     if lifted is not None:
         W = W0 * lifted[0]
-    res = SVMResult(
-        W=W,
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=lp_geometry(p),
+        tol=tol,
         status=Status.OPTIMAL,
         message=message,
-        objective=entrywise_norm(W, p),
-        dual=lam,
-        margins=cs.apply(W),
-        constraints=cs,
-        norm="lp",  # type: ignore[arg-type]
         solver=solver,
         n_iter=n_iter,
         extras=dict(extras),
     )
-    return downgrade(res, lp_certificate(cs, W, lam, p, tol))
 
 
-def _finish_lp(
-    cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any], start: float
+def _on_scaled_rows(
+    cs: ConstraintSet,
+    solve: Any,
+) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
+    """Run ``solve(scaled rows)`` -> (W', λ', info) and map the pair back to ``cs``."""
+    rows, s = row_scale(cs)
+    W, lam, info = solve(rows)
+    if s != 1.0:
+        info = {**info, "row_scale": s}
+        W = None if W is None else W / s
+        lam = None if lam is None else lam / s
+    return W, lam, info
+
+
+def lp_fast(
+    cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any], *, max_iter: int = LP_MAX_ITER
 ) -> SVMResult:
-    W, lam, message = _lp_program(cs, p)
-    if W is None or lam is None:
-        return no_solution(
-            cs, Status.SOLVER_ERROR, message, norm="lp", solver="highs", extras=extras
-        )
-    lam = _normalize(cs, lam, p)
-    return _result(cs, W, lam, p, tol, solver="highs", message=message, n_iter=0, extras=extras)
+    r"""svmgeo's :math:`\ell_p` solver: HiGHS for p = 1, ∞; the smooth dual by L-BFGS-B and an
+    active-set Newton polish for p in (1, ∞). Certified on ``cs`` (rows rescaled inside)."""
+    if p == 1.0 or math.isinf(p):
 
+        def program(rows: ConstraintSet) -> tuple[Any, Any, dict[str, Any]]:
+            W, lam, message = _lp_program(rows, p)
+            return W, None if lam is None else _normalize(rows, lam, p), {"message": message}
 
-def _finish_fast(
-    cs: ConstraintSet, p: float, tol: float, max_iter: int, extras: dict[str, Any]
-) -> SVMResult:
+        W, lam, info = _on_scaled_rows(cs, program)
+        if W is None or lam is None:
+            return no_solution(
+                cs, Status.SOLVER_ERROR, info["message"], norm="lp", solver="highs",
+                extras=extras,
+            )  # fmt: skip
+        return _certified(
+            cs, W, lam, p, tol, solver="highs", message=info["message"], n_iter=0,
+            extras={**extras, **_scale_note(info)},
+        )  # fmt: skip
     q = dual_exponent(p)
-    M = _row_matrix(cs)
-    mu = _lbfgs_dual(cs, M, q, max_iter)
-    mu, steps = _newton_polish(cs, M, q, mu)
-    W = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
-    lam = _normalize(cs, mu, p)
-    return _result(
+
+    def smooth(rows: ConstraintSet) -> tuple[Any, Any, dict[str, Any]]:
+        M = _row_matrix(rows)
+        mu = _lbfgs_dual(rows, M, q, max_iter)
+        mu, steps = _newton_polish(rows, M, q, mu)
+        W = _mirror_inverse(mu @ M, q).reshape(rows.d, rows.d)
+        return W, _normalize(rows, mu, p), {"steps": steps}
+
+    W, lam, info = _on_scaled_rows(cs, smooth)
+    assert W is not None and lam is not None  # the smooth dual always returns a pair
+    return _certified(
         cs,
         W,
         lam,
@@ -463,60 +316,77 @@ def _finish_fast(
         tol,
         solver="svmgeo-lp-dual",
         message="smooth dual by L-BFGS-B, active-set Newton polish",
-        n_iter=steps,
-        extras=extras,
+        n_iter=info["steps"],
+        extras={**extras, **_scale_note(info)},
     )
 
 
-def _finish_cvxpy(
+def _scale_note(info: dict[str, Any]) -> dict[str, Any]:
+    return {"row_scale": info["row_scale"]} if "row_scale" in info else {}
+
+
+def lp_reference(
     cs: ConstraintSet, p: float, tol: float, solver: str | None, extras: dict[str, Any]
 ) -> SVMResult:
+    r"""The cvxpy reference model of the :math:`\ell_p` Att-SVM (power cones), Newton-polished
+    for p in (1, ∞); certified by svmgeo on ``cs`` (rows rescaled inside)."""
     name = "CLARABEL" if solver is None else solver
+    label = f"cvxpy-{name.lower()}"
+    geometry = lp_geometry(p)
+
+    def model(rows: ConstraintSet) -> tuple[Any, Any, dict[str, Any]]:
+        W, lam, native, _, _ = solve_reference(rows, geometry, solver=name)
+        return W, lam, {"native": native, "rows": rows}
+
     try:
-        W, lam, native, _ = solve_naive_cvxpy_lp(cs, p, solver=name)
+        W, lam, info = _on_scaled_rows(cs, model)
     except Exception as exc:  # cvxpy raises SolverError and friends
         return no_solution(
-            cs,
-            Status.SOLVER_ERROR,
-            f"cvxpy/{name} failed: {exc}",
-            norm="lp",
-            solver=f"cvxpy-{name.lower()}",
+            cs, Status.SOLVER_ERROR, f"cvxpy/{name} failed: {exc}", norm="lp", solver=label,
             extras=extras,
-        )
+        )  # fmt: skip
+    native = info["native"]
     if W is None or lam is None or native not in ("optimal", "optimal_inaccurate"):
         return no_solution(
             cs,
             Status.SOLVER_ERROR,
             f"cvxpy status {native!r} without a primal-dual pair",
             norm="lp",
-            solver=f"cvxpy-{name.lower()}",
+            solver=label,
             extras=extras,
         )
-    # polish: the multipliers of min ||W||_p/p^p are mu = lambda ||W||_p^(p-1)
-    q = dual_exponent(p)
-    M = _row_matrix(cs)
-    # start from the rows that are tight at cvxpy's W (its small interior-point duals of
-    # inactive rows are not zeros)
-    tight = cs.apply(W) - cs.rhs <= 1e-6 * max(1.0, float(np.abs(cs.rhs).max()))
-    mu0 = lam * entrywise_norm(W, p) ** (p - 1.0)
-    mu, steps = _newton_polish(cs, M, q, np.where(tight, mu0, 0.0), active=tight)
-    Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
-    lam_p = _normalize(cs, mu, p)
+    extras = {**extras, **_scale_note(info)}
     raw = lp_certificate(cs, W, _normalize(cs, lam, p), p, tol)
-    polished = _result(
+    if p == 1.0 or math.isinf(p):  # a linear program: nothing to polish
+        return _certified(
+            cs, W, _normalize(cs, lam, p), p, tol, solver=label,
+            message=f"cvxpy status {native!r}", n_iter=0, extras=extras,
+        )  # fmt: skip
+    # polish: the multipliers of min ||W||_p/p^p are mu = lambda ||W||_p^(p-1), on the
+    # scaled rows, starting from the rows that are tight at cvxpy's W (its small
+    # interior-point duals of inactive rows are not zeros)
+    rows, s = row_scale(cs)
+    Ws, lams = W * s, lam * s
+    q = dual_exponent(p)
+    M = _row_matrix(rows)
+    tight = rows.apply(Ws) - rows.rhs <= 1e-6 * max(1.0, float(np.abs(rows.rhs).max()))
+    mu0 = lams * lp_geometry(p).value(Ws) ** (p - 1.0)
+    mu, steps = _newton_polish(rows, M, q, np.where(tight, mu0, 0.0), active=tight)
+    Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d) / s
+    polished = _certified(
         cs,
         Wp,
-        lam_p,
+        _normalize(rows, mu, p) / s,
         p,
         tol,
-        solver=f"cvxpy-{name.lower()}",
+        solver=label,
         message=f"cvxpy status {native!r}, Newton-polished",
         n_iter=steps,
         extras={**extras, "cvxpy_certificate": raw},
     )
     if polished.success or not raw.passed:
         return polished
-    return _result(  # pragma: no cover - the polish only fails on degenerate rows
-        cs, W, _normalize(cs, lam, p), p, tol, solver=f"cvxpy-{name.lower()}",
+    return _certified(  # pragma: no cover - the polish only fails on degenerate rows
+        cs, W, _normalize(cs, lam, p), p, tol, solver=label,
         message=f"cvxpy status {native!r}", n_iter=0, extras=extras,
     )  # fmt: skip

@@ -48,20 +48,18 @@ from ._backends import CONIC_BACKENDS, ConicBackend
 from ._certificates import (
     DECADES,
     FARKAS_TOL,
+    NUC,
     RESTORE_LIMIT,
-    adjoint_spectral_norm,
-    downgrade,
     farkas_residual,
     lift_factor,
     nuclear_certificate,
-    restore_factor,
-    zero_row_farkas,
 )
 from ._factored import Compressed, FactoredProblem, compress
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
-from ._result import FeasibilityResult, SVMResult, no_solution
+from ._nuclear_factored import polish_nuclear, solve_nuclear_factored, trivial_nuclear
+from ._result import FeasibilityResult, SVMResult, finish, no_solution
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -167,25 +165,6 @@ def _split(conic: _Conic, x: np.ndarray, z: np.ndarray, N: int) -> tuple[np.ndar
     return X, lam
 
 
-def polish_nuclear(
-    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float]:
-    r"""Cheap exact repairs of an interior-point answer.
-
-    Margin multipliers are clipped at 0 and :math:`\lambda` is divided by
-    :math:`\max(1, \|\sum_j\lambda_j a_j b_j^\top\|_2)` (dual feasibility at a relative cost of
-    the excess). When every equality row has :math:`c_j = 0`, :math:`W` is scaled up by
-    :math:`\max_j c_j / m_j \le 1 + 10^{-6}` so no margin row is violated.
-    """
-    lam = lam.copy()
-    lam[cs.kind == MARGIN] = np.maximum(lam[cs.kind == MARGIN], 0.0)
-    norm = adjoint_spectral_norm(cs, lam)
-    if norm > 1.0:
-        lam /= norm
-    scale = restore_factor(cs, cs.apply(W))
-    return W * scale, lam, scale
-
-
 def _refine(
     cs: ConstraintSet, comp: Compressed, X: np.ndarray, lam: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -282,53 +261,21 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
         f"||W_F||_* = {nuc:.6g} >= min ||W||_* >= c^T lam = {lower:.6g} "
         f"(lam = lam_F / ||W_F||_2; {fro.message})"
     )
-    result = SVMResult(
-        W=W,
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=NUC,
+        tol=tol,
         status=Status.OPTIMAL if exact and certificate.passed else Status.OPTIMAL_INACCURATE,
         message=message,
-        objective=nuc,
-        dual=lam,
-        margins=cs.apply(W),
-        constraints=cs,
-        norm="nuc",
         solver=f"{fro.solver}+frobenius-bound",
+        objective=nuc,
+        certificate=certificate,
         n_iter=fro.n_iter,
         solve_time=time.perf_counter() - start,
         extras={**fro.extras, "frobenius_bound": True, "lower_bound": lower},
     )
-    return downgrade(result, certificate)
-
-
-def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
-    """Rows with a_j b_jᵀ = 0 only: W = 0 is optimal iff it is feasible."""
-    farkas = zero_row_farkas(cs)  # a row a_j b_j^T = 0 that still asks for something
-    if farkas is not None:
-        j = int(np.flatnonzero(farkas)[0])
-        return no_solution(
-            cs,
-            Status.INFEASIBLE,
-            f"infeasible: row {j} has a_j b_jᵀ = 0 but needs {cs.rhs[j]:g} "
-            "(a token equal to the selected one, or a zero query)",
-            norm="nuc",
-            solver=solver,
-            solve_time=time.perf_counter() - start,
-            farkas=farkas,
-        )
-    W = np.zeros((cs.d, cs.d))
-    lam = np.zeros(cs.N)
-    result = SVMResult(
-        W=W,
-        status=Status.OPTIMAL,
-        message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
-        objective=0.0,
-        dual=lam,
-        margins=np.zeros(cs.N),
-        constraints=cs,
-        norm="nuc",
-        solver=solver,
-        solve_time=time.perf_counter() - start,
-    )
-    return downgrade(result, nuclear_certificate(cs, W, lam, tol))
 
 
 @one_blas_thread_when_small
@@ -453,8 +400,6 @@ def solve_nuclear(
         return infeasible
     # the factored primal with its dual certificate first (seconds where the SDP takes
     # minutes); the SDP chain is the fallback and the reference, and takes the backend options
-    from ._nuclear_factored import solve_nuclear_factored  # it builds on this module
-
     fast = solve_nuclear_factored(cs, tol=tol)
     if fast.success:
         return fast
@@ -617,18 +562,18 @@ def _solve_with(
     if status is Status.OPTIMAL_INACCURATE and certificate.passed:
         status = Status.OPTIMAL
         note += f" at its inner tolerance; svmgeo's certificate holds at tol={tol:.1e}"
-    result = SVMResult(
-        W=W,
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=NUC,
+        tol=tol,
         status=status,
         message=note,
-        objective=scale * float(np.linalg.svd(X, compute_uv=False).sum()),
-        dual=lam,
-        margins=cs.apply(W),
-        constraints=cs,
-        norm="nuc",
         solver=solver,
+        objective=scale * float(np.linalg.svd(X, compute_uv=False).sum()),
+        certificate=certificate,
         n_iter=out.n_iter,
         solve_time=time.perf_counter() - start,
         extras=extras,
     )
-    return downgrade(result, certificate)

@@ -62,15 +62,20 @@ import scipy.linalg as sla
 
 # ---- helpers shared with the other solver modules ------------------------------------------
 from ..constraints import MARGIN, ConstraintSet
-from ._certificates import downgrade, nuclear_certificate
+from ._certificates import (
+    NUC,
+    adjoint_spectral_norm,
+    nuclear_certificate,
+    restore_factor,
+    zero_row_farkas,
+)
 from ._factored import compress
-from ._nuclear import polish_nuclear, trivial_nuclear
-from ._result import SVMResult
+from ._result import SVMResult, finish, no_solution
 from ._status import Status
 
 # ---------------------------------------------------------------------------------------------
 
-__all__ = ["solve_nuclear_factored"]
+__all__ = ["polish_nuclear", "solve_nuclear_factored", "trivial_nuclear"]
 
 GAP_TOL = 1e-9
 """Largest recomputed relative duality gap of an ``OPTIMAL`` factored answer."""
@@ -402,6 +407,57 @@ def _polish_active_set(
     return None
 
 
+def polish_nuclear(
+    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Cheap exact repairs of an interior-point answer.
+
+    Margin multipliers are clipped at 0 and :math:`\lambda` is divided by
+    :math:`\max(1, \|\sum_j\lambda_j a_j b_j^\top\|_2)` (dual feasibility at a relative cost of
+    the excess). When every equality row has :math:`c_j = 0`, :math:`W` is scaled up by
+    :math:`\max_j c_j / m_j \le 1 + 10^{-6}` so no margin row is violated.
+    """
+    lam = lam.copy()
+    lam[cs.kind == MARGIN] = np.maximum(lam[cs.kind == MARGIN], 0.0)
+    norm = adjoint_spectral_norm(cs, lam)
+    if norm > 1.0:
+        lam /= norm
+    scale = restore_factor(cs, cs.apply(W))
+    return W * scale, lam, scale
+
+
+def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
+    """Rows with a_j b_jᵀ = 0 only: W = 0 is optimal iff it is feasible."""
+    farkas = zero_row_farkas(cs)  # a row a_j b_j^T = 0 that still asks for something
+    if farkas is not None:
+        j = int(np.flatnonzero(farkas)[0])
+        return no_solution(
+            cs,
+            Status.INFEASIBLE,
+            f"infeasible: row {j} has a_j b_jᵀ = 0 but needs {cs.rhs[j]:g} "
+            "(a token equal to the selected one, or a zero query)",
+            norm="nuc",
+            solver=solver,
+            solve_time=time.perf_counter() - start,
+            farkas=farkas,
+        )
+    W = np.zeros((cs.d, cs.d))
+    lam = np.zeros(cs.N)
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=NUC,
+        tol=tol,
+        status=Status.OPTIMAL,
+        message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
+        solver=solver,
+        margins=np.zeros(cs.N),
+        objective=0.0,
+        solve_time=time.perf_counter() - start,
+    )
+
+
 def solve_nuclear_factored(
     cs: ConstraintSet, *, tol: float = 1e-8, width: int | None = None
 ) -> SVMResult:
@@ -485,18 +541,18 @@ def solve_nuclear_factored(
     if certificate.passed and not certificate.duality_gap <= gap_tol:
         status = Status.OPTIMAL_INACCURATE
         note += f"; recomputed gap {certificate.duality_gap:.2e} > {gap_tol:.0e}"
-    result = SVMResult(
-        W=W,
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=NUC,
+        tol=tol,
         status=status,
         message=note,
-        objective=objective,
-        dual=lam,
-        margins=cs.apply(W),
-        constraints=cs,
-        norm="nuc",
         solver="svmgeo-factored",
+        objective=objective,
+        certificate=certificate,
         n_iter=n_iter,
         solve_time=time.perf_counter() - start,
         extras=extras,
     )
-    return downgrade(result, certificate)

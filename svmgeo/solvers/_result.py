@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import warnings
@@ -12,12 +13,25 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
-from .._compat import renamed
 from .._errors import InaccurateSolutionWarning
+from .._summary import summarized
 from ..constraints import ConstraintSet
 from ._status import Status
 
-__all__ = ["Certificate", "FeasibilityResult", "SVMResult", "no_solution", "warns_if_inaccurate"]
+__all__ = [
+    "CONJECTURE",
+    "Certificate",
+    "FeasibilityResult",
+    "GenSVMResult",
+    "JointSVMResult",
+    "SVMResult",
+    "downgrade",
+    "finish",
+    "finish_gen_svm",
+    "finish_joint",
+    "no_solution",
+    "warns_if_inaccurate",
+]
 
 
 class _Judged(Protocol):
@@ -115,7 +129,8 @@ class SVMResult:
     margins : ndarray of shape (N,) or None
         :math:`a_j^\top W b_j`.
     constraints : ConstraintSet
-    norm : {"fro", "nuc"}
+    norm : {"fro", "nuc", "lp"}
+        The norm's name (``"lp"`` for ``norm=("lp", p)``, with ``extras["p"]``).
     rank : int or None
         The rank bound of a rank-constrained Att-SVM⋆, else None.
     solver : str
@@ -146,7 +161,7 @@ class SVMResult:
     dual: np.ndarray | None
     margins: np.ndarray | None
     constraints: ConstraintSet
-    norm: Literal["fro", "nuc"]
+    norm: Literal["fro", "nuc", "lp"]
     solver: str
     rank: int | None = None
     n_iter: int = 0
@@ -300,7 +315,107 @@ class FeasibilityResult:
             ]
         )
 
-    certificate = renamed("certificate", "farkas", "FeasibilityResult")
+
+class _Norm(Protocol):
+    """What :func:`finish` reads of a norm (:class:`~._certificates.NormGeometry`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def value(self, W: np.ndarray, /) -> float: ...
+
+    def certificate(
+        self,
+        cs: ConstraintSet,
+        W: np.ndarray,
+        lam: np.ndarray,
+        tol: float,
+        margins: np.ndarray | None = None,
+    ) -> Certificate: ...
+
+
+def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
+    """Attach ``certificate``; when it fails, downgrade an optimal status and say why.
+
+    ``OPTIMAL`` and ``LOCALLY_OPTIMAL`` become ``OPTIMAL_INACCURATE``, ``INFEASIBLE`` becomes
+    ``INFEASIBLE_INACCURATE``; the message names each failed residual and its size.
+    """
+    status, message = result.status, result.message
+    if not certificate.passed:
+        text = "svmgeo's certificate check failed: " + "; ".join(certificate.failures)
+        if status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL):
+            status = Status.OPTIMAL_INACCURATE
+        elif status is Status.INFEASIBLE:
+            status = Status.INFEASIBLE_INACCURATE
+        message = f"{message}; {text}" if message else text
+    return dataclasses.replace(result, status=status, message=message, certificate=certificate)
+
+
+def finish(
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray | None,
+    *,
+    norm: _Norm,
+    tol: float,
+    status: Status,
+    message: str,
+    solver: str,
+    margins: np.ndarray | None = None,
+    objective: float | None = None,
+    certificate: Certificate | None = None,
+    **fields: Any,
+) -> SVMResult:
+    r"""The one assembly of a solved :class:`SVMResult`: margins, objective and certificate
+    recomputed from the data, the status downgraded when the certificate fails.
+
+    .. math::
+
+        m_j = a_j^\top W b_j,\qquad \text{objective} = \|W\|,\qquad
+        \text{certificate} = \mathrm{KKT}_{\|\cdot\|}(W, \lambda)\ \text{at}\ \texttt{tol} .
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+    W : ndarray of shape (d, d)
+    lam : ndarray of shape (N,) or None
+        The row multipliers (None: the certificate must be given).
+    norm : NormGeometry
+        The norm (``_certificates.FRO``, ``NUC``, ``lp_geometry(p)``): its ``name`` is the
+        result's ``norm``, ``value`` its objective, ``certificate`` its KKT check.
+    tol : float
+        The certificate's tolerance.
+    status, message, solver
+        The solver's verdict before the check.
+    margins, objective, certificate : optional
+        Already computed by the caller from the same data (e.g. ``margins`` through a
+        matrix-free product, ``objective`` from the factored iterate); recomputed otherwise.
+    **fields
+        Other :class:`SVMResult` fields (``n_iter``, ``solve_time``, ``extras``, ``K``, ...).
+
+    Returns
+    -------
+    SVMResult
+        :func:`downgrade` of the assembled result by its certificate.
+    """
+    margins = cs.apply(W) if margins is None else margins
+    if certificate is None:
+        if lam is None:
+            raise ValueError("finish needs the multipliers lam or a certificate")
+        certificate = norm.certificate(cs, W, lam, tol, margins)
+    result = SVMResult(
+        W=W,
+        status=status,
+        message=message,
+        objective=norm.value(W) if objective is None else objective,
+        dual=lam,
+        margins=margins,
+        constraints=cs,
+        norm=norm.name,  # type: ignore[arg-type]
+        solver=solver,
+        **fields,
+    )
+    return downgrade(result, certificate)
 
 
 def no_solution(
@@ -347,3 +462,202 @@ def warns_if_inaccurate(where: str) -> Callable[[Callable[_P, _R]], Callable[_P,
         return public
 
     return decorate
+
+
+# -- composite results: the joint SVM of the companion paper, the Gen-SVM (TF-SVM §6) --------
+@summarized
+@dataclass(frozen=True, eq=False)
+class JointSVMResult:
+    r"""The head SVM :math:`v^{\mathrm{mm}}` and the relaxed attention SVM it induces.
+
+    Attributes
+    ----------
+    status : Status
+        The worse of the two parts: a part without a solution gives its own status (the head
+        first); otherwise ``OPTIMAL_INACCURATE`` when either part is inaccurate, else
+        ``OPTIMAL``. ``message`` says which part.
+    message : str
+    param : {"p", "W"}
+        The attention parameterization of the relaxed SVM.
+    alpha : ndarray of int, shape (n,) or (n, K)
+        The selection both SVMs were built on.
+    head : SVMResult
+        :math:`\min\|v\|` s.t. :math:`Y_{ik} v^\top u_{i\alpha_{ik}} \ge 1`, solved as rows
+        :math:`Y_{ik} u_{i\alpha_{ik}}^\top W e_1 \ge 1` (so ``head.W`` is :math:`v\,e_1^\top`,
+        ``head.dual`` the multipliers); infeasible head data give its Farkas vector there.
+    v : ndarray of shape (d_u,) or None
+        :math:`v^{\mathrm{mm}}` (``head.W[:, 0]``).
+    head_margins : ndarray of shape (n,) or (n, K), or None
+        :math:`Y_{ik}\, v^{\mathrm{mm}\top} u_{i\alpha_{ik}}` (1 on the support).
+    support : ndarray of bool, shape (n,) or (n, K), or None
+        The queries (inputs) on :math:`v^{\mathrm{mm}}`'s margin.
+    support_proof : {"exact", "tolerance"} or None
+        ``"exact"``: :math:`v^{\mathrm{mm}}` was proved optimal in rational arithmetic and the
+        support is the set of rows with exact margin 1. ``"tolerance"``: the margin is within
+        ``support_tol`` (relative) of 1 on the certified float solution.
+    margin : ndarray of shape (n,) or (n, K), or None
+        The right-hand sides :math:`c_{ik}` of the relaxed SVM: 1 on the support, 0 elsewhere.
+    attention : SVMResult or None
+        The relaxed SVM (its ``constraints`` hold the rows and right-hand sides); None when the
+        head SVM has no solution.
+    p : ndarray of shape (d,) or None
+        :math:`p^{\mathrm{relax}}` for ``param="p"``.
+    W : ndarray of shape (d, d) or None
+        :math:`W^{\mathrm{relax}}` for ``param="W"``.
+    """
+
+    status: Status
+    message: str
+    param: str
+    alpha: np.ndarray
+    head: SVMResult
+    v: np.ndarray | None
+    head_margins: np.ndarray | None
+    support: np.ndarray | None
+    support_proof: Literal["exact", "tolerance"] | None
+    margin: np.ndarray | None
+    attention: SVMResult | None
+    p: np.ndarray | None = None
+    W: np.ndarray | None = None
+
+    @property
+    def success(self) -> bool:
+        """True when both parts are certified optimal (``status`` is ``OPTIMAL``)."""
+        return self.status.success
+
+    def summary(self) -> str:
+        """The joint verdict, the support, then the summaries of both SVMs."""
+        lines = [f"Joint SVM (param={self.param!r}): {self.status.value}", f"  {self.message}"]
+        if self.support is not None:
+            n_sup = int(np.count_nonzero(self.support))
+            lines.append(
+                f"  support    {n_sup} of {self.support.size} queries on v^mm's margin "
+                f"(decided: {self.support_proof})"
+            )
+        lines += ["Head SVM (v^mm):", _indent(self.head.summary())]
+        if self.attention is not None:
+            lines += ["Relaxed attention SVM:", _indent(self.attention.summary())]
+        return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _combined_status(head: SVMResult, attention: SVMResult | None) -> tuple[Status, str]:
+    if not head.status.has_solution:
+        return head.status, f"head SVM {head.status.value}: {head.message}"
+    assert attention is not None  # solved whenever the head has a solution
+    if not attention.status.has_solution:
+        return attention.status, f"relaxed SVM {attention.status.value}: {attention.message}"
+    bad = [
+        f"{name} SVM {res.status.value}: {res.message}"
+        for name, res in (("head", head), ("relaxed", attention))
+        if not res.status.success
+    ]
+    if bad:
+        return Status.OPTIMAL_INACCURATE, "; ".join(bad)
+    return Status.OPTIMAL, "both SVMs certified optimal"
+
+
+def finish_joint(
+    head: SVMResult, attention: SVMResult | None, *, note: str = "", **fields: Any
+) -> JointSVMResult:
+    """The one assembly of a :class:`JointSVMResult`: its status and message from the two
+    parts (the worse part decides), ``note`` appended; ``fields`` are the other fields."""
+    status, message = _combined_status(head, attention)
+    return JointSVMResult(
+        status=status,
+        message=f"{message}; {note}" if note else message,
+        head=head,
+        attention=attention,
+        **fields,
+    )
+
+
+CONJECTURE = (
+    "conjecture: Gen-SVM's W_eq = W_fin + R W_svm is the paper's *proposed* SVM equivalence "
+    "for nonlinear heads (TF-SVM §6), not a theorem; agreement is measured, not guaranteed"
+)
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class GenSVMResult:
+    r"""Gen-SVM components for selected sets :math:`O_{ik}`.
+
+    Attributes
+    ----------
+    feasible : bool
+        Whether the directional problem is feasible.
+    W_dir : ndarray of shape (d, d) or None
+        :math:`W^{\mathrm{svm}}` (None when infeasible).
+    farkas : ndarray or None
+        Farkas vector over ``svm.constraints`` when infeasible.
+    W_fin : ndarray or None
+        :math:`W^{\mathrm{fin}}` (needs ``probs``; None without, or when its equalities are
+        inconsistent, see ``fin``).
+    R : float or None
+        :math:`\max(0, \langle F - W^{\mathrm{fin}}, W^{\mathrm{svm}}\rangle / \|W^{\mathrm{svm}}\|_F^2)`
+        with F = ``fit_to`` (needs ``fit_to``, ``probs``, a feasible directional problem and
+        a finite component).
+    W_eq : ndarray or None
+        :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
+    fit_correlation : float or None
+        Correlation of ``W_eq`` with ``fit_to``.
+    gamma : float or None
+        :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``; None
+        when every set holds every visible token).
+    selected, masked : ndarray of bool, shape (n, T) or (n, K, T)
+        :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`).
+    svm, fin : SVMResult or None
+        The solves behind ``W_dir`` and ``W_fin``.
+    cost_fixed, cost_envelope : ndarray of shape (n, T) or (n, K, T), or None
+        First-order cost of each masked token (NaN elsewhere; needs ``head`` and ``probs``):
+        how fast :math:`Y h` falls when mass moves onto it, with the composition inside
+        :math:`O_{ik}` held fixed, or re-optimized (see :func:`gen_svm`, Notes). NaN in
+        ``cost_envelope`` where GD's composition is not locally optimal inside
+        :math:`O_{ik}` (the envelope is then undefined).
+    zero_cost : ndarray of bool or None
+        Masked tokens whose cost is zero (``<= zero_tol`` times the sequence's score spread)
+        under either method.
+    dropped : ndarray of bool or None
+        With ``drop_zero_cost=True``: the masked tokens whose margin rows were dropped
+        (= ``zero_cost``); None otherwise.
+    note : str
+        The status of the prediction: always :data:`CONJECTURE` (plus "svmgeo's extension"
+        when zero-cost rows were dropped).
+    """
+
+    feasible: bool
+    W_dir: np.ndarray | None
+    farkas: np.ndarray | None
+    W_fin: np.ndarray | None
+    R: float | None
+    W_eq: np.ndarray | None
+    fit_correlation: float | None
+    gamma: float | None
+    selected: np.ndarray
+    masked: np.ndarray
+    svm: SVMResult
+    fin: SVMResult | None
+    cost_fixed: np.ndarray | None = None
+    cost_envelope: np.ndarray | None = None
+    zero_cost: np.ndarray | None = None
+    dropped: np.ndarray | None = None
+    note: str = CONJECTURE
+
+
+def finish_gen_svm(svm: SVMResult, fin: SVMResult | None, **fields: Any) -> GenSVMResult:
+    """The one assembly of a :class:`GenSVMResult` from its two solves: ``feasible``,
+    ``W_dir`` and ``farkas`` read off the directional solve ``svm`` (``W_fin`` off ``fin`` is
+    the caller's, as it depends on the finite component's verdict)."""
+    feasible = svm.status.has_solution
+    return GenSVMResult(
+        feasible=feasible,
+        W_dir=svm.W if feasible else None,
+        farkas=None if feasible else svm.farkas,
+        svm=svm,
+        fin=fin,
+        **fields,
+    )

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import svmgeo as sg
+from svmgeo.solvers import parse_norm
 
 
 def naive_rows(data: sg.TokenData, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -108,17 +109,23 @@ def oracle_att_svm(
 
     if norm not in ("fro", "nuc"):
         raise sg.ProblemError(f"norm must be 'fro' or 'nuc'; got {norm!r}.")
+    geometry = _geometry(norm)
     A, B, c = naive_rows_rhs(data, alpha, margin)
     if A.shape[0] == 0:
         return OracleResult(True, np.zeros((data.d, data.d)), 0.0, "no rows")
     W = cp.Variable((data.d, data.d))
     margins = cp.sum(cp.multiply(A @ W, B), axis=1)
-    objective = 0.5 * cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)
-    problem = cp.Problem(cp.Minimize(objective), [margins >= c])
-    return _clarabel(problem, W, tol, norm)
+    problem = cp.Problem(cp.Minimize(geometry.cvxpy_objective(cp, W)), [margins >= c])
+    return _clarabel(problem, W, tol, geometry.value)
 
 
-def _clarabel(problem: Any, x: Any, tol: float, norm: str) -> OracleResult:
+def _geometry(norm: str) -> Any:
+    """The norm's objective and value, from the table of norms (:data:`svmgeo.solvers.NORMS`)."""
+    entry, parameter = parse_norm(norm, "oracle_svm")
+    return entry.geometry(parameter)
+
+
+def _clarabel(problem: Any, x: Any, tol: float, value_of: Any) -> OracleResult:
     """Solve ``problem`` with Clarabel at ``tol``; ``objective`` is the norm of ``x``."""
     import cvxpy as cp
 
@@ -126,7 +133,7 @@ def _clarabel(problem: Any, x: Any, tol: float, norm: str) -> OracleResult:
     problem.solve(solver=cp.CLARABEL, **options)
     if problem.status in ("optimal", "optimal_inaccurate") and x.value is not None:
         xv = np.asarray(x.value)
-        value = float(np.linalg.norm(xv) if norm == "fro" else np.linalg.norm(xv, "nuc"))
+        value = float(value_of(xv))
         return OracleResult(True, xv, value, str(problem.status))
     if problem.status in ("infeasible", "infeasible_inaccurate"):
         return OracleResult(False, None, None, str(problem.status))
@@ -154,7 +161,7 @@ def oracle_prompt_svm(
         return OracleResult(True, np.zeros(data.d), 0.0, "no rows")
     p = cp.Variable(data.d)
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(p)), [A @ p >= c])
-    return _clarabel(problem, p, tol, "fro")
+    return _clarabel(problem, p, tol, _geometry("fro").value)
 
 
 def oracle_head_svm(data: sg.TokenData, alpha: np.ndarray, *, tol: float = 1e-10) -> OracleResult:
@@ -168,7 +175,7 @@ def oracle_head_svm(data: sg.TokenData, alpha: np.ndarray, *, tol: float = 1e-10
     rows = [Y[i, k] * U[i, a[i, k]] for i in range(data.n) for k in range(data.K)]
     v = cp.Variable(U.shape[2])
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(v)), [np.array(rows) @ v >= 1.0])
-    return _clarabel(problem, v, tol, "fro")
+    return _clarabel(problem, v, tol, _geometry("fro").value)
 
 
 def oracle_feasibility(data: sg.TokenData, alpha: np.ndarray) -> OracleResult:

@@ -16,12 +16,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import ProblemError
+from .._linalg import balanced_factors
 from .._validation import check_option, check_real
 from ..analysis import gen_svm, selected_sets
 from ..data import TokenData
 from ..gd import HEADS, PARAMS
 from ..ntp import NextTokenData
-from ..solvers import SVMResult, att_svm, balanced_factors, joint_svm
+from ..solvers import SVMResult, att_svm, joint_svm
 from ._judge import Verdict, head_scores, judge, scored
 from ._options import refuse_options
 from ._protocol import Prediction, compare

@@ -104,8 +104,7 @@ def test_infeasible_alpha_gives_certificate_not_exception() -> None:
     assert sup.mask is None and sup.by_dual is None
     assert_farkas(sup.svm.constraints, sup.farkas)
     np.testing.assert_allclose(sup.farkas, [0.5, 0.5], atol=1e-9)
-    with pytest.warns(DeprecationWarning, match="use SupportTokens.farkas"):
-        np.testing.assert_array_equal(sup.certificate, sup.farkas)  # the old name still works
+    assert not hasattr(sup, "certificate")  # the deprecated alias is gone (never released)
     assert sup.tokens(0) == []
     with pytest.raises(sg.ProblemError, match="infeasible"):
         np.asarray(sup)

@@ -17,7 +17,7 @@ from svmgeo.solvers import (
     solve_naive_cvxpy,
     solve_svm,
 )
-from svmgeo.solvers._certificates import downgrade
+from svmgeo.solvers._result import downgrade
 from svmgeo.testing import assert_farkas, assert_feasible_point
 
 CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}

@@ -196,9 +196,9 @@ def _failed_fast(cs: sg.ConstraintSet, **_: object) -> sg.SVMResult:
 
 
 def test_auto_falls_back_to_cvxpy_and_says_why(monkeypatch):
-    from svmgeo.solvers import _api
+    from svmgeo.solvers import _norms
 
-    monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_norms, "solve_frobenius", _failed_fast)
     cs = _constraints(*REGRESSIONS[0])
     res = solve_svm(cs, method="auto")
     assert res.solver.startswith("cvxpy")
@@ -208,15 +208,16 @@ def test_auto_falls_back_to_cvxpy_and_says_why(monkeypatch):
 
 
 def test_auto_reports_a_failed_fallback(monkeypatch):
-    from svmgeo.solvers import _api
+    from svmgeo.solvers import _norms
 
-    def failed_cvxpy(req: _api._Request) -> sg.SVMResult:
+    def failed_cvxpy(req: _norms.Request) -> sg.SVMResult:
         return no_solution(
-            req.cs, Status.SOLVER_ERROR, "cvxpy broke", norm=req.norm, solver="cvxpy-x"
+            req.cs, Status.SOLVER_ERROR, "cvxpy broke", norm=req.entry.name, solver="cvxpy-x"
         )
 
-    monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
-    monkeypatch.setattr(_api, "_solve_cvxpy", failed_cvxpy)
+    monkeypatch.setattr(_norms, "solve_frobenius", _failed_fast)
+    fro = dataclasses.replace(_norms.NORMS["fro"], reference=failed_cvxpy)
+    monkeypatch.setitem(_norms.NORMS, "fro", fro)
     res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
     assert res.status is Status.OPTIMAL_INACCURATE and res.solver.startswith("svmgeo")
     assert res.message.startswith("fast failed; the cvxpy fallback did not certify either")
@@ -224,10 +225,10 @@ def test_auto_reports_a_failed_fallback(monkeypatch):
 
 
 def test_auto_says_when_the_problem_is_too_large_for_the_fallback(monkeypatch):
-    from svmgeo.solvers import _api
+    from svmgeo.solvers import _norms
 
-    monkeypatch.setattr(_api, "solve_frobenius", _failed_fast)
-    monkeypatch.setattr(_api, "_CVXPY_FALLBACK_SIZE", 10.0)
+    monkeypatch.setattr(_norms, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_norms, "CVXPY_FALLBACK_SIZE", 10.0)
     res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
     assert res.status is Status.OPTIMAL_INACCURATE and res.solver.startswith("svmgeo")
     assert "no cvxpy fallback: d^2*N = 36 exceeds 1e+01" in res.message

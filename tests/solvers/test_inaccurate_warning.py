@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.solvers import Status, _api, _feasibility
+from svmgeo.solvers import Status, _feasibility, _norms
 
 
 def _hull_data() -> sg.TokenData:
@@ -36,13 +36,14 @@ def sloppy_farkas(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def inaccurate_fro(monkeypatch: pytest.MonkeyPatch) -> None:
     """svmgeo's Frobenius path answers OPTIMAL_INACCURATE (its W is the true optimum)."""
-    spec = _api.NORMS["fro"]
+    spec = _norms.NORMS["fro"]
 
     def solve(req: Any, geo: Any, feas: Any) -> sg.SVMResult:
         res = spec.solve(req, geo, feas)
         return dataclasses.replace(res, status=Status.OPTIMAL_INACCURATE, message="patched")
 
-    monkeypatch.setitem(_api.NORMS, "fro", dataclasses.replace(spec, solve=solve))
+    # no cvxpy fallback either: the answer stays inaccurate
+    monkeypatch.setitem(_norms.NORMS, "fro", dataclasses.replace(spec, solve=solve, fallback=None))
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.solvers import Status
-from svmgeo.solvers._certificates import downgrade
 from svmgeo.solvers._factored import compress
 from svmgeo.solvers._lowrank import _factored_certificate, solve_lowrank
 from svmgeo.solvers._nuclear import solve_nuclear
+from svmgeo.solvers._result import downgrade
 
 SHAPES: list[tuple[int, int, int, dict[str, Any]]] = [
     (3, 4, 5, {}),

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
+from svmgeo._linalg import entrywise_norm
 from svmgeo.constraints import EQUALITY, MARGIN, ConstraintSet
-from svmgeo.solvers._lp_norm import (
-    dual_exponent,
-    entrywise_norm,
-    lp_certificate,
-    solve_lp,
-    solve_naive_cvxpy_lp,
-)
+from svmgeo.solvers import solve_naive_cvxpy
+from svmgeo.solvers._certificates import dual_exponent, lp_certificate
+
+
+def solve_lp(cs: ConstraintSet, p: float, **kw: object) -> sg.SVMResult:
+    return sg.solve_svm(cs, norm=("lp", p), **kw)  # type: ignore[arg-type]
 
 
 def _rows(seed: int, n: int = 4, T: int = 5, d: int = 6) -> ConstraintSet:
@@ -50,7 +50,7 @@ def test_matches_naive_cvxpy_and_is_certified(seed: int, p: float) -> None:
     cs = _rows(seed)
     res = sg.solve_svm(cs, norm=("lp", p))  # type: ignore[arg-type]
     _assert_certified(cs, res, p)
-    W_ref, _, status, _ = solve_naive_cvxpy_lp(cs, p)
+    W_ref, status, _, _ = solve_naive_cvxpy(cs, ("lp", p))
     assert status == "optimal" and W_ref is not None
     np.testing.assert_allclose(res.objective, entrywise_norm(W_ref, p), rtol=1e-7)
     if 1.0 < p < math.inf:  # strictly convex norm: the optimum is unique; the interior-point
@@ -79,7 +79,7 @@ def test_equality_rows_of_gen_svm() -> None:
         _assert_certified(cs, res, p)
         m = np.einsum("ja,ab,jb->j", cs.A, res.W, cs.B)
         np.testing.assert_allclose(m[cs.kind == EQUALITY], 0.0, atol=1e-10)
-        W_ref, _, _, _ = solve_naive_cvxpy_lp(cs, p)
+        W_ref, _, _, _ = solve_naive_cvxpy(cs, ("lp", p))
         np.testing.assert_allclose(res.objective, entrywise_norm(W_ref, p), rtol=1e-7)
 
 
@@ -139,7 +139,8 @@ def test_bad_norm_is_a_clear_error(norm: object) -> None:
 
 def test_a_failed_certificate_downgrades_with_a_message() -> None:
     cs = _rows(1)
-    res = solve_lp(cs, 1.5, tol=1e-30)  # no float64 answer meets this
+    with pytest.warns(sg.InaccurateSolutionWarning):
+        res = solve_lp(cs, 1.5, tol=1e-30)  # no float64 answer meets this
     assert res.status is sg.Status.OPTIMAL_INACCURATE
     assert "certificate check failed" in res.message
     assert "cvxpy fallback did not certify either" in res.message

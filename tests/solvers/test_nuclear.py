@@ -14,8 +14,9 @@ import svmgeo as sg
 from svmgeo._linalg import query_projector
 from svmgeo.solvers import Status, solve_naive_cvxpy
 from svmgeo.solvers._backends import ClarabelBackend
-from svmgeo.solvers._certificates import downgrade, nuclear_certificate
+from svmgeo.solvers._certificates import nuclear_certificate
 from svmgeo.solvers._nuclear import solve_nuclear
+from svmgeo.solvers._result import downgrade
 
 TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
@@ -267,10 +268,11 @@ def test_auto_runs_scs_then_clarabel_only_if_needed(monkeypatch) -> None:
     data = sg.random_data(16, 2, 20, seed=4)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
     # the SDP order behind the factored path (issue 16): make the factored path decline
+    import svmgeo.solvers._nuclear as nuclear_module
     import svmgeo.solvers._nuclear_factored as factored
 
     declined = dataclasses.replace(factored.solve_nuclear_factored(cs), status=Status.MAX_ITER)
-    monkeypatch.setattr(factored, "solve_nuclear_factored", lambda cs, tol: declined)
+    monkeypatch.setattr(nuclear_module, "solve_nuclear_factored", lambda cs, tol: declined)
     res = solve_nuclear(cs, solver="auto")
     assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
     assert res.certificate.passed
@@ -304,6 +306,7 @@ def test_option_unknown_to_every_backend_raises(kwargs: dict[str, Any]) -> None:
 @pytest.fixture
 def factored_declines(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the factored path of solver="auto" decline, so that the SDP chain runs."""
+    import svmgeo.solvers._nuclear as nuclear_module
     import svmgeo.solvers._nuclear_factored as factored
 
     real = factored.solve_nuclear_factored
@@ -311,7 +314,7 @@ def factored_declines(monkeypatch: pytest.MonkeyPatch) -> None:
     def declined(cs: sg.ConstraintSet, tol: float) -> sg.SVMResult:
         return dataclasses.replace(real(cs, tol=tol), status=Status.MAX_ITER)
 
-    monkeypatch.setattr(factored, "solve_nuclear_factored", declined)
+    monkeypatch.setattr(nuclear_module, "solve_nuclear_factored", declined)
 
 
 def test_backend_options_go_to_the_sdp_fallback_and_the_factored_path_runs_first(
@@ -335,10 +338,10 @@ def test_backend_options_go_to_the_sdp_fallback_and_the_factored_path_runs_first
     assert seen == []
     np.testing.assert_allclose(res.W, plain.W, rtol=0, atol=0)
     # when the factored path declines, the SDP fallback runs with exactly these options
-    import svmgeo.solvers._nuclear_factored as factored
+    import svmgeo.solvers._nuclear as nuclear_module
 
     declined = dataclasses.replace(res, status=Status.MAX_ITER)
-    monkeypatch.setattr(factored, "solve_nuclear_factored", lambda cs, tol: declined)
+    monkeypatch.setattr(nuclear_module, "solve_nuclear_factored", lambda cs, tol: declined)
     res = solve_nuclear(cs, max_iters=100_000, verbose=False)
     assert res.solver == "scs" and res.status is Status.OPTIMAL, res.message
     assert seen == [("scs", {"max_iters": 100_000, "verbose": False})]
@@ -346,12 +349,12 @@ def test_backend_options_go_to_the_sdp_fallback_and_the_factored_path_runs_first
 
 
 def test_infeasible_rows_return_at_once_under_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    import svmgeo.solvers._nuclear_factored as factored
+    import svmgeo.solvers._nuclear as nuclear_module
 
     def never(*args: Any, **kw: Any) -> None:
         raise AssertionError("the factored path ran on infeasible rows")
 
-    monkeypatch.setattr(factored, "solve_nuclear_factored", never)
+    monkeypatch.setattr(nuclear_module, "solve_nuclear_factored", never)
     data = sg.random_data(3, 4, 5, seed=1)
     # (x0 - x1)ᵀ W z >= 1 and (x1 - x0)ᵀ W z >= 1 cannot both hold; more rows around them
     cs = sg.pair_constraints(data, [0, 0, 1, 2], [0, 0, 0, 0], [0, 1, 0, 3], [1, 0, 2, 1])

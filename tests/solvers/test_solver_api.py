@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.solvers import STATUS_MAP, Status, _api, solve_svm
+from svmgeo.solvers import STATUS_MAP, Status, _norms, solve_svm
 from svmgeo.testing import assert_farkas, assert_feasible_point
 
 
@@ -85,7 +85,7 @@ def test_unknown_cvxpy_status_is_a_solver_error(cs, monkeypatch):
     def fake(cs, norm, *, solver, **opts):
         return np.zeros((cs.d, cs.d)), np.zeros(cs.N), "mystery_status", 0.0, 0.0
 
-    monkeypatch.setattr(_api, "solve_naive_cvxpy_duals", fake)
+    monkeypatch.setattr(_norms, "solve_reference", fake)
     res = solve_svm(cs, method="cvxpy")
     assert res.status is Status.SOLVER_ERROR and res.W is None
     assert "unknown" in res.message
@@ -94,13 +94,13 @@ def test_unknown_cvxpy_status_is_a_solver_error(cs, monkeypatch):
 
 
 def test_auto_falls_back_to_cvxpy_when_fast_path_fails(cs, monkeypatch):
-    real = _api.solve_frobenius
+    real = _norms.solve_frobenius
 
     def broken(cs, **kw):
         res = real(cs, **kw)
         return dataclasses.replace(res, status=Status.MAX_ITER, message="forced failure")
 
-    monkeypatch.setattr(_api, "solve_frobenius", broken)
+    monkeypatch.setattr(_norms, "solve_frobenius", broken)
     assert solve_svm(cs, method="fast").status is Status.MAX_ITER
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -147,6 +147,12 @@ IGNORED_OPTIONS = [
     ({"norm": "fro", "method": "fast", "solver": "CLARABEL"}, "solver"),
     ({"norm": "fro", "seed": 0}, "seed"),
     ({"norm": "nuc", "n_restarts": 3}, "n_restarts"),
+    # the l_p entry checks its options like the others (issue #21: they were ignored)
+    ({"norm": ("lp", 1.5), "max_iter": 50}, "max_iter"),
+    ({"norm": ("lp", 1.5), "seed": 0}, "seed"),
+    ({"norm": ("lp", 3.0), "n_restarts": 3}, "n_restarts"),
+    ({"norm": ("lp", 1.5), "method": "fast", "solver": "CLARABEL"}, "solver"),
+    ({"norm": ("lp", 1.0), "solver": "CLARABEL"}, "solver"),
 ]
 
 
@@ -216,26 +222,31 @@ def test_att_svm_errors_name_att_svm(data, kwargs, match):
 
 def test_each_norm_entry_judges_its_own_optimum(cs):
     # every entry of the norm table: its solver's W has its objective and passes its certificate
-    for name, spec in _api.NORMS.items():
-        res = solve_svm(cs, norm=name, method="fast")
+    norms = [
+        (name, None if entry.parameter is None else 1.5) for name, entry in _norms.NORMS.items()
+    ]
+    for name, parameter in norms:
+        spec = _norms.NORMS[name].geometry(parameter)
+        norm = name if parameter is None else (name, parameter)
+        res = solve_svm(cs, norm=norm, method="fast")
         assert res.success and res.norm == name, res.message
-        np.testing.assert_allclose(res.objective, spec.objective(res.W), rtol=1e-10)
+        np.testing.assert_allclose(res.objective, spec.value(res.W), rtol=1e-10)
         cert = spec.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W))
         assert cert.passed, cert.failures
-        # the other norm's certificate fails on this optimum (the table is not one function)
-        other = next(s for n, s in _api.NORMS.items() if n != name)
-        assert not other.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W)).passed
+        # the other norms' certificates fail on this optimum (the table is not one function)
+        for other_name, other_parameter in norms:
+            if other_name != name:
+                other = _norms.NORMS[other_name].geometry(other_parameter)
+                assert not other.certificate(cs, res.W, res.dual, 1e-8, cs.apply(res.W)).passed
 
 
-def test_feasibility_result_certificate_is_a_deprecated_alias_of_farkas():
+def test_feasibility_result_carries_its_farkas_vector_under_one_name():
     X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]])
     data = sg.TokenData(X, Z=np.array([[1.0, 0.3]]), v=np.ones(2))
     res = sg.feasibility(data, np.array([0]))
     assert not res.feasible and res.farkas is not None
     assert_farkas(res.constraints, res.farkas)
-    with pytest.warns(DeprecationWarning, match="FeasibilityResult.farkas"):
-        old = res.certificate
-    np.testing.assert_array_equal(old, res.farkas)
+    assert not hasattr(res, "certificate")  # the deprecated alias is gone (never released)
     assert res.solve_time > 0
 
 

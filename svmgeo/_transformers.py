@@ -1,0 +1,425 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Read one head of a Hugging Face ``transformers`` model as svmgeo data and its W.
+
+What svmgeo reads
+-----------------
+A forward pre-hook on the attention module of block ``layer`` captures, during one forward
+pass of ``model(**inputs)`` in evaluation mode (stopped right there):
+
+* the hidden states entering that attention module: GPT-2's and LLaMA's after the block's
+  layer norm (``ln_1``, ``input_layernorm``), BERT's the previous block's output (BERT normalizes
+  after the sublayer); these are the tokens :math:`x_{it}` (and queries, self-attention);
+* the attention mask the model itself passes to that module (causal for GPT-2 and LLaMA, the
+  ``attention_mask`` padding, sliding windows): a key is visible where the additive mask is 0;
+* for rotary models the ``(cos, sin)`` position embeddings passed to the module.
+
+Head ``h``'s query and key maps and the model's own scale :math:`s` are read from the weights:
+GPT-2's fused ``c_attn`` (a ``Conv1D``, weight of shape ``(E, 3E)``, :math:`y = xA + b`), with
+:math:`s = 1/\sqrt{h_d}` when ``scale_attn_weights`` and a further :math:`1/(\ell + 1)` when
+``scale_attn_by_inverse_layer_idx``; BERT's ``query``/``key``; LLaMA-style ``q_proj``/``k_proj``
+with ``module.scaling`` and grouped-query heads: query head :math:`h` uses key head
+:math:`\lfloor h / (H / H_{kv}) \rfloor`. Biases are handled as in :func:`~svmgeo.from_torch`
+(a constant coordinate 1 appended to every token when there is a query bias).
+
+Rotary position embeddings
+--------------------------
+With RoPE the logit of query position :math:`m` over key position :math:`n` is
+:math:`s\,(R_m q_m)^\top (R_n k_n) = s\, q_m^\top R_m^\top R_n k_n`: it depends on the
+position pair, so no single :math:`W` over the token features exists and ``rope="raise"`` (the
+default) refuses, saying so. Two exact readings instead (:math:`R_p` built from the
+``(cos, sin)`` the model passes, LLaMA's rotate-half layout):
+
+* ``rope="positions"``: ``W[m, n]`` :math:`= s\,\tilde W_K^\top R_n^\top R_m \tilde W_Q`, shape
+  ``(T, T, d, d)``, with :math:`\text{logit}_{i,m,n} = \tilde x_{in}^\top W_{mn}\,\tilde x_{im}`.
+  This reproduces the model to round-off (the same positions in every sequence are required).
+* ``rope="offsets"``: ``W[T - 1 + delta]`` for the offset :math:`\delta = n - m`, shape
+  ``(2T - 1, d, d)``, the theory's :math:`R_m^\top R_n = R_{n-m}`. The model computes its angles
+  :math:`p\,\theta_j` in float32, so its rotations depend on the offset only up to float32
+  rounding (relative :math:`\approx 10^{-7}` for short sequences); ``offsets`` takes the pair
+  :math:`(\max(0,-\delta), \max(0,-\delta)+\delta)` and refuses when the pairs differ by more than
+  :math:`10^{-6} T` (custom ``position_ids``).
+
+With RoPE a key bias does not cancel (it is rotated with the key), so any bias appends the
+constant coordinate.
+
+transformers and torch are imported only when :func:`from_transformers` is called
+(``pip install "svmgeo[transformers]"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+
+from ._errors import ProblemError, SolverNotFound
+from ._torch import from_torch
+from .data import TokenData
+
+__all__ = ["from_transformers"]
+
+_WHERE = "from_transformers"
+
+
+class _Captured(Exception):
+    """Raised by the pre-hook to stop the forward pass once the attention inputs are read."""
+
+
+def _array(x: Any) -> np.ndarray:
+    return np.asarray(x.detach().cpu().double().numpy(), dtype=float)
+
+
+def _blocks(model: Any) -> tuple[str, Any]:
+    """The family ("gpt2", "bert" or "llama") and the list of transformer blocks."""
+    base = getattr(model, "base_model", model)
+    if hasattr(base, "h"):
+        return "gpt2", base.h
+    encoder = getattr(base, "encoder", None)
+    if encoder is not None and hasattr(encoder, "layer"):
+        return "bert", encoder.layer
+    if hasattr(base, "layers"):
+        return "llama", base.layers
+    raise ProblemError(
+        f"{_WHERE}: model must be a Hugging Face GPT-2, BERT or LLaMA-style model (blocks in "
+        f"base_model.h, base_model.encoder.layer or base_model.layers); got "
+        f"{type(model).__name__}. Read other attention modules with sg.from_torch."
+    )
+
+
+def _check_index(value: Any, name: str, size: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ProblemError(f"{_WHERE}: {name} must be an int; got {type(value).__name__}.")
+    if not 0 <= int(value) < size:
+        raise ProblemError(f"{_WHERE}: {name} must be in 0..{size - 1} ({what}); got {value}.")
+    return int(value)
+
+
+def _head_maps(
+    family: str, attn: Any, config: Any, layer: int, head: Any
+) -> tuple[np.ndarray, np.ndarray, Any, Any, float]:
+    """(W_q, W_k, b_q, b_k, scale) of query head ``head``: W_q, W_k of shape (h_d, E)."""
+    if family == "gpt2":
+        c_attn = getattr(attn, "c_attn", None)
+        if c_attn is None or getattr(attn, "is_cross_attention", False):
+            raise ProblemError(
+                f"{_WHERE}: block {layer} has no GPT-2 self-attention with a fused c_attn; got "
+                f"{type(attn).__name__}."
+            )
+        H, hd, E = attn.num_heads, attn.head_dim, attn.embed_dim
+        h = _check_index(head, "head", H, f"the model has {H} heads")
+        A = _array(c_attn.weight)  # Conv1D: (E, 3E), y = x A + b
+        b = _array(c_attn.bias)
+        q, k = slice(h * hd, (h + 1) * hd), slice(E + h * hd, E + (h + 1) * hd)
+        s = 1.0
+        if attn.scale_attn_weights:
+            s /= float(np.sqrt(hd))
+        if attn.scale_attn_by_inverse_layer_idx:
+            s /= float(layer + 1)
+        return A[:, q].T, A[:, k].T, b[q], b[k], s
+    if family == "bert":
+        self_attn = attn
+        query, key = getattr(self_attn, "query", None), getattr(self_attn, "key", None)
+        if query is None or key is None:
+            raise ProblemError(
+                f"{_WHERE}: block {layer} has no BERT self-attention (attention.self.query/key)."
+            )
+        kind = getattr(config, "position_embedding_type", "absolute")
+        if kind not in (None, "absolute"):
+            raise ProblemError(
+                f"{_WHERE}: position_embedding_type={kind!r} adds a term that depends on the "
+                "position pair to every logit, so no single W exists; only 'absolute' is read."
+            )
+        H, hd = self_attn.num_attention_heads, self_attn.attention_head_size
+        h = _check_index(head, "head", H, f"the model has {H} heads")
+        rows = slice(h * hd, (h + 1) * hd)
+        bq = None if query.bias is None else _array(query.bias)[rows]
+        bk = None if key.bias is None else _array(key.bias)[rows]
+        Wq, Wk = _array(query.weight)[rows], _array(key.weight)[rows]
+        return Wq, Wk, bq, bk, float(self_attn.scaling)
+    q_proj, k_proj = getattr(attn, "q_proj", None), getattr(attn, "k_proj", None)
+    if q_proj is None or k_proj is None:
+        raise ProblemError(
+            f"{_WHERE}: block {layer} has no LLaMA-style self_attn.q_proj/k_proj; got "
+            f"{type(attn).__name__}."
+        )
+    for name in ("q_norm", "k_norm"):
+        if getattr(attn, name, None) is not None:
+            raise ProblemError(
+                f"{_WHERE}: the attention normalizes queries/keys per head ({name}), a nonlinear "
+                "map: the logit is not bilinear in the tokens, so no W exists."
+            )
+    if getattr(config, "attn_logit_softcapping", None):
+        raise ProblemError(
+            f"{_WHERE}: attn_logit_softcapping applies tanh to the logits; no W reproduces them."
+        )
+    H, H_kv = config.num_attention_heads, config.num_key_value_heads
+    hd = attn.head_dim
+    h = _check_index(head, "head", H, f"the model has {H} query heads")
+    g = h // (H // H_kv)  # grouped-query attention: the key head this query head reads
+    q, k = slice(h * hd, (h + 1) * hd), slice(g * hd, (g + 1) * hd)
+    bq = None if q_proj.bias is None else _array(q_proj.bias)[q]
+    bk = None if k_proj.bias is None else _array(k_proj.bias)[k]
+    return _array(q_proj.weight)[q], _array(k_proj.weight)[k], bq, bk, float(attn.scaling)
+
+
+def _attention_module(family: str, block: Any) -> Any:
+    if family == "gpt2":
+        return getattr(block, "attn", block)
+    if family == "bert":
+        return getattr(getattr(block, "attention", None), "self", block)
+    return getattr(block, "self_attn", block)
+
+
+def _capture(model: Any, module: Any, inputs: Any) -> dict[str, Any]:
+    """Hidden states, mask and position embeddings entering ``module`` in ``model(**inputs)``."""
+    import torch
+
+    seen: dict[str, Any] = {}
+
+    def hook(_: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        seen["hidden"] = args[0] if args else kwargs["hidden_states"]
+        seen["mask"] = kwargs.get("attention_mask")
+        seen["rope"] = kwargs.get("position_embeddings")
+        raise _Captured
+
+    if isinstance(inputs, Mapping):
+        call = dict(inputs)
+    elif hasattr(inputs, "dim") and inputs.dim() == 2:
+        call = {"input_ids": inputs}
+    else:
+        raise ProblemError(
+            f"{_WHERE}: inputs must be a mapping of model inputs (input_ids, attention_mask, "
+            f"...; a tokenizer's output) or an input_ids tensor of shape (n, T); got "
+            f"{type(inputs).__name__}."
+        )
+    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+    training = model.training
+    model.eval()  # no dropout in the hidden states read
+    try:
+        with torch.no_grad():
+            model(**call)
+    except _Captured:
+        pass
+    finally:
+        handle.remove()
+        model.train(training)
+    if "hidden" not in seen:
+        raise ProblemError(f"{_WHERE}: the forward pass never reached the attention module.")
+    return seen
+
+
+def _visible(mask: Any, n: int, T: int, is_causal: bool) -> np.ndarray:
+    """svmgeo's visibility (n, T, T) from the mask the model passed to the attention."""
+    import torch
+
+    if mask is None:
+        causal = np.tril(np.ones((T, T), dtype=bool))
+        return np.broadcast_to(causal if is_causal else np.ones((T, T), dtype=bool), (n, T, T))
+    m = mask.detach().cpu()
+    if m.dim() != 4 or m.shape[1] != 1 or tuple(m.shape[2:]) != (T, T):
+        raise ProblemError(
+            f"{_WHERE}: the model passed an attention mask of shape {tuple(m.shape)}; expected "
+            f"(n, 1, {T}, {T})."
+        )
+    if m.dtype == torch.bool:
+        vis = m[:, 0].numpy()
+    else:
+        a = m[:, 0].double().numpy()
+        vis = a == 0
+        blocked = a < -1e30
+        if not np.all(vis | blocked):
+            raise ProblemError(
+                f"{_WHERE}: the model's attention mask adds finite biases to the logits (values "
+                "other than 0 and -inf); they depend on the position pair, so no W reproduces "
+                "them."
+            )
+    return np.broadcast_to(vis, (n, T, T)).copy()
+
+
+def _rotations(rope: Any, hd: int) -> np.ndarray:
+    """Matrices M of shape (n', T, h_d, h_d) with rotated q = M q (LLaMA's rotate-half RoPE)."""
+    cos, sin = (_array(x) for x in rope)
+    if cos.shape[-1] != hd:
+        raise ProblemError(
+            f"{_WHERE}: rotary embeddings of width {cos.shape[-1]} on heads of width {hd} "
+            "(partial rotary) are not read; only LLaMA's full rotate-half RoPE is."
+        )
+    half = hd // 2
+    P = np.zeros((hd, hd))  # rotate_half(q) = P q = (-q2, q1)
+    P[:half, half:] = -np.eye(half)
+    P[half:, :half] = np.eye(half)
+    eye = np.eye(hd)
+    return cos[..., :, None] * eye + sin[..., :, None] * P
+
+
+def _pair_products(M: np.ndarray) -> np.ndarray:
+    """B[m, n] = M_n^T M_m for query position m and key position n (one set of positions)."""
+    if M.shape[0] > 1 and np.any(M != M[:1]):
+        raise ProblemError(
+            f"{_WHERE}: the sequences have different rotary positions (per-sequence "
+            "position_ids); the rotary readings need the same positions in every sequence."
+        )
+    return np.einsum("nab,mac->mnbc", M[0], M[0])
+
+
+def _offset_products(B: np.ndarray) -> np.ndarray:
+    """B_delta = M_(m+delta)^T M_m, checked to depend on the offset delta only.
+
+    The model computes its rotation angles in float32, so pairs at one offset agree only to
+    float32 rounding of the angles (about ``T`` times the float32 epsilon); more is refused.
+    """
+    T = B.shape[0]
+    out = np.empty((2 * T - 1, *B.shape[2:]))
+    tol = 1e-6 * T * max(1.0, float(np.abs(B).max()))
+    for delta in range(-(T - 1), T):
+        m = np.arange(max(0, -delta), min(T, T - delta))
+        pairs = B[m, m + delta]
+        out[T - 1 + delta] = pairs[0]
+        if np.abs(pairs - pairs[0]).max() > tol:
+            raise ProblemError(
+                f"{_WHERE}: the rotary rotations do not depend on the position offset alone "
+                "(custom position_ids); rope='offsets' needs the default positions 0..T-1. "
+                "rope='positions' reads them exactly."
+            )
+    return out
+
+
+def _augment(W: np.ndarray, b: Any) -> np.ndarray:
+    """[W, b]: the map of a token with a constant coordinate 1 appended."""
+    col = np.zeros(W.shape[0]) if b is None else b
+    return np.concatenate([W, col[:, None]], axis=1)
+
+
+def from_transformers(
+    model: Any,
+    inputs: Any,
+    *,
+    layer: int,
+    head: int,
+    query: int | Literal["all"] = "all",
+    rope: Literal["raise", "offsets", "positions"] = "raise",
+    **data_kwargs: Any,
+) -> tuple[TokenData, np.ndarray]:
+    r"""Tokens, mask and :math:`W = s\,W_K^\top W_Q` of one head of a Hugging Face model.
+
+    .. math::
+
+        \mathrm{softmax}_t\big(s\,(W_K x_{it} + b_K)^\top (W_Q x_{ik} + b_Q)\big)
+        = \mathrm{softmax}_t\big(\tilde x_{it}^\top W \tilde x_{ik}\big),
+
+    where :math:`x_{it}` are the hidden states entering the attention of block ``layer`` and
+    :math:`s` the model's own scale (see the module notes for what is read, and for rotary
+    position embeddings).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A GPT-2 (``GPT2Model``, ``GPT2LMHeadModel``, ...), BERT or LLaMA-style model.
+    inputs : mapping or tensor
+        What ``model(**inputs)`` takes (a tokenizer's output: ``input_ids``,
+        ``attention_mask``, ...), or an ``input_ids`` tensor of shape (n, T).
+    layer : int
+        The block (0-based).
+    head : int
+        The (query) head of that block.
+    query : int or "all", default "all"
+        Every token is a query (:math:`K = T`), or only token ``query`` of each sequence.
+    rope : {"raise", "offsets", "positions"}, default "raise"
+        For models with rotary position embeddings: refuse (no single W exists), or return
+        one W per position offset or per position pair (module notes). Models without
+        rotary embeddings always give one W of shape (d, d).
+    **data_kwargs
+        Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...).
+
+    Returns
+    -------
+    data : TokenData
+        Tokens of shape (n, T, d) with ``d = E`` (no bias) or ``E + 1``; the mask the model
+        applies (causal, padding).
+    W : ndarray of shape (d, d); (2T - 1, d, d) with ``rope="offsets"``, (T, T, d, d) with
+        ``rope="positions"`` (rotary models only)
+
+    Raises
+    ------
+    SolverNotFound
+        torch or transformers is not installed.
+    ProblemError
+        An unsupported model or head, a rotary model with ``rope="raise"``, a mask that hides
+        every key from a query (left padding with a causal mask: pad on the right).
+
+    Examples
+    --------
+    >>> import torch, transformers, svmgeo as sg  # doctest: +SKIP
+    >>> config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=8)  # doctest: +SKIP
+    >>> model = transformers.GPT2Model(config)  # doctest: +SKIP
+    >>> ids = torch.tensor([[1, 2, 3]])  # doctest: +SKIP
+    >>> data, W = sg.from_transformers(model, ids, layer=0, head=1)  # doctest: +SKIP
+    >>> data.T, W.shape  # doctest: +SKIP
+    (3, (8, 8))
+    """
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise SolverNotFound(
+            f"{_WHERE} needs torch and transformers, which are not both installed: "
+            'pip install "svmgeo[transformers]".'
+        ) from exc
+    if rope not in ("raise", "offsets", "positions"):
+        raise ProblemError(
+            f"{_WHERE}: rope must be 'raise', 'offsets' or 'positions'; got {rope!r}."
+        )
+    family, blocks = _blocks(model)
+    layer = _check_index(layer, "layer", len(blocks), f"the model has {len(blocks)} blocks")
+    config = getattr(model, "config", None)
+    attn = _attention_module(family, blocks[layer])
+    Wq, Wk, bq, bk, s = _head_maps(family, attn, config, layer, head)
+    seen = _capture(model, attn, inputs)
+    X = _array(seen["hidden"])
+    n, T, _ = X.shape
+    visible = _visible(seen["mask"], n, T, bool(getattr(attn, "is_causal", False)))
+    if query != "all":
+        q = _check_index(query, "query", T, f"the sequences have {T} tokens")
+        visible = visible[:, q : q + 1]
+    blind = np.argwhere(~visible.any(axis=2))
+    if blind.size:
+        i, k = blind[0]
+        raise ProblemError(
+            f"{_WHERE}: query {k} of sequence {i} sees no key under the model's mask (left "
+            "padding with a causal mask). Pad on the right (tokenizer.padding_side='right') or "
+            "pass query= a position every sequence fills."
+        )
+    if seen["rope"] is None:
+        module = torch.nn.Module()
+        module.q_proj = _linear(torch, Wq, bq)
+        module.k_proj = _linear(torch, Wk, bk)
+        data, W = from_torch(module, X, query=query, attn_mask=~visible, scale=s, **data_kwargs)
+        return data, W
+    if rope == "raise":
+        raise ProblemError(
+            f"{_WHERE}: this model applies rotary position embeddings: the logit of query "
+            "position m over key position n is s q_m^T R_(n-m) k_n, which depends on the "
+            "position pair, so no single W over the token features reproduces it. Pass "
+            "rope='offsets' for one W per offset n - m, or rope='positions' for one W per "
+            "position pair (m, n)."
+        )
+    B = _pair_products(_rotations(seen["rope"], Wq.shape[0]))
+    if rope == "offsets":
+        B = _offset_products(B)
+    if bq is not None or bk is not None:
+        Wq, Wk = _augment(Wq, bq), _augment(Wk, bk)
+        X = np.concatenate([X, np.ones((n, T, 1))], axis=2)
+    Ws = s * np.einsum("ha,...hg,gb->...ab", Wk, B, Wq)
+    data = TokenData(X, query=query, mask=visible, **data_kwargs)
+    return data, Ws
+
+
+def _linear(torch: Any, W: np.ndarray, b: Any) -> Any:
+    """A torch.nn.Linear computing ``W x + b`` (float64), for :func:`from_torch`."""
+    lin = torch.nn.Linear(W.shape[1], W.shape[0], bias=b is not None).double()
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(W))
+        if b is not None:
+            lin.bias.copy_(torch.from_numpy(b))
+    return lin

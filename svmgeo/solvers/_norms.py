@@ -1,0 +1,543 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The table of norms: every norm of :func:`~svmgeo.solve_svm`, as data.
+
+.. math::
+
+    \min_W \|W\| \quad\text{s.t.}\quad a_j^\top W b_j \ge c_j\ (\text{margin}),\quad
+    a_j^\top W b_j = c_j\ (\text{equality}),
+
+for :math:`\|\cdot\|` the Frobenius norm (``"fro"``, Att-SVM), the nuclear norm (``"nuc"``,
+Att-SVM⋆) or the entrywise :math:`\ell_p` norm (``("lp", p)``, the implicit bias of
+mirror descent). In the way cvxpy maps solver names to solvers and qpsolvers describes its
+backends, each :class:`NormEntry` of :data:`NORMS` owns everything that depends on the norm:
+its name and command-line spelling, parsing (a parameterised entry parses ``("lp", p)`` and
+``"lp:1.5"``), its dual norm and certificate (:class:`~._certificates.NormGeometry`), its
+solve driver, its cvxpy reference model, its fallback, which options apply (and the one
+check that refuses the others), and whether the matrix-free route is taken. Adding a norm is
+adding an entry; no other module asks which norm it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._linalg import balanced_factors, numerical_rank
+from .._validation import check_int, check_option, check_real
+from ..constraints import ConstraintSet
+from ._backends import CvxpyBackend
+from ._certificates import FRO, NUC, NormGeometry, judge, lp_geometry, primal_infeasibility
+from ._frobenius import solve_frobenius
+from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
+from ._geometry import RowGeometry
+from ._lowrank import solve_lowrank
+from ._lp_norm import lp_fast, lp_reference
+from ._nuclear import solve_nuclear
+from ._reference import solve_reference
+from ._result import FeasibilityResult, SVMResult, finish, no_solution
+from ._status import Status
+
+__all__ = [
+    "METHODS",
+    "NORMS",
+    "OPTIONS",
+    "NormEntry",
+    "Request",
+    "cli_norm",
+    "norm_choices",
+    "parse_norm",
+    "request",
+]
+
+METHODS = ("auto", "fast", "cvxpy")
+"""The ``method=`` values of :func:`~svmgeo.solve_svm`."""
+
+OPTIONS = ("solver", "max_iter", "seed", "n_restarts")
+"""The options whose use depends on the norm (and on ``method`` and ``rank``): every one
+given is either used or refused by :meth:`NormEntry.check_options`."""
+
+CVXPY_FALLBACK_SIZE = 5e7
+"""Largest d²·N for which ``method="auto"`` falls back to the Frobenius reference model."""
+
+_QUERY_RANK_RTOL = 1e-12
+"""Relative threshold of the rank of the distinct queries (a rank bound is vacuous at it)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One validated call of :func:`~svmgeo.solve_svm` (or of a function built on it)."""
+
+    cs: ConstraintSet
+    entry: NormEntry
+    geometry: NormGeometry
+    method: str
+    tol: float
+    solver: str | None
+    rank: int | None
+    binding: bool
+    seed: int | None
+    n_restarts: int
+    max_iter: int | None
+    exact: bool
+    where: str
+    matrix_free: bool = False
+
+    @property
+    def p(self) -> float | None:
+        """The exponent of an :math:`\\ell_p` request, else None."""
+        return self.geometry.p
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """What every result of this request records (``{"p": p}`` for :math:`\\ell_p`)."""
+        return {} if self.p is None else {"p": self.p}
+
+
+Driver = Callable[[Request, "RowGeometry | None", "FeasibilityResult | None"], SVMResult]
+Applies = Callable[[str, Request], "str | None"]
+
+
+@dataclass(frozen=True)
+class NormEntry:
+    """One entry of :data:`NORMS`: everything :func:`~svmgeo.solve_svm` needs of a norm.
+
+    Attributes
+    ----------
+    name : str
+        The ``norm=`` value (``("lp", p)`` for a parameterised entry) and the result's
+        ``norm``.
+    title : str
+        A few words for help texts.
+    geometry : callable ``parameter -> NormGeometry``
+        The norm, its dual and its certificate (the parameter is None for an entry without
+        one).
+    solve : callable ``(Request, RowGeometry | None, FeasibilityResult | None) -> SVMResult``
+        svmgeo's solver (``method="fast"`` / ``"auto"``), given the rows' geometry and the
+        feasibility verdict already decided (both None on the matrix-free route).
+    reference : callable ``Request -> SVMResult``
+        The cvxpy reference model (``method="cvxpy"``), certified by svmgeo.
+    fallback : callable ``Request -> str | None``, optional
+        Whether ``method="auto"`` runs ``reference`` after a failed ``solve``: None when it
+        does, else why not (added to the message). Absent: no fallback at this level.
+    applies : callable ``(option, Request) -> str | None``
+        None when the option (one of :data:`OPTIONS`) is used by this request, else the fix
+        to tell the user.
+    matrix_free : callable ``(ConstraintSet, method) -> bool``
+        Whether the request takes the matrix-free route (no Gram, no dense feasibility check).
+    backends : tuple of str
+        Accepted ``solver`` names of the fast path (empty: none).
+    rank_bound : bool
+        Whether ``rank=`` applies.
+    parameter : str or None
+        The name of the entry's parameter (``"p"``), or None.
+    gram_qp : bool
+        Whether the SVM is the QP :math:`\\max c^\top\\lambda - \tfrac12\\lambda^\top G\\lambda`
+        on the rows' Gram matrix (the Frobenius dual): the compiled leaf solver of
+        :func:`~svmgeo.locally_optimal_selections` solves it directly.
+    spelling : str
+        The command-line spelling (``"lp:P"`` for a parameterised entry).
+    """
+
+    name: str
+    title: str
+    geometry: Callable[[float | None], NormGeometry]
+    solve: Driver
+    reference: Callable[[Request], SVMResult]
+    applies: Applies
+    fallback: Callable[[Request], str | None] | None = None
+    matrix_free: Callable[[ConstraintSet, str], bool] = field(default=lambda cs, method: False)
+    backends: tuple[str, ...] = ()
+    rank_bound: bool = False
+    parameter: str | None = None
+    gram_qp: bool = False
+    spelling: str = ""
+
+    def check_options(self, req: Request, values: dict[str, Any]) -> None:
+        """Raise :class:`ProblemError` for every given option that ``req`` would ignore."""
+        ignored = []
+        for name in OPTIONS:
+            value = values.get(name)
+            if value is None:
+                continue
+            fix = self.applies(name, req)
+            if fix is not None:
+                ignored.append((name, value, fix))
+        if ignored:
+            norm = self.name if req.p is None else (self.name, req.p)
+            raise ProblemError(
+                " ".join(
+                    f"The '{name}' parameter of {req.where} has no effect with norm={norm!r}, "
+                    f"method={req.method!r}, rank={req.rank!r}; got {name}={value!r}: {fix}."
+                    for name, value, fix in ignored
+                )
+            )
+
+
+# -- the reference model, certified -----------------------------------------------------------
+def _reference(req: Request) -> SVMResult:
+    """The naive cvxpy model (:func:`~._reference.solve_reference`), certified by svmgeo."""
+    start = time.perf_counter()
+    cs, rank = req.cs, req.rank
+    name = "CLARABEL" if req.solver is None else req.solver
+    label = f"cvxpy-{name.lower()}"
+    norm = req.geometry.name
+    try:
+        W, lam, native, value, _ = solve_reference(cs, req.geometry, solver=name)
+    except Exception as exc:  # cvxpy raises SolverError and friends: a result, with the reason
+        return no_solution(
+            cs,
+            Status.SOLVER_ERROR,
+            f"cvxpy/{name} failed: {type(exc).__name__}: {exc}",
+            norm=norm,
+            solver=label,
+            rank=rank,
+            solve_time=time.perf_counter() - start,
+            extras={"exception": exc},
+        )
+    status = CvxpyBackend.status(native)
+    message = f"cvxpy status {native!r}"
+    if native not in CvxpyBackend.STATUS_MAP:
+        message += " (unknown to svmgeo: treated as a solver error)"
+    extras = {"cvxpy_status": native, "cvxpy_value": value}
+    if W is None or not status.has_solution:
+        return no_solution(
+            cs,
+            status if not status.has_solution else Status.SOLVER_ERROR,
+            message,
+            norm=norm,
+            solver=label,
+            rank=rank,
+            solve_time=time.perf_counter() - start,
+            extras=extras,
+        )
+    margins = cs.apply(W)
+    res = finish(
+        cs,
+        W,
+        lam,
+        norm=req.geometry,
+        tol=req.tol,
+        status=status,
+        message=message,
+        solver=label,
+        margins=margins,
+        certificate=(
+            judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
+            if lam is None
+            else None
+        ),
+        rank=rank,
+        extras=extras,
+    )
+    return dataclasses.replace(res, solve_time=time.perf_counter() - start)
+
+
+# -- Frobenius ----------------------------------------------------------------------------------
+def _solve_fro(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | None) -> SVMResult:
+    """svmgeo's exact Frobenius solver (dense), or the matrix-free one past memory."""
+    if req.matrix_free:
+        return solve_frobenius_matfree(req.cs, tol=req.tol)
+    kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
+    warm = None if feas is None else feas.extras.get("qp_dual")
+    return solve_frobenius(req.cs, tol=req.tol, geometry=geo, warm_start=warm, **kw)
+
+
+def _fallback_fro(req: Request) -> str | None:
+    # the naive model has d^2 variables and N dense rows: only a fallback for small problems
+    size = req.cs.d**2 * req.cs.N
+    if size <= CVXPY_FALLBACK_SIZE:
+        return None
+    return (
+        f"no cvxpy fallback: d^2*N = {size:.3g} exceeds {CVXPY_FALLBACK_SIZE:.0e} "
+        "(try method='cvxpy' explicitly, or a looser tol)"
+    )
+
+
+def _applies_fro(option: str, req: Request) -> str | None:
+    if option == "solver" and req.method != "cvxpy":
+        return (
+            "svmgeo's Frobenius solver has no backend; pass method='cvxpy' "
+            "to choose a cvxpy solver, or drop solver"
+        )
+    if option == "max_iter" and req.method == "cvxpy":
+        return _MAX_ITER_FIX
+    if option in ("seed", "n_restarts"):
+        return _restarts_fix(option)
+    return None
+
+
+_MAX_ITER_FIX = (
+    "it limits svmgeo's Frobenius interior point (norm='fro') "
+    "and the rank-bounded solver (norm='nuc' with rank); drop max_iter"
+)
+
+
+def _restarts_fix(option: str) -> str:
+    return (
+        "it drives the restarts of the rank-bounded solver only "
+        f"(norm='nuc' with rank=m); drop {option} or pass a rank"
+    )
+
+
+# -- nuclear ------------------------------------------------------------------------------------
+def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | None) -> SVMResult:
+    """The convex Att-SVM⋆ (factors attached for a vacuous rank bound), or the factored
+    nonconvex solver for a binding one."""
+    backend = "auto" if req.solver is None else req.solver.lower()
+    if req.binding:
+        assert req.rank is not None  # a binding rank bound is an int (see request)
+        kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
+        return solve_lowrank(
+            req.cs,
+            req.rank,
+            n_restarts=req.n_restarts,
+            seed=req.seed,
+            tol=req.tol,
+            solver=backend,
+            **kw,
+        )
+    res = solve_nuclear(req.cs, solver=backend, tol=req.tol, feasibility=feas)
+    if req.rank is not None and res.W is not None:
+        K, Q = balanced_factors(res.W, req.rank)
+        # the convex optimum is the rank-m optimum: its value is also the lower bound
+        res = dataclasses.replace(res, K=K, Q=Q, lower_bound=res.objective)
+    return res
+
+
+def _applies_nuc(option: str, req: Request) -> str | None:
+    if option == "max_iter" and (req.method == "cvxpy" or req.rank is None):
+        return _MAX_ITER_FIX
+    if option in ("seed", "n_restarts") and req.rank is None:
+        return _restarts_fix(option)
+    return None
+
+
+# -- l_p ----------------------------------------------------------------------------------------
+def _solve_lp(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | None) -> SVMResult:
+    assert req.p is not None  # an l_p request carries its exponent
+    return lp_fast(req.cs, req.p, req.tol, req.extras)
+
+
+def _reference_lp(req: Request) -> SVMResult:
+    assert req.p is not None
+    return lp_reference(req.cs, req.p, req.tol, req.solver, req.extras)
+
+
+def _fallback_lp(req: Request) -> str | None:
+    return None if _smooth(req) else "p = 1 and p = inf are linear programs: no fallback"
+
+
+def _smooth(req: Request) -> bool:
+    return req.p is not None and 1.0 < req.p < math.inf
+
+
+def _applies_lp(option: str, req: Request) -> str | None:
+    if option == "solver" and not (
+        req.method == "cvxpy" or (req.method == "auto" and _smooth(req))
+    ):
+        return (
+            "the l_p solvers have no backend (HiGHS for p = 1 and inf, svmgeo's smooth dual "
+            "otherwise); a cvxpy solver name applies with method='cvxpy' (or the fallback of "
+            "method='auto' for 1 < p < inf); drop solver"
+        )
+    if option == "max_iter":
+        return "the l_p solvers take no iteration limit; drop max_iter"
+    if option in ("seed", "n_restarts"):
+        return _restarts_fix(option)
+    return None
+
+
+def _parse_lp(value: Any, where: str) -> float:
+    return check_real(value, "p (of norm=('lp', p))", low=1.0, high=math.inf, where=where)
+
+
+NORMS: dict[str, NormEntry] = {
+    "fro": NormEntry(
+        name="fro",
+        title="Frobenius norm (Att-SVM)",
+        geometry=lambda _: FRO,
+        solve=_solve_fro,
+        reference=_reference,
+        fallback=_fallback_fro,
+        applies=_applies_fro,
+        matrix_free=lambda cs, method: method != "cvxpy" and use_matrix_free(cs),
+        gram_qp=True,
+        spelling="fro",
+    ),
+    "nuc": NormEntry(
+        name="nuc",
+        title="nuclear norm (Att-SVM*)",
+        geometry=lambda _: NUC,
+        solve=_solve_nuc,
+        reference=_reference,
+        applies=_applies_nuc,
+        backends=("auto", "clarabel", "scs"),
+        rank_bound=True,
+        spelling="nuc",
+    ),
+    "lp": NormEntry(
+        name="lp",
+        title="entrywise l_p norm (the l_p Att-SVM of mirror descent), p >= 1",
+        geometry=lambda p: lp_geometry(float(p)),  # type: ignore[arg-type]
+        solve=_solve_lp,
+        reference=_reference_lp,
+        fallback=_fallback_lp,
+        applies=_applies_lp,
+        parameter="p",
+        spelling="lp:P",
+    ),
+}
+"""The norms of :func:`~svmgeo.solve_svm`: adding one is adding an entry here."""
+
+
+def _norm_error(norm: Any, where: str) -> ProblemError:
+    plain = ", ".join(repr(n) for n, e in NORMS.items() if e.parameter is None)
+    shaped = ", ".join(f"({n!r}, {e.parameter})" for n, e in NORMS.items() if e.parameter)
+    return ProblemError(
+        f"The 'norm' parameter of {where} must be one of {plain} or {shaped} with p >= 1; "
+        f"got {norm!r}. Example: norm=('lp', 1.5)."
+    )
+
+
+def parse_norm(norm: Any, where: str) -> tuple[NormEntry, float | None]:
+    """The entry and parameter of ``norm``: a name, ``(name, parameter)`` or ``"name:value"``.
+
+    Parameters
+    ----------
+    norm : str or tuple
+        ``"fro"``, ``"nuc"``, ``("lp", p)`` or the command-line spelling ``"lp:p"``.
+    where : str
+        The function the user called (named in errors).
+
+    Returns
+    -------
+    entry : NormEntry
+    parameter : float or None
+    """
+    if isinstance(norm, str) and ":" in norm:
+        name, _, text = norm.partition(":")
+        entry = NORMS.get(name)
+        if entry is None or entry.parameter is None:
+            raise _norm_error(norm, where)
+        try:
+            value: Any = float(text)
+        except ValueError:
+            raise _norm_error(norm, where) from None
+        return entry, _parse_lp(value, where)
+    if isinstance(norm, tuple):
+        entry = NORMS.get(norm[0]) if len(norm) == 2 and isinstance(norm[0], str) else None
+        if entry is None or entry.parameter is None:
+            raise _norm_error(norm, where)
+        return entry, _parse_lp(norm[1], where)
+    if not isinstance(norm, str) or norm not in NORMS or NORMS[norm].parameter is not None:
+        raise _norm_error(norm, where)
+    return NORMS[norm], None
+
+
+def cli_norm(text: str) -> str | tuple[str, float]:
+    """The ``norm=`` value of a command-line spelling (``"fro"``, ``"lp:1.5"`` → ``("lp", 1.5)``)."""
+    entry, parameter = parse_norm(text, "--norm")
+    return entry.name if parameter is None else (entry.name, parameter)
+
+
+def norm_choices() -> tuple[str, ...]:
+    """The command-line spellings of the norms, in table order (``"lp:P"`` for ℓp)."""
+    return tuple(e.spelling for e in NORMS.values())
+
+
+def _query_rank(cs: ConstraintSet) -> int:
+    r"""Dimension of :math:`\mathrm{span}\{b_j\}` (computed on the distinct rows of B)."""
+    if cs.N == 0:
+        return 0
+    return numerical_rank(np.unique(cs.B, axis=0), _QUERY_RANK_RTOL)
+
+
+def _check_cvxpy_solver(solver: str, where: str) -> None:
+    import cvxpy as cp  # lazily: only when a cvxpy solver is named
+
+    installed = cp.installed_solvers()
+    if solver.upper() not in installed:
+        raise ProblemError(
+            f"The 'solver' parameter of {where} names a cvxpy solver; got {solver!r}, which "
+            f"is not installed. Expected one of {', '.join(sorted(installed))}."
+        )
+
+
+def request(
+    cs: ConstraintSet,
+    *,
+    norm: Any,
+    rank: Any,
+    method: Any,
+    tol: Any,
+    solver: Any,
+    seed: Any,
+    n_restarts: Any,
+    max_iter: Any,
+    exact: Any,
+    where: str,
+) -> Request:
+    """Validate one solve's arguments against the table; errors name ``where``."""
+    entry, parameter = parse_norm(norm, where)
+    method = check_option(method, "method", METHODS, where=where)
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
+    shown = entry.name if parameter is None else (entry.name, parameter)
+    if rank is not None:
+        rank = check_int(rank, "rank", low=1, where=where)
+        if not entry.rank_bound:
+            raise ProblemError(
+                f"The 'rank' parameter of {where} applies to norm='nuc' only (Att-SVM⋆); got "
+                f"rank={rank} with norm={shown!r}. Drop rank or pass norm='nuc'."
+            )
+    if solver is not None and not isinstance(solver, str):
+        raise ProblemError(
+            f"The 'solver' parameter of {where} must be a str or None. Got {solver!r} instead."
+        )
+    if not isinstance(exact, bool):
+        raise ProblemError(
+            f"The 'exact' parameter of {where} must be True or False. Got {exact!r} instead."
+        )
+    req = Request(
+        cs=cs,
+        entry=entry,
+        geometry=entry.geometry(parameter),
+        method=method,
+        tol=tol,
+        solver=solver,
+        rank=rank,
+        binding=rank is not None and rank < min(cs.d, _query_rank(cs)),
+        seed=None,
+        n_restarts=10,
+        max_iter=None,
+        exact=exact,
+        where=where,
+        matrix_free=entry.matrix_free(cs, method),
+    )
+    entry.check_options(
+        req, {"solver": solver, "seed": seed, "n_restarts": n_restarts, "max_iter": max_iter}
+    )
+    if solver is not None:
+        if method != "cvxpy" and entry.backends:
+            check_option(solver.lower(), "solver", entry.backends, where=where)
+        else:
+            _check_cvxpy_solver(solver, where)
+    if req.binding and method == "cvxpy":
+        raise ProblemError(
+            f"method='cvxpy' of {where} cannot impose rank <= {rank} (nonconvex); use "
+            "method='fast' or 'auto', or drop rank for the convex Att-SVM⋆."
+        )
+    return dataclasses.replace(
+        req,
+        n_restarts=10
+        if n_restarts is None
+        else check_int(n_restarts, "n_restarts", low=1, where=where),
+        max_iter=None if max_iter is None else check_int(max_iter, "max_iter", low=1, where=where),
+        seed=None if seed is None else check_int(seed, "seed", low=0, where=where),
+    )

@@ -1,0 +1,309 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""sg.from_transformers reproduces a Hugging Face model's own attention probabilities.
+
+Tiny randomly initialised float64 models built from their configurations (no downloaded
+weights), eager attention, every layer and head; skipped without torch or transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from svmgeo import from_transformers  # noqa: E402
+
+N, T, VOCAB = 3, 6, 23
+
+
+def _eager64(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """LLaMA's eager attention with its softmax in float64 (the model's runs in float32).
+
+    The model's own query and key states (after its rotary embedding), grouped-query
+    expansion (its ``repeat_kv``), scale and mask; only the softmax precision differs.
+    """
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    key, value = repeat_kv(key, groups), repeat_kv(value, groups)
+    logits = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        logits = logits + attention_mask
+    weights = torch.softmax(logits, dim=-1)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+transformers.AttentionInterface.register("svmgeo_eager64", _eager64)
+transformers.masking_utils.AttentionMaskInterface.register(
+    "svmgeo_eager64", transformers.masking_utils.eager_mask
+)  # the same additive mask as "eager"
+
+
+def _perturb_biases(model: torch.nn.Module) -> None:
+    """Nonzero biases (transformers initialises them to 0), so their handling is tested."""
+    g = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") and "norm" not in name.lower() and "ln" not in name:
+                p.copy_(0.5 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+
+
+def _inputs(pad: bool) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, VOCAB, (N, T), generator=g)
+    mask = torch.ones(N, T, dtype=torch.long)
+    if pad:  # right padding of two sequences
+        mask[1, 4:] = 0
+        mask[2, 5:] = 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _svmgeo_probs(data: sg.TokenData, W: np.ndarray) -> np.ndarray:
+    m = np.arange(data.T)  # query positions (every token a query)
+    if W.ndim == 3:  # one W per offset n - m (rotary models)
+        offsets = np.arange(data.T)[None, :] - m[:, None] + data.T - 1
+        logits = np.einsum("ntd,ktde,nke->nkt", data.X, W[offsets], data.queries)
+    elif W.ndim == 4:  # one W per position pair (m, n)
+        logits = np.einsum("ntd,ktde,nke->nkt", data.X, W, data.queries)
+    else:
+        logits = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
+    logits = np.where(data.visible, logits, -np.inf)
+    p = np.exp(logits - logits.max(axis=2, keepdims=True))
+    return p / p.sum(axis=2, keepdims=True)
+
+
+def _model(kind: str, **extra: object) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        cfg = transformers.GPT2Config(
+            n_embd=12,
+            n_layer=2,
+            n_head=3,
+            vocab_size=VOCAB,
+            n_positions=16,
+            bos_token_id=0,
+            eos_token_id=0,
+            **extra,
+        )
+        model = transformers.GPT2Model(cfg)
+    elif kind == "bert":
+        cfg = transformers.BertConfig(
+            hidden_size=12,
+            num_hidden_layers=2,
+            num_attention_heads=3,
+            intermediate_size=20,
+            vocab_size=VOCAB,
+            max_position_embeddings=16,
+            **extra,
+        )
+        model = transformers.BertModel(cfg)
+    else:
+        cfg = transformers.LlamaConfig(
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=24,
+            vocab_size=VOCAB,
+            max_position_embeddings=16,
+            **extra,
+        )
+        model = transformers.LlamaModel(cfg)
+    # GPT-2 and BERT's eager attention is float64 throughout; LLaMA's softmax is float32
+    cfg._attn_implementation = "svmgeo_eager64" if kind == "llama" else "eager"
+    model = model.double().eval()
+    _perturb_biases(model)
+    return model
+
+
+def _reference(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> list[np.ndarray]:
+    with torch.no_grad():
+        out = model(**inputs, output_attentions=True)
+    return [a.numpy() for a in out.attentions]
+
+
+def _check_all_heads(
+    model: torch.nn.Module, inputs: dict, atol: float = 1e-10, **kw: object
+) -> None:
+    ref = _reference(model, inputs)
+    for layer, probs in enumerate(ref):
+        for head in range(probs.shape[1]):
+            data, W = from_transformers(model, inputs, layer=layer, head=head, **kw)
+            got = _svmgeo_probs(data, W)
+            # queries that are padding tokens are compared too (the model attends from them)
+            np.testing.assert_allclose(got, probs[:, head], atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("pad", [False, True])
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"scale_attn_by_inverse_layer_idx": True}, {"scale_attn_weights": False}],
+    ids=["default", "inverse_layer_idx", "unscaled"],
+)
+def test_gpt2_every_layer_and_head(pad: bool, extra: dict) -> None:
+    _check_all_heads(_model("gpt2", **extra), _inputs(pad))
+
+
+@pytest.mark.parametrize("pad", [False, True])
+def test_bert_every_layer_and_head(pad: bool) -> None:
+    _check_all_heads(_model("bert"), _inputs(pad))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("pad", [False, True])
+def test_llama_positions_every_layer_and_grouped_head(bias: bool, pad: bool) -> None:
+    _check_all_heads(_model("llama", attention_bias=bias), _inputs(pad), rope="positions")
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_llama_offsets_agree_to_the_models_float32_angles(bias: bool) -> None:
+    """The model's angles p * theta are float32: offsets reproduce it to that rounding."""
+    _check_all_heads(_model("llama", attention_bias=bias), _inputs(True), 1e-6, rope="offsets")
+
+
+def test_llama_plain_eager_attention_agrees_to_its_float32_softmax() -> None:
+    model = _model("llama")
+    model.config._attn_implementation = "eager"
+    _check_all_heads(model, _inputs(True), 1e-6, rope="positions")
+
+
+def test_llama_grouped_query_heads_share_their_key_head() -> None:
+    """Query heads 0, 1 read key head 0 and 2, 3 key head 1 (4 query heads, 2 key heads)."""
+    model = _model("llama")
+    inputs = _inputs(False)
+    k = model.layers[0].self_attn.k_proj.weight.detach().numpy()
+    hd = model.layers[0].self_attn.head_dim
+    q = model.layers[0].self_attn.q_proj.weight.detach().numpy()
+    for h in range(4):
+        _, W = from_transformers(model, inputs, layer=0, head=h, rope="offsets")
+        g = h // 2
+        s = hd**-0.5
+        # offset 0: R_0^T R_0 = I (cos 0 = 1, sin 0 = 0), so W_0 = s W_K^T W_Q of the heads
+        np.testing.assert_allclose(
+            W[T - 1], s * k[g * hd : (g + 1) * hd].T @ q[h * hd : (h + 1) * hd], atol=1e-12
+        )
+
+
+def test_llama_rope_is_refused_with_the_reason() -> None:
+    with pytest.raises(sg.ProblemError, match=r"rotary position embeddings.*position pair"):
+        from_transformers(_model("llama"), _inputs(False), layer=0, head=0)
+
+
+def test_llama_custom_positions_are_refused_for_offsets() -> None:
+    model = _model("llama")
+    spread = {**_inputs(False), "position_ids": torch.tensor([[0, 1, 3, 4, 8, 9]] * N)}
+    with pytest.raises(sg.ProblemError, match="offset alone"):
+        from_transformers(model, spread, layer=1, head=0, rope="offsets")
+    _check_all_heads(model, spread, rope="positions")  # exact at any positions
+    mixed = {
+        **_inputs(False),
+        "position_ids": torch.tensor([list(range(T))] * (N - 1) + [[0, 2, 4, 6, 8, 10]]),
+    }
+    with pytest.raises(sg.ProblemError, match="different rotary positions"):
+        from_transformers(model, mixed, layer=1, head=0, rope="positions")
+
+
+def test_single_query_and_labels_reach_token_data() -> None:
+    model = _model("gpt2")
+    inputs = _inputs(False)
+    ref = _reference(model, inputs)[1]
+    data, W = from_transformers(model, inputs, layer=1, head=2, query=T - 1, v=np.ones(13))
+    assert data.single_query and data.d == 13  # a query bias appends a coordinate
+    np.testing.assert_allclose(_svmgeo_probs(data, W)[:, 0], ref[:, 2, T - 1], atol=1e-10)
+
+
+def test_left_padding_with_causal_mask_is_refused() -> None:
+    inputs = _inputs(False)
+    inputs["attention_mask"][0, :2] = 0
+    with pytest.raises(sg.ProblemError, match="Pad on the right"):
+        from_transformers(_model("gpt2"), inputs, layer=0, head=0)
+
+
+def test_model_mode_is_restored_and_bad_arguments_name_themselves() -> None:
+    model = _model("gpt2").train()
+    from_transformers(model, _inputs(False)["input_ids"], layer=0, head=0)
+    assert model.training
+    with pytest.raises(sg.ProblemError, match=r"head must be in 0\.\.2"):
+        from_transformers(model, _inputs(False), layer=0, head=3)
+    with pytest.raises(sg.ProblemError, match=r"layer must be in 0\.\.1"):
+        from_transformers(model, _inputs(False), layer=2, head=0)
+    with pytest.raises(sg.ProblemError, match="inputs must be a mapping"):
+        from_transformers(model, [1, 2], layer=0, head=0)
+    with pytest.raises(sg.ProblemError, match="GPT-2, BERT or LLaMA-style"):
+        from_transformers(torch.nn.Linear(2, 2), _inputs(False), layer=0, head=0)
+
+
+def test_missing_transformers_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import raises ImportError
+    with pytest.raises(sg.SolverNotFound, match=r"svmgeo\[transformers\]"):
+        from_transformers(_model("gpt2"), _inputs(False), layer=0, head=0)
+
+
+def test_tiny_gpt2_example_quick(tmp_path: Path) -> None:
+    """The worked example trains, reads every head and solves the SVMs (its --quick mode)."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "tiny_gpt2.py"
+    numbers = tmp_path / "tiny.json"
+    out = subprocess.run(
+        [sys.executable, str(script), "--quick", "--json", str(numbers)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "training accuracy" in out.stdout and "Att-SVM(own selection)" in out.stdout
+    (run,) = json.loads(numbers.read_text())
+    assert run["seed"] == 0 and len(run["heads"]) == 2
+    for head in run["heads"]:
+        assert head["mass_top1"] <= head["mass_top2"] <= head["mass_top3"] <= 1.0 + 1e-12
+        assert head["svm_own"]["status"] == "optimal"
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert"])
+@pytest.mark.parametrize("pad", [False, True])
+def test_sdpa_masks_are_read_as_the_eager_ones(kind: str, pad: bool) -> None:
+    """Under SDPA the model may pass no mask (causal flag) or a bool one; the reading is the same."""
+    model = _model(kind)
+    inputs = _inputs(pad)
+    eager = [from_transformers(model, inputs, layer=1, head=h) for h in range(3)]
+    model.config._attn_implementation = "sdpa"
+    for h, (data_eager, W_eager) in enumerate(eager):
+        data, W = from_transformers(model, inputs, layer=1, head=h)
+        np.testing.assert_array_equal(data.visible, data_eager.visible)
+        np.testing.assert_allclose(W, W_eager, rtol=0, atol=0)
+
+
+def test_task_heads_are_read_through_their_base_model() -> None:
+    """GPT2LMHeadModel, BertForSequenceClassification, LlamaForCausalLM: the same blocks."""
+    inputs = _inputs(True)
+    for kind, wrapper in (
+        ("gpt2", transformers.GPT2LMHeadModel),
+        ("bert", transformers.BertForSequenceClassification),
+        ("llama", transformers.LlamaForCausalLM),
+    ):
+        base = _model(kind)
+        model = wrapper(base.config).double().eval()
+        model.base_model.load_state_dict(base.state_dict())
+        kw = {"rope": "positions"} if kind == "llama" else {}
+        for head in (0, 2):
+            data, W = from_transformers(model, inputs, layer=1, head=head, **kw)
+            data_b, W_b = from_transformers(base, inputs, layer=1, head=head, **kw)
+            np.testing.assert_allclose(W, W_b, rtol=0, atol=0)
+            np.testing.assert_allclose(data.X, data_b.X, rtol=0, atol=0)
