@@ -59,13 +59,11 @@ from .experiments import (
     reproduce,
     sweep,
 )
-from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch
-from .gd._mirror import MirrorRun, train_mirror  # beyond (issue #13)
+from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch, train_mirror
 from .ntp import (  # beyond (issue #13)
     FiniteComponent,
     NextTokenData,
     NTPReport,
-    NTPRun,
     NTPVerification,
     TokenPriorityGraph,
     finite_component,
@@ -114,9 +112,7 @@ __all__ = [
     "LOTEnumeration",
     "LOTViolation",
     "LocalOptimality",
-    "MirrorRun",
     "NTPReport",
-    "NTPRun",
     "NTPVerification",
     "NextTokenData",
     "ProblemError",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from ._errors import ProblemError, SvmgeoError
-from .gd import BACKENDS, LOSSES
+from .gd import BACKENDS, DEFAULT_BACKEND, LOSSES
 from .solvers import NORMS
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ _positive = _integer(1, "an integer >= 1")
 _nonnegative = _integer(0, "an integer >= 0")
 _step = _real(0.0, True, "a finite number > 0")
 _scale = _real(0.0, False, "a finite number >= 0")
+_exponent = _real(1.0, True, "a finite number > 1")
 
 
 def _query(text: str) -> int | str:
@@ -442,20 +443,34 @@ def _cmd_lots(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ._linalg import entrywise_norm
     from .gd import train
+
+    def norm(a: np.ndarray) -> float:
+        """||a||_F, scaled where the plain sum of squares overflows (no RuntimeWarning)."""
+        with np.errstate(over="ignore"):
+            plain = float(np.linalg.norm(a))
+        return plain if np.isfinite(plain) else entrywise_norm(a, 2.0)
 
     save = _save_path(args.save) if args.save else None
     data = _load(args)
+    options = _gd_options(args)
+    if args.optimizer != "gd":
+        options["backend"] = args.backend  # None: the optimizer's own default (OPTIMIZERS)
+        if options["init"] == "zero":
+            del options["seed"]  # it seeds random starts only, which mirror descent does not take
     run = train(
         data,
+        optimizer=args.optimizer,
+        exponent=args.exponent,
         normalized=not args.plain,
         train_head=args.train_head,
         normalize_eps=args.normalize_eps,
-        **_gd_options(args),
+        **options,
     )
     name, weights = ("W", run.W) if run.W is not None else ("p", run.p)
     assert weights is not None  # train sets W, or p for --param p
-    trained = {name: weights} | ({} if run.v is None else {"v": run.v})
+    trained: dict[str, Any] = {name: weights} | ({} if run.v is None else {"v": run.v})
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
@@ -463,16 +478,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "message": run.message,
         "steps": run.n_steps,
         "solve_time_s": run.solve_time,
-        f"norm_{name}": float(np.linalg.norm(weights)),
+        f"norm_{name}": norm(weights),
     }
     if run.v is not None:
-        summary["norm_v"] = float(np.linalg.norm(run.v))
+        summary["norm_v"] = norm(run.v)
     if run.history.loss is not None:
         summary["final_loss"] = float(run.history.loss[-1])
     if run.history.selected is not None:
         summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
     if save is not None:
-        factors = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
+        factors: dict[str, Any] = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
         np.savez(save, **trained, **factors)
         summary["saved"] = save
     _emit(summary, args.json)
@@ -509,7 +524,7 @@ def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
         "step_size": args.step_size,
         "n_steps": args.steps,
         "init": ("random", scale) if scale > 0 else "zero",
-        "backend": args.backend,
+        "backend": DEFAULT_BACKEND if args.backend is None else args.backend,
         "seed": _GENERATOR["seed"] if args.seed is None else args.seed,
     }
 
@@ -689,7 +704,7 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     g.add_argument(
         "--loss",
         choices=LOSSES,
-        default="logistic",
+        default=LOSSES[0],
         help="loss l(u): log(1 + e^-u), e^-u or -u (default logistic)",
     )
     g.add_argument("--step-size", type=_step, default=0.1, help="step size eta > 0 (default 0.1)")
@@ -699,8 +714,9 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     g.add_argument(
         "--backend",
         choices=BACKENDS,
-        default="numba",
-        help="compiled CPU kernels (default), the numpy reference, or CuPy on a GPU",
+        default=None,
+        help=f"compiled CPU kernels, the numpy reference, or CuPy on a GPU (default "
+        f"{DEFAULT_BACKEND})",
     )
     g.add_argument(
         "--init-scale",
@@ -871,6 +887,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_data_arguments(p, selection=False, gd=True)
     _add_train_arguments(p, params=("W", "KQ", "p"))
+    from .gd import OPTIMIZERS
+
+    p.add_argument(
+        "--optimizer",
+        choices=tuple(OPTIMIZERS),
+        default="gd",
+        help="gradient descent, or l_p mirror descent (needs --exponent; takes neither --param "
+        "KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps normalized unless "
+        "--plain; numpy kernels unless --backend) (default gd)",
+    )
+    p.add_argument(
+        "--exponent",
+        type=_exponent,
+        metavar="P",
+        help="--optimizer mirror: the exponent p > 1 of the potential ||W||_p^p / p",
+    )
     p.add_argument("--plain", action="store_true", help="plain (unnormalized) gradient steps")
     p.add_argument(
         "--train-head",

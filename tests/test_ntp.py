@@ -142,7 +142,7 @@ def test_gd_aligns_with_the_graph_svm_on_acyclic_data() -> None:
     data = sg.random_next_token_data(40, 5, 6, 10, tier_size=1, seed=0)
     run = sg.train_ntp(data, step_size=0.1, n_steps=2000, record_every=1000)
     svm = sg.graph_svm(data)
-    corr = [sg.verify_ntp(data, W, svm=svm).corr_svm for W in run.W_history]
+    corr = [sg.verify_ntp(data, W, svm=svm).corr_svm for W in run.history.W]
     assert corr[-1] > corr[1] > corr[0] - 1.0
     assert corr[-1] > 0.99
 
@@ -205,3 +205,50 @@ def test_gradient_stays_exact_far_out(loss: str) -> None:
     ref = _mp_gradient(data, W, loss)
     assert np.linalg.norm(ref) < 1e-10  # far out indeed
     np.testing.assert_allclose(G, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+
+
+def test_train_ntp_is_a_gdrun_of_the_one_loop() -> None:
+    """train_ntp returns a GDRun whose history holds what verify reads, and it is plain
+    (normalized) GD on ntp_loss_and_grad, step by step."""
+    data = sg.random_next_token_data(15, 4, 5, 6, tier_size=2, seed=1)
+    run = sg.train_ntp(data, loss="ce", step_size=0.3, n_steps=12, record_every=5)
+    assert isinstance(run, sg.GDRun) and run.status is sg.StopStatus.MAX_STEPS
+    h = run.history
+    np.testing.assert_array_equal(h.step, [0, 5, 10, 12])
+    assert h.W.shape == (4, 6, 6) and run.W.shape == (6, 6) and run.n_steps == 12
+    np.testing.assert_allclose(h.W_norm, np.linalg.norm(h.W, axis=(1, 2)), rtol=1e-13)
+    W = np.zeros((6, 6))
+    for t in range(12):
+        value, G = sg.ntp_loss_and_grad(data, W, loss="ce")
+        if t in (0, 5, 10):
+            np.testing.assert_allclose(h.loss[[0, 5, 10].index(t)], value, rtol=1e-15)
+        W = W - 0.3 * (G / np.linalg.norm(G))
+    np.testing.assert_array_equal(run.W, W)
+    assert run.config.risk == "next_token" and run.solve_time > 0
+
+
+def test_huge_embeddings_are_a_clear_error_naming_them() -> None:
+    """Regression (issue #21): 1e200 embeddings ended in "is the problem infeasible?"."""
+    data = sg.random_next_token_data(10, 3, 4, 4, seed=0)
+    seqs = [list(data.tokens[i][data.valid[i]]) for i in range(data.n)]
+    with pytest.raises(sg.ProblemError, match=r"embeddings are too large.*Rescale embeddings"):
+        sg.NextTokenData(seqs, data.labels, data.embeddings * 1e200)
+    # just inside the bound the data are accepted and the Graph-SVM is the rescaled one
+    big = sg.NextTokenData(seqs, data.labels, data.embeddings * 1e75)
+    small = sg.graph_svm(data)
+    large = sg.graph_svm(big)
+    assert small.W is not None and large.W is not None
+    np.testing.assert_allclose(large.W * 1e150, small.W, rtol=1e-6, atol=1e-8)
+
+
+def test_verify_without_graph_edges_is_an_honest_result() -> None:
+    """Regression (issue #21): data whose samples hold only their label token have no graph
+    edge; verify raised ZeroDivisionError. W_svm = 0 predicts no direction: corr_svm is NaN,
+    R = 0, and GD (whose gradient is exactly zero) stops at W = 0 = W_fin."""
+    E = np.eye(3)
+    data = sg.NextTokenData([[0, 0], [1], [2, 2, 2]], np.array([0, 1, 2]), E)
+    rep = sg.ntp.verify_ntp_training(data, loss="retrieval", n_steps=20)
+    assert rep.run.status is sg.StopStatus.STATIONARY and rep.run.n_steps == 0
+    assert np.all(np.isnan(rep.corr_svm)) and np.all(rep.R == 0.0)
+    np.testing.assert_array_equal(rep.W, np.zeros((3, 3)))
+    np.testing.assert_array_equal(rep.fin_error, 0.0)

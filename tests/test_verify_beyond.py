@@ -26,10 +26,10 @@ def mirror_report(data: sg.TokenData) -> sg.VerifyReport:
 def test_mirror_report_is_recomputed_from_its_parts(data, mirror_report):
     rep = mirror_report
     # the run: train_mirror with the same options, from zero
-    run = sg.train_mirror(data, p=1.5, step_size=0.1, normalized=True, n_steps=1500,
+    run = sg.train_mirror(data, exponent=1.5, step_size=0.1, normalized=True, n_steps=1500,
                           record_every=100)  # fmt: skip
     np.testing.assert_allclose(rep.W, run.W, rtol=1e-12, atol=0)
-    np.testing.assert_array_equal(rep.steps, run.step)
+    np.testing.assert_array_equal(rep.steps, run.history.step)
     # the selection: the most probable key at the final W
     sel = RiskOracle(data)(run.W).selected.reshape(-1)
     np.testing.assert_array_equal(rep.selection, sel)
@@ -37,7 +37,7 @@ def test_mirror_report_is_recomputed_from_its_parts(data, mirror_report):
     # the l_p SVM of that selection, and the correlation curve against it
     svm = sg.att_svm(data, sel, norm=("lp", 1.5))
     np.testing.assert_allclose(rep.W_lp, svm.W, rtol=1e-9, atol=1e-12)
-    expected = [sg.correlation(W, svm.W) for W in run.W_history]
+    expected = [sg.correlation(W, svm.W) for W in run.history.W]
     np.testing.assert_allclose(rep.corr_lp, expected, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(rep.corr_fro[-1], sg.correlation(run.W, sg.att_svm(data, sel).W))
     # LOT in the l_p norm
@@ -140,13 +140,13 @@ def test_verify_ntp_training_is_recomputed_from_its_parts(ntp_data):
     assert isinstance(rep, sg.NTPReport)
     run = sg.train_ntp(ntp_data, loss="retrieval", step_size=2.0, normalized=False,
                        n_steps=400, record_every=50)  # fmt: skip
-    np.testing.assert_array_equal(rep.steps, run.step)
+    np.testing.assert_array_equal(rep.steps, run.history.step)
     np.testing.assert_allclose(rep.W, run.W, rtol=1e-12, atol=0)
-    np.testing.assert_allclose(rep.train_loss, run.loss, rtol=1e-12)
+    np.testing.assert_allclose(rep.train_loss, run.history.loss, rtol=1e-12)
     svm = sg.graph_svm(ntp_data)
     fin = sg.finite_component(ntp_data, loss="retrieval")
     for j in (1, len(rep.steps) - 1):
-        ref = sg.verify_ntp(ntp_data, run.W_history[j], svm=svm, fin=fin)
+        ref = sg.verify_ntp(ntp_data, run.history.W[j], svm=svm, fin=fin)
         np.testing.assert_allclose(
             [rep.corr_svm[j], rep.fin_error[j], rep.composition_error[j], rep.top_mass[j],
              rep.R[j]],

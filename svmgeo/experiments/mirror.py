@@ -26,7 +26,7 @@ import numpy as np
 
 from .._linalg import correlation
 from ..data import random_data
-from ..gd._mirror import sparsity
+from ..gd import sparsity
 from ..solvers import att_svm
 from ._registry import Experiment, register
 from ._rows import Rows, final_parts, finite, group, median, seeds
@@ -70,11 +70,12 @@ def trial(
         backend="numpy",
     )
     assert rep.mirror_run is not None and rep.corr_lp is not None
+    assert rep.mirror_run.history.W is not None  # a mirror run records W
     norms: dict[float, Any] = {q: ("lp", q) for q in PS}
     svms = {q: att_svm(data, rep.selection, norm=norms[q]).W for q in PS} if rep.feasible else {}
     nan = float("nan")
     rows = []
-    for step, W, c in zip(rep.steps, rep.mirror_run.W_history, rep.corr_lp, strict=True):
+    for step, W, c in zip(rep.steps, rep.mirror_run.history.W, rep.corr_lp, strict=True):
         row: dict[str, Any] = {"step": int(step), "one_minus_corr": 1.0 - float(c)}
         for q in PS:
             Wq = svms.get(q)

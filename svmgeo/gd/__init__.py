@@ -1,45 +1,80 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Gradient descent on softmax attention: W or (K, Q), numba / numpy / cupy backends.
+"""Training softmax attention: one loop, update rules, risks; numba / numpy / cupy backends.
 
-The public entry points are :func:`train` and :func:`train_batch`; see
-:class:`GDConfig` for the hyper-parameters and :class:`StopStatus` for why a run ended.
+The public entry points are :func:`train` (``optimizer="gd"`` or ``"mirror"``),
+:func:`train_batch` and :func:`train_mirror`; see :class:`GDConfig` for the
+hyper-parameters, :data:`OPTIMIZERS` for the update rules and :class:`StopStatus` for why a
+run ended. Every run is a :class:`GDRun`. The loop itself is :func:`run_loop`
+(:mod:`svmgeo.gd._loop`): it takes an update rule bound to a risk.
 """
 
-from . import _xp as kernels  # noqa: F401  (internal API: the numpy/cupy kernels, for svmgeo.analysis)
 from ._backend import cupy_available
-from ._config import BACKENDS, BATCH_RECORDS, HEADS, LOSSES, PARAMS, RECORDS, GDConfig, StopStatus
-from ._engine import (
-    BatchRun,
-    GDRun,
-    GDState,
-    GradientDescent,
-    History,
-    Intermediate,
-    loss_and_grad,
-    train,
-    train_batch,
+from ._config import (
+    BACKENDS,
+    BATCH_RECORDS,
+    DEFAULT_BACKEND,
+    HEADS,
+    LOSSES,
+    NTP_LOSSES,
+    OPTIMIZERS,
+    PARAMS,
+    RECORDS,
+    REFERENCE_BACKEND,
+    RISKS,
+    GDConfig,
+    Optimizer,
+    StopStatus,
+)
+from ._engine import GDState, GradientDescent, loss_and_grad, train, train_batch
+from ._loop import Risk, UpdateRule, run_loop
+from ._mirror import (
+    MirrorDescent,
+    MirrorState,
+    inverse_mirror_map,
+    mirror_map,
+    sparsity,
+    train_mirror,
 )
 from ._oracle import RiskOracle, RiskValue
+from ._results import BatchRun, GDRun, History, Intermediate
+from ._step import GradientStep, StepState
 
 __all__ = [
     "BACKENDS",
     "BATCH_RECORDS",
+    "DEFAULT_BACKEND",
     "HEADS",
     "LOSSES",
+    "NTP_LOSSES",
+    "OPTIMIZERS",
     "PARAMS",
     "RECORDS",
+    "REFERENCE_BACKEND",
+    "RISKS",
     "BatchRun",
     "GDConfig",
     "GDRun",
     "GDState",
     "GradientDescent",
+    "GradientStep",
     "History",
     "Intermediate",
+    "MirrorDescent",
+    "MirrorState",
+    "Optimizer",
+    "Risk",
     "RiskOracle",
     "RiskValue",
+    "StepState",
     "StopStatus",
+    "UpdateRule",
     "cupy_available",
+    "inverse_mirror_map",
     "loss_and_grad",
+    "mirror_map",
+    "run_loop",
+    "sparsity",
     "train",
     "train_batch",
+    "train_mirror",
 ]

@@ -238,7 +238,7 @@ def _prob(P: Problem, head: Any = None) -> tuple[np.ndarray, ...]:
 
 def _options(cfg: GDConfig) -> tuple[bool, int, float]:
     """``(is_kq, loss_id, log_tol)`` of a configuration."""
-    log_tol = math.log(cfg.tol) if cfg.tol > 0.0 else -math.inf
+    log_tol = math.log(cfg.grad_tol) if cfg.grad_tol > 0.0 else -math.inf
     return cfg.param == "KQ", LOSS_IDS[cfg.loss], log_tol
 
 

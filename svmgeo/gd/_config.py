@@ -8,6 +8,7 @@ ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,19 +19,38 @@ from .._validation import check_int, check_option, check_real
 __all__ = [
     "BACKENDS",
     "BATCH_RECORDS",
+    "DEFAULT_BACKEND",
     "HEADS",
     "LOSSES",
+    "NTP_LOSSES",
+    "OPTIMIZERS",
     "PARAMS",
     "RECORDS",
+    "REFERENCE_BACKEND",
+    "RISKS",
     "GDConfig",
+    "Optimizer",
     "StopStatus",
     "eps_block_names",
+    "refuse_renamed",
 ]
 
 PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
 BACKENDS = ("numba", "numpy", "cupy")
+#: The backend every training entry point uses unless told otherwise (``optimizer="mirror"``
+#: keeps the numpy reference kernels, see :data:`OPTIMIZERS`).
+DEFAULT_BACKEND = "numba"
+#: The readable numpy kernels: the default of the single evaluations (``loss_and_grad``,
+#: ``RiskOracle``) and of ``optimizer="mirror"``, whose numbers were computed with them.
+REFERENCE_BACKEND = "numpy"
+#: Losses of the next-token risk (:func:`svmgeo.ntp.train_ntp`): cross-entropy through the
+#: embeddings, or the log-probability that attention retrieves the label.
+NTP_LOSSES = ("ce", "retrieval")
+#: The risks the loop trains, each with its loss vocabulary: softmax attention on
+#: :class:`~svmgeo.TokenData` (any head, loss, parameterization) and the next-token risk.
+RISKS = {"attention": LOSSES, "next_token": NTP_LOSSES}
 RECORDS = (
     "loss",
     "grad_norm",
@@ -59,7 +79,7 @@ class StopStatus(enum.StrEnum):
     * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
       visible key per query, exactly tied scores); the kernels tell the two apart in every
       mode.
-    * ``CONVERGED``: the gradient norm fell to ``tol`` or below.
+    * ``CONVERGED``: the gradient norm fell to ``grad_tol`` or below.
     * ``SATURATED``: at a record point every softmax had its maximum probability at or above
       ``1 - saturation_tol``.
     * ``CALLBACK``: the callback raised :class:`StopIteration`.
@@ -102,6 +122,109 @@ def eps_block_names(param: str, train_head: bool) -> tuple[str, str, str]:
     attention's first factor ("W", "K" or "p"), its second ("Q"), the head ("v")."""
     first = {"W": "W", "KQ": "K", "p": "p"}[param]
     return first, "Q" if param == "KQ" else "", "v" if train_head else ""
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    r"""One update rule of the training loop (an entry of :data:`OPTIMIZERS`).
+
+    Attributes
+    ----------
+    name : str
+        The ``optimizer=`` spelling.
+    summary : str
+        The update, in words.
+    default_backend : str
+        The kernels used when ``backend`` is not given.
+    default_normalized : bool
+        Whether steps are normalized when ``normalized`` is not given.
+    options : tuple of str
+        The options of :func:`svmgeo.train` the rule takes (others are a ProblemError).
+    min_steps : int
+        Smallest ``n_steps`` accepted.
+    messages : dict
+        Stop messages of the rule where they differ from the loop's (``{n}``: steps taken).
+    """
+
+    name: str
+    summary: str
+    default_backend: str
+    default_normalized: bool
+    options: tuple[str, ...]
+    min_steps: int
+    messages: Mapping[StopStatus, str] = field(default_factory=dict)
+
+
+_SHARED = ("loss", "head", "v", "V", "lam", "step_size", "normalized", "n_steps",
+           "record_every", "init", "backend")  # fmt: skip
+
+#: The update rules of the loop, by ``optimizer=`` name. A new rule (sign, Adam, spectral
+#: steps, ...) is a new entry here and a rule class with ``init_state`` / ``advance`` /
+#: ``observe`` (see :mod:`svmgeo.gd._loop`).
+OPTIMIZERS: dict[str, Optimizer] = {
+    "gd": Optimizer(
+        name="gd",
+        summary="gradient descent: W <- W - eta g / ||g||_F (normalized) or W - eta g",
+        default_backend=DEFAULT_BACKEND,
+        default_normalized=True,
+        options=(
+            *_SHARED,
+            "param",
+            "m",
+            "record",
+            "ridge",
+            "seed",
+            "log_domain",
+            "grad_tol",
+            "saturation_tol",
+            "train_head",
+            "normalize_eps",
+            "callback",
+        ),
+        min_steps=1,
+    ),
+    "mirror": Optimizer(
+        name="mirror",
+        summary="l_p mirror descent: grad psi(W) <- grad psi(W) - eta g, psi = ||W||_p^p / p",
+        # the numpy reference kernels, as before the loop was shared: the compiled ones differ
+        # in the last bits, and mirror results stay what they were
+        default_backend=REFERENCE_BACKEND,
+        default_normalized=False,  # the paper's algorithm
+        options=(*_SHARED, "exponent"),
+        min_steps=0,
+        messages={
+            StopStatus.STATIONARY: "stopped after {n} steps: the gradient is exactly zero",
+            StopStatus.GRADIENT_UNDERFLOW: (
+                "stopped after {n} steps: the step eta*|grad L| fell below float64's range "
+                "relative to the iterate (use normalized=True to go on)"
+            ),
+            StopStatus.OVERFLOW: (
+                "stopped after {n} steps: the next mirror step would have taken ||W||_F (or the "
+                "initial ||W||_F is) past the largest norm float64 represents here (1e150, less "
+                "for large data); it was not taken. Lower step_size, use plain steps, or raise the exponent (W grows like "
+                "|Theta|^(1/(p-1)))"
+            ),
+        },
+    ),
+}
+
+#: Old spellings of options and what they are now (issue #20: one meaning per name).
+RENAMED = {
+    "method": "optimizer ('gd' or 'mirror'; 'method' is the solvers' solve method)",
+    "p": "exponent (the l_p exponent of optimizer='mirror'; 'p' is the prompt vector of param='p')",
+    "tol": "grad_tol (the gradient-norm stop; 'tol' is the solvers' certificate tolerance)",
+}
+
+
+def refuse_renamed(given: Mapping[str, Any], where: str) -> None:
+    """Raise a ProblemError naming the new spelling of every renamed option in ``given``."""
+    old = [name for name in given if name in RENAMED]
+    if old:
+        raise ProblemError(
+            f"{where} no longer takes "
+            + ", ".join(f"{name}= (renamed {RENAMED[name]})" for name in old)
+            + "; pass the new name."
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,12 +271,12 @@ class GDConfig:
     seed : int, optional
         Seed of the random initialization.
     backend : {"numba", "numpy", "cupy"}
-        Compiled CPU kernels (default), the numpy reference, or CuPy on a GPU.
+        Compiled CPU kernels (:data:`DEFAULT_BACKEND`), the numpy reference, or CuPy on a GPU.
     log_domain : bool
         Compute the step direction in the log domain (default), so that normalized steps go
         on when :math:`\nabla L` itself underflows. ``False`` gives the direct formula.
-    tol : float
-        Stop with ``CONVERGED`` once :math:`\|\nabla\|_F \le` ``tol`` (0 disables).
+    grad_tol : float
+        Stop with ``CONVERGED`` once :math:`\|\nabla\|_F \le` ``grad_tol`` (0 disables).
     saturation_tol : float, optional
         Stop with ``SATURATED`` at a record point where every query's maximum softmax
         probability is at least ``1 - saturation_tol``.
@@ -166,6 +289,13 @@ class GDConfig:
         value for every block, or one per block name (``"W"``, ``"p"``, ``"K"``, ``"Q"``,
         ``"v"``; the blocks of the run, missing ones 0); normalized steps only.
         :attr:`eps_blocks` holds the values the kernels use.
+    optimizer : {"gd", "mirror"}
+        The update rule (an entry of :data:`OPTIMIZERS`).
+    exponent : float, optional
+        ``optimizer="mirror"`` only (required there): the exponent :math:`p > 1` of the
+        potential :math:`\|W\|_p^p/p`.
+    risk : {"attention", "next_token"}
+        The risk trained (an entry of :data:`RISKS`, which gives the ``loss`` vocabulary).
     """
 
     param: str = "W"
@@ -180,29 +310,53 @@ class GDConfig:
     ridge: float = 0.0
     init: Any = "zero"
     seed: int | None = None
-    backend: str = "numba"
+    backend: str = DEFAULT_BACKEND
     log_domain: bool = True
-    tol: float = 0.0
+    grad_tol: float = 0.0
     saturation_tol: float | None = None
     train_head: bool = False
     normalize_eps: float | Mapping[str, float] = 0.0
+    optimizer: str = "gd"
+    exponent: float | None = None
+    risk: str = "attention"
     #: ε of the blocks (first attention factor, second factor, head), from ``normalize_eps``.
     eps_blocks: tuple[float, float, float] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         where = "train"
+        check_option(self.optimizer, "optimizer", tuple(OPTIMIZERS), where=where)
+        check_option(self.risk, "risk", tuple(RISKS), where=where)
         check_option(self.param, "param", PARAMS, where=where)
-        check_option(self.loss, "loss", LOSSES, where=where)
+        check_option(self.loss, "loss", RISKS[self.risk], where=where)
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
         check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True, where=where)
-        check_int(self.n_steps, "n_steps", low=1, where=where)
+        # the entry points' rules as they were: train (gd) takes n_steps >= 1; train_mirror and
+        # train_ntp (the next-token risk) also 0, a record of the start only
+        low = OPTIMIZERS[self.optimizer].min_steps if self.risk == "attention" else 0
+        check_int(self.n_steps, "n_steps", low=low, where=where)
+        if self.optimizer == "mirror":
+            if self.exponent is None:
+                raise ProblemError(
+                    "optimizer='mirror' (l_p mirror descent) needs exponent=, the p > 1 of the "
+                    "potential ||W||_p^p / p; got none. E.g. exponent=1.5."
+                )
+            p = check_real(self.exponent, "exponent", low=1.0, low_open=True, where=where)
+            if math.isinf(p):
+                raise ProblemError(f"The 'exponent' parameter of {where} must be finite; got {p}.")
+            object.__setattr__(self, "exponent", p)
+        elif self.exponent is not None:
+            raise ProblemError(
+                f"exponent={self.exponent!r} is the l_p exponent of optimizer='mirror'; "
+                f"optimizer={self.optimizer!r} takes none. For prompt attention pass "
+                "param='p'; for mirror descent pass optimizer='mirror'."
+            )
         if self.m is not None:
             check_int(self.m, "m", low=1, where=where)
         if self.record_every is not None:
             check_int(self.record_every, "record_every", low=1, where=where)
         check_real(self.ridge, "ridge", low=0.0, high_open=True, where=where)
-        check_real(self.tol, "tol", low=0.0, where=where)
+        check_real(self.grad_tol, "grad_tol", low=0.0, where=where)
         if self.saturation_tol is not None:
             check_real(self.saturation_tol, "saturation_tol", low=0.0, high=1.0, where=where)
         if not isinstance(self.normalized, bool) or not isinstance(self.log_domain, bool):

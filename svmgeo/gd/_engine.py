@@ -1,43 +1,43 @@
 # SPDX-License-Identifier: BSD-3-Clause
-r"""The gradient-descent engine: state, one loop, results.
+r"""The gradient-descent engine on softmax attention: its update rule and entry points.
 
-:class:`GradientDescent` follows the configuration + state + ``init_state`` / ``update`` /
-``run`` shape: the loop is written once here, the per-backend kernels live in
-:mod:`svmgeo.gd._xp` (numpy, cupy) and :mod:`svmgeo.gd._numba`. :func:`train` and
-:func:`train_batch` are the public entry points.
+:class:`GradientDescent` is the update rule of ``optimizer="gd"`` on softmax attention
+(``init_state`` / ``advance`` / ``observe``) for the one loop,
+:func:`svmgeo.gd._loop.run_loop`; the per-backend kernels live in :mod:`svmgeo.gd._xp`
+(numpy, cupy) and :mod:`svmgeo.gd._numba`. :func:`train` (any optimizer of
+:data:`~svmgeo.gd.OPTIMIZERS`) and :func:`train_batch` are the public entry points.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, Literal, NamedTuple, overload
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._compat import renamed
 from .._errors import ProblemError
-from .._summary import summarized
 from .._validation import check_array, check_option, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
-from ._config import BATCH_RECORDS, CODE_OF, RECORDS, RUNNING, STATUS_CODES, GDConfig, StopStatus
-from ._mirror import MirrorRun, train_mirror
+from ._config import (
+    BATCH_RECORDS,
+    CODE_OF,
+    OPTIMIZERS,
+    RECORDS,
+    REFERENCE_BACKEND,
+    RUNNING,
+    GDConfig,
+    StopStatus,
+    refuse_renamed,
+)
+from ._loop import run_loop
+from ._mirror import train_mirror
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
+from ._results import BatchRun, GDRun, Intermediate
 
-__all__ = [
-    "BatchRun",
-    "GDRun",
-    "GDState",
-    "GradientDescent",
-    "History",
-    "Intermediate",
-    "loss_and_grad",
-    "train",
-    "train_batch",
-]
+__all__ = ["GDState", "GradientDescent", "loss_and_grad", "train", "train_batch"]
 
 
 class GDState(NamedTuple):
@@ -55,207 +55,6 @@ class GDState(NamedTuple):
     steps: np.ndarray
     status: np.ndarray
     head: Any = None
-
-
-@summarized
-@dataclass(frozen=True, eq=False)
-class History:
-    r"""What a run recorded, one entry per record point (start, every ``record_every`` steps,
-    end). Fields not asked for in ``record`` are None.
-
-    Attributes
-    ----------
-    step : ndarray of shape (R,)
-        Steps taken at each record.
-    loss : ndarray of shape (R,)
-        :math:`L(W)` (without the ridge term).
-    log_loss_gap : ndarray of shape (R,)
-        :math:`\log(L - L_{\mathrm{sel}})`, informative after :math:`L` stops changing in
-        float64 (see :func:`svmgeo.gd._xp.observe`).
-    grad_norm, log_grad_norm : ndarray of shape (R,)
-        Norm of the gradient of the trained parameters (with ridge) and its logarithm, which
-        stays finite after the norm itself underflows.
-    W_norm : ndarray of shape (R,)
-        :math:`\|W\|_F`.
-    max_prob, selected : ndarray of shape (R, n, K), or (R, n) for one query per sequence
-        Largest softmax probability of each query and its key (the selected token):
-        ``selected[-1]`` has the shape of a selection (``data.selection_shape``), as
-        :func:`~svmgeo.optimal_tokens` returns it.
-    probs : ndarray of shape (R, n, K, T), or (R, n, T) for one query per sequence
-        Softmax probabilities.
-    W : ndarray of shape (R, d, d)
-        Snapshots of W (:math:`KQ^\top` for ``param="KQ"``); None for ``param="p"``.
-    p, p_norm : ndarray of shape (R, d) and (R,)
-        For ``param="p"`` only (else None): snapshots of :math:`p` and :math:`\|p\|`,
-        recorded where W and ``W_norm`` would be (``record`` may name them ``"W"``/``"p"``
-        and ``"W_norm"``/``"p_norm"``); ``W_norm`` is then None.
-    v, v_norm : ndarray of shape (R, d_u) and (R,)
-        With ``train_head=True`` only (else None): snapshots of the head :math:`v` and
-        :math:`\|v\|`.
-    """
-
-    step: np.ndarray
-    loss: np.ndarray | None = None
-    log_loss_gap: np.ndarray | None = None
-    grad_norm: np.ndarray | None = None
-    log_grad_norm: np.ndarray | None = None
-    W_norm: np.ndarray | None = None
-    max_prob: np.ndarray | None = None
-    selected: np.ndarray | None = None
-    probs: np.ndarray | None = None
-    W: np.ndarray | None = None
-    p: np.ndarray | None = None
-    p_norm: np.ndarray | None = None
-    v: np.ndarray | None = None
-    v_norm: np.ndarray | None = None
-
-
-@summarized
-@dataclass(frozen=True, eq=False)
-class GDRun:
-    """Result of :func:`train`.
-
-    Attributes
-    ----------
-    W : ndarray of shape (d, d) or None
-        Final attention weights (``K @ Q.T`` for ``param="KQ"``); None for ``param="p"``.
-    K, Q : ndarray of shape (d, m) or None
-        Final factors for ``param="KQ"``.
-    p : ndarray of shape (d,) or None
-        Final prompt vector for ``param="p"`` (None otherwise).
-    v : ndarray of shape (d_u,) or None
-        Final head with ``train_head=True`` (None otherwise: the head was fixed).
-    history : History
-        Recorded fields (see :class:`History`): ``W`` / ``W_norm`` for ``param`` "W" and
-        "KQ"; ``p`` (R, d) / ``p_norm`` (R,) in their place for ``param="p"`` (``W`` and
-        ``W_norm`` None); with ``train_head=True`` also ``v`` (R, d_u) / ``v_norm`` (R,).
-    status : StopStatus
-    n_steps : int
-        Steps taken.
-    message : str
-    config : GDConfig
-    solve_time : float
-        Wall time of the whole call.
-    """
-
-    W: np.ndarray | None
-    K: np.ndarray | None
-    Q: np.ndarray | None
-    history: History
-    status: StopStatus
-    n_steps: int
-    message: str
-    config: GDConfig
-    solve_time: float
-    p: np.ndarray | None = None
-    v: np.ndarray | None = None
-    seconds = renamed("seconds", "solve_time", "GDRun")
-
-
-@summarized
-@dataclass(frozen=True, eq=False)
-class BatchRun:
-    """Result of :func:`train_batch`: arrays with a leading instance axis B.
-
-    ``runs[b]`` is the :class:`GDRun` of instance ``b`` (its history trimmed at its stop).
-    History arrays have shape (B, R, ...); ``history.step`` (B, R) gives each instance's step
-    count at each record. ``W`` (B, d, d) is None and ``p`` (B, d) set for ``param="p"``;
-    ``v`` (B, d_u) is the trained head with ``train_head=True``.
-    """
-
-    W: np.ndarray | None
-    K: np.ndarray | None
-    Q: np.ndarray | None
-    history: History
-    status: tuple[StopStatus, ...]
-    n_steps: np.ndarray
-    config: GDConfig
-    solve_time: float
-    p: np.ndarray | None = None
-    v: np.ndarray | None = None
-
-    seconds = renamed("seconds", "solve_time", "BatchRun")
-
-    def __len__(self) -> int:
-        return int(self.n_steps.shape[0])
-
-    def __iter__(self) -> Iterator[GDRun]:
-        return (self[b] for b in range(len(self)))
-
-    def __getitem__(self, b: int) -> GDRun:
-        steps = self.history.step[b]
-        keep = np.concatenate([[True], steps[1:] != steps[:-1]]) if steps.size else steps
-        status = self.status[b]
-        return GDRun(
-            W=None if self.W is None else self.W[b],
-            p=None if self.p is None else self.p[b],
-            v=None if self.v is None else self.v[b],
-            K=None if self.K is None else self.K[b],
-            Q=None if self.Q is None else self.Q[b],
-            history=_trim(self.history, b, keep),
-            status=status,
-            n_steps=int(self.n_steps[b]),
-            message=_message(status, int(self.n_steps[b])),
-            config=self.config,
-            solve_time=self.solve_time,
-        )
-
-
-def _trim(h: History, b: int, keep: np.ndarray) -> History:
-    out: dict[str, Any] = {}
-    for f in fields(h):
-        val = getattr(h, f.name)
-        out[f.name] = None if val is None else val[b][keep]
-    return History(**out)
-
-
-_MESSAGES = {
-    StopStatus.MAX_STEPS: "took all {n} steps",
-    StopStatus.GRADIENT_UNDERFLOW: (
-        "stopped after {n} steps: the gradient underflowed (its norm fell below 1e-292 or to "
-        "zero), or with normalize_eps > 0 the step eta ||g|| / (||g|| + eps) did; the iterate "
-        "is the last finite one. Exactly normalized steps (normalize_eps=0) with "
-        "log_domain=True go on past this point"
-    ),
-    StopStatus.STATIONARY: (
-        "stopped after {n} steps: the step direction is exactly zero (a stationary point, e.g. "
-        "K = Q = 0; start from init=('random', 0.1))"
-    ),
-    StopStatus.CONVERGED: "stopped after {n} steps: the gradient norm reached tol",
-    StopStatus.SATURATED: "stopped after {n} steps: every softmax reached 1 - saturation_tol",
-    StopStatus.CALLBACK: "stopped after {n} steps by the callback (StopIteration)",
-    StopStatus.NON_FINITE: "stopped after {n} steps: a step would have produced NaN",
-    StopStatus.OVERFLOW: (
-        "stopped after {n} steps: the next step would have taken the weights (or the initial "
-        "weights are) past the largest norm float64 represents here (||W||_F <= 1e150, less for large data); lower step_size "
-        "or rescale init (only the direction of W matters for the selection)"
-    ),
-}
-
-
-def _message(status: StopStatus, n: int) -> str:
-    return _MESSAGES[status].format(n=n)
-
-
-@summarized
-@dataclass(frozen=True, eq=False)
-class Intermediate:
-    """What the callback receives at each record point (shapes as in :class:`History`
-    without the record axis; with a leading B axis for :func:`train_batch`)."""
-
-    step: Any
-    W: np.ndarray | None
-    K: np.ndarray | None
-    Q: np.ndarray | None
-    loss: np.ndarray
-    log_loss_gap: np.ndarray
-    grad_norm: np.ndarray
-    log_grad_norm: np.ndarray
-    max_prob: np.ndarray
-    selected: np.ndarray
-    probs: np.ndarray
-    p: np.ndarray | None = None
-    v: np.ndarray | None = None
 
 
 def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -320,16 +119,26 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
 class GradientDescent:
     """Gradient descent on softmax attention for a batch of problems; see :class:`GDConfig`.
 
-    ``init_state`` builds the initial :class:`GDState`, ``update`` advances it, ``run`` is
-    the loop (records, callback, stops).
+    The update rule of ``optimizer="gd"`` on the softmax-attention risk, for the loop of
+    :func:`~svmgeo.gd._loop.run_loop`: ``init_state`` builds the initial :class:`GDState`,
+    ``advance`` runs compiled chunks of steps (numba, numpy or cupy kernels), ``observe``
+    makes a record; ``run`` runs the loop.
     """
 
-    def __init__(self, config: GDConfig) -> None:
+    def __init__(self, config: GDConfig, problem: Problem) -> None:
         self.config = config
+        self.problem = problem
         self.kernels: Kernels | None = None
+        keys = ("step", *_record_keys(config))
+        if "loss" in config.record:
+            keys = (*keys, "log_loss_gap")
+        if "grad_norm" in config.record:
+            keys = (*keys, "log_grad_norm")
+        self.keys = keys
 
-    def init_state(self, problem: Problem) -> GDState:
+    def init_state(self) -> GDState:
         cfg = self.config
+        problem = self.problem
         self.kernels = get_kernels(cfg.backend, problem)
         P1, P2, _ = _init_params(cfg, problem.B, problem.d)
         k = self.kernels
@@ -351,7 +160,7 @@ class GradientDescent:
             k.asarray(P1), k.asarray(P2), 0, np.zeros(B, np.int64), status, k.asarray(head)
         )
 
-    def update(self, state: GDState, n_steps: int = 1) -> GDState:
+    def advance(self, state: GDState, n_steps: int = 1) -> GDState:
         """Advance every running instance by up to ``n_steps`` steps."""
         cfg = self.config
         assert self.kernels is not None, "call init_state first"  # internal invariant
@@ -394,67 +203,25 @@ class GradientDescent:
         return out
 
     def run(
-        self,
-        problem: Problem,
-        callback: Callable[[Intermediate], Any] | None = None,
-        *,
-        squeeze: bool = False,
+        self, callback: Callable[[Intermediate], Any] | None = None, *, squeeze: bool = False
     ) -> BatchRun:
-        """Run the loop: records every ``record_every`` steps, stops, callback."""
-        start = time.perf_counter()
-        cfg = self.config
-        state = self.init_state(problem)
-        cadence = cfg.cadence
-        keep = ("step", *_record_keys(cfg))
-        if "loss" in cfg.record:
-            keep = (*keep, "log_loss_gap")
-        if "grad_norm" in cfg.record:
-            keep = (*keep, "log_grad_norm")
-        records: dict[str, list[np.ndarray]] = {key: [] for key in keep}
+        """Run the loop (:func:`~svmgeo.gd._loop.run_loop`) with this rule."""
+        return run_loop(self, callback, squeeze=squeeze)
 
-        def record(obs: dict[str, np.ndarray]) -> None:
-            for key in keep:
-                records[key].append(obs[key])
-
-        obs = self.observe(state)
-        record(obs)
-        while state.step < cfg.n_steps and np.any(state.status == RUNNING):
-            chunk = min(cadence - state.step % cadence, cfg.n_steps - state.step)
-            state = self.update(state, chunk)
-            obs = self.observe(state)
-            record(obs)
-            status = state.status
-            if cfg.saturation_tol is not None:
-                sat = (
-                    np.min(obs["max_prob"].reshape(problem.B, -1), axis=1)
-                    >= 1.0 - cfg.saturation_tol
-                )
-                status = np.where((status == RUNNING) & sat, CODE_OF[StopStatus.SATURATED], status)
-            if callback is not None:
-                try:
-                    callback(self._intermediate(obs, state, squeeze))
-                except StopIteration:
-                    status = np.where(status == RUNNING, CODE_OF[StopStatus.CALLBACK], status)
-            state = state._replace(status=status)
-        status = np.where(state.status == RUNNING, CODE_OF[StopStatus.MAX_STEPS], state.status)
+    def finals(self, state: GDState, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The final W (or p), K, Q and head of the batch."""
         k = self.kernels
         assert k is not None  # internal invariant
-        is_kq = cfg.param == "KQ"
-        hist = History(**{key: np.stack(vals, axis=1) for key, vals in records.items()})
-        return BatchRun(
-            W=obs.get("W"),
-            p=obs.get("p"),
-            v=obs.get("v"),
-            K=k.to_numpy(state.P1) if is_kq else None,
-            Q=k.to_numpy(state.P2) if is_kq else None,
-            history=hist,
-            status=tuple(STATUS_CODES[int(c)] for c in status),
-            n_steps=state.steps.copy(),
-            config=cfg,
-            solve_time=time.perf_counter() - start,
-        )
+        is_kq = self.config.param == "KQ"
+        return {
+            "W": obs.get("W"),
+            "p": obs.get("p"),
+            "v": obs.get("v"),
+            "K": k.to_numpy(state.P1) if is_kq else None,
+            "Q": k.to_numpy(state.P2) if is_kq else None,
+        }
 
-    def _intermediate(
+    def intermediate(
         self, obs: dict[str, np.ndarray], state: GDState, squeeze: bool
     ) -> Intermediate:
         k = self.kernels
@@ -500,7 +267,12 @@ def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
 
 
 def _make_config(options: dict[str, Any]) -> GDConfig:
-    valid = sorted(f.name for f in fields(GDConfig) if f.init)
+    refuse_renamed(options, "train_batch")
+    valid = sorted(
+        f.name
+        for f in fields(GDConfig)
+        if f.init and f.name not in ("optimizer", "exponent", "risk")
+    )
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ProblemError(
@@ -549,8 +321,8 @@ def train_batch(
 
     Takes the keyword options of :func:`train` (``param``, ``m``, ``loss``, ``head``,
     ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``record``, ``ridge``,
-    ``init``, ``seed``, ``backend``, ``log_domain``, ``tol``, ``saturation_tol``,
-    ``train_head``, ``normalize_eps``; not ``method``); ``record``
+    ``init``, ``seed``, ``backend``, ``log_domain``, ``grad_tol``, ``saturation_tol``,
+    ``train_head``, ``normalize_eps``; not ``optimizer``); ``record``
     defaults to the light fields ``BATCH_RECORDS`` (no W snapshots or full probabilities:
     pass ``record=RECORDS`` for them, at B times the memory of one run). ``v``,
     ``V`` and ``init`` arrays may carry a leading B axis (one per instance) or be shared. With
@@ -571,22 +343,14 @@ def train_batch(
     problem = make_problem(
         items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head
     )
-    return GradientDescent(cfg).run(problem, callback)
+    return GradientDescent(cfg, problem).run(callback)
 
 
-@overload
-def train(data: TokenData, *, method: Literal["gd"] = ..., **options: Any) -> GDRun: ...
-
-
-@overload
-def train(data: TokenData, *, method: Literal["mirror"], **options: Any) -> MirrorRun: ...
-
-
-def train(  # type: ignore[misc]  # the overloads take the options as **options
+def train(
     data: TokenData,
     *,
-    method: str = "gd",
-    p: float | None = None,
+    optimizer: str = "gd",
+    exponent: float | None = None,
     param: str = "W",
     m: int | None = None,
     loss: str = "logistic",
@@ -604,12 +368,13 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
     seed: int | None = None,
     backend: str | None = None,
     log_domain: bool = True,
-    tol: float = 0.0,
+    grad_tol: float = 0.0,
     saturation_tol: float | None = None,
     train_head: bool = False,
     normalize_eps: float | Mapping[str, float] = 0.0,
     callback: Callable[[Intermediate], Any] | None = None,
-) -> GDRun | MirrorRun:
+    **renamed: Any,
+) -> GDRun:
     r"""Train softmax attention by (normalized) gradient descent.
 
     .. math::
@@ -628,15 +393,16 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
     ----------
     data : TokenData
         Tokens, labels, queries (cross, self, or K per sequence) and mask.
-    method : {"gd", "mirror"}, default "gd"
-        Gradient descent (this function), or :math:`\ell_p` mirror descent: ``method="mirror"``
-        returns :func:`~svmgeo.train_mirror` (data, ``p=``, and its options ``loss``,
-        ``head``, ``v``, ``V``, ``lam``, ``step_size``, ``normalized``, ``n_steps``,
-        ``record_every``, ``init``, ``backend``, with its defaults), a
-        :class:`~svmgeo.MirrorRun`; other options raise a ProblemError.
-    p : float, optional
-        ``method="mirror"`` only: the exponent :math:`p > 1` of the mirror potential
-        :math:`\|W\|_p^p/p`. Unrelated to ``param="p"`` (the prompt vector).
+    optimizer : {"gd", "mirror"}, default "gd"
+        The update rule, an entry of :data:`~svmgeo.gd.OPTIMIZERS`: gradient descent, or
+        :math:`\ell_p` mirror descent (``optimizer="mirror"``: :func:`~svmgeo.train_mirror`
+        with ``exponent=`` and its options ``loss``, ``head``, ``v``, ``V``, ``lam``,
+        ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``init``, ``backend``
+        and its defaults; other options raise a ProblemError). Formerly ``method``.
+    exponent : float, optional
+        ``optimizer="mirror"`` only: the exponent :math:`p > 1` of the mirror potential
+        :math:`\|W\|_p^p/p` (formerly ``p``, which now names only the prompt vector of
+        ``param="p"``).
     param : {"W", "KQ", "p"}
         Train W, K and Q of width ``m`` (default d), or the prompt vector
         :math:`p \in \mathbb{R}^d` of the companion paper (Tarzanagh, Li, Zhang, Oymak,
@@ -667,8 +433,8 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
     step_size : float
         :math:`\eta > 0`.
     normalized : bool, optional
-        Normalized (default for ``method="gd"``) or plain steps (default for
-        ``method="mirror"``, the paper's algorithm).
+        Normalized (default for ``optimizer="gd"``) or plain steps (default for
+        ``optimizer="mirror"``, the paper's algorithm).
     n_steps : int
         Maximum number of steps.
     record_every : int, optional
@@ -684,12 +450,13 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
     seed : int, optional
         Seed of the random initialization.
     backend : {"numba", "numpy", "cupy"}, optional
-        Compiled CPU kernels (default for ``method="gd"``), the readable numpy reference
-        (default for ``method="mirror"``), or CuPy (``pip install svmgeo[gpu]``).
+        Compiled CPU kernels (:data:`~svmgeo.gd.DEFAULT_BACKEND`, the default for
+        ``optimizer="gd"``), the readable numpy reference (the default for
+        ``optimizer="mirror"``), or CuPy (``pip install svmgeo[gpu]``).
     log_domain : bool
         Log-domain step direction (default True).
-    tol : float
-        Stop when the gradient norm is at most ``tol`` (0: never).
+    grad_tol : float
+        Stop when the gradient norm is at most ``grad_tol`` (0: never); formerly ``tol``.
     saturation_tol : float, optional
         Stop at a record point where every max softmax probability is :math:`\ge 1 -`
         ``saturation_tol``.
@@ -723,12 +490,13 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
     Returns
     -------
     GDRun
-        (a :class:`~svmgeo.MirrorRun` for ``method="mirror"``)
+        For every optimizer (see :class:`GDRun` for what each records).
 
     Raises
     ------
     ProblemError
-        For invalid parameters (each message names the argument and the valid values).
+        For invalid parameters (each message names the argument and the valid values), and
+        for the old spellings ``method``, ``p`` and ``tol`` (the message names the new one).
     BackendError
         For ``backend="cupy"`` without CuPy or a CUDA device.
 
@@ -745,41 +513,38 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
             f"train takes one svmgeo.TokenData; got {type(data).__name__}. "
             "Use train_batch for a sequence of datasets."
         )
-    check_option(method, "method", ("gd", "mirror"), where="train")
-    if method == "mirror":
-        gd_only = {
-            "param": (param, "W"), "m": (m, None), "record": (tuple(record), RECORDS),
-            "ridge": (ridge, 0.0), "seed": (seed, None), "log_domain": (log_domain, True),
-            "tol": (tol, 0.0), "saturation_tol": (saturation_tol, None),
-            "train_head": (train_head, False), "normalize_eps": (normalize_eps, 0.0),
-            "callback": (callback, None),
-        }  # fmt: skip
-        given = [name for name, (value, default) in gd_only.items() if value != default]
-        if given or p is None:
-            raise ProblemError(
-                "method='mirror' (l_p mirror descent, svmgeo.train_mirror) needs p=, the "
-                "exponent of the potential ||W||_p^p / p (p > 1), and takes loss, head, v, V, "
-                "lam, step_size, normalized, n_steps, record_every, init and backend; got "
-                + (f"the gradient-descent option(s) {', '.join(given)}." if given else "no p.")
-            )
-        return train_mirror(
-            data, p=p, loss=loss, head=head, v=v, V=V, lam=lam, step_size=step_size,
-            normalized=False if normalized is None else normalized, n_steps=n_steps,
-            record_every=record_every, init=init, backend="numpy" if backend is None else backend,
-        )  # fmt: skip
-    if p is not None:
+    if renamed:
+        refuse_renamed(renamed, "train")
+        raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(renamed)}")
+    check_option(optimizer, "optimizer", tuple(OPTIMIZERS), where="train")
+    rule = OPTIMIZERS[optimizer]
+    given = dict(
+        param=(param, "W"), m=(m, None), record=(tuple(record), RECORDS), ridge=(ridge, 0.0),
+        seed=(seed, None), log_domain=(log_domain, True), grad_tol=(grad_tol, 0.0),
+        saturation_tol=(saturation_tol, None), train_head=(train_head, False),
+        normalize_eps=(normalize_eps, 0.0), callback=(callback, None),
+    )  # fmt: skip
+    foreign = [name for name, (value, default) in given.items()
+               if value != default and name not in rule.options]  # fmt: skip
+    if foreign:
         raise ProblemError(
-            f"p={p!r} is the l_p exponent of method='mirror'; with method='gd' train takes no p. "
-            "For prompt attention (key scores x^T p) pass param='p'; for mirror descent pass "
-            "method='mirror'."
+            f"optimizer={optimizer!r} ({rule.summary}) takes {', '.join(rule.options)}; got "
+            f"the option(s) {', '.join(foreign)} of another optimizer."
         )
-    normalized = True if normalized is None else normalized
-    backend = "numba" if backend is None else backend
+    normalized = rule.default_normalized if normalized is None else normalized
+    backend = rule.default_backend if backend is None else backend
+    if optimizer == "mirror":
+        return train_mirror(
+            data, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
+            step_size=step_size, normalized=normalized, n_steps=n_steps,
+            record_every=record_every, init=init, backend=backend,
+        )  # fmt: skip
     cfg = GDConfig(
         param=param, m=m, loss=loss, head=head, step_size=step_size, normalized=normalized,
         n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
-        seed=seed, backend=backend, log_domain=log_domain, tol=tol, saturation_tol=saturation_tol,
-        train_head=train_head, normalize_eps=normalize_eps,
+        seed=seed, backend=backend, log_domain=log_domain, grad_tol=grad_tol,
+        saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
+        optimizer=optimizer, exponent=exponent,
     )  # fmt: skip
     if not isinstance(init, str) and not isinstance(init, tuple):
         W0 = np.asarray(init)
@@ -788,8 +553,7 @@ def train(  # type: ignore[misc]  # the overloads take the options as **options
         if param != "p" and W0.ndim != 2:
             raise ProblemError(f"init W must have shape ({data.d}, {data.d}); got {W0.shape}.")
     problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
-    batch = GradientDescent(cfg).run(problem, callback, squeeze=True)
-    return batch[0]
+    return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
 
 
 def loss_and_grad(
@@ -802,7 +566,7 @@ def loss_and_grad(
     V: Any = None,
     lam: float | None = None,
     ridge: float = 0.0,
-    backend: str = "numpy",
+    backend: str = REFERENCE_BACKEND,
     train_head: bool = False,
 ) -> tuple[float, Any]:
     r"""The risk and its gradient at W, or at (K, Q), as :func:`train` computes them.
@@ -843,8 +607,8 @@ def loss_and_grad(
         train_head=train_head,
     )  # fmt: skip
     problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
-    gd = GradientDescent(cfg)
-    state = gd.init_state(problem)
+    gd = GradientDescent(cfg, problem)
+    state = gd.init_state()
     k = gd.kernels
     assert k is not None  # internal invariant
     W = k.weights(state.P1, state.P2, is_kq)

@@ -14,30 +14,34 @@ plain gradient descent.
 
 Numerics. The iterate is kept in the mirror coordinates as :math:`\Theta = e^{c}\hat\Theta`
 with :math:`\max|\hat\Theta| = 1`, and the gradient arrives from the numpy reference kernels
-(:class:`svmgeo.gd._oracle.RiskOracle`) as :math:`\nabla L = e^{M} G` with :math:`G` of order
+(:class:`svmgeo.gd.RiskOracle`) as :math:`\nabla L = e^{M} G` with :math:`G` of order
 one, so the update :math:`\hat\Theta \leftarrow \hat\Theta - \eta e^{M-c} G` never forms the
 exponentially small gradient or the growing norm on its own; :math:`W` is rebuilt as
 :math:`e^{c/(p-1)}\,\nabla\psi^{-1}(\hat\Theta)`.
+
+:class:`MirrorDescent` is the update rule of ``optimizer="mirror"`` in the one training loop
+(:func:`svmgeo.gd._loop.run_loop`); :func:`train_mirror` is its entry point.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._compat import renamed
 from .._errors import ProblemError
-from .._validation import check_int, check_option, check_real
+from .._linalg import entrywise_norm
 from ..data import TokenData
-from ._backend import get_kernels
-from ._config import BACKENDS, StopStatus
+from . import _xp
+from ._config import CODE_OF, REFERENCE_BACKEND, RUNNING, GDConfig, StopStatus, refuse_renamed
+from ._loop import Risk, run_loop
 from ._oracle import RiskOracle
+from ._results import GDRun, Intermediate
+from ._step import weight_finals, weight_record
 
-__all__ = ["MirrorRun", "inverse_mirror_map", "mirror_map", "train_mirror"]
+__all__ = ["MirrorDescent", "MirrorState", "inverse_mirror_map", "mirror_map", "sparsity",
+           "train_mirror"]  # fmt: skip
 
 
 def mirror_map(W: np.ndarray, p: float) -> np.ndarray:
@@ -52,46 +56,6 @@ def inverse_mirror_map(Theta: np.ndarray, p: float) -> np.ndarray:
     return np.sign(Theta) * np.abs(Theta) ** (1.0 / (p - 1.0))
 
 
-@dataclass(frozen=True, eq=False)
-class MirrorRun:
-    r"""Result of :func:`train_mirror`.
-
-    Attributes
-    ----------
-    W : ndarray of shape (d, d)
-        Final weights.
-    p : float
-        The potential's exponent.
-    step : ndarray of shape (R,)
-        Steps taken at each record point.
-    loss : ndarray of shape (R,)
-        :math:`L(W)`.
-    W_norm_p : ndarray of shape (R,)
-        :math:`\|W\|_p` (entrywise).
-    W_history : ndarray of shape (R, d, d)
-        Snapshots of W.
-    log_theta_scale : ndarray of shape (R,)
-        :math:`c` with :math:`\max|\nabla\psi(W)| = e^{c}`.
-    status : StopStatus
-    n_steps : int
-    message : str
-    solve_time : float
-    """
-
-    W: np.ndarray
-    p: float
-    step: np.ndarray
-    loss: np.ndarray
-    W_norm_p: np.ndarray
-    W_history: np.ndarray
-    log_theta_scale: np.ndarray
-    status: StopStatus
-    n_steps: int
-    message: str
-    solve_time: float
-    seconds = renamed("seconds", "solve_time", "MirrorRun")
-
-
 def _split(Theta: np.ndarray) -> tuple[np.ndarray, float]:
     """(Θ̂, c) with Θ = e^c Θ̂ and max|Θ̂| = 1 (c = -inf for Θ = 0)."""
     top = float(np.max(np.abs(Theta), initial=0.0))
@@ -101,15 +65,142 @@ def _split(Theta: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def _weights(unit: np.ndarray, c: float, p: float) -> np.ndarray:
+    """W = e^{c/(p-1)} (grad psi)^{-1}(unit) (zero for c = -inf)."""
     if not math.isfinite(c):
         return np.zeros_like(unit)
     return math.exp(c / (p - 1.0)) * inverse_mirror_map(unit, p)
 
 
+_LOG_EXP_MAX = 709.0  # exp() overflows float64 above this exponent
+
+
+class MirrorState(NamedTuple):
+    r"""Iterate of a mirror-descent run (one instance).
+
+    ``unit`` is :math:`\hat\Theta` with :math:`\max|\hat\Theta| = 1`, ``c`` the log-scale of the
+    mirror coordinates :math:`\Theta = e^c\hat\Theta` (``-inf`` at zero), ``W`` the weights;
+    ``step``, ``steps`` (1,) and ``status`` (1,) as in :class:`~svmgeo.gd.GDState`.
+    """
+
+    unit: np.ndarray
+    c: float
+    W: np.ndarray
+    step: int
+    steps: np.ndarray
+    status: np.ndarray
+
+
+class MirrorDescent:
+    r"""The :math:`\ell_p` mirror step, the update rule of ``optimizer="mirror"``.
+
+    .. math::
+
+        \nabla\psi(W_{t+1}) = \nabla\psi(W_t) - \eta\, g_t,\qquad
+        \psi(W) = \tfrac1p\|W\|_p^p
+
+    on any risk with a log-domain gradient (``risk.log_grad(W) = (G, M)``,
+    :math:`\nabla L = e^M G`; ``risk.value(W)``; ``risk.d``, ``risk.max_norm``), for the loop of
+    :func:`~svmgeo.gd._loop.run_loop`.
+
+    Parameters
+    ----------
+    config : GDConfig
+        ``optimizer="mirror"`` with its ``exponent``.
+    risk : Risk
+        E.g. :class:`~svmgeo.gd.RiskOracle` (softmax attention).
+    init : "zero" or array of shape (d, d)
+    """
+
+    keys: tuple[str, ...] = ("step", "loss", "W", "W_norm", "W_norm_lp", "log_theta_scale")
+
+    def __init__(self, config: GDConfig, risk: Risk, init: Any = "zero") -> None:
+        assert config.exponent is not None  # internal invariant: GDConfig checks it
+        self.config = config
+        self.risk = risk
+        self.p = float(config.exponent)
+        d = risk.d
+        if isinstance(init, str) and init == "zero":
+            W = np.zeros((d, d))
+        else:
+            W = np.array(init, dtype=float)
+            if W.shape != (d, d) or not np.all(np.isfinite(W)):
+                raise ProblemError(
+                    "The 'init' parameter of train_mirror must be 'zero' or a finite array of "
+                    f"shape ({d}, {d}); got {getattr(W, 'shape', init)!r}."
+                )
+        self.W0 = W
+
+    def init_state(self) -> MirrorState:
+        unit, c = _split(mirror_map(self.W0, self.p))
+        # a start beyond the representable norms stops at once, with status OVERFLOW
+        outside = float(_xp.frobenius(self.W0[None], np)[0]) > self.risk.max_norm
+        status = np.full(1, CODE_OF[StopStatus.OVERFLOW] if outside else RUNNING, np.int64)
+        return MirrorState(unit, c, self.W0, 0, np.zeros(1, np.int64), status)
+
+    def advance(self, state: MirrorState, n: int) -> MirrorState:
+        """Up to ``n`` mirror steps; stops with ``STATIONARY``, ``GRADIENT_UNDERFLOW`` or
+        ``OVERFLOW`` (the step that would overflow is not taken)."""
+        cfg, p = self.config, self.p
+        log_eta = math.log(cfg.step_size)
+        log_limit = math.log(self.risk.max_norm)
+        unit, c, W = state.unit, state.c, state.W
+        code = RUNNING
+        taken = 0
+        for _ in range(n):
+            G, M = self.risk.log_grad(W)
+            if not math.isfinite(M):
+                code = CODE_OF[StopStatus.STATIONARY]
+                break
+            c0 = c if math.isfinite(c) else 0.0
+            if cfg.normalized:
+                g = G / float(np.linalg.norm(G))
+                log_scale = log_eta - c0
+            else:
+                g = G
+                log_scale = log_eta + M - c0
+            if log_scale < _xp.LOG_EXP_MIN:  # exp underflows: the float64 iterate no longer moves
+                code = CODE_OF[StopStatus.GRADIENT_UNDERFLOW]
+                break
+            if log_scale > _LOG_EXP_MAX:  # the step itself overflows
+                code = CODE_OF[StopStatus.OVERFLOW]
+                break
+            base = unit if math.isfinite(c) else np.zeros_like(unit)
+            new = base - math.exp(log_scale) * g
+            u2, c2 = _split(new)
+            c_new = c0 + c2
+            if c_new / (p - 1.0) > log_limit:  # max|W| = e^{c/(p-1)} past the limit: not taken
+                code = CODE_OF[StopStatus.OVERFLOW]
+                break
+            W_new = _weights(u2, c_new, p)
+            if float(_xp.frobenius(W_new[None], np)[0]) > self.risk.max_norm:
+                code = CODE_OF[StopStatus.OVERFLOW]
+                break
+            unit, c, W = u2, c_new, W_new
+            taken += 1
+        steps = state.steps + taken
+        status = np.full(1, code, np.int64)
+        return MirrorState(unit, c, W, state.step + n, steps, status)
+
+    def observe(self, state: MirrorState) -> dict[str, np.ndarray]:
+        return {
+            **weight_record(self.risk, state.W, state.steps),
+            "W_norm_lp": np.array([entrywise_norm(state.W, self.p)]),
+            "log_theta_scale": np.array([state.c]),
+        }
+
+    def finals(self, state: MirrorState, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        return weight_finals(state.W)
+
+    def intermediate(
+        self, obs: dict[str, np.ndarray], state: MirrorState, squeeze: bool
+    ) -> Intermediate:
+        raise ProblemError("optimizer='mirror' takes no callback.")  # train refuses it first
+
+
 def train_mirror(
     data: TokenData,
     *,
-    p: float,
+    exponent: float | None = None,
     loss: str = "logistic",
     head: str = "linear",
     v: Any = None,
@@ -120,8 +211,9 @@ def train_mirror(
     n_steps: int = 1000,
     record_every: int | None = None,
     init: Any = "zero",
-    backend: str = "numpy",
-) -> MirrorRun:
+    backend: str = REFERENCE_BACKEND,
+    **renamed: Any,
+) -> GDRun:
     r"""Train softmax attention W by :math:`\ell_p` mirror descent.
 
     .. math::
@@ -136,8 +228,9 @@ def train_mirror(
     Parameters
     ----------
     data : TokenData
-    p : float
-        Exponent of the potential, ``p > 1``.
+    exponent : float
+        :math:`p > 1`, the exponent of the potential (formerly ``p``, now a ProblemError
+        that names ``exponent``: ``p`` is the prompt vector of ``param="p"``).
     loss, head, v, V, lam
         As in :func:`svmgeo.train`.
     step_size : float, default 0.1
@@ -155,15 +248,19 @@ def train_mirror(
 
     Returns
     -------
-    MirrorRun
-        ``status`` is ``MAX_STEPS``, ``STATIONARY`` (the gradient is exactly zero) or
+    GDRun
+        ``run.W`` (d, d); ``run.history`` records ``step``, ``loss``, ``W``, ``W_norm``
+        (Frobenius), ``W_norm_lp`` (:math:`\|W\|_p`) and ``log_theta_scale``; ``status`` is
+        ``MAX_STEPS``, ``STATIONARY`` (the gradient is exactly zero),
         ``GRADIENT_UNDERFLOW`` (plain steps: :math:`\eta e^{M-c}` underflowed, so no
-        further step changes the iterate in float64).
+        further step changes the iterate in float64) or ``OVERFLOW`` (the next step would
+        take :math:`\|W\|_F` past the largest norm the engine represents; not taken).
 
     Raises
     ------
     ProblemError
-        For ``p <= 1``, a non-positive step size, or an init of the wrong shape.
+        For ``exponent <= 1``, a non-positive step size, an init of the wrong shape, or
+        the old spelling ``p=``.
 
     References
     ----------
@@ -173,105 +270,30 @@ def train_mirror(
     Examples
     --------
     >>> import svmgeo as sg
-    >>> run = sg.train_mirror(sg.random_data(3, 4, 5, seed=0), p=1.5, n_steps=50)
+    >>> run = sg.train_mirror(sg.random_data(3, 4, 5, seed=0), exponent=1.5, n_steps=50)
     >>> run.W.shape, run.status
     ((5, 5), <StopStatus.MAX_STEPS: 'max_steps'>)
     """
     where = "train_mirror"
+    if renamed:
+        refuse_renamed(renamed, where)
+        raise ProblemError(
+            f"{where} got unknown option(s) {', '.join(map(repr, renamed))}; it takes exponent, "
+            "loss, head, v, V, lam, step_size, normalized, n_steps, record_every, init, backend."
+        )
     if not isinstance(data, TokenData):
         raise ProblemError(f"{where} takes one svmgeo.TokenData; got {type(data).__name__}.")
-    p = check_real(p, "p", low=1.0, low_open=True, where=where)
-    if math.isinf(p):
-        raise ProblemError(f"The 'p' parameter of {where} must be finite; got {p}.")
-    eta = check_real(step_size, "step_size", low=0.0, low_open=True, where=where)
-    n_steps = check_int(n_steps, "n_steps", low=0, where=where)
-    every = max(1, n_steps // 100) if record_every is None else record_every
-    every = check_int(every, "record_every", low=1, where=where)
-    backend = check_option(backend, "backend", BACKENDS, where=where)
-    oracle = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam)
-    kernels = get_kernels(backend, oracle.problem)
-
-    def gradient(W: np.ndarray) -> tuple[np.ndarray, float]:
-        """(G, M) with grad L = e^M G, from the backend's kernels."""
-        G, M = kernels.grad(kernels.asarray(W[None]), oracle.loss_id, True)
-        return kernels.to_numpy(G)[0], float(kernels.to_numpy(M)[0])
-
-    d = data.d
-    if isinstance(init, str) and init == "zero":
-        W = np.zeros((d, d))
-    else:
-        W = np.array(init, dtype=float)
-        if W.shape != (d, d) or not np.all(np.isfinite(W)):
-            raise ProblemError(
-                f"The 'init' parameter of {where} must be 'zero' or a finite array of shape "
-                f"({d}, {d}); got {getattr(W, 'shape', init)!r}."
-            )
-    start = time.perf_counter()
-    unit, c = _split(mirror_map(W, p))
-    records: dict[str, list[Any]] = {"step": [], "loss": [], "norm": [], "W": [], "c": []}
-    status = StopStatus.MAX_STEPS
-
-    def record(t: int, value: float) -> None:
-        records["step"].append(t)
-        records["loss"].append(value)
-        records["norm"].append(_lp_value(W, p))
-        records["W"].append(W.copy())
-        records["c"].append(c)
-
-    t = 0
-    while True:
-        if t % every == 0 or t == n_steps:
-            record(t, oracle(W).loss)
-        if t == n_steps:
-            break
-        G, M = gradient(W)
-        if not math.isfinite(M):
-            status = StopStatus.STATIONARY
-            break
-        if normalized:
-            g = G / float(np.linalg.norm(G))
-            log_scale = math.log(eta) - (c if math.isfinite(c) else 0.0)
-        else:
-            g = G
-            log_scale = math.log(eta) + M - (c if math.isfinite(c) else 0.0)
-        if log_scale < -745.0:  # exp underflows: the float64 iterate no longer moves
-            status = StopStatus.GRADIENT_UNDERFLOW
-            break
-        base = unit if math.isfinite(c) else np.zeros_like(unit)
-        new = base - math.exp(log_scale) * g
-        u2, c2 = _split(new)
-        unit, c = u2, (c if math.isfinite(c) else 0.0) + c2
-        W = _weights(unit, c, p)
-        t += 1
-    if status is not StopStatus.MAX_STEPS and records["step"][-1] != t:
-        record(t, oracle(W).loss)
-    messages = {
-        StopStatus.MAX_STEPS: f"took all {t} steps",
-        StopStatus.STATIONARY: f"stopped after {t} steps: the gradient is exactly zero",
-        StopStatus.GRADIENT_UNDERFLOW: (
-            f"stopped after {t} steps: the step eta*|grad L| fell below float64's range relative "
-            "to the iterate (use normalized=True to go on)"
-        ),
-    }
-    return MirrorRun(
-        W=W,
-        p=p,
-        step=np.asarray(records["step"], dtype=np.int64),
-        loss=np.asarray(records["loss"], dtype=float),
-        W_norm_p=np.asarray(records["norm"], dtype=float),
-        W_history=np.asarray(records["W"], dtype=float).reshape(-1, d, d),
-        log_theta_scale=np.asarray(records["c"], dtype=float),
-        status=status,
-        n_steps=t,
-        message=messages[status],
-        solve_time=time.perf_counter() - start,
-    )
-
-
-def _lp_value(W: np.ndarray, p: float) -> float:
-    from .._linalg import entrywise_norm
-
-    return entrywise_norm(W, p)
+    if exponent is None:
+        raise ProblemError(
+            f"{where} needs exponent=, the p > 1 of the potential ||W||_p^p / p; e.g. exponent=1.5."
+        )
+    cfg = GDConfig(
+        optimizer="mirror", exponent=exponent, loss=loss, head=head, step_size=step_size,
+        normalized=normalized, n_steps=n_steps, record_every=record_every, init=init,
+        backend=backend, record=("loss", "W", "W_norm"),
+    )  # fmt: skip
+    risk = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
+    return run_loop(MirrorDescent(cfg, risk, init))[0]
 
 
 def sparsity(W: np.ndarray, rel: float = 1e-3) -> float:

@@ -28,8 +28,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from ._problem import NORM_LIMIT
-from ._xp import UNDERFLOW
+from ._problem import EXPONENTIAL_LOSS, LOGISTIC_LOSS, NORM_LIMIT, RELU_HEAD, SCORES_HEAD
+from ._xp import LOG_EXP_MIN, UNDERFLOW
 
 __all__ = ["advance", "cache_dir", "grad_batch", "grad_one", "run_one"]
 
@@ -97,9 +97,9 @@ def _softplus(x: float) -> float:
 
 @njit()
 def _log_abs_dloss(u: float, loss_id: int) -> float:
-    if loss_id == 0:
+    if loss_id == LOGISTIC_LOSS:
         return -_softplus(u)
-    if loss_id == 1:
+    if loss_id == EXPONENTIAL_LOSS:
         return -u
     return 0.0
 
@@ -108,7 +108,7 @@ def _log_abs_dloss(u: float, loss_id: int) -> float:
 def _head(r, head_id, hv, hV, hw, lam, u):
     """Head value at r (length d_u); writes its gradient into u."""
     d = r.shape[0]
-    if head_id == 1:
+    if head_id == RELU_HEAD:
         p = hw.shape[0]
         for j in range(d):
             u[j] = 0.0
@@ -195,7 +195,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             for t in range(T):
                 if vis[i, k, t]:
                     x = a[t] - top
-                    st = math.exp(x) if x > -745.0 else 0.0
+                    st = math.exp(x) if x > LOG_EXP_MIN else 0.0
                     sv[t] = st
                     ssum += st
             lse = top + math.log(ssum)
@@ -207,7 +207,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     sv[t] = st
                     for p in range(du):
                         r[p] += st * U[i, t, p]
-            if head_id == 3:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
+            if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
                 f = 0.0
                 for t in range(T):
                     if vis[i, k, t]:

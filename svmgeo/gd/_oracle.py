@@ -17,8 +17,9 @@ from .._errors import ProblemError
 from .._validation import check_option
 from ..data import TokenData
 from . import _xp
-from ._config import HEADS, LOSSES
-from ._problem import LOSS_IDS, SCORES_HEAD, make_problem
+from ._backend import get_kernels
+from ._config import BACKENDS, HEADS, LOSSES, REFERENCE_BACKEND
+from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, LOSS_IDS, SCORES_HEAD, make_problem
 
 __all__ = ["RiskOracle", "RiskValue"]
 
@@ -51,6 +52,14 @@ class RiskOracle:
     data : TokenData
     loss, head, v, V, lam
         As in :func:`svmgeo.train`.
+    backend : {"numpy", "numba", "cupy"}, default "numpy"
+        Kernels of :meth:`log_grad` (the risk of :func:`svmgeo.train_mirror`); the other
+        methods use the numpy reference kernels.
+
+    Notes
+    -----
+    The softmax-attention risk of the training loop (:mod:`svmgeo.gd._loop`) for rules that
+    take a risk (mirror descent): :meth:`value`, :meth:`log_grad`, ``d`` and ``max_norm``.
     """
 
     def __init__(
@@ -62,14 +71,22 @@ class RiskOracle:
         v: Any = None,
         V: Any = None,
         lam: float | None = None,
+        backend: str = REFERENCE_BACKEND,
     ) -> None:
         if not isinstance(data, TokenData):
             raise ProblemError(f"RiskOracle takes one svmgeo.TokenData; got {type(data).__name__}.")
         check_option(loss, "loss", LOSSES, where="RiskOracle")
         check_option(head, "head", HEADS, where="RiskOracle")
+        check_option(backend, "backend", BACKENDS, where="RiskOracle")
         self.problem = make_problem([data], head, v=v, V=V, lam=lam)
+        self.d = data.d
+        #: The largest ||W||_F the engine represents for these data (see StopStatus.OVERFLOW).
+        self.max_norm = float(self.problem.max_norm[0])
+        self._kernels = get_kernels(backend, self.problem)
         self.loss_id = LOSS_IDS[loss]
-        self._arrays = _xp.arrays(self.problem, np)
+        # the numpy kernels already hold the numpy arrays of the problem
+        k = self._kernels
+        self._arrays = k.arrays if k.xp is np else _xp.arrays(self.problem, np)
         self.head = head
         P = self.problem
         self._gamma: np.ndarray | None = None
@@ -90,6 +107,24 @@ class RiskOracle:
             np.asarray(G[0]),
             float(M[0]),
         )
+
+    def value(self, W: np.ndarray) -> float:
+        """:math:`L(W)` alone (the ``loss`` of ``self(W)``, without the gradient)."""
+        Wb = np.asarray(W, dtype=float)[None]
+        return float(_xp.observe(Wb, self.problem, self._arrays, self.loss_id, np)["loss"][0])
+
+    def log_grad(self, W: np.ndarray) -> tuple[np.ndarray, float]:
+        r"""``(G, M)`` with :math:`\nabla L(W) = e^{M} G` and G of order one, from the
+        ``backend`` kernels (``M = -inf`` when the gradient is exactly zero)."""
+        k = self._kernels
+        G, M = k.grad(k.asarray(np.asarray(W, dtype=float)[None]), self.loss_id, True)
+        return k.to_numpy(G)[0], float(k.to_numpy(M)[0])
+
+    def log_softmax(self, W: np.ndarray) -> np.ndarray:
+        r"""The log-softmax attention :math:`\log s_{ikt}(W)` of shape (n, K, T)
+        (``-inf`` on hidden keys)."""
+        fw = _xp.forward(np.asarray(W, dtype=float)[None], self.problem, self._arrays, np)
+        return np.asarray(fw["ls"][0])
 
     @property
     def optimal_risk(self) -> float:
@@ -113,8 +148,7 @@ class RiskOracle:
         """
         if self._gamma is None:
             raise ProblemError("log_excess_risk is defined for head='linear' only.")
-        fw = _xp.forward(np.asarray(W, dtype=float)[None], self.problem, self._arrays, np)
-        ls = fw["ls"][0]  # (n, K, T) log-softmax
+        ls = self.log_softmax(W)  # (n, K, T)
         top = self._gamma.max(axis=2)
         delta = top[:, :, None] - self._gamma
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -126,9 +160,9 @@ class RiskOracle:
             dlt = np.exp(log_d)
             ratio = np.where(dlt > 0.0, np.expm1(dlt) / np.where(dlt > 0.0, dlt, 1.0), 1.0)
             log_em1 = log_d + np.log(ratio)  # log expm1(Delta)
-            if self.loss_id == 2:
+            if self.loss_id == CORRELATION_LOSS:
                 lq = log_d
-            elif self.loss_id == 1:
+            elif self.loss_id == EXPONENTIAL_LOSS:
                 lq = -top + log_em1
             else:
                 la = log_em1 - np.logaddexp(0.0, top)

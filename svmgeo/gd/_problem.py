@@ -31,17 +31,30 @@ from .._validation import check_array, check_real
 from ..data import TokenData
 
 __all__ = [
+    "CONCAVE_HEAD",
+    "CORRELATION_LOSS",
+    "EXPONENTIAL_LOSS",
     "HEAD_IDS",
+    "LINEAR_HEAD",
+    "LOGISTIC_LOSS",
     "LOSS_IDS",
     "NORM_LIMIT",
+    "RELU_HEAD",
     "SCORES_HEAD",
     "Problem",
     "make_problem",
     "unstack",
 ]
 
-LOSS_IDS = {"logistic": 0, "exponential": 1, "correlation": 2}
-HEAD_IDS = {"linear": 0, "relu": 1, "concave": 2}
+# integer ids of the losses and heads, as the compiled kernels read them
+LOGISTIC_LOSS, EXPONENTIAL_LOSS, CORRELATION_LOSS = 0, 1, 2
+LOSS_IDS = {
+    "logistic": LOGISTIC_LOSS,
+    "exponential": EXPONENTIAL_LOSS,
+    "correlation": CORRELATION_LOSS,
+}
+LINEAR_HEAD, RELU_HEAD, CONCAVE_HEAD = 0, 1, 2
+HEAD_IDS = {"linear": LINEAR_HEAD, "relu": RELU_HEAD, "concave": CONCAVE_HEAD}
 SCORES_HEAD = 3  # the linear head read from given scores (TokenData(scores=...) without v)
 
 # Largest parameter norm the engine represents: ||W||_F^2 (and a d x d sum of squares) stays

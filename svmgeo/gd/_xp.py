@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ._problem import NORM_LIMIT, SCORES_HEAD, Problem
+from ._problem import EXPONENTIAL_LOSS, LOGISTIC_LOSS, NORM_LIMIT, RELU_HEAD, SCORES_HEAD, Problem
 
 __all__ = [
     "UNDERFLOW",
@@ -55,6 +55,8 @@ __all__ = [
 
 # Below this gradient norm float64 loses bits to denormals: plain steps stop here.
 UNDERFLOW = float(np.finfo(np.float64).tiny) * 2.0**52
+# Below this exponent exp() underflows to zero in float64 (exp(-745) is the last denormal).
+LOG_EXP_MIN = -745.0
 
 
 def _quiet(xp: Any) -> contextlib.AbstractContextManager[Any]:
@@ -67,18 +69,18 @@ def _quiet(xp: Any) -> contextlib.AbstractContextManager[Any]:
 
 def loss_value(u: Any, loss_id: int, xp: Any) -> Any:
     r""":math:`\ell(u)`: logistic :math:`\log(1+e^{-u})` (stable), :math:`e^{-u}`, :math:`-u`."""
-    if loss_id == 0:
+    if loss_id == LOGISTIC_LOSS:
         return xp.logaddexp(0.0, -u)
-    if loss_id == 1:
+    if loss_id == EXPONENTIAL_LOSS:
         return xp.exp(-u)
     return -u
 
 
 def log_abs_dloss(u: Any, loss_id: int, xp: Any) -> Any:
     r""":math:`\log|\ell'(u)|` (every loss has :math:`\ell' < 0`)."""
-    if loss_id == 0:
+    if loss_id == LOGISTIC_LOSS:
         return -xp.logaddexp(0.0, u)
-    if loss_id == 1:
+    if loss_id == EXPONENTIAL_LOSS:
         return -u
     return xp.zeros_like(u)
 
@@ -90,7 +92,7 @@ def _take(arr: Any, idx: Any, xp: Any) -> Any:
 
 def _head(r: Any, P: Problem, xp: Any, a: dict[str, Any]) -> tuple[Any, Any]:
     """Head value f and gradient u at r (B, n, K, d)."""
-    if P.head_id == 1:  # relu: f = w . relu(V^T r), u = V (w * [V^T r > 0])
+    if P.head_id == RELU_HEAD:  # relu: f = w . relu(V^T r), u = V (w * [V^T r > 0])
         pre = xp.einsum("bnkd,bdp->bnkp", r, a["hV"])
         w = a["hw"][:, None, None, :]
         f = xp.sum(w * xp.maximum(pre, 0.0), axis=-1)

@@ -24,7 +24,7 @@ from ..gd import GDRun
 from ..solvers import JointSVMResult, SVMResult
 from ._judge import Verdict
 from ._protocol import Comparison
-from ._runs import MirrorRun, Trajectory
+from ._runs import Trajectory
 
 __all__ = ["TARGET_FIELDS", "VerifyReport", "assemble"]
 
@@ -216,7 +216,7 @@ class VerifyReport:
     lot: LocalOptimality | None = field(default=None, repr=False)
     gen: GenSVMResult | None = field(default=None, repr=False)
     run: GDRun | None = field(default=None, repr=False)
-    mirror_run: MirrorRun | None = field(default=None, repr=False)
+    mirror_run: GDRun | None = field(default=None, repr=False)
     joint: JointSVMResult | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
@@ -469,8 +469,8 @@ def assemble(
         svm_nuc=svms.get("nuc"),
         svm_lp=svms.get("lp"),
         lot=verdict.lot,
-        run=kept if not mirror and isinstance(kept, GDRun) else None,
-        mirror_run=kept if mirror and isinstance(kept, MirrorRun) else None,
+        run=None if mirror else kept,
+        mirror_run=kept if mirror else None,
         **fields,
         **extra,
     )

@@ -10,8 +10,9 @@ sees a :class:`Trajectory`:
     \big(t_r,\ \theta(t_r),\ \min_{i,k}\max_t s_{ikt}(t_r),\ \|\theta(t_r)\|\big)_{r=1..R},
     \qquad \alpha_{ik} = \arg\max_t s_{ikt}(\theta_{\mathrm{final}}).
 
-When the engine's API changes (one run type for GD and mirror descent, ``grad_tol``,
-``exponent``), this module is the one to adapt.
+Every run of the engine is a :class:`~svmgeo.GDRun` (GD and mirror descent alike, from the one
+loop of :mod:`svmgeo.gd`); verify's option spellings (``grad_tol``, ``exponent``) are the
+engine's.
 """
 
 from __future__ import annotations
@@ -23,13 +24,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..data import TokenData
-from ..gd import GDRun, RiskOracle, train
-from ..gd._mirror import MirrorRun, train_mirror  # not exported by svmgeo.gd yet
+from ..gd import GDRun, RiskOracle, train, train_mirror
 
-__all__ = ["GD_NAMES", "MirrorRun", "Trajectory", "run_gd", "run_mirror"]
-
-GD_NAMES = {"grad_tol": "tol"}
-"""verify's spelling of a :func:`~svmgeo.train` option -> the engine's spelling today."""
+__all__ = ["Trajectory", "run_gd", "run_mirror"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +49,7 @@ class Trajectory:
         :math:`\|W(t)\|_F` (or :math:`\|p(t)\|`).
     status : str
         Why the run stopped.
-    run : GDRun or MirrorRun
+    run : GDRun
         The engine's run object.
     probs : ndarray or None
         The final softmax probabilities (recorded for nonlinear heads).
@@ -67,7 +64,7 @@ class Trajectory:
     max_softmax: np.ndarray
     norm: np.ndarray
     status: str
-    run: GDRun | MirrorRun
+    run: GDRun
     probs: np.ndarray | None = None
     head_iterates: np.ndarray | None = None
     head: np.ndarray | None = None
@@ -111,8 +108,7 @@ def run_gd(
         record = (key, "max_prob", "selected") + (("v",) if train_head else ())
     else:
         record = ("W_norm", "max_prob", "selected", "W") + (("probs",) if head != "linear" else ())
-    kwargs = {GD_NAMES.get(name, name): value for name, value in options.items()}
-    run = train(data, param=param, head=head, train_head=train_head, record=record, **kwargs)
+    run = train(data, param=param, head=head, train_head=train_head, record=record, **options)
     hist = run.history
     steps = np.asarray(hist.step, dtype=np.int64)
     max_prob = _recorded(hist.max_prob, "max_prob")
@@ -167,14 +163,15 @@ def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> 
         The selection is read off the final W by the engine's risk oracle; saturation and
         norm are computed from the recorded W(t).
     """
-    run = train_mirror(data, p=exponent, **options)
+    run = train_mirror(data, exponent=exponent, **options)
     oracle = RiskOracle(data, loss=options["loss"], v=options["v"])
-    Ws = run.W_history
+    Ws = _recorded(run.history.W, "W")
+    final = _recorded(run.W, "W")
     return Trajectory(
-        steps=np.asarray(run.step, dtype=np.int64),
+        steps=np.asarray(run.history.step, dtype=np.int64),
         iterates=Ws,
-        final=run.W,
-        selection=_selection(data, oracle(run.W).selected),
+        final=final,
+        selection=_selection(data, oracle(final).selected),
         max_softmax=_min_max_softmax(data, Ws),
         norm=np.array([float(np.linalg.norm(W)) for W in Ws]),
         status=str(run.status),

@@ -9,8 +9,7 @@ import numpy as np
 import svmgeo as sg
 from svmgeo.experiments.mirror import PS, STEP_SIZES
 from svmgeo.experiments.ntp import STEP_SIZE
-from svmgeo.gd._mirror import sparsity
-from svmgeo.gd._oracle import RiskOracle
+from svmgeo.gd import RiskOracle, sparsity
 
 Rows = list[dict[str, str]]
 
@@ -38,7 +37,7 @@ def _check_mirror(rows: Rows, out: str) -> None:
     # recompute one trial independently: normalized MD, p = 1.5, seed 0
     r = last["0", 1.5, "normalized"]
     data = sg.random_data(4, 5, 10, seed=0)
-    run = sg.train_mirror(data, p=1.5, step_size=STEP_SIZES["normalized"], normalized=True,
+    run = sg.train_mirror(data, exponent=1.5, step_size=STEP_SIZES["normalized"], normalized=True,
                           n_steps=int(r["n_steps"]))  # fmt: skip
     alpha = RiskOracle(data)(run.W).selected.reshape(-1)
     W_p = sg.att_svm(data, alpha, norm=("lp", 1.5)).W

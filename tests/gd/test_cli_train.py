@@ -32,3 +32,35 @@ def test_cli_train_p_jointly_with_the_head(tmp_path, capsys) -> None:  # type: i
 def test_cli_train_rejects_a_negative_eps(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["train", "--n", "3", "--T", "4", "--d", "5", "--normalize-eps", "-1"]) == 2
     assert "--normalize-eps: expected a finite number >= 0" in capsys.readouterr().err
+
+
+def test_cli_train_from_a_huge_init_reports_overflow_without_a_warning(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Regression (issue #21): ||W_0|| ~ 1e200 stopped with OVERFLOW but leaked numpy's
+    "overflow encountered in dot" (the summary's norm); the norm is now scaled."""
+    import warnings
+
+    args = ["train", "--n", "4", "--T", "5", "--d", "6", "--init-scale", "1e200", "--steps", "5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "overflow"
+    W0 = np.random.default_rng(0).normal(0.0, 1e200, (6, 6))  # the CLI's seeded init
+    np.testing.assert_allclose(out["norm_W"], 1e200 * np.linalg.norm(W0 / 1e200), rtol=1e-12)
+
+
+def test_cli_train_optimizer_mirror_is_train_mirror(capsys) -> None:  # type: ignore[no-untyped-def]
+    """`svmgeo train --optimizer mirror --exponent P` is train(optimizer="mirror", ...) with
+    the CLI's normalized steps and the optimizer's own (numpy) backend."""
+    args = ["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "1", "--steps", "40"]
+    assert main([*args, "--optimizer", "mirror", "--exponent", "1.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref = sg.train_mirror(sg.random_data(3, 4, 5, seed=1), exponent=1.5, n_steps=40,
+                          normalized=True)  # fmt: skip
+    assert out["status"] == str(ref.status) and out["steps"] == ref.n_steps
+    np.testing.assert_allclose(out["norm_W"], np.linalg.norm(ref.W), rtol=1e-15)
+    np.testing.assert_allclose(out["final_loss"], ref.history.loss[-1], rtol=1e-15)
+    assert main([*args, "--optimizer", "mirror"]) == 2  # no exponent
+    assert "needs exponent=" in capsys.readouterr().err
+    assert main([*args, "--exponent", "1.5"]) == 2  # an exponent for GD
+    assert "exponent=1.5 is the l_p exponent of optimizer='mirror'" in capsys.readouterr().err

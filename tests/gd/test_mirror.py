@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.gd._mirror import inverse_mirror_map, mirror_map, train_mirror
-from svmgeo.gd._oracle import RiskOracle
+from svmgeo.gd import RiskOracle, inverse_mirror_map, mirror_map, train_mirror
 
 
 def test_gradient_matches_finite_differences() -> None:
@@ -46,7 +45,7 @@ def test_mirror_map_is_the_gradient_of_the_potential_and_inverts(p: float) -> No
 @pytest.mark.parametrize("normalized", [False, True])
 def test_p2_is_plain_gradient_descent(normalized: bool) -> None:
     data = sg.random_data(4, 5, 6, seed=0)
-    md = train_mirror(data, p=2.0, step_size=0.5, n_steps=150, normalized=normalized)
+    md = train_mirror(data, exponent=2.0, step_size=0.5, n_steps=150, normalized=normalized)
     gd = sg.train(data, normalized=normalized, step_size=0.5, n_steps=150, backend="numpy")
     np.testing.assert_allclose(md.W, gd.W, atol=1e-12 * np.abs(gd.W).max())
 
@@ -56,20 +55,20 @@ def test_huge_norms_stay_finite() -> None:
     svm = sg.att_svm(data, norm=("lp", 1.5))  # type: ignore[arg-type]
     assert svm.W is not None
     W0 = 1e6 * svm.W
-    plain = train_mirror(data, p=1.5, step_size=1.0, n_steps=20, init=W0)
+    plain = train_mirror(data, exponent=1.5, step_size=1.0, n_steps=20, init=W0)
     assert np.all(np.isfinite(plain.W))
     assert plain.status in (sg.StopStatus.MAX_STEPS, sg.StopStatus.GRADIENT_UNDERFLOW)
-    normed = train_mirror(data, p=1.5, step_size=1.0, n_steps=20, init=W0, normalized=True)
+    normed = train_mirror(data, exponent=1.5, step_size=1.0, n_steps=20, init=W0, normalized=True)
     assert np.all(np.isfinite(normed.W)) and normed.status is sg.StopStatus.MAX_STEPS
     assert np.abs(normed.W - W0).max() > 0  # normalized steps keep moving far out
-    assert np.all(np.isfinite(normed.loss))
+    assert np.all(np.isfinite(normed.history.loss))
 
 
 def test_converges_to_the_lp_svm_direction() -> None:
     """An example of the paper's theorem (MD -> l_p Att-SVM in direction), on an instance
     where the run selects the optimal tokens; the theorem's assumptions are not checked."""
     data = sg.random_data(4, 5, 10, seed=0)
-    run = train_mirror(data, p=1.5, step_size=0.1, n_steps=2000, normalized=True)
+    run = train_mirror(data, exponent=1.5, step_size=0.1, n_steps=2000, normalized=True)
     sel = RiskOracle(data)(run.W).selected.reshape(-1)
     svm = sg.att_svm(data, sel, norm=("lp", 1.5))  # type: ignore[arg-type]
     assert svm.success and svm.W is not None
@@ -80,16 +79,53 @@ def test_converges_to_the_lp_svm_direction() -> None:
 
 
 @pytest.mark.parametrize("p", [1.0, 0.5, float("inf")])
-def test_bad_p_is_a_clear_error(p: float) -> None:
-    with pytest.raises(sg.ProblemError, match="'p'"):
-        train_mirror(sg.random_data(2, 3, 4, seed=0), p=p)
+def test_bad_exponent_is_a_clear_error(p: float) -> None:
+    with pytest.raises(sg.ProblemError, match="'exponent'"):
+        train_mirror(sg.random_data(2, 3, 4, seed=0), exponent=p)
+
+
+def test_old_spelling_p_names_exponent() -> None:
+    with pytest.raises(sg.ProblemError, match=r"p= \(renamed exponent"):
+        train_mirror(sg.random_data(2, 3, 4, seed=0), p=1.5)
+
+
+def test_run_is_a_gdrun_with_the_contract_fields() -> None:
+    """The fields other modules (verify) read of a mirror run."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    run = train_mirror(data, exponent=1.5, n_steps=30, record_every=10)
+    assert isinstance(run, sg.GDRun)
+    h = run.history
+    R = h.step.shape[0]
+    assert run.W.shape == (5, 5) and h.W.shape == (R, 5, 5)
+    for name in ("loss", "W_norm", "W_norm_lp", "log_theta_scale"):
+        assert getattr(h, name).shape == (R,)
+    np.testing.assert_array_equal(h.step, [0, 10, 20, 30])
+    np.testing.assert_allclose(h.W_norm, np.linalg.norm(h.W, axis=(1, 2)), rtol=1e-13)
+    lp = np.sum(np.abs(h.W) ** 1.5, axis=(1, 2)) ** (1 / 1.5)
+    np.testing.assert_allclose(h.W_norm_lp, lp, rtol=1e-12)
+    np.testing.assert_array_equal(h.W[-1], run.W)
+    assert run.n_steps == 30 and run.solve_time > 0 and run.message == "took all 30 steps"
+    assert run.config.optimizer == "mirror" and run.config.exponent == 1.5
+
+
+def test_overflow_ends_with_a_status_not_an_exception() -> None:
+    """Regression (issue #21): p = 1.0001 with normalized steps raised a bare OverflowError
+    (W = e^{c/(p-1)} ...); it now stops with OVERFLOW, the last W finite."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    run = train_mirror(data, exponent=1.0001, normalized=True, step_size=1.0, n_steps=500)
+    assert run.status is sg.StopStatus.OVERFLOW
+    assert "past the largest norm" in run.message and "exponent" in run.message
+    assert np.all(np.isfinite(run.W)) and np.all(np.isfinite(run.history.loss))
+    assert 0 < run.n_steps < 500 and run.history.step[-1] == run.n_steps
 
 
 @pytest.mark.parametrize("normalized", [False, True])
 def test_numba_and_numpy_kernels_agree(normalized: bool) -> None:
     data = sg.random_data(3, 4, 6, seed=4)
     runs = [
-        train_mirror(data, p=1.5, step_size=0.3, n_steps=200, normalized=normalized, backend=b)
+        train_mirror(
+            data, exponent=1.5, step_size=0.3, n_steps=200, normalized=normalized, backend=b
+        )
         for b in ("numpy", "numba")
     ]
     # one-ulp differences of the kernels grow through the mirror map over 200 steps to
@@ -97,14 +133,16 @@ def test_numba_and_numpy_kernels_agree(normalized: bool) -> None:
     np.testing.assert_allclose(runs[1].W, runs[0].W, rtol=0, atol=2e-9 * np.abs(runs[0].W).max())
 
 
-def test_train_method_mirror_is_train_mirror() -> None:
+def test_train_optimizer_mirror_is_train_mirror() -> None:
     data = sg.random_data(3, 4, 5, seed=1)
-    a = sg.train(data, method="mirror", p=1.5, n_steps=40, step_size=0.2)
-    b = train_mirror(data, p=1.5, n_steps=40, step_size=0.2)
-    assert isinstance(a, sg.MirrorRun) and a.status is b.status
-    np.testing.assert_array_equal(a.W_history, b.W_history)
-    c = sg.train(data, method="mirror", p=3.0, n_steps=40, normalized=True, backend="numba")
-    d = train_mirror(data, p=3.0, n_steps=40, normalized=True, backend="numba")
+    a = sg.train(data, optimizer="mirror", exponent=1.5, n_steps=40, step_size=0.2)
+    b = train_mirror(data, exponent=1.5, n_steps=40, step_size=0.2)
+    assert isinstance(a, sg.GDRun) and a.status is b.status
+    np.testing.assert_array_equal(a.history.W, b.history.W)
+    c = sg.train(
+        data, optimizer="mirror", exponent=3.0, n_steps=40, normalized=True, backend="numba"
+    )
+    d = train_mirror(data, exponent=3.0, n_steps=40, normalized=True, backend="numba")
     np.testing.assert_array_equal(c.W, d.W)
     assert not np.allclose(c.W, a.W)
 
@@ -112,17 +150,30 @@ def test_train_method_mirror_is_train_mirror() -> None:
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"method": "mirror"}, "needs p=.*got no p"),
-        ({"method": "mirror", "p": 1.5, "param": "KQ"}, "gradient-descent option.*param"),
+        ({"optimizer": "mirror"}, "needs exponent="),
+        ({"optimizer": "mirror", "exponent": 1.5, "param": "KQ"}, "another optimizer"),
         (
-            {"method": "mirror", "p": 1.5, "train_head": True, "ridge": 0.1},
-            "train_head, ridge|ridge.*train_head",
+            {"optimizer": "mirror", "exponent": 1.5, "train_head": True, "ridge": 0.1},
+            "ridge, train_head|train_head, ridge",
         ),
-        ({"p": 1.5}, "l_p exponent of method='mirror'.*param='p'"),
-        ({"method": "adam"}, "'method' parameter of train"),
-        ({"method": "mirror", "p": 1.0}, "'p' parameter of train_mirror"),
+        ({"exponent": 1.5}, "l_p exponent of optimizer='mirror'.*param='p'"),
+        ({"optimizer": "adam"}, "'optimizer' parameter of train"),
+        ({"optimizer": "mirror", "exponent": 1.0}, "'exponent' parameter of train"),
+        ({"method": "mirror"}, r"method= \(renamed optimizer"),
+        ({"p": 1.5}, r"p= \(renamed exponent"),
+        ({"tol": 1e-3}, r"tol= \(renamed grad_tol"),
     ],
 )
-def test_train_method_bad_combinations(kw: dict, match: str) -> None:  # type: ignore[type-arg]
+def test_train_optimizer_bad_combinations(kw: dict, match: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(sg.ProblemError, match=match):
         sg.train(sg.random_data(3, 4, 5, seed=1), n_steps=2, **kw)
+
+
+def test_start_beyond_the_limit_stops_at_once() -> None:
+    """As GD: an init past the representable norms is an OVERFLOW run of 0 steps."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    W0 = np.full((5, 5), 1e200)
+    run = train_mirror(data, exponent=1.5, init=W0, n_steps=10)
+    assert run.status is sg.StopStatus.OVERFLOW and run.n_steps == 0
+    assert "initial" in run.message
+    np.testing.assert_array_equal(run.W, W0)

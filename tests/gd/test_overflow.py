@@ -95,3 +95,16 @@ def test_cache_directory_follows_svmgeo_cache_dir(tmp_path: Path) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout.strip()
     assert Path(out).is_relative_to(tmp_path / "numba"), out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_init_beyond_the_limit_warns_nothing(backend: str) -> None:
+    """Regression (issue #21): no numpy RuntimeWarning escapes an OVERFLOW start."""
+    import warnings
+
+    W0 = np.random.default_rng(0).normal(size=(DATA.d, DATA.d))
+    W0 *= 1e200 / np.linalg.norm(W0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = sg.train(DATA, init=W0, n_steps=5, backend=backend)
+    assert run.status is StopStatus.OVERFLOW

@@ -154,7 +154,7 @@ def test_huge_steps_never_produce_nan(param: str, backend: str) -> None:
 
 
 def test_tol_stops_with_converged() -> None:
-    run = sg.train(DATASETS["cross"], normalized=False, step_size=1.0, n_steps=5000, tol=1e-2)
+    run = sg.train(DATASETS["cross"], normalized=False, step_size=1.0, n_steps=5000, grad_tol=1e-2)
     assert run.status is StopStatus.CONVERGED and run.n_steps < 5000
     assert run.history.grad_norm[-1] <= 1e-2 < run.history.grad_norm[-2]
 

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Next-token data: token ids over a vocabulary with embeddings, and a synthetic generator."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._validation import check_int
+from ..data import MAX_SCALE
+
+__all__ = ["NextTokenData", "check_data", "random_next_token_data"]
+
+
+def _check_scale(E: np.ndarray) -> None:
+    r"""Refuse embeddings with :math:`\max_v\|e_v\|^2` above ``MAX_SCALE`` (the bound of
+    :class:`~svmgeo.TokenData`): logits :math:`e_x^\top W e_k`, the cross-entropy outputs
+    :math:`E E_X^\top s` and the Graph-SVM's Gram entries square such norms."""
+    top = float(np.max(np.abs(E), initial=0.0))
+    if top == 0.0:
+        return
+    log_norm = math.log10(top) + math.log10(float(np.max(np.linalg.norm(E / top, axis=1))))
+    if 2.0 * log_norm <= math.log10(MAX_SCALE):
+        return
+    raise ProblemError(
+        f"embeddings are too large for float64: max ||e_v||^2 = 10^{2.0 * log_norm:.1f} exceeds "
+        f"{MAX_SCALE:.0e}, and svmgeo squares such norms (logits e_x^T W e_k, the cross-entropy "
+        "outputs, the Graph-SVM's Gram matrix). Rescale embeddings (e.g. E / np.abs(E).max()): "
+        "positive scaling changes no token-priority graph and no Graph-SVM direction."
+    )
+
+
+class NextTokenData:
+    r"""Next-token samples over a vocabulary with embeddings.
+
+    Parameters
+    ----------
+    sequences : sequence of sequences of int, or int array of shape (n, T)
+        Token ids in ``[0, V)``; the last token of each sequence is its query. Lengths may
+        differ (at least 1).
+    labels : array of int, shape (n,)
+        Next-token labels; each must occur in its sequence (attention can only retrieve
+        tokens of the input).
+    embeddings : array of shape (V, d)
+        Row ``v`` embeds token ``v``; also the output layer of the cross-entropy loss.
+
+    Attributes
+    ----------
+    n, V, d, T : int
+        Samples, vocabulary size, embedding dimension, longest sequence.
+    tokens : ndarray of int, shape (n, T)
+        Sequences padded with -1 on the left (the last token stays at position T - 1).
+    valid : ndarray of bool, shape (n, T)
+        True on real tokens.
+    last : ndarray of int, shape (n,)
+        The query (last) token of each sequence.
+    """
+
+    def __init__(self, sequences: Any, labels: Any, embeddings: Any) -> None:
+        E = np.asarray(embeddings, dtype=float)
+        if E.ndim != 2 or E.shape[0] < 2 or not np.all(np.isfinite(E)):
+            raise ProblemError(
+                "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens; "
+                f"got shape {E.shape}. Pass one row per vocabulary token."
+            )
+        _check_scale(E)
+        V = E.shape[0]
+        seqs = [np.asarray(s) for s in sequences]
+        if not seqs:
+            raise ProblemError("sequences is empty; pass at least one sequence of token ids.")
+        for i, s in enumerate(seqs):
+            if s.ndim != 1 or s.size == 0 or not np.issubdtype(s.dtype, np.integer):
+                raise ProblemError(
+                    f"sequences[{i}] must be a nonempty 1-D sequence of int token ids; got {s!r}."
+                )
+            if s.min() < 0 or s.max() >= V:
+                raise ProblemError(
+                    f"sequences[{i}] holds token ids outside [0, {V}) (V = embeddings.shape[0]): "
+                    f"{s.tolist()}."
+                )
+        y = np.asarray(labels)
+        if y.shape != (len(seqs),) or not np.issubdtype(y.dtype, np.integer):
+            raise ProblemError(
+                f"labels must be an int array of shape ({len(seqs)},) (one next token per "
+                f"sequence); got {y.dtype} array of shape {y.shape}."
+            )
+        for i, (s, lab) in enumerate(zip(seqs, y, strict=True)):
+            if not np.any(s == lab):
+                raise ProblemError(
+                    f"labels[{i}] = {int(lab)} does not occur in sequences[{i}] = {s.tolist()}; "
+                    "the token-priority graphs (and attention's retrieval) need the label among "
+                    "the input tokens. Drop the sample or add the token."
+                )
+        T = max(s.size for s in seqs)
+        tokens = np.full((len(seqs), T), -1, dtype=np.int64)
+        for i, s in enumerate(seqs):
+            tokens[i, T - s.size :] = s
+        self.embeddings = E
+        self.tokens = tokens
+        self.valid = tokens >= 0
+        self.labels = y.astype(np.int64)
+        self.last = tokens[:, -1].copy()
+        self.n, self.T = tokens.shape
+        self.V, self.d = E.shape
+        for a in (self.embeddings, self.tokens, self.valid, self.labels, self.last):
+            a.flags.writeable = False
+
+    def __repr__(self) -> str:
+        return f"NextTokenData(n={self.n}, T={self.T}, V={self.V}, d={self.d})"
+
+
+def _check_data(data: Any, where: str) -> NextTokenData:
+    if not isinstance(data, NextTokenData):
+        raise ProblemError(
+            f"{where} takes a svmgeo.NextTokenData; got {type(data).__name__}. Build one with "
+            "sg.NextTokenData(sequences, labels, embeddings)."
+        )
+    return data
+
+
+def check_data(data: Any, where: str) -> NextTokenData:
+    """``data`` if it is a :class:`NextTokenData`, else a ProblemError naming ``where``."""
+    if not isinstance(data, NextTokenData):
+        raise ProblemError(
+            f"{where} takes a svmgeo.NextTokenData; got {type(data).__name__}. Build one with "
+            "sg.NextTokenData(sequences, labels, embeddings)."
+        )
+    return data
+
+
+def random_next_token_data(
+    n: int,
+    T: int,
+    V: int,
+    d: int,
+    *,
+    tier_size: int = 1,
+    orthonormal: bool = True,
+    seed: int | None = None,
+) -> NextTokenData:
+    r"""Synthetic next-token data with a planted priority order per last token.
+
+    For each last token k a random permutation of the vocabulary is cut into tiers of
+    ``tier_size`` tokens; a sample draws T - 1 tokens uniformly, appends k, and takes as label
+    a uniformly random token among its tokens in their highest tier. ``tier_size=1`` gives
+    acyclic token-priority graphs (pure retrieval); larger tiers give cycles within tiers
+    once enough samples are drawn (soft composition). Embeddings are orthonormal rows (a random
+    rotation; needs ``d >= V``) or, with ``orthonormal=False``, :math:`\mathcal N(0, 1/d)`
+    entries. With orthonormal embeddings the cross-entropy logit of token v is the attention
+    mass on v, so retrieving the label is what the loss rewards; with Gaussian ones another
+    token's embedding can score the label better than its own, and GD need not retrieve it.
+
+    Parameters
+    ----------
+    n, T, V, d : int
+        Samples, sequence length (>= 2), vocabulary size (>= 2), embedding dimension.
+    tier_size : int, default 1
+    orthonormal : bool, default True
+    seed : int, optional
+
+    Returns
+    -------
+    NextTokenData
+    """
+    where = "random_next_token_data"
+    n = check_int(n, "n", low=1, where=where)
+    T = check_int(T, "T", low=2, where=where)
+    V = check_int(V, "V", low=2, where=where)
+    d = check_int(d, "d", low=1, where=where)
+    tier_size = check_int(tier_size, "tier_size", low=1, where=where)
+    if orthonormal and d < V:
+        raise ProblemError(
+            f"orthonormal embeddings need d >= V; got d={d}, V={V}. Raise d or pass "
+            "orthonormal=False."
+        )
+    rng = np.random.default_rng(seed)
+    tier = np.empty((V, V), dtype=np.int64)  # tier[k, v]
+    for k in range(V):
+        tier[k, rng.permutation(V)] = np.arange(V) // tier_size
+    seqs: list[np.ndarray] = []
+    labels: list[int] = []
+    for _ in range(n):
+        k = int(rng.integers(V))
+        s = np.append(rng.integers(0, V, size=T - 1), k)
+        best = tier[k, s].min()
+        cands = np.unique(s[tier[k, s] == best])
+        seqs.append(s)
+        labels.append(int(rng.choice(cands)))
+    if orthonormal:
+        E = np.linalg.qr(rng.normal(size=(d, V)))[0].T
+    else:
+        E = rng.normal(size=(V, d)) / math.sqrt(d)
+    return NextTokenData(seqs, np.asarray(labels), E)

@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The finite component :math:`W^{\mathrm{fin}}` of next-token prediction and its subspace."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize as so
+
+from .._validation import check_option, check_real
+from ..constraints import EQUALITY
+from ..gd import NTP_LOSSES
+from ._data import NextTokenData, check_data
+from ._graphs import TokenPriorityGraph, token_priority_graphs
+from ._risk import forward, ntp_loss_and_grad
+from ._svm import graph_svm_constraints
+
+__all__ = ["FiniteComponent", "finite_component", "top_positions"]
+
+BOUNDARY = 1e-6
+"""Top-token attention below this under W_fin means the restricted optimum is at infinity."""
+
+
+def top_positions(data: NextTokenData, graphs: dict[int, TokenPriorityGraph]) -> np.ndarray:
+    """(n, T) mask of each sequence's tokens in the SCC of its label."""
+    keep = np.zeros((data.n, data.T), dtype=bool)
+    for i in range(data.n):
+        g = graphs[int(data.last[i])]
+        toks = data.tokens[i]
+        keep[i] = data.valid[i] & (g.component[np.maximum(toks, 0)] == g.component[data.labels[i]])
+    return keep
+
+
+@dataclass(frozen=True, eq=False)
+class FiniteComponent:
+    r"""The finite component :math:`W^{\mathrm{fin}}` and the subspace it lives in.
+
+    Attributes
+    ----------
+    W : ndarray of shape (d, d)
+    basis : ndarray of shape (r, d, d)
+        Orthonormal basis (Frobenius) of :math:`S_{\mathrm{fin}}`; ``r = 0`` when every graph
+        is acyclic (then ``W = 0``).
+    keep : ndarray of bool, shape (n, T)
+        The top-priority positions of each sequence (its label's SCC).
+    loss : float
+        The restricted loss at ``W``.
+    grad_norm : float
+        Norm of the restricted gradient projected on :math:`S_{\mathrm{fin}}` at ``W``.
+    success : bool
+        True when ``grad_norm`` is at most the requested tolerance.
+    message : str
+    """
+
+    W: np.ndarray
+    basis: np.ndarray
+    keep: np.ndarray
+    loss: float
+    grad_norm: float
+    success: bool
+    message: str
+
+    def project(self, W: np.ndarray) -> np.ndarray:
+        r"""Orthogonal projection of ``W`` onto :math:`S_{\mathrm{fin}}`."""
+        if self.basis.shape[0] == 0:
+            return np.zeros_like(np.asarray(W, dtype=float))
+        coef = np.einsum("rab,ab->r", self.basis, W)
+        return np.einsum("r,rab->ab", coef, self.basis)
+
+
+def finite_component(
+    data: NextTokenData, *, loss: str = "ce", tol: float = 1e-9
+) -> FiniteComponent:
+    r"""The finite component :math:`W^{\mathrm{fin}}` of next-token prediction.
+
+    .. math::
+
+        W^{\mathrm{fin}} = \arg\min_{W \in S_{\mathrm{fin}}} L_{\mathrm{top}}(W),\qquad
+        S_{\mathrm{fin}} = \mathrm{span}\{(e_i - e_j)e_k^\top : i \asymp j \text{ in } G^{(k)}\},
+
+    :math:`L_{\mathrm{top}}` the risk of :func:`ntp_loss_and_grad` with each sequence's
+    attention restricted to the tokens of its label's SCC. Solved by BFGS on the coordinates in
+    an orthonormal basis of :math:`S_{\mathrm{fin}}` from zero.
+
+    Parameters
+    ----------
+    data : NextTokenData
+    loss : {"ce", "retrieval"}, default "ce"
+    tol : float, default 1e-9
+        Gradient-norm tolerance (the result says whether it was reached).
+
+    Returns
+    -------
+    FiniteComponent
+
+    References
+    ----------
+    .. [1] Y. Li, Y. Huang, M. E. Ildiz, A. S. Rawat, S. Oymak, "Mechanics of Next Token
+       Prediction with Self-Attention", arXiv:2403.08081 (the finite component).
+    """
+    data = check_data(data, "finite_component")
+    check_option(loss, "loss", NTP_LOSSES, where="finite_component")
+    tol = check_real(tol, "tol", low=0.0, low_open=True, where="finite_component")
+    graphs = token_priority_graphs(data)
+    cs = graph_svm_constraints(data, graphs)
+    eq = cs.kind == EQUALITY
+    keep = top_positions(data, graphs)
+    d = data.d
+    gens = np.einsum("ja,jb->jab", cs.A[eq], cs.B[eq]).reshape(-1, d * d)
+    if gens.shape[0] == 0:
+        basis = np.zeros((0, d, d))
+    else:
+        U, sv, _ = np.linalg.svd(gens.T, full_matrices=False)
+        r = int(np.count_nonzero(sv > sv[0] * 1e-12))
+        basis = U[:, :r].T.reshape(r, d, d)
+    if basis.shape[0] == 0:
+        value, _ = ntp_loss_and_grad(data, np.zeros((d, d)), loss=loss, keep=keep)
+        return FiniteComponent(
+            W=np.zeros((d, d)),
+            basis=basis,
+            keep=keep,
+            loss=value,
+            grad_norm=0.0,
+            success=True,
+            message="every token-priority graph is acyclic: S_fin = {0}, W_fin = 0",
+        )
+
+    def fun(c: np.ndarray) -> tuple[float, np.ndarray]:
+        W = np.einsum("r,rab->ab", c, basis)
+        value, G = ntp_loss_and_grad(data, W, loss=loss, keep=keep)
+        return value, np.einsum("rab,ab->r", basis, G)
+
+    res = so.minimize(
+        fun,
+        np.zeros(basis.shape[0]),
+        jac=True,
+        method="BFGS",
+        options={"gtol": tol, "maxiter": 20000},
+    )
+    value, g = fun(np.asarray(res.x))
+    gnorm = float(np.linalg.norm(g))
+    W = np.einsum("r,rab->ab", np.asarray(res.x), basis)
+    ok = gnorm <= tol * math.sqrt(basis.shape[0])
+    msg = f"BFGS: {res.message} (|grad| = {gnorm:.2e}, |W_fin| = {np.linalg.norm(W):.3g})"
+    if not ok:
+        msg += "; not converged"
+    _, _, s_top = forward(data, W, keep)
+    smallest = float(np.min(np.where(keep, s_top, 1.0)))
+    if smallest < BOUNDARY:
+        ok = False
+        msg += (
+            f"; a top-priority token gets attention {smallest:.1e} < {BOUNDARY:g}: the "
+            "restricted loss is minimized on the boundary of the simplex, so it has no finite "
+            "minimizer and W_fin is only a point far along a diverging path"
+        )
+    return FiniteComponent(
+        W=W, basis=basis, keep=keep, loss=value, grad_norm=gnorm, success=ok, message=msg
+    )

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The next-token risk: attention forward pass, loss and gradient, and the risk of the loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._validation import check_option
+from ..gd import NTP_LOSSES
+from ._data import NextTokenData, check_data
+
+__all__ = ["NextTokenRisk", "forward", "ntp_loss_and_grad"]
+
+# the largest ||W||_F trained: logits e_x^T W e_k stay below 1e300 for embeddings within
+# the data's scale check (max ||e||^2 <= 1e151)
+_NORM_LIMIT = 1e149
+
+
+def forward(
+    data: NextTokenData, W: np.ndarray, keep: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(token embeddings (n, T, d), log-softmax attention (n, T), attention (n, T))."""
+    E = data.embeddings
+    Xe = E[np.where(data.valid, data.tokens, 0)]  # (n, T, d)
+    z = E[data.last]  # (n, d)
+    logits = np.einsum("ntd,de,ne->nt", Xe, W, z)
+    allowed = data.valid if keep is None else data.valid & keep
+    logits = np.where(allowed, logits, -np.inf)
+    top = logits.max(axis=1, keepdims=True)
+    ls = logits - top - np.log(np.sum(np.exp(logits - top), axis=1, keepdims=True))
+    return Xe, ls, np.exp(ls)
+
+
+def ntp_loss_and_grad(
+    data: NextTokenData,
+    W: Any,
+    *,
+    loss: str = "ce",
+    keep: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    r"""The next-token risk and its gradient in W.
+
+    .. math::
+
+        L(W) = \frac1n\sum_i \Big(\log\sum_v e^{o_{iv}} - o_{iy_i}\Big),\quad
+        o_i = E E_{X_i}^\top s_i,\quad s_i = \mathrm{softmax}(E_{X_i} W e_{\bar x_i}),
+
+        \nabla L = \frac1n \sum_i E_{X_i}^\top\big(\mathrm{diag}(s_i) - s_i s_i^\top\big)
+        E_{X_i} E^\top (p_i - e_{y_i})\, e_{\bar x_i}^\top,\quad p_i = \mathrm{softmax}(o_i)
+
+    (``loss="ce"``), or :math:`L = -\frac1n\sum_i \log\sum_{t: x_{it} = y_i} s_{it}` with
+    :math:`\nabla L = \frac1n\sum_i E_{X_i}^\top(s_i - r_i) e_{\bar x_i}^\top`,
+    :math:`r_i` the attention renormalized on the label's positions (``loss="retrieval"``).
+    Log-sum-exp throughout.
+
+    Parameters
+    ----------
+    data : NextTokenData
+    W : array of shape (d, d)
+    loss : {"ce", "retrieval"}, default "ce"
+    keep : bool array of shape (n, T), optional
+        Restrict each sequence's attention to these positions (used by
+        :func:`finite_component`).
+
+    Returns
+    -------
+    loss : float
+    grad : ndarray of shape (d, d)
+    """
+    data = check_data(data, "ntp_loss_and_grad")
+    check_option(loss, "loss", NTP_LOSSES, where="ntp_loss_and_grad")
+    W = np.asarray(W, dtype=float)
+    if W.shape != (data.d, data.d):
+        raise ProblemError(f"W must have shape ({data.d}, {data.d}); got {W.shape}.")
+    if keep is not None:
+        keep = np.asarray(keep, dtype=bool)
+        need = data.valid & (data.tokens == data.labels[:, None])
+        if keep.shape != (data.n, data.T) or not np.all(np.any(keep & need, axis=1)):
+            raise ProblemError(
+                f"keep must be a bool array of shape ({data.n}, {data.T}) that keeps at least "
+                "one position of each sequence's label (its top-priority tokens); got shape "
+                f"{keep.shape}."
+            )
+    E = data.embeddings
+    Xe, ls, s = forward(data, W, keep)
+    z = E[data.last]
+    n = data.n
+    if loss == "ce":
+        f = np.einsum("nt,ntd->nd", s, Xe)
+        o = f @ E.T  # (n, V)
+        om = o.max(axis=1, keepdims=True)
+        lse = om[:, 0] + np.log(np.sum(np.exp(o - om), axis=1))
+        value = float(np.mean(lse - o[np.arange(n), data.labels]))
+        pr = np.exp(o - lse[:, None])
+        pr[np.arange(n), data.labels] -= 1.0
+        gf = pr @ E  # (n, d)
+        gs = np.einsum("ntd,nd->nt", Xe, gf)
+        # s_t (g_t - sum_u s_u g_u) written as s_t sum_u s_u (g_t - g_u): no cancellation
+        # when one token takes almost all the attention (the gradient stays exact as ||W|| grows)
+        ga = s * np.einsum("nu,ntu->nt", s, gs[:, :, None] - gs[:, None, :])
+    else:
+        on_label = data.tokens == data.labels[:, None]
+        lab = np.where(on_label & np.isfinite(ls), ls, -np.inf)
+        lm = lab.max(axis=1, keepdims=True)
+        log_mass = lm[:, 0] + np.log(np.sum(np.exp(lab - lm), axis=1))
+        value = float(-np.mean(log_mass))
+        r = np.exp(lab - log_mass[:, None])
+        rest = np.sum(np.where(on_label, 0.0, s), axis=1, keepdims=True)  # 1 - mass, exactly
+        ga = np.where(on_label, -r * rest, s)  # = s - r, without the cancellation at the label
+    G = np.einsum("nt,ntd,ne->de", ga, Xe, z) / n
+    return value, G
+
+
+class NextTokenRisk:
+    r"""The next-token risk :math:`L(W)` of :func:`ntp_loss_and_grad`, as the training loop
+    takes a risk (:class:`svmgeo.gd.Risk`): ``value``, ``log_grad`` (:math:`M = 0`, or
+    :math:`-\infty` at an exactly zero gradient), ``d``, ``max_norm``.
+
+    Parameters
+    ----------
+    data : NextTokenData
+    loss : {"ce", "retrieval"}
+    """
+
+    def __init__(self, data: NextTokenData, loss: str = "ce") -> None:
+        self.data = check_data(data, "NextTokenRisk")
+        self.loss = check_option(loss, "loss", NTP_LOSSES, where="NextTokenRisk")
+        self.d = data.d
+        self.max_norm = _NORM_LIMIT
+
+    def value(self, W: np.ndarray) -> float:
+        return ntp_loss_and_grad(self.data, W, loss=self.loss)[0]
+
+    def log_grad(self, W: np.ndarray) -> tuple[np.ndarray, float]:
+        G = ntp_loss_and_grad(self.data, W, loss=self.loss)[1]
+        return G, (0.0 if np.any(G != 0.0) else -np.inf)

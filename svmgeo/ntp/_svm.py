@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The Graph-SVM of next-token prediction: its rows and its solve."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from ..constraints import EQUALITY, MARGIN, ConstraintSet
+from ..solvers import SVMResult, solve_svm
+from ._data import NextTokenData, check_data
+from ._graphs import TokenPriorityGraph, token_priority_graphs
+
+__all__ = ["graph_svm", "graph_svm_constraints"]
+
+
+def graph_svm_constraints(
+    data: NextTokenData, graphs: dict[int, TokenPriorityGraph] | None = None
+) -> ConstraintSet:
+    r"""The Graph-SVM rows as a :class:`~svmgeo.ConstraintSet`.
+
+    .. math::
+
+        (e_i - e_j)^\top W e_k \ge 1 \ \ (i \to j \in G^{(k)}, \text{ different SCCs}),\qquad
+        (e_r - e_j)^\top W e_k = 0 \ \ (j \text{ in the SCC of } r = \min \text{SCC}, j \ne r),
+
+    the equalities against the smallest token of each SCC spanning all pairwise equalities
+    within it (an SCC is connected). Row fields: ``seq`` = last token k, ``pref`` = i,
+    ``comp`` = j, ``query`` = 0; ``n = T = V``.
+
+    Parameters
+    ----------
+    data : NextTokenData
+    graphs : dict, optional
+        :func:`token_priority_graphs` of ``data`` when already computed.
+
+    Returns
+    -------
+    ConstraintSet
+    """
+    data = check_data(data, "graph_svm_constraints")
+    graphs = token_priority_graphs(data) if graphs is None else graphs
+    rows: list[tuple[int, int, int, int]] = []  # (k, i, j, kind)
+    for k, g in graphs.items():
+        comp = g.component
+        for c in np.unique(comp[g.nodes]).tolist():
+            members = g.nodes[comp[g.nodes] == c]
+            rows += [(k, int(members[0]), int(j), EQUALITY) for j in members[1:]]
+        s, d_ = g.adjacency.nonzero()
+        order = np.lexsort((d_, s))
+        rows += [(k, int(s[e]), int(d_[e]), MARGIN) for e in order if comp[s[e]] != comp[d_[e]]]
+    r = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+    E = data.embeddings
+    return ConstraintSet(
+        A=np.ascontiguousarray(E[r[:, 1]] - E[r[:, 2]]).reshape(-1, data.d),
+        B=np.ascontiguousarray(E[r[:, 0]]).reshape(-1, data.d),
+        kind=r[:, 3].astype(np.int8),
+        rhs=np.where(r[:, 3] == MARGIN, 1.0, 0.0),
+        seq=r[:, 0].copy(),
+        query=np.zeros(r.shape[0], dtype=np.int64),
+        pref=r[:, 1].copy(),
+        comp=r[:, 2].copy(),
+        n=data.V,
+        K=1,
+        T=data.V,
+    )
+
+
+def graph_svm(
+    data: NextTokenData, *, norm: Literal["fro", "nuc"] = "fro", tol: float = 1e-8, **kwargs: Any
+) -> SVMResult:
+    r"""Graph-SVM of next-token data, solved and certified by :func:`svmgeo.solve_svm`.
+
+    .. math::
+
+        W^{\mathrm{svm}} = \arg\min_W \|W\| \quad\text{s.t.}\quad
+        (e_i - e_j)^\top W e_k \ge 1\ (i \Rightarrow j \text{ in } G^{(k)}),\qquad
+        (e_i - e_j)^\top W e_k = 0\ (i \asymp j \text{ in } G^{(k)}),
+
+    with :math:`i \Rightarrow j` an edge between different SCCs and :math:`i \asymp j` two
+    tokens of one SCC (rows of :func:`graph_svm_constraints`).
+
+    Parameters
+    ----------
+    data : NextTokenData
+    norm : {"fro", "nuc"} or ("lp", p), default "fro"
+    tol : float, default 1e-8
+    **kwargs
+        Passed to :func:`svmgeo.solve_svm`.
+
+    Returns
+    -------
+    SVMResult
+
+    References
+    ----------
+    .. [1] Y. Li, Y. Huang, M. E. Ildiz, A. S. Rawat, S. Oymak, "Mechanics of Next Token
+       Prediction with Self-Attention", arXiv:2403.08081 (Graph-SVM).
+
+    Examples
+    --------
+    >>> import svmgeo as sg
+    >>> data = sg.random_next_token_data(20, 4, 5, 8, seed=0)
+    >>> sg.graph_svm(data).status
+    <Status.OPTIMAL: 'optimal'>
+    """
+    data = check_data(data, "graph_svm")
+    return solve_svm(graph_svm_constraints(data), norm=norm, tol=tol, **kwargs)

@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Next-token verification: a trained W against :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._linalg import correlation
+from .._summary import summarized
+from .._validation import check_option
+from ..constraints import EQUALITY, MARGIN
+from ..gd import NTP_LOSSES, GDRun
+from ..solvers import SVMResult
+from ._data import NextTokenData, check_data
+from ._finite import FiniteComponent, finite_component
+from ._risk import forward
+from ._svm import graph_svm
+from ._train import train_ntp
+
+__all__ = ["NTPReport", "NTPVerification", "verify_ntp", "verify_ntp_training"]
+
+
+@dataclass(frozen=True, eq=False)
+class NTPVerification:
+    r"""How a trained W compares with :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
+
+    Attributes
+    ----------
+    corr_svm : float
+        :math:`\langle W, W^{\mathrm{svm}}\rangle / (\|W\|\|W^{\mathrm{svm}}\|)`; NaN when
+        :math:`W^{\mathrm{svm}} = 0` (the graphs have no edge between different SCCs, so no
+        direction is predicted; then ``R = 0``).
+    fin_error : float
+        :math:`\|P_{\mathrm{fin}}W - W^{\mathrm{fin}}\|_F / \max(1, \|W^{\mathrm{fin}}\|_F)`.
+    composition_error : float
+        Largest total-variation distance between each sequence's attention under W and the
+        predicted one (softmax of :math:`W^{\mathrm{fin}}` on its top tokens, 0 elsewhere).
+    top_mass : float
+        Smallest attention mass a sequence puts on its top-priority tokens under W.
+    R : float
+        Least-squares :math:`R \ge 0` in :math:`W \approx W^{\mathrm{fin}} + R W^{\mathrm{svm}}`.
+    """
+
+    corr_svm: float
+    fin_error: float
+    composition_error: float
+    top_mass: float
+    R: float
+
+
+def verify_ntp(
+    data: NextTokenData,
+    W: Any,
+    *,
+    svm: SVMResult | None = None,
+    fin: FiniteComponent | None = None,
+    loss: str = "ce",
+) -> NTPVerification:
+    r"""Compare a trained W with the prediction :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
+
+    .. math::
+
+        \mathrm{corr}(W, W^{\mathrm{svm}}),\qquad
+        \frac{\|P_{S_{\mathrm{fin}}} W - W^{\mathrm{fin}}\|_F}{\max(1, \|W^{\mathrm{fin}}\|_F)},
+        \qquad \max_i \mathrm{TV}\big(s_i(W), s_i^{\mathrm{top}}(W^{\mathrm{fin}})\big).
+
+    Parameters
+    ----------
+    data : NextTokenData
+    W : array of shape (d, d)
+    svm : SVMResult, optional
+        :func:`graph_svm` of ``data`` (computed when omitted).
+    fin : FiniteComponent, optional
+        :func:`finite_component` of ``data`` (computed when omitted).
+    loss : {"ce", "retrieval"}
+        The loss of ``fin`` when it is computed here.
+
+    Returns
+    -------
+    NTPVerification
+    """
+    data = check_data(data, "verify_ntp")
+    W = np.asarray(W, dtype=float)
+    svm = graph_svm(data) if svm is None else svm
+    fin = finite_component(data, loss=loss) if fin is None else fin
+    if svm.W is None:
+        raise ProblemError(f"the Graph-SVM has no solution ({svm.status}: {svm.message}).")
+    Ws = svm.W
+    _, _, s = forward(data, W)
+    _, _, s_pred = forward(data, fin.W, fin.keep)
+    tv = 0.5 * np.sum(np.abs(s - s_pred), axis=1)
+    size = float(np.sum(Ws * Ws))
+    # W_svm = 0 (no edge between different SCCs, e.g. every token of every sample is its
+    # label): the prediction is W_fin alone, with no direction to correlate with
+    R = max(0.0, float(np.sum((W - fin.W) * Ws)) / size) if size > 0.0 else 0.0
+    return NTPVerification(
+        corr_svm=correlation(W, Ws) if size > 0.0 else math.nan,
+        fin_error=float(np.linalg.norm(fin.project(W) - fin.W))
+        / max(1.0, float(np.linalg.norm(fin.W))),
+        composition_error=float(tv.max()),
+        top_mass=float(np.min(np.sum(np.where(fin.keep, s, 0.0), axis=1))),
+        R=R,
+    )
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class NTPReport:
+    r"""What :func:`verify_ntp_training` found: GD's trajectory against
+    :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
+
+    Curves have one entry per recorded step (``steps``); each is the matching field of
+    :func:`verify_ntp` at that step's W.
+
+    Attributes
+    ----------
+    loss : {"ce", "retrieval"}
+    normalized : bool
+    step_size : float
+    steps : ndarray of int, shape (R,)
+    train_loss : ndarray of shape (R,)
+        :math:`L(W_t)`.
+    corr_svm, fin_error, composition_error, top_mass, R : ndarray of shape (R,)
+        As in :class:`NTPVerification`.
+    acyclic : bool
+        Every token-priority graph is acyclic (no equality rows: pure retrieval predicted).
+    n_margin_rows, n_equality_rows : int
+        Rows of the Graph-SVM.
+    fin_success : bool
+        Whether :func:`finite_component` found a finite :math:`W^{\mathrm{fin}}`
+        (``fin_message`` says why not); ``fin_error`` is measured against its last point
+        either way.
+    fin_message : str
+    W, W_svm, W_fin : ndarray of shape (d, d)
+        GD's final W, :math:`W^{\mathrm{svm}}` (Frobenius) and :math:`W^{\mathrm{fin}}`.
+    svm, fin, run : objects
+        The Graph-SVM solve, the finite component and the GD run (a :class:`~svmgeo.GDRun`)
+        behind the report.
+    """
+
+    loss: str
+    normalized: bool
+    step_size: float
+    steps: np.ndarray
+    train_loss: np.ndarray
+    corr_svm: np.ndarray
+    fin_error: np.ndarray
+    composition_error: np.ndarray
+    top_mass: np.ndarray
+    R: np.ndarray
+    acyclic: bool
+    n_margin_rows: int
+    n_equality_rows: int
+    fin_success: bool
+    fin_message: str
+    W: np.ndarray
+    W_svm: np.ndarray
+    W_fin: np.ndarray
+    svm: SVMResult = field(repr=False)
+    fin: FiniteComponent = field(repr=False)
+    run: GDRun = field(repr=False)
+
+    @property
+    def final(self) -> NTPVerification:
+        """:func:`verify_ntp` of the final W."""
+        return NTPVerification(
+            corr_svm=float(self.corr_svm[-1]),
+            fin_error=float(self.fin_error[-1]),
+            composition_error=float(self.composition_error[-1]),
+            top_mass=float(self.top_mass[-1]),
+            R=float(self.R[-1]),
+        )
+
+    def __str__(self) -> str:
+        kind = "normalized" if self.normalized else "plain"
+        graphs = "acyclic (pure retrieval)" if self.acyclic else "cyclic (soft composition)"
+        lines = [
+            f"svmgeo NTP verify report ({self.loss} loss)",
+            f"  GD               {kind}, step {self.step_size:g}, {int(self.steps[-1])} steps",
+            f"  graphs           {graphs}; Graph-SVM rows: {self.n_margin_rows} margin, "
+            f"{self.n_equality_rows} equality",
+            f"  W_fin            {'finite' if self.fin_success else 'NOT finite'}: "
+            f"{self.fin_message}",
+            "",
+            f"  {'step':>8} {'loss':>10} {'corr(W,Wsvm)':>12} {'fin err':>9} {'comp err':>9} "
+            f"{'top mass':>9} {'R':>9}",
+        ]
+        for j in sorted({int(j) for j in np.linspace(0, len(self.steps) - 1, 6).round()}):
+            lines.append(
+                f"  {int(self.steps[j]):>8} {self.train_loss[j]:>10.3e} {self.corr_svm[j]:>12.6f} "
+                f"{self.fin_error[j]:>9.2e} {self.composition_error[j]:>9.2e} "
+                f"{self.top_mass[j]:>9.6f} {self.R[j]:>9.4g}"
+            )
+        return "\n".join(lines)
+
+
+def verify_ntp_training(
+    data: NextTokenData,
+    *,
+    loss: str = "ce",
+    step_size: float = 0.1,
+    normalized: bool = True,
+    n_steps: int = 2000,
+    record_every: int | None = None,
+) -> NTPReport:
+    r"""Train W by GD from zero and compare every recorded iterate with the prediction.
+
+    .. math::
+
+        W_t \approx W^{\mathrm{fin}} + R_t\,W^{\mathrm{svm}}:\qquad
+        \mathrm{corr}(W_t, W^{\mathrm{svm}}) \to 1,\qquad
+        P_{S_{\mathrm{fin}}} W_t \to W^{\mathrm{fin}}
+
+    (:func:`train_ntp`, then :func:`verify_ntp` at each record, with one
+    :func:`graph_svm` and one :func:`finite_component` solve). The convergence is a theorem
+    of [1]_ for GD under its assumptions (see ``docs/beyond.md``), measured here.
+
+    Parameters
+    ----------
+    data : NextTokenData
+    loss, step_size, normalized, n_steps, record_every
+        As in :func:`train_ntp` (``n_steps`` defaults to 2000 here).
+
+    Returns
+    -------
+    NTPReport
+
+    Raises
+    ------
+    ProblemError
+        Invalid options, or a Graph-SVM without a solution.
+
+    References
+    ----------
+    .. [1] Y. Li, Y. Huang, M. E. Ildiz, A. S. Rawat, S. Oymak, "Mechanics of Next Token
+       Prediction with Self-Attention", AISTATS 2024, arXiv:2403.08081.
+
+    Examples
+    --------
+    >>> import svmgeo as sg
+    >>> data = sg.random_next_token_data(30, 4, 5, 8, tier_size=2, seed=0)
+    >>> rep = sg.ntp.verify_ntp_training(data, loss="retrieval", n_steps=200)
+    >>> rep.final.corr_svm > 0.9
+    True
+    """
+    data = check_data(data, "verify")
+    check_option(loss, "loss", NTP_LOSSES, where="verify")
+    svm = graph_svm(data)
+    if svm.W is None:
+        raise ProblemError(f"the Graph-SVM has no solution ({svm.status}: {svm.message}).")
+    fin = finite_component(data, loss=loss)
+    run = train_ntp(
+        data,
+        loss=loss,
+        step_size=step_size,
+        normalized=normalized,
+        n_steps=n_steps,
+        record_every=record_every,
+    )
+    h = run.history
+    assert run.W is not None and h.W is not None and h.loss is not None  # train_ntp records them
+    checks = [verify_ntp(data, W, svm=svm, fin=fin) for W in h.W]
+    kind = svm.constraints.kind
+
+    def curve(name: str) -> np.ndarray:
+        return np.array([getattr(c, name) for c in checks], dtype=float)
+
+    return NTPReport(
+        loss=loss,
+        normalized=bool(normalized),
+        step_size=float(step_size),
+        steps=h.step,
+        train_loss=h.loss,
+        corr_svm=curve("corr_svm"),
+        fin_error=curve("fin_error"),
+        composition_error=curve("composition_error"),
+        top_mass=curve("top_mass"),
+        R=curve("R"),
+        acyclic=not np.any(kind == EQUALITY),
+        n_margin_rows=int(np.count_nonzero(kind == MARGIN)),
+        n_equality_rows=int(np.count_nonzero(kind == EQUALITY)),
+        fin_success=fin.success,
+        fin_message=fin.message,
+        W=run.W,
+        W_svm=svm.W,
+        W_fin=fin.W,
+        svm=svm,
+        fin=fin,
+        run=run,
+    )
