@@ -296,6 +296,9 @@ class GDConfig:
         potential :math:`\|W\|_p^p/p`.
     risk : {"attention", "next_token"}
         The risk trained (an entry of :data:`RISKS`, which gives the ``loss`` vocabulary).
+    caller : str
+        The public function the options came from, named in error messages (``"train"``,
+        ``"train_mirror"``, ``"train_ntp"``, ...); not part of the configuration.
     """
 
     param: str = "W"
@@ -319,11 +322,12 @@ class GDConfig:
     optimizer: str = "gd"
     exponent: float | None = None
     risk: str = "attention"
+    caller: str = field(default="train", repr=False, compare=False)
     #: ε of the blocks (first attention factor, second factor, head), from ``normalize_eps``.
     eps_blocks: tuple[float, float, float] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        where = "train"
+        where = self.caller
         check_option(self.optimizer, "optimizer", tuple(OPTIMIZERS), where=where)
         check_option(self.risk, "risk", tuple(RISKS), where=where)
         check_option(self.param, "param", PARAMS, where=where)

@@ -271,7 +271,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
     valid = sorted(
         f.name
         for f in fields(GDConfig)
-        if f.init and f.name not in ("optimizer", "exponent", "risk")
+        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller")
     )
     unknown = sorted(set(options) - set(valid))
     if unknown:
@@ -281,7 +281,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
         )
     if "record" in options:
         options = {**options, "record": tuple(options["record"])}
-    return GDConfig(**options)
+    return GDConfig(**options, caller="train_batch")
 
 
 def train_batch(
@@ -604,7 +604,7 @@ def loss_and_grad(
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
     cfg = GDConfig(
         param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend,
-        train_head=train_head,
+        train_head=train_head, caller="loss_and_grad",
     )  # fmt: skip
     problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
     gd = GradientDescent(cfg, problem)

@@ -290,7 +290,7 @@ def train_mirror(
     cfg = GDConfig(
         optimizer="mirror", exponent=exponent, loss=loss, head=head, step_size=step_size,
         normalized=normalized, n_steps=n_steps, record_every=record_every, init=init,
-        backend=backend, record=("loss", "W", "W_norm"),
+        backend=backend, record=("loss", "W", "W_norm"), caller=where,
     )  # fmt: skip
     risk = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
     return run_loop(MirrorDescent(cfg, risk, init))[0]

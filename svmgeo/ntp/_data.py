@@ -9,28 +9,9 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_int
-from ..data import MAX_SCALE
+from .._validation import check_int, check_scale
 
 __all__ = ["NextTokenData", "check_data", "random_next_token_data"]
-
-
-def _check_scale(E: np.ndarray) -> None:
-    r"""Refuse embeddings with :math:`\max_v\|e_v\|^2` above ``MAX_SCALE`` (the bound of
-    :class:`~svmgeo.TokenData`): logits :math:`e_x^\top W e_k`, the cross-entropy outputs
-    :math:`E E_X^\top s` and the Graph-SVM's Gram entries square such norms."""
-    top = float(np.max(np.abs(E), initial=0.0))
-    if top == 0.0:
-        return
-    log_norm = math.log10(top) + math.log10(float(np.max(np.linalg.norm(E / top, axis=1))))
-    if 2.0 * log_norm <= math.log10(MAX_SCALE):
-        return
-    raise ProblemError(
-        f"embeddings are too large for float64: max ||e_v||^2 = 10^{2.0 * log_norm:.1f} exceeds "
-        f"{MAX_SCALE:.0e}, and svmgeo squares such norms (logits e_x^T W e_k, the cross-entropy "
-        "outputs, the Graph-SVM's Gram matrix). Rescale embeddings (e.g. E / np.abs(E).max()): "
-        "positive scaling changes no token-priority graph and no Graph-SVM direction."
-    )
 
 
 class NextTokenData:
@@ -66,7 +47,8 @@ class NextTokenData:
                 "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens; "
                 f"got shape {E.shape}. Pass one row per vocabulary token."
             )
-        _check_scale(E)
+        # logits e_x^T W e_k, the cross-entropy outputs and the Graph-SVM Gram square ||e||
+        check_scale(E, "embeddings", "NextTokenData", times=(E, "embeddings"))
         V = E.shape[0]
         seqs = [np.asarray(s) for s in sequences]
         if not seqs:

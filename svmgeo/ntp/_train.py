@@ -60,6 +60,7 @@ def train_ntp(
     cfg = GDConfig(
         risk="next_token", loss=loss, step_size=step_size, normalized=normalized,
         n_steps=n_steps, record_every=record_every, record=("loss", "W", "W_norm"),
+        caller="train_ntp",
     )  # fmt: skip
     risk = NextTokenRisk(data, loss)
     return run_loop(GradientStep(cfg, risk, np.zeros((data.d, data.d))))[0]
