@@ -66,6 +66,9 @@ class LossSpec:
     sup_d1, sup_d2 : callable ``(lo, hi) -> array`` or None
         Exact :math:`\sup|\ell'|` and :math:`\sup|\ell''|` over :math:`[lo, hi]` (built-ins), so
         the grid check below is a proof.
+    log_abs_d1 : callable or None
+        :math:`\log|\ell'(u)|` without underflow, for losses with :math:`\ell' < 0`
+        everywhere (normalized steps far out, :meth:`~svmgeo.analysis.TensorData.direction`).
     """
 
     name: str
@@ -74,6 +77,7 @@ class LossSpec:
     d2: Fn | None = None
     sup_d1: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     sup_d2: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    log_abs_d1: Fn | None = None
 
 
 LOSS_SPECS: dict[str, LossSpec] = {
@@ -84,6 +88,7 @@ LOSS_SPECS: dict[str, LossSpec] = {
         lambda u: _sig(u) * _sig(-u),
         lambda lo, hi: _sig(-lo),  # |l'| = sigma(-u) decreases
         lambda lo, hi: _sup_interval(lambda u: _sig(u) * _sig(-u), lo, hi, 0.0),
+        lambda u: -np.logaddexp(0.0, u),
     ),
     "exponential": LossSpec(
         "exponential",
@@ -92,6 +97,7 @@ LOSS_SPECS: dict[str, LossSpec] = {
         lambda u: np.exp(-u),
         lambda lo, hi: np.exp(-lo),
         lambda lo, hi: np.exp(-lo),
+        lambda u: -u,
     ),
     "correlation": LossSpec(
         "correlation",
@@ -100,6 +106,7 @@ LOSS_SPECS: dict[str, LossSpec] = {
         lambda u: np.zeros_like(u),
         lambda lo, hi: np.ones_like(lo),
         lambda lo, hi: np.zeros_like(lo),
+        lambda u: np.zeros_like(u),
     ),
     "square": LossSpec(
         "square",

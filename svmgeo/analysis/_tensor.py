@@ -120,6 +120,24 @@ class TensorData:
         spec, _, _, f, q = self._parts(w, loss, attention)
         return np.einsum("nk,nks,nksp->p", spec.d1(f), q, self.A) / self.n
 
+    def direction(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
+        r"""The normalized step direction :math:`-\nabla L / \|\nabla L\|`, shape (d*d,), with
+        the loss weights :math:`|\ell'(f_{ik})|` taken in the log domain (so it stays exact
+        where :math:`\nabla L` itself underflows; losses with :math:`\ell' < 0` only)."""
+        spec, _, _, f, q = self._parts(w, loss, attention)
+        if spec.log_abs_d1 is None:
+            raise ProblemError(
+                f"direction needs log|l'| (a loss with l' < 0 everywhere): the {spec.name!r} loss "
+                "has none; use gradient() instead."
+            )
+        logc = spec.log_abs_d1(f)
+        c = np.exp(logc - logc.max())
+        g = np.einsum("nk,nks,nksp->p", c, q, self.A)  # -grad L, up to a positive factor
+        norm = float(np.linalg.norm(g))
+        if norm == 0.0:
+            raise ProblemError("direction: the gradient is zero at this w (a stationary point).")
+        return g / norm
+
     def hessian(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
         r"""The closed-form Hessian of the risk, shape (d*d, d*d).
 

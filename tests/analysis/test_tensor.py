@@ -147,3 +147,16 @@ def test_risk_needs_scores() -> None:
     ten = tensorize(sg.TokenData(X, Z=np.ones((2, 4))))
     with pytest.raises(sg.ProblemError, match="token scores"):
         ten.risk(np.zeros(16))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_direction_is_the_normalized_negative_gradient(loss: str) -> None:
+    data = sg.random_data(4, 5, 4, seed=1)
+    ten = tensorize(data)
+    w = np.random.default_rng(2).normal(size=16)
+    g = ten.gradient(w, loss)
+    np.testing.assert_allclose(ten.direction(w, loss), -g / np.linalg.norm(g), rtol=1e-12)
+    # far out the gradient of linear attention underflows; the direction does not
+    far = 1e4 * tensorize(data).direction(np.zeros(16), "logistic", "linear")
+    assert np.all(ten.gradient(far, "logistic", "linear") == 0.0)
+    np.testing.assert_allclose(np.linalg.norm(ten.direction(far, "logistic", "linear")), 1.0)
