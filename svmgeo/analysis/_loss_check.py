@@ -272,18 +272,16 @@ def check_loss(
     stationary = np.full(lo.shape, np.nan)
     for idx in zip(*np.nonzero(~decreasing), strict=True):
         g = g1[idx]
-        neg = g < 0.0
-        # first grid point where l' stops being negative after being negative
-        change = np.nonzero(neg[:-1] & ~neg[1:])[0]
-        if change.size:
+        # the first zero or sign change of l' on the grid (a minimum or a maximum of l)
+        zero = np.nonzero(g == 0.0)[0]
+        change = np.nonzero(np.sign(g[:-1]) * np.sign(g[1:]) < 0)[0]
+        first = int(zero[0]) if zero.size else None
+        if change.size and (first is None or int(change[0]) < first):
             j = int(change[0])
             a, b = float(U[idx][j]), float(U[idx][j + 1])
-            if g[j + 1] == 0.0:
-                stationary[idx] = b
-            else:
-                stationary[idx] = brentq(lambda x: float(spec.d1(np.asarray(x))), a, b, xtol=1e-14)
-        elif g[0] == 0.0 or (not neg[0] and neg.any()):
-            stationary[idx] = float(U[idx][0])
+            stationary[idx] = brentq(lambda x: float(spec.d1(np.asarray(x))), a, b, xtol=1e-14)
+        elif first is not None:
+            stationary[idx] = float(U[idx][first])
     interior = np.isfinite(stationary) & (stationary > lo) & (stationary < hi)
     stationary = np.where(interior, stationary, np.nan)
     L_W = lipschitz_from_loss_bounds(data, sup1, M2, lo, hi)

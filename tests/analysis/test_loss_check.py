@@ -86,3 +86,13 @@ def test_bad_inputs() -> None:
     X = np.random.default_rng(0).normal(size=(2, 3, 4))
     with pytest.raises(sg.ProblemError, match="linear head v"):
         check_loss("logistic", sg.TokenData(X, Z=np.ones((2, 4))))
+
+
+def test_a_maximum_of_the_loss_is_flagged_too() -> None:
+    data = _scaled(3, 3.0)
+    bump = (lambda u: -((u - 0.1) ** 2), lambda u: -2 * (u - 0.1))  # l' > 0 below 0.1
+    chk = check_loss(bump, data, d2_bound=2.0)
+    inside = (chk.lo < 0.1) & (chk.hi > 0.1)
+    assert inside.any() and not chk.passed
+    np.testing.assert_allclose(chk.stationary[inside], 0.1, rtol=1e-12)
+    np.testing.assert_array_equal(chk.decreasing, chk.lo >= 0.1)
