@@ -27,7 +27,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._summary import summarized
-from .._validation import check_array, check_option
+from .._validation import check_array, check_int, check_option
 from ..attention_maps import AttentionMap, get_attention_map
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -111,6 +111,8 @@ def attention_jacobian(
     Wc = _check_W(W, data.d, "attention_jacobian")
     amap = get_attention_map(attention, "attention_jacobian")
     check_option(wrt, "wrt", ("W", "X"), where="attention_jacobian")
+    i = check_int(i, "i", low=0, high=data.n - 1, where="attention_jacobian")
+    k = check_int(k, "k", low=0, high=data.K - 1, where="attention_jacobian")
     return _jacobian(data, Wc, i, k, amap, wrt)
 
 

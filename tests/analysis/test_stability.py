@@ -197,6 +197,8 @@ def test_bad_inputs() -> None:
         lipschitz(data, np.eye(4), wrt="Z")  # type: ignore[arg-type]
     with pytest.raises(sg.ProblemError, match="TokenData"):
         lipschitz(np.eye(4), np.eye(4))  # type: ignore[arg-type]
+    with pytest.raises(sg.ProblemError, match="'i' parameter of attention_jacobian"):
+        attention_jacobian(data, np.eye(4), 2)
 
 
 # -- the selection-changing radius -----------------------------------------------------------
