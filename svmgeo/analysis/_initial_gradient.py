@@ -31,7 +31,12 @@ from ..data import TokenData
 from ..gd import LOSSES, loss_and_grad
 from ._cones import in_cone
 
-__all__ = ["InitialGradient", "good_initial_gradient", "gradient_lipschitz_bound"]
+__all__ = [
+    "InitialGradient",
+    "good_initial_gradient",
+    "gradient_lipschitz_bound",
+    "lipschitz_from_loss_bounds",
+]
 
 _WHERE = "good_initial_gradient"
 
@@ -119,11 +124,20 @@ def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
     check_option(loss, "loss", LOSSES, where="gradient_lipschitz_bound")
     S = scores_full(data)  # (n, K, T)
     vis = np.asarray(data.visible)
-    X = np.asarray(data.X)
-    Z = np.asarray(data.queries)
     lo = np.where(vis, S, np.inf).min(axis=2)
     hi = np.where(vis, S, -np.inf).max(axis=2)
     M0, M1 = _loss_bounds(loss, lo, hi)
+    return lipschitz_from_loss_bounds(data, M0, M1, lo, hi)
+
+
+def lipschitz_from_loss_bounds(
+    data: TokenData, M0: np.ndarray, M1: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> float:
+    """:func:`gradient_lipschitz_bound`'s formula for given suprema ``M0, M1`` of shape (n, K)
+    over the score intervals ``[lo, hi]`` (also used by :func:`~svmgeo.analysis.check_loss`)."""
+    vis = np.asarray(data.visible)
+    X = np.asarray(data.X)
+    Z = np.asarray(data.queries)
     spread = hi - lo
     total = 0.0
     for i in range(data.n):

@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""A loss against the hypotheses of the max-margin limit, on the interval where it is evaluated.
+
+.. math::
+
+    Y_{ik} f_{ik}(W) = \gamma_{ik}^\top \mathrm{softmax}(X_i W z_{ik})
+    \in I_{ik} = [\min_t \gamma_{ikt},\ \max_t \gamma_{ikt}]
+    \quad\text{(linear head: a convex combination of the scores)},
+
+so :math:`\ell` is only evaluated on :math:`I_{ik}`: the directional limit can only need
+:math:`\ell' < 0` there, and :math:`\sup|\ell'|`, :math:`\mathrm{Lip}(\ell')` on it enter only the
+step-size bound :math:`L_W`. *svmgeo's derivation* (MATH-NOTES §6), part of its
+reconstruction from the abstract of Chen, Guo, Li, Song, Zhou (ICLR 2024 submission 4416,
+withdrawn), which claims convergence under weaker assumptions on the loss's derivative.
+A stationary point of :math:`\ell` inside :math:`I_{ik}` changes the limit (measured: the
+square loss holds such sequences at :math:`Y f = 1`, MATH-NOTES §6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .._errors import ProblemError
+from .._summary import summarized
+from .._validation import check_int, check_option, check_real
+from ..data import TokenData
+from ..selection import check_data as _check_data
+from ..selection import scores_full as _scores_full
+from ._initial_gradient import lipschitz_from_loss_bounds
+from ._stability import RECONSTRUCTION
+
+__all__ = ["LOSS_SPECS", "LossCheck", "LossSpec", "check_loss", "get_loss"]
+
+Fn = Callable[[np.ndarray], np.ndarray]
+
+
+def _sig(u: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * u))
+
+
+def _sup_interval(f: Fn, lo: np.ndarray, hi: np.ndarray, peak: float | None) -> np.ndarray:
+    """sup of a function unimodal with its maximum at ``peak`` (None: monotone) over [lo, hi]."""
+    vals = np.maximum(np.abs(f(lo)), np.abs(f(hi)))
+    if peak is None:
+        return vals
+    return np.where((lo <= peak) & (peak <= hi), np.abs(f(np.asarray(peak))), vals)
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    r"""A loss :math:`\ell` with its derivatives.
+
+    Attributes
+    ----------
+    name : str
+    value, d1 : callable ``u -> array``
+        :math:`\ell(u)`, :math:`\ell'(u)`.
+    d2 : callable or None
+        :math:`\ell''(u)`.
+    sup_d1, sup_d2 : callable ``(lo, hi) -> array`` or None
+        Exact :math:`\sup|\ell'|` and :math:`\sup|\ell''|` over :math:`[lo, hi]` (built-ins), so
+        the grid check below is a proof.
+    log_abs_d1 : callable or None
+        :math:`\log|\ell'(u)|` without underflow, for losses with :math:`\ell' < 0`
+        everywhere (normalized steps far out, :meth:`~svmgeo.analysis.TensorData.direction`).
+    """
+
+    name: str
+    value: Fn
+    d1: Fn
+    d2: Fn | None = None
+    sup_d1: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    sup_d2: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    log_abs_d1: Fn | None = None
+
+
+LOSS_SPECS: dict[str, LossSpec] = {
+    "logistic": LossSpec(
+        "logistic",
+        lambda u: np.logaddexp(0.0, -u),
+        lambda u: -_sig(-u),
+        lambda u: _sig(u) * _sig(-u),
+        lambda lo, hi: _sig(-lo),  # |l'| = sigma(-u) decreases
+        lambda lo, hi: _sup_interval(lambda u: _sig(u) * _sig(-u), lo, hi, 0.0),
+        lambda u: -np.logaddexp(0.0, u),
+    ),
+    "exponential": LossSpec(
+        "exponential",
+        lambda u: np.exp(-u),
+        lambda u: -np.exp(-u),
+        lambda u: np.exp(-u),
+        lambda lo, hi: np.exp(-lo),
+        lambda lo, hi: np.exp(-lo),
+        lambda u: -u,
+    ),
+    "correlation": LossSpec(
+        "correlation",
+        lambda u: -u,
+        lambda u: -np.ones_like(u),
+        lambda u: np.zeros_like(u),
+        lambda lo, hi: np.ones_like(lo),
+        lambda lo, hi: np.zeros_like(lo),
+        lambda u: np.zeros_like(u),
+    ),
+    "square": LossSpec(
+        "square",
+        lambda u: (1.0 - u) ** 2,
+        lambda u: 2.0 * (u - 1.0),
+        lambda u: np.full_like(u, 2.0),
+        lambda lo, hi: 2.0 * np.maximum(np.abs(lo - 1.0), np.abs(hi - 1.0)),
+        lambda lo, hi: np.full_like(lo, 2.0),
+    ),
+}
+"""Built-in losses with exact derivative bounds: the three of :func:`~svmgeo.train` and the
+square loss (1 - u)², whose stationary point u = 1 check_loss flags when it is attained."""
+
+
+def get_loss(loss: Any, where: str = "check_loss") -> LossSpec:
+    """A :class:`LossSpec` from a built-in name, a LossSpec, or ``(value, d1[, d2])`` callables."""
+    if isinstance(loss, LossSpec):
+        return loss
+    if isinstance(loss, str):
+        check_option(loss, "loss", tuple(LOSS_SPECS), where=where)
+        return LOSS_SPECS[loss]
+    if isinstance(loss, tuple) and len(loss) in (2, 3) and all(callable(f) for f in loss):
+        fns = [_vectorized(f) for f in loss]
+        return LossSpec("user", fns[0], fns[1], fns[2] if len(fns) == 3 else None)
+    raise ProblemError(
+        f"The 'loss' parameter of {where} must be a built-in name "
+        f"({', '.join(repr(k) for k in LOSS_SPECS)}), a LossSpec, or a tuple (value, "
+        f"derivative[, second derivative]) of callables u -> array; got {loss!r}."
+    )
+
+
+def _vectorized(f: Callable[..., Any]) -> Fn:
+    def g(u: np.ndarray) -> np.ndarray:
+        out = np.asarray(f(u), dtype=float)
+        if out.shape != np.shape(u):
+            out = np.vectorize(lambda x: float(f(x)))(u)
+        return out
+
+    return g
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class LossCheck:
+    r"""A loss on the attained intervals :math:`I_{ik}` of :math:`Y f`.
+
+    Attributes
+    ----------
+    loss : str
+    lo, hi : ndarray of shape (n, K)
+        :math:`I_{ik} = [\min_t\gamma_{ikt}, \max_t\gamma_{ikt}]` over the visible keys.
+    interval : tuple of float
+        Their hull.
+    decreasing : ndarray of bool, shape (n, K)
+        :math:`\ell' < 0` shown on :math:`I_{ik}`: on a grid of spacing h, every cell has
+        :math:`\max(\ell'(u_j), \ell'(u_{j+1})) + M_2 h / 2 < 0` with :math:`M_2` a bound on
+        :math:`|\ell''|` over :math:`I_{ik}`.
+    proved : bool
+        True when :math:`M_2` is an exact bound (built-ins, or ``d2_bound`` given); False
+        when it was estimated on the grid (then ``decreasing`` is a measurement).
+    stationary : ndarray of shape (n, K)
+        An interior stationary point :math:`u^\star \in (lo, hi)` with :math:`\ell'(u^\star) = 0`
+        (NaN when none was found): there the pure SVM limit is not expected.
+    sup_d1, lip_d1 : ndarray of shape (n, K)
+        :math:`\sup|\ell'|` and :math:`\sup|\ell''|` (the Lipschitz constant of :math:`\ell'`)
+        over :math:`I_{ik}`.
+    L_W : float
+        The step-size bound of :func:`~svmgeo.analysis.gradient_lipschitz_bound`'s formula
+        with these suprema.
+    passed : bool
+        Every query decreasing and no stationary point.
+    message : str
+    label : str
+    """
+
+    loss: str
+    lo: np.ndarray
+    hi: np.ndarray
+    interval: tuple[float, float]
+    decreasing: np.ndarray
+    proved: bool
+    stationary: np.ndarray
+    sup_d1: np.ndarray
+    lip_d1: np.ndarray
+    L_W: float
+    passed: bool
+    message: str
+    label: str = RECONSTRUCTION
+
+
+def check_loss(
+    loss: Any,
+    data: TokenData,
+    *,
+    grid: int = 2049,
+    d2_bound: float | None = None,
+) -> LossCheck:
+    r"""Check a loss against the hypotheses on the interval where gradient descent evaluates it.
+
+    .. math::
+
+        I_{ik} = [\min_t \gamma_{ikt}, \max_t \gamma_{ikt}] \ni Y_{ik} f_{ik}(W)
+        \ \forall W, \qquad \text{want } \ell' < 0 \text{ on } I_{ik}.
+
+    Softmax attention with a linear head (scores :math:`\gamma`, from ``v`` or ``scores``).
+    On a grid of ``grid`` points per interval, :math:`\ell' < 0` holds on a cell of width h
+    when :math:`\max(\ell'(u_j), \ell'(u_{j+1})) + M_2 h/2 < 0` (:math:`\ell'` is
+    :math:`M_2`-Lipschitz): a proof when :math:`M_2` is exact (built-in losses, or
+    ``d2_bound``), else a measurement with :math:`M_2` estimated on the grid. A sign change
+    of :math:`\ell'` inside :math:`I_{ik}` is located by bisection and flagged. *svmgeo's
+    derivation*; logistic, exponential and correlation pass on any data, the square loss
+    fails where some :math:`\max_t\gamma_{ikt} > 1 > \min_t\gamma_{ikt}`.
+
+    Parameters
+    ----------
+    loss : str, LossSpec or tuple of callables
+        A name in :data:`LOSS_SPECS` or ``(value, derivative[, second derivative])``.
+    data : TokenData
+    grid : int, default 2049
+        Grid points per interval (at least 3).
+    d2_bound : float, optional
+        A proved bound on :math:`|\ell''|` over the intervals (user losses), making the
+        verdict a proof.
+
+    Returns
+    -------
+    LossCheck
+
+    Raises
+    ------
+    ProblemError
+        For an unknown loss, data without scores, or a bad ``grid`` / ``d2_bound``.
+    """
+    spec = get_loss(loss)
+    data = _check_data(data, "check_loss")
+    grid = check_int(grid, "grid", low=3, where="check_loss")
+    if d2_bound is not None:
+        d2_bound = check_real(d2_bound, "d2_bound", low=0.0, where="check_loss")
+    S = _scores_full(data)
+    vis = np.asarray(data.visible)
+    lo = np.where(vis, S, np.inf).min(axis=2)
+    hi = np.where(vis, S, -np.inf).max(axis=2)
+    t = np.linspace(0.0, 1.0, grid)
+    U = lo[..., None] + (hi - lo)[..., None] * t  # (n, K, grid)
+    h = (hi - lo) / (grid - 1)
+    g1 = spec.d1(U)
+    if spec.sup_d1 is not None:
+        sup1 = spec.sup_d1(lo, hi)
+    else:
+        sup1 = np.abs(g1).max(axis=2)
+    proved = d2_bound is not None or spec.sup_d2 is not None
+    if d2_bound is not None:
+        M2 = np.full_like(lo, d2_bound)
+    elif spec.sup_d2 is not None:
+        M2 = spec.sup_d2(lo, hi)
+    elif spec.d2 is not None:
+        M2 = np.abs(spec.d2(U)).max(axis=2)
+    else:
+        dg = np.abs(np.diff(g1, axis=2))
+        M2 = np.where(h > 0, dg.max(axis=2) / np.where(h > 0, h, 1.0), 0.0)
+    cells = np.maximum(g1[..., :-1], g1[..., 1:]) + (M2 * h / 2.0)[..., None]
+    decreasing = np.all(cells < 0.0, axis=2)
+    stationary = np.full(lo.shape, np.nan)
+    for idx in zip(*np.nonzero(~decreasing), strict=True):
+        g = g1[idx]
+        # the first zero or sign change of l' on the grid (a minimum or a maximum of l)
+        zero = np.nonzero(g == 0.0)[0]
+        change = np.nonzero(np.sign(g[:-1]) * np.sign(g[1:]) < 0)[0]
+        first = int(zero[0]) if zero.size else None
+        if change.size and (first is None or int(change[0]) < first):
+            j = int(change[0])
+            a, b = float(U[idx][j]), float(U[idx][j + 1])
+            stationary[idx] = brentq(lambda x: float(spec.d1(np.asarray(x))), a, b, xtol=1e-14)
+        elif first is not None:
+            stationary[idx] = float(U[idx][first])
+    interior = np.isfinite(stationary) & (stationary > lo) & (stationary < hi)
+    stationary = np.where(interior, stationary, np.nan)
+    L_W = lipschitz_from_loss_bounds(data, sup1, M2, lo, hi)
+    passed = bool(np.all(decreasing) and not np.any(interior))
+    how = "proved (exact bound on |l''|)" if proved else "measured on the grid (|l''| estimated)"
+    if passed:
+        message = f"l' < 0 on every attained interval, {how}; sup|l'| = {float(sup1.max()):.4g}"
+    else:
+        bad = int(np.count_nonzero(~decreasing))
+        bound = "exact" if proved else "estimated"
+        message = f"l' < 0 not shown on {bad} of {decreasing.size} queries (|l''| bound {bound})"
+        if np.any(interior):
+            u_star = float(np.nanmin(stationary))
+            message += (
+                f"; interior stationary point l'(u*) = 0 at u* = {u_star:.6g} on "
+                f"{int(np.count_nonzero(interior))} queries: the pure SVM limit is not expected "
+                "there (GD holds Y f near u*)"
+            )
+    return LossCheck(
+        loss=spec.name,
+        lo=lo,
+        hi=hi,
+        interval=(float(lo.min()), float(hi.max())),
+        decreasing=decreasing,
+        proved=proved,
+        stationary=stationary,
+        sup_d1=np.asarray(sup1, dtype=float),
+        lip_d1=np.asarray(M2, dtype=float),
+        L_W=float(L_W) if math.isfinite(L_W) else math.inf,
+        passed=passed,
+        message=message,
+    )

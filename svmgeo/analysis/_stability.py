@@ -1,0 +1,571 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Stability of attention: exact local Lipschitz constants, global bounds or certificates of
+unboundedness, and the selection-changing radius of softmax attention.
+
+.. math::
+
+    y_{ik}(W, X_i) = U_i^\top \varphi(X_i W z_{ik}), \qquad
+    \mathrm{Lip}_W = \|\partial_W y_{ik}\|_2 = \|U_i^\top J_\varphi(u_{ik}) X_i\|_2\, \|z_{ik}\|,
+    \qquad r_{ik} = \min_{\tau \ne \alpha} \frac{(x_{i\alpha} - x_{i\tau})^\top W z_{ik}}
+    {\sqrt2\, \|W z_{ik}\|}.
+
+*svmgeo's reconstruction* from the abstract of Chen, Guo, Li, Song, Zhou, "On the Similarity
+between Attention and SVM on the Token Separation and Selection Behavior" (ICLR 2024
+submission 4416, withdrawn; its text is not public): the abstract claims softmax attention is
+more stable than linear attention through Lipschitz constants. The formulas here are svmgeo's
+derivations (proofs in docs/attention-maps.md); the bounds rest on standard facts
+(Popoviciu's inequality, :math:`\|A \otimes B\|_2 = \|A\|_2\|B\|_2`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._summary import summarized
+from .._validation import check_array, check_int, check_option
+from ..attention_maps import AttentionMap, get_attention_map
+from ..data import TokenData
+from ..selection import check_data as _check_data
+from ..solvers import att_svm
+
+__all__ = [
+    "RECONSTRUCTION",
+    "LipschitzResult",
+    "RobustnessRadius",
+    "UnboundednessCertificate",
+    "attention_jacobian",
+    "lipschitz",
+    "robustness_radius",
+]
+
+RECONSTRUCTION = (
+    "svmgeo's reconstruction from the abstract of Chen, Guo, Li, Song, Zhou (ICLR 2024 "
+    "submission 4416, withdrawn); formulas are svmgeo's derivations, see docs/attention-maps.md"
+)
+"""The label every result of this paper's analyses carries."""
+
+_TIE_RTOL = 1e-12
+
+
+def _check_W(W: Any, d: int, where: str) -> np.ndarray:
+    return check_array(
+        W,
+        "W",
+        ndim=2,
+        shape=(d, d),
+        hint=f"{where} takes the attention matrix W of shape ({d}, {d}).",
+    )
+
+
+def _query_token(data: TokenData, k: int) -> int | None:
+    """Index of the token that is query k (self-attention), None for cross-attention."""
+    if data.query is None:
+        return None
+    return k if data.query == "all" else int(data.query)
+
+
+def attention_jacobian(
+    data: TokenData,
+    W: Any,
+    i: int,
+    k: int = 0,
+    *,
+    attention: str = "softmax",
+    wrt: Literal["W", "X"] = "W",
+) -> np.ndarray:
+    r"""The Jacobian of one attention output :math:`y_{ik} = U_i^\top\varphi(X_i W z_{ik})`.
+
+    .. math::
+
+        \partial_{\mathrm{vec}\,W}\, y_{ik} = (U_i^\top J X_i) \otimes z_{ik}^\top, \qquad
+        \partial_{x_{it}}\, y_{ik} = U_i^\top J e_t (W z_{ik})^\top
+            + [U = X]\,\varphi_t I + [t = q]\, U_i^\top J X_i W
+
+    with :math:`J = J_\varphi(X_i W z_{ik})` over the visible keys, ``vec`` row-major (so
+    :math:`a^\top W b = (a \otimes b)^\top \mathrm{vec}\,W`), the middle term when the head
+    features are the tokens themselves, and the last for self-attention (query token
+    :math:`q`, since :math:`z_{ik} = x_{iq}` moves with :math:`X_i`).
+
+    Parameters
+    ----------
+    data : TokenData
+    W : array of shape (d, d)
+    i, k : int
+        Sequence and query.
+    attention : str
+        A name in :data:`~svmgeo.attention_maps.ATTENTION_MAPS`.
+    wrt : {"W", "X"}
+        Differentiate in :math:`\mathrm{vec}\,W` (columns :math:`d^2`) or in
+        :math:`\mathrm{vec}\,X_i` (columns :math:`T d`, row-major over tokens).
+
+    Returns
+    -------
+    ndarray of shape (d_u, d*d) or (d_u, T*d)
+    """
+    data = _check_data(data, "attention_jacobian")
+    Wc = _check_W(W, data.d, "attention_jacobian")
+    amap = get_attention_map(attention, "attention_jacobian")
+    check_option(wrt, "wrt", ("W", "X"), where="attention_jacobian")
+    i = check_int(i, "i", low=0, high=data.n - 1, where="attention_jacobian")
+    k = check_int(k, "k", low=0, high=data.K - 1, where="attention_jacobian")
+    return _jacobian(data, Wc, i, k, amap, wrt)
+
+
+def _jacobian(
+    data: TokenData, W: np.ndarray, i: int, k: int, amap: AttentionMap, wrt: str
+) -> np.ndarray:
+    X = np.asarray(data.X[i])
+    U = np.asarray(data.values[i])
+    z = np.asarray(data.queries[i, k])
+    vis = np.asarray(data.visible[i, k])
+    u = X @ (W @ z)
+    J = amap.jacobian(u, vis)  # (T, T), zero rows/cols off the visible keys
+    if wrt == "W":
+        return np.kron(U.T @ J @ X, z[None, :])
+    g = W @ z
+    T, d = X.shape
+    Jx = np.einsum("at,s->ats", U.T @ J, g)  # (d_u, T, d): U^T J e_t g^T
+    if not data.has_values:
+        phi = amap.phi(u, vis)
+        Jx += phi[None, :, None] * np.eye(d)[:, None, :]
+    q = _query_token(data, k)
+    if q is not None:
+        Jx[:, q, :] += U.T @ J @ X @ W
+    return Jx.reshape(U.shape[1], T * d)
+
+
+def _norm(x: np.ndarray) -> float:
+    return float(np.linalg.norm(x))
+
+
+def _spectral(M: np.ndarray) -> float:
+    return float(np.linalg.norm(M, 2)) if M.size else 0.0
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class UnboundednessCertificate:
+    r"""An explicit family of :math:`W` along which the local constant grows without bound.
+
+    Attributes
+    ----------
+    seq, query : int
+        The query :math:`(i, k)` whose output the constants are of.
+    parameter : {"scale", "eps"}
+        ``"scale"``: :math:`W_c = c\,W_\star` with :math:`c` in ``values``; ``"eps"``:
+        :math:`W_\varepsilon` with :math:`\mathbf 1^\top X_i W_\varepsilon z_{ik} = \varepsilon`.
+    values : ndarray of shape (m,)
+        :math:`c` (growing) or :math:`\varepsilon` (shrinking to 0).
+    Ws : ndarray of shape (m, d, d)
+        The matrices.
+    constants : ndarray of shape (m,)
+        The exact local constants at each (growing).
+    reason : str
+        Why they grow.
+    """
+
+    seq: int
+    query: int
+    parameter: str
+    values: np.ndarray
+    Ws: np.ndarray
+    constants: np.ndarray
+    reason: str
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class LipschitzResult:
+    r"""Exact local Lipschitz constants of attention outputs, and the global bound or its absence.
+
+    Attributes
+    ----------
+    attention, wrt : str
+        The map and the variable (``"W"`` or ``"X"``).
+    per_query : ndarray of shape (n, K)
+        :math:`\|\partial y_{ik}\|_2`.
+    per_sequence : ndarray of shape (n,)
+        The constant of the stacked outputs :math:`(y_{i1}, \dots, y_{iK})` of sequence i.
+    overall : float
+        The constant of all outputs stacked (in X: the largest per-sequence constant, the
+        Jacobian being block-diagonal over sequences; in W: the spectral norm of the stacked
+        Jacobian).
+    bound_per_query : ndarray of shape (n, K) or None
+        The global bound over all W (``wrt="W"``), None when there is none.
+    bound_overall : float or None
+        The global bound for the stacked outputs, :math:`(\sum_{ik} b_{ik}^2)^{1/2}`.
+    bound_reason : str
+        The one-line reason for the bound, or why there is none.
+    certificate : UnboundednessCertificate or None
+        When there is no global bound: W's with growing local constants.
+    label : str
+        :data:`RECONSTRUCTION`.
+    """
+
+    attention: str
+    wrt: str
+    per_query: np.ndarray
+    per_sequence: np.ndarray
+    overall: float
+    bound_per_query: np.ndarray | None
+    bound_overall: float | None
+    bound_reason: str
+    certificate: UnboundednessCertificate | None
+    label: str = RECONSTRUCTION
+
+
+def _onto_nearest_hyperplane(g: np.ndarray, H: np.ndarray) -> np.ndarray | None:
+    r"""The projection of g onto the nearest hyperplane :math:`h_t^\top x = 0` among the nonzero
+    rows of H (None when all are zero); inside the cone :math:`\{h_t^\top x \ge 0\}` the
+    projection stays in it (the nearest facet is the boundary point closest to g)."""
+    hn = np.linalg.norm(H, axis=1)
+    ok = hn > 0
+    if not np.any(ok):
+        return None
+    ratio = np.where(ok, np.abs(H @ g) / np.where(ok, hn, 1.0), np.inf)
+    t = int(np.argmin(ratio))
+    return g - (H[t] @ g) / hn[t] ** 2 * H[t]
+
+
+def _certificate_base(
+    data: TokenData, W: np.ndarray, i: int, k: int, amap: AttentionMap
+) -> tuple[np.ndarray, str] | None:
+    r""":math:`g_\star = W_\star z_{ik}` for the scaled family of ``wrt="X"`` (non-scale-invariant maps)."""
+    X = np.asarray(data.X[i])
+    vis = np.asarray(data.visible[i, k])
+    Xv = X[vis]
+    g = W @ np.asarray(data.queries[i, k])
+    nrm = np.linalg.norm(Xv, axis=1)
+    if _norm(g) <= 1e-300:
+        g = Xv[int(np.argmax(nrm))].copy()
+    u = Xv @ g
+    if amap.name == "softmax":
+        a = int(np.argmax(u))
+        gs = _onto_nearest_hyperplane(g, Xv[a] - Xv)
+        why = (
+            "W_* z puts the two top keys in an exact tie, so J(c u) -> diag(s) - s s^T with "
+            "s = (1/2, 1/2, 0, ...) for every c while the term U^T J e_t (c W_* z)^T grows like c"
+        )
+    elif amap.name == "sigmoid":
+        gs = _onto_nearest_hyperplane(g, Xv)
+        why = (
+            "W_* z is orthogonal to one key, whose logit stays 0 where sigma' = 1/4 for every c, "
+            "while the term U^T J e_t (c W_* z)^T grows like c"
+        )
+    elif amap.name == "relu":
+        gs = g if np.max(u) > 0 else -g
+        if np.max(Xv @ gs) <= 0:
+            gs = Xv[int(np.argmax(nrm))].copy()
+        why = "a key with a positive logit keeps ReLU' = 1 for every c while c W_* z grows"
+    else:  # linear
+        gs = g
+        why = "J = I for every W, and the term U^T J e_t (c W z)^T grows like c"
+    if gs is None or _norm(gs) <= 1e-12 * max(_norm(g), 1e-300):
+        return None
+    return gs, why
+
+
+def _certificate(
+    data: TokenData, W: np.ndarray, i: int, k: int, amap: AttentionMap, wrt: str
+) -> UnboundednessCertificate | None:
+    z = np.asarray(data.queries[i, k])
+    z2 = float(z @ z)
+    if z2 == 0.0:
+        return None
+    X = np.asarray(data.X[i])
+    vis = np.asarray(data.visible[i, k])
+    Xv = X[vis]
+    g = W @ z
+    if amap.scale_invariant:  # normalized linear: 1^T u -> 0
+        e = Xv.sum(axis=0)
+        e2 = float(e @ e)
+        if e2 == 0.0:
+            return None
+        g0 = g - (e @ g) / e2 * e
+        if _norm(g0) <= 1e-12 * max(_norm(g), 1.0):
+            basis = np.linalg.svd(e[None, :])[2]
+            g0 = basis[-1] if basis.shape[0] > 1 else g0
+        scale = max(_norm(Xv @ g0), 1.0)
+        values = scale * np.logspace(0, -4, 5)
+        Ws = np.stack([W + np.outer(g0 + v * e / e2 - g, z) / z2 for v in values])
+        param, why = "eps", "J = (I - a 1^T) / (1^T u) with 1^T u = eps -> 0"
+    else:
+        base = _certificate_base(data, W, i, k, amap)
+        if base is None:
+            return None
+        gs, why = base
+        Wstar = W + np.outer(gs - g, z) / z2
+        Wstar = Wstar / max(_norm(Wstar), 1e-300)
+        values = np.logspace(0, 4, 5)
+        Ws = np.stack([c * Wstar for c in values])
+        param = "scale"
+    consts = np.array([_spectral(_jacobian(data, Wk, i, k, amap, wrt)) for Wk in Ws])
+    return UnboundednessCertificate(i, k, param, values, Ws, consts, why)
+
+
+def lipschitz(
+    data: TokenData,
+    W: Any,
+    attention: str = "softmax",
+    wrt: Literal["W", "X"] = "W",
+) -> LipschitzResult:
+    r"""Exact local Lipschitz constants of the attention outputs in W or in the input tokens.
+
+    .. math::
+
+        L^W_{ik} = \|U_i^\top J_\varphi(u_{ik}) X_i\|_2\,\|z_{ik}\|
+        \;\le\; \sup_u\|J_\varphi(u)\|_2\, \|U_i\|_2 \|X_i\|_2 \|z_{ik}\|, \qquad
+        L^X_{ik} = \|\partial_{\mathrm{vec}\,X_i}\, y_{ik}\|_2
+
+    with :math:`u_{ik} = X_i W z_{ik}` over the visible keys and the Jacobians of
+    :func:`attention_jacobian`. The W-bound is :math:`\tfrac12\|X_i\|_2^2\|z_{ik}\|` for
+    softmax without values (reason in ``bound_reason``). There is no global bound in X for any
+    map, nor in W for normalized linear attention: ``certificate`` then holds an explicit
+    family of W with growing local constants. *svmgeo's derivation* (reconstruction of the
+    abstract of Chen et al., ICLR 2024 submission 4416; docs/attention-maps.md).
+
+    Parameters
+    ----------
+    data : TokenData
+    W : array of shape (d, d)
+    attention : str, default "softmax"
+        ``"softmax"``, ``"linear"``, ``"normalized_linear"``, ``"sigmoid"`` or ``"relu"``.
+    wrt : {"W", "X"}, default "W"
+        The variable: the attention matrix, or every sequence's tokens (keys, the query
+        token for self-attention, and the head features when they are the tokens).
+
+    Returns
+    -------
+    LipschitzResult
+
+    Raises
+    ------
+    ProblemError
+        For an unknown map or ``wrt``, W of the wrong shape, or normalized linear attention
+        where :math:`\mathbf 1^\top u = 0`.
+
+    Examples
+    --------
+    >>> import numpy as np, svmgeo as sg
+    >>> from svmgeo.analysis import lipschitz
+    >>> data = sg.random_data(4, 5, 6, seed=0)
+    >>> lip = lipschitz(data, np.eye(6), "softmax", wrt="W")
+    >>> bool(np.all(lip.per_query <= lip.bound_per_query))
+    True
+    """
+    data = _check_data(data, "lipschitz")
+    Wc = _check_W(W, data.d, "lipschitz")
+    amap = get_attention_map(attention, "lipschitz")
+    check_option(wrt, "wrt", ("W", "X"), where="lipschitz")
+    n, K = data.n, data.K
+    jac = [[_jacobian(data, Wc, i, k, amap, wrt) for k in range(K)] for i in range(n)]
+    per_query = np.array([[_spectral(J) for J in row] for row in jac])
+    per_sequence = np.array([_spectral(np.concatenate(row, axis=0)) for row in jac])
+    if wrt == "X":
+        overall = float(per_sequence.max())
+    else:
+        # stacked rows (C_ik ⊗ z_ik^T): Gram (C C'^T) * (z . z'), of the smaller size
+        C = np.concatenate([np.asarray(data.values[i]).T @ amap.jacobian(
+            np.asarray(data.X[i]) @ Wc @ data.queries[i, k], data.visible[i, k]
+        ) @ np.asarray(data.X[i]) for i in range(n) for k in range(K)])  # fmt: skip
+        Zs = np.repeat(np.asarray(data.queries).reshape(n * K, data.d), data.d_values, axis=0)
+        G = (C @ C.T) * (Zs @ Zs.T)
+        overall = math.sqrt(max(float(np.linalg.eigvalsh(G)[-1]), 0.0))
+    bound = None
+    bound_all = None
+    cert = None
+    if wrt == "W" and amap.jacobian_bound is not None:
+        bound = np.empty((n, K))
+        for i in range(n):
+            for k in range(K):
+                vis = np.asarray(data.visible[i, k])
+                bound[i, k] = (
+                    amap.jacobian_bound
+                    * _spectral(np.asarray(data.values[i])[vis])
+                    * _spectral(np.asarray(data.X[i])[vis])
+                    * _norm(data.queries[i, k])
+                )
+        bound_all = float(np.sqrt(np.sum(bound**2)))
+        reason = (
+            f"||U^T J X||_2 ||z|| <= sup||J||_2 ||U||_2 ||X||_2 ||z|| with sup||J||_2 = "
+            f"{amap.jacobian_bound:g}: {amap.bound_reason}; stacked: ||[M_1; ...]||_2 <= "
+            "(sum ||M_j||_2^2)^(1/2)"
+        )
+    else:
+        if wrt == "W":
+            reason = f"no global bound in W: {amap.bound_reason}"
+        else:
+            reason = (
+                "no global bound in X over all W: the term U^T J e_t (W z)^T of the Jacobian "
+                "grows with ||W z|| wherever J stays away from 0 (see certificate)"
+            )
+        i, k = (int(a) for a in np.unravel_index(int(np.argmax(per_query)), per_query.shape))
+        cert = _certificate(data, Wc, i, k, amap, wrt)
+    return LipschitzResult(
+        attention=amap.name,
+        wrt=wrt,
+        per_query=per_query,
+        per_sequence=per_sequence,
+        overall=overall,
+        bound_per_query=bound,
+        bound_overall=bound_all,
+        bound_reason=reason,
+        certificate=cert,
+    )
+
+
+# -- the selection-changing radius ---------------------------------------------------------
+@summarized
+@dataclass(frozen=True, eq=False)
+class RobustnessRadius:
+    r"""The smallest Frobenius perturbation of a sequence's tokens that changes softmax's selection.
+
+    Attributes
+    ----------
+    selected : ndarray of int, shape (n, K)
+        :math:`\alpha_{ik} = \arg\max_t x_{it}^\top W z_{ik}` (visible keys).
+    competitor : ndarray of int, shape (n, K)
+        The :math:`\tau` attaining the minimum (-1 when a query sees one key).
+    per_query : ndarray of shape (n, K)
+        :math:`r_{ik} = \min_\tau (x_{i\alpha} - x_{i\tau})^\top W z_{ik} / (\sqrt2\|W z_{ik}\|)`
+        (0 at a tie or at :math:`W z_{ik} = 0`; inf when a query sees one key).
+    radius : ndarray of shape (n,)
+        :math:`r_i = \min_k r_{ik}`: the infimum of :math:`\|\Delta X_i\|_F` over perturbations
+        of sequence i's tokens that change some query's selection.
+    perturbation : ndarray of shape (n, T, d)
+        :math:`\Delta X_i` attaining it: :math:`\delta_\tau = -\delta_\alpha =
+        m\, g / (2\|g\|^2)` with :math:`g = W z_{ik}`; it puts :math:`\tau` in an exact tie
+        with :math:`\alpha`, and any :math:`(1 + \epsilon)\Delta X_i` selects :math:`\tau`.
+    svm_per_query, svm_radius : ndarray
+        The predicted limit along directional convergence to :math:`W^{\mathrm{mm}}` of the
+        selection: the same formula at :math:`W^{\mathrm{mm}}` (NaN without a solution).
+    W_mm : ndarray of shape (d, d) or None
+        Att-SVM of ``selected`` (Frobenius).
+    message : str
+    label : str
+    """
+
+    selected: np.ndarray
+    competitor: np.ndarray
+    per_query: np.ndarray
+    radius: np.ndarray
+    perturbation: np.ndarray
+    svm_per_query: np.ndarray
+    svm_radius: np.ndarray
+    W_mm: np.ndarray | None
+    message: str
+    label: str = RECONSTRUCTION
+
+
+def _radii(data: TokenData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(selected, competitor, margin m, ||W z||), each of shape (n, K)."""
+    X = np.asarray(data.X)
+    G = np.einsum("de,nke->nkd", W, np.asarray(data.queries))  # W z_ik
+    U = np.einsum("ntd,nkd->nkt", X, G)
+    vis = np.asarray(data.visible)
+    Uv = np.where(vis, U, -np.inf)
+    sel = Uv.argmax(axis=2)
+    top = np.take_along_axis(Uv, sel[..., None], axis=2)
+    gap = np.where(vis, top - U, np.inf)
+    np.put_along_axis(gap, sel[..., None], np.inf, axis=2)
+    comp = gap.argmin(axis=2)
+    m = np.take_along_axis(gap, comp[..., None], axis=2)[..., 0]
+    comp = np.where(np.isfinite(m), comp, -1)
+    gn = np.linalg.norm(G, axis=2)
+    scale = np.abs(np.where(vis, U, 0.0)).max(axis=2)
+    m = np.where(np.isfinite(m) & (m <= _TIE_RTOL * scale), 0.0, m)
+    return sel, comp, m, gn
+
+
+def _radius_values(m: np.ndarray, gn: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = m / (math.sqrt(2.0) * gn)
+    return np.where(np.isinf(m), np.inf, np.where((m == 0.0) | (gn == 0.0), 0.0, r))
+
+
+def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> RobustnessRadius:
+    r"""Per sequence, the exact smallest perturbation of its tokens that changes softmax's
+    selected token, the perturbation that attains it, and its predicted SVM limit.
+
+    .. math::
+
+        r_{ik} = \min_{\tau \ne \alpha_{ik}}
+            \frac{(x_{i\alpha} - x_{i\tau})^\top W z_{ik}}{\sqrt2\, \|W z_{ik}\|}
+        = \inf\{\|\Delta X_i\|_F : \arg\max_t (x_{it} + \delta_t)^\top W z_{ik} \ne \alpha_{ik}\},
+
+    for cross-attention (queries fixed). Proof (*svmgeo's derivation*, docs/attention-maps.md):
+    only :math:`\delta_\alpha, \delta_\tau` enter the condition
+    :math:`(\delta_\tau - \delta_\alpha)^\top g \ge m` (:math:`g = W z_{ik}`), and
+    Cauchy–Schwarz gives :math:`m \le \|g\|\,\|\delta_\tau - \delta_\alpha\| \le
+    \sqrt2\,\|g\|\,(\|\delta_\alpha\|^2 + \|\delta_\tau\|^2)^{1/2}`, with equality at
+    :math:`\delta_\tau = -\delta_\alpha \parallel g`. The radius is invariant under
+    :math:`W \to cW`, so along directional convergence to :math:`W^{\mathrm{mm}}` it tends to
+    the same formula at :math:`W^{\mathrm{mm}}`, i.e. :math:`1/(\sqrt2\|W^{\mathrm{mm}}
+    z_{ik}\|)` when query (i, k) has a support token.
+
+    Parameters
+    ----------
+    data : TokenData
+        Cross-attention data (self-attention moves the query with the tokens: not derived).
+    W : array of shape (d, d)
+    svm : bool, default True
+        Also solve Att-SVM of W's selection and give the predicted limit.
+
+    Returns
+    -------
+    RobustnessRadius
+
+    Raises
+    ------
+    ProblemError
+        For self-attention data or W of the wrong shape.
+    """
+    data = _check_data(data, "robustness_radius")
+    Wc = _check_W(W, data.d, "robustness_radius")
+    if data.is_self_attention:
+        raise ProblemError(
+            "robustness_radius is derived for cross-attention, where the query z_ik stays fixed "
+            f"when the tokens move; got self-attention data (query={data.query!r}), whose query "
+            "moves with its token (not derived). Build the data with Z=... to fix the queries."
+        )
+    sel, comp, m, gn = _radii(data, Wc)
+    per_query = _radius_values(m, gn)
+    radius = per_query.min(axis=1)
+    n, T, d = data.n, data.T, data.d
+    pert = np.zeros((n, T, d))
+    G = np.einsum("de,nke->nkd", Wc, np.asarray(data.queries))
+    for i in range(n):
+        k = int(np.argmin(per_query[i]))
+        if np.isfinite(m[i, k]) and m[i, k] > 0.0 and gn[i, k] > 0.0:
+            step = m[i, k] * G[i, k] / (2.0 * gn[i, k] ** 2)
+            pert[i, comp[i, k]] += step
+            pert[i, sel[i, k]] -= step
+    svm_q = np.full((n, data.K), np.nan)
+    W_mm = None
+    message = "radii of W; Att-SVM not solved (svm=False)"
+    if svm:
+        alpha = sel[:, 0] if data.single_query else sel
+        res = att_svm(data, alpha)
+        if res.W is not None:
+            W_mm = res.W
+            _, _, m2, gn2 = _radii(data, W_mm)
+            svm_q = _radius_values(m2, gn2)
+            message = f"predicted limit from Att-SVM of W's selection ({res.status})"
+        else:
+            message = f"Att-SVM of W's selection has no solution ({res.status}): {res.message}"
+    return RobustnessRadius(
+        selected=sel,
+        competitor=comp,
+        per_query=per_query,
+        radius=radius,
+        perturbation=pert,
+        svm_per_query=svm_q,
+        svm_radius=svm_q.min(axis=1),
+        W_mm=W_mm,
+        message=message,
+    )

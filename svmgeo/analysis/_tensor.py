@@ -1,0 +1,347 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The tensor form: attention as a vector model in :math:`w = \mathrm{vec}(W) \in \mathbb{R}^{d^2}`.
+
+.. math::
+
+    a^\top W b = (a \otimes b)^\top w \ \ (\text{row-major vec}), \qquad
+    X_i W z_{ik} = \mathsf A_{ik} w, \quad \mathsf A_{ik} = X_i \otimes z_{ik}^\top,
+
+so Att-SVM is the homogeneous hard-margin vector SVM on the rows :math:`u_j = a_j \otimes b_j`
+and the risk is a vector softmax regression :math:`\frac1n\sum_{ik}\ell(\gamma_{ik}^\top
+\varphi(\mathsf A_{ik} w))`. *svmgeo's reconstruction* of the "tensor trick" named in the
+abstract of Chen, Guo, Li, Song, Zhou (ICLR 2024 submission 4416, withdrawn); the vector SVM is
+solved with the Lawson–Hanson NNLS (Lawson & Hanson 1974) through the classical reduction of a
+hard-margin SVM to non-negative least squares. Only the Frobenius norm has this vector form
+among svmgeo's SVMs: the nuclear norm depends on W's singular values and (K, Q) makes the
+logits bilinear, so both raise a ProblemError here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import nnls
+
+from .._errors import ProblemError
+from .._summary import summarized
+from ..attention_maps import get_attention_map
+from ..constraints import EQUALITY, ConstraintSet, check_constraint_set
+from ..data import TokenData
+from ..selection import check_data as _check_data
+from ..selection import scores_full as _scores_full
+from ._loss_check import get_loss
+from ._stability import RECONSTRUCTION
+
+__all__ = ["TensorData", "TensorRows", "TensorSVM", "tensor_rows", "tensor_svm", "tensorize"]
+
+_NO_VECTOR_FORM = {
+    "nuc": (
+        "the nuclear norm ||W||_* = sum of W's singular values is a norm of the matrix, not an "
+        "entrywise norm of vec(W): the tensor form turns Att-SVM into a Euclidean vector SVM "
+        "only for the Frobenius norm (||W||_F = ||vec W||_2). Solve Att-SVM* with "
+        "svmgeo.att_svm(data, norm='nuc')."
+    ),
+    "KQ": (
+        "with W = K Q^T the logits x^T K Q^T z are bilinear in (K, Q), not linear in one "
+        "parameter vector, so (K, Q) has no vector form; its implicit bias is the nuclear-norm "
+        "Att-SVM*, svmgeo.att_svm(data, norm='nuc')."
+    ),
+}
+
+
+def _no_vector_form(what: str, where: str) -> ProblemError:
+    return ProblemError(f"{where}: no vector form for {what!r}: {_NO_VECTOR_FORM[what]}")
+
+
+def _vec(w: Any, d: int) -> np.ndarray:
+    arr = np.asarray(w, dtype=float)
+    if arr.shape == (d, d):
+        return arr.reshape(d * d)
+    if arr.shape == (d * d,):
+        return arr
+    raise ProblemError(
+        f"w must be vec(W) of shape ({d * d},) or W of shape ({d}, {d}); got {arr.shape}."
+    )
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class TensorData:
+    r"""Vectorized data :math:`\mathsf A_{ik} = X_i \otimes z_{ik}^\top` and the risk in
+    :math:`w = \mathrm{vec}(W)`.
+
+    Attributes
+    ----------
+    A : ndarray of shape (n, K, T, d*d)
+        Row t of :math:`\mathsf A_{ik}` is :math:`x_{it} \otimes z_{ik}`.
+    gamma : ndarray of shape (n, K, T) or None
+        Token scores (linear head); None when the data have none.
+    visible : ndarray of bool, shape (n, K, T)
+    d : int
+    """
+
+    A: np.ndarray
+    gamma: np.ndarray | None
+    visible: np.ndarray
+    d: int
+
+    @property
+    def n(self) -> int:
+        return int(self.A.shape[0])
+
+    def logits(self, w: Any) -> np.ndarray:
+        r""":math:`\mathsf A_{ik} w = X_i W z_{ik}`, shape (n, K, T)."""
+        return self.A @ _vec(w, self.d)
+
+    def _parts(self, w: Any, loss: Any, attention: str) -> tuple[Any, ...]:
+        if self.gamma is None:
+            raise ProblemError(
+                "the risk needs token scores (a linear head): build the TokenData with v=... or "
+                "scores=..., then tensorize it again."
+            )
+        spec = get_loss(loss, "TensorData")
+        amap = get_attention_map(attention, "TensorData")
+        u = self.logits(w)
+        f = np.sum(self.gamma * amap.phi(u, self.visible), axis=-1)  # (n, K)
+        J = amap.jacobian(u, self.visible)  # (n, K, T, T)
+        q = np.einsum("nkts,nkt->nks", J, self.gamma)  # J^T gamma
+        return spec, amap, u, f, q
+
+    def risk(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> float:
+        r""":math:`L(w) = \frac1n \sum_{ik} \ell(\gamma_{ik}^\top \varphi(\mathsf A_{ik} w))`."""
+        spec, _, _, f, _ = self._parts(w, loss, attention)
+        return float(np.sum(spec.value(f)) / self.n)
+
+    def gradient(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
+        r""":math:`\nabla L = \frac1n \sum_{ik} \ell'(f_{ik})\, \mathsf A_{ik}^\top J^\top \gamma_{ik}`,
+        shape (d*d,)."""
+        spec, _, _, f, q = self._parts(w, loss, attention)
+        return np.einsum("nk,nks,nksp->p", spec.d1(f), q, self.A) / self.n
+
+    def direction(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
+        r"""The normalized step direction :math:`-\nabla L / \|\nabla L\|`, shape (d*d,), with
+        the loss weights :math:`|\ell'(f_{ik})|` taken in the log domain (so it stays exact
+        where :math:`\nabla L` itself underflows; losses with :math:`\ell' < 0` only)."""
+        spec, _, _, f, q = self._parts(w, loss, attention)
+        if spec.log_abs_d1 is None:
+            raise ProblemError(
+                f"direction needs log|l'| (a loss with l' < 0 everywhere): the {spec.name!r} loss "
+                "has none; use gradient() instead."
+            )
+        logc = spec.log_abs_d1(f)
+        c = np.exp(logc - logc.max())
+        g = np.einsum("nk,nks,nksp->p", c, q, self.A)  # -grad L, up to a positive factor
+        norm = float(np.linalg.norm(g))
+        if norm == 0.0:
+            raise ProblemError("direction: the gradient is zero at this w (a stationary point).")
+        return g / norm
+
+    def hessian(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
+        r"""The closed-form Hessian of the risk, shape (d*d, d*d).
+
+        .. math::
+
+            H = \frac1n \sum_{ik} \Big[\ell''(f_{ik})\, (\mathsf A_{ik}^\top q_{ik})
+                (\mathsf A_{ik}^\top q_{ik})^\top
+                + \ell'(f_{ik})\, \mathsf A_{ik}^\top M_{ik} \mathsf A_{ik}\Big],
+
+        :math:`q = J_\varphi^\top\gamma`, :math:`M = \sum_t \gamma_t \nabla^2\varphi_t` (softmax:
+        :math:`\mathrm{diag}(q) - q s^\top - s q^\top`).
+        """
+        spec, amap, u, f, q = self._parts(w, loss, attention)
+        if spec.d2 is None:
+            raise ProblemError(
+                "the Hessian needs the loss's second derivative: pass (value, d1, d2) or a "
+                "built-in name."
+            )
+        M = amap.hessian(u, self.gamma, self.visible)  # (n, K, T, T)
+        Aq = np.einsum("nks,nksp->nkp", q, self.A)
+        H = np.einsum("nk,nkp,nkr->pr", spec.d2(f), Aq, Aq)
+        H += np.einsum("nk,nktp,nkts,nksr->pr", spec.d1(f), self.A, M, self.A)
+        return H / self.n
+
+    def hessian_spectrum(
+        self, Ws: Any, loss: Any = "logistic", attention: str = "softmax"
+    ) -> np.ndarray:
+        """Eigenvalues (ascending) of the Hessian at each W of a history, shape (R, d*d)."""
+        return np.stack([np.linalg.eigvalsh(self.hessian(W, loss, attention)) for W in Ws])
+
+
+def tensorize(data: TokenData, *, param: str = "W") -> TensorData:
+    r"""Vectorize a dataset: :math:`\mathsf A_{ik} = X_i \otimes z_{ik}^\top`.
+
+    .. math::
+
+        x_{it}^\top W z_{ik} = (x_{it} \otimes z_{ik})^\top \mathrm{vec}(W)
+
+    with row-major ``vec`` (``W.reshape(-1)``). *svmgeo's reconstruction* of the tensor trick of
+    Chen et al. (ICLR 2024 submission 4416, abstract only).
+
+    Parameters
+    ----------
+    data : TokenData
+    param : {"W"}
+        ``"KQ"`` raises: (K, Q) has no vector form.
+
+    Returns
+    -------
+    TensorData
+
+    Raises
+    ------
+    ProblemError
+        For ``param="KQ"`` (or anything but ``"W"``).
+    """
+    data = _check_data(data, "tensorize")
+    if param == "KQ":
+        raise _no_vector_form("KQ", "tensorize")
+    if param != "W":
+        raise ProblemError(f"The 'param' parameter of tensorize must be 'W'; got {param!r}.")
+    X = np.asarray(data.X)
+    Z = np.asarray(data.queries)
+    n, T, d = X.shape
+    A = np.einsum("ntp,nkq->nktpq", X, Z).reshape(n, data.K, T, d * d)
+    gamma = None if data.v is None and data.scores is None else _scores_full(data)
+    return TensorData(A=A, gamma=gamma, visible=np.asarray(data.visible), d=d)
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class TensorRows:
+    r"""Rows :math:`u_j = a_j \otimes b_j` of a constraint set, shape (N, d*d), with kinds and
+    right-hand sides."""
+
+    U: np.ndarray
+    kind: np.ndarray
+    rhs: np.ndarray
+    d: int
+
+
+def tensor_rows(cs: ConstraintSet) -> TensorRows:
+    r"""The vector rows :math:`u_j = a_j \otimes b_j` of a :class:`~svmgeo.ConstraintSet`, so
+    that :math:`a_j^\top W b_j = u_j^\top \mathrm{vec}(W)`.
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+
+    Returns
+    -------
+    TensorRows
+    """
+    cs = check_constraint_set(cs, "tensor_rows")
+    A, B = np.asarray(cs.A), np.asarray(cs.B)
+    U = np.einsum("jp,jq->jpq", A, B).reshape(cs.N, cs.d * cs.d)
+    return TensorRows(U=U, kind=np.asarray(cs.kind).copy(), rhs=np.asarray(cs.rhs).copy(), d=cs.d)
+
+
+@summarized
+@dataclass(frozen=True, eq=False)
+class TensorSVM:
+    r"""The Euclidean vector SVM :math:`\min \|w\|_2` s.t. :math:`u_j^\top w \ge c_j`
+    (margin rows), :math:`= c_j` (equality rows).
+
+    Attributes
+    ----------
+    feasible : bool
+    w : ndarray of shape (d*d,) or None
+    W : ndarray of shape (d, d) or None
+        ``w.reshape(d, d)``.
+    dual : ndarray of shape (N,) or None
+        :math:`\lambda` with :math:`w = \sum_j \lambda_j u_j` (:math:`\lambda \ge 0` on margin rows).
+    margins : ndarray of shape (N,) or None
+    primal_residual, dual_residual : float
+        :math:`\max_j (c_j - u_j^\top w)_+` (and :math:`|\cdot|` on equality rows), and
+        :math:`\max(\|w - U^\top\lambda\|, \max_j(-\lambda_j)_+)` with complementarity.
+    message : str
+    label : str
+    """
+
+    feasible: bool
+    w: np.ndarray | None
+    W: np.ndarray | None
+    dual: np.ndarray | None
+    margins: np.ndarray | None
+    primal_residual: float
+    dual_residual: float
+    message: str
+    label: str = RECONSTRUCTION
+
+
+def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> TensorSVM:
+    r"""Solve the vector hard-margin SVM on tensor rows by non-negative least squares.
+
+    .. math::
+
+        \min_{\mu \ge 0} \|U^\top \mu\|^2 + (c^\top \mu - 1)^2, \qquad
+        w = U^\top \mu / (1 - c^\top \mu)
+
+    (the KKT conditions of this NNLS, with :math:`\kappa = 1 - c^\top\mu > 0`, are those of
+    :math:`\min\|w\|` s.t. :math:`Uw \ge c` with :math:`\lambda = \mu/\kappa`; equality rows
+    enter as the two inequalities :math:`\pm u_j^\top w \ge \pm c_j`; :math:`\kappa = 0` means
+    infeasible). The active rows are then polished by the least-norm solution of
+    :math:`U_S w = c_S`.
+
+    Parameters
+    ----------
+    rows : TensorRows or ConstraintSet
+    norm : {"fro"}
+        Only the Frobenius norm has a vector form; ``"nuc"`` raises a ProblemError.
+
+    Returns
+    -------
+    TensorSVM
+    """
+    if norm == "nuc":
+        raise _no_vector_form("nuc", "tensor_svm")
+    if norm != "fro":
+        raise ProblemError(
+            f"The 'norm' parameter of tensor_svm must be 'fro'; got {norm!r}. Entrywise l_q "
+            "norms have a vector form (the l_q SVM in R^(d*d)) but tensor_svm solves the "
+            "Euclidean one only: use svmgeo.att_svm(data, norm=('lp', q))."
+        )
+    if isinstance(rows, ConstraintSet):
+        rows = tensor_rows(rows)
+    if not isinstance(rows, TensorRows):
+        raise ProblemError(
+            f"tensor_svm takes TensorRows (from tensor_rows) or a ConstraintSet; got "
+            f"{type(rows).__name__}."
+        )
+    U, c, eq = rows.U, rows.rhs, rows.kind == EQUALITY
+    Us = np.concatenate([U, -U[eq]])
+    cs = np.concatenate([c, -c[eq]])
+    M = np.vstack([Us.T, cs[None, :]])
+    target = np.zeros(M.shape[0])
+    target[-1] = 1.0
+    mu, _ = nnls(M, target, maxiter=50 * M.shape[1] + 100)
+    kappa = 1.0 - float(cs @ mu)
+    scale = max(float(np.abs(cs).max(initial=0.0)), 1.0)
+    if kappa <= 1e-12 * scale:
+        return TensorSVM(False, None, None, None, None, np.inf, np.inf,
+                         "infeasible: the NNLS residual reaches kappa = 1 - c^T mu = 0")  # fmt: skip
+    lam_s = mu / kappa
+    active = lam_s > 1e-12 * max(float(lam_s.max(initial=0.0)), 1e-300)
+    w = Us[active].T @ lam_s[active]
+    if np.any(active):  # polish: least-norm solution of the active equalities
+        w_pol = np.linalg.lstsq(Us[active], cs[active], rcond=None)[0]
+        lam_pol = np.linalg.lstsq(Us[active].T, w_pol, rcond=None)[0]
+        if np.all(lam_pol >= -1e-12 * max(float(np.abs(lam_pol).max()), 1.0)):
+            w = w_pol
+            lam_s = np.zeros_like(lam_s)
+            lam_s[active] = lam_pol
+    n_rows = U.shape[0]
+    dual = lam_s[:n_rows].copy()
+    dual[eq] -= lam_s[n_rows:]
+    margins = U @ w
+    viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
+    primal = float(viol.max(initial=0.0))
+    dual_res = max(
+        float(np.linalg.norm(w - U.T @ dual)),
+        float(np.maximum(-dual[~eq], 0.0).max(initial=0.0)),
+        float(np.abs(dual[~eq] * (margins[~eq] - c[~eq])).max(initial=0.0)),
+    )
+    d = rows.d
+    return TensorSVM(True, w, w.reshape(d, d), dual, margins, primal, dual_res,
+                     "solved: vector SVM by NNLS, active rows polished")  # fmt: skip

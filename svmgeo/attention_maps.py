@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Attention maps :math:`\varphi : \mathbb{R}^T \to \mathbb{R}^T` as a table: value, Jacobian,
+contracted Hessian, and the global bound on the Jacobian's spectral norm.
+
+.. math::
+
+    y_{ik} = U_i^\top \varphi(X_i W z_{ik}), \qquad
+    J_\varphi(u)_{ts} = \frac{\partial \varphi_t}{\partial u_s}, \qquad
+    H_\varphi(u)[g] = \sum_t g_t \nabla^2 \varphi_t(u).
+
+=====================  ==================================  ===============================
+name                   :math:`\varphi(u)`                  :math:`\sup_u \|J_\varphi(u)\|_2`
+=====================  ==================================  ===============================
+``"softmax"``          :math:`e^{u} / \mathbf 1^\top e^{u}`  :math:`\tfrac12`
+``"linear"``           :math:`u`                           1
+``"normalized_linear"``  :math:`u / \mathbf 1^\top u` (where :math:`\mathbf 1^\top u \ne 0`)  unbounded
+``"sigmoid"``          :math:`\sigma(u_t)` entrywise       :math:`\tfrac14`
+``"relu"``             :math:`\max(u_t, 0)` entrywise      1 (almost everywhere)
+=====================  ==================================  ===============================
+
+The bounds are standard facts, with svmgeo's one-line reasons in :attr:`AttentionMap.bound_reason`
+(the softmax one: :math:`\mathrm{diag}(s) - ss^\top` is the covariance of a one-hot draw, and
+Popoviciu's inequality bounds a variance by a quarter of the squared range, here
+:math:`\le \tfrac14(\sqrt2)^2`). Part of svmgeo's reconstruction, from its abstract only, of
+Chen, Guo, Li, Song, Zhou (ICLR 2024 submission 4416, withdrawn); see docs/attention-maps.md.
+
+Every function takes logits ``u`` of shape ``(..., T)`` and an optional boolean ``visible``
+of the same shape (keys a query does not see get weight 0 and no derivative), is plain numpy,
+and broadcasts over the leading axes, so the training loop can reuse the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._errors import ProblemError
+
+__all__ = ["ATTENTION_MAPS", "AttentionMap", "get_attention_map"]
+
+Array = np.ndarray
+
+
+def _vis(u: Array, visible: Array | None) -> Array:
+    return np.ones(u.shape, dtype=bool) if visible is None else np.broadcast_to(visible, u.shape)
+
+
+def _outer(a: Array, b: Array) -> Array:
+    return a[..., :, None] * b[..., None, :]
+
+
+def _diag(a: Array) -> Array:
+    return a[..., :, None] * np.eye(a.shape[-1])
+
+
+# -- softmax ------------------------------------------------------------------------------
+def _softmax(u: Array, visible: Array | None = None) -> Array:
+    m = _vis(u, visible)
+    uu = np.where(m, u, -np.inf)
+    top = uu.max(axis=-1, keepdims=True)
+    e = np.where(m, np.exp(uu - top), 0.0)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_jac(u: Array, visible: Array | None = None) -> Array:
+    s = _softmax(u, visible)
+    return _diag(s) - _outer(s, s)
+
+
+def _softmax_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
+    s = _softmax(u, visible)
+    q = s * g - s * np.sum(s * g, axis=-1, keepdims=True)  # J g
+    return _diag(q) - _outer(q, s) - _outer(s, q)
+
+
+# -- linear -------------------------------------------------------------------------------
+def _linear(u: Array, visible: Array | None = None) -> Array:
+    return np.where(_vis(u, visible), u, 0.0)
+
+
+def _linear_jac(u: Array, visible: Array | None = None) -> Array:
+    return _diag(_vis(u, visible).astype(float))
+
+
+def _zero_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
+    return np.zeros((*u.shape, u.shape[-1]))
+
+
+# -- normalized linear ----------------------------------------------------------------------
+def _total(u: Array, visible: Array | None) -> Array:
+    S = np.sum(np.where(_vis(u, visible), u, 0.0), axis=-1, keepdims=True)
+    if np.any(S == 0.0):
+        raise ProblemError(
+            "normalized linear attention u / (1^T u) is undefined where 1^T u = 0 (at W = 0 in "
+            "particular); got a query whose visible logits sum to 0. Evaluate it at a W with "
+            "1^T X_i W z_ik != 0, or use attention='linear' or 'softmax'."
+        )
+    return S
+
+
+def _normalized(u: Array, visible: Array | None = None) -> Array:
+    return _linear(u, visible) / _total(u, visible)
+
+
+def _normalized_jac(u: Array, visible: Array | None = None) -> Array:
+    m = _vis(u, visible).astype(float)
+    S = _total(u, visible)
+    a = _linear(u, visible) / S
+    return (_diag(m) - _outer(a, m)) / S[..., None]
+
+
+def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
+    m = _vis(u, visible).astype(float)
+    S = _total(u, visible)[..., None]
+    gm = g * m
+    gu = np.sum(gm * u, axis=-1, keepdims=True)[..., None]
+    return -(_outer(gm, m) + _outer(m, gm)) / S**2 + 2.0 * gu * _outer(m, m) / S**3
+
+
+# -- sigmoid --------------------------------------------------------------------------------
+def _sig(u: Array) -> Array:
+    return 0.5 * (1.0 + np.tanh(0.5 * u))  # overflow-free logistic function
+
+
+def _sigmoid(u: Array, visible: Array | None = None) -> Array:
+    return np.where(_vis(u, visible), _sig(u), 0.0)
+
+
+def _sigmoid_jac(u: Array, visible: Array | None = None) -> Array:
+    s = _sig(u)
+    return _diag(np.where(_vis(u, visible), s * (1.0 - s), 0.0))
+
+
+def _sigmoid_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
+    s = _sig(u)
+    return _diag(np.where(_vis(u, visible), g * s * (1.0 - s) * (1.0 - 2.0 * s), 0.0))
+
+
+# -- relu -----------------------------------------------------------------------------------
+def _relu(u: Array, visible: Array | None = None) -> Array:
+    return np.where(_vis(u, visible), np.maximum(u, 0.0), 0.0)
+
+
+def _relu_jac(u: Array, visible: Array | None = None) -> Array:
+    return _diag((_vis(u, visible) & (u > 0.0)).astype(float))
+
+
+@dataclass(frozen=True)
+class AttentionMap:
+    r"""One attention map :math:`\varphi` and its derivatives.
+
+    Attributes
+    ----------
+    name : str
+        The key in :data:`ATTENTION_MAPS`.
+    formula : str
+        :math:`\varphi(u)` in words.
+    phi : callable ``(u, visible=None) -> array (..., T)``
+        :math:`\varphi(u)`.
+    jacobian : callable ``(u, visible=None) -> array (..., T, T)``
+        :math:`J_\varphi(u)_{ts} = \partial\varphi_t / \partial u_s`.
+    hessian : callable ``(u, g, visible=None) -> array (..., T, T)``
+        :math:`\sum_t g_t \nabla^2\varphi_t(u)`, the Hessian of :math:`u \mapsto
+        g^\top\varphi(u)` (ReLU: 0 where it exists, i.e. off :math:`u_t = 0`).
+    jacobian_bound : float or None
+        :math:`\sup_u \|J_\varphi(u)\|_2`, None when unbounded.
+    bound_reason : str
+        The one-line reason for ``jacobian_bound`` (or why there is none).
+    scale_invariant : bool
+        :math:`\varphi(cu) = \varphi(u)` for :math:`c > 0` (normalized linear).
+    """
+
+    name: str
+    formula: str
+    phi: Callable[..., Array]
+    jacobian: Callable[..., Array]
+    hessian: Callable[..., Array]
+    jacobian_bound: float | None
+    bound_reason: str
+    scale_invariant: bool = False
+
+
+ATTENTION_MAPS: dict[str, AttentionMap] = {
+    m.name: m
+    for m in (
+        AttentionMap(
+            "softmax",
+            "exp(u_t) / sum_s exp(u_s) over visible keys",
+            _softmax,
+            _softmax_jac,
+            _softmax_hess,
+            0.5,
+            "diag(s) - s s^T is the covariance of a one-hot draw e_tau, tau ~ s; for a unit w, "
+            "Var(w_tau) <= (max w - min w)^2 / 4 <= 1/2 (Popoviciu), attained at s = (1/2, 1/2, 0..)",
+        ),
+        AttentionMap(
+            "linear",
+            "u_t (no normalization)",
+            _linear,
+            _linear_jac,
+            _zero_hess,
+            1.0,
+            "J = I on the visible keys",
+        ),
+        AttentionMap(
+            "normalized_linear",
+            "u_t / sum_s u_s, where sum_s u_s != 0",
+            _normalized,
+            _normalized_jac,
+            _normalized_hess,
+            None,
+            "J = (I - a 1^T) / (1^T u) with a = u / 1^T u: unbounded as 1^T u -> 0, undefined at 0",
+            scale_invariant=True,
+        ),
+        AttentionMap(
+            "sigmoid",
+            "1 / (1 + exp(-u_t)) entrywise",
+            _sigmoid,
+            _sigmoid_jac,
+            _sigmoid_hess,
+            0.25,
+            "J = diag(sigma'(u)) and sigma' = sigma (1 - sigma) <= 1/4, attained at u = 0",
+        ),
+        AttentionMap(
+            "relu",
+            "max(u_t, 0) entrywise",
+            _relu,
+            _relu_jac,
+            _zero_hess,
+            1.0,
+            "J = diag(1[u > 0]) where it exists (off u_t = 0), a 0/1 diagonal",
+        ),
+    )
+}
+"""The attention maps by name, in the order of the table above."""
+
+
+def get_attention_map(attention: object, where: str = "") -> AttentionMap:
+    """The :class:`AttentionMap` called ``attention``, or a ProblemError listing the names."""
+    if isinstance(attention, str) and attention in ATTENTION_MAPS:
+        return ATTENTION_MAPS[attention]
+    owner = f" of {where}" if where else ""
+    listed = ", ".join(repr(k) for k in ATTENTION_MAPS)
+    raise ProblemError(
+        f"The 'attention' parameter{owner} must be one of {listed}. Got {attention!r} instead."
+    )

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""check_loss (issue #22): the attained intervals, l' < 0 proved there, its suprema, and the
+flagged interior stationary point of the square loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.analysis import check_loss
+from svmgeo.analysis._initial_gradient import gradient_lipschitz_bound
+
+
+def _scaled(seed: int, c: float) -> sg.TokenData:
+    """random_data(6, 8, 10) with tokens scaled by c (scores scale by c, selections do not)."""
+    d = sg.random_data(6, 8, 10, seed=seed)
+    return sg.TokenData(c * np.asarray(d.X), Y=d.Y, v=d.v, Z=d.Z)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_builtin_decreasing_losses_pass(seed: int, loss: str) -> None:
+    data = _scaled(seed, 3.0)
+    chk = check_loss(loss, data)
+    assert chk.passed and chk.proved and np.all(chk.decreasing)
+    assert np.all(np.isnan(chk.stationary))
+    gamma = sg.token_scores(data)
+    np.testing.assert_allclose(chk.lo[:, 0], gamma.min(axis=1), rtol=0)
+    np.testing.assert_allclose(chk.hi[:, 0], gamma.max(axis=1), rtol=0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_square_loss_is_flagged_where_its_minimizer_is_attained(seed: int) -> None:
+    data = _scaled(seed, 3.0)
+    chk = check_loss("square", data)
+    inside = (chk.lo < 1.0) & (chk.hi > 1.0)
+    assert inside.any() and not chk.passed
+    np.testing.assert_allclose(chk.stationary[inside], 1.0, rtol=1e-12)
+    assert np.all(np.isnan(chk.stationary[~inside]))
+    np.testing.assert_array_equal(chk.decreasing, chk.hi <= 1.0)
+    assert "stationary" in chk.message
+
+
+def test_square_loss_passes_where_scores_stay_below_one() -> None:
+    data = _scaled(0, 0.5)  # unit tokens and head scaled by 1/2: |gamma| <= 1/2 < 1
+    assert check_loss("square", data).passed
+
+
+def test_suprema_are_exact() -> None:
+    data = _scaled(1, 2.0)
+    chk = check_loss("exponential", data)
+    np.testing.assert_allclose(chk.sup_d1, np.exp(-chk.lo), rtol=1e-15)
+    np.testing.assert_allclose(chk.lip_d1, np.exp(-chk.lo), rtol=1e-15)
+    # the same suprema as gradient_lipschitz_bound's, so the same L_W
+    np.testing.assert_allclose(chk.L_W, gradient_lipschitz_bound(data, "exponential"), rtol=1e-13)
+    cor = check_loss("correlation", data)
+    np.testing.assert_allclose(cor.L_W, gradient_lipschitz_bound(data, "correlation"), rtol=1e-13)
+    logi = check_loss("logistic", data)
+    u = np.linspace(logi.lo, logi.hi, 20001, axis=-1)
+    s = 1 / (1 + np.exp(-u))
+    np.testing.assert_allclose(logi.lip_d1, (s * (1 - s)).max(axis=-1), rtol=1e-7)
+
+
+def test_user_loss_measured_or_proved() -> None:
+    data = _scaled(2, 3.0)
+    pair = (lambda u: np.logaddexp(0, -u), lambda u: -1 / (1 + np.exp(u)))
+    measured = check_loss(pair, data)
+    assert measured.passed and not measured.proved and "measured" in measured.message
+    proved = check_loss(pair, data, d2_bound=0.25)
+    assert proved.passed and proved.proved
+    shifted = (lambda u: (u - 0.2) ** 2, lambda u: 2 * (u - 0.2), lambda u: 2 + 0 * u)
+    flagged = check_loss(shifted, data)
+    inside = (flagged.lo < 0.2) & (flagged.hi > 0.2)
+    np.testing.assert_allclose(flagged.stationary[inside], 0.2, rtol=1e-12)
+
+
+def test_bad_inputs() -> None:
+    data = _scaled(0, 1.0)
+    with pytest.raises(sg.ProblemError, match="'loss'"):
+        check_loss("hinge", data)
+    with pytest.raises(sg.ProblemError, match="'loss'"):
+        check_loss(42, data)
+    with pytest.raises(sg.ProblemError, match="grid"):
+        check_loss("logistic", data, grid=2)
+    X = np.random.default_rng(0).normal(size=(2, 3, 4))
+    with pytest.raises(sg.ProblemError, match="linear head v"):
+        check_loss("logistic", sg.TokenData(X, Z=np.ones((2, 4))))
+
+
+def test_a_maximum_of_the_loss_is_flagged_too() -> None:
+    data = _scaled(3, 3.0)
+    bump = (lambda u: -((u - 0.1) ** 2), lambda u: -2 * (u - 0.1))  # l' > 0 below 0.1
+    chk = check_loss(bump, data, d2_bound=2.0)
+    inside = (chk.lo < 0.1) & (chk.hi > 0.1)
+    assert inside.any() and not chk.passed
+    np.testing.assert_allclose(chk.stationary[inside], 0.1, rtol=1e-12)
+    np.testing.assert_array_equal(chk.decreasing, chk.lo >= 0.1)

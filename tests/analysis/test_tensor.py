@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The tensor form (issue #22): vectorized data and rows, the vector SVM equal to Att-SVM, GD in
+vectorized coordinates equal to train, the closed-form Hessian, and no vector form for the
+nuclear norm and (K, Q)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.analysis import TensorRows, tensor_rows, tensor_svm, tensorize
+from svmgeo.constraints import EQUALITY, MARGIN
+from svmgeo.gd import loss_and_grad
+
+SEEDS = range(4)
+
+
+def test_rows_reproduce_logits_and_constraints() -> None:
+    data = sg.random_data(4, 5, 6, seed=0, n_queries=2)
+    W = np.random.default_rng(0).normal(size=(6, 6))
+    ten = tensorize(data)
+    want = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
+    np.testing.assert_allclose(ten.logits(W), want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(ten.logits(W.reshape(-1)), want, rtol=1e-13, atol=1e-13)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    rows = tensor_rows(cs)
+    np.testing.assert_allclose(rows.U @ W.reshape(-1), cs.apply(W), rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(rows.kind, cs.kind)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_vector_svm_equals_att_svm(seed: int) -> None:
+    data = sg.random_data(6, 8, 10, seed=seed)
+    svm = sg.att_svm(data)
+    vec = tensor_svm(svm.constraints)
+    assert vec.feasible
+    np.testing.assert_allclose(vec.W, svm.W, rtol=0, atol=1e-10)
+    assert vec.primal_residual <= 1e-12 and vec.dual_residual <= 1e-12
+    assert "reconstruction" in vec.label
+
+
+def test_vector_svm_masked_and_several_queries() -> None:
+    mask = np.array([[True] * 6, [True, True, True, False, True, True]])
+    data = sg.random_data(5, 6, 7, seed=4, n_queries=2, mask=mask)
+    svm = sg.att_svm(data)
+    np.testing.assert_allclose(tensor_svm(svm.constraints).W, svm.W, rtol=0, atol=1e-10)
+
+
+def test_vector_svm_with_equality_rows_is_the_least_norm_solution() -> None:
+    rng = np.random.default_rng(3)
+    U = rng.normal(size=(3, 9))
+    c = np.array([1.0, 0.0, -0.5])
+    rows = TensorRows(U=U, kind=np.full(3, EQUALITY, dtype=np.int8), rhs=c, d=3)
+    res = tensor_svm(rows)
+    np.testing.assert_allclose(res.w, np.linalg.pinv(U) @ c, rtol=1e-10, atol=1e-12)
+
+
+def test_vector_svm_reports_infeasible() -> None:
+    u = np.random.default_rng(0).normal(size=4)
+    rows = TensorRows(U=np.stack([u, -u]), kind=np.full(2, MARGIN, dtype=np.int8),
+                      rhs=np.ones(2), d=2)  # fmt: skip
+    res = tensor_svm(rows)
+    assert not res.feasible and res.W is None
+
+
+def test_no_vector_form_for_nuclear_and_kq() -> None:
+    data = sg.random_data(3, 4, 5, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    with pytest.raises(sg.ProblemError, match="no vector form for 'nuc'"):
+        tensor_svm(cs, norm="nuc")
+    with pytest.raises(sg.ProblemError, match="no vector form for 'KQ'"):
+        tensorize(data, param="KQ")
+    with pytest.raises(sg.ProblemError, match="l_q"):
+        tensor_svm(cs, norm="lp")
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_risk_and_gradient_equal_loss_and_grad(loss: str) -> None:
+    data = sg.random_data(6, 8, 10, seed=1, n_queries=2)
+    ten = tensorize(data)
+    W = np.random.default_rng(2).normal(size=(10, 10))
+    value, grad = loss_and_grad(data, W, loss=loss)
+    np.testing.assert_allclose(ten.risk(W, loss), value, rtol=1e-13)
+    np.testing.assert_allclose(ten.gradient(W, loss), grad.reshape(-1), rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("normalized", [True, False])
+def test_vector_gd_equals_train(seed: int, normalized: bool) -> None:
+    data = sg.random_data(6, 8, 10, seed=seed)
+    ten = tensorize(data)
+    eta, steps = 0.1, 300
+    w = np.zeros(100)
+    for _ in range(steps):
+        g = ten.gradient(w)
+        w = w - eta * (g / np.linalg.norm(g) if normalized else g)
+    for backend in ("numpy", "numba"):
+        run = sg.train(data, n_steps=steps, step_size=eta, normalized=normalized, backend=backend)
+        np.testing.assert_allclose(
+            w.reshape(10, 10), run.W, rtol=0, atol=1e-12 * max(1.0, np.abs(w).max())
+        )
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_hessian_matches_finite_differences_of_the_public_gradient(loss: str) -> None:
+    data = sg.random_data(4, 5, 4, seed=2)
+    ten = tensorize(data)
+    W = np.random.default_rng(5).normal(size=(4, 4))
+    h = 1e-5
+    cols = []
+    for j in range(16):
+        e = np.zeros(16)
+        e[j] = h
+        gp = loss_and_grad(data, (W.reshape(-1) + e).reshape(4, 4), loss=loss)[1]
+        gm = loss_and_grad(data, (W.reshape(-1) - e).reshape(4, 4), loss=loss)[1]
+        cols.append((gp - gm).reshape(-1) / (2 * h))
+    fd = np.stack(cols, axis=1)
+    H = ten.hessian(W, loss)
+    np.testing.assert_allclose(H, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+    np.testing.assert_allclose(H, H.T, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("attention", ["linear", "sigmoid", "normalized_linear"])
+def test_hessian_of_other_maps_matches_finite_differences(attention: str) -> None:
+    data = sg.random_data(4, 5, 4, seed=3)
+    ten = tensorize(data)
+    w = np.random.default_rng(6).normal(size=16)
+    h = 1e-6
+    fd = np.stack([(ten.gradient(w + h * e, "logistic", attention)
+                    - ten.gradient(w - h * e, "logistic", attention)) / (2 * h)
+                   for e in np.eye(16)], axis=1)  # fmt: skip
+    H = ten.hessian(w, "logistic", attention)
+    np.testing.assert_allclose(H, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+
+
+def test_hessian_spectrum_along_a_run() -> None:
+    data = sg.random_data(4, 5, 4, seed=0)
+    run = sg.train(data, n_steps=50, record_every=10)
+    spec = tensorize(data).hessian_spectrum(run.history.W)
+    assert spec.shape == (run.history.W.shape[0], 16)
+    assert np.all(np.diff(spec, axis=1) >= 0)
+
+
+def test_risk_needs_scores() -> None:
+    X = np.random.default_rng(0).normal(size=(2, 3, 4))
+    ten = tensorize(sg.TokenData(X, Z=np.ones((2, 4))))
+    with pytest.raises(sg.ProblemError, match="token scores"):
+        ten.risk(np.zeros(16))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_direction_is_the_normalized_negative_gradient(loss: str) -> None:
+    data = sg.random_data(4, 5, 4, seed=1)
+    ten = tensorize(data)
+    w = np.random.default_rng(2).normal(size=16)
+    g = ten.gradient(w, loss)
+    np.testing.assert_allclose(ten.direction(w, loss), -g / np.linalg.norm(g), rtol=1e-12)
+    # far out the gradient of linear attention underflows; the direction does not
+    far = 1e4 * tensorize(data).direction(np.zeros(16), "logistic", "linear")
+    assert np.all(ten.gradient(far, "logistic", "linear") == 0.0)
+    np.testing.assert_allclose(np.linalg.norm(ten.direction(far, "logistic", "linear")), 1.0)
