@@ -31,6 +31,7 @@ from ..constraints import EQUALITY, ConstraintSet, check_constraint_set
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
+from ..solvers import NORMS, parse_norm
 from ._loss_check import get_loss
 from ._stability import RECONSTRUCTION
 
@@ -133,10 +134,10 @@ class TensorData:
         logc = spec.log_abs_d1(f)
         c = np.exp(logc - logc.max())
         g = np.einsum("nk,nks,nksp->p", c, q, self.A)  # -grad L, up to a positive factor
-        norm = float(np.linalg.norm(g))
-        if norm == 0.0:
+        size = float(np.linalg.norm(g))
+        if size == 0.0:
             raise ProblemError("direction: the gradient is zero at this w (a stationary point).")
-        return g / norm
+        return g / size
 
     def hessian(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
         r"""The closed-form Hessian of the risk, shape (d*d, d*d).
@@ -294,9 +295,10 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     -------
     TensorSVM
     """
-    if norm == "nuc":
-        raise _no_vector_form("nuc", "tensor_svm")
-    if norm != "fro":
+    entry, _ = parse_norm(norm, "tensor_svm")  # the table of norms
+    if entry.name in _NO_VECTOR_FORM:
+        raise _no_vector_form(entry.name, "tensor_svm")
+    if entry is not NORMS["fro"]:
         raise ProblemError(
             f"The 'norm' parameter of tensor_svm must be 'fro'; got {norm!r}. Entrywise l_q "
             "norms have a vector form (the l_q SVM in R^(d*d)) but tensor_svm solves the "

@@ -72,7 +72,7 @@ def test_no_vector_form_for_nuclear_and_kq() -> None:
     with pytest.raises(sg.ProblemError, match="no vector form for 'KQ'"):
         tensorize(data, param="KQ")
     with pytest.raises(sg.ProblemError, match="l_q"):
-        tensor_svm(cs, norm="lp")
+        tensor_svm(cs, norm=("lp", 1.5))
 
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
