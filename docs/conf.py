@@ -118,8 +118,6 @@ def write_api_pages(out: Path = DOCS / "api") -> list[str]:
     return written
 
 
-write_api_pages()
-
 # -- gallery: sphinx-gallery runs examples/gallery/plot_*.py (quick) and shows their figures --
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples" / "gallery"),
@@ -167,5 +165,7 @@ def _text_periods(app, what, name, obj, options, lines):
 
 
 def setup(app):
+    # as soon as the configuration is read: before Sphinx lists the source files
+    app.connect("config-inited", lambda app, config: write_api_pages())
     app.connect("autodoc-process-docstring", _constant_docstring)
     app.connect("autodoc-process-docstring", _text_periods)
