@@ -43,7 +43,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "**/README.md", "figures", "api.md"]
+exclude_patterns = ["_build", "**/README.md", "figures"]
 templates_path = ["_templates"]
 
 # -- MyST: the markdown pages (theory, tutorial, guides) ------------------------------------
