@@ -456,7 +456,7 @@ def regularization_path(
     :math:`F = \mathrm{sign}(g)\log(1 + |g|/s)` of the signed gap
     :math:`g = L - L_\beta`, :math:`L_\beta = \frac1n\sum_{i,k}\ell(\gamma_{ik\beta_{ik}})`,
     with β = α (local path) or the tokens the current W selects (``"W"``, re-chosen per
-    radius) and s = |g| at each radius's start. F is increasing in L, so its minimizers are
+    radius) and :math:`s = |g|` at each radius's start. F is increasing in L, so its minimizers are
     L's; g is formed in the log domain (positive and negative parts apart) and
     :math:`\nabla F = \nabla L/(s + |g|)` from the GD module's log-domain gradient.
     ``"KQ"`` minimizes :math:`\log(L - L_\star)`
