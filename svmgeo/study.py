@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import ProblemError, TieError
-from ._linalg import correlation
+from ._linalg import correlation, numerical_rank
 from ._validation import check_array, check_bool, check_int
 from .analysis import is_locally_optimal, locally_optimal_selections, support_tokens
 from .data import TokenData
@@ -43,8 +43,7 @@ RANK_RTOL = 1e-6  # singular values above RANK_RTOL * sigma_1 count towards the 
 def _rank(W: np.ndarray | None) -> int | None:
     if W is None:
         return None
-    s = np.linalg.svd(W, compute_uv=False)
-    return int(np.count_nonzero(s > RANK_RTOL * s[0])) if s.size and s[0] > 0 else 0
+    return numerical_rank(W, RANK_RTOL)
 
 
 def _as_list(a: np.ndarray | None) -> Any:

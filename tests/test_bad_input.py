@@ -419,7 +419,7 @@ NEWER_ERRORS = [
         lambda: sg.train_mirror(DATA, exponent=3.0, init="eye"),
         "init",
         "mirror-init-str",
-        _reported_to("loop"),
+        (),
     ),
     _xerr(
         lambda: sg.train_mirror(DATA, exponent=3.0, normalized="no"),
@@ -431,7 +431,7 @@ NEWER_ERRORS = [
         lambda: sg.train_mirror(DATA, exponent=3.0, n_steps=0),
         "'n_steps' parameter",
         "mirror-steps0",
-        _reported_to("loop"),
+        (),
     ),
     _xerr(
         lambda: sg.train_mirror(DATA, exponent=3.0, loss="mse"),
@@ -469,8 +469,10 @@ NEWER_ERRORS = [
         lambda: sg.train(PROMPT, param="p", m=3),
         "'m' parameter",
         "prompt-m-ignored",
-        _reported_to("loop"),
+        (),
     ),
+    _err(lambda: sg.train(DATA, param="W", m=3), "applies to param='KQ' only", "train-W-m"),
+    _err(lambda: sg.train_batch([DATA], m=2), "'m' parameter of train_batch", "batch-W-m"),
     # joint training of the head and the attention
     _err(
         lambda: sg.joint_svm(PROMPT, support_tol=0.0),
@@ -583,25 +585,30 @@ NEWER_ERRORS = [
         lambda: sg.NextTokenData([[0, 1]], [1], np.full((3, 3), "x")),
         "embeddings must be",
         "ntp-emb-str",
-        _reported_to("loop"),
+        (),
     ),
     _xerr(
         lambda: sg.ntp_loss_and_grad(NTD, np.full((8, 8), np.nan)),
         "W must be finite",
         "ntp-lossgrad-nan",
-        _reported_to("loop"),
+        (),
+    ),
+    _err(
+        lambda: sg.verify_ntp(NTD, np.full((8, 8), np.inf)),
+        "W must be finite",
+        "ntp-verify-ntp-inf",
     ),
     _xerr(
         lambda: sg.verify_ntp(NTD, np.eye(3)),
         r"W must have shape \(8, 8\)",
         "ntp-verify-ntp-shape",
-        _reported_to("loop"),
+        (),
     ),
     _xerr(
         lambda: sg.train_ntp(NTD, n_steps=0),
         "'n_steps' parameter",
         "ntp-train-steps0",
-        _reported_to("loop"),
+        (),
     ),
     # study
     _err(

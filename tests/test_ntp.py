@@ -231,7 +231,9 @@ def test_huge_embeddings_are_a_clear_error_naming_them() -> None:
     """Regression (issue #21): 1e200 embeddings ended in "is the problem infeasible?"."""
     data = sg.random_next_token_data(10, 3, 4, 4, seed=0)
     seqs = [list(data.tokens[i][data.valid[i]]) for i in range(data.n)]
-    with pytest.raises(sg.ProblemError, match=r"too large for float64 \(NextTokenData\).*Rescale embeddings"):
+    with pytest.raises(
+        sg.ProblemError, match=r"too large for float64 \(NextTokenData\).*Rescale embeddings"
+    ):
         sg.NextTokenData(seqs, data.labels, data.embeddings * 1e200)
     # just inside the bound the data are accepted and the Graph-SVM is the rescaled one
     big = sg.NextTokenData(seqs, data.labels, data.embeddings * 1e75)

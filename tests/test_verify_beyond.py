@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from scipy.special import softmax
 
 import svmgeo as sg
-from svmgeo.gd import RiskOracle
+from svmgeo.gd import DEFAULT_BACKEND, OPTIMIZERS, RiskOracle
 from svmgeo.ntp import verify_ntp_training
 
 
@@ -191,3 +193,12 @@ def test_verify_names_the_ntp_entry_point(ntp_data, options):
 def test_ntp_bad_loss_is_named(ntp_data):
     with pytest.raises(sg.ProblemError, match="'loss'"):
         verify_ntp_training(ntp_data, loss="logistic", n_steps=5)
+
+
+def test_verify_defaults_take_the_training_default_backend() -> None:
+    """The default backend is decided once (svmgeo.gd.DEFAULT_BACKEND); verify_mirror keeps
+    the compiled kernels (as verify), train_mirror the reference ones of its OPTIMIZERS entry."""
+    for verifier in (sg.verify, sg.verify_mirror):
+        assert inspect.signature(verifier).parameters["backend"].default == DEFAULT_BACKEND
+    train_default = inspect.signature(sg.train_mirror).parameters["backend"].default
+    assert train_default == OPTIMIZERS["mirror"].default_backend

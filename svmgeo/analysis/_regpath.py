@@ -35,7 +35,7 @@ from .._linalg import correlation
 from .._summary import summarized
 from .._validation import check_array, check_int, check_option, check_real
 from ..data import TokenData
-from ..gd import HEADS, LOSSES, RiskOracle
+from ..gd import CORRELATION_LOSS, EXPONENTIAL_LOSS, HEADS, LOSSES, RiskOracle
 
 __all__ = ["RegularizationPath", "regularization_path"]
 
@@ -196,11 +196,11 @@ class _SelectionGap:
             d = sd * np.exp(log_d)
             ratio = np.where(np.abs(d) > 1e-200, np.expm1(d) / np.where(d != 0.0, d, 1.0), 1.0)
             log_em1 = log_d + np.log(ratio)  # log|expm1(D)|, same sign as D
-            if o.loss_id == 2:
+            if o.loss_id == CORRELATION_LOSS:
                 lq = log_d
-            elif o.loss_id == 1:
+            elif o.loss_id == EXPONENTIAL_LOSS:
                 lq = -self.ga + log_em1
-            else:
+            else:  # LOGISTIC_LOSS
                 la = log_em1 - np.logaddexp(0.0, self.ga)
                 a = sd * np.exp(la)
                 r = np.where(np.abs(a) > 1e-200, np.log1p(a) / np.where(a != 0.0, a, 1.0), 1.0)

@@ -5,7 +5,9 @@ The public entry points are :func:`train` (``optimizer="gd"`` or ``"mirror"``),
 :func:`train_batch` and :func:`train_mirror`; see :class:`GDConfig` for the
 hyper-parameters, :data:`OPTIMIZERS` for the update rules and :class:`StopStatus` for why a
 run ended. Every run is a :class:`GDRun`. The loop itself is :func:`run_loop`
-(:mod:`svmgeo.gd._loop`): it takes an update rule bound to a risk.
+(:mod:`svmgeo.gd._loop`): it takes an update rule bound to a risk. :data:`LOSS_IDS` maps
+the loss names to the integer ids the kernels read (``LOGISTIC_LOSS``, ``EXPONENTIAL_LOSS``,
+``CORRELATION_LOSS``), for code outside the package that reads ``RiskOracle.loss_id``.
 """
 
 from ._backend import cupy_available
@@ -36,15 +38,20 @@ from ._mirror import (
     train_mirror,
 )
 from ._oracle import RiskOracle, RiskValue
+from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, LOGISTIC_LOSS, LOSS_IDS
 from ._results import BatchRun, GDRun, History, Intermediate
 from ._step import GradientStep, StepState
 
 __all__ = [
     "BACKENDS",
     "BATCH_RECORDS",
+    "CORRELATION_LOSS",
     "DEFAULT_BACKEND",
+    "EXPONENTIAL_LOSS",
     "HEADS",
+    "LOGISTIC_LOSS",
     "LOSSES",
+    "LOSS_IDS",
     "NTP_LOSSES",
     "OPTIMIZERS",
     "PARAMS",

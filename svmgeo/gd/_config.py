@@ -141,7 +141,9 @@ class Optimizer:
     options : tuple of str
         The options of :func:`svmgeo.train` the rule takes (others are a ProblemError).
     min_steps : int
-        Smallest ``n_steps`` accepted.
+        Smallest ``n_steps`` accepted: 1 for every rule and risk (a run takes at least one
+        step; the start alone is an evaluation, :func:`~svmgeo.loss_and_grad` or
+        :func:`~svmgeo.ntp_loss_and_grad`).
     messages : dict
         Stop messages of the rule where they differ from the loop's (``{n}``: steps taken).
     """
@@ -191,7 +193,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
         default_backend=REFERENCE_BACKEND,
         default_normalized=False,  # the paper's algorithm
         options=(*_SHARED, "exponent"),
-        min_steps=0,
+        min_steps=1,
         messages={
             StopStatus.STATIONARY: "stopped after {n} steps: the gradient is exactly zero",
             StopStatus.GRADIENT_UNDERFLOW: (
@@ -247,6 +249,7 @@ class GDConfig:
         query; the queries are not used).
     m : int, optional
         Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``). Defaults to ``d``.
+        ``param="KQ"`` only (a ProblemError otherwise).
     loss : {"logistic", "exponential", "correlation"}
         :math:`\log(1 + e^{-u})`, :math:`e^{-u}` or :math:`-u`.
     head : {"linear", "relu", "concave"}
@@ -257,7 +260,8 @@ class GDConfig:
     normalized : bool
         Normalized (default) or plain steps.
     n_steps : int
-        Maximum number of steps.
+        Maximum number of steps, at least ``min_steps`` of the optimizer's
+        :data:`OPTIMIZERS` entry (1 for every optimizer and risk).
     record_every : int, optional
         Record the history every this many steps (and at the start and the end). Defaults to
         ``max(1, n_steps // 100)``, so memory stays bounded.
@@ -335,10 +339,7 @@ class GDConfig:
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
         check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True, where=where)
-        # the entry points' rules as they were: train (gd) takes n_steps >= 1; train_mirror and
-        # train_ntp (the next-token risk) also 0, a record of the start only
-        low = OPTIMIZERS[self.optimizer].min_steps if self.risk == "attention" else 0
-        check_int(self.n_steps, "n_steps", low=low, where=where)
+        check_int(self.n_steps, "n_steps", low=OPTIMIZERS[self.optimizer].min_steps, where=where)
         if self.optimizer == "mirror":
             if self.exponent is None:
                 raise ProblemError(
@@ -356,6 +357,12 @@ class GDConfig:
                 "param='p'; for mirror descent pass optimizer='mirror'."
             )
         if self.m is not None:
+            if self.param != "KQ":
+                raise ProblemError(
+                    f"The 'm' parameter of {where} is the width of K and Q and applies to "
+                    f"param='KQ' only; got m={self.m!r} with param={self.param!r}. Drop m, or "
+                    "pass param='KQ'."
+                )
             check_int(self.m, "m", low=1, where=where)
         if self.record_every is not None:
             check_int(self.record_every, "record_every", low=1, where=where)

@@ -416,7 +416,8 @@ def train(
         repeats; 1.0-1.1x at d = 10). The result has ``run.p`` and ``run.W = None``; the
         history records ``p`` and ``p_norm`` (see :class:`History`).
     m : int, optional
-        Width of K and Q (``m >= 1``; ``m > d`` allowed).
+        Width of K and Q (``m >= 1``; ``m > d`` allowed); ``param="KQ"`` only (with
+        ``param="W"`` or ``"p"`` a ProblemError).
     loss : {"logistic", "exponential", "correlation"}
     head : {"linear", "relu", "concave"}
         :math:`v^\top x` (``v`` defaults to ``data.v``), :math:`v^\top\mathrm{ReLU}(V^\top x)`
@@ -436,7 +437,8 @@ def train(
         Normalized (default for ``optimizer="gd"``) or plain steps (default for
         ``optimizer="mirror"``, the paper's algorithm).
     n_steps : int
-        Maximum number of steps.
+        Maximum number of steps, at least 1 (for every optimizer: the start alone is
+        :func:`loss_and_grad`).
     record_every : int, optional
         History cadence; default ``max(1, n_steps // 100)``.
     record : tuple of str

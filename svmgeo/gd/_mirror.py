@@ -32,6 +32,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import entrywise_norm
+from .._validation import check_array
 from ..data import TokenData
 from . import _xp
 from ._config import CODE_OF, REFERENCE_BACKEND, RUNNING, GDConfig, StopStatus, refuse_renamed
@@ -119,15 +120,22 @@ class MirrorDescent:
         self.risk = risk
         self.p = float(config.exponent)
         d = risk.d
-        if isinstance(init, str) and init == "zero":
+        expected = (
+            f"The 'init' parameter of {config.caller} must be 'zero' or a finite array of "
+            f"shape ({d}, {d})"
+        )
+        if isinstance(init, str):
+            if init != "zero":
+                raise ProblemError(
+                    f"{expected}; got the string {init!r}. Pass init='zero', or the array "
+                    f"itself (e.g. init=np.eye({d}))."
+                )
             W = np.zeros((d, d))
         else:
-            W = np.array(init, dtype=float)
-            if W.shape != (d, d) or not np.all(np.isfinite(W)):
-                raise ProblemError(
-                    "The 'init' parameter of train_mirror must be 'zero' or a finite array of "
-                    f"shape ({d}, {d}); got {getattr(W, 'shape', init)!r}."
-                )
+            try:
+                W = check_array(init, "init", ndim=2, shape=(d, d))
+            except ProblemError as exc:
+                raise ProblemError(f"{expected}; {exc}") from None
         self.W0 = W
 
     def init_state(self) -> MirrorState:
@@ -239,6 +247,7 @@ def train_mirror(
         Plain mirror steps (the paper's algorithm) or steps with the gradient normalized in
         Frobenius norm (svmgeo's option, as normalized GD).
     n_steps : int, default 1000
+        Maximum number of steps, at least 1 (as :func:`svmgeo.train`).
     record_every : int, optional
         Record cadence; default ``max(1, n_steps // 100)``.
     init : "zero" or array of shape (d, d)

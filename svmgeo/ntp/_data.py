@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_int, check_scale
+from .._validation import check_array, check_int, check_scale
 
-__all__ = ["NextTokenData", "check_data", "random_next_token_data"]
+__all__ = ["NextTokenData", "check_data", "check_weights", "random_next_token_data"]
 
 
 class NextTokenData:
@@ -41,12 +41,14 @@ class NextTokenData:
     """
 
     def __init__(self, sequences: Any, labels: Any, embeddings: Any) -> None:
-        E = np.asarray(embeddings, dtype=float)
-        if E.ndim != 2 or E.shape[0] < 2 or not np.all(np.isfinite(E)):
-            raise ProblemError(
-                "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens; "
-                f"got shape {E.shape}. Pass one row per vocabulary token."
-            )
+        expected = "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens"
+        fix = "Pass one row of real numbers per vocabulary token."
+        try:
+            E = check_array(embeddings, "embeddings", ndim=2)
+        except ProblemError as exc:
+            raise ProblemError(f"{expected}; {exc} {fix}") from None
+        if E.shape[0] < 2:
+            raise ProblemError(f"{expected}; got shape {E.shape}. {fix}")
         # logits e_x^T W e_k, the cross-entropy outputs and the Graph-SVM Gram square ||e||
         check_scale(E, "embeddings", "NextTokenData", times=(E, "embeddings"))
         V = E.shape[0]
@@ -94,15 +96,6 @@ class NextTokenData:
         return f"NextTokenData(n={self.n}, T={self.T}, V={self.V}, d={self.d})"
 
 
-def _check_data(data: Any, where: str) -> NextTokenData:
-    if not isinstance(data, NextTokenData):
-        raise ProblemError(
-            f"{where} takes a svmgeo.NextTokenData; got {type(data).__name__}. Build one with "
-            "sg.NextTokenData(sequences, labels, embeddings)."
-        )
-    return data
-
-
 def check_data(data: Any, where: str) -> NextTokenData:
     """``data`` if it is a :class:`NextTokenData`, else a ProblemError naming ``where``."""
     if not isinstance(data, NextTokenData):
@@ -111,6 +104,14 @@ def check_data(data: Any, where: str) -> NextTokenData:
             "sg.NextTokenData(sequences, labels, embeddings)."
         )
     return data
+
+
+def check_weights(W: Any, data: NextTokenData) -> np.ndarray:
+    """``W`` as a finite float array of shape (d, d) for ``data``, else a ProblemError."""
+    d = data.d
+    return check_array(
+        W, "W", ndim=2, shape=(d, d), hint=f"Pass a finite W of shape ({d}, {d}) (d = data.d)."
+    )
 
 
 def random_next_token_data(

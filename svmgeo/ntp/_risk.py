@@ -10,7 +10,7 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_option
 from ..gd import NTP_LOSSES
-from ._data import NextTokenData, check_data
+from ._data import NextTokenData, check_data, check_weights
 
 __all__ = ["NextTokenRisk", "forward", "ntp_loss_and_grad"]
 
@@ -72,9 +72,7 @@ def ntp_loss_and_grad(
     """
     data = check_data(data, "ntp_loss_and_grad")
     check_option(loss, "loss", NTP_LOSSES, where="ntp_loss_and_grad")
-    W = np.asarray(W, dtype=float)
-    if W.shape != (data.d, data.d):
-        raise ProblemError(f"W must have shape ({data.d}, {data.d}); got {W.shape}.")
+    W = check_weights(W, data)
     if keep is not None:
         keep = np.asarray(keep, dtype=bool)
         need = data.valid & (data.tokens == data.labels[:, None])

@@ -38,6 +38,8 @@ def train_ntp(
     step_size : float, default 0.1
     normalized : bool, default True
     n_steps : int, default 1000
+        Maximum number of steps, at least 1 (as :func:`svmgeo.train`; the start alone is
+        :func:`ntp_loss_and_grad`).
     record_every : int, optional
         Default ``max(1, n_steps // 100)``.
 

@@ -16,7 +16,7 @@ from .._validation import check_option
 from ..constraints import EQUALITY, MARGIN
 from ..gd import NTP_LOSSES, GDRun
 from ..solvers import SVMResult
-from ._data import NextTokenData, check_data
+from ._data import NextTokenData, check_data, check_weights
 from ._finite import FiniteComponent, finite_component
 from ._risk import forward
 from ._svm import graph_svm
@@ -85,7 +85,7 @@ def verify_ntp(
     NTPVerification
     """
     data = check_data(data, "verify_ntp")
-    W = np.asarray(W, dtype=float)
+    W = check_weights(W, data)
     svm = graph_svm(data) if svm is None else svm
     fin = finite_component(data, loss=loss) if fin is None else fin
     if svm.W is None:

@@ -20,7 +20,7 @@ from .._linalg import balanced_factors
 from .._validation import check_option, check_real
 from ..analysis import gen_svm, selected_sets
 from ..data import TokenData
-from ..gd import HEADS, PARAMS
+from ..gd import DEFAULT_BACKEND, HEADS, PARAMS
 from ..ntp import NextTokenData
 from ..solvers import SVMResult, att_svm, joint_svm
 from ._judge import Verdict, head_scores, judge, scored
@@ -59,7 +59,7 @@ def verify(
     alpha: Any = None,
     cone_radius: float = 10.0,
     cone_noise: float = 0.0,
-    backend: str = "numba",
+    backend: str = DEFAULT_BACKEND,
     seed: int | None = None,
     record_every: int | None = None,
     threshold: float = 0.99,

@@ -20,6 +20,7 @@ from typing import Any
 from .._errors import ProblemError
 from .._validation import check_real
 from ..data import TokenData
+from ..gd import DEFAULT_BACKEND
 from ..solvers import att_svm
 from ._judge import head_scores, judge, scored
 from ._options import refuse_options
@@ -51,7 +52,7 @@ def verify_mirror(
     n_steps: int = 2000,
     normalized: bool = True,
     init: Any = "zero",
-    backend: str = "numba",
+    backend: str = DEFAULT_BACKEND,
     record_every: int | None = None,
     threshold: float = 0.99,
     **options: Any,
@@ -81,8 +82,10 @@ def verify_mirror(
         to True here, as in :func:`verify`).
     init : "zero" or array of shape (d, d)
         The starting W.
-    backend : {"numba", "numpy", "cupy"}
-        The engine's gradient kernels.
+    backend : {"numba", "numpy", "cupy"}, default :data:`~svmgeo.gd.DEFAULT_BACKEND`
+        The engine's gradient kernels: the compiled ones by default, as in
+        :func:`~svmgeo.verify` (:func:`~svmgeo.train_mirror` itself defaults to the numpy
+        reference, :data:`~svmgeo.gd.REFERENCE_BACKEND`).
     threshold : float
         ``converged_to`` names the best prediction (``"lp"``, ``"fro"``, ``"nuc"``) when its
         final correlation is at least this.
