@@ -38,7 +38,7 @@ from ._frobenius import solve_frobenius
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._lowrank import solve_lowrank
-from ._lp_norm import lp_fast, lp_reference
+from ._lp_norm import lp_fast, lp_reference, row_scale
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, finish, no_solution
@@ -52,6 +52,7 @@ __all__ = [
     "Request",
     "cli_norm",
     "norm_choices",
+    "on_unit_rows",
     "parse_norm",
     "request",
 ]
@@ -178,6 +179,80 @@ class NormEntry:
                     for name, value, fix in ignored
                 )
             )
+
+
+# -- scale --------------------------------------------------------------------------------------
+def on_unit_rows(
+    req: Request, run: Driver, geo: RowGeometry | None, feas: FeasibilityResult | None
+) -> SVMResult:
+    r"""``run(req, geo, feas)`` on rows of unit size, its answer mapped back to ``req.cs``.
+
+    .. math::
+
+        a'_j = a_j/\alpha,\quad b'_j = b_j/\beta,\quad s = \alpha\beta
+        \quad\Longrightarrow\quad W = W'/s,\quad \lambda = \lambda'/s^k,
+
+    with :math:`\alpha, \beta` powers of two (:func:`~._lp_norm.row_scale`: exact, and the
+    identity when :math:`\max|a|\max|b|` is within :math:`2^{\pm 20}` of 1) and :math:`k` the
+    norm's ``dual_degree``. The margins are the same numbers on both sets of rows, so the
+    solvers' inner tolerances see O(1) data at every scale; the result is certified again on
+    ``req.cs`` (:func:`~._result.finish`). A binding rank bound is solved as given (its
+    factored certificate is not the norm's).
+    """
+    rows, s = row_scale(req.cs)
+    if s == 1.0 or req.binding:
+        return run(req, geo, feas)
+    scaled_feas = None
+    if feas is not None:
+        extras = dict(feas.extras)
+        if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
+            extras["qp_dual"] = np.asarray(extras["qp_dual"]) * s * s
+        point = None if feas.point is None else feas.point * s
+        scaled_feas = dataclasses.replace(feas, constraints=rows, point=point, extras=extras)
+    res = run(
+        dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas
+    )
+    return _on_caller_rows(req, res, s)
+
+
+def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
+    """A result on the rows scaled by ``1/s`` (:func:`on_unit_rows`), on ``req.cs``."""
+    cs = req.cs
+    extras = {**res.extras, "row_scale": s}
+    if res.W is None:  # a Farkas vector is the same on both sets of rows
+        return dataclasses.replace(res, constraints=cs, extras=extras)
+    W = res.W / s
+    lam = res.dual
+    for _ in range(req.geometry.dual_degree if lam is not None else 0):
+        lam = lam / s  # one power at a time: s**2 may overflow where lam / s / s does not
+    root = float(np.sqrt(s))
+    margins = cs.apply(W)
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=req.geometry,
+        tol=req.tol,
+        status=res.status,
+        message=res.message,
+        solver=res.solver,
+        margins=margins,
+        certificate=(
+            judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
+            if lam is None
+            else None
+        ),
+        rank=res.rank,
+        n_iter=res.n_iter,
+        solve_time=res.solve_time,
+        farkas=res.farkas,
+        K=None if res.K is None else res.K / root,
+        Q=None if res.Q is None else res.Q / root,
+        lower_bound=None if res.lower_bound is None else res.lower_bound / s,
+        extras=extras,
+        proof=res.proof,
+        p=None if res.p is None else res.p / s,
+    )
 
 
 # -- the reference model, certified -----------------------------------------------------------
