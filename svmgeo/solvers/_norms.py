@@ -38,7 +38,7 @@ from ._frobenius import solve_frobenius
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._lowrank import solve_lowrank
-from ._lp_norm import lp_fast, lp_reference, row_scale
+from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, finish, no_solution
@@ -55,6 +55,7 @@ __all__ = [
     "on_unit_rows",
     "parse_norm",
     "request",
+    "row_scale",
 ]
 
 METHODS = ("auto", "fast", "cvxpy")
@@ -182,6 +183,31 @@ class NormEntry:
 
 
 # -- scale --------------------------------------------------------------------------------------
+SCALE_BAND = 2.0**20
+r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/SCALE_BAND, SCALE_BAND]."""
+
+
+def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
+    r"""Rows of unit size and the factor :math:`s`: :math:`a_j/\alpha`, :math:`b_j/\beta`,
+    :math:`s = \alpha\beta` (powers of two: exact), or ``(cs, 1.0)`` when
+    :math:`\max|a|\max|b|` is within a factor :data:`SCALE_BAND` of 1.
+
+    A solution :math:`(W', \lambda')` on the scaled rows is :math:`(W'/s, \lambda'/s^k)` on
+    ``cs``: :math:`a^\top (W'/s) b = a'^\top W' b'`, and
+    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top` (a norm's
+    dual, :math:`k = 1`) or :math:`\sum_j (\lambda'_j/s^2) a_j b_j^\top = W'/s` (the Frobenius
+    dual, :math:`k = 2`).
+    """
+    top_a = float(np.max(np.abs(cs.A), initial=0.0))
+    top_b = float(np.max(np.abs(cs.B), initial=0.0))
+    if top_a == 0.0 or top_b == 0.0 or 1.0 / SCALE_BAND <= top_a * top_b <= SCALE_BAND:
+        return cs, 1.0
+    alpha = 2.0 ** round(math.log2(top_a))
+    beta = 2.0 ** round(math.log2(top_b))
+    scaled = dataclasses.replace(cs, A=cs.A / alpha, B=cs.B / beta, tokens=None)
+    return scaled, alpha * beta
+
+
 def on_unit_rows(
     req: Request, run: Driver, geo: RowGeometry | None, feas: FeasibilityResult | None
 ) -> SVMResult:
@@ -192,7 +218,7 @@ def on_unit_rows(
         a'_j = a_j/\alpha,\quad b'_j = b_j/\beta,\quad s = \alpha\beta
         \quad\Longrightarrow\quad W = W'/s,\quad \lambda = \lambda'/s^k,
 
-    with :math:`\alpha, \beta` powers of two (:func:`~._lp_norm.row_scale`: exact, and the
+    with :math:`\alpha, \beta` powers of two (:func:`row_scale`: exact, and the
     identity when :math:`\max|a|\max|b|` is within :math:`2^{\pm 20}` of 1) and :math:`k` the
     norm's ``dual_degree``. The margins are the same numbers on both sets of rows, so the
     solvers' inner tolerances see O(1) data at every scale; the result is certified again on
@@ -223,8 +249,9 @@ def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
         return dataclasses.replace(res, constraints=cs, extras=extras)
     W = res.W / s
     lam = res.dual
-    for _ in range(req.geometry.dual_degree if lam is not None else 0):
-        lam = lam / s  # one power at a time: s**2 may overflow where lam / s / s does not
+    if lam is not None:
+        for _ in range(req.geometry.dual_degree):
+            lam = np.asarray(lam) / s  # one power at a time: s**2 may overflow, lam / s / s not
     root = float(np.sqrt(s))
     margins = cs.apply(W)
     return finish(
