@@ -37,7 +37,7 @@ from ._certificates import FRO, NUC, NormGeometry, judge, lp_geometry, primal_in
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
-from ._lowrank import solve_lowrank
+from ._lowrank import factored_certificate, solve_lowrank
 from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
@@ -222,11 +222,11 @@ def on_unit_rows(
     identity when :math:`\max|a|\max|b|` is within :math:`2^{\pm 20}` of 1) and :math:`k` the
     norm's ``dual_degree``. The margins are the same numbers on both sets of rows, so the
     solvers' inner tolerances see O(1) data at every scale; the result is certified again on
-    ``req.cs`` (:func:`~._result.finish`). A binding rank bound is solved as given (its
-    factored certificate is not the norm's).
+    ``req.cs`` (:func:`~._result.finish`; a binding rank bound by its factored certificate,
+    :func:`~._lowrank.factored_certificate`).
     """
     rows, s = row_scale(req.cs)
-    if s == 1.0 or req.binding:
+    if s == 1.0:
         return run(req, geo, feas)
     scaled_feas = None
     if feas is not None:
@@ -253,7 +253,14 @@ def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
         for _ in range(req.geometry.dual_degree):
             lam = np.asarray(lam) / s  # one power at a time: s**2 may overflow, lam / s / s not
     root = float(np.sqrt(s))
+    K = None if res.K is None else res.K / root
+    Q = None if res.Q is None else res.Q / root
     margins = cs.apply(W)
+    certificate = None
+    if lam is None:
+        certificate = judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
+    elif req.binding and K is not None and Q is not None:
+        certificate = factored_certificate(cs, cs.A, cs.B, K, Q, lam, margins, req.tol)
     return finish(
         cs,
         W,
@@ -264,17 +271,14 @@ def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
         message=res.message,
         solver=res.solver,
         margins=margins,
-        certificate=(
-            judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
-            if lam is None
-            else None
-        ),
+        certificate=certificate,
+        objective=None if res.objective is None else res.objective / s,
         rank=res.rank,
         n_iter=res.n_iter,
         solve_time=res.solve_time,
         farkas=res.farkas,
-        K=None if res.K is None else res.K / root,
-        Q=None if res.Q is None else res.Q / root,
+        K=K,
+        Q=Q,
         lower_bound=None if res.lower_bound is None else res.lower_bound / s,
         extras=extras,
         proof=res.proof,

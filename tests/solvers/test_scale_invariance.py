@@ -137,3 +137,23 @@ def test_certificate_of_zero_rows_is_relative() -> None:
 def test_joint_svm_norm_error_comes_from_the_table_of_norms() -> None:
     with pytest.raises(sg.ProblemError, match=r"'fro', 'nuc' or \('lp', p\)"):
         sg.joint_svm(sg.random_data(3, 3, 4, seed=0), norm="l1")
+
+
+@pytest.mark.parametrize("s", [1e-10, 1e10], ids=["1e-10", "1e10"])
+def test_rank_bounded_nuclear_is_the_rescaled_answer(s: float) -> None:
+    # a binding rank bound used to answer "optimal" at 1e10 with a lower bound 2e9 times its
+    # objective (the convex relaxation solved on unscaled rows)
+    data = sg.random_data(6, 4, 5, seed=0)
+    big = sg.TokenData(np.asarray(data.X) * s, v=data.v, Z=data.Z)
+    alpha = sg.optimal_tokens(data)
+    ref = sg.att_svm(data, alpha, norm="nuc", rank=1, seed=0)
+    res = _quiet(lambda: sg.att_svm(big, alpha, norm="nuc", rank=1, seed=0))
+    assert res.status == ref.status, res.message
+    assert res.objective is not None and ref.objective is not None
+    assert res.lower_bound is not None and ref.lower_bound is not None
+    np.testing.assert_allclose(res.objective * s, ref.objective, rtol=1e-8)
+    np.testing.assert_allclose(res.lower_bound * s, ref.lower_bound, rtol=1e-8)
+    assert res.K is not None and res.Q is not None and res.W is not None
+    np.testing.assert_allclose(res.K @ res.Q.T, res.W, rtol=1e-12, atol=1e-14 * np.abs(res.W).max())
+    assert res.certificate is not None and ref.certificate is not None
+    assert res.certificate.passed == ref.certificate.passed
