@@ -157,3 +157,19 @@ def test_rank_bounded_nuclear_is_the_rescaled_answer(s: float) -> None:
     np.testing.assert_allclose(res.K @ res.Q.T, res.W, rtol=1e-12, atol=1e-14 * np.abs(res.W).max())
     assert res.certificate is not None and ref.certificate is not None
     assert res.certificate.passed == ref.certificate.passed
+
+
+def test_the_wrong_answer_of_the_corpus_is_downgraded_at_1e10(
+    unit: dict[str, sg.SVMResult],
+) -> None:
+    from svmgeo.solvers._result import finish
+
+    s = 2.0**33
+    cs = sg.att_svm_constraints(_few_rows(s), [0, 0, 0])
+    W, lam = _pair(unit["fro"], s, 2)
+    res = finish(
+        cs, 4.565 * W, 4.565**2 * lam, norm=FRO, tol=1e-8, status=sg.Status.OPTIMAL,
+        message="solved", solver="test",
+    )  # fmt: skip
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and not res.success
+    assert "certificate check failed" in res.message
