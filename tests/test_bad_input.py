@@ -796,7 +796,6 @@ def test_joint_head_margins_recomputed_from_the_data() -> None:
 
 
 @pytest.mark.parametrize("scale", [1e10, 1e150], ids=["1e10", "1e150"])
-@_reported_to("norms")
 def test_joint_svm_at_large_value_scales_is_quiet_and_rescaled(scale: float) -> None:
     # found here: at 1e10 the head SVM answers "optimal" with ||v|| 4.6 times the optimum
     # (a wrong support); at 1e150 the answer is right but numpy's RuntimeWarnings leak
@@ -806,7 +805,6 @@ def test_joint_svm_at_large_value_scales_is_quiet_and_rescaled(scale: float) -> 
     np.testing.assert_allclose(res.v * scale, ref.v, rtol=1e-8)
 
 
-@_reported_to("norms")
 def test_frobenius_svm_of_few_rows_at_scale_1e10_is_the_rescaled_optimum() -> None:
     # the root of the case above through att_svm: 3 rows in d = 2, queries e1, tokens 1e10;
     # "optimal" (clarabel+features, certificate passed) with ||W|| 4.6 times the optimum

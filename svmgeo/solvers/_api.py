@@ -30,7 +30,7 @@ from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
 from ._feasibility import check_feasibility
 from ._geometry import RowGeometry, dense_dimension
-from ._norms import NORMS, OPTIONS, NormEntry, Request, parse_norm, request
+from ._norms import NORMS, OPTIONS, NormEntry, Request, on_unit_rows, parse_norm, request
 from ._prompt import prompt_constraints
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, finish, no_solution, warns_if_inaccurate
@@ -240,7 +240,7 @@ def _solve_feasible_first(req: Request) -> SVMResult:
     cs, rank, entry = req.cs, req.rank, req.entry
     if req.matrix_free:
         # past the dense Gram: solve matrix-free; a certified optimum proves feasibility
-        res = entry.solve(req, None, None)
+        res = on_unit_rows(req, entry.solve, None, None)
         note = "" if res.success else "; feasibility not decided (the dense check would not fit)"
         return dataclasses.replace(
             res, rank=rank, message=res.message + note, solve_time=time.perf_counter() - start
@@ -251,9 +251,9 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         res = _infeasible_result(req, feas, time.perf_counter() - start)
         return dataclasses.replace(res, proof=feas.proof)
     if req.method == "cvxpy":
-        res = entry.reference(req)
+        res = on_unit_rows(req, _reference, geo, feas)
     else:
-        res = entry.solve(req, geo, feas)
+        res = on_unit_rows(req, entry.solve, geo, feas)
         if req.method == "auto" and not res.success and entry.fallback is not None:
             res = _fall_back(req, res)
     if res.status.is_infeasible and not req.binding:
@@ -267,6 +267,11 @@ def _solve_feasible_first(req: Request) -> SVMResult:
     )
 
 
+def _reference(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | None) -> SVMResult:
+    """The entry's reference model, as a driver (:func:`~._norms.on_unit_rows`)."""
+    return req.entry.reference(req)
+
+
 def _fall_back(req: Request, res: SVMResult) -> SVMResult:
     """``method="auto"`` after a failed fast answer: the entry's reference model, kept only
     when it certifies; otherwise svmgeo's answer, saying that the fallback was tried."""
@@ -274,7 +279,7 @@ def _fall_back(req: Request, res: SVMResult) -> SVMResult:
     why_not = req.entry.fallback(req)
     if why_not is not None:
         return dataclasses.replace(res, message=f"{res.message}; {why_not}")
-    ref = req.entry.reference(req)
+    ref = on_unit_rows(req, _reference, None, None)
     if ref.success:
         return dataclasses.replace(
             ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"

@@ -37,8 +37,10 @@ __all__ = [
     "lift_factor",
     "lp_certificate",
     "lp_geometry",
+    "negative_part",
     "nuclear_certificate",
     "primal_infeasibility",
+    "relative",
     "restore_factor",
     "unit_farkas",
     "zero_row_farkas",
@@ -155,6 +157,30 @@ def restore_factor(cs: ConstraintSet, margins: np.ndarray) -> float:
     return 1.0 if lifted is None else lifted[0]
 
 
+def relative(residual: float, scale: float) -> float:
+    r"""A residual relative to the size of what it measures: :math:`r / \sigma`, with 0 when
+    :math:`r = 0` and :math:`\infty` when :math:`r > 0 = \sigma` (NaN stays NaN).
+
+    No absolute floor: the certificates' residuals are invariant under a rescaling of the
+    data (SPEC §6), so that a tolerance proves the same thing at every scale.
+    """
+    if residual == 0.0:
+        return 0.0
+    if scale > 0.0:
+        return residual / scale
+    return residual if math.isnan(residual) else math.inf
+
+
+def negative_part(cs: ConstraintSet, lam: np.ndarray) -> float:
+    r"""Dual infeasibility of the signs, relative: :math:`\max_{j \in \mathcal M}
+    (-\lambda_j)_+ / \max_j |\lambda_j|` (margin rows need :math:`\lambda_j \ge 0`)."""
+    if cs.N == 0:
+        return 0.0
+    lam = np.asarray(lam, dtype=float)
+    worst = float(np.maximum(-lam[cs.kind == MARGIN], 0.0).max(initial=0.0))
+    return relative(worst, float(np.abs(lam).max()))
+
+
 def judge(
     *,
     tol: float,
@@ -200,16 +226,21 @@ def frobenius_certificate(
 
     .. math::
 
-        \text{stationarity} = \frac{\|W - \sum_j \lambda_j a_j b_j^\top\|_F}{\max(1, \|W\|_F)},
+        \text{stationarity} = \frac{\|W - \Lambda\|_F}{\max(\|W\|_F, \|\Lambda\|_F)},
         \quad
         \text{complementarity} = \frac{\max_{j \in \mathcal M} |\lambda_j (m_j - c_j)|}
-        {\max(1, \max_j |\lambda_j|)},
+        {\max_j |\lambda_j|},
         \quad
         \text{gap} = \frac{|\tfrac12\|W\|_F^2 - (c^\top\lambda - \tfrac12\|W\|_F^2)|}
-        {\max(1, \tfrac12\|W\|_F^2)},
+        {\tfrac12\|W\|_F^2},
 
-    with :math:`m_j = a_j^\top W b_j`, primal infeasibility from :func:`primal_infeasibility`
-    and dual infeasibility :math:`\max_{j \in \mathcal M} (-\lambda_j)_+`.
+    with :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top`, :math:`m_j = a_j^\top W b_j`, primal
+    infeasibility from :func:`primal_infeasibility` and dual infeasibility
+    :func:`negative_part`. Every residual is scale-invariant (:func:`relative`): scaling the
+    tokens :math:`a_j` by :math:`s` scales :math:`W^\star` by :math:`1/s` and
+    :math:`\lambda^\star` by :math:`1/s^2`, and leaves each ratio unchanged, so that a wrong
+    answer fails at every scale (an absolute floor such as :math:`\max(1, \|W\|_F)` would
+    certify any W of norm below tol).
 
     Parameters
     ----------
@@ -229,17 +260,15 @@ def frobenius_certificate(
     m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
     is_m = cs.kind == MARGIN
     norm_w = float(np.linalg.norm(W))
-    if cs.N:
-        dual_inf = float(np.maximum(-lam[is_m], 0.0).max(initial=0.0))
-        stat = float(np.linalg.norm(W - cs.adjoint(lam))) / max(1.0, norm_w)
-        lam_scale = max(1.0, float(np.abs(lam).max()))
-        comp = float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)) / lam_scale
-        half = 0.5 * norm_w**2
-        gap = abs(half - (float(cs.rhs @ lam) - half)) / max(1.0, half)
-    else:
-        dual_inf = comp = 0.0
-        stat = norm_w / max(1.0, norm_w)
-        gap = 0.5 * norm_w**2 / max(1.0, 0.5 * norm_w**2)
+    Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
+    half = 0.5 * norm_w**2
+    stat = relative(float(np.linalg.norm(W - Lam)), max(norm_w, float(np.linalg.norm(Lam))))
+    dual_inf = negative_part(cs, lam)
+    comp = relative(
+        float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)),
+        float(np.abs(lam).max(initial=0.0)),
+    )
+    gap = relative(abs(half - (float(cs.rhs @ lam) - half)), half)
     return judge(
         tol=tol,
         primal_infeasibility=primal_infeasibility(cs, m),
@@ -312,12 +341,16 @@ def nuclear_certificate(
     .. math::
 
         \text{primal: } \max_j (c_j - m_j)_+ \ (\text{margin}),\ |m_j - c_j|\ (\text{equality});\quad
-        \text{dual: } (\|\Lambda\|_2 - 1)_+ + \max_{j\,\text{margin}} (-\lambda_j)_+;
+        \text{dual: } (\|\Lambda\|_2 - 1)_+ + \frac{\max_{j\,\text{margin}} (-\lambda_j)_+}
+        {\max_j |\lambda_j|};
 
-        \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_*|}{\max(1, \|W\|_*)};\quad
+        \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_*|}{\|W\|_*};\quad
         \text{complementarity: } \frac{\max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|}
-        {\max(1, \|W\|_*)};\quad
-        \text{gap: } \frac{|c^\top\lambda - \|W\|_*|}{\max(1, \|W\|_*)}.
+        {\|W\|_*};\quad
+        \text{gap: } \frac{|c^\top\lambda - \|W\|_*|}{\|W\|_*}
+
+    (:func:`relative`: scale-invariant, as scaling the tokens by :math:`s` scales both
+    :math:`W^\star` and :math:`\lambda^\star` by :math:`1/s`).
 
     Complementarity is relative like the gap: :math:`\sum_j \lambda_j (m_j - c_j) =
     \langle\Lambda, W\rangle - c^\top\lambda` is a difference of two quantities of size
@@ -355,17 +388,15 @@ def norm_certificate(
     ``dual_value`` (the nuclear and :math:`\ell_p` certificates; formulas in
     :func:`nuclear_certificate`, with :math:`\langle\Lambda, W\rangle = \lambda^\top m`)."""
     margins = cs.apply(W)
-    scale = max(1.0, value)
     margin = cs.kind == MARGIN
-    sign = float(np.max(-lam[margin], initial=0.0))
     slack = np.abs(lam[margin] * (margins[margin] - cs.rhs[margin]))
     return judge(
         tol=tol,
         primal_infeasibility=primal_infeasibility(cs, margins),
-        dual_infeasibility=max(dual_value - 1.0, 0.0) + max(sign, 0.0),
-        stationarity=abs(float(lam @ margins) - value) / scale,
-        complementarity=float(np.max(slack, initial=0.0)) / scale,
-        duality_gap=abs(float(cs.rhs @ lam) - value) / scale,
+        dual_infeasibility=max(dual_value - 1.0, 0.0) + negative_part(cs, lam),
+        stationarity=relative(abs(float(lam @ margins) - value), value),
+        complementarity=relative(float(np.max(slack, initial=0.0)), value),
+        duality_gap=relative(abs(float(cs.rhs @ lam) - value), value),
     )
 
 
@@ -388,12 +419,15 @@ def lp_certificate(
 
     .. math::
 
-        \text{dual: } (\|\Lambda\|_q - 1)_+ + \max_{j\,\text{margin}} (-\lambda_j)_+,\quad
-        \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_p|}{\max(1, \|W\|_p)},
+        \text{dual: } (\|\Lambda\|_q - 1)_+ + \frac{\max_{j\,\text{margin}} (-\lambda_j)_+}
+        {\max_j |\lambda_j|},\quad
+        \text{stationarity: } \frac{|\langle\Lambda, W\rangle - \|W\|_p|}{\|W\|_p},
 
         \text{complementarity: } \frac{\max_{j\,\text{margin}} |\lambda_j (m_j - c_j)|}
-        {\max(1, \|W\|_p)},\quad
-        \text{gap: } \frac{|\|W\|_p - c^\top\lambda|}{\max(1, \|W\|_p)} .
+        {\|W\|_p},\quad
+        \text{gap: } \frac{|\|W\|_p - c^\top\lambda|}{\|W\|_p}
+
+    (scale-invariant, :func:`relative`).
 
     Dual feasibility and a zero gap prove that no feasible W has a smaller
     :math:`\ell_p` norm (weak duality: :math:`c^\top\lambda \le \langle\Lambda, W'\rangle \le
@@ -447,6 +481,11 @@ class NormGeometry:
         The norm from the reference model's optimal value.
     p : float or None
         The exponent of an :math:`\ell_p` norm.
+    dual_degree : int
+        How the multipliers scale with the rows: scaling every :math:`a_j b_j^\top` by
+        :math:`s` maps the solution :math:`(W, \lambda)` to :math:`(W/s, \lambda/s^k)`, with
+        :math:`k = 2` for the Frobenius dual (:math:`W = \sum_j \lambda_j a_j b_j^\top`) and
+        :math:`k = 1` for a norm's dual (:math:`\|\sum_j \lambda_j a_j b_j^\top\|_\star \le 1`).
     """
 
     name: str
@@ -456,6 +495,7 @@ class NormGeometry:
     cvxpy_objective: Callable[[Any, Any], Any]
     from_cvxpy_value: Callable[[float], float] = float
     p: float | None = None
+    dual_degree: int = 1
 
     def certificate(
         self,
@@ -481,6 +521,7 @@ FRO = NormGeometry(
     # ½‖W‖_F² (a QP: Clarabel solves it to ~1e-11 in W, the cone form only to ~1e-6)
     cvxpy_objective=lambda cp, W: 0.5 * cp.sum_squares(W),
     from_cvxpy_value=lambda v: float(np.sqrt(2.0 * max(v, 0.0))) if np.isfinite(v) else v,
+    dual_degree=2,
 )
 """The Frobenius norm (self-dual): Att-SVM."""
 

@@ -30,8 +30,10 @@ from ._certificates import (
     NUC,
     judge,
     lift_factor,
+    negative_part,
     nuclear_certificate,
     primal_infeasibility,
+    relative,
     restore_factor,
 )
 from ._factored import FactoredProblem, compress
@@ -100,7 +102,7 @@ def _local_solve(
     return K, Q, lam, int(out.nit)
 
 
-def _factored_certificate(
+def factored_certificate(
     cs: ConstraintSet,
     At: np.ndarray,
     Bt: np.ndarray,
@@ -113,24 +115,25 @@ def _factored_certificate(
     r"""KKT residuals of the factored problem at :math:`(K, Q)` with multipliers :math:`\lambda`.
 
     Stationarity :math:`K = \Lambda Q`, :math:`Q = \Lambda^\top K` with
-    :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top` (relative to :math:`\max(1, \|K\|_F+\|Q\|_F)`);
+    :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top` (relative to :math:`\|K\|_F+\|Q\|_F`);
     the "duality gap" is :math:`|c^\top\lambda - \frac12(\|K\|^2+\|Q\|^2)|`, relative, which is 0
-    at any KKT point (the local Lagrangian value).
+    at any KKT point (the local Lagrangian value); complementarity is relative to the same
+    value and the signs as :func:`~._certificates.negative_part`: every residual is
+    scale-invariant (:func:`~._certificates.relative`).
     """
     Lam = At.T @ (lam[:, None] * Bt)
-    value = 0.5 * (np.sum(K**2) + np.sum(Q**2))
-    size = max(1.0, float(np.linalg.norm(K) + np.linalg.norm(Q)))
-    stationarity = (np.linalg.norm(K - Lam @ Q) + np.linalg.norm(Q - Lam.T @ K)) / size
+    value = float(0.5 * (np.sum(K**2) + np.sum(Q**2)))
+    size = float(np.linalg.norm(K) + np.linalg.norm(Q))
+    residual = float(np.linalg.norm(K - Lam @ Q) + np.linalg.norm(Q - Lam.T @ K))
     margin = cs.kind == MARGIN
+    slack = np.abs(lam[margin] * (margins[margin] - cs.rhs[margin]))
     return judge(
         tol=tol,
         primal_infeasibility=primal_infeasibility(cs, margins),
-        dual_infeasibility=float(np.max(-lam[margin], initial=0.0)),
-        stationarity=float(stationarity),
-        complementarity=float(
-            np.max(np.abs(lam[margin] * (margins[margin] - cs.rhs[margin])), initial=0.0)
-        ),
-        duality_gap=abs(float(cs.rhs @ lam) - value) / max(1.0, value),
+        dual_infeasibility=negative_part(cs, lam),
+        stationarity=relative(residual, size),
+        complementarity=relative(float(np.max(slack, initial=0.0)), value),
+        duality_gap=relative(abs(float(cs.rhs @ lam) - value), value),
     )
 
 
@@ -347,7 +350,7 @@ def solve_lowrank(
             K, Q = K * np.sqrt(g), Q * np.sqrt(g)
             value *= g
             margins = cs.apply(U @ K @ Q.T @ V.T)
-    cert = _factored_certificate(cs, At, Bt, K, Q, lam, margins, tol)
+    cert = factored_certificate(cs, At, Bt, K, Q, lam, margins, tol)
     gap = (value - lower) / max(lower, 1e-300)
     if gap <= tol:
         status = Status.OPTIMAL

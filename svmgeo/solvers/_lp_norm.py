@@ -28,9 +28,10 @@ Methods (``p`` in (1, ∞)):
 ``p = 1`` and ``p = ∞`` are linear programs (HiGHS through :func:`scipy.optimize.linprog`);
 ``"cvxpy"`` solves them with the reference model, unpolished.
 
-Scale: the rows are rescaled by powers of two (exactly) when :math:`\max|a|\max|b|` is far
-from 1, so that the L-BFGS-B, Newton and HiGHS tolerances see rows of unit size; the answer is
-mapped back and certified on the caller's rows (data from 1e-150 to 1e150).
+Scale: :func:`~svmgeo.solve_svm` hands these solvers rows of unit size (powers of two,
+exactly; :func:`~._norms.on_unit_rows`, for every norm), so that the L-BFGS-B, Newton and
+HiGHS tolerances see O(1) data; the answer is mapped back and certified on the caller's rows
+(data from 1e-150 to 1e150).
 Whatever the method, the certificate is recomputed by svmgeo: the normalized dual
 :math:`\lambda = \mu / \|\Lambda(\mu)\|_q` (so :math:`\|\Lambda(\lambda)\|_q = 1`), primal
 margins, complementarity and the gap :math:`\|W\|_p - c^\top\lambda`.
@@ -38,7 +39,6 @@ margins, complementarity and the gap :math:`\|W\|_p - c^\top\lambda`.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -53,31 +53,10 @@ from ._reference import solve_reference
 from ._result import SVMResult, finish, no_solution
 from ._status import Status
 
-__all__ = ["dual_exponent", "lp_certificate", "lp_fast", "lp_reference", "row_scale"]
+__all__ = ["dual_exponent", "lp_certificate", "lp_fast", "lp_reference"]
 
 LP_MAX_ITER = 20000
 """L-BFGS-B iteration limit of the fast method."""
-_SCALE_BAND = 2.0**20
-r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/_SCALE_BAND, _SCALE_BAND]."""
-
-
-def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
-    r"""Rows of unit size and the factor :math:`s`: :math:`a_j/\alpha`, :math:`b_j/\beta`,
-    :math:`s = \alpha\beta` (powers of two: exact), or ``(cs, 1.0)`` when
-    :math:`\max|a|\max|b|` is within a factor 2^20 of 1.
-
-    A solution :math:`(W', \lambda')` on the scaled rows is :math:`(W'/s, \lambda'/s)` on
-    ``cs``: :math:`a^\top (W'/s) b = a'^\top W' b'` and
-    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top`.
-    """
-    top_a = float(np.max(np.abs(cs.A), initial=0.0))
-    top_b = float(np.max(np.abs(cs.B), initial=0.0))
-    if top_a == 0.0 or top_b == 0.0 or 1.0 / _SCALE_BAND <= top_a * top_b <= _SCALE_BAND:
-        return cs, 1.0
-    alpha = 2.0 ** round(math.log2(top_a))
-    beta = 2.0 ** round(math.log2(top_b))
-    scaled = dataclasses.replace(cs, A=cs.A / alpha, B=cs.B / beta, tokens=None)
-    return scaled, alpha * beta
 
 
 def _row_matrix(cs: ConstraintSet) -> np.ndarray:
@@ -262,20 +241,6 @@ def _certified(
     )
 
 
-def _on_scaled_rows(
-    cs: ConstraintSet,
-    solve: Any,
-) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
-    """Run ``solve(scaled rows)`` -> (W', λ', info) and map the pair back to ``cs``."""
-    rows, s = row_scale(cs)
-    W, lam, info = solve(rows)
-    if s != 1.0:
-        info = {**info, "row_scale": s}
-        W = None if W is None else W / s
-        lam = None if lam is None else lam / s
-    return W, lam, info
-
-
 def lp_fast(
     cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any], *, max_iter: int = LP_MAX_ITER
 ) -> SVMResult:
@@ -287,7 +252,7 @@ def lp_fast(
             W, lam, message = _lp_program(rows, p)
             return W, None if lam is None else _normalize(rows, lam, p), {"message": message}
 
-        W, lam, info = _on_scaled_rows(cs, program)
+        W, lam, info = program(cs)
         if W is None or lam is None:
             return no_solution(
                 cs, Status.SOLVER_ERROR, info["message"], norm="lp", solver="highs",
@@ -295,7 +260,7 @@ def lp_fast(
             )  # fmt: skip
         return _certified(
             cs, W, lam, p, tol, solver="highs", message=info["message"], n_iter=0,
-            extras={**extras, **_scale_note(info)},
+            extras=extras,
         )  # fmt: skip
     q = dual_exponent(p)
 
@@ -306,7 +271,7 @@ def lp_fast(
         W = _mirror_inverse(mu @ M, q).reshape(rows.d, rows.d)
         return W, _normalize(rows, mu, p), {"steps": steps}
 
-    W, lam, info = _on_scaled_rows(cs, smooth)
+    W, lam, info = smooth(cs)
     assert W is not None and lam is not None  # the smooth dual always returns a pair
     return _certified(
         cs,
@@ -317,12 +282,8 @@ def lp_fast(
         solver="svmgeo-lp-dual",
         message="smooth dual by L-BFGS-B, active-set Newton polish",
         n_iter=info["steps"],
-        extras={**extras, **_scale_note(info)},
+        extras=extras,
     )
-
-
-def _scale_note(info: dict[str, Any]) -> dict[str, Any]:
-    return {"row_scale": info["row_scale"]} if "row_scale" in info else {}
 
 
 def lp_reference(
@@ -339,7 +300,7 @@ def lp_reference(
         return W, lam, {"native": native, "rows": rows}
 
     try:
-        W, lam, info = _on_scaled_rows(cs, model)
+        W, lam, info = model(cs)
     except Exception as exc:  # cvxpy raises SolverError and friends
         return no_solution(
             cs, Status.SOLVER_ERROR, f"cvxpy/{name} failed: {exc}", norm="lp", solver=label,
@@ -355,28 +316,25 @@ def lp_reference(
             solver=label,
             extras=extras,
         )
-    extras = {**extras, **_scale_note(info)}
     raw = lp_certificate(cs, W, _normalize(cs, lam, p), p, tol)
     if p == 1.0 or math.isinf(p):  # a linear program: nothing to polish
         return _certified(
             cs, W, _normalize(cs, lam, p), p, tol, solver=label,
             message=f"cvxpy status {native!r}", n_iter=0, extras=extras,
         )  # fmt: skip
-    # polish: the multipliers of min ||W||_p/p^p are mu = lambda ||W||_p^(p-1), on the
-    # scaled rows, starting from the rows that are tight at cvxpy's W (its small
-    # interior-point duals of inactive rows are not zeros)
-    rows, s = row_scale(cs)
-    Ws, lams = W * s, lam * s
+    # polish: the multipliers of min ||W||_p/p^p are mu = lambda ||W||_p^(p-1), starting
+    # from the rows that are tight at cvxpy's W (its small interior-point duals of inactive
+    # rows are not zeros)
     q = dual_exponent(p)
-    M = _row_matrix(rows)
-    tight = rows.apply(Ws) - rows.rhs <= 1e-6 * max(1.0, float(np.abs(rows.rhs).max()))
-    mu0 = lams * lp_geometry(p).value(Ws) ** (p - 1.0)
-    mu, steps = _newton_polish(rows, M, q, np.where(tight, mu0, 0.0), active=tight)
-    Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d) / s
+    M = _row_matrix(cs)
+    tight = cs.apply(W) - cs.rhs <= 1e-6 * max(1.0, float(np.abs(cs.rhs).max()))
+    mu0 = lam * lp_geometry(p).value(W) ** (p - 1.0)
+    mu, steps = _newton_polish(cs, M, q, np.where(tight, mu0, 0.0), active=tight)
+    Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
     polished = _certified(
         cs,
         Wp,
-        _normalize(rows, mu, p) / s,
+        _normalize(cs, mu, p),
         p,
         tol,
         solver=label,

@@ -37,7 +37,7 @@ from ._certificates import FRO, NUC, NormGeometry, judge, lp_geometry, primal_in
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
-from ._lowrank import solve_lowrank
+from ._lowrank import factored_certificate, solve_lowrank
 from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
@@ -52,8 +52,10 @@ __all__ = [
     "Request",
     "cli_norm",
     "norm_choices",
+    "on_unit_rows",
     "parse_norm",
     "request",
+    "row_scale",
 ]
 
 METHODS = ("auto", "fast", "cvxpy")
@@ -178,6 +180,110 @@ class NormEntry:
                     for name, value, fix in ignored
                 )
             )
+
+
+# -- scale --------------------------------------------------------------------------------------
+SCALE_BAND = 2.0**20
+r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/SCALE_BAND, SCALE_BAND]."""
+
+
+def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
+    r"""Rows of unit size and the factor :math:`s`: :math:`a_j/\alpha`, :math:`b_j/\beta`,
+    :math:`s = \alpha\beta` (powers of two: exact), or ``(cs, 1.0)`` when
+    :math:`\max|a|\max|b|` is within a factor :data:`SCALE_BAND` of 1.
+
+    A solution :math:`(W', \lambda')` on the scaled rows is :math:`(W'/s, \lambda'/s^k)` on
+    ``cs``: :math:`a^\top (W'/s) b = a'^\top W' b'`, and
+    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top` (a norm's
+    dual, :math:`k = 1`) or :math:`\sum_j (\lambda'_j/s^2) a_j b_j^\top = W'/s` (the Frobenius
+    dual, :math:`k = 2`).
+    """
+    top_a = float(np.max(np.abs(cs.A), initial=0.0))
+    top_b = float(np.max(np.abs(cs.B), initial=0.0))
+    if top_a == 0.0 or top_b == 0.0 or 1.0 / SCALE_BAND <= top_a * top_b <= SCALE_BAND:
+        return cs, 1.0
+    alpha = 2.0 ** round(math.log2(top_a))
+    beta = 2.0 ** round(math.log2(top_b))
+    scaled = dataclasses.replace(cs, A=cs.A / alpha, B=cs.B / beta, tokens=None)
+    return scaled, alpha * beta
+
+
+def on_unit_rows(
+    req: Request, run: Driver, geo: RowGeometry | None, feas: FeasibilityResult | None
+) -> SVMResult:
+    r"""``run(req, geo, feas)`` on rows of unit size, its answer mapped back to ``req.cs``.
+
+    .. math::
+
+        a'_j = a_j/\alpha,\quad b'_j = b_j/\beta,\quad s = \alpha\beta
+        \quad\Longrightarrow\quad W = W'/s,\quad \lambda = \lambda'/s^k,
+
+    with :math:`\alpha, \beta` powers of two (:func:`row_scale`: exact, and the
+    identity when :math:`\max|a|\max|b|` is within :math:`2^{\pm 20}` of 1) and :math:`k` the
+    norm's ``dual_degree``. The margins are the same numbers on both sets of rows, so the
+    solvers' inner tolerances see O(1) data at every scale; the result is certified again on
+    ``req.cs`` (:func:`~._result.finish`; a binding rank bound by its factored certificate,
+    :func:`~._lowrank.factored_certificate`).
+    """
+    rows, s = row_scale(req.cs)
+    if s == 1.0:
+        return run(req, geo, feas)
+    scaled_feas = None
+    if feas is not None:
+        extras = dict(feas.extras)
+        if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
+            extras["qp_dual"] = np.asarray(extras["qp_dual"]) * s * s
+        point = None if feas.point is None else feas.point * s
+        scaled_feas = dataclasses.replace(feas, constraints=rows, point=point, extras=extras)
+    res = run(
+        dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas
+    )
+    return _on_caller_rows(req, res, s)
+
+
+def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
+    """A result on the rows scaled by ``1/s`` (:func:`on_unit_rows`), on ``req.cs``."""
+    cs = req.cs
+    extras = {**res.extras, "row_scale": s}
+    if res.W is None:  # a Farkas vector is the same on both sets of rows
+        return dataclasses.replace(res, constraints=cs, extras=extras)
+    W = res.W / s
+    lam = res.dual
+    if lam is not None:
+        for _ in range(req.geometry.dual_degree):
+            lam = np.asarray(lam) / s  # one power at a time: s**2 may overflow, lam / s / s not
+    root = float(np.sqrt(s))
+    K = None if res.K is None else res.K / root
+    Q = None if res.Q is None else res.Q / root
+    margins = cs.apply(W)
+    certificate = None
+    if lam is None:
+        certificate = judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
+    elif req.binding and K is not None and Q is not None:
+        certificate = factored_certificate(cs, cs.A, cs.B, K, Q, lam, margins, req.tol)
+    return finish(
+        cs,
+        W,
+        lam,
+        norm=req.geometry,
+        tol=req.tol,
+        status=res.status,
+        message=res.message,
+        solver=res.solver,
+        margins=margins,
+        certificate=certificate,
+        objective=None if res.objective is None else res.objective / s,
+        rank=res.rank,
+        n_iter=res.n_iter,
+        solve_time=res.solve_time,
+        farkas=res.farkas,
+        K=K,
+        Q=Q,
+        lower_bound=None if res.lower_bound is None else res.lower_bound / s,
+        extras=extras,
+        proof=res.proof,
+        p=None if res.p is None else res.p / s,
+    )
 
 
 # -- the reference model, certified -----------------------------------------------------------

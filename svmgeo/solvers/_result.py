@@ -60,13 +60,15 @@ class Certificate:
         :math:`\max_j (c_j - a_j^\top W b_j)_+` over margin rows and
         :math:`\max_j |a_j^\top W b_j - c_j|` over equality rows.
     dual_infeasibility : float
-        Frobenius: :math:`\max_j (-\lambda_j)_+` over margin rows. Nuclear:
-        :math:`(\|\sum_j \lambda_j a_j b_j^\top\|_2 - 1)_+` plus the sign violation.
+        Frobenius: :math:`\max_j (-\lambda_j)_+ / \max_j |\lambda_j|` over margin rows.
+        Nuclear: :math:`(\|\sum_j \lambda_j a_j b_j^\top\|_2 - 1)_+` plus that sign violation.
     stationarity : float
-        Frobenius: :math:`\|W - \sum_j \lambda_j a_j b_j^\top\|_F / \max(1, \|W\|_F)`. Nuclear:
-        :math:`|\langle \Lambda, W\rangle - \|W\|_*| / \max(1, \|W\|_*)` (Λ is a subgradient).
+        Frobenius: :math:`\|W - \Lambda\|_F / \max(\|W\|_F, \|\Lambda\|_F)` with
+        :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top`. Nuclear:
+        :math:`|\langle \Lambda, W\rangle - \|W\|_*| / \|W\|_*` (Λ is a subgradient).
     complementarity : float
-        :math:`\max_j |\lambda_j (a_j^\top W b_j - c_j)|` over margin rows.
+        :math:`\max_j |\lambda_j (a_j^\top W b_j - c_j)|` over margin rows, relative to
+        :math:`\max_j |\lambda_j|` (Frobenius) or :math:`\|W\|` (the other norms).
     duality_gap : float
         Relative gap between the primal objective and the dual objective.
     tol : float

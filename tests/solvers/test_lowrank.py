@@ -12,7 +12,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.solvers import Status
 from svmgeo.solvers._factored import compress
-from svmgeo.solvers._lowrank import _factored_certificate, solve_lowrank
+from svmgeo.solvers._lowrank import factored_certificate, solve_lowrank
 from svmgeo.solvers._nuclear import solve_nuclear
 from svmgeo.solvers._result import downgrade
 
@@ -183,7 +183,7 @@ def test_perturbed_multipliers_fail_and_downgrade() -> None:
     At, Bt = cs.A @ comp.U, cs.B @ comp.V
     K, Q = comp.U.T @ res.K, comp.V.T @ res.Q
     lam = res.dual * 1.01
-    cert = _factored_certificate(cs, At, Bt, K, Q, lam, cs.apply(res.W), 1e-8)
+    cert = factored_certificate(cs, At, Bt, K, Q, lam, cs.apply(res.W), 1e-8)
     assert not cert.passed
     assert any("stationarity" in f for f in cert.failures)
     bad = downgrade(res, cert)

@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Scale (issue #21): certificates are scale-invariant and the solvers are right at every scale.
+
+Scaling the tokens by s scales the rows a_j by s, the optimum W* by 1/s and the multipliers by
+1/s^2 (Frobenius) or 1/s (nuclear): the rescaled objective s * ||W*|| is the same problem's
+optimum at every s, and a certificate must judge (W, lambda) at scale s exactly as it judges
+(s W, s^k lambda) at scale 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.solvers import solve_naive_cvxpy
+from svmgeo.solvers._certificates import FRO, NUC
+
+# the bad-input corpus's case: 3 rows in d = 2, queries e1; at 1e10 a wrong W (||W|| 4.6 times
+# the optimum) was certified OPTIMAL by absolute tolerances
+A = np.array([[0.18851919, -0.63319409], [0.75460579, -1.68910745], [0.16100958, -0.58552882]])
+SCALES = [1e-150, 1e-10, 1.0, 1e10, 1e150]
+CERT_SCALES = [1e-10, 1e-5, 1.0, 1e5, 1e10]
+
+
+def _few_rows(s: float) -> sg.TokenData:
+    X = np.zeros((3, 2, 2))
+    X[:, 0] = A * s
+    return sg.TokenData(X, Z=np.tile([1.0, 0.0], (3, 1)), v=[1.0, 0.0])
+
+
+def _quiet(call):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        return call()
+
+
+@pytest.fixture(scope="module")
+def unit() -> dict[str, sg.SVMResult]:
+    """The unit-scale optima, one per norm."""
+    return {norm: sg.att_svm(_few_rows(1.0), [0, 0, 0], norm=norm) for norm in ("fro", "nuc")}
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+@pytest.mark.parametrize("s", SCALES, ids=[f"{s:g}" for s in SCALES])
+def test_few_rows_give_the_rescaled_optimum_at_every_scale(
+    norm: str, s: float, unit: dict[str, sg.SVMResult]
+) -> None:
+    ref = unit[norm]
+    res = _quiet(lambda: sg.att_svm(_few_rows(s), [0, 0, 0], norm=norm))
+    assert res.status == sg.Status.OPTIMAL, res.message
+    assert ref.objective is not None and res.objective is not None and res.W is not None
+    np.testing.assert_allclose(res.objective * s, ref.objective, rtol=1e-9)
+    np.testing.assert_allclose(res.W * s, ref.W, rtol=1e-7, atol=1e-9 * ref.objective)
+    assert res.certificate is not None and res.certificate.passed
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+def test_few_rows_agree_with_the_cvxpy_reference(norm: str, unit: dict[str, sg.SVMResult]) -> None:
+    cs = sg.att_svm_constraints(_few_rows(1.0), [0, 0, 0])
+    W, status, value, _ = solve_naive_cvxpy(cs, norm)  # type: ignore[arg-type]
+    assert status == "optimal" and W is not None
+    for s in SCALES:
+        res = sg.att_svm(_few_rows(s), [0, 0, 0], norm=norm)
+        assert res.objective is not None
+        np.testing.assert_allclose(res.objective * s, value, rtol=1e-6)
+    np.testing.assert_allclose(unit[norm].objective, value, rtol=1e-6)
+
+
+@pytest.mark.parametrize("s", [1e-100, 1e-8, 1e8, 1e100], ids=["1e-100", "1e-8", "1e8", "1e100"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_random_data_give_the_rescaled_optimum(s: float, seed: int) -> None:
+    data = sg.random_data(6, 4, 5, seed=seed)
+    big = sg.TokenData(np.asarray(data.X) * s, v=data.v, Z=data.Z)
+    alpha = sg.optimal_tokens(data)
+    ref = sg.att_svm(data, alpha)
+    res = _quiet(lambda: sg.att_svm(big, alpha))
+    assert ref.success and res.success, res.message
+    assert ref.objective is not None and res.objective is not None
+    np.testing.assert_allclose(res.objective * s, ref.objective, rtol=1e-9)
+
+
+@pytest.mark.parametrize("s", [1e-150, 1e150], ids=["1e-150", "1e150"])
+def test_no_runtime_warning_leaks_at_extreme_scales(s: float) -> None:
+    # numpy's overflow / invalid-value warnings from the interior point (_qp.py) used to leak
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for norm in ("fro", "nuc"):
+            assert sg.att_svm(_few_rows(s), [0, 0, 0], norm=norm).success
+
+
+def _pair(res: sg.SVMResult, s: float, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unit-scale optimum mapped exactly to scale s (powers of two: exact)."""
+    assert res.W is not None and res.dual is not None
+    return res.W / s, res.dual / s**degree
+
+
+@pytest.mark.parametrize("e", [-33, -16, 0, 16, 33])  # 2^±33 ~ 1e±10
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+def test_certificate_fails_a_wrong_answer_at_every_scale(
+    e: int, norm: str, unit: dict[str, sg.SVMResult]
+) -> None:
+    s = 2.0**e
+    geometry, degree = (FRO, 2) if norm == "fro" else (NUC, 1)
+    ref = unit[norm]
+    cs = sg.att_svm_constraints(_few_rows(s), [0, 0, 0])
+    W, lam = _pair(ref, s, degree)
+    tol = 1e-8
+    true = geometry.certificate(cs, W, lam, tol)
+    assert true.passed, true.failures
+    # the same residuals as at scale 1: the certificate is scale-invariant
+    unit_cert = ref.certificate
+    assert unit_cert is not None
+    np.testing.assert_allclose(true.worst, unit_cert.worst, atol=1e-12)
+    wrong = {
+        "suboptimal W, feasible": (1.01 * W, lam),
+        "W of the wrong direction": (W + 1e-3 * np.linalg.norm(W) * np.eye(2)[::-1], lam),
+        "no multipliers": (W, np.zeros_like(lam)),
+        "multipliers off": (W, 1.01 * lam),
+        "the wrong answer of the corpus (4.6 times the norm)": (4.565 * W, 4.565**degree * lam),
+    }
+    for what, (Wx, lx) in wrong.items():
+        cert = geometry.certificate(cs, Wx, lx, tol)
+        assert not cert.passed, f"{what} certified at scale 2^{e}: {cert}"
+
+
+def test_certificate_of_zero_rows_is_relative() -> None:
+    # no rows: only W = 0 is optimal; a tiny W below any absolute tolerance must fail
+    cs = sg.att_svm_constraints(_few_rows(1.0), [0, 0, 0])
+    empty = cs.subset(np.zeros(cs.N, dtype=bool))
+    assert FRO.certificate(empty, np.zeros((2, 2)), np.zeros(0), 1e-8).passed
+    assert not FRO.certificate(empty, 1e-12 * np.eye(2), np.zeros(0), 1e-8).passed
+
+
+def test_joint_svm_norm_error_comes_from_the_table_of_norms() -> None:
+    with pytest.raises(sg.ProblemError, match=r"'fro', 'nuc' or \('lp', p\)"):
+        sg.joint_svm(sg.random_data(3, 3, 4, seed=0), norm="l1")
+
+
+@pytest.mark.parametrize("s", [1e-10, 1e10], ids=["1e-10", "1e10"])
+def test_rank_bounded_nuclear_is_the_rescaled_answer(s: float) -> None:
+    # a binding rank bound used to answer "optimal" at 1e10 with a lower bound 2e9 times its
+    # objective (the convex relaxation solved on unscaled rows)
+    data = sg.random_data(6, 4, 5, seed=0)
+    big = sg.TokenData(np.asarray(data.X) * s, v=data.v, Z=data.Z)
+    alpha = sg.optimal_tokens(data)
+    ref = sg.att_svm(data, alpha, norm="nuc", rank=1, seed=0)
+    res = _quiet(lambda: sg.att_svm(big, alpha, norm="nuc", rank=1, seed=0))
+    assert res.status == ref.status, res.message
+    assert res.objective is not None and ref.objective is not None
+    assert res.lower_bound is not None and ref.lower_bound is not None
+    np.testing.assert_allclose(res.objective * s, ref.objective, rtol=1e-8)
+    np.testing.assert_allclose(res.lower_bound * s, ref.lower_bound, rtol=1e-8)
+    assert res.K is not None and res.Q is not None and res.W is not None
+    np.testing.assert_allclose(res.K @ res.Q.T, res.W, rtol=1e-12, atol=1e-14 * np.abs(res.W).max())
+    assert res.certificate is not None and ref.certificate is not None
+    assert res.certificate.passed == ref.certificate.passed
+
+
+def test_the_wrong_answer_of_the_corpus_is_downgraded_at_1e10(
+    unit: dict[str, sg.SVMResult],
+) -> None:
+    from svmgeo.solvers._result import finish
+
+    s = 2.0**33
+    cs = sg.att_svm_constraints(_few_rows(s), [0, 0, 0])
+    W, lam = _pair(unit["fro"], s, 2)
+    res = finish(
+        cs, 4.565 * W, 4.565**2 * lam, norm=FRO, tol=1e-8, status=sg.Status.OPTIMAL,
+        message="solved", solver="test",
+    )  # fmt: skip
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and not res.success
+    assert "certificate check failed" in res.message
