@@ -10,12 +10,12 @@ solved optimum). For the Frobenius norm (strictly convex) it shrinks to the one 
 :math:`\tau \to 0`, with diameter :math:`O(\sqrt\tau)\,\mathrm{OPT}`; for the entrywise
 :math:`\ell_1`, :math:`\ell_\infty` and the spectral norm it can keep a whole face of optima, so
 the correlation of a gradient-descent direction with the *one* returned solution can mislead
-(issue #23). Two convex problems answer it, both linear objectives over :math:`\mathcal F_\tau`,
-solved by the naive cvxpy model (every :math:`W \in \mathbb{R}^{d\times d}`, not compressed:
+(issue #23). Two convex problems answer it, solved by the naive cvxpy model (every :math:`W \in \mathbb{R}^{d\times d}`, not compressed:
 for these norms optima off the rows' spans exist):
 
-* :func:`optimal_face_alignment` — :math:`\max_{W \in \mathcal F_\tau} \langle D, W\rangle`,
-  the point of the face most aligned with :math:`D` (up to :math:`\tau`), and its correlation;
+* :func:`optimal_face_alignment` — the point of :math:`\mathcal F_\tau` of largest correlation
+  :math:`\langle D, W\rangle / (\|D\|_F\|W\|_F)` with a direction :math:`D` (a linear-fractional
+  problem, convex in the Charnes–Cooper form :math:`W = Y/s`);
 * :func:`optimum_uniqueness` — the width :math:`\max - \min` of :math:`\langle R, W\rangle /
   \|R\|_F` over :math:`\mathcal F_\tau` along random directions :math:`R`, a lower bound on the
   face's diameter, compared with the :math:`10\sqrt{\tau}\,\|W\|_F` that a unique optimum's
@@ -54,11 +54,10 @@ class FaceAlignment:
     Attributes
     ----------
     W : ndarray of shape (d, d)
-        :math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle`.
+        The point of :math:`\mathcal F_\tau` of largest correlation with D.
     correlation : float
         :math:`\langle D, W\rangle / (\|D\|_F \|W\|_F)`: the best correlation of D with a
-        :math:`\tau`-optimal solution (the maximiser of the inner product; up to
-        :math:`\tau`, the correlation-maximizing point of the face).
+        :math:`\tau`-optimal solution.
     returned_correlation : float
         The correlation of D with the solver's solution ``res.W``, for comparison.
     value : float
@@ -129,47 +128,84 @@ def _geometry(res: SVMResult, where: str) -> NormGeometry:
     return entry.geometry(res.extras.get("p") if entry.parameter else None)
 
 
-def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) -> Any:
-    r""":math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle` by the naive cvxpy model."""
+def _solve_face(
+    res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float, *, scaled: bool
+) -> tuple[np.ndarray | None, str]:
+    r"""Maximize over :math:`\mathcal F_\tau` by the naive cvxpy model: :math:`\langle D,
+    W\rangle` (``scaled=False``), or the correlation with D in the Charnes–Cooper form
+    (``scaled=True``): :math:`W = Y/s`,
+
+    .. math::
+
+        \max_{Y, s \ge 0}\ \langle D, Y\rangle \quad\text{s.t.}\quad \|Y\|_F \le 1,\quad
+        a_j^\top Y b_j \ge s\,c_j\ (= s\,c_j),\quad s\,\phi(Y/s) \le s\,\phi_\tau,
+
+    convex because the correlation is scale-invariant and the set of :math:`(Y, s)` is a
+    cone (:math:`s\,\phi(Y/s)` is the perspective of the model's objective :math:`\phi`,
+    :math:`\phi(Y)` itself when :math:`\phi` is a norm). Returns W (None when the solver gave
+    none, or :math:`s = 0`) and cvxpy's status."""
     import cvxpy as cp  # lazily: only the face problems need it
 
     cs = res.constraints
     assert res.W is not None  # checked by _geometry
-    W = cp.Variable((cs.d, cs.d))
-    rows = np.einsum("ja,jb->jab", cs.A, cs.B).reshape(cs.N, -1) @ cp.vec(W, order="C")
+    Y = cp.Variable((cs.d, cs.d))
+    s: Any = cp.Variable(nonneg=True) if scaled else 1.0
+    rows = np.einsum("ja,jb->jab", cs.A, cs.B).reshape(cs.N, -1) @ cp.vec(Y, order="C")
     margin = cs.kind == MARGIN
-    # the objective's value at (1 + tau) W_opt: phi is an increasing function of the norm
-    # (1/2 ||W||_F^2 for Frobenius), so phi(W) <= bound is ||W|| <= (1 + tau) OPT
+    # phi at (1 + tau) W_opt: phi is an increasing function of the norm (1/2 ||W||_F^2 for
+    # Frobenius), so phi(W) <= bound is ||W|| <= (1 + tau) OPT
     bound = float(geometry.cvxpy_objective(cp, cp.Constant((1.0 + tol) * res.W)).value)
-    constraints = [geometry.cvxpy_objective(cp, W) <= bound]
-    if np.any(margin):
-        constraints.append(rows[np.flatnonzero(margin)] >= cs.rhs[margin])
-    if np.any(~margin):
-        constraints.append(rows[np.flatnonzero(~margin)] == cs.rhs[~margin])
-    problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(D, W))), constraints)
-    quiet_solve(problem, cp.CLARABEL, _CLARABEL)
-    if W.value is None:
-        raise ProblemError(  # pragma: no cover - the face holds res.W, so it is feasible
-            f"the optimal-face problem failed (cvxpy status {problem.status!r})."
+    phi = geometry.cvxpy_objective(cp, Y)
+    if scaled:  # phi(2W) = 2 phi(W) for a norm, 4 phi(W) for 1/2 ||W||_F^2
+        one, two = (
+            float(geometry.cvxpy_objective(cp, cp.Constant(k * res.W)).value) for k in (1.0, 2.0)
         )
-    return np.asarray(W.value, dtype=float), str(problem.status)
+        phi = phi if np.isclose(two, 2.0 * one, rtol=1e-9) else cp.perspective(phi, s)
+    constraints = [phi <= bound * s]
+    if np.any(margin):
+        constraints.append(rows[np.flatnonzero(margin)] >= s * cs.rhs[margin])
+    if np.any(~margin):
+        constraints.append(rows[np.flatnonzero(~margin)] == s * cs.rhs[~margin])
+    if scaled:
+        constraints.append(cp.norm(cp.vec(Y, order="C"), 2) <= 1.0)
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(D, Y))), constraints)
+    quiet_solve(problem, cp.CLARABEL, _CLARABEL)
+    if Y.value is None:
+        return None, str(problem.status)
+    scale = float(s.value) if scaled else 1.0
+    if not scale > 0:
+        return None, str(problem.status)
+    return np.asarray(Y.value, dtype=float) / scale, str(problem.status)
+
+
+def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) -> Any:
+    r""":math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle` and cvxpy's status."""
+    W, status = _solve_face(res, geometry, D, tol, scaled=False)
+    if W is None:
+        raise ProblemError(  # pragma: no cover - the face holds res.W, so it is feasible
+            f"the optimal-face problem failed (cvxpy status {status!r})."
+        )
+    return W, status
 
 
 def optimal_face_alignment(
     res: SVMResult, direction: Any, *, tol: float = FACE_TOL
 ) -> FaceAlignment:
-    r"""The best alignment of a direction with the optimal face of a solved SVM.
+    r"""The best correlation of a direction with the optimal face of a solved SVM.
 
     .. math::
 
-        W^\star = \arg\max_W\ \langle D, W\rangle \quad\text{s.t.}\quad
-        a_j^\top W b_j \ge c_j\ (=c_j),\quad \|W\| \le (1 + \tau)\,\mathrm{OPT},
-        \qquad \text{correlation} = \frac{\langle D, W^\star\rangle}{\|D\|_F\|W^\star\|_F},
+        W^\star = \arg\max_{W \in \mathcal F_\tau}\ \frac{\langle D, W\rangle}{\|D\|_F\|W\|_F},
+        \qquad \mathcal F_\tau = \{W:\ a_j^\top W b_j \ge c_j\ (=c_j),\
+        \|W\| \le (1 + \tau)\,\mathrm{OPT}\},
 
-    a convex problem (module :mod:`._face`). When the optimum is unique this is the returned
-    solution's correlation, up to :math:`O(\sqrt\tau)`; on a face of optima (ℓ1, ℓ∞,
-    spectral) it can be much larger: compare a GD direction with the face, not with one
-    vertex of it.
+    one convex problem in the Charnes–Cooper form :math:`W = Y/s` (:func:`_solve_face`;
+    the correlation is quasi-concave where positive). Maximizing :math:`\langle D, W\rangle`
+    alone would not do: the points of a face differ in :math:`\|W\|_F`. When no point of
+    the face has a positive correlation with D, the maximiser of :math:`\langle D, W\rangle`
+    is returned instead. When the optimum is unique this is the returned solution's
+    correlation, up to :math:`O(\sqrt\tau)`; on a face of optima (ℓ1, ℓ∞, spectral) it can be
+    much larger: compare a GD direction with the face, not with one point of it.
 
     Parameters
     ----------
@@ -187,8 +223,8 @@ def optimal_face_alignment(
     Raises
     ------
     ProblemError
-        ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape or not
-        finite, ``tol`` outside (0, 1).
+        ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
+        not finite, ``tol`` outside (0, 1).
 
     Examples
     --------
@@ -203,7 +239,9 @@ def optimal_face_alignment(
     geometry = _geometry(res, "optimal_face_alignment")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="optimal_face_alignment")
     D = _direction(direction, res, "optimal_face_alignment")
-    W, status = _extreme(res, geometry, D, tol)
+    W, status = _solve_face(res, geometry, D, tol, scaled=True)
+    if W is None or not correlation(D, W) > 0:
+        W, status = _extreme(res, geometry, D, tol)
     return FaceAlignment(
         W=W,
         correlation=correlation(D, W),

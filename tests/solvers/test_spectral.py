@@ -15,7 +15,12 @@ import svmgeo as sg
 from svmgeo._linalg import orthonormal_basis
 from svmgeo.cli import main
 from svmgeo.constraints import EQUALITY, MARGIN, ConstraintSet
-from svmgeo.solvers import optimal_face_alignment, optimum_uniqueness, solve_naive_cvxpy_duals
+from svmgeo.solvers import (
+    _face,
+    optimal_face_alignment,
+    optimum_uniqueness,
+    solve_naive_cvxpy_duals,
+)
 from svmgeo.solvers._certificates import spectral_certificate
 from svmgeo.solvers._spectral import GAP_TARGET
 
@@ -234,6 +239,23 @@ def test_random_spectral_optimum_is_a_face() -> None:
     for W in (verdict.W_max, verdict.W_min):
         assert np.min(cs.apply(W) - cs.rhs) >= -1e-7
         assert np.linalg.norm(W, 2) <= (1 + verdict.tol) * res.objective * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("norm", ["spectral", ("lp", np.inf), "nuc", "fro"])
+def test_best_correlation_beats_the_inner_product_maximiser(norm: object) -> None:
+    # the face's points differ in ||W||_F: the correlation maximiser (Charnes-Cooper) is at
+    # least as aligned as the inner-product maximiser and as the returned solution
+    data = sg.random_data(6, 8, 10, seed=0)
+    res = sg.att_svm(data, norm=norm)  # type: ignore[arg-type]
+    D = sg.att_svm(data).W if norm != "fro" else sg.att_svm(data, norm="nuc").W
+    face = optimal_face_alignment(res, D)
+    geometry = _face._geometry(res, "test")
+    W_lin, _ = _face._extreme(res, geometry, D, face.tol)
+    assert face.correlation >= sg.correlation(D, W_lin) - 1e-7
+    assert face.correlation >= face.returned_correlation - 1e-7
+    cs = res.constraints
+    assert np.min(cs.apply(face.W) - cs.rhs) >= -1e-7
+    assert face.value <= (1 + face.tol) * res.objective * (1 + 1e-7)
 
 
 def test_face_functions_refuse_bad_input() -> None:
