@@ -210,9 +210,8 @@ class SVMResult:
         vector = "p" if self.p is not None else self.extras.get("param")
         name = {"p": "p-SVM", "v": "Head SVM"}.get(str(vector), "Att-SVM")
         if vector in ("p", "v"):
-            norm = {"fro": f"||{vector}||_2", "nuc": f"||{vector}||_2"}.get(
-                self.norm, f"||{vector}||_q"
-            )
+            two = f"||{vector}||_2"  # ||w e1^T|| = ||w||_2 in the three matrix norms
+            norm = {"fro": two, "nuc": two, "spectral": two}.get(self.norm, f"||{vector}||_q")
         lines = [
             f"{name} ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
             f"over {self.constraints!r}",

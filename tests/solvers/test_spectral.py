@@ -75,6 +75,7 @@ def test_compression_keeps_every_row_and_never_raises_the_norm() -> None:
     assert V.shape[1] < cs.d  # a proper compression on this instance (6 queries in d = 10)
 
 
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
 @pytest.mark.parametrize("name", list(INSTANCES))
 def test_matches_the_naive_sigma_max_model(name: str) -> None:
     cs = _rows(**INSTANCES[name])
@@ -272,3 +273,14 @@ def test_face_functions_refuse_bad_input() -> None:
     infeasible = dataclasses.replace(res, W=None, objective=None, status=sg.Status.INFEASIBLE)
     with pytest.raises(sg.ProblemError, match="solution"):
         optimum_uniqueness(infeasible)
+
+
+def test_prompt_svm_is_the_euclidean_one() -> None:
+    # ||p e1^T||_2 = ||p||_2: the spectral p-SVM is the Frobenius (Euclidean) p-SVM
+    data = sg.random_data(4, 5, 6, seed=0)
+    spec = sg.att_svm(data, param="p", norm="spectral")  # type: ignore[arg-type]
+    fro = sg.att_svm(data, param="p")
+    assert spec.success and spec.p is not None and fro.p is not None
+    np.testing.assert_allclose(spec.objective, fro.objective, rtol=1e-9)
+    np.testing.assert_allclose(spec.p, fro.p, rtol=1e-6, atol=1e-8)
+    assert "||p||_2" in spec.summary()
