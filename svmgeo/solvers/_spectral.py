@@ -87,7 +87,8 @@ decides."""
 
 def _options(backend: str, tol: float) -> dict[str, Any]:
     if backend == "scs":
-        return {"eps_abs": tol, "eps_rel": tol, "max_iters": 100000}
+        eps = max(tol, 1e-10)  # first-order: 1e-12 costs its whole iteration budget
+        return {"eps_abs": eps, "eps_rel": eps, "max_iters": 20000}
     return {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "max_iter": 400}
 
 
@@ -169,15 +170,15 @@ def solve_spectral(cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8
     (module docstring: the compression and its proof, the dual, the certificate). Each
     backend runs the forms of :data:`_ATTEMPTS` in order; the first answer whose certificate
     passes with worst residual at most :data:`GAP_TARGET` is returned, else the one with the
-    smallest worst residual.
+    smallest worst residual (the next backend runs only when no answer passed).
 
     Parameters
     ----------
     cs : ConstraintSet
         Rows already known to be feasible (:func:`~svmgeo.solve_svm` decides it first).
     solver : {"auto", "clarabel", "scs"}, default "auto"
-        The SDP backend (through cvxpy); ``"auto"`` is Clarabel, then SCS when Clarabel
-        gives no certified answer.
+        The SDP backend (through cvxpy); ``"auto"`` is Clarabel, then SCS when no Clarabel
+        answer passes the certificate.
     tol : float, default 1e-8
         Tolerance of svmgeo's certificate.
 
@@ -219,6 +220,8 @@ def solve_spectral(cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8
                 best = res
             if res.success and res.certificate.worst <= GAP_TARGET:
                 return dataclasses.replace(res, solve_time=time.perf_counter() - start)
+        if best is not None and best.success:  # certified: the next backend is not needed
+            break
     if best is not None:
         return dataclasses.replace(best, solve_time=time.perf_counter() - start)
     return no_solution(

@@ -162,6 +162,9 @@ def test_options_used_or_refused() -> None:
     cs = _rows(seed=0)
     res = _spectral(cs, solver="clarabel")
     assert res.success and res.solver == "svmgeo-spectral-sdp/clarabel"
+    scs = _spectral(cs, solver="scs")  # first-order: certified at tol, not necessarily 1e-9
+    assert scs.success and scs.solver == "svmgeo-spectral-sdp/scs", scs.message
+    np.testing.assert_allclose(scs.objective, res.objective, rtol=1e-8)
     with pytest.raises(sg.ProblemError, match="max_iter"):
         _spectral(cs, max_iter=10)
     with pytest.raises(sg.ProblemError, match="seed"):
