@@ -795,15 +795,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add_command(
         sub,
         "solve",
-        "solve Att-SVM (Frobenius), Att-SVM* (nuclear) or the l_p Att-SVM with svmgeo's "
-        "certificate",
+        "solve Att-SVM (Frobenius), Att-SVM* (nuclear), the l_p or the spectral Att-SVM with "
+        "svmgeo's certificate",
         "svmgeo solve --n 20 --T 10 --d 20 --seed 0 --norm nuc --json",
         _cmd_solve,
     )
     _add_data_arguments(p, selection=True, gd=False)
     _add_norm_argument(
         p,
-        "Frobenius (Att-SVM), nuclear (Att-SVM*) or entrywise l_p norm (the l_p Att-SVM)",
+        "Frobenius (Att-SVM), nuclear (Att-SVM*), entrywise l_p (the l_p Att-SVM) or spectral "
+        "norm (the spectral Att-SVM)",
         parameterised=True,
     )
     p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
@@ -829,7 +830,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_support,
     )
     _add_data_arguments(p, selection=True, gd=False)
-    _add_norm_argument(p, "Frobenius (Att-SVM) or nuclear norm (Att-SVM*)")
+    _add_norm_argument(p, "Frobenius (Att-SVM), nuclear (Att-SVM*) or spectral norm")
     p = _add_command(
         sub,
         "study",

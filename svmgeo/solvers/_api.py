@@ -104,7 +104,7 @@ def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float)
 def solve_svm(
     cs: ConstraintSet,
     *,
-    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
+    norm: Literal["fro", "nuc", "spectral"] | tuple[str, float] = "fro",
     rank: int | None = None,
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
@@ -129,10 +129,12 @@ def solve_svm(
     ----------
     cs : ConstraintSet
         The rows.
-    norm : {"fro", "nuc"} or ("lp", p), default "fro"
-        Frobenius (Att-SVM), nuclear (Att-SVM⋆) or the entrywise :math:`\ell_p` norm,
+    norm : {"fro", "nuc", "spectral"} or ("lp", p), default "fro"
+        Frobenius (Att-SVM), nuclear (Att-SVM⋆), the entrywise :math:`\ell_p` norm,
         :math:`p \ge 1` (the :math:`\ell_p` Att-SVM of mirror descent, docs/beyond.md; also
-        spelt ``"lp:1.5"``); see :data:`~svmgeo.solvers.NORMS`, the table of norms.
+        spelt ``"lp:1.5"``) or the spectral norm :math:`\|W\|_2` (docs/spectral.md: "fast"
+        and "auto" solve the compressed SDP, "cvxpy" the naive ``sigma_max`` model); see
+        :data:`~svmgeo.solvers.NORMS`, the table of norms.
     rank : int, optional
         Rank bound m for ``norm="nuc"``. Vacuous (the convex problem is solved) when
         m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1); the
@@ -406,7 +408,7 @@ def att_svm(
     alpha: Any = None,
     *,
     param: Literal["W", "p"] = "W",
-    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
+    norm: Literal["fro", "nuc", "spectral"] | tuple[str, float] = "fro",
     rank: int | None = None,
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
