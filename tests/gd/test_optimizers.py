@@ -4,12 +4,14 @@ each against a step computed by hand, numba = numpy, log-domain safety, option e
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.cli import main
 from svmgeo.gd import (
     AdamMoments,
     RiskOracle,
@@ -272,3 +274,14 @@ def test_bad_options_name_the_argument(kw: dict[str, object], words: str) -> Non
     with pytest.raises(sg.ProblemError, match=None) as err:
         sg.train(DATA, n_steps=2, **kw)  # type: ignore[arg-type]
     assert words in str(err.value)
+
+
+@pytest.mark.parametrize("optimizer", ["sign", "spectral", "adam"])
+def test_cli_train_takes_the_new_optimizers(optimizer: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "1", "--steps", "20"]
+    assert main([*args, "--optimizer", optimizer, "--backend", "numpy", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    want = sg.train(sg.random_data(3, 4, 5, seed=1), optimizer=optimizer, n_steps=20,
+                    backend="numpy")  # fmt: skip
+    assert out["status"] == want.status.value and out["steps"] == 20
+    np.testing.assert_allclose(out["final_loss"], want.history.loss[-1], rtol=1e-12)
