@@ -29,6 +29,7 @@ __all__ = [
     "RECORDS",
     "REFERENCE_BACKEND",
     "RISKS",
+    "RULE_FIELDS",
     "STEEPEST_RULES",
     "GDConfig",
     "Optimizer",
@@ -252,6 +253,8 @@ OPTIMIZERS.update(
 #: The update rules of :mod:`svmgeo.gd._steepest` (the rest of :data:`OPTIMIZERS` is "gd",
 #: "mirror").
 STEEPEST_RULES = ("sign", "steepest", "spectral", "adam")
+#: The :class:`GDConfig` fields of those rules alone (not options of ``train_batch``).
+RULE_FIELDS = ("steepest_q", "adam_beta1", "adam_beta2", "adam_eps", "spectral_momentum")
 #: ``step_size="polyak"``: the Polyak step, for the rules without memory (W only).
 POLYAK = "polyak"
 
@@ -422,6 +425,11 @@ class GDConfig:
             ("steepest", self.steepest_q) if self.optimizer == "steepest" else self.optimizer,
             where,
         )
+        if name != "steepest" and self.steepest_q is not None:
+            raise ProblemError(
+                f"steepest_q={self.steepest_q!r} is the exponent of optimizer=('steepest', q); "
+                f"got it with optimizer={name!r}. Drop it or pass optimizer=('steepest', q)."
+            )
         object.__setattr__(self, "optimizer", name)
         object.__setattr__(self, "steepest_q", q)
         self._check_rule_options(where)

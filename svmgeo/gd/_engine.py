@@ -27,6 +27,7 @@ from ._config import (
     OPTIMIZERS,
     RECORDS,
     REFERENCE_BACKEND,
+    RULE_FIELDS,
     RUNNING,
     STEEPEST_RULES,
     GDConfig,
@@ -275,7 +276,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
     valid = sorted(
         f.name
         for f in fields(GDConfig)
-        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller")
+        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller", *RULE_FIELDS)
     )
     unknown = sorted(set(options) - set(valid))
     if unknown:

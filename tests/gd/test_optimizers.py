@@ -212,13 +212,22 @@ RULES = [
     ("spectral", {"spectral_momentum": 0.9}),
     ("adam", {"step_size": 0.01}),
     ("gd", {"step_size": "polyak"}),
+    ("adam", {"step_size": 0.01, "param": "KQ", "init": ("random", 0.1), "seed": 0}),
+    # U V^T is ill-conditioned in small singular values: the factors' runs agree to 1e-15 for
+    # 100 steps, to 2e-4 after 300 (the oscillation amplifies round-off)
+    ("spectral", {"param": "KQ", "m": 3, "init": ("random", 0.1), "seed": 0, "n_steps": 100}),
 ]
 
 
 @pytest.mark.parametrize(("optimizer", "kw"), RULES, ids=lambda x: str(x))
 def test_numba_equals_numpy(optimizer: object, kw: dict[str, object]) -> None:
     runs = [
-        sg.train(sg.random_data(3, 4, 5, seed=2), optimizer=optimizer, n_steps=300, backend=b, **kw)
+        sg.train(
+            sg.random_data(3, 4, 5, seed=2),
+            optimizer=optimizer,
+            backend=b,
+            **{"n_steps": 300, **kw},
+        )
         for b in ("numpy", "numba")
     ]
     assert runs[0].status == runs[1].status
@@ -285,3 +294,11 @@ def test_cli_train_takes_the_new_optimizers(optimizer: str, capsys) -> None:  # 
                     backend="numpy")  # fmt: skip
     assert out["status"] == want.status.value and out["steps"] == 20
     np.testing.assert_allclose(out["final_loss"], want.history.loss[-1], rtol=1e-12)
+
+
+def test_config_refuses_a_q_without_steepest() -> None:
+    with pytest.raises(sg.ProblemError, match=r"steepest_q=2\.0 is the exponent"):
+        sg.GDConfig(optimizer="sign", steepest_q=2.0)
+    assert sg.GDConfig(optimizer=("steepest", 3)).steepest_q == 3.0
+    with pytest.raises(sg.ProblemError, match=r"unknown option.*'adam_beta1'"):
+        sg.train_batch([DATA], adam_beta1=0.5, n_steps=2)
