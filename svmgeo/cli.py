@@ -892,11 +892,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument(
         "--optimizer",
-        choices=tuple(OPTIMIZERS),
+        choices=tuple(name for name in OPTIMIZERS if name != "steepest"),  # needs its q
         default="gd",
         help="gradient descent, or l_p mirror descent (needs --exponent; takes neither --param "
         "KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps normalized unless "
-        "--plain; numpy kernels unless --backend) (default gd)",
+        "--plain; numpy kernels unless --backend), or sign / spectral / adam descent "
+        "(docs/optimizers.md; --param W or KQ) (default gd)",
     )
     p.add_argument(
         "--exponent",

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_array, check_option, check_real
+from .._validation import check_array, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
@@ -27,15 +27,20 @@ from ._config import (
     OPTIMIZERS,
     RECORDS,
     REFERENCE_BACKEND,
+    RULE_FIELDS,
     RUNNING,
+    STEEPEST_RULES,
     GDConfig,
     StopStatus,
     refuse_renamed,
+    resolve_optimizer,
 )
 from ._loop import run_loop
 from ._mirror import train_mirror
+from ._oracle import RiskOracle
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
 from ._results import BatchRun, GDRun, Intermediate
+from ._steepest import SteepestDescent
 
 __all__ = ["GDState", "GradientDescent", "loss_and_grad", "train", "train_batch"]
 
@@ -271,7 +276,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
     valid = sorted(
         f.name
         for f in fields(GDConfig)
-        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller")
+        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller", *RULE_FIELDS)
     )
     unknown = sorted(set(options) - set(valid))
     if unknown:
@@ -373,6 +378,10 @@ def train(
     train_head: bool = False,
     normalize_eps: float | Mapping[str, float] = 0.0,
     callback: Callable[[Intermediate], Any] | None = None,
+    adam_beta1: float | None = None,
+    adam_beta2: float | None = None,
+    adam_eps: float | None = None,
+    spectral_momentum: float | None = None,
     **renamed: Any,
 ) -> GDRun:
     r"""Train softmax attention by (normalized) gradient descent.
@@ -393,12 +402,20 @@ def train(
     ----------
     data : TokenData
         Tokens, labels, queries (cross, self, or K per sequence) and mask.
-    optimizer : {"gd", "mirror"}, default "gd"
+    optimizer : {"gd", "mirror", "sign", "spectral", "adam"} or ("steepest", q), default "gd"
         The update rule, an entry of :data:`~svmgeo.gd.OPTIMIZERS`: gradient descent, or
         :math:`\ell_p` mirror descent (``optimizer="mirror"``: :func:`~svmgeo.train_mirror`
         with ``exponent=`` and its options ``loss``, ``head``, ``v``, ``V``, ``lam``,
         ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``init``, ``backend``
-        and its defaults; other options raise a ProblemError). Formerly ``method``.
+        and its defaults; other options raise a ProblemError). Formerly ``method``. The
+        rules of :mod:`svmgeo.gd._steepest` (``param`` "W" or "KQ", per factor; options
+        ``loss``, ``head``, ``v``, ``V``, ``lam``, ``step_size``, ``n_steps``,
+        ``record_every``, ``init``, ``param``, ``m``, ``seed``, ``backend`` and their own):
+        ``"sign"`` (:math:`W \leftarrow W - \eta\,\mathrm{sign}(\nabla L)`),
+        ``("steepest", q)`` (normalized steepest descent for entrywise :math:`\ell_q`,
+        :math:`1 \le q \le \infty`), ``"spectral"`` (:math:`U V^\top` of the gradient's SVD;
+        Muon with ``spectral_momentum``) and ``"adam"`` (Kingma & Ba, ``adam_beta1``,
+        ``adam_beta2``, ``adam_eps``); see docs/optimizers.md.
     exponent : float, optional
         ``optimizer="mirror"`` only: the exponent :math:`p > 1` of the mirror potential
         :math:`\|W\|_p^p/p` (formerly ``p``, which now names only the prompt vector of
@@ -488,6 +505,11 @@ def train(
     callback : callable, optional
         Called with an :class:`Intermediate` at each record point; raise
         :class:`StopIteration` to stop.
+    adam_beta1, adam_beta2, adam_eps : float, optional
+        ``optimizer="adam"``: :math:`\beta_1` (0.9), :math:`\beta_2` (0.999) in [0, 1) and
+        :math:`\varepsilon \ge 0` (1e-8).
+    spectral_momentum : float, optional
+        ``optimizer="spectral"``: Muon's momentum :math:`\mu \in [0, 1)` (default 0).
 
     Returns
     -------
@@ -518,13 +540,20 @@ def train(
     if renamed:
         refuse_renamed(renamed, "train")
         raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(renamed)}")
-    check_option(optimizer, "optimizer", tuple(OPTIMIZERS), where="train")
+    optimizer, q = resolve_optimizer(optimizer, "train")
+    if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
+        optimizer, q = "steepest", 2.0
     rule = OPTIMIZERS[optimizer]
+    rule_options = dict(
+        adam_beta1=adam_beta1, adam_beta2=adam_beta2, adam_eps=adam_eps,
+        spectral_momentum=spectral_momentum,
+    )  # fmt: skip
     given = dict(
         param=(param, "W"), m=(m, None), record=(tuple(record), RECORDS), ridge=(ridge, 0.0),
         seed=(seed, None), log_domain=(log_domain, True), grad_tol=(grad_tol, 0.0),
         saturation_tol=(saturation_tol, None), train_head=(train_head, False),
         normalize_eps=(normalize_eps, 0.0), callback=(callback, None),
+        **{name: (value, None) for name, value in rule_options.items()},
     )  # fmt: skip
     foreign = [name for name, (value, default) in given.items()
                if value != default and name not in rule.options]  # fmt: skip
@@ -535,6 +564,18 @@ def train(
         )
     normalized = rule.default_normalized if normalized is None else normalized
     backend = rule.default_backend if backend is None else backend
+    if optimizer in STEEPEST_RULES:
+        cfg = GDConfig(
+            optimizer=optimizer, steepest_q=q, param=param, m=m, loss=loss, head=head,
+            step_size=step_size, normalized=normalized, n_steps=n_steps,
+            record_every=record_every, init=init, seed=seed, backend=backend,
+            record=("loss", "W", "W_norm"),
+            **{name: value for name, value in rule_options.items() if value is not None},  # type: ignore[arg-type]
+        )  # fmt: skip
+        P1, P2, _ = _init_params(cfg, 1, data.d)
+        risk = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
+        factors = (P1[0], P2[0]) if param == "KQ" else (P1[0],)
+        return run_loop(SteepestDescent(cfg, risk, factors))[0]
     if optimizer == "mirror":
         return train_mirror(
             data, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
