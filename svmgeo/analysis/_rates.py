@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._linalg import correlation, entrywise_norm
+from .._linalg import correlation
 from .._summary import summarized
 from .._validation import check_array, check_int, check_real
+from ..solvers import parse_norm
 
 __all__ = ["Rates", "fit_rates"]
 
@@ -89,13 +90,6 @@ class Rates:
 
     def __bool__(self) -> bool:
         return self.converged
-
-
-def _norm(W: np.ndarray, norm: str) -> float:
-    if norm == "fro":
-        return entrywise_norm(W, 2.0)
-    s = np.linalg.svd(np.atleast_2d(W), compute_uv=False)
-    return float(s.sum() if norm == "nuc" else s.max(initial=0.0))
 
 
 def _slopes(x: np.ndarray, y: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -175,8 +169,9 @@ def fit_rates(
         steps (R,) and the iterates (R, d, d) or (R, d) of any model (e.g. a linear one).
     direction : array, optional
         :math:`\bar W`, e.g. an Att-SVM solution; without it only the norm is fitted.
-    norm : {"fro", "nuc", "spectral"}, default "fro"
-        The norm of :math:`\|W(t)\|`.
+    norm : str or tuple, default "fro"
+        The norm of :math:`\|W(t)\|`: any entry of :data:`svmgeo.solvers.NORMS` (``"fro"``,
+        ``"nuc"``, ``"spectral"``, ``("lp", p)``).
     t_min : float, optional
         First step fitted; default :math:`\sqrt{t_{\max}}` (the second half in :math:`\log t`)
         and at least 3 (so that :math:`\log\log t > 0`).
@@ -206,10 +201,8 @@ def fit_rates(
     (1.41, 2.0, 'converged')
     """
     steps, Ws = _history(run)
-    if norm not in ("fro", "nuc", "spectral"):
-        raise ProblemError(
-            f"The 'norm' parameter of fit_rates must be 'fro', 'nuc' or 'spectral'; got {norm!r}."
-        )
+    entry, parameter = parse_norm(norm, "fit_rates")  # any norm of the table of norms
+    norm_value = entry.geometry(parameter).value
     check_int(n_boot, "n_boot", low=10, where="fit_rates")
     check_int(seed, "seed", low=0, where="fit_rates")
     check_real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True, where="fit_rates")
@@ -225,7 +218,7 @@ def fit_rates(
         )
     t, Wt = steps[keep].astype(float), Ws[keep]
     rng = np.random.default_rng(seed)
-    y = np.array([_norm(W, norm) for W in Wt])
+    y = np.array([norm_value(W) for W in Wt])
     slope, slope_ci, intercept = _fit(np.log(t), y, rng, n_boot, level)
     why: list[str] = []
 
