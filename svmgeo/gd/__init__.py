@@ -10,6 +10,7 @@ run ended. Every run is a :class:`GDRun`. The loop itself is :func:`run_loop`
 
 from ._backend import cupy_available
 from ._config import (
+    ATTENTIONS,
     BACKENDS,
     BATCH_RECORDS,
     DEFAULT_BACKEND,
@@ -40,6 +41,7 @@ from ._results import BatchRun, GDRun, History, Intermediate
 from ._step import GradientStep, StepState
 
 __all__ = [
+    "ATTENTIONS",
     "BACKENDS",
     "BATCH_RECORDS",
     "DEFAULT_BACKEND",
