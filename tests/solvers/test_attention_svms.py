@@ -145,3 +145,47 @@ def test_refusals() -> None:
         sg.att_svm(data, attention="sigmoid", pattern=np.ones((3, 5)))
     with pytest.raises(sg.ProblemError, match="scale-invariant"):
         map_svm_constraints(data, "normalized_linear")
+
+
+# -- verify(attention=...) ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("attention", "start"),
+    [("linear", {}), ("sigmoid", {}), ("relu", {"init": ("random", 0.1), "seed": 0})],
+)
+def test_verify_reports_the_maps_own_svm_and_softmaxs(attention: str, start: dict) -> None:
+    data = sg.random_data(6, 8, 10, seed=0)
+    rep = sg.verify(data, attention=attention, n_steps=5000, **start)
+    assert rep.attention == attention and rep.own_status is not None
+    assert rep.svm_own is not None and rep.svm_own.success
+    assert rep.converged_to == "own"
+    assert rep.corr_own[-1] >= 0.999
+    # the curves are the correlations of the recorded iterates with the targets
+    W = rep.run.history.W[-1]
+    want = np.sum(W * rep.W_own) / (np.linalg.norm(W) * np.linalg.norm(rep.W_own))
+    np.testing.assert_allclose(rep.corr_own[-1], want, rtol=1e-12)
+    want_fro = np.sum(W * rep.W_fro) / (np.linalg.norm(W) * np.linalg.norm(rep.W_fro))
+    np.testing.assert_allclose(rep.corr_fro[-1], want_fro, rtol=1e-12)
+    assert rep.corr_fro[-1] < 0.9  # softmax's Att-SVM is not this map's limit here
+    back = sg.VerifyReport.from_json(rep.to_json())
+    assert back.attention == attention
+    np.testing.assert_allclose(back.corr_own, rep.corr_own)
+    assert "own SVM" in str(rep)
+
+
+def test_verify_normalized_linear_has_no_own_svm() -> None:
+    data = sg.random_data(4, 5, 6, seed=1)
+    rep = sg.verify(data, attention="normalized_linear", n_steps=200, init=("random", 0.1), seed=0)
+    assert rep.W_own is None and np.all(np.isnan(rep.corr_own))
+    assert rep.converged_to != "own"
+
+
+def test_verify_map_refusals() -> None:
+    data = sg.random_data(4, 5, 6, seed=1)
+    with pytest.raises(sg.ProblemError, match="cannot start at W = 0"):
+        sg.verify(data, attention="relu")
+    with pytest.raises(sg.ProblemError, match="head='linear'"):
+        sg.verify(data, attention="linear", param="p")
+    with pytest.raises(sg.ProblemError, match="attention"):
+        sg.verify(data, attention="tanh")
+    rep = sg.verify(data, n_steps=50)
+    assert rep.attention == "softmax" and rep.W_own is None and rep.corr_own is None
