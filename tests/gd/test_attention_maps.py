@@ -5,6 +5,8 @@ numba against numpy to round-off, numerical safety at large norms, and the refus
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -184,3 +186,29 @@ def test_refusals() -> None:
         sg.train(data, optimizer="mirror", exponent=1.5, attention="linear")
     run = sg.train(data, attention="normalized_linear", init=("random", 0.3), seed=0, n_steps=5)
     assert run.n_steps == 5
+
+
+def test_cli_attention_option(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`svmgeo train/verify/solve --attention`: the same runs and SVMs as the API."""
+    from svmgeo.cli import main
+
+    gen = ["--n", "4", "--T", "5", "--d", "6", "--seed", "2"]
+    save = tmp_path / "w.npz"
+    args = ["train", *gen, "--attention", "sigmoid", "--steps", "80", "--backend", "numpy"]
+    assert main([*args, "--save", str(save), "--json"]) == 0
+    capsys.readouterr()
+    data = sg.random_data(4, 5, 6, seed=2)
+    ref = sg.train(data, attention="sigmoid", n_steps=80, backend="numpy", seed=2)
+    with np.load(save) as f:
+        np.testing.assert_allclose(f["W"], ref.W, rtol=1e-12)
+    # relu starts from a random W (its zero start is stationary)
+    assert main(["train", *gen, "--attention", "relu", "--steps", "50", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == 50
+    assert main(["verify", *gen, "--attention", "linear", "--steps", "500", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["attention"] == "linear" and rep["W_own"] is not None
+    assert main(["solve", *gen, "--attention", "linear", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    np.testing.assert_allclose(out["W"], sg.att_svm(data, attention="linear").W, rtol=1e-12)
+    assert main(["solve", *gen, "--attention", "linear", "--alpha", "0,0,0,0"]) == 2
+    assert "Drop --alpha" in capsys.readouterr().err
