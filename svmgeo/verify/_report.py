@@ -33,6 +33,8 @@ _OPTIONAL_ARRAYS = (
     "farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir",
     "W_lp", "corr_lp", "v", "v_mm", "corr_v", "W_relax", "corr_relax", "W_own", "corr_own",
 )  # fmt: skip
+# fields of runs with another attention map: left out of a softmax report's JSON (as before)
+_MAP_FIELDS = ("attention", "W_own", "corr_own", "own_status")
 # objects, not serialized
 _FIELDS_OUT = (
     "svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run", "joint", "svm_own",
@@ -338,10 +340,12 @@ class VerifyReport:
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain Python types (lists, floats, None for NaN/inf), without the solver objects."""
+        """Plain Python types (lists, floats, None for NaN/inf), without the solver objects
+        (and, for softmax, without the fields of other attention maps, which are then
+        defaults)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name in _FIELDS_OUT:
+            if f.name in _FIELDS_OUT or (self.attention == "softmax" and f.name in _MAP_FIELDS):
                 continue
             val = getattr(self, f.name)
             if isinstance(val, np.ndarray):

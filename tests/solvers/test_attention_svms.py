@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,6 @@ def test_verify_map_refusals() -> None:
         sg.verify(data, attention="tanh")
     rep = sg.verify(data, n_steps=50)
     assert rep.attention == "softmax" and rep.W_own is None and rep.corr_own is None
+    # a softmax report's JSON is what it was before other maps existed
+    assert not {"attention", "W_own", "corr_own", "own_status"} & set(json.loads(rep.to_json()))
+    assert sg.VerifyReport.from_json(rep.to_json()).attention == "softmax"
