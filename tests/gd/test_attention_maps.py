@@ -212,3 +212,19 @@ def test_cli_attention_option(tmp_path, capsys) -> None:  # type: ignore[no-unty
     np.testing.assert_allclose(out["W"], sg.att_svm(data, attention="linear").W, rtol=1e-12)
     assert main(["solve", *gen, "--attention", "linear", "--alpha", "0,0,0,0"]) == 2
     assert "Drop --alpha" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("attention", ["linear", "relu"])
+def test_batch_of_other_maps_equals_single_runs(attention: str) -> None:
+    """train_batch (prange over instances when B * n_steps >= 10,000 and numba has two
+    threads) runs each instance as train does; numba as numpy on a short batch."""
+    datasets = [sg.random_data(3, 4, 5, seed=s) for s in range(4)]
+    W0 = np.random.default_rng(1).normal(0.0, 0.3, (5, 5))
+    kw: dict[str, object] = dict(attention=attention, init=W0)
+    batch = sg.train_batch(datasets, backend="numba", n_steps=2_500, **kw)  # type: ignore[arg-type]
+    for b in range(4):
+        one = sg.train(datasets[b], backend="numba", n_steps=2_500, **kw)  # type: ignore[arg-type]
+        np.testing.assert_allclose(batch.W[b], one.W, rtol=1e-9, atol=1e-12)
+    ref = sg.train_batch(datasets, backend="numpy", n_steps=50, **kw)  # type: ignore[arg-type]
+    fast = sg.train_batch(datasets, backend="numba", n_steps=50, **kw)  # type: ignore[arg-type]
+    np.testing.assert_allclose(fast.W, ref.W, rtol=1e-9, atol=1e-12)
