@@ -13,6 +13,7 @@ the loss names to the integer ids the kernels read (``LOGISTIC_LOSS``, ``EXPONEN
 
 from ._backend import cupy_available
 from ._config import (
+    ATTENTIONS,
     BACKENDS,
     BATCH_RECORDS,
     DEFAULT_BACKEND,
@@ -52,6 +53,7 @@ from ._steepest import (
 from ._step import GradientStep, StepState
 
 __all__ = [
+    "ATTENTIONS",
     "BACKENDS",
     "BATCH_RECORDS",
     "CORRELATION_LOSS",

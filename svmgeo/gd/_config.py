@@ -15,8 +15,10 @@ from typing import Any
 
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
+from ..attention_maps import ATTENTION_MAPS
 
 __all__ = [
+    "ATTENTIONS",
     "BACKENDS",
     "BATCH_RECORDS",
     "DEFAULT_BACKEND",
@@ -42,6 +44,9 @@ __all__ = [
 PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
+#: The attention maps training takes (``attention=``), the keys of
+#: :data:`svmgeo.attention_maps.ATTENTION_MAPS`.
+ATTENTIONS = tuple(ATTENTION_MAPS)
 BACKENDS = ("numba", "numpy", "cupy")
 #: The backend every training entry point uses unless told otherwise (``optimizer="mirror"``
 #: keeps the numpy reference kernels, see :data:`OPTIMIZERS`).
@@ -186,6 +191,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             "train_head",
             "normalize_eps",
             "callback",
+            "attention",
         ),
         min_steps=1,
     ),
@@ -384,6 +390,10 @@ class GDConfig:
     spectral_momentum : float
         ``optimizer="spectral"``: Muon's momentum :math:`0 \le \mu < 1` (0: spectral
         descent on the gradient itself).
+    attention : {"softmax", "linear", "normalized_linear", "sigmoid", "relu"}
+        The attention map :math:`\varphi` in :math:`f_{ik} = h(U_i^\top\varphi(X_i W z_{ik}))`
+        (:data:`ATTENTIONS`; softmax by default); ``optimizer="gd"`` only, and without
+        ``saturation_tol`` for maps other than softmax.
     caller : str
         The public function the options came from, named in error messages (``"train"``,
         ``"train_mirror"``, ``"train_ntp"``, ...); not part of the configuration.
@@ -415,6 +425,7 @@ class GDConfig:
     adam_beta2: float = 0.999
     adam_eps: float = 1e-8
     spectral_momentum: float = 0.0
+    attention: str = "softmax"
     caller: str = field(default="train", repr=False, compare=False)
     #: ε of the blocks (first attention factor, second factor, head), from ``normalize_eps``.
     eps_blocks: tuple[float, float, float] = field(init=False, repr=False)
@@ -438,6 +449,19 @@ class GDConfig:
         check_option(self.loss, "loss", RISKS[self.risk], where=where)
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
+        check_option(self.attention, "attention", ATTENTIONS, where=where)
+        if self.attention != "softmax" and (self.optimizer != "gd" or self.risk != "attention"):
+            raise ProblemError(
+                f"attention={self.attention!r} is trained by optimizer='gd' on the attention "
+                f"risk; got optimizer={self.optimizer!r}, risk={self.risk!r}. Use "
+                "optimizer='gd', or attention='softmax'."
+            )
+        if self.attention != "softmax" and self.saturation_tol is not None:
+            raise ProblemError(
+                f"saturation_tol stops when every softmax probability saturates; "
+                f"attention={self.attention!r} has no such probabilities. Drop saturation_tol "
+                "(stop with n_steps or grad_tol) or use attention='softmax'."
+            )
         if not isinstance(self.step_size, str):
             check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True,
                        where=where)  # fmt: skip

@@ -157,6 +157,8 @@ class GradientDescent:
                 "init gives W = K Q^T with non-finite entries (the factors' norms multiply past "
                 "float64's range); rescale init so that ||K||_F ||Q||_F <= 1e150."
             )
+        if cfg.attention == "normalized_linear":
+            _check_normalized_start(W0, problem)
         # a start beyond the representable norms stops at once, with status OVERFLOW
         outside = ~_xp.within_limit(params, is_kq, problem.max_norm, np)
         status = np.where(outside, CODE_OF[StopStatus.OVERFLOW], RUNNING).astype(np.int64)
@@ -257,6 +259,19 @@ class GradientDescent:
         )
 
 
+def _check_normalized_start(W0: np.ndarray, problem: Problem) -> None:
+    """Refuse a start where normalized linear attention u / (1^T u) is undefined."""
+    sums = np.einsum("bntd,bde,bnke,bnkt->bnk", problem.X, W0, problem.Z, problem.vis)
+    if np.any(sums == 0.0):
+        b, i, k = (int(j) for j in np.argwhere(sums == 0.0)[0])
+        raise ProblemError(
+            "attention='normalized_linear' (u / 1^T u) is undefined where the visible logits "
+            f"of a query sum to 0; at the initial W, instance {b}, sequence {i}, query {k} has "
+            "1^T X_i W z_ik = 0 (init='zero' always does). Start from init=('random', 0.1) "
+            "(with a seed) or an array W."
+        )
+
+
 def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
     """History fields recorded for ``cfg.record``: for ``param="p"``, ``"W"`` and ``"p"`` both
     mean p and ``"W_norm"``/``"p_norm"`` its norm; fields of other parameters, and the head's
@@ -346,8 +361,9 @@ def train_batch(
         raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
     items = unstack(datasets) if isinstance(datasets, Mapping) else list(datasets)
     problem = make_problem(
-        items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head
-    )
+        items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head,
+        attention=cfg.attention,
+    )  # fmt: skip
     return GradientDescent(cfg, problem).run(callback)
 
 
@@ -377,6 +393,7 @@ def train(
     saturation_tol: float | None = None,
     train_head: bool = False,
     normalize_eps: float | Mapping[str, float] = 0.0,
+    attention: str = "softmax",
     callback: Callable[[Intermediate], Any] | None = None,
     adam_beta1: float | None = None,
     adam_beta2: float | None = None,
@@ -502,6 +519,16 @@ def train(
         the log domain, :math:`(g/\|g\|)/(1 + \varepsilon/\|g\|)` with :math:`\|g\|` kept as
         a logarithm, so tiny gradients give tiny steps rather than underflow. Normalized steps
         only.
+    attention : {"softmax", "linear", "normalized_linear", "sigmoid", "relu"}, default "softmax"
+        The attention map :math:`\varphi` of :mod:`svmgeo.attention_maps`:
+        :math:`f_{ik} = h(U_i^\top \varphi(X_i W z_{ik}))` with :math:`\varphi` over the keys
+        the query sees (hidden keys get weight 0). Every param, loss, head and backend;
+        ``optimizer="gd"`` only, no ``saturation_tol`` for maps other than softmax (their
+        weights are not probabilities: the history's ``probs`` and ``max_prob`` hold
+        :math:`\varphi(u)` and its largest entry, ``log_loss_gap`` is NaN). Normalized
+        linear attention :math:`u/\mathbf 1^\top u` is undefined at :math:`W = 0`: start it
+        from ``init=("random", scale)`` or an array. Each map's own SVM is
+        :func:`~svmgeo.att_svm` with the same ``attention=``; see docs/attention-maps.md.
     callback : callable, optional
         Called with an :class:`Intermediate` at each record point; raise
         :class:`StopIteration` to stop.
@@ -553,6 +580,7 @@ def train(
         seed=(seed, None), log_domain=(log_domain, True), grad_tol=(grad_tol, 0.0),
         saturation_tol=(saturation_tol, None), train_head=(train_head, False),
         normalize_eps=(normalize_eps, 0.0), callback=(callback, None),
+        attention=(attention, "softmax"),
         **{name: (value, None) for name, value in rule_options.items()},
     )  # fmt: skip
     foreign = [name for name, (value, default) in given.items()
@@ -587,7 +615,7 @@ def train(
         n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
         seed=seed, backend=backend, log_domain=log_domain, grad_tol=grad_tol,
         saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
-        optimizer=optimizer, exponent=exponent,
+        optimizer=optimizer, exponent=exponent, attention=attention,
     )  # fmt: skip
     if not isinstance(init, str) and not isinstance(init, tuple):
         W0 = np.asarray(init)
@@ -595,7 +623,9 @@ def train(
             raise ProblemError(f"init p must have shape ({data.d},); got {W0.shape}.")
         if param != "p" and W0.ndim != 2:
             raise ProblemError(f"init W must have shape ({data.d}, {data.d}); got {W0.shape}.")
-    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
+    problem = make_problem(
+        [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
+    )
     return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
 
 
@@ -611,6 +641,7 @@ def loss_and_grad(
     ridge: float = 0.0,
     backend: str = REFERENCE_BACKEND,
     train_head: bool = False,
+    attention: str = "softmax",
 ) -> tuple[float, Any]:
     r"""The risk and its gradient at W, or at (K, Q), as :func:`train` computes them.
 
@@ -637,6 +668,8 @@ def loss_and_grad(
     grad : ndarray of shape (d, d) or (d,), or a pair of arrays of shape (d, m)
         With ``train_head=True``, a tuple of the attention gradient(s) followed by the
         head's gradient of shape (d_u,): ``(gW, gv)``, ``(gp, gv)`` or ``(gK, gQ, gv)``.
+    attention : str, default "softmax"
+        The attention map, as in :func:`train`.
         The gradient at its true scale (it may underflow to zero far out; :func:`train`
         normalizes in the log domain instead).
     """
@@ -647,9 +680,11 @@ def loss_and_grad(
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
     cfg = GDConfig(
         param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend,
-        train_head=train_head, caller="loss_and_grad",
+        train_head=train_head, attention=attention, caller="loss_and_grad",
     )  # fmt: skip
-    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
+    problem = make_problem(
+        [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
+    )
     gd = GradientDescent(cfg, problem)
     state = gd.init_state()
     k = gd.kernels
