@@ -299,21 +299,7 @@ def test_api_bad_input_is_a_clear_svmgeo_error(call: Callable[[], Any], match: s
 # The newer APIs (issue 21): l_p solves, mirror descent, prompt attention, joint training,
 # next-token prediction, study, from_torch. The same two kinds of CLEAR as above: a clear
 # svmgeo error naming the argument, or an answer verified independently (margins recomputed
-# from the data, cvxpy, the Frobenius path, exact rescaling). Cases that fail today because of
-# a bug another branch of issue 21 fixes are strict xfails naming that branch; cases found
-# here in another area and reported (not in any brief) say "reported to".
-def _fixed_by(branch: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"fixed by branch {branch}")
-
-
-def _reported_to(branch: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"found by branch robust, reported to {branch}")
-
-
-def _xerr(call: Callable[[], Any], match: str, id: str, mark: Any) -> Any:
-    return pytest.param(call, match, id=id, marks=mark)
-
-
+# from the data, cvxpy, the Frobenius path, exact rescaling).
 WIDE = sg.random_data(3, 4, 12, seed=0)  # d >= n(T-1): every selection is feasible
 WIDE_ALPHA = sg.optimal_tokens(WIDE)
 U2 = RNG.normal(size=(3, 4, 2))
@@ -338,22 +324,20 @@ NEWER_ERRORS = [
     _err(lambda: sg.att_svm(WIDE, norm=LP, method="magic"), "'method' parameter", "lp-method"),
     _err(lambda: sg.att_svm(WIDE, [0, 1], norm=LP), "alpha must have shape", "lp-alpha"),
     _err(lambda: sg.joint_svm(PROMPT, norm=("lp", 0.5)), r"p \(of norm", "lp-joint-p"),
-    _xerr(
+    _err(
         lambda: sg.att_svm(WIDE, norm=LP, tol=0.0),
         "'tol' parameter of att_svm",
         "lp-tol0-name",
-        (),
     ),
-    _xerr(lambda: sg.att_svm(WIDE, norm=LP, tol=2.0), "'tol' parameter", "lp-tol2", ()),
-    _xerr(lambda: sg.att_svm(WIDE, norm=LP, max_iter=3), "max_iter", "lp-max-iter", ()),
-    _xerr(lambda: sg.att_svm(WIDE, norm=LP, seed=7), "seed", "lp-seed", ()),
-    _xerr(
+    _err(lambda: sg.att_svm(WIDE, norm=LP, tol=2.0), "'tol' parameter", "lp-tol2"),
+    _err(lambda: sg.att_svm(WIDE, norm=LP, max_iter=3), "max_iter", "lp-max-iter"),
+    _err(lambda: sg.att_svm(WIDE, norm=LP, seed=7), "seed", "lp-seed"),
+    _err(
         lambda: sg.att_svm(WIDE, norm=LP, n_restarts=4),
         "n_restarts",
         "lp-restarts",
-        (),
     ),
-    _xerr(lambda: sg.att_svm(WIDE, norm=LP, solver="nope"), "solver", "lp-solver", ()),
+    _err(lambda: sg.att_svm(WIDE, norm=LP, solver="nope"), "solver", "lp-solver"),
     # l_p mirror descent
     _err(
         lambda: sg.train_mirror(DATA, exponent=1.0),
@@ -415,29 +399,25 @@ NEWER_ERRORS = [
         "'exponent' parameter of verify_mirror",
         "mirror-verify-exponent",
     ),
-    _xerr(
+    _err(
         lambda: sg.train_mirror(DATA, exponent=3.0, init="eye"),
         "init",
         "mirror-init-str",
-        (),
     ),
-    _xerr(
+    _err(
         lambda: sg.train_mirror(DATA, exponent=3.0, normalized="no"),
         "normalized",
         "mirror-normalized-str",
-        (),
     ),
-    _xerr(
+    _err(
         lambda: sg.train_mirror(DATA, exponent=3.0, n_steps=0),
         "'n_steps' parameter",
         "mirror-steps0",
-        (),
     ),
-    _xerr(
+    _err(
         lambda: sg.train_mirror(DATA, exponent=3.0, loss="mse"),
         "'loss' parameter of train_mirror",
         "mirror-loss-names-train_mirror",
-        (),
     ),
     # prompt attention (param="p")
     _err(lambda: sg.att_svm(PROMPT, param="P"), "'param' parameter of att_svm", "prompt-param"),
@@ -465,11 +445,10 @@ NEWER_ERRORS = [
     _err(lambda: sg.train(PROMPT, param="KQ", n_steps=3), "has no queries", "prompt-data-train-KQ"),
     _err(lambda: sg.att_svm(PROMPT), "has no queries", "prompt-data-att-svm-W"),
     _err(lambda: sg.verify(PROMPT, param="W", n_steps=3), "has no queries", "prompt-data-verify-W"),
-    _xerr(
+    _err(
         lambda: sg.train(PROMPT, param="p", m=3),
         "'m' parameter",
         "prompt-m-ignored",
-        (),
     ),
     _err(lambda: sg.train(DATA, param="W", m=3), "applies to param='KQ' only", "train-W-m"),
     _err(lambda: sg.train_batch([DATA], m=2), "'m' parameter of train_batch", "batch-W-m"),
@@ -575,40 +554,35 @@ NEWER_ERRORS = [
     ),
     _err(lambda: sg.verify(NTD), "a NextTokenData is verified by", "ntp-verify-ntp-data"),
     _err(lambda: sg.random_next_token_data(6, 4, 1, 8), "'V' parameter", "ntp-random-V"),
-    _xerr(
+    _err(
         lambda: sg.NextTokenData([[0, 1]], [1], np.eye(3) * 1e200),
         "embeddings",
         "ntp-emb-1e200",
-        (),
     ),
-    _xerr(
+    _err(
         lambda: sg.NextTokenData([[0, 1]], [1], np.full((3, 3), "x")),
         "embeddings must be",
         "ntp-emb-str",
-        (),
     ),
-    _xerr(
+    _err(
         lambda: sg.ntp_loss_and_grad(NTD, np.full((8, 8), np.nan)),
         "W must be finite",
         "ntp-lossgrad-nan",
-        (),
     ),
     _err(
         lambda: sg.verify_ntp(NTD, np.full((8, 8), np.inf)),
         "W must be finite",
         "ntp-verify-ntp-inf",
     ),
-    _xerr(
+    _err(
         lambda: sg.verify_ntp(NTD, np.eye(3)),
         r"W must have shape \(8, 8\)",
         "ntp-verify-ntp-shape",
-        (),
     ),
-    _xerr(
+    _err(
         lambda: sg.train_ntp(NTD, n_steps=0),
         "'n_steps' parameter",
         "ntp-train-steps0",
-        (),
     ),
     # study
     _err(
