@@ -129,8 +129,11 @@ def test_masked_enumeration_matches_brute_force_and_oracle(variant: str, size: d
         key = tuple(int(x) for x in alpha.ravel())
         res = sg.att_svm(data, alpha)
         v = verdict(res)  # checks the proof; None only on an ill-conditioned problem
-        if key in failed:
+        if key in failed:  # undecided, though feasible by an exact proof (no Farkas vector)
             assert v is None and key not in listed
+            feas = sg.feasibility(data, alpha)
+            assert feas.feasible and feas.proof == "exact"
+            assert_exact_point(feas.constraints, feas.point)
         if v is None:
             continue
         if v == "infeasible":
