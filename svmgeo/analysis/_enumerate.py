@@ -85,11 +85,16 @@ class LOTEnumeration:
         ``pruned`` split by reason: hull-vertex test, infeasible partial selection.
     infeasible : int
         Examined selections whose feasibility check was inconclusive and whose solve then
-        reported infeasibility (normally 0).
+        reported infeasibility (normally 0). Their non-LOT verdict is not proved (no verified
+        Farkas vector); they are counted in the warning.
     undecided : int
         Feasibility checks that were inconclusive (never used to prune).
     failed : ndarray of int
-        Selections whose solve failed (neither a solution nor an infeasibility verdict).
+        Selections whose solve failed (neither a solution nor an infeasibility verdict): their
+        LOT verdict is undecided, neither listed nor ruled out. In practice these are feasible
+        problems (feasibility proved) whose max-margin :math:`W` is beyond double precision,
+        e.g. tokens collinear up to rounding (:math:`\|W^{mm}\|_F \sim 1/\epsilon`, where
+        the rounding of each margin exceeds the margin); ``inaccurate`` does not count them.
     inaccurate : int
         Examined selections whose solve was inaccurate or whose margins and duals disagreed.
     n_checks, n_point_reused, n_nogood_hits : int
@@ -710,10 +715,16 @@ def locally_optimal_selections(
     shape = (0, *data.selection_shape)
     sel = np.asarray(t.lots, dtype=np.int64) if t.lots else np.zeros(shape, dtype=np.int64)
     fail = np.asarray(t.failed, dtype=np.int64) if t.failed else np.zeros(shape, dtype=np.int64)
-    if t.inaccurate or t.failed:
+    if t.inaccurate or t.failed or t.infeasible:
+        # every verdict that is not a proof is reported: an inaccurate solve, a failed one (no
+        # W at all: feasible problems whose W^mm is beyond double precision, ||W|| ~ 1/eps),
+        # and an infeasibility that the exact check could not prove
+        unproved = f", {t.infeasible} unproved infeasible" if t.infeasible else ""
         warnings.warn(
             f"{t.inaccurate} examined selection(s) had inaccurate Att-SVM solves and "
-            f"{len(t.failed)} failed; their LOT verdicts may be wrong (see .failed).",
+            f"{len(t.failed)} failed{unproved}; their LOT verdicts may be wrong (see .failed"
+            + (", .infeasible" if t.infeasible else "")
+            + ").",
             InaccurateSolutionWarning,
             stacklevel=2,
         )
