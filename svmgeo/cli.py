@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from ._errors import ProblemError, SvmgeoError
-from .gd import BACKENDS, DEFAULT_BACKEND, LOSSES
+from .gd import ATTENTIONS, BACKENDS, DEFAULT_BACKEND, LOSSES
 from .solvers import NORMS
 
 if TYPE_CHECKING:
@@ -231,13 +231,22 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         raise ProblemError("--rank bounds the rank of Att-SVM* and needs --norm nuc.")
     save = None if args.save is None else _save_path(args.save)  # checked before solving
     data = _load(args)
-    alpha = _selection(args, data)
-    res = att_svm(data, alpha, param=args.param, norm=args.norm, rank=args.rank)
+    own = args.attention != "softmax"
+    if own and args.alpha is not None:
+        raise ProblemError(
+            f"--alpha selects softmax's tokens; --attention {args.attention} has its own SVM "
+            "with no selection. Drop --alpha."
+        )
+    alpha = None if own else _selection(args, data)
+    res = att_svm(
+        data, alpha, param=args.param, norm=args.norm, rank=args.rank, attention=args.attention
+    )
     W = res.W
     p_norm = res.extras.get("p")  # the exponent of an l_p solve ("inf": JSON has no infinity)
     summary: dict[str, Any] = {
         "data": repr(data),
         "param": args.param,
+        **({"attention": args.attention} if own else {}),
         "norm": res.norm,
         "norm_p": p_norm if p_norm is None or math.isfinite(p_norm) else "inf",
         "rank_bound": res.rank,
@@ -267,7 +276,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             "duality_gap": res.certificate.duality_gap,
             "passed": res.certificate.passed,
         }
-    if W is not None:  # support tokens by support_tokens' own rule, read off this solve
+    if W is not None and not own:  # support tokens by support_tokens' own rule
         a = np.asarray(alpha).reshape(data.n, data.K)
         sup = support_from_result(data, a, res, tol=1e-6, dual_tol=1e-9, warn=False)
         mask = np.asarray(sup.mask).reshape(data.n, data.K, data.T)
@@ -283,7 +292,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         summary["dual"] = None if res.dual is None else res.dual.tolist()
         summary["farkas"] = None if res.farkas is None else res.farkas.tolist()
     if save is not None:
-        arrays = {"alpha": np.asarray(alpha), "status": np.array(str(res.status))}
+        arrays = {"status": np.array(str(res.status))}
+        if alpha is not None:
+            arrays["alpha"] = np.asarray(alpha)
         for name in ("W", "p", "dual", "margins", "farkas", "K", "Q"):
             value = getattr(res, name, None)
             if value is not None:
@@ -517,8 +528,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options that ``train`` and ``verify`` share, from the command line."""
-    scale = args.init_scale if args.init_scale is not None else (0.1 if args.param == "KQ" else 0.0)
+    zero_stalls = args.param == "KQ" or args.attention in ("relu", "normalized_linear")
+    scale = args.init_scale if args.init_scale is not None else (0.1 if zero_stalls else 0.0)
     return {
+        "attention": args.attention,
         "param": args.param,
         "m": args.m,
         "loss": args.loss,
@@ -713,6 +726,13 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
         "--steps", type=_positive, default=2000, help="number of GD steps (default 2000)"
     )
     g.add_argument(
+        "--attention",
+        choices=ATTENTIONS,
+        default="softmax",
+        help="attention map phi in h(X^T phi(X W z)) (docs/attention-maps.md); relu and "
+        "normalized_linear start from --init-scale 0.1 unless given (default softmax)",
+    )
+    g.add_argument(
         "--backend",
         choices=BACKENDS,
         default=None,
@@ -724,7 +744,8 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
         type=_scale,
         default=None,
         help="start from seeded random weights N(0, scale^2); 0 starts from zero (default: W = 0 "
-        "for --param W, scale 0.1 for --param KQ, whose zero start is stationary)",
+        "for --param W, scale 0.1 for --param KQ and for --attention relu or normalized_linear, "
+        "whose zero start is stationary or undefined)",
     )
 
 
@@ -796,18 +817,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add_command(
         sub,
         "solve",
-        "solve Att-SVM (Frobenius), Att-SVM* (nuclear) or the l_p Att-SVM with svmgeo's "
-        "certificate",
+        "solve Att-SVM (Frobenius), Att-SVM* (nuclear), the l_p or the spectral Att-SVM with "
+        "svmgeo's certificate",
         "svmgeo solve --n 20 --T 10 --d 20 --seed 0 --norm nuc --json",
         _cmd_solve,
     )
     _add_data_arguments(p, selection=True, gd=False)
     _add_norm_argument(
         p,
-        "Frobenius (Att-SVM), nuclear (Att-SVM*) or entrywise l_p norm (the l_p Att-SVM)",
+        "Frobenius (Att-SVM), nuclear (Att-SVM*), entrywise l_p (the l_p Att-SVM) or spectral "
+        "norm (the spectral Att-SVM)",
         parameterised=True,
     )
     p.add_argument("--rank", type=_positive, help="rank bound m of Att-SVM* (needs --norm nuc)")
+    p.add_argument(
+        "--attention",
+        choices=("softmax", "linear", "sigmoid"),
+        default="softmax",
+        help="the SVM of another attention map: linear, one row per sequence "
+        "(sum_t gamma_t x_t)^T W z >= 1; sigmoid, rows sign(gamma_t) x_t^T W z >= 1 (no --alpha; "
+        "ReLU needs a trained W: sg.att_svm(data, attention='relu', pattern=run)) "
+        "(default softmax)",
+    )
     p.add_argument(
         "--param",
         choices=("W", "p"),
@@ -830,7 +861,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_support,
     )
     _add_data_arguments(p, selection=True, gd=False)
-    _add_norm_argument(p, "Frobenius (Att-SVM) or nuclear norm (Att-SVM*)")
+    _add_norm_argument(p, "Frobenius (Att-SVM), nuclear (Att-SVM*) or spectral norm")
     p = _add_command(
         sub,
         "study",
@@ -899,11 +930,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument(
         "--optimizer",
-        choices=tuple(OPTIMIZERS),
+        choices=tuple(name for name in OPTIMIZERS if name != "steepest"),  # needs its q
         default="gd",
         help="gradient descent, or l_p mirror descent (needs --exponent; takes neither --param "
         "KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps normalized unless "
-        "--plain; numpy kernels unless --backend) (default gd)",
+        "--plain; numpy kernels unless --backend), or sign / spectral / adam descent "
+        "(docs/optimizers.md; --param W or KQ) (default gd)",
     )
     p.add_argument(
         "--exponent",

@@ -25,9 +25,17 @@ import scipy.sparse as sp
 
 from ._errors import ProblemError
 from .data import TokenData
-from .selection import check_selection
+from .selection import check_selection, scores_full
 
-__all__ = ["EQUALITY", "MARGIN", "ConstraintSet", "att_svm_constraints", "pair_constraints"]
+__all__ = [
+    "EQUALITY",
+    "MARGIN",
+    "ConstraintSet",
+    "att_svm_constraints",
+    "attention_pattern",
+    "map_svm_constraints",
+    "pair_constraints",
+]
 
 MARGIN = 0
 """Row kind of an inequality :math:`a^\\top W b \\ge c`."""
@@ -355,3 +363,185 @@ def selected_set_constraints(
             rows += [(i, k, t, tau, MARGIN) for t in O for tau in Ob]
     r = np.asarray(rows, dtype=np.int64).reshape(-1, 5)
     return pair_constraints(data, r[:, 0], r[:, 1], r[:, 2], r[:, 3], kind=r[:, 4])
+
+
+# -- the SVMs of other attention maps (issue #22) -------------------------------------------
+MAP_SVMS = ("linear", "sigmoid", "relu")
+"""The attention maps other than softmax with an SVM of their own (:func:`map_svm_constraints`)."""
+
+NO_TOKEN = -1
+r"""``pref`` / ``comp`` of a row that is not a token difference: the zero vector (a sigmoid or
+ReLU row :math:`\pm x_{it}`), or both for a linear-attention row :math:`\sum_t \gamma_t x_t`."""
+
+
+def _logits(data: TokenData, W: Any) -> np.ndarray:
+    r""":math:`u_{ikt} = x_{it}^\top W z_{ik}` of shape (n, K, T) (an array W of shape (d, d))."""
+    Wa = np.asarray(W, dtype=float)
+    if Wa.shape != (data.d, data.d) or not np.all(np.isfinite(Wa)):
+        raise ProblemError(
+            f"pattern= given as W must be a finite array of shape ({data.d}, {data.d}); got "
+            f"shape {Wa.shape}. Pass the W of a run (run.W), the run itself, or a sign array."
+        )
+    return np.einsum("ntd,de,nke->nkt", np.asarray(data.X), Wa, np.asarray(data.queries))
+
+
+def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> np.ndarray:
+    r"""The sign pattern an attention map's SVM is built on, shape (n, K, T), entries in
+    {-1, 0, +1} (0: no row for that key).
+
+    * ``"sigmoid"``: :math:`\pi_{ikt}`; ``pattern=None`` takes the pull
+      :math:`\pi = \mathrm{sign}\,\gamma_{ikt}` (the sign :math:`\partial(Y f)/\partial u_{ikt}`
+      has), a W (or a run with ``.W``) the signs :math:`\mathrm{sign}(x_{it}^\top W z_{ik})`
+      reached, an array of shape (n, T) or (n, K, T) the signs themselves.
+    * ``"relu"``: +1 on the active keys :math:`u_{ikt} > 0`, -1 on the others; it needs a W,
+      a run or a boolean / sign array (there is no default: the active set is where training
+      ended).
+
+    Keys hidden from the query and keys with :math:`\gamma_{ikt} = 0` (no pull: the risk does
+    not depend on them) get 0.
+    """
+    gamma = scores_full(data)
+    live = data.visible & (gamma != 0.0)
+    if pattern is None:
+        if attention == "relu":
+            raise ProblemError(
+                "attention='relu' needs the active pattern where training ended: pass "
+                "pattern=run (a GDRun of train(..., attention='relu')), pattern=run.W, or a "
+                "boolean array of shape (n, T) / (n, K, T) (True = active key)."
+            )
+        return np.where(live, np.sign(gamma), 0.0)
+    W = getattr(pattern, "W", pattern)
+    arr = np.asarray(W)
+    as_signs = arr.dtype == bool or (
+        arr.shape == (data.n, data.T) and bool(np.all(np.isin(arr, (-1, 0, 1))))
+    )
+    if arr.ndim == 2 and arr.shape == (data.d, data.d) and not as_signs:
+        u = _logits(data, arr)
+        if np.any(live & (u == 0.0)):
+            i, k, t = (int(j) for j in np.argwhere(live & (u == 0.0))[0])
+            raise ProblemError(
+                f"pattern: at the given W key {t} of query {k} of sequence {i} has logit 0, so "
+                "its sign is undefined. Pass a sign array instead."
+            )
+        signs = np.sign(u)
+    else:
+        if arr.dtype == bool:
+            arr = np.where(arr, 1.0, -1.0)
+        arr = np.asarray(arr, dtype=float)
+        if arr.ndim == 2 and data.K == 1 and arr.shape == (data.n, data.T):
+            arr = arr[:, None, :]
+        want = f"({data.n}, {data.T})" if data.K == 1 else f"({data.n}, {data.K}, {data.T})"
+        if arr.shape != (data.n, data.K, data.T) or not np.all(np.isin(arr, (-1.0, 0.0, 1.0))):
+            raise ProblemError(
+                f"pattern must be a W of shape ({data.d}, {data.d}), a run, or an array of "
+                f"signs (+1, -1; 0: no row) or booleans of shape {want}; got an array of shape "
+                f"{arr.shape}."
+            )
+        signs = arr
+    return np.where(live, signs, 0.0)
+
+
+def _rows(
+    data: TokenData, A: np.ndarray, i: np.ndarray, k: np.ndarray, pref: np.ndarray,
+    comp: np.ndarray, rhs: np.ndarray,
+) -> ConstraintSet:  # fmt: skip
+    N = A.shape[0]
+    return ConstraintSet(
+        A=np.ascontiguousarray(A, dtype=float).reshape(N, data.d),
+        B=np.ascontiguousarray(data.queries[i, k], dtype=float).reshape(N, data.d),
+        kind=np.full(N, MARGIN, dtype=np.int8),
+        rhs=np.asarray(rhs, dtype=float),
+        seq=np.asarray(i, dtype=np.int64),
+        query=np.asarray(k, dtype=np.int64),
+        pref=np.asarray(pref, dtype=np.int64),
+        comp=np.asarray(comp, dtype=np.int64),
+        n=data.n,
+        K=data.K,
+        T=data.T,
+        tokens=None,  # rows are not token differences: exact proofs read A itself
+    )
+
+
+def map_svm_constraints(data: TokenData, attention: str, pattern: Any = None) -> ConstraintSet:
+    r"""Rows of the SVM an attention map's gradient descent is predicted to reach.
+
+    With :math:`Y_{ik} f_{ik}(W) = \sum_t \gamma_{ikt}\,\varphi_t(X_i W z_{ik})` (linear head):
+
+    * ``"linear"`` (:math:`\varphi(u) = u`): one row per query,
+      :math:`(\sum_t \gamma_{ikt} x_{it})^\top W z_{ik} \ge 1` (``pref = comp = -1``).
+      :math:`Y f` is linear in W, so this is the hard-margin SVM of a separable linear model,
+      GD's directional limit on exponential-tailed losses (a theorem: Soudry et al. 2018;
+      normalized GD: Nacson et al. 2019).
+    * ``"sigmoid"``: one row per key with :math:`\pi_{ikt}\ne 0`,
+      :math:`\pi_{ikt}\, x_{it}^\top W z_{ik} \ge 1` (:func:`attention_pattern`;
+      ``pref = t`` for +1, ``comp = t`` for -1, the other -1). svmgeo's conjecture, measured
+      in docs/attention-maps.md: since :math:`1 - \sigma(u) \approx e^{-u}`, the direction
+      tends to this SVM of the final sign pattern.
+    * ``"relu"``: at the active pattern :math:`A_{ik}` (keys with :math:`\pi = +1`),
+      :math:`Y f` is linear on the cone where the pattern holds, so the KKT points of
+      :math:`\min \tfrac12\|W\|^2` s.t. :math:`Y_{ik} f_{ik}(W) \ge 1` with that pattern solve
+      the convex QP with rows :math:`(\sum_{t\in A_{ik}} \gamma_{ikt} x_{it})^\top W z_{ik}
+      \ge 1` and :math:`\pm x_{it}^\top W z_{ik} \ge 0` (+ on :math:`A_{ik}`, - off it:
+      margin rows with right-hand side 0) — the limit of GD on a positively 1-homogeneous
+      model is such a KKT point (Lyu & Li 2020; Ji & Telgarsky 2020).
+
+    Parameters
+    ----------
+    data : TokenData
+        With a linear head (``v`` or ``scores``): :math:`\gamma_{ikt} = Y_{ik} v^\top u_{it}`.
+    attention : {"linear", "sigmoid", "relu"}
+    pattern : optional
+        The sign / active pattern of ``"sigmoid"`` and ``"relu"`` (see
+        :func:`attention_pattern`); not taken by ``"linear"``.
+
+    Returns
+    -------
+    ConstraintSet
+        ``tokens`` is None (the rows are not token differences).
+    """
+    if attention not in MAP_SVMS:
+        hint = (
+            "softmax's SVM is Att-SVM: att_svm_constraints(data, alpha)"
+            if attention == "softmax"
+            else "normalized linear attention u / 1^T u is scale-invariant in W, so no margin "
+            "grows and there is no SVM limit"
+            if attention == "normalized_linear"
+            else "unknown map"
+        )
+        raise ProblemError(
+            f"map_svm_constraints takes attention in {', '.join(map(repr, MAP_SVMS))}; got "
+            f"{attention!r} ({hint})."
+        )
+    gamma = scores_full(data)
+    X = np.asarray(data.X)
+    vis = data.visible
+    if attention == "linear":
+        if pattern is not None:
+            raise ProblemError(
+                "attention='linear' has one SVM (Y f is linear in W); got pattern=. Drop it."
+            )
+        i, k = (a.reshape(-1) for a in np.indices((data.n, data.K)))
+        A = np.einsum("nkt,ntd->nkd", np.where(vis, gamma, 0.0), X).reshape(-1, data.d)
+        none = np.full(i.size, NO_TOKEN)
+        return _rows(data, A, i, k, none, none, np.ones(i.size))
+    pi = attention_pattern(data, attention, pattern)
+    i, k, t = np.nonzero(pi)
+    sign = pi[i, k, t]
+    pref = np.where(sign > 0, t, NO_TOKEN)
+    comp = np.where(sign > 0, NO_TOKEN, t)
+    A = sign[:, None] * X[i, t]
+    if attention == "sigmoid":
+        return _rows(data, A, i, k, pref, comp, np.ones(i.size))
+    qi, qk = (a.reshape(-1) for a in np.indices((data.n, data.K)))
+    active = np.where(vis & (pi > 0), gamma, 0.0)
+    Aq = np.einsum("nkt,ntd->nkd", active, X).reshape(-1, data.d)
+    none = np.full(qi.size, NO_TOKEN)
+    return _rows(
+        data,
+        np.vstack([Aq, A]),
+        np.concatenate([qi, i]),
+        np.concatenate([qk, k]),
+        np.concatenate([none, pref]),
+        np.concatenate([none, comp]),
+        np.concatenate([np.ones(qi.size), np.zeros(i.size)]),
+    )

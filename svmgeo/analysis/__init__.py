@@ -2,7 +2,7 @@
 """Token-selection analysis: support tokens, local optimality, LOT enumeration, cones, Gen-SVM,
 regularization paths, Theorem 4's initial-gradient check; and svmgeo's reconstruction of Chen et
 al. (ICLR 2024 submission 4416): Lipschitz constants, selection radii, the tensor form, loss
-hypotheses."""
+hypotheses; rates of a training run (norm growth, direction error, bootstrap intervals)."""
 
 from ._cones import in_cone, in_score_cone, score_cone_margin
 from ._enumerate import LOTEnumeration, locally_optimal_selections
@@ -10,6 +10,7 @@ from ._gensvm import GenSVMResult, SelectedSets, gen_svm, selected_sets
 from ._initial_gradient import InitialGradient, good_initial_gradient
 from ._local import LocalOptimality, LOTViolation, is_locally_optimal
 from ._loss_check import LOSS_SPECS, LossCheck, LossSpec, check_loss
+from ._rates import Rates, fit_rates
 from ._regpath import RegularizationPath, regularization_path
 from ._stability import (
     LipschitzResult,
@@ -32,6 +33,7 @@ __all__ = [
     "LocalOptimality",
     "LossCheck",
     "LossSpec",
+    "Rates",
     "RegularizationPath",
     "RobustnessRadius",
     "SelectedSets",
@@ -42,6 +44,7 @@ __all__ = [
     "UnboundednessCertificate",
     "attention_jacobian",
     "check_loss",
+    "fit_rates",
     "gen_svm",
     "good_initial_gradient",
     "in_cone",

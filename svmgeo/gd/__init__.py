@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Training softmax attention: one loop, update rules, risks; numba / numpy / cupy backends.
 
-The public entry points are :func:`train` (``optimizer="gd"`` or ``"mirror"``),
+The public entry points are :func:`train` (``optimizer="gd"``, ``"mirror"``, ``"sign"``,
+``("steepest", q)``, ``"spectral"``, ``"adam"``),
 :func:`train_batch` and :func:`train_mirror`; see :class:`GDConfig` for the
 hyper-parameters, :data:`OPTIMIZERS` for the update rules and :class:`StopStatus` for why a
 run ended. Every run is a :class:`GDRun`. The loop itself is :func:`run_loop`
@@ -12,6 +13,7 @@ the loss names to the integer ids the kernels read (``LOGISTIC_LOSS``, ``EXPONEN
 
 from ._backend import cupy_available
 from ._config import (
+    ATTENTIONS,
     BACKENDS,
     BATCH_RECORDS,
     DEFAULT_BACKEND,
@@ -40,9 +42,18 @@ from ._mirror import (
 from ._oracle import RiskOracle, RiskValue
 from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, LOGISTIC_LOSS, LOSS_IDS
 from ._results import BatchRun, GDRun, History, Intermediate
+from ._steepest import (
+    AdamMoments,
+    SteepestDescent,
+    SteepestState,
+    adam_direction,
+    spectral_direction,
+    steepest_direction,
+)
 from ._step import GradientStep, StepState
 
 __all__ = [
+    "ATTENTIONS",
     "BACKENDS",
     "BATCH_RECORDS",
     "CORRELATION_LOSS",
@@ -58,6 +69,7 @@ __all__ = [
     "RECORDS",
     "REFERENCE_BACKEND",
     "RISKS",
+    "AdamMoments",
     "BatchRun",
     "GDConfig",
     "GDRun",
@@ -72,15 +84,20 @@ __all__ = [
     "Risk",
     "RiskOracle",
     "RiskValue",
+    "SteepestDescent",
+    "SteepestState",
     "StepState",
     "StopStatus",
     "UpdateRule",
+    "adam_direction",
     "cupy_available",
     "inverse_mirror_map",
     "loss_and_grad",
     "mirror_map",
     "run_loop",
     "sparsity",
+    "spectral_direction",
+    "steepest_direction",
     "train",
     "train_batch",
     "train_mirror",

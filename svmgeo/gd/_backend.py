@@ -161,15 +161,17 @@ class NumbaKernels(Kernels):
         prob = _prob(self.problem, head)
         head_id = self.problem.head_id
         if _parallel(self.problem, 1):
-            G, M, Gv, Mv = grad_batch(W, prob, head_id, loss_id, log_domain, train_head)
+            G, M, Gv, Mv = grad_batch(
+                W, prob, self.problem.att_id, head_id, loss_id, log_domain, train_head
+            )
         else:
             G = np.empty_like(W)
             Gv = np.zeros((W.shape[0], 1, self.problem.d_u))
             M, Mv = np.array(
                 [
                     grad_one(
-                        W[b], tuple(x[b] for x in prob), head_id, loss_id, log_domain, G[b],
-                        train_head, Gv[b, 0],
+                        W[b], tuple(x[b] for x in prob), self.problem.att_id, head_id, loss_id,
+                        log_domain, G[b], train_head, Gv[b, 0],
                     )
                     for b in range(W.shape[0])
                 ]
@@ -195,6 +197,7 @@ class NumbaKernels(Kernels):
         opts = (
             P.head_id,
             loss_id,
+            P.att_id,
             is_kq,
             cfg.train_head,
             cfg.normalized,

@@ -15,8 +15,10 @@ from typing import Any
 
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
+from ..attention_maps import ATTENTION_MAPS
 
 __all__ = [
+    "ATTENTIONS",
     "BACKENDS",
     "BATCH_RECORDS",
     "DEFAULT_BACKEND",
@@ -25,19 +27,26 @@ __all__ = [
     "NTP_LOSSES",
     "OPTIMIZERS",
     "PARAMS",
+    "POLYAK",
     "RECORDS",
     "REFERENCE_BACKEND",
     "RISKS",
+    "RULE_FIELDS",
+    "STEEPEST_RULES",
     "GDConfig",
     "Optimizer",
     "StopStatus",
     "eps_block_names",
     "refuse_renamed",
+    "resolve_optimizer",
 ]
 
 PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
+#: The attention maps training takes (``attention=``), the keys of
+#: :data:`svmgeo.attention_maps.ATTENTION_MAPS`.
+ATTENTIONS = tuple(ATTENTION_MAPS)
 BACKENDS = ("numba", "numpy", "cupy")
 #: The backend every training entry point uses unless told otherwise (``optimizer="mirror"``
 #: keeps the numpy reference kernels, see :data:`OPTIMIZERS`).
@@ -187,6 +196,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             "train_head",
             "normalize_eps",
             "callback",
+            "attention",
         ),
         min_steps=1,
     ),
@@ -214,6 +224,76 @@ OPTIMIZERS: dict[str, Optimizer] = {
         },
     ),
 }
+
+# the rules of svmgeo.gd._steepest: W or (K, Q) through RiskOracle's log-domain gradient
+_RULE = ("loss", "head", "v", "V", "lam", "step_size", "n_steps", "record_every", "init",
+         "backend", "param", "m", "seed")  # fmt: skip
+
+
+def _rule(name: str, summary: str, *own: str) -> Optimizer:
+    """An entry for a rule of :mod:`svmgeo.gd._steepest` (numba kernels, options ``_RULE``)."""
+    return Optimizer(name, summary, DEFAULT_BACKEND, True, (*_RULE, *own), min_steps=1)
+
+
+OPTIMIZERS.update(
+    {
+        "sign": _rule(
+            "sign",
+            "sign descent (normalized steepest descent for entrywise l_inf): W <- W - eta sign(g)",
+        ),
+        "steepest": _rule(
+            "steepest",
+            "normalized steepest descent for entrywise l_q, optimizer=('steepest', q): "
+            "W <- W - eta sign(g)|g|^(q*-1) / ||g||_q*^(q*-1)",
+        ),
+        "spectral": _rule(
+            "spectral",
+            "spectral descent: W <- W - eta U V^T of the gradient's SVD (Muon, "
+            "orthogonalizing B <- mu B + g, with spectral_momentum mu)",
+            "spectral_momentum",
+        ),
+        "adam": _rule(
+            "adam",
+            "Adam (Kingma & Ba): W <- W - eta m_hat / (sqrt(v_hat) + eps)",
+            "adam_beta1",
+            "adam_beta2",
+            "adam_eps",
+        ),
+    }
+)
+#: The update rules of :mod:`svmgeo.gd._steepest` (the rest of :data:`OPTIMIZERS` is "gd",
+#: "mirror").
+STEEPEST_RULES = ("sign", "steepest", "spectral", "adam")
+#: The :class:`GDConfig` fields of those rules alone (not options of ``train_batch``).
+RULE_FIELDS = ("steepest_q", "adam_beta1", "adam_beta2", "adam_eps", "spectral_momentum")
+#: ``step_size="polyak"``: the Polyak step, for the rules without memory (W only).
+POLYAK = "polyak"
+
+
+def resolve_optimizer(optimizer: Any, where: str) -> tuple[str, float | None]:
+    r"""``(name, q)`` of an ``optimizer=`` spelling: a name of :data:`OPTIMIZERS`, or
+    ``("steepest", q)`` with :math:`1 \le q \le \infty` (q is None for the others)."""
+    if isinstance(optimizer, tuple):
+        if len(optimizer) != 2 or optimizer[0] != "steepest":
+            raise ProblemError(
+                f"The 'optimizer' parameter of {where} must be a name among "
+                f"{', '.join(map(repr, OPTIMIZERS))} or a pair ('steepest', q); got {optimizer!r}."
+            )
+        q = optimizer[1]
+        if isinstance(q, bool) or not isinstance(q, int | float) or not q >= 1.0:
+            raise ProblemError(
+                f"optimizer=('steepest', q) takes the entrywise norm's exponent q, a float in "
+                f"[1, inf] (q = 2: normalized GD, q = inf: sign descent); got q={q!r}."
+            )
+        return "steepest", float(q)
+    check_option(optimizer, "optimizer", tuple(OPTIMIZERS), where=where)
+    if optimizer == "steepest":
+        raise ProblemError(
+            "optimizer='steepest' needs its exponent: pass optimizer=('steepest', q) with q in "
+            "[1, inf], e.g. ('steepest', 1.5)."
+        )
+    return optimizer, None
+
 
 #: Old spellings of options and what they are now (issue #20: one meaning per name).
 RENAMED = {
@@ -260,8 +340,9 @@ class GDConfig:
     head : {"linear", "relu", "concave"}
         :math:`v^\top x`, :math:`v^\top \mathrm{ReLU}(V^\top x)` or
         :math:`v^\top x - \lambda \|x\|^2`. See :func:`~svmgeo.train` for ``v``, ``V``, ``lam``.
-    step_size : float
-        :math:`\eta > 0`.
+    step_size : float or "polyak"
+        :math:`\eta > 0`, or the Polyak step (the rules of :data:`STEEPEST_RULES` without
+        memory, ``param="W"``).
     normalized : bool
         Normalized (default) or plain steps.
     n_steps : int
@@ -298,13 +379,26 @@ class GDConfig:
         value for every block, or one per block name (``"W"``, ``"p"``, ``"K"``, ``"Q"``,
         ``"v"``; the blocks of the run, missing ones 0); normalized steps only.
         :attr:`eps_blocks` holds the values the kernels use.
-    optimizer : {"gd", "mirror"}
+    optimizer : str or ("steepest", q)
         The update rule (an entry of :data:`OPTIMIZERS`).
     exponent : float, optional
         ``optimizer="mirror"`` only (required there): the exponent :math:`p > 1` of the
         potential :math:`\|W\|_p^p/p`.
     risk : {"attention", "next_token"}
         The risk trained (an entry of :data:`RISKS`, which gives the ``loss`` vocabulary).
+    steepest_q : float, optional
+        ``optimizer="steepest"`` only (required there): the exponent :math:`1 \le q \le \infty`
+        of the entrywise norm (``optimizer=("steepest", q)`` sets it).
+    adam_beta1, adam_beta2, adam_eps : float
+        ``optimizer="adam"``: the moment decays :math:`0 \le \beta_1, \beta_2 < 1` (0.9,
+        0.999) and :math:`\varepsilon \ge 0` (1e-8) of Kingma & Ba.
+    spectral_momentum : float
+        ``optimizer="spectral"``: Muon's momentum :math:`0 \le \mu < 1` (0: spectral
+        descent on the gradient itself).
+    attention : {"softmax", "linear", "normalized_linear", "sigmoid", "relu"}
+        The attention map :math:`\varphi` in :math:`f_{ik} = h(U_i^\top\varphi(X_i W z_{ik}))`
+        (:data:`ATTENTIONS`; softmax by default); ``optimizer="gd"`` only, and without
+        ``saturation_tol`` for maps other than softmax.
     caller : str
         The public function the options came from, named in error messages (``"train"``,
         ``"train_mirror"``, ``"train_ntp"``, ...); not part of the configuration.
@@ -331,19 +425,51 @@ class GDConfig:
     optimizer: str = "gd"
     exponent: float | None = None
     risk: str = "attention"
+    steepest_q: float | None = None
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+    spectral_momentum: float = 0.0
+    attention: str = "softmax"
     caller: str = field(default="train", repr=False, compare=False)
     #: ε of the blocks (first attention factor, second factor, head), from ``normalize_eps``.
     eps_blocks: tuple[float, float, float] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         where = self.caller
-        check_option(self.optimizer, "optimizer", tuple(OPTIMIZERS), where=where)
+        name, q = resolve_optimizer(
+            ("steepest", self.steepest_q) if self.optimizer == "steepest" else self.optimizer,
+            where,
+        )
+        if name != "steepest" and self.steepest_q is not None:
+            raise ProblemError(
+                f"steepest_q={self.steepest_q!r} is the exponent of optimizer=('steepest', q); "
+                f"got it with optimizer={name!r}. Drop it or pass optimizer=('steepest', q)."
+            )
+        object.__setattr__(self, "optimizer", name)
+        object.__setattr__(self, "steepest_q", q)
+        self._check_rule_options(where)
         check_option(self.risk, "risk", tuple(RISKS), where=where)
         check_option(self.param, "param", PARAMS, where=where)
         check_option(self.loss, "loss", RISKS[self.risk], where=where)
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
-        check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True, where=where)
+        check_option(self.attention, "attention", ATTENTIONS, where=where)
+        if self.attention != "softmax" and (self.optimizer != "gd" or self.risk != "attention"):
+            raise ProblemError(
+                f"attention={self.attention!r} is trained by optimizer='gd' on the attention "
+                f"risk; got optimizer={self.optimizer!r}, risk={self.risk!r}. Use "
+                "optimizer='gd', or attention='softmax'."
+            )
+        if self.attention != "softmax" and self.saturation_tol is not None:
+            raise ProblemError(
+                f"saturation_tol stops when every softmax probability saturates; "
+                f"attention={self.attention!r} has no such probabilities. Drop saturation_tol "
+                "(stop with n_steps or grad_tol) or use attention='softmax'."
+            )
+        if not isinstance(self.step_size, str):
+            check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True,
+                       where=where)  # fmt: skip
         check_int(self.n_steps, "n_steps", low=OPTIMIZERS[self.optimizer].min_steps, where=where)
         if self.optimizer == "mirror":
             if self.exponent is None:
@@ -405,6 +531,48 @@ class GDConfig:
                 f"record must be a tuple of names among {', '.join(map(repr, RECORDS))}; "
                 f"got {self.record!r}."
             )
+
+    def _check_rule_options(self, where: str) -> None:
+        """The options of the rules of :data:`STEEPEST_RULES` and ``step_size="polyak"``."""
+        rule = self.optimizer
+        for name, default, owner in (("adam_beta1", 0.9, "adam"), ("adam_beta2", 0.999, "adam"),
+                                     ("adam_eps", 1e-8, "adam"),
+                                     ("spectral_momentum", 0.0, "spectral")):  # fmt: skip
+            value = getattr(self, name)
+            if rule != owner and value != default:
+                raise ProblemError(
+                    f"{name}={value!r} is an option of optimizer={owner!r}; got it with "
+                    f"optimizer={rule!r}. Drop it or pass optimizer={owner!r}."
+                )
+            if name == "adam_eps":
+                check_real(value, name, low=0.0, high_open=True, where=where)
+            else:
+                check_real(value, name, low=0.0, high=1.0, high_open=True, where=where)
+        if isinstance(self.step_size, str):
+            memory = rule == "adam" or (rule == "spectral" and self.spectral_momentum > 0.0)
+            if self.step_size != POLYAK or rule not in STEEPEST_RULES or memory:
+                raise ProblemError(
+                    f"The 'step_size' parameter of {where} must be a float in (0, inf), or "
+                    f"'polyak' for optimizer 'gd', 'sign', ('steepest', q) or 'spectral' "
+                    f"without momentum; got step_size={self.step_size!r} with "
+                    f"optimizer={rule!r}."
+                )
+            if self.param != "W":
+                raise ProblemError(
+                    f"step_size='polyak' trains W only; got param={self.param!r}. Use "
+                    "param='W' or a float step_size."
+                )
+        if rule in STEEPEST_RULES:
+            if self.param not in ("W", "KQ"):
+                raise ProblemError(
+                    f"optimizer={rule!r} trains W or (K, Q); got param={self.param!r}. Use "
+                    "param='W' or param='KQ'."
+                )
+            if not self.normalized:
+                raise ProblemError(
+                    f"optimizer={rule!r} takes no plain steps (its step has length step_size "
+                    "in its own norm); got normalized=False. Drop normalized."
+                )
 
     def _eps_blocks(self, where: str) -> tuple[float, float, float]:
         """Check ``normalize_eps`` and spread it over the blocks (copying a mapping)."""

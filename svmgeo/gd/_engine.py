@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_array, check_option, check_real
+from .._validation import check_array, check_real
 from ..data import TokenData
 from . import _xp
 from ._backend import Kernels, get_kernels
@@ -27,15 +27,20 @@ from ._config import (
     OPTIMIZERS,
     RECORDS,
     REFERENCE_BACKEND,
+    RULE_FIELDS,
     RUNNING,
+    STEEPEST_RULES,
     GDConfig,
     StopStatus,
     refuse_renamed,
+    resolve_optimizer,
 )
 from ._loop import run_loop
 from ._mirror import train_mirror
+from ._oracle import RiskOracle
 from ._problem import LOSS_IDS, Problem, make_problem, unstack
 from ._results import BatchRun, GDRun, Intermediate
+from ._steepest import SteepestDescent
 
 __all__ = ["GDState", "GradientDescent", "loss_and_grad", "train", "train_batch"]
 
@@ -152,6 +157,8 @@ class GradientDescent:
                 "init gives W = K Q^T with non-finite entries (the factors' norms multiply past "
                 "float64's range); rescale init so that ||K||_F ||Q||_F <= 1e150."
             )
+        if cfg.attention == "normalized_linear":
+            _check_normalized_start(W0, problem)
         # a start beyond the representable norms stops at once, with status OVERFLOW
         outside = ~_xp.within_limit(params, is_kq, problem.max_norm, np)
         status = np.where(outside, CODE_OF[StopStatus.OVERFLOW], RUNNING).astype(np.int64)
@@ -252,6 +259,19 @@ class GradientDescent:
         )
 
 
+def _check_normalized_start(W0: np.ndarray, problem: Problem) -> None:
+    """Refuse a start where normalized linear attention u / (1^T u) is undefined."""
+    sums = np.einsum("bntd,bde,bnke,bnkt->bnk", problem.X, W0, problem.Z, problem.vis)
+    if np.any(sums == 0.0):
+        b, i, k = (int(j) for j in np.argwhere(sums == 0.0)[0])
+        raise ProblemError(
+            "attention='normalized_linear' (u / 1^T u) is undefined where the visible logits "
+            f"of a query sum to 0; at the initial W, instance {b}, sequence {i}, query {k} has "
+            "1^T X_i W z_ik = 0 (init='zero' always does). Start from init=('random', 0.1) "
+            "(with a seed) or an array W."
+        )
+
+
 def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
     """History fields recorded for ``cfg.record``: for ``param="p"``, ``"W"`` and ``"p"`` both
     mean p and ``"W_norm"``/``"p_norm"`` its norm; fields of other parameters, and the head's
@@ -271,7 +291,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
     valid = sorted(
         f.name
         for f in fields(GDConfig)
-        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller")
+        if f.init and f.name not in ("optimizer", "exponent", "risk", "caller", *RULE_FIELDS)
     )
     unknown = sorted(set(options) - set(valid))
     if unknown:
@@ -341,8 +361,9 @@ def train_batch(
         raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
     items = unstack(datasets) if isinstance(datasets, Mapping) else list(datasets)
     problem = make_problem(
-        items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head
-    )
+        items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head,
+        attention=cfg.attention,
+    )  # fmt: skip
     return GradientDescent(cfg, problem).run(callback)
 
 
@@ -372,7 +393,12 @@ def train(
     saturation_tol: float | None = None,
     train_head: bool = False,
     normalize_eps: float | Mapping[str, float] = 0.0,
+    attention: str = "softmax",
     callback: Callable[[Intermediate], Any] | None = None,
+    adam_beta1: float | None = None,
+    adam_beta2: float | None = None,
+    adam_eps: float | None = None,
+    spectral_momentum: float | None = None,
     **renamed: Any,
 ) -> GDRun:
     r"""Train softmax attention by (normalized) gradient descent.
@@ -393,12 +419,20 @@ def train(
     ----------
     data : TokenData
         Tokens, labels, queries (cross, self, or K per sequence) and mask.
-    optimizer : {"gd", "mirror"}, default "gd"
+    optimizer : {"gd", "mirror", "sign", "spectral", "adam"} or ("steepest", q), default "gd"
         The update rule, an entry of :data:`~svmgeo.gd.OPTIMIZERS`: gradient descent, or
         :math:`\ell_p` mirror descent (``optimizer="mirror"``: :func:`~svmgeo.train_mirror`
         with ``exponent=`` and its options ``loss``, ``head``, ``v``, ``V``, ``lam``,
         ``step_size``, ``normalized``, ``n_steps``, ``record_every``, ``init``, ``backend``
-        and its defaults; other options raise a ProblemError). Formerly ``method``.
+        and its defaults; other options raise a ProblemError). Formerly ``method``. The
+        rules of :mod:`svmgeo.gd._steepest` (``param`` "W" or "KQ", per factor; options
+        ``loss``, ``head``, ``v``, ``V``, ``lam``, ``step_size``, ``n_steps``,
+        ``record_every``, ``init``, ``param``, ``m``, ``seed``, ``backend`` and their own):
+        ``"sign"`` (:math:`W \leftarrow W - \eta\,\mathrm{sign}(\nabla L)`),
+        ``("steepest", q)`` (normalized steepest descent for entrywise :math:`\ell_q`,
+        :math:`1 \le q \le \infty`), ``"spectral"`` (:math:`U V^\top` of the gradient's SVD;
+        Muon with ``spectral_momentum``) and ``"adam"`` (Kingma & Ba, ``adam_beta1``,
+        ``adam_beta2``, ``adam_eps``); see docs/optimizers.md.
     exponent : float, optional
         ``optimizer="mirror"`` only: the exponent :math:`p > 1` of the mirror potential
         :math:`\|W\|_p^p/p` (formerly ``p``, which now names only the prompt vector of
@@ -485,9 +519,24 @@ def train(
         the log domain, :math:`(g/\|g\|)/(1 + \varepsilon/\|g\|)` with :math:`\|g\|` kept as
         a logarithm, so tiny gradients give tiny steps rather than underflow. Normalized steps
         only.
+    attention : {"softmax", "linear", "normalized_linear", "sigmoid", "relu"}, default "softmax"
+        The attention map :math:`\varphi` of :mod:`svmgeo.attention_maps`:
+        :math:`f_{ik} = h(U_i^\top \varphi(X_i W z_{ik}))` with :math:`\varphi` over the keys
+        the query sees (hidden keys get weight 0). Every param, loss, head and backend;
+        ``optimizer="gd"`` only, no ``saturation_tol`` for maps other than softmax (their
+        weights are not probabilities: the history's ``probs`` and ``max_prob`` hold
+        :math:`\varphi(u)` and its largest entry, ``log_loss_gap`` is NaN). Normalized
+        linear attention :math:`u/\mathbf 1^\top u` is undefined at :math:`W = 0`: start it
+        from ``init=("random", scale)`` or an array. Each map's own SVM is
+        :func:`~svmgeo.att_svm` with the same ``attention=``; see docs/attention-maps.md.
     callback : callable, optional
         Called with an :class:`Intermediate` at each record point; raise
         :class:`StopIteration` to stop.
+    adam_beta1, adam_beta2, adam_eps : float, optional
+        ``optimizer="adam"``: :math:`\beta_1` (0.9), :math:`\beta_2` (0.999) in [0, 1) and
+        :math:`\varepsilon \ge 0` (1e-8).
+    spectral_momentum : float, optional
+        ``optimizer="spectral"``: Muon's momentum :math:`\mu \in [0, 1)` (default 0).
 
     Returns
     -------
@@ -518,13 +567,21 @@ def train(
     if renamed:
         refuse_renamed(renamed, "train")
         raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(renamed)}")
-    check_option(optimizer, "optimizer", tuple(OPTIMIZERS), where="train")
+    optimizer, q = resolve_optimizer(optimizer, "train")
+    if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
+        optimizer, q = "steepest", 2.0
     rule = OPTIMIZERS[optimizer]
+    rule_options = dict(
+        adam_beta1=adam_beta1, adam_beta2=adam_beta2, adam_eps=adam_eps,
+        spectral_momentum=spectral_momentum,
+    )  # fmt: skip
     given = dict(
         param=(param, "W"), m=(m, None), record=(tuple(record), RECORDS), ridge=(ridge, 0.0),
         seed=(seed, None), log_domain=(log_domain, True), grad_tol=(grad_tol, 0.0),
         saturation_tol=(saturation_tol, None), train_head=(train_head, False),
         normalize_eps=(normalize_eps, 0.0), callback=(callback, None),
+        attention=(attention, "softmax"),
+        **{name: (value, None) for name, value in rule_options.items()},
     )  # fmt: skip
     foreign = [name for name, (value, default) in given.items()
                if value != default and name not in rule.options]  # fmt: skip
@@ -535,6 +592,18 @@ def train(
         )
     normalized = rule.default_normalized if normalized is None else normalized
     backend = rule.default_backend if backend is None else backend
+    if optimizer in STEEPEST_RULES:
+        cfg = GDConfig(
+            optimizer=optimizer, steepest_q=q, param=param, m=m, loss=loss, head=head,
+            step_size=step_size, normalized=normalized, n_steps=n_steps,
+            record_every=record_every, init=init, seed=seed, backend=backend,
+            record=("loss", "W", "W_norm"),
+            **{name: value for name, value in rule_options.items() if value is not None},  # type: ignore[arg-type]
+        )  # fmt: skip
+        P1, P2, _ = _init_params(cfg, 1, data.d)
+        risk = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
+        factors = (P1[0], P2[0]) if param == "KQ" else (P1[0],)
+        return run_loop(SteepestDescent(cfg, risk, factors))[0]
     if optimizer == "mirror":
         return train_mirror(
             data, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
@@ -546,7 +615,7 @@ def train(
         n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
         seed=seed, backend=backend, log_domain=log_domain, grad_tol=grad_tol,
         saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
-        optimizer=optimizer, exponent=exponent,
+        optimizer=optimizer, exponent=exponent, attention=attention,
     )  # fmt: skip
     if not isinstance(init, str) and not isinstance(init, tuple):
         W0 = np.asarray(init)
@@ -554,7 +623,9 @@ def train(
             raise ProblemError(f"init p must have shape ({data.d},); got {W0.shape}.")
         if param != "p" and W0.ndim != 2:
             raise ProblemError(f"init W must have shape ({data.d}, {data.d}); got {W0.shape}.")
-    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
+    problem = make_problem(
+        [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
+    )
     return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
 
 
@@ -570,6 +641,7 @@ def loss_and_grad(
     ridge: float = 0.0,
     backend: str = REFERENCE_BACKEND,
     train_head: bool = False,
+    attention: str = "softmax",
 ) -> tuple[float, Any]:
     r"""The risk and its gradient at W, or at (K, Q), as :func:`train` computes them.
 
@@ -596,6 +668,8 @@ def loss_and_grad(
     grad : ndarray of shape (d, d) or (d,), or a pair of arrays of shape (d, m)
         With ``train_head=True``, a tuple of the attention gradient(s) followed by the
         head's gradient of shape (d_u,): ``(gW, gv)``, ``(gp, gv)`` or ``(gK, gQ, gv)``.
+    attention : str, default "softmax"
+        The attention map, as in :func:`train`.
         The gradient at its true scale (it may underflow to zero far out; :func:`train`
         normalizes in the log domain instead).
     """
@@ -606,9 +680,11 @@ def loss_and_grad(
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
     cfg = GDConfig(
         param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend,
-        train_head=train_head, caller="loss_and_grad",
+        train_head=train_head, attention=attention, caller="loss_and_grad",
     )  # fmt: skip
-    problem = make_problem([data], head, v=v, V=V, lam=lam, param=param, train_head=train_head)
+    problem = make_problem(
+        [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
+    )
     gd = GradientDescent(cfg, problem)
     state = gd.init_state()
     k = gd.kernels

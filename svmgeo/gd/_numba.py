@@ -28,7 +28,17 @@ import numba
 import numpy as np
 from numba import prange
 
-from ._problem import EXPONENTIAL_LOSS, LOGISTIC_LOSS, NORM_LIMIT, RELU_HEAD, SCORES_HEAD
+from ._problem import (
+    EXPONENTIAL_LOSS,
+    LINEAR_ATT,
+    LOGISTIC_LOSS,
+    NORM_LIMIT,
+    NORMALIZED_ATT,
+    RELU_HEAD,
+    SCORES_HEAD,
+    SIGMOID_ATT,
+    SOFTMAX_ATT,
+)
 from ._xp import LOG_EXP_MIN, UNDERFLOW
 
 __all__ = ["advance", "cache_dir", "grad_batch", "grad_one", "run_one"]
@@ -148,6 +158,183 @@ def _workspace(n, K, T, d, du):
         np.empty((n, K, du)),
         np.empty((n, K)),
     )
+
+
+@njit(inline="always")
+def _query_vector(W, Z, i, k, wz):
+    """wz = W z_ik."""
+    for p in range(W.shape[0]):
+        acc = 0.0
+        for q in range(W.shape[1]):
+            acc += W[p, q] * Z[i, k, q]
+        wz[p] = acc
+
+
+@njit(inline="always")
+def _readout(inst, i, k, head_id, sv, r, u, gt):
+    """Head value f at r = U_i^T sv (``r`` given) and the dynamic scores ``gt`` of the
+    visible keys (the given scores C for ``SCORES_HEAD``); ``u`` receives the head's
+    gradient."""
+    _, U, _, _, vis, hv, hV, hw, lam, C = inst
+    T, du = U.shape[1], U.shape[2]
+    if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
+        f = 0.0
+        for t in range(T):
+            if vis[i, k, t]:
+                gt[t] = C[i, k, t]
+                f += sv[t] * gt[t]
+        return f
+    f = _head(r, head_id, hv, hV, hw, lam, u)
+    for t in range(T):
+        if vis[i, k, t]:
+            acc = 0.0
+            for p in range(du):
+                acc += U[i, t, p] * u[p]
+            gt[t] = acc
+    return f
+
+
+@njit(inline="always")
+def _add_outer(G, g, Z, i, k):
+    """G += g z_ik^T."""
+    for p in range(G.shape[0]):
+        for q in range(G.shape[1]):
+            G[p, q] += g[p] * Z[i, k, q]
+
+
+@njit()
+def _head_grad(Y, lv, rq, log_domain, Gv):
+    r"""The linear head's gradient :math:`e^{M_v} G_v` (``Gv`` written in place, ``M_v``
+    returned) from the queries' :math:`\log|\ell'|` ``lv`` (n, K) and head inputs ``rq``
+    (n, K, d_u); see :func:`svmgeo.gd._xp.grad_head`."""
+    n, K, du = rq.shape
+    Mv = _NEG_INF
+    shift = 0.0
+    if log_domain:
+        shift = _NEG_INF
+        for i in range(n):
+            for k in range(K):
+                shift = max(shift, lv[i, k])
+    for p in range(du):
+        Gv[p] = 0.0
+    for i in range(n):
+        for k in range(K):
+            w = -Y[i, k] * math.exp(lv[i, k] - shift)
+            for p in range(du):
+                Gv[p] += w * rq[i, k, p]
+    nonzero = False
+    for p in range(du):
+        Gv[p] /= n
+        nonzero = nonzero or Gv[p] != 0.0
+    if nonzero:
+        Mv = shift
+    return Mv
+
+
+@njit()
+def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
+    r""":func:`_grad_one` for an attention map other than softmax (``att_id``): per key the
+    coefficient ``lw[i, k, t]`` :math:`= c_t` and log-scale ``sg[i, k, t]``
+    :math:`= \log|\ell'| + \log\varphi'_t` of :func:`svmgeo.gd._xp._map_weights`."""
+    X, U, Z, Y, vis = inst[0], inst[1], inst[2], inst[3], inst[4]
+    lw, sg, _, wz, a, sv, r, u, gt, g, rq, lv = ws
+    n, T, d = X.shape
+    du = U.shape[2]
+    K, dz = Z.shape[1], Z.shape[2]
+    Mx = _NEG_INF
+    for i in range(n):
+        for k in range(K):
+            _query_vector(W, Z, i, k, wz)
+            S = 0.0
+            for t in range(T):
+                a[t] = 0.0
+                if vis[i, k, t]:
+                    acc = 0.0
+                    for p in range(d):
+                        acc += X[i, t, p] * wz[p]
+                    a[t] = acc
+                    S += acc
+            for t in range(T):
+                x = a[t]
+                if not vis[i, k, t]:
+                    sv[t] = 0.0
+                elif att_id == LINEAR_ATT:
+                    sv[t] = x
+                elif att_id == NORMALIZED_ATT:
+                    sv[t] = x / S
+                elif att_id == SIGMOID_ATT:
+                    sv[t] = 0.5 * (1.0 + math.tanh(0.5 * x))
+                else:  # relu
+                    sv[t] = max(x, 0.0)
+            for p in range(du):
+                r[p] = 0.0
+            for t in range(T):
+                if vis[i, k, t]:
+                    for p in range(du):
+                        r[p] += sv[t] * U[i, t, p]
+            f = _readout(inst, i, k, head_id, sv, r, u, gt)
+            log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
+            if want_v:
+                lv[i, k] = log_dloss
+                for p in range(du):
+                    rq[i, k, p] = r[p]
+            mean = 0.0
+            sign = 0.0
+            if att_id == NORMALIZED_ATT:
+                for t in range(T):
+                    if vis[i, k, t]:
+                        mean += sv[t] * gt[t]
+                sign = 1.0 if S > 0.0 else (-1.0 if S < 0.0 else math.nan)
+            for t in range(T):
+                lw[i, k, t] = 0.0
+                sg[i, k, t] = _NEG_INF
+                if not vis[i, k, t]:
+                    continue
+                x = a[t]
+                c = gt[t]
+                ld = 0.0
+                if att_id == SIGMOID_ATT:
+                    ld = -_softplus(x) - _softplus(-x)
+                elif att_id == NORMALIZED_ATT:
+                    ld = -math.log(abs(S))
+                    c = (gt[t] - mean) * sign
+                elif att_id != LINEAR_ATT and not x > 0.0:  # relu off its active keys
+                    continue
+                L = log_dloss + ld
+                lw[i, k, t] = c
+                sg[i, k, t] = L
+                if c != 0.0 and L > _NEG_INF:
+                    cand = L + math.log(abs(c))
+                    if cand > Mx:
+                        Mx = cand
+    Mv = _head_grad(Y, lv, rq, log_domain, Gv) if want_v else _NEG_INF
+    for p in range(d):
+        for q in range(dz):
+            G[p, q] = 0.0
+    if not Mx > _NEG_INF:
+        return _NEG_INF, Mv  # the direction is exactly zero
+    shift = Mx if log_domain else 0.0
+    for i in range(n):
+        for k in range(K):
+            for p in range(d):
+                g[p] = 0.0
+            for t in range(T):
+                c = lw[i, k, t]
+                if c != 0.0 and sg[i, k, t] > _NEG_INF:
+                    w = (-Y[i, k] * math.exp(sg[i, k, t] - shift)) * c
+                    for p in range(d):
+                        g[p] += w * X[i, t, p]
+            _add_outer(G, g, Z, i, k)
+    G /= n
+    return shift, Mv
+
+
+@njit()
+def _grad_any(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
+    """The gradient of the attention map ``att_id``: softmax's own kernel, or the others'."""
+    if att_id == SOFTMAX_ATT:
+        return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv)
+    return _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
 @njit()
@@ -494,13 +681,13 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim):
 
     ``P3`` (1, d_u) is the head v the kernels read (updated when trained). ``inst`` is
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
-    ``(head_id, loss_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps1,
-    eps2, eps3)`` (the ε of the first attention factor, the second, the head: flat floats,
+    ``(head_id, loss_id, att_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol,
+    eps1, eps2, eps3)`` (the ε of the first attention factor, the second, the head: flat floats,
     as parallel regions take no nested tuples) and ``lim`` its largest parameter norm.
     """
-    head_id, loss_id = opts[0], opts[1]
-    step_opts = opts[2:]
-    is_kq, train_head, log_domain = opts[2], opts[3], opts[5]
+    head_id, loss_id, att_id = opts[0], opts[1], opts[2]
+    step_opts = opts[3:]
+    is_kq, train_head, log_domain = opts[3], opts[4], opts[6]
     inst = _with_head(inst, P3[0])
     n, T, d = inst[0].shape
     K, dz = inst[2].shape[1], inst[2].shape[2]
@@ -524,7 +711,12 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim):
             _matmul_t(P1, P2, W)
         else:
             W[:, :] = P1
-        M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad)
+        if att_id == SOFTMAX_ATT:  # softmax's own kernel, exactly as before other maps
+            M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad)
+        else:
+            M, Mv = _grad_map(
+                W, inst, att_id, head_id, loss_id, log_domain, G, ws, train_head, head_grad
+            )
         code = _step(params, grads, (M, Mv), step_opts, lim, work)
         if code != 0:
             return code, it
@@ -546,16 +738,16 @@ def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims):
 
 
 @njit()
-def grad_one(W, inst, head_id, loss_id, log_domain, G, want_v, Gv):
-    """(G, M) of one instance: G (and the head's Gv with ``want_v``) written in place,
-    ``(M, M_v)`` returned."""
+def grad_one(W, inst, att_id, head_id, loss_id, log_domain, G, want_v, Gv):
+    """(G, M) of one instance with the attention map ``att_id``: G (and the head's Gv with
+    ``want_v``) written in place, ``(M, M_v)`` returned."""
     n, T, d = inst[0].shape
     ws = _workspace(n, inst[2].shape[1], T, d, inst[1].shape[2])
-    return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv)
+    return _grad_any(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
 @njit(parallel=True)
-def grad_batch(Wall, prob, head_id, loss_id, log_domain, want_v):
+def grad_batch(Wall, prob, att_id, head_id, loss_id, log_domain, want_v):
     """(G, M, G_v, M_v) for every instance of a batch: G (B, d, d_z), M (B,), G_v
     (B, 1, d_u), M_v (B,) (``-inf`` unless ``want_v``)."""
     B, n, T, d = prob[0].shape
@@ -567,7 +759,8 @@ def grad_batch(Wall, prob, head_id, loss_id, log_domain, want_v):
     Mv = np.empty(B)
     for b in prange(B):
         ws = _workspace(n, K, T, d, du)
-        Mall[b], Mv[b] = _grad_one(
-            Wall[b], _instance(prob, b), head_id, loss_id, log_domain, Gall[b], ws, want_v, Gv[b, 0]
-        )
+        Mall[b], Mv[b] = _grad_any(
+            Wall[b], _instance(prob, b), att_id, head_id, loss_id, log_domain, Gall[b], ws,
+            want_v, Gv[b, 0],
+        )  # fmt: skip
     return Gall, Mall, Gv, Mv

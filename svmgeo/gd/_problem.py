@@ -31,6 +31,7 @@ from .._validation import check_array, check_real
 from ..data import TokenData
 
 __all__ = [
+    "ATTENTION_IDS",
     "CONCAVE_HEAD",
     "CORRELATION_LOSS",
     "EXPONENTIAL_LOSS",
@@ -41,6 +42,7 @@ __all__ = [
     "NORM_LIMIT",
     "RELU_HEAD",
     "SCORES_HEAD",
+    "SOFTMAX_ATT",
     "Problem",
     "make_problem",
     "unstack",
@@ -56,6 +58,15 @@ LOSS_IDS = {
 LINEAR_HEAD, RELU_HEAD, CONCAVE_HEAD = 0, 1, 2
 HEAD_IDS = {"linear": LINEAR_HEAD, "relu": RELU_HEAD, "concave": CONCAVE_HEAD}
 SCORES_HEAD = 3  # the linear head read from given scores (TokenData(scores=...) without v)
+# integer ids of the attention maps (the order of svmgeo.attention_maps.ATTENTION_MAPS)
+SOFTMAX_ATT, LINEAR_ATT, NORMALIZED_ATT, SIGMOID_ATT, RELU_ATT = 0, 1, 2, 3, 4
+ATTENTION_IDS = {
+    "softmax": SOFTMAX_ATT,
+    "linear": LINEAR_ATT,
+    "normalized_linear": NORMALIZED_ATT,
+    "sigmoid": SIGMOID_ATT,
+    "relu": RELU_ATT,
+}
 
 # Largest parameter norm the engine represents: ||W||_F^2 (and a d x d sum of squares) stays
 # below float64's maximum (1.8e308), and so does every logit x^T W z (bounded by LOGIT_LIMIT).
@@ -79,6 +90,7 @@ class Problem:
     lam: np.ndarray
     C: np.ndarray
     single_query: bool = False  # every dataset has one query per sequence (K axis dropped)
+    att_id: int = SOFTMAX_ATT  # the attention map (ATTENTION_IDS)
 
     @property
     def B(self) -> int:
@@ -141,13 +153,15 @@ def make_problem(
     lam: Any = None,
     param: str = "W",
     train_head: bool = False,
+    attention: str = "softmax",
 ) -> Problem:
     r"""Stack ``datasets`` (equal sizes) and resolve the head parameters.
 
     For ``param="p"`` the queries become the scalar 1 (``Z`` of shape (B, n, K, 1)): the
     trained matrix is then :math:`p \in \mathbb{R}^{d\times 1}` and every logit is
     :math:`x_{it}^\top p \cdot 1`, exactly the prompt-attention score. With ``train_head``
-    ``hv`` is the initial head: ``v``, else each dataset's ``v``, else zero.
+    ``hv`` is the initial head: ``v``, else each dataset's ``v``, else zero. ``attention``
+    names the attention map (a key of :data:`ATTENTION_IDS`, already validated).
     """
     if len(datasets) == 0:
         raise ProblemError("train_batch needs at least one dataset; got an empty sequence.")
@@ -259,7 +273,10 @@ def make_problem(
     c = [np.require(a, requirements=["C", "W"]) for a in (X, Z, Y, vis, hv, hV, hw, lam_arr, C)]
     Uc = c[0] if U is X else np.require(U, requirements=["C", "W"])
     single = all(dd.single_query for dd in datasets)
-    return Problem(c[0], Uc, c[1], c[2], c[3], head_id, c[4], c[5], c[6], c[7], c[8], single)
+    return Problem(
+        c[0], Uc, c[1], c[2], c[3], head_id, c[4], c[5], c[6], c[7], c[8], single,
+        ATTENTION_IDS[attention],
+    )  # fmt: skip
 
 
 _STACKED = ("X", "Y", "Z", "v", "query", "mask", "values", "scores")

@@ -26,6 +26,24 @@ weights are :math:`|\ell'|\, s_{t_2} \cdot (s_t / s_{t_2})\, e_t`, where
 with :math:`\nabla L = e^M G` and :math:`G` of order one: the direction survives long after
 :math:`\nabla L` underflows. With ``log_domain=False`` the same weights are formed at their
 true scale (``M = 0``), which underflows as the textbook formula does.
+
+**Other attention maps** (``Problem.att_id``, see :mod:`svmgeo.attention_maps`): the weights
+:math:`a = \varphi(u)`, :math:`u = X_i W z_{ik}` (0 on keys the query does not see), give
+:math:`r = U_i^\top a` and
+
+.. math::
+
+    \nabla L(W) = \frac1n \sum_{i,k} \ell'(Y_{ik} f_{ik})\, Y_{ik}\, X_i^\top
+        J_\varphi(u)^\top \tilde\gamma\, z_{ik}^\top,
+
+where :math:`J_\varphi^\top\tilde\gamma` is :math:`\varphi'(u_t)\tilde\gamma_t` for the
+entrywise maps (linear: :math:`\varphi' = 1`; sigmoid: :math:`\sigma(1-\sigma)`, kept as
+its logarithm :math:`-\mathrm{softplus}(u) - \mathrm{softplus}(-u)`; ReLU:
+:math:`1[u > 0]`) and :math:`(\tilde\gamma_t - a^\top\tilde\gamma)/\mathbf 1^\top u` for
+normalized linear attention. In the log domain each weight is
+:math:`\mathrm{sign}\cdot e^{\log|\ell'| + \log\varphi'_t}\,|c_t|` and the largest
+:math:`\log|\ell'| + \log\varphi'_t + \log|c_t|` is factored out as :math:`M`, as above.
+(svmgeo's derivation, checked by central finite differences in tests/gd/test_attention_maps.py.)
 """
 
 from __future__ import annotations
@@ -36,7 +54,22 @@ from typing import Any
 
 import numpy as np
 
-from ._problem import EXPONENTIAL_LOSS, LOGISTIC_LOSS, NORM_LIMIT, RELU_HEAD, SCORES_HEAD, Problem
+from ..attention_maps import ATTENTION_MAPS
+from ._problem import (
+    EXPONENTIAL_LOSS,
+    LINEAR_ATT,
+    LOGISTIC_LOSS,
+    NORM_LIMIT,
+    NORMALIZED_ATT,
+    RELU_ATT,
+    RELU_HEAD,
+    SCORES_HEAD,
+    SIGMOID_ATT,
+    SOFTMAX_ATT,
+    Problem,
+)
+
+_MAP_NAMES = tuple(ATTENTION_MAPS)  # by id: the order of the table
 
 __all__ = [
     "UNDERFLOW",
@@ -123,8 +156,22 @@ def _dynamic_scores(fw_u: Any, P: Problem, a: dict[str, Any], xp: Any) -> Any:
     return xp.einsum("bntd,bnkd->bnkt", a["U"], fw_u)
 
 
+def _readout(s: Any, P: Problem, a: dict[str, Any], xp: Any) -> tuple[Any, Any, Any, Any]:
+    """Head input r = U^T s, head value f, its gradient u and the dynamic scores, from the
+    attention weights ``s`` (B, n, K, T)."""
+    r = xp.einsum("bnkt,bntd->bnkd", s, a["U"])
+    if P.head_id == SCORES_HEAD:
+        f, u = xp.sum(s * a["C"], axis=-1), r
+    else:
+        f, u = _head(r, P, xp, a)
+    return r, f, u, _dynamic_scores(u, P, a, xp)
+
+
 def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
-    """Logits, log-softmax, most probable key, head value and gradient for each query."""
+    """Logits, log-softmax, most probable key, head value and gradient for each query
+    (other attention maps: see :func:`_forward_map`)."""
+    if P.att_id != SOFTMAX_ATT:
+        return _forward_map(W, P, a, xp)
     X, vis = a["X"], a["vis"]
     wz = xp.einsum("bde,bnke->bnkd", W, a["Z"])
     logits = xp.where(vis, xp.einsum("bntd,bnkd->bnkt", X, wz), -xp.inf)
@@ -133,13 +180,64 @@ def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
     with _quiet(xp):
         ls = logits - top - xp.log(xp.sum(xp.exp(logits - top), axis=-1, keepdims=True))
     s = xp.exp(ls)
-    r = xp.einsum("bnkt,bntd->bnkd", s, a["U"])
-    if P.head_id == SCORES_HEAD:
-        f, u = xp.sum(s * a["C"], axis=-1), r
-    else:
-        f, u = _head(r, P, xp, a)
-    gt = _dynamic_scores(u, P, a, xp)
+    r, f, u, gt = _readout(s, P, a, xp)
     return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}
+
+
+def _forward_map(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
+    """:func:`forward` for a map other than softmax: logits ``logits`` (0 on hidden keys),
+    weights ``s`` = phi(logits), largest logit ``m``, head value and gradient."""
+    X, vis = a["X"], a["vis"]
+    wz = xp.einsum("bde,bnke->bnkd", W, a["Z"])
+    logits = xp.where(vis, xp.einsum("bntd,bnkd->bnkt", X, wz), 0.0)
+    with _quiet(xp):
+        s = ATTENTION_MAPS[_MAP_NAMES[P.att_id]].phi(logits, vis)
+    m = xp.argmax(xp.where(vis, logits, -xp.inf), axis=-1)
+    r, f, u, gt = _readout(s, P, a, xp)
+    return {"logits": logits, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}
+
+
+def _softplus(x: Any, xp: Any) -> Any:
+    return xp.logaddexp(0.0, x)
+
+
+def _map_weights(fw: dict[str, Any], P: Problem, vis: Any, xp: Any) -> tuple[Any, Any]:
+    r"""Per key, :math:`\log\varphi'_t` and the coefficient :math:`c_t` with
+    :math:`J_\varphi^\top\tilde\gamma = e^{\log\varphi'} c` (``-inf`` / 0 on hidden keys)."""
+    u, gt = fw["logits"], fw["gt"]
+    gt = xp.where(vis, gt, 0.0)
+    if P.att_id == LINEAR_ATT:
+        return xp.where(vis, 0.0, -xp.inf), gt
+    if P.att_id == SIGMOID_ATT:
+        return xp.where(vis, -_softplus(u, xp) - _softplus(-u, xp), -xp.inf), gt
+    if P.att_id == RELU_ATT:
+        return xp.where(vis & (u > 0.0), 0.0, -xp.inf), gt
+    assert P.att_id == NORMALIZED_ATT  # internal invariant: the ids of ATTENTION_IDS
+    S = xp.sum(u, axis=-1, keepdims=True)
+    mean = xp.sum(fw["s"] * gt, axis=-1, keepdims=True)
+    with _quiet(xp):
+        logd = xp.where(vis, -xp.log(xp.abs(S)), -xp.inf)
+    return logd, xp.where(vis, (gt - mean) * xp.sign(S), 0.0)
+
+
+def _grad_map(
+    P: Problem, a: dict[str, Any], fw: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+) -> tuple[Any, Any]:
+    """:func:`grad_w` for a map other than softmax (see the module docstring)."""
+    X, Y, vis = a["X"], a["Y"], a["vis"]
+    B = X.shape[0]
+    logd, c = _map_weights(fw, P, vis, xp)
+    with _quiet(xp):
+        L = log_abs_dloss(Y * fw["f"], loss_id, xp)[..., None] + logd
+        cand = xp.where((c != 0.0) & xp.isfinite(L), L + xp.log(xp.abs(c)), -xp.inf)
+        M = xp.max(cand.reshape(B, -1), axis=1)
+        ok = xp.isfinite(M)
+        shift = xp.where(ok, M, 0.0) if log_domain else xp.zeros(B)
+        scale = xp.where(xp.isfinite(L), xp.exp(L - shift[:, None, None, None]), 0.0)
+    w = -Y[..., None] * scale * c
+    g = xp.einsum("bnkt,bntd->bnkd", w, X)
+    G = xp.einsum("bnkd,bnke->bde", g, a["Z"]) / X.shape[1]
+    return G, xp.where(ok, M if log_domain else 0.0, -xp.inf)
 
 
 def _x_m(X: Any, m: Any, xp: Any) -> Any:
@@ -168,8 +266,10 @@ def grad_w(
     (with ``G = 0``) means the gradient is exactly zero, in both modes. ``fw`` is
     :func:`forward` at W when already computed.
     """
-    X, Y, vis = a["X"], a["Y"], a["vis"]
     fw = forward(W, P, a, xp) if fw is None else fw
+    if P.att_id != SOFTMAX_ATT:
+        return _grad_map(P, a, fw, loss_id, log_domain, xp)
+    X, Y, vis = a["X"], a["Y"], a["vis"]
     s, ls, m, gt = fw["s"], fw["ls"], fw["m"], fw["gt"]
     delta = gt - _take(gt, m, xp)[..., None]
     e = delta - xp.sum(s * delta, axis=-1, keepdims=True)
@@ -397,9 +497,24 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dic
     :math:`\ell'(Y h_m) Y \sum_{t\ne m} s_t \nabla h(x_m)^\top (x_t - x_m)` in the log
     domain, so it stays informative after :math:`L - L_{\mathrm{sel}}` is below float64
     resolution. NaN when the gap is negative (possible with non-linear heads).
+
+    For attention maps other than softmax there is no hard selection: ``log_loss_gap`` is
+    NaN, ``probs`` are the weights :math:`\varphi(u)`, ``max_prob`` their largest value and
+    ``selected`` the key of the largest logit.
     """
     X, Y, vis = a["X"], a["Y"], a["vis"]
     fw = forward(W, P, a, xp)
+    if P.att_id != SOFTMAX_ATT:
+        B, n = X.shape[0], X.shape[1]
+        with _quiet(xp):
+            loss = xp.sum(loss_value(Y * fw["f"], loss_id, xp).reshape(B, -1), axis=1) / n
+        return {
+            "loss": loss,
+            "log_loss_gap": xp.full(B, xp.nan),
+            "probs": fw["s"],
+            "max_prob": xp.max(xp.where(vis, fw["s"], -xp.inf), axis=-1),
+            "selected": fw["m"],
+        }
     ls, m, f = fw["ls"], fw["m"], fw["f"]
     if P.head_id == SCORES_HEAD:  # h at the selected token, and the scores relative to it
         fm = _take(a["C"], m, xp)

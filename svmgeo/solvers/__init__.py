@@ -21,7 +21,8 @@ Layout (private modules; the names in each ``__all__`` are this package's intern
   :class:`JointSVMResult` and :class:`GenSVMResult`, with their one assembly each);
 - the companion paper (arXiv:2306.13596): ``_prompt`` (rows of the p-SVM and of the head
   SVM, one shared query e1), ``_joint`` (:func:`joint_svm`: head SVM, support, relaxed SVM);
-- beyond the paper: ``_lp_norm`` (ℓp Att-SVM), ``_exact`` (exact proofs of verdicts),
+- beyond the paper: ``_lp_norm`` (ℓp Att-SVM), ``_spectral`` (spectral-norm Att-SVM),
+  ``_face`` (the optimal face: best alignment with a direction, uniqueness), ``_exact`` (exact proofs of verdicts),
   ``_nuclear_factored`` and ``_frobenius_matfree`` (large problems).
 """
 
@@ -34,6 +35,7 @@ from ._api import (
     solve_svm,
 )
 from ._certificates import farkas_residual, frobenius_certificate
+from ._face import FaceAlignment, FaceUniqueness, optimal_face_alignment, optimum_uniqueness
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._joint import JointSVMResult, joint_svm
@@ -53,6 +55,8 @@ __all__ = [
     "NORMS",
     "STATUS_MAP",
     "Certificate",
+    "FaceAlignment",
+    "FaceUniqueness",
     "FeasibilityResult",
     "GenSVMResult",
     "JointSVMResult",
@@ -66,6 +70,8 @@ __all__ = [
     "finish_gen_svm",
     "frobenius_certificate",
     "joint_svm",
+    "optimal_face_alignment",
+    "optimum_uniqueness",
     "parse_norm",
     "solve_frobenius",
     "solve_naive_cvxpy",

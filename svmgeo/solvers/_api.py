@@ -23,7 +23,14 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._validation import check_option
-from ..constraints import ConstraintSet, att_svm_constraints, check_constraint_set
+from ..constraints import (
+    MAP_SVMS,
+    ConstraintSet,
+    att_svm_constraints,
+    attention_pattern,
+    check_constraint_set,
+    map_svm_constraints,
+)
 from ..data import TokenData
 from ..selection import optimal_tokens
 from ._backends import CvxpyBackend
@@ -104,7 +111,7 @@ def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float)
 def solve_svm(
     cs: ConstraintSet,
     *,
-    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
+    norm: Literal["fro", "nuc", "spectral"] | tuple[str, float] = "fro",
     rank: int | None = None,
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
@@ -129,10 +136,12 @@ def solve_svm(
     ----------
     cs : ConstraintSet
         The rows.
-    norm : {"fro", "nuc"} or ("lp", p), default "fro"
-        Frobenius (Att-SVM), nuclear (Att-SVM⋆) or the entrywise :math:`\ell_p` norm,
+    norm : {"fro", "nuc", "spectral"} or ("lp", p), default "fro"
+        Frobenius (Att-SVM), nuclear (Att-SVM⋆), the entrywise :math:`\ell_p` norm,
         :math:`p \ge 1` (the :math:`\ell_p` Att-SVM of mirror descent, docs/beyond.md; also
-        spelt ``"lp:1.5"``); see :data:`~svmgeo.solvers.NORMS`, the table of norms.
+        spelt ``"lp:1.5"``) or the spectral norm :math:`\|W\|_2` (docs/spectral.md: "fast"
+        and "auto" solve the compressed SDP, "cvxpy" the naive ``sigma_max`` model); see
+        :data:`~svmgeo.solvers.NORMS`, the table of norms.
     rank : int, optional
         Rank bound m for ``norm="nuc"``. Vacuous (the convex problem is solved) when
         m ≥ d or m ≥ dim span{b_j}, since some optimum then has rank ≤ m (Lemma 1); the
@@ -406,14 +415,17 @@ def att_svm(
     alpha: Any = None,
     *,
     param: Literal["W", "p"] = "W",
-    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
+    norm: Literal["fro", "nuc", "spectral"] | tuple[str, float] = "fro",
     rank: int | None = None,
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
+    attention: str = "softmax",
+    pattern: Any = None,
     **kwargs: Any,
 ) -> SVMResult:
     r"""Att-SVM(α) of a dataset (Frobenius) or Att-SVM⋆(α) (nuclear, optional rank bound);
-    with ``param="p"`` the p-SVM of prompt attention.
+    with ``param="p"`` the p-SVM of prompt attention; with ``attention=`` the SVM of another
+    attention map.
 
     .. math::
 
@@ -440,12 +452,28 @@ def att_svm(
         queries ignored, mask kept).
     norm, rank, method, tol, **kwargs
         As in :func:`solve_svm`.
+    attention : {"softmax", "linear", "sigmoid", "relu"}, default "softmax"
+        The attention map whose gradient descent (:func:`~svmgeo.train` with the same
+        ``attention=``) the SVM predicts; rows from
+        :func:`~svmgeo.constraints.map_svm_constraints` for the others (``alpha`` and
+        ``param="p"`` are softmax's only): ``"linear"``, one row per query
+        :math:`(\sum_t\gamma_{ikt}x_{it})^\top W z_{ik} \ge 1` (GD's limit: a theorem for
+        separable linear models, Soudry et al. 2018); ``"sigmoid"``, rows
+        :math:`\pi_{ikt} x_{it}^\top W z_{ik} \ge 1` of a sign pattern (svmgeo's
+        conjecture); ``"relu"``, the convex QP at an active pattern whose solution is the KKT
+        point of :math:`\min\|W\|^2` s.t. :math:`Y f \ge 1` there (Lyu & Li 2020; Ji &
+        Telgarsky 2020). ``normalized_linear`` has none (scale-invariant).
+    pattern : optional
+        ``"sigmoid"``: default the pull :math:`\mathrm{sign}\,\gamma`; or a W, a run
+        (``run.W``) or a sign array (n, T) / (n, K, T). ``"relu"``: required, a W, a run or a
+        boolean array of active keys. See :func:`~svmgeo.constraints.attention_pattern`.
 
     Returns
     -------
     SVMResult
         With ``param="p"``: ``p`` of shape (d,) (None without a solution) and
-        ``W = p e1ᵀ``.
+        ``W = p e1ᵀ``. With another ``attention``: ``extras["attention"]`` names it and
+        ``extras["pattern"]`` holds the sign pattern (n, K, T) (sigmoid, relu).
 
     Raises
     ------
@@ -470,6 +498,14 @@ def att_svm(
             f"expected one of {', '.join(sorted(_SOLVE_KEYWORDS))} (see solve_svm)."
         )
     kind = check_param(param, "att_svm")
+    check_option(attention, "attention", ("softmax", *MAP_SVMS), where="att_svm")
+    if attention != "softmax":
+        return _map_svm(data, alpha, kind, attention, pattern, norm, rank, method, tol, kwargs)
+    if pattern is not None:
+        raise ProblemError(
+            "pattern= is the sign / active pattern of attention='sigmoid' or 'relu'; softmax's "
+            "Att-SVM takes the selection alpha instead. Drop pattern or pass attention=."
+        )
     if alpha is None:
         alpha = optimal_tokens(data)
     cs = svm_constraints(data, alpha, kind)
@@ -483,6 +519,27 @@ def att_svm(
     }
     res = _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
     return with_prompt(res, kind)
+
+
+def _map_svm(
+    data: TokenData, alpha: Any, param: str, attention: str, pattern: Any, norm: Any,
+    rank: int | None, method: str, tol: float, kwargs: dict[str, Any],
+) -> SVMResult:  # fmt: skip
+    """:func:`att_svm` for an attention map other than softmax."""
+    if alpha is not None or param != "W":
+        raise ProblemError(
+            f"attention={attention!r} has its own SVM, with no selection and no prompt vector; "
+            f"got {'alpha' if alpha is not None else 'param=' + repr(param)}. Drop it (alpha "
+            "and param='p' are softmax's Att-SVM options)."
+        )
+    cs = map_svm_constraints(data, attention, pattern)
+    options = {"solver": None, "seed": None, "n_restarts": None, "max_iter": None,
+               "exact": True, **kwargs}  # fmt: skip
+    res = _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
+    extras: dict[str, Any] = {**res.extras, "attention": attention}
+    if attention != "linear":
+        extras["pattern"] = attention_pattern(data, attention, pattern)
+    return dataclasses.replace(res, extras=extras)
 
 
 @warns_if_inaccurate("feasibility")

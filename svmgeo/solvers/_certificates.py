@@ -27,14 +27,18 @@ __all__ = [
     "FRO",
     "NUC",
     "RESTORE_LIMIT",
+    "SPECTRAL",
     "ULPS",
     "NormGeometry",
+    "adjoint_nuclear_norm",
+    "adjoint_singular_values",
     "adjoint_spectral_norm",
     "dual_exponent",
     "farkas_residual",
     "frobenius_certificate",
     "judge",
     "lift_factor",
+    "lift_onto_rows",
     "lp_certificate",
     "lp_geometry",
     "negative_part",
@@ -42,6 +46,7 @@ __all__ = [
     "primal_infeasibility",
     "relative",
     "restore_factor",
+    "spectral_certificate",
     "unit_farkas",
     "zero_row_farkas",
 ]
@@ -144,6 +149,21 @@ def lift_kkt_pair(
         return W, lam, margins
     f, margins = lifted
     return W * f, lam * f, margins
+
+
+def lift_onto_rows(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
+    r""":math:`gW` for the least tried :math:`g \in [1, 1 + 10^{-9}]` (:data:`DECADES`) with every
+    row met exactly (primal infeasibility 0, margins recomputed), or ``W`` when none works: the
+    lift of a conic or LP answer (a scaling by :math:`1 + O(\epsilon)`) before it is certified."""
+    lifted = lift_factor(
+        cs,
+        cs.apply(W),
+        max_factor=1.0 + 1e-9,
+        increments=DECADES,
+        recompute=lambda g: cs.apply(W * g),
+        rows="all",
+    )
+    return W if lifted is None else W * lifted[0]
 
 
 RESTORE_LIMIT = 1.0 + 1e-6
@@ -320,15 +340,30 @@ def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
     return num / den if den > 0 else float("inf")
 
 
-def adjoint_spectral_norm(cs: ConstraintSet, lam: np.ndarray) -> float:
-    r""":math:`\|\sum_j \lambda_j a_j b_j^\top\|_2`, through thin QR factors of :math:`A^\top, B^\top` when :math:`d > N`."""
+def adjoint_singular_values(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray:
+    r"""Singular values of :math:`\sum_j \lambda_j a_j b_j^\top = A^\top \mathrm{diag}(\lambda) B`,
+    descending, through thin QR factors :math:`A^\top = Q_a R_a`, :math:`B^\top = Q_b R_b` when
+    :math:`d > N` (those of :math:`R_a \mathrm{diag}(\lambda) R_b^\top`: :math:`Q_a, Q_b` have
+    orthonormal columns)."""
     if cs.N == 0:
-        return 0.0
+        return np.zeros(0)
     if cs.d <= cs.N:
-        return float(np.linalg.norm(cs.adjoint(lam), 2))
+        return np.linalg.svd(cs.adjoint(lam), compute_uv=False)
     Ra = np.linalg.qr(cs.A.T).R
     Rb = np.linalg.qr(cs.B.T).R
-    return float(np.linalg.norm((Ra * np.asarray(lam)[None, :]) @ Rb.T, 2))
+    return np.linalg.svd((Ra * np.asarray(lam)[None, :]) @ Rb.T, compute_uv=False)
+
+
+def adjoint_spectral_norm(cs: ConstraintSet, lam: np.ndarray) -> float:
+    r""":math:`\|\sum_j \lambda_j a_j b_j^\top\|_2` (:func:`adjoint_singular_values`)."""
+    s = adjoint_singular_values(cs, lam)
+    return float(s[0]) if s.size else 0.0
+
+
+def adjoint_nuclear_norm(cs: ConstraintSet, lam: np.ndarray) -> float:
+    r""":math:`\|\sum_j \lambda_j a_j b_j^\top\|_*` (:func:`adjoint_singular_values`): the dual
+    norm of the spectral Att-SVM's multipliers."""
+    return float(adjoint_singular_values(cs, lam).sum())
 
 
 def nuclear_certificate(
@@ -559,3 +594,31 @@ def lp_geometry(p: float) -> NormGeometry:
         cvxpy_objective=_lp_objective(p),
         p=p,
     )
+
+
+def spectral_certificate(
+    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, tol: float = 1e-8
+) -> Certificate:
+    r"""KKT certificate of the spectral Att-SVM (:math:`\min \|W\|_2` over the rows).
+
+    The residuals of :func:`nuclear_certificate` with the roles of the norms exchanged:
+    value :math:`\|W\|_2 = \sigma_1(W)` and dual norm :math:`\|\Lambda\|_*` of
+    :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top`, both by SVD
+    (:func:`adjoint_nuclear_norm`). Dual feasibility and a zero gap prove that no feasible
+    :math:`W'` has a smaller spectral norm: :math:`c^\top\lambda \le \langle\Lambda, W'\rangle
+    \le \|\Lambda\|_*\|W'\|_2`.
+    """
+    W = np.asarray(W, dtype=float)
+    value = float(np.linalg.norm(W, 2)) if W.size else 0.0
+    lam = np.asarray(lam, dtype=float)
+    return norm_certificate(cs, W, lam, value, adjoint_nuclear_norm(cs, lam), tol)
+
+
+SPECTRAL = NormGeometry(
+    name="spectral",
+    value=lambda W: float(np.linalg.norm(W, 2)) if W.size else 0.0,
+    dual=_nuclear_value,
+    kkt=lambda cs, W, lam, tol, margins: spectral_certificate(cs, W, lam, tol),
+    cvxpy_objective=lambda cp, W: cp.sigma_max(W),
+)
+"""The spectral norm (dual: nuclear): the spectral Att-SVM (steepest descent's, issue #23)."""

@@ -48,7 +48,7 @@ import scipy.optimize as so
 from .._linalg import entrywise_norm
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import HiGHSBackend
-from ._certificates import DECADES, dual_exponent, lift_factor, lp_certificate, lp_geometry
+from ._certificates import dual_exponent, lift_onto_rows, lp_certificate, lp_geometry
 from ._reference import solve_reference
 from ._result import SVMResult, finish, no_solution
 from ._status import Status
@@ -216,20 +216,9 @@ def _certified(
     extras: dict[str, Any],
 ) -> SVMResult:
     """Lift W onto the rows exactly (a scaling by 1 + O(eps)), certify (:func:`finish`)."""
-    W0 = W
-    lifted = lift_factor(
-        cs,
-        cs.apply(W0),
-        max_factor=1.0 + 1e-9,
-        increments=DECADES,
-        recompute=lambda g: cs.apply(W0 * g),
-        rows="all",
-    )
-    if lifted is not None:
-        W = W0 * lifted[0]
     return finish(
         cs,
-        W,
+        lift_onto_rows(cs, W),
         lam,
         norm=lp_geometry(p),
         tol=tol,

@@ -7,9 +7,9 @@ r"""The table of norms: every norm of :func:`~svmgeo.solve_svm`, as data.
     a_j^\top W b_j = c_j\ (\text{equality}),
 
 for :math:`\|\cdot\|` the Frobenius norm (``"fro"``, Att-SVM), the nuclear norm (``"nuc"``,
-Att-SVM⋆) or the entrywise :math:`\ell_p` norm (``("lp", p)``, the implicit bias of
-mirror descent). In the way cvxpy maps solver names to solvers and qpsolvers describes its
-backends, each :class:`NormEntry` of :data:`NORMS` owns everything that depends on the norm:
+Att-SVM⋆), the entrywise :math:`\ell_p` norm (``("lp", p)``, the implicit bias of
+mirror descent) or the spectral norm (``"spectral"``, that of spectral descent). In the way
+cvxpy maps solver names to solvers and qpsolvers describes its backends, each :class:`NormEntry` of :data:`NORMS` owns everything that depends on the norm:
 its name and command-line spelling, parsing (a parameterised entry parses ``("lp", p)`` and
 ``"lp:1.5"``), its dual norm and certificate (:class:`~._certificates.NormGeometry`), its
 solve driver, its cvxpy reference model, its fallback, which options apply (and the one
@@ -33,7 +33,15 @@ from .._linalg import balanced_factors, numerical_rank
 from .._validation import check_int, check_option, check_real
 from ..constraints import ConstraintSet
 from ._backends import CvxpyBackend
-from ._certificates import FRO, NUC, NormGeometry, judge, lp_geometry, primal_infeasibility
+from ._certificates import (
+    FRO,
+    NUC,
+    SPECTRAL,
+    NormGeometry,
+    judge,
+    lp_geometry,
+    primal_infeasibility,
+)
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
@@ -42,6 +50,7 @@ from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, finish, no_solution
+from ._spectral import SPECTRAL_BACKENDS, solve_spectral
 from ._status import Status
 
 __all__ = [
@@ -465,6 +474,23 @@ def _applies_lp(option: str, req: Request) -> str | None:
     return None
 
 
+# -- spectral -----------------------------------------------------------------------------------
+def _solve_spectral(
+    req: Request, geo: RowGeometry | None, feas: FeasibilityResult | None
+) -> SVMResult:
+    """The compressed SDP of :mod:`._spectral` (span(A) ⊗ span(B)), certified by svmgeo."""
+    return solve_spectral(req.cs, solver="auto" if req.solver is None else req.solver.lower(),
+                          tol=req.tol)  # fmt: skip
+
+
+def _applies_spectral(option: str, req: Request) -> str | None:
+    if option == "max_iter":
+        return "the spectral SDP takes no iteration limit; drop max_iter"
+    if option in ("seed", "n_restarts"):
+        return _restarts_fix(option)
+    return None
+
+
 def _parse_lp(value: Any, where: str) -> float:
     return check_real(value, "p (of norm=('lp', p))", low=1.0, high=math.inf, where=where)
 
@@ -503,6 +529,16 @@ NORMS: dict[str, NormEntry] = {
         applies=_applies_lp,
         parameter="p",
         spelling="lp:P",
+    ),
+    "spectral": NormEntry(
+        name="spectral",
+        title="spectral norm (the Att-SVM of spectral descent)",
+        geometry=lambda _: SPECTRAL,
+        solve=_solve_spectral,
+        reference=_reference,
+        applies=_applies_spectral,
+        backends=SPECTRAL_BACKENDS,
+        spelling="spectral",
     ),
 }
 """The norms of :func:`~svmgeo.solve_svm`: adding one is adding an entry here."""

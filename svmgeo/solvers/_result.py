@@ -136,7 +136,7 @@ class SVMResult:
     margins : ndarray of shape (N,) or None
         :math:`a_j^\top W b_j`.
     constraints : ConstraintSet
-    norm : {"fro", "nuc", "lp"}
+    norm : {"fro", "nuc", "lp", "spectral"}
         The norm's name (``"lp"`` for ``norm=("lp", p)``, with ``extras["p"]``).
     rank : int or None
         The rank bound of a rank-constrained Att-SVM⋆, else None.
@@ -168,7 +168,7 @@ class SVMResult:
     dual: np.ndarray | None
     margins: np.ndarray | None
     constraints: ConstraintSet
-    norm: Literal["fro", "nuc", "lp"]
+    norm: Literal["fro", "nuc", "lp", "spectral"]
     solver: str
     rank: int | None = None
     n_iter: int = 0
@@ -212,14 +212,13 @@ class SVMResult:
 
     def summary(self) -> str:
         """A few lines for a human: status and message, objective, the certificate's residuals."""
-        norm = {"fro": "||W||_F", "nuc": "||W||_*"}.get(self.norm, self.norm)
+        norm = {"fro": "||W||_F", "nuc": "||W||_*", "spectral": "||W||_2"}.get(self.norm, self.norm)
         # a vector SVM (p-SVM, head SVM) solved as W = w e1^T: ||W|| = ||w|| in each norm
         vector = "p" if self.p is not None else self.extras.get("param")
         name = {"p": "p-SVM", "v": "Head SVM"}.get(str(vector), "Att-SVM")
         if vector in ("p", "v"):
-            norm = {"fro": f"||{vector}||_2", "nuc": f"||{vector}||_2"}.get(
-                self.norm, f"||{vector}||_q"
-            )
+            two = f"||{vector}||_2"  # ||w e1^T|| = ||w||_2 in the three matrix norms
+            norm = {"fro": two, "nuc": two, "spectral": two}.get(self.norm, f"||{vector}||_q")
         lines = [
             f"{name} ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
             f"over {self.constraints!r}",

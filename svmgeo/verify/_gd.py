@@ -20,9 +20,9 @@ from .._linalg import balanced_factors
 from .._validation import check_option, check_real
 from ..analysis import gen_svm, selected_sets
 from ..data import TokenData
-from ..gd import DEFAULT_BACKEND, HEADS, PARAMS
+from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS
 from ..ntp import NextTokenData
-from ..solvers import SVMResult, att_svm, joint_svm
+from ..solvers import Status, SVMResult, att_svm, joint_svm
 from ._judge import Verdict, head_scores, judge, scored
 from ._options import refuse_options
 from ._protocol import Prediction, compare
@@ -37,7 +37,7 @@ _PASS_THROUGH = ("ridge", "log_domain", "grad_tol", "saturation_tol", "callback"
 _OWN = (
     "param", "m", "loss", "head", "v", "V", "lam", "step_size", "n_steps", "normalized", "init",
     "alpha", "cone_radius", "cone_noise", "backend", "seed", "record_every", "threshold",
-    "train_head", "optimizer",
+    "train_head", "optimizer", "attention",
 )  # fmt: skip
 _MIRROR_HINT = "ℓp mirror descent is verified by sg.verify_mirror(data, exponent=...)."
 
@@ -65,6 +65,7 @@ def verify(
     threshold: float = 0.99,
     train_head: bool = False,
     optimizer: str = "gd",
+    attention: str = "softmax",
     **train_options: Any,
 ) -> VerifyReport:
     r"""Run GD and the attention SVMs, and report how GD's direction compares with them.
@@ -123,6 +124,17 @@ def verify(
     optimizer : {"gd"}, default "gd"
         The training algorithm; ``"mirror"`` is :func:`~svmgeo.verify_mirror` (an error
         here that names it).
+    attention : {"softmax", "linear", "normalized_linear", "sigmoid", "relu"}, default "softmax"
+        The attention map GD trains (:func:`~svmgeo.train`). For a map other than softmax
+        (``param`` "W" or "KQ", the linear head, no ``train_head`` or cone start) the report
+        compares GD with the map's own SVM (``"own"``: ``W_own``, ``corr_own``,
+        :func:`~svmgeo.att_svm` with ``attention=``; sigmoid and ReLU at the sign / active
+        pattern of GD's final W; nuclear for ``param="KQ"``, svmgeo's analogue of Att-SVM⋆,
+        a conjecture) and with softmax's Att-SVM of the keys with the largest
+        logits at the end (``"fro"``, ``"nuc"``; ``selection`` and the verdict are about
+        those keys); ``own_status`` labels the own prediction (theorem of whom, conjecture).
+        ReLU attention needs a non-zero start (:math:`W = 0` is stationary), normalized
+        linear attention too (undefined there), and it has no SVM of its own.
     **train_options
         Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``grad_tol``,
         ``saturation_tol``, ``callback``, ``normalize_eps``. Any other name is a
@@ -155,6 +167,13 @@ def verify(
         m=m, loss=loss, v=v, step_size=step_size, n_steps=n_steps, normalized=normalized,
         seed=seed, backend=backend, record_every=record_every, **train_options,
     )  # fmt: skip
+    check_option(attention, "attention", ATTENTIONS, where="verify")
+    if attention != "softmax":
+        _check_map_options(attention, param, head, train_head, init, alpha)
+        return _verify_map(
+            data, attention=attention, param=param, threshold=threshold,
+            options={**options, "init": init},
+        )  # fmt: skip
     if param == "p" or train_head:
         _check_prompt_options(param, head, init, alpha)
         return _verify_prompt(
@@ -399,4 +418,73 @@ def _verify_prompt(
         param=param, head="linear", threshold=threshold, trajectory=trajectory,
         verdict=verdict, comparison=comparison, svms={"fro": svm, "nuc": svm_nuc},
         train_head=train_head, **extra,
+    )  # fmt: skip
+
+
+# -- other attention maps (issue #22) ----------------------------------------------------------
+#: What each map's own prediction is: a theorem (whose), a certified KKT point, or a conjecture.
+OWN_STATUS = {
+    "linear": "theorem: Y f is linear in W, GD -> its hard-margin SVM (Soudry et al. 2018)",
+    "sigmoid": "conjecture (svmgeo's): the SVM of the final sign pattern, measured",
+    "relu": "KKT point of min ||W||^2 s.t. Y f >= 1 (Lyu & Li 2020; Ji & Telgarsky 2020), "
+    "the convex QP at the final active pattern",
+    "normalized_linear": "none: u / 1^T u is scale-invariant in W, no margin grows",
+}
+
+
+def _check_map_options(
+    attention: str, param: str, head: str, train_head: bool, init: Any, alpha: Any
+) -> None:
+    """What verify supports for attention maps other than softmax."""
+    what = f"verify(attention={attention!r})"
+    if param not in ("W", "KQ") or head != "linear" or train_head:
+        raise ProblemError(
+            f"{what} compares W (or KQ^T) with the map's SVM, built on the linear head's scores; "
+            f"got param={param!r}, head={head!r}, train_head={train_head}. Use param='W' or "
+            "'KQ', head='linear', train_head=False."
+        )
+    if (isinstance(init, str) and init == "cone") or alpha is not None:
+        raise ProblemError(
+            f"{what}: init='cone' and alpha are softmax's (a selection's cone); start from "
+            "'zero', ('random', scale) or an array."
+        )
+    if attention in ("relu", "normalized_linear") and isinstance(init, str) and init == "zero":
+        raise ProblemError(
+            f"{what} cannot start at W = 0 ("
+            + ("every ReLU is off there: the gradient is 0" if attention == "relu"
+               else "u / 1^T u is undefined there")
+            + "); pass init=('random', 0.1) and a seed."
+        )  # fmt: skip
+
+
+def _verify_map(
+    data: TokenData, *, attention: str, param: str, threshold: float, options: dict[str, Any]
+) -> VerifyReport:
+    r""":func:`verify` for an attention map other than softmax: GD with the map against its
+    own SVM (:func:`~svmgeo.att_svm` with ``attention=``) and softmax's Att-SVM."""
+    trajectory = run_gd(
+        data, param=param, head="linear", train_head=False,
+        options={**options, "attention": attention},
+    )  # fmt: skip
+    sdata = scored(data, head_scores(data, "linear", options["v"], None, None))
+    verdict = judge(sdata, trajectory.selection)
+    rank = _rank(data, param, data.d if options["m"] is None else options["m"])
+    predictions, svms = _svm_predictions(sdata, verdict, rank=rank)
+    own: SVMResult | None = None
+    if attention != "normalized_linear":
+        pattern = None if attention == "linear" else trajectory.final
+        try:
+            own = att_svm(
+                sdata, attention=attention, pattern=pattern,
+                norm="nuc" if param == "KQ" else "fro", rank=rank if param == "KQ" else None,
+            )  # fmt: skip
+        except ProblemError:  # a key exactly at logit 0: no sign pattern to build on
+            own = None
+    target = None if own is None or own.status is Status.INFEASIBLE else own.W
+    predictions = [Prediction("own", target), *predictions]  # "own" first: it wins ties
+    comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
+    return assemble(
+        param=param, head="linear", threshold=threshold, trajectory=trajectory,
+        verdict=verdict, comparison=comparison, svms=svms,
+        attention=attention, own_status=OWN_STATUS[attention], svm_own=own,
     )  # fmt: skip

@@ -31,10 +31,14 @@ __all__ = ["TARGET_FIELDS", "VerifyReport", "assemble"]
 # float arrays that may be absent from a report (None)
 _OPTIONAL_ARRAYS = (
     "farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir",
-    "W_lp", "corr_lp", "v", "v_mm", "corr_v", "W_relax", "corr_relax",
+    "W_lp", "corr_lp", "v", "v_mm", "corr_v", "W_relax", "corr_relax", "W_own", "corr_own",
 )  # fmt: skip
+# fields of runs with another attention map: left out of a softmax report's JSON (as before)
+_MAP_FIELDS = ("attention", "W_own", "corr_own", "own_status")
 # objects, not serialized
-_FIELDS_OUT = ("svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run", "joint")
+_FIELDS_OUT = (
+    "svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run", "joint", "svm_own",
+)  # fmt: skip
 
 
 def _f(x: Any) -> float | None:
@@ -159,6 +163,16 @@ class VerifyReport:
         :math:`\mathrm{corr}(p(t), p^{\mathrm{relax}})` (W(t) for ``param="W"``).
     joint : JointSVMResult or None
         The joint prediction behind ``v_mm`` and ``W_relax`` (not serialized).
+    attention : str
+        The attention map GD trained (``verify(attention=...)``; ``"softmax"`` otherwise).
+    W_own, corr_own : ndarray or None
+        Another map: its own SVM (``att_svm(data, attention=...)``, at GD's final pattern for
+        sigmoid and ReLU) and :math:`\mathrm{corr}(W(t), W^{\mathrm{own}})`; None for softmax
+        and where the map has no (feasible) SVM.
+    own_status : str or None
+        What the own prediction is: a theorem (whose), a certified KKT point or a conjecture.
+    svm_own : SVMResult or None
+        The solve behind ``W_own`` (not serialized).
 
     Notes
     -----
@@ -218,6 +232,11 @@ class VerifyReport:
     run: GDRun | None = field(default=None, repr=False)
     mirror_run: GDRun | None = field(default=None, repr=False)
     joint: JointSVMResult | None = field(default=None, repr=False)
+    attention: str = "softmax"
+    W_own: np.ndarray | None = None
+    corr_own: np.ndarray | None = None
+    own_status: str | None = None
+    svm_own: SVMResult | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
     @property
@@ -283,6 +302,12 @@ class VerifyReport:
         ]
         if self.train_head:
             head += _joint_lines(self, num)
+        if self.attention != "softmax":
+            head += [
+                ("attention", f"{self.attention} (selection: the largest logits)"),
+                ("own SVM", str(self.own_status)),
+                ("corr(W, W_own)", num(_last(self.corr_own))),
+            ]
         if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
             head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
                        f"{self.mirror_p:g} mirror descent)")  # fmt: skip
@@ -306,7 +331,7 @@ class VerifyReport:
         cols = [("step", self.steps.astype(float), ".0f"), ("corr_fro", self.corr_fro, ".6f")]
         if not prompt:
             cols.append(("corr_nuc", self.corr_nuc, ".6f"))
-        for name in ("corr_eq", "corr_lp", "corr_relax", "corr_v"):
+        for name in ("corr_own", "corr_eq", "corr_lp", "corr_relax", "corr_v"):
             curve = getattr(self, name)
             if curve is not None:
                 cols.append((name, curve, ".6f"))
@@ -323,10 +348,12 @@ class VerifyReport:
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain Python types (lists, floats, None for NaN/inf), without the solver objects."""
+        """Plain Python types (lists, floats, None for NaN/inf), without the solver objects
+        (and, for softmax, without the fields of other attention maps, which are then
+        defaults)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name in _FIELDS_OUT:
+            if f.name in _FIELDS_OUT or (self.attention == "softmax" and f.name in _MAP_FIELDS):
                 continue
             val = getattr(self, f.name)
             if isinstance(val, np.ndarray):
@@ -389,7 +416,9 @@ def _last(curve: np.ndarray | None) -> float | None:
     return None if curve is None else float(curve[-1])
 
 
-TARGET_FIELDS = {"fro": "W_fro", "nuc": "W_nuc", "lp": "W_lp", "relax": "W_relax", "v": "v_mm"}
+TARGET_FIELDS = {
+    "fro": "W_fro", "nuc": "W_nuc", "lp": "W_lp", "relax": "W_relax", "v": "v_mm", "own": "W_own",
+}  # fmt: skip
 """The report field holding the target of each named prediction (its curve is ``corr_<name>``).
 
 The Gen-SVM predictions ``"eq"`` and ``"dir"`` have no entry: their targets are reported with

@@ -157,7 +157,7 @@ def test_train_optimizer_mirror_is_train_mirror() -> None:
             "ridge, train_head|train_head, ridge",
         ),
         ({"exponent": 1.5}, "l_p exponent of optimizer='mirror'.*param='p'"),
-        ({"optimizer": "adam"}, "'optimizer' parameter of train"),
+        ({"optimizer": "nesterov"}, "'optimizer' parameter of train"),
         ({"optimizer": "mirror", "exponent": 1.0}, "'exponent' parameter of train"),
         ({"method": "mirror"}, r"method= \(renamed optimizer"),
         ({"p": 1.5}, r"p= \(renamed exponent"),

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The measured table of docs/optimizers.md: which SVM each optimizer's W ends closest to.
+
+For ``random_data(6, 8, 10)`` seeds 0-3 and each optimizer, train W from zero, take the final
+selection (the most probable key of every query), solve the Frobenius, nuclear, l1, l1.5 and
+l_inf Att-SVMs of that selection, and print the correlation of the final W with each (and the
+largest). ``--check`` compares the printed rows with the table in docs/optimizers.md.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/optimizers_table.py [--check]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/optimizers_table.py --rates   (the rates example)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import svmgeo as sg
+from svmgeo.gd import RiskOracle
+
+SEEDS = (0, 1, 2, 3)
+N_STEPS = 3000
+STEP = 0.1
+SVMS = {
+    "fro": "fro",
+    "nuc": "nuc",
+    "l1": ("lp", 1.0),
+    "l1.5": ("lp", 1.5),
+    "linf": ("lp", math.inf),
+}
+OPTIMIZERS: dict[str, dict[str, object]] = {
+    "gd": {"optimizer": "gd"},
+    "sign": {"optimizer": "sign"},
+    "steepest 1.5": {"optimizer": ("steepest", 1.5)},
+    "spectral": {"optimizer": "spectral"},
+    "muon 0.9": {"optimizer": "spectral", "spectral_momentum": 0.9},
+    "adam": {"optimizer": "adam"},
+    "adam eps=0": {"optimizer": "adam", "adam_eps": 0.0},
+    "mirror 1.5": {"optimizer": "mirror", "exponent": 1.5, "normalized": True},
+}
+DOC = Path(__file__).resolve().parents[1] / "docs" / "optimizers.md"
+BEGIN, END = "<!-- optimizers_table begin -->", "<!-- optimizers_table end -->"
+
+
+def rows() -> list[str]:
+    """The table's markdown rows (header first)."""
+    out = [
+        "| optimizer | seed | " + " | ".join(SVMS) + " | closest |",
+        "|---" * (len(SVMS) + 3) + "|",
+    ]
+    for seed in SEEDS:
+        data = sg.random_data(6, 8, 10, seed=seed)
+        oracle = RiskOracle(data)
+        svms: dict[tuple[str, bytes], np.ndarray] = {}
+        for name, kw in OPTIMIZERS.items():
+            run = sg.train(data, n_steps=N_STEPS, step_size=STEP, **kw)  # type: ignore[arg-type]
+            assert run.W is not None
+            alpha = oracle(run.W).selected.reshape(data.selection_shape)
+            corr = {}
+            for label, norm in SVMS.items():
+                key = (label, alpha.tobytes())
+                if key not in svms:
+                    res = sg.att_svm(data, alpha, norm=norm)  # type: ignore[arg-type]
+                    svms[key] = res.W if res.success and res.W is not None else np.zeros(0)
+                W_svm = svms[key]
+                corr[label] = sg.correlation(run.W, W_svm) if W_svm.size else math.nan
+            best = max(corr, key=lambda k: -math.inf if math.isnan(corr[k]) else corr[k])
+            cells = " | ".join(f"{corr[k]:.3f}" for k in SVMS)
+            out.append(f"| {name} | {seed} | {cells} | {best} |")
+    return out
+
+
+def rates_rows() -> list[str]:
+    """fit_rates on GD (plain and normalized steps) for random_data(6, 8, 10, seed=0), against
+    the Frobenius Att-SVM of the final selection."""
+    data = sg.random_data(6, 8, 10, seed=0)
+    oracle = RiskOracle(data)
+    out = [
+        "| run | ||W^mm||_F | norm slope [95%] | kappa [95%] | lambda | final corr | verdict |",
+        "|---" * 7 + "|",
+    ]
+    for name, kw in (
+        ("gd plain, eta 1", {"normalized": False, "step_size": 1.0}),
+        ("gd normalized, eta 0.1", {"step_size": 0.1}),
+    ):
+        run = sg.train(data, n_steps=20000, record_every=100, **kw)  # type: ignore[arg-type]
+        assert run.W is not None
+        alpha = oracle(run.W).selected.reshape(data.selection_shape)
+        W_mm = sg.att_svm(data, alpha).W
+        r = sg.fit_rates(run, W_mm)
+        assert r.error_power_ci is not None and r.error_log_power is not None
+        out.append(
+            f"| {name} | {np.linalg.norm(W_mm):.3f} | {r.norm_slope:.3g} "
+            f"[{r.norm_slope_ci[0]:.3g}, {r.norm_slope_ci[1]:.3g}] | {r.error_power:.3g} "
+            f"[{r.error_power_ci[0]:.3g}, {r.error_power_ci[1]:.3g}] | {r.error_log_power:.3g} "
+            f"| {r.final_corr:.6f} | {r.verdict.split(':')[0]} |"
+        )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with docs/optimizers.md")
+    parser.add_argument("--rates", action="store_true", help="print the rates example instead")
+    args = parser.parse_args()
+    if args.rates:
+        print("\n".join(rates_rows()))
+        return 0
+    table = rows()
+    print("\n".join(table))
+    if args.check:
+        text = DOC.read_text()
+        documented = text[text.index(BEGIN) + len(BEGIN) : text.index(END)].strip().splitlines()
+        bad = [(a, b) for a, b in zip(table, documented, strict=False) if a != b]
+        if len(documented) != len(table) or bad:
+            print(f"--check: {len(bad)} row(s) differ from {DOC.name}", file=sys.stderr)
+            return 1
+        print(f"--check: 0 mismatch(es) with {DOC.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

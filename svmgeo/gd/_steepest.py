@@ -1,0 +1,341 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Steepest descent for a norm, sign descent, spectral descent (Muon) and Adam.
+
+Update rules of the one training loop (:func:`svmgeo.gd._loop.run_loop`) on any risk with a
+log-domain gradient :math:`\nabla L = e^{M} G` (:class:`~svmgeo.gd.RiskOracle`, whose
+``backend`` gives the numba / numpy / cupy kernels), for :math:`W` or per factor for
+:math:`W = KQ^\top` (:math:`\nabla_K L = \nabla L\, Q`, :math:`\nabla_Q L = \nabla L^\top K`).
+
+Normalized steepest descent for a norm :math:`\|\cdot\|` steps along the unit vector that
+decreases the linearized risk most,
+
+.. math::
+
+    \theta_{t+1} = \theta_t - \eta\, D_t,\qquad
+    D_t = \arg\max_{\|D\| \le 1} \langle \nabla L(\theta_t), D\rangle,\qquad
+    \langle \nabla L, D_t\rangle = \|\nabla L\|_*,
+
+and :math:`D_t` depends on the gradient's direction only, so it is computed from G alone
+(exact however small :math:`e^M` is):
+
+* entrywise :math:`\ell_q` (``optimizer=("steepest", q)``), :math:`q^* = q/(q-1)`: Hölder's
+  equality case gives :math:`D = \mathrm{sign}(G)\,|G|^{q^*-1} / \|G\|_{q^*}^{q^*-1}`;
+  :math:`q = 2` is normalized GD :math:`G/\|G\|_F`, :math:`q = \infty` sign descent
+  :math:`\mathrm{sign}(G)` (``optimizer="sign"``), :math:`q = 1` moves the largest entries
+  only (:math:`\mathrm{sign}(G_{kl})/N` on the N entries of largest :math:`|G_{kl}|`);
+* spectral norm (``optimizer="spectral"``): :math:`D = U_r V_r^\top` of the thin SVD
+  :math:`G = U_r \Sigma_r V_r^\top` (rank r), dual norm the nuclear norm; with
+  ``spectral_momentum`` :math:`\mu > 0`, Muon's rule: the buffer
+  :math:`B_t = \mu B_{t-1} + \nabla L(\theta_t)` is orthogonalized instead of the gradient.
+
+Adam (Kingma & Ba 2015) keeps :math:`m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t`,
+:math:`v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2` and steps
+:math:`\eta\,\hat m_t / (\sqrt{\hat v_t} + \varepsilon)` with
+:math:`\hat m_t = m_t/(1-\beta_1^t)`, :math:`\hat v_t = v_t/(1-\beta_2^t)`.
+
+Numerics. Every buffer is a unit array and a log-scale (:math:`m = e^{a}\hat m`,
+:math:`\max|\hat m| = 1`), updated as :math:`e^{a'}\hat m' = \beta e^{a}\hat m + w e^{M}G` with
+both terms formed relative to the larger scale, so neither the gradient nor the moments
+underflow. Adam is scale-invariant only up to :math:`\varepsilon`: svmgeo computes the exact
+float64 value of Kingma & Ba's step, :math:`\hat m/(\sqrt{\hat v} + \varepsilon)` with
+:math:`\varepsilon` compared to the true gradient scale (no rescaling that would drop it):
+once :math:`|g| \ll \varepsilon` the steps shrink like :math:`\eta g/\varepsilon`, as they
+would in exact arithmetic; ``adam_eps=0`` gives the scale-free rule.
+
+The Polyak step (``step_size="polyak"``, :math:`W` only, rules without memory) takes the
+length at which the linearized risk reaches its infimum,
+:math:`\eta_t = (L(W_t) - L_\star)/\|\nabla L(W_t)\|_*`, i.e. for GD the classical
+:math:`W_{t+1} = W_t - \frac{L - L_\star}{\|\nabla L\|_F^2}\nabla L`, with
+:math:`L_\star` the infimum of the risk (:attr:`RiskOracle.optimal_risk`, linear head) and
+:math:`L - L_\star` formed without cancellation (:meth:`RiskOracle.log_excess_risk`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._linalg import entrywise_norm, singular_value_rank
+from . import _xp
+from ._config import CODE_OF, RUNNING, GDConfig, StopStatus
+from ._loop import Risk
+from ._results import Intermediate
+from ._step import weight_record
+
+__all__ = [
+    "AdamMoments",
+    "SteepestDescent",
+    "SteepestState",
+    "adam_direction",
+    "scaled_ema",
+    "spectral_direction",
+    "steepest_direction",
+]
+
+
+def steepest_direction(G: np.ndarray, q: float) -> tuple[np.ndarray, float]:
+    r"""The unit :math:`\ell_q` steepest direction of G and the dual norm.
+
+    .. math::
+
+        D = \arg\max_{\|D\|_q \le 1}\langle G, D\rangle
+          = \frac{\mathrm{sign}(G)\,|G|^{q^*-1}}{\|G\|_{q^*}^{q^*-1}},\qquad
+        \langle G, D\rangle = \|G\|_{q^*},\quad \tfrac1q + \tfrac1{q^*} = 1
+
+    (entrywise norms; :math:`q = \infty`: :math:`\mathrm{sign}(G)`; :math:`q = 1`: the
+    entries of largest :math:`|G|`, shared equally).
+
+    Parameters
+    ----------
+    G : ndarray
+    q : float
+        :math:`1 \le q \le \infty`.
+
+    Returns
+    -------
+    D : ndarray
+        Zero when G is zero.
+    dual : float
+        :math:`\|G\|_{q^*}`.
+    """
+    top = float(np.max(np.abs(G), initial=0.0))
+    if top == 0.0:
+        return np.zeros_like(G), 0.0
+    g = G / top  # max |g| = 1: the powers below neither overflow nor lose the largest entries
+    if math.isinf(q):
+        return np.sign(g), top * float(np.sum(np.abs(g)))
+    if q == 1.0:
+        ties = np.abs(g) == 1.0
+        return np.sign(g) * ties / np.count_nonzero(ties), top
+    qs = q / (q - 1.0)
+    a = np.sign(g) * np.abs(g) ** (qs - 1.0)
+    return a / entrywise_norm(a, q), top * entrywise_norm(g, qs)
+
+
+def spectral_direction(G: np.ndarray) -> tuple[np.ndarray, float]:
+    r"""The unit spectral-norm steepest direction of G and the dual (nuclear) norm.
+
+    .. math::
+
+        D = \arg\max_{\|D\|_2 \le 1}\langle G, D\rangle = U_r V_r^\top,\qquad
+        \langle G, D\rangle = \|G\|_* = \textstyle\sum_k \sigma_k
+
+    with :math:`G = U_r\Sigma_r V_r^\top` the thin SVD over the singular values above
+    :math:`\max(G.\mathrm{shape})\,\epsilon_{\mathrm{mach}}\,\sigma_1` (zero for G = 0).
+    """
+    top = float(np.max(np.abs(G), initial=0.0))
+    if top == 0.0:
+        return np.zeros_like(G), 0.0
+    U, s, Vt = np.linalg.svd(G / top, full_matrices=False)
+    r = singular_value_rank(s, max(G.shape) * np.finfo(float).eps)
+    return U[:, :r] @ Vt[:r], top * float(np.sum(s[:r]))
+
+
+def scaled_ema(
+    unit: np.ndarray, scale: float, G: np.ndarray, M: float, decay: float, weight: float
+) -> tuple[np.ndarray, float]:
+    r"""``(unit', scale')`` with :math:`e^{c'}\hat B' = \beta e^{c}\hat B + w e^{M} G`,
+    :math:`\max|\hat B'| = 1` (``scale`` :math:`c = -\infty` for a zero buffer).
+
+    Both terms are formed relative to the larger of their log-scales, so neither underflows
+    on its own however small :math:`e^M` is.
+    """
+    old = scale + math.log(decay) if decay > 0.0 and math.isfinite(scale) else -math.inf
+    new = M + math.log(weight) if weight > 0.0 else -math.inf
+    ref = max(old, new)
+    if not math.isfinite(ref):
+        return np.zeros_like(G), -math.inf
+    B = math.exp(new - ref) * G
+    if math.isfinite(old):
+        B = B + math.exp(old - ref) * unit
+    top = float(np.max(np.abs(B), initial=0.0))
+    if top == 0.0:
+        return np.zeros_like(G), -math.inf
+    return B / top, ref + math.log(top)
+
+
+class AdamMoments(NamedTuple):
+    r"""Adam's moments of one factor: :math:`m = e^{a}\hat m`, :math:`v = e^{b}\hat v`, and
+    the number of steps t."""
+
+    m: np.ndarray
+    a: float
+    v: np.ndarray
+    b: float
+    t: int
+
+
+def adam_direction(
+    G: np.ndarray, M: float, moments: AdamMoments, beta1: float, beta2: float, eps: float
+) -> tuple[np.ndarray, AdamMoments]:
+    r"""Adam's step :math:`\hat m_t/(\sqrt{\hat v_t} + \varepsilon)` (multiply by
+    :math:`\eta`) for the gradient :math:`e^M G`, and the new moments.
+
+    With :math:`m = e^{a}\hat m`, :math:`v = e^{b}\hat v` and :math:`r = \log\varepsilon - b/2`
+    the step is :math:`e^{a-b/2}\,\frac{\hat m/c_1}{\sqrt{\hat v/c_2} + e^{r}}`, formed as
+    :math:`e^{a-b/2-r}\frac{\hat m/c_1}{e^{-r}\sqrt{\hat v/c_2} + 1}` when :math:`r > 0`
+    (:math:`\varepsilon` dominates), so no factor overflows; entries with :math:`\hat m = 0`
+    step 0 (also for :math:`\varepsilon = 0`).
+    """
+    t = moments.t + 1
+    m, a = scaled_ema(moments.m, moments.a, G, M, beta1, 1.0 - beta1)
+    v, b = scaled_ema(moments.v, moments.b, G * G, 2.0 * M, beta2, 1.0 - beta2)
+    new = AdamMoments(m, a, v, b, t)
+    if not math.isfinite(a):
+        return np.zeros_like(G), new
+    mh = m / (1.0 - beta1**t)
+    root = np.sqrt(v / (1.0 - beta2**t))
+    r = math.log(eps) - 0.5 * b if eps > 0.0 else -math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if r > 0.0:
+            ratio = math.exp(a - 0.5 * b - r) * mh / (math.exp(-r) * root + 1.0)
+        else:
+            ratio = math.exp(a - 0.5 * b) * mh / (root + math.exp(r))
+    return np.where(mh == 0.0, 0.0, ratio), new
+
+
+class SteepestState(NamedTuple):
+    """Iterate of a :class:`SteepestDescent` run: the factors ``P`` (``(W,)`` or ``(K, Q)``),
+    the rule's ``memory`` per factor (Adam's moments, Muon's buffer, or None), and ``step``,
+    ``steps`` (1,), ``status`` (1,) as in :class:`~svmgeo.gd.GDState`."""
+
+    P: tuple[np.ndarray, ...]
+    memory: tuple[Any, ...]
+    step: int
+    steps: np.ndarray
+    status: np.ndarray
+
+
+class SteepestDescent:
+    r"""Sign, :math:`\ell_q` steepest, spectral (Muon) or Adam steps on a risk (see the module).
+
+    .. math::
+
+        \theta_{t+1} = \theta_t - \eta_t D_t
+
+    for :math:`\theta = W` or each factor of :math:`(K, Q)` on its own gradient, with
+    :math:`D_t` the rule's direction (unit in its norm; Adam's preconditioned step) and
+    :math:`\eta_t` the ``step_size`` or the Polyak step. Stops with ``STATIONARY`` when the
+    gradient is exactly zero (or the risk is at its infimum, for the Polyak step),
+    ``NON_FINITE`` and ``OVERFLOW`` (:math:`\|W\|_F` past ``risk.max_norm``) without taking
+    the step.
+
+    Parameters
+    ----------
+    config : GDConfig
+        ``optimizer`` one of ``"sign"``, ``"steepest"`` (with ``steepest_q``), ``"spectral"``,
+        ``"adam"``; ``param`` ``"W"`` or ``"KQ"``.
+    risk : Risk
+        E.g. :class:`~svmgeo.gd.RiskOracle`; the Polyak step needs its
+        ``log_excess_risk``.
+    factors : tuple of ndarray
+        The start: ``(W,)`` of shape (d, d) or ``(K, Q)`` of shape (d, m).
+    """
+
+    keys: tuple[str, ...] = ("step", "loss", "W", "W_norm")
+
+    def __init__(self, config: GDConfig, risk: Risk, factors: tuple[np.ndarray, ...]) -> None:
+        self.config = config
+        self.risk = risk
+        self.kq = config.param == "KQ"
+        self.P0 = tuple(np.array(P, dtype=float) for P in factors)
+        self.polyak = isinstance(config.step_size, str)
+        if self.polyak and not hasattr(risk, "log_excess_risk"):
+            raise ProblemError(
+                "step_size='polyak' needs the infimum of the risk, which this risk does not "
+                "give (RiskOracle does, for head='linear'); pass a float step_size."
+            )
+
+    def weights(self, P: tuple[np.ndarray, ...]) -> np.ndarray:
+        """W, or :math:`KQ^\\top`."""
+        return P[0] @ P[1].T if self.kq else P[0]
+
+    def init_state(self) -> SteepestState:
+        one = np.zeros(1, np.int64)
+        outside = float(_xp.frobenius(self.weights(self.P0)[None], np)[0]) > self.risk.max_norm
+        status = np.full(1, CODE_OF[StopStatus.OVERFLOW] if outside else RUNNING, np.int64)
+        memory = tuple(self._start(P) for P in self.P0)
+        return SteepestState(self.P0, memory, 0, one, status)
+
+    def _start(self, P: np.ndarray) -> Any:
+        cfg = self.config
+        if cfg.optimizer == "adam":
+            zero = np.zeros_like(P)
+            return AdamMoments(zero, -math.inf, zero, -math.inf, 0)
+        if cfg.optimizer == "spectral" and cfg.spectral_momentum > 0.0:
+            return (np.zeros_like(P), -math.inf)
+        return None
+
+    def _direction(self, G: np.ndarray, M: float, memory: Any) -> tuple[np.ndarray, float, Any]:
+        """(D, dual norm of G, memory') for one factor's gradient e^M G."""
+        cfg = self.config
+        if cfg.optimizer == "adam":
+            D, memory = adam_direction(G, M, memory, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps)
+            return D, math.nan, memory
+        if cfg.optimizer == "spectral":
+            if memory is not None:  # Muon: orthogonalize B = mu B + grad
+                memory = scaled_ema(memory[0], memory[1], G, M, cfg.spectral_momentum, 1.0)
+                D, _ = spectral_direction(memory[0])
+                return D, math.nan, memory
+            D, dual = spectral_direction(G)
+            return D, dual, None
+        q = math.inf if cfg.optimizer == "sign" else float(cfg.steepest_q or 2.0)
+        D, dual = steepest_direction(G, q)
+        return D, dual, None
+
+    def advance(self, state: SteepestState, n: int) -> SteepestState:
+        """Up to ``n`` steps."""
+        cfg = self.config
+        P, memory = state.P, state.memory
+        code = RUNNING
+        taken = 0
+        for _ in range(n):
+            W = self.weights(P)
+            G, M = self.risk.log_grad(W)
+            if not math.isfinite(M) or not np.any(G):
+                code = CODE_OF[StopStatus.STATIONARY]
+                break
+            grads = (G @ P[1], G.T @ P[0]) if self.kq else (G,)
+            new_P, new_memory = [], []
+            for A, Gf, mem in zip(P, grads, memory, strict=True):
+                D, dual, mem = self._direction(Gf, M, mem)
+                if self.polyak:
+                    log_excess = self.risk.log_excess_risk(W)  # type: ignore[attr-defined]
+                    if not math.isfinite(log_excess) or dual == 0.0:
+                        code = CODE_OF[StopStatus.STATIONARY]
+                        break
+                    eta = math.exp(min(log_excess - M - math.log(dual), 709.0))
+                else:
+                    eta = float(cfg.step_size)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    new_P.append(A - eta * D)
+                new_memory.append(mem)
+            if code != RUNNING:
+                break
+            P_new = tuple(new_P)
+            W_new = self.weights(P_new)
+            if not all(np.all(np.isfinite(A)) for A in P_new) or not np.all(np.isfinite(W_new)):
+                code = CODE_OF[StopStatus.NON_FINITE]
+                break
+            if float(_xp.frobenius(W_new[None], np)[0]) > self.risk.max_norm:
+                code = CODE_OF[StopStatus.OVERFLOW]
+                break
+            P, memory = P_new, tuple(new_memory)
+            taken += 1
+        steps = state.steps + taken
+        return SteepestState(P, memory, state.step + n, steps, np.full(1, code, np.int64))
+
+    def observe(self, state: SteepestState) -> dict[str, np.ndarray]:
+        return weight_record(self.risk, self.weights(state.P), state.steps)
+
+    def finals(self, state: SteepestState, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        K, Q = (state.P[0][None], state.P[1][None]) if self.kq else (None, None)
+        return {"W": self.weights(state.P)[None], "K": K, "Q": Q, "p": None, "v": None}
+
+    def intermediate(
+        self, obs: dict[str, np.ndarray], state: SteepestState, squeeze: bool
+    ) -> Intermediate:
+        raise ProblemError(f"optimizer={self.config.optimizer!r} takes no callback.")

@@ -1,0 +1,329 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The optimal face of an attention SVM: best alignment with a direction, and uniqueness.
+
+.. math::
+
+    \mathcal F_\tau = \{W :\ a_j^\top W b_j \ge c_j\ (=c_j),\ \|W\| \le (1 + \tau)\,\mathrm{OPT}\}
+
+is the set of :math:`\tau`-optimal solutions of :math:`\min \|W\|` over the rows (OPT the
+solved optimum). For the Frobenius norm (strictly convex) it shrinks to the one optimum as
+:math:`\tau \to 0`, with diameter :math:`O(\sqrt\tau)\,\mathrm{OPT}`; for the entrywise
+:math:`\ell_1`, :math:`\ell_\infty` and the spectral norm it can keep a whole face of optima, so
+the correlation of a gradient-descent direction with the *one* returned solution can mislead
+(issue #23). Two convex problems answer it, solved by the naive cvxpy model (every :math:`W \in \mathbb{R}^{d\times d}`, not compressed:
+for these norms optima off the rows' spans exist):
+
+* :func:`optimal_face_alignment` — the point of :math:`\mathcal F_\tau` of largest correlation
+  :math:`\langle D, W\rangle / (\|D\|_F\|W\|_F)` with a direction :math:`D` (a linear-fractional
+  problem, convex in the Charnes–Cooper form :math:`W = Y/s`);
+* :func:`optimum_uniqueness` — the width :math:`\max - \min` of :math:`\langle R, W\rangle /
+  \|R\|_F` over :math:`\mathcal F_\tau` along random directions :math:`R`, a lower bound on the
+  face's diameter, compared with the :math:`10\sqrt{\tau}\,\|W\|_F` that a unique optimum's
+  :math:`\tau`-neighbourhood can reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._linalg import correlation
+from .._validation import check_array, check_int, check_real
+from ..constraints import MARGIN
+from ._certificates import NormGeometry
+from ._norms import NORMS
+from ._result import SVMResult
+from ._spectral import quiet_solve
+
+__all__ = ["FaceAlignment", "FaceUniqueness", "optimal_face_alignment", "optimum_uniqueness"]
+
+FACE_TOL = 1e-6
+r"""Default :math:`\tau`: the face is :math:`\{\|W\| \le (1 + \tau)\mathrm{OPT}\}` (well above the
+certificate's 1e-8, so the solved OPT's own error does not empty it)."""
+
+_CLARABEL = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "max_iter": 400}
+
+
+@dataclass(frozen=True)
+class FaceAlignment:
+    r"""The point of the optimal face most aligned with a direction :math:`D`.
+
+    Attributes
+    ----------
+    W : ndarray of shape (d, d)
+        The point of :math:`\mathcal F_\tau` of largest correlation with D.
+    correlation : float
+        :math:`\langle D, W\rangle / (\|D\|_F \|W\|_F)`: the best correlation of D with a
+        :math:`\tau`-optimal solution.
+    returned_correlation : float
+        The correlation of D with the solver's solution ``res.W``, for comparison.
+    value : float
+        :math:`\|W\|` in the SVM's norm (at most :math:`(1 + \tau)\,\mathrm{OPT}`).
+    tol : float
+        :math:`\tau`.
+    status : str
+        cvxpy's status of the face problem.
+    """
+
+    W: np.ndarray
+    correlation: float
+    returned_correlation: float
+    value: float
+    tol: float
+    status: str
+
+
+@dataclass(frozen=True)
+class FaceUniqueness:
+    r"""Whether the optimum of an SVM is unique, measured on its :math:`\tau`-optimal face.
+
+    Attributes
+    ----------
+    unique : bool
+        ``width <= threshold``: no direction found along which the face is wider than a
+        unique optimum's :math:`\tau`-neighbourhood can be.
+    width : float
+        :math:`\max_R \bigl(\max_{\mathcal F_\tau} \langle R, W\rangle - \min_{\mathcal F_\tau}
+        \langle R, W\rangle\bigr) / \|R\|_F` over the directions tried, relative to
+        :math:`\|W\|_F` of the returned solution (a lower bound on the face's relative diameter).
+    threshold : float
+        :math:`10\sqrt{\tau}`.
+    W_max, W_min : ndarray of shape (d, d)
+        The two extreme points along the widest direction (two optimal solutions up to
+        :math:`\tau`; their distance is at least ``width`` times :math:`\|W\|_F`).
+    tol : float
+        :math:`\tau`.
+    """
+
+    unique: bool
+    width: float
+    threshold: float
+    W_max: np.ndarray
+    W_min: np.ndarray
+    tol: float
+
+
+def _geometry(res: SVMResult, where: str) -> NormGeometry:
+    if not isinstance(res, SVMResult):
+        raise ProblemError(
+            f"The 'res' parameter of {where} must be an SVMResult (from att_svm or solve_svm); "
+            f"got {type(res).__name__}."
+        )
+    if res.W is None or res.objective is None or not res.status.has_solution:
+        raise ProblemError(
+            f"The 'res' parameter of {where} must hold a solution; got status "
+            f"{res.status.value} without W. Solve a feasible SVM first."
+        )
+    if res.rank is not None and res.lower_bound is not None and res.objective > res.lower_bound:
+        raise ProblemError(
+            f"The 'res' parameter of {where} is a rank-bounded (nonconvex) solution; its "
+            "optimal set is not a convex face. Pass a convex solve (no binding rank)."
+        )
+    entry = NORMS.get(res.norm)
+    if entry is None:  # pragma: no cover - every result's norm is an entry of the table
+        raise ProblemError(f"{where}: unknown norm {res.norm!r} of the result.")
+    return entry.geometry(res.extras.get("p") if entry.parameter else None)
+
+
+def _solve_face(
+    res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float, *, scaled: bool
+) -> tuple[np.ndarray | None, str]:
+    r"""Maximize over :math:`\mathcal F_\tau` by the naive cvxpy model: :math:`\langle D,
+    W\rangle` (``scaled=False``), or the correlation with D in the Charnes–Cooper form
+    (``scaled=True``): :math:`W = Y/s`,
+
+    .. math::
+
+        \max_{Y, s \ge 0}\ \langle D, Y\rangle \quad\text{s.t.}\quad \|Y\|_F \le 1,\quad
+        a_j^\top Y b_j \ge s\,c_j\ (= s\,c_j),\quad s\,\phi(Y/s) \le s\,\phi_\tau,
+
+    convex because the correlation is scale-invariant and the set of :math:`(Y, s)` is a
+    cone (:math:`s\,\phi(Y/s)` is the perspective of the model's objective :math:`\phi`,
+    :math:`\phi(Y)` itself when :math:`\phi` is a norm). Returns W (None when the solver gave
+    none, or :math:`s = 0`) and cvxpy's status."""
+    import cvxpy as cp  # lazily: only the face problems need it
+
+    cs = res.constraints
+    assert res.W is not None  # checked by _geometry
+    Y = cp.Variable((cs.d, cs.d))
+    s: Any = cp.Variable(nonneg=True) if scaled else 1.0
+    rows = np.einsum("ja,jb->jab", cs.A, cs.B).reshape(cs.N, -1) @ cp.vec(Y, order="C")
+    margin = cs.kind == MARGIN
+    # phi at (1 + tau) W_opt: phi is an increasing function of the norm (1/2 ||W||_F^2 for
+    # Frobenius), so phi(W) <= bound is ||W|| <= (1 + tau) OPT
+    bound = float(geometry.cvxpy_objective(cp, cp.Constant((1.0 + tol) * res.W)).value)
+    phi = geometry.cvxpy_objective(cp, Y)
+    if scaled:  # phi(2W) = 2 phi(W) for a norm, 4 phi(W) for 1/2 ||W||_F^2
+        one, two = (
+            float(geometry.cvxpy_objective(cp, cp.Constant(k * res.W)).value) for k in (1.0, 2.0)
+        )
+        phi = phi if np.isclose(two, 2.0 * one, rtol=1e-9) else cp.perspective(phi, s)
+    constraints = [phi <= bound * s]
+    if np.any(margin):
+        constraints.append(rows[np.flatnonzero(margin)] >= s * cs.rhs[margin])
+    if np.any(~margin):
+        constraints.append(rows[np.flatnonzero(~margin)] == s * cs.rhs[~margin])
+    if scaled:
+        constraints.append(cp.norm(cp.vec(Y, order="C"), 2) <= 1.0)
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(D, Y))), constraints)
+    quiet_solve(problem, cp.CLARABEL, _CLARABEL)
+    if Y.value is None:
+        return None, str(problem.status)
+    scale = float(s.value) if scaled else 1.0
+    if not scale > 0:
+        return None, str(problem.status)
+    return np.asarray(Y.value, dtype=float) / scale, str(problem.status)
+
+
+def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) -> Any:
+    r""":math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle` and cvxpy's status."""
+    W, status = _solve_face(res, geometry, D, tol, scaled=False)
+    if W is None:
+        raise ProblemError(  # pragma: no cover - the face holds res.W, so it is feasible
+            f"the optimal-face problem failed (cvxpy status {status!r})."
+        )
+    return W, status
+
+
+def optimal_face_alignment(
+    res: SVMResult, direction: Any, *, tol: float = FACE_TOL
+) -> FaceAlignment:
+    r"""The best correlation of a direction with the optimal face of a solved SVM.
+
+    .. math::
+
+        W^\star = \arg\max_{W \in \mathcal F_\tau}\ \frac{\langle D, W\rangle}{\|D\|_F\|W\|_F},
+        \qquad \mathcal F_\tau = \{W:\ a_j^\top W b_j \ge c_j\ (=c_j),\
+        \|W\| \le (1 + \tau)\,\mathrm{OPT}\},
+
+    one convex problem in the Charnes–Cooper form :math:`W = Y/s` (:func:`_solve_face`;
+    the correlation is quasi-concave where positive). Maximizing :math:`\langle D, W\rangle`
+    alone would not do: the points of a face differ in :math:`\|W\|_F`. When no point of
+    the face has a positive correlation with D, the maximiser of :math:`\langle D, W\rangle`
+    is returned instead. When the optimum is unique this is the returned solution's
+    correlation, up to :math:`O(\sqrt\tau)`; on a face of optima (ℓ1, ℓ∞, spectral) it can be
+    much larger: compare a GD direction with the face, not with one point of it.
+
+    Parameters
+    ----------
+    res : SVMResult
+        A solved convex SVM (any norm of the table; not a binding rank bound).
+    direction : array of shape (d, d)
+        D, e.g. the last GD iterate (its scale does not matter).
+    tol : float in (0, 1), default 1e-6
+        :math:`\tau`.
+
+    Returns
+    -------
+    FaceAlignment
+
+    Raises
+    ------
+    ProblemError
+        ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
+        not finite, ``tol`` outside (0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np, svmgeo as sg
+    >>> from svmgeo.solvers import optimal_face_alignment
+    >>> data = sg.random_data(3, 4, 4, seed=0)
+    >>> res = sg.att_svm(data, norm=("lp", np.inf))
+    >>> face = optimal_face_alignment(res, res.W)
+    >>> bool(face.correlation >= face.returned_correlation - 1e-6)
+    True
+    """
+    geometry = _geometry(res, "optimal_face_alignment")
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="optimal_face_alignment")
+    D = _direction(direction, res, "optimal_face_alignment")
+    W, status = _solve_face(res, geometry, D, tol, scaled=True)
+    if W is None or not correlation(D, W) > 0:
+        W, status = _extreme(res, geometry, D, tol)
+    return FaceAlignment(
+        W=W,
+        correlation=correlation(D, W),
+        returned_correlation=correlation(D, res.W),
+        value=geometry.value(W),
+        tol=tol,
+        status=status,
+    )
+
+
+def _direction(direction: Any, res: SVMResult, where: str) -> np.ndarray:
+    d = res.constraints.d
+    D = check_array(direction, f"The 'direction' parameter of {where}", ndim=2)
+    if D.shape != (d, d) or not np.any(D != 0):
+        raise ProblemError(
+            f"The 'direction' parameter of {where} must be a nonzero array of shape ({d}, {d}) "
+            f"(the SVM's W); got shape {D.shape}{'' if np.any(D != 0) else ', all zero'}."
+        )
+    return D
+
+
+def optimum_uniqueness(
+    res: SVMResult, *, tol: float = FACE_TOL, n_directions: int = 2, seed: int = 0
+) -> FaceUniqueness:
+    r"""Is the optimum of a solved SVM unique? The width of its optimal face along random
+    directions.
+
+    .. math::
+
+        \text{width} = \max_{R}\ \frac{\max_{W \in \mathcal F_\tau} \langle R, W\rangle
+        - \min_{W \in \mathcal F_\tau} \langle R, W\rangle}{\|R\|_F\,\|W_{\mathrm{res}}\|_F},
+        \qquad \text{unique} \iff \text{width} \le 10\sqrt\tau,
+
+    over ``n_directions`` Gaussian directions R (two convex solves each). A unique optimum's
+    :math:`\tau`-face has diameter at most about :math:`2\sqrt{2\tau}` times OPT in the
+    Frobenius norm (and :math:`O(\tau)` at a sharp vertex), so a width above the threshold is
+    a face of optima, found with two optimal solutions ``W_max``, ``W_min`` that prove it (both
+    meet the rows with norm at most :math:`(1 + \tau)\mathrm{OPT}`). A width below it is
+    evidence, not proof: a random direction almost surely sees a face of positive dimension.
+
+    Parameters
+    ----------
+    res : SVMResult
+        A solved convex SVM (any norm of the table).
+    tol : float in (0, 1), default 1e-6
+        :math:`\tau`.
+    n_directions : int, default 2
+    seed : int, default 0
+        Randomness of the directions.
+
+    Returns
+    -------
+    FaceUniqueness
+
+    Raises
+    ------
+    ProblemError
+        As :func:`optimal_face_alignment`, and ``n_directions < 1``.
+    """
+    where = "optimum_uniqueness"
+    geometry = _geometry(res, where)
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
+    n_directions = check_int(n_directions, "n_directions", low=1, where=where)
+    seed = check_int(seed, "seed", low=0, where=where)
+    assert res.W is not None  # checked by _geometry
+    scale = max(float(np.linalg.norm(res.W)), np.finfo(float).tiny)
+    rng = np.random.default_rng(seed)
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for _ in range(n_directions):
+        R = rng.standard_normal(res.W.shape)
+        W_max, _ = _extreme(res, geometry, R, tol)
+        W_min, _ = _extreme(res, geometry, -R, tol)
+        width = float(np.vdot(R, W_max - W_min)) / float(np.linalg.norm(R)) / scale
+        if best is None or width > best[0]:
+            best = (width, W_max, W_min)
+    assert best is not None  # n_directions >= 1
+    threshold = 10.0 * float(np.sqrt(tol))
+    return FaceUniqueness(
+        unique=best[0] <= threshold,
+        width=best[0],
+        threshold=threshold,
+        W_max=best[1],
+        W_min=best[2],
+        tol=tol,
+    )

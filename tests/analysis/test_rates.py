@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""fit_rates: calibrated on separable logistic regression, where the rates are theorems
+(Soudry et al. 2018), verdicts, seeded intervals, errors; one measured attention run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+# separable data whose hard-margin SVM is known by hand: the support vectors are +-(2, 0), so
+# w_mm = (1/2, 0) (margins 1, 1 and 1.5 for (3, 2)), ||w_mm|| = 1/2
+X = np.array([[2.0, 0.0], [-2.0, 0.0], [3.0, 2.0]])
+Y = np.array([1.0, -1.0, 1.0])
+W_MM = np.array([0.5, 0.0])
+
+
+def logistic_gd(n_steps: int, eta: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Plain GD on the mean logistic loss of the linear model, records at log-spaced steps."""
+    Z = Y[:, None] * X
+    record = set(np.unique(np.geomspace(1, n_steps, 60).astype(int)).tolist())
+    w, steps, ws = np.zeros(2), [], []
+    for t in range(1, n_steps + 1):
+        w = w + eta * (Z.T @ (1.0 / (1.0 + np.exp(Z @ w)))) / len(Y)
+        if t in record:
+            steps.append(t)
+            ws.append(w.copy())
+    return np.array(steps), np.array(ws)
+
+
+STEPS, WS = logistic_gd(20000)
+
+
+def test_calibration_on_separable_logistic_regression() -> None:
+    # margins of the hand-computed SVM: every one >= 1, the support ones = 1
+    np.testing.assert_allclose(np.min(Y * (X @ W_MM)), 1.0)
+    r = sg.fit_rates((STEPS, WS), W_MM)
+    assert r.converged, r.verdict
+    # theorem: ||w(t)|| = ||w_mm|| log t + O(log log t), so the slope tends to ||w_mm|| from
+    # below at rate ~ 1 / log t (log t ~ 7.5 here: within 5%)
+    np.testing.assert_allclose(r.norm_slope, np.linalg.norm(W_MM), rtol=0.05)
+    lo, hi = r.norm_slope_ci
+    assert lo <= r.norm_slope <= hi
+    # the residual converges, so 1 - corr ~ rho^2 / (2 ||w_mm||^2 log^2 t): lambda -> 2
+    assert r.error_log_power is not None
+    np.testing.assert_allclose(r.error_log_power, 2.0, rtol=0.2)
+    assert r.final_corr is not None and r.final_corr > 0.99
+    # a longer run is closer to the theorem
+    longer = sg.fit_rates(logistic_gd(100000), W_MM)
+    assert abs(longer.norm_slope - 0.5) < abs(r.norm_slope - 0.5)
+
+
+def test_intervals_are_seeded_and_reported() -> None:
+    a = sg.fit_rates((STEPS, WS), W_MM, seed=3, n_boot=200)
+    b = sg.fit_rates((STEPS, WS), W_MM, seed=3, n_boot=200)
+    c = sg.fit_rates((STEPS, WS), W_MM, seed=4, n_boot=200)
+    assert a.norm_slope_ci == b.norm_slope_ci and a.error_log_power_ci == b.error_log_power_ci
+    assert a.norm_slope_ci != c.norm_slope_ci
+    assert (a.seed, a.n_boot, a.level) == (3, 200, 0.95)
+
+
+def test_not_converged_verdicts() -> None:
+    # a wrong direction: the error does not decrease
+    r = sg.fit_rates((STEPS, WS), np.array([0.0, 1.0]))
+    assert not r and "does not decrease" in r.verdict
+    # a norm that stalls and wobbles has no log-t slope: a wide interval
+    rng = np.random.default_rng(0)
+    wobble = 5.0 + 0.5 * rng.normal(size=(STEPS.size, 2))
+    r = sg.fit_rates((STEPS, wobble))
+    assert not r.converged and "wide" in r.verdict
+
+
+def test_attention_run_is_measured() -> None:
+    data = sg.random_data(3, 4, 5, seed=1)
+    run = sg.train(data, normalized=False, step_size=1.0, n_steps=3000, record_every=30)
+    alpha = run.history.selected[-1]
+    W_mm = sg.att_svm(data, alpha).W
+    r = sg.fit_rates(run, W_mm)
+    assert r.norm_slope > 0.0 and r.final_corr is not None
+    np.testing.assert_allclose(r.final_corr, sg.correlation(run.W, W_mm), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "words"),
+    [
+        ((object(),), {}, "recorded iterates"),
+        (((STEPS, WS[:-1]),), {}, "one iterate per step"),
+        (((STEPS[:3], WS[:3]),), {}, "at least 3 records"),
+        (((STEPS, WS), np.eye(2)), {}, "direction of the iterates' shape"),
+        (((STEPS, WS),), {"norm": "l1"}, "'norm' parameter"),
+        (((STEPS, WS),), {"level": 1.0}, "'level' parameter"),
+        (((STEPS, WS),), {"n_boot": 2}, "'n_boot' parameter"),
+    ],
+)
+def test_bad_input_names_the_argument(args: tuple, kw: dict, words: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(sg.ProblemError) as err:
+        sg.fit_rates(*args, **kw)
+    assert words in str(err.value)

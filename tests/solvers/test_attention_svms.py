@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Each attention map's own SVM (issue #22): ``att_svm(data, attention=...)`` and
+:func:`svmgeo.constraints.map_svm_constraints`, against each map's gradient descent."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.constraints import MARGIN, NO_TOKEN, attention_pattern, map_svm_constraints
+from svmgeo.selection import scores_full
+
+
+def _gap(A: np.ndarray, B: np.ndarray) -> float:
+    """1 - corr(A, B) (Frobenius)."""
+    return 1.0 - float(np.sum(A * B) / (np.linalg.norm(A) * np.linalg.norm(B)))
+
+
+def _margins(data: sg.TokenData, W: np.ndarray) -> np.ndarray:
+    return np.einsum("ntd,de,nke->nkt", np.asarray(data.X), W, np.asarray(data.queries))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_linear_attention_gd_reaches_its_one_row_svm(seed: int) -> None:
+    """The issue's acceptance: normalized GD with linear attention on random_data(6, 8, 10)
+    reaches min ||W|| s.t. (sum_t gamma_t x_t)^T W z >= 1 to 1 - corr <= 1e-6 in 20,000 steps
+    (Soudry et al. 2018 for the limit; the rate is measured: the gap falls like 1/||W||^2,
+    8.0e-7, 3.1e-7, 1.02e-6, 6.4e-7 on seeds 0-3 with the default step 0.1, four times
+    smaller with step 0.2, used here)."""
+    data = sg.random_data(6, 8, 10, seed=seed)
+    pred = sg.att_svm(data, attention="linear")
+    assert pred.success and pred.W is not None, pred.status
+    assert pred.extras["attention"] == "linear"
+    run = sg.train(data, attention="linear", n_steps=20_000, record_every=20_000, step_size=0.2)
+    assert _gap(run.W, pred.W) <= 1e-6
+
+
+def test_linear_svm_rows_and_optimality() -> None:
+    """One row per query, a_ik = sum_t gamma_ikt x_it against z_ik; the solution meets every
+    row, is tight on its support, and is W = sum_j lam_j a_j b_j^T with lam >= 0 (KKT)."""
+    data = sg.random_data(5, 4, 8, seed=3, query="all", mask="causal")
+    cs = map_svm_constraints(data, "linear")
+    assert cs.N == data.n * data.K and cs.tokens is None
+    assert np.all(cs.pref == NO_TOKEN) and np.all(cs.comp == NO_TOKEN)
+    gamma = np.where(data.visible, scores_full(data), 0.0)
+    want = np.einsum("nkt,ntd->nkd", gamma, np.asarray(data.X)).reshape(-1, data.d)
+    np.testing.assert_allclose(cs.A, want, rtol=1e-14, atol=1e-15)
+    res = sg.att_svm(data, attention="linear")
+    assert res.success, res.status
+    m = cs.apply(res.W)
+    assert np.all(m >= 1.0 - 1e-9)
+    tight = m <= 1.0 + 1e-7
+    lam, *_ = np.linalg.lstsq(
+        np.stack([np.outer(a, b).ravel() for a, b in zip(cs.A[tight], cs.B[tight], strict=True)]).T,
+        res.W.ravel(),
+        rcond=None,
+    )
+    assert np.all(lam >= -1e-8)
+    rebuilt = np.einsum("j,jd,je->de", lam, cs.A[tight], cs.B[tight])
+    np.testing.assert_allclose(rebuilt, res.W, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sigmoid_gd_approaches_the_svm_of_its_sign_pattern(seed: int) -> None:
+    """svmgeo's conjecture, measured: sigmoid attention's normalized GD ends close to the SVM
+    of its final sign pattern (1 - corr <= 1e-4 at 20,000 steps on these seeds)."""
+    data = sg.random_data(6, 8, 10, seed=seed)
+    run = sg.train(data, attention="sigmoid", n_steps=20_000, record_every=20_000)
+    pred = sg.att_svm(data, attention="sigmoid", pattern=run)
+    assert pred.success, pred.status
+    pi = pred.extras["pattern"]
+    u = _margins(data, run.W)
+    np.testing.assert_array_equal(pi[pi != 0], np.sign(u)[pi != 0])
+    assert _gap(run.W, pred.W) <= 1e-4
+
+
+def test_sigmoid_default_pattern_is_the_pull() -> None:
+    data = sg.random_data(4, 5, 6, seed=2)
+    gamma = scores_full(data)
+    np.testing.assert_array_equal(attention_pattern(data, "sigmoid"), np.sign(gamma))
+    cs = map_svm_constraints(data, "sigmoid")
+    assert cs.N == int(np.count_nonzero(gamma))
+    plus = cs.pref != NO_TOKEN
+    np.testing.assert_array_equal(np.asarray(data.X)[cs.seq[plus], cs.pref[plus]], cs.A[plus])
+    np.testing.assert_array_equal(-np.asarray(data.X)[cs.seq[~plus], cs.comp[~plus]], cs.A[~plus])
+    # the same pattern as a sign array, a boolean array, and through the W it comes from
+    np.testing.assert_array_equal(
+        attention_pattern(data, "sigmoid", np.sign(gamma[:, 0])), np.sign(gamma)
+    )
+    np.testing.assert_array_equal(
+        attention_pattern(data, "sigmoid", gamma[:, 0] > 0), np.sign(gamma)
+    )
+    res = sg.att_svm(data, attention="sigmoid")
+    assert res.success
+    np.testing.assert_array_equal(attention_pattern(data, "sigmoid", res.W), np.sign(gamma))
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_relu_gd_ends_at_the_kkt_point_of_its_active_pattern(seed: int) -> None:
+    """Lyu & Li 2020 / Ji & Telgarsky 2020: the limit is a KKT point of min ||W||^2 s.t.
+    Y f >= 1; at the final active pattern that is a convex QP, certified here."""
+    data = sg.random_data(6, 8, 10, seed=seed)
+    run = sg.train(data, attention="relu", init=("random", 0.1), seed=0, n_steps=20_000,
+                   record_every=20_000)  # fmt: skip
+    pred = sg.att_svm(data, attention="relu", pattern=run)
+    assert pred.success, pred.status
+    cs = map_svm_constraints(data, "relu", run)
+    m = cs.apply(pred.W)
+    assert np.all(m >= cs.rhs - 1e-9) and np.all(cs.kind == MARGIN)
+    # the QP's solution keeps the pattern it was built on, and GD is close to it
+    u = _margins(data, pred.W)
+    pi = pred.extras["pattern"]
+    assert np.all(u[pi > 0] >= -1e-9) and np.all(u[pi < 0] <= 1e-9)
+    assert _gap(run.W, pred.W) <= 1e-4
+
+
+def test_relu_with_a_dead_sequence_is_infeasible() -> None:
+    """Seed 1: one sequence ends with no active key (Y f = 0 there), so no W with that
+    pattern meets Y f >= 1; att_svm says so with a certificate, not a W."""
+    data = sg.random_data(6, 8, 10, seed=1)
+    run = sg.train(data, attention="relu", init=("random", 0.1), seed=0, n_steps=20_000,
+                   record_every=20_000)  # fmt: skip
+    pi = attention_pattern(data, "relu", run)
+    assert np.any(np.all(pi <= 0, axis=-1))
+    res = sg.att_svm(data, attention="relu", pattern=run)
+    assert res.status == sg.Status.INFEASIBLE and res.W is None
+
+
+def test_refusals() -> None:
+    data = sg.random_data(4, 5, 6, seed=0)
+    with pytest.raises(sg.ProblemError, match="needs the active pattern"):
+        sg.att_svm(data, attention="relu")
+    with pytest.raises(sg.ProblemError, match="no selection"):
+        sg.att_svm(data, np.zeros(4, dtype=int), attention="linear")
+    with pytest.raises(sg.ProblemError, match="no selection"):
+        sg.att_svm(data, attention="linear", param="p")
+    with pytest.raises(sg.ProblemError, match="Drop it"):
+        sg.att_svm(data, attention="linear", pattern=np.ones((4, 5)))
+    with pytest.raises(sg.ProblemError, match="attention"):
+        sg.att_svm(data, attention="normalized_linear")
+    with pytest.raises(sg.ProblemError, match="pattern="):
+        sg.att_svm(data, pattern=np.ones((4, 5)))
+    with pytest.raises(sg.ProblemError, match="pattern must be"):
+        sg.att_svm(data, attention="sigmoid", pattern=np.ones((3, 5)))
+    with pytest.raises(sg.ProblemError, match="scale-invariant"):
+        map_svm_constraints(data, "normalized_linear")
+
+
+# -- verify(attention=...) ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("attention", "start"),
+    [("linear", {}), ("sigmoid", {}), ("relu", {"init": ("random", 0.1), "seed": 0})],
+)
+def test_verify_reports_the_maps_own_svm_and_softmaxs(attention: str, start: dict) -> None:
+    data = sg.random_data(6, 8, 10, seed=0)
+    rep = sg.verify(data, attention=attention, n_steps=5000, **start)
+    assert rep.attention == attention and rep.own_status is not None
+    assert rep.svm_own is not None and rep.svm_own.success
+    assert rep.converged_to == "own"
+    assert rep.corr_own[-1] >= 0.999
+    # the curves are the correlations of the recorded iterates with the targets
+    W = rep.run.history.W[-1]
+    want = np.sum(W * rep.W_own) / (np.linalg.norm(W) * np.linalg.norm(rep.W_own))
+    np.testing.assert_allclose(rep.corr_own[-1], want, rtol=1e-12)
+    want_fro = np.sum(W * rep.W_fro) / (np.linalg.norm(W) * np.linalg.norm(rep.W_fro))
+    np.testing.assert_allclose(rep.corr_fro[-1], want_fro, rtol=1e-12)
+    assert rep.corr_fro[-1] < 0.9  # softmax's Att-SVM is not this map's limit here
+    back = sg.VerifyReport.from_json(rep.to_json())
+    assert back.attention == attention
+    np.testing.assert_allclose(back.corr_own, rep.corr_own)
+    assert "own SVM" in str(rep)
+
+
+def test_verify_normalized_linear_has_no_own_svm() -> None:
+    data = sg.random_data(4, 5, 6, seed=1)
+    rep = sg.verify(data, attention="normalized_linear", n_steps=200, init=("random", 0.1), seed=0)
+    assert rep.W_own is None and np.all(np.isnan(rep.corr_own))
+    assert rep.converged_to != "own"
+
+
+def test_verify_map_refusals() -> None:
+    data = sg.random_data(4, 5, 6, seed=1)
+    with pytest.raises(sg.ProblemError, match="cannot start at W = 0"):
+        sg.verify(data, attention="relu")
+    with pytest.raises(sg.ProblemError, match="head='linear'"):
+        sg.verify(data, attention="linear", param="p")
+    with pytest.raises(sg.ProblemError, match="attention"):
+        sg.verify(data, attention="tanh")
+    rep = sg.verify(data, n_steps=50)
+    assert rep.attention == "softmax" and rep.W_own is None and rep.corr_own is None
+    # a softmax report's JSON is what it was before other maps existed
+    assert not {"attention", "W_own", "corr_own", "own_status"} & set(json.loads(rep.to_json()))
+    assert sg.VerifyReport.from_json(rep.to_json()).attention == "softmax"
