@@ -6,19 +6,24 @@ class decorator :func:`summarized` (placed above ``@dataclass``) gives a result 
 ``repr`` (arrays as their dtype and shape, nested results by class name) and, unless it has its
 own, a ``summary()`` with one field per line and small arrays written out, and, unless it has
 its own, ``_repr_html_`` (Jupyter's rich display): :func:`html_summary`, a table of the same
-fields (every text escaped) followed by the class's own ``summary()`` when it has one.
+fields (every text escaped) followed by the class's own ``summary()`` when it has one, and
+for reports with figures (:func:`html_figures`) the figures as embedded PNG images.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
 import html
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["brief", "html_summary", "summarized"]
+__all__ = ["brief", "html_figures", "html_summary", "summarized"]
 
 C = TypeVar("C", bound=type)
 
@@ -68,11 +73,33 @@ def _summary(self: Any) -> str:
     return "\n".join(lines)
 
 
-def html_summary(obj: Any) -> str:
+def html_figures(draw: Callable[[Path], Iterable[Any]]) -> list[str]:
+    """PNG figures as ``data:`` URIs: ``draw(directory)`` writes them and returns their paths.
+
+    Empty when matplotlib is missing (or drawing fails): the HTML is then text only.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            paths = [Path(p) for p in draw(Path(tmp))]
+        except (ImportError, OSError, ValueError):
+            return []
+        return [
+            "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+            for p in paths
+            if p.suffix == ".png" and p.is_file()
+        ]
+
+
+def html_summary(obj: Any, *, figures: Iterable[str] = ()) -> str:
     """An HTML table of ``obj``'s fields (name, :func:`brief` value), every text escaped.
 
     When the class has a ``summary()`` of its own (not the field list), its text follows in a
-    ``<pre>`` block, so that the notebook shows what ``print(obj.summary())`` prints.
+    ``<pre>`` block, so that the notebook shows what ``print(obj.summary())`` prints; then each
+    of ``figures`` (``data:`` URIs from :func:`html_figures`) as an ``<img>``.
     """
     name = html.escape(type(obj).__name__)
     rows = "".join(
@@ -87,6 +114,10 @@ def html_summary(obj: Any) -> str:
     own = getattr(type(obj), "summary", None)
     if callable(own) and own is not _summary:
         parts.append(f"<pre>{html.escape(str(obj.summary()))}</pre>")
+    parts += [
+        f'<img src="{html.escape(uri)}" alt="{name} figure" style="max-width:100%">'
+        for uri in figures
+    ]
     parts.append("</div>")
     return "".join(parts)
 

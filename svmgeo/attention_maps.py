@@ -181,6 +181,11 @@ class AttentionMap:
     bound_reason: str
     scale_invariant: bool = False
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from ._summary import html_summary
+
+        return html_summary(self)
+
 
 ATTENTION_MAPS: dict[str, AttentionMap] = {
     m.name: m

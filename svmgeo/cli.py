@@ -374,6 +374,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     rep = study(
         data,
         max_lot_selections=args.max_lot_selections,
+        prune_threshold=args.prune_threshold,
         progress=not args.no_progress,
         **weights,
     )
@@ -883,6 +884,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=4096,
         help="enumerate LOTs exactly up to this many selections, else report the cap "
         "(default 4096)",
+    )
+    p.add_argument(
+        "--prune-threshold",
+        type=float,
+        default=0.01,
+        help="with --weights: the mass pruning drops keys of attention below this "
+        "(default 0.01; the selected key is always kept)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--json", action="store_true", help=_JSON_HELP)

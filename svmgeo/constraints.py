@@ -180,6 +180,11 @@ class ConstraintSet:
             f"equality={self.N - self.n_margin}, n={self.n}, K={self.K}, T={self.T})"
         )
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from ._summary import html_summary
+
+        return html_summary(self)
+
 
 def check_constraint_set(cs: Any, where: str) -> ConstraintSet:
     """``cs`` itself when it is a :class:`ConstraintSet`, else a :class:`ProblemError` naming

@@ -12,7 +12,10 @@ One call answers the questions a researcher asks of their own data before and af
 * a bounded count of locally optimal selections (exact when the selection space is small);
 * for trained weights :math:`W` (or :math:`KQ^\top`): the selection they make
   (:math:`\arg\max_t x_{it}^\top W z_{ik}`), whether it is optimal and a LOT, and the
-  correlation of :math:`W` with the SVM solutions of that selection.
+  correlation of :math:`W` with the SVM solutions of that selection;
+* three *measurements* (not theorems) of the trained W, for the write-up's practical claims:
+  attention mass on the top-k tokens (``sparsity``), numerical rank and singular-value profile
+  against the two SVMs (``spectrum``), and support-token pruning (``pruning``).
 """
 
 from __future__ import annotations
@@ -29,15 +32,24 @@ import numpy as np
 
 from ._errors import ProblemError, TieError
 from ._linalg import correlation, numerical_rank
-from ._validation import check_array, check_bool, check_int
-from .analysis import is_locally_optimal, locally_optimal_selections, support_tokens
+from ._summary import html_figures, html_summary
+from ._validation import check_array, check_bool, check_int, check_real
+from .analysis import (
+    is_locally_optimal,
+    locally_optimal_selections,
+    robustness_radius,
+    support_from_result,
+    support_tokens,
+)
 from .data import TokenData
-from .selection import optimal_tokens
+from .selection import optimal_tokens, scores_full
 from .solvers import att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
 
 RANK_RTOL = 1e-6  # singular values above RANK_RTOL * sigma_1 count towards the rank
+TOP_K = (1, 2, 3)  # the top-k attention masses measured
+MEASUREMENT = "measurement (not a theorem): measured on the given data and trained W"
 
 
 def _rank(W: np.ndarray | None) -> int | None:
@@ -81,6 +93,20 @@ class StudyReport:
         Wall seconds of each step.
     notes : list of str
         Anything the reader must know (ties, infeasibility, caps, inaccurate solves).
+    sparsity : dict or None
+        *Measurement* (trained W only): ``top1``, ``top2``, ``top3``, the attention mass
+        :math:`\sum_{j \le k} s_{ik(j)}` of the k largest softmax entries of each query, shape
+        (n, K), and ``summary`` (min / median / mean of each).
+    spectrum : dict or None
+        *Measurement* (trained W only): singular values divided by :math:`\sigma_1` (``profile``)
+        and numerical rank (:data:`RANK_RTOL`) of the trained W, of :math:`W^{mm}` and of
+        :math:`W^{mm}_\star` of the trained selection (``W``, ``fro``, ``nuc``).
+    pruning : dict or None
+        *Measurement* (trained W only): see :func:`study`; per query (shape (n, K)) and per
+        sequence (max over its queries), for dropping the non-support tokens (``support``) and
+        the tokens below an attention mass (``mass``): ``kept``, ``dropped_mass``,
+        ``output_change``, ``prediction_change``, ``output_bound``, ``prediction_bound``;
+        ``radius`` and ``radius_bounds`` for the robustness radius (cross-attention only).
     """
 
     sizes: dict[str, Any]
@@ -98,6 +124,9 @@ class StudyReport:
     trained: dict[str, Any] | None
     timings: dict[str, float]
     notes: list[str] = field(default_factory=list)
+    sparsity: dict[str, Any] | None = None
+    spectrum: dict[str, Any] | None = None
+    pruning: dict[str, Any] | None = None
     # the arrays behind the figures (not serialized)
     _attention: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -127,8 +156,13 @@ class StudyReport:
                 f"trained W: selection optimal={t['is_optimal']}, LOT={t['is_lot']}, "
                 f"corr with W^mm {t['corr_fro']}, with W^mm_* {t['corr_nuc']}"
             )
+        lines += _measurement_lines(self)
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: the field table, the summary and the figures (PNG)."""
+        return html_summary(self, figures=html_figures(self.figures))
 
     def to_dict(self) -> dict[str, Any]:
         """Every field but the figure arrays, as JSON-ready data."""
@@ -178,6 +212,11 @@ class StudyReport:
         rows += [(f"time: {k}", f"{v:.2f} s") for k, v in self.timings.items()]
         text = "# svmgeo feasibility study\n\n| quantity | value |\n|---|---|\n"
         text += "".join(f"| {k} | {v} |\n" for k, v in rows)
+        measured = _measurement_lines(self)
+        if measured:
+            text += "\n## Measurements (not theorems)\n\n" + "".join(f"- {m}\n" for m in measured)
+            if self.pruning is not None:
+                text += f"- robustness radius: {self.pruning['radius_bounds']}\n"
         if self.notes:
             text += "\n" + "".join(f"- {n}\n" for n in self.notes)
         if path is not None:
@@ -277,6 +316,148 @@ def _softmax(data: TokenData, W: np.ndarray) -> np.ndarray:
     return (e / e.sum(axis=2, keepdims=True)).reshape(-1, data.T)
 
 
+def _stats(a: np.ndarray) -> dict[str, float]:
+    return {"min": float(a.min()), "median": float(np.median(a)), "mean": float(a.mean())}
+
+
+def _sparsity(attn: np.ndarray) -> dict[str, Any]:
+    r"""Top-k attention mass :math:`\sum_{j\le k} s_{ik(j)}` per query, attn of shape (n, K, T)."""
+    ranked = -np.sort(-attn, axis=2)
+    out: dict[str, Any] = {"status": MEASUREMENT, "summary": {}}
+    for k in TOP_K:
+        mass = ranked[:, :, :k].sum(axis=2)
+        out[f"top{k}"] = _as_list(mass)
+        out["summary"][f"top{k}"] = _stats(mass)
+    return out
+
+
+def _profile(W: np.ndarray | None) -> dict[str, Any] | None:
+    if W is None:
+        return None
+    sv = np.linalg.svd(W, compute_uv=False)
+    profile = sv / sv[0] if sv[0] > 0.0 else sv
+    return {"rank": numerical_rank(W, RANK_RTOL), "profile": _as_list(profile)}
+
+
+def _spectrum(W: np.ndarray, W_fro: np.ndarray | None, W_nuc: np.ndarray | None) -> dict[str, Any]:
+    return {
+        "status": MEASUREMENT,
+        "rtol": RANK_RTOL,
+        "W": _profile(W),
+        "fro": _profile(W_fro),
+        "nuc": _profile(W_nuc),
+    }
+
+
+def _prune(data: TokenData, attn: np.ndarray, keep: np.ndarray) -> dict[str, Any]:
+    r"""Measured effect of keeping only the keys ``keep`` (n, K, T) of each query.
+
+    Attention over the kept keys is the renormalized :math:`s_{ikt}/(1 - m_{ik})` with
+    :math:`m_{ik}` the dropped mass; output :math:`o_{ik} = \sum_t s_{ikt} u_{it}`, prediction
+    :math:`Y_{ik} f_{ik} = \sum_t s_{ikt}\gamma_{ikt}`. From :math:`o - o' = m\,(o_D - o')`
+    (:math:`o_D` the dropped keys' average) the bounds are :math:`\|o - o'\| \le m\,
+    \max_{t,t'} \|u_{it} - u_{it'}\|` and :math:`|Yf - Yf'| \le m\,(\max_t\gamma - \min_t\gamma)`
+    over the visible keys.
+    """
+    kept_attn = np.where(keep, attn, 0.0)
+    dropped = np.where(keep, 0.0, attn).sum(axis=2)
+    pruned = kept_attn / kept_attn.sum(axis=2, keepdims=True)
+    U = np.asarray(data.values)
+    out_full = np.einsum("nkt,ntu->nku", attn, U)
+    out_pruned = np.einsum("nkt,ntu->nku", pruned, U)
+    vis = np.asarray(data.visible)
+    diam = np.zeros((data.n, data.K))
+    for i in range(data.n):
+        for k in range(data.K):
+            Ui = U[i][vis[i, k]]
+            diam[i, k] = np.max(np.linalg.norm(Ui[:, None] - Ui[None], axis=2))
+    res: dict[str, Any] = {
+        "kept": _as_list(keep.sum(axis=2)),
+        "dropped_mass": _as_list(dropped),
+        "output_change": _as_list(np.linalg.norm(out_full - out_pruned, axis=2)),
+        "output_bound": _as_list(dropped * diam),
+    }
+    gamma = scores_full(data)
+    g = np.where(vis, gamma, 0.0)
+    spread = np.where(vis, gamma, -np.inf).max(axis=2) - np.where(vis, gamma, np.inf).min(axis=2)
+    res["prediction_change"] = _as_list(np.abs(((attn - pruned) * g).sum(axis=2)))
+    res["prediction_bound"] = _as_list(dropped * spread)
+    res["per_sequence"] = {
+        key: _as_list(np.asarray(res[key]).max(axis=1))
+        for key in ("dropped_mass", "output_change", "prediction_change")
+    }
+    return res
+
+
+RADIUS_BOUNDS = (
+    "r_i bounds token perturbations, not pruning: every perturbation Delta X_i of sequence i's "
+    "tokens (kept tokens included) with ||Delta X_i||_F < r_i leaves the selection of every "
+    "query of W unchanged, before and after pruning (the selected token is always kept, and "
+    "pruning only removes competitors, so the pruned head's radius is >= r_i). It says nothing "
+    "about the size of the output change, which output_bound bounds."
+)
+
+
+def _pruning(
+    data: TokenData,
+    Wt: np.ndarray,
+    attn: np.ndarray,
+    sel: np.ndarray,
+    support: np.ndarray | None,
+    threshold: float,
+) -> dict[str, Any]:
+    """The two prunings of the trained W's attention, each keeping the selected token."""
+    n, K, T = attn.shape
+    sel3 = sel.reshape(n, K)
+    selected = np.zeros((n, K, T), dtype=bool)
+    selected[np.arange(n)[:, None], np.arange(K)[None, :], sel3] = True
+    out: dict[str, Any] = {"status": MEASUREMENT, "threshold": threshold}
+    if support is not None:
+        keep = selected | np.asarray(support, dtype=bool).reshape(n, K, T)
+        out["support"] = _prune(data, attn, keep)
+    else:
+        out["support"] = None
+    out["mass"] = _prune(data, attn, selected | (attn >= threshold))
+    if data.is_self_attention:
+        out["radius"] = None
+        out["radius_bounds"] = (
+            "not derived for self-attention (the query moves with its token); see robustness_radius"
+        )
+    else:
+        out["radius"] = _as_list(robustness_radius(data, Wt, svm=False).radius)
+        out["radius_bounds"] = RADIUS_BOUNDS
+    return out
+
+
+def _measurement_lines(rep: StudyReport) -> list[str]:
+    lines: list[str] = []
+    if rep.sparsity is not None:
+        s = rep.sparsity["summary"]
+        lines.append(
+            "measured attention mass, median over queries: "
+            + ", ".join(f"top-{k} {s[f'top{k}']['median']:.4g}" for k in TOP_K)
+        )
+    if rep.spectrum is not None:
+        sp = rep.spectrum
+        ranks = [
+            f"{name} {sp[key]['rank'] if sp[key] is not None else '—'}"
+            for key, name in (("W", "trained W"), ("fro", "W^mm"), ("nuc", "W^mm_*"))
+        ]
+        lines.append("measured numerical ranks (trained selection): " + ", ".join(ranks))
+    if rep.pruning is not None:
+        for key, label in (("support", "non-support tokens"), ("mass", "low-mass tokens")):
+            p = rep.pruning[key]
+            if p is None:
+                continue
+            ps = p["per_sequence"]
+            lines.append(
+                f"measured pruning of {label}: max dropped mass {max(ps['dropped_mass']):.3g}, "
+                f"output change {max(ps['output_change']):.3g}, prediction change "
+                f"{max(ps['prediction_change']):.3g}"
+            )
+    return lines
+
+
 _NO_ROWS = (
     "no constraint rows (every query sees a single token): W^mm = 0, every W is optimal, the "
     "max-min margin is unbounded (inf) and correlations with W^mm are undefined (None)"
@@ -327,6 +508,7 @@ def study(
     K: Any = None,
     Q: Any = None,
     max_lot_selections: int = 4096,
+    prune_threshold: float = 0.01,
     progress: bool = True,
 ) -> StudyReport:
     r"""Feasibility study of ``data``: Theorem 1, Att-SVM(opt), support tokens, ranks, LOTs,
@@ -348,6 +530,9 @@ def study(
     max_lot_selections : int, default 4096
         Enumerate locally optimal selections exactly when the selection space is at most this
         large; otherwise report the space and the cap (the count is then None).
+    prune_threshold : float in [0, 1], default 0.01
+        For trained weights, the second pruning drops the keys whose attention is below this
+        mass (the selected key is always kept).
     progress : bool, default True
         A progress bar over the steps (and inside the LOT enumeration).
 
@@ -359,12 +544,31 @@ def study(
         constraint rows (every query sees one token, :math:`W^{mm} = 0`) give the margin
         ``inf`` and correlations None, with a note.
 
+    Notes
+    -----
+    For trained weights the report holds three *measurements* (each labelled so in its
+    ``status``; none is a theorem): ``sparsity`` (mass on the top-1/2/3 keys per query),
+    ``spectrum`` (numerical rank and singular values of W against :math:`W^{mm}` and
+    :math:`W^{mm}_\star` of W's selection) and ``pruning``. Pruning keeps, per query, the
+    selected key :math:`\alpha_{ik}` and either the support tokens of Att-SVM of W's selection
+    (``support``) or the keys of attention :math:`\ge` ``prune_threshold`` (``mass``),
+    renormalizes the softmax over the kept keys, and measures the change of the attention
+    output :math:`o_{ik} = \sum_t s_{ikt} u_{it}` and of the prediction
+    :math:`Y_{ik} f_{ik} = \sum_t s_{ikt} \gamma_{ikt}`. With :math:`m_{ik}` the dropped
+    mass, :math:`o - o' = m_{ik}(o_D - o')` gives the bounds ``output_bound`` :math:`= m_{ik}
+    \max_{t,t'}\|u_{it} - u_{it'}\|` and ``prediction_bound`` :math:`= m_{ik}(\max_t
+    \gamma_{ikt} - \min_t \gamma_{ikt})`: as W saturates along :math:`W^{mm}` the dropped
+    mass, hence both changes, go to 0. ``radius`` is :func:`robustness_radius` of W
+    (cross-attention): it bounds token perturbations that keep the selection, not the output
+    change (``radius_bounds`` says so).
+
     Raises
     ------
     ProblemError
         ``data`` not a TokenData (or prompt-attention data without queries); ``W``, ``K``,
         ``Q`` of the wrong shape, not real and finite, or whose logits overflow;
-        ``max_lot_selections`` not an int >= 1; ``progress`` not a bool.
+        ``max_lot_selections`` not an int >= 1; ``prune_threshold`` not in [0, 1];
+        ``progress`` not a bool.
 
     Examples
     --------
@@ -401,6 +605,9 @@ def study(
             f"{float(np.abs(Wt).max()):.3g}); pass W at a smaller scale or rescale the data."
         )
     max_lot_selections = check_int(max_lot_selections, "max_lot_selections", low=1, where="study")
+    prune_threshold = check_real(
+        prune_threshold, "prune_threshold", low=0.0, high=1.0, where="study"
+    )
     progress = check_bool(progress, "progress", where="study")
     from tqdm.auto import tqdm
 
@@ -491,7 +698,7 @@ def study(
     timings[steps[3]] = time.perf_counter() - t0
     bar.update()
 
-    trained = None
+    trained = sparsity = spectrum = pruning = None
     attention: dict[str, np.ndarray] = {}
     if Wt is not None and trained_logits is not None:
         t0 = step(steps[4])
@@ -516,6 +723,20 @@ def study(
             "norm": float(np.linalg.norm(Wt)),
         }
         attention["trained"] = _softmax(data, Wt)
+        attn = attention["trained"].reshape(data.n, data.K, data.T)
+        sparsity = _sparsity(attn)
+        spectrum = _spectrum(Wt, svm_fro.W, None if svm_nuc is None else svm_nuc.W)
+        sup_mask = None
+        if svm_fro.W is not None:
+            sup_mask = support_from_result(
+                data,
+                np.asarray(sel).reshape(data.n, data.K),
+                svm_fro,
+                tol=1e-6,
+                dual_tol=1e-9,
+                warn=False,
+            ).mask
+        pruning = _pruning(data, Wt, attn, np.asarray(sel), sup_mask, prune_threshold)
         if svm_fro.W is not None:
             norm_svm = float(np.linalg.norm(svm_fro.W))
             if norm_svm == 0.0 and _NO_ROWS not in notes:
@@ -545,5 +766,8 @@ def study(
         trained=trained,
         timings=timings,
         notes=notes,
+        sparsity=sparsity,
+        spectrum=spectrum,
+        pruning=pruning,
         _attention=attention,
     )

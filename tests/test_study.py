@@ -144,3 +144,117 @@ def test_tied_trained_logits_are_noted() -> None:
     assert rep.trained is not None and rep.trained["selection"] == [0, 0, 0]
     assert rep.trained["corr_fro"] is None  # W = 0 has no direction
     assert any("ties the top logits of 3 of 3 queries" in n for n in rep.notes)
+
+
+# -- issue 24: the write-up's three claims, measured ------------------------------------------
+
+
+def _softmax_np(data: sg.TokenData, W: np.ndarray) -> np.ndarray:
+    """(n, K, T) softmax of x^T W z over the visible keys, computed here from scratch."""
+    logits = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
+    logits = np.where(data.visible, logits, -np.inf)
+    e = np.exp(logits - logits.max(axis=2, keepdims=True))
+    return e / e.sum(axis=2, keepdims=True)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_measurements_match_an_independent_numpy_computation(scale: float) -> None:
+    data = sg.random_data(3, 4, 5, seed=1)
+    opt = sg.optimal_tokens(data)
+    W = scale * sgt.oracle_att_svm(data, opt, "fro").W
+    rep = sg.study(data, W=W, prune_threshold=0.05, progress=False)
+    s = _softmax_np(data, W)
+    # (a) top-k mass
+    assert rep.sparsity is not None and "not a theorem" in rep.sparsity["status"]
+    for k in (1, 2, 3):
+        expected = np.array([[sorted(q, reverse=True)[:k] for q in seq] for seq in s]).sum(axis=2)
+        np.testing.assert_allclose(rep.sparsity[f"top{k}"], expected, rtol=1e-12, atol=1e-15)
+    # (b) ranks and singular-value profiles against the SVMs of W's selection (= opt here)
+    sp = rep.spectrum
+    assert sp is not None and "not a theorem" in sp["status"]
+    for key, M in (
+        ("W", W),
+        ("fro", sgt.oracle_att_svm(data, opt, "fro").W),
+        ("nuc", sgt.oracle_att_svm(data, opt, "nuc").W),
+    ):
+        sv = np.linalg.svd(M, compute_uv=False)
+        assert sp[key]["rank"] == int(np.sum(sv > 1e-6 * sv[0])), key
+        np.testing.assert_allclose(sp[key]["profile"], sv / sv[0], atol=1e-5)
+    # (c) pruning the non-support tokens: keep alpha and the tokens of margin 1
+    p = rep.pruning
+    assert p is not None and "not a theorem" in p["status"]
+    Wmm = sgt.oracle_att_svm(data, opt, "fro").W
+    xa = data.X[np.arange(3), opt]
+    margin = np.einsum("ntd,de,ne->nt", xa[:, None] - data.X, Wmm, data.Z)
+    keep = np.isclose(margin, 1.0, atol=1e-5)
+    keep[np.arange(3), opt] = True
+    gamma = data.Y[:, None] * (data.X @ data.v)
+    for name, kept in (("support", keep), ("mass", s[:, 0] >= 0.05)):
+        kept = kept.copy()
+        kept[np.arange(3), opt] = True
+        s0 = s[:, 0]
+        sk = np.where(kept, s0, 0.0)
+        sk = sk / sk.sum(axis=1, keepdims=True)
+        d_out = np.linalg.norm(np.einsum("nt,ntd->nd", s0 - sk, data.X), axis=1)
+        d_pred = np.abs(((s0 - sk) * gamma).sum(axis=1))
+        got = p[name]
+        assert got["kept"] == kept.sum(axis=1, keepdims=True).tolist()
+        np.testing.assert_allclose(np.ravel(got["output_change"]), d_out, atol=1e-12)
+        np.testing.assert_allclose(np.ravel(got["prediction_change"]), d_pred, atol=1e-12)
+        np.testing.assert_allclose(np.ravel(got["dropped_mass"]), (s0 * ~kept).sum(axis=1))
+        # the claimed bounds hold (up to round-off)
+        assert np.all(np.ravel(got["output_change"]) <= np.ravel(got["output_bound"]) + 1e-12)
+        assert np.all(
+            np.ravel(got["prediction_change"]) <= np.ravel(got["prediction_bound"]) + 1e-12
+        )
+        np.testing.assert_allclose(got["per_sequence"]["output_change"], d_out, atol=1e-12)
+    np.testing.assert_allclose(p["radius"], sg.robustness_radius(data, W, svm=False).radius)
+    assert "not pruning" in p["radius_bounds"]
+    md = rep.to_markdown()
+    assert "Measurements (not theorems)" in md and "measured pruning of non-support" in md
+
+
+def test_pruning_non_support_tokens_at_a_saturated_W_changes_nothing_measurable() -> None:
+    data = sg.random_data(4, 5, 6, seed=3)
+    opt = sg.optimal_tokens(data)
+    Wmm = sgt.oracle_att_svm(data, opt, "fro").W
+    changes = []
+    for scale in (2.0, 8.0, 32.0):
+        p = sg.study(data, W=scale * Wmm, progress=False).pruning
+        assert p is not None and p["support"] is not None
+        bound = np.asarray(p["support"]["output_bound"])
+        change = np.asarray(p["support"]["output_change"])
+        assert np.all(change <= bound + 1e-12)
+        changes.append(change.max())
+    # non-support tokens have margin > 1: their mass, hence the change, vanishes with the scale
+    assert changes[0] > changes[1] >= changes[2]
+    assert changes[2] <= 1e-12  # round-off: the dropped mass is exp(-32 * (margin - 1))-small
+
+
+def test_measurements_for_several_queries_and_self_attention() -> None:
+    data = sg.random_data(3, 4, 6, n_queries=2, seed=0)
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(6, 6))
+    rep = sg.study(data, W=W, progress=False)
+    assert rep.sparsity is not None and np.shape(rep.sparsity["top1"]) == (3, 2)
+    s = _softmax_np(data, W)
+    np.testing.assert_allclose(rep.sparsity["top1"], s.max(axis=2), rtol=1e-12)
+    assert rep.pruning is not None and np.shape(rep.pruning["mass"]["output_change"]) == (3, 2)
+    assert len(rep.pruning["mass"]["per_sequence"]["output_change"]) == 3
+    X = np.random.default_rng(2).normal(size=(3, 4, 5))
+    self_data = sg.TokenData(X, query=0, v=np.ones(5))
+    rep = sg.study(self_data, W=np.eye(5), progress=False)
+    assert rep.pruning is not None and rep.pruning["radius"] is None
+    assert "self-attention" in rep.pruning["radius_bounds"]
+
+
+def test_without_trained_weights_there_is_nothing_to_measure() -> None:
+    rep = sg.study(sg.random_data(3, 4, 5, seed=1), progress=False)
+    assert rep.sparsity is None and rep.spectrum is None and rep.pruning is None
+    assert "Measurements" not in rep.to_markdown()
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "x", float("nan")])
+def test_bad_prune_threshold_is_a_clear_error(bad: object) -> None:
+    with pytest.raises(sg.ProblemError, match="'prune_threshold' parameter of study"):
+        sg.study(sg.random_data(3, 4, 5, seed=1), W=np.eye(5), prune_threshold=bad, progress=False)  # type: ignore[arg-type]

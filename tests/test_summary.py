@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import html
+import importlib
+import pkgutil
+import re
 from html.parser import HTMLParser
 
 import numpy as np
@@ -12,6 +17,7 @@ import pytest
 import svmgeo as sg
 from svmgeo._summary import _fields, brief, summarized
 from svmgeo._summary import _repr as _summary_repr
+from svmgeo._summary import _summary as _summary_fields
 
 DATA = sg.random_data(20, 10, 20, seed=0)
 ALPHA = sg.optimal_tokens(DATA)
@@ -123,3 +129,117 @@ def test_every_summarized_public_class_has_an_html_repr() -> None:
     assert summarized_classes  # the decorator is in use
     for cls in summarized_classes:
         assert callable(getattr(cls, "_repr_html_", None)), cls.__name__
+
+
+# -- issue 24: every public result has an HTML repr ------------------------------------------
+
+
+def _public_dataclasses() -> list[type]:
+    """The dataclasses named in ``svmgeo.__all__`` and in each public subpackage's ``__all__``."""
+    modules = [sg] + [
+        importlib.import_module(f"svmgeo.{m.name}")
+        for m in pkgutil.iter_modules(sg.__path__)
+        if not m.name.startswith("_")
+    ]
+    found = {
+        obj
+        for module in modules
+        for name in getattr(module, "__all__", ())
+        if isinstance(obj := getattr(module, name, None), type) and dataclasses.is_dataclass(obj)
+    }
+    return sorted(found, key=lambda c: (c.__module__, c.__qualname__))
+
+
+HOSTILE = "<script>alert('x')</script> & \"q\""
+
+
+def _real_instances() -> dict[type, object]:
+    """Real instances of the classes whose HTML includes a summary() of their own."""
+    from svmgeo.experiments import ReproduceResult, SweepResult
+
+    data = sg.random_data(3, 4, 5, seed=1)
+    opt = sg.optimal_tokens(data)
+    svm = sg.att_svm(data, opt)
+    X = np.array([[[0, 0], [1, 1]], [[0, 0], [1, -1]], [[0, 0], [0.5, 1.5]]])
+    joint = sg.TokenData(X, Y=[1, -1, 1], v=[0.0, 1.0], Z=np.ones((3, 2)))
+    sweep = SweepResult([{"status": "ok", "a": HOSTILE}], ["a"], None, 1, 1, 0, 0, 0.0)
+    out: dict[type, object] = {
+        sg.SVMResult: svm,
+        type(svm.constraints): svm.constraints,
+        sg.FeasibilityResult: sg.feasibility(data, opt),
+        type(sg.joint_svm(joint)): sg.joint_svm(joint),
+        type(sg.locally_optimal_selections(SMALL)): sg.locally_optimal_selections(SMALL),
+        ReproduceResult: ReproduceResult(HOSTILE, True, (), (), {"h": HOSTILE}, 0, sweep),
+        SweepResult: sweep,
+        sg.StudyReport: sg.study(data, W=5.0 * svm.W, progress=False),
+        type(sg.verify(data, n_steps=20, backend="numpy")): sg.verify(
+            data, n_steps=20, backend="numpy"
+        ),
+    }
+    if svm.certificate is not None:
+        out[type(svm.certificate)] = svm.certificate
+    return out
+
+
+def _hostile_instance(cls: type) -> object:
+    """An instance whose every field is a string needing escapes (no __init__ runs)."""
+    obj = object.__new__(cls)
+    for f in dataclasses.fields(cls):
+        object.__setattr__(obj, f.name, HOSTILE)
+    return obj
+
+
+def _own_summary(cls: type) -> bool:
+    own = getattr(cls, "summary", None)
+    return callable(own) and own is not _summary_fields
+
+
+def test_every_public_result_has_a_well_formed_escaped_html_repr() -> None:
+    classes = _public_dataclasses()
+    assert sg.StudyReport in classes and sg.SVMResult in classes  # the walk finds them
+    real = _real_instances()
+    missing = [c.__name__ for c in classes if not callable(getattr(c, "_repr_html_", None))]
+    assert missing == []
+    needs_real = [c.__name__ for c in classes if _own_summary(c) and c not in real]
+    assert needs_real == []  # an own summary() needs a real instance here
+    for cls in classes:
+        obj = real[cls] if cls in real else _hostile_instance(cls)
+        markup = obj._repr_html_()  # type: ignore[attr-defined]
+        text = _parsed(markup)  # well formed: every tag closed in order
+        assert markup.startswith('<div class="svmgeo-result">'), cls.__name__
+        assert type(obj).__name__ in text
+        assert "<script>" not in markup, cls.__name__  # escaped, whatever the fields hold
+        if cls not in real:
+            assert markup.count("<tr>") == len(_fields(obj)), cls.__name__
+            assert "&lt;script&gt;" in markup and "<script>" in text
+
+
+@pytest.mark.parametrize("which", ["study", "verify"])
+def test_study_and_verify_html_embed_their_figure(which: str) -> None:
+    pytest.importorskip("matplotlib")
+    data = sg.random_data(3, 4, 5, seed=1)
+    if which == "study":
+        W = sg.att_svm(data, sg.optimal_tokens(data)).W
+        rep: object = sg.study(data, W=5.0 * W, progress=False)
+        n_figures = 2  # margins and attention
+    else:
+        rep = sg.verify(data, n_steps=20, backend="numpy")
+        n_figures = 1
+    markup = rep._repr_html_()  # type: ignore[attr-defined]
+    _parsed(markup)
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', markup)
+    assert len(images) == n_figures
+    for b64 in images:
+        assert base64.b64decode(b64).startswith(b"\x89PNG\r\n\x1a\n")
+    assert html.escape(rep.summary()) in markup  # type: ignore[attr-defined]
+
+
+def test_html_is_text_only_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    data = sg.random_data(3, 4, 5, seed=1)
+    rep = sg.study(data, W=np.eye(5), progress=False)
+    markup = rep._repr_html_()
+    assert "<img" not in markup and html.escape(rep.summary()) in markup
+    _parsed(markup)

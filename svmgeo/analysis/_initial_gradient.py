@@ -91,6 +91,11 @@ class InitialGradient:
             raise ProblemError("in_cone needs W_mm: Att-SVM(opt) is infeasible for this data.")
         return in_cone(W, self.W_mm, mu, R)
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def _loss_bounds(loss: str, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""``(M0, M1)``: :math:`\sup|\ell'|` and :math:`\sup|\ell''|` over :math:`u \in [lo, hi]`."""

@@ -79,6 +79,11 @@ class LossSpec:
     sup_d2: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     log_abs_d1: Fn | None = None
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 LOSS_SPECS: dict[str, LossSpec] = {
     "logistic": LossSpec(

@@ -52,6 +52,11 @@ class Experiment:
     summarize: Callable[[Rows], tuple[dict[str, Any], Rows]]
     plot: Callable[[Rows, Rows, Path], list[Path]]
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 #: The registered experiments by name, in registration (the paper's) order.
 EXPERIMENTS: dict[str, Experiment] = {}

@@ -357,6 +357,11 @@ class SweepResult:
             f"elapsed={self.elapsed:.3g}{where})"
         )
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 # ---------------------------------------------------------------------------------------
 # the runner

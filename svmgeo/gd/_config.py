@@ -165,6 +165,11 @@ class Optimizer:
     min_steps: int
     messages: Mapping[StopStatus, str] = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 _SHARED = ("loss", "head", "v", "V", "lam", "step_size", "normalized", "n_steps",
            "record_every", "init", "backend")  # fmt: skip
@@ -603,3 +608,8 @@ class GDConfig:
     def cadence(self) -> int:
         """The record cadence actually used."""
         return self.record_every if self.record_every is not None else max(1, self.n_steps // 100)
+
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)

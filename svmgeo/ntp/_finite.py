@@ -69,6 +69,11 @@ class FiniteComponent:
         coef = np.einsum("rab,ab->r", self.basis, W)
         return np.einsum("r,rab->ab", coef, self.basis)
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def finite_component(
     data: NextTokenData, *, loss: str = "ce", tol: float = 1e-9

@@ -50,6 +50,11 @@ class TokenPriorityGraph:
     def same_component(self, i: int, j: int) -> bool:
         return bool(self.component[i] == self.component[j])
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def _topological_ranks(dag: sp.csr_matrix) -> np.ndarray:
     """Kahn's algorithm on the condensation; raises if it has a cycle (it cannot)."""

@@ -52,6 +52,11 @@ class NTPVerification:
     top_mass: float
     R: float
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def verify_ntp(
     data: NextTokenData,

@@ -75,6 +75,11 @@ class FaceAlignment:
     tol: float
     status: str
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 @dataclass(frozen=True)
 class FaceUniqueness:
@@ -104,6 +109,11 @@ class FaceUniqueness:
     W_max: np.ndarray
     W_min: np.ndarray
     tol: float
+
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
 
 
 def _geometry(res: SVMResult, where: str) -> NormGeometry:

@@ -190,6 +190,11 @@ class NormEntry:
                 )
             )
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 # -- scale --------------------------------------------------------------------------------------
 SCALE_BAND = 2.0**20

@@ -104,6 +104,11 @@ class Certificate:
         verdict = "passed" if self.passed else f"FAILED ({'; '.join(self.failures)})"
         return f"{verdict}, worst residual {self.worst:.1e} (tol {self.tol:.0e})"
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def _shape(x: np.ndarray | None) -> str:
     return "None" if x is None else str(tuple(np.shape(x)))
@@ -238,6 +243,11 @@ class SVMResult:
             )
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 @dataclass(frozen=True, repr=False)
 class FeasibilityResult:
@@ -315,6 +325,11 @@ class FeasibilityResult:
                 f"  message  {self.message}",
             ]
         )
+
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
 
 
 class _Norm(Protocol):

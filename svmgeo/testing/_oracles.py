@@ -76,6 +76,11 @@ class OracleResult:
     objective: float | None
     status: str
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def oracle_att_svm(
     data: sg.TokenData,

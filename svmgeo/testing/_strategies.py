@@ -125,6 +125,11 @@ class Case:
         value = f"{self!r}.data" if target == "data" else repr(self)
         return f"import svmgeo.testing; {target} = {value}"
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 def n_queries(kind: str, T: int, K: int) -> int:
     """Queries per sequence of an attention kind (``"masked"`` counts as K given queries or T)."""

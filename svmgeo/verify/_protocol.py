@@ -63,6 +63,11 @@ class Prediction:
     of: str = "theta"
     candidate: bool = True
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
+
 
 @dataclass(frozen=True, eq=False)
 class Comparison:
@@ -87,6 +92,11 @@ class Comparison:
     finals: dict[str, float]
     closest: str | None
     threshold: float
+
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from .._summary import html_summary
+
+        return html_summary(self)
 
 
 def correlation_curve(iterates: np.ndarray, prediction: Prediction) -> np.ndarray:

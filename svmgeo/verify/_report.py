@@ -264,6 +264,14 @@ class VerifyReport:
         """The report as a table (what ``print(report)`` shows)."""
         return str(self)
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the field table, the report and its figure (a PNG; text only without
+        matplotlib)."""
+        from .._summary import html_figures, html_summary
+        from ..plot import plot_verify
+
+        return html_summary(self, figures=html_figures(lambda d: [plot_verify(self, d / "v.png")]))
+
     def __str__(self) -> str:
         def num(x: float | None, fmt: str = ".6f") -> str:
             if x is None or not math.isfinite(x):
