@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The measured table of docs/optimizers.md: which SVM each optimizer's W ends closest to.
 
+A thin caller of the ``optimizers`` experiment (``svmgeo reproduce optimizers``, which adds the
+spectral SVM, the optimal faces, (K, Q) and seeds 0-9); this table keeps its four seeds.
+
 For ``random_data(6, 8, 10)`` seeds 0-3 and each optimizer, train W from zero, take the final
 selection (the most probable key of every query), solve the Frobenius, nuclear, l1, l1.5 and
 l_inf Att-SVMs of that selection, and print the correlation of the final W with each (and the
@@ -13,64 +16,39 @@ largest). ``--check`` compares the printed rows with the table in docs/optimizer
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 import svmgeo as sg
+from svmgeo.experiments.optimizers import OPTIMIZERS, closest, final_run, svm_correlations
+from svmgeo.experiments.optimizers import SVMS as OPT_SVMS
 from svmgeo.gd import RiskOracle
 
 SEEDS = (0, 1, 2, 3)
 N_STEPS = 3000
-STEP = 0.1
-SVMS = {
-    "fro": "fro",
-    "nuc": "nuc",
-    "l1": ("lp", 1.0),
-    "l1.5": ("lp", 1.5),
-    "linf": ("lp", math.inf),
-}
-OPTIMIZERS: dict[str, dict[str, object]] = {
-    "gd": {"optimizer": "gd"},
-    "sign": {"optimizer": "sign"},
-    "steepest 1.5": {"optimizer": ("steepest", 1.5)},
-    "spectral": {"optimizer": "spectral"},
-    "muon 0.9": {"optimizer": "spectral", "spectral_momentum": 0.9},
-    "adam": {"optimizer": "adam"},
-    "adam eps=0": {"optimizer": "adam", "adam_eps": 0.0},
-    "mirror 1.5": {"optimizer": "mirror", "exponent": 1.5, "normalized": True},
-}
+#: The SVMs of this table (no spectral column; correlations with the returned solutions).
+SVMS = {k: OPT_SVMS[k] for k in ("fro", "nuc", "l1", "l1.5", "linf")}
 DOC = Path(__file__).resolve().parents[1] / "docs" / "optimizers.md"
 BEGIN, END = "<!-- optimizers_table begin -->", "<!-- optimizers_table end -->"
 
 
 def rows() -> list[str]:
-    """The table's markdown rows (header first)."""
+    """The table's markdown rows (header first), from the ``optimizers`` experiment's
+    :func:`~svmgeo.experiments.optimizers.final_run` and ``svm_correlations``."""
     out = [
         "| optimizer | seed | " + " | ".join(SVMS) + " | closest |",
         "|---" * (len(SVMS) + 3) + "|",
     ]
     for seed in SEEDS:
         data = sg.random_data(6, 8, 10, seed=seed)
-        oracle = RiskOracle(data)
-        svms: dict[tuple[str, bytes], np.ndarray] = {}
-        for name, kw in OPTIMIZERS.items():
-            run = sg.train(data, n_steps=N_STEPS, step_size=STEP, **kw)  # type: ignore[arg-type]
-            assert run.W is not None
-            alpha = oracle(run.W).selected.reshape(data.selection_shape)
-            corr = {}
-            for label, norm in SVMS.items():
-                key = (label, alpha.tobytes())
-                if key not in svms:
-                    res = sg.att_svm(data, alpha, norm=norm)  # type: ignore[arg-type]
-                    svms[key] = res.W if res.success and res.W is not None else np.zeros(0)
-                W_svm = svms[key]
-                corr[label] = sg.correlation(run.W, W_svm) if W_svm.size else math.nan
-            best = max(corr, key=lambda k: -math.inf if math.isnan(corr[k]) else corr[k])
+        cache: dict[tuple[str, bytes], object] = {}
+        for name in OPTIMIZERS:
+            W, alpha = final_run(data, name, n_steps=N_STEPS)
+            corr, _ = svm_correlations(data, W, alpha, SVMS, face=frozenset(), cache=cache)
             cells = " | ".join(f"{corr[k]:.3f}" for k in SVMS)
-            out.append(f"| {name} | {seed} | {cells} | {best} |")
+            out.append(f"| {name} | {seed} | {cells} | {closest(corr)} |")
     return out
 
 

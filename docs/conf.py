@@ -60,6 +60,7 @@ PACKAGES = {
     "svmgeo.ntp": "next-token prediction: token-priority graphs and Graph-SVM",
     "svmgeo.experiments": "the paper's experiments, sweeps and stored results",
     "svmgeo.testing": "hypothesis strategies, oracles and certificate checks",
+    "svmgeo.atlas": "the atlas of correspondences: statuses, citations and the generated page",
 }
 autosummary_generate = True
 autosummary_imported_members = True

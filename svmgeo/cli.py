@@ -614,6 +614,30 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if result.n_errors else 0
 
 
+def _cmd_atlas(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .atlas import atlas_markdown
+
+    page = atlas_markdown()
+    if args.check is not None:
+        path = Path(args.check)
+        current = path.read_text() if path.is_file() else None
+        if current != page:
+            why = "missing" if current is None else "not what generation gives now"
+            print(f"svmgeo atlas --check: {path} is {why}; run 'svmgeo atlas --write "
+                  f"{path}' and commit it", file=sys.stderr)  # fmt: skip
+            return 1
+        print(f"svmgeo atlas --check: {path} is current")
+        return 0
+    if args.write is not None:
+        Path(args.write).write_text(page)
+        print(f"wrote {args.write}")
+        return 0
+    print(page, end="")
+    return 0
+
+
 def _plain(value: Any) -> Any:
     """JSON-safe: numpy scalars to Python, non-finite floats to None (valid JSON, no NaN)."""
     if isinstance(value, dict):
@@ -993,6 +1017,29 @@ def build_parser() -> argparse.ArgumentParser:
         default_out="svmgeo-results",
         out_help="output directory for tables/figures (created if missing)",
         retry_errors=False,
+    )
+    p = _add_command(
+        sub,
+        "atlas",
+        "the atlas of correspondences (model x optimizer -> predicted SVM, status, measured "
+        "evidence), generated from runs (docs/atlas.md)",
+        "svmgeo atlas --check",
+        _cmd_atlas,
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--write",
+        nargs="?",
+        const="docs/atlas.md",
+        metavar="FILE",
+        help="write the page to FILE (default docs/atlas.md) instead of printing it",
+    )
+    group.add_argument(
+        "--check",
+        nargs="?",
+        const="docs/atlas.md",
+        metavar="FILE",
+        help="exit 1 when FILE (default docs/atlas.md) is not what generation gives now",
     )
     return parser
 

@@ -33,6 +33,9 @@ from . import mirror, ntp  # noqa: F401  # isort: skip
 # the companion paper's experiments (Tarzanagh, Li, Zhang, Oymak 2023)
 from . import companion_single, companion_multi, companion_joint, companion_losses  # noqa: F401  # isort: skip
 
+# the optimizer picks the norm (issue #23)
+from . import optimizers  # noqa: F401  # isort: skip
+
 __all__ = [
     "Experiment",
     "ReproduceResult",

@@ -158,7 +158,8 @@ def list_experiments() -> list[str]:
         \texttt{gensvm}, \texttt{concave}\}
 
     then the later papers' (``mirror``, ``ntp``) and the companion paper's
-    (``companion_single``, ``companion_multi``, ``companion_joint``, ``companion_losses``).
+    (``companion_single``, ``companion_multi``, ``companion_joint``, ``companion_losses``),
+    then ``optimizers`` (issue #23).
 
     Returns
     -------

@@ -23,6 +23,8 @@ from ._beyond_checks import BEYOND_CHECKS, BEYOND_COLUMNS
 NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave", "mirror", "ntp"]
 # the companion paper's experiments (tested in test_companion.py), registered after NAMES
 COMPANION = ["companion_single", "companion_multi", "companion_joint", "companion_losses"]
+# issue #23's, registered last (tested in test_optimizers_exp.py)
+LATER = ["optimizers"]
 
 COLUMNS = {
     "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
@@ -82,7 +84,11 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
 
 def test_list_prints_one_name_per_line(capsys):
     assert main(["reproduce", "--list"]) == 0
-    assert capsys.readouterr().out.split("\n")[:-1] == sg.list_experiments() == NAMES + COMPANION
+    assert (
+        capsys.readouterr().out.split("\n")[:-1]
+        == sg.list_experiments()
+        == NAMES + COMPANION + LATER
+    )
 
 
 def test_unknown_name_fails_and_lists_names(capsys, tmp_path):
@@ -316,7 +322,7 @@ def test_a_new_experiment_is_one_registered_module(tmp_path, monkeypatch):
     assert register(toy) is toy
     with pytest.raises(sg.ProblemError, match="registered already"):
         register(toy)
-    assert sg.list_experiments() == [*NAMES, *COMPANION, "toy"]
+    assert sg.list_experiments() == [*NAMES, *COMPANION, *LATER, "toy"]
     res = sg.reproduce("toy", quick=True, out=tmp_path, workers=0, progress=False)
     assert res.headline == {"sum of totals": 1.5 + 2.5}
     assert res.figures == (tmp_path / "toy-quick.png",) and res.sweep.n_trials == 2

@@ -1,0 +1,350 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""The atlas of correspondences: every (model, optimizer) → predicted SVM that svmgeo knows,
+with its status and the measured evidence (issue #23; ``docs/atlas.md``, ``svmgeo atlas``).
+
+.. math::
+
+    \underbrace{\text{attention map} \times \text{parameterization} \times
+    \text{optimizer}}_{\text{training side}} \;\longrightarrow\;
+    \underbrace{(\text{norm}, \text{rows})}_{\text{predicted SVM}}
+
+:data:`CORRESPONDENCES` is the source of truth for statuses and citations (a declarative
+table); the evidence is computed when the page is generated, by the quick ``optimizers``
+experiment (:mod:`svmgeo.experiments.optimizers`: fixed seeds, correlations rounded to three
+decimals), so :func:`atlas_markdown` is deterministic and ``svmgeo atlas --check`` can tell
+whether ``docs/atlas.md`` is current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import ProblemError
+from ._validation import check_option
+
+__all__ = [
+    "CORRESPONDENCES",
+    "STATUSES",
+    "Correspondence",
+    "atlas_markdown",
+    "evidence_rows",
+]
+
+#: The statuses of a correspondence.
+STATUSES = ("theorem", "conjecture", "refuted", "open")
+
+#: Rows of the softmax Att-SVM of a selection α, in the atlas's words.
+_ATT_ROWS = "(x_iα_i − x_it)ᵀ W z_i ≥ 1, t ≠ α_i (α: the final selection)"
+_QUICK = "svmgeo reproduce optimizers --quick"
+
+
+@dataclass(frozen=True)
+class Correspondence:
+    """One correspondence: a trained model and the SVM the theory says its direction tends to.
+
+    ``evidence`` names the runs of the ``optimizers`` experiment that measure it, as
+    ``(param, optimizer label)`` pairs (empty: measured elsewhere, by ``command``);
+    ``svm`` is the label of the predicted SVM among the experiment's ``SVMS`` (``None``: not
+    among them, or no prediction).
+    """
+
+    attention: str
+    param: str
+    optimizer: str
+    norm: str
+    rows: str
+    status: str
+    where: str
+    command: str
+    svm: str | None = None
+    evidence: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        check_option(self.status, "status", STATUSES, where="Correspondence")
+
+
+#: Every correspondence svmgeo knows, with its status and where it is proved (the source of
+#: truth of ``docs/atlas.md``).
+CORRESPONDENCES: tuple[Correspondence, ...] = (
+    Correspondence(
+        "softmax",
+        "W",
+        "GD (normalized)",
+        "Frobenius",
+        _ATT_ROWS,
+        "theorem",
+        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorems 4-5: locally, "
+        "from the cone of a LOT; globally under conditions: Vasudeva, Deora, Thrampoulidis 2024",
+        _QUICK,
+        "fro",
+        (("W", "gd"),),
+    ),
+    Correspondence(
+        "softmax",
+        "(K, Q)",
+        "GD (normalized)",
+        "nuclear (Att-SVM⋆)",
+        _ATT_ROWS,
+        "conjecture",
+        "arXiv:2308.16898: a theorem for the regularization path (Theorem 2); for GD a "
+        "conjecture from its experiments",
+        _QUICK,
+        "nuc",
+        (("KQ", "gd"),),
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "ℓp mirror descent",
+        "entrywise ℓp",
+        _ATT_ROWS,
+        "theorem",
+        "Julistiono, Tarzanagh, Azizan 2024 (arXiv:2410.14581), main result (docs/beyond.md); "
+        "also `svmgeo reproduce mirror`",
+        _QUICK,
+        "l1.5",
+        (("W", "mirror 1.5"),),
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "steepest descent, entrywise ℓq",
+        "entrywise ℓq",
+        _ATT_ROWS,
+        "conjecture",
+        "theorem for linear models (Gunasekar, Lee, Soudry, Srebro 2018); open for attention",
+        _QUICK,
+        "l1.5",
+        (("W", "steepest 1.5"),),
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "sign descent",
+        "entrywise ℓ∞",
+        _ATT_ROWS,
+        "conjecture",
+        "theorem for multiclass linear models (Fan, Schmidt, Thrampoulidis 2025); open for "
+        "attention",
+        _QUICK,
+        "linf",
+        (("W", "sign"),),
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "Adam (ε = 1e-8 and ε = 0)",
+        "entrywise ℓ∞",
+        _ATT_ROWS,
+        "conjecture",
+        "theorem for multiclass linear models in Adam's scale-free regime (Fan, Schmidt, "
+        "Thrampoulidis 2025); open for attention",
+        _QUICK,
+        "linf",
+        (("W", "adam"), ("W", "adam eps=0")),
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "spectral descent, Muon (μ = 0.9)",
+        "spectral",
+        _ATT_ROWS,
+        "conjecture",
+        "2025 follow-ups on spectral descent / Muon for linear models; open for attention",
+        _QUICK,
+        "spectral",
+        (("W", "spectral"), ("W", "muon 0.9")),
+    ),
+    Correspondence(
+        "softmax",
+        "(K, Q)",
+        "sign descent, spectral descent, Adam",
+        "none predicted",
+        _ATT_ROWS,
+        "open",
+        "no statement known to svmgeo; measured only",
+        _QUICK,
+        None,
+        (("KQ", "sign"), ("KQ", "spectral"), ("KQ", "adam")),
+    ),
+    Correspondence(
+        "linear",
+        "W",
+        "GD",
+        "Frobenius",
+        "(Σ_t γ_ikt x_it)ᵀ W z_ik ≥ 1, one per query",
+        "theorem",
+        "Y f is linear in W: Soudry et al. 2018; normalized GD: Nacson et al. 2019 "
+        "(docs/attention-maps.md)",
+        "sg.verify(data, attention='linear')",
+    ),
+    Correspondence(
+        "sigmoid",
+        "W",
+        "GD",
+        "Frobenius",
+        "π_ikt x_itᵀ W z_ik ≥ 1, π the final sign pattern",
+        "conjecture",
+        "svmgeo's (docs/attention-maps.md)",
+        "sg.verify(data, attention='sigmoid')",
+    ),
+    Correspondence(
+        "relu",
+        "W",
+        "GD",
+        "Frobenius (a KKT point)",
+        "(Σ_{t∈A} γ_ikt x_it)ᵀ W z_ik ≥ 1, ±x_itᵀ W z_ik ≥ 0 at the final active pattern A",
+        "theorem",
+        "homogeneous models: Lyu & Li 2020; Ji & Telgarsky 2020 (docs/attention-maps.md)",
+        "sg.verify(data, attention='relu')",
+    ),
+    Correspondence(
+        "prompt (x_tᵀ p)",
+        "p (and the head)",
+        "GD, joint head training",
+        "p-SVM / relaxed SVM",
+        "(x_iα_i − x_it)ᵀ p ≥ 1 (docs/companion.md)",
+        "theorem",
+        "Tarzanagh, Li, Zhang, Oymak 2023 (arXiv:2306.13596), under its hypotheses",
+        "svmgeo reproduce companion_single --quick",
+    ),
+    Correspondence(
+        "softmax, next-token risk",
+        "W",
+        "GD",
+        "Graph-SVM + a finite component",
+        "SCC rows of the token graph; equality rows inside each SCC (docs/beyond.md)",
+        "theorem",
+        "[NTP] (arXiv:2403.08081), under the conditions it states (docs/beyond.md)",
+        "svmgeo reproduce ntp --quick",
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "local regularization path on a ball",
+        "Frobenius (W^mm_α)",
+        _ATT_ROWS,
+        "refuted",
+        "stated in arXiv:2308.16898, App. E.1; false as read: svmgeo's counterexample "
+        "(tests/analysis/test_regpath.py::test_ball_counterexample_and_sphere_path)",
+        "python -m pytest tests/analysis/test_regpath.py -k ball",
+    ),
+)
+
+
+def evidence_rows(quick: bool = True) -> list[dict[str, Any]]:
+    """The trial rows of the ``optimizers`` experiment (quick: seeds 0–1, 1000 steps), run in
+    this process in grid order (deterministic)."""
+    from .experiments.optimizers import grid, trial
+
+    return [dict(params, **trial(**params)) for params in grid(quick)]
+
+
+def _fmt(x: float) -> str:
+    return "-" if x != x else f"{x:.3f}"
+
+
+def atlas_markdown(rows: Sequence[dict[str, Any]] | None = None) -> str:
+    r"""The atlas page (``docs/atlas.md``) as markdown.
+
+    .. math::
+
+        \text{one line per } c \in \texttt{CORRESPONDENCES}:\ (\text{model}, \text{optimizer})
+        \to (\text{norm}, \text{rows}),\ \text{status},\ \text{where},\ \text{evidence}
+
+    Parameters
+    ----------
+    rows : sequence of dict, optional
+        Trial rows of the ``optimizers`` experiment; default :func:`evidence_rows` (the quick
+        runs, computed now: about 15-30 s).
+
+    Returns
+    -------
+    str
+        The page, ending with a newline.
+
+    Raises
+    ------
+    ProblemError
+        A correspondence names runs that ``rows`` lack.
+    """
+    from .experiments.optimizers import FACE_SVMS, SVMS
+
+    rows = evidence_rows() if rows is None else list(rows)
+    by_run: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_run.setdefault((r["param"], r["optimizer"]), []).append(r)
+    for c in CORRESPONDENCES:
+        missing = [run for run in c.evidence if run not in by_run]
+        if missing:
+            raise ProblemError(
+                f"atlas_markdown: 'rows' has no runs {missing} for the correspondence "
+                f"{c.optimizer!r} on {c.param!r}; pass the rows of the optimizers experiment "
+                "(evidence_rows()) or leave 'rows' out."
+            )
+    seeds = sorted({r["seed"] for r in rows})
+    steps = sorted({r["n_steps"] for r in rows})
+    out = [
+        "# Atlas of correspondences",
+        "",
+        "<!-- GENERATED by `svmgeo atlas` from svmgeo/atlas.py (statuses, citations) and the quick",
+        "optimizers experiment (evidence); do not edit: run `svmgeo atlas --write` and commit. CI runs",
+        "`svmgeo atlas --check`. -->",
+        "",
+        "Every correspondence svmgeo knows: a model (attention map × parameterization) trained by "
+        "an optimizer on one side, the SVM its direction is predicted to tend to (norm, rows) on "
+        "the other, with its status — *theorem* (and where it is proved), *conjecture*, *refuted* "
+        "(by a counterexample svmgeo found) or *open* (no prediction; measured only). The table "
+        "of statuses is `svmgeo.atlas.CORRESPONDENCES`; the evidence below is measured when the "
+        "page is generated.",
+        "",
+        "## Correspondences",
+        "",
+        "| # | attention | param | optimizer | predicted SVM (norm) | rows | status | where | "
+        "evidence: closest SVM per seed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k, c in enumerate(CORRESPONDENCES, 1):
+        if c.evidence:
+            ev = "; ".join(
+                f"{param} {name}: " + " ".join(r["closest"] for r in
+                                               sorted(by_run[(param, name)], key=lambda r: r["seed"]))
+                for param, name in c.evidence
+            )  # fmt: skip
+        else:
+            ev = f"`{c.command}`"
+        out.append(
+            f"| {k} | {c.attention} | {c.param} | {c.optimizer} | {c.norm} | {c.rows} | "
+            f"**{c.status}** | {c.where} | {ev} |"
+        )
+    labels = " | ".join(f"{s}{' (face)' if s in FACE_SVMS else ''}" for s in SVMS)
+    out += [
+        "",
+        "## Evidence",
+        "",
+        f"Command: `{_QUICK}` (or `svmgeo atlas`, which runs the same trials in one process): "
+        f"`random_data(6, 8, 10)`, seeds {', '.join(map(str, seeds))}; "
+        f"{', '.join(map(str, steps))} steps of η = 0.1; W from zero, (K, Q) (m = d) from a "
+        "random start of scale 0.1. For the selection α each run ends on, the Att-SVM of α is "
+        "solved in each norm and the final correlation with it listed (three decimals). The ℓ1, "
+        "ℓ∞ and spectral SVMs can have a face of optimal solutions, so for them (*face*) the "
+        "correlation is the best over the optimal face "
+        "(`svmgeo.solvers.optimal_face_alignment`), not with one returned solution. *closest* "
+        "is the largest; *predicted* the correspondence's SVM. The full run (seeds 0–9, 3000 "
+        "steps) is `svmgeo reproduce optimizers`; these are finite runs, measurements, not "
+        "proofs.",
+        "",
+        f"| # | param | optimizer | seed | {labels} | closest | predicted |",
+        "|---|---|---|---|" + "---|" * len(SVMS) + "---|---|",
+    ]
+    for k, c in enumerate(CORRESPONDENCES, 1):
+        for run in c.evidence:
+            for r in sorted(by_run[run], key=lambda r: r["seed"]):
+                cells = " | ".join(_fmt(r[f"corr_{s}"]) for s in SVMS)
+                out.append(
+                    f"| {k} | {run[0]} | {run[1]} | {r['seed']} | {cells} | {r['closest']} | "
+                    f"{c.svm or '-'} |"
+                )
+    return "\n".join(out) + "\n"
