@@ -64,6 +64,11 @@ class Correspondence:
     def __post_init__(self) -> None:
         check_option(self.status, "status", STATUSES, where="Correspondence")
 
+    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
+        from ._summary import html_summary
+
+        return html_summary(self)
+
 
 #: Every correspondence svmgeo knows, with its status and where it is proved (the source of
 #: truth of ``docs/atlas.md``).
