@@ -443,27 +443,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                 cand = Lq + math.log(big)
                 if cand > Mx:
                     Mx = cand
-    Mv = _NEG_INF
-    if want_v:
-        shift = 0.0
-        if log_domain:
-            shift = _NEG_INF
-            for i in range(n):
-                for k in range(K):
-                    shift = max(shift, lv[i, k])
-        for p in range(du):
-            Gv[p] = 0.0
-        for i in range(n):
-            for k in range(K):
-                w = -Y[i, k] * math.exp(lv[i, k] - shift)
-                for p in range(du):
-                    Gv[p] += w * rq[i, k, p]
-        nonzero = False
-        for p in range(du):
-            Gv[p] /= n
-            nonzero = nonzero or Gv[p] != 0.0
-        if nonzero:
-            Mv = shift
+    Mv = _head_grad(Y, lv, rq, log_domain, Gv) if want_v else _NEG_INF
     for p in range(d):
         for q in range(dz):
             G[p, q] = 0.0
