@@ -258,7 +258,7 @@ def _options(cfg: GDConfig) -> tuple[bool, _xp.LossKey, float]:
 _COMPILED: dict[tuple[Any, Any], Any] = {}
 
 
-def compiled_loss(loss_id: _xp.LossKey) -> Any:
+def compiled_loss(loss_id: _xp.LossKey, where: str = "train") -> Any:
     """What the compiled kernels take for a loss: a built-in's id, or a user loss's numba
     function (:func:`svmgeo.gd._numba.compile_loss`, compiled once per LossSpec)."""
     if not isinstance(loss_id, LossSpec):
@@ -270,7 +270,7 @@ def compiled_loss(loss_id: _xp.LossKey) -> Any:
     if fn is None:
         from ._numba import compile_loss
 
-        fn = _COMPILED[key] = compile_loss(loss_id)
+        fn = _COMPILED[key] = compile_loss(loss_id, where)
     return fn
 
 
@@ -317,7 +317,7 @@ def check_loss_for(
     if hull is not None:
         warn_nonnegative_derivative(spec, lo, hi, where, stacklevel=stacklevel)
     if backend == "numba":
-        compiled_loss(spec)
+        compiled_loss(spec, where)
 
 
 def get_kernels(name: str, problem: Problem) -> Kernels:

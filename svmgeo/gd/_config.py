@@ -359,7 +359,7 @@ class GDConfig:
     loss : {"logistic", "exponential", "correlation"} or LossSpec
         :math:`\log(1 + e^{-u})`, :math:`e^{-u}` or :math:`-u`, or a user's own loss (a
         :class:`~svmgeo.LossSpec`; ``(value, derivative[, second])`` callables are turned
-        into one), on the attention risk (every optimizer but the next-token risk's).
+        into one; every optimizer, not the next-token risk).
     head : {"linear", "relu", "concave"}
         :math:`v^\top x`, :math:`v^\top \mathrm{ReLU}(V^\top x)` or
         :math:`v^\top x - \lambda \|x\|^2`. See :func:`~svmgeo.train` for ``v``, ``V``, ``lam``.

@@ -455,7 +455,14 @@ def train(
     m : int, optional
         Width of K and Q (``m >= 1``; ``m > d`` allowed); ``param="KQ"`` only (with
         ``param="W"`` or ``"p"`` a ProblemError).
-    loss : {"logistic", "exponential", "correlation"}
+    loss : {"logistic", "exponential", "correlation"}, LossSpec or tuple of callables
+        A built-in, or a user's own loss as :func:`~svmgeo.check_loss` takes it: a
+        :class:`~svmgeo.LossSpec` or ``(value, derivative[, second derivative])`` callables
+        ``u -> array``, on every backend and optimizer (numba compiles ``d1``, or
+        ``log_abs_d1`` when given, for a float ``u``; where it cannot, a ProblemError points
+        to ``backend="numpy"``). Checked before the first step (finite arrays of the input's
+        shape; a :class:`~svmgeo.losses.LossWarning` where :math:`\ell' \ge 0` on the
+        attained interval). See docs/attention-maps.md, "A user's own loss".
     head : {"linear", "relu", "concave"}
         :math:`v^\top x` (``v`` defaults to ``data.v``), :math:`v^\top\mathrm{ReLU}(V^\top x)`
         (``V`` of shape (d_u, p) required, ``v`` of shape (p,) defaults to ones), or

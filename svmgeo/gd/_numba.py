@@ -161,7 +161,7 @@ def _dloss_flip_impl(u, loss_id):
 _LOSS_SIGNATURE = types.float64(types.float64, types.int64)
 
 
-def _compiled(f: Any, field: str, spec: LossSpec) -> Any:
+def _compiled(f: Any, field: str, spec: LossSpec, where: str) -> Any:
     """A user's callable as a numba function of a float (``njit`` ones as they are)."""
     f = raw_function(f)
     if is_numba_function(f):
@@ -169,20 +169,24 @@ def _compiled(f: Any, field: str, spec: LossSpec) -> Any:
     try:
         return numba.njit(f)
     except Exception as exc:  # numba refuses some callables (builtins, C functions)
-        raise _not_compilable(spec, field, exc) from exc
+        raise _not_compilable(spec, field, exc, where) from exc
 
 
-def _not_compilable(spec: LossSpec, field: str, exc: Exception) -> ProblemError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _not_compilable(spec: LossSpec, field: str, exc: Exception, where: str) -> ProblemError:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    # numba's typing errors open with the pipeline's name; the cause is a later line
+    causes = [ln for ln in lines if not ln.startswith(("Failed in", "During:", "File "))]
+    first = (causes or lines or [type(exc).__name__])[0]
     return ProblemError(
-        f"The 'loss' parameter ({spec.name!r}) cannot run on backend='numba': its {field} "
+        f"The 'loss' parameter of {where} ({spec.name!r}) cannot run on backend='numba': its "
+        f"{field} "
         f"callable does not compile with numba for a float u ({type(exc).__name__}: "
         f"{first}). Pass backend='numpy' (any vectorized callables), or write the callables "
         "with math / numpy scalar functions numba compiles (numba.njit them to check)."
     )
 
 
-def compile_loss(spec: LossSpec) -> Any:
+def compile_loss(spec: LossSpec, where: str = "train") -> Any:
     r"""A user loss as the compiled kernels take it: a numba ``cfunc`` of
     ``(u, what) -> float`` (:data:`_LOSS_SIGNATURE`), giving :math:`\log|\ell'(u)|` for
     ``what = 0`` and :math:`-\mathrm{sign}\,\ell'(u)` for ``what = 1``, from ``log_abs_d1``
@@ -190,7 +194,7 @@ def compile_loss(spec: LossSpec) -> Any:
     type (and cached on disk); only this small function is compiled per loss (measured:
     about 0.3 s). Raises ProblemError when numba cannot compile the callables."""
     if spec.log_abs_d1 is not None:
-        log_abs = _compiled(spec.log_abs_d1, "log_abs_d1", spec)
+        log_abs = _compiled(spec.log_abs_d1, "log_abs_d1", spec, where)
 
         def from_log(u: float, what: int) -> float:
             return float(log_abs(u)) if what == 0 else 1.0
@@ -198,7 +202,7 @@ def compile_loss(spec: LossSpec) -> Any:
         wrapper = from_log
         field = "log_abs_d1"
     else:
-        d1 = _compiled(spec.d1, "d1", spec)
+        d1 = _compiled(spec.d1, "d1", spec, where)
 
         def from_d1(u: float, what: int) -> float:
             g = float(d1(u))
@@ -211,7 +215,7 @@ def compile_loss(spec: LossSpec) -> Any:
     try:
         return numba.cfunc(_LOSS_SIGNATURE)(wrapper)
     except Exception as exc:  # typing errors of the user's code
-        raise _not_compilable(spec, field, exc) from exc
+        raise _not_compilable(spec, field, exc, where) from exc
 
 
 @njit()
