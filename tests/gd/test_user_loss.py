@@ -207,3 +207,20 @@ def test_next_token_risk_refuses_clearly() -> None:
     data = sg.random_next_token_data(4, 5, 4, 6, seed=0)
     with pytest.raises(ProblemError, match="'loss' parameter of train_ntp: a user-defined"):
         sg.train_ntp(data, loss=SOFT_HINGE, n_steps=5)
+
+
+def test_numba_kernels_take_the_loss_as_a_first_class_function() -> None:
+    """One compiled kernel per function type (not per loss), cached in the user cache
+    directory like the built-ins' (never in the package)."""
+    from pathlib import Path
+
+    from svmgeo.gd import _numba
+
+    other = LossSpec("other", POLY_TAIL.value, POLY_TAIL.d1)
+    for spec in (SOFT_HINGE, other):
+        sg.train(DATA, loss=spec, n_steps=3, backend="numba")
+    user = [s for s in _numba.run_one.signatures if "FunctionType" in str(s)]
+    assert len(user) == 1
+    path = Path(_numba.run_one._cache._cache_path).resolve()
+    assert path.is_relative_to(Path(_numba.cache_dir()).resolve())
+    assert not path.is_relative_to(Path(_numba.__file__).resolve().parent)
