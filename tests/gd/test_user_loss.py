@@ -168,6 +168,7 @@ BAD = [
     (LossSpec("sum", lambda u: np.sum(u), lambda u: -np.ones_like(u)), "must return an array"),
     (LossSpec("nan", lambda u: -u, lambda u: np.log(u)), "d1 callable .* is not finite"),
     (LossSpec("boom", lambda u: -u, _raise), "d1 callable .* failed .*RuntimeError: boom"),
+    (LossSpec("2args", lambda u, w: -u, lambda u: -u), "value callable .* failed .*TypeError"),
 ]
 
 
@@ -201,6 +202,15 @@ def test_other_optimizers_take_user_losses(optimizer: object, extra: dict) -> No
     ref = sg.train(DATA, **opts)
     run = sg.train(DATA, loss=_logistic_user(), **opts)
     np.testing.assert_allclose(run.W, ref.W, rtol=1e-12, atol=1e-12 * np.abs(ref.W).max())
+
+
+def test_verify_takes_the_user_loss() -> None:
+    """verify trains with the user loss: the built-in's report, to round-off."""
+    data = sg.random_data(6, 8, 10, seed=2, score_gap=0.05)
+    ref = sg.verify(data, n_steps=500, backend="numpy")
+    rep = sg.verify(data, loss=_logistic_user(), n_steps=500, backend="numpy")
+    assert rep.converged_to == ref.converged_to
+    np.testing.assert_allclose(rep.final_corr_fro, ref.final_corr_fro, rtol=1e-12)
 
 
 def test_next_token_risk_refuses_clearly() -> None:
