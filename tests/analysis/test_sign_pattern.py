@@ -171,3 +171,11 @@ def test_written_out_risk_is_the_training_risk():
     W = np.random.default_rng(0).standard_normal((10, 10))
     ref = sg.gd.loss_and_grad(data, W, attention="sigmoid")[0]
     np.testing.assert_allclose(_risk(data, W), ref, rtol=1e-12)
+
+
+def test_bad_pattern_and_data_name_the_argument():
+    data = sg.random_data(3, 4, 5, seed=0)
+    with pytest.raises(sg.ProblemError, match="pattern"):
+        is_locally_optimal_pattern(data, np.ones((2, 4)))
+    with pytest.raises(sg.ProblemError, match="TokenData"):
+        is_locally_optimal_pattern(np.ones((3, 4, 5)), np.ones((3, 4)))
