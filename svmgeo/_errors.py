@@ -11,6 +11,7 @@ __all__ = [
     "BackendError",
     "ConvergenceWarning",
     "InaccurateSolutionWarning",
+    "LossWarning",
     "ProblemError",
     "SolverError",
     "SolverNotFound",
@@ -49,3 +50,8 @@ class ConvergenceWarning(UserWarning):
 
 class InaccurateSolutionWarning(UserWarning):
     """A solution failed svmgeo's own certificate check at the requested tolerance."""
+
+
+class LossWarning(UserWarning):
+    r"""A loss fails a hypothesis of the max-margin limit where it is evaluated
+    (:math:`\ell' \ge 0` on the attained interval of :math:`Y f`)."""

@@ -19,138 +19,22 @@ square loss holds such sequences at :math:`Y f = 1`, MATH-NOTES §6).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
 
-from .._errors import ProblemError
 from .._summary import summarized
-from .._validation import check_int, check_option, check_real
+from .._validation import check_int, check_real
 from ..data import TokenData
+from ..losses import LOSS_SPECS, LossSpec, get_loss
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
 from ._initial_gradient import lipschitz_from_loss_bounds
 from ._stability import RECONSTRUCTION
 
 __all__ = ["LOSS_SPECS", "LossCheck", "LossSpec", "check_loss", "get_loss"]
-
-Fn = Callable[[np.ndarray], np.ndarray]
-
-
-def _sig(u: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * u))
-
-
-def _sup_interval(f: Fn, lo: np.ndarray, hi: np.ndarray, peak: float | None) -> np.ndarray:
-    """sup of a function unimodal with its maximum at ``peak`` (None: monotone) over [lo, hi]."""
-    vals = np.maximum(np.abs(f(lo)), np.abs(f(hi)))
-    if peak is None:
-        return vals
-    return np.where((lo <= peak) & (peak <= hi), np.abs(f(np.asarray(peak))), vals)
-
-
-@dataclass(frozen=True)
-class LossSpec:
-    r"""A loss :math:`\ell` with its derivatives.
-
-    Attributes
-    ----------
-    name : str
-    value, d1 : callable ``u -> array``
-        :math:`\ell(u)`, :math:`\ell'(u)`.
-    d2 : callable or None
-        :math:`\ell''(u)`.
-    sup_d1, sup_d2 : callable ``(lo, hi) -> array`` or None
-        Exact :math:`\sup|\ell'|` and :math:`\sup|\ell''|` over :math:`[lo, hi]` (built-ins), so
-        the grid check below is a proof.
-    log_abs_d1 : callable or None
-        :math:`\log|\ell'(u)|` without underflow, for losses with :math:`\ell' < 0`
-        everywhere (normalized steps far out, :meth:`~svmgeo.analysis.TensorData.direction`).
-    """
-
-    name: str
-    value: Fn
-    d1: Fn
-    d2: Fn | None = None
-    sup_d1: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
-    sup_d2: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
-    log_abs_d1: Fn | None = None
-
-    def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
-        from .._summary import html_summary
-
-        return html_summary(self)
-
-
-LOSS_SPECS: dict[str, LossSpec] = {
-    "logistic": LossSpec(
-        "logistic",
-        lambda u: np.logaddexp(0.0, -u),
-        lambda u: -_sig(-u),
-        lambda u: _sig(u) * _sig(-u),
-        lambda lo, hi: _sig(-lo),  # |l'| = sigma(-u) decreases
-        lambda lo, hi: _sup_interval(lambda u: _sig(u) * _sig(-u), lo, hi, 0.0),
-        lambda u: -np.logaddexp(0.0, u),
-    ),
-    "exponential": LossSpec(
-        "exponential",
-        lambda u: np.exp(-u),
-        lambda u: -np.exp(-u),
-        lambda u: np.exp(-u),
-        lambda lo, hi: np.exp(-lo),
-        lambda lo, hi: np.exp(-lo),
-        lambda u: -u,
-    ),
-    "correlation": LossSpec(
-        "correlation",
-        lambda u: -u,
-        lambda u: -np.ones_like(u),
-        lambda u: np.zeros_like(u),
-        lambda lo, hi: np.ones_like(lo),
-        lambda lo, hi: np.zeros_like(lo),
-        lambda u: np.zeros_like(u),
-    ),
-    "square": LossSpec(
-        "square",
-        lambda u: (1.0 - u) ** 2,
-        lambda u: 2.0 * (u - 1.0),
-        lambda u: np.full_like(u, 2.0),
-        lambda lo, hi: 2.0 * np.maximum(np.abs(lo - 1.0), np.abs(hi - 1.0)),
-        lambda lo, hi: np.full_like(lo, 2.0),
-    ),
-}
-"""Built-in losses with exact derivative bounds: the three of :func:`~svmgeo.train` and the
-square loss (1 - u)², whose stationary point u = 1 check_loss flags when it is attained."""
-
-
-def get_loss(loss: Any, where: str = "check_loss") -> LossSpec:
-    """A :class:`LossSpec` from a built-in name, a LossSpec, or ``(value, d1[, d2])`` callables."""
-    if isinstance(loss, LossSpec):
-        return loss
-    if isinstance(loss, str):
-        check_option(loss, "loss", tuple(LOSS_SPECS), where=where)
-        return LOSS_SPECS[loss]
-    if isinstance(loss, tuple) and len(loss) in (2, 3) and all(callable(f) for f in loss):
-        fns = [_vectorized(f) for f in loss]
-        return LossSpec("user", fns[0], fns[1], fns[2] if len(fns) == 3 else None)
-    raise ProblemError(
-        f"The 'loss' parameter of {where} must be a built-in name "
-        f"({', '.join(repr(k) for k in LOSS_SPECS)}), a LossSpec, or a tuple (value, "
-        f"derivative[, second derivative]) of callables u -> array; got {loss!r}."
-    )
-
-
-def _vectorized(f: Callable[..., Any]) -> Fn:
-    def g(u: np.ndarray) -> np.ndarray:
-        out = np.asarray(f(u), dtype=float)
-        if out.shape != np.shape(u):
-            out = np.vectorize(lambda x: float(f(x)))(u)
-        return out
-
-    return g
 
 
 @summarized

@@ -16,11 +16,19 @@ from typing import Any
 import numpy as np
 
 from .._errors import BackendError
+from ..losses import LossSpec, check_user_loss, warn_nonnegative_derivative
 from . import _xp
 from ._config import GDConfig
-from ._problem import LOSS_IDS, Problem
+from ._problem import LINEAR_HEAD, SCORES_HEAD, SOFTMAX_ATT, Problem
 
-__all__ = ["Kernels", "cupy_available", "get_cupy", "get_kernels"]
+__all__ = [
+    "Kernels",
+    "check_loss_for",
+    "compiled_loss",
+    "cupy_available",
+    "get_cupy",
+    "get_kernels",
+]
 
 _DISABLE_ENV = "SVMGEO_DISABLE_CUPY"
 
@@ -81,12 +89,12 @@ class Kernels:
     def weights(self, P1: Any, P2: Any, is_kq: bool) -> Any:
         return self.xp.einsum("bdm,bem->bde", P1, P2) if is_kq else P1
 
-    def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
+    def grad(self, W: Any, loss_id: _xp.LossKey, log_domain: bool) -> tuple[Any, Any]:
         """``(G, M)`` with the problem's own head."""
         return _xp.grad_w(W, self.problem, self.arrays, loss_id, log_domain, self.xp)
 
     def grads(
-        self, W: Any, head: Any, loss_id: int, log_domain: bool, train_head: bool
+        self, W: Any, head: Any, loss_id: _xp.LossKey, log_domain: bool, train_head: bool
     ) -> tuple[Any, Any, tuple[Any, Any] | None]:
         """``(G, M, (G_v, M_v))`` at W with the head ``head``; the head's block is None
         unless ``train_head``."""
@@ -148,15 +156,16 @@ class Kernels:
 class NumbaKernels(Kernels):
     """Compiled kernels: a whole chunk of steps per call, ``prange`` over instances."""
 
-    def grad(self, W: Any, loss_id: int, log_domain: bool) -> tuple[Any, Any]:
+    def grad(self, W: Any, loss_id: _xp.LossKey, log_domain: bool) -> tuple[Any, Any]:
         G, M, _ = self.grads(W, self.problem.hv[:, None, :], loss_id, log_domain, False)
         return G, M
 
     def grads(
-        self, W: Any, head: Any, loss_id: int, log_domain: bool, train_head: bool
+        self, W: Any, head: Any, loss_id: _xp.LossKey, log_domain: bool, train_head: bool
     ) -> tuple[Any, Any, tuple[Any, Any] | None]:
         from ._numba import grad_batch, grad_one
 
+        loss_id = compiled_loss(loss_id)
         W = np.require(W, np.float64, ["C", "W"])
         prob = _prob(self.problem, head)
         head_id = self.problem.head_id
@@ -196,7 +205,7 @@ class NumbaKernels(Kernels):
         is_kq, loss_id, log_tol = _options(cfg)
         opts = (
             P.head_id,
-            loss_id,
+            compiled_loss(loss_id),
             P.att_id,
             is_kq,
             cfg.train_head,
@@ -239,10 +248,76 @@ def _prob(P: Problem, head: Any = None) -> tuple[np.ndarray, ...]:
     return (P.X, P.U, P.Z, P.Y, P.vis, hv, P.hV, P.hw, P.lam, P.C)
 
 
-def _options(cfg: GDConfig) -> tuple[bool, int, float]:
+def _options(cfg: GDConfig) -> tuple[bool, _xp.LossKey, float]:
     """``(is_kq, loss_id, log_tol)`` of a configuration."""
     log_tol = math.log(cfg.grad_tol) if cfg.grad_tol > 0.0 else -math.inf
-    return cfg.param == "KQ", LOSS_IDS[cfg.loss], log_tol
+    return cfg.param == "KQ", _xp.loss_key(cfg.loss), log_tol
+
+
+#: The compiled functions of user losses, by the user's own callables (d1, log_abs_d1).
+_COMPILED: dict[tuple[Any, Any], Any] = {}
+
+
+def compiled_loss(loss_id: _xp.LossKey, where: str = "train") -> Any:
+    """What the compiled kernels take for a loss: a built-in's id, or a user loss's numba
+    function (:func:`svmgeo.gd._numba.compile_loss`, compiled once per LossSpec)."""
+    if not isinstance(loss_id, LossSpec):
+        return loss_id
+    from ..losses import raw_function
+
+    key = (raw_function(loss_id.d1), raw_function(loss_id.log_abs_d1))
+    fn = _COMPILED.get(key)
+    if fn is None:
+        from ._numba import compile_loss
+
+        fn = _COMPILED[key] = compile_loss(loss_id, where)
+    return fn
+
+
+def _score_hull(problem: Problem, train_head: bool) -> tuple[float, float] | None:
+    r"""The hull of the intervals :math:`[\min_t\gamma_{ikt}, \max_t\gamma_{ikt}]` that
+    :math:`Y_{ik} f_{ik} = \sum_t s_t\gamma_{ikt}` attains (softmax attention, a fixed
+    linear head or given scores); None where no such interval is known."""
+    P = problem
+    if P.att_id != SOFTMAX_ATT or train_head or P.head_id not in (LINEAR_HEAD, SCORES_HEAD):
+        return None
+    if P.head_id == SCORES_HEAD:
+        gam = P.C
+    else:
+        gam = P.Y[..., None] * np.einsum("bntd,bd->bnt", P.U, P.hv)[:, :, None, :]
+    vis = np.broadcast_to(P.vis, gam.shape)
+    if not np.any(vis):
+        return None
+    return float(np.min(gam, where=vis, initial=np.inf)), float(
+        np.max(gam, where=vis, initial=-np.inf)
+    )
+
+
+def check_loss_for(
+    loss: Any,
+    problem: Problem,
+    where: str,
+    backend: str,
+    train_head: bool = False,
+    stacklevel: int = 4,
+) -> None:
+    """Check a user loss before a run; nothing for a built-in's name.
+
+    Finite arrays of the input's shape on the attained interval (else a ProblemError), a
+    :class:`~svmgeo.losses.LossWarning` where l' >= 0 there, and on ``backend="numba"`` its
+    compiled function (a ProblemError when numba cannot compile it). Called by the public
+    entry points (train, train_batch, loss_and_grad, RiskOracle), ``stacklevel`` pointing
+    the warning at the user's call."""
+    spec = loss
+    if not isinstance(spec, LossSpec):
+        return
+    hull = _score_hull(problem, train_head)
+    lo, hi = hull if hull is not None else (-1.0, 1.0)
+    check_user_loss(spec, np.linspace(lo, hi, 65).reshape(5, 13), where)
+    if hull is not None:
+        warn_nonnegative_derivative(spec, lo, hi, where, stacklevel=stacklevel)
+    if backend == "numba":
+        compiled_loss(spec, where)
 
 
 def get_kernels(name: str, problem: Problem) -> Kernels:

@@ -16,6 +16,7 @@ from typing import Any
 from .._errors import ProblemError
 from .._validation import check_int, check_option, check_real
 from ..attention_maps import ATTENTION_MAPS
+from ..losses import LOSS_SPECS, LossSpec, get_loss
 
 __all__ = [
     "ATTENTIONS",
@@ -38,6 +39,7 @@ __all__ = [
     "StopStatus",
     "eps_block_names",
     "refuse_renamed",
+    "resolve_loss",
     "resolve_optimizer",
 ]
 
@@ -295,6 +297,25 @@ def resolve_optimizer(optimizer: Any, where: str) -> tuple[str, float | None]:
     return optimizer, None
 
 
+def resolve_loss(loss: Any, where: str) -> str | LossSpec:
+    """A built-in loss's name, or a user loss (a LossSpec, or ``(value, d1[, d2])``
+    callables) as a :class:`~svmgeo.LossSpec`; a built-in's own LossSpec
+    (``LOSS_SPECS["logistic"]``) is its name, so it runs the built-in kernels."""
+    if isinstance(loss, str):
+        return loss
+    if not isinstance(loss, LossSpec | tuple):
+        raise ProblemError(
+            f"The 'loss' parameter of {where} must be a name among "
+            f"{', '.join(map(repr, LOSSES))}, a svmgeo.LossSpec, or a tuple (value, "
+            f"derivative[, second derivative]) of callables u -> array; got {loss!r}."
+        )
+    spec = get_loss(loss, where)
+    for name in LOSSES:
+        if spec is LOSS_SPECS[name]:
+            return name
+    return spec
+
+
 #: Old spellings of options and what they are now (issue #20: one meaning per name).
 RENAMED = {
     "method": "optimizer ('gd' or 'mirror'; 'method' is the solvers' solve method)",
@@ -335,8 +356,10 @@ class GDConfig:
     m : int, optional
         Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``). Defaults to ``d``.
         ``param="KQ"`` only (a ProblemError otherwise).
-    loss : {"logistic", "exponential", "correlation"}
-        :math:`\log(1 + e^{-u})`, :math:`e^{-u}` or :math:`-u`.
+    loss : {"logistic", "exponential", "correlation"} or LossSpec
+        :math:`\log(1 + e^{-u})`, :math:`e^{-u}` or :math:`-u`, or a user's own loss (a
+        :class:`~svmgeo.LossSpec`; ``(value, derivative[, second])`` callables are turned
+        into one; every optimizer, not the next-token risk).
     head : {"linear", "relu", "concave"}
         :math:`v^\top x`, :math:`v^\top \mathrm{ReLU}(V^\top x)` or
         :math:`v^\top x - \lambda \|x\|^2`. See :func:`~svmgeo.train` for ``v``, ``V``, ``lam``.
@@ -406,7 +429,7 @@ class GDConfig:
 
     param: str = "W"
     m: int | None = None
-    loss: str = "logistic"
+    loss: str | LossSpec = "logistic"
     head: str = "linear"
     step_size: float = 0.1
     normalized: bool = True
@@ -451,7 +474,15 @@ class GDConfig:
         self._check_rule_options(where)
         check_option(self.risk, "risk", tuple(RISKS), where=where)
         check_option(self.param, "param", PARAMS, where=where)
-        check_option(self.loss, "loss", RISKS[self.risk], where=where)
+        object.__setattr__(self, "loss", resolve_loss(self.loss, where))
+        if isinstance(self.loss, str):
+            check_option(self.loss, "loss", RISKS[self.risk], where=where)
+        elif self.risk != "attention":
+            raise ProblemError(
+                f"The 'loss' parameter of {where}: a user-defined loss ({self.loss.name!r}) "
+                f"is a loss of the attention risk (train, train_batch, loss_and_grad); the "
+                f"{self.risk!r} risk takes {', '.join(map(repr, RISKS[self.risk]))}."
+            )
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
         check_option(self.attention, "attention", ATTENTIONS, where=where)

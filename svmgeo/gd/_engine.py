@@ -19,8 +19,9 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_array, check_real
 from ..data import TokenData
+from ..losses import LossSpec
 from . import _xp
-from ._backend import Kernels, get_kernels
+from ._backend import Kernels, check_loss_for, get_kernels
 from ._config import (
     BATCH_RECORDS,
     CODE_OF,
@@ -33,12 +34,13 @@ from ._config import (
     GDConfig,
     StopStatus,
     refuse_renamed,
+    resolve_loss,
     resolve_optimizer,
 )
 from ._loop import run_loop
 from ._mirror import train_mirror
 from ._oracle import RiskOracle
-from ._problem import LOSS_IDS, Problem, make_problem, unstack
+from ._problem import Problem, make_problem, unstack
 from ._results import BatchRun, GDRun, Intermediate
 from ._steepest import SteepestDescent
 
@@ -184,7 +186,7 @@ class GradientDescent:
         k = self.kernels
         assert k is not None, "call init_state first"  # internal invariant
         is_kq = cfg.param == "KQ"
-        loss_id = LOSS_IDS[cfg.loss]
+        loss_id = _xp.loss_key(cfg.loss)
         W = k.weights(state.P1, state.P2, is_kq)
         obs = _xp.observe(W, k.problem, _xp.with_head(k.arrays, state.head), loss_id, k.xp)
         G, M, hb = k.grads(W, state.head, loss_id, cfg.log_domain, cfg.train_head)
@@ -364,6 +366,7 @@ def train_batch(
         items, cfg.head, v=v, V=V, lam=lam, param=cfg.param, train_head=cfg.train_head,
         attention=cfg.attention,
     )  # fmt: skip
+    check_loss_for(cfg.loss, problem, cfg.caller, cfg.backend, cfg.train_head)
     return GradientDescent(cfg, problem).run(callback)
 
 
@@ -374,7 +377,7 @@ def train(
     exponent: float | None = None,
     param: str = "W",
     m: int | None = None,
-    loss: str = "logistic",
+    loss: str | LossSpec | tuple[Any, ...] = "logistic",
     head: str = "linear",
     v: Any = None,
     V: Any = None,
@@ -452,7 +455,14 @@ def train(
     m : int, optional
         Width of K and Q (``m >= 1``; ``m > d`` allowed); ``param="KQ"`` only (with
         ``param="W"`` or ``"p"`` a ProblemError).
-    loss : {"logistic", "exponential", "correlation"}
+    loss : {"logistic", "exponential", "correlation"}, LossSpec or tuple of callables
+        A built-in, or a user's own loss as :func:`~svmgeo.check_loss` takes it: a
+        :class:`~svmgeo.LossSpec` or ``(value, derivative[, second derivative])`` callables
+        ``u -> array``, on every backend and optimizer (numba compiles ``d1``, or
+        ``log_abs_d1`` when given, for a float ``u``; where it cannot, a ProblemError points
+        to ``backend="numpy"``). Checked before the first step (finite arrays of the input's
+        shape; a :class:`~svmgeo.losses.LossWarning` where :math:`\ell' \ge 0` on the
+        attained interval). See docs/attention-maps.md, "A user's own loss".
     head : {"linear", "relu", "concave"}
         :math:`v^\top x` (``v`` defaults to ``data.v``), :math:`v^\top\mathrm{ReLU}(V^\top x)`
         (``V`` of shape (d_u, p) required, ``v`` of shape (p,) defaults to ones), or
@@ -568,6 +578,7 @@ def train(
         refuse_renamed(renamed, "train")
         raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(renamed)}")
     optimizer, q = resolve_optimizer(optimizer, "train")
+    loss = resolve_loss(loss, "train")
     if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
         optimizer, q = "steepest", 2.0
     rule = OPTIMIZERS[optimizer]
@@ -626,6 +637,7 @@ def train(
     problem = make_problem(
         [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
     )
+    check_loss_for(cfg.loss, problem, cfg.caller, cfg.backend, cfg.train_head)
     return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
 
 
@@ -633,7 +645,7 @@ def loss_and_grad(
     data: TokenData,
     params: Any,
     *,
-    loss: str = "logistic",
+    loss: str | LossSpec | tuple[Any, ...] = "logistic",
     head: str = "linear",
     v: Any = None,
     V: Any = None,
@@ -675,6 +687,7 @@ def loss_and_grad(
     """
     if not isinstance(data, TokenData):
         raise ProblemError(f"loss_and_grad takes one svmgeo.TokenData; got {type(data).__name__}.")
+    loss = resolve_loss(loss, "loss_and_grad")
     is_kq = isinstance(params, tuple)
     init = params if is_kq else np.asarray(params, dtype=float)
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
@@ -685,13 +698,15 @@ def loss_and_grad(
     problem = make_problem(
         [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
     )
+    check_loss_for(cfg.loss, problem, cfg.caller, cfg.backend, cfg.train_head)
     gd = GradientDescent(cfg, problem)
     state = gd.init_state()
     k = gd.kernels
     assert k is not None  # internal invariant
     W = k.weights(state.P1, state.P2, is_kq)
-    obs = _xp.observe(W, problem, _xp.with_head(k.arrays, state.head), LOSS_IDS[loss], k.xp)
-    G, M, hb = k.grads(W, state.head, LOSS_IDS[loss], True, train_head)
+    key = _xp.loss_key(cfg.loss)
+    obs = _xp.observe(W, problem, _xp.with_head(k.arrays, state.head), key, k.xp)
+    G, M, hb = k.grads(W, state.head, key, True, train_head)
     G, M = k.asarray(G), k.asarray(M)
     hd = None if hb is None else (state.head, *(k.asarray(x) for x in hb))
     grads = _xp.factor_grads(state.P1, state.P2, G, M, is_kq, ridge, k.xp, hd)

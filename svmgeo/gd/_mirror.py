@@ -209,7 +209,7 @@ def train_mirror(
     data: TokenData,
     *,
     exponent: float | None = None,
-    loss: str = "logistic",
+    loss: Any = "logistic",
     head: str = "linear",
     v: Any = None,
     V: Any = None,

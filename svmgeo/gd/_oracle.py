@@ -16,10 +16,11 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_option
 from ..data import TokenData
+from ..losses import LossSpec
 from . import _xp
-from ._backend import get_kernels
-from ._config import BACKENDS, HEADS, LOSSES, REFERENCE_BACKEND
-from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, LOSS_IDS, SCORES_HEAD, make_problem
+from ._backend import check_loss_for, get_kernels
+from ._config import BACKENDS, HEADS, LOSSES, REFERENCE_BACKEND, resolve_loss
+from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, SCORES_HEAD, make_problem
 
 __all__ = ["RiskOracle", "RiskValue"]
 
@@ -66,7 +67,7 @@ class RiskOracle:
         self,
         data: TokenData,
         *,
-        loss: str = "logistic",
+        loss: Any = "logistic",
         head: str = "linear",
         v: Any = None,
         V: Any = None,
@@ -75,15 +76,20 @@ class RiskOracle:
     ) -> None:
         if not isinstance(data, TokenData):
             raise ProblemError(f"RiskOracle takes one svmgeo.TokenData; got {type(data).__name__}.")
-        check_option(loss, "loss", LOSSES, where="RiskOracle")
+        loss = resolve_loss(loss, "RiskOracle")
+        if isinstance(loss, str):
+            check_option(loss, "loss", LOSSES, where="RiskOracle")
         check_option(head, "head", HEADS, where="RiskOracle")
         check_option(backend, "backend", BACKENDS, where="RiskOracle")
         self.problem = make_problem([data], head, v=v, V=V, lam=lam)
         self.d = data.d
         #: The largest ||W||_F the engine represents for these data (see StopStatus.OVERFLOW).
         self.max_norm = float(self.problem.max_norm[0])
+        check_loss_for(loss, self.problem, "RiskOracle", backend, stacklevel=5)
         self._kernels = get_kernels(backend, self.problem)
-        self.loss_id = LOSS_IDS[loss]
+        #: The kernels' loss: a built-in's id (:data:`~svmgeo.gd.LOSS_IDS`) or a user's
+        #: :class:`~svmgeo.LossSpec`.
+        self.loss_id = _xp.loss_key(loss)
         # the numpy kernels already hold the numpy arrays of the problem
         k = self._kernels
         self._arrays = k.arrays if k.xp is np else _xp.arrays(self.problem, np)
@@ -143,7 +149,9 @@ class RiskOracle:
         terms, formed in the log domain), each query contributes
         :math:`\ell(\gamma - \Delta) - \ell(\gamma)`: :math:`\Delta` (correlation),
         :math:`e^{-\gamma}\,\mathrm{expm1}(\Delta)` (exponential),
-        :math:`\mathrm{log1p}(\mathrm{expm1}(\Delta)\,\sigma(-\gamma))` (logistic).
+        :math:`\mathrm{log1p}(\mathrm{expm1}(\Delta)\,\sigma(-\gamma))` (logistic); for a
+        user loss the difference :math:`\ell(\gamma - \Delta) - \ell(\gamma)` as computed
+        (it loses relative accuracy once it nears float64's resolution of :math:`\ell`).
         ``-inf`` when :math:`L = L_\star` exactly (every query puts all its mass on optimal keys).
         """
         if self._gamma is None:
@@ -160,7 +168,10 @@ class RiskOracle:
             dlt = np.exp(log_d)
             ratio = np.where(dlt > 0.0, np.expm1(dlt) / np.where(dlt > 0.0, dlt, 1.0), 1.0)
             log_em1 = log_d + np.log(ratio)  # log expm1(Delta)
-            if self.loss_id == CORRELATION_LOSS:
+            if isinstance(self.loss_id, LossSpec):  # a user loss: the difference, as it comes
+                gap = self.loss_id.value(top - dlt) - self.loss_id.value(top)
+                lq = np.log(np.where(gap > 0.0, gap, 0.0))
+            elif self.loss_id == CORRELATION_LOSS:
                 lq = log_d
             elif self.loss_id == EXPONENTIAL_LOSS:
                 lq = -top + log_em1

@@ -55,10 +55,12 @@ from typing import Any
 import numpy as np
 
 from ..attention_maps import ATTENTION_MAPS
+from ..losses import LossSpec
 from ._problem import (
     EXPONENTIAL_LOSS,
     LINEAR_ATT,
     LOGISTIC_LOSS,
+    LOSS_IDS,
     NORM_LIMIT,
     NORMALIZED_ATT,
     RELU_ATT,
@@ -74,11 +76,13 @@ _MAP_NAMES = tuple(ATTENTION_MAPS)  # by id: the order of the table
 __all__ = [
     "UNDERFLOW",
     "combine",
+    "dloss_parts",
     "forward",
     "frobenius",
     "grad_head",
     "grad_w",
     "log_abs_dloss",
+    "loss_key",
     "loss_value",
     "observe",
     "step",
@@ -100,8 +104,21 @@ def _quiet(xp: Any) -> contextlib.AbstractContextManager[Any]:
     )
 
 
-def loss_value(u: Any, loss_id: int, xp: Any) -> Any:
-    r""":math:`\ell(u)`: logistic :math:`\log(1+e^{-u})` (stable), :math:`e^{-u}`, :math:`-u`."""
+#: What the kernels take for a loss: the integer id of a built-in (:data:`LOSS_IDS`), or a
+#: user's :class:`~svmgeo.losses.LossSpec` (its callables applied to arrays of ``xp``).
+LossKey = int | LossSpec
+
+
+def loss_key(loss: str | LossSpec) -> LossKey:
+    """The kernels' key of a configuration's loss: a built-in's id, else the LossSpec."""
+    return LOSS_IDS[loss] if isinstance(loss, str) else loss
+
+
+def loss_value(u: Any, loss_id: LossKey, xp: Any) -> Any:
+    r""":math:`\ell(u)`: logistic :math:`\log(1+e^{-u})` (stable), :math:`e^{-u}`, :math:`-u`,
+    or a user loss's ``value``."""
+    if isinstance(loss_id, LossSpec):
+        return loss_id.value(u)
     if loss_id == LOGISTIC_LOSS:
         return xp.logaddexp(0.0, -u)
     if loss_id == EXPONENTIAL_LOSS:
@@ -109,13 +126,32 @@ def loss_value(u: Any, loss_id: int, xp: Any) -> Any:
     return -u
 
 
-def log_abs_dloss(u: Any, loss_id: int, xp: Any) -> Any:
-    r""":math:`\log|\ell'(u)|` (every loss has :math:`\ell' < 0`)."""
+def log_abs_dloss(u: Any, loss_id: LossKey, xp: Any) -> Any:
+    r""":math:`\log|\ell'(u)|` (every built-in has :math:`\ell' < 0`)."""
+    if isinstance(loss_id, LossSpec):
+        return dloss_parts(u, loss_id, xp)[0]
     if loss_id == LOGISTIC_LOSS:
         return -xp.logaddexp(0.0, u)
     if loss_id == EXPONENTIAL_LOSS:
         return -u
     return xp.zeros_like(u)
+
+
+def dloss_parts(u: Any, loss_id: LossKey, xp: Any) -> tuple[Any, Any]:
+    r"""``(log|l'(u)|, flip)`` with :math:`\ell'(u) = -\mathrm{flip}\cdot e^{\log|\ell'|}`.
+
+    ``flip`` is the float 1.0 for the built-ins (every weight ``-Y * flip * ...`` is then
+    bit for bit the built-in's) and for user losses with ``log_abs_d1`` (:math:`\ell' < 0`
+    assumed); else :math:`-\mathrm{sign}\,\ell'(u)` from the user's ``d1``, so losses with
+    :math:`\ell' \ge 0` somewhere (the square loss) train too.
+    """
+    if not isinstance(loss_id, LossSpec):
+        return log_abs_dloss(u, loss_id, xp), 1.0
+    if loss_id.log_abs_d1 is not None:
+        return loss_id.log_abs_d1(u), 1.0
+    g = loss_id.d1(u)
+    with _quiet(xp):
+        return xp.log(xp.abs(g)), -xp.sign(g)
 
 
 def _take(arr: Any, idx: Any, xp: Any) -> Any:
@@ -221,20 +257,21 @@ def _map_weights(fw: dict[str, Any], P: Problem, vis: Any, xp: Any) -> tuple[Any
 
 
 def _grad_map(
-    P: Problem, a: dict[str, Any], fw: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+    P: Problem, a: dict[str, Any], fw: dict[str, Any], loss_id: LossKey, log_domain: bool, xp: Any
 ) -> tuple[Any, Any]:
     """:func:`grad_w` for a map other than softmax (see the module docstring)."""
     X, Y, vis = a["X"], a["Y"], a["vis"]
     B = X.shape[0]
     logd, c = _map_weights(fw, P, vis, xp)
     with _quiet(xp):
-        L = log_abs_dloss(Y * fw["f"], loss_id, xp)[..., None] + logd
+        lad, flip = dloss_parts(Y * fw["f"], loss_id, xp)
+        L = lad[..., None] + logd
         cand = xp.where((c != 0.0) & xp.isfinite(L), L + xp.log(xp.abs(c)), -xp.inf)
         M = xp.max(cand.reshape(B, -1), axis=1)
         ok = xp.isfinite(M)
         shift = xp.where(ok, M, 0.0) if log_domain else xp.zeros(B)
         scale = xp.where(xp.isfinite(L), xp.exp(L - shift[:, None, None, None]), 0.0)
-    w = -Y[..., None] * scale * c
+    w = (-Y * flip)[..., None] * scale * c
     g = xp.einsum("bnkt,bntd->bnkd", w, X)
     G = xp.einsum("bnkd,bnke->bde", g, a["Z"]) / X.shape[1]
     return G, xp.where(ok, M if log_domain else 0.0, -xp.inf)
@@ -255,7 +292,7 @@ def grad_w(
     W: Any,
     P: Problem,
     a: dict[str, Any],
-    loss_id: int,
+    loss_id: LossKey,
     log_domain: bool,
     xp: Any,
     fw: dict[str, Any] | None = None,
@@ -285,13 +322,14 @@ def grad_w(
         has = xp.isfinite(ls2)
         rel = xp.where(keep, xp.exp(ls_o - xp.where(has, ls2, 0.0)[..., None]), 0.0)
         wq = rel * e
-        Lq = xp.where(has, log_abs_dloss(yf, loss_id, xp) + ls2, -xp.inf)
+        lad, flip = dloss_parts(yf, loss_id, xp)
+        Lq = xp.where(has, lad + ls2, -xp.inf)
         big = xp.max(xp.abs(wq), axis=-1)
         cand = xp.where(big > 0.0, Lq + xp.log(big), -xp.inf)
         M = xp.max(cand.reshape(B, -1), axis=1)
         ok = xp.isfinite(M)
         shift = xp.where(ok, M, 0.0) if log_domain else xp.zeros(B)
-        scale = xp.where(has, -Y * xp.exp(Lq - shift[:, None, None]), 0.0)
+        scale = xp.where(has, -Y * flip * xp.exp(Lq - shift[:, None, None]), 0.0)
     w = scale[..., None] * wq
     M = xp.where(ok, M if log_domain else 0.0, -xp.inf)  # -inf: the direction is exactly 0
     diff = X[:, :, None, :, :] - _x_m(X, m, xp)[:, :, :, None, :]
@@ -301,7 +339,7 @@ def grad_w(
 
 
 def grad_head(
-    fw: dict[str, Any], P: Problem, a: dict[str, Any], loss_id: int, log_domain: bool, xp: Any
+    fw: dict[str, Any], P: Problem, a: dict[str, Any], loss_id: LossKey, log_domain: bool, xp: Any
 ) -> tuple[Any, Any]:
     r"""Gradient of the risk in the linear head :math:`v` as ``(G_v, M_v)``, ``G_v`` of shape
     (B, 1, d_u), from :func:`forward` ``fw``:
@@ -317,10 +355,11 @@ def grad_head(
     Y = a["Y"]
     B, n = Y.shape[0], Y.shape[1]
     with _quiet(xp):
-        lq = log_abs_dloss(Y * fw["f"], loss_id, xp)
+        lq, flip = dloss_parts(Y * fw["f"], loss_id, xp)
         top = xp.max(lq.reshape(B, -1), axis=1)
+        top = xp.where(xp.isfinite(top), top, 0.0)  # every l' = 0 (user losses): G_v = 0
         shift = top if log_domain else xp.zeros(B)
-        wq = -Y * xp.exp(lq - shift[:, None, None])
+        wq = -Y * flip * xp.exp(lq - shift[:, None, None])
     Gv = xp.einsum("bnk,bnkd->bd", wq, fw["r"])[:, None, :] / n
     nonzero = xp.any(Gv != 0.0, axis=(1, 2))
     return Gv, xp.where(nonzero, shift, -xp.inf)
@@ -487,7 +526,7 @@ def step(
     return P1n, P2n, vn, code
 
 
-def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dict[str, Any]:
+def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: LossKey, xp: Any) -> dict[str, Any]:
     r"""Loss, its log gap to the hard selection, softmax probabilities and selected keys.
 
     ``log_loss_gap`` is :math:`\log(L(W) - L_{\mathrm{sel}}(W))` with
@@ -533,8 +572,9 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: int, xp: Any) -> dic
         lsafe = xp.where(xp.isfinite(lmax), lmax, 0.0)
         q = xp.sum(xp.exp(ls_o - lsafe[..., None]) * dprime, axis=-1)
         q = xp.where(xp.isfinite(lmax), q, 0.0)
-        first_log = log_abs_dloss(Y * fm, loss_id, xp) + lsafe + xp.log(xp.abs(q))
-        first_sign = -Y * xp.sign(q)
+        lad, flip = dloss_parts(Y * fm, loss_id, xp)
+        first_log = lad + lsafe + xp.log(xp.abs(q))
+        first_sign = -Y * flip * xp.sign(q)
         direct = loss_value(Y * f, loss_id, xp) - loss_value(Y * fm, loss_id, xp)
         small = lmax < math.log(1e-8)
         lg = xp.where(small, first_log, xp.log(xp.abs(direct)))
