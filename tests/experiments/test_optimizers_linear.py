@@ -96,3 +96,22 @@ def test_trial_matches_a_direct_computation() -> None:
     u = np.einsum("jkl,kl->j", exp.linear_rows(data), run.W)
     want = u.min() / np.abs(run.W).max() * np.abs(res.W).max()
     np.testing.assert_allclose(row["ratio_linf"], want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["fro", "nuc", "l1", "l1.5", "linf", "spectral"])
+def test_linear_svms_match_a_naive_cvxpy_model(name: str) -> None:
+    """att_svm(attention="linear", norm=...) for every norm of the calibration against
+    min ||W|| s.t. <A_j, W> >= 1, written directly in cvxpy (Clarabel)."""
+    cp = pytest.importorskip("cvxpy")
+    data = sg.random_data(6, 8, 10, seed=2)
+    rows = exp.linear_rows(data)
+    W = cp.Variable((data.d, data.d))
+    objective = {
+        "fro": cp.norm(W, "fro"), "nuc": cp.normNuc(W), "l1": cp.sum(cp.abs(W)),
+        "l1.5": cp.pnorm(cp.vec(W, order="F"), 1.5), "linf": cp.max(cp.abs(W)),
+        "spectral": cp.sigma_max(W),
+    }[name]  # fmt: skip
+    cons = [cp.sum(cp.multiply(A, W)) >= 1 for A in rows]
+    cp.Problem(cp.Minimize(objective), cons).solve(solver="CLARABEL")
+    res = sg.att_svm(data, attention="linear", norm=exp.SVMS[name])
+    np.testing.assert_allclose(res.objective, objective.value, rtol=1e-6)
