@@ -192,9 +192,9 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "that norm's max-margin",
         "(Σ_t γ_ikt x_it)ᵀ W z_ik ≥ 1, one per query",
         "theorem",
-        "Y f is linear in W: Gunasekar, Lee, Soudry, Srebro 2018 (exponential loss, steps "
-        "η ≤ γ/B²; the margin converges, the direction to the optimal face); measured on "
-        "seeds 0-9 (docs/optimizers.md, calibration)",
+        "Y f is linear in W: Gunasekar, Lee, Soudry, Srebro 2018 (exponential loss, bounded "
+        "steps η_t ≤ 1/(B²L); the margin converges, the direction to the optimal face); "
+        "measured with normalized steps on seeds 0-9 (docs/optimizers.md, calibration)",
         "svmgeo reproduce optimizers_linear --quick",
     ),
     Correspondence(

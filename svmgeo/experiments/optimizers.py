@@ -310,10 +310,11 @@ def linear_step(rows: np.ndarray, res: Any, norm: Any) -> float:
     Normalized steepest descent :math:`W \leftarrow W - \eta D`, :math:`\|D\| = 1`, is the
     steepest descent of Gunasekar et al. (2018), :math:`w_{t+1} = w_t + \eta_t\Delta w_t`,
     :math:`\|\Delta w_t\| = \|\nabla L\|_\star`, with :math:`\eta_t = \eta/\|\nabla L\|_\star`;
-    their theorem asks :math:`\eta_t \le 1/(B^2 L(w_t))` (and bounded), which holds for every t
-    when :math:`\eta \le \gamma/B^2`, since :math:`\|\nabla L\|_\star \ge
+    their theorem asks :math:`\eta_t \le 1/(B^2 L(w_t))`, which holds for every t when
+    :math:`\eta \le \gamma/B^2`, since :math:`\|\nabla L\|_\star \ge
     \langle -\nabla L, W^{\mathrm{mm}}/\|W^{\mathrm{mm}}\|\rangle \ge \gamma L` for the
-    exponential loss.
+    exponential loss, and bounded steps :math:`\eta_t \le \eta_+`, which a finite run meets
+    (:math:`\eta_+` its largest step) and the normalized rule continued forever does not.
     """
     dual = _geometry(norm).dual
     B = max(float(dual(A)) for A in rows)

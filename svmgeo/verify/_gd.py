@@ -154,7 +154,8 @@ def verify(
         linear attention too (undefined there), and it has no SVM of its own.
     **train_options
         Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``grad_tol``,
-        ``saturation_tol``, ``callback``, ``normalize_eps``. Any other name is a
+        ``saturation_tol``, ``callback``, ``normalize_eps`` (GD's), ``adam_beta1``,
+        ``adam_beta2``, ``adam_eps``, ``spectral_momentum`` (the rules'). Any other name is a
         :class:`~svmgeo.ProblemError` (the old spellings ``method``, ``p``, ``tol`` name
         their new ones).
 
