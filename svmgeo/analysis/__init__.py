@@ -12,6 +12,7 @@ from ._local import LocalOptimality, LOTViolation, is_locally_optimal
 from ._loss_check import LOSS_SPECS, LossCheck, LossSpec, check_loss
 from ._rates import Rates, fit_rates
 from ._regpath import RegularizationPath, regularization_path
+from ._sign_pattern import PatternOptimality, StuckKey, is_locally_optimal_pattern
 from ._stability import (
     LipschitzResult,
     RobustnessRadius,
@@ -33,10 +34,12 @@ __all__ = [
     "LocalOptimality",
     "LossCheck",
     "LossSpec",
+    "PatternOptimality",
     "Rates",
     "RegularizationPath",
     "RobustnessRadius",
     "SelectedSets",
+    "StuckKey",
     "SupportTokens",
     "TensorData",
     "TensorRows",
@@ -50,6 +53,7 @@ __all__ = [
     "in_cone",
     "in_score_cone",
     "is_locally_optimal",
+    "is_locally_optimal_pattern",
     "lipschitz",
     "locally_optimal_selections",
     "regularization_path",

@@ -36,6 +36,9 @@ from . import companion_single, companion_multi, companion_joint, companion_loss
 # the optimizer picks the norm (issue #23)
 from . import optimizers  # noqa: F401  # isort: skip
 
+# softmax against other attention maps (issue #22)
+from . import stability, variants  # noqa: F401  # isort: skip
+
 __all__ = [
     "Experiment",
     "ReproduceResult",

@@ -159,7 +159,7 @@ def list_experiments() -> list[str]:
 
     then the later papers' (``mirror``, ``ntp``) and the companion paper's
     (``companion_single``, ``companion_multi``, ``companion_joint``, ``companion_losses``),
-    then ``optimizers`` (issue #23).
+    then ``optimizers`` (issue #23), ``stability`` and ``variants`` (issue #22).
 
     Returns
     -------

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Experiment ``variants``: every attention map's normalized GD against every SVM (issue #22).
+
+.. math::
+
+    \mathrm{corr}(W_T, W_s),\qquad s \in \{\text{fro}, \text{nuc}, \text{linear},
+    \text{sigmoid}, \text{relu}\},
+
+with :math:`W_T` the final iterate of each map of :data:`MAPS` on ``random_data(6, 8, 10,
+seed)`` and each SVM taken at what :math:`W_T` ends on: softmax's Att-SVM (``fro``) and
+Att-SVM⋆ (``nuc``) of the largest logits, linear attention's one-row SVM, the sigmoid SVM of
+the final sign pattern, the ReLU QP of the final active pattern (``att_svm(data,
+attention=...)``; NaN where infeasible). *Closest* is the SVM of largest correlation; *own* the
+map's prediction (a theorem for linear attention — Soudry et al. 2018 —, for ReLU a KKT point —
+Lyu & Li 2020 —, a conjecture for sigmoid; none for normalized linear attention).
+
+Sigmoid runs also report their *stuck* keys (final sign against the pull
+:math:`\mathrm{sign}\,\gamma`) and the verdict of :func:`~svmgeo.is_locally_optimal_pattern`.
+Measured numbers: docs/attention-maps.md.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._errors import ProblemError
+from .._linalg import correlation
+from ..analysis import is_locally_optimal_pattern
+from ..data import TokenData, random_data
+from ..solvers import att_svm
+from ._registry import Experiment, register
+from ._rows import Rows, finite, group, median, seeds
+from .optimizers import closest
+from .stability import train_map
+
+__all__ = [
+    "EXPERIMENT",
+    "MAPS",
+    "OWN",
+    "SVMS",
+    "closest",
+    "grid",
+    "plot",
+    "summarize",
+    "svm_solutions",
+    "trial",
+]
+
+#: The attention maps (the table of :data:`svmgeo.attention_maps.ATTENTION_MAPS`).
+MAPS = ("softmax", "linear", "normalized_linear", "sigmoid", "relu")
+#: The SVMs every run is compared with.
+SVMS = ("fro", "nuc", "linear", "sigmoid", "relu")
+#: Each map's own prediction (None: normalized linear attention has no SVM limit).
+OWN: dict[str, str | None] = {
+    "softmax": "fro",
+    "linear": "linear",
+    "normalized_linear": None,
+    "sigmoid": "sigmoid",
+    "relu": "relu",
+}
+#: Data size: ``random_data(N, T, D)``.
+N, T, D = 6, 8, 10
+
+
+def svm_solutions(data: TokenData, W: np.ndarray) -> dict[str, np.ndarray | None]:
+    """Each SVM of :data:`SVMS` at what W ends on (None where it has no solution)."""
+    alpha = np.argmax(np.einsum("ntd,de,ne->nt", data.X, W, data.Z), axis=1)
+    solves = {
+        "fro": lambda: att_svm(data, alpha),
+        "nuc": lambda: att_svm(data, alpha, norm="nuc"),
+        "linear": lambda: att_svm(data, attention="linear"),
+        "sigmoid": lambda: att_svm(data, attention="sigmoid", pattern=W),
+        "relu": lambda: att_svm(data, attention="relu", pattern=W),
+    }
+    out: dict[str, np.ndarray | None] = {}
+    for name, solve in solves.items():
+        try:
+            res = solve()
+        except ProblemError:  # a logit exactly 0: no sign pattern to build on
+            out[name] = None
+            continue
+        out[name] = res.W if res.success and res.W is not None else None
+    return out
+
+
+def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
+    r"""One map on ``random_data(6, 8, 10, seed)``: ``corr_<svm>`` for every SVM of
+    :data:`SVMS`, ``own`` and ``corr_own``, ``closest``; for sigmoid also ``n_stuck``, the
+    stuck keys (``stuck``: ``seq:key m=margin``, the margin at the pattern's SVM) and
+    ``stuck_verdict`` of :func:`~svmgeo.is_locally_optimal_pattern` (NaN / "" otherwise)."""
+    data = random_data(N, T, D, seed=seed)
+    run = train_map(data, attention, n_steps, seed=seed)
+    W = np.asarray(run.W)
+    sols = svm_solutions(data, W)
+    corr = {k: math.nan if v is None else correlation(W, v) for k, v in sols.items()}
+    own = OWN[attention]
+    assert run.history.loss is not None  # recorded by default
+    row: dict[str, Any] = {f"corr_{k}": v for k, v in corr.items()}
+    row.update(
+        own=own or "none",
+        corr_own=math.nan if own is None else corr[own],
+        closest=closest(corr),
+        loss=float(run.history.loss[-1]),
+        n_stuck=math.nan,
+        stuck="",
+        stuck_verdict="",
+    )
+    if attention == "sigmoid":
+        lot = is_locally_optimal_pattern(data, run)
+        row["n_stuck"] = len(lot.stuck)
+        row["stuck"] = " ".join(f"{s.seq}:{s.token} m={s.margin:.3f}" for s in lot.stuck)
+        row["stuck_verdict"] = (
+            "none" if not lot.stuck else "stays" if lot.locally_optimal else "flips"
+        )
+    return row
+
+
+def grid(quick: bool) -> list[dict[str, Any]]:
+    """Seeds 0–5 (quick 0–1) × :data:`MAPS`; 20,000 steps (quick 2,000)."""
+    n_steps = 2000 if quick else 20_000
+    return [
+        {"seed": s, "attention": a, "n_steps": n_steps} for a in MAPS for s in seeds(quick, 2, 6)
+    ]
+
+
+def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
+    """Summary: one row per (map, seed), every seed listed. Headline per map: the closest SVM
+    of every seed, 1 − corr with its own SVM (min–max), the min–max of every correlation; and
+    the stuck sigmoid keys with their verdicts."""
+    order = {a: k for k, a in enumerate(MAPS)}
+    keys = ["attention", "seed", *(f"corr_{k}" for k in SVMS), "own", "corr_own", "closest",
+            "loss", "n_stuck", "stuck", "stuck_verdict"]  # fmt: skip
+    ordered = sorted(rows, key=lambda r: (order[r["attention"]], r["seed"]))
+    summary = [{k: r[k] for k in keys} for r in ordered]
+    headline: dict[str, Any] = {}
+    for (att,), g in group(ordered, ("attention",)).items():
+        tag = f"{att}, seeds {g[0]['seed']}-{g[-1]['seed']}"
+        headline[f"{tag}: closest"] = " ".join(r["closest"] for r in g)
+        gaps = finite(1 - r["corr_own"] for r in g)
+        headline[f"{tag}: 1 - corr(own {g[0]['own']})"] = (
+            f"{min(gaps):.1e}-{max(gaps):.1e}" if gaps else "-"
+        )
+        spans = []
+        for k in SVMS:
+            v = finite(r[f"corr_{k}"] for r in g)
+            spans.append(f"{k} {min(v):.3f}-{max(v):.3f}" if v else f"{k} -")
+        headline[f"{tag}: corr min-max"] = ", ".join(spans)
+        if att == "sigmoid":
+            headline[f"{tag}: stuck keys"] = (
+                "; ".join(
+                    f"seed {r['seed']}: {r['stuck']} ({r['stuck_verdict']})"
+                    for r in g
+                    if r["stuck"]
+                )
+                or "none"
+            )
+    return headline, summary
+
+
+def plot(rows: Rows, summary: Rows, path: Path) -> list[Path]:
+    """Median final correlation of each map (rows) with each SVM (columns), and 1 − corr with
+    the own SVM per seed."""
+    from ..plot import pyplot, save_figure
+
+    plt = pyplot()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4))
+    maps = [a for a in MAPS if any(r["attention"] == a for r in summary)]
+    med = np.array(
+        [[median(r[f"corr_{k}"] for r in summary if r["attention"] == a) for k in SVMS]
+         for a in maps]
+    )  # fmt: skip
+    im = ax.imshow(med, vmin=0, vmax=1, cmap="viridis")
+    for (i, j), v in np.ndenumerate(med):
+        ax.text(j, i, "-" if math.isnan(v) else f"{v:.2f}", ha="center", va="center",
+                color="w" if not math.isnan(v) and v < 0.6 else "k", fontsize=8)  # fmt: skip
+    ax.set_xticks(range(len(SVMS)), SVMS)
+    ax.set_yticks(range(len(maps)), maps)
+    ax.set(xlabel="SVM", ylabel="attention map", title="median final corr(W, SVM)")
+    fig.colorbar(im, ax=ax)
+    for j, a in enumerate(maps):
+        g = [r for r in summary if r["attention"] == a and math.isfinite(r["corr_own"])]
+        bx.scatter([j] * len(g), [max(1 - r["corr_own"], 1e-16) for r in g], s=14)
+    bx.set_xticks(range(len(maps)), maps, rotation=20, fontsize=8)
+    bx.set(yscale="log", ylabel="1 - corr(W, own SVM)", title="each seed")
+    return save_figure(fig, path)
+
+
+EXPERIMENT = register(
+    Experiment(
+        "variants",
+        "variants (n=6, T=8, d=10): every attention map's normalized GD against every SVM "
+        "(softmax Att-SVM fro / nuc, linear, sigmoid, ReLU); closest SVM, stuck sigmoid signs",
+        trial,
+        grid,
+        summarize,
+        plot,
+    )
+)
