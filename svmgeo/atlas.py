@@ -186,6 +186,30 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "sg.verify(data, attention='linear')",
     ),
     Correspondence(
+        "linear",
+        "W",
+        "steepest descent for a norm: sign (ℓ∞), ('steepest', q) (ℓq), spectral",
+        "that norm's max-margin",
+        "(Σ_t γ_ikt x_it)ᵀ W z_ik ≥ 1, one per query",
+        "theorem",
+        "Y f is linear in W: Gunasekar, Lee, Soudry, Srebro 2018 (exponential loss, bounded "
+        "steps η_t ≤ 1/(B²L); the margin converges, the direction to the optimal face); "
+        "measured with normalized steps on seeds 0-9 (docs/optimizers.md, calibration)",
+        "svmgeo reproduce optimizers_linear --quick",
+    ),
+    Correspondence(
+        "linear",
+        "W",
+        "Adam",
+        "ℓ∞",
+        "(Σ_t γ_ikt x_it)ᵀ W z_ik ≥ 1, one per query",
+        "theorem",
+        "for separable linear models with a decaying learning rate (Fan, Schmidt, "
+        "Thrampoulidis 2025); svmgeo's constant-η runs are outside those hypotheses "
+        "(measured: docs/optimizers.md, calibration)",
+        "svmgeo reproduce optimizers_linear --quick",
+    ),
+    Correspondence(
         "sigmoid",
         "W",
         "GD",

@@ -787,6 +787,20 @@ def _norm_value(text: str) -> str | tuple[str, float]:
     return entry.name if parameter is None else (entry.name, parameter)
 
 
+def _optimizer_value(text: str) -> str | tuple[str, float]:
+    """``--optimizer``: a name of the optimizer table, or ``steepest:Q`` (as ``--norm lp:1.5``)."""
+    from .gd import OPTIMIZERS, parse_optimizer
+
+    try:
+        return parse_optimizer(text)
+    except ProblemError:
+        choices = ", ".join(n if n != "steepest" else "steepest:Q" for n in OPTIMIZERS)
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r} (choose from {choices}, with 1 <= Q <= inf, e.g. "
+            "steepest:1.5)"
+        ) from None
+
+
 def _add_norm_argument(
     p: argparse.ArgumentParser, what: str, *, parameterised: bool = False
 ) -> None:
@@ -952,14 +966,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_arguments(p, params=("W", "KQ", "p"))
     from .gd import OPTIMIZERS
 
+    names = ", ".join(name if name != "steepest" else "steepest:Q" for name in OPTIMIZERS)
     p.add_argument(
         "--optimizer",
-        choices=tuple(name for name in OPTIMIZERS if name != "steepest"),  # needs its q
+        type=_optimizer_value,
         default="gd",
-        help="gradient descent, or l_p mirror descent (needs --exponent; takes neither --param "
-        "KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps normalized unless "
-        "--plain; numpy kernels unless --backend), or sign / spectral / adam descent "
-        "(docs/optimizers.md; --param W or KQ) (default gd)",
+        metavar="OPT",
+        help=f"one of {names}: gradient descent, or l_p mirror descent (needs --exponent; takes "
+        "neither --param KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps "
+        "normalized unless --plain; numpy kernels unless --backend), or sign / steepest l_Q "
+        "(1 <= Q <= inf, e.g. steepest:1.5) / spectral / adam descent (docs/optimizers.md; "
+        "--param W or KQ) (default gd)",
     )
     p.add_argument(
         "--exponent",

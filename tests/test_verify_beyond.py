@@ -120,7 +120,7 @@ def test_verify_mirror_rejects_other_data():
         ({"optimizer": "mirror"}, r"verify_mirror\(data, exponent="),
         ({"method": "mirror"}, r"'method' .* renamed 'optimizer'.*verify_mirror\(data, exponent="),
         ({"p": 1.5}, r"'p' .* renamed 'exponent'.*verify_mirror\(data, exponent="),
-        ({"optimizer": "adam"}, "'optimizer' parameter"),
+        ({"optimizer": "newton"}, "'optimizer' parameter"),
     ],
 )
 def test_verify_sends_mirror_descent_to_verify_mirror(data, options, match):

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import ProblemError
 from .._linalg import correlation
 from ..data import TokenData, random_data
 from ..gd import RiskOracle, train
@@ -39,11 +40,19 @@ __all__ = [
     "FACE_SVMS",
     "KQ_INIT_SCALE",
     "KQ_OPTIMIZERS",
+    "LINEAR_EXPERIMENT",
+    "LINEAR_OPTIMIZERS",
     "OPTIMIZERS",
     "SVMS",
     "closest",
     "final_run",
     "grid",
+    "linear_grid",
+    "linear_rows",
+    "linear_step",
+    "linear_summarize",
+    "linear_trial",
+    "margin_ratio",
     "plot",
     "summarize",
     "svm_correlations",
@@ -211,20 +220,21 @@ def plot(rows: Rows, summary: Rows, path: Path) -> list[Path]:
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(14, 3.8))
     for ax, param in zip(axes, ("W", "KQ"), strict=True):
-        names = [n for n in OPTIMIZERS if any(r["param"] == param and r["optimizer"] == n
-                                              for r in rows)]  # fmt: skip
-        width = 0.8 / len(SVMS)
-        for j, k in enumerate(SVMS):
-            med = [
-                float(np.nanmedian([r[f"corr_{k}"] for r in rows
-                                    if r["param"] == param and r["optimizer"] == n]))
-                for n in names
-            ]  # fmt: skip
-            ax.bar(np.arange(len(names)) + j * width, med, width, label=k)
-        ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, rotation=30, fontsize=7)
+        _bars(ax, [r for r in rows if r["param"] == param], list(OPTIMIZERS), "corr")
         ax.set(ylabel="median final corr", title=f"param {param}", ylim=(0, 1.02))
-        ax.legend(fontsize=7, ncol=3)
     return save_figure(fig, path)
+
+
+def _bars(ax: Any, rows: Rows, order: list[str], field: str) -> None:
+    """Bars of the median ``<field>_<svm>`` per optimizer (of ``order`` with rows) and SVM."""
+    names = [n for n in order if any(r["optimizer"] == n for r in rows)]
+    width = 0.8 / len(SVMS)
+    for j, k in enumerate(SVMS):
+        med = [float(np.nanmedian([r[f"{field}_{k}"] for r in rows if r["optimizer"] == n]))
+               for n in names]  # fmt: skip
+        ax.bar(np.arange(len(names)) + j * width, med, width, label=k)
+    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, rotation=30, fontsize=7)
+    ax.legend(fontsize=7, ncol=3)
 
 
 EXPERIMENT = register(
@@ -236,5 +246,168 @@ EXPERIMENT = register(
         grid,
         summarize,
         plot,
+    )
+)
+
+
+# --- calibration on linear attention, where the limit is a theorem -----------------------
+
+#: The rules of the calibration (label → options of :func:`svmgeo.train`, own SVM label of
+#: :data:`SVMS`, whether a theorem covers the run: Gunasekar, Lee, Soudry, Srebro 2018,
+#: Thm. 5, for steepest descent of any norm with the steps of :func:`linear_step`).
+LINEAR_OPTIMIZERS: dict[str, tuple[dict[str, Any], str, bool]] = {
+    "gd": ({"optimizer": "gd"}, "fro", True),
+    "steepest 1": ({"optimizer": ("steepest", 1.0)}, "l1", True),
+    "steepest 1.5": ({"optimizer": ("steepest", 1.5)}, "l1.5", True),
+    "sign": ({"optimizer": "sign"}, "linf", True),
+    "spectral": ({"optimizer": "spectral"}, "spectral", True),
+    "muon 0.9": ({"optimizer": "spectral", "spectral_momentum": 0.9}, "spectral", False),
+    "adam": ({"optimizer": "adam"}, "linf", False),
+    "adam eps=0": ({"optimizer": "adam", "adam_eps": 0.0}, "linf", False),
+}
+#: Fraction of the largest step the theorem allows (:func:`linear_step`).
+LINEAR_STEP_FRACTION = 0.5
+#: The loss of the calibration: the theorem's exponential loss.
+LINEAR_LOSS = "exponential"
+
+
+def linear_rows(data: TokenData) -> np.ndarray:
+    r"""The matrices :math:`A_j = a_j b_j^\top` (N, d, d) of linear attention's SVM rows,
+    :math:`Y_{ik} f_{ik}(W) = \langle A_j, W\rangle` (one row per query)."""
+    from ..constraints import map_svm_constraints
+
+    cs = map_svm_constraints(data, "linear")
+    return np.einsum("ji,jk->jik", cs.A, cs.B)
+
+
+def _geometry(norm: Any) -> Any:
+    from ..solvers import parse_norm
+
+    entry, parameter = parse_norm(norm, "optimizers_linear")
+    return entry.geometry(parameter)
+
+
+def margin_ratio(rows: np.ndarray, W: np.ndarray, norm: Any, optimum: float) -> float:
+    r"""The normalized margin of W in a norm over the largest one:
+
+    .. math::
+
+        \rho_{\|\cdot\|}(W) = \frac{\min_j \langle A_j, W\rangle / \|W\|}{1/\|W^{\mathrm{mm}}\|}
+        \le 1,
+
+    with equality exactly when :math:`W/\|W\|` is in the SVM's optimal face (``optimum`` is
+    :math:`\|W^{\mathrm{mm}}\|`, the SVM's objective) — the quantity of the theorem.
+    """
+    value = float(_geometry(norm).value(W))
+    return float(np.min(np.einsum("jkl,kl->j", rows, W))) / value * optimum
+
+
+def linear_step(rows: np.ndarray, res: Any, norm: Any) -> float:
+    r"""The step of the calibration in a norm: :math:`\eta = f\,\gamma/B^2`, with
+    :math:`\gamma = 1/\|W^{\mathrm{mm}}\|` the max margin, :math:`B = \max_j\|A_j\|_\star`
+    and f = :data:`LINEAR_STEP_FRACTION`.
+
+    Normalized steepest descent :math:`W \leftarrow W - \eta D`, :math:`\|D\| = 1`, is the
+    steepest descent of Gunasekar et al. (2018), :math:`w_{t+1} = w_t + \eta_t\Delta w_t`,
+    :math:`\|\Delta w_t\| = \|\nabla L\|_\star`, with :math:`\eta_t = \eta/\|\nabla L\|_\star`;
+    their theorem asks :math:`\eta_t \le 1/(B^2 L(w_t))`, which holds for every t when
+    :math:`\eta \le \gamma/B^2`, since :math:`\|\nabla L\|_\star \ge
+    \langle -\nabla L, W^{\mathrm{mm}}/\|W^{\mathrm{mm}}\|\rangle \ge \gamma L` for the
+    exponential loss, and bounded steps :math:`\eta_t \le \eta_+`, which a finite run meets
+    (:math:`\eta_+` its largest step) and the normalized rule continued forever does not.
+    """
+    dual = _geometry(norm).dual
+    B = max(float(dual(A)) for A in rows)
+    return LINEAR_STEP_FRACTION / (float(res.objective) * B * B)
+
+
+def linear_trial(seed: int, optimizer: str, n_steps: int) -> dict[str, Any]:
+    r"""One rule on linear attention, ``random_data(6, 8, 10, seed)``, exponential loss, from
+    W = 0, step :func:`linear_step` of its own norm: the final correlation with every SVM of
+    :data:`SVMS` of linear attention (``att_svm(data, attention="linear", norm=...)``; the
+    optimal face's for :data:`FACE_SVMS`), the margin ratio :func:`margin_ratio` in every norm
+    (``ratio_<svm>``, and at a tenth of the steps, ``own_ratio_tenth``), the closest SVM by
+    each measure, and the step."""
+    data = random_data(N, T, D, seed=seed)
+    options, own, _ = LINEAR_OPTIMIZERS[optimizer]
+    rows = linear_rows(data)
+    svms = {k: att_svm(data, attention="linear", norm=norm) for k, norm in SVMS.items()}
+    for k, res in svms.items():
+        if res.W is None or res.objective is None:  # rows of random data are separable
+            raise ProblemError(f"the {k} SVM of linear attention has no solution: {res.message}")
+    eta = linear_step(rows, svms[own], SVMS[own])
+    run = train(data, attention="linear", loss=LINEAR_LOSS, step_size=eta, n_steps=n_steps,
+                record_every=max(1, n_steps // 10), **options)  # fmt: skip
+    assert run.W is not None  # param "W" always gives W
+    row: dict[str, Any] = {"own": own, "step": eta, "stop": str(run.status)}
+    ratio = {}
+    for k, res in svms.items():
+        if k in FACE_SVMS:
+            row[f"corr_{k}"] = optimal_face_alignment(res, run.W).correlation
+        else:
+            row[f"corr_{k}"] = correlation(run.W, res.W)
+        ratio[k] = margin_ratio(rows, run.W, SVMS[k], float(res.objective or math.nan))
+        row[f"ratio_{k}"] = ratio[k]
+    assert run.history.W is not None  # the steepest rules record W
+    W_tenth = run.history.W[1]
+    optimum = float(svms[own].objective or math.nan)
+    row["own_ratio_tenth"] = margin_ratio(rows, W_tenth, SVMS[own], optimum)
+    row["closest"] = closest({k: row[f"corr_{k}"] for k in SVMS})
+    row["closest_margin"] = closest(ratio)
+    return row
+
+
+def linear_grid(quick: bool) -> list[dict[str, Any]]:
+    """Seeds 0–9 (quick 0–1) of ``random_data(6, 8, 10)``; every rule of
+    :data:`LINEAR_OPTIMIZERS`; 10000 steps (quick 1000)."""
+    n_steps = 1000 if quick else 10000
+    return [{"seed": s, "optimizer": name, "n_steps": n_steps}
+            for name in LINEAR_OPTIMIZERS for s in seeds(quick, 2, 10)]  # fmt: skip
+
+
+def linear_summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
+    """One row per trial (every seed); headline per rule: closest SVM (correlation, margin)
+    of every seed and the min–max of its own margin ratio and correlation."""
+    order = {name: k for k, name in enumerate(LINEAR_OPTIMIZERS)}
+    keys = ["optimizer", "seed", "own", "step", "stop", *(f"corr_{k}" for k in SVMS),
+            *(f"ratio_{k}" for k in SVMS), "own_ratio_tenth", "closest", "closest_margin"]  # fmt: skip
+    ordered = sorted(rows, key=lambda r: (order[r["optimizer"]], r["seed"]))
+    summary = [{k: r[k] for k in keys} for r in ordered]
+    headline: dict[str, Any] = {}
+    for name, g in sorted(group(ordered, ("optimizer",)).items(), key=lambda kv: order[kv[0][0]]):
+        own, theorem = LINEAR_OPTIMIZERS[name[0]][1], LINEAR_OPTIMIZERS[name[0]][2]
+        tag = f"{name[0]} (own {own}, {'theorem' if theorem else 'measured'})"
+        s = f"seeds {g[0]['seed']}-{g[-1]['seed']}"
+        headline[f"{tag}: closest by corr, {s}"] = " ".join(r["closest"] for r in g)
+        headline[f"{tag}: closest by margin, {s}"] = " ".join(r["closest_margin"] for r in g)
+        own_r = [r[f"ratio_{own}"] for r in g]
+        own_c = [r[f"corr_{own}"] for r in g]
+        headline[f"{tag}: own margin ratio, own corr min-max"] = (
+            f"{min(own_r):.4f}-{max(own_r):.4f}, {min(own_c):.4f}-{max(own_c):.4f}"
+        )
+    return headline, summary
+
+
+def linear_plot(rows: Rows, summary: Rows, path: Path) -> list[Path]:
+    """Median final margin ratio in every norm (bars) per rule."""
+    from ..plot import pyplot, save_figure
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    _bars(ax, rows, list(LINEAR_OPTIMIZERS), "ratio")
+    ax.set(ylabel="median final margin ratio", title="linear attention", ylim=(0, 1.02))
+    return save_figure(fig, path)
+
+
+LINEAR_EXPERIMENT = register(
+    Experiment(
+        "optimizers_linear",
+        "calibration on linear attention (n=6, T=8, d=10, exponential loss): each steepest "
+        "descent's final margin ratio and correlation with the Frobenius, nuclear, l1, l1.5, "
+        "l_inf and spectral SVMs of linear attention (a theorem: Gunasekar et al. 2018)",
+        linear_trial,
+        linear_grid,
+        linear_summarize,
+        linear_plot,
     )
 )

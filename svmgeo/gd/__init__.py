@@ -25,9 +25,12 @@ from ._config import (
     RECORDS,
     REFERENCE_BACKEND,
     RISKS,
+    STEEPEST_RULES,
     GDConfig,
     Optimizer,
     StopStatus,
+    parse_optimizer,
+    resolve_optimizer,
 )
 from ._engine import GDState, GradientDescent, loss_and_grad, train, train_batch
 from ._loop import Risk, UpdateRule, run_loop
@@ -44,6 +47,7 @@ from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, LOGISTIC_LOSS, LOSS_ID
 from ._results import BatchRun, GDRun, History, Intermediate
 from ._steepest import (
     AdamMoments,
+    MapRisk,
     SteepestDescent,
     SteepestState,
     adam_direction,
@@ -69,6 +73,7 @@ __all__ = [
     "RECORDS",
     "REFERENCE_BACKEND",
     "RISKS",
+    "STEEPEST_RULES",
     "AdamMoments",
     "BatchRun",
     "GDConfig",
@@ -78,6 +83,7 @@ __all__ = [
     "GradientStep",
     "History",
     "Intermediate",
+    "MapRisk",
     "MirrorDescent",
     "MirrorState",
     "Optimizer",
@@ -94,6 +100,8 @@ __all__ = [
     "inverse_mirror_map",
     "loss_and_grad",
     "mirror_map",
+    "parse_optimizer",
+    "resolve_optimizer",
     "run_loop",
     "sparsity",
     "spectral_direction",

@@ -38,6 +38,7 @@ __all__ = [
     "Optimizer",
     "StopStatus",
     "eps_block_names",
+    "parse_optimizer",
     "refuse_renamed",
     "resolve_loss",
     "resolve_optimizer",
@@ -229,7 +230,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
 
 # the rules of svmgeo.gd._steepest: W or (K, Q) through RiskOracle's log-domain gradient
 _RULE = ("loss", "head", "v", "V", "lam", "step_size", "n_steps", "record_every", "init",
-         "backend", "param", "m", "seed")  # fmt: skip
+         "backend", "param", "m", "seed", "attention")  # fmt: skip
 
 
 def _rule(name: str, summary: str, *own: str) -> Optimizer:
@@ -314,6 +315,24 @@ def resolve_loss(loss: Any, where: str) -> str | LossSpec:
         if spec is LOSS_SPECS[name]:
             return name
     return spec
+
+
+def parse_optimizer(text: str, where: str = "--optimizer") -> str | tuple[str, float]:
+    r"""The ``optimizer=`` value of a command-line spelling: a name of :data:`OPTIMIZERS`
+    (``"sign"``), or ``"steepest:q"`` for ``("steepest", q)`` (``steepest:1.5``,
+    ``steepest:inf``), as ``lp:1.5`` spells the norm ``("lp", 1.5)``; checked by
+    :func:`resolve_optimizer` (a ProblemError naming ``where`` otherwise)."""
+    name, colon, tail = text.partition(":")
+    spellings = ", ".join(n if n != "steepest" else "steepest:q" for n in OPTIMIZERS)
+    try:
+        if not colon:
+            return resolve_optimizer(text, where)[0]
+        return resolve_optimizer((name, float(tail)), where)[0], float(tail)
+    except (ProblemError, ValueError):
+        raise ProblemError(
+            f"{where} takes one of {spellings}, with 1 <= q <= inf for steepest descent in the "
+            f"entrywise l_q norm (e.g. steepest:1.5, steepest:inf); got {text!r}."
+        ) from None
 
 
 #: Old spellings of options and what they are now (issue #20: one meaning per name).
@@ -486,11 +505,15 @@ class GDConfig:
         check_option(self.head, "head", HEADS, where=where)
         check_option(self.backend, "backend", BACKENDS, where=where)
         check_option(self.attention, "attention", ATTENTIONS, where=where)
-        if self.attention != "softmax" and (self.optimizer != "gd" or self.risk != "attention"):
+        steepest_map = self.optimizer in STEEPEST_RULES and self.attention != "normalized_linear"
+        if self.attention != "softmax" and (
+            (self.optimizer != "gd" and not steepest_map) or self.risk != "attention"
+        ):
             raise ProblemError(
-                f"attention={self.attention!r} is trained by optimizer='gd' on the attention "
-                f"risk; got optimizer={self.optimizer!r}, risk={self.risk!r}. Use "
-                "optimizer='gd', or attention='softmax'."
+                f"attention={self.attention!r} is trained by optimizer='gd' (and, but for "
+                "'normalized_linear', by the rules 'sign', ('steepest', q), 'spectral', 'adam') "
+                f"on the attention risk; got optimizer={self.optimizer!r}, risk={self.risk!r}. "
+                "Use one of those optimizers, or attention='softmax'."
             )
         if self.attention != "softmax" and self.saturation_tol is not None:
             raise ProblemError(

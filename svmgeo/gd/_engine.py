@@ -37,12 +37,12 @@ from ._config import (
     resolve_loss,
     resolve_optimizer,
 )
-from ._loop import run_loop
+from ._loop import Risk, run_loop
 from ._mirror import train_mirror
 from ._oracle import RiskOracle
 from ._problem import Problem, make_problem, unstack
 from ._results import BatchRun, GDRun, Intermediate
-from ._steepest import SteepestDescent
+from ._steepest import MapRisk, SteepestDescent
 
 __all__ = ["GDState", "GradientDescent", "loss_and_grad", "train", "train_batch"]
 
@@ -608,11 +608,15 @@ def train(
             optimizer=optimizer, steepest_q=q, param=param, m=m, loss=loss, head=head,
             step_size=step_size, normalized=normalized, n_steps=n_steps,
             record_every=record_every, init=init, seed=seed, backend=backend,
-            record=("loss", "W", "W_norm"),
+            record=("loss", "W", "W_norm"), attention=attention,
             **{name: value for name, value in rule_options.items() if value is not None},  # type: ignore[arg-type]
         )  # fmt: skip
         P1, P2, _ = _init_params(cfg, 1, data.d)
-        risk = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
+        risk: Risk = (
+            RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
+            if attention == "softmax"
+            else MapRisk(data, attention, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
+        )
         factors = (P1[0], P2[0]) if param == "KQ" else (P1[0],)
         return run_loop(SteepestDescent(cfg, risk, factors))[0]
     if optimizer == "mirror":

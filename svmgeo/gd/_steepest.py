@@ -60,13 +60,16 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import entrywise_norm, singular_value_rank
 from . import _xp
+from ._backend import get_kernels
 from ._config import CODE_OF, RUNNING, GDConfig, StopStatus
 from ._loop import Risk
+from ._problem import LOSS_IDS, make_problem
 from ._results import Intermediate
 from ._step import weight_record
 
 __all__ = [
     "AdamMoments",
+    "MapRisk",
     "SteepestDescent",
     "SteepestState",
     "adam_direction",
@@ -155,6 +158,53 @@ def scaled_ema(
     if top == 0.0:
         return np.zeros_like(G), -math.inf
     return B / top, ref + math.log(top)
+
+
+class MapRisk:
+    r"""The risk of an attention map other than softmax, for the rules of this module.
+
+    .. math::
+
+        L(W) = \frac1n \sum_{i,k} \ell\big(Y_{ik}\, h(U_i^\top \varphi(X_i W z_{ik}))\big),
+        \qquad \nabla L(W) = e^{M} G
+
+    with :math:`\varphi` the map of :mod:`svmgeo.attention_maps` (``"linear"``: :math:`Y f`
+    is linear in W, a separable linear model; ``"sigmoid"``, ``"relu"``), from the same
+    kernels as ``train(attention=...)`` with ``optimizer="gd"`` (``Problem.att_id``). It has
+    no ``log_excess_risk``: the Polyak step is softmax's.
+
+    Parameters
+    ----------
+    data : TokenData
+    attention : str
+        A key of :data:`svmgeo.attention_maps.ATTENTION_MAPS` other than ``"softmax"``
+        (checked by :class:`~svmgeo.gd.GDConfig`).
+    loss, head, v, V, lam, backend
+        As in :func:`svmgeo.train`.
+    """
+
+    def __init__(
+        self, data: Any, attention: str, *, loss: str = "logistic", head: str = "linear",
+        v: Any = None, V: Any = None, lam: float | None = None, backend: str = "numpy",
+    ) -> None:  # fmt: skip
+        self.problem = make_problem([data], head, v=v, V=V, lam=lam, attention=attention)
+        self.d = data.d
+        self.max_norm = float(self.problem.max_norm[0])
+        self.loss_id = LOSS_IDS[loss]
+        self._kernels = get_kernels(backend, self.problem)
+        k = self._kernels
+        self._arrays = k.arrays if k.xp is np else _xp.arrays(self.problem, np)
+
+    def value(self, W: np.ndarray) -> float:
+        """:math:`L(W)`."""
+        Wb = np.asarray(W, dtype=float)[None]
+        return float(_xp.observe(Wb, self.problem, self._arrays, self.loss_id, np)["loss"][0])
+
+    def log_grad(self, W: np.ndarray) -> tuple[np.ndarray, float]:
+        r"""``(G, M)`` with :math:`\nabla L(W) = e^{M} G`, G of order one."""
+        k = self._kernels
+        G, M = k.grad(k.asarray(np.asarray(W, dtype=float)[None]), self.loss_id, True)
+        return k.to_numpy(G)[0], float(k.to_numpy(M)[0])
 
 
 class AdamMoments(NamedTuple):
@@ -246,7 +296,8 @@ class SteepestDescent:
         if self.polyak and not hasattr(risk, "log_excess_risk"):
             raise ProblemError(
                 "step_size='polyak' needs the infimum of the risk, which this risk does not "
-                "give (RiskOracle does, for head='linear'); pass a float step_size."
+                f"give (softmax attention's does, for head='linear'; attention="
+                f"{config.attention!r} has none); pass a float step_size."
             )
 
     def weights(self, P: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -18,22 +18,33 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import balanced_factors
 from .._validation import check_option, check_real
-from ..analysis import gen_svm, selected_sets
+from ..analysis import fit_rates, gen_svm, selected_sets
 from ..data import TokenData
-from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS
+from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
 from ..ntp import NextTokenData
-from ..solvers import Status, SVMResult, att_svm, joint_svm
+from ..solvers import Status, SVMResult, att_svm, joint_svm, optimal_face_alignment
 from ._judge import Verdict, head_scores, judge, scored
 from ._options import refuse_options
-from ._protocol import Prediction, compare
+from ._protocol import Comparison, Prediction, compare
 from ._report import VerifyReport, assemble
-from ._runs import Trajectory, run_gd
+from ._runs import Trajectory, run_gd, run_steepest
 
 __all__ = ["verify"]
 
-OPTIMIZERS = ("gd", "mirror")
 # options of `train` that verify passes through unchanged (the others it sets itself)
-_PASS_THROUGH = ("ridge", "log_domain", "grad_tol", "saturation_tol", "callback", "normalize_eps")
+_PASS_THROUGH = ("ridge", "log_domain", "grad_tol", "saturation_tol", "callback", "normalize_eps",
+                 "adam_beta1", "adam_beta2", "adam_eps", "spectral_momentum")  # fmt: skip
+# the options of GD alone (not of the other rules of the optimizer table)
+_GD_ONLY = ("ridge", "log_domain", "grad_tol", "saturation_tol", "callback", "normalize_eps")
+# the rules' own options (not GD's)
+_RULE_ONLY = ("adam_beta1", "adam_beta2", "adam_eps", "spectral_momentum")
+#: The SVMs another optimizer is compared with (label -> ``norm`` of att_svm), and those whose
+#: optimum need not be unique (compared with their optimal face too).
+OPTIMIZER_SVMS: dict[str, Any] = {
+    "fro": "fro", "nuc": "nuc", "l1": ("lp", 1.0), "linf": ("lp", math.inf),
+    "spectral": "spectral",
+}  # fmt: skip
+FACE_SVMS = ("l1", "linf", "spectral")
 _OWN = (
     "param", "m", "loss", "head", "v", "V", "lam", "step_size", "n_steps", "normalized", "init",
     "alpha", "cone_radius", "cone_noise", "backend", "seed", "record_every", "threshold",
@@ -121,9 +132,15 @@ def verify(
         ``v`` or ``data.v``) and compare with both predictions of :func:`~svmgeo.joint_svm`:
         :math:`v(t)` with the head SVM :math:`v^{\mathrm{mm}}`, the attention with the relaxed
         SVM (``converged_to="relax"``) and with the SVM of GD's selection (``"fro"``).
-    optimizer : {"gd"}, default "gd"
-        The training algorithm; ``"mirror"`` is :func:`~svmgeo.verify_mirror` (an error
-        here that names it).
+    optimizer : str or ("steepest", q), default "gd"
+        The training algorithm: ``"gd"``, or a rule of the optimizer table
+        (``"sign"``, ``("steepest", q)``, ``"spectral"``, ``"adam"``; ``param`` "W" or "KQ",
+        softmax, the linear head, options ``adam_beta1``, ``adam_beta2``, ``adam_eps``,
+        ``spectral_momentum`` in ``train_options``). Another rule is compared with every SVM
+        of its selection: Frobenius, nuclear, :math:`\ell_1`, :math:`\ell_\infty` and spectral
+        (and :math:`\ell_q` for ``("steepest", q)``), the last three also over their optimal
+        face (``face_corr``, which ``converged_to`` reads). ``"mirror"`` is
+        :func:`~svmgeo.verify_mirror` (an error here that names it).
     attention : {"softmax", "linear", "normalized_linear", "sigmoid", "relu"}, default "softmax"
         The attention map GD trains (:func:`~svmgeo.train`). For a map other than softmax
         (``param`` "W" or "KQ", the linear head, no ``train_head`` or cone start) the report
@@ -137,7 +154,8 @@ def verify(
         linear attention too (undefined there), and it has no SVM of its own.
     **train_options
         Passed to :func:`~svmgeo.train`: ``ridge``, ``log_domain``, ``grad_tol``,
-        ``saturation_tol``, ``callback``, ``normalize_eps``. Any other name is a
+        ``saturation_tol``, ``callback``, ``normalize_eps`` (GD's), ``adam_beta1``,
+        ``adam_beta2``, ``adam_eps``, ``spectral_momentum`` (the rules'). Any other name is a
         :class:`~svmgeo.ProblemError` (the old spellings ``method``, ``p``, ``tol`` name
         their new ones).
 
@@ -163,6 +181,21 @@ def verify(
     """
     threshold = _check_options(data, param, head, threshold, optimizer, train_options)
     loss = "logistic" if loss is None else loss
+    rule, q = resolve_optimizer(optimizer, "verify")
+    if rule in STEEPEST_RULES:
+        return _verify_optimizer(
+            data, rule=rule, q=q, param=param, head=head, attention=attention,
+            train_head=train_head, threshold=threshold, init=init, alpha=alpha,
+            cone=(cone_radius, cone_noise),
+            options=dict(m=m, loss=loss, v=v, step_size=step_size, n_steps=n_steps, seed=seed,
+                         backend=backend, record_every=record_every, **train_options),
+        )  # fmt: skip
+    given_rule = sorted(k for k in train_options if k in _RULE_ONLY)
+    if given_rule:
+        raise ProblemError(
+            f"{', '.join(given_rule)} are options of the rules 'adam' / 'spectral'; got them "
+            "with optimizer='gd'. Drop them or pass that optimizer."
+        )
     options: dict[str, Any] = dict(
         m=m, loss=loss, v=v, step_size=step_size, n_steps=n_steps, normalized=normalized,
         seed=seed, backend=backend, record_every=record_every, **train_options,
@@ -199,7 +232,116 @@ def verify(
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param=param, head=head, threshold=threshold, trajectory=trajectory, verdict=verdict,
-        comparison=comparison, svms=svms, **extra,
+        comparison=comparison, svms=svms, rates=_rates(trajectory, svms, OPTIMIZER_SVMS),
+        **extra,
+    )  # fmt: skip
+
+
+def _rates(
+    trajectory: Trajectory, svms: dict[str, SVMResult | None], norms: dict[str, Any]
+) -> dict[str, Any]:
+    r""":func:`~svmgeo.fit_rates` of the run against each SVM of ``svms`` in its own norm
+    (``norms``): norm growth against :math:`\log t` and the decay of
+    :math:`1 - \mathrm{corr}`; None where the SVM has no solution or the run recorded too few
+    steps to fit."""
+    out: dict[str, Any] = {}
+    for name, res in svms.items():
+        if res is None or res.W is None or name not in norms:
+            out[name] = None
+            continue
+        try:
+            out[name] = fit_rates((trajectory.steps, trajectory.iterates), res.W, norm=norms[name])
+        except ProblemError:  # fewer than 3 records past sqrt(t_max)
+            out[name] = None
+    return out
+
+
+def _verify_optimizer(
+    data: TokenData,
+    *,
+    rule: str,
+    q: float | None,
+    param: str,
+    head: str,
+    attention: str,
+    train_head: bool,
+    threshold: float,
+    init: Any,
+    alpha: Any,
+    cone: tuple[float, float],
+    options: dict[str, Any],
+) -> VerifyReport:
+    r""":func:`verify` for the other rules of the optimizer table: the run against every SVM.
+
+    .. math::
+
+        \mathrm{corr}\big(W(t), W^{\mathrm{mm}}_{\|\cdot\|,\alpha}\big),\quad
+        \|\cdot\| \in \{F, *, \ell_1, \ell_\infty, 2\}\ (\text{and } \ell_q),\qquad
+        \max_{W' \in \mathcal F_{\|\cdot\|}} \mathrm{corr}(W_T, W')\ \text{(faces)}
+
+    with α the run's final selection; ``converged_to`` is the SVM of largest final
+    correlation (the face's for :math:`\ell_1, \ell_\infty`, spectral) when it is at least
+    ``threshold``.
+    """
+    label = rule if q is None else f"steepest:{q:g}"
+    refused = [
+        name for name, bad in (
+            ("param='p'", param == "p"), (f"head={head!r}", head != "linear"),
+            (f"attention={attention!r}", attention != "softmax"),
+            ("train_head=True", bool(train_head)),
+        ) if bad
+    ] + [k for k in options if k in _GD_ONLY]  # fmt: skip
+    if refused:
+        raise ProblemError(
+            f"verify(optimizer={label!r}) compares softmax attention's W or (K, Q) with its "
+            f"SVMs, with the linear head; got {', '.join(refused)}. Drop it, or verify GD "
+            "(optimizer='gd')."
+        )
+    sdata = scored(data, head_scores(data, "linear", options["v"], None, None))
+    width = data.d if options["m"] is None else options["m"]
+    if isinstance(init, str) and init == "cone":
+        init = _cone_start(sdata, alpha, param, width, cone[0], cone[1], options["seed"])
+    elif alpha is not None:
+        raise ProblemError("alpha is used only with init='cone'; got alpha with another init.")
+    train = {k: val for k, val in options.items() if val is not None or k == "v"}
+    train["init"] = init
+    trajectory = run_steepest(
+        data, optimizer=rule if q is None else ("steepest", q), param=param, options=train
+    )
+    verdict = judge(sdata, trajectory.selection)
+    norms = dict(OPTIMIZER_SVMS)
+    if q is not None and q not in (1.0, 2.0, math.inf):
+        norms["lp"] = ("lp", q)
+    rank = _rank(data, param, width)
+    svms: dict[str, SVMResult | None] = {}
+    for name, norm in norms.items():
+        if not verdict.feasible:
+            svms[name] = None
+        elif name == "fro":
+            svms[name] = verdict.lot.support.svm
+        else:
+            solved = att_svm(sdata, verdict.selection, norm=norm,
+                             rank=rank if name == "nuc" else None)  # fmt: skip
+            svms[name] = solved if solved.W is not None else None
+    predictions = [Prediction(name, None if s is None else s.W) for name, s in svms.items()]
+    comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
+    face: dict[str, float] = {}
+    for name, res in svms.items():
+        if res is None:
+            face[name] = math.nan
+        elif name in FACE_SVMS:
+            face[name] = optimal_face_alignment(res, trajectory.final).correlation
+        else:
+            face[name] = comparison.finals[name]
+    finite = {k: c for k, c in face.items() if math.isfinite(c)}
+    best = max(finite, key=lambda k: finite[k]) if finite else None
+    closest = best if best is not None and finite[best] >= threshold else None
+    comparison = Comparison(comparison.curves, comparison.targets, comparison.finals, closest,
+                            threshold)  # fmt: skip
+    return assemble(
+        param=param, head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,
+        comparison=comparison, svms=svms, method=label, face_corr=face,
+        rates=_rates(trajectory, svms, norms),
     )  # fmt: skip
 
 
@@ -222,7 +364,7 @@ def _check_options(
         )
     if not isinstance(data, TokenData):
         raise ProblemError(f"verify takes one svmgeo.TokenData; got {type(data).__name__}.")
-    if check_option(optimizer, "optimizer", OPTIMIZERS, where=where) != "gd":
+    if resolve_optimizer(optimizer, where)[0] == "mirror":
         raise ProblemError(f"verify runs gradient descent (optimizer='gd'). {_MIRROR_HINT}")
     check_option(param, "param", PARAMS, where=where)
     check_option(head, "head", HEADS, where=where)

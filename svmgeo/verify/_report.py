@@ -32,12 +32,19 @@ __all__ = ["TARGET_FIELDS", "VerifyReport", "assemble"]
 _OPTIONAL_ARRAYS = (
     "farkas", "W_eq", "W_dir", "W_fin", "corr_eq", "corr_dir",
     "W_lp", "corr_lp", "v", "v_mm", "corr_v", "W_relax", "corr_relax", "W_own", "corr_own",
+    "W_l1", "corr_l1", "W_linf", "corr_linf", "W_spectral", "corr_spectral",
 )  # fmt: skip
 # fields of runs with another attention map: left out of a softmax report's JSON (as before)
 _MAP_FIELDS = ("attention", "W_own", "corr_own", "own_status")
+# fields of runs of the other optimizers (verify(optimizer="sign", ...)): left out of the JSON
+# of GD and mirror-descent reports (as before)
+_OPTIMIZER_FIELDS = (
+    "W_l1", "corr_l1", "W_linf", "corr_linf", "W_spectral", "corr_spectral", "face_corr",
+)  # fmt: skip
 # objects, not serialized
 _FIELDS_OUT = (
     "svm_fro", "svm_nuc", "svm_lp", "lot", "gen", "run", "mirror_run", "joint", "svm_own",
+    "svm_l1", "svm_linf", "svm_spectral", "rates",
 )  # fmt: skip
 
 
@@ -134,10 +141,12 @@ class VerifyReport:
         :math:`\mathrm{corr}(W(t), W^{\mathrm{fin}} + R(t) W^{\mathrm{svm}})` with :math:`R(t)`
         fitted to :math:`W(t)` as in :func:`~svmgeo.gen_svm`, and with :math:`W^{\mathrm{svm}}`.
     gen_feasible : bool or None
-    method : {"gd", "mirror"}
-        The training algorithm (the ``optimizer``); for ``"mirror"`` (:math:`\ell_p` mirror
-        descent, :func:`verify_mirror`) ``is_lot``/``feasible`` are those of the
-        :math:`\ell_p` Att-SVM, and ``converged_to`` may be ``"lp"``.
+    method : str
+        The training algorithm (the ``optimizer``): ``"gd"``; ``"mirror"`` (:math:`\ell_p`
+        mirror descent, :func:`verify_mirror`: ``is_lot``/``feasible`` are those of the
+        :math:`\ell_p` Att-SVM, and ``converged_to`` may be ``"lp"``); or the command-line
+        spelling of another rule (``"sign"``, ``"steepest:1.5"``, ``"spectral"``, ``"adam"``;
+        ``converged_to`` may then be any SVM of ``face_corr``).
     mirror_p : float or None
         The exponent of a mirror-descent run (``verify_mirror(exponent=...)``).
     W_lp, corr_lp : ndarray or None
@@ -173,6 +182,25 @@ class VerifyReport:
         What the own prediction is: a theorem (whose), a certified KKT point or a conjecture.
     svm_own : SVMResult or None
         The solve behind ``W_own`` (not serialized).
+    W_l1, W_linf, W_spectral : ndarray or None
+        Another optimizer (``verify(optimizer="sign")``, ``("steepest", q)``, ``"spectral"``,
+        ``"adam"``): the :math:`\ell_1`, :math:`\ell_\infty` and spectral-norm Att-SVMs of
+        the run's selection (``W_lp`` the :math:`\ell_q` one of ``("steepest", q)``, q not 1,
+        2 or inf), beside ``W_fro`` and ``W_nuc``.
+    corr_l1, corr_linf, corr_spectral : ndarray of shape (R,) or None
+        :math:`\mathrm{corr}(W(t), \cdot)` with the returned solutions.
+    face_corr : dict of str to float or None
+        Another optimizer: the final correlation with each SVM, the best over its optimal
+        face for ``l1``, ``linf``, ``spectral`` (:func:`~svmgeo.solvers.optimal_face_alignment`:
+        those optima need not be unique); ``converged_to`` is the largest of these.
+    rates : dict of str to Rates or None
+        :func:`~svmgeo.fit_rates` of the run against each SVM prediction (``"fro"``,
+        ``"nuc"``, and ``"l1"``, ``"linf"``, ``"spectral"``, ``"lp"`` for another optimizer),
+        each in its own norm: the norm growth :math:`\|W(t)\| \approx a + b\log t` and the
+        decay of :math:`1 - \mathrm{corr}`, with bootstrap intervals and a verdict (None
+        where too few records; not serialized). W and (K, Q) runs of softmax attention.
+    svm_l1, svm_linf, svm_spectral : SVMResult or None
+        The solves behind those fields (not serialized).
 
     Notes
     -----
@@ -237,6 +265,17 @@ class VerifyReport:
     corr_own: np.ndarray | None = None
     own_status: str | None = None
     svm_own: SVMResult | None = field(default=None, repr=False)
+    W_l1: np.ndarray | None = None
+    corr_l1: np.ndarray | None = None
+    W_linf: np.ndarray | None = None
+    corr_linf: np.ndarray | None = None
+    W_spectral: np.ndarray | None = None
+    corr_spectral: np.ndarray | None = None
+    face_corr: dict[str, float] | None = None
+    rates: dict[str, Any] | None = field(default=None, repr=False)
+    svm_l1: SVMResult | None = field(default=None, repr=False)
+    svm_linf: SVMResult | None = field(default=None, repr=False)
+    svm_spectral: SVMResult | None = field(default=None, repr=False)
 
     # -- final values ----------------------------------------------------------------------
     @property
@@ -308,6 +347,11 @@ class VerifyReport:
                 ("own SVM", str(self.own_status)),
                 ("corr(W, W_own)", num(_last(self.corr_own))),
             ]
+        if self.face_corr is not None:  # another optimizer: every SVM, faces included
+            head[3] = ("stop", f"{self.status} after {int(self.steps[-1])} steps "
+                       f"({self.method}, {self.param} param)")  # fmt: skip
+            head += [(f"corr(W, W_mm {k}{'' if k == 'lp' else ' face'})", num(c))
+                     for k, c in self.face_corr.items() if k not in ("fro", "nuc")]  # fmt: skip
         if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
             head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
                        f"{self.mirror_p:g} mirror descent)")  # fmt: skip
@@ -331,7 +375,8 @@ class VerifyReport:
         cols = [("step", self.steps.astype(float), ".0f"), ("corr_fro", self.corr_fro, ".6f")]
         if not prompt:
             cols.append(("corr_nuc", self.corr_nuc, ".6f"))
-        for name in ("corr_own", "corr_eq", "corr_lp", "corr_relax", "corr_v"):
+        for name in ("corr_own", "corr_eq", "corr_lp", "corr_l1", "corr_linf", "corr_spectral",
+                     "corr_relax", "corr_v"):  # fmt: skip
             curve = getattr(self, name)
             if curve is not None:
                 cols.append((name, curve, ".6f"))
@@ -355,8 +400,12 @@ class VerifyReport:
         for f in dataclasses.fields(self):
             if f.name in _FIELDS_OUT or (self.attention == "softmax" and f.name in _MAP_FIELDS):
                 continue
+            if self.method in ("gd", "mirror") and f.name in _OPTIMIZER_FIELDS:
+                continue
             val = getattr(self, f.name)
-            if isinstance(val, np.ndarray):
+            if isinstance(val, dict):
+                out[f.name] = {str(k): _f(x) for k, x in val.items()}
+            elif isinstance(val, np.ndarray):
                 out[f.name] = _list(val)
             elif isinstance(val, float):
                 out[f.name] = _f(val)
@@ -396,6 +445,8 @@ class VerifyReport:
         kw["steps"] = _array(raw["steps"], np.int64)
         for name in ("selected", "masked", "support"):
             kw[name] = _array(raw.get(name), bool)
+        if raw.get("face_corr") is not None:
+            kw["face_corr"] = {k: _nan(x) for k, x in raw["face_corr"].items()}
         return cls(**kw)
 
 
@@ -418,6 +469,7 @@ def _last(curve: np.ndarray | None) -> float | None:
 
 TARGET_FIELDS = {
     "fro": "W_fro", "nuc": "W_nuc", "lp": "W_lp", "relax": "W_relax", "v": "v_mm", "own": "W_own",
+    "l1": "W_l1", "linf": "W_linf", "spectral": "W_spectral",
 }  # fmt: skip
 """The report field holding the target of each named prediction (its curve is ``corr_<name>``).
 
@@ -462,8 +514,10 @@ def assemble(
         and ``"nuc"`` (with a None target where there is no such SVM).
     svms : dict
         The solves behind the predictions, by name (``"fro"``, ``"nuc"``, ``"lp"``).
-    method : {"gd", "mirror"}
-        The optimizer; a mirror-descent run is kept as ``mirror_run``, any other as ``run``.
+    method : str
+        The optimizer (``"gd"``, ``"mirror"``, or the command-line spelling of another:
+        ``"sign"``, ``"steepest:1.5"``, ...); a mirror-descent run is kept as ``mirror_run``,
+        any other as ``run``.
     exponent : float, optional
         The exponent of a mirror-descent run (``mirror_p``).
     train_head : bool
@@ -505,6 +559,9 @@ def assemble(
         svm_fro=svms.get("fro"),
         svm_nuc=svms.get("nuc"),
         svm_lp=svms.get("lp"),
+        svm_l1=svms.get("l1"),
+        svm_linf=svms.get("linf"),
+        svm_spectral=svms.get("spectral"),
         lot=verdict.lot,
         run=None if mirror else kept,
         mirror_run=kept if mirror else None,

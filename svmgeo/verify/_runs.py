@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 from ..data import TokenData
 from ..gd import GDRun, RiskOracle, train, train_mirror
 
-__all__ = ["Trajectory", "run_gd", "run_mirror"]
+__all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +164,12 @@ def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> 
         norm are computed from the recorded W(t).
     """
     run = train_mirror(data, exponent=exponent, **options)
+    return _weight_trajectory(data, run, options)
+
+
+def _weight_trajectory(data: TokenData, run: GDRun, options: dict[str, Any]) -> Trajectory:
+    """A run that recorded W(t) only: the selection read off the final W by the engine's risk
+    oracle, saturation and norm computed from the recorded W(t)."""
     oracle = RiskOracle(data, loss=options["loss"], v=options["v"])
     Ws = _recorded(run.history.W, "W")
     final = _recorded(run.W, "W")
@@ -177,3 +183,29 @@ def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> 
         status=str(run.status),
         run=run,
     )
+
+
+def run_steepest(
+    data: TokenData, *, optimizer: Any, param: str, options: dict[str, Any]
+) -> Trajectory:
+    r"""Train with a rule of :mod:`svmgeo.gd._steepest` (sign, :math:`\ell_q` steepest,
+    spectral / Muon, Adam) through :func:`~svmgeo.train`, and read the run.
+
+    Parameters
+    ----------
+    data : TokenData
+    optimizer : str or ("steepest", q)
+    param : {"W", "KQ"}
+    options : dict
+        The other options of :func:`~svmgeo.train` (``loss``, ``v``, ``step_size``,
+        ``n_steps``, ``record_every``, ``init``, ``backend``, ``seed``, ``m``, the rule's own).
+
+    Returns
+    -------
+    Trajectory
+        The iterates are the recorded :math:`W(t)` (:math:`KQ^\top`); the selection is read
+        off the final W by the engine's risk oracle; saturation and norm are computed from
+        the recorded W(t).
+    """
+    run = train(data, optimizer=optimizer, param=param, **options)
+    return _weight_trajectory(data, run, options)

@@ -24,7 +24,7 @@ NAMES = ["paths2d", "rank", "local", "global", "gensvm", "concave", "mirror", "n
 # the companion paper's experiments (tested in test_companion.py), registered after NAMES
 COMPANION = ["companion_single", "companion_multi", "companion_joint", "companion_losses"]
 # issue #23's, registered last (tested in test_optimizers_exp.py)
-LATER = ["optimizers", "stability", "variants"]
+LATER = ["optimizers", "optimizers_linear", "stability", "variants"]
 
 COLUMNS = {
     "paths2d": {"seed", "param", "step", "w00", "w11", "corr_fro", "corr_nuc"},
