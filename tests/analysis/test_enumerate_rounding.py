@@ -124,7 +124,10 @@ def test_masked_enumeration_matches_brute_force_and_oracle(variant: str, size: d
         unproved > 0
     )
     assert variant != "generic" or unproved == 0
-    assert variant == "generic" or failed
+    # the rounding-dependent variants leave some verdict unproved; whether it is a failed
+    # solve or an inaccurate one depends on the platform's rounding of the tokens (both
+    # seen: failed on one CPU, inaccurate on another), so either counts here
+    assert variant == "generic" or unproved > 0
     for alpha in _selections(data):
         key = tuple(int(x) for x in alpha.ravel())
         res = sg.att_svm(data, alpha)
