@@ -151,6 +151,38 @@ def osqp(cs: sg.ConstraintSet) -> float:
     return _norm(G, np.asarray(prob.solve().x))
 
 
+def nuc_att_svm(cs: sg.ConstraintSet) -> float:
+    """``att_svm(data, norm="nuc")``: the rows built from the data, feasibility, the solve."""
+    assert cs.tokens is not None
+    res = sg.att_svm(cs.tokens, norm="nuc")
+    if not res.success:
+        raise RuntimeError(f"att_svm(norm='nuc'): {res.status}")
+    return float(res.objective)
+
+
+def nuc_solver(cs: sg.ConstraintSet) -> float:
+    """``solve_nuclear(cs)``: the solver ``att_svm(norm="nuc")`` calls."""
+    from svmgeo.solvers._nuclear import solve_nuclear
+
+    return float(solve_nuclear(cs).objective)
+
+
+def nuc_naive_scs(cs: sg.ConstraintSet) -> float:
+    """The naive cvxpy model (one constraint per row, ``normNuc``) with SCS."""
+    import warnings
+
+    from svmgeo.solvers import solve_naive_cvxpy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(solve_naive_cvxpy(cs, "nuc", solver="SCS")[2])
+
+
+NUCLEAR = {"att_svm": nuc_att_svm, "solve_nuclear": nuc_solver, "naive_scs": nuc_naive_scs}
+"""``--nuclear``: Att-SVM⋆ at small sizes, svmgeo against the naive cvxpy + SCS model."""
+NUCLEAR_SIZES = [(10, 10, 20), (10, 10, 60), (25, 10, 200)]
+
+
 PEERS: dict[str, tuple[Callable[[sg.ConstraintSet], float], str | None]] = {
     "floor": (floor, None),
     "svmgeo": (svmgeo, None),
@@ -184,7 +216,16 @@ def main() -> None:
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated contenders")
     parser.add_argument("--slow-peer-max-N", type=int, default=1000)
     parser.add_argument("--sizes", nargs="*", help="n,T,d triples (default: the built-in list)")
+    parser.add_argument(
+        "--nuclear", action="store_true", help="Att-SVM* (nuclear) against cvxpy + SCS instead"
+    )
     args = parser.parse_args()
+    if args.nuclear:
+        for name, f in NUCLEAR.items():
+            PEERS[name] = (f, "cvxpy" if name == "naive_scs" else None)
+        args.peers = ",".join(NUCLEAR)
+        if not args.sizes:
+            args.sizes = [",".join(map(str, s)) for s in NUCLEAR_SIZES]
     sizes = (
         [tuple(map(int, s.split(","))) for s in args.sizes]
         if args.sizes
@@ -221,7 +262,8 @@ def main() -> None:
                     wall[p].append(w)
                     cpu[p].append(c)
                     value[p] = v
-            ref = value.get("svmgeo", float("nan"))
+            ref = value.get("svmgeo", value.get("solve_nuclear", float("nan")))
+            me = "svmgeo" if "svmgeo" in wall else "solve_nuclear"
             print(
                 f"\n(n, T, d) = {(n, T, d)}, N = {cs.N}, seed {seed}; load average (1 min) per round: "
                 + ", ".join(f"{x:.2f}" for x in loads)
@@ -232,16 +274,15 @@ def main() -> None:
                 )
             )
             print(
-                f"  {'contender':>9} {'wall':>17} {'CPU':>17} {'svmgeo/it wall':>15} {'CPU':>7} {'obj rel diff':>12}"
+                f"  {'contender':>13} {'wall':>17} {'CPU':>17} {me + ' / it, wall':>22} "
+                f"{'CPU':>7} {'obj rel diff':>12}"
             )
             for p in names:
-                sw = min(wall["svmgeo"]) / min(wall[p]) if "svmgeo" in wall else float("nan")
-                sc = (
-                    min(cpu["svmgeo"]) / max(min(cpu[p]), 1e-9) if "svmgeo" in cpu else float("nan")
-                )
-                diff = abs(value[p] - ref) / ref if p not in ("floor", "svmgeo") else float("nan")
+                sw = min(wall[me]) / min(wall[p]) if me in wall else float("nan")
+                sc = min(cpu[me]) / max(min(cpu[p]), 1e-9) if me in cpu else float("nan")
+                diff = abs(value[p] - ref) / ref if p not in ("floor", me) else float("nan")
                 print(
-                    f"  {p:>9} {_fmt(wall[p]):>17} {_fmt(cpu[p]):>17} {sw:>14.2f}x {sc:>6.2f}x "
+                    f"  {p:>13} {_fmt(wall[p]):>17} {_fmt(cpu[p]):>17} {sw:>21.2f}x {sc:>6.2f}x "
                     f"{'' if np.isnan(diff) else f'{diff:.1e}':>12}"
                 )
 
