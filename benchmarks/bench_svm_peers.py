@@ -6,6 +6,7 @@ Usage::
     python benchmarks/bench_svm_peers.py                 # N ~ 100 ... 1,000, every peer
     python benchmarks/bench_svm_peers.py --large         # adds N = 3,800 (slow peers skipped)
     python benchmarks/bench_svm_peers.py --rounds 5 --seeds 0,1
+    python benchmarks/bench_svm_peers.py --nuclear       # Att-SVM* against cvxpy + SCS
 
 The problem is the Att-SVM of ``random_data(n, T, d, seed)`` with the optimal tokens, i.e. the
 dual :math:`\\max_\\lambda c^\\top\\lambda - \\tfrac12\\lambda^\\top G\\lambda`, :math:`\\lambda \\ge 0`,
@@ -28,6 +29,10 @@ with the ratios of svmgeo's time to the floor and to each peer, and the load ave
 round. The objective :math:`\\|W\\|_F = (\\lambda^\\top G\\lambda)^{1/2}` of each peer is compared
 with svmgeo's (relative difference; the peers' own tolerances limit it). Set
 ``OPENBLAS_NUM_THREADS=1`` for one BLAS thread everywhere (svmgeo limits its small solves itself).
+
+``--nuclear``: Att-SVM⋆ instead, ``att_svm(data, norm="nuc")``, the solver it calls
+(``solve_nuclear(cs)``) and the naive cvxpy model with SCS (``solve_naive_cvxpy(cs, "nuc",
+solver="SCS")``), at (10, 10, 20), (10, 10, 60), (25, 10, 200) unless ``--sizes`` says otherwise.
 """
 
 from __future__ import annotations
