@@ -394,10 +394,72 @@ def _scale_interval(cs: ConstraintSet, m: np.ndarray, e: int) -> Fraction | None
     return t if hi is None or t <= hi else None
 
 
+_U = 2.0**-53
+"""Unit roundoff of float64."""
+_ETA = 2.0**-1074
+"""Smallest subnormal: the absolute error of a product that underflows is at most half of it."""
+
+
+def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
+    r"""True when every row is a margin row whose float margin exceeds a rigorous bound on its
+    rounding error, so that every exact margin :math:`a_j^\top W b_j` is positive.
+
+    The margins are evaluated as :math:`\hat s_{p} = \mathrm{fl}(P_p^\top \mathrm{fl}(W Q_s))`
+    and :math:`\hat m_j = \mathrm{fl}(\hat s_{p_j} - \hat s_{q_j})`. The bound on inner
+    products (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., 2002, Lemma 3.1
+    and Eq. (3.5): :math:`|\mathrm{fl}(x^\top y) - x^\top y| \le \gamma_n |x|^\top|y|`,
+    :math:`\gamma_n = nu/(1 - nu)`, any summation order, fused multiply-adds included,
+    round-to-nearest and no underflow) gives
+    :math:`|\hat m_j - m_j| \le (2\gamma_d + \gamma_d^2 + u(1 + 2\gamma_d))\,(|P_{p_j}| +
+    |P_{q_j}|)^\top |W||Q_s|`; underflow adds at most :math:`2d\eta` per product with
+    :math:`\eta = 2^{-1074}`. The bound used, :math:`8(d + 2)u\,\widehat{b}_j + 8(d + 2)\eta
+    (1 + \|P_{p_j}\|_1 + \|P_{q_j}\|_1)` with :math:`\widehat b_j` the float value of
+    :math:`(|P_{p_j}| + |P_{q_j}|)^\top |W||Q_s|`, exceeds it by more than a factor 2 (which
+    covers the rounding of the bound itself). False whenever a row is not decided this way:
+    the limb arithmetic then decides every row.
+    """
+    cs = rows.cs
+    if cs.N == 0 or np.any(cs.kind != MARGIN) or not np.all(np.isfinite(W)):
+        return False
+    d = cs.d
+    data = cs.tokens
+    with np.errstate(all="ignore"):
+        V = W @ rows.Q.T  # (d, queries)
+        R = np.abs(W) @ np.abs(rows.Q).T
+        if rows.source == "tokens" and data is not None:
+            n, T, K = data.n, data.T, data.K
+            X = rows.P.reshape(n, T, d)
+            S = X @ V.T.reshape(n, K, d).transpose(0, 2, 1)  # (n, T, K): token . W query
+            absX = np.abs(X)
+            Bd = absX @ R.T.reshape(n, K, d).transpose(0, 2, 1)
+            l1 = absX.sum(axis=2)
+            i, k, p, q = cs.seq, cs.query, cs.pref, cs.comp
+            m = S[i, p, k] - S[i, q, k]
+            b = Bd[i, p, k] + Bd[i, q, k]
+            size = 1.0 + l1[i, p] + l1[i, q]
+        else:  # a_j = P_{pref_j} (the compared row is the zero row), b_j = Q_{query_j}
+            A = rows.P[rows.pref] - rows.P[rows.comp]  # exact: the second term is 0
+            m = np.einsum("jd,jd->j", A, V.T[rows.query])
+            b = np.einsum("jd,jd->j", np.abs(A), R.T[rows.query])
+            size = 1.0 + np.abs(A).sum(axis=1)
+        bound = 8.0 * (d + 2) * (_U * b + _ETA * size)
+        return bool(np.all(np.isfinite(m)) and np.all(np.isfinite(bound)) and np.all(m > bound))
+
+
 def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
-    """Exact margins of the float ``W``; proved when a positive multiple of W meets every row."""
+    """Exact margins of the float ``W``; proved when a positive multiple of W meets every row.
+
+    Rows whose float margin is positive beyond a rigorous rounding-error bound
+    (:func:`_margins_beyond_rounding`) need no limb arithmetic; when every row is such a row
+    the verdict is proved without it.
+    """
     if not np.all(np.isfinite(W)):
         return False, "the point is not finite"
+    if _margins_beyond_rounding(rows, W):
+        return True, (
+            "every margin of the reported W is positive (its float value exceeds a rigorous "
+            "bound on its rounding error), so a positive multiple meets every row"
+        )
     m = rows.margins(W)
     if not _scales(rows.cs, m):
         bad = int(np.count_nonzero(m.signs() <= 0))

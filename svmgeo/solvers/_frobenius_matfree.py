@@ -67,7 +67,19 @@ def dense_bytes(cs: ConstraintSet) -> float:
 
 
 def available_bytes() -> float:
-    """MemAvailable from /proc/meminfo (Linux), else free physical pages."""
+    """MemAvailable from /proc/meminfo (Linux), else free physical pages; read at most once a
+    second (thousands of small solves would otherwise read the file each time)."""
+    now = time.monotonic()
+    if now - _MEMORY_READ[0] > 1.0:
+        _MEMORY_READ[:] = [now, _read_available_bytes()]
+    return _MEMORY_READ[1]
+
+
+_MEMORY_READ = [-np.inf, 0.0]
+"""(when, bytes) of the last reading of :func:`available_bytes`."""
+
+
+def _read_available_bytes() -> float:
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 from .._linalg import orthonormal_basis
 from ..constraints import MARGIN, ConstraintSet
@@ -37,23 +38,47 @@ Solve = Callable[[np.ndarray], np.ndarray]
 r"""A linear solve :math:`r \mapsto H^{-1} r` with a factorization held in its closure."""
 
 
+_POTRF, _POTRS = sla.get_lapack_funcs(("potrf", "potrs"), (np.zeros(1),))
+
+
+def cho_factor(H: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``scipy.linalg.cho_factor(H, check_finite=False)`` (upper factor, the same LAPACK call),
+    without its Python overhead: the small solves call it thousands of times."""
+    c, info = _POTRF(H, lower=False, overwrite_a=False, clean=False)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
+    if info < 0:  # pragma: no cover - a LAPACK argument error
+        raise ValueError(f"illegal value in argument {-info} of potrf")
+    return c, False
+
+
+def cho_solve(cf: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve(cf, b, check_finite=False)`` for a factor of :func:`cho_factor`."""
+    x, info = _POTRS(cf[0], b, lower=cf[1])
+    if info != 0:  # pragma: no cover - a LAPACK argument error
+        raise ValueError(f"illegal value in argument {-info} of potrs")
+    return np.asarray(x)
+
+
 def _outer_gram(A: np.ndarray) -> np.ndarray:
-    """:math:`AA^\\top` through a symmetric rank-k update (half the flops of a product)."""
-    if A.shape[0] < 256:
-        return A @ A.T
-    upper = sla.blas.dsyrk(1.0, A.T, trans=1)  # upper triangle filled, lower left at 0
-    G = upper + upper.T
-    G.flat[:: G.shape[0] + 1] *= 0.5
-    return np.asarray(G)
+    """:math:`AA^\\top`: numpy's ``A @ A.T`` is a symmetric rank-k update (BLAS syrk) with the
+    other triangle filled in C (bit for bit what a hand-made ``dsyrk`` and symmetrization give,
+    in half their time)."""
+    return np.asarray(A @ A.T)
 
 
 def _query_gram(cs: ConstraintSet) -> np.ndarray:
-    """:math:`BB^\\top`, computed from the distinct queries when rows share them."""
+    """:math:`BB^\\top`, computed from the distinct queries when rows share them (copied by
+    blocks when the rows come grouped by query, as the builders make them)."""
     groups = cs.query_groups
     if groups is None:
-        return cs.B @ cs.B.T
+        return np.asarray(cs.B @ cs.B.T)
     Q, inv = groups
-    return (Q @ Q.T)[np.ix_(inv, inv)]
+    QQ = Q @ Q.T
+    if inv.size and np.all(inv[1:] >= inv[:-1]):  # sorted: blocks of equal entries
+        counts = np.bincount(inv, minlength=Q.shape[0])
+        return np.repeat(np.repeat(QQ, counts, axis=0), counts, axis=1)
+    return np.asarray(QQ[inv][:, inv])
 
 
 def compressed_width(cs: ConstraintSet) -> int:
@@ -63,9 +88,18 @@ def compressed_width(cs: ConstraintSet) -> int:
     Queries are counted by value: the p-SVM's rows all share :math:`b = e_1` although each
     input is its own query, so :math:`q = 1` and its features have width :math:`\le d`.
     """
+    cached = cs.__dict__.get(_WIDTH_KEY)  # the rows are immutable: count once per set
+    if cached is not None:
+        return int(cached)
     groups = cs.query_groups
     q = cs.n_queries if groups is None else int(np.unique(groups[0], axis=0).shape[0])
-    return min(cs.d, cs.N) * min(cs.d, q)
+    width = min(cs.d, cs.N) * min(cs.d, q)
+    cs.__dict__[_WIDTH_KEY] = width
+    return width
+
+
+_WIDTH_KEY = "_svmgeo_compressed_width"
+"""Where :func:`compressed_width` caches its count on a ConstraintSet (as cached_property does)."""
 
 
 def dense_dimension(cs: ConstraintSet) -> int:
@@ -99,6 +133,7 @@ class RowGeometry:
             self.kind = "dual"
         self.margin = cs.kind == MARGIN
         self.c = np.asarray(cs.rhs, dtype=float)
+        self._last: tuple[np.ndarray, Any] | None = None  # the last G_SS factored (S, factor)
 
     # -- products with G ------------------------------------------------------------------
     def gram(self) -> np.ndarray:
@@ -109,8 +144,10 @@ class RowGeometry:
 
     @property
     def _gmax(self) -> float:
+        r""":math:`\max_{jk}|G_{jk}|`, the largest diagonal entry: G is a Gram matrix, so
+        :math:`|G_{jk}| \le (G_{jj}G_{kk})^{1/2}` (up to the rounding of its entries)."""
         if not hasattr(self, "_gmax_value"):
-            self._gmax_value = float(np.abs(self.gram()).max())
+            self._gmax_value = float(np.diagonal(self.gram()).max(initial=0.0))
         return self._gmax_value
 
     def matvec(self, lam: np.ndarray) -> np.ndarray:
@@ -119,6 +156,17 @@ class RowGeometry:
             return self.Phi @ (self.Phi.T @ lam)
         assert self.G is not None
         return self.G @ lam
+
+    def matvec_columns(self, cols: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """:math:`G_{:,C}\\,x` (C = ``cols``): the margins of :math:`\\sum_{k \\in C} x_k a_k b_k^\\top`."""
+        if self.Phi is not None:
+            return self.Phi @ (self.Phi[cols].T @ x)
+        assert self.G is not None
+        if 4 * cols.size >= self.cs.N:
+            full = np.zeros(self.cs.N)
+            full[cols] = x
+            return self.G @ full
+        return self.G[:, cols] @ x
 
     def factor(self, theta: np.ndarray, reg: float) -> Solve:
         r"""A solver for :math:`(G + \mathrm{diag}(\theta) + \mathrm{reg}\,[\theta = 0])\,x = r`.
@@ -165,38 +213,94 @@ class RowGeometry:
             self._full = None
             if self.Phi is None:
                 try:
-                    self._full = sla.cho_factor(self.gram(), check_finite=False)
+                    self._full = cho_factor(self.gram())
                 except np.linalg.LinAlgError:
                     self._full = None
         return self._full
 
-    def _schur_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray | None:
-        r"""Solve :math:`G_{SS}x = r` from the factor of the whole G (S = all rows but a few).
-
-        With D the dropped rows: :math:`x = G^{-1}\tilde r - Z C^{-1} (G^{-1}\tilde r)_D`,
-        :math:`Z = G^{-1}E_D`, :math:`C = (G^{-1})_{DD}`, which makes :math:`x_D = 0`.
-        """
+    def _bases(self) -> list[tuple[np.ndarray, Any]]:
+        """Row sets with a Cholesky factor of their :math:`G_{BB}`: the whole G (when PD) and
+        the last :math:`G_{SS}` factored by :meth:`min_norm_solve`."""
+        out = []
+        if self._last is not None and self._last[0].size >= _BORDER_FROM:
+            out.append(self._last)
         cf = self.full_factor()
+        if cf is not None:
+            out.append((np.arange(self.cs.N), cf))
+        return out
+
+    def _schur_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray | None:
+        r"""Solve :math:`G_{SS}x = r` from the factor of some :math:`G_{BB}` (:meth:`_bases`)
+        when S differs from B by a few rows, instead of factoring :math:`G_{SS}`.
+
+        With :math:`\mathcal A = S \setminus B` added and :math:`D = B \setminus S` dropped:
+        :math:`M = G_{TT}`, :math:`T = B \cup \mathcal A`, is solved by block elimination
+        (Schur complement :math:`G_{\mathcal A\mathcal A} - G_{\mathcal A B}G_{BB}^{-1}G_{B\mathcal A}`),
+        and :math:`x = M^{-1}\tilde r - Z C^{-1}(M^{-1}\tilde r)_D`, :math:`Z = M^{-1}E_D`,
+        :math:`C = (M^{-1})_{DD}`, which makes :math:`x_D = 0`. None when refactoring
+        :math:`G_{SS}` is cheaper or a factor fails.
+        """
+        G = self.gram()
         N = self.cs.N
-        if cf is None:
-            return None
-        D = np.setdiff1d(np.arange(N), S, assume_unique=True)
-        if D.size and 2.0 * N * N * D.size > S.size**3 / 3.0:
-            return None  # refactoring G_SS is cheaper
-        rt = np.zeros(N)
-        rt[S] = r
-        x = sla.cho_solve(cf, rt, check_finite=False)
-        if D.size:
-            E = np.zeros((N, D.size))
-            E[D, np.arange(D.size)] = 1.0
-            Z = sla.cho_solve(cf, E, check_finite=False)
-            C = Z[D]
+        for B, cf in self._bases():
+            nb = B.size
+            if nb == N:  # the whole G: nothing to add
+                inB, add = np.ones(S.size, dtype=bool), S[:0]
+                n_drop = N - S.size
+            else:
+                inB = np.isin(S, B, assume_unique=True)
+                add = S[~inB]
+                n_drop = nb - (S.size - add.size)
+            if n_drop and 2.0 * nb * nb * (add.size + n_drop) > S.size**3 / 3.0:
+                continue  # refactoring G_SS is cheaper
+            drop = np.setdiff1d(B, S, assume_unique=True) if n_drop else S[:0]
             try:
-                mu = sla.solve(C, x[D], assume_a="pos", check_finite=False)
+                return self._bordered_solve(G, B, cf, S, inB, add, drop, r)
             except (np.linalg.LinAlgError, ValueError):
-                return None
-            x = x - Z @ mu
-        return np.asarray(x[S])
+                continue
+        return None
+
+    @staticmethod
+    def _bordered_solve(
+        G: np.ndarray,
+        B: np.ndarray,
+        cf: Any,
+        S: np.ndarray,
+        inB: np.ndarray,
+        add: np.ndarray,
+        drop: np.ndarray,
+        r: np.ndarray,
+    ) -> np.ndarray:
+        """:meth:`_schur_solve` for one base (B, its factor); raises when a factor fails."""
+        nb = B.size
+        pos = np.searchsorted(B, S[inB]) if B.size != G.shape[0] else S
+        if add.size:
+            GBA = G[np.ix_(B, add)]
+            F = cho_solve(cf, GBA)
+            cfa = cho_factor(G[np.ix_(add, add)] - GBA.T @ F)
+
+        def solve(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            U = cho_solve(cf, P)
+            if not add.size:
+                return U, Q
+            V = cho_solve(cfa, Q - GBA.T @ U)
+            return U - F @ V, V
+
+        p = np.zeros(nb)
+        p[pos] = r[inB]
+        u, v = solve(p, r[~inB])
+        if drop.size:
+            dpos = np.searchsorted(B, drop)
+            E = np.zeros((nb, drop.size))
+            E[dpos, np.arange(drop.size)] = 1.0
+            ZU, ZV = solve(E, np.zeros((add.size, drop.size)))
+            mu = sla.solve(ZU[dpos], u[dpos], assume_a="pos", check_finite=False)
+            u = u - ZU @ mu
+            v = v - ZV @ mu
+        x = np.empty(S.size)
+        x[inB] = u[pos]
+        x[~inB] = v
+        return x
 
     def min_norm_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray:
         r"""Minimum-norm :math:`\delta` with :math:`G_{SS}\,\delta = r` (least squares if inconsistent)."""
@@ -207,24 +311,37 @@ class RowGeometry:
             y = sla.lstsq(PS, r, lapack_driver="gelsy", check_finite=False)[0]
             return np.asarray(sla.lstsq(PS.T, y, lapack_driver="gelsy", check_finite=False)[0])
         G = self.gram()
-        full = S.size == self.cs.N
-        GSS = G if full else G[np.ix_(S, S)]
-
-        gmax = self._gmax if full else float(np.abs(GSS).max())
+        N = self.cs.N
+        full = S.size == N
+        gmax = self._gmax if full else float(np.diagonal(G)[S].max())
 
         def accurate(x: np.ndarray | None) -> bool:
             if x is None or not np.all(np.isfinite(x)):
                 return False
             scale = gmax * max(np.abs(x).max(), 1.0) + np.abs(r).max()
-            return bool(np.abs(GSS @ x - r).max() <= 1e-11 * scale)
+            if full:
+                Gx = G @ x
+            else:  # a product with all of G is cheaper than gathering G_SS
+                xf = np.zeros(N)
+                xf[S] = x
+                Gx = (G @ xf)[S]
+            return bool(np.abs(Gx - r).max() <= 1e-11 * scale)
 
+        last = self._last
+        if last is not None and np.array_equal(last[0], S):  # the same rows: the same factor
+            x_last = cho_solve(last[1], r)
+            if accurate(x_last):
+                return x_last
         x = self._schur_solve(S, r)
         if accurate(x):
             return np.asarray(x)
+        GSS = G if full else G[np.ix_(S, S)]
         try:
-            cf = self.full_factor() if full else sla.cho_factor(GSS, check_finite=False)
+            cf = self.full_factor() if full else cho_factor(GSS)
             if cf is not None:
-                x = sla.cho_solve(cf, r, check_finite=False)
+                if not full:
+                    self._last = (S.copy(), cf)
+                x = cho_solve(cf, r)
                 if accurate(x):
                     return np.asarray(x)
         except (np.linalg.LinAlgError, ValueError):
@@ -232,8 +349,24 @@ class RowGeometry:
         return np.asarray(sla.lstsq(GSS, r, lapack_driver="gelsy", check_finite=False)[0])
 
     def W(self, lam: np.ndarray) -> np.ndarray:
-        """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix."""
-        return self.cs.adjoint(lam)
+        """:math:`\\sum_j \\lambda_j a_j b_j^\\top` as a (d, d) matrix: ``cs.adjoint(lam)``, the
+        same sums in the same order, with the query-grouping matrix built once."""
+        cs = self.cs
+        groups = cs.query_groups
+        if groups is None:
+            return cs.adjoint(lam)
+        Q, inv = groups
+        if not hasattr(self, "_group_order"):  # the CSR pattern of (inv, arange(N)), once
+            order = np.argsort(inv, kind="stable")
+            self._group_order = order
+            self._group_ptr = np.searchsorted(inv[order], np.arange(Q.shape[0] + 1))
+        order = self._group_order
+        lam = np.asarray(lam, dtype=float)
+        group_sum = sp.csr_matrix(
+            (lam[order], order, self._group_ptr), shape=(Q.shape[0], cs.N), copy=False
+        )
+        C = np.asarray(group_sum @ cs.A)  # (n_queries, d): sum of lambda_j a_j per query
+        return np.asarray(C.T @ Q)
 
 
 def _psd_solver(H: np.ndarray) -> Solve:
@@ -249,6 +382,10 @@ def _psd_solver(H: np.ndarray) -> Solve:
     lu = sla.lu_factor(H + shift * np.eye(H.shape[0]), check_finite=False)
     return lambda r: sla.lu_solve(lu, r, check_finite=False)
 
+
+_BORDER_FROM = 256
+"""Smallest factored row set reused by :meth:`RowGeometry._schur_solve` (below it a fresh
+Cholesky factor costs less than the bookkeeping)."""
 
 FEATURE_LIMIT = 4096
 """Largest compressed dimension :math:`r_1 r_2` for which the feature-space polish is tried."""

@@ -106,6 +106,31 @@ class _Rows:
         return float(np.max(np.where(self.margin, -diff, np.abs(diff)), initial=0.0))
 
 
+_TRTRS = sla.get_lapack_funcs("trtrs", (np.zeros(1),))
+
+
+def _inverse_hessian_times(g: np.ndarray, S: np.ndarray, Y: np.ndarray, gamma: float) -> np.ndarray:
+    r"""The L-BFGS product :math:`H g` in compact form (Byrd, Nocedal & Schnabel, Math.
+    Programming 63, 1994, Eq. (3.1)): the same :math:`H` as the two-loop recursion.
+
+    With the pairs as rows of ``S``, ``Y`` (oldest first), :math:`R` the upper triangle of
+    :math:`S Y^\top`, :math:`D` its diagonal and :math:`H_0 = \gamma I`:
+    :math:`w = R^{-1} S g`, :math:`H g = \gamma g - \gamma Y^\top w + S^\top R^{-\top}
+    ((D + \gamma Y Y^\top) w - \gamma Y g)` — a few matrix products instead of a loop over
+    the pairs.
+    """
+    SY = S @ Y.T
+    R = SY  # trtrs reads the upper triangle only
+    w, info = _TRTRS(R, S @ g)
+    if info != 0:  # pragma: no cover - R has the positive s_i^T y_i on its diagonal
+        raise np.linalg.LinAlgError("singular L-BFGS matrix R")
+    t = np.diagonal(SY) * w + gamma * (Y @ (Y.T @ w)) - gamma * (Y @ g)
+    u, info = _TRTRS(R, t, trans=1)
+    if info != 0:  # pragma: no cover
+        raise np.linalg.LinAlgError("singular L-BFGS matrix R")
+    return np.asarray(gamma * (g - Y.T @ w) + S.T @ u)
+
+
 def _lbfgs(
     fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
     z: np.ndarray,
@@ -114,34 +139,29 @@ def _lbfgs(
     max_iter: int,
     memory: int = 10,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    r"""L-BFGS (two-loop recursion, Armijo backtracking) until :math:`\|\nabla f\|_\infty \le` ``gtol``.
+    r"""L-BFGS (compact form, Armijo backtracking) until :math:`\|\nabla f\|_\infty \le` ``gtol``.
 
     A plain implementation: scipy's L-BFGS-B spends as long in its bound-handling bookkeeping
-    as in these cheap function evaluations. Curvature pairs with :math:`s^\top y \le 0` (the
-    factored problem is nonconvex) are skipped. Returns ``(z, gradient, iterations)``.
+    as in these cheap function evaluations, and the product with the inverse Hessian is taken
+    in compact form (:func:`_inverse_hessian_times`), a few matrix products per step.
+    Curvature pairs with :math:`s^\top y \le 0` (the factored problem is nonconvex) are
+    skipped. Returns ``(z, gradient, iterations)``.
     """
     f, g = fun(z)
-    pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
+    n = z.size
+    S = np.empty((0, n))
+    Y = np.empty((0, n))
     its = 0
     while its < max_iter and float(np.abs(g).max()) > gtol:
         its += 1
-        q = g.copy()
-        alphas = []
-        for s, y, rho in reversed(pairs):
-            a = rho * float(s @ q)
-            q -= a * y
-            alphas.append(a)
-        if pairs:
-            s, y, _ = pairs[-1]
-            q *= float(s @ y) / float(y @ y)
+        if S.shape[0]:
+            gamma = float(S[-1] @ Y[-1]) / float(Y[-1] @ Y[-1])
+            d = -_inverse_hessian_times(g, S, Y, gamma)
         else:
-            q /= max(float(np.linalg.norm(g)), 1.0)
-        for (s, y, rho), a in zip(pairs, reversed(alphas), strict=True):
-            q += (a - rho * float(y @ q)) * s
-        d = -q
+            d = g / -max(float(np.linalg.norm(g)), 1.0)
         slope = float(g @ d)
         if not slope < 0.0:
-            pairs.clear()
+            S, Y = S[:0], Y[:0]
             d, slope = -g, -float(g @ g)
         t = 1.0
         while True:
@@ -153,9 +173,10 @@ def _lbfgs(
         s, y = z_new - z, g_new - g
         sy = float(s @ y)
         if sy > 1e-12 * float(np.linalg.norm(s) * np.linalg.norm(y)):
-            pairs.append((s, y, 1.0 / sy))
-            if len(pairs) > memory:
-                pairs.pop(0)
+            keep = S[1 - memory :] if S.shape[0] >= memory else S
+            S = np.concatenate((keep, s[None]))
+            keep = Y[1 - memory :] if Y.shape[0] >= memory else Y
+            Y = np.concatenate((keep, y[None]))
         z, f, g = z_new, f_new, g_new
     return z, g, its
 

@@ -174,11 +174,11 @@ def polish_active_set(
     c, m = geo.c, geo.margin
     S = np.asarray(S0, dtype=bool) | ~m
     lam = np.where(S, lam0, 0.0)
+    Glam = geo.matvec(lam) if np.any(lam) else np.zeros_like(c)  # G λ, kept up to date
     for rounds in range(1, max_rounds + 1):
         idx = np.flatnonzero(S)
-        lam = np.where(S, lam, 0.0)
         if idx.size:
-            r = c[idx] - geo.matvec(lam)[idx]
+            r = c[idx] - Glam[idx]
             lam[idx] += geo.min_norm_solve(idx, r)
         margins = geo.matvec(lam)
         lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
@@ -195,6 +195,9 @@ def polish_active_set(
             lam = np.where(m, np.maximum(lam, 0.0), lam)
             return lam, rounds, True
         S = (S & ~neg) | viol
+        drop = np.flatnonzero(neg)
+        # G λ after the dropped multipliers are zeroed: a product with their columns only
+        Glam = margins - geo.matvec_columns(drop, lam[drop]) if drop.size else margins
         lam = np.where(neg, 0.0, lam)
     return lam, max_rounds, False
 

@@ -12,7 +12,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.constraints import MARGIN, ConstraintSet, selected_set_constraints
 from svmgeo.solvers import FeasibilityResult, Status, check_feasibility
-from svmgeo.solvers._exact import ExactRows, prove_verdict
+from svmgeo.solvers._exact import ExactRows, _margins_beyond_rounding, prove_verdict
 from svmgeo.testing import exact_margins, exact_rows
 
 
@@ -219,3 +219,38 @@ def test_rows_with_general_right_hand_sides_are_proved_at_scale_one():
     )
     res = check_feasibility(bad)
     assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+
+
+@pytest.mark.parametrize(("seed", "K"), [(0, 1), (1, 1), (2, 4)])
+def test_margins_decided_in_floats_are_positive_in_fractions(seed, K):
+    # the float filter of _prove_point: "every margin beyond its rounding bound" must imply
+    # that every exact margin is positive (oracle: Fractions), at any exponent spread
+    wide = _wide_data(seed, K)
+    alpha = np.zeros(wide.n, int) if K == 1 else np.zeros((wide.n, K), int)
+    cases = [(sg.att_svm_constraints(wide, alpha), wide)]
+    plain = sg.random_data(4, 3, 5, seed=seed)
+    cases.append((sg.att_svm_constraints(plain, sg.optimal_tokens(plain)), plain))
+    rng = np.random.default_rng(seed)
+    decided = 0
+    for cs, data in cases:
+        points = [rng.normal(size=(cs.d, cs.d)) * 10.0 ** rng.integers(-40, 40, (cs.d, cs.d))]
+        points += [rng.normal(size=(cs.d, cs.d)) for _ in range(10)]
+        if data is plain:  # a point with positive margins: the float feasibility check's
+            points.append(check_feasibility(cs, exact=False).point)
+        for W in points:
+            for source in (data, None):
+                rows = ExactRows.build(cs if source else dataclasses.replace(cs, tokens=None))
+                if _margins_beyond_rounding(rows, W):
+                    decided += 1
+                    assert all(m > 0 for m in exact_margins(rows.cs, W, source))
+    assert decided >= 2  # the feasible point is decided in floats, for both row sources
+
+
+def test_a_margin_within_its_rounding_bound_is_left_to_the_limbs():
+    data = _reproducer(1e-12, False)
+    cs = sg.att_svm_constraints(data, np.array([0]))
+    z = np.array([1.0, 0.3])
+    W = np.outer([1e-11, 1.0], z) / (z @ z)  # a margin of -1e-11 + 1e-12: cancels
+    assert not _margins_beyond_rounding(ExactRows.build(cs), W)
+    out = check_feasibility(cs)
+    assert out.proof == "exact" and out.status is Status.OPTIMAL

@@ -212,3 +212,25 @@ def test_no_rows_and_zero_rows() -> None:
     assert res.status is Status.OPTIMAL and res.objective == 0.0
     same = sg.pair_constraints(data, cs.seq[:1], cs.query[:1], cs.pref[:1], cs.pref[:1])
     assert solve_nuclear_factored(same).status is Status.INFEASIBLE  # a_j = 0 but needs 1
+
+
+@pytest.mark.parametrize("m", [1, 4, 10])
+def test_compact_lbfgs_product_is_the_two_loop_recursion(m):
+    # oracle: the textbook two-loop recursion (Nocedal & Wright, Algorithm 7.4), H0 = gamma I
+    rng = np.random.default_rng(m)
+    n = 30
+    A = rng.normal(size=(n, n))
+    S = rng.normal(size=(m, n))
+    Y = S @ (A @ A.T + n * np.eye(n))  # s_i^T y_i > 0
+    g = rng.normal(size=n)
+    gamma = float(S[-1] @ Y[-1]) / float(Y[-1] @ Y[-1])
+    q, alphas = g.copy(), []
+    for s, y in zip(S[::-1], Y[::-1], strict=True):
+        a = float(s @ q) / float(s @ y)
+        q -= a * y
+        alphas.append(a)
+    q *= gamma
+    for s, y, a in zip(S, Y, alphas[::-1], strict=True):
+        q += (a - float(y @ q) / float(s @ y)) * s
+    got = factored._inverse_hessian_times(g, S, Y, gamma)
+    np.testing.assert_allclose(got, q, rtol=1e-10, atol=1e-12 * np.abs(q).max())
