@@ -617,18 +617,25 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 def _cmd_atlas(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .atlas import atlas_markdown
+    from .atlas import ATLAS_TOLERANCE, atlas_markdown, page_differences
 
     page = atlas_markdown()
     if args.check is not None:
         path = Path(args.check)
         current = path.read_text() if path.is_file() else None
-        if current != page:
+        diffs = page_differences(current, page) if current is not None else []
+        if current is None or diffs:
             why = "missing" if current is None else "not what generation gives now"
-            print(f"svmgeo atlas --check: {path} is {why}; run 'svmgeo atlas --write "
-                  f"{path}' and commit it", file=sys.stderr)  # fmt: skip
+            for line, was, now in diffs:
+                print(
+                    f"  line {line}:\n    committed: {was}\n    generated: {now}", file=sys.stderr
+                )
+            print(f"svmgeo atlas --check: {path} is {why} (correlations compared to "
+                  f"±{ATLAS_TOLERANCE}); run 'svmgeo atlas --write {path}' and commit it",
+                  file=sys.stderr)  # fmt: skip
             return 1
-        print(f"svmgeo atlas --check: {path} is current")
+        same = "identical" if current == page else f"equal to ±{ATLAS_TOLERANCE}"
+        print(f"svmgeo atlas --check: {path} is current ({same})")
         return 0
     if args.write is not None:
         Path(args.write).write_text(page)

@@ -77,5 +77,24 @@ def test_cli_write_then_check(tmp_path, monkeypatch, capsys):
 
 
 def test_docs_atlas_is_current():
-    """The committed page is what generation gives now (the CI line `svmgeo atlas --check`)."""
-    assert DOC.read_text() == atlas.atlas_markdown()
+    """The committed page is what generation gives now, to the machine-to-machine spread of
+    the evidence (the CI line `svmgeo atlas --check`)."""
+    assert atlas.page_differences(DOC.read_text(), atlas.atlas_markdown()) == []
+
+
+def test_page_differences_allow_the_measured_spread_only():
+    page = atlas.atlas_markdown(_fake_rows())
+    assert atlas.page_differences(page, page) == []
+    line = next(k for k, ln in enumerate(page.splitlines()) if "| 0.900 |" in ln)
+    lines = page.splitlines()
+
+    def edited(new: str) -> str:
+        return "\n".join([*lines[:line], new, *lines[line + 1 :]]) + "\n"
+
+    near = lines[line].replace("| 0.900 |", f"| {0.9 + atlas.ATLAS_TOLERANCE / 2:.3f} |", 1)
+    far = lines[line].replace("| 0.900 |", f"| {0.9 + 2 * atlas.ATLAS_TOLERANCE:.3f} |", 1)
+    renamed = lines[line].replace(" W ", " KQ ", 1)
+    assert atlas.page_differences(page, edited(near)) == []
+    assert [d[0] for d in atlas.page_differences(page, edited(far))] == [line + 1]
+    assert [d[0] for d in atlas.page_differences(page, edited(renamed))] == [line + 1]
+    assert atlas.page_differences(page, page + "one more line\n") != []
