@@ -60,10 +60,10 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import entrywise_norm, singular_value_rank
 from . import _xp
-from ._backend import get_kernels
-from ._config import CODE_OF, RUNNING, GDConfig, StopStatus
+from ._backend import check_loss_for, get_kernels
+from ._config import CODE_OF, RUNNING, GDConfig, StopStatus, resolve_loss
 from ._loop import Risk
-from ._problem import LOSS_IDS, make_problem
+from ._problem import make_problem
 from ._results import Intermediate
 from ._step import weight_record
 
@@ -184,13 +184,15 @@ class MapRisk:
     """
 
     def __init__(
-        self, data: Any, attention: str, *, loss: str = "logistic", head: str = "linear",
+        self, data: Any, attention: str, *, loss: Any = "logistic", head: str = "linear",
         v: Any = None, V: Any = None, lam: float | None = None, backend: str = "numpy",
     ) -> None:  # fmt: skip
         self.problem = make_problem([data], head, v=v, V=V, lam=lam, attention=attention)
         self.d = data.d
         self.max_norm = float(self.problem.max_norm[0])
-        self.loss_id = LOSS_IDS[loss]
+        loss = resolve_loss(loss, "MapRisk")  # a built-in's name or a user's LossSpec
+        check_loss_for(loss, self.problem, "MapRisk", backend, stacklevel=5)
+        self.loss_id = _xp.loss_key(loss)
         self._kernels = get_kernels(backend, self.problem)
         k = self._kernels
         self._arrays = k.arrays if k.xp is np else _xp.arrays(self.problem, np)

@@ -234,3 +234,17 @@ def test_numba_kernels_take_the_loss_as_a_first_class_function() -> None:
     path = Path(_numba.run_one._cache._cache_path).resolve()
     assert path.is_relative_to(Path(_numba.cache_dir()).resolve())
     assert not path.is_relative_to(Path(_numba.__file__).resolve().parent)
+
+
+def test_user_loss_trains_another_attention_map_with_a_steepest_rule():
+    """A steepest rule on another map (MapRisk) takes a user loss like the built-in one."""
+    data = sg.random_data(4, 5, 6, seed=1)
+    user = (
+        lambda u: np.logaddexp(0.0, -u),
+        lambda u: -0.5 * (1.0 - np.tanh(0.5 * u)),  # -sigmoid(-u)
+    )
+    # a smooth rule: sign descent flips near-zero entries on round-off differences
+    kw = dict(attention="linear", optimizer=("steepest", 1.5), n_steps=200, backend="numpy")
+    ref = sg.train(data, loss="logistic", **kw)
+    run = sg.train(data, loss=user, **kw)
+    np.testing.assert_allclose(run.W, ref.W, rtol=1e-12, atol=1e-12)
