@@ -100,8 +100,9 @@ def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
 
 def kernel_att(att_id: int) -> int | None:
     """The kernels' ``att`` argument for the attention map ``att_id``: None for softmax, else
-    ``att_id``. numba compiles a kernel per argument type and prunes a branch on a None argument
-    first, so softmax compiles its own gradient kernel only and the other maps theirs only."""
+    ``att_id``. numba compiles a kernel per argument type and prunes a branch on an argument that
+    is None before compiling, so softmax compiles its own gradient kernel only (the other maps,
+    an int here, compile both, as every map did before)."""
     return None if att_id == SOFTMAX_ATT else att_id
 
 
@@ -336,11 +337,11 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     return shift, Mv
 
 
-@njit()
+@njit(inline="always")  # inlined in its callers: one linking of the kernels fewer to compile
 def _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     """The gradient of the attention map ``att``: softmax's own kernel (``att`` None), or the
-    others' (``att`` the map's id). numba prunes a branch on a None argument before compiling,
-    so each call compiles one of the two kernels only (see :func:`kernel_att`)."""
+    others' (``att`` the map's id). numba prunes the branch on a None argument before compiling:
+    softmax compiles its kernel only (see :func:`kernel_att`)."""
     if att is None:
         return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv)
     return _grad_map(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv)
