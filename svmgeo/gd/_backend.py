@@ -163,23 +163,22 @@ class NumbaKernels(Kernels):
     def grads(
         self, W: Any, head: Any, loss_id: _xp.LossKey, log_domain: bool, train_head: bool
     ) -> tuple[Any, Any, tuple[Any, Any] | None]:
-        from ._numba import grad_batch, grad_one
+        from ._numba import grad_batch, grad_one, kernel_att
 
         loss_id = compiled_loss(loss_id)
         W = np.require(W, np.float64, ["C", "W"])
         prob = _prob(self.problem, head)
         head_id = self.problem.head_id
+        att = kernel_att(self.problem.att_id)
         if _parallel(self.problem, 1):
-            G, M, Gv, Mv = grad_batch(
-                W, prob, self.problem.att_id, head_id, loss_id, log_domain, train_head
-            )
+            G, M, Gv, Mv = grad_batch(W, prob, att, head_id, loss_id, log_domain, train_head)
         else:
             G = np.empty_like(W)
             Gv = np.zeros((W.shape[0], 1, self.problem.d_u))
             M, Mv = np.array(
                 [
                     grad_one(
-                        W[b], tuple(x[b] for x in prob), self.problem.att_id, head_id, loss_id,
+                        W[b], tuple(x[b] for x in prob), att, head_id, loss_id,
                         log_domain, G[b], train_head, Gv[b, 0],
                     )
                     for b in range(W.shape[0])
@@ -197,7 +196,7 @@ class NumbaKernels(Kernels):
         n: int,
         cfg: GDConfig,
     ) -> tuple[Any, Any, Any]:
-        from ._numba import advance, run_one
+        from ._numba import advance, kernel_att, run_one
 
         P = self.problem
         # copies: the state stays immutable
@@ -206,7 +205,6 @@ class NumbaKernels(Kernels):
         opts = (
             P.head_id,
             compiled_loss(loss_id),
-            P.att_id,
             is_kq,
             cfg.train_head,
             cfg.normalized,
@@ -218,12 +216,15 @@ class NumbaKernels(Kernels):
         )
         prob = _prob(P)
         lims = P.max_norm
+        att = kernel_att(P.att_id)
         if _parallel(P, n):
-            advance(P1, P2, head, prob, opts, n, status, steps, lims)
+            advance(P1, P2, head, prob, opts, n, status, steps, lims, att)
         else:  # one thread: no parallel region to start (and no spinning workers)
             for b in np.flatnonzero(status == 0):
                 inst = tuple(x[b] for x in prob)
-                status[b], taken = run_one(P1[b], P2[b], head[b], inst, opts, n, float(lims[b]))
+                status[b], taken = run_one(
+                    P1[b], P2[b], head[b], inst, opts, n, float(lims[b]), att
+                )
                 steps[b] += taken
         return P1, P2, head
 

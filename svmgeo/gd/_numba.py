@@ -44,7 +44,15 @@ from ._problem import (
 )
 from ._xp import LOG_EXP_MIN, UNDERFLOW
 
-__all__ = ["advance", "cache_dir", "compile_loss", "grad_batch", "grad_one", "run_one"]
+__all__ = [
+    "advance",
+    "cache_dir",
+    "compile_loss",
+    "grad_batch",
+    "grad_one",
+    "kernel_att",
+    "run_one",
+]
 
 _NEG_INF = -np.inf
 _config: Any = numba.config  # numba's settings module (untyped for mypy)
@@ -99,6 +107,14 @@ def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
             return numba.njit(cache=_CACHE, **options)(func)
 
     return declare
+
+
+def kernel_att(att_id: int) -> int | None:
+    """The kernels' ``att`` argument for the attention map ``att_id``: None for softmax, else
+    ``att_id``. numba compiles a kernel per argument type and prunes a branch on an argument that
+    is None before compiling, so softmax compiles its own gradient kernel only (the other maps,
+    an int here, compile both, as every map did before)."""
+    return None if att_id == SOFTMAX_ATT else att_id
 
 
 @njit()
@@ -436,12 +452,14 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     return shift, Mv
 
 
-@njit()
-def _grad_any(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
-    """The gradient of the attention map ``att_id``: softmax's own kernel, or the others'."""
-    if att_id == SOFTMAX_ATT:
+@njit(inline="always")  # inlined in its callers: one linking of the kernels fewer to compile
+def _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv):
+    """The gradient of the attention map ``att``: softmax's own kernel (``att`` None), or the
+    others' (``att`` the map's id). numba prunes the branch on a None argument before compiling:
+    softmax compiles its kernel only (see :func:`kernel_att`)."""
+    if att is None:
         return _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv)
-    return _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv)
+    return _grad_map(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
 @njit()
@@ -764,18 +782,19 @@ def _with_head(inst, v):
 
 
 @njit()
-def run_one(P1, P2, P3, inst, opts, n_steps, lim):
+def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 
     ``P3`` (1, d_u) is the head v the kernels read (updated when trained). ``inst`` is
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
-    ``(head_id, loss_id, att_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol,
+    ``(head_id, loss_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol,
     eps1, eps2, eps3)`` (the ε of the first attention factor, the second, the head: flat floats,
-    as parallel regions take no nested tuples) and ``lim`` its largest parameter norm.
+    as parallel regions take no nested tuples), ``lim`` its largest parameter norm and ``att``
+    the attention map, None for softmax (:func:`kernel_att`).
     """
-    head_id, loss_id, att_id = opts[0], opts[1], opts[2]
-    step_opts = opts[3:]
-    is_kq, train_head, log_domain = opts[3], opts[4], opts[6]
+    head_id, loss_id = opts[0], opts[1]
+    step_opts = opts[2:]
+    is_kq, train_head, log_domain = opts[2], opts[3], opts[5]
     inst = _with_head(inst, P3[0])
     n, T, d = inst[0].shape
     K, dz = inst[2].shape[1], inst[2].shape[2]
@@ -797,13 +816,15 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim):
     for it in range(n_steps):
         if is_kq:
             _matmul_t(P1, P2, W)
-        else:
-            W[:, :] = P1
-        if att_id == SOFTMAX_ATT:  # softmax's own kernel, exactly as before other maps
+        else:  # a loop, not W[:, :] = P1: the slice copy compiles numba's shape-error text
+            for p in range(d):
+                for q in range(dz):
+                    W[p, q] = P1[p, q]
+        if att is None:  # softmax's own kernel, exactly as before other maps (one compiled)
             M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad)
         else:
             M, Mv = _grad_map(
-                W, inst, att_id, head_id, loss_id, log_domain, G, ws, train_head, head_grad
+                W, inst, att, head_id, loss_id, log_domain, G, ws, train_head, head_grad
             )
         code = _step(params, grads, (M, Mv), step_opts, lim, work)
         if code != 0:
@@ -812,32 +833,34 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim):
 
 
 @njit(parallel=True)
-def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims):
+def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims, att):
     """Advance every running instance (status 0) by up to ``n_steps`` steps, in place.
 
     ``prob`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` with a leading batch axis, ``lims`` (B,)
-    the instances' largest parameter norms; ``opts`` as in :func:`run_one`.
+    the instances' largest parameter norms; ``opts`` and ``att`` as in :func:`run_one`.
     """
     for b in prange(P1.shape[0]):
         if status[b] == 0:
-            code, taken = run_one(P1[b], P2[b], P3[b], _instance(prob, b), opts, n_steps, lims[b])
+            inst = _instance(prob, b)
+            code, taken = run_one(P1[b], P2[b], P3[b], inst, opts, n_steps, lims[b], att)
             status[b] = code
             steps[b] += taken
 
 
 @njit()
-def grad_one(W, inst, att_id, head_id, loss_id, log_domain, G, want_v, Gv):
-    """(G, M) of one instance with the attention map ``att_id``: G (and the head's Gv with
-    ``want_v``) written in place, ``(M, M_v)`` returned."""
+def grad_one(W, inst, att, head_id, loss_id, log_domain, G, want_v, Gv):
+    """(G, M) of one instance with the attention map ``att`` (None for softmax,
+    :func:`kernel_att`): G (and the head's Gv with ``want_v``) written in place, ``(M, M_v)``
+    returned."""
     n, T, d = inst[0].shape
     ws = _workspace(n, inst[2].shape[1], T, d, inst[1].shape[2])
-    return _grad_any(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv)
+    return _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
 @njit(parallel=True)
-def grad_batch(Wall, prob, att_id, head_id, loss_id, log_domain, want_v):
+def grad_batch(Wall, prob, att, head_id, loss_id, log_domain, want_v):
     """(G, M, G_v, M_v) for every instance of a batch: G (B, d, d_z), M (B,), G_v
-    (B, 1, d_u), M_v (B,) (``-inf`` unless ``want_v``)."""
+    (B, 1, d_u), M_v (B,) (``-inf`` unless ``want_v``); ``att`` as in :func:`grad_one`."""
     B, n, T, d = prob[0].shape
     K = prob[2].shape[2]
     du = prob[1].shape[3]
@@ -848,7 +871,7 @@ def grad_batch(Wall, prob, att_id, head_id, loss_id, log_domain, want_v):
     for b in prange(B):
         ws = _workspace(n, K, T, d, du)
         Mall[b], Mv[b] = _grad_any(
-            Wall[b], _instance(prob, b), att_id, head_id, loss_id, log_domain, Gall[b], ws,
+            Wall[b], _instance(prob, b), att, head_id, loss_id, log_domain, Gall[b], ws,
             want_v, Gv[b, 0],
         )  # fmt: skip
     return Gall, Mall, Gv, Mv
