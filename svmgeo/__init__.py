@@ -17,107 +17,13 @@ from ._errors import (
     BackendError,
     ConvergenceWarning,
     InaccurateSolutionWarning,
+    LossWarning,
     ProblemError,
     SolverError,
     SolverNotFound,
     SvmgeoError,
     TieError,
 )
-<<<<<<< HEAD
-from ._linalg import correlation, query_projector
-from ._torch import from_torch
-from ._transformers import from_transformers
-from .analysis import (
-    LOSS_SPECS,
-    GenSVMResult,
-    InitialGradient,
-    LipschitzResult,
-    LocalOptimality,
-    LossCheck,
-    LossSpec,
-    LOTEnumeration,
-    LOTViolation,
-    PatternOptimality,
-    Rates,
-    RegularizationPath,
-    RobustnessRadius,
-    SelectedSets,
-    SupportTokens,
-    TensorData,
-    TensorRows,
-    TensorSVM,
-    UnboundednessCertificate,
-    attention_jacobian,
-    check_loss,
-    fit_rates,
-    gen_svm,
-    good_initial_gradient,
-    in_cone,
-    in_score_cone,
-    is_locally_optimal,
-    is_locally_optimal_pattern,
-    lipschitz,
-    locally_optimal_selections,
-    regularization_path,
-    robustness_radius,
-    score_cone_margin,
-    selected_sets,
-    support_tokens,
-    tensor_rows,
-    tensor_svm,
-    tensorize,
-)
-from .attention_maps import ATTENTION_MAPS, AttentionMap
-from .constraints import (
-    EQUALITY,
-    MARGIN,
-    ConstraintSet,
-    att_svm_constraints,
-    pair_constraints,
-    selected_set_constraints,
-)
-from .data import TokenData, load_data, random_data, save_data
-from .experiments import (
-    ReproduceResult,
-    SweepError,
-    SweepResult,
-    list_experiments,
-    read_results,
-    reproduce,
-    sweep,
-)
-from .gd import BatchRun, GDConfig, GDRun, StopStatus, train, train_batch, train_mirror
-from .ntp import (  # beyond (issue #13)
-    FiniteComponent,
-    NextTokenData,
-    NTPReport,
-    NTPVerification,
-    TokenPriorityGraph,
-    finite_component,
-    graph_svm,
-    graph_svm_constraints,
-    ntp_loss_and_grad,
-    random_next_token_data,
-    token_priority_graphs,
-    train_ntp,
-    verify_ntp,
-)
-from .selection import check_selection, optimal_token_sets, optimal_tokens, token_scores
-from .solvers import (
-    Certificate,
-    FeasibilityResult,
-    JointSVMResult,
-    Status,
-    SVMResult,
-    att_svm,
-    check_feasibility,
-    feasibility,
-    joint_svm,
-    solve_svm,
-)
-from .study import StudyReport, study
-from .verify import VerifyReport, verify, verify_mirror
-=======
 
 if TYPE_CHECKING:  # the names below, for type checkers; at run time __getattr__ imports them
     from ._linalg import correlation, query_projector
@@ -133,6 +39,7 @@ if TYPE_CHECKING:  # the names below, for type checkers; at run time __getattr__
         LossSpec,
         LOTEnumeration,
         LOTViolation,
+        PatternOptimality,
         Rates,
         RegularizationPath,
         RobustnessRadius,
@@ -150,6 +57,7 @@ if TYPE_CHECKING:  # the names below, for type checkers; at run time __getattr__
         in_cone,
         in_score_cone,
         is_locally_optimal,
+        is_locally_optimal_pattern,
         lipschitz,
         locally_optimal_selections,
         regularization_path,
@@ -211,7 +119,6 @@ if TYPE_CHECKING:  # the names below, for type checkers; at run time __getattr__
     )
     from .study import StudyReport, study
     from .verify import VerifyReport, verify, verify_mirror
->>>>>>> start25
 
 __version__ = "0.1.0.dev0"
 
@@ -232,6 +139,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "LossSpec",
         "LOTEnumeration",
         "LOTViolation",
+        "PatternOptimality",
         "Rates",
         "RegularizationPath",
         "RobustnessRadius",
@@ -249,6 +157,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "in_cone",
         "in_score_cone",
         "is_locally_optimal",
+        "is_locally_optimal_pattern",
         "lipschitz",
         "locally_optimal_selections",
         "regularization_path",
@@ -374,6 +283,7 @@ __all__ = [
     "LocalOptimality",
     "LossCheck",
     "LossSpec",
+    "LossWarning",
     "NTPReport",
     "NTPVerification",
     "NextTokenData",
