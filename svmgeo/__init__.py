@@ -120,7 +120,7 @@ if TYPE_CHECKING:  # the names below, for type checkers; at run time __getattr__
     from .study import StudyReport, study
     from .verify import VerifyReport, verify, verify_mirror
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.2.0.dev0"
 
 # Where each public name lives. `import svmgeo` imports none of these modules (nor scipy.optimize,
 # scipy.sparse or numba through them): a name's module is imported on its first use

@@ -35,3 +35,17 @@ def test_functions_have_numpydoc_docstrings(name):
 @pytest.mark.parametrize("name", [n for n in PUBLIC if inspect.isclass(getattr(sg, n))])
 def test_classes_have_docstrings(name):
     assert inspect.getdoc(getattr(sg, name)), f"{name} has no docstring"
+
+
+def test_version_is_one_number_everywhere():
+    """``svmgeo.__version__``, pyproject.toml and CITATION.cff name the same version."""
+    import re
+    from pathlib import Path
+
+    import svmgeo as sg
+
+    root = Path(__file__).resolve().parents[1]
+    pyproject = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
+    citation = re.search(r"^version: (\S+)", (root / "CITATION.cff").read_text(), re.M)
+    assert pyproject is not None and citation is not None
+    assert sg.__version__ == pyproject.group(1) == citation.group(1)
