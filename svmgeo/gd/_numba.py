@@ -347,11 +347,15 @@ def _transposed(inst):
     n, T, d = X.shape
     du = U.shape[2]
     Xt = np.empty((n, d, T))
-    Ut = np.empty((n, du, T))
     for i in range(n):
         for t in range(T):
             for p in range(d):
                 Xt[i, p, t] = X[i, t, p]
+    if U.shape == X.shape and np.array_equal(U, X):  # values = tokens: one copy in cache
+        return Xt, Xt
+    Ut = np.empty((n, du, T))
+    for i in range(n):
+        for t in range(T):
             for p in range(du):
                 Ut[i, p, t] = U[i, t, p]
     return Xt, Ut
@@ -541,12 +545,26 @@ def _key_weights(lw, vis, m, t2, a, sv, gt, mean, top, Lq):
 
 
 @njit(inline="always")
-def _query_scale(inst, i, k, m, t2, f, a, sv, gt, mean, top, lse, ws, loss_id, want_v, Mx):
+def _head_start(inst, log_domain, G, ws, want_v, Gv):
+    """The head's gradient (:func:`_head_grad`, ``M_v`` returned; -inf without ``want_v``)
+    and G set to zero before the queries' sum."""
+    G[:, :] = 0.0
+    if want_v:
+        return _head_grad(inst[3], ws[11], ws[10], log_domain, Gv)
+    return _NEG_INF
+
+
+@njit(inline="always")
+def _query_scale(inst, i, k, m, t2, f, a, sv, gt, top, lse, ws, loss_id, want_v, Mx):
     """Record query (i, k) in the workspace (its log-loss slope and head input with
     ``want_v``, its argmax, key weights and log-scale ``L_q``); returns ``max(Mx, L_q + log
     max_t |lw[t]|)``."""
     Y, vis = inst[3], inst[4]
     lw, sg, mk, r, rq, lv = ws[0], ws[1], ws[2], ws[6], ws[10], ws[11]
+    mean = 0.0
+    for t in range(lw.shape[2]):
+        if vis[i, k, t]:
+            mean += sv[t] * (gt[t] - gt[m])
     log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
     if want_v:
         lv[i, k] = log_dloss
@@ -571,10 +589,9 @@ def _grad_soft(W, Wt, Xt, Ut, inst, head_id, loss_id, log_domain, G, ws, sw, wan
     the scratch ``sw`` of :func:`_soft_workspace`: the same arithmetic, operation for
     operation (each sum in the same order), as contiguous, vectorizable inner loops."""
     X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, _, rq, lv = ws
+    lw, sg, mk, wz, a, sv, r, u, gt, _, _, _ = ws
     _, gq, vk, cw, live = sw
     n, T, d = X.shape
-    du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
     Mx = _NEG_INF
     for i in range(n):
@@ -621,17 +638,8 @@ def _grad_soft(W, Wt, Xt, Ut, inst, head_id, loss_id, log_domain, G, ws, sw, wan
             else:
                 f = _head(r, head_id, hv, hV, hw, lam, u)
                 _gemv_t(U, Ut, i, u, gt)
-            mean = 0.0
-            for j in range(nv):
-                t = vk[j]
-                mean += sv[t] * (gt[t] - gt[m])
-            Mx = _query_scale(
-                inst, i, k, m, t2, f, a, sv, gt, mean, top, lse, ws, loss_id, want_v, Mx
-            )
-    Mv = _head_grad(Y, lv, rq, log_domain, Gv) if want_v else _NEG_INF
-    for p in range(d):
-        for q in range(dz):
-            G[p, q] = 0.0
+            Mx = _query_scale(inst, i, k, m, t2, f, a, sv, gt, top, lse, ws, loss_id, want_v, Mx)
+    Mv = _head_start(inst, log_domain, G, ws, want_v, Gv)
     if Mx == _NEG_INF:
         return _NEG_INF, Mv  # the direction is exactly zero
     nl = 0
@@ -671,7 +679,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
     """
     X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, g, rq, lv = ws
+    lw, sg, mk, wz, a, sv, r, u, gt, g, _, _ = ws
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -729,17 +737,8 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                         for p in range(du):
                             acc += U[i, t, p] * u[p]
                         gt[t] = acc
-            mean = 0.0
-            for t in range(T):
-                if vis[i, k, t]:
-                    mean += sv[t] * (gt[t] - gt[m])
-            Mx = _query_scale(
-                inst, i, k, m, t2, f, a, sv, gt, mean, top, lse, ws, loss_id, want_v, Mx
-            )
-    Mv = _head_grad(Y, lv, rq, log_domain, Gv) if want_v else _NEG_INF
-    for p in range(d):
-        for q in range(dz):
-            G[p, q] = 0.0
+            Mx = _query_scale(inst, i, k, m, t2, f, a, sv, gt, top, lse, ws, loss_id, want_v, Mx)
+    Mv = _head_start(inst, log_domain, G, ws, want_v, Gv)
     if Mx == _NEG_INF:
         return _NEG_INF, Mv  # the direction is exactly zero
     for i in range(n):
