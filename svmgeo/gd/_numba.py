@@ -55,8 +55,6 @@ __all__ = [
 ]
 
 _NEG_INF = -np.inf
-# Shortest inner loop run in the vectorizable (transposed) form; shorter ones stay scalar dots.
-_VECTOR_MIN = 16
 _config: Any = numba.config  # numba's settings module (untyped for mypy)
 
 
@@ -465,334 +463,6 @@ def _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv):
 
 
 @njit()
-def _transposed(inst):
-    """Per-instance copies X^T (n, d, T) and U^T (n, d_u, T) of the tokens and head features,
-    so that the logits and dynamic scores run as contiguous inner loops."""
-    X, U = inst[0], inst[1]
-    n, T, d = X.shape
-    du = U.shape[2]
-    Xt = np.empty((n, d, T))
-    for i in range(n):
-        for t in range(T):
-            for p in range(d):
-                Xt[i, p, t] = X[i, t, p]
-    if U.shape == X.shape and np.array_equal(U, X):  # values = tokens: one copy in cache
-        return Xt, Xt
-    Ut = np.empty((n, du, T))
-    for i in range(n):
-        for t in range(T):
-            for p in range(du):
-                Ut[i, p, t] = U[i, t, p]
-    return Xt, Ut
-
-
-@njit()
-def _vectorize(T, d, dz):
-    """Run softmax's gradient as :func:`_grad_soft` (contiguous loops) rather than the scalar
-    dot products of :func:`_grad_one`? Both give the same bits; the scalar form is faster
-    when every inner loop is short (measured: (6, 8, 10), benchmarks/bench_gd.py)."""
-    return max(T, d, dz) >= _VECTOR_MIN
-
-
-@njit()
-def _soft_workspace(n, K, T, d, dz):
-    """Scratch of :func:`_grad_soft`: W^T (d_z, d), the queries' g (n K, d), the visible keys
-    (T,), the keys' weights (T,) and the live queries (n K,)."""
-    return (
-        np.empty((dz, d)),
-        np.empty((n * K, d)),
-        np.empty(T, dtype=np.int64),
-        np.empty(T),
-        np.empty(n * K, dtype=np.int64),
-    )
-
-
-@njit(inline="always")
-def _transpose_into(W, Wt):
-    """Wt = W^T."""
-    for p in range(W.shape[0]):
-        for q in range(W.shape[1]):
-            Wt[q, p] = W[p, q]
-
-
-@njit(inline="always")
-def _gemv_t(A, At, i, x, out):
-    """out[t] = sum_p A[i, t, p] x[p] from At[i, p, t] = A[i, t, p]: the sum in the order
-    p = 0, 1, ... of a scalar dot product, as contiguous inner loops over t."""
-    P, T = At.shape[1], At.shape[2]
-    if T < _VECTOR_MIN:  # too short to vectorize: one scalar dot product per entry
-        for t in range(T):
-            acc = 0.0
-            for p in range(P):
-                acc += A[i, t, p] * x[p]
-            out[t] = acc
-        return
-    for t in range(T):
-        out[t] = 0.0
-    p = 0
-    while p + 4 <= P:
-        x0, x1, x2, x3 = x[p], x[p + 1], x[p + 2], x[p + 3]
-        for t in range(T):
-            out[t] = (
-                ((out[t] + At[i, p, t] * x0) + At[i, p + 1, t] * x1) + At[i, p + 2, t] * x2
-            ) + At[i, p + 3, t] * x3
-        p += 4
-    while p < P:
-        x0 = x[p]
-        for t in range(T):
-            out[t] += At[i, p, t] * x0
-        p += 1
-
-
-@njit(inline="always")
-def _query_wz(W, Wt, Z, i, k, wz):
-    """wz = W z_ik from Wt = W^T, each entry summed over q = 0, 1, ... as a dot product."""
-    dz, d = Wt.shape
-    if d < _VECTOR_MIN:  # too short to vectorize: one scalar dot product per entry
-        for p in range(d):
-            acc = 0.0
-            for q in range(dz):
-                acc += W[p, q] * Z[i, k, q]
-            wz[p] = acc
-        return
-    for p in range(d):
-        wz[p] = 0.0
-    q = 0
-    while q + 4 <= dz:
-        z0, z1, z2, z3 = Z[i, k, q], Z[i, k, q + 1], Z[i, k, q + 2], Z[i, k, q + 3]
-        for p in range(d):
-            wz[p] = (((wz[p] + Wt[q, p] * z0) + Wt[q + 1, p] * z1) + Wt[q + 2, p] * z2) + Wt[
-                q + 3, p
-            ] * z3
-        q += 4
-    while q < dz:
-        z0 = Z[i, k, q]
-        for p in range(d):
-            wz[p] += Wt[q, p] * z0
-        q += 1
-
-
-@njit(inline="always")
-def _rows_combination(A, i, idx, c, nk, out, first):
-    """out[p] (+)= sum_j c[j] A[i, idx[j], p] over j = 0 .. nk-1 in that order (``first``:
-    out starts at 0)."""
-    P = out.shape[0]
-    if first:
-        for p in range(P):
-            out[p] = 0.0
-    j = 0
-    while P >= _VECTOR_MIN and j + 4 <= nk:
-        t0, t1, t2, t3 = idx[j], idx[j + 1], idx[j + 2], idx[j + 3]
-        c0, c1, c2, c3 = c[j], c[j + 1], c[j + 2], c[j + 3]
-        for p in range(P):
-            out[p] = (((out[p] + c0 * A[i, t0, p]) + c1 * A[i, t1, p]) + c2 * A[i, t2, p]) + (
-                c3 * A[i, t3, p]
-            )
-        j += 4
-    while j < nk:
-        t0 = idx[j]
-        c0 = c[j]
-        for p in range(P):
-            out[p] += c0 * A[i, t0, p]
-        j += 1
-
-
-@njit(inline="always")
-def _diff_combination(X, i, m, idx, c, nk, out):
-    """out[p] = sum_j c[j] (X[i, idx[j], p] - X[i, m, p]) over j = 0 .. nk-1 in that order."""
-    P = out.shape[0]
-    for p in range(P):
-        out[p] = 0.0
-    j = 0
-    while P >= _VECTOR_MIN and j + 4 <= nk:
-        t0, t1, t2, t3 = idx[j], idx[j + 1], idx[j + 2], idx[j + 3]
-        c0, c1, c2, c3 = c[j], c[j + 1], c[j + 2], c[j + 3]
-        for p in range(P):
-            xm = X[i, m, p]
-            out[p] = (
-                ((out[p] + c0 * (X[i, t0, p] - xm)) + c1 * (X[i, t1, p] - xm))
-                + c2 * (X[i, t2, p] - xm)
-            ) + c3 * (X[i, t3, p] - xm)
-        j += 4
-    while j < nk:
-        t0 = idx[j]
-        c0 = c[j]
-        for p in range(P):
-            out[p] += c0 * (X[i, t0, p] - X[i, m, p])
-        j += 1
-
-
-@njit(inline="always")
-def _outer_sum(G, gq, Z, K, live, nl):
-    """G += sum_j gq[j] z_{live[j]}^T over j = 0 .. nl-1 in that order (query live[j] =
-    i K + k)."""
-    d, dz = G.shape
-    j = 0
-    while dz >= _VECTOR_MIN and j + 4 <= nl:
-        a0, a1, a2, a3 = live[j], live[j + 1], live[j + 2], live[j + 3]
-        i0, k0, i1, k1 = a0 // K, a0 % K, a1 // K, a1 % K
-        i2, k2, i3, k3 = a2 // K, a2 % K, a3 // K, a3 % K
-        for p in range(d):
-            g0, g1, g2, g3 = gq[j, p], gq[j + 1, p], gq[j + 2, p], gq[j + 3, p]
-            for q in range(dz):
-                G[p, q] = (
-                    ((G[p, q] + g0 * Z[i0, k0, q]) + g1 * Z[i1, k1, q]) + g2 * Z[i2, k2, q]
-                ) + g3 * Z[i3, k3, q]
-        j += 4
-    while j < nl:
-        a0 = live[j]
-        i0, k0 = a0 // K, a0 % K
-        for p in range(d):
-            g0 = gq[j, p]
-            for q in range(dz):
-                G[p, q] += g0 * Z[i0, k0, q]
-        j += 1
-
-
-@njit(inline="always")
-def _key_weights(lw, vis, m, t2, a, sv, gt, mean, top, Lq, flip):
-    """One query's key weights ``lw[t] = rel_t e_t flip`` (relative to the runner-up t2's
-    probability) and its candidate scale ``L_q + log max_t |lw[t]|`` (-inf when all vanish)."""
-    gap = a[t2] - top
-    big = 0.0
-    for t in range(lw.shape[0]):
-        if vis[t] and t != m:
-            e = (gt[t] - gt[m]) - mean
-            if gap > -600.0:
-                rel = sv[t] / sv[t2]
-            else:
-                rel = math.exp(a[t] - a[t2])
-            w = rel * e * flip
-            lw[t] = w
-            if abs(w) > big:
-                big = abs(w)
-    return Lq + math.log(big) if big > 0.0 else _NEG_INF
-
-
-@njit(inline="always")
-def _head_start(inst, log_domain, G, ws, want_v, Gv):
-    """The head's gradient (:func:`_head_grad`, ``M_v`` returned; -inf without ``want_v``)
-    and G set to zero before the queries' sum."""
-    G[:, :] = 0.0
-    if want_v:
-        return _head_grad(inst[3], ws[11], ws[10], log_domain, Gv)
-    return _NEG_INF
-
-
-@njit(inline="always")
-def _query_scale(inst, i, k, m, t2, f, a, sv, gt, top, lse, ws, loss_id, want_v, Mx):
-    """Record query (i, k) in the workspace (its log-loss slope and head input with
-    ``want_v``, its argmax, key weights and log-scale ``L_q``); returns ``max(Mx, L_q + log
-    max_t |lw[t]|)``."""
-    Y, vis = inst[3], inst[4]
-    lw, sg, mk, r, rq, lv = ws[0], ws[1], ws[2], ws[6], ws[10], ws[11]
-    mean = 0.0
-    for t in range(lw.shape[2]):
-        if vis[i, k, t]:
-            mean += sv[t] * (gt[t] - gt[m])
-    log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
-    flip = _dloss_flip(Y[i, k] * f, loss_id)  # 1.0 for the built-ins: the same bits
-    if want_v:
-        lv[i, k] = log_dloss
-        for p in range(rq.shape[2]):
-            rq[i, k, p] = r[p] * flip
-    mk[i, k] = m
-    for t in range(lw.shape[2]):
-        lw[i, k, t] = 0.0
-    sg[i, k, 0] = _NEG_INF
-    if t2 < 0:
-        return Mx
-    # L_q = log|l'(Y f)| + log s_t2
-    Lq = log_dloss + (a[t2] - lse)
-    sg[i, k, 0] = Lq
-    cand = _key_weights(lw[i, k], vis[i, k], m, t2, a, sv, gt, mean, top, Lq, flip)
-    return cand if cand > Mx else Mx
-
-
-@njit()
-def _grad_soft(W, Wt, Xt, Ut, inst, head_id, loss_id, log_domain, G, ws, sw, want_v, Gv):
-    """:func:`_grad_one` from W^T (``Wt``), the instance's transposes (:func:`_transposed`) and
-    the scratch ``sw`` of :func:`_soft_workspace`: the same arithmetic, operation for
-    operation (each sum in the same order), as contiguous, vectorizable inner loops."""
-    X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, _, _, _ = ws
-    _, gq, vk, cw, live = sw
-    n, T, d = X.shape
-    K, dz = Z.shape[1], Z.shape[2]
-    Mx = _NEG_INF
-    for i in range(n):
-        for k in range(K):
-            _query_wz(W, Wt, Z, i, k, wz)
-            _gemv_t(X, Xt, i, wz, a)
-            m = -1
-            top = _NEG_INF
-            nv = 0
-            for t in range(T):
-                if vis[i, k, t]:
-                    vk[nv] = t
-                    nv += 1
-                    acc = a[t]
-                    if m < 0 or acc > top:
-                        m = t
-                        top = acc
-            # second most probable key t2 (largest logit among the others)
-            t2 = -1
-            for j in range(nv):
-                t = vk[j]
-                if t != m and (t2 < 0 or a[t] > a[t2]):
-                    t2 = t
-            ssum = 0.0
-            for j in range(nv):
-                t = vk[j]
-                x = a[t] - top
-                st = math.exp(x) if x > LOG_EXP_MIN else 0.0
-                sv[t] = st
-                ssum += st
-            lse = top + math.log(ssum)
-            for j in range(nv):
-                t = vk[j]
-                st = sv[t] / ssum
-                sv[t] = st
-                cw[j] = st
-            _rows_combination(U, i, vk, cw, nv, r, True)
-            if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
-                f = 0.0
-                for j in range(nv):
-                    t = vk[j]
-                    gt[t] = C[i, k, t]
-                    f += sv[t] * gt[t]
-            else:
-                f = _head(r, head_id, hv, hV, hw, lam, u)
-                _gemv_t(U, Ut, i, u, gt)
-            Mx = _query_scale(inst, i, k, m, t2, f, a, sv, gt, top, lse, ws, loss_id, want_v, Mx)
-    Mv = _head_start(inst, log_domain, G, ws, want_v, Gv)
-    if Mx == _NEG_INF:
-        return _NEG_INF, Mv  # the direction is exactly zero
-    nl = 0
-    for i in range(n):
-        for k in range(K):
-            if sg[i, k, 0] == _NEG_INF:
-                continue
-            m = mk[i, k]
-            scale = -Y[i, k] * math.exp(sg[i, k, 0] - (Mx if log_domain else 0.0))
-            nw = 0
-            for t in range(T):
-                w = lw[i, k, t]
-                if w != 0.0:
-                    vk[nw] = t
-                    cw[nw] = w * scale
-                    nw += 1
-            _diff_combination(X, i, m, vk, cw, nw, gq[nl])
-            live[nl] = i * K + k
-            nl += 1
-    _outer_sum(G, gq, Z, K, live, nl)
-    for p in range(d):
-        for q in range(dz):
-            G[p, q] /= n
-    return (Mx if log_domain else 0.0), Mv
-
-
-@njit()
 def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     """(G, M) for one instance; G is written in place, ``(M, M_v)`` returned.
 
@@ -805,7 +475,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
     """
     X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, g, _, _ = ws
+    lw, sg, mk, wz, a, sv, r, u, gt, g, rq, lv = ws
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -863,8 +533,46 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                         for p in range(du):
                             acc += U[i, t, p] * u[p]
                         gt[t] = acc
-            Mx = _query_scale(inst, i, k, m, t2, f, a, sv, gt, top, lse, ws, loss_id, want_v, Mx)
-    Mv = _head_start(inst, log_domain, G, ws, want_v, Gv)
+            mean = 0.0
+            for t in range(T):
+                if vis[i, k, t]:
+                    mean += sv[t] * (gt[t] - gt[m])
+            log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
+            flip = _dloss_flip(Y[i, k] * f, loss_id)
+            if want_v:
+                lv[i, k] = log_dloss
+                for p in range(du):
+                    rq[i, k, p] = r[p] * flip
+            mk[i, k] = m
+            for t in range(T):
+                lw[i, k, t] = 0.0
+            sg[i, k, 0] = _NEG_INF
+            if t2 < 0:
+                continue
+            # L_q = log|l'(Y f)| + log s_t2
+            Lq = log_dloss + (a[t2] - lse)
+            gap = a[t2] - top
+            big = 0.0
+            for t in range(T):
+                if vis[i, k, t] and t != m:
+                    e = (gt[t] - gt[m]) - mean
+                    if gap > -600.0:
+                        rel = sv[t] / sv[t2]
+                    else:
+                        rel = math.exp(a[t] - a[t2])
+                    w = rel * e * flip
+                    lw[i, k, t] = w
+                    if abs(w) > big:
+                        big = abs(w)
+            sg[i, k, 0] = Lq
+            if big > 0.0:
+                cand = Lq + math.log(big)
+                if cand > Mx:
+                    Mx = cand
+    Mv = _head_grad(Y, lv, rq, log_domain, Gv) if want_v else _NEG_INF
+    for p in range(d):
+        for q in range(dz):
+            G[p, q] = 0.0
     if Mx == _NEG_INF:
         return _NEG_INF, Mv  # the direction is exactly zero
     for i in range(n):
@@ -903,20 +611,6 @@ def _norm(A):
     for x in flat:
         acc += (x / top) * (x / top)
     return top * math.sqrt(acc)
-
-
-@njit()
-def _norm_bound(A):
-    r"""An upper bound :math:`\sqrt{\mathrm{size}}\,\max|a_j|` of the Frobenius norm (NaN when
-    an entry is NaN), one pass without divisions."""
-    flat = A.reshape(-1)
-    top = 0.0
-    nan = False
-    for x in flat:
-        ax = abs(x)
-        nan = nan or ax != ax
-        top = ax if ax > top else top
-    return math.nan if nan else math.sqrt(flat.shape[0]) * top
 
 
 @njit()
@@ -1048,22 +742,21 @@ def _step(P, G, M, opts, lim, work):
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
-    b1 = _norm_bound(N1)
-    b2 = _norm_bound(N2) if is_kq else 0.0
-    b3 = _norm_bound(N3) if train_head else 0.0
-    if math.isnan(b1) or math.isnan(b2) or math.isnan(b3):
-        return 7
-    # the bounds decide the norm tests without the exact norms (sums of squares) when they
-    # pass with room: _norm(N) <= 2 b always
+    for f in range(3):
+        if (f == 1 and not is_kq) or (f == 2 and not train_head):
+            continue
+        Nv = (N1 if f == 0 else (N2 if f == 1 else N3)).reshape(-1)
+        for j in range(Nv.shape[0]):
+            if math.isnan(Nv[j]):
+                return 7
     if is_kq:
-        if not (2.0 * b1 <= NORM_LIMIT and 2.0 * b2 <= NORM_LIMIT and 4.0 * b1 * b2 <= lim):
-            m1 = _norm(N1)
-            m2 = _norm(N2)
-            if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
-                return 8
-    elif not (2.0 * b1 <= lim) and not (_norm(N1) <= lim):
+        m1 = _norm(N1)
+        m2 = _norm(N2)
+        if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
+            return 8
+    elif not (_norm(N1) <= lim):
         return 8
-    if train_head and not (2.0 * b3 <= NORM_LIMIT) and not (_norm(N3) <= NORM_LIMIT):
+    if train_head and not (_norm(N3) <= NORM_LIMIT):
         return 8
     for f in range(3):
         if (f == 1 and not is_kq) or (f == 2 and not train_head):
@@ -1120,10 +813,6 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
         np.empty(P3.shape),
     )
     params, grads, head_grad = (P1, P2, P3), (G, Gv), Gv[0]
-    vector = att is None and _vectorize(T, d, dz)
-    sw = _soft_workspace(n, K, T, d, dz)
-    Xt, Ut = _transposed(inst) if vector else (np.empty((0, 0, 0)), np.empty((0, 0, 0)))
-    Wt = sw[0]
     for it in range(n_steps):
         if is_kq:
             _matmul_t(P1, P2, W)
@@ -1131,17 +820,8 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
             for p in range(d):
                 for q in range(dz):
                     W[p, q] = P1[p, q]
-        if att is None:  # softmax (numba prunes the other branch: one kernel compiled)
-            if vector:  # softmax's kernel as contiguous loops (the same arithmetic)
-                _transpose_into(W, Wt)
-                M, Mv = _grad_soft(
-                    W, Wt, Xt, Ut, inst, head_id, loss_id, log_domain, G, ws, sw, train_head,
-                    head_grad,
-                )  # fmt: skip
-            else:  # softmax's own kernel, exactly as before other maps
-                M, Mv = _grad_one(
-                    W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad
-                )
+        if att is None:  # softmax's own kernel, exactly as before other maps (one compiled)
+            M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad)
         else:
             M, Mv = _grad_map(
                 W, inst, att, head_id, loss_id, log_domain, G, ws, train_head, head_grad
