@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import math
 from pathlib import Path
 
@@ -13,26 +10,20 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import main
 from svmgeo.experiments import optimizers as exp
 from svmgeo.solvers import optimal_face_alignment
+
+from ._quick import quick_summary, run_quick
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """``svmgeo reproduce optimizers --quick`` in this process, once per module."""
-    out = tmp_path_factory.mktemp("reproduce-optimizers")
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(["reproduce", "optimizers", "--quick", "--out", str(out), "--no-progress",
-                   "--workers", "0"])  # fmt: skip
-    assert rc == 0, buf.getvalue()
-    return out, buf.getvalue()
+    return run_quick("optimizers", tmp_path_factory)
 
 
 def _summary(out: Path) -> list[dict[str, str]]:
-    with (out / "optimizers-quick_summary.csv").open() as fh:
-        return list(csv.DictReader(fh))
+    return quick_summary(out, "optimizers")
 
 
 def test_grid_seeds_optimizers_and_params():

@@ -4,31 +4,23 @@ ends at its own norm's SVM (a theorem there: Gunasekar, Lee, Soudry, Srebro 2018
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import math
 
 import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import main
 from svmgeo.constraints import map_svm_constraints
 from svmgeo.experiments import optimizers as exp
+
+from ._quick import quick_summary, run_quick
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]], str]:
     """``svmgeo reproduce optimizers_linear --quick`` in this process, once per module."""
-    out = tmp_path_factory.mktemp("reproduce-optimizers-linear")
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(["reproduce", "optimizers_linear", "--quick", "--out", str(out),
-                   "--no-progress", "--workers", "0"])  # fmt: skip
-    assert rc == 0, buf.getvalue()
-    with (out / "optimizers_linear-quick_summary.csv").open() as fh:
-        return list(csv.DictReader(fh)), buf.getvalue()
+    out, stdout = run_quick("optimizers_linear", tmp_path_factory)
+    return quick_summary(out, "optimizers_linear"), stdout
 
 
 def test_grid() -> None:

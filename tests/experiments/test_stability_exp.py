@@ -5,9 +5,6 @@ linear attention in cvxpy, the risk written out."""
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import math
 from pathlib import Path
 
@@ -15,27 +12,20 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import main
 from svmgeo.experiments import stability as exp
 
 from . import _map_oracles as oracle
+from ._quick import quick_summary, run_quick
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """``svmgeo reproduce stability --quick`` in this process, once per module."""
-    out = tmp_path_factory.mktemp("reproduce-stability")
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(["reproduce", "stability", "--quick", "--out", str(out), "--no-progress",
-                   "--workers", "0"])  # fmt: skip
-    assert rc == 0, buf.getvalue()
-    return out, buf.getvalue()
+    return run_quick("stability", tmp_path_factory)
 
 
 def _summary(out: Path) -> list[dict[str, str]]:
-    with (out / "stability-quick_summary.csv").open() as fh:
-        return list(csv.DictReader(fh))
+    return quick_summary(out, "stability")
 
 
 def test_grid_seeds_and_maps():

@@ -4,9 +4,6 @@ the SVMs in cvxpy (naive formulations), stuck keys counted from the signs of the
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import math
 from pathlib import Path
 
@@ -14,27 +11,20 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import main
 from svmgeo.experiments import variants as exp
 
 from . import _map_oracles as oracle
+from ._quick import quick_summary, run_quick
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """``svmgeo reproduce variants --quick`` in this process, once per module."""
-    out = tmp_path_factory.mktemp("reproduce-variants")
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(["reproduce", "variants", "--quick", "--out", str(out), "--no-progress",
-                   "--workers", "0"])  # fmt: skip
-    assert rc == 0, buf.getvalue()
-    return out, buf.getvalue()
+    return run_quick("variants", tmp_path_factory)
 
 
 def _summary(out: Path) -> list[dict[str, str]]:
-    with (out / "variants-quick_summary.csv").open() as fh:
-        return list(csv.DictReader(fh))
+    return quick_summary(out, "variants")
 
 
 def _f(cell: str) -> float:
