@@ -33,23 +33,16 @@ import numpy as np
 import svmgeo as sg
 from svmgeo.solvers._nuclear import solve_nuclear
 
-RANDOM = [
-    (10, 10, 20, {}, 0),
-    (10, 10, 20, {}, 1),
-    (10, 10, 20, {}, 2),
-    (10, 10, 20, {}, 3),
-    (10, 10, 60, {}, 0),
-    (10, 10, 60, {}, 1),
-    (25, 10, 200, {}, 0),
-    (4, 4, 6, {}, 0),
-    (6, 5, 8, {}, 1),
-    (8, 4, 12, {}, 2),
+PLAIN = [(10, 10, 20, s) for s in range(4)] + [(10, 10, 60, 0), (10, 10, 60, 1), (25, 10, 200, 0)]
+PLAIN += [(4, 4, 6, 0), (6, 5, 8, 1), (8, 4, 12, 2), (10, 6, 30, 7), (15, 10, 40, 4)]
+"""Cross-attention ``random_data(n, T, d, seed=s)`` as (n, T, d, s)."""
+OTHER: list[tuple[int, int, int, dict[str, Any], int]] = [
     (5, 5, 7, {"query": 0}, 3),
     (3, 4, 9, {"n_queries": 3}, 4),
     (2, 4, 8, {"query": "all", "mask": "causal"}, 5),
-    (10, 6, 30, {}, 7),
-    (15, 10, 40, {}, 4),
 ]
+"""Self-attention, several queries, causal mask: (n, T, d, random_data keywords, seed)."""
+RANDOM = [(n, T, d, {}, s) for n, T, d, s in PLAIN] + OTHER
 
 
 SWEEP = [(3, 4, 5), (5, 6, 8), (8, 5, 6), (10, 10, 20), (12, 6, 15), (6, 8, 30), (20, 5, 10)]
