@@ -46,14 +46,30 @@ class Compressed:
         return self.U @ M @ self.V.T
 
 
+_COMPRESSED_KEY = "_svmgeo_compressed"
+"""Where :func:`compress` caches its answer on a ConstraintSet (as ``compressed_width`` does)."""
+
+
 def compress(cs: ConstraintSet) -> Compressed:
-    """The rows on orthonormal bases of their spans, the longer side first."""
+    """The rows on orthonormal bases of their spans, the longer side first.
+
+    Computed once per ConstraintSet (whose arrays are read-only) and cached on it, with
+    read-only arrays: ``solve_nuclear`` and the factored path it calls share the two SVDs.
+    """
+    cached = cs.__dict__.get(_COMPRESSED_KEY)
+    if cached is not None:
+        return cached
     U = orthonormal_basis(cs.A)
     V = orthonormal_basis(cs.B)
     At, Bt = cs.A @ U, cs.B @ V
+    for array in (U, V, At, Bt):
+        array.flags.writeable = False
     if U.shape[1] >= V.shape[1]:
-        return Compressed(U=U, V=V, long=At, short=Bt, swapped=False)
-    return Compressed(U=U, V=V, long=Bt, short=At, swapped=True)
+        comp = Compressed(U=U, V=V, long=At, short=Bt, swapped=False)
+    else:
+        comp = Compressed(U=U, V=V, long=Bt, short=At, swapped=True)
+    cs.__dict__[_COMPRESSED_KEY] = comp
+    return comp
 
 
 class FactoredProblem:

@@ -234,3 +234,43 @@ def test_compact_lbfgs_product_is_the_two_loop_recursion(m):
         q += (a - float(y @ q) / float(s @ y)) * s
     got = factored._inverse_hessian_times(g, S, Y, gamma)
     np.testing.assert_allclose(got, q, rtol=1e-10, atol=1e-12 * np.abs(q).max())
+
+
+def test_a_checkpoint_polish_that_certifies_ends_phase_one_with_the_same_answer(
+    monkeypatch,
+) -> None:
+    # issue 25: at (10, 10, 20) the KKT polish certifies after the first augmented-Lagrangian
+    # subproblem; the answer must be the one phase 1 run to its end gives (checkpoints off)
+    cs = _cs(10, 10, 20, {}, 0)
+    early = solve_nuclear_factored(cs)
+    assert early.status is Status.OPTIMAL, early.message
+    assert "phase-1 checkpoint" in early.message
+    _assert_certified(cs, early)
+    monkeypatch.setattr(factored, "_EARLY_MAX_KKT", 0)  # every checkpoint try declines
+    full = solve_nuclear_factored(cs)
+    assert full.status is Status.OPTIMAL and "checkpoint" not in full.message, full.message
+    assert early.extras["lbfgs_iterations"] < full.extras["lbfgs_iterations"]
+    assert early.extras["rank"] == full.extras["rank"]
+    np.testing.assert_allclose(early.objective, full.objective, rtol=1e-13)
+    np.testing.assert_allclose(early.W, full.W, atol=1e-12 * np.abs(full.W).max())
+    np.testing.assert_allclose(early.dual, full.dual, atol=1e-10 * np.abs(full.dual).max())
+
+
+def test_a_checkpoint_try_that_does_not_certify_lets_phase_one_go_on(monkeypatch) -> None:
+    # a try whose certificate fails (here: the gap screen always says no) must not stop phase 1
+    cs = _cs(6, 5, 8, {}, 1)
+    assert "phase-1 checkpoint" in solve_nuclear_factored(cs).message  # what is switched off
+    monkeypatch.setattr(factored, "_closes_gap", lambda *args: False)
+    res = solve_nuclear_factored(cs)
+    assert res.status is Status.OPTIMAL and "checkpoint" not in res.message, res.message
+    _assert_certified(cs, res)
+
+
+def test_compress_is_computed_once_per_constraint_set() -> None:
+    cs = _cs(4, 4, 6, {}, 0)
+    comp = factored.compress(cs)
+    assert factored.compress(cs) is comp
+    for array in (comp.U, comp.V, comp.long, comp.short):
+        assert not array.flags.writeable
+    np.testing.assert_allclose(comp.U.T @ comp.U, np.eye(comp.U.shape[1]), atol=1e-13)
+    np.testing.assert_allclose(cs.A @ comp.U @ comp.U.T, cs.A, atol=1e-13)
