@@ -52,6 +52,12 @@ def test_a_solver_name_imports_its_module_on_first_use() -> None:
     assert "scipy.sparse" in _loaded("import svmgeo; svmgeo.att_svm")
 
 
+def test_the_command_line_and_the_solvers_do_not_import_scipy_optimize() -> None:
+    # `svmgeo --help` builds its options from the solvers' table of norms; scipy.optimize (0.3 s)
+    # is imported by the one solver that calls it (the lp fast path), when it runs
+    assert "scipy.optimize" not in _loaded("import svmgeo.cli, svmgeo.solvers")
+
+
 def test_every_public_name_is_the_object_of_its_module() -> None:
     for name in sg.__all__:
         if name == "__version__":

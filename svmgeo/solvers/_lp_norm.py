@@ -43,7 +43,6 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.optimize as so
 
 from .._linalg import entrywise_norm
 from ..constraints import MARGIN, ConstraintSet
@@ -86,6 +85,8 @@ def _lbfgs_dual(cs: ConstraintSet, M: np.ndarray, q: float, max_iter: int) -> np
 
     bounds = [(0.0, None) if k == MARGIN else (None, None) for k in cs.kind]
     mu0 = np.full(cs.N, 1e-3)
+    import scipy.optimize as so  # imported here: it costs 0.3 s of `import svmgeo.solvers`
+
     res = so.minimize(
         fun,
         mu0,
