@@ -281,13 +281,42 @@ def _workspace(n, K, T, d, du):
 
 
 @njit(inline="always")
-def _query_vector(W, Z, i, k, wz):
-    """wz = W z_ik."""
-    for p in range(W.shape[0]):
-        acc = 0.0
-        for q in range(W.shape[1]):
-            acc += W[p, q] * Z[i, k, q]
-        wz[p] = acc
+def _dots(A, x, out):
+    r"""``out[r] = A[r, 0] x[0] + A[r, 1] x[1] + ...`` (from 0.0, in that order) for every row r.
+
+    Eight rows at a time, each its own accumulator: the additions per row are those of the
+    plain loop, in its order (bit for bit; numba, without fastmath, lets LLVM neither reorder
+    nor contract them), but eight independent chains instead of one, so the adds' latency no
+    longer bounds the loop."""
+    R, Cn = A.shape
+    r = 0
+    while r + 8 <= R:
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+        for c in range(Cn):
+            xc = x[c]
+            s0 += A[r, c] * xc
+            s1 += A[r + 1, c] * xc
+            s2 += A[r + 2, c] * xc
+            s3 += A[r + 3, c] * xc
+            s4 += A[r + 4, c] * xc
+            s5 += A[r + 5, c] * xc
+            s6 += A[r + 6, c] * xc
+            s7 += A[r + 7, c] * xc
+        out[r] = s0
+        out[r + 1] = s1
+        out[r + 2] = s2
+        out[r + 3] = s3
+        out[r + 4] = s4
+        out[r + 5] = s5
+        out[r + 6] = s6
+        out[r + 7] = s7
+        r += 8
+    while r < R:
+        s0 = 0.0
+        for c in range(Cn):
+            s0 += A[r, c] * x[c]
+        out[r] = s0
+        r += 1
 
 
 @njit(inline="always")
@@ -296,7 +325,7 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
     visible keys (the given scores C for ``SCORES_HEAD``); ``u`` receives the head's
     gradient."""
     _, U, _, _, vis, hv, hV, hw, lam, C = inst
-    T, du = U.shape[1], U.shape[2]
+    T = U.shape[1]
     if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
         f = 0.0
         for t in range(T):
@@ -305,12 +334,7 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
                 f += sv[t] * gt[t]
         return f
     f = _head(r, head_id, hv, hV, hw, lam, u)
-    for t in range(T):
-        if vis[i, k, t]:
-            acc = 0.0
-            for p in range(du):
-                acc += U[i, t, p] * u[p]
-            gt[t] = acc
+    _dots(U[i], u, gt)  # the hidden keys' are not read
     return f
 
 
@@ -366,16 +390,14 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     Mx = _NEG_INF
     for i in range(n):
         for k in range(K):
-            _query_vector(W, Z, i, k, wz)
+            _dots(W, Z[i, k], wz)  # wz = W z_ik
+            _dots(X[i], wz, a)
             S = 0.0
             for t in range(T):
-                a[t] = 0.0
                 if vis[i, k, t]:
-                    acc = 0.0
-                    for p in range(d):
-                        acc += X[i, t, p] * wz[p]
-                    a[t] = acc
-                    S += acc
+                    S += a[t]
+                else:
+                    a[t] = 0.0
             for t in range(T):
                 x = a[t]
                 if not vis[i, k, t]:
@@ -474,7 +496,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     instance scale is ``M = max_q (L_q + log max_t |rel_t e_t|)``. ``inst`` is
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
     """
-    X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
+    X, U, Z, Y, vis = inst[0], inst[1], inst[2], inst[3], inst[4]
     lw, sg, mk, wz, a, sv, r, u, gt, g, rq, lv = ws
     n, T, d = X.shape
     du = U.shape[2]
@@ -482,19 +504,13 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     Mx = _NEG_INF
     for i in range(n):
         for k in range(K):
-            for p in range(d):
-                acc = 0.0
-                for q in range(dz):
-                    acc += W[p, q] * Z[i, k, q]
-                wz[p] = acc
+            _dots(W, Z[i, k], wz)  # wz = W z_ik
+            _dots(X[i], wz, a)  # the logits (of every key; the hidden ones are not read)
             m = -1
             top = _NEG_INF
             for t in range(T):
                 if vis[i, k, t]:
-                    acc = 0.0
-                    for p in range(d):
-                        acc += X[i, t, p] * wz[p]
-                    a[t] = acc
+                    acc = a[t]
                     if m < 0 or acc > top:
                         m = t
                         top = acc
@@ -519,20 +535,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     sv[t] = st
                     for p in range(du):
                         r[p] += st * U[i, t, p]
-            if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
-                f = 0.0
-                for t in range(T):
-                    if vis[i, k, t]:
-                        gt[t] = C[i, k, t]
-                        f += sv[t] * gt[t]
-            else:
-                f = _head(r, head_id, hv, hV, hw, lam, u)
-                for t in range(T):
-                    if vis[i, k, t]:
-                        acc = 0.0
-                        for p in range(du):
-                            acc += U[i, t, p] * u[p]
-                        gt[t] = acc
+            f = _readout(inst, i, k, head_id, sv, r, u, gt)
             mean = 0.0
             for t in range(T):
                 if vis[i, k, t]:
@@ -599,18 +602,70 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
 
 
 @njit()
+def _abs_max(flat):
+    """(max |x| over the entries that are not NaN (0.0 if none), whether one is NaN), the
+    largest of four running maxima: numba's ``max(t, y)`` takes y only when ``y > t``, so
+    each is the maximum of its entries, and their maximum is that of all, in any order."""
+    N = flat.shape[0]
+    t0 = t1 = t2 = t3 = 0.0
+    nan = False
+    j = 0
+    while j + 4 <= N:
+        x0, x1, x2, x3 = abs(flat[j]), abs(flat[j + 1]), abs(flat[j + 2]), abs(flat[j + 3])
+        t0, t1, t2, t3 = max(t0, x0), max(t1, x1), max(t2, x2), max(t3, x3)
+        nan = nan | (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3)
+        j += 4
+    while j < N:
+        x0 = abs(flat[j])
+        t0 = max(t0, x0)
+        nan = nan | (x0 != x0)
+        j += 1
+    return max(max(t0, t1), max(t2, t3)), nan
+
+
+@njit()
 def _norm(A):
-    """Frobenius norm, scaled first so tiny entries do not underflow when squared."""
+    r"""Frobenius norm, scaled first so tiny entries do not underflow when squared:
+    :math:`t \sqrt{\sum_j (a_j / t)^2}`, :math:`t = \max_j |a_j|`, summed in the order of
+    the entries (eight quotients at a time, then added one by one: the divisions vectorize,
+    the additions stay those of the plain loop)."""
     flat = A.reshape(-1)
-    top = 0.0
-    for x in flat:
-        top = max(top, abs(x))
+    top = _abs_max(flat)[0]
     if top == 0.0:
         return 0.0
+    N = flat.shape[0]
     acc = 0.0
-    for x in flat:
-        acc += (x / top) * (x / top)
+    j = 0
+    while j + 8 <= N:
+        y0, y1, y2, y3 = flat[j] / top, flat[j + 1] / top, flat[j + 2] / top, flat[j + 3] / top
+        y4, y5 = flat[j + 4] / top, flat[j + 5] / top
+        y6, y7 = flat[j + 6] / top, flat[j + 7] / top
+        acc += y0 * y0
+        acc += y1 * y1
+        acc += y2 * y2
+        acc += y3 * y3
+        acc += y4 * y4
+        acc += y5 * y5
+        acc += y6 * y6
+        acc += y7 * y7
+        j += 8
+    while j < N:
+        y0 = flat[j] / top
+        acc += y0 * y0
+        j += 1
     return top * math.sqrt(acc)
+
+
+@njit()
+def _norm_bound(A):
+    r"""An upper bound of :func:`_norm` ``(A)`` from one pass of maxima: :math:`1.001\, t
+    \sqrt{N}` (the computed sum of N squares of quotients at most 1 is at most
+    :math:`N (1 + N u)`), or inf when an entry is NaN or infinite (the norm is then NaN)."""
+    flat = A.reshape(-1)
+    top, nan = _abs_max(flat)
+    if nan or not top < np.inf:
+        return np.inf
+    return 1.001 * top * math.sqrt(flat.shape[0])
 
 
 @njit()
@@ -749,12 +804,16 @@ def _step(P, G, M, opts, lim, work):
         for j in range(Nv.shape[0]):
             if math.isnan(Nv[j]):
                 return 7
+    # the norm limits: the exact norms only when their bounds do not already decide
     if is_kq:
-        m1 = _norm(N1)
-        m2 = _norm(N2)
-        if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
-            return 8
-    elif not (_norm(N1) <= lim):
+        b1 = _norm_bound(N1)
+        b2 = _norm_bound(N2)
+        if not (b1 <= NORM_LIMIT and b2 <= NORM_LIMIT and 1.001 * b1 * b2 <= lim):
+            m1 = _norm(N1)
+            m2 = _norm(N2)
+            if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
+                return 8
+    elif not (_norm_bound(N1) <= lim or _norm(N1) <= lim):
         return 8
     if train_head and not (_norm(N3) <= NORM_LIMIT):
         return 8
