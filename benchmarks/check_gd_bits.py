@@ -3,17 +3,18 @@
 
 Each checkout runs the same cases in a child process with a *fresh, empty* numba cache
 (``NUMBA_CACHE_DIR`` and ``SVMGEO_CACHE_DIR`` in a new temporary directory, so every kernel is
-compiled anew, as in a fresh clone); the final parameters, stop codes and every recorded
-history (loss, gradient norm, parameter norms, probabilities) are saved and compared exactly
-(``np.array_equal`` on the float64 bit patterns: a sign of zero counts too).
+compiled anew, as in a fresh clone); the final parameters, stop statuses, step counts and every
+recorded history (steps, loss, gradient norm, parameter norms, probabilities) are saved and
+compared exactly (``np.array_equal`` on the float64 bit patterns: a sign of zero counts too).
 
 The cases: several seeds of (6, 8, 10), the large shapes (32, 64, 64) and (8, 128, 256), long
 saturated runs (step 0.5 to 20,000 steps, ties of logits from repeated tokens), the linear,
 ReLU, concave and given-scores heads, masks and causal visibility, several queries, W, KQ and
 p parameters, a trained head, log_domain on and off, normalized and plain GD, ridge and
-normalize_eps, every built-in loss and user losses (LossSpec with d1 and with log_abs_d1), the
-other attention maps, the other optimizers that read the kernels' gradients, ``train_batch``
-on one and on two threads, and ``loss_and_grad`` at moderate and saturated W.
+normalize_eps, the stops (the norm limit on W and on KQ, an underflowed gradient, the gradient
+tolerance), every built-in loss and user losses (LossSpec with d1 and with log_abs_d1), the
+other attention maps, the other optimizers that read the kernels' gradients, ``train_batch`` on
+one and on two threads, and ``loss_and_grad`` at moderate and saturated W.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/check_gd_bits.py BEFORE AFTER [--repeat 2]
 
@@ -48,14 +49,18 @@ def _cases() -> dict[str, np.ndarray]:
                 out[f"{name}/{field}"] = np.asarray(x, dtype=np.float64)
         hist = getattr(run, "history", None)
         if hist is not None:
-            for field in ("loss", "grad_norm", "W_norm", "max_prob", "probs", "p_norm", "v_norm"):
+            for field in ("step", "loss", "grad_norm", "W_norm", "max_prob", "probs", "p_norm",
+                          "v_norm"):  # fmt: skip
                 x = getattr(hist, field, None)
                 if x is not None:
                     out[f"{name}/h_{field}"] = np.asarray(x, dtype=np.float64)
-        for field in ("status", "n_steps", "steps"):
-            x = getattr(run, field, None)
-            if isinstance(x, int | np.ndarray) and not isinstance(x, bool):
-                out[f"{name}/{field}"] = np.asarray(x, dtype=np.float64)
+        n = getattr(run, "n_steps", None)
+        if n is not None:
+            out[f"{name}/n_steps"] = np.asarray(n, dtype=np.float64)
+        st = getattr(run, "status", None)
+        if st is not None:  # a StopStatus, or a tuple of them for a batch
+            names = ",".join(x.value for x in (st if isinstance(st, tuple) else (st,)))
+            out[f"{name}/status"] = np.frombuffer(names.encode(), np.uint8).astype(np.float64)
 
     rec = ("loss", "grad_norm", "W_norm", "max_prob", "probs")
     base = dict(backend="numba", record_every=250, record=rec)
@@ -120,6 +125,12 @@ def _cases() -> dict[str, np.ndarray]:
     keep("head", sg.train(d6, train_head=True, n_steps=3000, **base))
     keep("head_sat", sg.train(d6, train_head=True, n_steps=10000, step_size=0.5,
                               backend="numba", record_every=1000, record=rec))  # fmt: skip
+    # stops: the norm limit (huge steps: W, and KQ), an underflowed gradient, the tolerance
+    keep("stop_norm", sg.train(d6, step_size=2e149, n_steps=100, **base))
+    keep("stop_norm_kq", sg.train(d6, param="KQ", m=4, init=("random", 0.1), seed=1,
+                                  step_size=1e74, n_steps=100, **base))  # fmt: skip
+    keep("stop_under", sg.train(d6, normalized=False, step_size=1e148, n_steps=50, **base))
+    keep("stop_tol", sg.train(d6, grad_tol=1e-3, n_steps=20000, **base))
     keep("ridge", sg.train(d6, ridge=0.01, n_steps=3000, **base))
     keep("eps", sg.train(d6, normalize_eps=0.1, n_steps=3000, **base))
     keep("eps_plain", sg.train(d6, normalize_eps=0.1, log_domain=False, n_steps=3000, **base))

@@ -27,7 +27,7 @@ from typing import Any
 import numba
 import numpy as np
 from numba import prange, types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from .._errors import ProblemError
 from ..losses import LossSpec, is_numba_function, raw_function
@@ -601,26 +601,36 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     return (Mx if log_domain else 0.0), Mv
 
 
+def _bitcast_to_float(typingctx, x):
+    """``_int_as_float(x)`` in compiled code: the float64 whose bit pattern is the int64 x."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return types.float64(types.int64), codegen
+
+
+_int_as_float: Any = intrinsic(_bitcast_to_float)
+
+_ABS_BITS = 0x7FFFFFFFFFFFFFFF  # every bit but the sign
+_INF_BITS = 0x7FF0000000000000  # +inf; the NaNs' patterns (sign cleared) are larger
+
+
 @njit()
 def _abs_max(flat):
-    """(max |x| over the entries that are not NaN (0.0 if none), whether one is NaN), the
-    largest of four running maxima: numba's ``max(t, y)`` takes y only when ``y > t``, so
-    each is the maximum of its entries, and their maximum is that of all, in any order."""
-    N = flat.shape[0]
-    t0 = t1 = t2 = t3 = 0.0
+    """(max |x| over the entries that are not NaN (0.0 if none), whether one is NaN), as the
+    loop ``t = max(t, abs(x))`` from 0.0 gives it (numba's max takes y only when y > t, so a NaN
+    never enters). Computed on the bit patterns: those of the values in [+0, inf] are ordered as
+    the values, so an integer maximum (which vectorizes) finds the same float."""
+    bits = flat.view(np.int64)
+    top = 0
     nan = False
-    j = 0
-    while j + 4 <= N:
-        x0, x1, x2, x3 = abs(flat[j]), abs(flat[j + 1]), abs(flat[j + 2]), abs(flat[j + 3])
-        t0, t1, t2, t3 = max(t0, x0), max(t1, x1), max(t2, x2), max(t3, x3)
-        nan = nan | (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3)
-        j += 4
-    while j < N:
-        x0 = abs(flat[j])
-        t0 = max(t0, x0)
-        nan = nan | (x0 != x0)
-        j += 1
-    return max(max(t0, t1), max(t2, t3)), nan
+    for j in range(bits.shape[0]):
+        b = bits[j] & _ABS_BITS
+        ok = b <= _INF_BITS
+        nan = nan | (not ok)
+        top = max(top, b if ok else 0)
+    return _int_as_float(top), nan
 
 
 @njit()
@@ -657,15 +667,13 @@ def _norm(A):
 
 
 @njit()
-def _norm_bound(A):
-    r"""An upper bound of :func:`_norm` ``(A)`` from one pass of maxima: :math:`1.001\, t
-    \sqrt{N}` (the computed sum of N squares of quotients at most 1 is at most
-    :math:`N (1 + N u)`), or inf when an entry is NaN or infinite (the norm is then NaN)."""
-    flat = A.reshape(-1)
-    top, nan = _abs_max(flat)
-    if nan or not top < np.inf:
+def _norm_bound(top, size):
+    r"""An upper bound of :func:`_norm` of ``size`` entries, none NaN, the largest in absolute
+    value ``top``: :math:`1.001\, t \sqrt{N}` (the computed sum of N squares of quotients at
+    most 1 is at most :math:`N (1 + N u)`), or inf when ``top`` is (the norm is then NaN)."""
+    if not top < np.inf:
         return np.inf
-    return 1.001 * top * math.sqrt(flat.shape[0])
+    return 1.001 * top * math.sqrt(size)
 
 
 @njit()
@@ -797,23 +805,21 @@ def _step(P, G, M, opts, lim, work):
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
-    for f in range(3):
-        if (f == 1 and not is_kq) or (f == 2 and not train_head):
-            continue
-        Nv = (N1 if f == 0 else (N2 if f == 1 else N3)).reshape(-1)
-        for j in range(Nv.shape[0]):
-            if math.isnan(Nv[j]):
-                return 7
+    # a NaN in a new parameter (one pass over each also gives its largest entry for the bounds)
+    top1, nan1 = _abs_max(N1.reshape(-1))
+    top2, nan2 = _abs_max(N2.reshape(-1)) if is_kq else (0.0, False)
+    if nan1 or nan2 or (train_head and _abs_max(N3.reshape(-1))[1]):
+        return 7
     # the norm limits: the exact norms only when their bounds do not already decide
+    b1 = _norm_bound(top1, N1.size)
     if is_kq:
-        b1 = _norm_bound(N1)
-        b2 = _norm_bound(N2)
+        b2 = _norm_bound(top2, N2.size)
         if not (b1 <= NORM_LIMIT and b2 <= NORM_LIMIT and 1.001 * b1 * b2 <= lim):
             m1 = _norm(N1)
             m2 = _norm(N2)
             if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
                 return 8
-    elif not (_norm_bound(N1) <= lim or _norm(N1) <= lim):
+    elif not (b1 <= lim or _norm(N1) <= lim):
         return 8
     if train_head and not (_norm(N3) <= NORM_LIMIT):
         return 8
