@@ -280,7 +280,7 @@ def _workspace(n, K, T, d, du):
     )
 
 
-@njit(inline="always")
+@njit()
 def _dots(A, x, out):
     r"""``out[r] = A[r, 0] x[0] + A[r, 1] x[1] + ...`` (from 0.0, in that order) for every row r.
 
@@ -334,7 +334,12 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
                 f += sv[t] * gt[t]
         return f
     f = _head(r, head_id, hv, hV, hw, lam, u)
-    _dots(U[i], u, gt)  # the hidden keys' are not read
+    for t in range(T):
+        if vis[i, k, t]:
+            acc = 0.0
+            for p in range(U.shape[2]):
+                acc += U[i, t, p] * u[p]
+            gt[t] = acc
     return f
 
 
@@ -496,24 +501,42 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     instance scale is ``M = max_q (L_q + log max_t |rel_t e_t|)``. ``inst`` is
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
     """
-    X, U, Z, Y, vis = inst[0], inst[1], inst[2], inst[3], inst[4]
+    X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
     lw, sg, mk, wz, a, sv, r, u, gt, g, rq, lv = ws
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
     Mx = _NEG_INF
+    # Large instances: W z, the logits and the dynamic scores as row sums eight at a time
+    # (_dots); small ones: one row after another, where the CPU already overlaps the rows.
+    # Both add each row's terms in the same order (bit for bit).
+    rows8 = d >= 16 or T >= 16
     for i in range(n):
         for k in range(K):
-            _dots(W, Z[i, k], wz)  # wz = W z_ik
-            _dots(X[i], wz, a)  # the logits (of every key; the hidden ones are not read)
             m = -1
             top = _NEG_INF
-            for t in range(T):
-                if vis[i, k, t]:
-                    acc = a[t]
-                    if m < 0 or acc > top:
+            if rows8:
+                _dots(W, Z[i, k], wz)  # wz = W z_ik
+                _dots(X[i], wz, a)  # the logits (of every key; the hidden ones are not read)
+                for t in range(T):
+                    if vis[i, k, t] and (m < 0 or a[t] > top):
                         m = t
-                        top = acc
+                        top = a[t]
+            else:
+                for p in range(d):
+                    acc = 0.0
+                    for q in range(dz):
+                        acc += W[p, q] * Z[i, k, q]
+                    wz[p] = acc
+                for t in range(T):
+                    if vis[i, k, t]:
+                        acc = 0.0
+                        for p in range(d):
+                            acc += X[i, t, p] * wz[p]
+                        a[t] = acc
+                        if m < 0 or acc > top:
+                            m = t
+                            top = acc
             # second most probable key t2 (largest logit among the others)
             t2 = -1
             for t in range(T):
@@ -535,7 +558,23 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     sv[t] = st
                     for p in range(du):
                         r[p] += st * U[i, t, p]
-            f = _readout(inst, i, k, head_id, sv, r, u, gt)
+            if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
+                f = 0.0
+                for t in range(T):
+                    if vis[i, k, t]:
+                        gt[t] = C[i, k, t]
+                        f += sv[t] * gt[t]
+            else:
+                f = _head(r, head_id, hv, hV, hw, lam, u)
+                if rows8:
+                    _dots(U[i], u, gt)  # the hidden keys' are not read
+                else:
+                    for t in range(T):
+                        if vis[i, k, t]:
+                            acc = 0.0
+                            for p in range(du):
+                                acc += U[i, t, p] * u[p]
+                            gt[t] = acc
             mean = 0.0
             for t in range(T):
                 if vis[i, k, t]:
