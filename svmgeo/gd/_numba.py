@@ -27,7 +27,7 @@ from typing import Any
 import numba
 import numpy as np
 from numba import prange, types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from .._errors import ProblemError
 from ..losses import LossSpec, is_numba_function, raw_function
@@ -280,14 +280,43 @@ def _workspace(n, K, T, d, du):
     )
 
 
-@njit(inline="always")
-def _query_vector(W, Z, i, k, wz):
-    """wz = W z_ik."""
-    for p in range(W.shape[0]):
-        acc = 0.0
-        for q in range(W.shape[1]):
-            acc += W[p, q] * Z[i, k, q]
-        wz[p] = acc
+@njit()
+def _dots(A, x, out):
+    r"""``out[r] = A[r, 0] x[0] + A[r, 1] x[1] + ...`` (from 0.0, in that order) for every row r.
+
+    Eight rows at a time, each its own accumulator: the additions per row are those of the
+    plain loop, in its order (bit for bit; numba, without fastmath, lets LLVM neither reorder
+    nor contract them), but eight independent chains instead of one, so the adds' latency no
+    longer bounds the loop."""
+    R, Cn = A.shape
+    r = 0
+    while r + 8 <= R:
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+        for c in range(Cn):
+            xc = x[c]
+            s0 += A[r, c] * xc
+            s1 += A[r + 1, c] * xc
+            s2 += A[r + 2, c] * xc
+            s3 += A[r + 3, c] * xc
+            s4 += A[r + 4, c] * xc
+            s5 += A[r + 5, c] * xc
+            s6 += A[r + 6, c] * xc
+            s7 += A[r + 7, c] * xc
+        out[r] = s0
+        out[r + 1] = s1
+        out[r + 2] = s2
+        out[r + 3] = s3
+        out[r + 4] = s4
+        out[r + 5] = s5
+        out[r + 6] = s6
+        out[r + 7] = s7
+        r += 8
+    while r < R:
+        s0 = 0.0
+        for c in range(Cn):
+            s0 += A[r, c] * x[c]
+        out[r] = s0
+        r += 1
 
 
 @njit(inline="always")
@@ -296,7 +325,7 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
     visible keys (the given scores C for ``SCORES_HEAD``); ``u`` receives the head's
     gradient."""
     _, U, _, _, vis, hv, hV, hw, lam, C = inst
-    T, du = U.shape[1], U.shape[2]
+    T = U.shape[1]
     if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
         f = 0.0
         for t in range(T):
@@ -308,7 +337,7 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
     for t in range(T):
         if vis[i, k, t]:
             acc = 0.0
-            for p in range(du):
+            for p in range(U.shape[2]):
                 acc += U[i, t, p] * u[p]
             gt[t] = acc
     return f
@@ -366,16 +395,14 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     Mx = _NEG_INF
     for i in range(n):
         for k in range(K):
-            _query_vector(W, Z, i, k, wz)
+            _dots(W, Z[i, k], wz)  # wz = W z_ik
+            _dots(X[i], wz, a)
             S = 0.0
             for t in range(T):
-                a[t] = 0.0
                 if vis[i, k, t]:
-                    acc = 0.0
-                    for p in range(d):
-                        acc += X[i, t, p] * wz[p]
-                    a[t] = acc
-                    S += acc
+                    S += a[t]
+                else:
+                    a[t] = 0.0
             for t in range(T):
                 x = a[t]
                 if not vis[i, k, t]:
@@ -480,24 +507,36 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
     Mx = _NEG_INF
+    # Large instances: W z, the logits and the dynamic scores as row sums eight at a time
+    # (_dots); small ones: one row after another, where the CPU already overlaps the rows.
+    # Both add each row's terms in the same order (bit for bit).
+    rows8 = d >= 16 or T >= 16
     for i in range(n):
         for k in range(K):
-            for p in range(d):
-                acc = 0.0
-                for q in range(dz):
-                    acc += W[p, q] * Z[i, k, q]
-                wz[p] = acc
             m = -1
             top = _NEG_INF
-            for t in range(T):
-                if vis[i, k, t]:
-                    acc = 0.0
-                    for p in range(d):
-                        acc += X[i, t, p] * wz[p]
-                    a[t] = acc
-                    if m < 0 or acc > top:
+            if rows8:
+                _dots(W, Z[i, k], wz)  # wz = W z_ik
+                _dots(X[i], wz, a)  # the logits (of every key; the hidden ones are not read)
+                for t in range(T):
+                    if vis[i, k, t] and (m < 0 or a[t] > top):
                         m = t
-                        top = acc
+                        top = a[t]
+            else:
+                for p in range(d):
+                    acc = 0.0
+                    for q in range(dz):
+                        acc += W[p, q] * Z[i, k, q]
+                    wz[p] = acc
+                for t in range(T):
+                    if vis[i, k, t]:
+                        acc = 0.0
+                        for p in range(d):
+                            acc += X[i, t, p] * wz[p]
+                        a[t] = acc
+                        if m < 0 or acc > top:
+                            m = t
+                            top = acc
             # second most probable key t2 (largest logit among the others)
             t2 = -1
             for t in range(T):
@@ -527,12 +566,15 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                         f += sv[t] * gt[t]
             else:
                 f = _head(r, head_id, hv, hV, hw, lam, u)
-                for t in range(T):
-                    if vis[i, k, t]:
-                        acc = 0.0
-                        for p in range(du):
-                            acc += U[i, t, p] * u[p]
-                        gt[t] = acc
+                if rows8:
+                    _dots(U[i], u, gt)  # the hidden keys' are not read
+                else:
+                    for t in range(T):
+                        if vis[i, k, t]:
+                            acc = 0.0
+                            for p in range(du):
+                                acc += U[i, t, p] * u[p]
+                            gt[t] = acc
             mean = 0.0
             for t in range(T):
                 if vis[i, k, t]:
@@ -598,19 +640,79 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     return (Mx if log_domain else 0.0), Mv
 
 
+def _bitcast_to_float(typingctx, x):
+    """``_int_as_float(x)`` in compiled code: the float64 whose bit pattern is the int64 x."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return types.float64(types.int64), codegen
+
+
+_int_as_float: Any = intrinsic(_bitcast_to_float)
+
+_ABS_BITS = 0x7FFFFFFFFFFFFFFF  # every bit but the sign
+_INF_BITS = 0x7FF0000000000000  # +inf; the NaNs' patterns (sign cleared) are larger
+
+
+@njit()
+def _abs_max(flat):
+    """(max |x| over the entries that are not NaN (0.0 if none), whether one is NaN), as the
+    loop ``t = max(t, abs(x))`` from 0.0 gives it (numba's max takes y only when y > t, so a NaN
+    never enters). Computed on the bit patterns: those of the values in [+0, inf] are ordered as
+    the values, so an integer maximum (which vectorizes) finds the same float."""
+    bits = flat.view(np.int64)
+    top = 0
+    nan = False
+    for j in range(bits.shape[0]):
+        b = bits[j] & _ABS_BITS
+        ok = b <= _INF_BITS
+        nan = nan | (not ok)
+        top = max(top, b if ok else 0)
+    return _int_as_float(top), nan
+
+
 @njit()
 def _norm(A):
-    """Frobenius norm, scaled first so tiny entries do not underflow when squared."""
+    r"""Frobenius norm, scaled first so tiny entries do not underflow when squared:
+    :math:`t \sqrt{\sum_j (a_j / t)^2}`, :math:`t = \max_j |a_j|`, summed in the order of
+    the entries (eight quotients at a time, then added one by one: the divisions vectorize,
+    the additions stay those of the plain loop)."""
     flat = A.reshape(-1)
-    top = 0.0
-    for x in flat:
-        top = max(top, abs(x))
+    top = _abs_max(flat)[0]
     if top == 0.0:
         return 0.0
+    N = flat.shape[0]
     acc = 0.0
-    for x in flat:
-        acc += (x / top) * (x / top)
+    j = 0
+    while j + 8 <= N:
+        y0, y1, y2, y3 = flat[j] / top, flat[j + 1] / top, flat[j + 2] / top, flat[j + 3] / top
+        y4, y5 = flat[j + 4] / top, flat[j + 5] / top
+        y6, y7 = flat[j + 6] / top, flat[j + 7] / top
+        acc += y0 * y0
+        acc += y1 * y1
+        acc += y2 * y2
+        acc += y3 * y3
+        acc += y4 * y4
+        acc += y5 * y5
+        acc += y6 * y6
+        acc += y7 * y7
+        j += 8
+    while j < N:
+        y0 = flat[j] / top
+        acc += y0 * y0
+        j += 1
     return top * math.sqrt(acc)
+
+
+@njit()
+def _norm_bound(top, size):
+    r"""An upper bound of :func:`_norm` of ``size`` entries, none NaN, the largest in absolute
+    value ``top``: :math:`1.001\, t \sqrt{N}` (the computed sum of N squares of quotients at
+    most 1 is at most :math:`N (1 + N u)`), or inf when ``top`` is (the norm is then NaN)."""
+    if not top < np.inf:
+        return np.inf
+    return 1.001 * top * math.sqrt(size)
 
 
 @njit()
@@ -742,19 +844,21 @@ def _step(P, G, M, opts, lim, work):
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
-    for f in range(3):
-        if (f == 1 and not is_kq) or (f == 2 and not train_head):
-            continue
-        Nv = (N1 if f == 0 else (N2 if f == 1 else N3)).reshape(-1)
-        for j in range(Nv.shape[0]):
-            if math.isnan(Nv[j]):
-                return 7
+    # a NaN in a new parameter (one pass over each also gives its largest entry for the bounds)
+    top1, nan1 = _abs_max(N1.reshape(-1))
+    top2, nan2 = _abs_max(N2.reshape(-1)) if is_kq else (0.0, False)
+    if nan1 or nan2 or (train_head and _abs_max(N3.reshape(-1))[1]):
+        return 7
+    # the norm limits: the exact norms only when their bounds do not already decide
+    b1 = _norm_bound(top1, N1.size)
     if is_kq:
-        m1 = _norm(N1)
-        m2 = _norm(N2)
-        if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
-            return 8
-    elif not (_norm(N1) <= lim):
+        b2 = _norm_bound(top2, N2.size)
+        if not (b1 <= NORM_LIMIT and b2 <= NORM_LIMIT and 1.001 * b1 * b2 <= lim):
+            m1 = _norm(N1)
+            m2 = _norm(N2)
+            if not (m1 <= NORM_LIMIT and m2 <= NORM_LIMIT and m1 * m2 <= lim):
+                return 8
+    elif not (b1 <= lim or _norm(N1) <= lim):
         return 8
     if train_head and not (_norm(N3) <= NORM_LIMIT):
         return 8
