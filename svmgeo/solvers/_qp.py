@@ -21,7 +21,13 @@ import scipy.sparse as sp
 from ._backends import ClarabelBackend
 from ._geometry import RowGeometry, Solve, features
 
-__all__ = ["clarabel_qp", "interior_point", "polish_active_set", "polish_features"]
+__all__ = [
+    "clarabel_qp",
+    "gradient_start",
+    "interior_point",
+    "polish_active_set",
+    "polish_features",
+]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -159,6 +165,53 @@ def clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bo
         lam[~m] = -z[:nE]
         lam[m] = z[nE:]
     return lam, int(sol.iterations), ok
+
+
+def gradient_start(geo: RowGeometry, *, max_iter: int = 100, lag: int = 3) -> np.ndarray:
+    r"""Approximate multipliers of the dual QP from products with :math:`G` only (L-BFGS-B).
+
+    .. math::
+
+        \min_\lambda\ \tfrac12\lambda^\top G\lambda - c^\top\lambda \quad\text{s.t.}\quad
+        \lambda_{\mathcal M} \ge 0,
+
+    stopped as soon as the working set it suggests, :math:`S = \{j : \lambda_j > s_j\}` with
+    the slack :math:`s = G\lambda - c` (the gradient), differs in at most
+    :math:`\max(2, N/500)` rows from the set ``lag`` iterations before (or after
+    ``max_iter``): only that set matters, since :func:`polish_active_set` then solves it
+    exactly and corrects the few rows left. A product with G per iteration and no
+    factorization, where the active-set rounds from "every row tight" factor large blocks.
+    """
+    from scipy.optimize import Bounds, minimize  # lazily: scipy.optimize is slow to import
+
+    c, m = geo.c, geo.margin
+    N = geo.cs.N
+    last: list[np.ndarray] = []  # the last point evaluated and its gradient
+
+    def value(lam: np.ndarray) -> tuple[float, np.ndarray]:
+        g = geo.matvec(lam) - c
+        last[:] = [lam.copy(), g]
+        return 0.5 * float(lam @ (g - c)), g
+
+    sets: list[np.ndarray] = []
+    settled = max(2, N // 500)
+
+    def callback(lam: np.ndarray) -> None:
+        grad = last[1] if np.array_equal(lam, last[0]) else geo.matvec(lam) - c
+        sets.append(~m | (lam > grad))
+        if len(sets) > lag and np.count_nonzero(sets[-1] != sets[-1 - lag]) <= settled:
+            raise StopIteration
+
+    res = minimize(
+        value,
+        np.zeros(N),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=Bounds(np.where(m, 0.0, -np.inf), np.full(N, np.inf)),
+        callback=callback,
+        options={"ftol": 0.0, "gtol": 0.0, "maxiter": max_iter, "maxfun": 4 * max_iter},
+    )
+    return np.asarray(res.x, dtype=float)
 
 
 def polish_active_set(
