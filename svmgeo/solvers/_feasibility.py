@@ -17,7 +17,11 @@ Farkas vector, which svmgeo polishes and verifies itself. When :math:`G` is sing
 null space (N − rank G columns) is the smaller side, the same dual LP is first posed on that
 null space (:func:`_solve_null_lp`; e.g. one column for rows holding a row and its reverse),
 which decides an infeasible set in a fraction of the rank(G)-row LP's time; a zero value there
-leaves the decision to the path above.
+leaves the decision to the path above. Before any of this, rows with a large Gram matrix (all
+margin rows, N ≥ :data:`GRADIENT_FROM`) are tried through the max-margin QP itself: its support
+found with products with G only (:func:`~._qp.gradient_start`), solved exactly on that block
+(:func:`~._qp.polish_active_set`), the optimum's W verified as the feasible point; small sets
+first try every row tight (one Cholesky factor of G).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._exact import prove_verdict
-from ._geometry import RowGeometry, compressed_width, features
+from ._geometry import RowGeometry, cho_solve, compressed_width, features
 from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
@@ -433,7 +437,7 @@ def check_feasibility(
     if geo.kind == "dual":
         cf = geo.full_factor()
         if cf is not None:
-            lam = sla.cho_solve(cf, c, check_finite=False)
+            lam = cho_solve(cf, c)
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:

@@ -227,7 +227,9 @@ def polish_active_set(
     c, m = geo.c, geo.margin
     S = np.asarray(S0, dtype=bool) | ~m
     lam = np.where(S, lam0, 0.0)
-    Glam = geo.matvec(lam) if np.any(lam) else np.zeros_like(c)  # G λ, kept up to date
+    Glam = geo.matvec(lam) if lam.any() else np.zeros_like(c)  # G λ, kept up to date
+    band = 1e-10 * np.maximum(1.0, np.abs(c))
+    low = c - band
     for rounds in range(1, max_rounds + 1):
         idx = np.flatnonzero(S)
         if idx.size:
@@ -235,15 +237,14 @@ def polish_active_set(
             lam[idx] += geo.min_norm_solve(idx, r)
         margins = geo.matvec(lam)
         lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
-        band = 1e-10 * np.maximum(1.0, np.abs(c))
-        if np.any(S & (np.abs(margins - c) > band)):
+        if (S & (np.abs(margins - c) > band)).any():
             return (
                 lam,
                 rounds,
                 False,
             )  # the rows of S cannot all be tight: G_SS λ = c_S inconsistent
         neg = S & m & (lam < -1e-12 * lam_scale)
-        viol = ~S & m & (margins < c - band)
+        viol = ~S & m & (margins < low)
         if not neg.any() and not viol.any():
             lam = np.where(m, np.maximum(lam, 0.0), lam)
             return lam, rounds, True
