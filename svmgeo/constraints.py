@@ -125,6 +125,18 @@ class ConstraintSet:
             return Q, inverse.reshape(-1)
         return None
 
+    @cached_property
+    def _query_block_size(self) -> int | None:
+        """k when :attr:`query_groups` come as consecutive blocks of one size k (as the
+        builders make them: then sums over a query's rows are sums over a block); else None."""
+        groups = self.query_groups
+        if groups is None:
+            return None
+        nq, inv = groups[0].shape[0], groups[1]
+        if inv.size % nq or not np.array_equal(inv, np.repeat(np.arange(nq), inv.size // nq)):
+            return None
+        return inv.size // nq
+
     @property
     def _query_keys(self) -> np.ndarray:
         return self.seq * max(self.K, 1) + self.query
@@ -152,6 +164,9 @@ class ConstraintSet:
             return self.A.T @ (np.asarray(lam)[:, None] * self.B)
         Q, inv = groups
         lam = np.asarray(lam, dtype=float)
+        k = self._query_block_size
+        if k is not None:  # the same sums, in the same order, as the sparse product below
+            return (lam[:, None] * self.A).reshape(Q.shape[0], k, self.d).sum(axis=1).T @ Q
         group_sum = sp.csr_matrix((lam, (inv, np.arange(self.N))), shape=(Q.shape[0], self.N))
         C = np.asarray(group_sum @ self.A)  # (n_queries, d): sum of lambda_j a_j per query
         return C.T @ Q

@@ -17,7 +17,11 @@ Farkas vector, which svmgeo polishes and verifies itself. When :math:`G` is sing
 null space (N − rank G columns) is the smaller side, the same dual LP is first posed on that
 null space (:func:`_solve_null_lp`; e.g. one column for rows holding a row and its reverse),
 which decides an infeasible set in a fraction of the rank(G)-row LP's time; a zero value there
-leaves the decision to the path above.
+leaves the decision to the path above. Before any of this, rows with a large Gram matrix (all
+margin rows, N ≥ :data:`GRADIENT_FROM`) are tried through the max-margin QP itself: its support
+found with products with G only (:func:`~._qp.gradient_start`), solved exactly on that block
+(:func:`~._qp.polish_active_set`), the optimum's W verified as the feasible point; small sets
+first try every row tight (one Cholesky factor of G).
 """
 
 from __future__ import annotations
@@ -42,8 +46,8 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._exact import prove_verdict
-from ._geometry import RowGeometry, compressed_width, features
-from ._qp import interior_point, polish_active_set
+from ._geometry import RowGeometry, cho_solve, compressed_width, features
+from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
 from ._threads import one_blas_thread_when_small
@@ -52,6 +56,10 @@ __all__ = ["check_feasibility"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 """HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
+GRADIENT_FROM = 450
+"""Fewest rows (Gram representation, margin rows only) for which feasibility is first sought
+through the QP's support (:func:`~._qp.gradient_start` and the active-set polish) instead of
+the Cholesky factor of all of G; below it the factor is cheaper than the gradient steps."""
 _ROUNDOFF = 1e-13
 """Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
 
@@ -208,10 +216,14 @@ def _small_features(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def _point_from_qp(
-    cs: ConstraintSet, geo: RowGeometry
+    cs: ConstraintSet, geo: RowGeometry, *, gradient: bool = False
 ) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """A verified feasible point (with its residual and the QP's λ) from the IPM and the polish."""
-    lam, _, converged = interior_point(geo, solver_tol=1e-10, max_iter=60)
+    """A verified feasible point (with its residual and the QP's λ) from the IPM (or, with
+    ``gradient``, from :func:`~._qp.gradient_start`: products with G only) and the polish."""
+    if gradient:
+        lam, converged = gradient_start(geo), True
+    else:
+        lam, _, converged = interior_point(geo, solver_tol=1e-10, max_iter=60)
     if not converged or not np.all(np.isfinite(lam)):
         return None
     slack = geo.matvec(lam) - geo.c
@@ -402,11 +414,30 @@ def check_feasibility(
         )
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
     c = np.asarray(cs.rhs, dtype=float)
+
+    def qp_verdict(gradient: bool) -> FeasibilityResult | None:
+        """FEASIBLE from the max-margin QP's polished solution (:func:`_point_from_qp`), its
+        multipliers kept for the solve; None when it does not verify."""
+        qp = _point_from_qp(cs, geo, gradient=gradient)
+        if qp is None:
+            return None
+        return verified(
+            qp[:2],
+            "feasible: the max-margin QP's polished solution meets every row",
+            solver="svmgeo-active-set" if gradient else "svmgeo-ipm",
+            extras={"qp_dual": qp[2]},
+        )
+
+    if geo.kind == "dual" and N >= GRADIENT_FROM and np.all(geo.margin):
+        # large Gram: the max-margin QP's support from products with G, factored alone, gives
+        # a point at a fraction of the cost of factoring all of G
+        if (verdict := qp_verdict(gradient=True)) is not None:
+            return verdict
     # fast path: G positive definite -> every row can be made tight at once
     if geo.kind == "dual":
         cf = geo.full_factor()
         if cf is not None:
-            lam = sla.cho_solve(cf, c, check_finite=False)
+            lam = cho_solve(cf, c)
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:
@@ -482,14 +513,8 @@ def check_feasibility(
         return verdict
     if large:
         # large dense LP: first try to certify feasibility with the exact QP solver's answer
-        qp = _point_from_qp(cs, geo)
-        if qp is not None:
-            return verified(
-                qp[:2],
-                "feasible: the max-margin QP's polished solution meets every row",
-                solver="svmgeo-ipm",
-                extras={"qp_dual": qp[2]},
-            )
+        if (verdict := qp_verdict(gradient=False)) is not None:
+            return verdict
         if singular and not early and (verdict := null_space_verdict()) is not None:
             return verdict
     fac = lp_factor()

@@ -81,6 +81,24 @@ def _query_gram(cs: ConstraintSet) -> np.ndarray:
     return np.asarray(QQ[inv][:, inv])
 
 
+def _gram(cs: ConstraintSet) -> np.ndarray:
+    r""":math:`G = (AA^\top)\circ(BB^\top)`, multiplied into :math:`AA^\top` in place (the same
+    products as ``AAᵀ * BBᵀ``, without two more N×N arrays). When the rows come in query
+    blocks of one size k (``cs._query_block_size``), :math:`BB^\top` is never formed: block (p, q)
+    of :math:`AA^\top` is scaled by :math:`b_p^\top b_q` through a broadcast."""
+    G = _outer_gram(cs.A)
+    k = cs._query_block_size
+    if k is not None:
+        assert cs.query_groups is not None
+        Q = cs.query_groups[0]
+        nq = Q.shape[0]
+        QQ = Q @ Q.T
+        G.reshape(nq, k, nq, k)[...] *= QQ[:, None, :, None]
+        return G
+    G *= _query_gram(cs)
+    return G
+
+
 def compressed_width(cs: ConstraintSet) -> int:
     r"""The bound :math:`r_1 r_2 \le \min(d, N)\,\min(d, q)` on the compressed dimension, with
     :math:`q` the number of distinct query vectors :math:`b_j` (no factorization).
@@ -129,7 +147,7 @@ class RowGeometry:
             self.Phi = np.ascontiguousarray((Ac[:, :, None] * Bc[:, None, :]).reshape(N, -1))
             self.kind = "primal"
         else:
-            self.G = _outer_gram(cs.A) * _query_gram(cs)
+            self.G = _gram(cs)
             self.kind = "dual"
         self.margin = cs.kind == MARGIN
         self.c = np.asarray(cs.rhs, dtype=float)
@@ -219,12 +237,12 @@ class RowGeometry:
         return self._full
 
     def _bases(self) -> list[tuple[np.ndarray, Any]]:
-        """Row sets with a Cholesky factor of their :math:`G_{BB}`: the whole G (when PD) and
-        the last :math:`G_{SS}` factored by :meth:`min_norm_solve`."""
+        """Row sets with a Cholesky factor of their :math:`G_{BB}`: the whole G (when PD and
+        already factored) and the last :math:`G_{SS}` factored by :meth:`min_norm_solve`."""
         out = []
         if self._last is not None and self._last[0].size >= _BORDER_FROM:
             out.append(self._last)
-        cf = self.full_factor()
+        cf = self.__dict__.get("_full")  # only when already computed: never a full factor here
         if cf is not None:
             out.append((np.arange(self.cs.N), cf))
         return out
@@ -356,6 +374,8 @@ class RowGeometry:
         if groups is None:
             return cs.adjoint(lam)
         Q, inv = groups
+        if cs._query_block_size is not None:  # consecutive blocks: no sparse matrix
+            return cs.adjoint(lam)
         if not hasattr(self, "_group_order"):  # the CSR pattern of (inv, arange(N)), once
             order = np.argsort(inv, kind="stable")
             self._group_order = order

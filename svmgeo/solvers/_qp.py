@@ -21,7 +21,13 @@ import scipy.sparse as sp
 from ._backends import ClarabelBackend
 from ._geometry import RowGeometry, Solve, features
 
-__all__ = ["clarabel_qp", "interior_point", "polish_active_set", "polish_features"]
+__all__ = [
+    "clarabel_qp",
+    "gradient_start",
+    "interior_point",
+    "polish_active_set",
+    "polish_features",
+]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -161,6 +167,53 @@ def clarabel_qp(geo: RowGeometry, *, max_iter: int) -> tuple[np.ndarray, int, bo
     return lam, int(sol.iterations), ok
 
 
+def gradient_start(geo: RowGeometry, *, max_iter: int = 100, lag: int = 3) -> np.ndarray:
+    r"""Approximate multipliers of the dual QP from products with :math:`G` only (L-BFGS-B).
+
+    .. math::
+
+        \min_\lambda\ \tfrac12\lambda^\top G\lambda - c^\top\lambda \quad\text{s.t.}\quad
+        \lambda_{\mathcal M} \ge 0,
+
+    stopped as soon as the working set it suggests, :math:`S = \{j : \lambda_j > s_j\}` with
+    the slack :math:`s = G\lambda - c` (the gradient), differs in at most
+    :math:`\max(2, N/500)` rows from the set ``lag`` iterations before (or after
+    ``max_iter``): only that set matters, since :func:`polish_active_set` then solves it
+    exactly and corrects the few rows left. A product with G per iteration and no
+    factorization, where the active-set rounds from "every row tight" factor large blocks.
+    """
+    from scipy.optimize import Bounds, minimize  # lazily: scipy.optimize is slow to import
+
+    c, m = geo.c, geo.margin
+    N = geo.cs.N
+    last: list[np.ndarray] = []  # the last point evaluated and its gradient
+
+    def value(lam: np.ndarray) -> tuple[float, np.ndarray]:
+        g = geo.matvec(lam) - c
+        last[:] = [lam.copy(), g]
+        return 0.5 * float(lam @ (g - c)), g
+
+    sets: list[np.ndarray] = []
+    settled = max(2, N // 500)
+
+    def callback(lam: np.ndarray) -> None:
+        grad = last[1] if np.array_equal(lam, last[0]) else geo.matvec(lam) - c
+        sets.append(~m | (lam > grad))
+        if len(sets) > lag and np.count_nonzero(sets[-1] != sets[-1 - lag]) <= settled:
+            raise StopIteration
+
+    res = minimize(
+        value,
+        np.zeros(N),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=Bounds(np.where(m, 0.0, -np.inf), np.full(N, np.inf)),
+        callback=callback,
+        options={"ftol": 0.0, "gtol": 0.0, "maxiter": max_iter, "maxfun": 4 * max_iter},
+    )
+    return np.asarray(res.x, dtype=float)
+
+
 def polish_active_set(
     geo: RowGeometry, lam0: np.ndarray, S0: np.ndarray, *, max_rounds: int
 ) -> tuple[np.ndarray, int, bool]:
@@ -174,7 +227,9 @@ def polish_active_set(
     c, m = geo.c, geo.margin
     S = np.asarray(S0, dtype=bool) | ~m
     lam = np.where(S, lam0, 0.0)
-    Glam = geo.matvec(lam) if np.any(lam) else np.zeros_like(c)  # G λ, kept up to date
+    Glam = geo.matvec(lam) if lam.any() else np.zeros_like(c)  # G λ, kept up to date
+    band = 1e-10 * np.maximum(1.0, np.abs(c))
+    low = c - band
     for rounds in range(1, max_rounds + 1):
         idx = np.flatnonzero(S)
         if idx.size:
@@ -182,15 +237,14 @@ def polish_active_set(
             lam[idx] += geo.min_norm_solve(idx, r)
         margins = geo.matvec(lam)
         lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
-        band = 1e-10 * np.maximum(1.0, np.abs(c))
-        if np.any(S & (np.abs(margins - c) > band)):
+        if (S & (np.abs(margins - c) > band)).any():
             return (
                 lam,
                 rounds,
                 False,
             )  # the rows of S cannot all be tight: G_SS λ = c_S inconsistent
         neg = S & m & (lam < -1e-12 * lam_scale)
-        viol = ~S & m & (margins < c - band)
+        viol = ~S & m & (margins < low)
         if not neg.any() and not viol.any():
             lam = np.where(m, np.maximum(lam, 0.0), lam)
             return lam, rounds, True
