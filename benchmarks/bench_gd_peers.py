@@ -127,7 +127,8 @@ def jax_step() -> Any:
     For query i (one per sequence), logits a = X_i W z_i, m = argmax, t2 = the runner-up,
     s = softmax(a), e_t = (g_t - g_m) - sum_s s_s (g_s - g_m) with g = X_i v; the gradient of
     the mean logistic loss is e^M G with G = -(1/n) sum_i Y_i e^{L_i - M} sum_{t != m}
-    (s_t / s_t2) e_t (x_t - x_m) z_i^T, L_i = -softplus(Y_i f_i) + log s_t2 and
+    (s_t / s_t2) e_t (x_t - x_m) z_i^T (s_t / s_t2 = exp(a_t - a_t2) once a_t2 - a_m <= -600, as
+    in svmgeo's kernel), L_i = -softplus(Y_i f_i) + log s_t2 and
     M = max_i (L_i + log max_t |s_t / s_t2 e_t|); the step is W - eta D / ||D||, D = G / ||G||.
     """
     import jax
@@ -151,8 +152,11 @@ def jax_step() -> Any:
         mean = (s * (g - gm)).sum(1, keepdims=True)
         off = jnp.arange(T)[None, :] != m[:, None]
         s2 = jnp.take_along_axis(s, t2[:, None], 1)
-        w = jnp.where(off, (s / s2) * ((g - gm) - mean), 0.0)
-        L = -jnp.logaddexp(0.0, Y * f) + (jnp.take_along_axis(a, t2[:, None], 1)[:, 0] - lse)
+        a2 = jnp.take_along_axis(a, t2[:, None], 1)
+        # s_t / s_t2, as svmgeo's kernel forms it: from the logits once s_t2 may be subnormal
+        rel = jnp.where(a2 - top > -600.0, s / s2, jnp.exp(a - a2))
+        w = jnp.where(off, rel * ((g - gm) - mean), 0.0)
+        L = -jnp.logaddexp(0.0, Y * f) + (a2[:, 0] - lse)
         M = jnp.max(L + jnp.log(jnp.max(jnp.abs(w), 1)))
         scale = -Y * jnp.exp(L - M)
         xm = jnp.take_along_axis(X, m[:, None, None], 1)
