@@ -39,6 +39,7 @@ r"""A linear solve :math:`r \mapsto H^{-1} r` with a factorization held in its c
 
 
 _POTRF, _POTRS = sla.get_lapack_funcs(("potrf", "potrs"), (np.zeros(1),))
+_DSYMV = sla.get_blas_funcs("symv", (np.zeros(1),))
 
 
 def cho_factor(H: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -320,6 +321,47 @@ class RowGeometry:
         x[~inB] = v
         return x
 
+    def _jacobi_cg(self, S: np.ndarray, r: np.ndarray, gmax: float) -> np.ndarray | None:
+        r"""Approximate :math:`x` with :math:`G_{SS}x = r` by Jacobi-preconditioned conjugate
+        gradients, :math:`x_{k+1} = x_k + \alpha_k p_k`, :math:`p_{k+1} = D^{-1}s_{k+1} +
+        \beta_k p_k` (:math:`D = \mathrm{diag}(G_{SS})`, :math:`s_k = r - G_{SS}x_k`), each
+        product :math:`G_{SS}p` taken with all of G (no gather of :math:`G_{SS}`) by BLAS
+        ``dsymv``, which reads one triangle of the symmetric G.
+
+        Stops once the recurrence residual is 100 times inside :meth:`min_norm_solve`'s
+        accuracy bound, or after ``_CG_PRODUCTS`` products, or on a breakdown (None); the
+        caller then checks the answer with a true product and falls back to a factor.
+        """
+        G = self.gram()
+        GT = G.T  # Fortran order, as BLAS reads it: no copy
+        N = self.cs.N
+        diag = np.diagonal(G)[S]
+        if not np.all(diag > 0.0):
+            return None
+        x = np.zeros(S.size)
+        res = np.array(r, dtype=float)
+        rmax = float(np.abs(r).max(initial=0.0))
+        z = res / diag
+        p = z.copy()
+        rz = float(res @ z)
+        pf = np.zeros(N)
+        for _ in range(_CG_PRODUCTS):
+            if np.abs(res).max() <= 1e-13 * (gmax * max(float(np.abs(x).max()), 1.0) + rmax):
+                return x
+            pf[S] = p
+            q = _DSYMV(1.0, GT, pf, lower=1)[S]  # one triangle of the symmetric G read
+            pq = float(p @ q)
+            if not pq > 0.0 or not np.isfinite(pq):
+                return None
+            alpha = rz / pq
+            x += alpha * p
+            res -= alpha * q
+            z = res / diag
+            rz_next = float(res @ z)
+            p = z + (rz_next / rz) * p
+            rz = rz_next
+        return x
+
     def min_norm_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray:
         r"""Minimum-norm :math:`\delta` with :math:`G_{SS}\,\delta = r` (least squares if inconsistent)."""
         if S.size == 0:
@@ -353,6 +395,10 @@ class RowGeometry:
         x = self._schur_solve(S, r)
         if accurate(x):
             return np.asarray(x)
+        if not full and _cg_first(S.size, N):
+            x = self._jacobi_cg(S, r, gmax)  # bounded products with G: cheaper than a factor
+            if accurate(x):
+                return np.asarray(x)
         GSS = G if full else G[np.ix_(S, S)]
         try:
             cf = self.full_factor() if full else cho_factor(GSS)
@@ -406,6 +452,19 @@ def _psd_solver(H: np.ndarray) -> Solve:
 _BORDER_FROM = 256
 """Smallest factored row set reused by :meth:`RowGeometry._schur_solve` (below it a fresh
 Cholesky factor costs less than the bookkeeping)."""
+
+_CG_PRODUCTS = 64
+"""Most products with G that Jacobi-preconditioned CG spends on a :math:`G_{SS}` solve before
+:meth:`RowGeometry.min_norm_solve` factors :math:`G_{SS}` instead."""
+
+
+def _cg_first(size: int, N: int) -> bool:
+    r"""Whether :meth:`RowGeometry.min_norm_solve` tries CG before factoring a
+    :math:`G_{SS}` of ``size`` rows: when ``_CG_PRODUCTS`` products with the N×N G
+    (:math:`2kN^2` flops each, memory-bound) cost at most about half the factor's
+    :math:`|S|^3/3` flops, :math:`|S|^3 \ge 6kN^2`."""
+    return _CG_PRODUCTS * 6.0 * N * N <= float(size) ** 3
+
 
 FEATURE_LIMIT = 4096
 """Largest compressed dimension :math:`r_1 r_2` for which the feature-space polish is tried."""

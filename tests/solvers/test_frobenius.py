@@ -230,3 +230,79 @@ def test_warm_start_is_polished_and_bad_warm_start_is_harmless():
     junk = solve_frobenius(cs, warm_start=np.random.default_rng(0).normal(size=cs.N))
     assert junk.success
     np.testing.assert_allclose(junk.W, ref.W, atol=1e-9 * np.linalg.norm(ref.W))
+
+
+def _many_support_vectors() -> sg.ConstraintSet:
+    """N = 450 rows at d = 200, nearly all of them support vectors (G close to diagonal)."""
+    data = sg.random_data(50, 10, 200, seed=3)
+    return sg.att_svm_constraints(data, sg.optimal_tokens(data))
+
+
+def test_jacobi_cg_solve_meets_the_factor_accuracy(monkeypatch):
+    from svmgeo.solvers import _geometry
+    from svmgeo.solvers._geometry import cho_factor, cho_solve
+
+    monkeypatch.setattr(_geometry, "_cg_first", lambda size, N: True)
+    cs = _many_support_vectors()
+    geo = _geometry.RowGeometry(cs)
+    assert geo.kind == "dual"
+    G = geo.gram()
+    S = np.flatnonzero(np.arange(cs.N) % 7 != 0)
+    r = np.random.default_rng(5).normal(size=S.size)
+    calls: list[bool] = []
+    cg = _geometry.RowGeometry._jacobi_cg
+
+    def spy(self, S_, r_, gmax):
+        x = cg(self, S_, r_, gmax)
+        calls.append(x is not None)
+        return x
+
+    monkeypatch.setattr(_geometry.RowGeometry, "_jacobi_cg", spy)
+    x = geo.min_norm_solve(S, r)
+    assert calls == [True]
+    assert geo._last is None  # no G_SS factored
+    GSS = G[np.ix_(S, S)]
+    ref = cho_solve(cho_factor(GSS), r)
+    bound = 1e-11 * (np.diagonal(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max())
+    np.testing.assert_allclose(GSS @ x, r, rtol=0, atol=bound)
+    np.testing.assert_allclose(x, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+def test_jacobi_cg_gives_the_factored_optimum(monkeypatch):
+    from svmgeo.solvers import _geometry
+
+    cs = _many_support_vectors()
+    monkeypatch.setattr(_geometry.RowGeometry, "_jacobi_cg", lambda self, S, r, gmax: None)
+    ref = solve_svm(cs)
+    monkeypatch.undo()
+    used: list[int] = []
+    cg = _geometry.RowGeometry._jacobi_cg
+
+    def spy(self, S, r, gmax):
+        used.append(S.size)
+        return cg(self, S, r, gmax)
+
+    monkeypatch.setattr(_geometry, "_cg_first", lambda size, N: True)
+    monkeypatch.setattr(_geometry.RowGeometry, "_jacobi_cg", spy)
+    res = solve_svm(cs)
+    assert used  # the CG path ran
+    assert res.status == ref.status and res.proof == ref.proof == "exact"
+    np.testing.assert_allclose(res.objective, ref.objective, rtol=1e-12)
+    np.testing.assert_allclose(res.W, ref.W, atol=1e-10 * np.linalg.norm(ref.W))
+    assert frobenius_certificate(cs, res.W, res.dual, 1e-8).passed
+
+
+def test_jacobi_cg_falls_back_to_the_factor_when_it_stalls(monkeypatch):
+    from svmgeo.solvers import _geometry
+
+    monkeypatch.setattr(_geometry, "_cg_first", lambda size, N: True)
+    monkeypatch.setattr(_geometry, "_CG_PRODUCTS", 1)  # one product: never accurate enough
+    cs = _many_support_vectors()
+    geo = _geometry.RowGeometry(cs)
+    S = np.arange(cs.N - 3)
+    r = np.random.default_rng(6).normal(size=S.size)
+    x = geo.min_norm_solve(S, r)
+    assert geo._last is not None and np.array_equal(geo._last[0], S)  # factored after all
+    GSS = geo.gram()[np.ix_(S, S)]
+    bound = 1e-11 * (np.diagonal(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max())
+    np.testing.assert_allclose(GSS @ x, r, rtol=0, atol=bound)
