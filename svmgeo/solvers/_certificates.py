@@ -18,6 +18,7 @@ import numpy as np
 
 from .._linalg import entrywise_norm
 from ..constraints import MARGIN, ConstraintSet
+from ._factored import cached_compress
 from ._result import Certificate
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "FRO",
     "NUC",
     "RESTORE_LIMIT",
+    "SPAN_RESIDUAL_TOL",
     "SPECTRAL",
     "ULPS",
     "NormGeometry",
@@ -43,6 +45,7 @@ __all__ = [
     "lp_geometry",
     "negative_part",
     "nuclear_certificate",
+    "nuclear_norm_on_rows",
     "primal_infeasibility",
     "relative",
     "restore_factor",
@@ -410,9 +413,49 @@ def nuclear_certificate(
     Certificate
     """
     W = np.asarray(W, dtype=float)
-    nuc = float(np.linalg.svd(W, compute_uv=False).sum()) if W.size else 0.0
+    nuc = nuclear_norm_on_rows(cs, W)
     lam = np.asarray(lam, dtype=float)
     return norm_certificate(cs, W, lam, nuc, adjoint_spectral_norm(cs, lam), tol)
+
+
+SPAN_RESIDUAL_TOL = 1e-11
+r"""Largest :math:`\sqrt{k}\,\|W - U U^\top W V V^\top\|_F / \|W\|_F` at which
+:func:`nuclear_norm_on_rows` takes :math:`\|U^\top W V\|_*` for :math:`\|W\|_*`."""
+
+
+def nuclear_norm_on_rows(cs: ConstraintSet, W: np.ndarray) -> float:
+    r""":math:`\|W\|_*`, from the small :math:`U^\top W V` when :math:`W` lies in the rows' spans.
+
+    With orthonormal bases :math:`U, V` of :math:`\mathrm{span}\{a_j\}, \mathrm{span}\{b_j\}`
+    (:func:`~._factored.compress`, used only when already cached on ``cs``) and
+    :math:`R = W - U U^\top W V V^\top`,
+
+    .. math::
+
+        \|U^\top W V\|_* \le \|W\|_* \le \|U^\top W V\|_* + \sqrt{k}\,\|R\|_F,
+        \qquad k = \min(d_1, d_2),
+
+    so when :math:`\sqrt{k}\,\|R\|_F \le` :data:`SPAN_RESIDUAL_TOL` :math:`\|W\|_F` (a
+    :math:`W = U M V^\top` of a solver, up to rounding) the singular values of the
+    :math:`r_1 \times r_2` matrix stand for those of :math:`W` (equal in exact arithmetic);
+    otherwise, or when the bases would not be smaller than :math:`W`, the full SVD of
+    :math:`W`. :math:`\|R\|_F^2 = \|W - U G\|_F^2 + \|G - U^\top W V V^\top\|_F^2`
+    with :math:`G = U^\top W` is computed explicitly, not as a difference of squares.
+    """
+    if W.size == 0:
+        return 0.0
+    comp = cached_compress(cs)
+    if comp is not None and W.shape == (comp.U.shape[0], comp.V.shape[0]):
+        U, V = comp.U, comp.V
+        if 2 * max(U.shape[1], V.shape[1]) <= min(W.shape):
+            G = U.T @ W
+            M = G @ V
+            residual = math.hypot(
+                float(np.linalg.norm(W - U @ G)), float(np.linalg.norm(G - M @ V.T))
+            )
+            if math.sqrt(min(W.shape)) * residual <= SPAN_RESIDUAL_TOL * float(np.linalg.norm(W)):
+                return float(np.linalg.svd(M, compute_uv=False).sum()) if M.size else 0.0
+    return float(np.linalg.svd(W, compute_uv=False).sum())
 
 
 def norm_certificate(

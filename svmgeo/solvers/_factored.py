@@ -24,7 +24,7 @@ import numpy as np
 from .._linalg import orthonormal_basis
 from ..constraints import MARGIN, ConstraintSet
 
-__all__ = ["Compressed", "FactoredProblem", "compress"]
+__all__ = ["Compressed", "FactoredProblem", "cached_compress", "compress"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,11 @@ def compress(cs: ConstraintSet) -> Compressed:
         comp = Compressed(U=U, V=V, long=Bt, short=At, swapped=True)
     cs.__dict__[_COMPRESSED_KEY] = comp
     return comp
+
+
+def cached_compress(cs: ConstraintSet) -> Compressed | None:
+    """:func:`compress` of ``cs`` when it was already computed (cached on it), else None."""
+    return cs.__dict__.get(_COMPRESSED_KEY)
 
 
 class FactoredProblem:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any, ParamSpec, TypeVar
 
@@ -45,6 +46,71 @@ def _controller() -> Any:
     return _controller_for(len(sys.modules))
 
 
+_BLAS_THREAD_VARIABLES = {
+    "openblas": ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"),
+    "mkl": ("MKL_NUM_THREADS", "OMP_NUM_THREADS"),
+    "blis": ("BLIS_NUM_THREADS", "OMP_NUM_THREADS"),
+}
+"""The variables each BLAS reads for its thread count when loaded, the first set one wins."""
+
+
+@lru_cache(maxsize=1)
+def _dense_blas() -> tuple[str, ...] | None:
+    """The BLAS kinds (keys of :data:`_BLAS_THREAD_VARIABLES`) numpy and scipy were built
+    with, or None when one is unknown."""
+    import numpy.__config__
+    import scipy.__config__
+
+    kinds = []
+    for config in (numpy.__config__, scipy.__config__):
+        try:
+            name = str(config.CONFIG["Build Dependencies"]["blas"]["name"]).lower()
+        except (AttributeError, KeyError, TypeError):
+            return None
+        kind = next((kind for kind in _BLAS_THREAD_VARIABLES if kind in name), None)
+        if kind is None:
+            return None
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+def _one_thread_in(environ: Mapping[str, str], kinds: tuple[str, ...]) -> bool:
+    return all(
+        next(
+            (environ[name] for name in _BLAS_THREAD_VARIABLES[kind] if name in environ), ""
+        ).strip()
+        == "1"
+        for kind in kinds
+    )
+
+
+@lru_cache(maxsize=1)
+def _started_with_one_thread(kinds: tuple[str, ...]) -> bool:
+    # the environment the process started with (Linux), which the BLAS read when loaded
+    try:
+        with open("/proc/self/environ", "rb") as file:
+            raw = file.read()
+    except OSError:
+        return False
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    environ = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+    return _one_thread_in(environ, kinds)
+
+
+def _already_one_thread() -> bool:
+    """True when numpy's and scipy's BLAS run with one thread without a limit: the process
+    started with one thread in the environment for their BLAS (and still has it), and
+    threadpoolctl, which could have raised the count since, was never imported. Then
+    :func:`blas_threads` skips the threadpoolctl import and the scan of the loaded
+    libraries."""
+    if "threadpoolctl" in sys.modules or "MKL_DOMAIN_NUM_THREADS" in os.environ:
+        return False
+    kinds = _dense_blas()
+    return (
+        kinds is not None and _one_thread_in(os.environ, kinds) and _started_with_one_thread(kinds)
+    )
+
+
 _state = threading.local()
 
 
@@ -52,9 +118,11 @@ _state = threading.local()
 def blas_threads(dimension: int) -> Iterator[None]:
     """One BLAS thread inside the block when ``dimension`` <= :data:`ONE_THREAD_UP_TO`.
 
-    Nested blocks cost nothing (the outermost one sets and restores the limit).
+    Nested blocks cost nothing (the outermost one sets and restores the limit), and neither
+    does a block in a process that already runs BLAS on one thread (started with
+    ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see :func:`_already_one_thread`).
     """
-    if dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False):
+    if dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False) or _already_one_thread():
         yield
         return
     with _controller().limit(limits=1, user_api="blas"):

@@ -65,3 +65,39 @@ def test_nested_limits_restore_the_outer_setting(two_threads):
             assert set(_blas_threads()) == {1}
         assert set(_blas_threads()) == {1}
     assert _blas_threads() == two_threads
+
+
+_FRESH = """
+import sys
+import svmgeo as sg
+res = sg.att_svm(sg.random_data(4, 4, 6, seed=0))
+scanned = "threadpoolctl" in sys.modules
+from threadpoolctl import threadpool_info
+counts = sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+print(res.success, scanned, counts)
+"""
+
+
+def _fresh_process(**env: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    run = subprocess.run(
+        [sys.executable, "-c", _FRESH], env={**clean, **env}, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def test_a_process_started_with_one_blas_thread_skips_the_scan():
+    # the BLAS already runs one thread: no threadpoolctl import, no scan of the libraries
+    assert _fresh_process(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1") == "True False [1]"
+
+
+def test_a_process_with_more_blas_threads_is_limited():
+    out = _fresh_process(OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
+    if out.endswith("[1]"):
+        pytest.skip("no BLAS library here runs more than one thread")
+    assert out == "True True [2]"
