@@ -370,7 +370,12 @@ def adjoint_nuclear_norm(cs: ConstraintSet, lam: np.ndarray) -> float:
 
 
 def nuclear_certificate(
-    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, tol: float = 1e-8
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray,
+    tol: float = 1e-8,
+    *,
+    nuc: float | None = None,
 ) -> Certificate:
     r"""KKT certificate of Att-SVM⋆ (:math:`\min \|W\|_*` over the rows), recomputed from the data.
 
@@ -407,13 +412,17 @@ def nuclear_certificate(
     lam : array of shape (N,)
         Row multipliers.
     tol : float, default 1e-8
+    nuc : float, optional
+        :math:`\|W\|_*` when the caller has it already (from :func:`nuclear_norm_on_rows`, as
+        its objective); else computed here.
 
     Returns
     -------
     Certificate
     """
     W = np.asarray(W, dtype=float)
-    nuc = nuclear_norm_on_rows(cs, W)
+    if nuc is None:
+        nuc = nuclear_norm_on_rows(cs, W)
     lam = np.asarray(lam, dtype=float)
     return norm_certificate(cs, W, lam, nuc, adjoint_spectral_norm(cs, lam), tol)
 

@@ -70,6 +70,7 @@ from ._certificates import (
     NUC,
     adjoint_spectral_norm,
     nuclear_certificate,
+    nuclear_norm_on_rows,
     restore_factor,
     zero_row_farkas,
 )
@@ -491,10 +492,12 @@ def _certify(
     cs: ConstraintSet, comp: Compressed, X: np.ndarray, lam: np.ndarray, tol: float
 ) -> _Certified:
     r""":math:`W = UXV^\top` (or its transpose), repaired by :func:`polish_nuclear`, its
-    :math:`\|W\|_*` and :func:`~svmgeo.solvers._certificates.nuclear_certificate`."""
+    :math:`\|W\|_*` (:func:`~svmgeo.solvers._certificates.nuclear_norm_on_rows`, computed
+    once: the objective is the value the certificate judges) and
+    :func:`~svmgeo.solvers._certificates.nuclear_certificate`."""
     W, lam, _ = polish_nuclear(cs, comp.to_W(X), lam)
-    certificate = nuclear_certificate(cs, W, lam, tol)
-    return _Certified(W, lam, float(np.linalg.svd(W, compute_uv=False).sum()), certificate)
+    nuc = nuclear_norm_on_rows(cs, W)
+    return _Certified(W, lam, nuc, nuclear_certificate(cs, W, lam, tol, nuc=nuc))
 
 
 def _closes_gap(rows: _Rows, X: np.ndarray, lam: np.ndarray, gap_tol: float) -> bool:
