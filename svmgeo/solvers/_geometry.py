@@ -61,6 +61,13 @@ def cho_solve(cf: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
     return np.asarray(x)
 
 
+def _block(G: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    r""":math:`G_{RC}` (R = ``rows``, C = ``cols``, integer indices): ``G[np.ix_(rows, cols)]``,
+    the same C-ordered copy, gathered as rows then columns (``take``), 2-3x faster than the
+    fancy index on the small solves' blocks (40 us -> 14 us at 120 of N = 180)."""
+    return G.take(rows, axis=0).take(cols, axis=1)
+
+
 def _outer_gram(A: np.ndarray) -> np.ndarray:
     """:math:`AA^\\top`: numpy's ``A @ A.T`` is a symmetric rank-k update (BLAS syrk) with the
     other triangle filled in C (bit for bit what a hand-made ``dsyrk`` and symmetrization give,
@@ -294,9 +301,9 @@ class RowGeometry:
         nb = B.size
         pos = np.searchsorted(B, S[inB]) if B.size != G.shape[0] else S
         if add.size:
-            GBA = G[np.ix_(B, add)]
+            GBA = _block(G, B, add)
             F = cho_solve(cf, GBA)
-            cfa = cho_factor(G[np.ix_(add, add)] - GBA.T @ F)
+            cfa = cho_factor(_block(G, add, add) - GBA.T @ F)
 
         def solve(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             U = cho_solve(cf, P)
@@ -399,7 +406,7 @@ class RowGeometry:
             x = self._jacobi_cg(S, r, gmax)  # bounded products with G: cheaper than a factor
             if accurate(x):
                 return np.asarray(x)
-        GSS = G if full else G[np.ix_(S, S)]
+        GSS = G if full else _block(G, S, S)
         try:
             cf = self.full_factor() if full else cho_factor(GSS)
             if cf is not None:
