@@ -137,6 +137,14 @@ class ConstraintSet:
             return None
         return inv.size // nq
 
+    @cached_property
+    def _row_norms(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""(:math:`\|a_j\|`, :math:`\|b_j\|`) of every row, shape (N,) each: computed once per set
+        (the rows are immutable), read-only."""
+        na, nb = np.linalg.norm(self.A, axis=1), np.linalg.norm(self.B, axis=1)
+        na.flags.writeable = nb.flags.writeable = False
+        return na, nb
+
     @property
     def _query_keys(self) -> np.ndarray:
         return self.seq * max(self.K, 1) + self.query

@@ -339,7 +339,7 @@ def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
     num = float(np.linalg.norm(cs.adjoint(lam)))
     if num == 0.0:
         return 0.0
-    den = float(np.abs(lam) @ (np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))
+    den = float(np.abs(lam) @ (cs._row_norms[0] * cs._row_norms[1]))
     return num / den if den > 0 else float("inf")
 
 

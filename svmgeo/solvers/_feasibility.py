@@ -72,8 +72,7 @@ def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
     can only be met by a :math:`W` of norm ~1e13 of the data scale, an artefact of rounding.
     Returns :math:`e_j / c_j` (an unverified Farkas vector: the answer is inaccurate), or None.
     """
-    na = np.linalg.norm(cs.A, axis=1)
-    nb = np.linalg.norm(cs.B, axis=1)
+    na, nb = cs._row_norms
     tiny = (na <= _ROUNDOFF * na.max(initial=0.0)) | (nb <= _ROUNDOFF * nb.max(initial=0.0))
     bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
     if not np.any(bad):
@@ -113,7 +112,7 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
         g, margins = lifted
         W = W0 * g
     viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
-    row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
+    row_scale = cs._row_norms[0] * cs._row_norms[1]
     allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
     if np.any(viol > allowed):
         return None
@@ -131,8 +130,7 @@ def _normalized_rows(cs: ConstraintSet) -> tuple[ConstraintSet, np.ndarray] | No
     m = cs.kind == MARGIN
     if np.any(cs.rhs[~m] != 0.0) or np.any(cs.rhs[m] < 0.0):
         return None
-    na = np.linalg.norm(cs.A, axis=1)
-    nb = np.linalg.norm(cs.B, axis=1)
+    na, nb = cs._row_norms
     na = np.where(na > 0, na, 1.0)
     nb = np.where(nb > 0, nb, 1.0)
     rhs = np.where(m & (cs.rhs > 0), 1.0, 0.0)

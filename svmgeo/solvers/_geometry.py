@@ -15,6 +15,7 @@ solver and the feasibility check both use (an internal API of :mod:`svmgeo.solve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -254,7 +255,9 @@ class RowGeometry:
             out.append(self._last)
         cf = self.__dict__.get("_full")  # only when already computed: never a full factor here
         if cf is not None:
-            out.append((np.arange(self.cs.N), cf))
+            if not hasattr(self, "_all_rows"):
+                self._all_rows = np.arange(self.cs.N)
+            out.append((self._all_rows, cf))
         return out
 
     def _schur_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray | None:
@@ -272,15 +275,18 @@ class RowGeometry:
         N = self.cs.N
         for B, cf in self._bases():
             nb = B.size
+            if nb == N == S.size:  # all of G: its own factor (what the bordered solve gives)
+                return cho_solve(cf, r)
             if nb == N:  # the whole G: nothing to add
-                inB, add = np.ones(S.size, dtype=bool), S[:0]
-                n_drop = N - S.size
+                n_add, n_drop = 0, N - S.size
             else:
                 inB = np.isin(S, B, assume_unique=True)
                 add = S[~inB]
-                n_drop = nb - (S.size - add.size)
-            if n_drop and 2.0 * nb * nb * (add.size + n_drop) > S.size**3 / 3.0:
+                n_add, n_drop = add.size, nb - (S.size - add.size)
+            if n_drop and 2.0 * nb * nb * (n_add + n_drop) > S.size**3 / 3.0:
                 continue  # refactoring G_SS is cheaper
+            if nb == N:
+                inB, add = np.ones(S.size, dtype=bool), S[:0]
             drop = np.setdiff1d(B, S, assume_unique=True) if n_drop else S[:0]
             try:
                 return self._bordered_solve(G, B, cf, S, inB, add, drop, r)
@@ -384,10 +390,15 @@ class RowGeometry:
         full = S.size == N
         gmax = self._gmax if full else float(np.diagonal(G)[S].max())
 
+        rmax = float(np.abs(r).max())
+
         def accurate(x: np.ndarray | None) -> bool:
-            if x is None or not np.all(np.isfinite(x)):
+            if x is None:
                 return False
-            scale = gmax * max(np.abs(x).max(), 1.0) + np.abs(r).max()
+            xmax = float(np.abs(x).max())
+            if not math.isfinite(xmax):  # a NaN or infinite entry
+                return False
+            scale = gmax * max(xmax, 1.0) + rmax
             if full:
                 Gx = self.matvec(x)
             else:  # a product with all of G is cheaper than gathering G_SS
