@@ -138,12 +138,29 @@ class ConstraintSet:
         return inv.size // nq
 
     @cached_property
+    def _margin_rows(self) -> np.ndarray:
+        """:attr:`is_margin`, computed once per set (the rows are immutable), read-only."""
+        return _read_only(self.kind == MARGIN)
+
+    @cached_property
+    def _positive_rows(self) -> np.ndarray:
+        r"""Margin rows with :math:`c_j > 0` (the rows a feasible :math:`W` must meet with a
+        positive margin), once per set, read-only."""
+        return _read_only(self._margin_rows & (self.rhs > 0))
+
+    @cached_property
+    def _zero_rows(self) -> np.ndarray:
+        r"""Rows with :math:`a_j b_j^\top = 0` (:math:`a_j = 0` or :math:`b_j = 0` exactly), once
+        per set, read-only."""
+        return _read_only(~np.any(self.A != 0, axis=1) | ~np.any(self.B != 0, axis=1))
+
+    @cached_property
     def _row_norms(self) -> tuple[np.ndarray, np.ndarray]:
         r"""(:math:`\|a_j\|`, :math:`\|b_j\|`) of every row, shape (N,) each: computed once per set
         (the rows are immutable), read-only."""
-        na, nb = np.linalg.norm(self.A, axis=1), np.linalg.norm(self.B, axis=1)
-        na.flags.writeable = nb.flags.writeable = False
-        return na, nb
+        return _read_only(np.linalg.norm(self.A, axis=1)), _read_only(
+            np.linalg.norm(self.B, axis=1)
+        )
 
     @property
     def _query_keys(self) -> np.ndarray:
@@ -207,6 +224,12 @@ class ConstraintSet:
         from ._summary import html_summary
 
         return html_summary(self)
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """``x``, no longer writeable (a value cached on an immutable set)."""
+    x.flags.writeable = False
+    return x
 
 
 def check_constraint_set(cs: Any, where: str) -> ConstraintSet:

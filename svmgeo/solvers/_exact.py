@@ -455,7 +455,7 @@ def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
     the limb arithmetic then decides every row.
     """
     cs = rows.cs
-    if cs.N == 0 or np.any(cs.kind != MARGIN) or not np.all(np.isfinite(W)):
+    if cs.N == 0 or not cs._margin_rows.all() or not np.all(np.isfinite(W)):
         return False
     d = cs.d
     data = cs.tokens
@@ -694,8 +694,7 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     is when it already meets the rows, when a positive-rhs row has a float margin
     :math:`\le 0`, or when an equality row has :math:`c_j \ne 0` (scaling would break it).
     """
-    margin = cs.kind == MARGIN
-    positive = margin & (cs.rhs > 0)
+    margin, positive = cs._margin_rows, cs._positive_rows
     if not np.any(positive) or np.any(cs.rhs[~margin] != 0):
         return W
     m = cs.apply(W)[positive]

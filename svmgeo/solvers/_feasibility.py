@@ -74,7 +74,7 @@ def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
     """
     na, nb = cs._row_norms
     tiny = (na <= _ROUNDOFF * na.max(initial=0.0)) | (nb <= _ROUNDOFF * nb.max(initial=0.0))
-    bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
+    bad = tiny & cs._positive_rows
     if not np.any(bad):
         return None
     return unit_farkas(cs, int(np.flatnonzero(bad)[0]))
@@ -89,10 +89,9 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     per row, so one huge margin cannot hide a violated row. (Scaling is exact when every
     equality row has :math:`c_j = 0`; otherwise the margin rows hold to that rounding.)
     """
-    m = cs.kind == MARGIN
+    m, positive = cs._margin_rows, cs._positive_rows
     if not np.all(np.isfinite(W)):
         return None
-    positive = m & (cs.rhs > 0)
     margins = cs.apply(W)
     if np.any(margins[positive] <= 0.0):
         return None

@@ -24,7 +24,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from .._linalg import orthonormal_basis
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import ConstraintSet
 
 __all__ = [
     "FEATURE_LIMIT",
@@ -158,7 +158,7 @@ class RowGeometry:
         else:
             self.G = _gram(cs)
             self.kind = "dual"
-        self.margin = cs.kind == MARGIN
+        self.margin = cs._margin_rows
         self.c = np.asarray(cs.rhs, dtype=float)
         self._last: tuple[np.ndarray, Any] | None = None  # the last G_SS factored (S, factor)
 
