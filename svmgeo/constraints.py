@@ -155,6 +155,12 @@ class ConstraintSet:
         return _read_only(~np.any(self.A != 0, axis=1) | ~np.any(self.B != 0, axis=1))
 
     @cached_property
+    def _largest_entries(self) -> tuple[float, float]:
+        r"""(:math:`\max|A|`, :math:`\max|B|`), 0 for no rows, once per set."""
+        top_a = float(np.max(np.abs(self.A), initial=0.0))
+        return top_a, float(np.max(np.abs(self.B), initial=0.0))
+
+    @cached_property
     def _row_norms(self) -> tuple[np.ndarray, np.ndarray]:
         r"""(:math:`\|a_j\|`, :math:`\|b_j\|`) of every row, shape (N,) each: computed once per set
         (the rows are immutable), read-only."""

@@ -408,7 +408,8 @@ class RowGeometry:
             return bool(np.abs(Gx - r).max() <= 1e-11 * scale)
 
         last = self._last
-        if last is not None and np.array_equal(last[0], S):  # the same rows: the same factor
+        if last is not None and last[0].size == S.size and np.array_equal(last[0], S):
+            # the same rows: the same factor
             x_last = cho_solve(last[1], r)
             if accurate(x_last):
                 return x_last
