@@ -181,6 +181,8 @@ class ConstraintSet:
             return np.einsum("jd,jd->j", self.A @ W, self.B)
         Q, inv = groups
         WQ = (np.asarray(W) @ Q.T).T  # (n_queries, d): row i is (W q_i)^T
+        if self.N <= _CHUNK:  # one chunk: the loop's einsum on all rows
+            return np.einsum("jd,jd->j", self.A, WQ[inv])
         out = np.empty(self.N)
         for lo in range(0, self.N, _CHUNK):
             hi = min(lo + _CHUNK, self.N)
