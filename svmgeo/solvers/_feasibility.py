@@ -46,7 +46,7 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._exact import prove_verdict
-from ._geometry import RowGeometry, cho_solve, compressed_width, features
+from ._geometry import RowGeometry, compressed_width, features
 from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
@@ -432,9 +432,8 @@ def check_feasibility(
             return verdict
     # fast path: G positive definite -> every row can be made tight at once
     if geo.kind == "dual":
-        cf = geo.full_factor()
-        if cf is not None:
-            lam = cho_solve(cf, c)
+        lam = geo.tight()  # kept on geo: the active-set polish's first round is the same solve
+        if lam is not None:
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:

@@ -247,6 +247,18 @@ class RowGeometry:
                     self._full = None
         return self._full
 
+    def tight(self) -> np.ndarray | None:
+        r""":math:`\lambda` with every row tight, :math:`G\lambda = c`, from the Cholesky factor
+        of all of G (:meth:`full_factor`; None when G is not numerically PD), solved once and
+        read-only: the feasibility check's point and the active-set polish's first round
+        (:meth:`min_norm_solve` on every row with :math:`r = c`) share it."""
+        if not hasattr(self, "_tight"):
+            cf = self.full_factor()
+            self._tight = None if cf is None else cho_solve(cf, self.c)
+            if self._tight is not None:
+                self._tight.flags.writeable = False
+        return self._tight
+
     def _bases(self) -> list[tuple[np.ndarray, Any]]:
         """Row sets with a Cholesky factor of their :math:`G_{BB}`: the whole G (when PD and
         already factored) and the last :math:`G_{SS}` factored by :meth:`min_norm_solve`."""
@@ -407,6 +419,10 @@ class RowGeometry:
                 Gx = self.matvec(xf)[S]
             return bool(np.abs(Gx - r).max() <= 1e-11 * scale)
 
+        if full and np.array_equal(r, self.c):  # every row tight: the solve of tight()
+            x = self.tight()
+            if accurate(x):
+                return np.asarray(x)
         last = self._last
         if last is not None and last[0].size == S.size and np.array_equal(last[0], S):
             # the same rows: the same factor
