@@ -137,6 +137,37 @@ class ConstraintSet:
             return None
         return inv.size // nq
 
+    @cached_property
+    def _margin_rows(self) -> np.ndarray:
+        """:attr:`is_margin`, computed once per set (the rows are immutable), read-only."""
+        return _read_only(self.kind == MARGIN)
+
+    @cached_property
+    def _positive_rows(self) -> np.ndarray:
+        r"""Margin rows with :math:`c_j > 0` (the rows a feasible :math:`W` must meet with a
+        positive margin), once per set, read-only."""
+        return _read_only(self._margin_rows & (self.rhs > 0))
+
+    @cached_property
+    def _zero_rows(self) -> np.ndarray:
+        r"""Rows with :math:`a_j b_j^\top = 0` (:math:`a_j = 0` or :math:`b_j = 0` exactly), once
+        per set, read-only."""
+        return _read_only(~np.any(self.A != 0, axis=1) | ~np.any(self.B != 0, axis=1))
+
+    @cached_property
+    def _largest_entries(self) -> tuple[float, float]:
+        r"""(:math:`\max|A|`, :math:`\max|B|`), 0 for no rows, once per set."""
+        top_a = float(np.max(np.abs(self.A), initial=0.0))
+        return top_a, float(np.max(np.abs(self.B), initial=0.0))
+
+    @cached_property
+    def _row_norms(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""(:math:`\|a_j\|`, :math:`\|b_j\|`) of every row, shape (N,) each: computed once per set
+        (the rows are immutable), read-only."""
+        return _read_only(np.linalg.norm(self.A, axis=1)), _read_only(
+            np.linalg.norm(self.B, axis=1)
+        )
+
     @property
     def _query_keys(self) -> np.ndarray:
         return self.seq * max(self.K, 1) + self.query
@@ -150,6 +181,8 @@ class ConstraintSet:
             return np.einsum("jd,jd->j", self.A @ W, self.B)
         Q, inv = groups
         WQ = (np.asarray(W) @ Q.T).T  # (n_queries, d): row i is (W q_i)^T
+        if self.N <= _CHUNK:  # one chunk: the loop's einsum on all rows
+            return np.einsum("jd,jd->j", self.A, WQ[inv])
         out = np.empty(self.N)
         for lo in range(0, self.N, _CHUNK):
             hi = min(lo + _CHUNK, self.N)
@@ -199,6 +232,12 @@ class ConstraintSet:
         from ._summary import html_summary
 
         return html_summary(self)
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """``x``, no longer writeable (a value cached on an immutable set)."""
+    x.flags.writeable = False
+    return x
 
 
 def check_constraint_set(cs: Any, where: str) -> ConstraintSet:

@@ -60,7 +60,7 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     if cs.N == 0:
         return 0.0
     diff = np.asarray(margins) - cs.rhs
-    viol = np.where(cs.kind == MARGIN, np.maximum(-diff, 0.0), np.abs(diff))
+    viol = np.where(cs._margin_rows, np.maximum(-diff, 0.0), np.abs(diff))
     return float(viol.max())
 
 
@@ -104,7 +104,7 @@ def lift_factor(
         scaling cannot help (an equality row with :math:`c_j \ne 0`, or a positive bound
         facing a nonpositive margin).
     """
-    pos = (cs.kind == MARGIN) & (cs.rhs > 0)
+    pos = cs._positive_rows
 
     def holds(m: np.ndarray) -> bool:
         if rows == "all":
@@ -113,7 +113,7 @@ def lift_factor(
 
     if holds(margins):
         return 1.0, margins
-    if np.any(cs.rhs[cs.kind != MARGIN] != 0.0) or np.any(margins[pos] <= 0.0):
+    if np.any(cs.rhs[~cs._margin_rows] != 0.0) or np.any(margins[pos] <= 0.0):
         return None
     f = max(1.0, float(np.max(cs.rhs[pos] / margins[pos], initial=1.0)))
     for delta in increments:
@@ -200,7 +200,7 @@ def negative_part(cs: ConstraintSet, lam: np.ndarray) -> float:
     if cs.N == 0:
         return 0.0
     lam = np.asarray(lam, dtype=float)
-    worst = float(np.maximum(-lam[cs.kind == MARGIN], 0.0).max(initial=0.0))
+    worst = float(np.maximum(-lam[cs._margin_rows], 0.0).max(initial=0.0))
     return relative(worst, float(np.abs(lam).max()))
 
 
@@ -281,7 +281,7 @@ def frobenius_certificate(
     W = np.asarray(W, dtype=float)
     lam = np.asarray(lam, dtype=float)
     m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
-    is_m = cs.kind == MARGIN
+    is_m = cs._margin_rows
     norm_w = float(np.linalg.norm(W))
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
     half = 0.5 * norm_w**2
@@ -311,8 +311,7 @@ def zero_row_farkas(cs: ConstraintSet) -> np.ndarray | None:
     right-hand side cannot be met (:math:`c_j > 0` on a margin row, :math:`c_j \ne 0` on an
     equality row), or None. It verifies exactly: :math:`\sum_k \lambda_k a_k b_k^\top = 0`,
     :math:`c^\top\lambda = 1`."""
-    zero = (~np.any(cs.A != 0, axis=1)) | (~np.any(cs.B != 0, axis=1))
-    unmet = zero & np.where(cs.kind == MARGIN, cs.rhs > 0.0, cs.rhs != 0.0)
+    unmet = cs._zero_rows & np.where(cs._margin_rows, cs.rhs > 0.0, cs.rhs != 0.0)
     if not np.any(unmet):
         return None
     return unit_farkas(cs, int(np.flatnonzero(unmet)[0]))
@@ -339,7 +338,7 @@ def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
     num = float(np.linalg.norm(cs.adjoint(lam)))
     if num == 0.0:
         return 0.0
-    den = float(np.abs(lam) @ (np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))
+    den = float(np.abs(lam) @ (cs._row_norms[0] * cs._row_norms[1]))
     return num / den if den > 0 else float("inf")
 
 

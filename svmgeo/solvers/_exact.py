@@ -26,6 +26,7 @@ otherwise reported as undecided — never as a proved verdict.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from fractions import Fraction
@@ -195,7 +196,19 @@ class ExactRows:
 
     @classmethod
     def build(cls, cs: ConstraintSet) -> ExactRows:
-        """Rows from the tokens of ``cs.tokens`` (exact differences) when it built ``cs``, else ``cs.A``."""
+        """Rows from the tokens of ``cs.tokens`` (exact differences) when it built ``cs``, else
+        ``cs.A``; on a small set (at most :data:`_CACHED_UP_TO` entries in ``cs.A``, where
+        building them costs as much as the float screen of a proof) built once and cached on
+        the set (its rows and tokens are immutable)."""
+        if cs.N * cs.d > _CACHED_UP_TO:
+            return cls._build(cs)
+        cached = cs.__dict__.get(_ROWS_KEY)
+        if cached is None:
+            cached = cs.__dict__[_ROWS_KEY] = cls._build(cs)
+        return cached
+
+    @classmethod
+    def _build(cls, cs: ConstraintSet) -> ExactRows:
         data = cs.tokens
         if data is not None and _from_data(cs, data):
             P = np.asarray(data.X, dtype=float).reshape(-1, cs.d)
@@ -224,6 +237,22 @@ class ExactRows:
     @property
     def k(self) -> int:
         return _digit_bits(self.cs.d)
+
+    @functools.cached_property
+    def screen(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+        r"""What :func:`_margins_beyond_rounding` needs of the data alone: :math:`|Q|`,
+        :math:`|X|` (tokens) or :math:`|a_j|` (rows), the sizes
+        :math:`1 + \|P_{p_j}\|_1 + \|P_{q_j}\|_1`, and (tokens) the flat positions of
+        :math:`(i, p_j, k)` and :math:`(i, q_j, k)` in an (n, T, K) array."""
+        cs, data = self.cs, self.cs.tokens
+        if self.source == "tokens" and data is not None:
+            absX = np.abs(self.P.reshape(data.n, data.T, cs.d))
+            l1 = absX.sum(axis=2)
+            i, p, q, k = cs.seq, cs.pref, cs.comp, cs.query
+            flat = ((i * data.T + p) * data.K + k, (i * data.T + q) * data.K + k)
+            return np.abs(self.Q), absX, 1.0 + l1[i, p] + l1[i, q], flat
+        absA = np.abs(self.P[self.pref] - self.P[self.comp])
+        return np.abs(self.Q), absA, 1.0 + absA.sum(axis=1), ()
 
     def _values(self, W_Q: _Limbs, pref: np.ndarray, comp: np.ndarray, query: np.ndarray) -> _Limbs:
         r"""Exact :math:`(P_{p_j} - P_{q_j})^\top M_{:,s_j}` for a digit matrix ``W_Q`` = M.
@@ -324,6 +353,13 @@ class ExactRows:
         return AB, AA.exp + BB.exp
 
 
+_ROWS_KEY = "_svmgeo_exact_rows"
+"""Where :meth:`ExactRows.build` caches a set's exact rows on it (as cached_property does)."""
+_CACHED_UP_TO = 100_000
+"""Most entries N·d of a set whose exact rows (and their float screen's parts, a few copies of
+the rows) stay cached on it: the small solves, where building them is a tenth of a proof."""
+
+
 def _from_data(cs: ConstraintSet, data: TokenData) -> bool:
     """True when ``cs`` holds rows built from ``data`` (same sizes, same rounded rows)."""
     if (cs.n, cs.K, cs.T, cs.d) != (data.n, data.K, data.T, data.d):
@@ -419,29 +455,26 @@ def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
     the limb arithmetic then decides every row.
     """
     cs = rows.cs
-    if cs.N == 0 or np.any(cs.kind != MARGIN) or not np.all(np.isfinite(W)):
+    if cs.N == 0 or not cs._margin_rows.all() or not np.all(np.isfinite(W)):
         return False
     d = cs.d
     data = cs.tokens
+    absQ, absP, size, flat = rows.screen  # the data's parts, cached
     with np.errstate(all="ignore"):
         V = W @ rows.Q.T  # (d, queries)
-        R = np.abs(W) @ np.abs(rows.Q).T
+        R = np.abs(W) @ absQ.T
         if rows.source == "tokens" and data is not None:
             n, T, K = data.n, data.T, data.K
             X = rows.P.reshape(n, T, d)
-            S = X @ V.T.reshape(n, K, d).transpose(0, 2, 1)  # (n, T, K): token . W query
-            absX = np.abs(X)
-            Bd = absX @ R.T.reshape(n, K, d).transpose(0, 2, 1)
-            l1 = absX.sum(axis=2)
-            i, k, p, q = cs.seq, cs.query, cs.pref, cs.comp
-            m = S[i, p, k] - S[i, q, k]
-            b = Bd[i, p, k] + Bd[i, q, k]
-            size = 1.0 + l1[i, p] + l1[i, q]
+            S = (X @ V.T.reshape(n, K, d).transpose(0, 2, 1)).reshape(-1)  # token . W query
+            Bd = (absP @ R.T.reshape(n, K, d).transpose(0, 2, 1)).reshape(-1)
+            p, q = flat  # rows (i, p_j, k_j) and (i, q_j, k_j) of the (n, T, K) products
+            m = S.take(p) - S.take(q)
+            b = Bd.take(p) + Bd.take(q)
         else:  # a_j = P_{pref_j} (the compared row is the zero row), b_j = Q_{query_j}
             A = rows.P[rows.pref] - rows.P[rows.comp]  # exact: the second term is 0
             m = np.einsum("jd,jd->j", A, V.T[rows.query])
-            b = np.einsum("jd,jd->j", np.abs(A), R.T[rows.query])
-            size = 1.0 + np.abs(A).sum(axis=1)
+            b = np.einsum("jd,jd->j", absP, R.T[rows.query])
         bound = 8.0 * (d + 2) * (_U * b + _ETA * size)
         return bool(np.all(np.isfinite(m)) and np.all(np.isfinite(bound)) and np.all(m > bound))
 
@@ -661,8 +694,7 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     is when it already meets the rows, when a positive-rhs row has a float margin
     :math:`\le 0`, or when an equality row has :math:`c_j \ne 0` (scaling would break it).
     """
-    margin = cs.kind == MARGIN
-    positive = margin & (cs.rhs > 0)
+    margin, positive = cs._margin_rows, cs._positive_rows
     if not np.any(positive) or np.any(cs.rhs[~margin] != 0):
         return W
     m = cs.apply(W)[positive]
@@ -698,10 +730,10 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     def done(**kw: Any) -> FeasibilityResult:
         extras["exact_seconds"] = time.perf_counter() - start
         extras["exact_rows"] = rows.source
-        out = dataclasses.replace(res, extras=extras, **kw)
-        if out.feasible and out.point is not None:  # the point's contract: margins >= c_j
-            out = dataclasses.replace(out, point=meet_margins(cs, out.point))
-        return out
+        feasible, point = kw.get("feasible", res.feasible), kw.get("point", res.point)
+        if feasible and point is not None:  # the point's contract: margins >= c_j
+            kw["point"] = meet_margins(cs, point)
+        return dataclasses.replace(res, extras=extras, **kw)
 
     if res.feasible and res.point is not None:
         ok, why = _prove_point(rows, res.point)

@@ -46,7 +46,7 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._exact import prove_verdict
-from ._geometry import RowGeometry, cho_solve, compressed_width, features
+from ._geometry import RowGeometry, compressed_width, features
 from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import FeasibilityResult, warns_if_inaccurate
 from ._status import Status
@@ -72,10 +72,9 @@ def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
     can only be met by a :math:`W` of norm ~1e13 of the data scale, an artefact of rounding.
     Returns :math:`e_j / c_j` (an unverified Farkas vector: the answer is inaccurate), or None.
     """
-    na = np.linalg.norm(cs.A, axis=1)
-    nb = np.linalg.norm(cs.B, axis=1)
+    na, nb = cs._row_norms
     tiny = (na <= _ROUNDOFF * na.max(initial=0.0)) | (nb <= _ROUNDOFF * nb.max(initial=0.0))
-    bad = tiny & (cs.rhs > 0) & (cs.kind == MARGIN)
+    bad = tiny & cs._positive_rows
     if not np.any(bad):
         return None
     return unit_farkas(cs, int(np.flatnonzero(bad)[0]))
@@ -90,10 +89,9 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     per row, so one huge margin cannot hide a violated row. (Scaling is exact when every
     equality row has :math:`c_j = 0`; otherwise the margin rows hold to that rounding.)
     """
-    m = cs.kind == MARGIN
+    m, positive = cs._margin_rows, cs._positive_rows
     if not np.all(np.isfinite(W)):
         return None
-    positive = m & (cs.rhs > 0)
     margins = cs.apply(W)
     if np.any(margins[positive] <= 0.0):
         return None
@@ -113,7 +111,7 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
         g, margins = lifted
         W = W0 * g
     viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
-    row_scale = np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)
+    row_scale = cs._row_norms[0] * cs._row_norms[1]
     allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
     if np.any(viol > allowed):
         return None
@@ -131,8 +129,7 @@ def _normalized_rows(cs: ConstraintSet) -> tuple[ConstraintSet, np.ndarray] | No
     m = cs.kind == MARGIN
     if np.any(cs.rhs[~m] != 0.0) or np.any(cs.rhs[m] < 0.0):
         return None
-    na = np.linalg.norm(cs.A, axis=1)
-    nb = np.linalg.norm(cs.B, axis=1)
+    na, nb = cs._row_norms
     na = np.where(na > 0, na, 1.0)
     nb = np.where(nb > 0, nb, 1.0)
     rhs = np.where(m & (cs.rhs > 0), 1.0, 0.0)
@@ -435,9 +432,8 @@ def check_feasibility(
             return verdict
     # fast path: G positive definite -> every row can be made tight at once
     if geo.kind == "dual":
-        cf = geo.full_factor()
-        if cf is not None:
-            lam = cho_solve(cf, c)
+        lam = geo.tight()  # kept on geo: the active-set polish's first round is the same solve
+        if lam is not None:
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:

@@ -15,6 +15,7 @@ solver and the feasibility check both use (an internal API of :mod:`svmgeo.solve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from .._linalg import orthonormal_basis
-from ..constraints import MARGIN, ConstraintSet
+from ..constraints import ConstraintSet
 
 __all__ = [
     "FEATURE_LIMIT",
@@ -157,7 +158,7 @@ class RowGeometry:
         else:
             self.G = _gram(cs)
             self.kind = "dual"
-        self.margin = cs.kind == MARGIN
+        self.margin = cs._margin_rows
         self.c = np.asarray(cs.rhs, dtype=float)
         self._last: tuple[np.ndarray, Any] | None = None  # the last G_SS factored (S, factor)
 
@@ -246,6 +247,18 @@ class RowGeometry:
                     self._full = None
         return self._full
 
+    def tight(self) -> np.ndarray | None:
+        r""":math:`\lambda` with every row tight, :math:`G\lambda = c`, from the Cholesky factor
+        of all of G (:meth:`full_factor`; None when G is not numerically PD), solved once and
+        read-only: the feasibility check's point and the active-set polish's first round
+        (:meth:`min_norm_solve` on every row with :math:`r = c`) share it."""
+        if not hasattr(self, "_tight"):
+            cf = self.full_factor()
+            self._tight = None if cf is None else cho_solve(cf, self.c)
+            if self._tight is not None:
+                self._tight.flags.writeable = False
+        return self._tight
+
     def _bases(self) -> list[tuple[np.ndarray, Any]]:
         """Row sets with a Cholesky factor of their :math:`G_{BB}`: the whole G (when PD and
         already factored) and the last :math:`G_{SS}` factored by :meth:`min_norm_solve`."""
@@ -254,7 +267,9 @@ class RowGeometry:
             out.append(self._last)
         cf = self.__dict__.get("_full")  # only when already computed: never a full factor here
         if cf is not None:
-            out.append((np.arange(self.cs.N), cf))
+            if not hasattr(self, "_all_rows"):
+                self._all_rows = np.arange(self.cs.N)
+            out.append((self._all_rows, cf))
         return out
 
     def _schur_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray | None:
@@ -272,15 +287,18 @@ class RowGeometry:
         N = self.cs.N
         for B, cf in self._bases():
             nb = B.size
+            if nb == N == S.size:  # all of G: its own factor (what the bordered solve gives)
+                return cho_solve(cf, r)
             if nb == N:  # the whole G: nothing to add
-                inB, add = np.ones(S.size, dtype=bool), S[:0]
-                n_drop = N - S.size
+                n_add, n_drop = 0, N - S.size
             else:
                 inB = np.isin(S, B, assume_unique=True)
                 add = S[~inB]
-                n_drop = nb - (S.size - add.size)
-            if n_drop and 2.0 * nb * nb * (add.size + n_drop) > S.size**3 / 3.0:
+                n_add, n_drop = add.size, nb - (S.size - add.size)
+            if n_drop and 2.0 * nb * nb * (n_add + n_drop) > S.size**3 / 3.0:
                 continue  # refactoring G_SS is cheaper
+            if nb == N:
+                inB, add = np.ones(S.size, dtype=bool), S[:0]
             drop = np.setdiff1d(B, S, assume_unique=True) if n_drop else S[:0]
             try:
                 return self._bordered_solve(G, B, cf, S, inB, add, drop, r)
@@ -384,10 +402,15 @@ class RowGeometry:
         full = S.size == N
         gmax = self._gmax if full else float(np.diagonal(G)[S].max())
 
+        rmax = float(np.abs(r).max())
+
         def accurate(x: np.ndarray | None) -> bool:
-            if x is None or not np.all(np.isfinite(x)):
+            if x is None:
                 return False
-            scale = gmax * max(np.abs(x).max(), 1.0) + np.abs(r).max()
+            xmax = float(np.abs(x).max())
+            if not math.isfinite(xmax):  # a NaN or infinite entry
+                return False
+            scale = gmax * max(xmax, 1.0) + rmax
             if full:
                 Gx = self.matvec(x)
             else:  # a product with all of G is cheaper than gathering G_SS
@@ -396,8 +419,13 @@ class RowGeometry:
                 Gx = self.matvec(xf)[S]
             return bool(np.abs(Gx - r).max() <= 1e-11 * scale)
 
+        if full and np.array_equal(r, self.c):  # every row tight: the solve of tight()
+            x = self.tight()
+            if accurate(x):
+                return np.asarray(x)
         last = self._last
-        if last is not None and np.array_equal(last[0], S):  # the same rows: the same factor
+        if last is not None and last[0].size == S.size and np.array_equal(last[0], S):
+            # the same rows: the same factor
             x_last = cho_solve(last[1], r)
             if accurate(x_last):
                 return x_last

@@ -212,8 +212,7 @@ def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
     dual, :math:`k = 1`) or :math:`\sum_j (\lambda'_j/s^2) a_j b_j^\top = W'/s` (the Frobenius
     dual, :math:`k = 2`).
     """
-    top_a = float(np.max(np.abs(cs.A), initial=0.0))
-    top_b = float(np.max(np.abs(cs.B), initial=0.0))
+    top_a, top_b = cs._largest_entries
     if top_a == 0.0 or top_b == 0.0 or 1.0 / SCALE_BAND <= top_a * top_b <= SCALE_BAND:
         return cs, 1.0
     alpha = 2.0 ** round(math.log2(top_a))
@@ -680,6 +679,8 @@ def request(
             f"method='cvxpy' of {where} cannot impose rank <= {rank} (nonconvex); use "
             "method='fast' or 'auto', or drop rank for the convex Att-SVM⋆."
         )
+    if seed is None and n_restarts is None and max_iter is None:
+        return req  # the defaults above
     return dataclasses.replace(
         req,
         n_restarts=10

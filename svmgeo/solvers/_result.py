@@ -356,7 +356,12 @@ def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
     ``OPTIMAL`` and ``LOCALLY_OPTIMAL`` become ``OPTIMAL_INACCURATE``, ``INFEASIBLE`` becomes
     ``INFEASIBLE_INACCURATE``; the message names each failed residual and its size.
     """
-    status, message = result.status, result.message
+    status, message = _judged(result.status, result.message, certificate)
+    return dataclasses.replace(result, status=status, message=message, certificate=certificate)
+
+
+def _judged(status: Status, message: str, certificate: Certificate) -> tuple[Status, str]:
+    """The status and message :func:`downgrade` gives a result with ``certificate``."""
     if not certificate.passed:
         text = "svmgeo's certificate check failed: " + "; ".join(certificate.failures)
         if status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL):
@@ -364,7 +369,7 @@ def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:
         elif status is Status.INFEASIBLE:
             status = Status.INFEASIBLE_INACCURATE
         message = f"{message}; {text}" if message else text
-    return dataclasses.replace(result, status=status, message=message, certificate=certificate)
+    return status, message
 
 
 def finish(
@@ -419,7 +424,8 @@ def finish(
         if lam is None:
             raise ValueError("finish needs the multipliers lam or a certificate")
         certificate = norm.certificate(cs, W, lam, tol, margins)
-    result = SVMResult(
+    status, message = _judged(status, message, certificate)  # downgrade, in one construction
+    return SVMResult(
         W=W,
         status=status,
         message=message,
@@ -429,9 +435,9 @@ def finish(
         constraints=cs,
         norm=norm.name,  # type: ignore[arg-type]
         solver=solver,
+        certificate=certificate,
         **fields,
     )
-    return downgrade(result, certificate)
 
 
 def no_solution(

@@ -122,10 +122,12 @@ def blas_threads(dimension: int) -> Iterator[None]:
     does a block in a process that already runs BLAS on one thread (started with
     ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see :func:`_already_one_thread`).
     """
-    if dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False) or _already_one_thread():
+    if dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False):
         yield
         return
-    with _controller().limit(limits=1, user_api="blas"):
+    # one thread already: no limit to set, but nested blocks skip the check (os.environ reads)
+    one = _already_one_thread()
+    with contextlib.nullcontext() if one else _controller().limit(limits=1, user_api="blas"):
         _state.limited = True
         try:
             yield
@@ -140,8 +142,8 @@ def one_blas_thread_when_small(func: Callable[_P, _R]) -> Callable[_P, _R]:
     @functools.wraps(func)
     def limited(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         cs = args[0] if args else kwargs.get("cs")
-        if not isinstance(cs, ConstraintSet):  # the solver's own check raises the error
-            return func(*args, **kwargs)
+        if not isinstance(cs, ConstraintSet) or getattr(_state, "limited", False):
+            return func(*args, **kwargs)  # the solver's own check raises; or nested: no-op
         with blas_threads(dense_dimension(cs)):
             return func(*args, **kwargs)
 
