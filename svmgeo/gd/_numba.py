@@ -364,7 +364,7 @@ def _add_rows(out, A, c, idx, n, sub):
         k += 1
 
 
-@njit()
+@njit(inline="always")
 def _divide(G, n):
     r"""``G /= n`` entry by entry. When n is a power of two, as ``G *= 1 / n``: then 1 / n is
     exact, so :math:`x \cdot (1/n)` and :math:`x / n` are the correctly rounded values of the
@@ -801,11 +801,11 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                 continue
             m = mk[i, k]
             scale = -Y[i, k] * math.exp(sg[i, k, 0] - (Mx if log_domain else 0.0))
-            j = i * K + k
-            g = gq[j] if rows8 else g1
-            for p in range(d):
-                g[p] = 0.0
             if rows8:  # g_j now, G += g_j z_j^T for every query at the end
+                j = i * K + k
+                g = gq[j]
+                for p in range(d):
+                    g[p] = 0.0
                 act[n_act] = j
                 n_act += 1
                 nk = 0
@@ -817,15 +817,17 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                         nk += 1
                 _add_rows(g, X[i], cw, keys, nk, m)
             else:  # one query after another
+                for p in range(d):
+                    g1[p] = 0.0
                 for t in range(T):
                     w = lw[i, k, t]
                     if w != 0.0:
                         w *= scale
                         for p in range(d):
-                            g[p] += w * (X[i, t, p] - X[i, m, p])
+                            g1[p] += w * (X[i, t, p] - X[i, m, p])
                 for p in range(d):
                     for q in range(dz):
-                        G[p, q] += g[p] * Z[i, k, q]
+                        G[p, q] += g1[p] * Z[i, k, q]
     if rows8:
         _add_outers(G, gq, act, n_act, Z)
     _divide(G, n)
