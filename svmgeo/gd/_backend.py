@@ -255,7 +255,7 @@ def _prob(P: Problem, head: Any = None) -> tuple[np.ndarray, ...]:
 
     lay = _LAYOUTS.get(P)
     if lay is None:
-        lay = _LAYOUTS[P] = layout(P.X, P.U, P.Z)
+        lay = _LAYOUTS[P] = layout(P.X, P.U, P.Z, P.att_id == SOFTMAX_ATT)
     hv = P.hv if head is None else np.ascontiguousarray(head[:, 0, :], dtype=np.float64)
     return (P.X, P.U, P.Z, P.Y, P.vis, hv, P.hV, P.hw, P.lam, P.C, *lay)
 

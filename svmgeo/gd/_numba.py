@@ -266,17 +266,18 @@ def _head(r, head_id, hv, hV, hw, lam, u):
 _LARGE = 16
 
 
-def layout(X, U, Z):
+def layout(X, U, Z, softmax=True):
     r"""The transposed constants of the large-instance loops of :func:`_grad_one`, for a batch
     ``X`` (B, n, T, d), ``U`` (B, n, T, d_u), ``Z`` (B, n, K, d_z): :math:`X_i^\top`
     (B, n, d, T), :math:`U_i^\top` (B, n, d_u, T) (the same array when ``U is X``) and the
     queries as columns (B, d_z, nK), column ``i K + k`` the query :math:`z_{ik}`. X, U, Z never
     change during training, so this is built once per problem; for small instances (d and T
     below :data:`_LARGE`) the arrays have n = 0 (and nK = 0), and the kernels take their
-    small-instance loops."""
+    small-instance loops; likewise for the other attention maps (``softmax`` false), whose
+    kernel does not read them."""
     B, n, T, d = X.shape
     K, dz = Z.shape[2], Z.shape[3]
-    if d < _LARGE and T < _LARGE:
+    if not softmax or (d < _LARGE and T < _LARGE):
         return (np.empty((B, 0, d, T)), np.empty((B, 0, U.shape[3], T)), np.empty((B, dz, 0)))
     XT = np.ascontiguousarray(X.transpose(0, 1, 3, 2))
     UT = XT if U is X else np.ascontiguousarray(U.transpose(0, 1, 3, 2))
@@ -288,8 +289,8 @@ def layout(X, U, Z):
 def _workspace(inst):
     r"""Scratch arrays of :func:`_grad_one` / :func:`_grad_map` for the instance ``inst``.
 
-    Then: the key combinations :math:`g_j` of the queries ``j = i K + k`` (one row each), the
-    queries that add one, for large instances (:func:`layout`) the products :math:`W z_j` as
+    The last six (read by :func:`_grad_one`'s large-instance loops): the key combinations
+    :math:`g_j` of the queries ``j = i K + k`` (one row each), the queries that add one, for large instances (:func:`layout`) the products :math:`W z_j` as
     columns (d, nK) (size 0 for small ones), the keys a sum runs over and their coefficients
     (T each), and the indices 0, 1, ... (for :func:`_add_rows` over every row).
     """
@@ -506,6 +507,14 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
     return f
 
 
+@njit(inline="always")
+def _add_outer(G, g, Z, i, k):
+    """G += g z_ik^T."""
+    for p in range(G.shape[0]):
+        for q in range(G.shape[1]):
+            G[p, q] += g[p] * Z[i, k, q]
+
+
 @njit()
 def _head_grad(Y, lv, rq, log_domain, Gv):
     r"""The linear head's gradient :math:`e^{M_v} G_v` (``Gv`` written in place, ``M_v``
@@ -543,7 +552,7 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     coefficient ``lw[i, k, t]`` :math:`= c_t` and log-scale ``sg[i, k, t]``
     :math:`= \log|\ell'| + \log\varphi'_t` of :func:`svmgeo.gd._xp._map_weights`."""
     X, U, Z, Y, vis = inst[0], inst[1], inst[2], inst[3], inst[4]
-    lw, sg, _, wz, a, sv, r, u, gt, _, rq, lv, gq, act, _, keys, cw, _ = ws
+    lw, sg, _, wz, a, sv, r, u, gt, g, rq, lv = ws[:12]
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -572,12 +581,10 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     sv[t] = max(x, 0.0)
             for p in range(du):
                 r[p] = 0.0
-            nk = 0
             for t in range(T):
                 if vis[i, k, t]:
-                    keys[nk] = t
-                    nk += 1
-            _add_rows(r, U[i], sv, keys, nk, -1)
+                    for p in range(du):
+                        r[p] += sv[t] * U[i, t, p]
             f = _readout(inst, i, k, head_id, sv, r, u, gt)
             log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
             flip = _dloss_flip(Y[i, k] * f, loss_id)
@@ -623,21 +630,16 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     shift = Mx if log_domain else 0.0
     for i in range(n):
         for k in range(K):
-            j = i * K + k
-            g = gq[j]
-            act[j] = j
             for p in range(d):
                 g[p] = 0.0
-            nk = 0
             for t in range(T):
                 c = lw[i, k, t]
                 if c != 0.0 and sg[i, k, t] > _NEG_INF:
-                    cw[t] = (-Y[i, k] * math.exp(sg[i, k, t] - shift)) * c
-                    keys[nk] = t
-                    nk += 1
-            _add_rows(g, X[i], cw, keys, nk, -1)
-    _add_outers(G, gq, act, n * K, Z)
-    _divide(G, n)
+                    w = (-Y[i, k] * math.exp(sg[i, k, t] - shift)) * c
+                    for p in range(d):
+                        g[p] += w * X[i, t, p]
+            _add_outer(G, g, Z, i, k)
+    G /= n
     return shift, Mv
 
 
