@@ -847,8 +847,28 @@ def _bitcast_to_float(typingctx, x):
 
 _int_as_float: Any = intrinsic(_bitcast_to_float)
 
+
+def _bitcast_to_int(typingctx, x):
+    """``_float_bits(x)`` in compiled code: the int64 with the bit pattern of the float64 x."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+
+    return types.int64(types.float64), codegen
+
+
+_float_bits: Any = intrinsic(_bitcast_to_int)
+
 _ABS_BITS = 0x7FFFFFFFFFFFFFFF  # every bit but the sign
 _INF_BITS = 0x7FF0000000000000  # +inf; the NaNs' patterns (sign cleared) are larger
+
+
+@njit(inline="always")
+def _abs_key(b):
+    """(the ordering key of |x| from x's bit pattern b: |x|'s pattern, 0 for a NaN; x is NaN)."""
+    a = b & _ABS_BITS
+    ok = a <= _INF_BITS
+    return (a if ok else 0), not ok
 
 
 @njit()
@@ -856,26 +876,33 @@ def _abs_max(flat):
     """(max |x| over the entries that are not NaN (0.0 if none), whether one is NaN), as the
     loop ``t = max(t, abs(x))`` from 0.0 gives it (numba's max takes y only when y > t, so a NaN
     never enters). Computed on the bit patterns: those of the values in [+0, inf] are ordered as
-    the values, so an integer maximum (which vectorizes) finds the same float."""
+    the values, so an integer maximum (which vectorizes) finds the same float. The loops that
+    write D and the new parameters in :func:`_combine` / :func:`_step` fold the same maximum
+    (:func:`_abs_key`, the int pattern back by ``_int_as_float``) into their own pass."""
     bits = flat.view(np.int64)
     top = 0
     nan = False
     for j in range(bits.shape[0]):
-        b = bits[j] & _ABS_BITS
-        ok = b <= _INF_BITS
-        nan = nan | (not ok)
-        top = max(top, b if ok else 0)
+        key, isnan = _abs_key(bits[j])
+        nan = nan | isnan
+        top = max(top, key)
     return _int_as_float(top), nan
 
 
 @njit()
 def _norm(A):
     r"""Frobenius norm, scaled first so tiny entries do not underflow when squared:
-    :math:`t \sqrt{\sum_j (a_j / t)^2}`, :math:`t = \max_j |a_j|`, summed in the order of
-    the entries (eight quotients at a time, then added one by one: the divisions vectorize,
-    the additions stay those of the plain loop)."""
+    :math:`t \sqrt{\sum_j (a_j / t)^2}`, :math:`t = \max_j |a_j|` (:func:`_norm_scaled`)."""
     flat = A.reshape(-1)
-    top = _abs_max(flat)[0]
+    return _norm_scaled(flat, _abs_max(flat)[0])
+
+
+@njit()
+def _norm_scaled(flat, top):
+    r""":func:`_norm` of the entries ``flat`` given their ``top`` (:func:`_abs_max`):
+    :math:`t \sqrt{\sum_j (a_j / t)^2}` summed in the order of the entries (eight quotients
+    at a time, then added one by one: the divisions vectorize, the additions stay those of the
+    plain loop)."""
     if top == 0.0:
         return 0.0
     N = flat.shape[0]
@@ -913,7 +940,8 @@ def _norm_bound(top, size):
 
 @njit()
 def _combine(M, A, rho, P, D):
-    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns c."""
+    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns (c, ||D||)
+    (:func:`_norm` of D, its maximum taken in the pass that writes D)."""
     nA = _norm(A)
     la = M + math.log(nA) if nA > 0.0 else _NEG_INF
     lb = _NEG_INF
@@ -932,9 +960,12 @@ def _combine(M, A, rho, P, D):
     Df = D.reshape(-1)
     Af = A.reshape(-1)
     Pf = P.reshape(-1)
+    top = 0
     for j in range(Df.shape[0]):
-        Df[j] = fa * Af[j] + fb * Pf[j]
-    return c
+        x = fa * Af[j] + fb * Pf[j]
+        Df[j] = x
+        top = max(top, _abs_key(_float_bits(x))[0])
+    return c, _norm_scaled(Df, _int_as_float(top))
 
 
 @njit()
@@ -982,15 +1013,12 @@ def _step(P, G, M, opts, lim, work):
     if is_kq:
         _matmul(Gw, P2, A1, False)
         _matmul(Gw, P1, A2, True)
-        c1 = _combine(Mw, A1, rho, P1, D1)
-        c2 = _combine(Mw, A2, rho, P2, D2)
+        c1, n1 = _combine(Mw, A1, rho, P1, D1)
+        c2, n2 = _combine(Mw, A2, rho, P2, D2)
     else:
-        c1 = _combine(Mw, Gw, rho, P1, D1)
-        c2 = _NEG_INF
-    c3 = _combine(Mv, Gv, rho, P3, D3) if train_head else _NEG_INF
-    n1 = _norm(D1)
-    n2 = _norm(D2) if is_kq else 0.0
-    n3 = _norm(D3) if train_head else 0.0
+        c1, n1 = _combine(Mw, Gw, rho, P1, D1)
+        c2, n2 = _NEG_INF, 0.0
+    c3, n3 = _combine(Mv, Gv, rho, P3, D3) if train_head else (_NEG_INF, 0.0)
     l1 = _block_log_norm(c1, n1)
     l2 = _block_log_norm(c2, n2)
     l3 = _block_log_norm(c3, n3)
@@ -1002,6 +1030,10 @@ def _step(P, G, M, opts, lim, work):
     else:
         glog = _NEG_INF
     any_move = False
+    # per new parameter: its largest |entry| (as a bit pattern) and whether one is NaN,
+    # taken in the pass that writes it (as _abs_max would find them)
+    top1 = top2 = 0
+    nan1 = nan2 = nan3 = False
     for f in range(3):
         if (f == 1 and not is_kq) or (f == 2 and not train_head):
             continue
@@ -1031,8 +1063,20 @@ def _step(P, G, M, opts, lim, work):
         Df = D.reshape(-1)
         Pv = Pf.reshape(-1)
         Nv = Nf.reshape(-1)
+        top = 0
+        nan = False
         for j in range(Nv.shape[0]):
-            Nv[j] = Pv[j] - eta * scale * Df[j] if move else Pv[j]
+            x = Pv[j] - eta * scale * Df[j] if move else Pv[j]
+            Nv[j] = x
+            key, isnan = _abs_key(_float_bits(x))
+            top = max(top, key)
+            nan = nan | isnan
+        if f == 0:
+            top1, nan1 = top, nan
+        elif f == 1:
+            top2, nan2 = top, nan
+        else:
+            nan3 = nan
     if not any_move:
         # stationary when the gradient is exactly zero; G == 0 at a finite scale M is the
         # direct formula's underflow
@@ -1040,15 +1084,14 @@ def _step(P, G, M, opts, lim, work):
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
-    # a NaN in a new parameter (one pass over each also gives its largest entry for the bounds)
-    top1, nan1 = _abs_max(N1.reshape(-1))
-    top2, nan2 = _abs_max(N2.reshape(-1)) if is_kq else (0.0, False)
-    if nan1 or nan2 or (train_head and _abs_max(N3.reshape(-1))[1]):
+    # a NaN in a new parameter
+    if nan1 or nan2 or nan3:
         return 7
-    # the norm limits: the exact norms only when their bounds do not already decide
-    b1 = _norm_bound(top1, N1.size)
+    # the norm limits (bounds from the largest entries): the exact norms only when the bounds
+    # do not already decide
+    b1 = _norm_bound(_int_as_float(top1), N1.size)
     if is_kq:
-        b2 = _norm_bound(top2, N2.size)
+        b2 = _norm_bound(_int_as_float(top2), N2.size)
         if not (b1 <= NORM_LIMIT and b2 <= NORM_LIMIT and 1.001 * b1 * b2 <= lim):
             m1 = _norm(N1)
             m2 = _norm(N2)
