@@ -235,6 +235,19 @@ def _rel(a: Any, b: Any) -> float:
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
+def _print_round(res: dict[str, list[dict]], peer: dict, n_single: dict) -> None:
+    """This round's CPU rates (steps or instance-steps per CPU second), one line per case."""
+    print(f"  matmul {peer['matmul'] / 1e9:.1f} GFLOP/s")
+    for key in [str(shape) for shape in n_single] + ["batch1", "batch2"]:
+        rates = [
+            f"{name} {rows[-1][key]['cpu']:,.0f}" for name, rows in res.items() if key in rows[-1]
+        ]
+        jax = peer.get("jaxbatch" if key.startswith("batch") else f"jax{key}")
+        if jax is not None and key != "batch2":
+            rates.append(f"jax {jax[1]:,.0f}")
+        print(f"  {key}: " + ", ".join(rates), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -275,6 +288,7 @@ def main() -> None:
             peer["jaxbatch"] = jax_rate(data, n_batch, batched=True)
         peers.append(peer)
         print(f"round {r + 1}/{args.rounds} done; load average {os.getloadavg()}", flush=True)
+        _print_round(res, peers[-1], n_single)
 
     def best(rows: list[dict], key: str, field: str) -> float:
         return max(row[key][field] for row in rows)

@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import math
 import os
+import weakref
 from typing import Any
 
 import numpy as np
@@ -242,11 +243,21 @@ def _parallel(P: Problem, n_steps: int) -> bool:
     return P.B > 1 and P.B * n_steps >= _PARALLEL_WORK and numba.get_num_threads() > 1
 
 
+#: The transposed constants of each problem (:func:`svmgeo.gd._numba.layout`), built once.
+_LAYOUTS: weakref.WeakKeyDictionary[Problem, tuple[np.ndarray, ...]] = weakref.WeakKeyDictionary()
+
+
 def _prob(P: Problem, head: Any = None) -> tuple[np.ndarray, ...]:
     """The problem's arrays as the compiled kernels take them (with the head ``head``
-    (B, 1, d_u) in place of ``hv`` when given)."""
+    (B, 1, d_u) in place of ``hv`` when given), then the transposes of
+    :func:`svmgeo.gd._numba.layout`."""
+    from ._numba import layout
+
+    lay = _LAYOUTS.get(P)
+    if lay is None:
+        lay = _LAYOUTS[P] = layout(P.X, P.U, P.Z, P.att_id == SOFTMAX_ATT)
     hv = P.hv if head is None else np.ascontiguousarray(head[:, 0, :], dtype=np.float64)
-    return (P.X, P.U, P.Z, P.Y, P.vis, hv, P.hV, P.hw, P.lam, P.C)
+    return (P.X, P.U, P.Z, P.Y, P.vis, hv, P.hV, P.hw, P.lam, P.C, *lay)
 
 
 def _options(cfg: GDConfig) -> tuple[bool, _xp.LossKey, float]:

@@ -51,6 +51,7 @@ __all__ = [
     "grad_batch",
     "grad_one",
     "kernel_att",
+    "layout",
     "run_one",
 ]
 
@@ -261,9 +262,43 @@ def _head(r, head_id, hv, hV, hw, lam, u):
     return f - lam * rr
 
 
+#: Instances with d or T at least this take :func:`_grad_one`'s large-instance loops.
+_LARGE = 16
+
+
+def layout(X, U, Z, softmax=True):
+    r"""The transposed constants of the large-instance loops of :func:`_grad_one`, for a batch
+    ``X`` (B, n, T, d), ``U`` (B, n, T, d_u), ``Z`` (B, n, K, d_z): :math:`X_i^\top`
+    (B, n, d, T), :math:`U_i^\top` (B, n, d_u, T) (the same array when ``U is X``) and the
+    queries as columns (B, d_z, nK), column ``i K + k`` the query :math:`z_{ik}`. X, U, Z never
+    change during training, so this is built once per problem; for small instances (d and T
+    below :data:`_LARGE`) the arrays have n = 0 (and nK = 0), and the kernels take their
+    small-instance loops; likewise for the other attention maps (``softmax`` false), whose
+    kernel does not read them."""
+    B, n, T, d = X.shape
+    K, dz = Z.shape[2], Z.shape[3]
+    if not softmax or (d < _LARGE and T < _LARGE):
+        return (np.empty((B, 0, d, T)), np.empty((B, 0, U.shape[3], T)), np.empty((B, dz, 0)))
+    XT = np.ascontiguousarray(X.transpose(0, 1, 3, 2))
+    UT = XT if U is X else np.ascontiguousarray(U.transpose(0, 1, 3, 2))
+    ZT = np.ascontiguousarray(Z.reshape(B, n * K, dz).transpose(0, 2, 1))
+    return XT, UT, ZT
+
+
 @njit()
-def _workspace(n, K, T, d, du):
-    """Scratch arrays of :func:`_grad_one` for one instance (``du`` the head features' width)."""
+def _workspace(inst):
+    r"""Scratch arrays of :func:`_grad_one` / :func:`_grad_map` for the instance ``inst``.
+
+    The last six (read by :func:`_grad_one`'s large-instance loops): the key combinations
+    :math:`g_j` of the queries ``j = i K + k`` (one row each), the queries that add one, for large instances (:func:`layout`) the products :math:`W z_j` as
+    columns (d, nK) (size 0 for small ones), the keys a sum runs over and their coefficients
+    (T each), and the indices 0, 1, ... (for :func:`_add_rows` over every row).
+    """
+    X, U, Z, ZT = inst[0], inst[1], inst[2], inst[12]
+    n, T, d = X.shape
+    du = U.shape[2]
+    K = Z.shape[1]
+    nq = n * K
     return (
         np.empty((n, K, T)),
         np.empty((n, K, T)),
@@ -277,7 +312,136 @@ def _workspace(n, K, T, d, du):
         np.empty(d),
         np.empty((n, K, du)),
         np.empty((n, K)),
+        np.empty((nq, d)),
+        np.empty(nq, dtype=np.int64),
+        np.empty((d, ZT.shape[1])),
+        np.empty(T, dtype=np.int64),
+        np.empty(T),
+        np.arange(max(d, du)),
     )
+
+
+@njit(inline="always")
+def _add_rows(out, A, c, idx, n, sub):
+    r"""``out += sum_k c[j_k] (A[j_k] - A[sub])`` over the rows :math:`j_k` = ``idx[k]``,
+    k = 0, ..., n - 1 (no subtraction when ``sub < 0``).
+
+    Each ``out[r]`` adds its terms one after another in the order of k, as the loop
+    ``for k: out += c[j_k] (A[j_k] - A[sub])`` does (bit for bit), four terms at a time in a
+    register with the entries r innermost: an elementwise loop over contiguous memory, which
+    LLVM vectorizes, with one load and store of ``out`` per four terms."""
+    R = out.shape[0]
+    k = 0
+    while k + 4 <= n:
+        j0, j1, j2, j3 = idx[k], idx[k + 1], idx[k + 2], idx[k + 3]
+        c0, c1, c2, c3 = c[j0], c[j1], c[j2], c[j3]
+        if sub < 0:
+            for r in range(R):
+                s = out[r]
+                s += c0 * A[j0, r]
+                s += c1 * A[j1, r]
+                s += c2 * A[j2, r]
+                s += c3 * A[j3, r]
+                out[r] = s
+        else:
+            for r in range(R):
+                base = A[sub, r]
+                s = out[r]
+                s += c0 * (A[j0, r] - base)
+                s += c1 * (A[j1, r] - base)
+                s += c2 * (A[j2, r] - base)
+                s += c3 * (A[j3, r] - base)
+                out[r] = s
+        k += 4
+    while k < n:
+        j0 = idx[k]
+        c0 = c[j0]
+        if sub < 0:
+            for r in range(R):
+                out[r] += c0 * A[j0, r]
+        else:
+            for r in range(R):
+                out[r] += c0 * (A[j0, r] - A[sub, r])
+        k += 1
+
+
+@njit(inline="always")
+def _divide(G, n):
+    r"""``G /= n`` entry by entry. When n is a power of two, as ``G *= 1 / n``: then 1 / n is
+    exact, so :math:`x \cdot (1/n)` and :math:`x / n` are the correctly rounded values of the
+    same real number, the same float for every x (zeros, subnormals, inf and NaN included),
+    and a multiplication costs a fraction of a division."""
+    Gf = G.reshape(-1)
+    if n & (n - 1) == 0:
+        inv = 1.0 / n
+        for j in range(Gf.shape[0]):
+            Gf[j] *= inv
+    else:
+        for j in range(Gf.shape[0]):
+            Gf[j] /= n
+
+
+@njit(inline="always")
+def _zero(x):
+    for r in range(x.shape[0]):
+        x[r] = 0.0
+
+
+@njit()
+def _matvecs(W, ZT, WZ):
+    r"""``WZ[:, j] = W ZT[:, j]`` for every column j: entry :math:`(p, j)` is
+    :math:`\sum_q W_{pq} Z^\top_{qj}` from 0.0 in the order of q (that of :func:`_dots` on
+    ``W`` and the query j), with the queries innermost (vectorized). Two rows and four terms
+    at a time, in registers: four independent chains of additions, one store per four terms.
+    """
+    d, dz = W.shape
+    nq = ZT.shape[1]
+    for p in range(d):
+        for j in range(nq):
+            WZ[p, j] = 0.0
+    p = 0
+    while p < d:
+        p1 = p + 1 if p + 1 < d else p  # an odd last row: its sums twice, one kept
+        q = 0
+        while q + 4 <= dz:
+            a0, a1, a2, a3 = W[p, q], W[p, q + 1], W[p, q + 2], W[p, q + 3]
+            b0, b1, b2, b3 = W[p1, q], W[p1, q + 1], W[p1, q + 2], W[p1, q + 3]
+            for j in range(nq):
+                z0, z1, z2, z3 = ZT[q, j], ZT[q + 1, j], ZT[q + 2, j], ZT[q + 3, j]
+                s = WZ[p, j]
+                t = WZ[p1, j]
+                s += a0 * z0
+                t += b0 * z0
+                s += a1 * z1
+                t += b1 * z1
+                s += a2 * z2
+                t += b2 * z2
+                s += a3 * z3
+                t += b3 * z3
+                WZ[p1, j] = t
+                WZ[p, j] = s
+            q += 4
+        while q < dz:
+            a0, b0 = W[p, q], W[p1, q]
+            for j in range(nq):
+                z0 = ZT[q, j]
+                s = WZ[p, j] + a0 * z0
+                t = WZ[p1, j] + b0 * z0
+                WZ[p1, j] = t
+                WZ[p, j] = s
+            q += 1
+        p += 2
+
+
+@njit()
+def _add_outers(G, gq, act, n_act, Z):
+    r"""``G += sum_j g_j z_j^T`` over the queries ``act[:n_act]`` (``j = i K + k``, g_j the row
+    ``gq[j]``), each entry's terms added in the order of ``act`` (as one outer product per query
+    after another; :func:`_add_rows` on each row of G)."""
+    n, K, dz = Z.shape
+    Zf = Z.reshape(n * K, dz)
+    for p in range(G.shape[0]):
+        _add_rows(G[p], Zf, gq[:, p], act, n_act, -1)
 
 
 @njit()
@@ -324,7 +488,7 @@ def _readout(inst, i, k, head_id, sv, r, u, gt):
     """Head value f at r = U_i^T sv (``r`` given) and the dynamic scores ``gt`` of the
     visible keys (the given scores C for ``SCORES_HEAD``); ``u`` receives the head's
     gradient."""
-    _, U, _, _, vis, hv, hV, hw, lam, C = inst
+    _, U, _, _, vis, hv, hV, hw, lam, C = inst[:10]
     T = U.shape[1]
     if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
         f = 0.0
@@ -388,7 +552,7 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     coefficient ``lw[i, k, t]`` :math:`= c_t` and log-scale ``sg[i, k, t]``
     :math:`= \log|\ell'| + \log\varphi'_t` of :func:`svmgeo.gd._xp._map_weights`."""
     X, U, Z, Y, vis = inst[0], inst[1], inst[2], inst[3], inst[4]
-    lw, sg, _, wz, a, sv, r, u, gt, g, rq, lv = ws
+    lw, sg, _, wz, a, sv, r, u, gt, g, rq, lv = ws[:12]
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -499,25 +663,30 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     Per query: ``lw[i, k, t]`` holds the linear weight ``rel_t * e_t`` (relative to the
     largest off-argmax probability) and ``sg[i, k, 0]`` the query's log-scale ``L_q``; the
     instance scale is ``M = max_q (L_q + log max_t |rel_t e_t|)``. ``inst`` is
-    ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of one instance, ``ws`` from :func:`_workspace`.
+    ``(X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT)`` of one instance (the transposes of
+    :func:`layout`), ``ws`` from :func:`_workspace`.
     """
-    X, U, Z, Y, vis, hv, hV, hw, lam, C = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, g, rq, lv = ws
+    X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT = inst
+    lw, sg, mk, wz, a, sv, r, u, gt, g1, rq, lv, gq, act, WZ, keys, cw, every = ws
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
     Mx = _NEG_INF
-    # Large instances: W z, the logits and the dynamic scores as row sums eight at a time
-    # (_dots); small ones: one row after another, where the CPU already overlaps the rows.
-    # Both add each row's terms in the same order (bit for bit).
-    rows8 = d >= 16 or T >= 16
+    # Large instances: W z of every query at once (_matvecs), the logits and the dynamic
+    # scores from the transposed X_i, U_i (_cols_dot), all vectorized; small ones: one row
+    # after another, where the CPU already overlaps the rows. Every sum adds its terms in
+    # the same order (bit for bit).
+    rows8 = XT.shape[0] > 0  # the layout is given for large instances (see layout)
+    if rows8:
+        _matvecs(W, ZT, WZ)
     for i in range(n):
         for k in range(K):
             m = -1
             top = _NEG_INF
             if rows8:
-                _dots(W, Z[i, k], wz)  # wz = W z_ik
-                _dots(X[i], wz, a)  # the logits (of every key; the hidden ones are not read)
+                # the logits (of every key; the hidden ones are not read)
+                _zero(a)
+                _add_rows(a, XT[i], WZ[:, i * K + k], every, d, -1)
                 for t in range(T):
                     if vis[i, k, t] and (m < 0 or a[t] > top):
                         m = t
@@ -552,12 +721,21 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             lse = top + math.log(ssum)
             for p in range(du):
                 r[p] = 0.0
-            for t in range(T):
-                if vis[i, k, t]:
-                    st = sv[t] / ssum
-                    sv[t] = st
-                    for p in range(du):
-                        r[p] += st * U[i, t, p]
+            if rows8:
+                nk = 0
+                for t in range(T):
+                    if vis[i, k, t]:
+                        sv[t] = sv[t] / ssum
+                        keys[nk] = t
+                        nk += 1
+                _add_rows(r, U[i], sv, keys, nk, -1)
+            else:
+                for t in range(T):
+                    if vis[i, k, t]:
+                        st = sv[t] / ssum
+                        sv[t] = st
+                        for p in range(du):
+                            r[p] += st * U[i, t, p]
             if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
                 f = 0.0
                 for t in range(T):
@@ -567,7 +745,8 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             else:
                 f = _head(r, head_id, hv, hV, hw, lam, u)
                 if rows8:
-                    _dots(U[i], u, gt)  # the hidden keys' are not read
+                    _zero(gt)
+                    _add_rows(gt, UT[i], u, every, du, -1)  # the hidden keys' are not read
                 else:
                     for t in range(T):
                         if vis[i, k, t]:
@@ -617,26 +796,43 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             G[p, q] = 0.0
     if Mx == _NEG_INF:
         return _NEG_INF, Mv  # the direction is exactly zero
+    n_act = 0
     for i in range(n):
         for k in range(K):
             if sg[i, k, 0] == _NEG_INF:
                 continue
             m = mk[i, k]
             scale = -Y[i, k] * math.exp(sg[i, k, 0] - (Mx if log_domain else 0.0))
-            for p in range(d):
-                g[p] = 0.0
-            for t in range(T):
-                w = lw[i, k, t]
-                if w != 0.0:
-                    w *= scale
-                    for p in range(d):
-                        g[p] += w * (X[i, t, p] - X[i, m, p])
-            for p in range(d):
-                for q in range(dz):
-                    G[p, q] += g[p] * Z[i, k, q]
-    for p in range(d):
-        for q in range(dz):
-            G[p, q] /= n
+            if rows8:  # g_j now, G += g_j z_j^T for every query at the end
+                j = i * K + k
+                g = gq[j]
+                for p in range(d):
+                    g[p] = 0.0
+                act[n_act] = j
+                n_act += 1
+                nk = 0
+                for t in range(T):
+                    w = lw[i, k, t]
+                    if w != 0.0:
+                        cw[t] = w * scale
+                        keys[nk] = t
+                        nk += 1
+                _add_rows(g, X[i], cw, keys, nk, m)
+            else:  # one query after another
+                for p in range(d):
+                    g1[p] = 0.0
+                for t in range(T):
+                    w = lw[i, k, t]
+                    if w != 0.0:
+                        w *= scale
+                        for p in range(d):
+                            g1[p] += w * (X[i, t, p] - X[i, m, p])
+                for p in range(d):
+                    for q in range(dz):
+                        G[p, q] += g1[p] * Z[i, k, q]
+    if rows8:
+        _add_outers(G, gq, act, n_act, Z)
+    _divide(G, n)
     return (Mx if log_domain else 0.0), Mv
 
 
@@ -651,8 +847,28 @@ def _bitcast_to_float(typingctx, x):
 
 _int_as_float: Any = intrinsic(_bitcast_to_float)
 
+
+def _bitcast_to_int(typingctx, x):
+    """``_float_bits(x)`` in compiled code: the int64 with the bit pattern of the float64 x."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+
+    return types.int64(types.float64), codegen
+
+
+_float_bits: Any = intrinsic(_bitcast_to_int)
+
 _ABS_BITS = 0x7FFFFFFFFFFFFFFF  # every bit but the sign
 _INF_BITS = 0x7FF0000000000000  # +inf; the NaNs' patterns (sign cleared) are larger
+
+
+@njit(inline="always")
+def _abs_key(b):
+    """(the ordering key of |x| from x's bit pattern b: |x|'s pattern, 0 for a NaN; x is NaN)."""
+    a = b & _ABS_BITS
+    ok = a <= _INF_BITS
+    return (a if ok else 0), not ok
 
 
 @njit()
@@ -660,26 +876,33 @@ def _abs_max(flat):
     """(max |x| over the entries that are not NaN (0.0 if none), whether one is NaN), as the
     loop ``t = max(t, abs(x))`` from 0.0 gives it (numba's max takes y only when y > t, so a NaN
     never enters). Computed on the bit patterns: those of the values in [+0, inf] are ordered as
-    the values, so an integer maximum (which vectorizes) finds the same float."""
+    the values, so an integer maximum (which vectorizes) finds the same float. The loops that
+    write D and the new parameters in :func:`_combine` / :func:`_step` fold the same maximum
+    (:func:`_abs_key`, the int pattern back by ``_int_as_float``) into their own pass."""
     bits = flat.view(np.int64)
     top = 0
     nan = False
     for j in range(bits.shape[0]):
-        b = bits[j] & _ABS_BITS
-        ok = b <= _INF_BITS
-        nan = nan | (not ok)
-        top = max(top, b if ok else 0)
+        key, isnan = _abs_key(bits[j])
+        nan = nan | isnan
+        top = max(top, key)
     return _int_as_float(top), nan
 
 
 @njit()
 def _norm(A):
     r"""Frobenius norm, scaled first so tiny entries do not underflow when squared:
-    :math:`t \sqrt{\sum_j (a_j / t)^2}`, :math:`t = \max_j |a_j|`, summed in the order of
-    the entries (eight quotients at a time, then added one by one: the divisions vectorize,
-    the additions stay those of the plain loop)."""
+    :math:`t \sqrt{\sum_j (a_j / t)^2}`, :math:`t = \max_j |a_j|` (:func:`_norm_scaled`)."""
     flat = A.reshape(-1)
-    top = _abs_max(flat)[0]
+    return _norm_scaled(flat, _abs_max(flat)[0])
+
+
+@njit()
+def _norm_scaled(flat, top):
+    r""":func:`_norm` of the entries ``flat`` given their ``top`` (:func:`_abs_max`):
+    :math:`t \sqrt{\sum_j (a_j / t)^2}` summed in the order of the entries (eight quotients
+    at a time, then added one by one: the divisions vectorize, the additions stay those of the
+    plain loop)."""
     if top == 0.0:
         return 0.0
     N = flat.shape[0]
@@ -717,7 +940,8 @@ def _norm_bound(top, size):
 
 @njit()
 def _combine(M, A, rho, P, D):
-    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns c."""
+    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns (c, ||D||)
+    (:func:`_norm` of D, its maximum taken in the pass that writes D)."""
     nA = _norm(A)
     la = M + math.log(nA) if nA > 0.0 else _NEG_INF
     lb = _NEG_INF
@@ -736,9 +960,12 @@ def _combine(M, A, rho, P, D):
     Df = D.reshape(-1)
     Af = A.reshape(-1)
     Pf = P.reshape(-1)
+    top = 0
     for j in range(Df.shape[0]):
-        Df[j] = fa * Af[j] + fb * Pf[j]
-    return c
+        x = fa * Af[j] + fb * Pf[j]
+        Df[j] = x
+        top = max(top, _abs_key(_float_bits(x))[0])
+    return c, _norm_scaled(Df, _int_as_float(top))
 
 
 @njit()
@@ -786,15 +1013,12 @@ def _step(P, G, M, opts, lim, work):
     if is_kq:
         _matmul(Gw, P2, A1, False)
         _matmul(Gw, P1, A2, True)
-        c1 = _combine(Mw, A1, rho, P1, D1)
-        c2 = _combine(Mw, A2, rho, P2, D2)
+        c1, n1 = _combine(Mw, A1, rho, P1, D1)
+        c2, n2 = _combine(Mw, A2, rho, P2, D2)
     else:
-        c1 = _combine(Mw, Gw, rho, P1, D1)
-        c2 = _NEG_INF
-    c3 = _combine(Mv, Gv, rho, P3, D3) if train_head else _NEG_INF
-    n1 = _norm(D1)
-    n2 = _norm(D2) if is_kq else 0.0
-    n3 = _norm(D3) if train_head else 0.0
+        c1, n1 = _combine(Mw, Gw, rho, P1, D1)
+        c2, n2 = _NEG_INF, 0.0
+    c3, n3 = _combine(Mv, Gv, rho, P3, D3) if train_head else (_NEG_INF, 0.0)
     l1 = _block_log_norm(c1, n1)
     l2 = _block_log_norm(c2, n2)
     l3 = _block_log_norm(c3, n3)
@@ -806,6 +1030,10 @@ def _step(P, G, M, opts, lim, work):
     else:
         glog = _NEG_INF
     any_move = False
+    # per new parameter: its largest |entry| (as a bit pattern) and whether one is NaN,
+    # taken in the pass that writes it (as _abs_max would find them)
+    top1 = top2 = 0
+    nan1 = nan2 = nan3 = False
     for f in range(3):
         if (f == 1 and not is_kq) or (f == 2 and not train_head):
             continue
@@ -835,8 +1063,20 @@ def _step(P, G, M, opts, lim, work):
         Df = D.reshape(-1)
         Pv = Pf.reshape(-1)
         Nv = Nf.reshape(-1)
+        top = 0
+        nan = False
         for j in range(Nv.shape[0]):
-            Nv[j] = Pv[j] - eta * scale * Df[j] if move else Pv[j]
+            x = Pv[j] - eta * scale * Df[j] if move else Pv[j]
+            Nv[j] = x
+            key, isnan = _abs_key(_float_bits(x))
+            top = max(top, key)
+            nan = nan | isnan
+        if f == 0:
+            top1, nan1 = top, nan
+        elif f == 1:
+            top2, nan2 = top, nan
+        else:
+            nan3 = nan
     if not any_move:
         # stationary when the gradient is exactly zero; G == 0 at a finite scale M is the
         # direct formula's underflow
@@ -844,15 +1084,14 @@ def _step(P, G, M, opts, lim, work):
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
     if glog <= log_tol:
         return 4
-    # a NaN in a new parameter (one pass over each also gives its largest entry for the bounds)
-    top1, nan1 = _abs_max(N1.reshape(-1))
-    top2, nan2 = _abs_max(N2.reshape(-1)) if is_kq else (0.0, False)
-    if nan1 or nan2 or (train_head and _abs_max(N3.reshape(-1))[1]):
+    # a NaN in a new parameter
+    if nan1 or nan2 or nan3:
         return 7
-    # the norm limits: the exact norms only when their bounds do not already decide
-    b1 = _norm_bound(top1, N1.size)
+    # the norm limits (bounds from the largest entries): the exact norms only when the bounds
+    # do not already decide
+    b1 = _norm_bound(_int_as_float(top1), N1.size)
     if is_kq:
-        b2 = _norm_bound(top2, N2.size)
+        b2 = _norm_bound(_int_as_float(top2), N2.size)
         if not (b1 <= NORM_LIMIT and b2 <= NORM_LIMIT and 1.001 * b1 * b2 <= lim):
             m1 = _norm(N1)
             m2 = _norm(N2)
@@ -874,15 +1113,15 @@ def _step(P, G, M, opts, lim, work):
 
 @njit()
 def _instance(prob, b):
-    X, U, Z, Y, vis, hv, hV, hw, lam, C = prob
-    return (X[b], U[b], Z[b], Y[b], vis[b], hv[b], hV[b], hw[b], lam[b], C[b])
+    X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT = prob
+    return (X[b], U[b], Z[b], Y[b], vis[b], hv[b], hV[b], hw[b], lam[b], C[b], XT[b], UT[b], ZT[b])
 
 
 @njit()
 def _with_head(inst, v):
     """``inst`` with the head weights ``v`` (the state's, trained or not)."""
-    X, U, Z, Y, vis, _, hV, hw, lam, C = inst
-    return (X, U, Z, Y, vis, v, hV, hw, lam, C)
+    X, U, Z, Y, vis, _, hV, hw, lam, C, XT, UT, ZT = inst
+    return (X, U, Z, Y, vis, v, hV, hw, lam, C, XT, UT, ZT)
 
 
 @njit()
@@ -890,7 +1129,8 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 
     ``P3`` (1, d_u) is the head v the kernels read (updated when trained). ``inst`` is
-    ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` of the instance, ``opts`` is
+    ``(X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT)`` of the instance (the last three from
+    :func:`layout`), ``opts`` is
     ``(head_id, loss_id, is_kq, train_head, normalized, log_domain, eta, rho, log_tol,
     eps1, eps2, eps3)`` (the ε of the first attention factor, the second, the head: flat floats,
     as parallel regions take no nested tuples), ``lim`` its largest parameter norm and ``att``
@@ -900,12 +1140,11 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     step_opts = opts[2:]
     is_kq, train_head, log_domain = opts[2], opts[3], opts[5]
     inst = _with_head(inst, P3[0])
-    n, T, d = inst[0].shape
-    K, dz = inst[2].shape[1], inst[2].shape[2]
-    W = np.empty((d, dz))
+    d, dz = inst[0].shape[2], inst[2].shape[2]
+    W = np.empty((d, dz)) if is_kq else P1  # W is P1 itself unless KQ (read, not written)
     G = np.empty((d, dz))
     Gv = np.empty(P3.shape)
-    ws = _workspace(n, K, T, d, inst[1].shape[2])
+    ws = _workspace(inst)
     work = (
         np.empty(P1.shape),
         np.empty(P2.shape),
@@ -920,10 +1159,6 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     for it in range(n_steps):
         if is_kq:
             _matmul_t(P1, P2, W)
-        else:  # a loop, not W[:, :] = P1: the slice copy compiles numba's shape-error text
-            for p in range(d):
-                for q in range(dz):
-                    W[p, q] = P1[p, q]
         if att is None:  # softmax's own kernel, exactly as before other maps (one compiled)
             M, Mv = _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, train_head, head_grad)
         else:
@@ -940,7 +1175,7 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
 def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims, att):
     """Advance every running instance (status 0) by up to ``n_steps`` steps, in place.
 
-    ``prob`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C)`` with a leading batch axis, ``lims`` (B,)
+    ``prob`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT)`` with a leading batch axis, ``lims`` (B,)
     the instances' largest parameter norms; ``opts`` and ``att`` as in :func:`run_one`.
     """
     for b in prange(P1.shape[0]):
@@ -956,8 +1191,7 @@ def grad_one(W, inst, att, head_id, loss_id, log_domain, G, want_v, Gv):
     """(G, M) of one instance with the attention map ``att`` (None for softmax,
     :func:`kernel_att`): G (and the head's Gv with ``want_v``) written in place, ``(M, M_v)``
     returned."""
-    n, T, d = inst[0].shape
-    ws = _workspace(n, inst[2].shape[1], T, d, inst[1].shape[2])
+    ws = _workspace(inst)
     return _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
@@ -965,17 +1199,17 @@ def grad_one(W, inst, att, head_id, loss_id, log_domain, G, want_v, Gv):
 def grad_batch(Wall, prob, att, head_id, loss_id, log_domain, want_v):
     """(G, M, G_v, M_v) for every instance of a batch: G (B, d, d_z), M (B,), G_v
     (B, 1, d_u), M_v (B,) (``-inf`` unless ``want_v``); ``att`` as in :func:`grad_one`."""
-    B, n, T, d = prob[0].shape
-    K = prob[2].shape[2]
+    B, d = prob[0].shape[0], prob[0].shape[3]
     du = prob[1].shape[3]
     Gall = np.empty((B, d, prob[2].shape[3]))
     Mall = np.empty(B)
     Gv = np.zeros((B, 1, du))
     Mv = np.empty(B)
     for b in prange(B):
-        ws = _workspace(n, K, T, d, du)
+        inst = _instance(prob, b)
+        ws = _workspace(inst)
         Mall[b], Mv[b] = _grad_any(
-            Wall[b], _instance(prob, b), att, head_id, loss_id, log_domain, Gall[b], ws,
+            Wall[b], inst, att, head_id, loss_id, log_domain, Gall[b], ws,
             want_v, Gv[b, 0],
         )  # fmt: skip
     return Gall, Mall, Gv, Mv
