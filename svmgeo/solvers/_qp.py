@@ -257,7 +257,7 @@ def polish_active_set(
         else:
             idx = np.flatnonzero(S)
             if idx.size:
-                r = c[idx] - Glam[idx]
+                r = (c - Glam)[idx]  # c_j - (G λ)_j on the rows of S, as one gather
                 lam[idx] += geo.min_norm_solve(idx, r)
             margins = geo.matvec(lam)
         lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
@@ -267,13 +267,14 @@ def polish_active_set(
                 rounds,
                 False,
             )  # the rows of S cannot all be tight: G_SS λ = c_S inconsistent
-        neg = S & m & (lam < -1e-12 * lam_scale)
-        viol = ~S & m & (margins < low)
-        if not neg.any() and not viol.any():
+        Sm = S & m
+        neg = Sm & (lam < -1e-12 * lam_scale)
+        viol = (m ^ Sm) & (margins < low)  # m ^ (S & m): the margin rows outside S
+        drop = np.flatnonzero(neg)
+        if not drop.size and not viol.any():
             lam = np.where(m, np.maximum(lam, 0.0), lam)
             return lam, rounds, True
-        S = (S & ~neg) | viol
-        drop = np.flatnonzero(neg)
+        S = (S ^ neg) | viol  # neg lies in S: S ^ neg drops it
         # G λ after the dropped multipliers are zeroed: a product with their columns only
         Glam = margins - geo.matvec_columns(drop, lam[drop]) if drop.size else margins
         lam = np.where(neg, 0.0, lam)
