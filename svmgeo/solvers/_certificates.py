@@ -194,14 +194,15 @@ def relative(residual: float, scale: float) -> float:
     return residual if math.isnan(residual) else math.inf
 
 
-def negative_part(cs: ConstraintSet, lam: np.ndarray) -> float:
+def negative_part(cs: ConstraintSet, lam: np.ndarray, lam_max: float | None = None) -> float:
     r"""Dual infeasibility of the signs, relative: :math:`\max_{j \in \mathcal M}
-    (-\lambda_j)_+ / \max_j |\lambda_j|` (margin rows need :math:`\lambda_j \ge 0`)."""
+    (-\lambda_j)_+ / \max_j |\lambda_j|` (margin rows need :math:`\lambda_j \ge 0`);
+    ``lam_max`` is :math:`\max_j |\lambda_j|` when the caller has it already."""
     if cs.N == 0:
         return 0.0
     lam = np.asarray(lam, dtype=float)
     worst = float(np.maximum(-lam[cs._margin_rows], 0.0).max(initial=0.0))
-    return relative(worst, float(np.abs(lam).max()))
+    return relative(worst, float(np.abs(lam).max()) if lam_max is None else lam_max)
 
 
 def judge(
@@ -286,11 +287,9 @@ def frobenius_certificate(
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
     half = 0.5 * norm_w**2
     stat = relative(float(np.linalg.norm(W - Lam)), max(norm_w, float(np.linalg.norm(Lam))))
-    dual_inf = negative_part(cs, lam)
-    comp = relative(
-        float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)),
-        float(np.abs(lam).max(initial=0.0)),
-    )
+    lam_max = float(np.abs(lam).max(initial=0.0))  # |λ| >= 0: the max without initial too
+    dual_inf = negative_part(cs, lam, lam_max)
+    comp = relative(float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)), lam_max)
     gap = relative(abs(half - (float(cs.rhs @ lam) - half)), half)
     return judge(
         tol=tol,

@@ -163,7 +163,7 @@ def solve_frobenius(
         solver = "svmgeo-warm-start"
     if geo.kind == "dual" and not settled:
         # fast path: primal-dual active set from "every row tight"
-        lam, rounds, settled = polish_active_set(geo, np.zeros(N), np.ones(N, bool), max_rounds=8)
+        lam, rounds, settled = polish_active_set(geo, None, None, max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
     starts: list[np.ndarray] = []  # working sets suggested by the raw solutions

@@ -389,6 +389,38 @@ class RowGeometry:
             rz = rz_next
         return x
 
+    def accurate(
+        self,
+        S: np.ndarray | None,
+        r: np.ndarray,
+        x: np.ndarray | None,
+        gmax: float,
+        rmax: float,
+        Gx: np.ndarray | None = None,
+    ) -> bool:
+        r"""Whether :math:`x` solves :math:`G_{SS}x = r` to :meth:`min_norm_solve`'s accuracy:
+        every entry finite and :math:`\max_j|(G_{SS}x - r)_j| \le 10^{-11}(g\max(\|x\|_\infty, 1)
+        + \|r\|_\infty)`, :math:`g = \max_{j \in S} G_{jj}` (``gmax``), ``rmax`` :math:`= \|r\|_\infty`.
+
+        ``Gx`` is :math:`G_{SS}x` when the caller has it already (the same product), else it is
+        formed here.
+        """
+        if x is None:
+            return False
+        xmax = float(np.abs(x).max())
+        if not math.isfinite(xmax):  # a NaN or infinite entry
+            return False
+        scale = gmax * max(xmax, 1.0) + rmax
+        if Gx is None:
+            N = self.cs.N
+            if S is None or S.size == N:
+                Gx = self.matvec(x)
+            else:  # a product with all of G is cheaper than gathering G_SS
+                xf = np.zeros(N)
+                xf[S] = x
+                Gx = self.matvec(xf)[S]
+        return bool(np.abs(Gx - r).max() <= 1e-11 * scale)
+
     def min_norm_solve(self, S: np.ndarray, r: np.ndarray) -> np.ndarray:
         r"""Minimum-norm :math:`\delta` with :math:`G_{SS}\,\delta = r` (least squares if inconsistent)."""
         if S.size == 0:
@@ -403,38 +435,22 @@ class RowGeometry:
         gmax = self._gmax if full else float(np.diagonal(G)[S].max())
 
         rmax = float(np.abs(r).max())
-
-        def accurate(x: np.ndarray | None) -> bool:
-            if x is None:
-                return False
-            xmax = float(np.abs(x).max())
-            if not math.isfinite(xmax):  # a NaN or infinite entry
-                return False
-            scale = gmax * max(xmax, 1.0) + rmax
-            if full:
-                Gx = self.matvec(x)
-            else:  # a product with all of G is cheaper than gathering G_SS
-                xf = np.zeros(N)
-                xf[S] = x
-                Gx = self.matvec(xf)[S]
-            return bool(np.abs(Gx - r).max() <= 1e-11 * scale)
-
         if full and np.array_equal(r, self.c):  # every row tight: the solve of tight()
             x = self.tight()
-            if accurate(x):
+            if self.accurate(S, r, x, gmax, rmax):
                 return np.asarray(x)
         last = self._last
         if last is not None and last[0].size == S.size and np.array_equal(last[0], S):
             # the same rows: the same factor
             x_last = cho_solve(last[1], r)
-            if accurate(x_last):
+            if self.accurate(S, r, x_last, gmax, rmax):
                 return x_last
         x = self._schur_solve(S, r)
-        if accurate(x):
+        if self.accurate(S, r, x, gmax, rmax):
             return np.asarray(x)
         if not full and _cg_first(S.size, N):
             x = self._jacobi_cg(S, r, gmax)  # bounded products with G: cheaper than a factor
-            if accurate(x):
+            if self.accurate(S, r, x, gmax, rmax):
                 return np.asarray(x)
         GSS = G if full else _block(G, S, S)
         try:
@@ -443,7 +459,7 @@ class RowGeometry:
                 if not full:
                     self._last = (S.copy(), cf)
                 x = cho_solve(cf, r)
-                if accurate(x):
+                if self.accurate(S, r, x, gmax, rmax):
                     return np.asarray(x)
         except (np.linalg.LinAlgError, ValueError):
             pass

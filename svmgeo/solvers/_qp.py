@@ -214,28 +214,52 @@ def gradient_start(geo: RowGeometry, *, max_iter: int = 100, lag: int = 3) -> np
     return np.asarray(res.x, dtype=float)
 
 
+def _tight_round(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray] | None:
+    r"""The polish's first round from :math:`\lambda = 0` with every row in S: :math:`\lambda =
+    0 + G^{-1}c` (:meth:`~._geometry.RowGeometry.tight`, the solve :meth:`min_norm_solve` takes
+    for it) and its margins :math:`G\lambda`, which are also the solve's accuracy product
+    :math:`Gx`; None when that solve is not accurate (the round then solves as any other)."""
+    x = geo.tight()
+    if x is None:
+        return None
+    lam = x + 0.0  # 0 + x, as the round adds the correction to λ = 0
+    margins = geo.matvec(lam)
+    if not geo.accurate(None, geo.c, x, geo._gmax, float(np.abs(geo.c).max()), margins):
+        return None
+    return lam, margins
+
+
 def polish_active_set(
-    geo: RowGeometry, lam0: np.ndarray, S0: np.ndarray, *, max_rounds: int
+    geo: RowGeometry, lam0: np.ndarray | None, S0: np.ndarray | None, *, max_rounds: int
 ) -> tuple[np.ndarray, int, bool]:
     r"""Active-set refinement: solve the equality-constrained least-norm problem on ``S`` exactly.
 
     Starting from the working set ``S0`` and multipliers ``lam0``, each round sets
     :math:`\lambda_S \leftarrow \lambda_S + G_{SS}^+(c_S - G_{SS}\lambda_S)` (the smallest
     correction that makes every row of S tight), drops margin rows whose multiplier turned
-    negative, and adds margin rows that are violated. Returns (λ, rounds, settled).
+    negative, and adds margin rows that are violated. ``lam0 = S0 = None`` starts from
+    :math:`\lambda = 0` with every row in S, whose first round is :func:`_tight_round`.
+    Returns (λ, rounds, settled).
     """
     c, m = geo.c, geo.margin
-    S = np.asarray(S0, dtype=bool) | ~m
-    lam = np.where(S, lam0, 0.0)
-    Glam = geo.matvec(lam) if lam.any() else np.zeros_like(c)  # G λ, kept up to date
     band = 1e-10 * np.maximum(1.0, np.abs(c))
     low = c - band
+    first = _tight_round(geo) if lam0 is None else None
+    if lam0 is None or S0 is None:
+        lam0, S0 = np.zeros(c.size), np.ones(c.size, bool)
+    S = np.asarray(S0, dtype=bool) | ~m
+    if first is None:
+        lam = np.where(S, lam0, 0.0)
+        Glam = geo.matvec(lam) if lam.any() else np.zeros_like(c)  # G λ, kept up to date
     for rounds in range(1, max_rounds + 1):
-        idx = np.flatnonzero(S)
-        if idx.size:
-            r = c[idx] - Glam[idx]
-            lam[idx] += geo.min_norm_solve(idx, r)
-        margins = geo.matvec(lam)
+        if first is not None:
+            (lam, margins), first = first, None
+        else:
+            idx = np.flatnonzero(S)
+            if idx.size:
+                r = (c - Glam)[idx]  # c_j - (G λ)_j on the rows of S, as one gather
+                lam[idx] += geo.min_norm_solve(idx, r)
+            margins = geo.matvec(lam)
         lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
         if (S & (np.abs(margins - c) > band)).any():
             return (
@@ -243,13 +267,14 @@ def polish_active_set(
                 rounds,
                 False,
             )  # the rows of S cannot all be tight: G_SS λ = c_S inconsistent
-        neg = S & m & (lam < -1e-12 * lam_scale)
-        viol = ~S & m & (margins < low)
-        if not neg.any() and not viol.any():
+        Sm = S & m
+        neg = Sm & (lam < -1e-12 * lam_scale)
+        viol = (m ^ Sm) & (margins < low)  # m ^ (S & m): the margin rows outside S
+        drop = np.flatnonzero(neg)
+        if not drop.size and not viol.any():
             lam = np.where(m, np.maximum(lam, 0.0), lam)
             return lam, rounds, True
-        S = (S & ~neg) | viol
-        drop = np.flatnonzero(neg)
+        S = (S ^ neg) | viol  # neg lies in S: S ^ neg drops it
         # G λ after the dropped multipliers are zeroed: a product with their columns only
         Glam = margins - geo.matvec_columns(drop, lam[drop]) if drop.size else margins
         lam = np.where(neg, 0.0, lam)

@@ -220,6 +220,21 @@ def test_every_inner_method_polishes_to_the_same_optimum(method, n, T, d, kw, ki
     assert frobenius_certificate(cs, W, lam_p, 1e-8).passed
 
 
+@pytest.mark.parametrize("n, T, d, seed", [(12, 10, 20, 0), (20, 10, 20, 2), (6, 5, 8, 1)])
+def test_polish_from_every_row_tight_gives_the_general_rounds_bits(n, T, d, seed):
+    """The first round from "every row tight" (``lam0 = S0 = None``: G^{-1}c checked on the
+    round's own margins) ends where the general round from lambda = 0 on every row does."""
+    from svmgeo.solvers import _geometry, _qp
+
+    data = sg.random_data(n, T, d, seed=seed)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    fast = _qp.polish_active_set(_geometry.RowGeometry(cs), None, None, max_rounds=8)
+    ones = np.ones(cs.N, dtype=bool)
+    general = _qp.polish_active_set(_geometry.RowGeometry(cs), np.zeros(cs.N), ones, max_rounds=8)
+    assert fast[1:] == general[1:] and fast[2]
+    np.testing.assert_allclose(fast[0], general[0], rtol=0, atol=0)
+
+
 def test_warm_start_is_polished_and_bad_warm_start_is_harmless():
     data = sg.random_data(5, 5, 6, seed=9)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
