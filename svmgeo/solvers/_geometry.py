@@ -250,8 +250,10 @@ class RowGeometry:
     def tight(self) -> np.ndarray | None:
         r""":math:`\lambda` with every row tight, :math:`G\lambda = c`, from the Cholesky factor
         of all of G (:meth:`full_factor`; None when G is not numerically PD), solved once and
-        read-only: the feasibility check's point and the active-set polish's first round
-        (:meth:`min_norm_solve` on every row with :math:`r = c`) share it."""
+        read-only: the feasibility check's point and the active-set polish's first round from
+        every row tight (:func:`~._qp.polish_active_set`) share it; :meth:`min_norm_solve` on
+        every row with :math:`r = c` gives the same bits (the same ``potrs`` on the same
+        factor)."""
         if not hasattr(self, "_tight"):
             cf = self.full_factor()
             self._tight = None if cf is None else cho_solve(cf, self.c)
@@ -435,10 +437,6 @@ class RowGeometry:
         gmax = self._gmax if full else float(np.diagonal(G)[S].max())
 
         rmax = float(np.abs(r).max())
-        if full and np.array_equal(r, self.c):  # every row tight: the solve of tight()
-            x = self.tight()
-            if self.accurate(S, r, x, gmax, rmax):
-                return np.asarray(x)
         last = self._last
         if last is not None and last[0].size == S.size and np.array_equal(last[0], S):
             # the same rows: the same factor

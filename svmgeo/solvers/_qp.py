@@ -216,8 +216,8 @@ def gradient_start(geo: RowGeometry, *, max_iter: int = 100, lag: int = 3) -> np
 
 def _tight_round(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray] | None:
     r"""The polish's first round from :math:`\lambda = 0` with every row in S: :math:`\lambda =
-    0 + G^{-1}c` (:meth:`~._geometry.RowGeometry.tight`, the solve :meth:`min_norm_solve` takes
-    for it) and its margins :math:`G\lambda`, which are also the solve's accuracy product
+    0 + G^{-1}c` (:meth:`~._geometry.RowGeometry.tight`, the same solve :meth:`min_norm_solve`
+    makes for it) and its margins :math:`G\lambda`, which are also the solve's accuracy product
     :math:`Gx`; None when that solve is not accurate (the round then solves as any other)."""
     x = geo.tight()
     if x is None:
