@@ -6,10 +6,10 @@ normalized GD on W) this times, as compiled loops of the kernel's own helpers on
 instance's arrays (CPU time, best of ``--reps``, in microseconds per step):
 
 * ``W z`` of every query (:func:`svmgeo.gd._numba._matvecs`),
-* the logits and the dynamic scores (:func:`svmgeo.gd._numba._cols_dot` on the transposed
+* the logits and the dynamic scores (:func:`svmgeo.gd._numba._add_rows` on the transposed
   X_i, U_i, once each per query),
-* the head read-out ``r += s_t u_t`` and the key combination ``g += w (x_t - x_m)`` (the
-  kernel's loops, written out here as in it),
+* the head read-out ``r += s_t u_t`` and the key combination ``g += w (x_t - x_m)``
+  (:func:`svmgeo.gd._numba._add_rows` on U_i and X_i, as in the kernel),
 * the outer products ``G += g_j z_j^T`` (:func:`svmgeo.gd._numba._add_outers`),
 * one exact Frobenius norm of a d x d_z matrix (:func:`svmgeo.gd._numba._norm`; a step
   takes two),

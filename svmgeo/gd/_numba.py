@@ -673,17 +673,17 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     K, dz = Z.shape[1], Z.shape[2]
     Mx = _NEG_INF
     # Large instances: W z of every query at once (_matvecs), the logits and the dynamic
-    # scores from the transposed X_i, U_i (_cols_dot), all vectorized; small ones: one row
+    # scores from the transposed X_i, U_i (_add_rows), all vectorized; small ones: one row
     # after another, where the CPU already overlaps the rows. Every sum adds its terms in
     # the same order (bit for bit).
-    rows8 = XT.shape[0] > 0  # the layout is given for large instances (see layout)
-    if rows8:
+    large = XT.shape[0] > 0  # the layout is given for large instances (see layout)
+    if large:
         _matvecs(W, ZT, WZ)
     for i in range(n):
         for k in range(K):
             m = -1
             top = _NEG_INF
-            if rows8:
+            if large:
                 # the logits (of every key; the hidden ones are not read)
                 _zero(a)
                 _add_rows(a, XT[i], WZ[:, i * K + k], every, d, -1)
@@ -721,7 +721,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             lse = top + math.log(ssum)
             for p in range(du):
                 r[p] = 0.0
-            if rows8:
+            if large:
                 nk = 0
                 for t in range(T):
                     if vis[i, k, t]:
@@ -744,7 +744,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                         f += sv[t] * gt[t]
             else:
                 f = _head(r, head_id, hv, hV, hw, lam, u)
-                if rows8:
+                if large:
                     _zero(gt)
                     _add_rows(gt, UT[i], u, every, du, -1)  # the hidden keys' are not read
                 else:
@@ -803,7 +803,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                 continue
             m = mk[i, k]
             scale = -Y[i, k] * math.exp(sg[i, k, 0] - (Mx if log_domain else 0.0))
-            if rows8:  # g_j now, G += g_j z_j^T for every query at the end
+            if large:  # g_j now, G += g_j z_j^T for every query at the end
                 j = i * K + k
                 g = gq[j]
                 for p in range(d):
@@ -830,7 +830,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                 for p in range(d):
                     for q in range(dz):
                         G[p, q] += g1[p] * Z[i, k, q]
-    if rows8:
+    if large:
         _add_outers(G, gq, act, n_act, Z)
     _divide(G, n)
     return (Mx if log_domain else 0.0), Mv
