@@ -39,7 +39,8 @@ it with :func:`~svmgeo.solve_svm` as the reference search does.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .._jit import njit
 
 __all__ = ["RowTable", "leaf_batch", "prefix_point"]
 
@@ -107,7 +108,7 @@ class RowTable:
         )
 
 
-@njit(cache=True)
+@njit()
 def _assemble(A, sizes, offsets, sel, n_units, rows):  # pragma: no cover - compiled
     """Rows a_j of the first ``n_units`` queries of selection ``sel`` into ``rows``."""
     for u in range(n_units):
@@ -116,7 +117,7 @@ def _assemble(A, sizes, offsets, sel, n_units, rows):  # pragma: no cover - comp
             rows[offsets[u] + r, :] = A[u, a, r, :]
 
 
-@njit(cache=True)
+@njit()
 def _gram(rows, H, start, N, G):  # pragma: no cover - compiled
     """G = (A Aᵀ) ∘ H on the first N rows, recomputing only the rows from ``start`` on
     (the others are unchanged since the previous call)."""
@@ -130,7 +131,7 @@ def _gram(rows, H, start, N, G):  # pragma: no cover - compiled
             G[j, i] = G[i, j]
 
 
-@njit(cache=True)
+@njit()
 def _cholesky_solve_ones(M, x):  # pragma: no cover - compiled
     """Solve M x = 1 by Cholesky, M overwritten; False when a pivot is not clearly positive
     (below 1e-12 of its diagonal entry: singular to working precision)."""
@@ -162,7 +163,7 @@ def _cholesky_solve_ones(M, x):  # pragma: no cover - compiled
     return True
 
 
-@njit(cache=True)
+@njit()
 def _active_set(G, S, lam, max_rounds):  # pragma: no cover - compiled
     """Primal-dual active set on max 1ᵀλ − ½λᵀGλ, λ ≥ 0, from working set S (updated).
 
@@ -213,7 +214,7 @@ def _active_set(G, S, lam, max_rounds):  # pragma: no cover - compiled
     return False
 
 
-@njit(cache=True)
+@njit()
 def _point(rows, Z, offsets, n_units, lam, W):  # pragma: no cover - compiled
     """W = Σ_j λ_j a_j b_jᵀ = Σ_u (Σ_{j of u} λ_j a_j) z_uᵀ over the first ``n_units`` queries."""
     d = rows.shape[1]
@@ -229,7 +230,7 @@ def _point(rows, Z, offsets, n_units, lam, W):  # pragma: no cover - compiled
                 W[p, q] += c[p] * Z[u, q]
 
 
-@njit(cache=True)
+@njit()
 def _margins(rows, Z, offsets, n_units, W, out):  # pragma: no cover - compiled
     """out_j = a_jᵀ (W z_u) for the rows j of each of the first ``n_units`` queries u."""
     d = rows.shape[1]
@@ -247,7 +248,7 @@ def _margins(rows, Z, offsets, n_units, W, out):  # pragma: no cover - compiled
             out[j] = s
 
 
-@njit(cache=True)
+@njit()
 def prefix_point(A, sizes, offsets, Z, H, sel, row_scale, W):  # pragma: no cover - compiled
     r"""A point proving the rows of the partial selection ``sel`` feasible, or False.
 
@@ -284,7 +285,7 @@ def prefix_point(A, sizes, offsets, Z, H, sel, row_scale, W):  # pragma: no cove
     return True
 
 
-@njit(cache=True)
+@njit()
 def leaf_batch(
     A, sizes, offsets, Z, H, bad, sel, max_rounds, cert_tol, tol, dual_tol, verdict
 ):  # pragma: no cover - compiled

@@ -4,17 +4,11 @@ compiled kernels cache outside the installed package."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import svmgeo as sg
 from svmgeo import StopStatus
-from svmgeo.gd import _numba
 from svmgeo.gd._problem import NORM_LIMIT
 
 from .conftest import DATASETS
@@ -78,23 +72,6 @@ def test_batch_instances_overflow_independently() -> None:
     batch = sg.train_batch([DATA, DATA], init=W0, n_steps=20, backend="numba")
     assert batch.status == (StopStatus.MAX_STEPS, StopStatus.OVERFLOW)
     assert batch.n_steps.tolist() == [20, 0]
-
-
-def test_kernels_cache_in_the_user_cache_directory_not_the_package() -> None:
-    package = Path(_numba.__file__).resolve().parent
-    for name in ("advance", "run_one", "grad_one", "grad_batch"):
-        path = Path(getattr(_numba, name)._cache._cache_path).resolve()
-        assert path.is_relative_to(Path(_numba.cache_dir()).resolve()), path
-        assert not path.is_relative_to(package), path
-
-
-def test_cache_directory_follows_svmgeo_cache_dir(tmp_path: Path) -> None:
-    code = "from svmgeo.gd import _numba; print(_numba.advance._cache._cache_path)"
-    env = {**os.environ, "SVMGEO_CACHE_DIR": str(tmp_path)}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert Path(out).is_relative_to(tmp_path / "numba"), out
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""svmgeo's ``numba.njit``: compiled code cached in a user cache directory.
+
+Every compiled kernel of svmgeo (the training engine's, the batched LOT search's) is cached on
+disk in a user cache directory, never inside the installed package (a cache there outlives
+``pip uninstall`` and shadows a later install): ``$SVMGEO_CACHE_DIR/numba`` when set, else numba's own ``NUMBA_CACHE_DIR`` when set, else ``~/.cache/svmgeo/numba``
+(``$XDG_CACHE_HOME``, ``%LOCALAPPDATA%`` or ``~/Library/Caches`` where those apply). When that
+directory cannot be written the kernels are compiled anew in each process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numba
+
+__all__ = ["cache_dir", "njit"]
+
+_config: Any = numba.config  # numba's settings module (untyped for mypy)
+
+
+def cache_dir() -> str:
+    """The directory of svmgeo's compiled-kernel cache (see the module docstring)."""
+    own = os.environ.get("SVMGEO_CACHE_DIR", "").strip()
+    if own:
+        return os.path.join(os.path.expanduser(own), "numba")
+    if _config.CACHE_DIR:  # the user's NUMBA_CACHE_DIR
+        return str(_config.CACHE_DIR)
+    if sys.platform == "win32":
+        root = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~/AppData/Local")
+    elif sys.platform == "darwin":
+        root = os.path.expanduser("~/Library/Caches")
+    else:
+        root = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
+    return os.path.join(root, "svmgeo", "numba")
+
+
+def _writable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+_CACHE_DIR = cache_dir()
+_CACHE = _writable(_CACHE_DIR)
+
+
+@contextlib.contextmanager
+def _cache_location() -> Iterator[None]:
+    """Point numba's cache at :data:`_CACHE_DIR` while a kernel is declared (numba fixes a
+    function's cache path then), and restore the caller's setting."""
+    before = _config.CACHE_DIR
+    _config.CACHE_DIR = _CACHE_DIR
+    try:
+        yield
+    finally:
+        _config.CACHE_DIR = before
+
+
+def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit`` with svmgeo's cache directory (no cache when it is not writable)."""
+
+    def declare(func: Callable[..., Any]) -> Any:
+        with _cache_location():
+            return numba.njit(cache=_CACHE, **options)(func)
+
+    return declare

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Every compiled kernel of svmgeo caches in the user cache directory, never in the package."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numba")
+
+import svmgeo
+from svmgeo._jit import cache_dir
+
+COMPILED_MODULES = ("svmgeo.gd._numba", "svmgeo.analysis._enumerate_fast")
+
+
+def _dispatchers(module_name: str) -> dict[str, object]:
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    module = importlib.import_module(module_name)
+    found = {name: obj for name, obj in vars(module).items() if isinstance(obj, CPUDispatcher)}
+    return found
+
+
+@pytest.mark.parametrize("module_name", COMPILED_MODULES)
+def test_kernels_cache_in_the_user_cache_directory_not_the_package(module_name: str) -> None:
+    package = Path(svmgeo.__file__).resolve().parent
+    kernels = _dispatchers(module_name)
+    assert len(kernels) >= 5, sorted(kernels)  # the module's kernels were found
+    for name, kernel in kernels.items():
+        path = Path(kernel._cache._cache_path).resolve()  # type: ignore[attr-defined]
+        assert path.is_relative_to(Path(cache_dir()).resolve()), (name, path)
+        assert not path.is_relative_to(package), (name, path)
+
+
+@pytest.mark.parametrize(
+    ("module_name", "kernel"),
+    [("svmgeo.gd._numba", "advance"), ("svmgeo.analysis._enumerate_fast", "leaf_batch")],
+)
+def test_cache_directory_follows_svmgeo_cache_dir(
+    tmp_path: Path, module_name: str, kernel: str
+) -> None:
+    code = f"import {module_name} as m; print(m.{kernel}._cache._cache_path)"
+    env = {**os.environ, "SVMGEO_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert Path(out).is_relative_to(tmp_path / "numba"), out
+
+
+def test_no_module_declares_its_own_numba_cache() -> None:
+    """A kernel declared with ``numba.njit(cache=True)`` would cache next to its source file,
+    inside the installed package; every kernel goes through :func:`svmgeo._jit.njit`."""
+    package = Path(svmgeo.__file__).resolve().parent
+    offenders = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "cache=True" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
