@@ -144,7 +144,7 @@ def test_train_optimizer_mirror_is_train_mirror() -> None:
     )
     d = train_mirror(data, exponent=3.0, n_steps=40, normalized=True, backend="numba")
     np.testing.assert_array_equal(c.W, d.W)
-    assert not np.allclose(c.W, a.W)
+    assert np.abs(c.W - a.W).max() > 1e-3 * np.abs(a.W).max()  # the normalized run differs
 
 
 @pytest.mark.parametrize(

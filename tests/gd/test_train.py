@@ -89,7 +89,7 @@ def test_kq_run_reports_factors_and_their_product(m: int) -> None:
     again = sg.train(data, param="KQ", m=m, init=("random", 0.1), seed=0, n_steps=200)
     np.testing.assert_array_equal(again.W, run.W)
     other = sg.train(data, param="KQ", m=m, init=("random", 0.1), seed=1, n_steps=200)
-    assert not np.allclose(other.K, run.K)
+    assert np.abs(other.K - run.K).max() > 1e-3 * np.abs(run.K).max()  # another seed, another start
 
 
 def test_given_initialization_is_used() -> None:
