@@ -800,10 +800,16 @@ def test_ntp_verify_without_graph_edges_is_not_a_zero_division() -> None:
     from svmgeo.ntp import verify_ntp_training
 
     data = sg.NextTokenData([[0, 0], [1, 1]], [0, 1], np.eye(3))
-    try:
-        verify_ntp_training(data, n_steps=5)
-    except SvmgeoError:
-        pass  # a clear refusal is fine; ZeroDivisionError is not
+    report = verify_ntp_training(data, n_steps=5)
+    # each context holds only its label: the gradient is zero at W = 0 and GD stops at once
+    assert report.run.status is StopStatus.STATIONARY and report.steps.tolist() == [0]
+    assert report.acyclic and report.n_margin_rows == report.n_equality_rows == 0
+    assert report.svm.success and report.fin_success
+    np.testing.assert_array_equal(report.W_svm, 0.0)
+    np.testing.assert_array_equal(report.W_fin, 0.0)
+    # no direction is predicted (W_svm = 0): corr_svm is NaN and R = 0, as documented
+    assert np.isnan(report.corr_svm).all()
+    np.testing.assert_array_equal(report.R, 0.0)
 
 
 # study: valid degenerate data give verified answers
