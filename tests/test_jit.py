@@ -15,7 +15,7 @@ pytest.importorskip("numba")
 import svmgeo
 from svmgeo._jit import cache_dir
 
-COMPILED_MODULES = ("svmgeo.gd._numba", "svmgeo.analysis._enumerate_fast")
+COMPILED_MODULES = ("svmgeo.gd._numba", "svmgeo.gd._numba_lanes", "svmgeo.analysis._enumerate_fast")
 
 
 def _dispatchers(module_name: str) -> dict[str, object]:

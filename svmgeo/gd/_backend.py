@@ -20,7 +20,7 @@ from .._errors import BackendError
 from ..losses import LossSpec, check_user_loss, warn_nonnegative_derivative
 from . import _xp
 from ._config import GDConfig
-from ._problem import LINEAR_HEAD, SCORES_HEAD, SOFTMAX_ATT, Problem
+from ._problem import CONCAVE_HEAD, LINEAR_HEAD, SCORES_HEAD, SOFTMAX_ATT, Problem
 
 __all__ = [
     "Kernels",
@@ -203,6 +203,9 @@ class NumbaKernels(Kernels):
         # copies: the state stays immutable
         P1, P2, head = (np.array(A, dtype=np.float64, order="C", copy=True) for A in (P1, P2, head))
         is_kq, loss_id, log_tol = _options(cfg)
+        if lanes_fit(P, cfg):
+            _advance_lanes(P, P1, head, status, steps, n, cfg, log_tol)
+            return P1, P2, head
         opts = (
             P.head_id,
             compiled_loss(loss_id),
@@ -228,6 +231,63 @@ class NumbaKernels(Kernels):
                 )
                 steps[b] += taken
         return P1, P2, head
+
+
+def lanes_fit(P: Problem, cfg: GDConfig) -> bool:
+    """Does the lane kernel (:mod:`svmgeo.gd._numba_lanes`) run this batch? Softmax attention,
+    ``param="W"``, a linear or concave head not trained, a built-in loss, instances on the
+    scalar kernel's small-instance branch (their :func:`~svmgeo.gd._numba.layout` is empty)
+    and at least one full group; there its trajectories are the scalar kernel's bit for bit."""
+    from ._numba_lanes import LANES
+
+    return (
+        P.att_id == SOFTMAX_ATT
+        and cfg.param == "W"
+        and not cfg.train_head
+        and P.head_id in (LINEAR_HEAD, CONCAVE_HEAD)
+        and isinstance(cfg.loss, str)
+        and P.B >= LANES
+        and _prob(P)[10].shape[1] == 0
+    )
+
+
+#: The lane layouts of each problem (:func:`svmgeo.gd._numba_lanes.lane_layout`), built once.
+_LANE_LAYOUTS: weakref.WeakKeyDictionary[Problem, tuple[np.ndarray, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _advance_lanes(
+    P: Problem,
+    P1: np.ndarray,
+    head: np.ndarray,
+    status: np.ndarray,
+    steps: np.ndarray,
+    n: int,
+    cfg: GDConfig,
+    log_tol: float,
+) -> None:
+    """Up to ``n`` steps of every running instance on the lane kernel, in place."""
+    from ._numba_lanes import advance_lanes, lane_head, lane_layout, run_group
+
+    lay = _LANE_LAYOUTS.get(P)
+    if lay is None:
+        lay = _LANE_LAYOUTS[P] = lane_layout(P.X, P.U, P.Z, P.Y, P.vis, P.lam, P.max_norm)
+    opts = (
+        _xp.loss_key(cfg.loss),
+        bool(cfg.normalized),
+        bool(cfg.log_domain),
+        float(cfg.step_size),
+        float(cfg.ridge),
+        float(log_tol),
+        float(cfg.eps_blocks[0]),
+    )
+    hv = lane_head(head)
+    if _parallel(P, n):
+        advance_lanes(lay, hv, P1, status, steps, opts, n)
+    else:  # one thread: no parallel region to start
+        for g in range(lay[0].shape[0]):
+            run_group(g, lay, hv, P1, status, steps, opts, n)
 
 
 # Instance-steps below which one call runs on one thread: starting a parallel region costs

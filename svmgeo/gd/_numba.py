@@ -877,15 +877,13 @@ def _norm_bound(top, size):
     return 1.001 * top * math.sqrt(size)
 
 
-@njit()
-def _combine(M, A, rho, P, D):
-    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns (c, ||D||)
-    (:func:`_norm` of D, its maximum taken in the pass that writes D)."""
-    nA = _norm(A)
+@njit(inline="always")
+def _combine_factors(M, nA, rho, nP):
+    """(c, f_a, f_b) of :func:`_combine` from ``nA`` = ||A|| and ``nP`` = ||P|| (read only when
+    ``rho > 0``): D = f_a A + f_b P."""
     la = M + math.log(nA) if nA > 0.0 else _NEG_INF
     lb = _NEG_INF
     if rho > 0.0:
-        nP = _norm(P)
         if nP > 0.0:
             lb = math.log(rho) + math.log(nP)
     c = max(la, lb)
@@ -896,6 +894,15 @@ def _combine(M, A, rho, P, D):
             fa = math.exp(M - c)
         if lb > _NEG_INF:
             fb = rho * math.exp(-c)
+    return c, fa, fb
+
+
+@njit()
+def _combine(M, A, rho, P, D):
+    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns (c, ||D||)
+    (:func:`_norm` of D, its maximum taken in the pass that writes D)."""
+    nA = _norm(A)
+    c, fa, fb = _combine_factors(M, nA, rho, _norm(P) if rho > 0.0 else 0.0)
     Df = D.reshape(-1)
     Af = A.reshape(-1)
     Pf = P.reshape(-1)
@@ -935,6 +942,41 @@ def _block_log_norm(c, nD):
     return c + math.log(nD) if nD > 0.0 else _NEG_INF
 
 
+@njit(inline="always")
+def _log_norm3(l1, l2, l3):
+    r""":math:`\log \sqrt{e^{2 l_1} + e^{2 l_2} + e^{2 l_3}}` (the gradient's log-norm from its
+    blocks'), -inf when every block's is."""
+    top = max(l1, max(l2, l3))
+    if top > _NEG_INF:
+        return top + 0.5 * math.log(
+            math.exp(2.0 * (l1 - top)) + math.exp(2.0 * (l2 - top)) + math.exp(2.0 * (l3 - top))
+        )
+    return _NEG_INF
+
+
+@njit(inline="always")
+def _move_scale(c, nD, glog, normalized, log_domain, eps):
+    """(whether a block moves, its step's scale) from its ``D`` (log-scale ``c``, norm ``nD``),
+    the gradient's log-norm ``glog`` and the block's ε: W <- W - eta scale D."""
+    move = False
+    scale = 0.0
+    if normalized and log_domain:
+        move = nD > 0.0
+        scale = 1.0 / nD if move else 0.0
+        if move and eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
+            x = math.log(eps) - c - math.log(nD)
+            scale *= 1.0 / (1.0 + math.exp(x)) if x < 709.0 else 0.0
+            move = scale > 0.0
+    elif normalized:
+        gn = math.exp(c) * nD if c > _NEG_INF else 0.0
+        move = gn >= UNDERFLOW
+        scale = math.exp(c) / (gn + eps) if move else 0.0
+    else:
+        move = glog > _NEG_INF and math.exp(glog) >= UNDERFLOW
+        scale = math.exp(c) if (move and c > _NEG_INF) else 0.0
+    return move, scale
+
+
 @njit(inline="always")  # a separate call, with its tuples of arrays, cost ~10 % of a step
 def _step(P, G, M, opts, lim, work):
     """One step of one instance in place; returns the status code (0: step taken).
@@ -961,13 +1003,7 @@ def _step(P, G, M, opts, lim, work):
     l1 = _block_log_norm(c1, n1)
     l2 = _block_log_norm(c2, n2)
     l3 = _block_log_norm(c3, n3)
-    top = max(l1, max(l2, l3))
-    if top > _NEG_INF:
-        glog = top + 0.5 * math.log(
-            math.exp(2.0 * (l1 - top)) + math.exp(2.0 * (l2 - top)) + math.exp(2.0 * (l3 - top))
-        )
-    else:
-        glog = _NEG_INF
+    glog = _log_norm3(l1, l2, l3)
     any_move = False
     # per new parameter: its largest |entry| (as a bit pattern) and whether one is NaN,
     # taken in the pass that writes it (as _abs_max would find them)
@@ -982,22 +1018,7 @@ def _step(P, G, M, opts, lim, work):
         c = c1 if f == 0 else (c2 if f == 1 else c3)
         nD = n1 if f == 0 else (n2 if f == 1 else n3)
         eps = eps1 if f == 0 else (eps2 if f == 1 else eps3)
-        move = False
-        scale = 0.0
-        if normalized and log_domain:
-            move = nD > 0.0
-            scale = 1.0 / nD if move else 0.0
-            if move and eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
-                x = math.log(eps) - c - math.log(nD)
-                scale *= 1.0 / (1.0 + math.exp(x)) if x < 709.0 else 0.0
-                move = scale > 0.0
-        elif normalized:
-            gn = math.exp(c) * nD if c > _NEG_INF else 0.0
-            move = gn >= UNDERFLOW
-            scale = math.exp(c) / (gn + eps) if move else 0.0
-        else:
-            move = glog > _NEG_INF and math.exp(glog) >= UNDERFLOW
-            scale = math.exp(c) if (move and c > _NEG_INF) else 0.0
+        move, scale = _move_scale(c, nD, glog, normalized, log_domain, eps)
         any_move = any_move or move
         Df = D.reshape(-1)
         Pv = Pf.reshape(-1)
