@@ -15,7 +15,7 @@ rows per query. The dual of Att-SVM(α) is
 solved for a whole batch of selections by the primal-dual active-set method of
 :func:`svmgeo.solve_svm`'s fast path (make the working set :math:`S` tight with a Cholesky
 factor of :math:`G_{SS}`, drop rows with a negative multiplier, add violated rows, with the
-same thresholds), in a compiled loop. Selections come in lexicographic order, so neighbours
+same thresholds), in a compiled loop: :func:`svmgeo._active_set.active_set`. Selections come in lexicographic order, so neighbours
 differ in the last queries only: each solve starts from the previous selection's final working
 set (the last query's rows from the last selection with the same token there) and, when that
 does not settle, from "every row tight".
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._active_set import active_set, cholesky_solve
 from .._jit import njit
 
 __all__ = ["RowTable", "leaf_batch", "prefix_point"]
@@ -132,89 +133,6 @@ def _gram(rows, H, start, N, G):  # pragma: no cover - compiled
 
 
 @njit()
-def _cholesky_solve_ones(M, x):  # pragma: no cover - compiled
-    """Solve M x = 1 by Cholesky, M overwritten; False when a pivot is not clearly positive
-    (below 1e-12 of its diagonal entry: singular to working precision)."""
-    k = M.shape[0]
-    for j in range(k):
-        diag = M[j, j]
-        s = diag
-        for p in range(j):
-            s -= M[j, p] * M[j, p]
-        if not s > 1e-12 * diag:
-            return False
-        r = np.sqrt(s)
-        M[j, j] = r
-        for i in range(j + 1, k):
-            t = M[i, j]
-            for p in range(j):
-                t -= M[i, p] * M[j, p]
-            M[i, j] = t / r
-    for i in range(k):  # L y = 1
-        t = 1.0
-        for p in range(i):
-            t -= M[i, p] * x[p]
-        x[i] = t / M[i, i]
-    for i in range(k - 1, -1, -1):  # Lᵀ x = y
-        t = x[i]
-        for p in range(i + 1, k):
-            t -= M[p, i] * x[p]
-        x[i] = t / M[i, i]
-    return True
-
-
-@njit()
-def _active_set(G, S, lam, max_rounds):  # pragma: no cover - compiled
-    """Primal-dual active set on max 1ᵀλ − ½λᵀGλ, λ ≥ 0, from working set S (updated).
-
-    The rules and thresholds of svmgeo's ``polish_active_set``: every row of S tight (else
-    fail), drop rows with λ_j < −1e-12 max(1, max|λ|), add rows with Gλ < 1 − 1e-10.
-    """
-    N = G.shape[0]
-    idx = np.empty(N, dtype=np.int64)
-    M = np.empty((N, N))
-    x = np.empty(N)
-    m = np.empty(N)
-    for _ in range(max_rounds):
-        k = 0
-        for j in range(N):
-            if S[j]:
-                idx[k] = j
-                k += 1
-        for a in range(k):
-            for b in range(k):
-                M[a, b] = G[idx[a], idx[b]]
-        if not _cholesky_solve_ones(M[:k, :k], x[:k]):
-            return False
-        lam[:] = 0.0
-        for a in range(k):
-            lam[idx[a]] = x[a]
-        scale = 1.0
-        for j in range(N):
-            s = 0.0
-            for p in range(k):
-                s += G[j, idx[p]] * x[p]
-            m[j] = s
-            scale = max(scale, abs(lam[j]))
-        changed = False
-        for j in range(N):
-            if S[j]:
-                if abs(m[j] - 1.0) > 1e-10:
-                    return False  # the rows of S cannot all be tight
-                if lam[j] < -1e-12 * scale:
-                    S[j] = False
-                    changed = True
-            elif m[j] < 1.0 - 1e-10:
-                S[j] = True
-                changed = True
-        if not changed:
-            for j in range(N):
-                lam[j] = max(lam[j], 0.0)
-            return True
-    return False
-
-
-@njit()
 def _point(rows, Z, offsets, n_units, lam, W):  # pragma: no cover - compiled
     """W = Σ_j λ_j a_j b_jᵀ = Σ_u (Σ_{j of u} λ_j a_j) z_uᵀ over the first ``n_units`` queries."""
     d = rows.shape[1]
@@ -266,7 +184,7 @@ def prefix_point(A, sizes, offsets, Z, H, sel, row_scale, W):  # pragma: no cove
     G = np.empty((N, N))
     _gram(rows, H, 0, N, G)
     lam = np.empty(N)
-    if not _cholesky_solve_ones(G, lam):
+    if not cholesky_solve(G, np.ones(N), lam):
         return False
     _point(rows, Z, offsets, D, lam, W)
     m = np.empty(N)
@@ -323,10 +241,10 @@ def leaf_batch(
         last = s_b[D - 1]
         for j in range(N):
             S[j] = warm[j] if j < first_last else memo[last, j]
-        ok = _active_set(G, S, lam, max_rounds)
+        ok = active_set(G, S, lam, max_rounds) > 0
         if not ok:
             S[:] = True
-            ok = _active_set(G, S, lam, max_rounds)
+            ok = active_set(G, S, lam, max_rounds) > 0
         verdict[b] = UNSETTLED
         if not ok:
             continue
