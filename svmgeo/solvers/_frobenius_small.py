@@ -94,9 +94,9 @@ _DGEMM = scipy_routine("blas", "dgemm", 13)
 @njit()
 def _syrk(X):  # pragma: no cover - compiled
     r""":math:`XX^\top` by BLAS ``dsyrk``, its upper triangle only (C order; the lower one is
-    left 0): the call numpy's ``X @ X.T`` makes (row-major, upper), so the same bits."""
+    left unset): the call numpy's ``X @ X.T`` makes (row-major, upper), so the same bits."""
     n, d = X.shape
-    out = np.zeros((n, n))
+    out = np.empty((n, n))  # beta = 0: dsyrk sets the triangle it writes
     ints = np.empty(3, dtype=np.int32)
     ints[0] = n
     ints[1] = d
