@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-r"""The small dense Frobenius Att-SVM, compiled: feasibility, its exact proof, the solve and the
-certificate of :func:`~svmgeo.solve_svm` in three numba kernels and one result assembly.
+r"""The small dense Frobenius Att-SVM, compiled: the feasibility check's route of every row
+tight with its exact proof, and the active-set polish with its certificate, in numba kernels.
 
 .. math::
 
@@ -11,31 +11,33 @@ certificate of :func:`~svmgeo.solve_svm` in three numba kernels and one result a
 
 For N of a few hundred rows, most of the Python path's time is per-call overhead (about a
 thousand Python calls and sixty numpy reductions per solve at N = 108), not arithmetic. Here
-the same steps run compiled, each a transcription of the Python step named beside it, with the
-same decisions and thresholds:
+the steps of its common case run compiled, each a transcription of the Python step named
+beside it, with the same decisions and thresholds, called from inside the Python functions
+(:attr:`~._geometry.RowGeometry.compiled`: a Gram representation of at most
+:data:`~._geometry.COMPILED_UP_TO` rows):
 
-1. :func:`feasible_point` — G, its Cholesky factor (LAPACK ``dpotrf``, as
-   :meth:`~._geometry.RowGeometry.full_factor`), every row tight
-   (:math:`\lambda_0 = G^{-1}\mathbf 1`, :meth:`~._geometry.RowGeometry.tight`), the point
-   :math:`W_0 = \sum_j \lambda_{0j} a_j b_j^\top` lifted onto the rows and verified
-   (:func:`~._feasibility._rescale_point`);
-2. :func:`margins_beyond_rounding` — the exact proof's float screen
-   (:func:`~._exact._margins_beyond_rounding`: every margin of the point exceeds a rigorous
-   bound on its rounding error, so every exact margin is positive);
-3. :func:`polish_and_certify` — the active set from every row tight
-   (:func:`~._qp.polish_active_set`: its first round is :math:`\lambda_0`, the later ones
-   :func:`svmgeo._active_set.active_set` with LAPACK's factor and the polish's accuracy test),
-   the lifted KKT pair (:func:`~._certificates.lift_kkt_pair`) and the residuals of
-   :func:`~._certificates.frobenius_certificate`.
+* :func:`tight_verdict`, the first route of :func:`~._feasibility.check_feasibility`:
+  :func:`feasible_point` forms G (the BLAS call of numpy's ``A @ A.T``), its Cholesky factor
+  (LAPACK ``dpotrf``, as :meth:`~._geometry.RowGeometry.full_factor`), every row tight
+  (:math:`\lambda_0 = G^{-1}\mathbf 1`, :meth:`~._geometry.RowGeometry.tight`) and the point
+  :math:`W_0 = \sum_j \lambda_{0j} a_j b_j^\top` lifted onto the rows and verified
+  (:func:`~._feasibility._rescale_point`); :func:`margins_beyond_rounding` is the exact proof's
+  float screen (:func:`~._exact._margins_beyond_rounding`);
+* :func:`polished`, the fast path of :func:`~._frobenius.solve_frobenius`:
+  :func:`polish_and_certify` runs the active set from every row tight
+  (:func:`~._qp.polish_active_set`: its first round is :math:`\lambda_0`, the later ones
+  :func:`svmgeo._active_set.active_set` with LAPACK's factor and the polish's accuracy test),
+  the lifted KKT pair (:func:`~._certificates.lift_kkt_pair`) and the residuals of
+  :func:`~._certificates.frobenius_certificate`.
 
-Whenever a step would leave the Python path's common case — rows that are not all margin rows
-with :math:`c_j = 1`, a zero or round-off row, G not positive definite, a point that does not
-verify, a margin the screen cannot decide, a round that is inconsistent, inaccurate or does not
-settle in 8, a certificate that fails, rows that :func:`~._norms.row_scale` would rescale —
-:func:`solve_small` returns None and :func:`~svmgeo.solve_svm` runs the Python path from the
-start, so those cases give the Python path's result. Where both paths run, every status,
-message, proof, solver, round count and certificate verdict is the same, and W, λ, the margins
-and the residuals agree to round-off (their sums are taken in another order).
+Whenever a step would leave the Python path's common case — rows that are not all float64
+margin rows with :math:`c_j = 1`, a zero or round-off row, G not positive definite, a point
+that does not verify, a margin the screen cannot decide, a round that is inconsistent,
+inaccurate or does not settle in 8, a certificate that fails — the route returns None and the
+Python code after it decides, on the G, factor and :math:`\lambda_0` the route handed to the
+geometry (the same bits: the same BLAS and LAPACK calls). Where a route answers, every status,
+message, proof, solver, round count and certificate verdict is the Python path's, and W, λ, the
+margins and the residuals agree to round-off (some sums are taken in another order).
 """
 
 from __future__ import annotations
@@ -500,13 +502,15 @@ def _residuals(A, Q, inv, grouped, W, lam, m):  # pragma: no cover - compiled
     return out
 
 
-def _queries(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(Q, each row's index into Q, whether rows share queries): ``cs.query_groups``, or every
-    row its own (Q = B)."""
+def _rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+    """(A, Q, each row's index into Q, whether rows share queries), C-ordered float64 (the BLAS
+    calls read them so): ``cs.query_groups``, or every row its own query (Q = B); None for rows
+    of another dtype, which the Python path computes in their own precision."""
+    if cs.A.dtype != np.float64 or cs.B.dtype != np.float64:
+        return None
     groups = cs.query_groups
-    if groups is None:
-        return cs.B, np.arange(cs.N), False
-    return groups[0], groups[1], True
+    Q, inv = (cs.B, np.arange(cs.N)) if groups is None else groups
+    return np.ascontiguousarray(cs.A), np.ascontiguousarray(Q), inv, groups is not None
 
 
 def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityResult | None:
@@ -517,10 +521,13 @@ def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityRes
     G, factor and :math:`\lambda_0` adopted by ``geo``: the same bits). ``start`` is the
     check's ``perf_counter`` start."""
     cs = geo.cs
-    Q, inv, grouped = _queries(cs)
+    arrays = _rows(cs)
+    if arrays is None:
+        return None
+    A, Q, inv, grouped = arrays
     na, nb = cs._row_norms
     verdict, G, F, lam0, point, residual = feasible_point(
-        cs.A, Q, inv, grouped, cs._margin_rows, cs.rhs, na, nb, _ULPS, _DECADES
+        A, Q, inv, grouped, cs._margin_rows, cs.rhs, na, nb, _ULPS, _DECADES
     )
     if verdict == NOT_DEFINITE:
         geo.adopt(G)
@@ -574,9 +581,12 @@ def polished(
     if lam0 is None:
         return None
     cs = geo.cs
-    Q, inv, grouped = _queries(cs)
+    arrays = _rows(cs)
+    if arrays is None:
+        return None
+    A, Q, inv, grouped = arrays
     rounds, W, lam, margins, res = polish_and_certify(
-        cs.A, Q, inv, grouped, cs._margin_rows, cs.rhs, geo.G, lam0, tol, _ULPS
+        A, Q, inv, grouped, cs._margin_rows, cs.rhs, geo.G, lam0, tol, _ULPS
     )
     if rounds == 0:
         return None

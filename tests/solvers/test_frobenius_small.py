@@ -33,6 +33,13 @@ def _tied(seed: int) -> sg.ConstraintSet:
     return sg.att_svm_constraints(sg.TokenData(X, Z=base.Z, v=base.v, Y=base.Y), alpha)
 
 
+def _fortran(cs: sg.ConstraintSet) -> sg.ConstraintSet:
+    """The same rows held in Fortran order (the kernels' BLAS calls read C-ordered copies)."""
+    A, B = np.asfortranarray(cs.A), np.asfortranarray(cs.B)
+    A.flags.writeable = B.flags.writeable = False
+    return dataclasses.replace(cs, A=A, B=B)
+
+
 CASES = {
     "(12, 10, 20)": lambda: _att(12, 10, 20, 0),
     "(20, 10, 20) seed 1": lambda: _att(20, 10, 20, 1),
@@ -40,6 +47,7 @@ CASES = {
     "n_queries 3": lambda: _att(6, 6, 12, 3, n_queries=3),
     "causal, every query": lambda: _att(4, 6, 10, 4, query="all", mask="causal"),
     "rows without tokens": lambda: dataclasses.replace(_att(8, 6, 12, 5), tokens=None),
+    "rows in Fortran order": lambda: _fortran(_att(8, 6, 12, 8)),
     "low d (some infeasible)": lambda: _att(12, 6, 3, 6),
     "tied tokens (singular G)": lambda: _tied(7),
 }
