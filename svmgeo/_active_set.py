@@ -199,7 +199,7 @@ def active_set(G, S, lam, max_rounds, lapack):  # pragma: no cover - compiled
     x = np.empty(N)
     m = np.empty(N)
     for rounds in range(1, max_rounds + 1):
-        k = 0
+        k = np.int64(0)  # not a literal: one compiled signature of the callees
         for j in range(N):
             if S[j]:
                 idx[k] = j

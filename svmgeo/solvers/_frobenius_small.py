@@ -143,17 +143,6 @@ def _gram(A, Q, inv):  # pragma: no cover - compiled
 
 
 @njit()
-def _transpose(X):  # pragma: no cover - compiled
-    """:math:`X^\top`, C-ordered (rows of X as its contiguous columns)."""
-    n, d = X.shape
-    XT = np.empty((d, n))
-    for i in range(n):
-        for t in range(d):
-            XT[t, i] = X[i, t]
-    return XT
-
-
-@njit()
 def _frobenius_distance(W, V, scale):  # pragma: no cover - compiled
     r""":math:`\|W - \mathrm{scale}\,V\|_F` (the norm of W itself with scale 0)."""
     total = 0.0
@@ -222,14 +211,14 @@ def _adjoint(A, Q, inv, lam, grouped):  # pragma: no cover - compiled
         for j in range(N):
             for t in range(d):
                 X[j, t] = lam[j] * Q[j, t]
-        return _gemm_tn(A, X)
+        return _gemm_tn(A.copy(), X)  # writable operands, as below: one compiled signature
     C = np.zeros((Q.shape[0], d))
     for j in range(N):
         row = C[inv[j]]
         lj = lam[j]
         for t in range(d):
             row[t] += lj * A[j, t]
-    return _gemm_tn(C, Q)
+    return _gemm_tn(C, Q.copy())
 
 
 @njit()
@@ -510,7 +499,11 @@ def _rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] 
         return None
     groups = cs.query_groups
     Q, inv = (cs.B, np.arange(cs.N)) if groups is None else groups
-    return np.ascontiguousarray(cs.A), np.ascontiguousarray(Q), inv, groups is not None
+    A, Q = np.ascontiguousarray(cs.A), np.ascontiguousarray(Q)
+    if Q.flags.writeable:  # a read-only view, as A is: one compiled signature for both
+        Q = Q.view()
+        Q.flags.writeable = False
+    return A, Q, inv, groups is not None
 
 
 def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityResult | None:
