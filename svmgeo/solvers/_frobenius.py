@@ -163,7 +163,7 @@ def solve_frobenius(
         solver = "svmgeo-warm-start"
     if geo.kind == "dual" and not settled:
         # fast path: primal-dual active set from "every row tight"
-        if geo.compiled:  # compiled (None: the Python polish decides)
+        if geo.compiled and warm_start is None:  # compiled (None: the Python polish decides)
             from ._frobenius_small import polished  # lazily: it imports numba
 
             if (answer := polished(geo, tol, start, extras)) is not None:
