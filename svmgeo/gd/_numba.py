@@ -1086,7 +1086,7 @@ def _with_head(inst, v):
     return (X, U, Z, Y, vis, v, hV, hw, lam, C, XT, UT, ZT)
 
 
-@njit()
+@njit(inline="always")  # inlined in the range kernel: one linking of the kernels fewer
 def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 

@@ -645,7 +645,7 @@ def _step_lanes(P, G, M, opts, lim, run, work, size):
         vstore(P, e * L, where(keep, vload(N, e * L), vload(P, e * L)))
 
 
-@njit()
+@njit(inline="always")  # inlined in the range kernel: one linking of the kernels fewer
 def run_group(g, lay, hv, P1, status, steps, opts, n_steps):
     """Up to ``n_steps`` steps of the instances ``g L, ..., g L + L - 1`` (those below B and
     running: status 0) of the lane layout ``lay`` (:func:`lane_layout`), with the head ``hv``
