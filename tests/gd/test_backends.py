@@ -126,7 +126,7 @@ def test_importing_svmgeo_does_not_import_cupy() -> None:
 
 
 def test_parallel_kernels_equal_serial_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    """prange over instances (advance, grad_batch) gives what one thread gives."""
+    """Threads over instances (advance, grad_batch) give what one thread gives."""
     import numba
 
     from svmgeo.gd import _backend
