@@ -404,14 +404,14 @@ def in_threads(kernel: Any, n_items: int, parallel: bool, *args: Any) -> None:
     if not parallel or threads < 2 or n_items < 2:
         kernel(*args, 0, n_items)
         return
-    key = (os.getpid(), threads)
-    pool = _POOLS.get(key)
-    if pool is None:
-        from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
-        pool = _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="svmgeo-gd")
+    key = (os.getpid(), threads)
+    if key not in _POOLS:
+        _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="svmgeo-gd")
+    pool: ThreadPoolExecutor = _POOLS[key]
     chunks = min(n_items, 4 * threads)
     edges = [n_items * k // chunks for k in range(chunks + 1)]
-    futures = [pool.submit(kernel, *args, lo, hi) for lo, hi in itertools.pairwise(edges)]
+    futures = [pool.submit(kernel, *(*args, lo, hi)) for lo, hi in itertools.pairwise(edges)]
     for future in futures:
         future.result()
