@@ -91,7 +91,7 @@ def _svmgeo_cases(n_single: dict[tuple[int, int, int], int], B: int, n_batch: in
         if threads > numba.config.NUMBA_NUM_THREADS:
             continue
         numba.set_num_threads(threads)
-        # warm up on the parallel path too (B x steps >= 10,000 runs the prange kernel)
+        # warm up on the parallel path too (B x steps >= 10,000 runs on several threads)
         sg.train_batch(datasets[:50], **{**kw, "n_steps": 200, "record_every": 200})
         c = time.process_time()
         runs = sg.train_batch(datasets, **kw)

@@ -9,7 +9,7 @@
    108 rows: the compiled small path's kernels), the first ``train`` (one (6, 8, 10)
    instance, seed 0, 100 steps) and the first
    ``train_batch`` (1000 such instances, seeds 0-999, 200 steps recorded every 20: the steps run
-   in the ``prange`` kernel over instances), each in a fresh process: cold
+   on several threads, svmgeo.gd._backend.in_threads), each in a fresh process: cold
    (an empty compiled-kernel cache, ``SVMGEO_CACHE_DIR`` a new temporary directory) and warm
    (a second process on the cache the cold one wrote). Each process also times a second,
    identical call, so that first - second is the compile (or the cache load, with the import of

@@ -161,7 +161,7 @@ def _cases() -> dict[str, np.ndarray]:
         extra = {"exponent": 1.5} if opt == "mirror" else {}
         keep(f"opt_{opt}", sg.train(d6, optimizer=opt, n_steps=1000, backend="numba",
                                     record_every=250, **extra))  # fmt: skip
-    # batches: one thread and the prange kernels on two
+    # batches: one thread and two (svmgeo.gd._backend.in_threads)
     datasets = [sg.random_data(6, 8, 10, seed=b) for b in range(40)]
     for threads in (1, 2):
         if threads > numba.config.NUMBA_NUM_THREADS:

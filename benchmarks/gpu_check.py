@@ -5,8 +5,10 @@ with a CUDA GPU and CuPy.
 1. Agreement: the cupy backend reproduces the numba trajectory to <= 1e-10 (relative, float64)
    over 1000 steps: W and (K, Q) parameterizations, linear and ReLU heads, causal mask, plain
    and normalized steps.
-2. Throughput: B = 10^4 instances of (6, 8, 10) in one train_batch call, instance-steps per
-   second for cupy, and numba on all CPU threads in the same run.
+2. Throughput: B = 10^4 instances of (6, 8, 10) in one train_batch call (``--B 10000,100000``
+   for several batch sizes), instance-steps per second for cupy, and numba on all CPU threads
+   in the same run; then one run of (32, 64, 64) and of (8, 128, 256) (``--single``), steps
+   per second for each backend, and their trajectories' largest relative difference.
 3. Dense Frobenius Att-SVM on the GPU: the Gram G = (AAᵀ)∘(BBᵀ) and the working-set method
    ("every row tight", Cholesky of G_SS, drop negative multipliers, add violated rows) in
    CuPy float64, certified on the CPU by svmgeo's ``frobenius_certificate``, side by side with
@@ -17,7 +19,7 @@ with a CUDA GPU and CuPy.
 Exit status: 0 when everything agrees (or when no GPU is present: it then says so and skips),
 1 on a disagreement. Record the printed figures in the docs once measured.
 
-Run:  PYTHONPATH=. python benchmarks/gpu_check.py [--B 10000] [--n-steps 200] [--fro-sizes ...]
+Run:  PYTHONPATH=. python benchmarks/gpu_check.py [--B 10000,100000] [--n-steps 200] [--single ...] [--fro-sizes ...]
 """
 
 from __future__ import annotations
@@ -71,12 +73,36 @@ def throughput(B: int, n_steps: int) -> None:
     datasets = [sg.random_data(6, 8, 10, seed=s) for s in range(B)]
     kw = dict(n_steps=n_steps, record_every=n_steps, record=("loss",))
     for backend in ("cupy", "numba"):
-        sg.train_batch(datasets[:8], backend=backend, **{**kw, "n_steps": 5, "record_every": 5})
+        # warm-up on the whole batch, so the kernels the timed call runs (numba: the parallel
+        # lane kernel, compiled apart from the one-thread path a small batch takes) compile here
+        sg.train_batch(datasets, backend=backend, **{**kw, "n_steps": 5, "record_every": 5})
         runs = sg.train_batch(datasets, backend=backend, **kw)  # type: ignore[arg-type]
         extra = f" ({numba.get_num_threads()} threads)" if backend == "numba" else ""
         print(
             f"{backend}{extra}: {B * n_steps / runs.solve_time:14,.0f} instance-steps/s (B = {B}, {n_steps} steps)"
         )
+
+
+def single_runs(sizes: list[tuple[int, int, int]], n_steps: int) -> bool:
+    """One run of each (n, T, d) on cupy and numba: steps per second and agreement."""
+    ok = True
+    for n, T, d in sizes:
+        data = sg.random_data(n, T, d, seed=0)
+        runs = {}
+        for backend in ("cupy", "numba"):
+            sg.train(data, n_steps=5, record_every=5, backend=backend)  # type: ignore[arg-type]
+            runs[backend] = sg.train(
+                data, n_steps=n_steps, record_every=n_steps // 4, backend=backend
+            )  # type: ignore[arg-type]
+        ref, gpu = runs["numba"], runs["cupy"]
+        err = float(np.abs(gpu.history.W - ref.history.W).max() / np.abs(ref.history.W).max())
+        same = gpu.status is ref.status and gpu.n_steps == ref.n_steps and err <= 1e-10
+        ok = ok and same
+        rates = "  ".join(f"{b} {r.n_steps / r.solve_time:10,.0f} steps/s" for b, r in runs.items())
+        print(
+            f"one run ({n}, {T}, {d}), {n_steps} steps: {rates}  max rel diff {err:.1e}  {'ok' if same else 'FAIL'}"
+        )
+    return ok
 
 
 def dense_working_set(
@@ -159,7 +185,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--B", type=int, default=10_000)
+    parser.add_argument("--B", default="10000", help="batch sizes, ','-separated")
     parser.add_argument("--n-steps", type=int, default=200)
     parser.add_argument("--agree-steps", type=int, default=1000)
     parser.add_argument(
@@ -167,8 +193,14 @@ def main() -> int:
         default="500,20,1000;1000,20,2000;2000,50,1000",
         help="(n, T, d) of the dense Frobenius section, ';'-separated",
     )
+    parser.add_argument(
+        "--single",
+        default="32,64,64;8,128,256",
+        help="(n, T, d) of the one-run section, ';'-separated ('' for none)",
+    )
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in s.split(",")) for s in args.fro_sizes.split(";") if s]
+    singles = [tuple(int(v) for v in s.split(",")) for s in args.single.split(";") if s]
     if not cupy_available():
         try:
             get_cupy()
@@ -179,7 +211,9 @@ def main() -> int:
     props = cp.cuda.runtime.getDeviceProperties(0)
     print(f"GPU: {props['name'].decode()}  CuPy {cp.__version__}")
     ok = agreement(args.agree_steps)
-    throughput(args.B, args.n_steps)
+    for B in (int(b) for b in args.B.split(",")):
+        throughput(B, args.n_steps)
+    ok = single_runs(singles, args.n_steps) and ok  # type: ignore[arg-type]
     ok = frobenius_gpu(sizes) and ok  # type: ignore[arg-type]
     print("PASS" if ok else "FAIL: cupy and numba disagree, or a GPU Frobenius solve failed")
     return 0 if ok else 1

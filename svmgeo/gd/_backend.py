@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import math
 import os
 import weakref
@@ -155,7 +156,8 @@ class Kernels:
 
 
 class NumbaKernels(Kernels):
-    """Compiled kernels: a whole chunk of steps per call, ``prange`` over instances."""
+    """Compiled kernels: a whole chunk of steps per call, instances on several threads
+    (:func:`in_threads`)."""
 
     def grad(self, W: Any, loss_id: _xp.LossKey, log_domain: bool) -> tuple[Any, Any]:
         G, M, _ = self.grads(W, self.problem.hv[:, None, :], loss_id, log_domain, False)
@@ -164,27 +166,18 @@ class NumbaKernels(Kernels):
     def grads(
         self, W: Any, head: Any, loss_id: _xp.LossKey, log_domain: bool, train_head: bool
     ) -> tuple[Any, Any, tuple[Any, Any] | None]:
-        from ._numba import grad_batch, grad_one, kernel_att
+        from ._numba import grad_batch, kernel_att
 
         loss_id = compiled_loss(loss_id)
         W = np.require(W, np.float64, ["C", "W"])
         prob = _prob(self.problem, head)
-        head_id = self.problem.head_id
-        att = kernel_att(self.problem.att_id)
-        if _parallel(self.problem, 1):
-            G, M, Gv, Mv = grad_batch(W, prob, att, head_id, loss_id, log_domain, train_head)
-        else:
-            G = np.empty_like(W)
-            Gv = np.zeros((W.shape[0], 1, self.problem.d_u))
-            M, Mv = np.array(
-                [
-                    grad_one(
-                        W[b], tuple(x[b] for x in prob), att, head_id, loss_id,
-                        log_domain, G[b], train_head, Gv[b, 0],
-                    )
-                    for b in range(W.shape[0])
-                ]
-            ).reshape(-1, 2).T  # fmt: skip
+        B = W.shape[0]
+        G, M = np.empty_like(W), np.empty(B)
+        Gv, Mv = np.zeros((B, 1, self.problem.d_u)), np.empty(B)
+        args = (W, prob, kernel_att(self.problem.att_id), self.problem.head_id, loss_id)
+        in_threads(
+            grad_batch, B, _parallel(self.problem, 1), *args, log_domain, train_head, G, M, Gv, Mv
+        )
         return G, M, ((Gv, Mv) if train_head else None)
 
     def advance(
@@ -197,7 +190,7 @@ class NumbaKernels(Kernels):
         n: int,
         cfg: GDConfig,
     ) -> tuple[Any, Any, Any]:
-        from ._numba import advance, kernel_att, run_one
+        from ._numba import advance, kernel_att
 
         P = self.problem
         # copies: the state stays immutable
@@ -218,18 +211,10 @@ class NumbaKernels(Kernels):
             log_tol,
             *cfg.eps_blocks,
         )
-        prob = _prob(P)
-        lims = P.max_norm
-        att = kernel_att(P.att_id)
-        if _parallel(P, n):
-            advance(P1, P2, head, prob, opts, n, status, steps, lims, att)
-        else:  # one thread: no parallel region to start (and no spinning workers)
-            for b in np.flatnonzero(status == 0):
-                inst = tuple(x[b] for x in prob)
-                status[b], taken = run_one(
-                    P1[b], P2[b], head[b], inst, opts, n, float(lims[b]), att
-                )
-                steps[b] += taken
+        in_threads(
+            advance, P.B, _parallel(P, n), P1, P2, head, _prob(P), opts, n, status, steps,
+            P.max_norm, kernel_att(P.att_id),
+        )  # fmt: skip
         return P1, P2, head
 
 
@@ -268,7 +253,7 @@ def _advance_lanes(
     log_tol: float,
 ) -> None:
     """Up to ``n`` steps of every running instance on the lane kernel, in place."""
-    from ._numba_lanes import advance_lanes, lane_head, lane_layout, run_group
+    from ._numba_lanes import advance_lanes, lane_head, lane_layout
 
     lay = _LANE_LAYOUTS.get(P)
     if lay is None:
@@ -282,12 +267,10 @@ def _advance_lanes(
         float(log_tol),
         float(cfg.eps_blocks[0]),
     )
-    hv = lane_head(head)
-    if _parallel(P, n):
-        advance_lanes(lay, hv, P1, status, steps, opts, n)
-    else:  # one thread: no parallel region to start
-        for g in range(lay[0].shape[0]):
-            run_group(g, lay, hv, P1, status, steps, opts, n)
+    groups = lay[0].shape[0]
+    in_threads(
+        advance_lanes, groups, _parallel(P, n), lay, lane_head(head), P1, status, steps, opts, n
+    )
 
 
 # Instance-steps below which one call runs on one thread: starting a parallel region costs
@@ -297,7 +280,7 @@ _PARALLEL_WORK = 10_000
 
 
 def _parallel(P: Problem, n_steps: int) -> bool:
-    """Use the ``prange`` kernels for ``n_steps`` steps of every instance?"""
+    """Run ``n_steps`` steps of every instance on several threads (:func:`in_threads`)?"""
     import numba
 
     return P.B > 1 and P.B * n_steps >= _PARALLEL_WORK and numba.get_num_threads() > 1
@@ -399,3 +382,36 @@ def get_kernels(name: str, problem: Problem) -> Kernels:
     if name == "numpy":
         return Kernels(name, problem, np)
     return Kernels(name, problem, get_cupy())
+
+
+#: in_threads' ThreadPoolExecutor of each (process, thread count), made on first use: a
+#: forked child makes pools of its own (the parent's threads do not exist in it).
+_POOLS: dict[tuple[int, int], Any] = {}
+
+
+def in_threads(kernel: Any, n_items: int, parallel: bool, *args: Any) -> None:
+    """``kernel(*args, lo, hi)`` over the items ``0, ..., n_items - 1``: in this thread when
+    not ``parallel``, else as contiguous ranges (up to four per thread, taken in turn) on
+    :func:`numba.get_num_threads` threads at once. The kernels release the GIL
+    (``nogil=True``) and write disjoint items, so every item gets the bits one thread gives.
+
+    Threads from Python rather than a ``parallel=True`` kernel: numba compiles such a
+    kernel's callees a second time (a cold first parallel ``train_batch`` compiled the GD
+    kernels twice), while these ranges run the one compiled kernel."""
+    import numba
+
+    threads = numba.get_num_threads()
+    if not parallel or threads < 2 or n_items < 2:
+        kernel(*args, 0, n_items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = (os.getpid(), threads)
+    if key not in _POOLS:
+        _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="svmgeo-gd")
+    pool: ThreadPoolExecutor = _POOLS[key]
+    chunks = min(n_items, 4 * threads)
+    edges = [n_items * k // chunks for k in range(chunks + 1)]
+    futures = [pool.submit(kernel, *(*args, lo, hi)) for lo, hi in itertools.pairwise(edges)]
+    for future in futures:
+        future.result()

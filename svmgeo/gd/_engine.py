@@ -348,8 +348,8 @@ def train_batch(
     defaults to the light fields ``BATCH_RECORDS`` (no W snapshots or full probabilities:
     pass ``record=RECORDS`` for them, at B times the memory of one run). ``v``,
     ``V`` and ``init`` arrays may carry a leading B axis (one per instance) or be shared. With
-    ``backend="numba"`` instances run in parallel (``prange``; threads from
-    ``NUMBA_NUM_THREADS`` / :func:`numba.set_num_threads`). Random initializations are drawn
+    ``backend="numba"`` instances run in parallel (as many threads as
+    :func:`numba.get_num_threads` gives: ``NUMBA_NUM_THREADS`` / :func:`numba.set_num_threads`). Random initializations are drawn
     from one generator seeded by ``seed``, instance by instance, so instance 0 matches
     :func:`train` with the same seed.
 

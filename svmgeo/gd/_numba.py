@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 r"""Compiled CPU kernels (numba): the same mathematics as :mod:`svmgeo.gd._xp`, as loops.
 
-:func:`advance` runs many steps for a batch with ``prange`` over instances; each instance
-stops on its own (its status code becomes non-zero). :func:`grad_batch` evaluates
-:math:`(G, M)` with :math:`\nabla L = e^M G` for a batch. See :mod:`svmgeo.gd._xp` for the
+:func:`advance` runs many steps for a range of a batch's instances; each instance stops on
+its own (its status code becomes non-zero). :func:`grad_batch` evaluates :math:`(G, M)` with
+:math:`\nabla L = e^M G` for a range of a batch. Both release the GIL, so
+:func:`svmgeo.gd._backend.in_threads` runs disjoint ranges on several threads at once with
+the same compiled code as one thread (no ``parallel=True`` kernel, which numba would compile
+a second time with every function it calls). See :mod:`svmgeo.gd._xp` for the
 formulas; codes are those of :data:`svmgeo.gd._config.STATUS_CODES`. W has shape
 :math:`(d, d_z)` with :math:`d_z` the queries' width (:math:`d`, or 1 for ``param="p"``).
 The kernels are declared with :func:`svmgeo._jit.njit`, which caches them in svmgeo's user cache
@@ -17,7 +20,7 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import intrinsic, overload
 
 from .._errors import ProblemError
@@ -40,7 +43,6 @@ __all__ = [
     "advance",
     "compile_loss",
     "grad_batch",
-    "grad_one",
     "kernel_att",
     "layout",
     "run_one",
@@ -1084,7 +1086,7 @@ def _with_head(inst, v):
     return (X, U, Z, Y, vis, v, hV, hw, lam, C, XT, UT, ZT)
 
 
-@njit()
+@njit(inline="always")  # inlined in the range kernel: one linking of the kernels fewer
 def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     """Up to ``n_steps`` steps of one instance in place; returns (code, steps taken).
 
@@ -1131,14 +1133,15 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     return 0, n_steps
 
 
-@njit(parallel=True)
-def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims, att):
-    """Advance every running instance (status 0) by up to ``n_steps`` steps, in place.
+@njit(nogil=True)
+def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims, att, lo, hi):
+    """Advance every running instance (status 0) of ``lo, ..., hi - 1`` by up to ``n_steps``
+    steps, in place.
 
     ``prob`` is ``(X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT)`` with a leading batch axis, ``lims`` (B,)
     the instances' largest parameter norms; ``opts`` and ``att`` as in :func:`run_one`.
     """
-    for b in prange(P1.shape[0]):
+    for b in range(lo, hi):
         if status[b] == 0:
             inst = _instance(prob, b)
             code, taken = run_one(P1[b], P2[b], P3[b], inst, opts, n_steps, lims[b], att)
@@ -1146,30 +1149,15 @@ def advance(P1, P2, P3, prob, opts, n_steps, status, steps, lims, att):
             steps[b] += taken
 
 
-@njit()
-def grad_one(W, inst, att, head_id, loss_id, log_domain, G, want_v, Gv):
-    """(G, M) of one instance with the attention map ``att`` (None for softmax,
-    :func:`kernel_att`): G (and the head's Gv with ``want_v``) written in place, ``(M, M_v)``
-    returned."""
-    ws = _workspace(inst)
-    return _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv)
-
-
-@njit(parallel=True)
-def grad_batch(Wall, prob, att, head_id, loss_id, log_domain, want_v):
-    """(G, M, G_v, M_v) for every instance of a batch: G (B, d, d_z), M (B,), G_v
-    (B, 1, d_u), M_v (B,) (``-inf`` unless ``want_v``); ``att`` as in :func:`grad_one`."""
-    B, d = prob[0].shape[0], prob[0].shape[3]
-    du = prob[1].shape[3]
-    Gall = np.empty((B, d, prob[2].shape[3]))
-    Mall = np.empty(B)
-    Gv = np.zeros((B, 1, du))
-    Mv = np.empty(B)
-    for b in prange(B):
+@njit(nogil=True)
+def grad_batch(Wall, prob, att, head_id, loss_id, log_domain, want_v, Gall, Mall, Gv, Mv, lo, hi):
+    """(G, M, G_v, M_v) of the instances ``lo, ..., hi - 1`` of a batch, written into G
+    (B, d, d_z), M (B,), G_v (B, 1, d_u) (zeros unless ``want_v``) and M_v (B,) (``-inf``
+    unless ``want_v``); ``att`` the attention map, None for softmax (:func:`kernel_att`)."""
+    for b in range(lo, hi):
         inst = _instance(prob, b)
         ws = _workspace(inst)
         Mall[b], Mv[b] = _grad_any(
             Wall[b], inst, att, head_id, loss_id, log_domain, Gall[b], ws,
             want_v, Gv[b, 0],
         )  # fmt: skip
-    return Gall, Mall, Gv, Mv

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from llvmlite import ir
-from numba import prange, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
 
@@ -645,7 +645,7 @@ def _step_lanes(P, G, M, opts, lim, run, work, size):
         vstore(P, e * L, where(keep, vload(N, e * L), vload(P, e * L)))
 
 
-@njit()
+@njit(inline="always")  # inlined in the range kernel: one linking of the kernels fewer
 def run_group(g, lay, hv, P1, status, steps, opts, n_steps):
     """Up to ``n_steps`` steps of the instances ``g L, ..., g L + L - 1`` (those below B and
     running: status 0) of the lane layout ``lay`` (:func:`lane_layout`), with the head ``hv``
@@ -714,10 +714,11 @@ def run_group(g, lay, hv, P1, status, steps, opts, n_steps):
                 Pb[e] = W[e * L + j]
 
 
-@njit(parallel=True)
-def advance_lanes(lay, hv, P1, status, steps, opts, n_steps):
-    """:func:`run_group` of every group, ``prange`` over the groups."""
-    for g in prange(lay[0].shape[0]):
+@njit(nogil=True)
+def advance_lanes(lay, hv, P1, status, steps, opts, n_steps, lo, hi):
+    """:func:`run_group` of the groups ``lo, ..., hi - 1``, without the GIL (threads run
+    disjoint ranges at once: :func:`svmgeo.gd._backend.in_threads`)."""
+    for g in range(lo, hi):
         run_group(g, lay, hv, P1, status, steps, opts, n_steps)
 
 

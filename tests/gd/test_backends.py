@@ -126,7 +126,7 @@ def test_importing_svmgeo_does_not_import_cupy() -> None:
 
 
 def test_parallel_kernels_equal_serial_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    """prange over instances (advance, grad_batch) gives what one thread gives."""
+    """Threads over instances (advance, grad_batch) give what one thread gives."""
     import numba
 
     from svmgeo.gd import _backend
@@ -145,6 +145,32 @@ def test_parallel_kernels_equal_serial_ones(monkeypatch: pytest.MonkeyPatch) -> 
     np.testing.assert_array_equal(parallel.history.W, serial.history.W)
     np.testing.assert_array_equal(parallel.history.grad_norm, serial.history.grad_norm)
     assert parallel.status == serial.status
+
+
+def _batch_W(datasets: list[sg.TokenData]) -> np.ndarray:
+    return sg.train_batch(datasets, n_steps=20).W  # type: ignore[return-value]
+
+
+def test_threaded_batches_run_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process forked after a threaded batch (a sweep's local workers) runs threaded batches
+    on threads of its own: the parent's pool threads do not exist in the child."""
+    import multiprocessing
+
+    import numba
+
+    from svmgeo.gd import _backend
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here")
+    monkeypatch.setattr(_backend, "_PARALLEL_WORK", 0)
+    numba.set_num_threads(2)
+    datasets = [sg.random_data(3, 4, 5, seed=s) for s in range(4)]
+    parent = _batch_W(datasets)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child = pool.apply_async(_batch_W, (datasets,)).get(timeout=300)
+    np.testing.assert_array_equal(child, parent)
 
 
 class _NumpyAsDevice:

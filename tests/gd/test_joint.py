@@ -281,7 +281,7 @@ def test_cupy_code_path_with_values_p_and_head(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_batched_parallel_joint_runs_equal_single_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """prange over instances (advance, grad_batch) with values, p, train_head and eps."""
+    """Threads over instances (advance, grad_batch) with values, p, train_head and eps."""
     import numba
 
     from svmgeo.gd import _backend
