@@ -5,7 +5,9 @@
    fresh processes, beside ``python -c "pass"``, ``import numpy``, ``import scipy`` and
    ``from svmgeo import *`` (every public name's module: scipy, the solvers, the analysis) run
    interleaved in the same rounds; the ratios to numpy and scipy are printed.
-2. The first ``train`` (one (6, 8, 10) instance, seed 0, 100 steps) and the first
+2. The first ``solve_svm`` (the Frobenius Att-SVM of ``random_data(12, 10, 20, seed=0)``, N =
+   108 rows: the compiled small path's kernels), the first ``train`` (one (6, 8, 10)
+   instance, seed 0, 100 steps) and the first
    ``train_batch`` (1000 such instances, seeds 0-999, 200 steps recorded every 20: the steps run
    on several threads, svmgeo.gd._backend.in_threads), each in a fresh process: cold
    (an empty compiled-kernel cache, ``SVMGEO_CACHE_DIR`` a new temporary directory) and warm
@@ -16,7 +18,7 @@
    on a shared machine.
 
 Run:  PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python benchmarks/bench_startup.py [--repeats 7]
-      [--no-compile]
+      [--no-compile] [--first solve,train,batch]
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ import json, sys, time
 import svmgeo as sg
 what = sys.argv[1]
 train, train_batch = sg.train, sg.train_batch  # their modules imported before the clock starts
-if what == "train":
+if what == "solve":
+    data = sg.random_data(12, 10, 20, seed=0)
+    args = (sg.att_svm_constraints(data, sg.optimal_tokens(data)),)
+    run = lambda: sg.solve_svm(*args)
+elif what == "train":
     args = (sg.random_data(6, 8, 10, seed=0),)
     run = lambda: train(*args, n_steps=100)
 else:
@@ -99,6 +105,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7, help="fresh processes per import command")
     ap.add_argument("--no-compile", action="store_true", help="skip the first-call compile runs")
+    ap.add_argument(
+        "--first",
+        default="solve,train,batch",
+        help="comma-separated first calls to time: solve, train, batch",
+    )
     args = ap.parse_args()
     env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
     print(f"python {sys.version.split()[0]}; load average at the start: {load()}")
@@ -119,8 +130,13 @@ def main() -> None:
     if args.no_compile:
         return
     print("\nfirst call, fresh process each: wall s / CPU s (second call in brackets)")
-    for what in ("train", "batch"):
-        label = "train (6, 8, 10), 100 steps" if what == "train" else "train_batch 1000 x 200"
+    labels = {
+        "solve": "solve_svm N = 108",
+        "train": "train (6, 8, 10), 100 steps",
+        "batch": "train_batch 1000 x 200",
+    }
+    for what in args.first.split(","):
+        label = labels[what]
         with tempfile.TemporaryDirectory(prefix="svmgeo-cache-") as cache:
             for state in ("cold", "warm"):
                 r = first_call(what, cache, env)

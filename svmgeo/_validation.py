@@ -122,41 +122,51 @@ def check_real(
     """Check that ``value`` is a finite real number in the given interval.
 
     The message follows one template: "The 'step_size' parameter of train must be a float
-    in (0, inf). Got -1 instead."
+    in (0, inf). Got -1 instead." (formatted only when the check fails).
     """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ProblemError(_real_message(value, name, low, high, low_open, high_open, where))
+    x = float(value)
+    if (
+        (not math.isfinite(x) and not (x == high == math.inf or x == low == -math.inf))
+        or (x < low)
+        or (low_open and x == low)
+        or (x > high)
+        or (high_open and x == high)
+    ):
+        raise ProblemError(_real_message(value, name, low, high, low_open, high_open, where))
+    return x
+
+
+def _real_message(
+    value: Any, name: str, low: float, high: float, low_open: bool, high_open: bool, where: str
+) -> str:
+    """:func:`check_real`'s message."""
     left = "(" if low_open else "["
     right = ")" if high_open else "]"
     interval = f"{left}{low:g}, {high:g}{right}"
     owner = f" of {where}" if where else ""
-    template = (
-        f"The {name!r} parameter{owner} must be a float in {interval}. Got {value!r} instead."
-    )
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ProblemError(template)
-    x = float(value)
-    if not math.isfinite(x) and not (x == high == math.inf or x == low == -math.inf):
-        raise ProblemError(template)
-    if (x < low) or (low_open and x == low) or (x > high) or (high_open and x == high):
-        raise ProblemError(template)
-    return x
+    return f"The {name!r} parameter{owner} must be a float in {interval}. Got {value!r} instead."
 
 
 def check_int(
     value: Any, name: str, *, low: int | None = None, high: int | None = None, where: str = ""
 ) -> int:
     """Check that ``value`` is an integer in ``[low, high]`` (bounds optional)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ProblemError(_int_message(value, name, low, high, where))
+    x = int(value)
+    if (low is not None and x < low) or (high is not None and x > high):
+        raise ProblemError(_int_message(value, name, low, high, where))
+    return x
+
+
+def _int_message(value: Any, name: str, low: int | None, high: int | None, where: str) -> str:
+    """:func:`check_int`'s message."""
     owner = f" of {where}" if where else ""
     lo = "-inf" if low is None else str(low)
     hi = "inf" if high is None else str(high)
-    template = (
-        f"The {name!r} parameter{owner} must be an int in [{lo}, {hi}]. Got {value!r} instead."
-    )
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ProblemError(template)
-    x = int(value)
-    if (low is not None and x < low) or (high is not None and x > high):
-        raise ProblemError(template)
-    return x
+    return f"The {name!r} parameter{owner} must be an int in [{lo}, {hi}]. Got {value!r} instead."
 
 
 def check_bool(value: Any, name: str, *, where: str = "") -> bool:

@@ -241,10 +241,10 @@ def leaf_batch(
         last = s_b[D - 1]
         for j in range(N):
             S[j] = warm[j] if j < first_last else memo[last, j]
-        ok = active_set(G, S, lam, max_rounds) > 0
+        ok = active_set(G, S, lam, max_rounds, False) > 0
         if not ok:
             S[:] = True
-            ok = active_set(G, S, lam, max_rounds) > 0
+            ok = active_set(G, S, lam, max_rounds, False) > 0
         verdict[b] = UNSETTLED
         if not ok:
             continue

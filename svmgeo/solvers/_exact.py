@@ -41,7 +41,7 @@ from ._backends import HiGHSBackend
 from ._result import FeasibilityResult
 from ._status import Status
 
-__all__ = ["ExactRows", "meet_margins", "prove_verdict"]
+__all__ = ["SCREEN_PROOF", "ExactRows", "meet_margins", "prove_verdict"]
 
 
 def _ulp_exp(x: np.ndarray) -> int:
@@ -479,6 +479,13 @@ def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
         return bool(np.all(np.isfinite(m)) and np.all(np.isfinite(bound)) and np.all(m > bound))
 
 
+SCREEN_PROOF = (
+    "every margin of the reported W is positive (its float value exceeds a rigorous bound on "
+    "its rounding error), so a positive multiple meets every row"
+)
+"""The proof's account when the float screen (:func:`_margins_beyond_rounding`) decides."""
+
+
 def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
     """Exact margins of the float ``W``; proved when a positive multiple of W meets every row.
 
@@ -489,10 +496,7 @@ def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
     if not np.all(np.isfinite(W)):
         return False, "the point is not finite"
     if _margins_beyond_rounding(rows, W):
-        return True, (
-            "every margin of the reported W is positive (its float value exceeds a rigorous "
-            "bound on its rounding error), so a positive multiple meets every row"
-        )
+        return True, SCREEN_PROOF
     m = rows.margins(W)
     if not _scales(rows.cs, m):
         bad = int(np.count_nonzero(m.signs() <= 0))

@@ -46,9 +46,9 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._exact import prove_verdict
-from ._geometry import RowGeometry, compressed_width, features
+from ._geometry import RowGeometry, compressed_width, dense_dimension, features
 from ._qp import gradient_start, interior_point, polish_active_set
-from ._result import FeasibilityResult, warns_if_inaccurate
+from ._result import EVERY_ROW_TIGHT, FeasibilityResult, warns_if_inaccurate
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -386,6 +386,14 @@ def check_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
+    given = geometry if geometry is not None and geometry.cs is cs else None
+    if given is None and dense_dimension(cs) == N:  # a Gram representation costs nothing yet
+        given = RowGeometry(cs)
+    if given is not None and given.compiled:  # the route of every row tight, compiled
+        from ._frobenius_small import tight_verdict  # lazily: it imports numba
+
+        if (verdict := tight_verdict(given, prove, start)) is not None:
+            return verdict  # else decided below, on the G and factor it adopted
     for exact, lam0 in ((True, zero_row_farkas(cs)), (False, _roundoff_row(cs))):
         if lam0 is None:
             continue
@@ -409,7 +417,7 @@ def check_feasibility(
             residual=0.0 if exact else farkas_residual(cs, lam0),
             solver="svmgeo",
         )
-    geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
+    geo = RowGeometry(cs) if given is None else given
     c = np.asarray(cs.rhs, dtype=float)
 
     def qp_verdict(gradient: bool) -> FeasibilityResult | None:
@@ -437,11 +445,7 @@ def check_feasibility(
             if np.all(np.isfinite(lam)):
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:
-                    return verified(
-                        ok,
-                        "feasible: the rows are linearly independent (every row tight)",
-                        solver="svmgeo-cholesky",
-                    )
+                    return verified(ok, EVERY_ROW_TIGHT, solver="svmgeo-cholesky")
     # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
     # rows): a tiny row must not drown in the tolerances of a large one
     normalized = _normalized_rows(cs)

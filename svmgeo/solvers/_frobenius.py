@@ -55,7 +55,7 @@ from ._certificates import FRO, lift_kkt_pair
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
-from ._result import SVMResult, finish, no_solution
+from ._result import POLISHED, SVMResult, finish, no_solution
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -163,6 +163,11 @@ def solve_frobenius(
         solver = "svmgeo-warm-start"
     if geo.kind == "dual" and not settled:
         # fast path: primal-dual active set from "every row tight"
+        if geo.compiled and warm_start is None:  # compiled (None: the Python polish decides)
+            from ._frobenius_small import polished  # lazily: it imports numba
+
+            if (answer := polished(geo, tol, start, extras)) is not None:
+                return answer
         lam, rounds, settled = polish_active_set(geo, None, None, max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
@@ -215,7 +220,7 @@ def solve_frobenius(
         )
     status = Status.OPTIMAL if (settled or converged) else Status.MAX_ITER
     if settled:
-        message = "solved: active set polished exactly"
+        message = POLISHED
     elif converged:
         message = f"solved by {converged_by}; the active-set polish did not settle"
     else:

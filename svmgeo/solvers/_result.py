@@ -20,6 +20,8 @@ from ._status import Status
 
 __all__ = [
     "CONJECTURE",
+    "EVERY_ROW_TIGHT",
+    "POLISHED",
     "Certificate",
     "FeasibilityResult",
     "GenSVMResult",
@@ -597,6 +599,12 @@ def finish_joint(
     )
 
 
+EVERY_ROW_TIGHT = "feasible: the rows are linearly independent (every row tight)"
+"""The feasibility verdict's message when the point of every row tight verifies (G positive
+definite): :func:`~._feasibility.check_feasibility` and its compiled route."""
+POLISHED = "solved: active set polished exactly"
+"""The message of a Frobenius solve whose active set the polish settled (and whose certificate
+holds): :func:`~._frobenius.solve_frobenius` and its compiled route."""
 CONJECTURE = (
     "conjecture: Gen-SVM's W_eq = W_fin + R W_svm is the paper's *proposed* SVM equivalence "
     "for nonlinear heads (TF-SVM §6), not a theorem; agreement is measured, not guaranteed"

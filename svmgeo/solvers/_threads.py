@@ -75,13 +75,15 @@ def _dense_blas() -> tuple[str, ...] | None:
 
 
 def _one_thread_in(environ: Mapping[str, str], kinds: tuple[str, ...]) -> bool:
-    return all(
-        next(
-            (environ[name] for name in _BLAS_THREAD_VARIABLES[kind] if name in environ), ""
-        ).strip()
-        == "1"
-        for kind in kinds
-    )
+    for kind in kinds:  # the first variable of each kind that is set decides (one lookup each)
+        value = None
+        for name in _BLAS_THREAD_VARIABLES[kind]:
+            value = environ.get(name)
+            if value is not None:
+                break
+        if value is None or value.strip() != "1":
+            return False
+    return True
 
 
 @lru_cache(maxsize=1)
