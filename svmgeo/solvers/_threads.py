@@ -113,6 +113,16 @@ def _already_one_thread() -> bool:
     )
 
 
+def _at_one_thread(controller: Any) -> bool:
+    """True when every BLAS library ``controller`` holds runs one thread now (one ctypes call
+    each): then :func:`blas_threads` has no limit to set, and skips threadpoolctl's ``limit``
+    (its ``info()`` of every library, the limits set and restored: ~40 us warm, several times
+    that when the caches are cold)."""
+    return all(
+        lib.get_num_threads() == 1 for lib in controller.lib_controllers if lib.user_api == "blas"
+    )
+
+
 _state = threading.local()
 
 
@@ -123,13 +133,22 @@ def blas_threads(dimension: int) -> Iterator[None]:
     Nested blocks cost nothing (the outermost one sets and restores the limit), and neither
     does a block in a process that already runs BLAS on one thread (started with
     ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see :func:`_already_one_thread`).
+    When threadpoolctl was imported (by the caller, scikit-learn, ...), a block whose BLAS
+    libraries all run one thread already asks each its count and sets nothing
+    (:func:`_at_one_thread`).
     """
     if dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False):
         yield
         return
     # one thread already: no limit to set, but nested blocks skip the check (os.environ reads)
-    one = _already_one_thread()
-    with contextlib.nullcontext() if one else _controller().limit(limits=1, user_api="blas"):
+    controller = None if _already_one_thread() else _controller()
+    if controller is not None and _at_one_thread(controller):
+        controller = None  # e.g. the caller's own limit of one, or threadpoolctl imported
+    with (
+        contextlib.nullcontext()
+        if controller is None
+        else controller.limit(limits=1, user_api="blas")
+    ):
         _state.limited = True
         try:
             yield

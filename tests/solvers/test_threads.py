@@ -101,3 +101,26 @@ def test_a_process_with_more_blas_threads_is_limited():
     if out.endswith("[1]"):
         pytest.skip("no BLAS library here runs more than one thread")
     assert out == "True True [2]"
+
+
+def test_blas_already_at_one_thread_is_not_limited_again(monkeypatch):
+    # threadpoolctl imported (as here) and every BLAS at one thread: no limit set or restored
+    if not _blas_threads():
+        pytest.skip("no BLAS library visible to threadpoolctl")
+    calls: list[object] = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        controller = _threads._controller()
+        real = type(controller).limit
+
+        def recording(self, **kwargs):
+            calls.append(kwargs)
+            return real(self, **kwargs)
+
+        monkeypatch.setattr(type(controller), "limit", recording)
+        assert sg.att_svm(sg.random_data(4, 4, 6, seed=0)).success
+        assert calls == []
+        with threadpool_limits(limits=2, user_api="blas"):
+            if 2 in _blas_threads():
+                with _threads.blas_threads(10):
+                    assert set(_blas_threads()) == {1}
+                assert calls == [{"limits": 1, "user_api": "blas"}]
