@@ -10,7 +10,7 @@ instance's arrays (CPU time, best of ``--reps``, in microseconds per step):
   X_i, U_i, once each per query),
 * the head read-out ``r += s_t u_t`` and the key combination ``g += w (x_t - x_m)``
   (:func:`svmgeo.gd._numba._add_rows` on U_i and X_i, as in the kernel),
-* the outer products ``G += g_j z_j^T`` (:func:`svmgeo.gd._numba._add_outers`),
+* the outer products ``G = sum_j g_j z_j^T / n`` (:func:`svmgeo.gd._numba._outer_sum`),
 * one exact Frobenius norm of a d x d_z matrix (:func:`svmgeo.gd._numba._norm`; a step
   takes two),
 * the whole gradient (:func:`svmgeo.gd._numba.grad_one`) and the whole step (``train``).
@@ -36,9 +36,9 @@ from svmgeo.gd._problem import make_problem
 
 
 @numba.njit
-def _wz(W, ZT, WZ, reps):
+def _wz(W, ZT, WZ, every, reps):
     for _ in range(reps):
-        kern._matvecs(W, ZT, WZ)
+        kern._matvecs(W, ZT, WZ, every)
 
 
 @numba.njit
@@ -75,7 +75,7 @@ def _keys(X, w, gq, every, reps):
 @numba.njit
 def _outers(G, gq, act, Z, reps):
     for _ in range(reps):
-        kern._add_outers(G, gq, act, act.shape[0], Z)
+        kern._outer_sum(G, gq, act, act.shape[0], Z, Z.shape[0])
 
 
 @numba.njit
@@ -119,7 +119,7 @@ def profile(shape: tuple[int, int, int], rounds: int) -> dict[str, float]:
     W = rng.normal(size=(d, dz)) * 0.01
     ws = kern._workspace(inst)
     XT, UT, ZT = inst[10:]
-    gq, act, WZ, _, _, every = ws[12:]
+    gq, act, WZ, _, _, every = ws[12:18]
     gq[:] = rng.normal(size=gq.shape)
     act[:] = np.arange(act.shape[0])
     G = rng.normal(size=(d, dz))
@@ -127,7 +127,7 @@ def profile(shape: tuple[int, int, int], rounds: int) -> dict[str, float]:
     a, r = np.empty(T), np.empty(U.shape[2])
     reps = max(1, int(2e8 / (n * (2 * d * dz + 4 * T * d) + 1)))
     out = {
-        "W z (all queries)": _us(lambda k: _wz(W, ZT, WZ, k), reps, rounds),
+        "W z (all queries)": _us(lambda k: _wz(W, ZT, WZ, every, k), reps, rounds),
         "logits": _us(lambda k: _scores(XT, WZ, a, every, k), reps, rounds),
         "dynamic scores": _us(lambda k: _scores(UT, WZ, a, every, k), reps, rounds),
         "read-out r": _us(lambda k: _readout(U, s, r, np.arange(T), k), reps, rounds),
