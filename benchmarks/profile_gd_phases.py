@@ -13,6 +13,8 @@ instance's arrays (CPU time, best of ``--reps``, in microseconds per step):
 * the outer products ``G = sum_j g_j z_j^T / n`` (:func:`svmgeo.gd._numba._outer_sum`),
 * one exact Frobenius norm of a d x d_z matrix (:func:`svmgeo.gd._numba._norm`; a step
   takes two),
+* the step itself (:func:`svmgeo.gd._numba._step` of normalized GD on W, G's largest entry
+  known as the gradient gives it: both norms, the update, the copy),
 * the whole gradient (:func:`svmgeo.gd._numba.grad_one`) and the whole step (``train``).
 
 Run:  OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/profile_gd_phases.py [--reps 5]
@@ -87,6 +89,16 @@ def _norms(G, reps):
 
 
 @numba.njit
+def _steps(P1, G, top, reps):
+    d = P1.shape[0]
+    P2, P3, Gv = np.empty((d, 0)), np.zeros((1, 1)), np.zeros((1, 1))
+    work = (np.empty(P1.shape), np.empty(P2.shape), np.empty(P1.shape), P2.copy(), P3.copy())
+    opts = (False, False, True, True, 0.1, 0.0, -np.inf, 0.0, 0.0, 0.0)
+    for _ in range(reps):
+        kern._step((P1, P2, P3), (G, Gv), (0.0, -np.inf), opts, np.inf, work, top)
+
+
+@numba.njit
 def _grads(W, inst, head_id, G, ws, Gv, reps):
     for _ in range(reps):
         kern._grad_one(W, inst, head_id, 0, True, G, ws, False, Gv)
@@ -134,6 +146,9 @@ def profile(shape: tuple[int, int, int], rounds: int) -> dict[str, float]:
         "key combination": _us(lambda k: _keys(X, s, gq, np.arange(T), k), reps, rounds),
         "outer products": _us(lambda k: _outers(G.copy(), gq, act, Z, k), reps, rounds),
         "one norm": _us(lambda k: _norms(G, k), reps, rounds),
+        "step (2 norms, update)": _us(
+            lambda k: _steps(W.copy(), G, float(np.abs(G).max()), k), reps, rounds
+        ),
         "layout (per problem)": _us(lambda k: _layouts(P, k), 3, rounds),
         "whole gradient": _us(
             lambda k: _grads(W, inst, P.head_id, np.empty_like(W), ws, np.zeros(U.shape[2]), k),

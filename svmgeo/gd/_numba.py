@@ -248,6 +248,10 @@ def _workspace(inst):
     K = Z.shape[1]
     nq = n * K
     nl = nq if ZT.shape[1] > 0 else 0
+    vis = inst[4]
+    every_key = np.zeros(nl, dtype=np.bool_)
+    for j in range(nl):
+        every_key[j] = np.all(vis[j // K, j % K])
     return (
         np.empty((n, K, T)),
         np.empty((n, K, T)),
@@ -266,13 +270,14 @@ def _workspace(inst):
         np.empty((d, ZT.shape[1])),
         np.empty(T, dtype=np.int64),
         np.empty(T),
-        np.arange(max(d, du, Z.shape[2])),
+        np.arange(max(d, du, Z.shape[2], T)),
         np.empty((nl, du)),
         np.empty((nl, T)),
         np.zeros(nl, dtype=np.bool_),
         np.full(1, -1.0),
         np.empty(nl),
         np.zeros(1, dtype=np.int64),
+        every_key,
     )
 
 
@@ -690,6 +695,56 @@ def _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv):
 
 
 @njit(inline="always")
+def _divide_all(x, y):
+    """``x[t] = x[t] / y`` for every t, a vector at a time (y not zero)."""
+    T = x.shape[0]
+    yv = splat(y)
+    t = 0
+    while t + WIDTH <= T:
+        vstore(x, t, vload(x, t) / yv)
+        t += WIDTH
+    while t < T:
+        x[t] = x[t] / y
+        t += 1
+
+
+@njit(inline="always")
+def _visible_weights(sv, gt, m, t2, mean, flip, lwq):
+    r""":func:`_grad_one`'s weights of a query that sees every key, its logits within 600 of
+    each other: ``lwq[t] = (sv[t] / sv[t2]) ((gt[t] - gt[m]) - mean) flip`` for t not m,
+    0.0 at m, a vector at a time (the vector holding m one entry at a time); returns
+    :math:`\max_t |w_t|` over t not m (as ``if abs(w) > big``)."""
+    T = sv.shape[0]
+    gm, s2 = gt[m], sv[t2]
+    gmv, meanv, s2v, flipv = splat(gm), splat(mean), splat(s2), splat(flip)
+    top = splat(0.0)
+    mb = m - m % WIDTH
+    t = 0
+    while t + WIDTH <= T:
+        if t == mb:
+            t += WIDTH
+            continue
+        w = (vload(sv, t) / s2v) * ((vload(gt, t) - gmv) - meanv) * flipv
+        vstore(lwq, t, w)
+        top = vmax_abs(top, w)
+        t += WIDTH
+    big = 0.0
+    for e in range(WIDTH):
+        big = max(big, lane(top, e))
+    for t in range(mb, T):
+        if t >= mb + WIDTH and t < T - T % WIDTH:
+            continue
+        if t == m:
+            lwq[t] = 0.0
+            continue
+        w = (sv[t] / s2) * ((gt[t] - gm) - mean) * flip
+        lwq[t] = w
+        if abs(w) > big:
+            big = abs(w)
+    return big
+
+
+@njit(inline="always")
 def _key_combination(g, Xi, lwq, y, L, shift, m, cw, keys):
     r"""A query's key combination :math:`g = \sum_t c_t (x_t - x_m)`, :math:`c_t = w_t s` with
     :math:`s = -y\, e^{L - \mathrm{shift}}`, over the keys whose weight :math:`w_t` (``lwq``)
@@ -722,7 +777,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     """
     X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT = inst
     lw, sg, mk, wz, a, sv, r, u, gt, g1, rq, lv, gq, act, WZ, keys, cw, every = ws[:18]
-    u_known, gt_known, known, g_top, shift_used, lead = ws[18:]
+    u_known, gt_known, known, g_top, shift_used, lead, every_key = ws[18:]
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -782,7 +837,10 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
         lse = top + math.log(ssum)
         for p in range(du):
             r[p] = 0.0
-        if large:
+        if large and every_key[j]:
+            _divide_all(sv, ssum)
+            _add_rows(r, U[i], sv, every, T, -1)
+        elif large:
             nk = 0
             for t in range(T):
                 if vis[i, k, t]:
@@ -825,26 +883,29 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             for p in range(du):
                 rq[i, k, p] = r[p] * flip
         mk[i, k] = m
-        for t in range(T):
-            lw[i, k, t] = 0.0
         sg[i, k, 0] = _NEG_INF
-        if t2 < 0:
-            continue
+        gap = a[t2] - top if t2 >= 0 else 0.0
+        if large and every_key[j] and t2 >= 0 and gap > -600.0:
+            big = _visible_weights(sv, gt, m, t2, mean, flip, lw[i, k])
+        else:
+            for t in range(T):
+                lw[i, k, t] = 0.0
+            if t2 < 0:
+                continue
+            big = 0.0
+            for t in range(T):
+                if vis[i, k, t] and t != m:
+                    e = (gt[t] - gt[m]) - mean
+                    if gap > -600.0:
+                        rel = sv[t] / sv[t2]
+                    else:
+                        rel = math.exp(a[t] - a[t2])
+                    w = rel * e * flip
+                    lw[i, k, t] = w
+                    if abs(w) > big:
+                        big = abs(w)
         # L_q = log|l'(Y f)| + log s_t2
         Lq = log_dloss + (a[t2] - lse)
-        gap = a[t2] - top
-        big = 0.0
-        for t in range(T):
-            if vis[i, k, t] and t != m:
-                e = (gt[t] - gt[m]) - mean
-                if gap > -600.0:
-                    rel = sv[t] / sv[t2]
-                else:
-                    rel = math.exp(a[t] - a[t2])
-                w = rel * e * flip
-                lw[i, k, t] = w
-                if abs(w) > big:
-                    big = abs(w)
         sg[i, k, 0] = Lq
         if big > 0.0:
             cand = Lq + math.log(big)
@@ -1020,21 +1081,60 @@ def _combine_factors(M, nA, rho, nP):
 
 
 @njit()
-def _combine(M, A, rho, P, D, top_a=-1.0):
-    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns (c, ||D||)
-    (:func:`_norm` of D, its maximum taken in the pass that writes D). ``top_a``: the
-    largest |entry| of A as :func:`_abs_max` finds it, when known (else negative)."""
-    nA = _norm(A) if top_a < 0.0 else _norm_scaled(A.reshape(-1), top_a)
-    c, fa, fb = _combine_factors(M, nA, rho, _norm(P) if rho > 0.0 else 0.0)
-    Df = D.reshape(-1)
+def _combined_norm(fa, Af, fb, Pf, top):
+    r"""(:func:`_norm_scaled` of the entries :math:`d_j = f_a a_j + f_b p_j` given their
+    ``top``, :func:`_abs_max` of them), the :math:`d_j` computed on the fly in one pass (not
+    stored); with ``top`` zero only the maximum (the norm is then 0.0). The quotients of a
+    vector at a time, the additions one by one in the order of the entries, as in
+    :func:`_norm_scaled`; the maximum as ``max(t, abs(d))`` from 0.0 (a NaN never enters)."""
+    N = Af.shape[0]
+    chain = top != 0.0
+    tv = splat(top if chain else 1.0)
+    fav, fbv = splat(fa), splat(fb)
+    acc = 0.0
+    big = splat(0.0)
+    j = 0
+    while j + WIDTH <= N:
+        x = fav * vload(Af, j) + fbv * vload(Pf, j)
+        big = vmax_abs(big, x)
+        y = x / tv
+        y = y * y
+        for e in range(WIDTH):
+            acc += lane(y, e)
+        j += WIDTH
+    best = 0.0
+    for e in range(WIDTH):
+        best = max(best, lane(big, e))
+    while j < N:
+        x = fa * Af[j] + fb * Pf[j]
+        best = max(best, abs(x))
+        if chain:
+            y0 = x / top
+            acc += y0 * y0
+        j += 1
+    return (top * math.sqrt(acc) if chain else 0.0), best
+
+
+@njit()
+def _combine(M, A, rho, P, top_a=-1.0):
+    """The factors of D = e^{M-c} A + rho e^{-c} P, c the log of the larger term: returns
+    (c, ||D||, e^{M-c}, rho e^{-c}), ||D|| as :func:`_norm` of D finds it; D itself is not
+    stored (the update recomputes its entries). ``top_a``: the largest |entry| of A as
+    :func:`_abs_max` finds it, when known (else negative).
+
+    When rho e^{-c} is zero, D's largest |entry| is known before D: rounding is monotone, so
+    it is e^{M-c} times A's (an entry of P that is not finite breaks this; the pass checks
+    the maximum it finds and computes the norm again with that one when they differ)."""
     Af = A.reshape(-1)
     Pf = P.reshape(-1)
-    top = 0
-    for j in range(Df.shape[0]):
-        x = fa * Af[j] + fb * Pf[j]
-        Df[j] = x
-        top = max(top, _abs_key(_float_bits(x))[0])
-    return c, _norm_scaled(Df, _int_as_float(top))
+    top_a = top_a if top_a >= 0.0 else _abs_max(Af)[0]
+    nA = _norm_scaled(Af, top_a)
+    c, fa, fb = _combine_factors(M, nA, rho, _norm(P) if rho > 0.0 else 0.0)
+    guess = fa * top_a if fb == 0.0 else 0.0
+    nD, top = _combined_norm(fa, Af, fb, Pf, guess)
+    if _float_bits(top) != _float_bits(guess):
+        nD = _combined_norm(fa, Af, fb, Pf, top)[0]
+    return c, nD, fa, fb
 
 
 @njit()
@@ -1114,16 +1214,19 @@ def _step(P, G, M, opts, lim, work, top_g):
     Gw, Gv = G
     Mw, Mv = M
     is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps1, eps2, eps3 = opts
-    A1, A2, D1, D2, D3, N1, N2, N3 = work
+    A1, A2, N1, N2, N3 = work
     if is_kq:
         _matmul(Gw, P2, A1, False)
         _matmul(Gw, P1, A2, True)
-        c1, n1 = _combine(Mw, A1, rho, P1, D1)
-        c2, n2 = _combine(Mw, A2, rho, P2, D2)
+        c1, n1, fa1, fb1 = _combine(Mw, A1, rho, P1)
+        c2, n2, fa2, fb2 = _combine(Mw, A2, rho, P2)
     else:
-        c1, n1 = _combine(Mw, Gw, rho, P1, D1, top_g)
-        c2, n2 = _NEG_INF, 0.0
-    c3, n3 = _combine(Mv, Gv, rho, P3, D3) if train_head else (_NEG_INF, 0.0)
+        c1, n1, fa1, fb1 = _combine(Mw, Gw, rho, P1, top_g)
+        c2, n2, fa2, fb2 = _NEG_INF, 0.0, 0.0, 0.0
+    if train_head:
+        c3, n3, fa3, fb3 = _combine(Mv, Gv, rho, P3)
+    else:
+        c3, n3, fa3, fb3 = _NEG_INF, 0.0, 0.0, 0.0
     l1 = _block_log_norm(c1, n1)
     l2 = _block_log_norm(c2, n2)
     l3 = _block_log_norm(c3, n3)
@@ -1136,7 +1239,9 @@ def _step(P, G, M, opts, lim, work, top_g):
     for f in range(3):
         if (f == 1 and not is_kq) or (f == 2 and not train_head):
             continue
-        D = D1 if f == 0 else (D2 if f == 1 else D3)
+        A = (A1 if is_kq else Gw) if f == 0 else (A2 if f == 1 else Gv)
+        fa = fa1 if f == 0 else (fa2 if f == 1 else fa3)
+        fb = fb1 if f == 0 else (fb2 if f == 1 else fb3)
         Pf = P1 if f == 0 else (P2 if f == 1 else P3)
         Nf = N1 if f == 0 else (N2 if f == 1 else N3)
         c = c1 if f == 0 else (c2 if f == 1 else c3)
@@ -1144,13 +1249,13 @@ def _step(P, G, M, opts, lim, work, top_g):
         eps = eps1 if f == 0 else (eps2 if f == 1 else eps3)
         move, scale = _move_scale(c, nD, glog, normalized, log_domain, eps)
         any_move = any_move or move
-        Df = D.reshape(-1)
+        Av = A.reshape(-1)
         Pv = Pf.reshape(-1)
         Nv = Nf.reshape(-1)
         top = 0
         nan = False
-        for j in range(Nv.shape[0]):
-            x = Pv[j] - eta * scale * Df[j] if move else Pv[j]
+        for j in range(Nv.shape[0]):  # D's entries as _combine has them
+            x = Pv[j] - eta * scale * (fa * Av[j] + fb * Pv[j]) if move else Pv[j]
             Nv[j] = x
             key, isnan = _abs_key(_float_bits(x))
             top = max(top, key)
@@ -1232,9 +1337,6 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
     work = (
         np.empty(P1.shape),
         np.empty(P2.shape),
-        np.empty(P1.shape),
-        np.empty(P2.shape),
-        np.empty(P3.shape),
         np.empty(P1.shape),
         np.empty(P2.shape),
         np.empty(P3.shape),
