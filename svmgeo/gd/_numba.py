@@ -302,13 +302,15 @@ def _dynamic_scores(gt, UTi, u, every, j, u_known, gt_known, known):
     g = gt_known[j]
     if not same:
         _zero(g)
-        _add_rows(g, UTi, u, every, du, -1)  # the hidden keys' are not read
-        u_known[j, :] = u
+        _add_rows(g, UTi, u, every, du, np.int64(-1))  # the hidden keys' are not read
+        for p in range(du):  # loops, not slice assignments: those compile a shape check
+            u_known[j, p] = u[p]  # and its error message (strings), seconds of compile
         known[j] = True
-    gt[:] = g
+    for t in range(gt.shape[0]):
+        gt[t] = g[t]
 
 
-@njit(inline="always")
+@njit()
 def _add_rows(out, A, c, idx, n, sub):
     r"""``out += sum_k c[j_k] (A[j_k] - A[sub])`` over the rows :math:`j_k` = ``idx[k]``,
     k = 0, ..., n - 1 (no subtraction when ``sub < 0``).
@@ -754,7 +756,7 @@ def _key_combination(g, Xi, lwq, y, L, shift, m, cw, keys):
     ``keys`` are scratch."""
     scale = -y * math.exp(L - shift)
     _zero(g)
-    nk = 0
+    nk = np.int64(0)
     for t in range(lwq.shape[0]):
         w = lwq[t]
         if w != 0.0:
@@ -799,12 +801,14 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     for jj in range(n * K):
         j = first if jj == 0 else (jj - 1 if jj - 1 < first else jj)
         i, k = j // K, j % K
-        m = -1
+        m = np.int64(-1)  # int64 throughout (a literal -1 would type calls on m anew)
         top = _NEG_INF
         if large:
             # the logits (of every key; the hidden ones are not read)
             _zero(a)
-            _add_rows(a, XT[i], WZ[:, i * K + k], every, d, -1)
+            for p in range(d):
+                wz[p] = WZ[p, j]
+            _add_rows(a, XT[i], wz, every, d, np.int64(-1))
             for t in range(T):
                 if vis[i, k, t] and (m < 0 or a[t] > top):
                     m = t
@@ -841,15 +845,15 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
             r[p] = 0.0
         if large and every_key[j]:
             _divide_all(sv, ssum)
-            _add_rows(r, U[i], sv, every, T, -1)
+            _add_rows(r, U[i], sv, every, T, np.int64(-1))
         elif large:
-            nk = 0
+            nk = np.int64(0)
             for t in range(T):
                 if vis[i, k, t]:
                     sv[t] = sv[t] / ssum
                     keys[nk] = t
                     nk += 1
-            _add_rows(r, U[i], sv, keys, nk, -1)
+            _add_rows(r, U[i], sv, keys, nk, np.int64(-1))
         else:
             for t in range(T):
                 if vis[i, k, t]:
@@ -930,7 +934,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                 G[p, q] = 0.0
     if Mx == _NEG_INF:
         return _NEG_INF, Mv  # the direction is exactly zero
-    n_act = 0
+    n_act = np.int64(0)  # not the literal 0: _outer_sum would compile for that type too
     shift = Mx if log_domain else 0.0
     for i in range(n):
         for k in range(K):
@@ -1220,13 +1224,13 @@ def _step(P, G, M, opts, lim, work, top_g):
     if is_kq:
         _matmul(Gw, P2, A1, False)
         _matmul(Gw, P1, A2, True)
-        c1, n1, fa1, fb1 = _combine(Mw, A1, rho, P1)
-        c2, n2, fa2, fb2 = _combine(Mw, A2, rho, P2)
+        c1, n1, fa1, fb1 = _combine(Mw, A1, rho, P1, -1.0)  # top_a given: one signature
+        c2, n2, fa2, fb2 = _combine(Mw, A2, rho, P2, -1.0)
     else:
         c1, n1, fa1, fb1 = _combine(Mw, Gw, rho, P1, top_g)
         c2, n2, fa2, fb2 = _NEG_INF, 0.0, 0.0, 0.0
     if train_head:
-        c3, n3, fa3, fb3 = _combine(Mv, Gv, rho, P3)
+        c3, n3, fa3, fb3 = _combine(Mv, Gv, rho, P3, -1.0)
     else:
         c3, n3, fa3, fb3 = _NEG_INF, 0.0, 0.0, 0.0
     l1 = _block_log_norm(c1, n1)
