@@ -377,12 +377,12 @@ def _zero(x):
 
 
 @njit(inline="always")
-def _tile_sums(A, idx, n, Bf, ldb, col, p0, p1, p2, p3):
+def _tile_sums(Af, sa, sb, idx, n, Bf, ldb, col, p0, p1, p2, p3):
     r"""Eight vectors of sums (rows ``p0 .. p3``, two vectors of columns each, from ``col``):
     :math:`\sum_k A_{p, j_k} B_{j_k, c}` over :math:`j_k` = ``idx[k]``, k = 0, ..., n - 1,
     each from 0.0 and in the order of k, in registers over every k (eight independent chains
-    of additions; ``Bf`` is B flattened, rows ``ldb`` long). A repeated row gives the same
-    sums twice."""
+    of additions; ``Af`` holds :math:`A_{pj}` at ``p sa + j sb``, ``Bf`` is B flattened, rows
+    ``ldb`` long). A repeated row gives the same sums twice."""
     w = WIDTH
     zero = splat(0.0)
     s00, s01, s10, s11, s20, s21, s30, s31 = zero, zero, zero, zero, zero, zero, zero, zero
@@ -390,7 +390,8 @@ def _tile_sums(A, idx, n, Bf, ldb, col, p0, p1, p2, p3):
         j = idx[k]
         b0 = vload(Bf, j * ldb + col)
         b1 = vload(Bf, j * ldb + col + w)
-        a0, a1, a2, a3 = splat(A[p0, j]), splat(A[p1, j]), splat(A[p2, j]), splat(A[p3, j])
+        a0, a1 = splat(Af[p0 * sa + j * sb]), splat(Af[p1 * sa + j * sb])
+        a2, a3 = splat(Af[p2 * sa + j * sb]), splat(Af[p3 * sa + j * sb])
         s00 = s00 + a0 * b0
         s01 = s01 + a0 * b1
         s10 = s10 + a1 * b0
@@ -402,16 +403,16 @@ def _tile_sums(A, idx, n, Bf, ldb, col, p0, p1, p2, p3):
     return s00, s01, s10, s11, s20, s21, s30, s31
 
 
-@njit(inline="always")
-def _rows_times(A, idx, n, Bf, ldb, Cf, ldc, col, div, top):
-    r"""For every row p of A: ``C[p, col : col + 2 WIDTH]`` :math:`= \sum_k A_{p, j_k}
-    B_{j_k, \cdot} / \mathrm{div}` over :math:`j_k` = ``idx[k]``, k = 0, ..., n - 1 (each
-    entry's terms from 0.0 in the order of k, :func:`_tile_sums`, four rows at a time, the
-    last rows of A one at a time as four equal rows; divided as :func:`_divide` does: by a
-    power of two as a product, by 1 exactly). ``Bf``, ``Cf`` are B and C flattened, rows
-    ``ldb``, ``ldc`` long. Returns ``top`` updated with the new entries' absolute values
-    (:func:`vmax_abs`)."""
-    d = A.shape[0]
+@njit()  # a call (compiled once, for W and for the key combinations' transpose alike)
+def _rows_times(Af, sa, sb, d, idx, n, Bf, ldb, Cf, ldc, col, div, top):
+    r"""For every row p = 0, ..., d - 1 of A: ``C[p, col : col + 2 WIDTH]``
+    :math:`= \sum_k A_{p, j_k} B_{j_k, \cdot} / \mathrm{div}` over :math:`j_k` = ``idx[k]``,
+    k = 0, ..., n - 1 (each entry's terms from 0.0 in the order of k, :func:`_tile_sums`, four
+    rows at a time, the last rows of A one at a time as four equal rows; divided as
+    :func:`_divide` does: by a power of two as a product, by 1 exactly). ``Af`` holds
+    :math:`A_{pj}` at ``p sa + j sb`` (A or its transpose stored flat: one compiled function
+    for both), ``Bf``, ``Cf`` are B and C flattened, rows ``ldb``, ``ldc`` long. Returns
+    ``top`` updated with the new entries' absolute values (:func:`vmax_abs`)."""
     exact = div & (div - 1) == 0
     inv = splat(1.0 / div)
     w = WIDTH
@@ -419,7 +420,9 @@ def _rows_times(A, idx, n, Bf, ldb, Cf, ldc, col, div, top):
     while p < d:
         p0 = p
         p1, p2, p3 = (p + 1, p + 2, p + 3) if p + 4 <= d else (p, p, p)
-        s00, s01, s10, s11, s20, s21, s30, s31 = _tile_sums(A, idx, n, Bf, ldb, col, p0, p1, p2, p3)
+        s00, s01, s10, s11, s20, s21, s30, s31 = _tile_sums(
+            Af, sa, sb, idx, n, Bf, ldb, col, p0, p1, p2, p3
+        )
         top = _scaled_store(Cf, p0 * ldc + col, s00, inv, div, exact, top)
         top = _scaled_store(Cf, p0 * ldc + col + w, s01, inv, div, exact, top)
         top = _scaled_store(Cf, p1 * ldc + col, s10, inv, div, exact, top)
@@ -453,8 +456,11 @@ def _matvecs(W, ZT, WZ, every):
     Zf = ZT.reshape(-1)
     WZf = WZ.reshape(-1)
     zero = splat(0.0)
+    d, dz = W.shape
+    Wf = W.reshape(-1)
+    one = np.int64(1)  # not a literal: the signature of _outer_sum's calls
     for j in range(0, nq, _QUERY_BLOCK):
-        _rows_times(W, every, W.shape[1], Zf, nq, WZf, nq, j, 1, zero)
+        _rows_times(Wf, dz, one, d, every, dz, Zf, nq, WZf, nq, j, one, zero)
 
 
 @njit()
@@ -469,9 +475,11 @@ def _outer_sum(G, gq, act, n_act, Z, n):
     Zf = Z.reshape(-1)
     Gf = G.reshape(-1)
     top = splat(0.0)
-    q = 0
-    while q + 2 * WIDTH <= dz:
-        top = _rows_times(gq.T, act, n_act, Zf, dz, Gf, dz, q, n, top)
+    gqf = gq.reshape(-1)
+    one = np.int64(1)
+    q = np.int64(0)  # not the literal 0, as in every call's argument: one compiled signature
+    while q + 2 * WIDTH <= dz:  # A = gq^T: A_pj = gq[j, p]
+        top = _rows_times(gqf, one, d, d, act, n_act, Zf, dz, Gf, dz, q, n, top)
         q += 2 * WIDTH
     best = 0.0
     for e in range(WIDTH):
