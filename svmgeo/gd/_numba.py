@@ -252,8 +252,12 @@ def _workspace(inst):
     nl = nq if ZT.shape[1] > 0 else 0
     vis = inst[4]
     every_key = np.zeros(nl, dtype=np.bool_)
-    for j in range(nl):
-        every_key[j] = np.all(vis[j // K, j % K])
+    for j in range(nl):  # a loop, not np.all (its own compiled functions)
+        every_key[j] = True
+        for t in range(T):
+            if not vis[j // K, j % K, t]:
+                every_key[j] = False
+                break
     return (
         np.empty((n, K, T)),
         np.empty((n, K, T)),
@@ -771,7 +775,7 @@ def _key_combination(g, Xi, lwq, y, L, shift, m, cw, keys):
             cw[t] = w * scale
             keys[nk] = t
             nk += 1
-    _add_rows(g, Xi, cw, keys, nk, m)
+    _add_rows(g, Xi, cw, keys, nk, np.int64(m))  # int64, never the literal -1 m starts as
 
 
 @njit()
@@ -809,7 +813,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     for jj in range(n * K):
         j = first if jj == 0 else (jj - 1 if jj - 1 < first else jj)
         i, k = j // K, j % K
-        m = np.int64(-1)  # int64 throughout (a literal -1 would type calls on m anew)
+        m = -1
         top = _NEG_INF
         if large:
             # the logits (of every key; the hidden ones are not read)
