@@ -45,12 +45,15 @@ def _wz(W, ZT, WZ, every, reps):
 
 @numba.njit
 def _scores(XT, WZ, a, every, reps):
-    n = XT.shape[0]
+    n, d = XT.shape[0], XT.shape[1]
+    wz = np.empty(d)
     for _ in range(reps):
         for i in range(n):
             for r in range(a.shape[0]):
                 a[r] = 0.0
-            kern._add_rows(a, XT[i], WZ[:, i], every, XT.shape[1], -1)
+            for p in range(d):  # the column of W z, contiguous (as the kernel does)
+                wz[p] = WZ[p, i]
+            kern._add_rows(a, XT[i], wz, every, d, np.int64(-1))
 
 
 @numba.njit
@@ -60,7 +63,7 @@ def _readout(U, s, r, every, reps):
         for i in range(n):
             for p in range(du):
                 r[p] = 0.0
-            kern._add_rows(r, U[i], s, every, T, -1)
+            kern._add_rows(r, U[i], s, every, T, np.int64(-1))
 
 
 @numba.njit
@@ -71,7 +74,7 @@ def _keys(X, w, gq, every, reps):
             g = gq[i]
             for p in range(d):
                 g[p] = 0.0
-            kern._add_rows(g, X[i], w, every[1:], T - 1, 0)
+            kern._add_rows(g, X[i], w, every[1:], T - 1, np.int64(0))
 
 
 @numba.njit

@@ -314,7 +314,7 @@ def _dynamic_scores(gt, UTi, u, every, j, u_known, gt_known, known):
         gt[t] = g[t]
 
 
-@njit()
+@njit()  # called, not inlined: one compiled copy serves all six calls (compile time)
 def _add_rows(out, A, c, idx, n, sub):
     r"""``out += sum_k c[j_k] (A[j_k] - A[sub])`` over the rows :math:`j_k` = ``idx[k]``,
     k = 0, ..., n - 1 (no subtraction when ``sub < 0``).
