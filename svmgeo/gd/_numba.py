@@ -37,6 +37,7 @@ from ._problem import (
     SIGMOID_ATT,
     SOFTMAX_ATT,
 )
+from ._simd import WIDTH, lane, splat, vload, vmax_abs, vstore
 from ._xp import LOG_EXP_MIN, UNDERFLOW
 
 __all__ = [
@@ -206,6 +207,9 @@ def _head(r, head_id, hv, hV, hw, lam, u):
 #: Instances with d or T at least this take :func:`_grad_one`'s large-instance loops.
 _LARGE = 16
 
+#: Queries per block of :func:`_matvecs` (two vectors); :func:`layout` pads to a multiple.
+_QUERY_BLOCK = 2 * WIDTH
+
 
 def layout(X, U, Z, softmax=True):
     r"""The transposed constants of the large-instance loops of :func:`_grad_one`, for a batch
@@ -222,7 +226,9 @@ def layout(X, U, Z, softmax=True):
         return (np.empty((B, 0, d, T)), np.empty((B, 0, U.shape[3], T)), np.empty((B, dz, 0)))
     XT = np.ascontiguousarray(X.transpose(0, 1, 3, 2))
     UT = XT if U is X else np.ascontiguousarray(U.transpose(0, 1, 3, 2))
-    ZT = np.ascontiguousarray(Z.reshape(B, n * K, dz).transpose(0, 2, 1))
+    nq = n * K
+    ZT = np.zeros((B, dz, -(-nq // _QUERY_BLOCK) * _QUERY_BLOCK))
+    ZT[:, :, :nq] = Z.reshape(B, nq, dz).transpose(0, 2, 1)
     return XT, UT, ZT
 
 
@@ -230,16 +236,28 @@ def layout(X, U, Z, softmax=True):
 def _workspace(inst):
     r"""Scratch arrays of :func:`_grad_one` / :func:`_grad_map` for the instance ``inst``.
 
-    The last six (read by :func:`_grad_one`'s large-instance loops): the key combinations
-    :math:`g_j` of the queries ``j = i K + k`` (one row each), the queries that add one, for large instances (:func:`layout`) the products :math:`W z_j` as
-    columns (d, nK) (size 0 for small ones), the keys a sum runs over and their coefficients
-    (T each), and the indices 0, 1, ... (for :func:`_add_rows` over every row).
+    The last nine (read by :func:`_grad_one`'s large-instance loops): the key combinations
+    :math:`g_j` of the queries ``j = i K + k`` (one row each), the queries that add one, for
+    large instances (:func:`layout`) the products :math:`W z_j` as columns (d, nK') (size 0
+    for small ones), the keys a sum runs over and their coefficients (T each), the indices
+    0, 1, ... (for :func:`_add_rows` over every row), and per query of a large instance the
+    head gradient u its dynamic scores were last computed for, those scores, and whether
+    there are any (:func:`_dynamic_scores`; n = 0 rows for small instances).
     """
     X, U, Z, ZT = inst[0], inst[1], inst[2], inst[12]
     n, T, d = X.shape
     du = U.shape[2]
     K = Z.shape[1]
     nq = n * K
+    nl = nq if ZT.shape[1] > 0 else 0
+    vis = inst[4]
+    every_key = np.zeros(nl, dtype=np.bool_)
+    for j in range(nl):  # a loop, not np.all (its own compiled functions)
+        every_key[j] = True
+        for t in range(T):
+            if not vis[j // K, j % K, t]:
+                every_key[j] = False
+                break
     return (
         np.empty((n, K, T)),
         np.empty((n, K, T)),
@@ -258,11 +276,45 @@ def _workspace(inst):
         np.empty((d, ZT.shape[1])),
         np.empty(T, dtype=np.int64),
         np.empty(T),
-        np.arange(max(d, du)),
+        np.arange(max(d, du, Z.shape[2], T)),
+        np.empty((nl, du)),
+        np.empty((nl, T)),
+        np.zeros(nl, dtype=np.bool_),
+        np.full(1, -1.0),
+        np.empty(nl),
+        np.zeros(1, dtype=np.int64),
+        every_key,
     )
 
 
 @njit(inline="always")
+def _dynamic_scores(gt, UTi, u, every, j, u_known, gt_known, known):
+    r"""The dynamic scores :math:`g_t = u \cdot u_t` of every key of the query j (a large
+    instance's; from :math:`U_i^\top`) into ``gt``, in the order of :func:`_add_rows`. They
+    depend on W only through the head gradient u, which for a linear head is the head v at
+    every step: when u is bit for bit the one they were last computed for (``u_known[j]``),
+    the scores ``gt_known[j]`` are those, and are copied instead of computed anew."""
+    du = u.shape[0]
+    same = known[j]
+    if same:
+        ub = u.view(np.int64)
+        kb = u_known[j].view(np.int64)
+        for p in range(du):
+            if ub[p] != kb[p]:
+                same = False
+                break
+    g = gt_known[j]
+    if not same:
+        _zero(g)
+        _add_rows(g, UTi, u, every, du, np.int64(-1))  # the hidden keys' are not read
+        for p in range(du):  # loops, not slice assignments: those compile a shape check
+            u_known[j, p] = u[p]  # and its error message (strings), seconds of compile
+        known[j] = True
+    for t in range(gt.shape[0]):
+        gt[t] = g[t]
+
+
+@njit()  # called, not inlined: one compiled copy serves all six calls (compile time)
 def _add_rows(out, A, c, idx, n, sub):
     r"""``out += sum_k c[j_k] (A[j_k] - A[sub])`` over the rows :math:`j_k` = ``idx[k]``,
     k = 0, ..., n - 1 (no subtraction when ``sub < 0``).
@@ -328,61 +380,125 @@ def _zero(x):
         x[r] = 0.0
 
 
-@njit()
-def _matvecs(W, ZT, WZ):
-    r"""``WZ[:, j] = W ZT[:, j]`` for every column j: entry :math:`(p, j)` is
-    :math:`\sum_q W_{pq} Z^\top_{qj}` from 0.0 in the order of q (that of :func:`_dots` on
-    ``W`` and the query j), with the queries innermost (vectorized). Two rows and four terms
-    at a time, in registers: four independent chains of additions, one store per four terms.
-    """
-    d, dz = W.shape
-    nq = ZT.shape[1]
-    for p in range(d):
-        for j in range(nq):
-            WZ[p, j] = 0.0
+@njit(inline="always")
+def _tile_sums(Af, sa, sb, idx, n, Bf, ldb, col, p0, p1, p2, p3):
+    r"""Eight vectors of sums (rows ``p0 .. p3``, two vectors of columns each, from ``col``):
+    :math:`\sum_k A_{p, j_k} B_{j_k, c}` over :math:`j_k` = ``idx[k]``, k = 0, ..., n - 1,
+    each from 0.0 and in the order of k, in registers over every k (eight independent chains
+    of additions; ``Af`` holds :math:`A_{pj}` at ``p sa + j sb``, ``Bf`` is B flattened, rows
+    ``ldb`` long). A repeated row gives the same sums twice."""
+    w = WIDTH
+    zero = splat(0.0)
+    s00, s01, s10, s11, s20, s21, s30, s31 = zero, zero, zero, zero, zero, zero, zero, zero
+    for k in range(n):
+        j = idx[k]
+        b0 = vload(Bf, j * ldb + col)
+        b1 = vload(Bf, j * ldb + col + w)
+        a0, a1 = splat(Af[p0 * sa + j * sb]), splat(Af[p1 * sa + j * sb])
+        a2, a3 = splat(Af[p2 * sa + j * sb]), splat(Af[p3 * sa + j * sb])
+        s00 = s00 + a0 * b0
+        s01 = s01 + a0 * b1
+        s10 = s10 + a1 * b0
+        s11 = s11 + a1 * b1
+        s20 = s20 + a2 * b0
+        s21 = s21 + a2 * b1
+        s30 = s30 + a3 * b0
+        s31 = s31 + a3 * b1
+    return s00, s01, s10, s11, s20, s21, s30, s31
+
+
+@njit()  # a call (compiled once, for W and for the key combinations' transpose alike)
+def _rows_times(Af, sa, sb, d, idx, n, Bf, ldb, Cf, ldc, col, div, top):
+    r"""For every row p = 0, ..., d - 1 of A: ``C[p, col : col + 2 WIDTH]``
+    :math:`= \sum_k A_{p, j_k} B_{j_k, \cdot} / \mathrm{div}` over :math:`j_k` = ``idx[k]``,
+    k = 0, ..., n - 1 (each entry's terms from 0.0 in the order of k, :func:`_tile_sums`, four
+    rows at a time, the last rows of A one at a time as four equal rows; divided as
+    :func:`_divide` does: by a power of two as a product, by 1 exactly). ``Af`` holds
+    :math:`A_{pj}` at ``p sa + j sb`` (A or its transpose stored flat: one compiled function
+    for both), ``Bf``, ``Cf`` are B and C flattened, rows ``ldb``, ``ldc`` long. Returns
+    ``top`` updated with the new entries' absolute values (:func:`vmax_abs`)."""
+    exact = div & (div - 1) == 0
+    inv = splat(1.0 / div)
+    w = WIDTH
     p = 0
     while p < d:
-        p1 = p + 1 if p + 1 < d else p  # an odd last row: its sums twice, one kept
-        q = 0
-        while q + 4 <= dz:
-            a0, a1, a2, a3 = W[p, q], W[p, q + 1], W[p, q + 2], W[p, q + 3]
-            b0, b1, b2, b3 = W[p1, q], W[p1, q + 1], W[p1, q + 2], W[p1, q + 3]
-            for j in range(nq):
-                z0, z1, z2, z3 = ZT[q, j], ZT[q + 1, j], ZT[q + 2, j], ZT[q + 3, j]
-                s = WZ[p, j]
-                t = WZ[p1, j]
-                s += a0 * z0
-                t += b0 * z0
-                s += a1 * z1
-                t += b1 * z1
-                s += a2 * z2
-                t += b2 * z2
-                s += a3 * z3
-                t += b3 * z3
-                WZ[p1, j] = t
-                WZ[p, j] = s
-            q += 4
-        while q < dz:
-            a0, b0 = W[p, q], W[p1, q]
-            for j in range(nq):
-                z0 = ZT[q, j]
-                s = WZ[p, j] + a0 * z0
-                t = WZ[p1, j] + b0 * z0
-                WZ[p1, j] = t
-                WZ[p, j] = s
-            q += 1
-        p += 2
+        p0 = p
+        p1, p2, p3 = (p + 1, p + 2, p + 3) if p + 4 <= d else (p, p, p)
+        s00, s01, s10, s11, s20, s21, s30, s31 = _tile_sums(
+            Af, sa, sb, idx, n, Bf, ldb, col, p0, p1, p2, p3
+        )
+        top = _scaled_store(Cf, p0 * ldc + col, s00, inv, div, exact, top)
+        top = _scaled_store(Cf, p0 * ldc + col + w, s01, inv, div, exact, top)
+        top = _scaled_store(Cf, p1 * ldc + col, s10, inv, div, exact, top)
+        top = _scaled_store(Cf, p1 * ldc + col + w, s11, inv, div, exact, top)
+        top = _scaled_store(Cf, p2 * ldc + col, s20, inv, div, exact, top)
+        top = _scaled_store(Cf, p2 * ldc + col + w, s21, inv, div, exact, top)
+        top = _scaled_store(Cf, p3 * ldc + col, s30, inv, div, exact, top)
+        top = _scaled_store(Cf, p3 * ldc + col + w, s31, inv, div, exact, top)
+        p = p3 + 1
+    return top
+
+
+@njit(inline="always")
+def _scaled_store(Cf, at, s, inv, div, exact, top):
+    """``Cf[at : at + WIDTH] = s / div`` (as ``s * inv`` when ``exact``, :func:`_divide`);
+    returns ``top`` updated with the new entries' absolute values (:func:`vmax_abs`)."""
+    x = s * inv if exact else s / splat(float(div))
+    vstore(Cf, at, x)
+    return vmax_abs(top, x)
 
 
 @njit()
-def _add_outers(G, gq, act, n_act, Z):
-    r"""``G += sum_j g_j z_j^T`` over the queries ``act[:n_act]`` (``j = i K + k``, g_j the row
-    ``gq[j]``), each entry's terms added in the order of ``act`` (as one outer product per query
-    after another; :func:`_add_rows` on each row of G)."""
-    n, K, dz = Z.shape
-    Zf = Z.reshape(n * K, dz)
-    for p in range(G.shape[0]):
-        _add_rows(G[p], Zf, gq[:, p], act, n_act, -1)
+def _matvecs(W, ZT, WZ, every):
+    r"""``WZ[:, j] = W ZT[:, j]`` for every column j (their number a multiple of
+    :data:`_QUERY_BLOCK`, see :func:`layout`): entry :math:`(p, j)` is
+    :math:`\sum_q W_{pq} Z^\top_{qj}` from 0.0 in the order of q (that of :func:`_dots` on
+    ``W`` and the query j). Four rows and :data:`_QUERY_BLOCK` columns at a time
+    (:func:`_rows_times`), each W entry loaded once per block of columns; ``every`` holds
+    0, 1, ..., at least d_z of them."""
+    nq = ZT.shape[1]
+    Zf = ZT.reshape(-1)
+    WZf = WZ.reshape(-1)
+    zero = splat(0.0)
+    d, dz = W.shape
+    Wf = W.reshape(-1)
+    one = np.int64(1)  # not a literal: the signature of _outer_sum's calls
+    for j in range(0, nq, _QUERY_BLOCK):
+        _rows_times(Wf, dz, one, d, every, dz, Zf, nq, WZf, nq, j, one, zero)
+
+
+@njit()
+def _outer_sum(G, gq, act, n_act, Z, n):
+    r"""``G = (sum_j g_j z_j^T) / n`` over the queries ``act[:n_act]`` (``j = i K + k``, g_j the
+    row ``gq[j]``): each entry's terms from 0.0 in the order of ``act``, then divided by n as
+    :func:`_divide` does (as the outer products one query after another into a zero G, then
+    ``G /= n``). Four rows and two vectors of columns at a time (:func:`_rows_times`); the
+    columns past the last multiple of 2 WIDTH one entry at a time. Returns
+    :math:`\max |G_{pq}|` as :func:`_abs_max` finds it (for :func:`_norm`)."""
+    d, dz = G.shape
+    Zf = Z.reshape(-1)
+    Gf = G.reshape(-1)
+    top = splat(0.0)
+    gqf = gq.reshape(-1)
+    one = np.int64(1)
+    q = np.int64(0)  # not the literal 0, as in every call's argument: one compiled signature
+    while q + 2 * WIDTH <= dz:  # A = gq^T: A_pj = gq[j, p]
+        top = _rows_times(gqf, one, d, d, act, n_act, Zf, dz, Gf, dz, q, n, top)
+        q += 2 * WIDTH
+    best = 0.0
+    for e in range(WIDTH):
+        best = max(best, lane(top, e))
+    exact = n & (n - 1) == 0
+    for p in range(d):
+        for c in range(q, dz):
+            x = 0.0
+            for k in range(n_act):
+                j = act[k]
+                x += gq[j, p] * Zf[j * dz + c]
+            x = x * (1.0 / n) if exact else x / n
+            G[p, c] = x
+            best = max(best, abs(x))
+    return best
 
 
 @njit()
@@ -594,6 +710,74 @@ def _grad_any(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     return _grad_map(W, inst, att, head_id, loss_id, log_domain, G, ws, want_v, Gv)
 
 
+@njit(inline="always")
+def _divide_all(x, y):
+    """``x[t] = x[t] / y`` for every t, a vector at a time (y not zero)."""
+    T = x.shape[0]
+    yv = splat(y)
+    t = 0
+    while t + WIDTH <= T:
+        vstore(x, t, vload(x, t) / yv)
+        t += WIDTH
+    while t < T:
+        x[t] = x[t] / y
+        t += 1
+
+
+@njit(inline="always")
+def _visible_weights(sv, gt, m, t2, mean, flip, lwq):
+    r""":func:`_grad_one`'s weights of a query that sees every key, its logits within 600 of
+    each other: ``lwq[t] = (sv[t] / sv[t2]) ((gt[t] - gt[m]) - mean) flip`` for t not m,
+    0.0 at m, a vector at a time (the vector holding m one entry at a time); returns
+    :math:`\max_t |w_t|` over t not m (as ``if abs(w) > big``)."""
+    T = sv.shape[0]
+    gm, s2 = gt[m], sv[t2]
+    gmv, meanv, s2v, flipv = splat(gm), splat(mean), splat(s2), splat(flip)
+    top = splat(0.0)
+    mb = m - m % WIDTH
+    t = 0
+    while t + WIDTH <= T:
+        if t == mb:
+            t += WIDTH
+            continue
+        w = (vload(sv, t) / s2v) * ((vload(gt, t) - gmv) - meanv) * flipv
+        vstore(lwq, t, w)
+        top = vmax_abs(top, w)
+        t += WIDTH
+    big = 0.0
+    for e in range(WIDTH):
+        big = max(big, lane(top, e))
+    for t in range(mb, T):
+        if t >= mb + WIDTH and t < T - T % WIDTH:
+            continue
+        if t == m:
+            lwq[t] = 0.0
+            continue
+        w = (sv[t] / s2) * ((gt[t] - gm) - mean) * flip
+        lwq[t] = w
+        if abs(w) > big:
+            big = abs(w)
+    return big
+
+
+@njit(inline="always")
+def _key_combination(g, Xi, lwq, y, L, shift, m, cw, keys):
+    r"""A query's key combination :math:`g = \sum_t c_t (x_t - x_m)`, :math:`c_t = w_t s` with
+    :math:`s = -y\, e^{L - \mathrm{shift}}`, over the keys whose weight :math:`w_t` (``lwq``)
+    is not zero, in their order (:func:`_add_rows` on the rows ``Xi`` of X_i); ``cw`` and
+    ``keys`` are scratch."""
+    scale = -y * math.exp(L - shift)
+    _zero(g)
+    nk = np.int64(0)
+    for t in range(lwq.shape[0]):
+        w = lwq[t]
+        if w != 0.0:
+            cw[t] = w * scale
+            keys[nk] = t
+            nk += 1
+    _add_rows(g, Xi, cw, keys, nk, np.int64(m))  # int64, never the literal -1 m starts as
+
+
 @njit()
 def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     """(G, M) for one instance; G is written in place, ``(M, M_v)`` returned.
@@ -608,7 +792,8 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     :func:`layout`), ``ws`` from :func:`_workspace`.
     """
     X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT = inst
-    lw, sg, mk, wz, a, sv, r, u, gt, g1, rq, lv, gq, act, WZ, keys, cw, every = ws
+    lw, sg, mk, wz, a, sv, r, u, gt, g1, rq, lv, gq, act, WZ, keys, cw, every = ws[:18]
+    u_known, gt_known, known, g_top, shift_used, lead, every_key = ws[18:]
     n, T, d = X.shape
     du = U.shape[2]
     K, dz = Z.shape[1], Z.shape[2]
@@ -619,101 +804,112 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     # the same order (bit for bit).
     large = XT.shape[0] > 0  # the layout is given for large instances (see layout)
     if large:
-        _matvecs(W, ZT, WZ)
-    for i in range(n):
-        for k in range(K):
-            m = -1
-            top = _NEG_INF
-            if large:
-                # the logits (of every key; the hidden ones are not read)
-                _zero(a)
-                _add_rows(a, XT[i], WZ[:, i * K + k], every, d, -1)
-                for t in range(T):
-                    if vis[i, k, t] and (m < 0 or a[t] > top):
-                        m = t
-                        top = a[t]
-            else:
-                for p in range(d):
+        _matvecs(W, ZT, WZ, every)
+        shift_used[:] = np.nan  # no key combination yet
+    # the queries in the order lead[0], 0, 1, ... (without lead[0]): a large instance's
+    # leading query is the one whose scale was the largest in the last call (its M), so
+    # that M is usually known from the first query on (see the key combinations below)
+    first = lead[0]
+    for jj in range(n * K):
+        j = first if jj == 0 else (jj - 1 if jj - 1 < first else jj)
+        i, k = j // K, j % K
+        m = -1
+        top = _NEG_INF
+        if large:
+            # the logits (of every key; the hidden ones are not read)
+            _zero(a)
+            for p in range(d):
+                wz[p] = WZ[p, j]
+            _add_rows(a, XT[i], wz, every, d, np.int64(-1))
+            for t in range(T):
+                if vis[i, k, t] and (m < 0 or a[t] > top):
+                    m = t
+                    top = a[t]
+        else:
+            for p in range(d):
+                acc = 0.0
+                for q in range(dz):
+                    acc += W[p, q] * Z[i, k, q]
+                wz[p] = acc
+            for t in range(T):
+                if vis[i, k, t]:
                     acc = 0.0
-                    for q in range(dz):
-                        acc += W[p, q] * Z[i, k, q]
-                    wz[p] = acc
+                    for p in range(d):
+                        acc += X[i, t, p] * wz[p]
+                    a[t] = acc
+                    if m < 0 or acc > top:
+                        m = t
+                        top = acc
+        # second most probable key t2 (largest logit among the others)
+        t2 = -1
+        for t in range(T):
+            if vis[i, k, t] and t != m and (t2 < 0 or a[t] > a[t2]):
+                t2 = t
+        ssum = 0.0
+        for t in range(T):
+            if vis[i, k, t]:
+                x = a[t] - top
+                st = math.exp(x) if x > LOG_EXP_MIN else 0.0
+                sv[t] = st
+                ssum += st
+        lse = top + math.log(ssum)
+        for p in range(du):
+            r[p] = 0.0
+        if large and every_key[j]:
+            _divide_all(sv, ssum)
+            _add_rows(r, U[i], sv, every, T, np.int64(-1))
+        elif large:
+            nk = np.int64(0)
+            for t in range(T):
+                if vis[i, k, t]:
+                    sv[t] = sv[t] / ssum
+                    keys[nk] = t
+                    nk += 1
+            _add_rows(r, U[i], sv, keys, nk, np.int64(-1))
+        else:
+            for t in range(T):
+                if vis[i, k, t]:
+                    st = sv[t] / ssum
+                    sv[t] = st
+                    for p in range(du):
+                        r[p] += st * U[i, t, p]
+        if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
+            f = 0.0
+            for t in range(T):
+                if vis[i, k, t]:
+                    gt[t] = C[i, k, t]
+                    f += sv[t] * gt[t]
+        else:
+            f = _head(r, head_id, hv, hV, hw, lam, u)
+            if large:
+                _dynamic_scores(gt, UT[i], u, every, i * K + k, u_known, gt_known, known)
+            else:
                 for t in range(T):
                     if vis[i, k, t]:
                         acc = 0.0
-                        for p in range(d):
-                            acc += X[i, t, p] * wz[p]
-                        a[t] = acc
-                        if m < 0 or acc > top:
-                            m = t
-                            top = acc
-            # second most probable key t2 (largest logit among the others)
-            t2 = -1
-            for t in range(T):
-                if vis[i, k, t] and t != m and (t2 < 0 or a[t] > a[t2]):
-                    t2 = t
-            ssum = 0.0
-            for t in range(T):
-                if vis[i, k, t]:
-                    x = a[t] - top
-                    st = math.exp(x) if x > LOG_EXP_MIN else 0.0
-                    sv[t] = st
-                    ssum += st
-            lse = top + math.log(ssum)
-            for p in range(du):
-                r[p] = 0.0
-            if large:
-                nk = 0
-                for t in range(T):
-                    if vis[i, k, t]:
-                        sv[t] = sv[t] / ssum
-                        keys[nk] = t
-                        nk += 1
-                _add_rows(r, U[i], sv, keys, nk, -1)
-            else:
-                for t in range(T):
-                    if vis[i, k, t]:
-                        st = sv[t] / ssum
-                        sv[t] = st
                         for p in range(du):
-                            r[p] += st * U[i, t, p]
-            if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
-                f = 0.0
-                for t in range(T):
-                    if vis[i, k, t]:
-                        gt[t] = C[i, k, t]
-                        f += sv[t] * gt[t]
-            else:
-                f = _head(r, head_id, hv, hV, hw, lam, u)
-                if large:
-                    _zero(gt)
-                    _add_rows(gt, UT[i], u, every, du, -1)  # the hidden keys' are not read
-                else:
-                    for t in range(T):
-                        if vis[i, k, t]:
-                            acc = 0.0
-                            for p in range(du):
-                                acc += U[i, t, p] * u[p]
-                            gt[t] = acc
-            mean = 0.0
-            for t in range(T):
-                if vis[i, k, t]:
-                    mean += sv[t] * (gt[t] - gt[m])
-            log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
-            flip = _dloss_flip(Y[i, k] * f, loss_id)
-            if want_v:
-                lv[i, k] = log_dloss
-                for p in range(du):
-                    rq[i, k, p] = r[p] * flip
-            mk[i, k] = m
+                            acc += U[i, t, p] * u[p]
+                        gt[t] = acc
+        mean = 0.0
+        for t in range(T):
+            if vis[i, k, t]:
+                mean += sv[t] * (gt[t] - gt[m])
+        log_dloss = _log_abs_dloss(Y[i, k] * f, loss_id)
+        flip = _dloss_flip(Y[i, k] * f, loss_id)
+        if want_v:
+            lv[i, k] = log_dloss
+            for p in range(du):
+                rq[i, k, p] = r[p] * flip
+        mk[i, k] = m
+        sg[i, k, 0] = _NEG_INF
+        gap = a[t2] - top if t2 >= 0 else 0.0
+        if large and every_key[j] and t2 >= 0 and gap > -600.0:
+            big = _visible_weights(sv, gt, m, t2, mean, flip, lw[i, k])
+        else:
             for t in range(T):
                 lw[i, k, t] = 0.0
-            sg[i, k, 0] = _NEG_INF
             if t2 < 0:
                 continue
-            # L_q = log|l'(Y f)| + log s_t2
-            Lq = log_dloss + (a[t2] - lse)
-            gap = a[t2] - top
             big = 0.0
             for t in range(T):
                 if vis[i, k, t] and t != m:
@@ -726,40 +922,47 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     lw[i, k, t] = w
                     if abs(w) > big:
                         big = abs(w)
-            sg[i, k, 0] = Lq
-            if big > 0.0:
-                cand = Lq + math.log(big)
-                if cand > Mx:
-                    Mx = cand
+        # L_q = log|l'(Y f)| + log s_t2
+        Lq = log_dloss + (a[t2] - lse)
+        sg[i, k, 0] = Lq
+        if big > 0.0:
+            cand = Lq + math.log(big)
+            if cand > Mx:
+                Mx = cand
+                if large:
+                    lead[0] = j
+        if large and Lq > _NEG_INF:
+            # g_j now, while X_i is in cache, with the largest scale so far as M: kept
+            # when that is M at the end (below), as it is when the leading query has
+            # the largest scale (or without log_domain, whose scales are absolute)
+            shift = Mx if log_domain else 0.0
+            shift_used[j] = shift
+            _key_combination(gq[j], X[i], lw[i, k], Y[i, k], Lq, shift, m, cw, keys)
     Mv = _head_grad(Y, lv, rq, log_domain, Gv) if want_v else _NEG_INF
-    for p in range(d):
-        for q in range(dz):
-            G[p, q] = 0.0
+    g_top[0] = -1.0  # unknown
+    if Mx == _NEG_INF or not large:
+        for p in range(d):
+            for q in range(dz):
+                G[p, q] = 0.0
     if Mx == _NEG_INF:
         return _NEG_INF, Mv  # the direction is exactly zero
-    n_act = 0
+    n_act = np.int64(0)  # not the literal 0: _outer_sum would compile for that type too
+    shift = Mx if log_domain else 0.0
     for i in range(n):
         for k in range(K):
             if sg[i, k, 0] == _NEG_INF:
                 continue
             m = mk[i, k]
-            scale = -Y[i, k] * math.exp(sg[i, k, 0] - (Mx if log_domain else 0.0))
-            if large:  # g_j now, G += g_j z_j^T for every query at the end
+            if large:  # g_j (unless computed above with this M), G at the end
                 j = i * K + k
-                g = gq[j]
-                for p in range(d):
-                    g[p] = 0.0
                 act[n_act] = j
                 n_act += 1
-                nk = 0
-                for t in range(T):
-                    w = lw[i, k, t]
-                    if w != 0.0:
-                        cw[t] = w * scale
-                        keys[nk] = t
-                        nk += 1
-                _add_rows(g, X[i], cw, keys, nk, m)
+                if _float_bits(shift_used[j]) != _float_bits(shift):
+                    _key_combination(
+                        gq[j], X[i], lw[i, k], Y[i, k], sg[i, k, 0], shift, m, cw, keys
+                    )
             else:  # one query after another
+                scale = -Y[i, k] * math.exp(sg[i, k, 0] - shift)
                 for p in range(d):
                     g1[p] = 0.0
                 for t in range(T):
@@ -772,8 +975,9 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     for q in range(dz):
                         G[p, q] += g1[p] * Z[i, k, q]
     if large:
-        _add_outers(G, gq, act, n_act, Z)
-    _divide(G, n)
+        g_top[0] = _outer_sum(G, gq, act, n_act, Z, n)
+    else:
+        _divide(G, n)
     return (Mx if log_domain else 0.0), Mv
 
 
@@ -841,27 +1045,22 @@ def _norm(A):
 @njit()
 def _norm_scaled(flat, top):
     r""":func:`_norm` of the entries ``flat`` given their ``top`` (:func:`_abs_max`):
-    :math:`t \sqrt{\sum_j (a_j / t)^2}` summed in the order of the entries (eight quotients
-    at a time, then added one by one: the divisions vectorize, the additions stay those of the
-    plain loop)."""
+    :math:`t \sqrt{\sum_j (a_j / t)^2}` summed in the order of the entries. The quotients and
+    squares of a vector of entries at a time (``vdivpd``, whose throughput keeps up with the
+    additions), the additions one by one, as in the plain loop: the sum's latency, one addition
+    after another, is the bound."""
     if top == 0.0:
         return 0.0
     N = flat.shape[0]
+    tv = splat(top)
     acc = 0.0
     j = 0
-    while j + 8 <= N:
-        y0, y1, y2, y3 = flat[j] / top, flat[j + 1] / top, flat[j + 2] / top, flat[j + 3] / top
-        y4, y5 = flat[j + 4] / top, flat[j + 5] / top
-        y6, y7 = flat[j + 6] / top, flat[j + 7] / top
-        acc += y0 * y0
-        acc += y1 * y1
-        acc += y2 * y2
-        acc += y3 * y3
-        acc += y4 * y4
-        acc += y5 * y5
-        acc += y6 * y6
-        acc += y7 * y7
-        j += 8
+    while j + WIDTH <= N:
+        y = vload(flat, j) / tv
+        y = y * y
+        for e in range(WIDTH):
+            acc += lane(y, e)
+        j += WIDTH
     while j < N:
         y0 = flat[j] / top
         acc += y0 * y0
@@ -900,20 +1099,60 @@ def _combine_factors(M, nA, rho, nP):
 
 
 @njit()
-def _combine(M, A, rho, P, D):
-    """D = e^{M-c} A + rho e^{-c} P with c the log of the larger term; returns (c, ||D||)
-    (:func:`_norm` of D, its maximum taken in the pass that writes D)."""
-    nA = _norm(A)
-    c, fa, fb = _combine_factors(M, nA, rho, _norm(P) if rho > 0.0 else 0.0)
-    Df = D.reshape(-1)
+def _combined_norm(fa, Af, fb, Pf, top):
+    r"""(:func:`_norm_scaled` of the entries :math:`d_j = f_a a_j + f_b p_j` given their
+    ``top``, :func:`_abs_max` of them), the :math:`d_j` computed on the fly in one pass (not
+    stored); with ``top`` zero only the maximum (the norm is then 0.0). The quotients of a
+    vector at a time, the additions one by one in the order of the entries, as in
+    :func:`_norm_scaled`; the maximum as ``max(t, abs(d))`` from 0.0 (a NaN never enters)."""
+    N = Af.shape[0]
+    chain = top != 0.0
+    tv = splat(top if chain else 1.0)
+    fav, fbv = splat(fa), splat(fb)
+    acc = 0.0
+    big = splat(0.0)
+    j = 0
+    while j + WIDTH <= N:
+        x = fav * vload(Af, j) + fbv * vload(Pf, j)
+        big = vmax_abs(big, x)
+        y = x / tv
+        y = y * y
+        for e in range(WIDTH):
+            acc += lane(y, e)
+        j += WIDTH
+    best = 0.0
+    for e in range(WIDTH):
+        best = max(best, lane(big, e))
+    while j < N:
+        x = fa * Af[j] + fb * Pf[j]
+        best = max(best, abs(x))
+        if chain:
+            y0 = x / top
+            acc += y0 * y0
+        j += 1
+    return (top * math.sqrt(acc) if chain else 0.0), best
+
+
+@njit()
+def _combine(M, A, rho, P, top_a=-1.0):
+    """The factors of D = e^{M-c} A + rho e^{-c} P, c the log of the larger term: returns
+    (c, ||D||, e^{M-c}, rho e^{-c}), ||D|| as :func:`_norm` of D finds it; D itself is not
+    stored (the update recomputes its entries). ``top_a``: the largest |entry| of A as
+    :func:`_abs_max` finds it, when known (else negative).
+
+    When rho e^{-c} is zero, D's largest |entry| is known before D: rounding is monotone, so
+    it is e^{M-c} times A's (an entry of P that is not finite breaks this; the pass checks
+    the maximum it finds and computes the norm again with that one when they differ)."""
     Af = A.reshape(-1)
     Pf = P.reshape(-1)
-    top = 0
-    for j in range(Df.shape[0]):
-        x = fa * Af[j] + fb * Pf[j]
-        Df[j] = x
-        top = max(top, _abs_key(_float_bits(x))[0])
-    return c, _norm_scaled(Df, _int_as_float(top))
+    top_a = top_a if top_a >= 0.0 else _abs_max(Af)[0]
+    nA = _norm_scaled(Af, top_a)
+    c, fa, fb = _combine_factors(M, nA, rho, _norm(P) if rho > 0.0 else 0.0)
+    guess = fa * top_a if fb == 0.0 else 0.0
+    nD, top = _combined_norm(fa, Af, fb, Pf, guess)
+    if _float_bits(top) != _float_bits(guess):
+        nD = _combined_norm(fa, Af, fb, Pf, top)[0]
+    return c, nD, fa, fb
 
 
 @njit()
@@ -980,28 +1219,32 @@ def _move_scale(c, nD, glog, normalized, log_domain, eps):
 
 
 @njit(inline="always")  # a separate call, with its tuples of arrays, cost ~10 % of a step
-def _step(P, G, M, opts, lim, work):
+def _step(P, G, M, opts, lim, work, top_g):
     """One step of one instance in place; returns the status code (0: step taken).
 
     ``P = (P1, P2, P3)``: W (or K, or p as a d x 1 matrix), Q (read for ``is_kq``), the head
     v as a 1 x d_u matrix (trained when ``train_head``); ``G = (G, Gv)`` and ``M = (M, M_v)``
     the scaled gradients; ``opts`` as in :func:`run_one`; ``lim`` the instance's
-    :attr:`~svmgeo.gd._problem.Problem.max_norm`; ``work`` scratch arrays.
+    :attr:`~svmgeo.gd._problem.Problem.max_norm`; ``work`` scratch arrays; ``top_g`` the
+    largest |entry| of G when the gradient found it (:func:`_outer_sum`), else negative.
     """
     P1, P2, P3 = P
     Gw, Gv = G
     Mw, Mv = M
     is_kq, train_head, normalized, log_domain, eta, rho, log_tol, eps1, eps2, eps3 = opts
-    A1, A2, D1, D2, D3, N1, N2, N3 = work
+    A1, A2, N1, N2, N3 = work
     if is_kq:
         _matmul(Gw, P2, A1, False)
         _matmul(Gw, P1, A2, True)
-        c1, n1 = _combine(Mw, A1, rho, P1, D1)
-        c2, n2 = _combine(Mw, A2, rho, P2, D2)
+        c1, n1, fa1, fb1 = _combine(Mw, A1, rho, P1, -1.0)  # top_a given: one signature
+        c2, n2, fa2, fb2 = _combine(Mw, A2, rho, P2, -1.0)
     else:
-        c1, n1 = _combine(Mw, Gw, rho, P1, D1)
-        c2, n2 = _NEG_INF, 0.0
-    c3, n3 = _combine(Mv, Gv, rho, P3, D3) if train_head else (_NEG_INF, 0.0)
+        c1, n1, fa1, fb1 = _combine(Mw, Gw, rho, P1, top_g)
+        c2, n2, fa2, fb2 = _NEG_INF, 0.0, 0.0, 0.0
+    if train_head:
+        c3, n3, fa3, fb3 = _combine(Mv, Gv, rho, P3, -1.0)
+    else:
+        c3, n3, fa3, fb3 = _NEG_INF, 0.0, 0.0, 0.0
     l1 = _block_log_norm(c1, n1)
     l2 = _block_log_norm(c2, n2)
     l3 = _block_log_norm(c3, n3)
@@ -1014,7 +1257,9 @@ def _step(P, G, M, opts, lim, work):
     for f in range(3):
         if (f == 1 and not is_kq) or (f == 2 and not train_head):
             continue
-        D = D1 if f == 0 else (D2 if f == 1 else D3)
+        A = (A1 if is_kq else Gw) if f == 0 else (A2 if f == 1 else Gv)
+        fa = fa1 if f == 0 else (fa2 if f == 1 else fa3)
+        fb = fb1 if f == 0 else (fb2 if f == 1 else fb3)
         Pf = P1 if f == 0 else (P2 if f == 1 else P3)
         Nf = N1 if f == 0 else (N2 if f == 1 else N3)
         c = c1 if f == 0 else (c2 if f == 1 else c3)
@@ -1022,13 +1267,13 @@ def _step(P, G, M, opts, lim, work):
         eps = eps1 if f == 0 else (eps2 if f == 1 else eps3)
         move, scale = _move_scale(c, nD, glog, normalized, log_domain, eps)
         any_move = any_move or move
-        Df = D.reshape(-1)
+        Av = A.reshape(-1)
         Pv = Pf.reshape(-1)
         Nv = Nf.reshape(-1)
         top = 0
         nan = False
-        for j in range(Nv.shape[0]):
-            x = Pv[j] - eta * scale * Df[j] if move else Pv[j]
+        for j in range(Nv.shape[0]):  # D's entries as _combine has them
+            x = Pv[j] - eta * scale * (fa * Av[j] + fb * Pv[j]) if move else Pv[j]
             Nv[j] = x
             key, isnan = _abs_key(_float_bits(x))
             top = max(top, key)
@@ -1113,9 +1358,6 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
         np.empty(P1.shape),
         np.empty(P2.shape),
         np.empty(P3.shape),
-        np.empty(P1.shape),
-        np.empty(P2.shape),
-        np.empty(P3.shape),
     )
     params, grads, head_grad = (P1, P2, P3), (G, Gv), Gv[0]
     for it in range(n_steps):
@@ -1127,7 +1369,7 @@ def run_one(P1, P2, P3, inst, opts, n_steps, lim, att):
             M, Mv = _grad_map(
                 W, inst, att, head_id, loss_id, log_domain, G, ws, train_head, head_grad
             )
-        code = _step(params, grads, (M, Mv), step_opts, lim, work)
+        code = _step(params, grads, (M, Mv), step_opts, lim, work, ws[21][0])
         if code != 0:
             return code, it
     return 0, n_steps
