@@ -791,7 +791,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     ``(X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT)`` of one instance (the transposes of
     :func:`layout`), ``ws`` from :func:`_workspace`.
     """
-    X, U, Z, Y, vis, hv, hV, hw, lam, C, XT, UT, ZT = inst
+    X, U, Z, Y, vis, hv, hV, hw, lam, _given_scores, XT, UT, ZT = inst
     lw, sg, mk, wz, a, sv, r, u, gt, g1, rq, lv, gq, act, WZ, keys, cw, every = ws[:18]
     u_known, gt_known, known, g_top, shift_used, lead, every_key = ws[18:]
     n, T, d = X.shape
@@ -873,23 +873,11 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     sv[t] = st
                     for p in range(du):
                         r[p] += st * U[i, t, p]
-        if head_id == SCORES_HEAD:  # given scores: f = sum_t s_t C_t, dynamic scores C_t
-            f = 0.0
-            for t in range(T):
-                if vis[i, k, t]:
-                    gt[t] = C[i, k, t]
-                    f += sv[t] * gt[t]
-        else:
+        if large and head_id != SCORES_HEAD:  # the dynamic scores reused where u repeats
             f = _head(r, head_id, hv, hV, hw, lam, u)
-            if large:
-                _dynamic_scores(gt, UT[i], u, every, i * K + k, u_known, gt_known, known)
-            else:
-                for t in range(T):
-                    if vis[i, k, t]:
-                        acc = 0.0
-                        for p in range(du):
-                            acc += U[i, t, p] * u[p]
-                        gt[t] = acc
+            _dynamic_scores(gt, UT[i], u, every, i * K + k, u_known, gt_known, known)
+        else:
+            f = _readout(inst, i, k, head_id, sv, r, u, gt)
         mean = 0.0
         for t in range(T):
             if vis[i, k, t]:

@@ -44,6 +44,7 @@ from ._numba import (
     _move_scale,
     _norm_bound,
 )
+from ._simd import _float_array, _intrinsic
 from ._xp import LOG_EXP_MIN
 
 __all__ = ["LANES", "advance_lanes", "lane_layout", "run_group"]
@@ -68,11 +69,6 @@ class LaneMask(types.Type):
         super().__init__(name=f"LaneMask{LANES}")
 
 
-def _intrinsic(typer: Any) -> Any:
-    """numba's ``intrinsic`` (typed as Any: its typer's signature is not the call's)."""
-    return intrinsic(typer)
-
-
 lanes_t = Lanes()
 mask_t = LaneMask()
 _VEC = ir.VectorType(ir.DoubleType(), LANES)
@@ -89,10 +85,6 @@ class _LanesModel(models.PrimitiveModel):
 class _MaskModel(models.PrimitiveModel):
     def __init__(self, dmm: Any, fe_type: Any) -> None:
         super().__init__(dmm, fe_type, _MASK)
-
-
-def _float_array(a: Any) -> bool:
-    return isinstance(a, types.Array) and a.dtype == types.float64 and a.layout == "C"
 
 
 def _lane_ptr(context: Any, builder: Any, aty: Any, a: Any, i: Any) -> Any:
