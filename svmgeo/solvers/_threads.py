@@ -123,6 +123,16 @@ def _at_one_thread(controller: Any) -> bool:
     )
 
 
+def _one_thread_limit() -> Any:
+    """threadpoolctl's limit of the BLAS libraries to one thread (a context manager, set
+    already), or None when they run one thread without it (:func:`_already_one_thread`, then
+    :func:`_at_one_thread`)."""
+    if _already_one_thread():
+        return None
+    controller = _controller()
+    return None if _at_one_thread(controller) else controller.limit(limits=1, user_api="blas")
+
+
 _state = threading.local()
 
 
@@ -141,14 +151,7 @@ def blas_threads(dimension: int) -> Iterator[None]:
         yield
         return
     # one thread already: no limit to set, but nested blocks skip the check (os.environ reads)
-    controller = None if _already_one_thread() else _controller()
-    if controller is not None and _at_one_thread(controller):
-        controller = None  # e.g. the caller's own limit of one, or threadpoolctl imported
-    with (
-        contextlib.nullcontext()
-        if controller is None
-        else controller.limit(limits=1, user_api="blas")
-    ):
+    with _one_thread_limit() or contextlib.nullcontext():
         _state.limited = True
         try:
             yield
