@@ -17,8 +17,12 @@
    seconds are printed: the compile runs on one thread, so its CPU time is the figure to compare
    on a shared machine.
 
+With ``--trees DIR,DIR,... --rounds R`` only the cold first calls run, alternating between
+the checkouts (``PYTHONPATH=DIR``) round by round, so that "before" and "after" see the same
+load (every round is printed).
+
 Run:  PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python benchmarks/bench_startup.py [--repeats 7]
-      [--no-compile] [--first solve,train,batch]
+      [--no-compile] [--first solve,train,batch] [--trees DIR,DIR --rounds 2]
 """
 
 from __future__ import annotations
@@ -101,6 +105,22 @@ def first_call(what: str, cache: str, env: dict[str, str]) -> dict[str, tuple[fl
     return {k: tuple(v) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
 
+def alternate(trees: list[str], rounds: int, firsts: list[str], env: dict[str, str]) -> None:
+    """Cold first calls of ``firsts``, each checkout of ``trees`` in turn, ``rounds`` times."""
+    print("cold first call, fresh process and cache each: wall s / CPU s (second call)")
+    for r in range(rounds):
+        for what in firsts:
+            for tree in trees:
+                with tempfile.TemporaryDirectory(prefix="svmgeo-cache-") as cache:
+                    res = first_call(what, cache, {**env, "PYTHONPATH": tree})
+                (fw, fc), (sw, sc) = res["first"], res["second"]
+                print(
+                    f"  round {r} {what:5s} {tree}: first {fw:6.2f} / {fc:6.2f}"
+                    f"   [second {sw:6.3f} / {sc:6.3f}]   load {load()}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7, help="fresh processes per import command")
@@ -110,9 +130,14 @@ def main() -> None:
         default="solve,train,batch",
         help="comma-separated first calls to time: solve, train, batch",
     )
+    ap.add_argument("--trees", help="comma-separated checkouts: cold first calls alternate")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds with --trees")
     args = ap.parse_args()
     env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
     print(f"python {sys.version.split()[0]}; load average at the start: {load()}")
+    if args.trees:
+        alternate(args.trees.split(","), args.rounds, args.first.split(","), env)
+        return
 
     times = import_times(args.repeats, env)
     med = {k: statistics.median(v) for k, v in times.items()}
