@@ -33,11 +33,12 @@ import bench_svm_peers as peers
 import svmgeo as sg
 from svmgeo.solvers import _frobenius_small as small
 from svmgeo.solvers._exact import ExactRows
+from svmgeo.solvers._geometry import RowGeometry
 
 
 def kernels(cs: sg.ConstraintSet) -> Callable[[sg.ConstraintSet], float]:
     """The three kernels of the compiled path on ``cs``'s rows, as one call."""
-    rows = small._rows(cs)
+    rows = small._rows(RowGeometry(cs))
     assert rows is not None, "float64 rows expected"
     A, Q, inv, grouped = rows
     na, nb = cs._row_norms

@@ -15,7 +15,6 @@ a Farkas certificate, never an exception.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any, Literal
 
@@ -40,7 +39,14 @@ from ._geometry import RowGeometry, dense_dimension
 from ._norms import NORMS, OPTIONS, NormEntry, Request, on_unit_rows, parse_norm, request
 from ._prompt import prompt_constraints
 from ._reference import solve_reference
-from ._result import FeasibilityResult, SVMResult, finish, no_solution, warns_if_inaccurate
+from ._result import (
+    FeasibilityResult,
+    SVMResult,
+    finish,
+    no_solution,
+    replaced,
+    warns_if_inaccurate,
+)
 from ._status import Status
 from ._threads import blas_threads
 
@@ -73,7 +79,7 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         "numerically (an ill-conditioned problem?)"
     )
     if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
-        return dataclasses.replace(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
+        return replaced(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
     W = np.asarray(feas.point)
     value = req.geometry.value(W)
     return finish(
@@ -251,14 +257,14 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         # past the dense Gram: solve matrix-free; a certified optimum proves feasibility
         res = on_unit_rows(req, entry.solve, None, None)
         note = "" if res.success else "; feasibility not decided (the dense check would not fit)"
-        return dataclasses.replace(
+        return replaced(
             res, rank=rank, message=res.message + note, solve_time=time.perf_counter() - start
         )
     geo = RowGeometry(cs)
     feas = check_feasibility(cs, geometry=geo, exact=req.exact)
     if not feas.feasible:
         res = _infeasible_result(req, feas, time.perf_counter() - start)
-        return dataclasses.replace(res, proof=feas.proof)
+        return replaced(res, proof=feas.proof)
     if req.method == "cvxpy":
         res = on_unit_rows(req, _reference, geo, feas)
     else:
@@ -271,7 +277,7 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         res = _feasible_point_result(req, feas, res)
     extras = dict(res.extras)
     extras["feasibility"] = feas
-    return dataclasses.replace(
+    return replaced(
         res, rank=rank, extras=extras, solve_time=time.perf_counter() - start, proof=feas.proof
     )
 
@@ -287,13 +293,11 @@ def _fall_back(req: Request, res: SVMResult) -> SVMResult:
     assert req.entry.fallback is not None
     why_not = req.entry.fallback(req)
     if why_not is not None:
-        return dataclasses.replace(res, message=f"{res.message}; {why_not}")
+        return replaced(res, message=f"{res.message}; {why_not}")
     ref = on_unit_rows(req, _reference, None, None)
     if ref.success:
-        return dataclasses.replace(
-            ref, message=f"{ref.message} (fast path: {res.status}: {res.message})"
-        )
-    return dataclasses.replace(
+        return replaced(ref, message=f"{ref.message} (fast path: {res.status}: {res.message})")
+    return replaced(
         res,
         message=f"{res.message}; the cvxpy fallback did not certify either "
         f"({ref.status}: {ref.message})",
@@ -406,7 +410,7 @@ def with_prompt(res: SVMResult, param: str) -> SVMResult:
         return res
     extras = {**res.extras, "param": "p"}
     p = None if res.W is None else np.array(res.W[:, 0])
-    return dataclasses.replace(res, p=p, extras=extras)
+    return replaced(res, p=p, extras=extras)
 
 
 @warns_if_inaccurate("att_svm")
@@ -539,7 +543,7 @@ def _map_svm(
     extras: dict[str, Any] = {**res.extras, "attention": attention}
     if attention != "linear":
         extras["pattern"] = attention_pattern(data, attention, pattern)
-    return dataclasses.replace(res, extras=extras)
+    return replaced(res, extras=extras)
 
 
 @warns_if_inaccurate("feasibility")

@@ -38,7 +38,7 @@ import numpy as np
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
-from ._result import FeasibilityResult
+from ._result import FeasibilityResult, replaced
 from ._status import Status
 
 __all__ = ["SCREEN_PROOF", "ExactRows", "meet_margins", "prove_verdict"]
@@ -726,7 +726,7 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     """
     cs = res.constraints
     if cs.N == 0 or res.status in (Status.NUMERICAL_ERROR, Status.SOLVER_ERROR):
-        return dataclasses.replace(res, proof="exact" if cs.N == 0 else None)
+        return replaced(res, proof="exact" if cs.N == 0 else None)
     start = time.perf_counter()
     rows = ExactRows.build(cs)
     extras = dict(res.extras)
@@ -737,7 +737,7 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         feasible, point = kw.get("feasible", res.feasible), kw.get("point", res.point)
         if feasible and point is not None:  # the point's contract: margins >= c_j
             kw["point"] = meet_margins(cs, point)
-        return dataclasses.replace(res, extras=extras, **kw)
+        return replaced(res, extras=extras, **kw)
 
     if res.feasible and res.point is not None:
         ok, why = _prove_point(rows, res.point)

@@ -48,7 +48,7 @@ from ._certificates import (
 from ._exact import prove_verdict
 from ._geometry import RowGeometry, compressed_width, dense_dimension, features
 from ._qp import gradient_start, interior_point, polish_active_set
-from ._result import EVERY_ROW_TIGHT, FeasibilityResult, warns_if_inaccurate
+from ._result import EVERY_ROW_TIGHT, FeasibilityResult, replaced, warns_if_inaccurate
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -365,7 +365,7 @@ def check_feasibility(
     def result(**kw: object) -> FeasibilityResult:
         elapsed = time.perf_counter() - start
         res = FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
-        return prove_verdict(res) if prove else dataclasses.replace(res, proof="float")
+        return prove_verdict(res) if prove else replaced(res, proof="float")
 
     def verified(point: tuple[np.ndarray, float], message: str, **kw: object) -> FeasibilityResult:
         """FEASIBLE with a point that :func:`_rescale_point` verified (and its residual)."""

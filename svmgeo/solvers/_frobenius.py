@@ -42,7 +42,6 @@ that tolerance (:func:`check_feasibility`).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -55,7 +54,7 @@ from ._certificates import FRO, lift_kkt_pair
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
-from ._result import POLISHED, SVMResult, finish, no_solution
+from ._result import POLISHED, SVMResult, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -331,4 +330,4 @@ def _feature_rescue(
 
 
 def _with_time(res: SVMResult, solve_time: float) -> SVMResult:
-    return dataclasses.replace(res, solve_time=solve_time)
+    return replaced(res, solve_time=solve_time)

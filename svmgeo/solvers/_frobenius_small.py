@@ -59,7 +59,6 @@ from .._active_set import (
     update_working_set,
 )
 from .._jit import njit
-from ..constraints import ConstraintSet
 from ._certificates import DECADES, FRO, ULPS, judge
 from ._exact import SCREEN_PROOF, ExactRows
 from ._geometry import RowGeometry
@@ -491,19 +490,29 @@ def _residuals(A, Q, inv, grouped, W, lam, m):  # pragma: no cover - compiled
     return out
 
 
-def _rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
-    """(A, Q, each row's index into Q, whether rows share queries), C-ordered float64 (the BLAS
-    calls read them so): ``cs.query_groups``, or every row its own query (Q = B); None for rows
-    of another dtype, which the Python path computes in their own precision."""
-    if cs.A.dtype != np.float64 or cs.B.dtype != np.float64:
-        return None
-    groups = cs.query_groups
-    Q, inv = (cs.B, np.arange(cs.N)) if groups is None else groups
-    A, Q = np.ascontiguousarray(cs.A), np.ascontiguousarray(Q)
-    if Q.flags.writeable:  # a read-only view, as A is: one compiled signature for both
-        Q = Q.view()
-        Q.flags.writeable = False
-    return A, Q, inv, groups is not None
+def _rows(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+    """(A, Q, each row's index into Q, whether rows share queries) of ``geo.cs``, C-ordered
+    float64 (the BLAS calls read them so): ``cs.query_groups``, or every row its own query
+    (Q = B); None for rows of another dtype, which the Python path computes in their own
+    precision. Formed once per geometry: the feasibility route and the polish share them."""
+    if _ROWS_KEY in geo.__dict__:
+        return geo.__dict__[_ROWS_KEY]
+    cs = geo.cs
+    rows = None
+    if cs.A.dtype == np.float64 and cs.B.dtype == np.float64:
+        groups = cs.query_groups
+        Q, inv = (cs.B, np.arange(cs.N)) if groups is None else groups
+        A, Q = np.ascontiguousarray(cs.A), np.ascontiguousarray(Q)
+        if Q.flags.writeable:  # a read-only view, as A is: one compiled signature for both
+            Q = Q.view()
+            Q.flags.writeable = False
+        rows = (A, Q, inv, groups is not None)
+    geo.__dict__[_ROWS_KEY] = rows
+    return rows
+
+
+_ROWS_KEY = "_svmgeo_compiled_rows"
+"""Where :func:`_rows` keeps the rows on a :class:`~._geometry.RowGeometry`."""
 
 
 def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityResult | None:
@@ -514,7 +523,7 @@ def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityRes
     G, factor and :math:`\lambda_0` adopted by ``geo``: the same bits). ``start`` is the
     check's ``perf_counter`` start."""
     cs = geo.cs
-    arrays = _rows(cs)
+    arrays = _rows(geo)
     if arrays is None:
         return None
     A, Q, inv, grouped = arrays
@@ -574,7 +583,7 @@ def polished(
     if lam0 is None:
         return None
     cs = geo.cs
-    arrays = _rows(cs)
+    arrays = _rows(geo)
     if arrays is None:
         return None
     A, Q, inv, grouped = arrays

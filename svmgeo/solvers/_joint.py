@@ -34,7 +34,7 @@ from ..data import TokenData
 from ..selection import check_data, check_selection, optimal_tokens
 from ._api import _solve, check_param, svm_constraints, with_prompt
 from ._prompt import head_constraints, query_margins
-from ._result import JointSVMResult, finish_joint, warns_if_inaccurate
+from ._result import JointSVMResult, finish_joint, replaced, warns_if_inaccurate
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "JointSVMResult", "exact_support", "joint_svm"]
 
@@ -193,7 +193,7 @@ def joint_svm(
         "where": where,
     }
     head = _solve(head_constraints(data, a), norm="fro", **options)
-    head = dataclasses.replace(head, extras={**head.extras, "param": "v"})
+    head = replaced(head, extras={**head.extras, "param": "v"})
     common: dict[str, Any] = {"param": kind, "alpha": _user_shape(a, data)}
     if not head.status.has_solution or head.W is None or head.margins is None:
         return finish_joint(

@@ -15,7 +15,6 @@ svmgeo solves first with :func:`~svmgeo.solvers._nuclear.solve_nuclear`.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from typing import Any
@@ -38,7 +37,7 @@ from ._certificates import (
 )
 from ._factored import FactoredProblem, compress
 from ._nuclear import solve_nuclear
-from ._result import Certificate, SVMResult, finish
+from ._result import Certificate, SVMResult, finish, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -226,7 +225,7 @@ def solve_lowrank(
     convex = solve_nuclear(cs, solver=solver, tol=tol)
     solver = convex.solver  # resolves "auto"
     if convex.W is None or not convex.status.has_solution:
-        return dataclasses.replace(convex, rank=m, message=f"convex relaxation: {convex.message}")
+        return replaced(convex, rank=m, message=f"convex relaxation: {convex.message}")
     lower = float(convex.objective or 0.0)
     comp = compress(cs)
     U, V = comp.U, comp.V
@@ -314,7 +313,7 @@ def solve_lowrank(
         if best is None or value < best[0]:
             best = (value, K, Q, lam, n_iter)
     if best is None:
-        return dataclasses.replace(
+        return replaced(
             convex,
             W=None,
             status=Status.INFEASIBLE_INACCURATE,

@@ -49,7 +49,7 @@ from ._lowrank import factored_certificate, solve_lowrank
 from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
-from ._result import FeasibilityResult, SVMResult, finish, no_solution
+from ._result import FeasibilityResult, SVMResult, finish, no_solution, replaced
 from ._spectral import SPECTRAL_BACKENDS, solve_spectral
 from ._status import Status
 
@@ -247,7 +247,7 @@ def on_unit_rows(
         if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
             extras["qp_dual"] = np.asarray(extras["qp_dual"]) * s * s
         point = None if feas.point is None else feas.point * s
-        scaled_feas = dataclasses.replace(feas, constraints=rows, point=point, extras=extras)
+        scaled_feas = replaced(feas, constraints=rows, point=point, extras=extras)
     res = run(
         dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas
     )
@@ -259,7 +259,7 @@ def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
     cs = req.cs
     extras = {**res.extras, "row_scale": s}
     if res.W is None:  # a Farkas vector is the same on both sets of rows
-        return dataclasses.replace(res, constraints=cs, extras=extras)
+        return replaced(res, constraints=cs, extras=extras)
     W = res.W / s
     lam = res.dual
     if lam is not None:
@@ -355,7 +355,7 @@ def _reference(req: Request) -> SVMResult:
         rank=rank,
         extras=extras,
     )
-    return dataclasses.replace(res, solve_time=time.perf_counter() - start)
+    return replaced(res, solve_time=time.perf_counter() - start)
 
 
 # -- Frobenius ----------------------------------------------------------------------------------
@@ -426,7 +426,7 @@ def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
     if req.rank is not None and res.W is not None:
         K, Q = balanced_factors(res.W, req.rank)
         # the convex optimum is the rank-m optimum: its value is also the lower bound
-        res = dataclasses.replace(res, K=K, Q=Q, lower_bound=res.objective)
+        res = replaced(res, K=K, Q=Q, lower_bound=res.objective)
     return res
 
 

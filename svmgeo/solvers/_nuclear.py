@@ -32,7 +32,6 @@ rows (:func:`_refine`), and the multipliers are re-checked by
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -59,7 +58,7 @@ from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
 from ._nuclear_factored import polish_nuclear, solve_nuclear_factored, trivial_nuclear
-from ._result import FeasibilityResult, SVMResult, finish, no_solution
+from ._result import FeasibilityResult, SVMResult, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -415,13 +414,13 @@ def solve_nuclear(
         # explicit gap (exact when min(r1, r2) = 1)
         third = _from_frobenius(cs, tol, start)
         if third is not None:
-            return dataclasses.replace(
+            return replaced(
                 third,
                 message=f"{third.message} ({preferred}: {first.status}; "
                 f"{fallback}: {second.status})",
             )
     if second.success or not first.status.has_solution:
-        return dataclasses.replace(
+        return replaced(
             second,
             message=f"{second.message} (after {preferred}: {first.status}: {first.message})",
         )

@@ -49,7 +49,6 @@ Farkas certificate as for every norm.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from typing import Any
@@ -64,7 +63,7 @@ from ._certificates import (
     lift_onto_rows,
     primal_infeasibility,
 )
-from ._result import SVMResult, finish, no_solution
+from ._result import SVMResult, finish, no_solution, replaced
 from ._status import Status
 
 __all__ = ["GAP_TARGET", "SPECTRAL_BACKENDS", "quiet_solve", "solve_spectral"]
@@ -219,11 +218,11 @@ def solve_spectral(cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8
             if best is None or res.certificate.worst < best.certificate.worst:  # type: ignore[union-attr]
                 best = res
             if res.success and res.certificate.worst <= GAP_TARGET:
-                return dataclasses.replace(res, solve_time=time.perf_counter() - start)
+                return replaced(res, solve_time=time.perf_counter() - start)
         if best is not None and best.success:  # certified: the next backend is not needed
             break
     if best is not None:
-        return dataclasses.replace(best, solve_time=time.perf_counter() - start)
+        return replaced(best, solve_time=time.perf_counter() - start)
     return no_solution(
         cs, Status.SOLVER_ERROR, "the compressed spectral SDP failed: " + "; ".join(tried),
         norm="spectral", solver=f"svmgeo-spectral-sdp/{solver}",

@@ -11,12 +11,11 @@ caller's setting. The limit is restored on exit, and a caller's own, stricter li
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, ParamSpec, TypeVar
 
@@ -34,16 +33,31 @@ with one BLAS thread; measured by ``benchmarks/bench_blas_threads.py``."""
 
 
 @lru_cache(maxsize=1)
-def _controller_for(n_modules: int) -> Any:
+def _controller_for(n_modules: int) -> tuple[Any, tuple[Callable[[], Any], ...]]:
     from threadpoolctl import ThreadpoolController
 
-    return ThreadpoolController()
+    controller = ThreadpoolController()
+    counts = tuple(_count(lib) for lib in controller.lib_controllers if lib.user_api == "blas")
+    return controller, counts
 
 
 def _controller() -> Any:
     # scanning the loaded libraries costs ~10 ms, limiting through a controller ~40 us: scan
     # again only after an import (which may have loaded another BLAS)
-    return _controller_for(len(sys.modules))
+    return _controller_for(len(sys.modules))[0]
+
+
+def _count(lib: Any) -> Callable[[], Any]:
+    """The function that returns the thread count of threadpoolctl's BLAS library ``lib``:
+    OpenBLAS's own C function where threadpoolctl finds it (one ctypes call: half the cost of
+    ``lib.get_num_threads()`` when the caches are cold, about 8 us of it), else
+    ``lib.get_num_threads``."""
+    if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
+        symbol = getattr(lib, "_get_symbol", None)  # threadpoolctl's lookup, affixes included
+        function = None if symbol is None else symbol("openblas_get_num_threads")
+        if function is not None:
+            return function
+    return lib.get_num_threads
 
 
 _BLAS_THREAD_VARIABLES = {
@@ -57,7 +71,8 @@ _BLAS_THREAD_VARIABLES = {
 @lru_cache(maxsize=1)
 def _dense_blas() -> tuple[str, ...] | None:
     """The BLAS kinds (keys of :data:`_BLAS_THREAD_VARIABLES`) numpy and scipy were built
-    with, or None when one is unknown."""
+    with, each once (both OpenBLAS: one kind, one lookup of its variables), or None when one
+    is unknown."""
     import numpy.__config__
     import scipy.__config__
 
@@ -71,7 +86,7 @@ def _dense_blas() -> tuple[str, ...] | None:
         if kind is None:
             return None
         kinds.append(kind)
-    return tuple(kinds)
+    return tuple(dict.fromkeys(kinds))
 
 
 def _one_thread_in(environ: Mapping[str, str], kinds: tuple[str, ...]) -> bool:
@@ -113,31 +128,27 @@ def _already_one_thread() -> bool:
     )
 
 
-def _at_one_thread(controller: Any) -> bool:
-    """True when every BLAS library ``controller`` holds runs one thread now (one ctypes call
-    each): then :func:`blas_threads` has no limit to set, and skips threadpoolctl's ``limit``
-    (its ``info()`` of every library, the limits set and restored: ~40 us warm, several times
-    that when the caches are cold)."""
-    return all(
-        lib.get_num_threads() == 1 for lib in controller.lib_controllers if lib.user_api == "blas"
-    )
+def _at_one_thread() -> bool:
+    """True when every BLAS library threadpoolctl finds runs one thread now (one ctypes call
+    each, :func:`_count`): then :func:`blas_threads` has no limit to set, and skips
+    threadpoolctl's ``limit`` (its ``info()`` of every library, the limits set and restored:
+    ~40 us warm, several times that when the caches are cold)."""
+    return all(count() == 1 for count in _controller_for(len(sys.modules))[1])
 
 
 def _one_thread_limit() -> Any:
     """threadpoolctl's limit of the BLAS libraries to one thread (a context manager, set
     already), or None when they run one thread without it (:func:`_already_one_thread`, then
     :func:`_at_one_thread`)."""
-    if _already_one_thread():
+    if _already_one_thread() or _at_one_thread():
         return None
-    controller = _controller()
-    return None if _at_one_thread(controller) else controller.limit(limits=1, user_api="blas")
+    return _controller().limit(limits=1, user_api="blas")
 
 
 _state = threading.local()
 
 
-@contextlib.contextmanager
-def blas_threads(dimension: int) -> Iterator[None]:
+class blas_threads:  # a context manager named as the function it replaced
     """One BLAS thread inside the block when ``dimension`` <= :data:`ONE_THREAD_UP_TO`.
 
     Nested blocks cost nothing (the outermost one sets and restores the limit), and neither
@@ -145,18 +156,28 @@ def blas_threads(dimension: int) -> Iterator[None]:
     ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see :func:`_already_one_thread`).
     When threadpoolctl was imported (by the caller, scikit-learn, ...), a block whose BLAS
     libraries all run one thread already asks each its count and sets nothing
-    (:func:`_at_one_thread`).
+    (:func:`_at_one_thread`). A class rather than a generator: every small solve enters one,
+    and ``contextlib.contextmanager``'s machinery cost a few microseconds of it.
     """
-    if dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False):
-        yield
-        return
-    # one thread already: no limit to set, but nested blocks skip the check (os.environ reads)
-    with _one_thread_limit() or contextlib.nullcontext():
-        _state.limited = True
-        try:
-            yield
-        finally:
+
+    __slots__ = ("_dimension", "_limit", "_outermost")
+
+    def __init__(self, dimension: int) -> None:
+        self._dimension = dimension
+        self._limit: Any = None
+        self._outermost = False
+
+    def __enter__(self) -> None:
+        if self._dimension <= ONE_THREAD_UP_TO and not getattr(_state, "limited", False):
+            # one thread already: no limit to set, but nested blocks skip the check
+            self._limit = _one_thread_limit()
+            self._outermost = _state.limited = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outermost:
             _state.limited = False
+            if self._limit is not None:
+                self._limit.restore_original_limits()
 
 
 def one_blas_thread_when_small(func: Callable[_P, _R]) -> Callable[_P, _R]:

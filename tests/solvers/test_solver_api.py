@@ -274,3 +274,18 @@ def test_infeasible_result_repr_names_the_farkas_vector():
     assert "status=infeasible" in repr(res) and "farkas=(4,)" in repr(res)
     assert "rows blamed" in res.summary()
     assert "a Farkas vector on" in res.extras["feasibility"].summary()
+
+
+def test_replaced_copies_a_result_as_dataclasses_replace_does(cs):
+    from svmgeo.solvers._result import replaced
+
+    res = solve_svm(cs)
+    for result in (res, res.extras["feasibility"]):
+        changes = {"message": "changed", "solve_time": 1.5}
+        ours, theirs = replaced(result, **changes), dataclasses.replace(result, **changes)
+        assert type(ours) is type(theirs)
+        for f in dataclasses.fields(result):
+            assert getattr(ours, f.name) is getattr(theirs, f.name), f.name
+        assert result.message != "changed"  # the original is left as it was
+        with pytest.raises(TypeError, match="no_such_field"):
+            replaced(result, no_such_field=1)

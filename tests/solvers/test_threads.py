@@ -124,3 +124,15 @@ def test_blas_already_at_one_thread_is_not_limited_again(monkeypatch):
                 with _threads.blas_threads(10):
                     assert set(_blas_threads()) == {1}
                 assert calls == [{"limits": 1, "user_api": "blas"}]
+
+
+def test_the_thread_counts_read_directly_are_threadpoolctls(two_threads):
+    # _count: OpenBLAS's own C function in place of threadpoolctl's method, the same numbers
+    from threadpoolctl import ThreadpoolController
+
+    libs = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+    for limit in (1, 2):
+        with threadpool_limits(limits=limit, user_api="blas"):
+            assert [_threads._count(lib)() for lib in libs] == [
+                lib.get_num_threads() for lib in libs
+            ]
