@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
 
 from .._jit import njit
@@ -44,7 +43,7 @@ from ._numba import (
     _move_scale,
     _norm_bound,
 )
-from ._simd import _float_array, _intrinsic
+from ._simd import _intrinsic, vector_ops
 from ._xp import LOG_EXP_MIN
 
 __all__ = ["LANES", "advance_lanes", "lane_layout", "run_group"]
@@ -75,87 +74,13 @@ _VEC = ir.VectorType(ir.DoubleType(), LANES)
 _MASK = ir.VectorType(ir.IntType(1), LANES)
 
 
-@register_model(Lanes)
-class _LanesModel(models.PrimitiveModel):
-    def __init__(self, dmm: Any, fe_type: Any) -> None:
-        super().__init__(dmm, fe_type, _VEC)
-
-
 @register_model(LaneMask)
 class _MaskModel(models.PrimitiveModel):
     def __init__(self, dmm: Any, fe_type: Any) -> None:
         super().__init__(dmm, fe_type, _MASK)
 
 
-def _lane_ptr(context: Any, builder: Any, aty: Any, a: Any, i: Any) -> Any:
-    """Pointer to the float64 ``a.flat[i]`` of a C-contiguous array."""
-    data = context.make_array(aty)(context, builder, a).data
-    return builder.gep(data, [i])
-
-
-@_intrinsic
-def vload(typingctx: Any, a: Any, i: Any) -> Any:
-    """The lanes ``a.flat[i : i + LANES]`` of a C-contiguous float64 array."""
-    if not (_float_array(a) and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        ptr = _lane_ptr(context, builder, sig.args[0], args[0], args[1])
-        return builder.load(builder.bitcast(ptr, _VEC.as_pointer()), align=8)
-
-    return lanes_t(a, i), codegen
-
-
-@_intrinsic
-def vstore(typingctx: Any, a: Any, i: Any, v: Any) -> Any:
-    """``a.flat[i : i + LANES] = v``."""
-    if not (_float_array(a) and isinstance(i, types.Integer) and isinstance(v, Lanes)):
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        ptr = _lane_ptr(context, builder, sig.args[0], args[0], args[1])
-        builder.store(args[2], builder.bitcast(ptr, _VEC.as_pointer()), align=8)
-        return context.get_dummy_value()
-
-    return types.none(a, i, v), codegen
-
-
-@_intrinsic
-def splat(typingctx: Any, x: Any) -> Any:
-    """Every lane ``x``."""
-    if not isinstance(x, types.Float):
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        x = context.cast(builder, args[0], sig.args[0], types.float64)
-        v = ir.Constant(_VEC, ir.Undefined)
-        for j in range(LANES):
-            v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), j))
-        return v
-
-    return lanes_t(x), codegen
-
-
-@_intrinsic
-def lane(typingctx: Any, v: Any, j: Any) -> Any:
-    """Lane ``j`` of ``v`` (a float of :class:`Lanes`, a bool of :class:`LaneMask`)."""
-    if not isinstance(j, types.Integer):
-        return None
-    ret: Any = None
-    if isinstance(v, Lanes):
-        ret = types.float64
-    elif isinstance(v, LaneMask):
-        ret = types.boolean
-    else:
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        x = builder.extract_element(args[0], args[1])
-        if isinstance(sig.args[0], LaneMask):
-            x = builder.zext(x, context.get_value_type(types.boolean))
-        return x
-
-    return ret(v, j), codegen
+vload, vstore, splat, lane, _fabs, _binary = vector_ops(Lanes, lanes_t, LANES, LaneMask)
 
 
 @_intrinsic
@@ -183,22 +108,6 @@ def where(typingctx: Any, m: Any, a: Any, b: Any) -> Any:
         return builder.select(args[0], args[1], args[2])
 
     return lanes_t(m, a, b), codegen
-
-
-def _binary(emit: Any, ret: Any, kind: Any = Lanes) -> Any:
-    """An intrinsic of two values of type ``kind`` (``emit(builder, a, b)``, numba's
-    instruction for the scalar operation) returning ``ret``."""
-
-    def typer(typingctx: Any, a: Any, b: Any) -> Any:
-        if not (isinstance(a, kind) and isinstance(b, kind)):
-            return None
-
-        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-            return emit(builder, args[0], args[1])
-
-        return ret(a, b), codegen
-
-    return intrinsic(typer)
 
 
 # the instructions numba emits for float64 scalars (numba.cpython.numbers), lane by lane
@@ -229,13 +138,6 @@ def _unary(emit: Any, kind: Any) -> Any:
         return a(a), codegen
 
     return intrinsic(typer)
-
-
-def _fabs(builder: Any, x: Any) -> Any:
-    fn = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(_VEC, [_VEC]), f"llvm.fabs.v{LANES}f64"
-    )
-    return builder.call(fn, [x])
 
 
 _mnot = _unary(lambda b, x: b.not_(x), LaneMask)

@@ -14,14 +14,25 @@ vector sum is the scalar sum of the same terms in the same order, bit for bit.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
 
-__all__ = ["WIDTH", "lane", "splat", "vec_t", "vload", "vmax_abs", "vstore"]
+__all__ = [
+    "WIDTH",
+    "VectorOps",
+    "lane",
+    "splat",
+    "vec_t",
+    "vector_ops",
+    "vload",
+    "vmax_abs",
+    "vstore",
+]
 
 #: float64 entries per vector (one ymm register with AVX2).
 WIDTH = 4
@@ -35,13 +46,6 @@ class Vec(types.Type):
 
 
 vec_t = Vec()
-_VEC = ir.VectorType(ir.DoubleType(), WIDTH)
-
-
-@register_model(Vec)
-class _VecModel(models.PrimitiveModel):
-    def __init__(self, dmm: Any, fe_type: Any) -> None:
-        super().__init__(dmm, fe_type, _VEC)
 
 
 def _intrinsic(typer: Any) -> Any:
@@ -49,68 +53,123 @@ def _intrinsic(typer: Any) -> Any:
     return intrinsic(typer)
 
 
-def _entry_ptr(context: Any, builder: Any, aty: Any, a: Any, i: Any) -> Any:
-    """Pointer to the float64 ``a.flat[i]`` of a C-contiguous array, as a vector pointer."""
-    data = context.make_array(aty)(context, builder, a).data
-    return builder.bitcast(builder.gep(data, [i]), _VEC.as_pointer())
-
-
 def _float_array(a: Any) -> bool:
     return isinstance(a, types.Array) and a.dtype == types.float64 and a.layout == "C"
 
 
-@_intrinsic
-def vload(typingctx: Any, a: Any, i: Any) -> Any:
-    """The entries ``a.flat[i : i + WIDTH]`` of a C-contiguous float64 array (unchecked)."""
-    if not (_float_array(a) and isinstance(i, types.Integer)):
-        return None
+class VectorOps(NamedTuple):
+    """The intrinsics of one kind of float64 vector (:func:`vector_ops`)."""
 
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return builder.load(_entry_ptr(context, builder, sig.args[0], args[0], args[1]), align=8)
-
-    return vec_t(a, i), codegen
-
-
-@_intrinsic
-def vstore(typingctx: Any, a: Any, i: Any, v: Any) -> Any:
-    """``a.flat[i : i + WIDTH] = v`` (unchecked)."""
-    if not (_float_array(a) and isinstance(i, types.Integer) and isinstance(v, Vec)):
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        ptr = _entry_ptr(context, builder, sig.args[0], args[0], args[1])
-        builder.store(args[2], ptr, align=8)
-        return context.get_dummy_value()
-
-    return types.none(a, i, v), codegen
+    vload: Any
+    vstore: Any
+    splat: Any
+    lane: Any
+    fabs: Callable[[Any, Any], Any]
+    binary: Callable[..., Any]
 
 
-@_intrinsic
-def splat(typingctx: Any, x: Any) -> Any:
-    """Every entry ``x``."""
-    if not isinstance(x, types.Float):
-        return None
+def vector_ops(
+    kind: type[types.Type], value: Any, width: int, mask: type[types.Type] | None = None
+) -> VectorOps:
+    r"""Register numba type ``kind`` (instance ``value``) as an LLVM ``<width x double>`` and
+    build its intrinsics: ``vload(a, i)`` / ``vstore(a, i, v)``, the entries ``a.flat[i : i +
+    width]`` of a C-contiguous float64 array (unchecked); ``splat(x)``, every entry the float
+    x; ``lane(v, j)``, entry j (a bool of a ``mask`` vector, an ``<width x i1>``, too);
+    ``fabs(builder, x)``, ``llvm.fabs`` of every entry (numba's ``abs`` of a float); and
+    ``binary(emit, ret=value, operand=kind)``, an intrinsic of two ``operand`` vectors
+    returning ``ret`` as ``emit(builder, a, b)`` computes it. The large-instance vectors of
+    this module and the batched lanes of :mod:`~svmgeo.gd._numba_lanes` are two such kinds.
+    """
+    vector = ir.VectorType(ir.DoubleType(), width)
 
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        x = context.cast(builder, args[0], sig.args[0], types.float64)
-        v = ir.Constant(_VEC, ir.Undefined)
-        for j in range(WIDTH):
-            v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), j))
-        return v
+    class _Model(models.PrimitiveModel):
+        def __init__(self, dmm: Any, fe_type: Any) -> None:
+            super().__init__(dmm, fe_type, vector)
 
-    return vec_t(x), codegen
+    register_model(kind)(_Model)
+
+    def entry_ptr(context: Any, builder: Any, aty: Any, a: Any, i: Any) -> Any:
+        data = context.make_array(aty)(context, builder, a).data
+        return builder.bitcast(builder.gep(data, [i]), vector.as_pointer())
+
+    @_intrinsic
+    def vload(typingctx: Any, a: Any, i: Any) -> Any:
+        if not (_float_array(a) and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            ptr = entry_ptr(context, builder, sig.args[0], args[0], args[1])
+            return builder.load(ptr, align=8)
+
+        return value(a, i), codegen
+
+    @_intrinsic
+    def vstore(typingctx: Any, a: Any, i: Any, v: Any) -> Any:
+        if not (_float_array(a) and isinstance(i, types.Integer) and isinstance(v, kind)):
+            return None
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            ptr = entry_ptr(context, builder, sig.args[0], args[0], args[1])
+            builder.store(args[2], ptr, align=8)
+            return context.get_dummy_value()
+
+        return types.none(a, i, v), codegen
+
+    @_intrinsic
+    def splat(typingctx: Any, x: Any) -> Any:
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            x = context.cast(builder, args[0], sig.args[0], types.float64)
+            v = ir.Constant(vector, ir.Undefined)
+            for j in range(width):
+                v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), j))
+            return v
+
+        return value(x), codegen
+
+    @_intrinsic
+    def lane(typingctx: Any, v: Any, j: Any) -> Any:
+        if not isinstance(j, types.Integer):
+            return None
+        if isinstance(v, kind):
+            ret: Any = types.float64
+        elif mask is not None and isinstance(v, mask):
+            ret = types.boolean
+        else:
+            return None
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            x = builder.extract_element(args[0], args[1])
+            if not isinstance(sig.args[0], kind):
+                x = builder.zext(x, context.get_value_type(types.boolean))
+            return x
+
+        return ret(v, j), codegen
+
+    def fabs(builder: Any, x: Any) -> Any:
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector]), f"llvm.fabs.v{width}f64"
+        )
+        return builder.call(function, [x])
+
+    def binary(emit: Any, ret: Any = value, operand: type[types.Type] = kind) -> Any:
+        def typer(typingctx: Any, a: Any, b: Any) -> Any:
+            if not (isinstance(a, operand) and isinstance(b, operand)):
+                return None
+
+            def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+                return emit(builder, args[0], args[1])
+
+            return ret(a, b), codegen
+
+        return intrinsic(typer)
+
+    return VectorOps(vload, vstore, splat, lane, fabs, binary)
 
 
-@_intrinsic
-def lane(typingctx: Any, v: Any, j: Any) -> Any:
-    """Entry ``j`` of ``v``."""
-    if not (isinstance(v, Vec) and isinstance(j, types.Integer)):
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return builder.extract_element(args[0], args[1])
-
-    return types.float64(v, j), codegen
+vload, vstore, splat, lane, _fabs, _binary = vector_ops(Vec, vec_t, WIDTH)
 
 
 @_intrinsic
@@ -121,28 +180,10 @@ def vmax_abs(typingctx: Any, top: Any, x: Any) -> Any:
         return None
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        fabs = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(_VEC, [_VEC]), f"llvm.fabs.v{WIDTH}f64"
-        )
-        a = builder.call(fabs, [args[1]])
+        a = _fabs(builder, args[1])
         return builder.select(builder.fcmp_ordered(">", a, args[0]), a, args[0])
 
     return vec_t(top, x), codegen
-
-
-def _binary(emit: Any) -> Any:
-    """An intrinsic of two :class:`Vec` (``emit(builder, a, b)``) returning a :class:`Vec`."""
-
-    def typer(typingctx: Any, a: Any, b: Any) -> Any:
-        if not (isinstance(a, Vec) and isinstance(b, Vec)):
-            return None
-
-        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-            return emit(builder, args[0], args[1])
-
-        return vec_t(a, b), codegen
-
-    return intrinsic(typer)
 
 
 def _vec_operator(op: Any, impl: Any) -> None:
