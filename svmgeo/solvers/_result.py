@@ -358,10 +358,10 @@ _Result = TypeVar("_Result", "SVMResult", "FeasibilityResult")
 def replaced(result: _Result, **changes: Any) -> _Result:
     """``dataclasses.replace`` for the result classes: a copy of ``result`` with ``changes``.
 
-    The fields are copied as they are instead of passing through ``__init__`` again (twenty
-    frozen assignments, a few microseconds that every small solve paid at each step of its
-    result's assembly); the result classes have no ``__post_init__`` and cache nothing, so the
-    copy is the one ``replace`` makes. A name that is not a field raises ``TypeError``, as in
+    The fields are copied as they are instead of passing through ``__init__`` again (one
+    frozen assignment per field, at each step of a result's assembly in every solve); the
+    result classes have no ``__post_init__`` and cache nothing, so the copy is the one
+    ``replace`` makes. A name that is not a field raises ``TypeError``, as in
     ``replace``.
     """
     unknown = changes.keys() - result.__dataclass_fields__.keys()

@@ -49,9 +49,8 @@ def _controller() -> Any:
 
 def _count(lib: Any) -> Callable[[], Any]:
     """The function that returns the thread count of threadpoolctl's BLAS library ``lib``:
-    OpenBLAS's own C function where threadpoolctl finds it (one ctypes call: half the cost of
-    ``lib.get_num_threads()`` when the caches are cold, about 8 us of it), else
-    ``lib.get_num_threads``."""
+    OpenBLAS's own C function where threadpoolctl finds it (one ctypes call, without the
+    Python method threadpoolctl wraps around it), else ``lib.get_num_threads``."""
     if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
         symbol = getattr(lib, "_get_symbol", None)  # threadpoolctl's lookup, affixes included
         function = None if symbol is None else symbol("openblas_get_num_threads")
@@ -157,7 +156,7 @@ class blas_threads:  # a context manager named as the function it replaced
     When threadpoolctl was imported (by the caller, scikit-learn, ...), a block whose BLAS
     libraries all run one thread already asks each its count and sets nothing
     (:func:`_at_one_thread`). A class rather than a generator: every small solve enters one,
-    and ``contextlib.contextmanager``'s machinery cost a few microseconds of it.
+    and ``contextlib.contextmanager`` adds a generator and its frames to each.
     """
 
     __slots__ = ("_dimension", "_limit", "_outermost")
