@@ -53,8 +53,11 @@ def _count(lib: Any) -> Callable[[], Any]:
     Python method threadpoolctl wraps around it), else ``lib.get_num_threads``."""
     if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
         symbol = getattr(lib, "_get_symbol", None)  # threadpoolctl's lookup, affixes included
-        function = None if symbol is None else symbol("openblas_get_num_threads")
-        if function is not None:
+        try:  # private to threadpoolctl (>= 3.5): any surprise falls back to its method
+            function = None if symbol is None else symbol("openblas_get_num_threads")
+        except (TypeError, AttributeError, OSError):
+            function = None
+        if callable(function):
             return function
     return lib.get_num_threads
 

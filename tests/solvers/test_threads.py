@@ -136,3 +136,20 @@ def test_the_thread_counts_read_directly_are_threadpoolctls(two_threads):
             assert [_threads._count(lib)() for lib in libs] == [
                 lib.get_num_threads() for lib in libs
             ]
+
+
+def test_the_thread_count_falls_back_to_threadpoolctls_method():
+    # a threadpoolctl without the private symbol lookup, or one whose lookup fails
+    class Lib:
+        internal_api = "openblas"
+        threading_layer = "pthreads"
+
+        def get_num_threads(self):
+            return 3
+
+    class Failing(Lib):
+        def _get_symbol(self, name, extra):  # another signature
+            raise AssertionError("not called with this signature")
+
+    for lib in (Lib(), Failing()):
+        assert _threads._count(lib)() == 3
