@@ -41,10 +41,16 @@ def _controller_for(n_modules: int) -> tuple[Any, tuple[Callable[[], Any], ...]]
     return controller, counts
 
 
-def _controller() -> Any:
+def _scan() -> tuple[Any, tuple[Callable[[], Any], ...]]:
+    """threadpoolctl's controller of the loaded libraries and the thread-count functions of
+    its BLAS libraries (:func:`_count`)."""
     # scanning the loaded libraries costs ~10 ms, limiting through a controller ~40 us: scan
     # again only after an import (which may have loaded another BLAS)
-    return _controller_for(len(sys.modules))[0]
+    return _controller_for(len(sys.modules))
+
+
+def _controller() -> Any:
+    return _scan()[0]
 
 
 def _count(lib: Any) -> Callable[[], Any]:
@@ -53,7 +59,7 @@ def _count(lib: Any) -> Callable[[], Any]:
     Python method threadpoolctl wraps around it), else ``lib.get_num_threads``."""
     if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
         symbol = getattr(lib, "_get_symbol", None)  # threadpoolctl's lookup, affixes included
-        try:  # private to threadpoolctl (>= 3.5): any surprise falls back to its method
+        try:  # private to threadpoolctl: any surprise falls back to its public method
             function = None if symbol is None else symbol("openblas_get_num_threads")
         except (TypeError, AttributeError, OSError):
             function = None
@@ -135,7 +141,7 @@ def _at_one_thread() -> bool:
     each, :func:`_count`): then :func:`blas_threads` has no limit to set, and skips
     threadpoolctl's ``limit`` (its ``info()`` of every library, the limits set and restored:
     ~40 us warm, several times that when the caches are cold)."""
-    return all(count() == 1 for count in _controller_for(len(sys.modules))[1])
+    return all(count() == 1 for count in _scan()[1])
 
 
 def _one_thread_limit() -> Any:
