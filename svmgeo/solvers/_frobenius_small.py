@@ -222,24 +222,48 @@ def _adjoint(A, Q, inv, lam, grouped):  # pragma: no cover - compiled
 
 @njit()
 def _apply(A, Q, inv, W, m):  # pragma: no cover - compiled
-    r"""``m`` :math:`\leftarrow a_j^\top W b_j` (``ConstraintSet.apply``: :math:`a_j \cdot (Wq_s)`)."""
+    r"""``m`` :math:`\leftarrow a_j^\top W b_j` (``ConstraintSet.apply``: :math:`a_j \cdot (Wq_s)`).
+
+    Every sum is taken in the order of its index (b, then t), as a dot product would; the loops
+    only run several sums at once: all entries of :math:`Wq_s` (over the columns of W), and
+    four rows' dot products."""
     N, d = A.shape
-    nq = Q.shape[0]
-    WQ = np.zeros((nq, d))  # row s: (W q_s)^T = sum_b Q[s, b] W[:, b]^T
-    for s in range(nq):
-        row = WQ[s]
-        for a in range(d):
-            Wa = W[a]
-            acc = 0.0
-            for b in range(d):
-                acc += Wa[b] * Q[s, b]
-            row[a] = acc
-    for j in range(N):
-        u = WQ[inv[j]]
+    WQ = _times_queries(W, Q)
+    j = 0
+    while j + 4 <= N:  # four independent sums at a time, each in the order of t
+        a0, a1, a2, a3 = A[j], A[j + 1], A[j + 2], A[j + 3]
+        u0, u1, u2, u3 = WQ[inv[j]], WQ[inv[j + 1]], WQ[inv[j + 2]], WQ[inv[j + 3]]
+        s0 = s1 = s2 = s3 = 0.0
+        for t in range(d):
+            s0 += a0[t] * u0[t]
+            s1 += a1[t] * u1[t]
+            s2 += a2[t] * u2[t]
+            s3 += a3[t] * u3[t]
+        m[j], m[j + 1], m[j + 2], m[j + 3] = s0, s1, s2, s3
+        j += 4
+    for i in range(j, N):
+        u = WQ[inv[i]]
         acc = 0.0
         for t in range(d):
-            acc += A[j, t] * u[t]
-        m[j] = acc
+            acc += A[i, t] * u[t]
+        m[i] = acc
+
+
+@njit()
+def _times_queries(W, Q):  # pragma: no cover - compiled
+    r"""Row s: :math:`(Wq_s)^\top`, each entry :math:`\sum_b W_{ab}Q_{sb}` summed in the order
+    of b, all entries of a row at once (over the contiguous rows of :math:`W^\top`)."""
+    d = W.shape[0]
+    WT = np.ascontiguousarray(W.T)
+    out = np.zeros((Q.shape[0], d))
+    for s in range(Q.shape[0]):
+        row = out[s]
+        for b in range(d):
+            q = Q[s, b]
+            col = WT[b]
+            for a in range(d):
+                row[a] += col[a] * q
+    return out
 
 
 @njit()
@@ -360,33 +384,23 @@ def margins_beyond_rounding(W, P, Q, pref, comp, query):  # pragma: no cover - c
     :class:`~._exact.ExactRows` (tokens P, queries Q, row j = (``pref``, ``comp``,
     ``query``))."""
     d = W.shape[0]
-    nq = Q.shape[0]
-    V = np.zeros((d, nq))  # W Q^T and |W| |Q|^T, column s for query s
-    R = np.zeros((d, nq))
-    for a in range(d):
-        for s in range(nq):
-            v = 0.0
-            r = 0.0
-            for b in range(d):
-                v += W[a, b] * Q[s, b]
-                r += abs(W[a, b]) * abs(Q[s, b])
-            V[a, s] = v
-            R[a, s] = r
+    V = _times_queries(W, Q)  # row s: W q_s and |W| |q_s|
+    R = _times_queries(np.abs(W), np.abs(Q))
     for j in range(pref.shape[0]):
-        p, q, s = pref[j], comp[j], query[j]
-        sp = 0.0
-        sq = 0.0
-        bp = 0.0
-        bq = 0.0
+        Pp = P[pref[j]]
+        Pq = P[comp[j]]
+        v = V[query[j]]
+        r = R[query[j]]
+        sp = sq = bp = bq = 0.0
         size = 1.0
-        for t in range(d):
-            sp += P[p, t] * V[t, s]
-            bp += abs(P[p, t]) * R[t, s]
-            size += abs(P[p, t])
-        for t in range(d):
-            sq += P[q, t] * V[t, s]
-            bq += abs(P[q, t]) * R[t, s]
-            size += abs(P[q, t])
+        for t in range(d):  # one pass: the five sums at once
+            sp += Pp[t] * v[t]
+            sq += Pq[t] * v[t]
+            ap = abs(Pp[t])
+            aq = abs(Pq[t])
+            bp += ap * r[t]
+            bq += aq * r[t]
+            size += ap + aq
         m = sp - sq
         bound = 8.0 * (d + 2) * (_U * (bp + bq) + _ETA * size)
         if not (abs(m) < np.inf and abs(bound) < np.inf and m > bound):
