@@ -5,6 +5,7 @@ Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_exact.py           # README sizes
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_exact.py --quick   # small sizes only
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_exact.py --farkas  # infeasible verdicts
 
 For each (n, T, d) of the README benchmark (Att-SVM of ``random_data(n, T, d, seed)`` at the
 optimal tokens) it prints the float check (``check_feasibility(cs, exact=False)``), the same
@@ -12,6 +13,16 @@ call with the exact proof (``exact=True``), their ratio, the exact step alone
 (``extras["exact_seconds"]``) and (float + step) / float, each the best of ``--repeats``
 interleaved runs, for every seed in ``--seeds``. On a loaded machine the last ratio is the
 steadier one (the float solve's own time varies between the two calls).
+
+``--farkas`` times instead the proof of infeasible verdicts: Att-SVMs of ``random_data`` with
+more rows than :math:`d^2` unknowns (two or three queries per sequence, or every causal query),
+where the proof solves for the exact Farkas vector on the float certificate's support S. For
+each instance it prints the float check, the exact check, and the two routes of
+:func:`~svmgeo.solvers._exact._farkas_on_support` on the same S in the same run: the
+projection through the d² + 1 rows of the outer products (``by rows``, taken when they are
+independent) and the one through the null space of :math:`G_{SS}` (``null space``, the route
+before session 35, kept as the fallback), with their ratio and whether their points agree
+exactly.
 
 ``--arith`` adds, at the two small sizes, the exact margins :math:`a_j^\\top W b_j` of the
 verdict's point computed three ways: svmgeo's limb arithmetic (float64 BLAS on integer
@@ -30,7 +41,15 @@ import numpy as np
 
 import svmgeo as sg
 from svmgeo.solvers import check_feasibility
-from svmgeo.solvers._exact import ExactRows
+from svmgeo.solvers._exact import ExactRows, _projection_by_null_space, _projection_by_rows
+
+FARKAS_CASES = (
+    (40, 6, 4, {}),
+    (5, 8, 3, {"query": "all", "mask": "causal"}),
+    (20, 8, 5, {"n_queries": 3}),
+    (30, 10, 10, {"n_queries": 2}),
+)
+"""(n, T, d, options of ``random_data``) of ``--farkas``: infeasible at the optimal tokens."""
 
 
 def _best(fn, repeats: int):  # type: ignore[no-untyped-def]
@@ -82,13 +101,45 @@ def _flint_margins(cs: sg.ConstraintSet, W: np.ndarray) -> list[Fraction]:
     return out
 
 
+def farkas(seeds: list[int]) -> None:
+    """The ``--farkas`` table (see the module docstring)."""
+    print(
+        f"{'(n, T, d), options':>44} {'seed':>4} {'N':>5} {'|S|':>4} {'float [s]':>9} "
+        f"{'exact [s]':>9} {'by rows [s]':>11} {'null space [s]':>14} {'ratio':>7} same"
+    )
+    for n, T, d, options in FARKAS_CASES:
+        for seed in seeds:
+            data = sg.random_data(n, T, d, seed=seed, **options)
+            cs = sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
+            t_float, f0 = _best(lambda cs=cs: check_feasibility(cs, exact=False), 1)
+            t_exact, f1 = _best(lambda cs=cs: check_feasibility(cs, exact=True), 1)
+            lam = f0.farkas
+            assert lam is not None, f"{(n, T, d)} seed {seed}: {f0.status}"
+            S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
+            rows = ExactRows.build(cs)
+            t_rows, by_rows = _best(lambda r=rows, x=lam, s=S: _projection_by_rows(r, x, s), 1)
+            t_null, by_null = _best(
+                lambda r=rows, x=lam, s=S: _projection_by_null_space(r, x, s), 1
+            )
+            case = f"{(n, T, d)!s} {options}"
+            print(
+                f"{case:>44} {seed:>4} {cs.N:>5} {S.size:>4} {t_float:>9.3f} {t_exact:>9.3f} "
+                f"{t_rows:>11.3f} {t_null:>14.3f} {t_null / t_rows:>6.0f}x {by_rows == by_null}"
+                f"  {f1.status} proof={f1.proof}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--repeats", type=int, default=3, help="repeats per timing (best kept)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arith", action="store_true", help="also compare exact arithmetics")
+    parser.add_argument("--farkas", action="store_true", help="infeasible verdicts instead")
     args = parser.parse_args()
+    if args.farkas:
+        farkas(args.seeds)
+        return
     sizes = [(20, 10, 20), (50, 20, 40)] + ([] if args.quick else [(200, 20, 1000)])
     threads = os.environ.get("OPENBLAS_NUM_THREADS") or "default"
     print(f"# cores visible: {os.cpu_count()}, BLAS threads: {threads}")

@@ -30,7 +30,7 @@ import functools
 import math
 import time
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import flint
 import numpy as np
@@ -599,26 +599,57 @@ def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | 
 def _farkas_on_support(
     rows: ExactRows, lam: np.ndarray, S: np.ndarray
 ) -> tuple[np.ndarray, str] | None:
-    r"""Solve :math:`G_{SS}\lambda_S = 0` (⇔ :math:`\sum_S \lambda_j a_j b_j^\top = 0`, G is
-    PSD) with :math:`c_S^\top\lambda_S = 1` exactly; the solution closest to ``lam`` when the
-    null space has several dimensions. Proved when :math:`\lambda_j \ge 0` on margin rows.
+    r"""The exact Farkas vector on support S closest to ``lam``: the orthogonal projection of
+    :math:`\lambda_S` onto :math:`\{\lambda : \sum_{j \in S}\lambda_j a_jb_j^\top = 0,\
+    c_S^\top\lambda = 1\}`, in exact rational arithmetic (the one point of that set when the
+    null space of the rows has dimension 1). Proved when :math:`\lambda_j \ge 0` on margin
+    rows.
+
+    Through the d² rows of the outer products (:func:`_projection_by_rows`) when they are
+    independent and fewer than the support; otherwise through the null space of
+    :math:`G_{SS}` (:func:`_projection_by_null_space`). Both give the same point exactly.
     """
+    cs = rows.cs
+    found = _projection_by_rows(rows, lam, S)
+    exact, nullity = _projection_by_null_space(rows, lam, S) if found is None else found
+    if exact is None:
+        return None
+    if any(x < 0 for x, j in zip(exact, S, strict=True) if cs.kind[j] == MARGIN):
+        return None
+    out = np.zeros(cs.N)
+    out[S] = [float(x) for x in exact]
+    return out, (
+        f"Farkas certificate proved in exact arithmetic (support {S.size}, null space "
+        f"dimension {nullity})"
+    )
+
+
+def _exact_fractions(x: np.ndarray) -> list[Fraction]:
+    return [Fraction(float(v)) for v in x]
+
+
+def _projection_by_null_space(
+    rows: ExactRows, lam: np.ndarray, S: np.ndarray
+) -> tuple[list[Fraction] | None, int]:
+    r"""(:func:`_farkas_on_support`'s point, the null space's dimension) from a basis N of the
+    null space of :math:`G_{SS}` (⇔ :math:`\sum_S \lambda_j a_j b_j^\top = 0`, G is PSD):
+    :math:`\arg\min_t \|Nt - \lambda_S\|` s.t. :math:`c_S^\top Nt = 1` (a KKT system); None
+    for the point when there is none."""
     cs = rows.cs
     G, _ = rows.gram(S, S)
     GS = flint.fmpz_mat([[int(x) for x in row] for row in G])
     basis, nullity = GS.nullspace()
     if nullity == 0:
-        return None
+        return None, 0
     Nb = flint.fmpq_mat([[basis[i, t] for t in range(nullity)] for i in range(S.size)])
-    c = flint.fmpq_mat([[flint.fmpq(*Fraction(float(cs.rhs[j])).as_integer_ratio()) for j in S]])
+    c = flint.fmpq_mat([[flint.fmpq(*x.as_integer_ratio()) for x in _exact_fractions(cs.rhs[S])]])
     cN = c * Nb  # (1, nullity)
     if nullity == 1:
         if cN[0, 0] == 0:
-            return None
+            return None, nullity
         sol = Nb * flint.fmpq_mat([[1 / cN[0, 0]]])
     else:
-        # argmin ||N t - lam_S|| s.t. cN t = 1 (KKT system, exact)
-        lf = flint.fmpq_mat([[flint.fmpq(*Fraction(float(lam[j])).as_integer_ratio())] for j in S])
+        lf = flint.fmpq_mat([[flint.fmpq(*x.as_integer_ratio())] for x in _exact_fractions(lam[S])])
         NtN = Nb.transpose() * Nb
         K = flint.fmpq_mat(nullity + 1, nullity + 1)
         for i in range(nullity):
@@ -634,18 +665,71 @@ def _farkas_on_support(
         try:
             tz = K.solve(rhs)
         except (ZeroDivisionError, ValueError):
-            return None
-        tvec = flint.fmpq_mat([[tz[i, 0]] for i in range(nullity)])
-        sol = Nb * tvec
-    exact = [Fraction(int(sol[i, 0].p), int(sol[i, 0].q)) for i in range(S.size)]
-    if any(x < 0 for x, j in zip(exact, S, strict=True) if cs.kind[j] == MARGIN):
+            return None, nullity
+        sol = Nb * flint.fmpq_mat([[tz[i, 0]] for i in range(nullity)])
+    return [Fraction(int(sol[i, 0].p), int(sol[i, 0].q)) for i in range(S.size)], nullity
+
+
+_PRIME = 2**61 - 1
+"""The prime of the rank test in :func:`_projection_by_rows`."""
+
+
+def _projection_by_rows(
+    rows: ExactRows, lam: np.ndarray, S: np.ndarray
+) -> tuple[list[Fraction] | None, int] | None:
+    r"""(:func:`_farkas_on_support`'s point, the null space's dimension) from the rows of
+    :math:`B = [M; c_S^\top]`, :math:`M = [\mathrm{vec}(a_jb_j^\top)]_{j \in S}` (d² × |S|):
+
+    .. math::
+
+        \lambda^\star = \lambda_S - B^\top (BB^\top)^{-1}(B\lambda_S - e_{d^2+1}),
+
+    the projection onto :math:`\{\lambda : M\lambda = 0,\ c_S^\top\lambda = 1\}`, exact
+    (:math:`BB^\top` is (d² + 1) × (d² + 1), where the null space route factors the |S| × |S|
+    :math:`G_{SS} = M^\top M` with entries of twice the size). Used when M has full row rank
+    d² < |S|, proved by a nonzero d² × d² minor modulo a prime (the rank modulo p is at most
+    the rank over the rationals): then the null space has dimension |S| − d², and
+    :math:`BB^\top` is singular exactly when :math:`c_S` lies in the row space of M, i.e.
+    when no Farkas vector has support in S (the point is None). The point is checked exactly
+    (:math:`M\lambda^\star = 0`, :math:`c_S^\top\lambda^\star = 1`). None when this route
+    does not apply (the null space route then decides)."""
+    cs = rows.cs
+    d = cs.d
+    if S.size <= d * d:
         return None
-    out = np.zeros(cs.N)
-    out[S] = [float(x) for x in exact]
-    return out, (
-        f"Farkas certificate proved in exact arithmetic (support {S.size}, null space "
-        f"dimension {nullity})"
-    )
+    with np.errstate(over="ignore"):
+        P = np.ldexp(rows.P, -_ulp_exp(rows.P))  # integers (exact: powers of two)
+        Q = np.ldexp(rows.Q, -_ulp_exp(rows.Q))
+    if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
+        return None
+    Pi = [[int(x) for x in row] for row in P]
+    Qi = [[int(x) for x in row] for row in Q]
+    columns = []
+    for j in S:
+        p, q = Pi[rows.pref[j]], Pi[rows.comp[j]]
+        a = [p[t] - q[t] for t in range(d)]
+        b = Qi[rows.query[j]]
+        columns.append([x * y for x in a for y in b])
+    M = [list(r) for r in zip(*columns, strict=True)]  # d² rows
+    if flint.nmod_mat(M, _PRIME).rank() < d * d:
+        return None
+    c = _exact_fractions(cs.rhs[S])
+    c_scale = math.lcm(*(x.denominator for x in c))
+    weights = _exact_fractions(lam[S])
+    w_scale = math.lcm(*(x.denominator for x in weights))
+    B = flint.fmpz_mat([*M, [int(x * c_scale) for x in c]])
+    w = flint.fmpz_mat([[int(x * w_scale)] for x in weights])  # lambda_S * w_scale
+    target = flint.fmpz_mat([[0]] * (d * d) + [[c_scale * w_scale]])
+    try:  # (BB^T) y = B lambda_S - e, all scaled by w_scale
+        solution = cast(flint.fmpq_mat, (B * B.transpose()).solve(B * w - target))
+    except ZeroDivisionError:
+        return None, S.size - d * d
+    y, den = solution.numer_denom()
+    z = w * den - B.transpose() * y  # lambda* = z / (den w_scale)
+    scale = den * w_scale
+    if B * z != target * den:  # M z = 0 and c^T z = scale: exact
+        return None
+    return [Fraction(int(z[i, 0]), int(scale)) for i in range(S.size)], S.size - d * d
 
 
 _ALL_ROWS = 100

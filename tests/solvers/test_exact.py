@@ -254,3 +254,81 @@ def test_a_margin_within_its_rounding_bound_is_left_to_the_limbs():
     assert not _margins_beyond_rounding(ExactRows.build(cs), W)
     out = check_feasibility(cs)
     assert out.proof == "exact" and out.status is Status.OPTIMAL
+
+
+@pytest.mark.parametrize(
+    ("n", "T", "d", "kw", "seed"),
+    [
+        (8, 5, 4, {"n_queries": 2}, 0),
+        (5, 8, 3, {"query": "all", "mask": "causal"}, 1),
+        (40, 6, 4, {}, 2),
+        (12, 6, 3, {}, 0),
+    ],
+)
+def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
+    # the two routes of _farkas_on_support project onto the same affine set: the same point,
+    # exactly, and an exact Farkas vector (checked in fractions here)
+    from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
+
+    data = sg.random_data(n, T, d, seed=seed, **kw)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
+    res = check_feasibility(cs, exact=False)
+    assert not res.feasible
+    lam = res.farkas
+    S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
+    assert S.size > d * d  # the rows route applies
+    rows = ExactRows.build(cs)
+    by_rows = _projection_by_rows(rows, lam, S)
+    assert by_rows is not None
+    point, nullity = by_rows
+    assert (point, nullity) == _projection_by_null_space(rows, lam, S)
+    assert point is not None and nullity == S.size - d * d
+    exact = exact_rows(cs, data)
+    total = [
+        [sum((point[i] * exact[j][0][p] * exact[j][1][q] for i, j in enumerate(S)), Fraction(0))]
+        for p in range(d)
+        for q in range(d)
+    ]
+    assert all(x == [0] for x in total)
+    assert sum(point[i] * Fraction(float(cs.rhs[j])) for i, j in enumerate(S)) == 1
+
+
+def _integer_rows(c: np.ndarray) -> ConstraintSet:
+    """Six margin rows in d = 2 with integer a_j, b_j and right-hand sides c."""
+    A = np.array([[1.0, 0], [0, 1], [1, 1], [1, -1], [2, 1], [1, 3]])
+    B = np.array([[1.0, 0], [1, 1], [0, 1], [1, 2], [1, -1], [2, 1]])
+    idx = np.zeros(6, dtype=np.int64)
+    return ConstraintSet(
+        A=A,
+        B=B,
+        kind=np.zeros(6, dtype=np.int8),
+        rhs=c,
+        seq=idx,
+        query=np.arange(6),
+        pref=idx,
+        comp=idx + 1,
+        n=1,
+        K=6,
+        T=2,
+    )
+
+
+def test_farkas_projection_by_rows_without_a_farkas_vector_or_without_full_rank():
+    from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
+
+    lam = np.linspace(1.0, 2.0, 6)
+    S = np.arange(6)
+    # c_j = a_j^T W b_j for an integer W: c lies in the rows' span, no Farkas vector on S
+    W = np.array([[1.0, -2.0], [3.0, 1.0]])
+    c = np.einsum("jd,de,je->j", _integer_rows(np.ones(6)).A, W, _integer_rows(np.ones(6)).B)
+    rows = ExactRows.build(_integer_rows(c))
+    assert _projection_by_rows(rows, lam, S) == (None, 2)
+    assert _projection_by_null_space(rows, lam, S)[0] is None
+    # every b_j with b_j2 = 0: the d^2 = 4 rows of outer products have rank 2, the rows route
+    # declines (the null space route decides)
+    flat = _integer_rows(np.ones(6))
+    flat = dataclasses.replace(flat, B=np.column_stack([flat.B[:, 0], np.zeros(6)]))
+    rows = ExactRows.build(flat)
+    assert _projection_by_rows(rows, lam, S) is None
+    # four rows or fewer: the null space is the smaller system
+    assert _projection_by_rows(ExactRows.build(_integer_rows(np.ones(6))), lam, S[:4]) is None
