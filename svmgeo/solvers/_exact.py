@@ -697,19 +697,15 @@ def _projection_by_rows(
     d = cs.d
     if S.size <= d * d:
         return None
-    with np.errstate(over="ignore"):
-        P = np.ldexp(rows.P, -_ulp_exp(rows.P))  # integers (exact: powers of two)
-        Q = np.ldexp(rows.Q, -_ulp_exp(rows.Q))
-    if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
+    with np.errstate(over="ignore"):  # integers: scaled by powers of two, exactly
+        tokens = np.ldexp(rows.P, -_ulp_exp(rows.P))
+        queries = np.ldexp(rows.Q, -_ulp_exp(rows.Q))
+    if not (np.all(np.isfinite(tokens)) and np.all(np.isfinite(queries))):
         return None
-    Pi = [[int(x) for x in row] for row in P]
-    Qi = [[int(x) for x in row] for row in Q]
     columns = []
-    for j in S:
-        p, q = Pi[rows.pref[j]], Pi[rows.comp[j]]
-        a = [p[t] - q[t] for t in range(d)]
-        b = Qi[rows.query[j]]
-        columns.append([x * y for x in a for y in b])
+    for p, q, s in zip(rows.pref[S], rows.comp[S], rows.query[S], strict=True):
+        a = [int(x) - int(y) for x, y in zip(tokens[p].tolist(), tokens[q].tolist(), strict=True)]
+        columns.append([x * int(y) for x in a for y in queries[s].tolist()])
     M = [list(r) for r in zip(*columns, strict=True)]  # d² rows
     if flint.nmod_mat(M, _PRIME).rank() < d * d:
         return None

@@ -263,14 +263,22 @@ def test_a_margin_within_its_rounding_bound_is_left_to_the_limbs():
         (5, 8, 3, {"query": "all", "mask": "causal"}, 1),
         (40, 6, 4, {}, 2),
         (12, 6, 3, {}, 0),
+        (40, 6, 4, {"offset": 2.0**45}, 1),
     ],
 )
 def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
     # the two routes of _farkas_on_support project onto the same affine set: the same point,
-    # exactly, and an exact Farkas vector (checked in fractions here)
+    # exactly, and an exact Farkas vector (checked in fractions here); with an offset on the
+    # first sequence's tokens, their float differences are not exact (both routes difference
+    # the tokens exactly)
     from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
 
+    offset = kw.pop("offset", 0.0)
     data = sg.random_data(n, T, d, seed=seed, **kw)
+    if offset:
+        X = data.X.copy()
+        X[0] += offset
+        data = sg.TokenData(X, Z=data.Z, v=data.v, Y=data.Y)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
     res = check_feasibility(cs, exact=False)
     assert not res.feasible
