@@ -340,3 +340,23 @@ def test_farkas_projection_by_rows_without_a_farkas_vector_or_without_full_rank(
     assert _projection_by_rows(rows, lam, S) is None
     # four rows or fewer: the null space is the smaller system
     assert _projection_by_rows(ExactRows.build(_integer_rows(np.ones(6))), lam, S[:4]) is None
+
+
+def test_farkas_projection_by_rows_with_equality_rows():
+    # Gen-SVM rows (equalities free in sign, c_j = 0 there): the same point by both routes
+    from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
+
+    data = sg.random_data(20, 6, 3, seed=16)
+    selected = np.zeros((20, 6), dtype=bool)
+    selected[:, :2] = True
+    cs = selected_set_constraints(data, selected)
+    res = check_feasibility(cs, exact=False)
+    assert not res.feasible
+    lam = res.farkas
+    S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
+    rows = ExactRows.build(cs)
+    assert np.any(cs.kind[S] != MARGIN)
+    by_rows = _projection_by_rows(rows, lam, S)
+    assert by_rows is not None and by_rows[0] is not None
+    assert by_rows == _projection_by_null_space(rows, lam, S)
+    assert check_feasibility(cs).proof == "exact"
