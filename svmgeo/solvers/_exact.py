@@ -625,6 +625,7 @@ def _farkas_on_support(
 
 
 def _exact_fractions(x: np.ndarray) -> list[Fraction]:
+    """The float entries of ``x`` as the rationals they are (dyadic, exact)."""
     return [Fraction(float(v)) for v in x]
 
 

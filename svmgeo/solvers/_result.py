@@ -276,7 +276,8 @@ class FeasibilityResult:
     solver : str
         The method that decided.
     solve_time : float
-        Wall time in seconds.
+        Wall time in seconds of the decision, before its exact proof (whose own wall time is
+        ``extras["exact_seconds"]`` when the proof ran).
     extras : dict
         Native output of the LP (status, message, Phase-1 value).
     proof : {"exact", "float"} or None
