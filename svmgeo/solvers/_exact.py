@@ -614,10 +614,10 @@ def _farkas_on_support(
     exact, nullity = _projection_by_null_space(rows, lam, S) if found is None else found
     if exact is None:
         return None
-    if any(x < 0 for x, j in zip(exact, S, strict=True) if cs.kind[j] == MARGIN):
+    if any(p < 0 for (p, _), j in zip(exact, S, strict=True) if cs.kind[j] == MARGIN):
         return None
     out = np.zeros(cs.N)
-    out[S] = [float(x) for x in exact]
+    out[S] = [p / q for p, q in exact]  # int division: correctly rounded, as float(Fraction)
     return out, (
         f"Farkas certificate proved in exact arithmetic (support {S.size}, null space "
         f"dimension {nullity})"
@@ -629,9 +629,13 @@ def _exact_fractions(x: np.ndarray) -> list[Fraction]:
     return [Fraction(float(v)) for v in x]
 
 
+Ratios = list[tuple[int, int]]
+"""Exact rationals p / q as pairs of integers, q > 0 (not necessarily in lowest terms)."""
+
+
 def _projection_by_null_space(
     rows: ExactRows, lam: np.ndarray, S: np.ndarray
-) -> tuple[list[Fraction] | None, int]:
+) -> tuple[Ratios | None, int]:
     r"""(:func:`_farkas_on_support`'s point, the null space's dimension) from a basis N of the
     null space of :math:`G_{SS}` (⇔ :math:`\sum_S \lambda_j a_j b_j^\top = 0`, G is PSD):
     :math:`\arg\min_t \|Nt - \lambda_S\|` s.t. :math:`c_S^\top Nt = 1` (a KKT system); None
@@ -668,7 +672,7 @@ def _projection_by_null_space(
         except (ZeroDivisionError, ValueError):
             return None, nullity
         sol = Nb * flint.fmpq_mat([[tz[i, 0]] for i in range(nullity)])
-    return [Fraction(int(sol[i, 0].p), int(sol[i, 0].q)) for i in range(S.size)], nullity
+    return [(int(sol[i, 0].p), int(sol[i, 0].q)) for i in range(S.size)], nullity
 
 
 _PRIME = 2**61 - 1
@@ -677,7 +681,7 @@ _PRIME = 2**61 - 1
 
 def _projection_by_rows(
     rows: ExactRows, lam: np.ndarray, S: np.ndarray
-) -> tuple[list[Fraction] | None, int] | None:
+) -> tuple[Ratios | None, int] | None:
     r"""(:func:`_farkas_on_support`'s point, the null space's dimension) from the rows of
     :math:`B = [M; c_S^\top]`, :math:`M = [\mathrm{vec}(a_jb_j^\top)]_{j \in S}` (d² × |S|):
 
@@ -723,10 +727,10 @@ def _projection_by_rows(
         return None, S.size - d * d
     y, den = solution.numer_denom()
     z = w * den - B.transpose() * y  # lambda* = z / (den w_scale)
-    scale = den * w_scale
-    if B * z != target * den:  # M z = 0 and c^T z = scale: exact
+    scale = int(den * w_scale)  # no gcd taken: the ratios are only compared with 0 and rounded
+    if scale <= 0 or B * z != target * den:  # M z = 0 and c^T z = scale: exact
         return None
-    return [Fraction(int(z[i, 0]), int(scale)) for i in range(S.size)], S.size - d * d
+    return [(int(z[i, 0]), scale) for i in range(S.size)], S.size - d * d
 
 
 _ALL_ROWS = 100
