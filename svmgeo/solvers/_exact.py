@@ -710,7 +710,8 @@ def _projection_by_rows(
     columns = []
     for p, q, s in zip(rows.pref[S], rows.comp[S], rows.query[S], strict=True):
         a = [int(x) - int(y) for x, y in zip(tokens[p].tolist(), tokens[q].tolist(), strict=True)]
-        columns.append([x * int(y) for x in a for y in queries[s].tolist()])
+        b = [int(y) for y in queries[s].tolist()]
+        columns.append([x * y for x in a for y in b])
     M = [list(r) for r in zip(*columns, strict=True)]  # d² rows
     if flint.nmod_mat(M, _PRIME).rank() < d * d:
         return None
