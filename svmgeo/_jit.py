@@ -14,12 +14,15 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numba
+import numpy as np
+from numba import types
 
-__all__ = ["cache_dir", "njit"]
+__all__ = ["cache_dir", "njit", "seconds"]
 
 _config: Any = numba.config  # numba's settings module (untyped for mypy)
 
@@ -73,3 +76,32 @@ def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
             return numba.njit(cache=_CACHE, **options)(func)
 
     return declare
+
+
+_MONOTONIC = getattr(time, "CLOCK_MONOTONIC", None)
+"""The POSIX clock of ``time.perf_counter`` on Linux (None where the platform has no
+``clock_gettime``)."""
+_CLOCK_GETTIME: Any = types.ExternalFunction(
+    "clock_gettime", types.int32(types.int32, types.voidptr)
+)
+
+
+@njit()
+def _posix_seconds():  # pragma: no cover - compiled
+    """``clock_gettime(CLOCK_MONOTONIC)`` in seconds (``struct timespec``: two 64-bit words)."""
+    spec = np.zeros(2, dtype=np.int64)
+    _CLOCK_GETTIME(_MONOTONIC, spec.ctypes)
+    return spec[0] + 1e-9 * spec[1]
+
+
+@njit()
+def _portable_seconds():  # pragma: no cover - compiled
+    """``time.perf_counter()`` through the interpreter (platforms without ``clock_gettime``)."""
+    with numba.objmode(now="float64"):
+        now = time.perf_counter()
+    return now
+
+
+seconds = _posix_seconds if _MONOTONIC is not None else _portable_seconds
+"""A monotonic clock in seconds for compiled code, to time the steps of one compiled call
+(differences only: its origin need not be ``time.perf_counter``'s)."""

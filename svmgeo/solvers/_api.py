@@ -34,7 +34,7 @@ from ..data import TokenData
 from ..selection import optimal_tokens
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
-from ._feasibility import check_feasibility
+from ._feasibility import check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import NORMS, OPTIONS, NormEntry, Request, on_unit_rows, parse_norm, request
 from ._prompt import prompt_constraints
@@ -261,7 +261,9 @@ def _solve_feasible_first(req: Request) -> SVMResult:
             res, rank=rank, message=res.message + note, solve_time=time.perf_counter() - start
         )
     geo = RowGeometry(cs)
-    feas = check_feasibility(cs, geometry=geo, exact=req.exact)
+    if req.entry.gram_qp and req.method != "cvxpy":  # svmgeo's Frobenius solve follows
+        geo.polish_tol = req.tol
+    feas = decide_feasibility(cs, geo, req.exact)
     if not feas.feasible:
         res = _infeasible_result(req, feas, time.perf_counter() - start)
         return replaced(res, proof=feas.proof)

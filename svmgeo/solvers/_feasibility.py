@@ -52,7 +52,7 @@ from ._result import EVERY_ROW_TIGHT, FeasibilityResult, replaced, warns_if_inac
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
-__all__ = ["check_feasibility"]
+__all__ = ["check_feasibility", "decide_feasibility"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 """HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
@@ -357,7 +357,14 @@ def check_feasibility(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Theorem 1 (feasibility of Att-SVM).
     """
-    cs = check_constraint_set(cs, "check_feasibility")
+    return decide_feasibility(check_constraint_set(cs, "check_feasibility"), geometry, exact)
+
+
+def decide_feasibility(
+    cs: ConstraintSet, geometry: RowGeometry | None, exact: bool
+) -> FeasibilityResult:
+    """:func:`check_feasibility` for svmgeo's own callers: ``cs`` already checked, the
+    caller's BLAS limit kept (:func:`~._threads.blas_threads`), no warning of its own."""
     start = time.perf_counter()
     N, d = cs.N, cs.d
     prove = exact  # exact-proof hook (issue 11): `exact` is rebound by a loop below

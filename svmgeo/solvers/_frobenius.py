@@ -58,7 +58,7 @@ from ._result import POLISHED, SVMResult, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
-__all__ = ["solve_frobenius"]
+__all__ = ["frobenius", "solve_frobenius"]
 
 _METHODS = (("ipm", "the interior-point method"), ("clarabel", "Clarabel's QP"))
 """The QP methods tried in turn until one's answer polishes: (key, name in messages)."""
@@ -116,10 +116,27 @@ def solve_frobenius(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Section 2 (Att-SVM) and Lemma 1.
     """
-    cs = check_constraint_set(cs, "solve_frobenius")
-    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_frobenius")
-    max_iter = check_int(max_iter, "max_iter", low=1, where="solve_frobenius")
-    max_rounds = check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius")
+    return frobenius(
+        check_constraint_set(cs, "solve_frobenius"),
+        tol=check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_frobenius"),
+        max_iter=check_int(max_iter, "max_iter", low=1, where="solve_frobenius"),
+        max_rounds=check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius"),
+        geometry=geometry,
+        warm_start=warm_start,
+    )
+
+
+def frobenius(
+    cs: ConstraintSet,
+    *,
+    tol: float,
+    max_iter: int = 100,
+    max_rounds: int = 30,
+    geometry: RowGeometry | None,
+    warm_start: np.ndarray | None,
+) -> SVMResult:
+    """:func:`solve_frobenius` for svmgeo's own callers: the arguments already checked, the
+    caller's BLAS limit kept (:func:`~._threads.blas_threads`)."""
     start = time.perf_counter()
     N, d = cs.N, cs.d
     if warm_start is not None and np.shape(warm_start) != (N,):

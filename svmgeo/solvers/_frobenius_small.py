@@ -30,6 +30,14 @@ beside it, with the same decisions and thresholds, called from inside the Python
   the lifted KKT pair (:func:`~._certificates.lift_kkt_pair`) and the residuals of
   :func:`~._certificates.frobenius_certificate`.
 
+The steps run in one compiled call, :func:`tight_route` (each call from Python pays numba's
+dispatch and the boxing of its results, several times over when the caches are cold, as
+between other work): the check's point,
+its screen, and, when :func:`~svmgeo.solve_svm` will solve on the same rows next
+(:attr:`~._geometry.RowGeometry.polish_tol`), the polish, which :func:`polished` then takes
+from the geometry. The call times its steps with a compiled clock (:func:`svmgeo._jit.seconds`),
+so the check's ``solve_time`` and ``extras["exact_seconds"]`` keep their meaning.
+
 Whenever a step would leave the Python path's common case — rows that are not all float64
 margin rows with :math:`c_j = 1`, a zero or round-off row, G not positive definite, a point
 that does not verify, a margin the screen cannot decide, a round that is inconsistent,
@@ -58,7 +66,7 @@ from .._active_set import (
     scipy_routine,
     update_working_set,
 )
-from .._jit import njit
+from .._jit import njit, seconds
 from ._certificates import DECADES, FRO, ULPS, judge
 from ._exact import SCREEN_PROOF, ExactRows
 from ._geometry import RowGeometry
@@ -70,6 +78,7 @@ __all__ = [
     "margins_beyond_rounding",
     "polish_and_certify",
     "polished",
+    "tight_route",
     "tight_verdict",
 ]
 
@@ -529,30 +538,96 @@ _ROWS_KEY = "_svmgeo_compiled_rows"
 """Where :func:`_rows` keeps the rows on a :class:`~._geometry.RowGeometry`."""
 
 
+@njit()
+def tight_route(
+    A, Q, inv, grouped, margin, rhs, na, nb, ulps, decades, P, Qx, pref, comp, query, screen, tol
+):  # pragma: no cover - compiled
+    r"""The compiled route of every row tight in one call: :func:`feasible_point`; with
+    ``screen``, :func:`margins_beyond_rounding` of its point on the exact rows (P, Qx, ``pref``,
+    ``comp``, ``query``) when the verdict is :data:`OK` with no residual; with ``tol`` > 0, the
+    polish of the solve that follows, :func:`polish_and_certify` at ``tol`` on the same G and
+    :math:`\lambda_0` (when the verdict is :data:`OK`).
+
+    Returns (verdict, G, F, :math:`\lambda_0`, point, residual, screened, (decision seconds,
+    screen seconds), (rounds, W, λ, margins, residuals)); ``rounds`` is 0 when the polish did
+    not run or would not settle. One call instead of three (see the module docstring)."""
+    start = seconds()
+    verdict, G, F, lam0, point, residual = feasible_point(
+        A, Q, inv, grouped, margin, rhs, na, nb, ulps, decades
+    )
+    decided = seconds()
+    screened = False
+    if screen and verdict == OK and residual == 0.0:
+        screened = margins_beyond_rounding(point, P, Qx, pref, comp, query)
+    times = (decided - start, seconds() - decided)
+    if tol > 0.0 and verdict == OK:
+        polish = polish_and_certify(A, Q, inv, grouped, margin, rhs, G, lam0, tol, ulps)
+    else:
+        polish = (0, np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(6))
+    return verdict, G, F, lam0, point, residual, screened, times, polish
+
+
+_NO_EXACT_ROWS = (np.zeros((0, 0)), np.zeros(0, dtype=np.int64))
+"""Placeholders for :func:`tight_route`'s exact rows when no proof is asked for (tokens,
+read-only as the tokens of a TokenData are, and indices: the signature of the proof's)."""
+_NO_EXACT_ROWS[0].flags.writeable = False
+_POLISH_KEY = "_svmgeo_compiled_polish"
+"""Where :func:`tight_verdict` keeps the polish of the solve that follows (tol, answer) on a
+:class:`~._geometry.RowGeometry` for :func:`polished`."""
+
+
 def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityResult | None:
     r""":func:`~._feasibility.check_feasibility`'s verdict "feasible: every row tight" through
-    :func:`feasible_point` (and, with ``exact``, the proof through
-    :func:`margins_beyond_rounding`): the same :class:`~svmgeo.FeasibilityResult`, or None
-    when the Python path decides otherwise or by other means (it then runs as before, on the
-    G, factor and :math:`\lambda_0` adopted by ``geo``: the same bits). ``start`` is the
-    check's ``perf_counter`` start."""
+    :func:`tight_route` (with ``exact``, its proof through the screen): the same
+    :class:`~svmgeo.FeasibilityResult`, or None when the Python path decides otherwise or by
+    other means (it then runs as before, on the G, factor and :math:`\lambda_0` adopted by
+    ``geo``: the same bits). When ``geo.polish_tol`` is set (:func:`~svmgeo.solve_svm`, whose
+    Frobenius solve follows on these rows), the same call polishes, and :func:`polished` takes
+    the answer from ``geo``. ``start`` is the check's ``perf_counter`` start."""
     cs = geo.cs
     arrays = _rows(geo)
     if arrays is None:
         return None
     A, Q, inv, grouped = arrays
     na, nb = cs._row_norms
-    verdict, G, F, lam0, point, residual = feasible_point(
-        A, Q, inv, grouped, cs._margin_rows, cs.rhs, na, nb, _ULPS, _DECADES
+    built = time.perf_counter()
+    rows = ExactRows.build(cs) if exact else None
+    build_seconds = time.perf_counter() - built
+    P, Qx, pref, comp, query = (
+        (rows.P, rows.Q, rows.pref, rows.comp, rows.query)
+        if rows is not None
+        else (_NO_EXACT_ROWS[0], _NO_EXACT_ROWS[0], *(_NO_EXACT_ROWS[1],) * 3)
+    )
+    tol = geo.polish_tol
+    verdict, G, F, lam0, point, residual, screened, times, polish = tight_route(
+        A,
+        Q,
+        inv,
+        grouped,
+        cs._margin_rows,
+        cs.rhs,
+        na,
+        nb,
+        _ULPS,
+        _DECADES,
+        P,
+        Qx,
+        pref,
+        comp,
+        query,
+        rows is not None,
+        0.0 if tol is None else tol,
     )
     if verdict == NOT_DEFINITE:
         geo.adopt(G)
     elif G.size:
         geo.adopt(G, (F.T, False), lam0)  # F.T: cho_factor's Fortran-ordered upper factor
+    if tol is not None and verdict == OK:
+        geo.__dict__[_POLISH_KEY] = (tol, polish)
     if verdict != OK:
         return None
-    elapsed = time.perf_counter() - start
-    if not exact:
+    elapsed = built - start + times[0]  # the decision: Python before the call, and the kernel
+    if rows is None:
         return FeasibilityResult(
             feasible=True,
             status=Status.OPTIMAL,
@@ -564,13 +639,9 @@ def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityRes
             solve_time=elapsed,
             proof="float",
         )
-    proof_start = time.perf_counter()
-    rows = ExactRows.build(cs)
     # a residual: the point's margins fall short, and meet_margins' power of two is the
     # Python path's business
-    if residual > 0.0 or not margins_beyond_rounding(
-        point, rows.P, rows.Q, rows.pref, rows.comp, rows.query
-    ):
+    if not screened:
         return None
     return FeasibilityResult(
         feasible=True,
@@ -581,7 +652,7 @@ def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityRes
         residual=residual,
         solver="svmgeo-cholesky",
         solve_time=elapsed,
-        extras={"exact_seconds": time.perf_counter() - proof_start, "exact_rows": rows.source},
+        extras={"exact_seconds": build_seconds + times[1], "exact_rows": rows.source},
         proof="exact",
     )
 
@@ -592,18 +663,22 @@ def polished(
     r""":func:`~._frobenius.solve_frobenius`'s answer from every row tight through
     :func:`polish_and_certify`: the same :class:`~svmgeo.SVMResult` (``extras`` completed
     with the rounds), or None when the Python polish would not settle or certify here (it then
-    runs as before). ``start`` is the solve's ``perf_counter`` start."""
-    lam0 = geo.tight()
-    if lam0 is None:
-        return None
+    runs as before). The answer :func:`tight_verdict` computed at ``tol`` on ``geo`` is taken
+    (once); otherwise :func:`polish_and_certify` runs here. ``start`` is the solve's
+    ``perf_counter`` start."""
     cs = geo.cs
-    arrays = _rows(geo)
-    if arrays is None:
-        return None
-    A, Q, inv, grouped = arrays
-    rounds, W, lam, margins, res = polish_and_certify(
-        A, Q, inv, grouped, cs._margin_rows, cs.rhs, geo.G, lam0, tol, _ULPS
-    )
+    kept = geo.__dict__.pop(_POLISH_KEY, None)
+    if kept is not None and kept[0] == tol:
+        rounds, W, lam, margins, res = kept[1]
+    else:
+        lam0 = geo.tight()
+        arrays = _rows(geo)
+        if lam0 is None or arrays is None:
+            return None
+        A, Q, inv, grouped = arrays
+        rounds, W, lam, margins, res = polish_and_certify(
+            A, Q, inv, grouped, cs._margin_rows, cs.rhs, geo.G, lam0, tol, _ULPS
+        )
     if rounds == 0:
         return None
     certificate = judge(

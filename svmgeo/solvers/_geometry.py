@@ -161,6 +161,10 @@ class RowGeometry:
         self.margin = cs._margin_rows
         self.c = np.asarray(cs.rhs, dtype=float)
         self._last: tuple[np.ndarray, Any] | None = None  # the last G_SS factored (S, factor)
+        self.polish_tol: float | None = None
+        """The tolerance of a Frobenius solve that will follow on these rows, when the caller
+        knows one will (:func:`~svmgeo.solve_svm`): the compiled feasibility route then
+        polishes in the same call (:func:`~._frobenius_small.tight_verdict`)."""
 
     # -- products with G ------------------------------------------------------------------
     @property

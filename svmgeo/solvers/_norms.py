@@ -42,7 +42,7 @@ from ._certificates import (
     lp_geometry,
     primal_infeasibility,
 )
-from ._frobenius import solve_frobenius
+from ._frobenius import frobenius
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._lowrank import factored_certificate, solve_lowrank
@@ -151,7 +151,9 @@ class NormEntry:
     gram_qp : bool
         Whether the SVM is the QP :math:`\\max c^\top\\lambda - \tfrac12\\lambda^\top G\\lambda`
         on the rows' Gram matrix (the Frobenius dual): the compiled leaf solver of
-        :func:`~svmgeo.locally_optimal_selections` solves it directly.
+        :func:`~svmgeo.locally_optimal_selections` solves it directly, and
+        :func:`~svmgeo.solve_svm` asks the compiled feasibility check to polish it in the same
+        call (:attr:`~._geometry.RowGeometry.polish_tol`).
     spelling : str
         The command-line spelling (``"lp:P"`` for a parameterised entry).
     """
@@ -365,7 +367,7 @@ def _solve_fro(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
         return solve_frobenius_matfree(req.cs, tol=req.tol)
     kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
     warm = None if feas is None else feas.extras.get("qp_dual")
-    return solve_frobenius(req.cs, tol=req.tol, geometry=geo, warm_start=warm, **kw)
+    return frobenius(req.cs, tol=req.tol, geometry=geo, warm_start=warm, **kw)
 
 
 def _fallback_fro(req: Request) -> str | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
 from typing import Any
 
@@ -147,3 +148,49 @@ def test_rows_outside_the_common_case_are_left_to_the_python_path() -> None:
 def test_the_compiled_route_stays_below_the_gradient_route() -> None:
     # from GRADIENT_FROM rows the Python path's feasibility check takes another route first
     assert _geometry.COMPILED_UP_TO < _feasibility.GRADIENT_FROM
+
+
+def test_the_solves_polish_runs_in_the_feasibility_call_with_the_same_bits() -> None:
+    """solve_svm asks the compiled check to polish (``polish_tol``): the answer kept on the
+    geometry is the one polish_and_certify gives on its own, bit for bit, and is taken once."""
+    cs = _att(20, 10, 20, 1)
+    asked = RowGeometry(cs)
+    asked.polish_tol = 1e-8
+    assert small.tight_verdict(asked, True, 0.0) is not None
+    kept = asked.__dict__[small._POLISH_KEY]
+    assert kept[0] == 1e-8 and kept[1][0] > 0
+    alone = RowGeometry(cs)
+    assert small.tight_verdict(alone, True, 0.0) is not None
+    assert small._POLISH_KEY not in alone.__dict__  # not asked: no polish
+    A, Q, inv, grouped = small._rows(alone)
+    fresh = small.polish_and_certify(
+        A, Q, inv, grouped, cs._margin_rows, cs.rhs, alone.G, alone.tight(), 1e-8, small._ULPS
+    )
+    assert fresh[0] == kept[1][0]
+    for x, y in zip(fresh[1:], kept[1][1:], strict=True):
+        np.testing.assert_array_equal(x, y)
+    res = small.polished(asked, 1e-8, 0.0, {})
+    assert res is not None and res.success
+    np.testing.assert_array_equal(res.W, fresh[1])
+    assert small._POLISH_KEY not in asked.__dict__  # taken once
+    other = RowGeometry(cs)  # asked at another tolerance: polished computes its own
+    other.polish_tol = 1e-6
+    assert small.tight_verdict(other, True, 0.0) is not None
+    res6 = small.polished(other, 1e-8, 0.0, {})
+    assert res6 is not None
+    np.testing.assert_array_equal(res6.W, fresh[1])
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_compiled_route_times_its_decision_and_its_proof(exact: bool) -> None:
+    cs = _att(12, 10, 20, 0)
+    start = time.perf_counter()
+    feas = sg.check_feasibility(cs, exact=exact)
+    total = time.perf_counter() - start
+    assert feas.solver == "svmgeo-cholesky"
+    assert 0.0 < feas.solve_time <= total
+    if exact:
+        assert 0.0 < feas.extras["exact_seconds"] <= total
+        assert feas.solve_time + feas.extras["exact_seconds"] <= total
+    else:
+        assert "exact_seconds" not in feas.extras
