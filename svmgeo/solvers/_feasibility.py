@@ -367,6 +367,14 @@ def decide_feasibility(
     caller's BLAS limit kept (:func:`~._threads.blas_threads`), no warning of its own."""
     start = time.perf_counter()
     N, d = cs.N, cs.d
+    given = geometry if geometry is not None and geometry.cs is cs else None
+    if given is None and 0 < N == dense_dimension(cs):  # a Gram representation costs nothing yet
+        given = RowGeometry(cs)
+    if given is not None and given.compiled:  # the route of every row tight, compiled
+        from ._frobenius_small import tight_verdict  # lazily: it imports numba
+
+        if (verdict := tight_verdict(given, exact, start)) is not None:
+            return verdict  # else decided below, on the G and factor it adopted
     prove = exact  # exact-proof hook (issue 11): `exact` is rebound by a loop below
 
     def result(**kw: object) -> FeasibilityResult:
@@ -393,14 +401,6 @@ def decide_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
-    given = geometry if geometry is not None and geometry.cs is cs else None
-    if given is None and dense_dimension(cs) == N:  # a Gram representation costs nothing yet
-        given = RowGeometry(cs)
-    if given is not None and given.compiled:  # the route of every row tight, compiled
-        from ._frobenius_small import tight_verdict  # lazily: it imports numba
-
-        if (verdict := tight_verdict(given, prove, start)) is not None:
-            return verdict  # else decided below, on the G and factor it adopted
     for exact, lam0 in ((True, zero_row_farkas(cs)), (False, _roundoff_row(cs))):
         if lam0 is None:
             continue

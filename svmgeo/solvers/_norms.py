@@ -668,9 +668,10 @@ def request(
         where=where,
         matrix_free=entry.matrix_free(cs, method),
     )
-    entry.check_options(
-        req, {"solver": solver, "seed": seed, "n_restarts": n_restarts, "max_iter": max_iter}
-    )
+    if not (solver is None and seed is None and n_restarts is None and max_iter is None):
+        entry.check_options(
+            req, {"solver": solver, "seed": seed, "n_restarts": n_restarts, "max_iter": max_iter}
+        )
     if solver is not None:
         if method != "cvxpy" and entry.backends:
             check_option(solver.lower(), "solver", entry.backends, where=where)
