@@ -164,6 +164,13 @@ def frobenius(
         return solve_frobenius_matfree(cs, tol=tol, max_rounds=max_rounds, warm_start=warm_start)
     geo = RowGeometry(cs) if geometry is None or geometry.cs is not cs else geometry
     extras: dict[str, Any] = {"representation": geo.kind}
+    if geo.compiled and warm_start is None:
+        # fast path: primal-dual active set from "every row tight", compiled (None: the
+        # Python polish below decides)
+        from ._frobenius_small import polished  # lazily: it imports numba
+
+        if (answer := polished(geo, tol, start, extras)) is not None:
+            return answer
     if geo.kind == "primal":
         extras["compressed_dim"] = int(geo.Phi.shape[1]) if geo.Phi is not None else 0
     n_iter = 0
@@ -179,11 +186,6 @@ def frobenius(
         solver = "svmgeo-warm-start"
     if geo.kind == "dual" and not settled:
         # fast path: primal-dual active set from "every row tight"
-        if geo.compiled and warm_start is None:  # compiled (None: the Python polish decides)
-            from ._frobenius_small import polished  # lazily: it imports numba
-
-            if (answer := polished(geo, tol, start, extras)) is not None:
-                return answer
         lam, rounds, settled = polish_active_set(geo, None, None, max_rounds=8)
         extras["active_set_rounds"] = rounds
         n_iter += rounds
