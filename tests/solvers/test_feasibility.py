@@ -178,7 +178,7 @@ def test_reversed_row_is_decided_on_the_null_space_with_an_exact_farkas_vector(s
 
 @pytest.mark.parametrize("norm", ["fro", "nuc"])
 def test_solve_svm_decides_feasibility_once_and_keeps_the_exact_proof(monkeypatch, norm):
-    from svmgeo.solvers import _api, _nuclear
+    from svmgeo.solvers import _api, _feasibility, _nuclear
 
     calls = []
 
@@ -186,7 +186,12 @@ def test_solve_svm_decides_feasibility_once_and_keeps_the_exact_proof(monkeypatc
         calls.append(kw.get("exact", True))
         return check_feasibility(cs, **kw)
 
+    def counted_inside(cs, geometry, exact):  # solve_svm's own call, arguments checked
+        calls.append(exact)
+        return _feasibility.decide_feasibility(cs, geometry, exact)
+
     monkeypatch.setattr(_api, "check_feasibility", counted)
+    monkeypatch.setattr(_api, "decide_feasibility", counted_inside)
     monkeypatch.setattr(_nuclear, "check_feasibility", counted)
     data, _ = _gaussian_data(2, 5, 2, seed=1)
     for alpha, feasible in ((np.array([1, 2]), True), (np.array([0, 1]), False)):

@@ -198,7 +198,7 @@ def _failed_fast(cs: sg.ConstraintSet, **_: object) -> sg.SVMResult:
 def test_auto_falls_back_to_cvxpy_and_says_why(monkeypatch):
     from svmgeo.solvers import _norms
 
-    monkeypatch.setattr(_norms, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_norms, "frobenius", _failed_fast)
     cs = _constraints(*REGRESSIONS[0])
     res = solve_svm(cs, method="auto")
     assert res.solver.startswith("cvxpy")
@@ -215,7 +215,7 @@ def test_auto_reports_a_failed_fallback(monkeypatch):
             req.cs, Status.SOLVER_ERROR, "cvxpy broke", norm=req.entry.name, solver="cvxpy-x"
         )
 
-    monkeypatch.setattr(_norms, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_norms, "frobenius", _failed_fast)
     fro = dataclasses.replace(_norms.NORMS["fro"], reference=failed_cvxpy)
     monkeypatch.setitem(_norms.NORMS, "fro", fro)
     res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
@@ -227,7 +227,7 @@ def test_auto_reports_a_failed_fallback(monkeypatch):
 def test_auto_says_when_the_problem_is_too_large_for_the_fallback(monkeypatch):
     from svmgeo.solvers import _norms
 
-    monkeypatch.setattr(_norms, "solve_frobenius", _failed_fast)
+    monkeypatch.setattr(_norms, "frobenius", _failed_fast)
     monkeypatch.setattr(_norms, "CVXPY_FALLBACK_SIZE", 10.0)
     res = solve_svm(_constraints(*REGRESSIONS[0]), method="auto")
     assert res.status is Status.OPTIMAL_INACCURATE and res.solver.startswith("svmgeo")

@@ -94,13 +94,13 @@ def test_unknown_cvxpy_status_is_a_solver_error(cs, monkeypatch):
 
 
 def test_auto_falls_back_to_cvxpy_when_fast_path_fails(cs, monkeypatch):
-    real = _norms.solve_frobenius
+    real = _norms.frobenius
 
     def broken(cs, **kw):
         res = real(cs, **kw)
         return dataclasses.replace(res, status=Status.MAX_ITER, message="forced failure")
 
-    monkeypatch.setattr(_norms, "solve_frobenius", broken)
+    monkeypatch.setattr(_norms, "frobenius", broken)
     assert solve_svm(cs, method="fast").status is Status.MAX_ITER
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
