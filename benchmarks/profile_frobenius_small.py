@@ -5,11 +5,9 @@ For ``random_data(n, T, d, seed)`` with the optimal tokens, CPU time (minimum ov
 
 * ``floor``: G = (AAᵀ)∘(BBᵀ) and one Cholesky factor (``bench_svm_peers.floor``);
 * ``svmgeo``: ``solve_svm(cs)`` (feasibility, exact proof, polish, certificate);
-* ``kernels``: the compiled small path's three kernels called directly
-  (:func:`~svmgeo.solvers._frobenius_small.feasible_point`, the proof's screen
-  :func:`~svmgeo.solvers._frobenius_small.margins_beyond_rounding`,
-  :func:`~svmgeo.solvers._frobenius_small.polish_and_certify`): ``svmgeo`` less these is the
-  Python around them;
+* ``kernels``: the compiled small path's one call of ``solve_svm`` made directly
+  (:func:`~svmgeo.solvers._frobenius_small.tight_route`: the point, the proof's screen and the
+  polish; its exact rows built first): ``svmgeo`` less this is the Python around it;
 
 measured two ways: interleaved single calls with libsvm and L-BFGS-B between them, as
 ``bench_svm_peers.py`` measures (cold caches), and a warm loop of ``--loop`` calls each.
@@ -37,21 +35,34 @@ from svmgeo.solvers._geometry import RowGeometry
 
 
 def kernels(cs: sg.ConstraintSet) -> Callable[[sg.ConstraintSet], float]:
-    """The three kernels of the compiled path on ``cs``'s rows, as one call."""
+    """The compiled path's call on ``cs``'s rows, as ``solve_svm`` makes it."""
     rows = small._rows(RowGeometry(cs))
     assert rows is not None, "float64 rows expected"
     A, Q, inv, grouped = rows
     na, nb = cs._row_norms
 
     def run(cs: sg.ConstraintSet) -> float:
-        _, G, _, lam0, point, _ = small.feasible_point(
-            A, Q, inv, grouped, cs._margin_rows, cs.rhs, na, nb, small._ULPS, small._DECADES
-        )
         exact = ExactRows.build(cs)
-        small.margins_beyond_rounding(point, exact.P, exact.Q, exact.pref, exact.comp, exact.query)
-        small.polish_and_certify(
-            A, Q, inv, grouped, cs._margin_rows, cs.rhs, G, lam0, 1e-8, small._ULPS
+        out = small.tight_route(
+            A,
+            Q,
+            inv,
+            grouped,
+            cs._margin_rows,
+            cs.rhs,
+            na,
+            nb,
+            small._ULPS,
+            small._DECADES,
+            exact.P,
+            exact.Q,
+            exact.pref,
+            exact.comp,
+            exact.query,
+            True,
+            1e-8,
         )
+        assert out[0] == small.OK and out[6] and out[8][0] > 0, "the route expected to answer"
         return 0.0
 
     return run
