@@ -41,7 +41,12 @@ import numpy as np
 
 import svmgeo as sg
 from svmgeo.solvers import check_feasibility
-from svmgeo.solvers._exact import ExactRows, _projection_by_null_space, _projection_by_rows
+from svmgeo.solvers._exact import (
+    ExactRows,
+    _projection_by_null_space,
+    _projection_by_rows,
+    as_fractions,
+)
 
 FARKAS_CASES = (
     (40, 6, 4, {}),
@@ -101,13 +106,6 @@ def _flint_margins(cs: sg.ConstraintSet, W: np.ndarray) -> list[Fraction]:
     return out
 
 
-def _as_fractions(found):  # type: ignore[no-untyped-def]
-    """A projection route's point (integer pairs p / q) as Fractions, with its nullity."""
-    if found is None or found[0] is None:
-        return found
-    return [Fraction(p, q) for p, q in found[0]], found[1]
-
-
 def farkas(seeds: list[int]) -> None:
     """The ``--farkas`` table (see the module docstring)."""
     print(
@@ -129,7 +127,7 @@ def farkas(seeds: list[int]) -> None:
                 lambda r=rows, x=lam, s=S: _projection_by_null_space(r, x, s), 1
             )
             case = f"{(n, T, d)!s} {options}"
-            same = _as_fractions(by_rows) == _as_fractions(by_null)
+            same = as_fractions(by_rows) == as_fractions(by_null)
             print(
                 f"{case:>44} {seed:>4} {cs.N:>5} {S.size:>4} {t_float:>9.3f} {t_exact:>9.3f} "
                 f"{t_rows:>11.3f} {t_null:>14.3f} {t_null / t_rows:>6.0f}x {same}"

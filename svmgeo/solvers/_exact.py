@@ -633,6 +633,17 @@ Ratios = list[tuple[int, int]]
 """Exact rationals p / q as pairs of integers, q > 0 (not necessarily in lowest terms)."""
 
 
+def as_fractions(
+    found: tuple[Ratios | None, int] | None,
+) -> tuple[list[Fraction] | None, int] | None:
+    """A projection route's answer (point as :data:`Ratios`, nullity) with the point as
+    Fractions: the form in which two routes' answers compare exactly (tests, benchmarks)."""
+    if found is None:
+        return None
+    point, nullity = found
+    return (None if point is None else [Fraction(p, q) for p, q in point]), nullity
+
+
 def _projection_by_null_space(
     rows: ExactRows, lam: np.ndarray, S: np.ndarray
 ) -> tuple[Ratios | None, int]:

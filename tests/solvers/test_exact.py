@@ -12,7 +12,12 @@ import pytest
 import svmgeo as sg
 from svmgeo.constraints import MARGIN, ConstraintSet, selected_set_constraints
 from svmgeo.solvers import FeasibilityResult, Status, check_feasibility
-from svmgeo.solvers._exact import ExactRows, _margins_beyond_rounding, prove_verdict
+from svmgeo.solvers._exact import (
+    ExactRows,
+    _margins_beyond_rounding,
+    as_fractions,
+    prove_verdict,
+)
 from svmgeo.testing import exact_margins, exact_rows
 
 
@@ -256,13 +261,6 @@ def test_a_margin_within_its_rounding_bound_is_left_to_the_limbs():
     assert out.proof == "exact" and out.status is Status.OPTIMAL
 
 
-def _as_fractions(found: tuple[list[tuple[int, int]] | None, int] | None) -> object:
-    """A projection route's (point as integer pairs p / q, nullity) with the point as Fractions."""
-    if found is None or found[0] is None:
-        return found
-    return [Fraction(p, q) for p, q in found[0]], found[1]
-
-
 @pytest.mark.parametrize(
     ("n", "T", "d", "kw", "seed"),
     [
@@ -293,10 +291,10 @@ def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
     S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
     assert S.size > d * d  # the rows route applies
     rows = ExactRows.build(cs)
-    by_rows = _as_fractions(_projection_by_rows(rows, lam, S))
+    by_rows = as_fractions(_projection_by_rows(rows, lam, S))
     assert by_rows is not None
     point, nullity = by_rows
-    assert (point, nullity) == _as_fractions(_projection_by_null_space(rows, lam, S))
+    assert (point, nullity) == as_fractions(_projection_by_null_space(rows, lam, S))
     assert point is not None and nullity == S.size - d * d
     exact = exact_rows(cs, data)
     total = [
@@ -363,7 +361,7 @@ def test_farkas_projection_by_rows_with_equality_rows():
     S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
     rows = ExactRows.build(cs)
     assert np.any(cs.kind[S] != MARGIN)
-    by_rows = _as_fractions(_projection_by_rows(rows, lam, S))
+    by_rows = as_fractions(_projection_by_rows(rows, lam, S))
     assert by_rows is not None and by_rows[0] is not None
-    assert by_rows == _as_fractions(_projection_by_null_space(rows, lam, S))
+    assert by_rows == as_fractions(_projection_by_null_space(rows, lam, S))
     assert check_feasibility(cs).proof == "exact"
