@@ -704,7 +704,8 @@ def _projection_by_rows(
     (:math:`BB^\top` is (d² + 1) × (d² + 1), where the null space route factors the |S| × |S|
     :math:`G_{SS} = M^\top M` with entries of twice the size). Used when M has full row rank
     d² < |S|, proved by a nonzero d² × d² minor modulo a prime (the rank modulo p is at most
-    the rank over the rationals): then the null space has dimension |S| − d², and
+    the rank over the rationals; B of rank d² + 1 modulo p has one, else M's own rank
+    modulo p is taken): then the null space has dimension |S| − d², and
     :math:`BB^\top` is singular exactly when :math:`c_S` lies in the row space of M, i.e.
     when no Farkas vector has support in S (the point is None). The point is checked exactly
     (:math:`M\lambda^\star = 0`, :math:`c_S^\top\lambda^\star = 1`). None when this route
@@ -724,13 +725,14 @@ def _projection_by_rows(
         b = [int(y) for y in queries[s].tolist()]
         columns.append([x * y for x in a for y in b])
     M = [list(r) for r in zip(*columns, strict=True)]  # d² rows
-    if flint.nmod_mat(M, _PRIME).rank() < d * d:
-        return None
     c = _exact_fractions(cs.rhs[S])
     c_scale = math.lcm(*(x.denominator for x in c))
+    B = flint.fmpz_mat([*M, [int(x * c_scale) for x in c]])
+    # rank(B mod p) = d² + 1 proves rank(M) = d² (one row fewer); else M's own rank decides
+    if flint.nmod_mat(B, _PRIME).rank() <= d * d and flint.nmod_mat(M, _PRIME).rank() < d * d:
+        return None
     weights = _exact_fractions(lam[S])
     w_scale = math.lcm(*(x.denominator for x in weights))
-    B = flint.fmpz_mat([*M, [int(x * c_scale) for x in c]])
     w = flint.fmpz_mat([[int(x * w_scale)] for x in weights])  # lambda_S * w_scale
     target = flint.fmpz_mat([[0]] * (d * d) + [[c_scale * w_scale]])
     try:  # (BB^T) y = B lambda_S - e, all scaled by w_scale
