@@ -36,32 +36,11 @@ from svmgeo.solvers._geometry import RowGeometry
 
 def kernels(cs: sg.ConstraintSet) -> Callable[[sg.ConstraintSet], float]:
     """The compiled path's call on ``cs``'s rows, as ``solve_svm`` makes it."""
-    rows = small._rows(RowGeometry(cs))
-    assert rows is not None, "float64 rows expected"
-    A, Q, inv, grouped = rows
-    na, nb = cs._row_norms
+    arrays = small._rows(RowGeometry(cs))
+    assert arrays is not None, "float64 rows expected"
 
     def run(cs: sg.ConstraintSet) -> float:
-        exact = ExactRows.build(cs)
-        out = small.tight_route(
-            A,
-            Q,
-            inv,
-            grouped,
-            cs._margin_rows,
-            cs.rhs,
-            na,
-            nb,
-            small._ULPS,
-            small._DECADES,
-            exact.P,
-            exact.Q,
-            exact.pref,
-            exact.comp,
-            exact.query,
-            True,
-            1e-8,
-        )
+        out = small.tight_route(*small.route_arguments(cs, arrays, ExactRows.build(cs), 1e-8))
         assert out[0] == small.OK and out[6] and out[8][0] > 0, "the route expected to answer"
         return 0.0
 

@@ -67,6 +67,7 @@ from .._active_set import (
     update_working_set,
 )
 from .._jit import njit, seconds
+from ..constraints import ConstraintSet
 from ._certificates import DECADES, FRO, ULPS, judge
 from ._exact import SCREEN_PROOF, ExactRows
 from ._geometry import RowGeometry
@@ -78,6 +79,7 @@ __all__ = [
     "margins_beyond_rounding",
     "polish_and_certify",
     "polished",
+    "route_arguments",
     "tight_route",
     "tight_verdict",
 ]
@@ -418,6 +420,12 @@ def margins_beyond_rounding(W, P, Q, pref, comp, query):  # pragma: no cover - c
 
 
 @njit()
+def _unsettled():  # pragma: no cover - compiled
+    """:func:`polish_and_certify`'s answer when it does not settle here (rounds 0)."""
+    return 0, np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(6)
+
+
+@njit()
 def polish_and_certify(
     A, Q, inv, grouped, margin, rhs, G, lam0, tol, ulps
 ):  # pragma: no cover - compiled
@@ -439,7 +447,7 @@ def polish_and_certify(
     """
     N = G.shape[0]
     d = A.shape[1]
-    none = (0, np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(6))
+    none = _unsettled()
     for j in range(N):
         if not (margin[j] and rhs[j] == 1.0):
             return none
@@ -563,7 +571,7 @@ def tight_route(
     if tol > 0.0 and verdict == OK:
         polish = polish_and_certify(A, Q, inv, grouped, margin, rhs, G, lam0, tol, ulps)
     else:
-        polish = (0, np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(6))
+        polish = _unsettled()
     return verdict, G, F, lam0, point, residual, screened, times, polish
 
 
@@ -576,30 +584,25 @@ _POLISH_KEY = "_svmgeo_compiled_polish"
 :class:`~._geometry.RowGeometry` for :func:`polished`."""
 
 
-def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityResult | None:
-    r""":func:`~._feasibility.check_feasibility`'s verdict "feasible: every row tight" through
-    :func:`tight_route` (with ``exact``, its proof through the screen): the same
-    :class:`~svmgeo.FeasibilityResult`, or None when the Python path decides otherwise or by
-    other means (it then runs as before, on the G, factor and :math:`\lambda_0` adopted by
-    ``geo``: the same bits). When ``geo.polish_tol`` is set (:func:`~svmgeo.solve_svm`, whose
-    Frobenius solve follows on these rows), the same call polishes, and :func:`polished` takes
-    the answer from ``geo``. ``start`` is the check's ``perf_counter`` start."""
-    cs = geo.cs
-    arrays = _rows(geo)
-    if arrays is None:
-        return None
+def route_arguments(
+    cs: ConstraintSet,
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray, bool],
+    rows: ExactRows | None,
+    tol: float | None,
+) -> tuple[Any, ...]:
+    """:func:`tight_route`'s arguments for ``cs``: its compiled rows (:func:`_rows`), the
+    exact rows of the proof's screen (None: no proof) and the tolerance of the polish (None: no
+    polish)."""
     A, Q, inv, grouped = arrays
     na, nb = cs._row_norms
-    built = time.perf_counter()
-    rows = ExactRows.build(cs) if exact else None
-    build_seconds = time.perf_counter() - built
     P, Qx, pref, comp, query = (
         (rows.P, rows.Q, rows.pref, rows.comp, rows.query)
         if rows is not None
         else (_NO_EXACT_ROWS[0], _NO_EXACT_ROWS[0], *(_NO_EXACT_ROWS[1],) * 3)
     )
-    tol = geo.polish_tol
-    verdict, G, F, lam0, point, residual, screened, times, polish = tight_route(
+    screen = rows is not None
+    polish_tol = 0.0 if tol is None else tol
+    return (
         A,
         Q,
         inv,
@@ -615,8 +618,29 @@ def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityRes
         pref,
         comp,
         query,
-        rows is not None,
-        0.0 if tol is None else tol,
+        screen,
+        polish_tol,
+    )
+
+
+def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityResult | None:
+    r""":func:`~._feasibility.check_feasibility`'s verdict "feasible: every row tight" through
+    :func:`tight_route` (with ``exact``, its proof through the screen): the same
+    :class:`~svmgeo.FeasibilityResult`, or None when the Python path decides otherwise or by
+    other means (it then runs as before, on the G, factor and :math:`\lambda_0` adopted by
+    ``geo``: the same bits). When ``geo.polish_tol`` is set (:func:`~svmgeo.solve_svm`, whose
+    Frobenius solve follows on these rows), the same call polishes, and :func:`polished` takes
+    the answer from ``geo``. ``start`` is the check's ``perf_counter`` start."""
+    cs = geo.cs
+    arrays = _rows(geo)
+    if arrays is None:
+        return None
+    built = time.perf_counter()
+    rows = ExactRows.build(cs) if exact else None
+    build_seconds = time.perf_counter() - built
+    tol = geo.polish_tol
+    verdict, G, F, lam0, point, residual, screened, times, polish = tight_route(
+        *route_arguments(cs, arrays, rows, tol)
     )
     if verdict == NOT_DEFINITE:
         geo.adopt(G)
