@@ -86,13 +86,14 @@ class ConstraintSet:
         for name in ("A", "B", "kind", "rhs", "seq", "query", "pref", "comp"):
             getattr(self, name).flags.writeable = False
 
-    @property
+    @cached_property
     def N(self) -> int:
-        """Number of rows."""
+        """Number of rows (read once per set: the rows are immutable)."""
         return int(self.A.shape[0])
 
-    @property
+    @cached_property
     def d(self) -> int:
+        """Dimension of the tokens (once per set)."""
         return int(self.A.shape[1])
 
     @property
@@ -116,13 +117,14 @@ class ConstraintSet:
     @cached_property
     def query_groups(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(distinct b rows Q, index of each row's b in Q) when the rows share few queries
-        (at most N/4 distinct), else None; :meth:`apply` and :meth:`adjoint` use them."""
+        (at most N/4 distinct), else None; :meth:`apply` and :meth:`adjoint` use them. Q is
+        read-only, as B is."""
         if self.N == 0:
             return None
         _, first, inverse = np.unique(self._query_keys, return_index=True, return_inverse=True)
         Q = self.B[first]
         if 4 * first.size <= self.N and np.array_equal(Q[inverse], self.B):
-            return Q, inverse.reshape(-1)
+            return _read_only(Q), inverse.reshape(-1)
         return None
 
     @cached_property

@@ -205,6 +205,16 @@ def negative_part(cs: ConstraintSet, lam: np.ndarray, lam_max: float | None = No
     return relative(worst, float(np.abs(lam).max()) if lam_max is None else lam_max)
 
 
+_RESIDUAL_NAMES = (
+    "primal infeasibility",
+    "dual infeasibility",
+    "stationarity",
+    "complementarity",
+    "duality gap",
+)
+"""The residuals of a :class:`Certificate` as its failure messages name them, in order."""
+
+
 def judge(
     *,
     tol: float,
@@ -215,18 +225,26 @@ def judge(
     duality_gap: float = 0.0,
 ) -> Certificate:
     """Build a :class:`Certificate`, listing every residual above ``tol`` (NaN always fails)."""
-    values = {
-        "primal infeasibility": primal_infeasibility,
-        "dual infeasibility": dual_infeasibility,
-        "stationarity": stationarity,
-        "complementarity": complementarity,
-        "duality gap": duality_gap,
-    }
-    failures = tuple(
-        f"{name} {value:.3g} > tol {tol:.1e}"
-        for name, value in values.items()
-        if not (value <= tol)  # catches NaN
-    )
+    failures: tuple[str, ...] = ()
+    if not (  # `not <=` catches NaN; the messages formatted only on a failure
+        primal_infeasibility <= tol
+        and dual_infeasibility <= tol
+        and stationarity <= tol
+        and complementarity <= tol
+        and duality_gap <= tol
+    ):
+        values = (
+            primal_infeasibility,
+            dual_infeasibility,
+            stationarity,
+            complementarity,
+            duality_gap,
+        )
+        failures = tuple(
+            f"{name} {value:.3g} > tol {tol:.1e}"
+            for name, value in zip(_RESIDUAL_NAMES, values, strict=True)
+            if not (value <= tol)
+        )
     return Certificate(
         primal_infeasibility=float(primal_infeasibility),
         dual_infeasibility=float(dual_infeasibility),

@@ -51,6 +51,7 @@ from .._errors import ProblemError, SolverError
 from .._validation import check_int, check_real
 from ..constraints import ConstraintSet, check_constraint_set
 from ._certificates import FRO, lift_kkt_pair
+from ._feasibility import compiled_path
 from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
@@ -167,9 +168,7 @@ def frobenius(
     if geo.compiled and warm_start is None:
         # fast path: primal-dual active set from "every row tight", compiled (None: the
         # Python polish below decides)
-        from ._frobenius_small import polished  # lazily: it imports numba
-
-        if (answer := polished(geo, tol, start, extras)) is not None:
+        if (answer := compiled_path().polished(geo, tol, start, extras)) is not None:
             return answer
     if geo.kind == "primal":
         extras["compressed_dim"] = int(geo.Phi.shape[1]) if geo.Phi is not None else 0

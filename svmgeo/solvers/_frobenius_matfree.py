@@ -91,8 +91,10 @@ def _read_available_bytes() -> float:
 
 
 def use_matrix_free(cs: ConstraintSet) -> bool:
-    """True when the dense path's estimate exceeds ``MEMORY_FRACTION`` of available memory."""
-    return dense_bytes(cs) > MEMORY_FRACTION * available_bytes()
+    """True when the dense path's estimate exceeds ``MEMORY_FRACTION`` of available memory
+    (:func:`dense_bytes` is at most :math:`24 N^2`: below the limit, not computed)."""
+    limit = MEMORY_FRACTION * available_bytes()
+    return 24.0 * cs.N * cs.N > limit and dense_bytes(cs) > limit
 
 
 class _Products:
