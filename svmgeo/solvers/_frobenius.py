@@ -61,6 +61,10 @@ from ._threads import one_blas_thread_when_small
 
 __all__ = ["frobenius", "solve_frobenius"]
 
+_DEFAULT_MAX_ITER = 100
+"""Default interior-point iterations of :func:`solve_frobenius` (and of :func:`frobenius`)."""
+_DEFAULT_MAX_ROUNDS = 30
+"""Default active-set rounds of :func:`solve_frobenius` (and of :func:`frobenius`)."""
 _METHODS = (("ipm", "the interior-point method"), ("clarabel", "Clarabel's QP"))
 """The QP methods tried in turn until one's answer polishes: (key, name in messages)."""
 
@@ -70,8 +74,8 @@ def solve_frobenius(
     cs: ConstraintSet,
     *,
     tol: float = 1e-8,
-    max_iter: int = 100,
-    max_rounds: int = 30,
+    max_iter: int = _DEFAULT_MAX_ITER,
+    max_rounds: int = _DEFAULT_MAX_ROUNDS,
     geometry: RowGeometry | None = None,
     warm_start: np.ndarray | None = None,
 ) -> SVMResult:
@@ -131,8 +135,8 @@ def frobenius(
     cs: ConstraintSet,
     *,
     tol: float,
-    max_iter: int = 100,
-    max_rounds: int = 30,
+    max_iter: int = _DEFAULT_MAX_ITER,
+    max_rounds: int = _DEFAULT_MAX_ROUNDS,
     geometry: RowGeometry | None,
     warm_start: np.ndarray | None,
 ) -> SVMResult:
