@@ -12,8 +12,14 @@ For ``random_data(n, T, d, seed)`` with the optimal tokens, CPU time (minimum ov
 measured two ways: interleaved single calls with libsvm and L-BFGS-B between them, as
 ``bench_svm_peers.py`` measures (cold caches), and a warm loop of ``--loop`` calls each.
 
+With ``--phases``, warm loops instead (best of 7) of the call's steps, each run on its own:
+the Gram, its copy and LAPACK factor, the point (``feasible_point``: Gram and factor
+included), the exact proof's screen, the polish (``polish_and_certify``: its active-set
+rounds and certificate), and the Python of ``solve_svm`` alone (the call replaced by one that
+returns its answer, computed once).
+
 Run:  OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/profile_frobenius_small.py
-      [--sizes 12,10,20 20,10,20] [--seeds 0,1,2] [--rounds 7] [--loop 300]
+      [--sizes 12,10,20 20,10,20] [--seeds 0,1,2] [--rounds 7] [--loop 300] [--phases]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import os
 import sys
 import time
+import timeit
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,14 +54,66 @@ def kernels(cs: sg.ConstraintSet) -> Callable[[sg.ConstraintSet], float]:
     return run
 
 
+def phases(cs: sg.ConstraintSet, loop: int) -> dict[str, float]:
+    """Warm seconds per call (best of 7 loops of ``loop`` calls) of the compiled call's steps
+    and of ``solve_svm``'s Python alone (see the module docstring)."""
+    from svmgeo import _active_set
+
+    arrays = small._rows(RowGeometry(cs))
+    assert arrays is not None, "float64 rows expected"
+    A, Q, inv, grouped = arrays
+    rows = ExactRows.build(cs)
+    args = small.route_arguments(cs, arrays, rows, 1e-8)
+    answer = small.tight_route(*args)
+    G, lam0, point = answer[1], answer[3], answer[4]
+    na, nb = cs._row_norms
+
+    def factor() -> None:
+        _active_set.lapack_factor(G.copy(), cs.N)
+
+    steps: dict[str, Callable[[], object]] = {
+        "call": lambda: small.tight_route(*args),
+        "gram": lambda: small._gram(A, Q, inv),
+        "copy+factor": factor,
+        "point": lambda: small.feasible_point(
+            A, Q, inv, grouped, cs._margin_rows, cs.rhs, na, nb, small._ULPS, small._DECADES
+        ),
+        "screen": lambda: small.margins_beyond_rounding(
+            point, rows.P, rows.Q, rows.pref, rows.comp, rows.query
+        ),
+        "polish": lambda: small.polish_and_certify(
+            A, Q, inv, grouped, cs._margin_rows, cs.rhs, G, lam0, 1e-8, small._ULPS
+        ),
+        "solve_svm": lambda: sg.solve_svm(cs),
+    }
+    out = {k: min(timeit.repeat(f, number=loop, repeat=7)) / loop for k, f in steps.items()}
+    real = small.tight_route
+    small.tight_route = lambda *a: answer  # the Python around the call, the call answered
+    try:
+        out["python"] = min(timeit.repeat(lambda: sg.solve_svm(cs), number=loop, repeat=7)) / loop
+    finally:
+        small.tight_route = real
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="*", default=["12,10,20", "20,10,20"])
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--loop", type=int, default=300)
+    ap.add_argument("--phases", action="store_true", help="the call's steps, warm")
     args = ap.parse_args()
     print(f"load average at the start: {os.getloadavg()}")
+    if args.phases:
+        for seed in map(int, args.seeds.split(",")):
+            for n, T, d in (tuple(map(int, s.split(","))) for s in args.sizes):
+                cs = peers._instance(n, T, d, seed)
+                peers.svmgeo(cs)  # compile / load the kernels
+                line = ", ".join(f"{k} {v * 1e6:.1f}" for k, v in phases(cs, args.loop).items())
+                print(f"(n, T, d) = {(n, T, d)}, N = {cs.N}, seed {seed}, us warm: {line}")
+        print(f"load average at the end: {os.getloadavg()}")
+        return
     for seed in map(int, args.seeds.split(",")):
         for n, T, d in (tuple(map(int, s.split(","))) for s in args.sizes):
             cs = peers._instance(n, T, d, seed)

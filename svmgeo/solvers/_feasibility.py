@@ -364,8 +364,8 @@ def check_feasibility(
 
 def compiled_path() -> ModuleType:
     """:mod:`~._frobenius_small`, the compiled small path, imported on first use (it imports
-    numba); afterwards one lookup in ``sys.modules`` (an import statement in a function costs
-    ~1.5 us on each call, as much as a small solve's whole certificate check)."""
+    numba); afterwards one lookup in ``sys.modules`` (an import statement in a function runs
+    the import machinery on each call, a cost of its own in a small solve)."""
     module = sys.modules.get(_COMPILED_PATH)
     if module is None:
         from . import _frobenius_small
