@@ -67,6 +67,7 @@ def test_apply_in_chunks_equals_the_direct_product(monkeypatch):
     data = sg.random_data(12, 6, 5, seed=3)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
     assert cs.query_groups is not None
+    assert not cs.query_groups[0].flags.writeable  # cached on an immutable set, as B is
     W = np.random.default_rng(0).normal(size=(5, 5))
     whole = cs.apply(W)
     monkeypatch.setattr(constraints, "_CHUNK", 7)  # several chunks, the last one short

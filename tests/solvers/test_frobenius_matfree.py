@@ -127,6 +127,17 @@ def test_automatic_choice_by_memory(monkeypatch) -> None:
     np.testing.assert_allclose(api.objective, res.objective, rtol=1e-12)
 
 
+def test_memory_choice_of_compressed_features(monkeypatch) -> None:
+    # compressed features: the estimate is far below the bound 24 N^2 that decides first
+    cs = _cs(20, 10, 3, {}, 0)
+    small, bound = dense_bytes(cs), 24.0 * cs.N**2
+    assert small < bound / 10
+    monkeypatch.setattr(matfree, "available_bytes", lambda: bound)  # limit = bound / 2
+    assert not use_matrix_free(cs)
+    monkeypatch.setattr(matfree, "available_bytes", lambda: small)  # limit = estimate / 2
+    assert use_matrix_free(cs)
+
+
 def test_dependent_rows_end_without_a_false_optimum() -> None:
     # d = 4: r1 r2 <= 16 < N = 50, so G is singular and "every row tight" is inconsistent
     # (the automatic choice never sends such rows here: their dense estimate is small)
