@@ -226,7 +226,7 @@ def judge(
 ) -> Certificate:
     """Build a :class:`Certificate`, listing every residual above ``tol`` (NaN always fails)."""
     failures: tuple[str, ...] = ()
-    if not (  # `not <=` catches NaN; the messages formatted only on a failure
+    if not (  # `not <=` catches NaN; every residual within tol: no list of failures built
         primal_infeasibility <= tol
         and dual_infeasibility <= tol
         and stationarity <= tol
