@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._errors import ProblemError
+from ._validation import check_array, check_int
 from .data import TokenData
 from .selection import check_selection, scores_full
 
@@ -41,6 +42,9 @@ MARGIN = 0
 """Row kind of an inequality :math:`a^\\top W b \\ge c`."""
 EQUALITY = 1
 """Row kind of an equality :math:`a^\\top W b = c`."""
+NO_TOKEN = -1
+r"""``pref`` / ``comp`` of a row that is not a token difference: the zero vector (a sigmoid or
+ReLU row :math:`\pm x_{it}`), or both for a linear-attention row :math:`\sum_t \gamma_t x_t`."""
 
 
 _CHUNK = 8192
@@ -67,6 +71,15 @@ class ConstraintSet:
     tokens : TokenData or None
         The dataset the rows came from, when known: exact proofs form :math:`a_j` from its
         tokens (the float difference in ``A`` may round).
+
+    Raises
+    ------
+    ProblemError
+        When the arrays are not what the attributes above say: A and B real, finite, of one
+        shape (N, d) (converted to float64, e.g. from float32), rhs finite of shape (N,), kind
+        MARGIN or EQUALITY, the four index arrays integers of shape (N,) within [0, n), [0, K)
+        and [0, T) (``pref``, ``comp`` also :data:`NO_TOKEN`), n, K, T non-negative ints. The
+        arrays are made read-only.
     """
 
     A: np.ndarray
@@ -83,8 +96,30 @@ class ConstraintSet:
     tokens: TokenData | None = None
 
     def __post_init__(self) -> None:
-        for name in ("A", "B", "kind", "rhs", "seq", "query", "pref", "comp"):
-            getattr(self, name).flags.writeable = False
+        where = "ConstraintSet"
+        A = check_array(self.A, f"'A' of {where}", ndim=2, hint=_ROWS_HINT)
+        N, d = A.shape
+        for name in ("n", "K", "T"):
+            object.__setattr__(self, name, check_int(getattr(self, name), name, low=0, where=where))
+        checked = {
+            "A": A,
+            "B": check_array(self.B, f"'B' of {where}", ndim=2, shape=(N, d), hint=_ROWS_HINT),
+            "kind": _row_kinds(self.kind, N, where),
+            "rhs": check_array(self.rhs, f"'rhs' of {where}", ndim=1, shape=(N,), hint=_ROWS_HINT),
+            **_row_indices(
+                self.seq,
+                self.query,
+                self.pref,
+                self.comp,
+                (self.n, self.K, self.T),
+                where,
+                no_token=True,  # rows that are not token differences (map_svm_constraints)
+            ),
+        }
+        for name, value in checked.items():
+            if value is not getattr(self, name):  # converted (e.g. float32 to float64)
+                object.__setattr__(self, name, value)
+            value.flags.writeable = False
 
     @cached_property
     def N(self) -> int:
@@ -242,6 +277,75 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return x
 
 
+_ROWS_HINT = (
+    "A and B hold the rows a_j, b_j (shape (N, d), finite), rhs the right-hand sides c_j "
+    "(shape (N,), finite); build rows from data with svmgeo.pair_constraints."
+)
+
+
+def _row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
+    """``kind`` as int8 of shape (N,) (a scalar is broadcast), every entry :data:`MARGIN` or
+    :data:`EQUALITY`; else a :class:`ProblemError` naming ``where``."""
+    if isinstance(kind, np.ndarray) and kind.dtype == np.int8 and kind.shape == (N,):
+        kinds = kind
+    else:
+        given = check_array(kind, f"'kind' of {where}", ndim=(0, 1), dtype=np.int64)
+        if given.ndim == 1 and given.shape[0] not in (1, N):
+            raise ProblemError(
+                f"'kind' of {where} must be a single kind or one per row, shape ({N},); got shape "
+                f"{given.shape}."
+            )
+        kinds = np.broadcast_to(given, (N,)).astype(np.int8)
+    if N and not np.all((kinds == MARGIN) | (kinds == EQUALITY)):
+        bad = kinds[(kinds != MARGIN) & (kinds != EQUALITY)][0]
+        raise ProblemError(
+            f"'kind' of {where} must hold svmgeo.MARGIN ({MARGIN}) or svmgeo.EQUALITY ({EQUALITY}) "
+            f"per row; got {int(bad)}."
+        )
+    return kinds
+
+
+def _row_indices(
+    seq: Any,
+    query: Any,
+    pref: Any,
+    comp: Any,
+    sizes: tuple[int, int, int],
+    where: str,
+    *,
+    no_token: bool = False,
+) -> dict[str, np.ndarray]:
+    """The rows' (sequence, query, preferred, competing) indices as int64 arrays of one length,
+    each within its range (``sizes`` = (n, K, T): sequences, queries, tokens; with
+    ``no_token``, ``pref`` and ``comp`` may also be :data:`NO_TOKEN`); else a
+    :class:`ProblemError` naming the argument and ``where``."""
+    n, K, T = sizes
+    named = {
+        "seq": (seq, n, "n"),
+        "query": (query, K, "K"),
+        "pref": (pref, T, "T"),
+        "comp": (comp, T, "T"),
+    }
+    out: dict[str, np.ndarray] = {}
+    for name, (value, size, label) in named.items():
+        idx = check_array(value, f"{name!r} of {where}", ndim=1, dtype=np.int64)
+        if out and idx.shape[0] != out["seq"].shape[0]:
+            raise ProblemError(
+                f"'seq', 'query', 'pref' and 'comp' of {where} must have one entry per row (equal "
+                f"lengths); got {name} of length {idx.shape[0]} against seq's "
+                f"{out['seq'].shape[0]}."
+            )
+        low = NO_TOKEN if no_token and name in ("pref", "comp") else 0
+        if idx.size and not (low <= idx.min() and idx.max() < size):
+            bad = idx[(idx < low) | (idx >= size)][0]
+            raise ProblemError(
+                f"{name!r} of {where} must index [0, {label}) = [0, {size}); got {int(bad)}."
+                + (" Negative indices do not count from the end here." if bad < 0 else "")
+            )
+        out[name] = idx
+    return out
+
+
 def check_constraint_set(cs: Any, where: str) -> ConstraintSet:
     """``cs`` itself when it is a :class:`ConstraintSet`, else a :class:`ProblemError` naming
     ``where`` (an internal helper of svmgeo, not in ``__all__``)."""
@@ -281,15 +385,21 @@ def pair_constraints(
     -------
     ConstraintSet
     """
-    seq, query, pref, comp = (
-        np.ascontiguousarray(a, dtype=np.int64) for a in (seq, query, pref, comp)
-    )
+    where = "pair_constraints"
+    indices = _row_indices(seq, query, pref, comp, (data.n, data.K, data.T), where)
+    seq, query, pref, comp = indices["seq"], indices["query"], indices["pref"], indices["comp"]
     N = seq.shape[0]
-    kinds = np.broadcast_to(np.asarray(kind, dtype=np.int8), (N,)).copy()
+    kinds = _row_kinds(kind, N, where).copy()
     if rhs is None:
         c = np.where(kinds == MARGIN, 1.0, 0.0)
     else:
-        c = np.broadcast_to(np.asarray(rhs, dtype=float), (N,)).copy()
+        given = check_array(rhs, f"'rhs' of {where}", ndim=(0, 1), hint=_ROWS_HINT)
+        if given.ndim == 1 and given.shape[0] not in (1, N):
+            raise ProblemError(
+                f"'rhs' of {where} must be one number or one per row, shape ({N},); got shape "
+                f"{given.shape}."
+            )
+        c = np.broadcast_to(given, (N,)).copy()
     A = data.X[seq, pref] - data.X[seq, comp]
     B = data.queries[seq, query]
     return ConstraintSet(
@@ -424,10 +534,6 @@ def selected_set_constraints(
 # -- the SVMs of other attention maps (issue #22) -------------------------------------------
 MAP_SVMS = ("linear", "sigmoid", "relu")
 """The attention maps other than softmax with an SVM of their own (:func:`map_svm_constraints`)."""
-
-NO_TOKEN = -1
-r"""``pref`` / ``comp`` of a row that is not a token difference: the zero vector (a sigmoid or
-ReLU row :math:`\pm x_{it}`), or both for a linear-attention row :math:`\sum_t \gamma_t x_t`."""
 
 
 def _logits(data: TokenData, W: Any) -> np.ndarray:

@@ -99,3 +99,63 @@ def test_correlation():
     np.testing.assert_allclose(sg.correlation(1e300 * W, 1e300 * W), 1.0, rtol=1e-15)
     with pytest.raises(sg.ProblemError, match="equal shape"):
         sg.correlation(W, np.ones(3))
+
+
+def _rows_of(cs, **changes):
+    """The fields of ``cs`` as ConstraintSet keywords, some replaced."""
+    fields = dict(
+        A=cs.A, B=cs.B, kind=cs.kind, rhs=cs.rhs, seq=cs.seq, query=cs.query, pref=cs.pref,
+        comp=cs.comp, n=cs.n, K=cs.K, T=cs.T,
+    )  # fmt: skip
+    return {**fields, **changes}
+
+
+@pytest.mark.parametrize(
+    "args, kw, words",
+    [
+        (([0, 1, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1]), {"rhs": [1.0, np.nan, 1.0]}, "'rhs'"),
+        (([0, 1, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1]), {"rhs": [1.0, np.inf, 1.0]}, "finite"),
+        (([0, 1], [0], [0], [1]), {}, "one entry per row"),
+        (([-1], [0], [0], [1]), {}, "count from the end"),
+        (([0.7], [0], [0], [1]), {}, "integers"),
+        (([[0]], [[0]], [[0]], [[1]]), {}, "1-D"),
+        (([0], [0], [0], [9]), {}, "'comp'"),
+        (([0], [1], [0], [1]), {}, "'query'"),
+        (([0], [0], [0], [1]), {"kind": 7}, "EQUALITY"),
+        (([0, 1], [0, 0], [0, 0], [1, 1]), {"rhs": [1.0, 1.0, 1.0]}, "one per row"),
+    ],
+)
+def test_pair_constraints_refuses_malformed_rows(args, kw, words):
+    """Every malformed index, kind or rhs is a ProblemError naming it (they used to be
+    broadcast, wrapped, truncated or, for a NaN rhs, 'proved' feasible)."""
+    data = sg.random_data(3, 4, 3, seed=0)
+    with pytest.raises(sg.ProblemError, match=words) as err:
+        sg.pair_constraints(data, *args, **kw)
+    assert "pair_constraints" in str(err.value)
+
+
+def test_constraint_set_checks_and_converts_its_arrays():
+    """A ConstraintSet built by hand is validated, and float32 rows become float64 (solved as
+    the float64 rows are)."""
+    data = sg.random_data(4, 4, 3, seed=1)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    single = sg.ConstraintSet(**_rows_of(cs, A=cs.A.astype(np.float32), B=cs.B.astype(np.float32)))
+    assert single.A.dtype == np.float64 and not single.A.flags.writeable
+    rounded = sg.ConstraintSet(
+        **_rows_of(
+            cs, A=cs.A.astype(np.float32).astype(float), B=cs.B.astype(np.float32).astype(float)
+        )
+    )
+    np.testing.assert_array_equal(sg.solve_svm(single).W, sg.solve_svm(rounded).W)
+    bad = {
+        "B": (np.ones((cs.N, cs.d + 1)), "'B'"),
+        "A": (np.where(np.arange(cs.N)[:, None] == 0, np.nan, cs.A), "finite"),
+        "rhs": (np.ones(cs.N + 1), "'rhs'"),
+        "kind": (np.full(cs.N, 2, dtype=np.int8), "MARGIN"),
+        "seq": (cs.seq + cs.n, "'seq'"),
+        "pref": (cs.pref - 5, "'pref'"),
+        "n": (-1, "'n'"),
+    }
+    for name, (value, words) in bad.items():
+        with pytest.raises(sg.ProblemError, match=words):
+            sg.ConstraintSet(**_rows_of(cs, **{name: value}))
