@@ -258,6 +258,11 @@ class TensorSVM:
         :math:`\max(\|w - U^\top\lambda\|, \max_j(-\lambda_j)_+)` with complementarity.
     message : str
     label : str
+    farkas : ndarray of shape (N,) or None
+        When infeasible: :math:`y` with :math:`y_j \ge 0` on margin rows, :math:`U^\top y
+        = 0` and :math:`c^\top y > 0` (verified to :math:`10^{-9}` relative), which no w
+        can meet. ``feasible`` is True only for a w whose margins were checked, and False
+        with ``farkas`` None means undecided (said in ``message``).
     """
 
     feasible: bool
@@ -269,6 +274,7 @@ class TensorSVM:
     dual_residual: float
     message: str
     label: str = RECONSTRUCTION
+    farkas: np.ndarray | None = None
 
 
 def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> TensorSVM:
@@ -282,8 +288,11 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     (the KKT conditions of this NNLS, with :math:`\kappa = 1 - c^\top\mu > 0`, are those of
     :math:`\min\|w\|` s.t. :math:`Uw \ge c` with :math:`\lambda = \mu/\kappa`; equality rows
     enter as the two inequalities :math:`\pm u_j^\top w \ge \pm c_j`; :math:`\kappa = 0` means
-    infeasible). The active rows are then polished by the least-norm solution of
-    :math:`U_S w = c_S`.
+    infeasible, with the Farkas vector :math:`\mu`). The rows with :math:`\mu_j > 0` are then
+    polished by the least-norm solution of :math:`U_S w = c_S`, and the answer is feasible only
+    when that w meets every row (to :math:`10^{-9}\max(1, \max_j|c_j|)`), infeasible only with a
+    verified Farkas vector. (At the optimum :math:`\kappa = 1/(1 + \|w\|^2)`, below round-off
+    for :math:`\|w\| \gtrsim 10^8`: the verdict does not rest on :math:`\kappa`.)
 
     Parameters
     ----------
@@ -320,11 +329,11 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     mu, _ = nnls(M, target, maxiter=50 * M.shape[1] + 100)
     kappa = 1.0 - float(cs @ mu)
     scale = max(float(np.abs(cs).max(initial=0.0)), 1.0)
-    if kappa <= 1e-12 * scale:
-        return TensorSVM(False, None, None, None, None, np.inf, np.inf,
-                         "infeasible: the NNLS residual reaches kappa = 1 - c^T mu = 0")  # fmt: skip
-    lam_s = mu / kappa
-    active = lam_s > 1e-12 * max(float(lam_s.max(initial=0.0)), 1e-300)
+    n_rows, d = U.shape[0], rows.d
+    # the rows the NNLS uses (mu / kappa's support when kappa > 0; kappa = 1 / (1 + |w|^2)
+    # is below round-off once |w| is ~1e8, so the candidate does not wait for kappa)
+    active = mu > 1e-12 * max(float(mu.max(initial=0.0)), 1e-300)
+    lam_s = mu / kappa if kappa > 0.0 else np.zeros_like(mu)
     w = Us[active].T @ lam_s[active]
     if np.any(active):  # polish: least-norm solution of the active equalities
         w_pol = np.linalg.lstsq(Us[active], cs[active], rcond=None)[0]
@@ -333,17 +342,38 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
             w = w_pol
             lam_s = np.zeros_like(lam_s)
             lam_s[active] = lam_pol
-    n_rows = U.shape[0]
-    dual = lam_s[:n_rows].copy()
-    dual[eq] -= lam_s[n_rows:]
     margins = U @ w
     viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
     primal = float(viol.max(initial=0.0))
+    if not (np.all(np.isfinite(w)) and primal <= 1e-9 * scale):
+        return _no_vector_solution(Us, cs, mu, n_rows, eq)
+    dual = lam_s[:n_rows].copy()
+    dual[eq] -= lam_s[n_rows:]
     dual_res = max(
         float(np.linalg.norm(w - U.T @ dual)),
         float(np.maximum(-dual[~eq], 0.0).max(initial=0.0)),
         float(np.abs(dual[~eq] * (margins[~eq] - c[~eq])).max(initial=0.0)),
     )
-    d = rows.d
     return TensorSVM(True, w, w.reshape(d, d), dual, margins, primal, dual_res,
                      "solved: vector SVM by NNLS, active rows polished")  # fmt: skip
+
+
+def _no_vector_solution(
+    Us: np.ndarray, cs: np.ndarray, mu: np.ndarray, n_rows: int, eq: np.ndarray
+) -> TensorSVM:
+    r""":func:`tensor_svm`'s answer when no candidate w meets the rows: infeasible with the
+    Farkas vector :math:`y = \mu` (on the rows with equality rows split in two) when it
+    verifies, :math:`\|U_s^\top y\| \le 10^{-9} \sum_j y_j \|u_j\|` and :math:`c_s^\top y
+    > 0`; else undecided."""
+    size = float(mu @ np.linalg.norm(Us, axis=1))
+    gap = float(cs @ mu)
+    if size > 0.0 and gap > 0.0 and float(np.linalg.norm(Us.T @ mu)) <= 1e-9 * size:
+        farkas = mu[:n_rows].copy()
+        farkas[eq] -= mu[n_rows:]
+        return TensorSVM(False, None, None, None, None, np.inf, np.inf,
+                         "infeasible: Farkas vector y >= 0 (margin rows) with U^T y = 0 and "
+                         "c^T y > 0, verified", farkas=farkas)  # fmt: skip
+    return TensorSVM(False, None, None, None, None, np.inf, np.inf,
+                     "undecided: the NNLS gave neither a w meeting every row nor a Farkas "
+                     "vector that verifies (use svmgeo.check_feasibility on the ConstraintSet "
+                     "for a proved verdict)")  # fmt: skip

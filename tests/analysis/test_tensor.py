@@ -62,6 +62,21 @@ def test_vector_svm_reports_infeasible() -> None:
                       rhs=np.ones(2), d=2)  # fmt: skip
     res = tensor_svm(rows)
     assert not res.feasible and res.W is None
+    assert res.farkas is not None and np.all(res.farkas >= 0.0) and res.farkas @ rows.rhs > 0
+    np.testing.assert_allclose(rows.U.T @ res.farkas, 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("gap", [1e-6, 1e-8, 1e-11])
+def test_vector_svm_of_a_large_norm_solution_is_feasible(gap: float) -> None:
+    """Two tokens 'gap' apart along the query: ||W|| ~ 1/gap, so kappa = 1/(1 + ||w||^2) of
+    the NNLS is below round-off; the verdict used to be 'infeasible' from ||W|| ~ 1e6 on."""
+    X = np.array([[[1.0, 0.0], [1.0 - gap, 0.0], [0.0, 1.0]]])
+    data = sg.TokenData(X, v=np.array([1.0, 0.0]), Z=np.array([[1.0, 0.0]]))
+    svm = sg.att_svm(data, [0])
+    assert svm.status is sg.Status.OPTIMAL
+    vec = tensor_svm(svm.constraints)
+    assert vec.feasible and vec.farkas is None
+    np.testing.assert_allclose(vec.W, svm.W, rtol=1e-12, atol=0)
 
 
 def test_no_vector_form_for_nuclear_and_kq() -> None:
