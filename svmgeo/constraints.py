@@ -180,6 +180,15 @@ class ConstraintSet:
         return _read_only(self.kind == MARGIN)
 
     @cached_property
+    def _small_bounds(self) -> np.ndarray | None:
+        """:math:`\\min(1, |c_j|)` (1 where :math:`c_j = 0`) when some bound is below 1 in size
+        and not zero, else None: the scale of each row's violation in the certificates."""
+        size = np.abs(self.rhs)
+        if not np.any((size > 0.0) & (size < 1.0)):
+            return None
+        return _read_only(np.where((size > 0.0) & (size < 1.0), size, 1.0))
+
+    @cached_property
     def _positive_rows(self) -> np.ndarray:
         r"""Margin rows with :math:`c_j > 0` (the rows a feasible :math:`W` must meet with a
         positive margin), once per set, read-only."""

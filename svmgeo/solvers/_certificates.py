@@ -56,11 +56,26 @@ __all__ = [
 
 
 def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
-    r"""Largest violation: :math:`(c_j - m_j)_+` on margin rows, :math:`|m_j - c_j|` on equality rows."""
+    r"""Largest violation, relative to the row's bound when that is below 1 in size.
+
+    .. math::
+
+        \max_j \frac{v_j}{\min(1, |c_j|)},\qquad v_j = (c_j - m_j)_+\ \text{(margin rows)},
+        \quad |m_j - c_j|\ \text{(equality rows)},
+
+    with :math:`\min(1, |c_j|)` read as 1 when :math:`c_j = 0`. Rows with :math:`|c_j| \ge 1`
+    (Att-SVM's :math:`c_j = 1`) count their violation as it is; a bound :math:`0 < |c_j| < 1`
+    counts it as a fraction of :math:`|c_j|`, so that a W missing a row :math:`c_j = 10^{-9}`
+    by half of it fails the certificate (an absolute violation of :math:`5 \cdot 10^{-10}`
+    passed any tolerance above it).
+    """
     if cs.N == 0:
         return 0.0
     diff = np.asarray(margins) - cs.rhs
     viol = np.where(cs._margin_rows, np.maximum(-diff, 0.0), np.abs(diff))
+    small = cs._small_bounds
+    if small is not None:
+        viol = viol / small
     return float(viol.max())
 
 

@@ -60,7 +60,8 @@ class Certificate:
     ----------
     primal_infeasibility : float
         :math:`\max_j (c_j - a_j^\top W b_j)_+` over margin rows and
-        :math:`\max_j |a_j^\top W b_j - c_j|` over equality rows.
+        :math:`\max_j |a_j^\top W b_j - c_j|` over equality rows, each divided by
+        :math:`|c_j|` when :math:`0 < |c_j| < 1` (a fraction of a small bound).
     dual_infeasibility : float
         Frobenius: :math:`\max_j (-\lambda_j)_+ / \max_j |\lambda_j|` over margin rows.
         Nuclear: :math:`(\|\sum_j \lambda_j a_j b_j^\top\|_2 - 1)_+` plus that sign violation.

@@ -175,3 +175,39 @@ def test_the_wrong_answer_of_the_corpus_is_downgraded_at_1e10(
     )  # fmt: skip
     assert res.status is sg.Status.OPTIMAL_INACCURATE and not res.success
     assert "certificate check failed" in res.message
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc", ("lp", 1), ("lp", 1.5)], ids=str)
+@pytest.mark.parametrize("c", [1e-10, 1e-12])
+def test_small_bounds_are_met_or_the_answer_is_not_optimal(norm, c: float) -> None:
+    """Rows a_j W b_j >= c with a small c: a W that misses a row by a fraction of c is not
+    OPTIMAL (the certificate measured violations absolutely, so an answer missing c = 1e-10 by
+    83 % was OPTIMAL with p = 1, and W = 0 at c = 1e-12)."""
+    data = sg.random_data(4, 4, 6, seed=0)
+    alpha = sg.optimal_tokens(data)
+    cs = sg.att_svm_constraints(data, alpha)
+    small = sg.pair_constraints(data, cs.seq, cs.query, cs.pref, cs.comp, rhs=c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = sg.solve_svm(small, norm=norm)
+    if res.status is sg.Status.OPTIMAL:
+        assert res.margins.min() >= c * (1 - 1e-8)
+        unit = sg.solve_svm(cs, norm=norm)  # the same problem at c = 1, scaled
+        np.testing.assert_allclose(res.objective / c, unit.objective, rtol=1e-6)
+    else:
+        assert res.certificate is not None and not res.certificate.passed
+
+
+def test_an_infeasible_pair_of_small_bounds_is_never_optimal() -> None:
+    """Rows 2e-9 <= m and -m >= -1e-9 ask 2e-9 <= m <= 1e-9: no W meets both."""
+    data = sg.random_data(2, 4, 3, seed=0)
+    cs = sg.pair_constraints(
+        data, [0, 0, 1, 1, 1], [0] * 5, [0, 1, 0, 0, 0], [1, 0, 1, 2, 3],
+        rhs=[2e-9, -1e-9, 1, 1, 1],
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = sg.solve_svm(cs)
+    assert res.status is not sg.Status.OPTIMAL
+    if res.W is not None:
+        assert res.certificate.primal_infeasibility > 0.1  # a fraction of the bound 2e-9
