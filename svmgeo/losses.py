@@ -45,7 +45,10 @@ Fn = Callable[[np.ndarray], np.ndarray]
 
 
 def _sig(u: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * u))
+    r""":math:`\sigma(u) = e^{-\log(1 + e^{-u})}`, to a few ulps relative for every u (the form
+    :math:`\tfrac12(1 + \tanh(u/2))` is exactly 0 from :math:`u \approx -37.4` on, where
+    :math:`\sigma(u) \approx e^{u}`)."""
+    return np.exp(-np.logaddexp(0.0, -u))
 
 
 def _sup_interval(f: Fn, lo: np.ndarray, hi: np.ndarray, peak: float | None) -> np.ndarray:

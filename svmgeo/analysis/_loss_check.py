@@ -103,8 +103,9 @@ def check_loss(
     Softmax attention with a linear head (scores :math:`\gamma`, from ``v`` or ``scores``).
     On a grid of ``grid`` points per interval, :math:`\ell' < 0` holds on a cell of width h
     when :math:`\max(\ell'(u_j), \ell'(u_{j+1})) + M_2 h/2 < 0` (:math:`\ell'` is
-    :math:`M_2`-Lipschitz): a proof when :math:`M_2` is exact (built-in losses, or
-    ``d2_bound``), else a measurement with :math:`M_2` estimated on the grid. A sign change
+    :math:`M_2`-Lipschitz on the cell): a proof when :math:`M_2` is exact (built-in losses,
+    their :math:`\sup|\ell''|` over each cell; or ``d2_bound``, over the intervals), else a
+    measurement with :math:`M_2` estimated on the grid. A sign change
     of :math:`\ell'` inside :math:`I_{ik}` is located by bisection and flagged. *svmgeo's
     derivation*; logistic, exponential and correlation pass on any data, the square loss
     fails where some :math:`\max_t\gamma_{ikt} > 1 > \min_t\gamma_{ikt}`.
@@ -156,7 +157,14 @@ def check_loss(
     else:
         dg = np.abs(np.diff(g1, axis=2))
         M2 = np.where(h > 0, dg.max(axis=2) / np.where(h > 0, h, 1.0), 0.0)
-    cells = np.maximum(g1[..., :-1], g1[..., 1:]) + (M2 * h / 2.0)[..., None]
+    # each cell's own bound on |l''| where it is exact (built-ins): one bound over the whole
+    # interval swamps l' where l' is small (logistic far out)
+    M2_cells = (
+        spec.sup_d2(U[..., :-1], U[..., 1:])
+        if d2_bound is None and spec.sup_d2 is not None
+        else M2[..., None]
+    )
+    cells = np.maximum(g1[..., :-1], g1[..., 1:]) + M2_cells * (h / 2.0)[..., None]
     decreasing = np.all(cells < 0.0, axis=2)
     stationary = np.full(lo.shape, np.nan)
     for idx in zip(*np.nonzero(~decreasing), strict=True):

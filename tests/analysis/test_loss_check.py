@@ -30,6 +30,25 @@ def test_builtin_decreasing_losses_pass(seed: int, loss: str) -> None:
     np.testing.assert_allclose(chk.hi[:, 0], gamma.max(axis=1), rtol=0)
 
 
+@pytest.mark.parametrize("scores", [(0.0, 5.0, 10.0), (30.0, 35.0, 40.0), (-40.0, 0.0, 700.0)])
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_builtin_decreasing_losses_pass_on_wide_and_far_scores(scores, loss: str) -> None:
+    """Wide score ranges and scores far out: l' < 0 is proved cell by cell (one bound on
+    |l''| over the interval swamped l' where it is small, and the logistic l' underflowed to
+    0 from u ~ 37.4, a 'stationary point')."""
+    X = sg.random_data(2, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((2, 2)), scores=np.array([scores] * 2))
+    chk = check_loss(loss, data)
+    assert chk.passed and chk.proved and np.all(np.isnan(chk.stationary))
+
+
+def test_logistic_derivative_is_accurate_far_out() -> None:
+    """l'(u) = -sigma(-u) = -1 / (1 + e^u), to a few ulps where it is ~e^-u."""
+    u = np.array([-30.0, 0.0, 20.0, 38.0, 100.0, 700.0])
+    d1 = sg.LOSS_SPECS["logistic"].d1(u)
+    np.testing.assert_allclose(d1, -1.0 / (1.0 + np.exp(u)), rtol=1e-14)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_square_loss_is_flagged_where_its_minimizer_is_attained(seed: int) -> None:
     data = _scaled(seed, 3.0)
