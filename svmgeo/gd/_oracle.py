@@ -83,6 +83,8 @@ class RiskOracle:
         check_option(backend, "backend", BACKENDS, where="RiskOracle")
         self.problem = make_problem([data], head, v=v, V=V, lam=lam)
         self.d = data.d
+        self._data = data
+        self._attained: bool | None = None
         #: The largest ||W||_F the engine represents for these data (see StopStatus.OVERFLOW).
         self.max_norm = float(self.problem.max_norm[0])
         check_loss_for(loss, self.problem, "RiskOracle", backend, stacklevel=5)
@@ -134,12 +136,43 @@ class RiskOracle:
 
     @property
     def optimal_risk(self) -> float:
-        r""":math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, the infimum of
-        :math:`L` for the linear head (:math:`\gamma_{ikt} = Y_{ik} v^\top x_{it}`)."""
+        r""":math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, a lower bound of
+        :math:`L` for the linear head (:math:`\gamma_{ikt} = Y_{ik} v^\top x_{it}`), and its
+        infimum when Att-SVM(opt) is feasible (:attr:`infimum_attained`)."""
         if self._gamma is None:
             raise ProblemError("optimal_risk is defined for head='linear' only.")
         top = self._gamma.max(axis=2)
         return float(np.sum(_xp.loss_value(top, self.loss_id, np)) / self.problem.n)
+
+    @property
+    def infimum_attained(self) -> bool | None:
+        r"""Whether :attr:`optimal_risk` :math:`L_\star` is the infimum of :math:`L` (None for
+        a head other than the linear one, where it is not defined).
+
+        :math:`L(W) > L_\star` for every W, and :math:`L(RW) \to L_\star` for W feasible for
+        Att-SVM(opt) (*theorem*, TF-SVM Lemma 2, with a non-optimal token and ℓ decreasing);
+        when Att-SVM(opt) is infeasible, L stays above :math:`L_\star` (MATH-NOTES' example).
+        Decided once, by :func:`svmgeo.check_feasibility` on the rows of the optimal token
+        sets (:func:`svmgeo.optimal_token_sets`' tolerance; with ties, the rows of Gen-SVM's
+        selected sets, a sufficient condition): True when the verdict is feasible and
+        proved or verified (``OPTIMAL``).
+        """
+        if self._gamma is None:
+            return None
+        if self._attained is None:
+            from ..constraints import selected_set_constraints
+            from ..selection import TIE_RTOL
+            from ..solvers import Status, check_feasibility
+
+            gam = self._gamma
+            visible = np.isfinite(gam)
+            scale = np.max(np.where(visible, np.abs(gam), 0.0), axis=2, keepdims=True)
+            best = gam.max(axis=2, keepdims=True)
+            sets = visible & (best - TIE_RTOL * scale <= gam)
+            rows = selected_set_constraints(self._data, sets, allow_full=True)
+            verdict = check_feasibility(rows)
+            self._attained = bool(verdict.feasible and verdict.status is Status.OPTIMAL)
+        return self._attained
 
     def log_excess_risk(self, W: np.ndarray) -> float:
         r""":math:`\log(L(W) - L_\star)` for the linear head, free of cancellation.

@@ -46,8 +46,10 @@ The Polyak step (``step_size="polyak"``, :math:`W` only, rules without memory) t
 length at which the linearized risk reaches its infimum,
 :math:`\eta_t = (L(W_t) - L_\star)/\|\nabla L(W_t)\|_*`, i.e. for GD the classical
 :math:`W_{t+1} = W_t - \frac{L - L_\star}{\|\nabla L\|_F^2}\nabla L`, with
-:math:`L_\star` the infimum of the risk (:attr:`RiskOracle.optimal_risk`, linear head) and
-:math:`L - L_\star` formed without cancellation (:meth:`RiskOracle.log_excess_risk`).
+:math:`L_\star` the infimum of the risk (:attr:`RiskOracle.optimal_risk`, linear head; the
+infimum only when Att-SVM(opt) is feasible, TF-SVM Lemma 2, so the rule refuses data where it is
+not: :attr:`RiskOracle.infimum_attained`) and :math:`L - L_\star` formed without cancellation
+(:meth:`RiskOracle.log_excess_risk`).
 """
 
 from __future__ import annotations
@@ -261,6 +263,26 @@ class SteepestState(NamedTuple):
     status: np.ndarray
 
 
+def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
+    """A :class:`ProblemError` unless ``risk`` gives the infimum :math:`L_\\star` the Polyak
+    step aims at: softmax attention with the linear head, and Att-SVM(opt) feasible (else L
+    stays above :math:`L_\\star` and the steps overshoot)."""
+    attained = getattr(risk, "infimum_attained", None)
+    if attained is None:
+        raise ProblemError(
+            "step_size='polyak' needs the infimum of the risk, which this risk does not give "
+            f"(softmax attention's does, for head='linear'; got attention={config.attention!r}, "
+            f"head={config.head!r}); pass a float step_size."
+        )
+    if not attained:
+        raise ProblemError(
+            "step_size='polyak' steps towards L* = (1/n) sum l(gamma_opt), which is the "
+            "infimum of the risk only when Att-SVM(opt) is feasible (TF-SVM, Lemma 2); here "
+            "svmgeo.check_feasibility does not find it feasible, so the risk stays above L* and "
+            "the Polyak steps overshoot. Pass a float step_size."
+        )
+
+
 class SteepestDescent:
     r"""Sign, :math:`\ell_q` steepest, spectral (Muon) or Adam steps on a risk (see the module).
 
@@ -295,12 +317,8 @@ class SteepestDescent:
         self.kq = config.param == "KQ"
         self.P0 = tuple(np.array(P, dtype=float) for P in factors)
         self.polyak = isinstance(config.step_size, str)
-        if self.polyak and not hasattr(risk, "log_excess_risk"):
-            raise ProblemError(
-                "step_size='polyak' needs the infimum of the risk, which this risk does not "
-                f"give (softmax attention's does, for head='linear'; attention="
-                f"{config.attention!r} has none); pass a float step_size."
-            )
+        if self.polyak:
+            _check_polyak_target(config, risk)
 
     def weights(self, P: tuple[np.ndarray, ...]) -> np.ndarray:
         """W, or :math:`KQ^\\top`."""

@@ -190,6 +190,23 @@ def test_polyak_step_by_hand() -> None:
     np.testing.assert_allclose(r.W, W1, rtol=1e-9)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_polyak_step_needs_its_target_to_be_the_infimum(seed: int) -> None:
+    """L* = (1/n) sum l(gamma_opt) is the infimum of L only when Att-SVM(opt) is feasible
+    (TF-SVM Lemma 2): the Polyak step is refused where it is not (there it overshot and
+    overflowed), and runs where it is."""
+    data = sg.random_data(6, 4, 2, seed=seed)  # d = 2 < n: Att-SVM(opt) often infeasible
+    feasible = sg.feasibility(data, sg.optimal_tokens(data)).feasible
+    assert RiskOracle(data).infimum_attained is feasible
+    if feasible:
+        assert sg.train(data, step_size="polyak", n_steps=3).n_steps == 3
+    else:
+        with pytest.raises(sg.ProblemError, match="Lemma 2"):
+            sg.train(data, step_size="polyak", n_steps=3)
+    with pytest.raises(sg.ProblemError, match="step_size='polyak'"):
+        sg.train(data, step_size="polyak", head="concave", lam=0.1, n_steps=3)
+
+
 def test_kq_factors_step_on_their_own_gradients() -> None:
     rng = np.random.default_rng(5)
     K0, Q0 = 0.3 * rng.normal(size=(5, 3)), 0.3 * rng.normal(size=(5, 3))
