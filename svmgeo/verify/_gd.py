@@ -564,14 +564,48 @@ def _verify_prompt(
 
 
 # -- other attention maps (issue #22) ----------------------------------------------------------
-#: What each map's own prediction is: a theorem (whose), a certified KKT point, or a conjecture.
-OWN_STATUS = {
-    "linear": "theorem: Y f is linear in W, GD -> its hard-margin SVM (Soudry et al. 2018)",
-    "sigmoid": "conjecture (svmgeo's): the SVM of the final sign pattern, measured",
-    "relu": "KKT point of min ||W||^2 s.t. Y f >= 1 (Lyu & Li 2020; Ji & Telgarsky 2020), "
-    "the convex QP at the final active pattern",
-    "normalized_linear": "none: u / 1^T u is scale-invariant in W, no margin grows",
-}
+#: The losses with the exponential tail the implicit-bias theorems of linear and homogeneous
+#: models assume (Soudry et al. 2018; Nacson et al. 2019; Lyu & Li 2020; Ji & Telgarsky 2020).
+EXPONENTIAL_TAILS = ("logistic", "exponential")
+
+
+def own_status(attention: str, loss: Any, normalized: bool) -> str:
+    """What a map's own prediction in :func:`verify` is: a theorem (whose, under which
+    hypotheses), a certified KKT point, a conjecture, or none, for this ``loss`` and step."""
+    name = loss if isinstance(loss, str) else getattr(loss, "name", "a user loss")
+    tailed = isinstance(loss, str) and loss in EXPONENTIAL_TAILS
+    if attention == "linear":
+        if not tailed:
+            return (
+                f"none: Y f is linear in W, but the {name} loss is not exponentially tailed, "
+                "which the max-margin theorems for linear models assume (Soudry et al. 2018; "
+                "Nacson et al. 2019): the SVM is measured against, not predicted"
+            )
+        whose = "normalized GD, Nacson et al. 2019" if normalized else "GD, Soudry et al. 2018"
+        return (
+            f"theorem: Y f is linear in W; on separable rows, the {name} loss (exponentially "
+            f"tailed) and {whose}: the direction tends to its hard-margin SVM"
+        )
+    if attention == "relu":
+        if not tailed:
+            return (
+                f"none: f is homogeneous in W, but the {name} loss is not of exponential type, "
+                "which Lyu & Li 2020 and Ji & Telgarsky 2020 assume: measured only"
+            )
+        step = (
+            "; their theorems are for gradient flow and small-step GD, not svmgeo's "
+            "normalized steps, so here it is measured"
+            if normalized
+            else ""
+        )
+        return (
+            "KKT point of min ||W||^2 s.t. Y f >= 1 (Lyu & Li 2020; Ji & Telgarsky 2020: "
+            f"homogeneous models, exponential-type losses, here {name}){step}; the convex QP "
+            "at the final active pattern"
+        )
+    if attention == "sigmoid":
+        return "conjecture (svmgeo's): the SVM of the final sign pattern, measured"
+    return "none: u / 1^T u is scale-invariant in W, no margin grows"
 
 
 def _check_map_options(
@@ -628,5 +662,6 @@ def _verify_map(
     return assemble(
         param=param, head="linear", threshold=threshold, trajectory=trajectory,
         verdict=verdict, comparison=comparison, svms=svms,
-        attention=attention, own_status=OWN_STATUS[attention], svm_own=own,
+        attention=attention, svm_own=own,
+        own_status=own_status(attention, options["loss"], options["normalized"]),
     )  # fmt: skip

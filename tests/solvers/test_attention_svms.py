@@ -150,6 +150,25 @@ def test_refusals() -> None:
 
 
 # -- verify(attention=...) ---------------------------------------------------------------------
+def test_own_status_names_a_theorem_only_under_its_hypotheses() -> None:
+    """Linear attention's max-margin limit is a theorem for exponentially tailed losses only
+    (Soudry et al. 2018 for GD, Nacson et al. 2019 for normalized GD); the correlation loss
+    has none. ReLU's KKT theorem
+    (Lyu & Li; Ji & Telgarsky) is for gradient flow / small-step GD."""
+    from svmgeo.verify._gd import own_status
+
+    assert own_status("linear", "logistic", True).startswith("theorem")
+    assert "Nacson" in own_status("linear", "logistic", True)
+    assert "Soudry" in own_status("linear", "exponential", False)
+    assert own_status("linear", "correlation", True).startswith("none")
+    assert own_status("relu", "correlation", False).startswith("none")
+    assert "measured" in own_status("relu", "logistic", True)
+    assert "measured" not in own_status("relu", "logistic", False)
+    data = sg.random_data(4, 5, 6, seed=2, score_gap=0.05)
+    rep = sg.verify(data, attention="linear", loss="correlation", n_steps=200)
+    assert rep.own_status.startswith("none")
+
+
 @pytest.mark.parametrize(
     ("attention", "start"),
     [("linear", {}), ("sigmoid", {}), ("relu", {"init": ("random", 0.1), "seed": 0})],
