@@ -207,6 +207,16 @@ def test_gradient_stays_exact_far_out(loss: str) -> None:
     np.testing.assert_allclose(G, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
 
 
+def test_normalized_steps_go_on_where_the_gradient_norm_underflows() -> None:
+    """Every entry of the gradient below ~1e-162: np.linalg.norm(G) is 0.0 but G is not, so the
+    normalized step goes on (it stopped as STATIONARY at step 1082 of this run)."""
+    data = sg.random_next_token_data(20, 4, 5, 8, seed=0)
+    run = sg.train_ntp(data, step_size=1.0, n_steps=1200, record_every=1200)
+    assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == 1200
+    G = sg.ntp_loss_and_grad(data, run.W)[1]
+    assert np.any(G) and float(np.linalg.norm(G)) == 0.0  # the case itself
+
+
 def test_train_ntp_is_a_gdrun_of_the_one_loop() -> None:
     """train_ntp returns a GDRun whose history holds what verify reads, and it is plain
     (normalized) GD on ntp_loss_and_grad, step by step."""

@@ -189,8 +189,10 @@ _MESSAGES = {
         "log_domain=True go on past this point"
     ),
     StopStatus.STATIONARY: (
-        "stopped after {n} steps: the step direction is exactly zero (a stationary point, e.g. "
-        "K = Q = 0; start from init=('random', 0.1))"
+        "stopped after {n} steps: the step direction is exactly zero in float64, every entry "
+        "(a stationary point, e.g. K = Q = 0 with param='KQ', which init=('random', 0.1) "
+        "avoids where the entry point takes init; or, for a risk without a log-domain scale "
+        "such as train_ntp's, a gradient below float64's smallest number)"
     ),
     StopStatus.CONVERGED: "stopped after {n} steps: the gradient norm reached grad_tol",
     StopStatus.SATURATED: "stopped after {n} steps: every softmax reached 1 - saturation_tol",

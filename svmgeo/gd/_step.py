@@ -87,6 +87,10 @@ class GradientStep:
         for _ in range(n):
             G, M = self.risk.log_grad(W)
             size = float(np.linalg.norm(G))
+            if size == 0.0 and math.isfinite(M) and np.any(G):
+                # every entry below ~1e-162: the plain norm underflowed, G itself did not
+                top = float(np.max(np.abs(G)))
+                size = top * float(np.linalg.norm(G / top))
             if size == 0.0 or not math.isfinite(M):
                 code = CODE_OF[StopStatus.STATIONARY]
                 break
