@@ -341,16 +341,20 @@ def _check_radii(radii: Any) -> np.ndarray:
     return r
 
 
-def _default_reference(data: TokenData, alpha: Any, norm: str) -> np.ndarray | None:
-    from ..selection import optimal_token_sets
+def _default_reference(
+    data: TokenData, obj: _Objective, norm: str, rank: int | None = None
+) -> np.ndarray | None:
+    """Att-SVM(opt) (``norm="nuc"``: Att-SVM⋆(opt) with ``rank``) of the optimal tokens of the
+    path's own scores (the linear head's, ``v`` as given to the path); None with ties, another
+    head (its limit is not Att-SVM(opt): MATH-NOTES §2) or an infeasible SVM."""
     from ..solvers import att_svm
 
-    if alpha is None:
-        sets = optimal_token_sets(data)
-        if np.any(sets.sum(axis=-1) > 1):
-            return None  # ties: no unique Att-SVM(opt)
-        alpha = np.argmax(sets, axis=-1)
-    res = att_svm(data, alpha, norm=norm)  # type: ignore[arg-type]
+    sets = obj.oracle.optimal_sets
+    if sets is None or np.any(sets.sum(axis=-1) > 1):
+        return None
+    alpha = np.argmax(sets, axis=-1)
+    alpha = alpha[:, 0] if data.single_query else alpha
+    res = att_svm(data, alpha, norm=norm, rank=rank)  # type: ignore[arg-type]
     return None if res.W is None else np.asarray(res.W)
 
 
@@ -416,8 +420,10 @@ def regularization_path(
         finite W with :math:`L(W) < L_\alpha`, and the path then stays there).
     reference : array of shape (d, d), optional
         Direction to correlate with. Default: Att-SVM(α) (local path), Att-SVM(opt)
-        (``"W"``) or Att-SVM⋆(opt) (``norm="nuc"``, ``"KQ"``) when the optimal tokens are
-        unique and the SVM is feasible; otherwise no correlation.
+        (``"W"``) or Att-SVM⋆(opt) (``norm="nuc"``, ``"KQ"``; with rank ≤ m when m < d,
+        Theorem 2's set) of the linear head's scores (``v`` as given here) when the optimal
+        tokens are unique and the SVM is feasible; otherwise, and for the other heads (whose
+        limit is not Att-SVM(opt), MATH-NOTES §2), no correlation.
     init : array of shape (d, d), or a pair (K, Q), optional
         Start at the first radius (scaled onto the ball). Default: W = 0 (``"W"``), seeded
         random factors of norm √R (``"KQ"``, where K = Q = 0 is stationary), or
@@ -537,8 +543,11 @@ def regularization_path(
         return _path_local(
             data, r, obj, alpha, eps, ref, init, tol, max_iter, loss, head, str(local_set)
         )
-    if ref is None:
-        ref = _default_reference(data, None, "nuc" if param == "KQ" else "fro")
+    if ref is None:  # Att-SVM(opt), or Att-SVM*(opt) with the rank bound m of the factors
+        binding = param == "KQ" and m is not None and m < d
+        ref = _default_reference(
+            data, obj, "nuc" if param == "KQ" else "fro", m if binding else None
+        )
     if param == "W":
         return _path_w(r, obj, ref, init, d, tol, max_iter, loss, head)
     assert m is not None  # narrowed above

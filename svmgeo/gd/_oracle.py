@@ -145,6 +145,21 @@ class RiskOracle:
         return float(np.sum(_xp.loss_value(top, self.loss_id, np)) / self.problem.n)
 
     @property
+    def optimal_sets(self) -> np.ndarray | None:
+        r"""The optimal keys of every query for this risk's scores
+        :math:`\gamma_{ikt}` (the linear head's, with the labels), bool of shape (n, K, T), to
+        :func:`svmgeo.optimal_token_sets`' relative tolerance; None for another head."""
+        if self._gamma is None:
+            return None
+        from ..selection import TIE_RTOL
+
+        gam = self._gamma
+        visible = np.isfinite(gam)
+        scale = np.max(np.where(visible, np.abs(gam), 0.0), axis=2, keepdims=True)
+        best = gam.max(axis=2, keepdims=True)
+        return visible & (best - TIE_RTOL * scale <= gam)
+
+    @property
     def infimum_attained(self) -> bool | None:
         r"""Whether :attr:`optimal_risk` :math:`L_\star` is the infimum of :math:`L` (None for
         a head other than the linear one, where it is not defined).
@@ -157,18 +172,13 @@ class RiskOracle:
         selected sets, a sufficient condition): True when the verdict is feasible and
         proved or verified (``OPTIMAL``).
         """
-        if self._gamma is None:
+        sets = self.optimal_sets
+        if sets is None:
             return None
         if self._attained is None:
             from ..constraints import selected_set_constraints
-            from ..selection import TIE_RTOL
             from ..solvers import Status, check_feasibility
 
-            gam = self._gamma
-            visible = np.isfinite(gam)
-            scale = np.max(np.where(visible, np.abs(gam), 0.0), axis=2, keepdims=True)
-            best = gam.max(axis=2, keepdims=True)
-            sets = visible & (best - TIE_RTOL * scale <= gam)
             rows = selected_set_constraints(self._data, sets, allow_full=True)
             verdict = check_feasibility(rows)
             self._attained = bool(verdict.feasible and verdict.status is Status.OPTIMAL)

@@ -207,6 +207,31 @@ def test_kq_path_direction_approaches_nuclear_svm(seed: int) -> None:
     assert sg.correlation(path.W[-1], W_fro) < corr[-1]  # it is the nuclear direction
 
 
+def test_kq_path_with_a_rank_bound_is_compared_with_the_rank_bounded_svm() -> None:
+    """With factors of width m < d the default reference is Att-SVM*(opt) with rank <= m
+    (Theorem 2's set): a rank-2 reference is out of reach of a rank-1 K Q^T (its correlation
+    plateaued at 0.92 on these data)."""
+    data = sg.random_data(3, 3, 3, seed=0, score_gap=0.1)
+    path = sg.regularization_path(data, [1, 4, 16, 64], param="KQ", m=1)
+    ref = sg.att_svm(data, sg.optimal_tokens(data), norm="nuc", rank=1).W
+    assert path.correlation is not None
+    np.testing.assert_allclose(path.correlation, [sg.correlation(W, ref) for W in path.W])
+    assert path.correlation[-1] > 0.999
+
+
+def test_no_default_reference_for_a_nonlinear_head() -> None:
+    """Another head's limit is not Att-SVM(opt) of the linear head's scores (MATH-NOTES 2):
+    no correlation unless a reference is given (it raised without a linear v)."""
+    X = sg.random_data(3, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((3, 2)), Y=[1, -1, 1])
+    path = sg.regularization_path(data, [1, 2], head="relu", v=np.ones(2), V=np.eye(2))
+    assert path.correlation is None
+    ref = np.eye(2)
+    given = sg.regularization_path(data, [1, 2], head="relu", v=np.ones(2), V=np.eye(2),
+                                   reference=ref)  # fmt: skip
+    np.testing.assert_allclose(given.correlation, [sg.correlation(W, ref) for W in given.W])
+
+
 # ---------------------------------------------------------------- local path
 
 
