@@ -462,6 +462,12 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
     """
     if not isinstance(data, TokenData):
         raise ProblemError(f"save_data takes a svmgeo.TokenData; got {type(data).__name__}.")
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        raise ProblemError(
+            f"save_data({os.fspath(path)!r}): is a directory (numpy would write "
+            f"{os.fspath(path)!r}.npz beside it, which load_data of the same path does not "
+            "read); give a file name, e.g. os.path.join(path, 'data.npz')."
+        )
     arrays: dict[str, np.ndarray] = {
         "svmgeo_format": np.array(_FORMAT_VERSION),
         "X": np.asarray(data.X),
@@ -652,14 +658,17 @@ def random_data(
     X = np.empty((n, T, d))
     Y = np.empty((n, K))
     Z = np.empty((n, K, d))
+    rows = n if np.ndim(mask) == 3 else 1  # a mask per sequence is checked with n sequences
     probe = (
-        TokenData(np.zeros((1, T, d)), Y=np.ones((1, K)), query=query, mask=mask)
+        TokenData(np.zeros((rows, T, d)), Y=np.ones((rows, K)), query=query, mask=mask)
         if (query is not None)
-        else TokenData(np.zeros((1, T, d)), Y=np.ones((1, K)), Z=np.zeros((1, K, d)), mask=mask)
+        else TokenData(
+            np.zeros((rows, T, d)), Y=np.ones((rows, K)), Z=np.zeros((rows, K, d)), mask=mask
+        )
     )
     vis = probe.visible[0] if mask is None or isinstance(mask, str) or np.ndim(mask) == 2 else None
     for i in range(n):
-        vis_i = vis if vis is not None else np.asarray(mask, dtype=bool)[i]
+        vis_i = vis if vis is not None else probe.visible[i]
         for _ in range(max_tries):
             Xi, Yi, Zi = draw()
             if score_gap <= 0.0:

@@ -283,3 +283,21 @@ def test_check_scale_names_the_arguments():
     with pytest.raises(sg.ProblemError, match="exceeds 1e\\+151"):
         check_scale(edge * 1.01, "x")
     check_scale(np.zeros((2, 2)), "x", times=(edge * 10, "z"))  # zero data: nothing to square
+
+
+def test_random_data_takes_a_mask_per_sequence() -> None:
+    """An (n, K, T) mask: each sequence its own visible keys (it was checked against n = 1)."""
+    mask = np.ones((3, 1, 4), dtype=bool)
+    mask[0, 0, 2:] = False
+    data = sg.random_data(3, 4, 2, seed=0, mask=mask, score_gap=0.01)
+    np.testing.assert_array_equal(data.visible, mask)
+    with pytest.raises(sg.ProblemError, match="mask"):
+        sg.random_data(3, 4, 2, seed=0, mask=np.ones((2, 1, 4), dtype=bool))
+
+
+def test_save_data_refuses_a_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """numpy would write <dir>.npz beside the directory, which load_data(<dir>) refuses."""
+    data = sg.random_data(2, 3, 2, seed=0)
+    with pytest.raises(sg.ProblemError, match="is a directory"):
+        sg.save_data(data, tmp_path)
+    assert not (tmp_path.parent / f"{tmp_path.name}.npz").exists()
