@@ -658,7 +658,8 @@ def random_data(
     X = np.empty((n, T, d))
     Y = np.empty((n, K))
     Z = np.empty((n, K, d))
-    rows = n if np.ndim(mask) == 3 else 1  # a mask per sequence is checked with n sequences
+    per_sequence = mask is not None and not isinstance(mask, str) and np.ndim(mask) == 3
+    rows = n if per_sequence else 1  # a mask per sequence is checked with n sequences
     probe = (
         TokenData(np.zeros((rows, T, d)), Y=np.ones((rows, K)), query=query, mask=mask)
         if (query is not None)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_option
+from .._validation import check_bool, check_option
 from ..constraints import (
     MAP_SVMS,
     ConstraintSet,
@@ -396,7 +396,11 @@ def check_param(param: Any, where: str) -> str:
         raise ProblemError(
             f"The 'param' parameter of {where} takes 'W' or 'p'; got 'KQ'. The (K, Q) "
             "parameterization has no SVM of its own: its regularization path goes to Att-SVM⋆, "
-            f"{where}(data, alpha, param='W', norm='nuc')."
+            + (
+                f"{where}(data, alpha, param='W', norm='nuc')."
+                if where == "att_svm"
+                else "svmgeo.att_svm(data, alpha, norm='nuc')."
+            )
         )
     return check_option(param, "param", PARAMS, where=where)
 
@@ -595,4 +599,5 @@ def feasibility(
     kind = check_param(param, "feasibility")
     if alpha is None:
         alpha = optimal_tokens(data)
+    exact = check_bool(exact, "exact", where="feasibility")
     return check_feasibility(svm_constraints(data, alpha, kind), exact=exact)

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from .._validation import check_bool
 from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._backends import HiGHSBackend
 from ._certificates import (
@@ -359,7 +360,8 @@ def check_feasibility(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Theorem 1 (feasibility of Att-SVM).
     """
-    return decide_feasibility(check_constraint_set(cs, "check_feasibility"), geometry, exact)
+    cs = check_constraint_set(cs, "check_feasibility")
+    return decide_feasibility(cs, geometry, check_bool(exact, "exact", where="check_feasibility"))
 
 
 def compiled_path() -> ModuleType:

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import balanced_factors, numerical_rank
-from .._validation import check_int, check_option, check_real
+from .._validation import check_bool, check_int, check_option, check_real
 from ..constraints import ConstraintSet
 from ._backends import CvxpyBackend
 from ._certificates import (
@@ -396,14 +396,16 @@ def _applies_fro(option: str, req: Request) -> str | None:
 
 _MAX_ITER_FIX = (
     "it limits svmgeo's Frobenius interior point (norm='fro') "
-    "and the rank-bounded solver (norm='nuc' with rank); drop max_iter"
+    "and the rank-bounded solver (norm='nuc' with a binding rank m < min(d, dim span b_j)); "
+    "drop max_iter"
 )
 
 
 def _restarts_fix(option: str) -> str:
     return (
-        "it drives the restarts of the rank-bounded solver only "
-        f"(norm='nuc' with rank=m); drop {option} or pass a rank"
+        "it drives the restarts of the rank-bounded solver only (norm='nuc' with a binding "
+        f"rank m < min(d, dim span b_j); a larger one solves the convex problem); drop {option} "
+        "or pass a binding rank"
     )
 
 
@@ -433,9 +435,11 @@ def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
 
 
 def _applies_nuc(option: str, req: Request) -> str | None:
-    if option == "max_iter" and (req.method == "cvxpy" or req.rank is None):
+    # the options of the rank-constrained solver, which runs only for a binding rank bound (a
+    # vacuous one solves the convex problem, as with no rank)
+    if option == "max_iter" and (req.method == "cvxpy" or not req.binding):
         return _MAX_ITER_FIX
-    if option in ("seed", "n_restarts") and req.rank is None:
+    if option in ("seed", "n_restarts") and not req.binding:
         return _restarts_fix(option)
     return None
 
@@ -648,10 +652,7 @@ def request(
         raise ProblemError(
             f"The 'solver' parameter of {where} must be a str or None. Got {solver!r} instead."
         )
-    if not isinstance(exact, bool):
-        raise ProblemError(
-            f"The 'exact' parameter of {where} must be True or False. Got {exact!r} instead."
-        )
+    exact = check_bool(exact, "exact", where=where)
     req = Request(
         cs=cs,
         entry=entry,
