@@ -47,7 +47,13 @@ import numpy as np
 from .._linalg import entrywise_norm
 from ..constraints import MARGIN, ConstraintSet
 from ._backends import HiGHSBackend
-from ._certificates import dual_exponent, lift_onto_rows, lp_certificate, lp_geometry
+from ._certificates import (
+    dual_exponent,
+    lift_onto_rows,
+    lp_certificate,
+    lp_geometry,
+    primal_infeasibility,
+)
 from ._reference import solve_reference
 from ._result import SVMResult, finish, no_solution
 from ._status import Status
@@ -231,11 +237,27 @@ def _certified(
     )
 
 
+def _zero_when_feasible(
+    cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any]
+) -> SVMResult | None:
+    """W = 0 with λ = 0 when W = 0 meets every row (no rows, c_j <= 0 on margin rows and
+    c_j = 0 on equality rows): the optimum of every norm, certified; else None."""
+    if primal_infeasibility(cs, np.zeros(cs.N)) != 0.0:
+        return None
+    return _certified(
+        cs, np.zeros((cs.d, cs.d)), np.zeros(cs.N), p, tol, solver="svmgeo-lp",
+        message="W = 0 meets every row", n_iter=0, extras=extras,
+    )  # fmt: skip
+
+
 def lp_fast(
     cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any], *, max_iter: int = LP_MAX_ITER
 ) -> SVMResult:
     r"""svmgeo's :math:`\ell_p` solver: HiGHS for p = 1, ∞; the smooth dual by L-BFGS-B and an
     active-set Newton polish for p in (1, ∞). Certified on ``cs`` (rows rescaled inside)."""
+    zero = _zero_when_feasible(cs, p, tol, extras)
+    if zero is not None:
+        return zero
     if p == 1.0 or math.isinf(p):
 
         def program(rows: ConstraintSet) -> tuple[Any, Any, dict[str, Any]]:
@@ -281,6 +303,9 @@ def lp_reference(
 ) -> SVMResult:
     r"""The cvxpy reference model of the :math:`\ell_p` Att-SVM (power cones), Newton-polished
     for p in (1, ∞); certified by svmgeo on ``cs`` (rows rescaled inside)."""
+    zero = _zero_when_feasible(cs, p, tol, extras)
+    if zero is not None:
+        return zero
     name = "CLARABEL" if solver is None else solver
     label = f"cvxpy-{name.lower()}"
     geometry = lp_geometry(p)

@@ -57,7 +57,12 @@ from ._factored import Compressed, FactoredProblem, compress
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
-from ._nuclear_factored import polish_nuclear, solve_nuclear_factored, trivial_nuclear
+from ._nuclear_factored import (
+    polish_nuclear,
+    solve_nuclear_factored,
+    trivial_nuclear,
+    zero_is_feasible,
+)
 from ._result import FeasibilityResult, SVMResult, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
@@ -383,7 +388,7 @@ def solve_nuclear(
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_nuclear")
     comp = compress(cs)
     preferred, fallback = CONIC_BACKENDS  # the preference order of solver="auto"
-    if cs.N == 0 or comp.short.shape[1] == 0:
+    if cs.N == 0 or comp.short.shape[1] == 0 or zero_is_feasible(cs):
         return trivial_nuclear(cs, fallback if solver == "auto" else solver, tol, start)
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)

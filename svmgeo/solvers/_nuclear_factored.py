@@ -71,6 +71,7 @@ from ._certificates import (
     adjoint_spectral_norm,
     nuclear_certificate,
     nuclear_norm_on_rows,
+    primal_infeasibility,
     restore_factor,
     zero_row_farkas,
 )
@@ -80,7 +81,7 @@ from ._status import Status
 
 # ---------------------------------------------------------------------------------------------
 
-__all__ = ["polish_nuclear", "solve_nuclear_factored", "trivial_nuclear"]
+__all__ = ["polish_nuclear", "solve_nuclear_factored", "trivial_nuclear", "zero_is_feasible"]
 
 GAP_TOL = 1e-9
 """Largest recomputed relative duality gap of an ``OPTIMAL`` factored answer."""
@@ -531,8 +532,15 @@ def polish_nuclear(
     return W * scale, lam, scale
 
 
+def zero_is_feasible(cs: ConstraintSet) -> bool:
+    """Whether W = 0 meets every row (c_j <= 0 on margin rows, c_j = 0 on equality rows): then
+    it is the optimum of every norm, certified by λ = 0 (:func:`trivial_nuclear`)."""
+    return primal_infeasibility(cs, np.zeros(cs.N)) == 0.0
+
+
 def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:
-    """Rows with a_j b_jᵀ = 0 only: W = 0 is optimal iff it is feasible."""
+    """Rows with a_j b_jᵀ = 0 only, or rows W = 0 meets: W = 0 is optimal iff it is
+    feasible."""
     farkas = zero_row_farkas(cs)  # a row a_j b_j^T = 0 that still asks for something
     if farkas is not None:
         j = int(np.flatnonzero(farkas)[0])
@@ -555,7 +563,7 @@ def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) ->
         norm=NUC,
         tol=tol,
         status=Status.OPTIMAL,
-        message="every row is a_j b_jᵀ = 0 (or there are none); W = 0 is optimal",
+        message="W = 0 meets every row (or every row is a_j b_jᵀ = 0): W = 0 is optimal",
         solver=solver,
         margins=np.zeros(cs.N),
         objective=0.0,
@@ -596,7 +604,7 @@ def solve_nuclear_factored(
     """
     start = time.perf_counter()
     comp = compress(cs)
-    if cs.N == 0 or comp.short.shape[1] == 0:
+    if cs.N == 0 or comp.short.shape[1] == 0 or zero_is_feasible(cs):
         return trivial_nuclear(cs, "svmgeo-factored", tol, start)
     rows = _Rows(comp.long, comp.short, np.asarray(cs.rhs, dtype=float), cs.kind == MARGIN)
     p, q = comp.long.shape[1], comp.short.shape[1]

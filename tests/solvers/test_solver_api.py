@@ -313,3 +313,21 @@ def test_exact_must_be_a_bool_everywhere(value: object) -> None:
     ):
         with pytest.raises(sg.ProblemError, match=name):
             call()
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc", "spectral", ("lp", 1), ("lp", 1.5), ("lp", np.inf)])
+@pytest.mark.parametrize("c", [None, -1.0, 0.0])
+def test_zero_is_the_optimum_where_it_meets_every_row(norm, c) -> None:  # type: ignore[no-untyped-def]
+    """No rows (c None), or rows W = 0 meets (c_j <= 0): W = 0 is optimal for every norm,
+    certified (l_p crashed on no rows; nuc and l_p were OPTIMAL_INACCURATE with a warning)."""
+    data = sg.random_data(4, 4, 6, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    if c is None:
+        rows = sg.pair_constraints(data, [], [], [], [])
+    else:
+        rows = sg.pair_constraints(data, cs.seq, cs.query, cs.pref, cs.comp, rhs=c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.InaccurateSolutionWarning)
+        res = sg.solve_svm(rows, norm=norm)
+    assert res.status is sg.Status.OPTIMAL and res.certificate.passed
+    np.testing.assert_array_equal(res.W, 0.0)
