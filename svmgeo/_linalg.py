@@ -53,7 +53,8 @@ def correlation(W1: Any, W2: Any) -> float:
     if sa == 0.0 or sb == 0.0:
         return 0.0
     A, B = A / sa, B / sb
-    return float(np.vdot(A, B) / (np.linalg.norm(A) * np.linalg.norm(B)))
+    # rounding can take the quotient a few ulps past +-1 (e.g. B = 3.7 A): clipped to [-1, 1]
+    return float(np.clip(np.vdot(A, B) / (np.linalg.norm(A) * np.linalg.norm(B)), -1.0, 1.0))
 
 
 def orthonormal_basis(M: np.ndarray, rtol: float = 1e-12) -> np.ndarray:

@@ -39,6 +39,10 @@ def _check_square(W: Any, name: str, d: int | None, where: str) -> np.ndarray:
     return M
 
 
+_CORR_ULPS = 8.0 * float(np.finfo(float).eps)
+"""The rounding :func:`in_cone` allows in a correlation (a few ulps of 1)."""
+
+
 def in_cone(W: Any, W_ref: Any, mu: float, R: float = 0.0) -> bool:
     r"""Is :math:`W` in the correlation cone :math:`C_{\mu,R}` around :math:`W_{\mathrm{ref}}`?
 
@@ -78,7 +82,8 @@ def in_cone(W: Any, W_ref: Any, mu: float, R: float = 0.0) -> bool:
     R = check_real(R, "R", low=0.0, where=where)
     if not np.any(B):
         raise ProblemError("W_ref must be nonzero in in_cone: a zero matrix has no direction.")
-    return bool(np.linalg.norm(A) >= R and correlation(A, B) >= 1.0 - mu)
+    # the correlation is computed to a few ulps: a matrix is in its own cone for every mu
+    return bool(np.linalg.norm(A) >= R and correlation(A, B) >= 1.0 - mu - _CORR_ULPS)
 
 
 def score_cone_margin(data: TokenData, alpha: Any, W: Any) -> float:

@@ -117,3 +117,13 @@ def test_score_cone_bad_eps(eps: float) -> None:
 def test_score_cone_bad_w_shape() -> None:
     with pytest.raises(sg.ProblemError, match=r"\(2, 2\)"):
         sg.score_cone_margin(triangle([3.0, 1.0, 2.0]), [2], np.eye(3))
+
+
+def test_a_matrix_is_in_its_own_cone_and_correlations_stay_in_bounds() -> None:
+    """corr(A, c A) is 1 up to rounding, which took it past 1 (docstring: in [-1, 1]) or
+    below 1 - mu for a tiny mu."""
+    rng = np.random.default_rng(0)
+    for A in rng.normal(size=(200, 4, 4)):
+        assert -1.0 <= sg.correlation(A, 3.7 * A) <= 1.0
+        assert sg.correlation(A, -3.7 * A) >= -1.0
+        assert sg.in_cone(A, 3.7 * A, 1e-300)
