@@ -73,7 +73,11 @@ def in_cone(W: Any, W_ref: Any, mu: float, R: float = 0.0) -> bool:
     References
     ----------
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
-       Machines", arXiv:2308.16898, Theorem 4 (the cone :math:`C_{\mu,R}`).
+       Machines", arXiv:2308.16898: the cone :math:`C_{\mu,R}` around
+       :math:`W^{\mathrm{mm}}` of Theorem 4 (good initial gradient; its wording reconstructed,
+       see :mod:`svmgeo.analysis._initial_gradient`) and around :math:`W^{\mathrm{mm}}_\alpha`
+       of Theorem 5 (local convergence, W-GD with :math:`\eta \le 1/L_W` and
+       :math:`\mu = \mu(\alpha)`): their cones and hypotheses differ (MATH-NOTES §5).
     """
     where = "in_cone"
     A = _check_square(W, "W", None, where)
