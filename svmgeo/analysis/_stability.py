@@ -443,7 +443,8 @@ class RobustnessRadius:
         with :math:`\alpha`, and any :math:`(1 + \epsilon)\Delta X_i` selects :math:`\tau`.
     svm_per_query, svm_radius : ndarray
         The predicted limit along directional convergence to :math:`W^{\mathrm{mm}}` of the
-        selection: the same formula at :math:`W^{\mathrm{mm}}` (NaN without a solution).
+        selection: the same formula at :math:`W^{\mathrm{mm}}` (NaN without a solution, or
+        when W's largest logit ties on some query: no unique selection, said in ``message``).
     W_mm : ndarray of shape (d, d) or None
         Att-SVM of ``selected`` (Frobenius).
     message : str
@@ -548,7 +549,16 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     svm_q = np.full((n, data.K), np.nan)
     W_mm = None
     message = "radii of W; Att-SVM not solved (svm=False)"
-    if svm:
+    tied = np.argwhere(m == 0.0)  # W's top logit ties: no unique selection to solve for
+    if svm and tied.size:
+        shown = ", ".join(f"({i}, {k})" for i, k in tied[:5].tolist())
+        message = (
+            f"Att-SVM not solved: W's largest logit ties on {len(tied)} quer"
+            f"{'y' if len(tied) == 1 else 'ies'} (sequence, query) {shown}"
+            f"{', ...' if len(tied) > 5 else ''}, so W selects no unique tokens (ties are "
+            "reported, not broken; SPEC §2)"
+        )
+    elif svm:
         alpha = sel[:, 0] if data.single_query else sel
         res = att_svm(data, alpha)
         if res.W is not None:

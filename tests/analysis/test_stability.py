@@ -278,3 +278,15 @@ def test_radius_at_a_tie_is_zero() -> None:
     rad = robustness_radius(data, np.zeros((5, 5)), svm=False)
     np.testing.assert_array_equal(rad.radius, np.zeros(3))
     np.testing.assert_array_equal(rad.perturbation, np.zeros((3, 4, 5)))
+
+
+def test_robustness_radius_reports_a_tie_instead_of_solving_for_it() -> None:
+    """At W = 0 every logit ties: the radius is 0 and no Att-SVM is solved for an arbitrary
+    selection (it solved for token 0 and predicted a limit)."""
+    data = sg.random_data(2, 3, 2, seed=0)
+    r = sg.robustness_radius(data, np.zeros((2, 2)))
+    np.testing.assert_array_equal(r.radius, 0.0)
+    assert np.all(np.isnan(r.svm_per_query)) and r.W_mm is None
+    assert "ties" in r.message
+    untied = sg.robustness_radius(data, np.eye(2))
+    assert np.all(np.isfinite(untied.svm_radius)) and untied.W_mm is not None
