@@ -139,6 +139,10 @@ def _history(run: Any) -> tuple[np.ndarray, np.ndarray]:
     return steps, Ws
 
 
+_ROUNDOFF = 16.0 * float(np.finfo(float).eps)
+"""A direction error 1 - corr at or below this is round-off: the iterate is on the direction."""
+
+
 def fit_rates(
     run: Any,
     direction: Any = None,
@@ -207,8 +211,12 @@ def fit_rates(
     check_int(seed, "seed", low=0, where="fit_rates")
     check_real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True, where="fit_rates")
     check_real(max_rel_width, "max_rel_width", low=0.0, low_open=True, where="fit_rates")
+    order = np.argsort(steps, kind="stable")  # records in the order of their steps
+    steps, Ws = steps[order], Ws[order]
+    if t_min is not None:
+        t_min = check_real(t_min, "t_min", low=0.0, where="fit_rates")
     t_max = float(steps.max(initial=0.0))
-    lo_t = max(3.0, math.sqrt(t_max)) if t_min is None else max(3.0, float(t_min))
+    lo_t = max(3.0, math.sqrt(t_max)) if t_min is None else max(3.0, t_min)
     keep = steps >= lo_t
     if np.count_nonzero(keep) < 3:
         raise ProblemError(
@@ -235,10 +243,14 @@ def fit_rates(
             raise ProblemError(
                 f"fit_rates needs a direction of the iterates' shape {Wt.shape[1:]}; got {D.shape}."
             )
+        if not np.any(D):
+            raise ProblemError("fit_rates needs a nonzero direction: a zero matrix has none.")
         err = np.array([1.0 - correlation(W, D) for W in Wt])
         final = 1.0 - float(err[-1])
-        pos = err > 0.0
-        if np.count_nonzero(pos) < 3:
+        pos = err > _ROUNDOFF
+        if not np.any(pos):
+            pass  # every fitted record along the direction to round-off: nothing left to decay
+        elif np.count_nonzero(pos) < 3:
             why.append("the direction error is 0 in float64 (nothing left to fit)")
         else:
             le, lt = np.log(err[pos]), np.log(t[pos])

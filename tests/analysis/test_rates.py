@@ -97,3 +97,24 @@ def test_bad_input_names_the_argument(args: tuple, kw: dict, words: str) -> None
     with pytest.raises(sg.ProblemError) as err:
         sg.fit_rates(*args, **kw)
     assert words in str(err.value)
+
+
+def test_fit_rates_exact_direction_unsorted_records_and_bad_input() -> None:
+    """Iterates exactly along the direction converge (they were 'not converged': the error is
+    0 or round-off); records in any order give the same fit, final_corr at t_max; t_min and a
+    zero direction are checked."""
+    t = np.unique(np.geomspace(1, 1e5, 40).astype(int))
+    D = np.array([[1.0, 0.3], [0.0, 2.0]])
+    exact = sg.fit_rates((t, np.log(t + 1)[:, None, None] * D), D)
+    assert exact.verdict == "converged" and exact.final_corr == pytest.approx(1.0, abs=1e-15)
+    Ws = np.log(t)[:, None, None] * np.eye(2) + np.array([[0.0, 1.0], [0.0, 0.0]])
+    shuffled = np.random.default_rng(0).permutation(t.size)
+    a = sg.fit_rates((t, Ws), np.eye(2))
+    b = sg.fit_rates((t[shuffled], Ws[shuffled]), np.eye(2))
+    assert a.norm_slope == b.norm_slope and a.final_corr == b.final_corr
+    np.testing.assert_allclose(a.final_corr, sg.correlation(Ws[-1], np.eye(2)), rtol=0)
+    for bad in ({"t_min": float("nan")}, {"t_min": "a"}, {"t_min": -1.0}):
+        with pytest.raises(sg.ProblemError, match="t_min"):
+            sg.fit_rates((t, Ws), np.eye(2), **bad)
+    with pytest.raises(sg.ProblemError, match="nonzero direction"):
+        sg.fit_rates((t, Ws), np.zeros((2, 2)))
