@@ -144,6 +144,9 @@ def _per_instance(value: Any, name: str, B: int, shape: tuple[int, ...], hint: s
     return arr
 
 
+_LAM_HINT = "lam is the concave head's finite λ >= 0: one float, or one per instance (B,)."
+
+
 def make_problem(
     datasets: Sequence[TokenData],
     head: str,
@@ -248,7 +251,12 @@ def make_problem(
                 raise ProblemError(
                     "head='concave' needs lam, the λ of h(x) = vᵀx − λ‖x‖²; pass lam=0.1 e.g."
                 )
-            lam_arr = np.full(B, check_real(lam, "lam", low=0.0, where="train"))
+            if np.ndim(lam) == 0:
+                lam_arr = np.full(B, check_real(lam, "lam", low=0.0, high_open=True, where="train"))
+            else:  # one per instance (train_batch)
+                lam_arr = check_array(lam, "lam", ndim=1, shape=(B,), hint=_LAM_HINT)
+                if np.any(lam_arr < 0.0):
+                    raise ProblemError(f"lam must be >= 0 per instance. {_LAM_HINT}")
         elif lam is not None:
             raise ProblemError(f"lam applies to head='concave' only; got lam with head={head!r}.")
     else:  # relu
