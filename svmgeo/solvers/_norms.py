@@ -396,16 +396,14 @@ def _applies_fro(option: str, req: Request) -> str | None:
 
 _MAX_ITER_FIX = (
     "it limits svmgeo's Frobenius interior point (norm='fro') "
-    "and the rank-bounded solver (norm='nuc' with a binding rank m < min(d, dim span b_j)); "
-    "drop max_iter"
+    "and the rank-bounded solver (norm='nuc' with rank); drop max_iter"
 )
 
 
 def _restarts_fix(option: str) -> str:
     return (
-        "it drives the restarts of the rank-bounded solver only (norm='nuc' with a binding "
-        f"rank m < min(d, dim span b_j); a larger one solves the convex problem); drop {option} "
-        "or pass a binding rank"
+        "it drives the restarts of the rank-bounded solver only "
+        f"(norm='nuc' with rank=m); drop {option} or pass a rank"
     )
 
 
@@ -435,11 +433,11 @@ def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
 
 
 def _applies_nuc(option: str, req: Request) -> str | None:
-    # the options of the rank-constrained solver, which runs only for a binding rank bound (a
-    # vacuous one solves the convex problem, as with no rank)
-    if option == "max_iter" and (req.method == "cvxpy" or not req.binding):
+    # the options of the rank-constrained solver are taken with any rank, binding or not: a
+    # caller (a sweep, a property test) cannot tell beforehand whether the data make it bind
+    if option == "max_iter" and (req.method == "cvxpy" or req.rank is None):
         return _MAX_ITER_FIX
-    if option in ("seed", "n_restarts") and not req.binding:
+    if option in ("seed", "n_restarts") and req.rank is None:
         return _restarts_fix(option)
     return None
 

@@ -291,17 +291,6 @@ def test_replaced_copies_a_result_as_dataclasses_replace_does(cs):
             replaced(result, no_such_field=1)
 
 
-def test_options_of_the_rank_bounded_solver_need_a_binding_rank() -> None:
-    """A vacuous rank bound solves the convex problem: seed, n_restarts and max_iter would be
-    ignored there, so they are refused as without a rank (they were accepted silently)."""
-    data = sg.random_data(4, 4, 6, seed=0)
-    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
-    for option in ({"seed": 1}, {"n_restarts": 2}, {"max_iter": 5}):
-        with pytest.raises(sg.ProblemError, match="binding rank"):
-            sg.solve_svm(cs, norm="nuc", rank=50, **option)
-    assert sg.solve_svm(cs, norm="nuc", rank=1, seed=1, n_restarts=2).W is not None
-
-
 @pytest.mark.parametrize("value", ["no", 1, None])
 def test_exact_must_be_a_bool_everywhere(value: object) -> None:
     data = sg.random_data(4, 4, 6, seed=0)
