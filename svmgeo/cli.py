@@ -456,7 +456,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ._linalg import entrywise_norm
-    from .gd import train
+    from .gd import OPTIMIZERS, train
 
     def norm(a: np.ndarray) -> float:
         """||a||_F, scaled where the plain sum of squares overflows (no RuntimeWarning)."""
@@ -469,8 +469,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     options = _gd_options(args)
     if args.optimizer != "gd":
         options["backend"] = args.backend  # None: the optimizer's own default (OPTIMIZERS)
-        if options["init"] == "zero":
-            del options["seed"]  # it seeds random starts only, which mirror descent does not take
+        rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
+        takes_seed = "seed" in OPTIMIZERS[rule].options
+        if options["init"] == "zero" or (args.seed is None and not takes_seed):
+            del options["seed"]  # the default seed of random starts, not the user's option
     run = train(
         data,
         optimizer=args.optimizer,

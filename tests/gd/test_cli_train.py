@@ -64,3 +64,12 @@ def test_cli_train_optimizer_mirror_is_train_mirror(capsys) -> None:  # type: ig
     assert "needs exponent=" in capsys.readouterr().err
     assert main([*args, "--exponent", "1.5"]) == 2  # an exponent for GD
     assert "exponent=1.5 is the l_p exponent of optimizer='mirror'" in capsys.readouterr().err
+
+
+def test_cli_train_does_not_blame_options_never_passed(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The command line's default seed is not passed to a rule that takes none: the error
+    names only what the user gave (it named 'seed' too)."""
+    args = ["train", "--n", "3", "--T", "4", "--d", "5", "--steps", "5"]
+    assert main([*args, "--optimizer", "mirror", "--exponent", "1.5", "--param", "KQ"]) == 2
+    err = capsys.readouterr().err
+    assert "param" in err and "seed" not in err
