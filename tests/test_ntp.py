@@ -264,3 +264,17 @@ def test_verify_without_graph_edges_is_an_honest_result() -> None:
     assert np.all(np.isnan(rep.corr_svm)) and np.all(rep.R == 0.0)
     np.testing.assert_array_equal(rep.W, np.zeros((3, 3)))
     np.testing.assert_array_equal(rep.fin_error, 0.0)
+
+
+def test_finite_component_success_is_the_stated_criterion() -> None:
+    """success: the gradient's largest entry in the basis coordinates is at most tol (BFGS's
+    gtol); grad_norm is its Euclidean norm (it was compared with tol * sqrt(r) while the
+    field said 'at most the requested tolerance')."""
+    data = sg.random_next_token_data(60, 5, 6, 8, tier_size=3, seed=1)
+    for tol in (1e-2, 1e-6):
+        fin = sg.finite_component(data, tol=tol)
+        G = sg.ntp_loss_and_grad(data, fin.W, keep=fin.keep)[1]
+        g = np.einsum("rab,ab->r", fin.basis, G)
+        np.testing.assert_allclose(fin.grad_norm, np.linalg.norm(g), rtol=1e-12)
+        if fin.success:
+            assert np.abs(g).max() <= tol
