@@ -88,9 +88,14 @@ def verify(
         \mathrm{corr}\big(W(t), W^{\mathrm{mm}\star}_\alpha\big),\qquad
         \mathrm{corr}(A, B) = \frac{\langle A, B\rangle}{\|A\|_F\|B\|_F}
 
-    Theory (SPEC §4): W runs approach :math:`W^{\mathrm{mm}}_\alpha` (Frobenius), (K, Q) runs
-    approach :math:`W^{\mathrm{mm}\star}_\alpha` (nuclear), for the optimal :math:`\alpha`
-    (global convergence) or a locally optimal one (started in its cone). For nonlinear heads
+    What is proved and what is measured (MATH-NOTES §5): for W, GD with :math:`\eta \le
+    1/L_W` converges in direction to :math:`W^{\mathrm{mm}}_\alpha` of a locally optimal
+    :math:`\alpha` when started in its cone :math:`C_{\mu,R}(W^{\mathrm{mm}}_\alpha)` with
+    :math:`\mu = \mu(\alpha)` (*theorem*, TF-SVM Theorem 5), and towards
+    :math:`W^{\mathrm{mm}}` of the optimal tokens under Theorem 4's good-initial-gradient
+    condition if its iterates stay in that cone; GD from zero, normalized steps and (K, Q) runs
+    approaching :math:`W^{\mathrm{mm}\star}_\alpha` (nuclear) are measured here, not proved
+    (Theorem 2 is about the regularization path, not GD). For nonlinear heads
     the report adds the Gen-SVM prediction :math:`W^{\mathrm{eq}} = W^{\mathrm{fin}} + R
     W^{\mathrm{svm}}` for the selected sets of the final probabilities, and :math:`\Gamma`
     (a *conjecture*: the paper's proposed equivalence, measured here, not a theorem).

@@ -68,8 +68,10 @@ def verify_mirror(
         W^{\mathrm{mm}}_{p,\alpha} = \arg\min_{W} \|W\|_p\ \text{s.t. Att-SVM}(\alpha)
 
     with :math:`\alpha` the run's final argmax selection (:func:`~svmgeo.train_mirror`, W
-    parameter, linear head). The convergence in direction is the main result of
-    Julistiono, Tarzanagh, Azizan, arXiv:2410.14581 (``docs/beyond.md``), measured here.
+    parameter, linear head). The convergence in direction of plain :math:`\ell_p`-AttGD is the
+    main result of Julistiono, Tarzanagh, Azizan, arXiv:2410.14581 (``docs/beyond.md``, under
+    its hypotheses there); the normalized steps run here by default are svmgeo's option, not
+    their algorithm (``normalized=False`` runs theirs), so this measures, it does not prove.
 
     Parameters
     ----------
