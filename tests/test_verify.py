@@ -398,3 +398,22 @@ def test_compare_fitted_prediction() -> None:
 def test_compare_bad_predictions(predictions: list[Prediction], match: str) -> None:
     with pytest.raises(sg.ProblemError, match=match):
         compare({"theta": _line(0.0)}, predictions, threshold=0.5)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"optimizer": "sign", "normalized": False}, "normalized"),
+        ({"optimizer": "sign", "V": np.ones((6, 2))}, "V"),
+        ({"optimizer": "adam", "lam": 0.3}, "lam"),
+        ({"param": "p", "lam": 0.3}, "lam"),
+        ({"attention": "linear", "V": np.ones((6, 2))}, "V"),
+        ({"cone_radius": -5.0}, "init='cone'"),
+        ({"cone_noise": 0.5}, "init='cone'"),
+    ],
+)
+def test_verify_refuses_options_it_would_ignore(options: dict, words: str) -> None:
+    """Each of these ran and was ignored silently (train itself refuses the first)."""
+    data = sg.random_data(4, 5, 6, seed=0)
+    with pytest.raises(sg.ProblemError, match=words):
+        sg.verify(data, n_steps=10, **options)

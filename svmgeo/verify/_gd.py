@@ -187,6 +187,10 @@ def verify(
     threshold = _check_options(data, param, head, threshold, optimizer, train_options)
     loss = "logistic" if loss is None else loss
     rule, q = resolve_optimizer(optimizer, "verify")
+    _refuse_unused(
+        rule in STEEPEST_RULES, attention != "softmax" or param == "p" or bool(train_head),
+        normalized, V, lam, init, (cone_radius, cone_noise),
+    )  # fmt: skip
     if rule in STEEPEST_RULES:
         return _verify_optimizer(
             data, rule=rule, q=q, param=param, head=head, attention=attention,
@@ -240,6 +244,39 @@ def verify(
         comparison=comparison, svms=svms, rates=_rates(trajectory, svms, OPTIMIZER_SVMS),
         **extra,
     )  # fmt: skip
+
+
+def _refuse_unused(
+    other_rule: bool,
+    linear_head_only: bool,
+    normalized: Any,
+    V: Any,
+    lam: Any,
+    init: Any,
+    cone: tuple[float, float],
+) -> None:
+    """A :class:`ProblemError` for an option :func:`verify` would ignore: ``normalized`` with
+    a rule other than GD (it takes its own steps), ``V`` / ``lam`` where only the linear head
+    runs (the other rules, attention maps, ``param="p"``, ``train_head``), the cone's radius
+    and noise without ``init="cone"``."""
+    if other_rule and normalized is not True:
+        raise ProblemError(
+            f"verify: normalized={normalized!r} applies to optimizer='gd'; the other rules "
+            "take their own steps. Drop normalized."
+        )
+    given = [name for name, value in (("V", V), ("lam", lam)) if value is not None]
+    if (other_rule or linear_head_only) and given:
+        raise ProblemError(
+            f"verify: {' and '.join(given)} {'belongs' if len(given) == 1 else 'belong'} to "
+            "head='relu' / 'concave', which this "
+            "verification does not run (the other rules, attention maps, param='p' and "
+            f"train_head use the linear head). Drop {', '.join(given)}."
+        )
+    if not (isinstance(init, str) and init == "cone") and cone != (10.0, 0.0):
+        raise ProblemError(
+            f"verify: cone_radius and cone_noise apply to init='cone' only; got "
+            f"cone_radius={cone[0]!r}, cone_noise={cone[1]!r} with init={init!r}."
+        )
 
 
 def _rates(
