@@ -23,6 +23,7 @@ __all__ = [
     "check_option",
     "check_real",
     "check_scale",
+    "check_seed",
     "max_row_norm",
 ]
 
@@ -85,6 +86,15 @@ def check_array(
         if not np.issubdtype(arr.dtype, np.integer):
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                 raise ProblemError(f"{name} must hold integers; got non-integer values. {hint}")
+        if (
+            arr.size
+            and arr.dtype != np.int64
+            and not (np.all(arr >= -(2.0**63)) and np.all(arr < 2.0**63))
+        ):  # the cast would wrap around (2**63 -> -2**63)
+            big = arr.flat[int(np.argmax(np.abs(arr.astype(float))))]
+            raise ProblemError(
+                f"{name} must hold 64-bit integers; got {big.item()!r}. {hint}".strip()
+            )
         arr = np.ascontiguousarray(arr, dtype=np.int64)
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if arr.ndim not in ndims:
@@ -189,6 +199,21 @@ def check_option(value: Any, name: str, options: Iterable[str], *, where: str = 
             f"The {name!r} parameter{owner} must be one of {listed}. Got {value!r} instead."
         )
     return value
+
+
+def check_seed(seed: Any, *, where: str) -> np.random.Generator:
+    """A random generator from ``seed``: None (fresh entropy), a non-negative int, or a
+    :class:`numpy.random.Generator` (used as it is)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (
+        isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0
+    ):
+        return np.random.default_rng(seed)
+    raise ProblemError(
+        f"The 'seed' parameter of {where} must be None, a non-negative int or a "
+        f"numpy.random.Generator. Got {seed!r} instead."
+    )
 
 
 def max_row_norm(arr: np.ndarray) -> float:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError
-from ._validation import check_array, check_int, check_real, check_scale
+from ._validation import check_array, check_int, check_real, check_scale, check_seed
 
 __all__ = ["TokenData", "load_data", "random_data", "save_data"]
 
@@ -645,7 +645,7 @@ def random_data(
         raise ProblemError(
             "n_queries applies to cross-attention only; pass query=None with n_queries."
         )
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = check_seed(seed, where="random_data")
     v = _unit_sphere(rng, (d,))
     K = T if query == "all" else n_queries
 

@@ -301,3 +301,21 @@ def test_save_data_refuses_a_directory(tmp_path) -> None:  # type: ignore[no-unt
     with pytest.raises(sg.ProblemError, match="is a directory"):
         sg.save_data(data, tmp_path)
     assert not (tmp_path.parent / f"{tmp_path.name}.npz").exists()
+
+
+@pytest.mark.parametrize("seed", ["a", -1, 1.5, True])
+def test_random_generators_refuse_a_bad_seed(seed: object) -> None:
+    """A ProblemError naming seed (numpy raised TypeError / ValueError of its own)."""
+    with pytest.raises(sg.ProblemError, match="'seed' parameter of random_data"):
+        sg.random_data(2, 3, 2, seed=seed)
+    with pytest.raises(sg.ProblemError, match="'seed' parameter of random_next_token_data"):
+        sg.random_next_token_data(3, 2, 4, 4, seed=seed)
+
+
+@pytest.mark.parametrize("alpha", [[2**63, 0], [1e20, 0], np.array([2**63, 0], dtype=np.uint64)])
+def test_selection_reports_an_index_beyond_int64_as_given(alpha: object) -> None:
+    """The int64 cast wrapped 2**63 to -2**63 and the error showed that number."""
+    data = sg.random_data(2, 3, 2, seed=0)
+    with pytest.raises(sg.ProblemError, match="64-bit integers") as err:
+        sg.check_selection(data, alpha)
+    assert "-9223372036854775808" not in str(err.value)

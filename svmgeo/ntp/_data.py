@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_array, check_int, check_scale
+from .._validation import check_array, check_bool, check_int, check_scale, check_seed
 
 __all__ = ["NextTokenData", "check_data", "check_weights", "random_next_token_data"]
 
@@ -154,12 +154,13 @@ def random_next_token_data(
     V = check_int(V, "V", low=2, where=where)
     d = check_int(d, "d", low=1, where=where)
     tier_size = check_int(tier_size, "tier_size", low=1, where=where)
+    orthonormal = check_bool(orthonormal, "orthonormal", where=where)
     if orthonormal and d < V:
         raise ProblemError(
             f"orthonormal embeddings need d >= V; got d={d}, V={V}. Raise d or pass "
             "orthonormal=False."
         )
-    rng = np.random.default_rng(seed)
+    rng = check_seed(seed, where=where)
     tier = np.empty((V, V), dtype=np.int64)  # tier[k, v]
     for k in range(V):
         tier[k, rng.permutation(V)] = np.arange(V) // tier_size
