@@ -30,7 +30,7 @@ from scipy.optimize import linprog
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
 from .._summary import summarized
-from .._validation import check_array, check_option, check_real
+from .._validation import check_array, check_bool, check_option, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -387,6 +387,9 @@ def gen_svm(
     where = "gen_svm"
     data = _check_data(data, where)
     n, K, T, d = data.n, data.K, data.T, data.d
+    drop_zero_cost = check_bool(drop_zero_cost, "drop_zero_cost", where=where)
+    kink_tol = check_real(kink_tol, "kink_tol", low=0.0, where=where)
+    zero_tol = check_real(zero_tol, "zero_tol", low=0.0, where=where)
     P = None
     if probs is not None:
         P = _check_probs(probs, "probs", where)
@@ -396,6 +399,7 @@ def gen_svm(
             raise ProblemError(
                 f"probs must have shape {want} for this data; got {np.shape(probs)}."
             )
+    name = "selected"
     if selected is None:
         if P is None:
             raise ProblemError(
@@ -403,9 +407,10 @@ def gen_svm(
                 "probabilities) to derive them with selected_sets."
             )
         selected = selected_sets(P if K > 1 else P[:, 0]).selected
+        name = "probs (its selected sets)"  # the sets come from probs: errors name it
     elif isinstance(selected, SelectedSets):
         selected = selected.selected
-    S = check_selected(data, selected, "selected", allow_full=True)
+    S = check_selected(data, selected, name, allow_full=True)
     F = None
     if fit_to is not None:
         if P is None:

@@ -662,7 +662,9 @@ class GenSVMResult:
         :math:`\Gamma = \max_{i,k,\tau \in \bar O_{ik}} s_{ik\tau}` (needs ``probs``; None
         when every set holds every visible token).
     selected, masked : ndarray of bool, shape (n, T) or (n, K, T)
-        :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`).
+        :math:`O_{ik}` and :math:`\bar O_{ik}` (visible tokens outside :math:`O_{ik}`, SPEC's
+        :math:`\bar O = [T] \setminus O`: tokens :func:`~svmgeo.selected_sets` calls
+        ambiguous, between its two thresholds, are in ``masked`` here and get margin rows).
     svm, fin : SVMResult or None
         The solves behind ``W_dir`` and ``W_fin``.
     cost_fixed, cost_envelope : ndarray of shape (n, T) or (n, K, T), or None

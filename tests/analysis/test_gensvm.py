@@ -334,3 +334,16 @@ def test_costs_read_the_head_features_values() -> None:
     np.testing.assert_array_equal(gen.zero_cost, [[False, False, True]])
     with pytest.raises(sg.ProblemError, match=r"V must have shape \(2, p\)"):
         sg.gen_svm(data, O, **{**kw, "V": np.ones((4, 1))})
+
+
+def test_gen_svm_checks_its_options_and_names_probs() -> None:
+    """kink_tol = -1, zero_tol = NaN and drop_zero_cost = 'no' were accepted; sets derived
+    from probs that select a hidden key blamed 'selected', which the caller never passed."""
+    data = sg.random_data(2, 3, 2, seed=0, mask=np.array([[True, True, False]]))
+    sets = np.array([[True, False, False]] * 2)
+    for bad in ({"kink_tol": -1.0}, {"zero_tol": float("nan")}, {"drop_zero_cost": "no"}):
+        with pytest.raises(sg.ProblemError, match=next(iter(bad))):
+            sg.gen_svm(data, selected=sets, **bad)
+    probs = np.array([[0.5, 0.2, 0.3], [0.9, 0.1, 0.0]])
+    with pytest.raises(sg.ProblemError, match="probs"):
+        sg.gen_svm(data, probs=probs)
