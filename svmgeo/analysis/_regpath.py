@@ -901,6 +901,14 @@ def _path_local(
         )
     Wmm = np.asarray(svm.W)
     eps_max = score_cone_margin(data, a, Wmm) / float(np.linalg.norm(Wmm))
+    if not eps_max > 0.0:
+        raise ProblemError(
+            f"The local path of {_WHERE} needs W^mm_alpha inside a score cone C_eps(alpha), "
+            f"eps > 0, but for alpha={a.tolist()} its score-cone margin over its norm is "
+            f"{eps_max:.6g} <= 0: no eps works (MATH-NOTES 1.1: typically a sequence with "
+            "higher-scoring tokens but no support token, where the LOT test holds vacuously). "
+            "Pass another alpha, e.g. one of sg.locally_optimal_selections(data)."
+        )
     if not eps < eps_max:
         raise ProblemError(
             f"The 'eps' parameter of {_WHERE} must be in (0, {eps_max:.6g}) for this alpha "

@@ -503,3 +503,11 @@ def test_not_converged_warns() -> None:
     with pytest.warns(sg.ConvergenceWarning, match="max_iter"):
         path = sg.regularization_path(data, [4.0], max_iter=1)
     assert not path.converged[0] and path.stationarity[0] > 1e-6
+
+
+def test_local_path_says_when_no_eps_exists() -> None:
+    """A LOT whose W^mm lies outside every score cone (MATH-NOTES 1.1): the error offered the
+    empty range (0, -0.023) and asked for a smaller eps."""
+    data = sg.random_data(3, 4, 3, seed=2)
+    with pytest.raises(sg.ProblemError, match="no eps works"):
+        sg.regularization_path(data, [1, 2], alpha=[1, 3, 1], eps=0.01)
