@@ -278,3 +278,23 @@ def test_finite_component_success_is_the_stated_criterion() -> None:
         np.testing.assert_allclose(fin.grad_norm, np.linalg.norm(g), rtol=1e-12)
         if fin.success:
             assert np.abs(g).max() <= tol
+
+
+def test_ntp_verification_checks_its_inputs() -> None:
+    """svm='x' raised AttributeError, an svm of other data a numpy broadcast error, a bogus
+    loss with fin given was accepted, keep = 0.5 was cast to True, and the training
+    verification's errors named 'verify'."""
+    data = sg.random_next_token_data(20, 4, 5, 8, seed=0)
+    other = sg.random_next_token_data(20, 4, 5, 6, seed=1)
+    W = np.zeros((data.d, data.d))
+    fin = sg.finite_component(data)
+    with pytest.raises(sg.ProblemError, match="'svm' parameter of verify_ntp"):
+        sg.verify_ntp(data, W, svm="x")  # type: ignore[arg-type]
+    with pytest.raises(sg.ProblemError, match="'svm' parameter of verify_ntp"):
+        sg.verify_ntp(data, W, svm=sg.graph_svm(other))
+    with pytest.raises(sg.ProblemError, match="'loss' parameter of verify_ntp"):
+        sg.verify_ntp(data, W, fin=fin, loss="bogus")
+    with pytest.raises(sg.ProblemError, match="keep"):
+        sg.ntp_loss_and_grad(data, W, keep=np.full((data.n, data.T), 0.5))
+    with pytest.raises(sg.ProblemError, match="verify_ntp_training"):
+        sg.ntp.verify_ntp_training(data, loss="bogus")

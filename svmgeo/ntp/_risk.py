@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_option
+from .._validation import check_array, check_option
 from ..gd import NTP_LOSSES
 from ._data import NextTokenData, check_data, check_weights
 
@@ -74,7 +74,7 @@ def ntp_loss_and_grad(
     check_option(loss, "loss", NTP_LOSSES, where="ntp_loss_and_grad")
     W = check_weights(W, data)
     if keep is not None:
-        keep = np.asarray(keep, dtype=bool)
+        keep = check_array(keep, "keep", ndim=2, dtype=bool)  # 0 / 1 or bools, not 0.5
         need = data.valid & (data.tokens == data.labels[:, None])
         if keep.shape != (data.n, data.T) or not np.all(np.any(keep & need, axis=1)):
             raise ProblemError(

@@ -91,6 +91,24 @@ def verify_ntp(
     """
     data = check_data(data, "verify_ntp")
     W = check_weights(W, data)
+    check_option(loss, "loss", NTP_LOSSES, where="verify_ntp")
+    if svm is not None and not (
+        isinstance(svm, SVMResult) and (svm.W is None or np.shape(svm.W) == (data.d, data.d))
+    ):
+        raise ProblemError(
+            f"The 'svm' parameter of verify_ntp must be the SVMResult of graph_svm(data), with "
+            f"W of shape ({data.d}, {data.d}); got {type(svm).__name__}"
+            + (f" with W of shape {np.shape(svm.W)}" if isinstance(svm, SVMResult) else "")
+            + ". Omit it to compute it here."
+        )
+    if fin is not None and not (
+        isinstance(fin, FiniteComponent) and np.shape(fin.W) == (data.d, data.d)
+    ):
+        raise ProblemError(
+            f"The 'fin' parameter of verify_ntp must be the FiniteComponent of "
+            f"finite_component(data), with W of shape ({data.d}, {data.d}); got "
+            f"{type(fin).__name__}. Omit it to compute it here."
+        )
     svm = graph_svm(data) if svm is None else svm
     fin = finite_component(data, loss=loss) if fin is None else fin
     if svm.W is None:
@@ -253,8 +271,8 @@ def verify_ntp_training(
     >>> rep.final.corr_svm > 0.9
     True
     """
-    data = check_data(data, "verify")
-    check_option(loss, "loss", NTP_LOSSES, where="verify")
+    data = check_data(data, "verify_ntp_training")
+    check_option(loss, "loss", NTP_LOSSES, where="verify_ntp_training")
     svm = graph_svm(data)
     if svm.W is None:
         raise ProblemError(f"the Graph-SVM has no solution ({svm.status}: {svm.message}).")
