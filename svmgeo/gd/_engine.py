@@ -579,6 +579,16 @@ def train(
         raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(renamed)}")
     optimizer, q = resolve_optimizer(optimizer, "train")
     loss = resolve_loss(loss, "train")
+    if isinstance(step_size, str) and step_size != "polyak":
+        raise ProblemError(
+            f"The 'step_size' parameter of train must be a positive float or 'polyak'. Got "
+            f"{step_size!r} instead."
+        )
+    if isinstance(record, str):
+        raise ProblemError(
+            f"The 'record' parameter of train takes a sequence of names, e.g. ({record!r},); "
+            f"got the string {record!r}."
+        )
     if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
         optimizer, q = "steepest", 2.0
     rule = OPTIMIZERS[optimizer]
