@@ -91,7 +91,7 @@ def test_train_names_what_the_user_passed() -> None:
     """step_size='0.1' was reported with optimizer='steepest' (train's own rewrite of the
     Polyak step) and record='loss' as ('l', 'o', 's', 's')."""
     data = sg.random_data(4, 5, 6, seed=0)
-    with pytest.raises(sg.ProblemError, match="'0.1'") as err:
+    with pytest.raises(sg.ProblemError, match=r"'0\.1'") as err:
         sg.train(data, n_steps=3, step_size="0.1")  # type: ignore[arg-type]
     assert "steepest" not in str(err.value)
     with pytest.raises(sg.ProblemError, match=r"\('loss',\)"):
