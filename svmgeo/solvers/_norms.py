@@ -357,7 +357,7 @@ def _reference(req: Request) -> SVMResult:
         rank=rank,
         extras=extras,
     )
-    return replaced(res, solve_time=time.perf_counter() - start)
+    return replaced(_with_factors(req, res), solve_time=time.perf_counter() - start)
 
 
 # -- Frobenius ----------------------------------------------------------------------------------
@@ -424,12 +424,17 @@ def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
             solver=backend,
             **kw,
         )
-    res = solve_nuclear(req.cs, solver=backend, tol=req.tol, feasibility=feas)
-    if req.rank is not None and res.W is not None:
-        K, Q = balanced_factors(res.W, req.rank)
-        # the convex optimum is the rank-m optimum: its value is also the lower bound
-        res = replaced(res, K=K, Q=Q, lower_bound=res.objective)
-    return res
+    return _with_factors(req, solve_nuclear(req.cs, solver=backend, tol=req.tol, feasibility=feas))
+
+
+def _with_factors(req: Request, res: SVMResult) -> SVMResult:
+    """``res`` of the convex Att-SVM⋆ with a vacuous rank bound m: its factors K, Q of width m
+    and ``lower_bound`` (the convex optimum is the rank-m optimum, so its value is also the
+    lower bound); ``res`` itself otherwise."""
+    if req.rank is None or req.binding or req.entry.name != "nuc" or res.W is None:
+        return res
+    K, Q = balanced_factors(res.W, req.rank)
+    return replaced(res, K=K, Q=Q, lower_bound=res.objective)
 
 
 def _applies_nuc(option: str, req: Request) -> str | None:

@@ -320,3 +320,15 @@ def test_zero_is_the_optimum_where_it_meets_every_row(norm, c) -> None:  # type:
         res = sg.solve_svm(rows, norm=norm)
     assert res.status is sg.Status.OPTIMAL and res.certificate.passed
     np.testing.assert_array_equal(res.W, 0.0)
+
+
+def test_a_vacuous_rank_gives_factors_with_the_reference_model_too() -> None:
+    """The rank docstring: a vacuous bound still returns K, Q and lower_bound; method='cvxpy'
+    returned neither."""
+    data = sg.random_data(4, 4, 6, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    for method in ("auto", "cvxpy"):
+        res = sg.solve_svm(cs, norm="nuc", rank=50, method=method)
+        assert res.K is not None and res.Q is not None and res.K.shape == (cs.d, 50)
+        np.testing.assert_allclose(res.K @ res.Q.T, res.W, atol=1e-12 * np.abs(res.W).max())
+        assert res.lower_bound == res.objective
