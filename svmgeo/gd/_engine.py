@@ -68,7 +68,12 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
     """Initial (P1, P2) and the width m."""
     init = cfg.init
     kq = cfg.param == "KQ"
-    if kq and isinstance(init, tuple) and len(init) == 2 and not isinstance(init[0], str):
+    if isinstance(init, (tuple, list)) and init and isinstance(init[0], str) and len(init) != 2:
+        raise ProblemError(
+            f"init=(name, scale) takes two entries, e.g. ('random', 0.1); got {tuple(init)!r}."
+        )
+    pair = isinstance(init, (tuple, list)) and len(init) == 2
+    if kq and pair and not isinstance(init[0], str):
         hint = "init=(K, Q) needs two arrays of shape (d, m) or (B, d, m)."
         K = check_array(init[0], "init K", ndim=(2, 3), hint=hint)
         Q = check_array(init[1], "init Q", ndim=(2, 3), hint=hint)
@@ -642,7 +647,7 @@ def train(
         saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
         optimizer=optimizer, exponent=exponent, attention=attention,
     )  # fmt: skip
-    if not isinstance(init, str) and not isinstance(init, tuple):
+    if not isinstance(init, (str, tuple)) and param != "KQ":  # (K, Q) pairs: _init_params
         W0 = np.asarray(init)
         if param == "p" and W0.ndim != 1:
             raise ProblemError(f"init p must have shape ({data.d},); got {W0.shape}.")

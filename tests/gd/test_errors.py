@@ -96,3 +96,15 @@ def test_train_names_what_the_user_passed() -> None:
     assert "steepest" not in str(err.value)
     with pytest.raises(sg.ProblemError, match=r"\('loss',\)"):
         sg.train(data, n_steps=3, record="loss")  # type: ignore[arg-type]
+
+
+def test_init_pairs_and_named_inits() -> None:
+    """A list [K, Q] is the pair (K, Q) (it was read as one W: 'init W must have shape'), and a
+    named init with three entries says so (it said 'init must be numeric; got dtype <U32')."""
+    data = sg.random_data(4, 5, 5, seed=0)
+    K = 0.1 * np.ones((5, 3))
+    as_list = sg.train(data, param="KQ", init=[K, K], n_steps=3, backend="numpy")
+    as_tuple = sg.train(data, param="KQ", init=(K, K), n_steps=3, backend="numpy")
+    np.testing.assert_array_equal(as_list.W, as_tuple.W)
+    with pytest.raises(sg.ProblemError, match="two entries"):
+        sg.train(data, init=("random", 0.1, 2), n_steps=3)  # type: ignore[arg-type]
