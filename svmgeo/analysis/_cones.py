@@ -122,7 +122,11 @@ def score_cone_margin(data: TokenData, alpha: Any, W: Any) -> float:
         everywhere: the cone is the whole space). ``-inf`` when some query has high-score
         tokens but no low-score one (α selects its lowest-scoring token: the cone is empty).
     """
-    where = "score_cone_margin"
+    return _score_cone_margin(data, alpha, W, "score_cone_margin")
+
+
+def _score_cone_margin(data: TokenData, alpha: Any, W: Any, where: str) -> float:
+    """:func:`score_cone_margin`, with errors naming ``where`` (the function called)."""
     data = _check_data(data, where)
     a = check_selection(data, alpha)
     M = _check_square(W, "W", data.d, where)
@@ -162,5 +166,5 @@ def in_score_cone(data: TokenData, alpha: Any, W: Any, eps: float) -> bool:
         ``eps`` not a positive finite number, or invalid input.
     """
     eps = check_real(eps, "eps", low=0.0, low_open=True, high_open=True, where="in_score_cone")
-    margin = score_cone_margin(data, alpha, W)
+    margin = _score_cone_margin(data, alpha, W, "in_score_cone")
     return bool(margin >= eps * float(np.linalg.norm(np.asarray(W, dtype=float))))

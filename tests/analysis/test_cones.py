@@ -127,3 +127,9 @@ def test_a_matrix_is_in_its_own_cone_and_correlations_stay_in_bounds() -> None:
         assert -1.0 <= sg.correlation(A, 3.7 * A) <= 1.0
         assert sg.correlation(A, -3.7 * A) >= -1.0
         assert sg.in_cone(A, 3.7 * A, 1e-300)
+
+
+def test_in_score_cone_names_itself_in_errors() -> None:
+    data = sg.random_data(3, 4, 3, seed=0)
+    with pytest.raises(sg.ProblemError, match="in_score_cone"):
+        sg.in_score_cone(data, sg.optimal_tokens(data), np.eye(2), 0.1)
