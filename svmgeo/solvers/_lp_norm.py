@@ -140,6 +140,8 @@ def _newton_polish(
             with np.errstate(divide="ignore"):  # |Λ|^(q-2) at Λ = 0 (q < 2): entry dropped
                 curv = (q - 1.0) * np.where(a > 0, a ** (q - 2.0), 0.0)
             J = (MS * curv[None, :]) @ MS.T
+            if not (np.all(np.isfinite(J)) and np.all(np.isfinite(F))):
+                break  # |Λ|^(q-2) over- or underflowed (p near 1 or very large): no Newton step
             step = np.linalg.lstsq(J, -F, rcond=None)[0]
             t = 1.0
             while t > 1e-12:
@@ -283,8 +285,16 @@ def lp_fast(
         W = _mirror_inverse(mu @ M, q).reshape(rows.d, rows.d)
         return W, _normalize(rows, mu, p), {"steps": steps}
 
-    W, lam, info = smooth(cs)
-    assert W is not None and lam is not None  # the smooth dual always returns a pair
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        W, lam, info = smooth(cs)
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(lam))):
+        return no_solution(
+            cs, Status.SOLVER_ERROR,
+            f"the smooth dual of p = {p:g} (q = {q:g}) left float64's range: |Λ|^(q-1) over- "
+            "or underflows for p this close to 1 or this large; use p = 1 or p = inf (linear "
+            "programs) or a moderate p",
+            norm="lp", solver="svmgeo-lp-dual", extras=extras,
+        )  # fmt: skip
     return _certified(
         cs,
         W,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -145,3 +146,26 @@ def test_a_failed_certificate_downgrades_with_a_message() -> None:
     assert "certificate check failed" in res.message
     assert "cvxpy fallback did not certify either" in res.message
     assert res.certificate is not None and not res.certificate.passed
+
+
+def test_extreme_exponents_never_crash_and_are_right_when_optimal() -> None:
+    """p near 1 raised numpy's LinAlgError (LAPACK printing to stderr) and p = 700 returned
+    W = 0; an OPTIMAL answer must lie within the norm bounds V_inf <= V_p <= (d^2)^(1/p) V_inf
+    of the l_inf optimum."""
+    data = sg.random_data(4, 4, 6, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    v_inf = sg.solve_svm(cs, norm=("lp", np.inf)).objective
+    v_one = sg.solve_svm(cs, norm=("lp", 1)).objective
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        for p in (1 + 1e-12, 1 + 1e-9, 700.0):
+            res = sg.solve_svm(cs, norm=("lp", p))
+            if res.status is not sg.Status.OPTIMAL:
+                assert res.certificate is None or not res.certificate.passed
+                continue
+            if p > 2:
+                assert (
+                    v_inf * (1 - 1e-9) <= res.objective <= (cs.d**2) ** (1 / p) * v_inf * (1 + 1e-9)
+                )
+            else:
+                assert res.objective <= v_one * (1 + 1e-9)
