@@ -116,6 +116,11 @@ class ConstraintSet:
                 no_token=True,  # rows that are not token differences (map_svm_constraints)
             ),
         }
+        if checked["seq"].shape[0] != N:
+            raise ProblemError(
+                f"'seq', 'query', 'pref' and 'comp' of {where} must have one entry per row of A "
+                f"({N}); got {checked['seq'].shape[0]}."
+            )
         for name, value in checked.items():
             if value is not getattr(self, name):  # converted (e.g. float32 to float64)
                 object.__setattr__(self, name, value)

@@ -155,7 +155,16 @@ def test_constraint_set_checks_and_converts_its_arrays():
         "seq": (cs.seq + cs.n, "'seq'"),
         "pref": (cs.pref - 5, "'pref'"),
         "n": (-1, "'n'"),
+        "comp": (cs.comp[:-1], "one entry per row"),
     }
     for name, (value, words) in bad.items():
         with pytest.raises(sg.ProblemError, match=words):
             sg.ConstraintSet(**_rows_of(cs, **{name: value}))
+
+
+def test_constraint_set_needs_one_index_per_row_of_a() -> None:
+    data = sg.random_data(4, 4, 3, seed=1)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    short = {name: getattr(cs, name)[:-1] for name in ("seq", "query", "pref", "comp")}
+    with pytest.raises(sg.ProblemError, match="per row of A"):
+        sg.ConstraintSet(**_rows_of(cs, **short))
