@@ -74,7 +74,10 @@ class RegularizationPath:
     cone_margin : ndarray of shape (r,) or None
         Local path: ``score_cone_margin(data, alpha, W) / ||W||`` (≥ ε inside the cone).
     param, loss_name, head : str
-    alpha : ndarray or None
+    alpha : ndarray of int, shape (n,) or (n, K), or None
+        Local path: the selection α, in the data's selection shape
+        (``data.selection_shape``: (n,) for single-query data, as passed to
+        :func:`~svmgeo.att_svm`).
     eps : float or None
     local_set : {"sphere", "ball"} or None
         Local path: the radius constraint, :math:`\|W\|_F = R` or :math:`\le R`.
@@ -891,12 +894,13 @@ def _path_local(
     from ._cones import score_cone_margin
 
     a = check_selection(data, alpha)
+    given = a.reshape(data.selection_shape)  # the user's shape: (n,) for single-query data
     eps = check_real(eps, "eps", low=0.0, low_open=True, high_open=True, where=_WHERE)
     svm = att_svm(data, a)
     if svm.W is None:
         raise ProblemError(
             f"The local path of {_WHERE} starts from the direction of Att-SVM(alpha), which is "
-            f"infeasible for alpha={a.tolist()} ({svm.message}). Pass a selection whose "
+            f"infeasible for alpha={given.tolist()} ({svm.message}). Pass a selection whose "
             "Att-SVM is feasible (e.g. one of sg.locally_optimal_selections(data))."
         )
     Wmm = np.asarray(svm.W)
@@ -904,7 +908,7 @@ def _path_local(
     if not eps_max > 0.0:
         raise ProblemError(
             f"The local path of {_WHERE} needs W^mm_alpha inside a score cone C_eps(alpha), "
-            f"eps > 0, but for alpha={a.tolist()} its score-cone margin over its norm is "
+            f"eps > 0, but for alpha={given.tolist()} its score-cone margin over its norm is "
             f"{eps_max:.6g} <= 0: no eps works (MATH-NOTES 1.1: typically a sequence with "
             "higher-scoring tokens but no support token, where the LOT test holds vacuously). "
             "Pass another alpha, e.g. one of sg.locally_optimal_selections(data)."
@@ -1006,7 +1010,7 @@ def _path_local(
         head,
         "W",
         cone=cm,
-        alpha=a,
+        alpha=given,
         eps=eps,
         local_set=local_set,
     )

@@ -511,3 +511,31 @@ def test_local_path_says_when_no_eps_exists() -> None:
     data = sg.random_data(3, 4, 3, seed=2)
     with pytest.raises(sg.ProblemError, match="no eps works"):
         sg.regularization_path(data, [1, 2], alpha=[1, 3, 1], eps=0.01)
+
+
+def test_local_path_keeps_alpha_in_the_selection_shape() -> None:
+    """RegularizationPath.alpha is the selection as passed: (n,) for single-query data (it was
+    (n, 1)), (n, K) for several queries."""
+    data, alpha = _seed6()
+    W_a = sg.att_svm(data, alpha).W
+    eps = 0.5 * sg.score_cone_margin(data, alpha, W_a) / np.linalg.norm(W_a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, [4.0], alpha=alpha, eps=eps, local_set="ball")
+    assert path.alpha.shape == data.selection_shape == (data.n,)
+    np.testing.assert_array_equal(path.alpha, alpha)
+    multi = sg.random_data(3, 4, 6, seed=0, n_queries=2)
+    a2 = sg.optimal_tokens(multi)
+    W2 = sg.att_svm(multi, a2).W
+    eps2 = min(0.5 * sg.score_cone_margin(multi, a2, W2) / np.linalg.norm(W2), 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.ConvergenceWarning)
+        path2 = sg.regularization_path(multi, [4.0], alpha=a2, eps=eps2, local_set="ball")
+    assert path2.alpha.shape == multi.selection_shape == (multi.n, multi.K)
+    np.testing.assert_array_equal(path2.alpha, a2)
+
+
+def test_local_path_errors_echo_alpha_as_given() -> None:
+    data = sg.random_data(3, 4, 3, seed=2)
+    with pytest.raises(sg.ProblemError, match=r"alpha=\[1, 3, 1\]"):
+        sg.regularization_path(data, [1, 2], alpha=[1, 3, 1], eps=0.01)
