@@ -658,18 +658,15 @@ def random_data(
     X = np.empty((n, T, d))
     Y = np.empty((n, K))
     Z = np.empty((n, K, d))
-    per_sequence = mask is not None and not isinstance(mask, str) and np.ndim(mask) == 3
-    rows = n if per_sequence else 1  # a mask per sequence is checked with n sequences
+    # the mask is checked against the data's own (n, K, T), so its errors name the right shapes
     probe = (
-        TokenData(np.zeros((rows, T, d)), Y=np.ones((rows, K)), query=query, mask=mask)
+        TokenData(np.zeros((n, T, d)), Y=np.ones((n, K)), query=query, mask=mask)
         if (query is not None)
-        else TokenData(
-            np.zeros((rows, T, d)), Y=np.ones((rows, K)), Z=np.zeros((rows, K, d)), mask=mask
-        )
+        else TokenData(np.zeros((n, T, d)), Y=np.ones((n, K)), Z=np.zeros((n, K, d)), mask=mask)
     )
-    vis = probe.visible[0] if mask is None or isinstance(mask, str) or np.ndim(mask) == 2 else None
+    visible = probe.visible
     for i in range(n):
-        vis_i = vis if vis is not None else probe.visible[i]
+        vis_i = visible[i]
         for _ in range(max_tries):
             Xi, Yi, Zi = draw()
             if score_gap <= 0.0:

@@ -295,6 +295,22 @@ def test_random_data_takes_a_mask_per_sequence() -> None:
         sg.random_data(3, 4, 2, seed=0, mask=np.ones((2, 1, 4), dtype=bool))
 
 
+@pytest.mark.parametrize("shape", [(3, 4), (2, 1, 4), (3, 2, 4)])
+def test_random_data_mask_errors_name_the_data_shapes(shape: tuple[int, ...]) -> None:
+    """A wrong mask is checked against the data's own (n, K, T) = (3, 1, 4), not n = 1."""
+    with pytest.raises(sg.ProblemError, match=r"\(1, 4\) or \(3, 1, 4\); got"):
+        sg.random_data(3, 4, 2, seed=0, mask=np.ones(shape, dtype=bool))
+
+
+def test_random_data_shared_mask_equals_its_per_sequence_copy() -> None:
+    """A (K, T) mask and its (n, K, T) broadcast give the same data (same draws, same mask)."""
+    mask = np.array([[True, False, True, True]])
+    shared = sg.random_data(3, 4, 2, seed=0, mask=mask, score_gap=0.01)
+    copied = sg.random_data(3, 4, 2, seed=0, mask=np.repeat(mask[None], 3, axis=0), score_gap=0.01)
+    np.testing.assert_array_equal(shared.X, copied.X)
+    np.testing.assert_array_equal(shared.visible, copied.visible)
+
+
 def test_save_data_refuses_a_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """numpy would write <dir>.npz beside the directory, which load_data(<dir>) refuses."""
     data = sg.random_data(2, 3, 2, seed=0)
