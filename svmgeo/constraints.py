@@ -16,6 +16,7 @@ variants, and the directional part of Gen-SVM differ only in which rows they gen
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -97,15 +98,15 @@ class ConstraintSet:
 
     def __post_init__(self) -> None:
         where = "ConstraintSet"
-        A = check_array(self.A, f"'A' of {where}", ndim=2, hint=_ROWS_HINT)
+        A = _array(self.A, f"'A' of {where}", 2, np.float64, finite=True)
         N, d = A.shape
         for name in ("n", "K", "T"):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=0, where=where))
         checked = {
             "A": A,
-            "B": check_array(self.B, f"'B' of {where}", ndim=2, shape=(N, d), hint=_ROWS_HINT),
+            "B": _array(self.B, f"'B' of {where}", 2, np.float64, (N, d), finite=True),
             "kind": _row_kinds(self.kind, N, where),
-            "rhs": check_array(self.rhs, f"'rhs' of {where}", ndim=1, shape=(N,), hint=_ROWS_HINT),
+            "rhs": _array(self.rhs, f"'rhs' of {where}", 1, np.float64, (N,), finite=True),
             **_row_indices(
                 self.seq,
                 self.query,
@@ -297,11 +298,38 @@ _ROWS_HINT = (
 )
 
 
+def _array(
+    value: Any,
+    name: str,
+    ndim: int,
+    dtype: type,
+    shape: tuple[int, ...] | None = None,
+    *,
+    finite: bool = False,
+) -> np.ndarray:
+    """:func:`~svmgeo._validation.check_array`, with a fast path for an array that already is
+    what it asks (a set is built per trial in sweeps and LOT searches): of ``dtype``, rank and
+    ``shape`` (made C-contiguous), and finite (a finite sum proves every entry finite; a sum
+    that overflows is checked entry by entry)."""
+    if (
+        type(value) is np.ndarray
+        and value.dtype == dtype
+        and value.ndim == ndim
+        and (shape is None or value.shape == shape)
+        and (not finite or math.isfinite(float(value.sum())))
+    ):
+        return np.ascontiguousarray(value)  # the array itself when it is contiguous
+    return check_array(value, name, ndim=ndim, shape=shape, dtype=dtype, finite=finite,
+                       hint=_ROWS_HINT)  # fmt: skip
+
+
 def _row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
     """``kind`` as int8 of shape (N,) (a scalar is broadcast), every entry :data:`MARGIN` or
     :data:`EQUALITY`; else a :class:`ProblemError` naming ``where``."""
     if isinstance(kind, np.ndarray) and kind.dtype == np.int8 and kind.shape == (N,):
         kinds = kind
+    elif isinstance(kind, (int, np.integer)) and not isinstance(kind, bool) and kind in (0, 1):
+        kinds = np.full(N, kind, dtype=np.int8)  # MARGIN or EQUALITY for every row
     else:
         given = check_array(kind, f"'kind' of {where}", ndim=(0, 1), dtype=np.int64)
         if given.ndim == 1 and given.shape[0] not in (1, N):
@@ -309,14 +337,14 @@ def _row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
                 f"'kind' of {where} must be a single kind or one per row, shape ({N},); got shape "
                 f"{given.shape}."
             )
-        kinds = np.broadcast_to(given, (N,)).astype(np.int8)
-    if N and not np.all((kinds == MARGIN) | (kinds == EQUALITY)):
+        kinds = np.broadcast_to(given, (N,))  # int64: checked before the cast to int8
+    if N and not (kinds.min() >= MARGIN and kinds.max() <= EQUALITY):  # the kinds are 0 and 1
         bad = kinds[(kinds != MARGIN) & (kinds != EQUALITY)][0]
         raise ProblemError(
             f"'kind' of {where} must hold svmgeo.MARGIN ({MARGIN}) or svmgeo.EQUALITY ({EQUALITY}) "
             f"per row; got {int(bad)}."
         )
-    return kinds
+    return kinds if kinds.dtype == np.int8 else kinds.astype(np.int8)
 
 
 def _row_indices(
@@ -342,7 +370,7 @@ def _row_indices(
     }
     out: dict[str, np.ndarray] = {}
     for name, (value, size, label) in named.items():
-        idx = check_array(value, f"{name!r} of {where}", ndim=1, dtype=np.int64)
+        idx = _array(value, f"{name!r} of {where}", 1, np.int64)
         if out and idx.shape[0] != out["seq"].shape[0]:
             raise ProblemError(
                 f"'seq', 'query', 'pref' and 'comp' of {where} must have one entry per row (equal "
@@ -350,7 +378,7 @@ def _row_indices(
                 f"{out['seq'].shape[0]}."
             )
         low = NO_TOKEN if no_token and name in ("pref", "comp") else 0
-        if idx.size and not (low <= idx.min() and idx.max() < size):
+        if idx.size and not (idx.min() >= low and idx.max() < size):
             bad = idx[(idx < low) | (idx >= size)][0]
             raise ProblemError(
                 f"{name!r} of {where} must index [0, {label}) = [0, {size}); got {int(bad)}."
