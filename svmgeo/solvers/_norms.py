@@ -200,76 +200,132 @@ class NormEntry:
 
 # -- scale --------------------------------------------------------------------------------------
 SCALE_BAND = 2.0**20
-r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/SCALE_BAND, SCALE_BAND]."""
+r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/SCALE_BAND, SCALE_BAND], and
+right-hand sides when :math:`0 < \max_j|c_j| < 1/\text{SCALE\_BAND}`."""
 
 
-def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
-    r"""Rows of unit size and the factor :math:`s`: :math:`a_j/\alpha`, :math:`b_j/\beta`,
-    :math:`s = \alpha\beta` (powers of two: exact), or ``(cs, 1.0)`` when
-    :math:`\max|a|\max|b|` is within a factor :data:`SCALE_BAND` of 1.
+def _small_bound_scale(cs: ConstraintSet) -> float:
+    r"""The power of two nearest :math:`\max_j|c_j|` (in log scale) when that is below
+    1/:data:`SCALE_BAND` and not 0; else 1.0."""
+    size = float(np.abs(cs.rhs).max(initial=0.0))
+    if size == 0.0 or size >= 1.0 / SCALE_BAND:
+        return 1.0
+    return 2.0 ** round(math.log2(size))
 
-    A solution :math:`(W', \lambda')` on the scaled rows is :math:`(W'/s, \lambda'/s^k)` on
-    ``cs``: :math:`a^\top (W'/s) b = a'^\top W' b'`, and
-    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top` (a norm's
-    dual, :math:`k = 1`) or :math:`\sum_j (\lambda'_j/s^2) a_j b_j^\top = W'/s` (the Frobenius
-    dual, :math:`k = 2`).
+
+def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float, float]:
+    r"""Rows and bounds of unit size and the factors :math:`(s, \gamma)`: :math:`a_j/\alpha`,
+    :math:`b_j/\beta`, :math:`c_j/\gamma`, :math:`s = \alpha\beta`.
+
+    :math:`\alpha, \beta, \gamma` are powers of two (exact). :math:`\alpha, \beta` are the
+    ones nearest :math:`\max|a|, \max|b|`, or 1 when :math:`\max|a|\max|b|` is within a factor
+    :data:`SCALE_BAND` of 1. :math:`\gamma` is the one nearest :math:`\max_j|c_j|` when that
+    is below :math:`1/\text{SCALE\_BAND}` (and not 0), else 1: the solvers' inner tolerances
+    are absolute, so bounds such as :math:`c_j = 10^{-10}` drowned in them (answers missing
+    every row by most of its bound). Bounds are only scaled down: the certificate judges a
+    violation as a fraction of :math:`|c_j|` when :math:`|c_j| < 1`
+    (:func:`~._certificates.primal_infeasibility`), which scaling by :math:`\gamma` does not
+    change, but absolutely when :math:`|c_j| \ge 1`. ``(cs, 1.0, 1.0)`` when nothing is
+    scaled.
+
+    A solution :math:`(W', \lambda')` on the scaled rows is
+    :math:`(\gamma W'/s,\ \gamma^{k-1}\lambda'/s^k)` on ``cs``:
+    :math:`a^\top (\gamma W'/s)\, b = \gamma\, a'^\top W' b'` against :math:`c = \gamma c'`;
+    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top` with
+    :math:`c^\top(\lambda'/s) = \gamma c'^\top\lambda'/s = \|\gamma W'/s\|` (a norm's dual,
+    :math:`k = 1`), or :math:`\sum_j (\gamma\lambda'_j/s^2) a_j b_j^\top = \gamma W'/s` (the
+    Frobenius dual, :math:`k = 2`). Every norm is positively homogeneous, so the scaled
+    problem is the same problem; the rows' feasibility and Farkas vectors do not change.
     """
     top_a, top_b = cs._largest_entries
-    if top_a == 0.0 or top_b == 0.0 or 1.0 / SCALE_BAND <= top_a * top_b <= SCALE_BAND:
-        return cs, 1.0
-    alpha = 2.0 ** round(math.log2(top_a))
-    beta = 2.0 ** round(math.log2(top_b))
-    scaled = dataclasses.replace(cs, A=cs.A / alpha, B=cs.B / beta, tokens=None)
-    return scaled, alpha * beta
+    rows_unit = top_a == 0.0 or top_b == 0.0 or 1.0 / SCALE_BAND <= top_a * top_b <= SCALE_BAND
+    gamma = _small_bound_scale(cs)
+    if rows_unit and gamma == 1.0:
+        return cs, 1.0, 1.0
+    fields: dict[str, Any] = {"tokens": None}
+    s = 1.0
+    if not rows_unit:
+        alpha = 2.0 ** round(math.log2(top_a))
+        beta = 2.0 ** round(math.log2(top_b))
+        fields.update(A=cs.A / alpha, B=cs.B / beta)
+        s = alpha * beta
+    if gamma != 1.0:
+        fields["rhs"] = cs.rhs / gamma
+    return dataclasses.replace(cs, **fields), s, gamma
 
 
 def on_unit_rows(
     req: Request, run: Driver, geo: RowGeometry | None, feas: FeasibilityResult | None
 ) -> SVMResult:
-    r"""``run(req, geo, feas)`` on rows of unit size, its answer mapped back to ``req.cs``.
+    r"""``run(req, geo, feas)`` on rows and bounds of unit size, its answer mapped back to
+    ``req.cs``.
 
     .. math::
 
-        a'_j = a_j/\alpha,\quad b'_j = b_j/\beta,\quad s = \alpha\beta
-        \quad\Longrightarrow\quad W = W'/s,\quad \lambda = \lambda'/s^k,
+        a'_j = a_j/\alpha,\quad b'_j = b_j/\beta,\quad c'_j = c_j/\gamma,\quad s = \alpha\beta
+        \quad\Longrightarrow\quad W = \gamma W'/s,\quad \lambda = \gamma^{k-1}\lambda'/s^k,
 
-    with :math:`\alpha, \beta` powers of two (:func:`row_scale`: exact, and the
-    identity when :math:`\max|a|\max|b|` is within :math:`2^{\pm 20}` of 1) and :math:`k` the
-    norm's ``dual_degree``. The margins are the same numbers on both sets of rows, so the
-    solvers' inner tolerances see O(1) data at every scale; the result is certified again on
-    ``req.cs`` (:func:`~._result.finish`; a binding rank bound by its factored certificate,
-    :func:`~._lowrank.factored_certificate`).
+    with :math:`\alpha, \beta, \gamma` powers of two (:func:`row_scale`: exact, and the
+    identity when :math:`\max|a|\max|b|` and :math:`\max_j|c_j|` are within :math:`2^{\pm 20}`
+    of 1) and :math:`k` the norm's ``dual_degree``. The margins are the same numbers on both
+    sets of rows up to the factor :math:`\gamma`, so the solvers' inner (absolute) tolerances
+    see O(1) data at every scale, including right-hand sides such as :math:`c_j = 10^{-10}`;
+    the result is certified again on ``req.cs`` (:func:`~._result.finish`; a binding rank
+    bound by its factored certificate, :func:`~._lowrank.factored_certificate`).
     """
-    rows, s = row_scale(req.cs)
-    if s == 1.0:
+    rows, s, gamma = row_scale(req.cs)
+    if s == 1.0 and gamma == 1.0:
         return run(req, geo, feas)
     scaled_feas = None
     if feas is not None:
         extras = dict(feas.extras)
         if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
             extras["qp_dual"] = np.asarray(extras["qp_dual"]) * s * s
+            if gamma != 1.0:
+                extras["qp_dual"] = extras["qp_dual"] / gamma
         point = None if feas.point is None else feas.point * s
+        if point is not None and gamma != 1.0:
+            point = point / gamma
         scaled_feas = replaced(feas, constraints=rows, point=point, extras=extras)
     res = run(
         dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas
     )
-    return _on_caller_rows(req, res, s)
+    return _on_caller_rows(req, res, s, gamma)
 
 
-def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
-    """A result on the rows scaled by ``1/s`` (:func:`on_unit_rows`), on ``req.cs``."""
+def _on_caller_rows(req: Request, res: SVMResult, s: float, gamma: float) -> SVMResult:
+    """A result on the rows scaled by ``1/s`` and bounds by ``1/gamma`` (:func:`on_unit_rows`),
+    on ``req.cs``."""
     cs = req.cs
     extras = {**res.extras, "row_scale": s}
-    if res.W is None:  # a Farkas vector is the same on both sets of rows
-        return replaced(res, constraints=cs, extras=extras)
-    W = res.W / s
+    if gamma != 1.0:
+        extras["rhs_scale"] = gamma
+
+    def back(x: Any) -> Any:
+        """A quantity of W's degree (W, its norm, its bound, p) on ``req.cs``."""
+        if x is None:
+            return None
+        x = x / s
+        return x if gamma == 1.0 else x * gamma
+
+    if res.W is None:  # a Farkas vector is the same on both sets of rows, up to c^T lam = 1
+        farkas = res.farkas
+        if farkas is not None and gamma != 1.0:
+            farkas = np.asarray(farkas) / gamma
+        return replaced(res, constraints=cs, extras=extras, farkas=farkas)
+    W = back(res.W)
     lam = res.dual
     if lam is not None:
         for _ in range(req.geometry.dual_degree):
             lam = np.asarray(lam) / s  # one power at a time: s**2 may overflow, lam / s / s not
+        if gamma != 1.0:
+            lam = lam * gamma ** (req.geometry.dual_degree - 1)  # a power of two: exact
     root = float(np.sqrt(s))
     K = None if res.K is None else res.K / root
     Q = None if res.Q is None else res.Q / root
+    if gamma != 1.0:
+        K = None if K is None else K * math.sqrt(gamma)
+        Q = None if Q is None else Q * math.sqrt(gamma)
     margins = cs.apply(W)
     certificate = None
     if lam is None:
@@ -287,17 +343,17 @@ def _on_caller_rows(req: Request, res: SVMResult, s: float) -> SVMResult:
         solver=res.solver,
         margins=margins,
         certificate=certificate,
-        objective=None if res.objective is None else res.objective / s,
+        objective=back(res.objective),
         rank=res.rank,
         n_iter=res.n_iter,
         solve_time=res.solve_time,
         farkas=res.farkas,
         K=K,
         Q=Q,
-        lower_bound=None if res.lower_bound is None else res.lower_bound / s,
+        lower_bound=back(res.lower_bound),
         extras=extras,
         proof=res.proof,
-        p=None if res.p is None else res.p / s,
+        p=back(res.p),
     )
 
 

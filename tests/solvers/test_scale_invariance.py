@@ -177,25 +177,99 @@ def test_the_wrong_answer_of_the_corpus_is_downgraded_at_1e10(
     assert "certificate check failed" in res.message
 
 
-@pytest.mark.parametrize("norm", ["fro", "nuc", ("lp", 1), ("lp", 1.5)], ids=str)
-@pytest.mark.parametrize("c", [1e-10, 1e-12])
-def test_small_bounds_are_met_or_the_answer_is_not_optimal(norm, c: float) -> None:
-    """Rows a_j W b_j >= c with a small c: a W that misses a row by a fraction of c is not
-    OPTIMAL (the certificate measured violations absolutely, so an answer missing c = 1e-10 by
-    83 % was OPTIMAL with p = 1, and W = 0 at c = 1e-12)."""
+SMALL_BOUND_NORMS = ["fro", "nuc", "spectral", ("lp", 1), ("lp", 1.5), ("lp", np.inf)]
+
+
+def _att_rows_with_bounds(rhs: np.ndarray | float, kind: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+    """Att-SVM's rows of random_data(4, 4, 6, seed=0) with the bounds ``rhs`` (and kinds)."""
     data = sg.random_data(4, 4, 6, seed=0)
-    alpha = sg.optimal_tokens(data)
-    cs = sg.att_svm_constraints(data, alpha)
-    small = sg.pair_constraints(data, cs.seq, cs.query, cs.pref, cs.comp, rhs=c)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
-        res = sg.solve_svm(small, norm=norm)
-    if res.status is sg.Status.OPTIMAL:
-        assert res.margins.min() >= c * (1 - 1e-8)
-        unit = sg.solve_svm(cs, norm=norm)  # the same problem at c = 1, scaled
-        np.testing.assert_allclose(res.objective / c, unit.objective, rtol=1e-6)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    kinds = {} if kind is None else {"kind": kind}
+    return sg.pair_constraints(data, cs.seq, cs.query, cs.pref, cs.comp, rhs=rhs, **kinds)
+
+
+def _oracle_value(cs: sg.ConstraintSet, norm: str | tuple[str, float]) -> float:
+    """min ||W|| on the rows of cs, one cvxpy constraint per row, solved by Clarabel."""
+    import cvxpy as cp
+
+    W = cp.Variable((cs.d, cs.d))
+    rows = [cs.A[j] @ W @ cs.B[j] for j in range(cs.N)]
+    cons = [r >= c if m else r == c for r, c, m in zip(rows, cs.rhs, cs.is_margin, strict=True)]
+    if norm == "fro":
+        objective = cp.norm(W, "fro")
+    elif norm == "nuc":
+        objective = cp.normNuc(W)
+    elif norm == "spectral":
+        objective = cp.sigma_max(W)
     else:
-        assert res.certificate is not None and not res.certificate.passed
+        objective = cp.pnorm(cp.vec(W, order="C"), norm[1])
+    problem = cp.Problem(cp.Minimize(objective), cons)
+    problem.solve(solver="CLARABEL")
+    assert problem.status == "optimal"
+    return float(problem.value)
+
+
+@pytest.mark.parametrize("norm", SMALL_BOUND_NORMS, ids=str)
+@pytest.mark.parametrize("c", [1e-7, 1e-10, 1e-12])
+def test_small_bounds_give_the_scaled_optimum(norm: str | tuple[str, float], c: float) -> None:
+    """Rows a_j W b_j >= c with a small c are the c = 1 rows with W scaled by c: the optimum is
+    c times the c = 1 optimum (cvxpy + Clarabel on the naive model), certified. The solvers'
+    absolute tolerances used to drown such bounds: p = 1 missed c = 1e-10 by 83 % (then
+    downgraded by the certificate, never solved) and gave W = 0 at c = 1e-12."""
+    small = _att_rows_with_bounds(c)
+    res = _quiet(lambda: sg.solve_svm(small, norm=norm))
+    assert res.status is sg.Status.OPTIMAL, res.message
+    assert res.certificate is not None and res.certificate.passed
+    assert res.objective is not None and res.margins is not None
+    assert res.margins.min() >= c * (1 - 1e-8)
+    np.testing.assert_allclose(
+        res.objective / c, _oracle_value(_att_rows_with_bounds(1.0), norm), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc", ("lp", 2.5)], ids=str)
+def test_small_margin_and_equality_bounds_give_the_scaled_optimum(
+    norm: str | tuple[str, float],
+) -> None:
+    """Margin rows c = 1e-9 and an equality row 0.3e-9: c times the c = 1 optimum (oracle)."""
+    n_rows = _att_rows_with_bounds(1.0).N
+    kind = np.zeros(n_rows, np.int8)
+    kind[3] = sg.EQUALITY
+    rhs = np.ones(n_rows)
+    rhs[3] = 0.3
+    res = _quiet(lambda: sg.solve_svm(_att_rows_with_bounds(1e-9 * rhs, kind), norm=norm))
+    assert res.status is sg.Status.OPTIMAL, res.message
+    assert res.objective is not None and res.margins is not None
+    np.testing.assert_allclose(res.margins[3], 0.3e-9, rtol=1e-8)
+    oracle = _oracle_value(_att_rows_with_bounds(rhs, kind), norm)
+    np.testing.assert_allclose(res.objective / 1e-9, oracle, rtol=1e-6)
+
+
+def test_rank_bounded_nuclear_with_small_bounds_is_the_scaled_answer() -> None:
+    """K, Q and the lower bound map back with the bounds' scale too (K Q^T = W)."""
+    unit = sg.solve_svm(_att_rows_with_bounds(1.0), norm="nuc", rank=1, seed=0)
+    res = _quiet(lambda: sg.solve_svm(_att_rows_with_bounds(1e-10), norm="nuc", rank=1, seed=0))
+    assert res.status is unit.status, res.message
+    assert res.objective is not None and unit.objective is not None
+    assert res.lower_bound is not None and unit.lower_bound is not None
+    np.testing.assert_allclose(res.objective / 1e-10, unit.objective, rtol=1e-8)
+    np.testing.assert_allclose(res.lower_bound / 1e-10, unit.lower_bound, rtol=1e-8)
+    assert res.K is not None and res.Q is not None and res.W is not None
+    np.testing.assert_allclose(res.K @ res.Q.T, res.W, rtol=1e-12, atol=1e-14 * np.abs(res.W).max())
+
+
+def test_bounds_of_ordinary_size_are_not_rescaled() -> None:
+    """The rows of Att-SVM (c = 1) and bounds down to 2^-20 go to the solvers untouched (their
+    answers bit for bit); smaller ones are divided by a power of two, exactly."""
+    from svmgeo.solvers._norms import SCALE_BAND, row_scale
+
+    for c in (1.0, 1e3, 1e12, 1.0 / SCALE_BAND):
+        cs = _att_rows_with_bounds(c)
+        assert row_scale(cs) == (cs, 1.0, 1.0)
+    cs = _att_rows_with_bounds(np.linspace(1e-10, 2e-10, cs.N))
+    rows, s, gamma = row_scale(cs)
+    assert s == 1.0 and gamma == 2.0 ** round(np.log2(2e-10))
+    assert np.array_equal(rows.rhs * gamma, cs.rhs) and rows.A is cs.A and rows.B is cs.B
 
 
 def test_an_infeasible_pair_of_small_bounds_is_never_optimal() -> None:
