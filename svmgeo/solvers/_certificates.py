@@ -51,6 +51,7 @@ __all__ = [
     "restore_factor",
     "spectral_certificate",
     "unit_farkas",
+    "zero_is_feasible",
     "zero_row_farkas",
 ]
 
@@ -77,6 +78,12 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     if small is not None:
         viol = viol / small
     return float(viol.max())
+
+
+def zero_is_feasible(cs: ConstraintSet) -> bool:
+    """Whether W = 0 meets every row (c_j <= 0 on margin rows, c_j = 0 on equality rows): then
+    it is the optimum of every norm, certified by λ = 0."""
+    return primal_infeasibility(cs, np.zeros(cs.N)) == 0.0
 
 
 _EPS = float(np.finfo(float).eps)

@@ -52,7 +52,7 @@ from ._certificates import (
     lift_onto_rows,
     lp_certificate,
     lp_geometry,
-    primal_infeasibility,
+    zero_is_feasible,
 )
 from ._reference import solve_reference
 from ._result import SVMResult, finish, no_solution
@@ -244,7 +244,7 @@ def _zero_when_feasible(
 ) -> SVMResult | None:
     """W = 0 with λ = 0 when W = 0 meets every row (no rows, c_j <= 0 on margin rows and
     c_j = 0 on equality rows): the optimum of every norm, certified; else None."""
-    if primal_infeasibility(cs, np.zeros(cs.N)) != 0.0:
+    if not zero_is_feasible(cs):
         return None
     return _certified(
         cs, np.zeros((cs.d, cs.d)), np.zeros(cs.N), p, tol, solver="svmgeo-lp",

@@ -52,17 +52,13 @@ from ._certificates import (
     farkas_residual,
     lift_factor,
     nuclear_certificate,
+    zero_is_feasible,
 )
 from ._factored import Compressed, FactoredProblem, compress
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
-from ._nuclear_factored import (
-    polish_nuclear,
-    solve_nuclear_factored,
-    trivial_nuclear,
-    zero_is_feasible,
-)
+from ._nuclear_factored import polish_nuclear, solve_nuclear_factored, trivial_nuclear
 from ._result import FeasibilityResult, SVMResult, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small

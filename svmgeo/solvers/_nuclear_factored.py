@@ -71,8 +71,8 @@ from ._certificates import (
     adjoint_spectral_norm,
     nuclear_certificate,
     nuclear_norm_on_rows,
-    primal_infeasibility,
     restore_factor,
+    zero_is_feasible,
     zero_row_farkas,
 )
 from ._factored import Compressed, compress
@@ -81,7 +81,7 @@ from ._status import Status
 
 # ---------------------------------------------------------------------------------------------
 
-__all__ = ["polish_nuclear", "solve_nuclear_factored", "trivial_nuclear", "zero_is_feasible"]
+__all__ = ["polish_nuclear", "solve_nuclear_factored", "trivial_nuclear"]
 
 GAP_TOL = 1e-9
 """Largest recomputed relative duality gap of an ``OPTIMAL`` factored answer."""
@@ -530,12 +530,6 @@ def polish_nuclear(
         lam /= norm
     scale = restore_factor(cs, cs.apply(W))
     return W * scale, lam, scale
-
-
-def zero_is_feasible(cs: ConstraintSet) -> bool:
-    """Whether W = 0 meets every row (c_j <= 0 on margin rows, c_j = 0 on equality rows): then
-    it is the optimum of every norm, certified by λ = 0 (:func:`trivial_nuclear`)."""
-    return primal_infeasibility(cs, np.zeros(cs.N)) == 0.0
 
 
 def trivial_nuclear(cs: ConstraintSet, solver: str, tol: float, start: float) -> SVMResult:

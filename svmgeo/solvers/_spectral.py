@@ -61,7 +61,7 @@ from ._certificates import (
     SPECTRAL,
     adjoint_nuclear_norm,
     lift_onto_rows,
-    primal_infeasibility,
+    zero_is_feasible,
 )
 from ._result import SVMResult, finish, no_solution, replaced
 from ._status import Status
@@ -190,7 +190,7 @@ def solve_spectral(cs: ConstraintSet, *, solver: str = "auto", tol: float = 1e-8
         residuals named when the certificate fails, ``SOLVER_ERROR`` when no backend answered.
     """
     start = time.perf_counter()
-    if primal_infeasibility(cs, np.zeros(cs.N)) == 0.0:  # W = 0 meets every row
+    if zero_is_feasible(cs):  # W = 0 meets every row
         return finish(
             cs, np.zeros((cs.d, cs.d)), np.zeros(cs.N), norm=SPECTRAL, tol=tol,
             status=Status.OPTIMAL, message="W = 0 meets every row", solver="svmgeo-spectral",
