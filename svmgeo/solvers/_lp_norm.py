@@ -20,7 +20,10 @@ Methods (``p`` in (1, ∞)):
 * ``"fast"`` — the smooth dual of :math:`\min \tfrac1p\|W\|_p^p`,
   :math:`\min_\mu \tfrac1q\|\Lambda(\mu)\|_q^q - c^\top\mu` (:math:`\Lambda(\mu) = \sum_j \mu_j
   a_j b_j^\top`, :math:`W(\mu) = \mathrm{sign}(\Lambda)|\Lambda|^{q-1}`) by L-BFGS-B, then an
-  active-set Newton polish of :math:`a_j^\top W(\mu) b_j = c_j` on the support rows;
+  active-set Newton polish of :math:`a_j^\top W(\mu) b_j = c_j` on the support rows; when
+  that answer fails its certificate, the nearer linear program's (p = 1 or ∞) certified at
+  p, if it does better (:func:`_nearer_linear_program`: the answer for p near 1 or very
+  large, where the smooth dual cannot go in float64);
 * ``"cvxpy"`` — the naive model with Clarabel's power cones, polished the same way;
 * ``"auto"`` — ``"fast"``, and ``"cvxpy"`` when its certificate fails (the fallback of the
   table of norms, ``_norms.py``).
@@ -55,7 +58,7 @@ from ._certificates import (
     zero_is_feasible,
 )
 from ._reference import solve_reference
-from ._result import SVMResult, finish, no_solution
+from ._result import SVMResult, finish, no_solution, replaced
 from ._status import Status
 
 __all__ = ["dual_exponent", "lp_certificate", "lp_fast", "lp_reference"]
@@ -142,7 +145,10 @@ def _newton_polish(
             J = (MS * curv[None, :]) @ MS.T
             if not (np.all(np.isfinite(J)) and np.all(np.isfinite(F))):
                 break  # |Λ|^(q-2) over- or underflowed (p near 1 or very large): no Newton step
-            step = np.linalg.lstsq(J, -F, rcond=None)[0]
+            try:
+                step = np.linalg.lstsq(J, -F, rcond=None)[0]
+            except np.linalg.LinAlgError:  # LAPACK's SVD did not converge: no Newton step
+                break
             t = 1.0
             while t > 1e-12:
                 trial = nu + t * step
@@ -288,24 +294,70 @@ def lp_fast(
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         W, lam, info = smooth(cs)
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(lam))):
-        return no_solution(
+        res = no_solution(
             cs, Status.SOLVER_ERROR,
             f"the smooth dual of p = {p:g} (q = {q:g}) left float64's range: |Λ|^(q-1) over- "
-            "or underflows for p this close to 1 or this large; use p = 1 or p = inf (linear "
-            "programs) or a moderate p",
+            "or underflows for p this close to 1 or this large",
             norm="lp", solver="svmgeo-lp-dual", extras=extras,
         )  # fmt: skip
-    return _certified(
-        cs,
-        W,
-        lam,
-        p,
-        tol,
-        solver="svmgeo-lp-dual",
-        message="smooth dual by L-BFGS-B, active-set Newton polish",
-        n_iter=info["steps"],
-        extras=extras,
-    )
+    else:
+        res = _certified(
+            cs,
+            W,
+            lam,
+            p,
+            tol,
+            solver="svmgeo-lp-dual",
+            message="smooth dual by L-BFGS-B, active-set Newton polish",
+            n_iter=info["steps"],
+            extras=extras,
+        )
+    if res.success:
+        return res
+    return _nearer_linear_program(cs, p, tol, extras, res)
+
+
+def _nearer_linear_program(
+    cs: ConstraintSet, p: float, tol: float, extras: dict[str, Any], smooth: SVMResult
+) -> SVMResult:
+    r"""The answer of the nearer linear program, :math:`e = 1` (p < 2) or :math:`e = \infty`,
+    certified at ``p``, when it beats ``smooth`` (the smooth dual's failed answer).
+
+    .. math::
+
+        \|W_e\|_p \;\ge\; \min_{\text{rows}} \|W\|_p \;\ge\;
+        \frac{c^\top \lambda_e}{\|\Lambda(\lambda_e)\|_q} \;\ge\;
+        D^{-|1/p - 1/e|}\, \|W_e\|_p \qquad (D = d^2\ \text{entries}):
+
+    :math:`W_e` meets every row, :math:`\lambda_e` scaled to :math:`\|\Lambda\|_q = 1` is dual
+    feasible, and with the program's :math:`\|W_e\|_e = c^\top\lambda_e`,
+    :math:`\|\Lambda(\lambda_e)\|_{e^*} = 1` the entrywise norm bounds
+    :math:`\|\cdot\|_p \le D^{1/p}\|\cdot\|_\infty`, :math:`\|\cdot\|_q \le \|\cdot\|_1`
+    (:math:`e = \infty`) and :math:`\|\cdot\|_p \le \|\cdot\|_1`,
+    :math:`\|\cdot\|_q \le D^{1/q}\|\cdot\|_\infty` (:math:`e = 1`) give the last inequality
+    (svmgeo's derivation). The relative gap, about :math:`|1/p - 1/e| \ln D`, is within
+    ``tol`` for p this close to 1 or this large: where the smooth dual cannot go in float64
+    (at its optimum :math:`|\Lambda_{kl}| / \max|\Lambda| = (|W_{kl}| / \max|W|)^{p-1}`,
+    :math:`2^{-(p-1)}` for an entry half the largest; near p = 1, :math:`|\Lambda|^{q-1}`
+    over- or underflows). Elsewhere the certificate reports the gap: an
+    ``OPTIMAL_INACCURATE`` upper bound. Of the two answers, the one whose certificate's
+    largest residual is smaller is returned (``smooth`` when the program fails).
+    """
+    end = 1.0 if p < 2.0 else math.inf
+    label = "l_1" if end == 1.0 else "l_inf"
+    W, lam, message = _lp_program(cs, end)
+    if W is None or lam is None:
+        return replaced(smooth, message=f"{smooth.message}; the {label} program failed: {message}")
+    res = _certified(
+        cs, W, _normalize(cs, lam, p), p, tol, solver="highs",
+        message=f"the {label} linear program's answer, certified at p = {p:g}, in place of "
+        f"the smooth dual's ({smooth.message})",
+        n_iter=0, extras=extras,
+    )  # fmt: skip
+    assert res.certificate is not None  # _certified judges every answer
+    if smooth.certificate is None or not smooth.certificate.worst <= res.certificate.worst:
+        return res  # (a NaN residual of the smooth dual loses)
+    return smooth
 
 
 def lp_reference(
@@ -367,9 +419,9 @@ def lp_reference(
         n_iter=steps,
         extras={**extras, "cvxpy_certificate": raw},
     )
-    if polished.success or not raw.passed:
+    if polished.success or (not raw.passed and np.all(np.isfinite(Wp))):
         return polished
-    return _certified(  # pragma: no cover - the polish only fails on degenerate rows
+    return _certified(  # the polish failed where cvxpy's answer certifies, or left float64
         cs, W, _normalize(cs, lam, p), p, tol, solver=label,
         message=f"cvxpy status {native!r}", n_iter=0, extras=extras,
     )  # fmt: skip

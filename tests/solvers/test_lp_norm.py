@@ -169,3 +169,78 @@ def test_extreme_exponents_never_crash_and_are_right_when_optimal() -> None:
                 )
             else:
                 assert res.objective <= v_one * (1 + 1e-9)
+
+
+def _entrywise(M: np.ndarray, r: float) -> float:
+    """(sum |M_kl|^r)^(1/r), as max|M| (sum (|M_kl| / max|M|)^r)^(1/r): |M|^r underflows."""
+    top = float(np.abs(M).max())
+    return (
+        top
+        if math.isinf(r) or top == 0.0
+        else top * float(np.sum((np.abs(M) / top) ** r)) ** (1 / r)
+    )
+
+
+@pytest.mark.parametrize("p", [700.0, 1000.0])
+def test_large_p_answers_a_feasible_w_bracketed_by_the_norm_bounds(p: float) -> None:
+    """p = 700 returned W = 0 (every row violated) as OPTIMAL_INACCURATE: the smooth dual's
+    multipliers scale as ||W||_p^(p-1) ~ 1e-267. Now a W meeting every row, with multipliers
+    whose dual value bounds the optimum from below; both within the norm bounds
+    V_inf <= V_p <= D^(1/p) V_inf (D = d^2 entries) of the l_inf optimum V_inf."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    v_inf = solve_lp(cs, math.inf).objective
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = solve_lp(cs, p, method="fast")
+    assert res.status in (sg.Status.OPTIMAL, sg.Status.OPTIMAL_INACCURATE)
+    assert res.W is not None and res.dual is not None
+    margins = np.einsum("ja,ab,jb->j", cs.A, res.W, cs.B)
+    assert np.all(margins >= cs.rhs - 1e-12)  # W meets every row: an upper bound
+    value = _entrywise(res.W, p)
+    assert v_inf * (1 - 1e-9) <= value <= (cs.d**2) ** (1 / p) * v_inf * (1 + 1e-9)
+    Lam = np.einsum("j,ja,jb->ab", res.dual, cs.A, cs.B)
+    assert np.all(res.dual >= 0.0)
+    assert _entrywise(Lam, dual_exponent(p)) <= 1.0 + 1e-10  # dual feasible: a lower bound
+    assert v_inf * (1 - 1e-9) <= res.dual @ cs.rhs <= value * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("p", [1 + 1e-9, 1 + 1e-12])
+def test_p_near_one_is_certified(p: float) -> None:
+    """p this close to 1 gave W = 0 (|Λ|^(q-1) underflows, q ~ 1e9). The l_1 program's answer
+    meets the KKT conditions of l_p within tol: its gap is at most D^(1 - 1/p) - 1 ~ 3e-9."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    v_one = solve_lp(cs, 1.0).objective
+    res = solve_lp(cs, p)
+    _assert_certified(cs, res, p)
+    assert (cs.d**2) ** (1 / p - 1) * v_one * (1 - 1e-12) <= res.objective <= v_one * (1 + 1e-12)
+
+
+def test_a_polish_leaving_float64_keeps_cvxpys_answer() -> None:
+    """method='cvxpy' at p = 1 + 1e-12: the Newton polish's |Λ|^(q-1) overflows; the answer was
+    W = NaN (objective NaN); cvxpy's own finite answer is kept instead."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = solve_lp(cs, 1 + 1e-12, method="cvxpy")
+    assert res.W is not None and np.all(np.isfinite(res.W))
+    assert math.isfinite(res.objective)
+
+
+def test_a_lapack_failure_in_the_polish_is_no_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    """np.linalg.lstsq may raise LinAlgError (SVD did not converge); the polish stops there and
+    the answer is judged by its certificate as any other."""
+
+    def no_svd(*args: object, **kwargs: object) -> None:
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    cs = _rows(0)
+    monkeypatch.setattr(np.linalg, "lstsq", no_svd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = solve_lp(cs, 1.5, method="fast")
+    assert res.certificate is not None and res.W is not None
+    assert res.success == res.certificate.passed  # OPTIMAL only where svmgeo's check holds
+    assert np.all(np.isfinite(res.W))
