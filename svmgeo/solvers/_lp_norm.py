@@ -394,20 +394,27 @@ def lp_reference(
             extras=extras,
         )
     raw = lp_certificate(cs, W, _normalize(cs, lam, p), p, tol)
-    if p == 1.0 or math.isinf(p):  # a linear program: nothing to polish
+
+    def as_solved(W: np.ndarray = W, lam: np.ndarray = lam) -> SVMResult:
         return _certified(
             cs, W, _normalize(cs, lam, p), p, tol, solver=label,
             message=f"cvxpy status {native!r}", n_iter=0, extras=extras,
         )  # fmt: skip
+
+    if p == 1.0 or math.isinf(p):  # a linear program: nothing to polish
+        return as_solved()
     # polish: the multipliers of min ||W||_p/p^p are mu = lambda ||W||_p^(p-1), starting
     # from the rows that are tight at cvxpy's W (its small interior-point duals of inactive
     # rows are not zeros)
     q = dual_exponent(p)
     M = _row_matrix(cs)
     tight = cs.apply(W) - cs.rhs <= 1e-6 * max(1.0, float(np.abs(cs.rhs).max()))
-    mu0 = lam * lp_geometry(p).value(W) ** (p - 1.0)
-    mu, steps = _newton_polish(cs, M, q, np.where(tight, mu0, 0.0), active=tight)
-    Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mu0 = lam * lp_geometry(p).value(W) ** (p - 1.0)
+        mu, steps = _newton_polish(cs, M, q, np.where(tight, mu0, 0.0), active=tight)
+        Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
+    if not (np.all(np.isfinite(Wp)) and np.all(np.isfinite(mu))):
+        return as_solved()  # |Λ|^(q-1) left float64 (p near 1 or very large): cvxpy's answer
     polished = _certified(
         cs,
         Wp,
@@ -419,9 +426,4 @@ def lp_reference(
         n_iter=steps,
         extras={**extras, "cvxpy_certificate": raw},
     )
-    if polished.success or (not raw.passed and np.all(np.isfinite(Wp))):
-        return polished
-    return _certified(  # the polish failed where cvxpy's answer certifies, or left float64
-        cs, W, _normalize(cs, lam, p), p, tol, solver=label,
-        message=f"cvxpy status {native!r}", n_iter=0, extras=extras,
-    )  # fmt: skip
+    return polished if polished.success or not raw.passed else as_solved()

@@ -224,6 +224,7 @@ def test_a_polish_leaving_float64_keeps_cvxpys_answer() -> None:
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        warnings.simplefilter("error", RuntimeWarning)  # the overflow stays inside
         res = solve_lp(cs, 1 + 1e-12, method="cvxpy")
     assert res.W is not None and np.all(np.isfinite(res.W))
     assert math.isfinite(res.objective)
