@@ -464,12 +464,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
             plain = float(np.linalg.norm(a))
         return plain if np.isfinite(plain) else entrywise_norm(a, 2.0)
 
+    rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
+    _check_optimizer_flags(args, rule, OPTIMIZERS[rule].options)
     save = _save_path(args.save) if args.save else None
     data = _load(args)
     options = _gd_options(args)
     if args.optimizer != "gd":
         options["backend"] = args.backend  # None: the optimizer's own default (OPTIMIZERS)
-        rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
         takes_seed = "seed" in OPTIMIZERS[rule].options
         if options["init"] == "zero" or (args.seed is None and not takes_seed):
             del options["seed"]  # the default seed of random starts, not the user's option
@@ -506,6 +507,32 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["saved"] = save
     _emit(summary, args.json)
     return 0
+
+
+def _check_optimizer_flags(args: argparse.Namespace, rule: str, takes: tuple[str, ...]) -> None:
+    """Refuse, in the command line's spelling, the flags of ``svmgeo train`` that the rule
+    ``--optimizer`` names does not take (``takes``: its options in :data:`svmgeo.gd.OPTIMIZERS`).
+
+    Each flag stands for the keyword of ``train`` the rule must take; ``--init-scale`` starts
+    from seeded random weights, so it needs a rule that takes ``seed``.
+    """
+    given = {
+        "--param": ("param", args.param != "W"),
+        "--m": ("m", args.m is not None),
+        "--attention": ("attention", args.attention != "softmax"),
+        "--train-head": ("train_head", args.train_head),
+        "--normalize-eps": ("normalize_eps", args.normalize_eps != 0.0),
+        "--plain": ("normalized", args.plain),
+        "--exponent": ("exponent", args.exponent is not None),
+        "--init-scale": ("seed", bool(args.init_scale)),
+    }
+    foreign = [flag for flag, (option, on) in given.items() if on and option not in takes]
+    if foreign:
+        spelled = rule if isinstance(args.optimizer, str) else f"{rule}:{args.optimizer[1]:g}"
+        raise ProblemError(
+            f"--optimizer {spelled} does not take {', '.join(foreign)}; drop "
+            f"{'it' if len(foreign) == 1 else 'them'} (see --optimizer in svmgeo train --help)."
+        )
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -985,7 +1012,7 @@ def build_parser() -> argparse.ArgumentParser:
         "neither --param KQ/p, --m, --train-head, --normalize-eps nor --init-scale; steps "
         "normalized unless --plain; numpy kernels unless --backend), or sign / steepest l_Q "
         "(1 <= Q <= inf, e.g. steepest:1.5) / spectral / adam descent (docs/optimizers.md; "
-        "--param W or KQ) (default gd)",
+        "--param W or KQ; neither --plain, --train-head nor --normalize-eps) (default gd)",
     )
     p.add_argument(
         "--exponent",

@@ -595,7 +595,15 @@ def train(
             f"got the string {record!r}."
         )
     if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
+        if normalized is False:
+            raise ProblemError(
+                "step_size='polyak' takes normalized steps, W <- W - eta_t g / ||g||_F; got "
+                "normalized=False. Drop normalized, or pass a float step_size."
+            )
         optimizer, q = "steepest", 2.0
+        asked = "step_size='polyak' (GD's Polyak step, run by optimizer=('steepest', 2))"
+    else:
+        asked = f"optimizer={optimizer!r} ({OPTIMIZERS[optimizer].summary})"
     rule = OPTIMIZERS[optimizer]
     rule_options = dict(
         adam_beta1=adam_beta1, adam_beta2=adam_beta2, adam_eps=adam_eps,
@@ -608,13 +616,15 @@ def train(
         normalize_eps=(normalize_eps, 0.0), callback=(callback, None),
         attention=(attention, "softmax"),
         **{name: (value, None) for name, value in rule_options.items()},
+        # GDConfig refuses gd's exponent with its own hint; the other rules never see it
+        **({} if optimizer == "gd" else {"exponent": (exponent, None)}),
     )  # fmt: skip
     foreign = [name for name, (value, default) in given.items()
                if value != default and name not in rule.options]  # fmt: skip
     if foreign:
         raise ProblemError(
-            f"optimizer={optimizer!r} ({rule.summary}) takes {', '.join(rule.options)}; got "
-            f"the option(s) {', '.join(foreign)} of another optimizer."
+            f"{asked} takes {', '.join(rule.options)}; got the option(s) {', '.join(foreign)} "
+            "of another optimizer."
         )
     normalized = rule.default_normalized if normalized is None else normalized
     backend = rule.default_backend if backend is None else backend

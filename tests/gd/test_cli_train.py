@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import svmgeo as sg
 from svmgeo.cli import main
@@ -63,7 +64,7 @@ def test_cli_train_optimizer_mirror_is_train_mirror(capsys) -> None:  # type: ig
     assert main([*args, "--optimizer", "mirror"]) == 2  # no exponent
     assert "needs exponent=" in capsys.readouterr().err
     assert main([*args, "--exponent", "1.5"]) == 2  # an exponent for GD
-    assert "exponent=1.5 is the l_p exponent of optimizer='mirror'" in capsys.readouterr().err
+    assert "--optimizer gd does not take --exponent" in capsys.readouterr().err
 
 
 def test_cli_train_does_not_blame_options_never_passed(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -72,4 +73,33 @@ def test_cli_train_does_not_blame_options_never_passed(capsys) -> None:  # type:
     args = ["train", "--n", "3", "--T", "4", "--d", "5", "--steps", "5"]
     assert main([*args, "--optimizer", "mirror", "--exponent", "1.5", "--param", "KQ"]) == 2
     err = capsys.readouterr().err
-    assert "param" in err and "seed" not in err
+    assert "--param" in err and "seed" not in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        # mirror starts from zero or an array: a seeded random start is not one of its options
+        (["--optimizer", "mirror", "--exponent", "1.5", "--init-scale", "0.1"], "--init-scale"),
+        (["--optimizer", "mirror", "--exponent", "1.5", "--m", "2", "--train-head"],
+         "--m, --train-head"),
+        (["--optimizer", "sign", "--plain"], "--plain"),
+        (["--optimizer", "steepest:1.5", "--exponent", "1.5"], "--exponent"),
+    ],
+)  # fmt: skip
+def test_cli_train_names_foreign_options_as_the_command_line_spells_them(
+    flags: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Options the chosen --optimizer does not take are refused as flags (the errors said
+    'init must be numeric; got dtype <U32' for --init-scale, and named train's keywords)."""
+    args = ["train", "--n", "3", "--T", "4", "--d", "5", "--steps", "5"]
+    assert main([*args, *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"does not take {named};" in err
+    assert "dtype" not in err and "another optimizer" not in err
+
+
+def test_cli_train_mirror_from_init_scale_zero_is_its_zero_start(capsys) -> None:  # type: ignore[no-untyped-def]
+    """--init-scale 0 is the zero start, which mirror descent takes."""
+    args = ["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "1", "--steps", "5"]
+    assert main([*args, "--optimizer", "mirror", "--exponent", "1.5", "--init-scale", "0"]) == 0

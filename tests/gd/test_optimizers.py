@@ -302,6 +302,29 @@ def test_bad_options_name_the_argument(kw: dict[str, object], words: str) -> Non
     assert words in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("kw", "named"),
+    [
+        ({"optimizer": "sign", "exponent": 1.5}, "exponent"),
+        ({"optimizer": "adam", "exponent": 1.5}, "exponent"),
+        ({"step_size": "polyak", "exponent": 1.5}, "exponent"),
+        ({"step_size": "polyak", "train_head": True}, "train_head"),
+        ({"step_size": "polyak", "normalized": False}, "normalized=False"),
+    ],
+)
+def test_options_of_other_rules_are_refused_naming_what_was_asked(
+    kw: dict[str, object], named: str
+) -> None:
+    """The steepest rules ignored mirror's ``exponent``; GD's Polyak step (run by
+    ``('steepest', 2)``) blamed ``optimizer='steepest'``, which the user never named."""
+    with pytest.raises(sg.ProblemError) as err:
+        sg.train(DATA, n_steps=2, **kw)  # type: ignore[arg-type]
+    message = str(err.value)
+    assert named in message
+    if kw.get("step_size") == "polyak":
+        assert message.startswith("step_size='polyak'") and "optimizer='steepest'" not in message
+
+
 @pytest.mark.parametrize("optimizer", ["sign", "spectral", "adam"])
 def test_cli_train_takes_the_new_optimizers(optimizer: str, capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "1", "--steps", "20"]
