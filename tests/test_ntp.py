@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from decimal import Context, Decimal, getcontext, localcontext
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -194,6 +196,46 @@ def _mp_gradient(data: sg.NextTokenData, W: np.ndarray, loss: str) -> np.ndarray
     return np.array([[float(G[r, c]) / data.n for c in range(d)] for r in range(d)])
 
 
+def _largest_exact_gradient_entry(data: sg.NextTokenData, W: np.ndarray, loss: str) -> Decimal:
+    """max |dL/dW_pq| at 50 digits with an exponent range far beyond float64's (decimal):
+    the chain rule of :func:`_mp_gradient`, entries that float64 cannot hold included (in
+    the caller's decimal context)."""
+    ctx = getcontext()  # the caller's: 50 digits, exponents to 1e6
+    E = [[Decimal(float(x)) for x in row] for row in data.embeddings]
+    Wd = [[Decimal(float(x)) for x in row] for row in W]
+    d, V = data.d, data.V
+
+    def dot(a: list[Decimal], b: list[Decimal]) -> Decimal:
+        return sum((x * y for x, y in zip(a, b, strict=True)), Decimal(0))
+
+    G = [[Decimal(0)] * d for _ in range(d)]
+    for i in range(data.n):
+        toks = [int(t) for t in data.tokens[i] if t >= 0]
+        z = E[int(data.last[i])]
+        Wz = [dot(Wd[p], z) for p in range(d)]
+        a = [dot(E[t], Wz) for t in toks]
+        w = [ctx.exp(v - max(a)) for v in a]
+        s = [ctx.divide(v, sum(w)) for v in w]
+        y = int(data.labels[i])
+        if loss == "ce":
+            f = [sum(s[t] * E[toks[t]][p] for t in range(len(toks))) for p in range(d)]
+            o = [dot(E[v], f) for v in range(V)]
+            eo = [ctx.exp(v - max(o)) for v in o]
+            pr = [ctx.divide(v, sum(eo)) - (1 if v_ == y else 0) for v_, v in enumerate(eo)]
+            gf = [sum(pr[v] * E[v][p] for v in range(V)) for p in range(d)]
+            gs = [dot(E[t], gf) for t in toks]
+            mean = sum(s[t] * gs[t] for t in range(len(toks)))
+            ga = [s[t] * (gs[t] - mean) for t in range(len(toks))]
+        else:
+            mass = sum(s[t] for t in range(len(toks)) if toks[t] == y)
+            ga = [s[t] - (s[t] / mass if toks[t] == y else 0) for t in range(len(toks))]
+        for t, tok in enumerate(toks):
+            for p in range(d):
+                for q in range(d):
+                    G[p][q] += ga[t] * E[tok][p] * z[q]
+    return max(abs(x) for row in G for x in row) / data.n
+
+
 @pytest.mark.parametrize("loss", ["ce", "retrieval"])
 def test_gradient_stays_exact_far_out(loss: str) -> None:
     """At ||W|| ~ 60 the attention is one-hot to 1e-25: the gradient must not be rounding noise."""
@@ -215,6 +257,25 @@ def test_normalized_steps_go_on_where_the_gradient_norm_underflows() -> None:
     assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == 1200
     G = sg.ntp_loss_and_grad(data, run.W)[1]
     assert np.any(G) and float(np.linalg.norm(G)) == 0.0  # the case itself
+
+
+@pytest.mark.parametrize("loss", ["ce", "retrieval"])
+def test_a_gradient_underflowed_to_zero_is_not_called_stationary(loss: str) -> None:
+    """Far out, every entry of G underflows to 0 in float64 (the risk has no log-domain
+    scale) while the exact gradient is not zero: the run stops with GRADIENT_UNDERFLOW, not
+    STATIONARY, and its message gives no init advice (train_ntp takes no init)."""
+    data = sg.random_next_token_data(4, 3, 4, 4, tier_size=1, seed=1)
+    run = sg.train_ntp(data, loss=loss, step_size=5.0, n_steps=3000, record_every=3000)
+    assert run.status is sg.StopStatus.GRADIENT_UNDERFLOW and run.n_steps < 3000
+    assert not np.any(sg.ntp_loss_and_grad(data, run.W, loss=loss)[1])  # zero in float64
+    with localcontext(Context(prec=50, Emin=-(10**6), Emax=10**6)):
+        largest = _largest_exact_gradient_entry(data, run.W, loss)
+        near = run.W / 200.0  # the reference itself, where float64 holds the gradient
+        G_near = sg.ntp_loss_and_grad(data, near, loss=loss)[1]
+        reference = float(_largest_exact_gradient_entry(data, near, loss))
+    np.testing.assert_allclose(np.max(np.abs(G_near)), reference, rtol=1e-9)
+    assert 0 < largest < Decimal("5e-324")  # not zero: no stationary point, only an underflow
+    assert "init" not in run.message
 
 
 def test_train_ntp_is_a_gdrun_of_the_one_loop() -> None:

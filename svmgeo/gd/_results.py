@@ -189,10 +189,9 @@ _MESSAGES = {
         "log_domain=True go on past this point"
     ),
     StopStatus.STATIONARY: (
-        "stopped after {n} steps: the step direction is exactly zero in float64, every entry "
-        "(a stationary point, e.g. K = Q = 0 with param='KQ', which init=('random', 0.1) "
-        "avoids where the entry point takes init; or, for a risk without a log-domain scale "
-        "such as train_ntp's, a gradient below float64's smallest number)"
+        "stopped after {n} steps: the gradient is exactly zero, a stationary point (e.g. "
+        "K = Q = 0 with param='KQ', which init=('random', 0.1) avoids; where every query "
+        "sees a single key, T = 1 or its mask, every W is stationary and no start helps)"
     ),
     StopStatus.CONVERGED: "stopped after {n} steps: the gradient norm reached grad_tol",
     StopStatus.SATURATED: "stopped after {n} steps: every softmax reached 1 - saturation_tol",
@@ -206,10 +205,28 @@ _MESSAGES = {
 }
 
 
+#: The next-token risk's own (:func:`svmgeo.ntp.train_ntp`: no init, no log-domain scale).
+_NEXT_TOKEN_MESSAGES = {
+    StopStatus.STATIONARY: (
+        "stopped after {n} steps: the gradient is exactly zero: no sample has a token other "
+        "than its label, so the risk is the same for every W"
+    ),
+    StopStatus.GRADIENT_UNDERFLOW: (
+        "stopped after {n} steps: every entry of the gradient is zero in float64, below its "
+        "smallest number (the next-token risk has no log-domain scale to go on with); W is "
+        "the last iterate"
+    ),
+}
+
+
 def stop_message(status: StopStatus, n: int, config: GDConfig) -> str:
-    """Why a run of ``config`` stopped after ``n`` steps: the update rule's own message
-    (:attr:`Optimizer.messages`) where it has one, else the loop's."""
-    own = OPTIMIZERS[config.optimizer].messages
+    """Why a run of ``config`` stopped after ``n`` steps: the next-token risk's or the update
+    rule's own message (:attr:`Optimizer.messages`) where it has one, else the loop's."""
+    own = (
+        _NEXT_TOKEN_MESSAGES
+        if config.risk == "next_token"
+        else OPTIMIZERS[config.optimizer].messages
+    )
     return own.get(status, _MESSAGES[status]).format(n=n)
 
 

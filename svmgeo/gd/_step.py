@@ -56,8 +56,8 @@ class StepState(NamedTuple):
 class GradientStep:
     r"""(Normalized) gradient descent on a :class:`~svmgeo.gd._loop.Risk`, from ``W0``.
 
-    Stops with ``STATIONARY`` when the gradient is exactly zero, ``NON_FINITE`` when a step
-    would give a non-finite W and ``OVERFLOW`` when it would take :math:`\|W\|_F` past
+    Stops with ``zero_status`` when the gradient is zero in float64, ``NON_FINITE`` when a
+    step would give a non-finite W and ``OVERFLOW`` when it would take :math:`\|W\|_F` past
     ``risk.max_norm`` (neither is taken).
 
     Parameters
@@ -65,14 +65,26 @@ class GradientStep:
     config : GDConfig
     risk : Risk
     W0 : array of shape (d, d)
+    zero_status : StopStatus, default ``STATIONARY``
+        The status of a gradient that is zero in float64: ``STATIONARY`` where that zero is
+        exact (a log-domain risk's ``M = -inf``), ``GRADIENT_UNDERFLOW`` for a risk without a
+        log-domain scale, where it may be an underflow.
     """
 
     keys: tuple[str, ...] = ("step", "loss", "W", "W_norm")
 
-    def __init__(self, config: GDConfig, risk: Risk, W0: np.ndarray) -> None:
+    def __init__(
+        self,
+        config: GDConfig,
+        risk: Risk,
+        W0: np.ndarray,
+        *,
+        zero_status: StopStatus = StopStatus.STATIONARY,
+    ) -> None:
         self.config = config
         self.risk = risk
         self.W0 = np.array(W0, dtype=float)
+        self.zero_status = zero_status
 
     def init_state(self) -> StepState:
         one = np.zeros(1, np.int64)
@@ -92,7 +104,7 @@ class GradientStep:
                 top = float(np.max(np.abs(G)))
                 size = top * float(np.linalg.norm(G / top))
             if size == 0.0 or not math.isfinite(M):
-                code = CODE_OF[StopStatus.STATIONARY]
+                code = CODE_OF[self.zero_status]
                 break
             with np.errstate(over="ignore", invalid="ignore"):
                 W_new = W - eta * (G / size if normalized else math.exp(M) * G)

@@ -115,12 +115,23 @@ def ntp_loss_and_grad(
 class NextTokenRisk:
     r"""The next-token risk :math:`L(W)` of :func:`ntp_loss_and_grad`, as the training loop
     takes a risk (:class:`svmgeo.gd.Risk`): ``value``, ``log_grad`` (:math:`M = 0`, or
-    :math:`-\infty` at an exactly zero gradient), ``d``, ``max_norm``.
+    :math:`-\infty` where the gradient is zero in float64), ``d``, ``max_norm``, ``constant``.
+
+    The gradient has no log-domain scale here, so a zero in float64 is exactly zero only where
+    ``constant`` says so; elsewhere its entries may have underflowed (the attention on the
+    other tokens below float64's smallest number).
 
     Parameters
     ----------
     data : NextTokenData
     loss : {"ce", "retrieval"}
+
+    Attributes
+    ----------
+    constant : bool
+        Whether :math:`L` is the same for every W: each sample's context holds one token (its
+        label), so its attention averages equal rows and :math:`\nabla L = 0` exactly, in
+        float64 too.
     """
 
     def __init__(self, data: NextTokenData, loss: str = "ce") -> None:
@@ -128,6 +139,8 @@ class NextTokenRisk:
         self.loss = check_option(loss, "loss", NTP_LOSSES, where="NextTokenRisk")
         self.d = data.d
         self.max_norm = _NORM_LIMIT
+        first = data.tokens[np.arange(data.n), np.argmax(data.valid, axis=1)]
+        self.constant = bool(np.all((data.tokens == first[:, None]) | ~data.valid))
 
     def value(self, W: np.ndarray) -> float:
         return ntp_loss_and_grad(self.data, W, loss=self.loss)[0]

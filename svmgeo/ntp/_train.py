@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..gd import GDConfig, GDRun, GradientStep, run_loop
+from ..gd import GDConfig, GDRun, GradientStep, StopStatus, run_loop
 from ._data import NextTokenData, check_data
 from ._risk import NextTokenRisk
 
@@ -47,9 +47,11 @@ def train_ntp(
     -------
     GDRun
         ``run.W`` (d, d); ``run.history`` records ``step``, ``loss``, ``W`` and ``W_norm``;
-        ``status`` is ``MAX_STEPS``, or ``STATIONARY`` where the gradient is exactly zero
-        (e.g. no sample has a token other than its label), ``NON_FINITE`` or ``OVERFLOW``
-        (a step that would leave float64's range; not taken).
+        ``status`` is ``MAX_STEPS``; ``STATIONARY`` where the gradient is exactly zero
+        because no sample has a token other than its label (the risk is constant);
+        ``GRADIENT_UNDERFLOW`` where it is zero in float64 otherwise (its entries fell below
+        float64's smallest number: this risk has no log-domain scale); ``NON_FINITE`` or
+        ``OVERFLOW`` (a step that would leave float64's range; not taken).
 
     Examples
     --------
@@ -65,4 +67,6 @@ def train_ntp(
         caller="train_ntp",
     )  # fmt: skip
     risk = NextTokenRisk(data, loss)
-    return run_loop(GradientStep(cfg, risk, np.zeros((data.d, data.d))))[0]
+    # no log-domain scale: a zero gradient is exact only where the risk is constant
+    zero = StopStatus.STATIONARY if risk.constant else StopStatus.GRADIENT_UNDERFLOW
+    return run_loop(GradientStep(cfg, risk, np.zeros((data.d, data.d)), zero_status=zero))[0]

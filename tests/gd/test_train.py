@@ -116,6 +116,7 @@ def test_exactly_zero_gradients_are_stationary_not_underflow(
     one_token = sg.random_data(3, 1, 4, seed=0)  # nothing to select: the risk is constant
     run = sg.train(one_token, n_steps=10, backend=backend, **mode)
     assert run.status is StopStatus.STATIONARY and run.n_steps == 0
+    assert "no start helps" in run.message  # T = 1: every W is stationary, init is no cure
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
