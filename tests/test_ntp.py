@@ -359,3 +359,9 @@ def test_ntp_verification_checks_its_inputs() -> None:
         sg.ntp_loss_and_grad(data, W, keep=np.full((data.n, data.T), 0.5))
     with pytest.raises(sg.ProblemError, match="verify_ntp_training"):
         sg.ntp.verify_ntp_training(data, loss="bogus")
+    for bad in ({"step_size": "x"}, {"n_steps": 0}, {"record_every": 0}):
+        with pytest.raises(sg.ProblemError, match="parameter of verify_ntp_training"):
+            sg.ntp.verify_ntp_training(data, **bad)  # type: ignore[arg-type]
+    with pytest.raises(sg.ProblemError) as err:  # train_ntp takes no optimizer, no Polyak step
+        sg.train_ntp(data, step_size="polyak")
+    assert "parameter of train_ntp" in str(err.value) and "optimizer='gd'" not in str(err.value)

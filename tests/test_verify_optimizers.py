@@ -106,3 +106,16 @@ def test_bad_options_name_the_argument(kw: dict[str, object], words: str) -> Non
     with pytest.raises(sg.ProblemError) as err:
         sg.verify(DATA, n_steps=5, **kw)  # type: ignore[arg-type]
     assert words in str(err.value)
+
+
+def test_gd_polyak_is_verified_as_train_runs_it() -> None:
+    """verify(step_size="polyak") ran GD's path, whose records train's Polyak rule (run as
+    ("steepest", 2)) refused as "option(s) record of another optimizer", never passed by the
+    user; it is now that rule's verification, on train's own run."""
+    data = sg.random_data(4, 3, 4, seed=1)  # Att-SVM(opt) feasible: Polyak's target attained
+    rep = sg.verify(data, step_size="polyak", n_steps=40, backend="numpy")
+    run = sg.train(data, step_size="polyak", n_steps=40, backend="numpy")
+    assert rep.method == "steepest:2"
+    np.testing.assert_allclose(rep.W, run.W, rtol=1e-12)
+    with pytest.raises(sg.ProblemError, match="step_size='polyak' takes normalized steps"):
+        sg.verify(data, step_size="polyak", normalized=False, n_steps=5)

@@ -607,11 +607,16 @@ class GDConfig:
         if isinstance(self.step_size, str):
             memory = rule == "adam" or (rule == "spectral" and self.spectral_momentum > 0.0)
             if self.step_size != POLYAK or rule not in STEEPEST_RULES or memory:
+                with_rule = "" if rule == "gd" else f" with optimizer={rule!r}"
+                polyak = (
+                    " ('polyak' is the Polyak step of train, for optimizer 'gd', 'sign', "
+                    "('steepest', q) or 'spectral' without momentum.)"
+                    if self.step_size == POLYAK
+                    else ""
+                )
                 raise ProblemError(
-                    f"The 'step_size' parameter of {where} must be a float in (0, inf), or "
-                    f"'polyak' for optimizer 'gd', 'sign', ('steepest', q) or 'spectral' "
-                    f"without momentum; got step_size={self.step_size!r} with "
-                    f"optimizer={rule!r}."
+                    f"The 'step_size' parameter of {where} must be a float in (0, inf); got "
+                    f"step_size={self.step_size!r}{with_rule}.{polyak}"
                 )
             if self.param != "W":
                 raise ProblemError(

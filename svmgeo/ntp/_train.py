@@ -60,11 +60,28 @@ def train_ntp(
     >>> run.W.shape, run.status
     ((8, 8), <StopStatus.MAX_STEPS: 'max_steps'>)
     """
-    data = check_data(data, "train_ntp")
+    return run_next_token(
+        data, loss=loss, step_size=step_size, normalized=normalized, n_steps=n_steps,
+        record_every=record_every, caller="train_ntp",
+    )  # fmt: skip
+
+
+def run_next_token(
+    data: NextTokenData,
+    *,
+    loss: str,
+    step_size: float,
+    normalized: bool,
+    n_steps: int,
+    record_every: int | None,
+    caller: str,
+) -> GDRun:
+    """:func:`train_ntp` for the entry point ``caller``, which its errors name."""
+    data = check_data(data, caller)
     cfg = GDConfig(
         risk="next_token", loss=loss, step_size=step_size, normalized=normalized,
         n_steps=n_steps, record_every=record_every, record=("loss", "W", "W_norm"),
-        caller="train_ntp",
+        caller=caller,
     )  # fmt: skip
     risk = NextTokenRisk(data, loss)
     # no log-domain scale: a zero gradient is exact only where the risk is constant

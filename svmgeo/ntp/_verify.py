@@ -20,7 +20,7 @@ from ._data import NextTokenData, check_data, check_weights
 from ._finite import FiniteComponent, finite_component
 from ._risk import forward
 from ._svm import graph_svm
-from ._train import train_ntp
+from ._train import run_next_token
 
 __all__ = ["NTPReport", "NTPVerification", "verify_ntp", "verify_ntp_training"]
 
@@ -273,18 +273,14 @@ def verify_ntp_training(
     """
     data = check_data(data, "verify_ntp_training")
     check_option(loss, "loss", NTP_LOSSES, where="verify_ntp_training")
+    run = run_next_token(
+        data, loss=loss, step_size=step_size, normalized=normalized, n_steps=n_steps,
+        record_every=record_every, caller="verify_ntp_training",
+    )  # fmt: skip
     svm = graph_svm(data)
     if svm.W is None:
         raise ProblemError(f"the Graph-SVM has no solution ({svm.status}: {svm.message}).")
     fin = finite_component(data, loss=loss)
-    run = train_ntp(
-        data,
-        loss=loss,
-        step_size=step_size,
-        normalized=normalized,
-        n_steps=n_steps,
-        record_every=record_every,
-    )
     h = run.history
     assert run.W is not None and h.W is not None and h.loss is not None  # train_ntp records them
     checks = [verify_ntp(data, W, svm=svm, fin=fin) for W in h.W]

@@ -114,7 +114,8 @@ def verify(
         Width of K and Q (default d). With ``m < d`` the nuclear SVM carries the rank bound m.
     loss, head, v, V, lam, step_size, n_steps, normalized, backend, record_every
         As in :func:`~svmgeo.train` (``n_steps`` defaults to 2000 here, ``loss`` to
-        ``"logistic"``).
+        ``"logistic"``); GD's ``step_size="polyak"`` runs, as in ``train``, as
+        ``optimizer=("steepest", 2)`` and is reported as that rule.
     init : "zero", ("random", scale), array, (K, Q), or "cone"
         As in :func:`~svmgeo.train`, plus ``"cone"``: start in the cone around
         :math:`W^{\mathrm{mm}}_\alpha` of the selection ``alpha``,
@@ -187,6 +188,13 @@ def verify(
     threshold = _check_options(data, param, head, threshold, optimizer, train_options)
     loss = "logistic" if loss is None else loss
     rule, q = resolve_optimizer(optimizer, "verify")
+    if rule == "gd" and isinstance(step_size, str) and step_size == "polyak":
+        if normalized is not True:
+            raise ProblemError(
+                f"verify: step_size='polyak' takes normalized steps; got normalized="
+                f"{normalized!r}. Drop normalized, or pass a float step_size."
+            )
+        rule, q = "steepest", 2.0  # GD's Polyak step, run as train runs it
     _refuse_unused(
         rule in STEEPEST_RULES, attention != "softmax" or param == "p" or bool(train_head),
         normalized, V, lam, init, (cone_radius, cone_noise),
