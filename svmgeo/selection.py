@@ -102,12 +102,18 @@ def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
     """
     data = check_data(data, "optimal_token_sets")
     tol = check_real(tol, "tol", low=0.0, high=1.0, high_open=True, where="optimal_token_sets")
-    S = np.where(data.visible, scores_full(data), -np.inf)
-    scale = np.max(np.where(np.isfinite(S), np.abs(S), 0.0), axis=2, keepdims=True)
-    eps = tol * scale
-    best = S.max(axis=2, keepdims=True)
-    sets = data.visible & (best - eps <= S)
+    sets = tied_maxima(np.where(data.visible, scores_full(data), -np.inf), tol)
     return sets[:, 0, :] if data.single_query else sets
+
+
+def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL) -> np.ndarray:
+    r"""The maximizers of each row of scores ``S`` (``-inf`` where a token is not visible) up to
+    ``tol`` relative to the row's scale: :math:`S_t \ge \max_\tau S_\tau - \mathrm{tol}
+    \cdot \max_{\tau\ \mathrm{visible}} |S_\tau|`, bool of ``S``'s shape (the rule of
+    :func:`optimal_token_sets`, which :class:`svmgeo.gd.RiskOracle` shares)."""
+    visible = np.isfinite(S)
+    scale = np.max(np.where(visible, np.abs(S), 0.0), axis=-1, keepdims=True)
+    return visible & (S.max(axis=-1, keepdims=True) - tol * scale <= S)
 
 
 def optimal_tokens(

@@ -151,13 +151,9 @@ class RiskOracle:
         :func:`svmgeo.optimal_token_sets`' relative tolerance; None for another head."""
         if self._gamma is None:
             return None
-        from ..selection import TIE_RTOL
+        from ..selection import tied_maxima
 
-        gam = self._gamma
-        visible = np.isfinite(gam)
-        scale = np.max(np.where(visible, np.abs(gam), 0.0), axis=2, keepdims=True)
-        best = gam.max(axis=2, keepdims=True)
-        return visible & (best - TIE_RTOL * scale <= gam)
+        return tied_maxima(self._gamma)
 
     @property
     def infimum_attained(self) -> bool | None:
