@@ -123,9 +123,22 @@ class ConstraintSet:
                 f"({N}); got {checked['seq'].shape[0]}."
             )
         for name, value in checked.items():
-            if value is not getattr(self, name):  # converted (e.g. float32 to float64)
-                object.__setattr__(self, name, value)
+            if value is getattr(self, name) and value.flags.writeable:
+                value = value.copy()  # the caller's own array: it stays theirs, and writeable
+            object.__setattr__(self, name, value)
             value.flags.writeable = False
+
+    @classmethod
+    def _from_checked(cls, **fields: Any) -> ConstraintSet:
+        """A set of ``fields`` (every attribute) that its builder has checked and made what the
+        attributes say, in arrays of its own (:func:`pair_constraints`): the checks of
+        ``__post_init__`` are not run twice. The arrays are made read-only."""
+        self = cls.__new__(cls)
+        for name, value in fields.items():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        return self
 
     @cached_property
     def N(self) -> int:
@@ -323,6 +336,20 @@ def _array(
                        hint=_ROWS_HINT)  # fmt: skip
 
 
+def _one_or_per_row(
+    value: Any, name: str, N: int, where: str, *, dtype: type = np.float64, hint: str = ""
+) -> np.ndarray:
+    """``value``, one entry or one per row, as a read-only view of shape (N,), checked by
+    :func:`check_array` (finite, of ``dtype``); else a :class:`ProblemError` naming ``where``."""
+    given = check_array(value, f"'{name}' of {where}", ndim=(0, 1), dtype=dtype, hint=hint)
+    if given.ndim == 1 and given.shape[0] not in (1, N):
+        raise ProblemError(
+            f"'{name}' of {where} must be one entry or one per row, shape ({N},); got shape "
+            f"{given.shape}."
+        )
+    return np.broadcast_to(given, (N,))
+
+
 def _row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
     """``kind`` as int8 of shape (N,) (a scalar is broadcast), every entry :data:`MARGIN` or
     :data:`EQUALITY`; else a :class:`ProblemError` naming ``where``."""
@@ -330,14 +357,8 @@ def _row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
         kinds = kind
     elif isinstance(kind, (int, np.integer)) and not isinstance(kind, bool) and kind in (0, 1):
         kinds = np.full(N, kind, dtype=np.int8)  # MARGIN or EQUALITY for every row
-    else:
-        given = check_array(kind, f"'kind' of {where}", ndim=(0, 1), dtype=np.int64)
-        if given.ndim == 1 and given.shape[0] not in (1, N):
-            raise ProblemError(
-                f"'kind' of {where} must be a single kind or one per row, shape ({N},); got shape "
-                f"{given.shape}."
-            )
-        kinds = np.broadcast_to(given, (N,))  # int64: checked before the cast to int8
+    else:  # int64: checked before the cast to int8
+        kinds = _one_or_per_row(kind, "kind", N, where, dtype=np.int64)
     if N and not (kinds.min() >= MARGIN and kinds.max() <= EQUALITY):  # the kinds are 0 and 1
         bad = kinds[(kinds != MARGIN) & (kinds != EQUALITY)][0]
         raise ProblemError(
@@ -428,23 +449,23 @@ def pair_constraints(
     ConstraintSet
     """
     where = "pair_constraints"
-    indices = _row_indices(seq, query, pref, comp, (data.n, data.K, data.T), where)
+    given = {"seq": seq, "query": query, "pref": pref, "comp": comp}
+    indices = {  # arrays of the set's own: the caller's stay theirs, and writeable
+        name: idx.copy() if idx is given[name] else idx
+        for name, idx in _row_indices(seq, query, pref, comp, (data.n, data.K, data.T),
+                                      where).items()
+    }  # fmt: skip
     seq, query, pref, comp = indices["seq"], indices["query"], indices["pref"], indices["comp"]
     N = seq.shape[0]
     kinds = _row_kinds(kind, N, where).copy()
     if rhs is None:
         c = np.where(kinds == MARGIN, 1.0, 0.0)
     else:
-        given = check_array(rhs, f"'rhs' of {where}", ndim=(0, 1), hint=_ROWS_HINT)
-        if given.ndim == 1 and given.shape[0] not in (1, N):
-            raise ProblemError(
-                f"'rhs' of {where} must be one number or one per row, shape ({N},); got shape "
-                f"{given.shape}."
-            )
-        c = np.broadcast_to(given, (N,)).copy()
+        c = _one_or_per_row(rhs, "rhs", N, where, hint=_ROWS_HINT).copy()
     A = data.X[seq, pref] - data.X[seq, comp]
     B = data.queries[seq, query]
-    return ConstraintSet(
+    # finite: TokenData keeps ||x|| <= 1e151, so no difference of tokens overflows
+    return ConstraintSet._from_checked(
         A=np.ascontiguousarray(A, dtype=float).reshape(N, data.d),
         B=np.ascontiguousarray(B, dtype=float).reshape(N, data.d),
         kind=kinds,

@@ -170,3 +170,25 @@ def test_constraint_set_needs_one_index_per_row_of_a() -> None:
     short = {name: getattr(cs, name)[:-1] for name in ("seq", "query", "pref", "comp")}
     with pytest.raises(sg.ProblemError, match="per row of A"):
         sg.ConstraintSet(**_rows_of(cs, **short))
+
+
+def test_sets_leave_the_callers_arrays_theirs() -> None:
+    """A set holds read-only arrays of its own: the caller's index and row arrays stay
+    writeable (they were frozen in place), and changing them afterwards leaves the set as built."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    seq, query, pref, comp = (np.array(v) for v in ([0, 1], [0, 0], [0, 0], [1, 2]))
+    cs = sg.pair_constraints(data, seq, query, pref, comp)
+    A = cs.A.copy()
+    rebuilt = sg.ConstraintSet(
+        A=A, B=cs.B.copy(), kind=cs.kind.copy(), rhs=cs.rhs.copy(), seq=seq, query=query,
+        pref=pref, comp=comp, n=cs.n, K=cs.K, T=cs.T,
+    )  # fmt: skip
+    for given in (seq, query, pref, comp, A):
+        assert given.flags.writeable
+    for built in (cs, rebuilt):
+        for name in ("A", "B", "kind", "rhs", "seq", "query", "pref", "comp"):
+            assert not getattr(built, name).flags.writeable
+    seq[0], A[0, 0] = 2, A[0, 0] + 1.0
+    np.testing.assert_array_equal(cs.seq, [0, 1])
+    np.testing.assert_array_equal(rebuilt.seq, [0, 1])
+    np.testing.assert_array_equal(rebuilt.A, cs.A)
