@@ -1348,3 +1348,27 @@ def test_help_answers_without_importing_the_solvers() -> None:
     ).stdout.splitlines()[-1]
     rc, numba_loaded, _ = out.split()
     assert rc == "0" and numba_loaded == "False"
+
+
+@pytest.mark.parametrize(
+    ("where", "call"),
+    [
+        ("support_tokens", lambda **kw: sg.support_tokens(DATA, sg.optimal_tokens(DATA), **kw)),
+        (
+            "is_locally_optimal",
+            lambda **kw: sg.is_locally_optimal(DATA, sg.optimal_tokens(DATA), **kw),
+        ),
+        ("gen_svm", lambda **kw: sg.gen_svm(DATA, sg.optimal_token_sets(DATA), **kw)),
+        ("locally_optimal_selections", lambda **kw: sg.locally_optimal_selections(DATA, **kw)),
+        ("att_svm", lambda **kw: sg.att_svm(DATA, **kw)),
+    ],
+)
+def test_solver_options_are_refused_in_the_name_of_the_function_called(
+    where: str, call: Callable[..., Any]
+) -> None:
+    """The solver options these functions pass on are checked in their own name (they named
+    solve_svm, which the user never called)."""
+    with pytest.raises(ProblemError, match=rf"'method' parameter of {where} must be one of"):
+        call(method="bogus")
+    with pytest.raises(ProblemError, match=rf"^{where} got unknown keyword argument\(s\) 'bogus'"):
+        call(bogus=1)

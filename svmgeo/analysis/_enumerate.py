@@ -57,7 +57,7 @@ from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import Status, check_feasibility, parse_norm, solve_svm
+from ..solvers import Status, check_feasibility, parse_norm, solve_for, solve_svm
 from ._local import LocalOptimality, lot_from_support
 from ._support import check_tolerances, support_from_result
 
@@ -284,7 +284,7 @@ class _Search:
         alpha = np.asarray(chosen, dtype=np.int64).reshape(data.n, data.K)
         cs = pair_constraints(data, *_concat(parts))
         # solve_svm decides feasibility first, exactly, and only then solves
-        res = solve_svm(cs, norm=cfg.norm, **cfg.solve_kwargs)  # type: ignore[arg-type]
+        res = solve_for(cs, where="locally_optimal_selections", norm=cfg.norm, **cfg.solve_kwargs)
         self._tick(1)
         if res.status is Status.INFEASIBLE and res.farkas is not None:
             self._record_nogood(cs, res.farkas, chosen)

@@ -34,7 +34,7 @@ from .._validation import check_array, check_bool, check_option, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
-from ..solvers import CONJECTURE, GenSVMResult, SVMResult, finish_gen_svm, solve_svm
+from ..solvers import CONJECTURE, GenSVMResult, SVMResult, finish_gen_svm, solve_for
 
 __all__ = ["GenSVMResult", "SelectedSets", "gen_svm", "selected_sets"]
 
@@ -274,7 +274,7 @@ def _finite_component(data: TokenData, S: np.ndarray, P: np.ndarray, **kw: Any) 
             "inside O_ik. Select tokens with positive probability."
         )
     cs = pair_constraints(data, i, k, t0, t, kind=EQUALITY, rhs=np.log(s0) - np.log(st))
-    return solve_svm(cs, norm="fro", **kw)
+    return solve_for(cs, where="gen_svm", norm="fro", **kw)
 
 
 def gen_svm(
@@ -442,7 +442,7 @@ def gen_svm(
         keep = ~(cs.is_margin & costs[2][cs.seq, cs.query, cs.comp])
         cs = cs.subset(keep)
         note += "; zero-cost margin rows dropped (svmgeo's extension, not the paper's Gen-SVM)"
-    res = solve_svm(cs, norm=norm, **solve_kwargs)
+    res = solve_for(cs, where="gen_svm", norm=norm, **solve_kwargs)
     if not (res.status.has_solution or res.status.is_infeasible):
         raise SolverError(f"Gen-SVM directional solve failed ({res.status}: {res.message}).")
     feasible = res.status.has_solution

@@ -20,7 +20,7 @@ from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import check_selection
 from ..selection import scores_full as _scores_full
-from ..solvers import solve_svm
+from ..solvers import solve_for
 from ._support import SupportTokens, check_tolerances, support_from_result
 
 __all__ = ["LOTViolation", "LocalOptimality", "is_locally_optimal"]
@@ -172,6 +172,6 @@ def is_locally_optimal(
     a = check_selection(data, alpha)
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
     scores = _scores_full(data)  # fail early when the dataset has no scores
-    res = solve_svm(att_svm_constraints(data, a), norm=norm, **solve_kwargs)
+    res = solve_for(att_svm_constraints(data, a), where=where, norm=norm, **solve_kwargs)
     sup = support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)
     return lot_from_support(data, scores, sup)

@@ -22,7 +22,7 @@ from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import check_selection
-from ..solvers import SVMResult, solve_svm
+from ..solvers import SVMResult, solve_for
 
 __all__ = ["SupportTokens", "support_tokens"]
 
@@ -244,5 +244,5 @@ def support_tokens(
     data = _check_data(data, where)
     a = check_selection(data, alpha)
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
-    res = solve_svm(att_svm_constraints(data, a), norm=norm, **solve_kwargs)
+    res = solve_for(att_svm_constraints(data, a), where=where, norm=norm, **solve_kwargs)
     return support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)

@@ -15,6 +15,7 @@ a Farkas certificate, never an exception.
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Literal
 
@@ -36,7 +37,7 @@ from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
 from ._feasibility import check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
-from ._norms import NORMS, OPTIONS, NormEntry, Request, on_unit_rows, parse_norm, request
+from ._norms import NORMS, NormEntry, Request, on_unit_rows, parse_norm, request
 from ._prompt import prompt_constraints
 from ._reference import solve_reference
 from ._result import (
@@ -58,6 +59,7 @@ __all__ = [
     "att_svm",
     "check_param",
     "feasibility",
+    "solve_for",
     "solve_naive_cvxpy",
     "solve_naive_cvxpy_duals",
     "solve_svm",
@@ -65,7 +67,6 @@ __all__ = [
     "with_prompt",
 ]
 
-_SOLVE_KEYWORDS = frozenset({*OPTIONS, "exact"})
 
 STATUS_MAP: dict[Any, Status] = CvxpyBackend.STATUS_MAP
 """cvxpy status strings → :class:`Status`; anything else is :attr:`Status.SOLVER_ERROR`."""
@@ -226,7 +227,7 @@ def solve_svm(
     >>> res.status, bool(res.margins.min() >= 1 - 1e-12)
     (<Status.OPTIMAL: 'optimal'>, True)
     """
-    return _solve(
+    return solve_for(
         check_constraint_set(cs, "solve_svm"),
         norm=norm,
         rank=rank,
@@ -241,10 +242,26 @@ def solve_svm(
     )
 
 
-def _solve(cs: ConstraintSet, *, where: str, **arguments: Any) -> SVMResult:
-    """:func:`solve_svm`, with errors naming ``where`` (the function the user called); the
-    ``arguments`` are :func:`~._norms.request`'s (norm, rank, method, tol and the options)."""
-    req = request(cs, where=where, **arguments)
+_SOLVE_DEFAULTS: dict[str, Any] = {
+    name: parameter.default
+    for name, parameter in inspect.signature(solve_svm).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+}
+"""The keywords of :func:`solve_svm` and their defaults (norm, rank, method, tol, the options)."""
+
+
+def solve_for(cs: ConstraintSet, *, where: str, **arguments: Any) -> SVMResult:
+    """:func:`solve_svm` for the entry point ``where`` that the user called (``att_svm``,
+    ``support_tokens``, ``gen_svm``, ...), which its errors name: ``arguments`` are
+    :func:`solve_svm`'s keywords (its defaults for those not given); any other is a
+    :class:`ProblemError`."""
+    unknown = sorted(set(arguments) - set(_SOLVE_DEFAULTS))
+    if unknown:
+        raise ProblemError(
+            f"{where} got unknown keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"expected one of {', '.join(sorted(_SOLVE_DEFAULTS))} (see solve_svm)."
+        )
+    req = request(cs, where=where, **{**_SOLVE_DEFAULTS, **arguments})
     with blas_threads(dense_dimension(cs)):  # one BLAS thread for small dense solves
         return _solve_feasible_first(req)
 
@@ -501,12 +518,6 @@ def att_svm(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Eq. (Att-SVM).
     """
-    unknown = sorted(set(kwargs) - _SOLVE_KEYWORDS)
-    if unknown:
-        raise ProblemError(
-            f"att_svm got unknown keyword argument(s) {', '.join(map(repr, unknown))}; "
-            f"expected one of {', '.join(sorted(_SOLVE_KEYWORDS))} (see solve_svm)."
-        )
     kind = check_param(param, "att_svm")
     check_option(attention, "attention", ("softmax", *MAP_SVMS), where="att_svm")
     if attention != "softmax":
@@ -519,15 +530,7 @@ def att_svm(
     if alpha is None:
         alpha = optimal_tokens(data)
     cs = svm_constraints(data, alpha, kind)
-    options = {
-        "solver": None,
-        "seed": None,
-        "n_restarts": None,
-        "max_iter": None,
-        "exact": True,
-        **kwargs,
-    }
-    res = _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
+    res = solve_for(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **kwargs)
     return with_prompt(res, kind)
 
 
@@ -543,9 +546,7 @@ def _map_svm(
             "and param='p' are softmax's Att-SVM options)."
         )
     cs = map_svm_constraints(data, attention, pattern)
-    options = {"solver": None, "seed": None, "n_restarts": None, "max_iter": None,
-               "exact": True, **kwargs}  # fmt: skip
-    res = _solve(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **options)
+    res = solve_for(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **kwargs)
     extras: dict[str, Any] = {**res.extras, "attention": attention}
     if attention != "linear":
         extras["pattern"] = attention_pattern(data, attention, pattern)

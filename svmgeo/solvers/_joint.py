@@ -32,7 +32,7 @@ from .._validation import check_real
 from ..constraints import ConstraintSet
 from ..data import TokenData
 from ..selection import check_data, check_selection, optimal_tokens
-from ._api import _solve, check_param, svm_constraints, with_prompt
+from ._api import check_param, solve_for, svm_constraints, with_prompt
 from ._prompt import head_constraints, query_margins
 from ._result import JointSVMResult, finish_joint, replaced, warns_if_inaccurate
 
@@ -181,18 +181,8 @@ def joint_svm(
             )
         alpha = optimal_tokens(data)
     a = check_selection(data, alpha)
-    options: dict[str, Any] = {
-        "method": method,
-        "tol": tol,
-        "rank": None,
-        "solver": None,
-        "seed": None,
-        "n_restarts": None,
-        "max_iter": None,
-        "exact": exact,
-        "where": where,
-    }
-    head = _solve(head_constraints(data, a), norm="fro", **options)
+    options: dict[str, Any] = {"method": method, "tol": tol, "exact": exact, "where": where}
+    head = solve_for(head_constraints(data, a), norm="fro", **options)
     head = replaced(head, extras={**head.extras, "param": "v"})
     common: dict[str, Any] = {"param": kind, "alpha": _user_shape(a, data)}
     if not head.status.has_solution or head.W is None or head.margins is None:
@@ -220,7 +210,7 @@ def joint_svm(
     rhs = support.astype(float).reshape(data.n, data.K)
     rows = svm_constraints(data, a, kind)
     rows = dataclasses.replace(rows, rhs=query_margins(data, rhs, rows))
-    attention = with_prompt(_solve(rows, norm=norm, **options), kind)
+    attention = with_prompt(solve_for(rows, norm=norm, **options), kind)
     note = (
         f"support decided within support_tol={support_tol:g} (not proved exactly)"
         if proof == "tolerance"

@@ -282,7 +282,7 @@ def test_is_locally_optimal_raises_the_documented_solver_error_on_a_failed_solve
     def failing(cs, **kw):
         return no_solution(cs, Status.MAX_ITER, "iteration limit", norm="fro", solver="test")
 
-    monkeypatch.setattr(_local, "solve_svm", failing)
+    monkeypatch.setattr(_local, "solve_for", failing)
     X = np.array([[[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0]]])
     data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), scores=np.array([[3.0, 2.0, 1.0]]))
     with pytest.raises(sg.SolverError, match="max_iter"):
