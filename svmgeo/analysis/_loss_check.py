@@ -107,8 +107,11 @@ def check_loss(
     their :math:`\sup|\ell''|` over each cell; or ``d2_bound``, over the intervals), else a
     measurement with :math:`M_2` estimated on the grid. A sign change
     of :math:`\ell'` inside :math:`I_{ik}` is located by bisection and flagged. *svmgeo's
-    derivation*; logistic, exponential and correlation pass on any data, the square loss
-    fails where some :math:`\max_t\gamma_{ikt} > 1 > \min_t\gamma_{ikt}`.
+    derivation*; logistic, exponential and correlation pass on any data, proved in closed form
+    (:math:`\ell' = -e^{\log|\ell'|} < 0` at every u: the grid cannot prove it once the cells
+    are ~1 wide, nor hold :math:`\ell'` beyond float64's range); the square loss fails where
+    some :math:`\max_t\gamma_{ikt} > 1 > \min_t\gamma_{ikt}`. A query whose :math:`\ell'` or
+    bound leaves float64's range on the grid is not decided (never a stationary point).
 
     Parameters
     ----------
@@ -142,35 +145,45 @@ def check_loss(
     t = np.linspace(0.0, 1.0, grid)
     U = lo[..., None] + (hi - lo)[..., None] * t  # (n, K, grid)
     h = (hi - lo) / (grid - 1)
-    g1 = spec.d1(U)
-    if spec.sup_d1 is not None:
-        sup1 = spec.sup_d1(lo, hi)
-    else:
-        sup1 = np.abs(g1).max(axis=2)
-    proved = d2_bound is not None or spec.sup_d2 is not None
-    if d2_bound is not None:
-        M2 = np.full_like(lo, d2_bound)
-    elif spec.sup_d2 is not None:
-        M2 = spec.sup_d2(lo, hi)
-    elif spec.d2 is not None:
-        M2 = np.abs(spec.d2(U)).max(axis=2)
-    else:
-        dg = np.abs(np.diff(g1, axis=2))
-        M2 = np.where(h > 0, dg.max(axis=2) / np.where(h > 0, h, 1.0), 0.0)
-    # each cell's own bound on |l''| where it is exact (built-ins): one bound over the whole
-    # interval swamps l' where l' is small (logistic far out)
-    M2_cells = (
-        spec.sup_d2(U[..., :-1], U[..., 1:])
-        if d2_bound is None and spec.sup_d2 is not None
-        else M2[..., None]
-    )
-    cells = np.maximum(g1[..., :-1], g1[..., 1:]) + M2_cells * (h / 2.0)[..., None]
-    decreasing = np.all(cells < 0.0, axis=2)
+    # l' and its bounds may leave float64 far out (e^{-u} for |u| > 709): inf there, and such
+    # a query is not decided by the grid (below), never a false stationary point
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        g1 = spec.d1(U)
+        if spec.sup_d1 is not None:
+            sup1 = spec.sup_d1(lo, hi)
+        else:
+            sup1 = np.abs(g1).max(axis=2)
+        proved = d2_bound is not None or spec.sup_d2 is not None
+        if d2_bound is not None:
+            M2 = np.full_like(lo, d2_bound)
+        elif spec.sup_d2 is not None:
+            M2 = spec.sup_d2(lo, hi)
+        elif spec.d2 is not None:
+            M2 = np.abs(spec.d2(U)).max(axis=2)
+        else:
+            dg = np.abs(np.diff(g1, axis=2))
+            M2 = np.where(h > 0, dg.max(axis=2) / np.where(h > 0, h, 1.0), 0.0)
+        # each cell's own bound on |l''| where it is exact (built-ins): one bound over the
+        # whole interval swamps l' where l' is small (logistic far out)
+        M2_cells = (
+            spec.sup_d2(U[..., :-1], U[..., 1:])
+            if d2_bound is None and spec.sup_d2 is not None
+            else M2[..., None]
+        )
+        cells = np.maximum(g1[..., :-1], g1[..., 1:]) + M2_cells * (h / 2.0)[..., None]
+    # a built-in with log|l'| in closed form (logistic, exponential, correlation) has
+    # l' = -exp(log|l'|) < 0 at every u: decreasing on any interval, proved without the grid,
+    # whose cells cannot prove it once h ~ 1 (e^{-h} < h/2) nor hold l' beyond float64
+    closed_form = spec.log_abs_d1 is not None and LOSS_SPECS.get(spec.name) is spec
+    representable = np.all(np.isfinite(g1), axis=2) & np.all(np.isfinite(cells), axis=2)
+    decreasing = closed_form | np.all(cells < 0.0, axis=2)
+    undecided = ~decreasing & ~representable
     stationary = np.full(lo.shape, np.nan)
-    for idx in zip(*np.nonzero(~decreasing), strict=True):
+    for idx in zip(*np.nonzero(~decreasing & representable), strict=True):
         g = g1[idx]
-        # the first zero or sign change of l' on the grid (a minimum or a maximum of l)
-        zero = np.nonzero(g == 0.0)[0]
+        # the first zero or sign change of l' on the grid (a minimum or a maximum of l); a
+        # zero of a loss that declares l' < 0 (log_abs_d1) is an underflow, not a zero
+        zero = np.nonzero(g == 0.0)[0] if spec.log_abs_d1 is None else np.zeros(0, int)
         change = np.nonzero(np.sign(g[:-1]) * np.sign(g[1:]) < 0)[0]
         first = int(zero[0]) if zero.size else None
         if change.size and (first is None or int(change[0]) < first):
@@ -181,11 +194,20 @@ def check_loss(
             stationary[idx] = float(U[idx][first])
     interior = np.isfinite(stationary) & (stationary > lo) & (stationary < hi)
     stationary = np.where(interior, stationary, np.nan)
-    L_W = lipschitz_from_loss_bounds(data, sup1, M2, lo, hi)
+    with np.errstate(over="ignore", invalid="ignore"):
+        L_W = lipschitz_from_loss_bounds(data, sup1, M2, lo, hi)
     passed = bool(np.all(decreasing) and not np.any(interior))
-    how = "proved (exact bound on |l''|)" if proved else "measured on the grid (|l''| estimated)"
+    how = (
+        "proved (l' = -exp(log|l'|) < 0 in closed form)"
+        if closed_form
+        else "proved (exact bound on |l''|)"
+        if proved
+        else "measured on the grid (|l''| estimated)"
+    )
     if passed:
         message = f"l' < 0 on every attained interval, {how}; sup|l'| = {float(sup1.max()):.4g}"
+        if not math.isfinite(float(sup1.max())):
+            message += " (beyond float64: scores this far out make L_W infinite)"
     else:
         bad = int(np.count_nonzero(~decreasing))
         bound = "exact" if proved else "estimated"
@@ -196,6 +218,12 @@ def check_loss(
                 f"; interior stationary point l'(u*) = 0 at u* = {u_star:.6g} on "
                 f"{int(np.count_nonzero(interior))} queries: the pure SVM limit is not expected "
                 "there (GD holds Y f near u*)"
+            )
+        if np.any(undecided):
+            message += (
+                f"; on {int(np.count_nonzero(undecided))} of them l' or its bound leaves "
+                f"float64's range on the grid (scores up to {float(np.abs(S[np.isfinite(S)]).max()):.4g}): "
+                "not decided there"
             )
     return LossCheck(
         loss=spec.name,

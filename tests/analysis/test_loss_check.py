@@ -4,6 +4,9 @@ flagged interior stationary point of the square loss."""
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
+
 import numpy as np
 import pytest
 
@@ -40,6 +43,35 @@ def test_builtin_decreasing_losses_pass_on_wide_and_far_scores(scores, loss: str
     data = sg.TokenData(X, Z=np.ones((2, 2)), scores=np.array([scores] * 2))
     chk = check_loss(loss, data)
     assert chk.passed and chk.proved and np.all(np.isnan(chk.stationary))
+    # the grid's cell bounds prove it too (a copy of the built-in is not proved in closed form)
+    grid = check_loss(dataclasses.replace(sg.LOSS_SPECS[loss], name=f"{loss} (copy)"), data)
+    assert grid.passed and grid.proved and "exact bound" in grid.message
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+def test_builtin_decreasing_losses_pass_beyond_float64(loss: str) -> None:
+    """Scores to +-1100: e^{-u} overflows, l' underflows to 0 and the grid's cells are ~1 wide.
+    l' = -exp(log|l'|) < 0 proves them decreasing (they were 'not shown', with an 'interior
+    stationary point' at an underflowed zero of the exponential l'), and no RuntimeWarning."""
+    X = sg.random_data(2, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((2, 2)), scores=np.array([[-1100.0, 0.0, 1100.0]] * 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chk = check_loss(loss, data)
+    assert chk.passed and chk.proved and np.all(chk.decreasing)
+    assert np.all(np.isnan(chk.stationary)) and "closed form" in chk.message
+
+
+def test_a_user_loss_beyond_float64_is_undecided_not_stationary() -> None:
+    """A user exponential (log|l'| declared) far out: l' overflows and underflows on the grid,
+    so the queries are not decided, and no underflowed zero is called a stationary point."""
+    X = sg.random_data(2, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((2, 2)), scores=np.array([[-1100.0, 0.0, 1100.0]] * 2))
+    user = sg.LossSpec("user exp", lambda u: np.exp(-u), lambda u: -np.exp(-u),
+                       lambda u: np.exp(-u), log_abs_d1=lambda u: -u)  # fmt: skip
+    chk = check_loss(user, data)
+    assert not chk.passed and np.all(np.isnan(chk.stationary))
+    assert "not decided there" in chk.message and "stationary" not in chk.message
 
 
 def test_logistic_derivative_is_accurate_far_out() -> None:
