@@ -516,12 +516,8 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     if not isinstance(path, (str, os.PathLike)):
         raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
     name = os.fspath(path)
-    if (
-        not os.path.exists(name)
-        and not str(name).endswith(".npz")
-        and os.path.exists(f"{name}.npz")
-    ):
-        name = f"{name}.npz"  # save_data appends .npz; load the same file
+    if not str(name).endswith(".npz") and os.path.exists(f"{name}.npz"):
+        name = f"{name}.npz"  # save_data appends .npz; load the file it wrote
     what = f"load_data({name!r})"
     if not os.path.exists(name):
         raise ProblemError(f"{what}: no such file. Write a dataset with TokenData.save first.")

@@ -335,3 +335,12 @@ def test_selection_reports_an_index_beyond_int64_as_given(alpha: object) -> None
     with pytest.raises(sg.ProblemError, match="64-bit integers") as err:
         sg.check_selection(data, alpha)
     assert "-9223372036854775808" not in str(err.value)
+
+
+def test_load_data_reads_the_file_save_data_wrote(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """save_data(data, "x") writes x.npz; load_data("x") reads it, not an unrelated file x."""
+    data = sg.random_data(2, 3, 2, seed=0)
+    stem = tmp_path / "x"
+    sg.save_data(data, stem)
+    stem.write_text("an unrelated file")
+    np.testing.assert_array_equal(sg.load_data(stem).X, data.X)
