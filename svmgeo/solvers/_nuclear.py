@@ -385,7 +385,7 @@ def solve_nuclear(
     comp = compress(cs)
     preferred, fallback = CONIC_BACKENDS  # the preference order of solver="auto"
     if cs.N == 0 or comp.short.shape[1] == 0 or zero_is_feasible(cs):
-        return trivial_nuclear(cs, fallback if solver == "auto" else solver, tol, start)
+        return trivial_nuclear(cs, "svmgeo", tol, start)  # decided by svmgeo: no backend ran
     if solver != "auto":
         return _solve_with(cs, comp, solver, tol, options, start)
     _check_auto_options(options)
