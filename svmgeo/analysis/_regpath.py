@@ -714,10 +714,8 @@ class _Cone:
     :math:`\mathcal T^+_q \ne \emptyset`, witness :math:`t_q \in \mathcal T^-_q` and each
     :math:`\tau \in \mathcal T^+_q`, :math:`c(W) = (x_{t_q} - x_\tau)^\top W z_q - \varepsilon\|W\|_F`."""
 
-    def __init__(self, data: TokenData, alpha: np.ndarray, eps: float) -> None:
-        from ..selection import scores_full as _scores_full
-
-        S = _scores_full(data)
+    def __init__(self, data: TokenData, scores: np.ndarray, alpha: np.ndarray, eps: float) -> None:
+        S = scores  # the trained head's (RiskOracle.scores), -inf where hidden
         vis = data.visible
         sel = np.take_along_axis(S, alpha[:, :, None], axis=2)
         not_alpha = np.ones_like(vis)
@@ -791,7 +789,7 @@ def _solve_local(
     n_iter = 0
     for _ in range(5):
         A, B = cone.rows(x.reshape(d, d))
-        P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], -1)
+        P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], d * d)  # no rows: (0, d²)
 
         # scaled to the unit ball (u = W / R); the cone rows with a relative slack of 1e-9,
         # so that SLSQP's answer (feasible up to round-off) is inside the exact cone
@@ -863,7 +861,7 @@ def _local_residual(
     d = cone.X.shape[2]
     _, g = fun(x)
     A, B = cone.rows(x.reshape(d, d))
-    P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], -1)
+    P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], d * d)  # no rows: (0, d²)
     u = x / R
     nu = float(np.linalg.norm(u))
     un = u / nu if nu > 0.0 else np.zeros_like(u)
@@ -891,11 +889,18 @@ def _path_local(
 ) -> RegularizationPath:
     from ..selection import check_selection
     from ..solvers import att_svm
-    from ._cones import score_cone_margin
 
     a = check_selection(data, alpha)
     given = a.reshape(data.selection_shape)  # the user's shape: (n,) for single-query data
     eps = check_real(eps, "eps", low=0.0, low_open=True, high_open=True, where=_WHERE)
+    scores = obj.oracle.scores
+    if scores is None:
+        raise ProblemError(
+            f"The local path of {_WHERE} (alpha= with eps=) follows the score cone "
+            f"C_eps(alpha), defined by the token scores of a linear head; head={head!r} has no "
+            "per-token score. Pass head='linear' (with v=), or drop alpha and eps for the "
+            "global path."
+        )
     svm = att_svm(data, a)
     if svm.W is None:
         raise ProblemError(
@@ -904,7 +909,8 @@ def _path_local(
             "Att-SVM is feasible (e.g. one of sg.locally_optimal_selections(data))."
         )
     Wmm = np.asarray(svm.W)
-    eps_max = score_cone_margin(data, a, Wmm) / float(np.linalg.norm(Wmm))
+    cone = _Cone(data, scores, a, eps)  # the scores of the head trained (v=, or the data's)
+    eps_max = cone.margin(Wmm) / float(np.linalg.norm(Wmm))
     if not eps_max > 0.0:
         raise ProblemError(
             f"The local path of {_WHERE} needs W^mm_alpha inside a score cone C_eps(alpha), "
@@ -922,7 +928,6 @@ def _path_local(
     if ref is None:
         ref = Wmm
     d = data.d
-    cone = _Cone(data, a, eps)
     if init is None:
         x = Wmm / float(np.linalg.norm(Wmm))
     else:
@@ -997,7 +1002,7 @@ def _path_local(
         res.append(rr)
         its.append(it)
         prev = R
-    cm = [score_cone_margin(data, a, W) / float(np.linalg.norm(W)) for W in Ws]
+    cm = [cone.margin(W) / float(np.linalg.norm(W)) for W in Ws]
     return _result(
         r,
         Ws,

@@ -145,6 +145,13 @@ class RiskOracle:
         return float(np.sum(_xp.loss_value(top, self.loss_id, np)) / self.problem.n)
 
     @property
+    def scores(self) -> np.ndarray | None:
+        r"""This risk's token scores :math:`\gamma_{ikt}` (the linear head's with the labels,
+        :math:`Y_{ik} v^\top u_{it}`, or the data's given scores), shape (n, K, T), ``-inf`` on
+        hidden keys; None for another head, which has no per-token score."""
+        return self._gamma
+
+    @property
     def optimal_sets(self) -> np.ndarray | None:
         r"""The optimal keys of every query for this risk's scores
         :math:`\gamma_{ikt}` (the linear head's, with the labels), bool of shape (n, K, T), to

@@ -539,3 +539,40 @@ def test_local_path_errors_echo_alpha_as_given() -> None:
     data = sg.random_data(3, 4, 3, seed=2)
     with pytest.raises(sg.ProblemError, match=r"alpha=\[1, 3, 1\]"):
         sg.regularization_path(data, [1, 2], alpha=[1, 3, 1], eps=0.01)
+
+
+def test_the_local_path_cone_is_the_trained_heads() -> None:
+    """The score cone comes from the scores of the head trained (v=), not the data's own v.
+    With v = -data.v, the data's optimal selection is the lowest-scoring one: its cone is empty
+    and the local path is refused (it ran an unconstrained path, reporting cone margin inf).
+    The selection that is optimal under v has the whole space as its cone (margin inf)."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    flipped = -np.asarray(data.v)
+    with pytest.raises(sg.ProblemError, match="score-cone margin over its norm is -inf"):
+        sg.regularization_path(data, [1, 4], v=flipped, alpha=sg.optimal_tokens(data), eps=0.01)
+    own = sg.TokenData(np.asarray(data.X), Y=np.asarray(data.Y), Z=np.asarray(data.Z), v=flipped)
+    alpha = sg.optimal_tokens(own)
+    assert not np.array_equal(alpha, sg.optimal_tokens(data))  # the case itself
+    path = sg.regularization_path(data, [1, 4], v=flipped, alpha=alpha, eps=0.01)
+    assert np.all(np.isinf(path.cone_margin)) and np.all(path.cone_margin > 0)
+    for W in path.W:  # the path's answer by the scores of v: every W in the (whole-space) cone
+        assert sg.score_cone_margin(own, alpha, W) == np.inf
+
+
+def test_the_local_path_with_a_whole_space_cone_runs_its_local_solver() -> None:
+    """No query has a higher-scoring token (alpha = opt): the cone has no rows, which the SLSQP
+    stage (reached with a tight tol) reshaped into a numpy ValueError."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a tolerance this tight may warn that it is not met
+        path = sg.regularization_path(
+            data, [1, 4], alpha=sg.optimal_tokens(data), eps=0.01, tol=1e-8
+        )
+    assert len(path) == 2 and np.all(np.isinf(path.cone_margin))
+
+
+def test_the_local_path_needs_token_scores() -> None:
+    data = sg.random_data(3, 4, 5, seed=0)
+    V = np.random.default_rng(0).standard_normal((5, 3))
+    with pytest.raises(sg.ProblemError, match="head='relu' has no per-token score"):
+        sg.regularization_path(data, [1, 4], head="relu", V=V, alpha=[0, 0, 3], eps=0.01)
