@@ -43,7 +43,7 @@ from .analysis import (
 )
 from .data import TokenData
 from .selection import optimal_tokens, scores_full
-from .solvers import att_svm, feasibility
+from .solvers import Status, att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
 
@@ -75,7 +75,9 @@ class StudyReport:
     opt : list or None
         The optimal selection (None with the reason in ``notes`` when scores tie).
     feasible : bool or None
-        Verdict of Att-SVM(opt); ``status`` and ``message`` of the feasibility check.
+        Verdict of Att-SVM(opt), where it is verified (``OPTIMAL``) or proved (``INFEASIBLE``);
+        None when the scores tie or the check is undecided (an ``*_INACCURATE`` or failed
+        status, with a note); ``status`` and ``message`` of the feasibility check.
     margin : float or None
         Max-min margin :math:`1/\|W^{mm}\|_F` of the optimal selection.
     support : list or None
@@ -145,6 +147,7 @@ class StudyReport:
             "LOTs: "
             + (
                 f"{self.lots['count']} of {_fmt_count(self.lots['space'])} selections"
+                + ("" if self.lots["exact"] else " (not exact: see notes)")
                 if self.lots["count"] is not None
                 else f"not enumerated ({_fmt_count(self.lots['space'])} selections > cap "
                 f"{self.lots['cap']})"
@@ -194,8 +197,15 @@ class StudyReport:
             ("rank W^mm / W^mm_*", f"{self.rank_fro} / {self.rank_nuc}"),
             (
                 "LOTs",
-                f"{self.lots['count']} of {_fmt_count(self.lots['space'])} "
-                f"({'exact' if self.lots['exact'] else 'not enumerated: over the cap ' + str(self.lots['cap'])})",
+                f"{self.lots['count']} of {_fmt_count(self.lots['space'])} ("
+                + (
+                    "exact"
+                    if self.lots["exact"]
+                    else "not exact: see notes"
+                    if self.lots["count"] is not None
+                    else f"not enumerated: over the cap {self.lots['cap']}"
+                )
+                + ")",
             ),
         ]
         if self.trained is not None:
@@ -642,9 +652,16 @@ def study(
         opt = None
         notes.append(f"optimal tokens tie ({exc}); Att-SVM(opt) is not studied")
     feas = res = None
+    decided: bool | None = None
     if opt is not None:
         feas = feasibility(data, opt)
         res = att_svm(data, opt) if feas.feasible else None
+        # a verdict only where it is verified (OPTIMAL) or proved (INFEASIBLE): an
+        # *_INACCURATE or failed check is undecided, reported as feasible=None with a note
+        if feas.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            decided = bool(feas.feasible)
+        else:
+            notes.append(f"feasibility of Att-SVM(opt) undecided ({feas.status}): {feas.message}")
     timings[steps[0]] = time.perf_counter() - t0
     bar.update()
 
@@ -690,10 +707,16 @@ def study(
         enum = locally_optimal_selections(
             data, max_selections=max_lot_selections, progress=progress
         )
-        lots.update(count=len(enum.selections), exact=enum.inaccurate == 0 and enum.undecided == 0)
+        unsettled = {  # selections whose LOT verdict is not proved (LOTEnumeration's fields)
+            "inaccurate solves": enum.inaccurate,
+            "unproved non-LOT verdicts": enum.infeasible,
+            "failed solves": len(enum.failed),
+        }
+        lots.update(count=len(enum.selections), exact=not any(unsettled.values()))
         if not lots["exact"]:
             notes.append(
-                f"LOT count: {enum.inaccurate} inaccurate and {enum.undecided} undecided selections"
+                "LOT count not exact: "
+                + ", ".join(f"{count} {what}" for what, count in unsettled.items())
             )
     timings[steps[3]] = time.perf_counter() - t0
     bar.update()
@@ -754,7 +777,7 @@ def study(
         sizes={"n": data.n, "T": data.T, "d": data.d, "K": data.K, "kind": kind},
         theorem1=theorem1,
         opt=_as_list(opt),
-        feasible=None if feas is None else bool(feas.feasible),
+        feasible=decided,
         status=status,
         message="" if feas is None else feas.message,
         margin=margin,

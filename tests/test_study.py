@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -258,3 +259,22 @@ def test_without_trained_weights_there_is_nothing_to_measure() -> None:
 def test_bad_prune_threshold_is_a_clear_error(bad: object) -> None:
     with pytest.raises(sg.ProblemError, match="'prune_threshold' parameter of study"):
         sg.study(sg.random_data(3, 4, 5, seed=1), W=np.eye(5), prune_threshold=bad, progress=False)  # type: ignore[arg-type]
+
+
+def test_an_undecided_feasibility_is_no_verdict() -> None:
+    """Two tokens equal up to rounding: the check ends INFEASIBLE_INACCURATE (undecided; the
+    float rows are feasible through a W of norm ~1e16). study said feasible=False with no note,
+    and called its LOT count inexact only by a work counter."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2, 3, 4))
+    X[0, 1] = X[0, 0] * (1 + 1e-15)
+    scores = np.array([[1.0, 0.0, -1.0], [1.0, 0.0, -1.0]])
+    data = sg.TokenData(X, Z=rng.standard_normal((2, 4)), scores=scores)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        feas = sg.feasibility(data, sg.optimal_tokens(data))
+        rep = sg.study(data, progress=False)
+    assert feas.status is sg.Status.INFEASIBLE_INACCURATE  # the case itself
+    assert rep.feasible is None and rep.status == "infeasible_inaccurate"
+    assert any("feasibility of Att-SVM(opt) undecided" in note for note in rep.notes)
+    assert rep.lots["exact"] is False and "not exact" in rep.summary()
