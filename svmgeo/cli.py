@@ -395,17 +395,19 @@ def _cmd_study(args: argparse.Namespace) -> int:
 def _cmd_feasibility(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .solvers import feasibility
+    from .solvers import Status, feasibility
 
     data = _load(args)
     res = feasibility(data, _selection(args, data))
+    # a verdict only where verified (OPTIMAL) or proved (INFEASIBLE); else undecided: null
+    decided = res.status in (Status.OPTIMAL, Status.INFEASIBLE)
     summary: dict[str, Any] = {
         "data": repr(data),
-        "feasible": res.feasible,
+        "feasible": res.feasible if decided else None,
         "status": str(res.status),
         "message": res.message,
     }
-    if res.farkas is not None:
+    if res.farkas is not None and decided:
         lam = res.farkas
         summary["certificate_rows"] = [
             {
@@ -418,20 +420,26 @@ def _cmd_feasibility(args: argparse.Namespace) -> int:
             for j in np.flatnonzero(np.abs(lam) > 1e-12)
         ]
     _emit(summary, args.json)
-    return 0
+    return 0 if decided else 1
 
 
 def _cmd_lots(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .analysis import locally_optimal_selections
-    from .selection import optimal_tokens
+    from .selection import optimal_token_sets
 
     data = _load(args)
     res = locally_optimal_selections(
         data, norm=args.norm, max_selections=args.max_selections, progress=not args.json
     )
-    opt = optimal_tokens(data, ties="first")
+    best = optimal_token_sets(data).reshape(data.n, data.K, data.T)  # every tied maximizer
+
+    def optimal(a: np.ndarray) -> bool:
+        """Whether every query of selection ``a`` selects a maximal score (ties included)."""
+        chosen = np.take_along_axis(best, np.reshape(a, (data.n, data.K, 1)), axis=2)
+        return bool(np.all(chosen))
+
     summary: dict[str, Any] = {
         "data": repr(data),
         "selections_total": res.total,
@@ -440,10 +448,11 @@ def _cmd_lots(args: argparse.Namespace) -> int:
         "infeasible": res.infeasible,
         "undecided": res.undecided,
         "n_lots": len(res.selections),
+        "optimal_ties": bool(np.any(best.sum(axis=2) > 1)),
         "lots": [
             {
                 "selection": ",".join(str(int(t)) for t in np.ravel(a)),
-                "optimal": bool(np.array_equal(a, opt)),
+                "optimal": optimal(a),
             }
             for a in res.selections
         ],
@@ -984,7 +993,12 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_lots,
     )
     _add_data_arguments(p, selection=False, gd=False)
-    _add_norm_argument(p, "norm of the SVMs that decide local optimality")
+    p.add_argument(
+        "--norm",
+        choices=tuple(e.spelling for e in NORMS.values() if e.lot),
+        default="fro",
+        help="norm of the SVMs that decide local optimality (default fro)",
+    )
     p.add_argument(
         "--max-selections",
         type=_positive,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -69,6 +70,42 @@ def test_feasibility_reports_certificate_rows_on_saved_data(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["feasible"] is False
     assert {(r["sequence"], r["competing"]) for r in out["certificate_rows"]} == {(1, 1)}
+
+
+def test_an_undecided_feasibility_is_null_and_exits_1(tmp_path, capsys):
+    """Tokens equal up to rounding: INFEASIBLE_INACCURATE, undecided. It printed
+    "feasible": false with certificate rows, and exit 0, as for a proved verdict."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2, 3, 4))
+    X[0, 1] = X[0, 0] * (1 + 1e-15)
+    scores = np.array([[1.0, 0.0, -1.0], [1.0, 0.0, -1.0]])
+    path = tmp_path / "d.npz"
+    sg.TokenData(X, Z=rng.standard_normal((2, 4)), scores=scores).save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        rc = main(["feasibility", "--data", str(path), "--alpha", "0,0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "infeasible_inaccurate"  # the case itself
+    assert rc == 1 and out["feasible"] is None and "certificate_rows" not in out
+
+
+def test_lots_marks_every_tied_optimal_selection(tmp_path, capsys):
+    """Scores (1, 1, 0): selections 0 and 1 are both globally optimal (SPEC §2); the second
+    was labelled "optimal": false (ties broken by the first index)."""
+    X = np.array([[[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]]])  # either way token 2 is the support
+    path = tmp_path / "ties.npz"
+    sg.TokenData(X, Z=np.array([[1.0, 0.0]]), scores=np.array([[1.0, 1.0, 0.0]])).save(path)
+    assert main(["lots", "--data", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    optimal = {lot["selection"]: lot["optimal"] for lot in out["lots"]}
+    assert optimal == {"0": True, "1": True} and out["optimal_ties"] is True
+
+
+def test_lots_refuses_a_norm_without_lots(capsys):
+    assert main(["lots", "--n", "3", "--T", "3", "--d", "2", "--norm", "spectral"]) == 2
+    assert "invalid choice: 'spectral'" in capsys.readouterr().err
+    with pytest.raises(sg.ProblemError, match="takes 'fro' \\(Att-SVM\\) or 'nuc'"):
+        sg.locally_optimal_selections(sg.random_data(3, 3, 2, seed=0), norm="spectral")
 
 
 def test_bad_input_is_a_clean_error(capsys):

@@ -675,6 +675,14 @@ def locally_optimal_selections(
         n_jobs = os.cpu_count() or 1
     search = check_option(search, "search", ("auto", *_SEARCHES), where=where)  # type: ignore[assignment]
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
+    entry, _ = parse_norm(norm, where)
+    if not entry.lot:
+        raise ProblemError(
+            f"The 'norm' parameter of {where} takes 'fro' (Att-SVM) or 'nuc' (Att-SVM*), the "
+            f"SVMs of TF-SVM's local optimality; got {norm!r}. (The spectral optimum, for one, "
+            "is not unique, MATH-NOTES §7: its support tokens, and so the verdict, would depend "
+            "on the answer the solver returns.)"
+        )
     _scores_full(data)  # fail early when the dataset has no scores
     vis = data.visible
     n_units = data.n * data.K

@@ -156,6 +156,11 @@ class NormEntry:
         call (:attr:`~._geometry.RowGeometry.polish_tol`).
     spelling : str
         The command-line spelling (``"lp:P"`` for a parameterised entry).
+    lot : bool
+        Whether :func:`~svmgeo.locally_optimal_selections` decides local optimality by this
+        norm's support tokens (Att-SVM and Att-SVM⋆, TF-SVM's definition); the others are
+        refused there (the spectral optimum, for one, is not unique, MATH-NOTES §7, so its
+        support tokens would depend on the answer the solver returns).
     """
 
     name: str
@@ -171,6 +176,7 @@ class NormEntry:
     parameter: str | None = None
     gram_qp: bool = False
     spelling: str = ""
+    lot: bool = False
 
     def check_options(self, req: Request, values: dict[str, Any]) -> None:
         """Raise :class:`ProblemError` for every given option that ``req`` would ignore."""
@@ -570,6 +576,7 @@ NORMS: dict[str, NormEntry] = {
         applies=_applies_fro,
         matrix_free=lambda cs, method: method != "cvxpy" and use_matrix_free(cs),
         gram_qp=True,
+        lot=True,
         spelling="fro",
     ),
     "nuc": NormEntry(
@@ -581,6 +588,7 @@ NORMS: dict[str, NormEntry] = {
         applies=_applies_nuc,
         backends=("auto", "clarabel", "scs"),
         rank_bound=True,
+        lot=True,
         spelling="nuc",
     ),
     "lp": NormEntry(
