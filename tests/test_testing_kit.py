@@ -4,6 +4,7 @@ that rebuilds them, the oracles agree with svmgeo, and the checks catch broken p
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -128,3 +129,32 @@ def test_checks_catch_broken_proofs() -> None:
         sgt.assert_frobenius_kkt(
             sg.SVMResult(**{**res.__dict__, "W": 1.01 * res.W})  # feasible, not optimal
         )
+
+
+def test_an_infeasible_problem_has_a_negative_margin_and_failures_on_it_are_caught() -> None:
+    """Tokens -1, 0, 1 on a line, the middle one selected: infeasible, well conditioned. The
+    max-min margin LP over the ball answered 0 (at W = 0) on every infeasible problem, so a
+    failed solve, or a disagreement, on it passed as "ill-conditioned"; the HiGHS oracle
+    called every infeasible selection undecided."""
+    X = np.array([[[-1.0], [0.0], [1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0]]), Y=np.array([1.0]), v=np.array([1.0]))
+    alpha = np.array([1])
+    feas = sg.feasibility(data, alpha)
+    assert feas.feasible is False and feas.status is sg.Status.INFEASIBLE
+    np.testing.assert_allclose(sgt.conditioning(feas.constraints), -1.0)  # -min over the sphere
+    assert sgt.oracle_feasibility(data, alpha).feasible is False
+    failed = dataclasses.replace(sg.att_svm(data, alpha), status=sg.Status.SOLVER_ERROR)
+    with pytest.raises(AssertionError, match="max-min margin -1"):
+        sgt.verdict(failed)
+    with pytest.raises(AssertionError, match="well-conditioned"):
+        sgt.assert_agree("infeasible", "optimal", feas.constraints)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_signed_margin_is_the_ball_margin_where_feasible(seed: int) -> None:
+    """Where some w has every g_j.w > 0 the sphere's max-min margin is the ball LP's."""
+    G = np.random.default_rng(seed).standard_normal((3, 4))
+    t, w = sgt.signed_margin(G)
+    assert t > 0
+    np.testing.assert_allclose(np.abs(w).max(), 1.0)
+    np.testing.assert_allclose((G @ w).min(), t, rtol=1e-9)

@@ -123,35 +123,61 @@ def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray | None, *, rtol: float =
 ILL_CONDITIONED = 1e-6
 
 
-def conditioning(cs: sg.ConstraintSet) -> float:
-    r"""Relative max-min margin of the margin rows, an LP written here (scipy HiGHS):
+def signed_margin(G: np.ndarray, *, zero: float = 1e-9) -> tuple[float, np.ndarray]:
+    r"""The max-min margin of the rows :math:`g_j` of ``G`` over the max-entry unit sphere,
+    signed (Renegar's), by LPs written here (scipy HiGHS):
 
     .. math::
 
-        t^\star = \max_{t,\ \|W\|_{\max} \le 1} t \quad\text{s.t.}\quad
-        a_j^\top W b_j \ge t\ \ (\text{margin rows with } a_j b_j^\top \ne 0),
+        t^\star = \max_{\|w\|_\infty = 1} \min_j g_j^\top w .
+
+    Positive iff some w has :math:`g_j^\top w > 0` for every j (then the ball LP
+    :math:`\max_{\|w\|_\infty \le 1}` attains it); otherwise :math:`0 \in
+    \mathrm{conv}\{g_j\}` (Gordan) and :math:`t^\star \le 0` measures how deep: the ball LP
+    would answer 0 (at w = 0) for every such system, so where it answers at most ``zero`` the
+    sphere is searched face by face, :math:`w_i = \pm 1`, 2k LPs. Returns ``(t, w)``.
+    """
+    from scipy.optimize import linprog
+
+    k = G.shape[1]
+    c = np.zeros(k + 1)
+    c[-1] = -1.0
+    A_ub = np.hstack([-G, np.ones((G.shape[0], 1))])
+
+    def face(fixed: tuple[int, float] | None) -> tuple[float, np.ndarray]:
+        bounds: list[tuple[float | None, float | None]] = [(-1.0, 1.0)] * k + [(None, None)]
+        if fixed is not None:
+            bounds[fixed[0]] = (fixed[1], fixed[1])
+        res = linprog(c, A_ub=A_ub, b_ub=np.zeros(G.shape[0]), bounds=bounds, method="highs")
+        assert res.status == 0, res.message
+        return float(-res.fun), res.x[:-1]
+
+    t, w = face(None)
+    if t > zero:
+        return t, w
+    return max((face((i, s)) for i in range(k) for s in (1.0, -1.0)), key=lambda tw: tw[0])
+
+
+def conditioning(cs: sg.ConstraintSet) -> float:
+    r"""Relative signed max-min margin of the margin rows (:func:`signed_margin`):
+
+    .. math::
+
+        t^\star = \max_{\|W\|_{\max} = 1} \min_j a_j^\top W b_j
+        \quad (\text{margin rows with } a_j b_j^\top \ne 0),
 
     divided by :math:`\max_j \|a_j\|\|b_j\|`. Positive: feasible, with
     :math:`\|W^{mm}\|_F \approx 1/t^\star` in units of the data; negative: infeasible with that
     margin of error; :math:`|t^\star| <` :data:`ILL_CONDITIONED`: beyond the precision the
     solvers certify (an inaccurate status is then acceptable).
     """
-    from scipy.optimize import linprog
-
     margin = cs.kind == sg.MARGIN
     G = np.einsum("ja,jb->jab", cs.A, cs.B).reshape(cs.N, -1)[margin]
     G = G[np.abs(G).max(axis=1, initial=0.0) > 0]
     if G.shape[0] == 0:
         return 1.0
     scale = float(np.max(np.linalg.norm(cs.A, axis=1) * np.linalg.norm(cs.B, axis=1)))
-    k = G.shape[1]
-    c = np.zeros(k + 1)
-    c[-1] = -1.0
-    A_ub = np.hstack([-G, np.ones((G.shape[0], 1))])
-    bounds = [(-1.0, 1.0)] * k + [(None, None)]
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(G.shape[0]), bounds=bounds, method="highs")
-    assert res.status == 0, res.message
-    return float(-res.fun) / scale
+    return signed_margin(G / scale, zero=ILL_CONDITIONED)[0]
 
 
 def well_conditioned(cs: sg.ConstraintSet) -> bool:

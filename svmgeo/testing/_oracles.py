@@ -22,6 +22,8 @@ import numpy as np
 import svmgeo as sg
 from svmgeo.solvers import parse_norm
 
+from ._checks import signed_margin
+
 
 def naive_rows(data: sg.TokenData, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""The Att-SVM rows :math:`(a_j, b_j)` of selection ``alpha``, by explicit loops.
@@ -184,15 +186,15 @@ def oracle_head_svm(data: sg.TokenData, alpha: np.ndarray, *, tol: float = 1e-10
 
 
 def oracle_feasibility(data: sg.TokenData, alpha: np.ndarray) -> OracleResult:
-    r"""Is Att-SVM of ``alpha`` feasible? The LP :math:`\max t` s.t. :math:`a_j^\top W b_j \ge t`,
-    :math:`|W_{ab}| \le 1`, solved by scipy's HiGHS on the vectorized :math:`W`.
+    r"""Is Att-SVM of ``alpha`` feasible? The signed max-min margin
+    :math:`t^\star = \max_{\|W\|_{\max} = 1} \min_j a_j^\top W b_j` of the vectorized rows
+    (:func:`~svmgeo.testing.signed_margin`: scipy HiGHS LPs).
 
-    Feasible iff :math:`t^\star > 0` (rows with :math:`a_j b_j^\top = 0` make it infeasible).
-    ``W`` is the LP's point scaled to margin 1 when feasible. Decisions within 1e-9 of zero,
-    relative to the largest row, are reported as undecided (None).
+    Feasible iff :math:`t^\star > 0` (rows with :math:`a_j b_j^\top = 0` make it infeasible),
+    infeasible iff :math:`t^\star < 0`. ``W`` is the LP's point scaled to margin 1 when
+    feasible. Decisions within 1e-9 of zero, relative to the largest row, are reported as
+    undecided (None).
     """
-    from scipy.optimize import linprog
-
     A, B = naive_rows(data, alpha)
     d = data.d
     if A.shape[0] == 0:
@@ -200,19 +202,11 @@ def oracle_feasibility(data: sg.TokenData, alpha: np.ndarray) -> OracleResult:
     G = np.einsum("ja,jb->jab", A, B).reshape(A.shape[0], -1)
     if np.any(np.all(G == 0.0, axis=1)):  # a_j b_j^T = 0 cannot reach a margin of 1
         return OracleResult(False, None, None, "a zero row")
-    scale = float(np.abs(G).max())
-    c = np.zeros(d * d + 1)
-    c[-1] = -1.0
-    A_ub = np.hstack([-G / scale, np.ones((G.shape[0], 1))])
-    bounds = [(-1.0, 1.0)] * (d * d) + [(None, 1.0)]
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(G.shape[0]), bounds=bounds, method="highs")
-    if res.status != 0:
-        return OracleResult(None, None, None, str(res.message))
-    t = float(-res.fun)
+    t, w = signed_margin(G / float(np.abs(G).max()))
     if abs(t) <= 1e-9:
         return OracleResult(None, None, None, f"max-min margin {t:.3g} is within round-off of 0")
     if t < 0:
-        return OracleResult(False, None, None, "optimal")
-    W = res.x[:-1].reshape(d, d)
+        return OracleResult(False, None, None, f"optimal: max-min margin {t:.3g} < 0")
+    W = w.reshape(d, d)
     W = W / float(np.min(G @ W.ravel()))
     return OracleResult(True, W, None, "optimal")
