@@ -240,13 +240,24 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
     ),
     Correspondence(
         "prompt (x_tᵀ p)",
-        "p (and the head)",
-        "GD, joint head training",
-        "p-SVM / relaxed SVM",
+        "p (head fixed)",
+        "GD",
+        "p-SVM",
         "(x_iα_i − x_it)ᵀ p ≥ 1 (docs/companion.md)",
         "theorem",
         "Tarzanagh, Li, Zhang, Oymak 2023 (arXiv:2306.13596), under its hypotheses",
         "svmgeo reproduce companion_single --quick",
+    ),
+    Correspondence(
+        "prompt (x_tᵀ p)",
+        "p and the head v",
+        "GD, joint head training",
+        "head SVM and relaxed p-SVM (v^mm, p^relax)",
+        "(x_iα_i − x_it)ᵀ p ≥ 1 for i in the head's support S, ≥ 0 off S (docs/companion.md)",
+        "conjecture",
+        "for GD; the paper (arXiv:2306.13596) states the joint result for regularization "
+        "paths only (docs/companion.md)",
+        "svmgeo reproduce companion_joint --quick",
     ),
     Correspondence(
         "softmax, next-token risk",
