@@ -1372,3 +1372,17 @@ def test_solver_options_are_refused_in_the_name_of_the_function_called(
         call(method="bogus")
     with pytest.raises(ProblemError, match=rf"^{where} got unknown keyword argument\(s\) 'bogus'"):
         call(bogus=1)
+
+
+@pytest.mark.parametrize(
+    ("where", "call"),
+    [
+        ("verify", lambda v: sg.verify(DATA, v=v, n_steps=5, backend="numpy")),
+        ("verify", lambda v: sg.verify(DATA, optimizer="sign", v=v, n_steps=5, backend="numpy")),
+        ("verify_mirror", lambda v: sg.verify_mirror(DATA, exponent=1.5, v=v, n_steps=5)),
+    ],
+)
+def test_a_head_of_the_wrong_shape_is_named(where: str, call: Callable[..., Any]) -> None:
+    """numpy's matmul error (naming neither v nor the function) came before train's check."""
+    with pytest.raises(ProblemError, match=rf"'v' parameter of {where} must have shape"):
+        call(np.ones(DATA.d + 1))

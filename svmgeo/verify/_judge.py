@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
+from .._validation import check_array
 from ..analysis import LocalOptimality, is_locally_optimal
 from ..data import TokenData
 from ..selection import optimal_token_sets
@@ -24,7 +25,23 @@ from ..selection import optimal_token_sets
 __all__ = ["Verdict", "head_scores", "judge", "scored"]
 
 
-def head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndarray:
+def _weights(value: Any, name: str, size: int, where: str) -> np.ndarray:
+    """A head's weight vector of shape (size,) (a (1, size) row too), or a ProblemError naming
+    the argument and ``where`` (numpy's matmul error named neither)."""
+    w = check_array(value, f"'{name}' of {where}", ndim=(1, 2))
+    if w.ndim == 2 and w.shape[0] == 1:
+        w = w[0]
+    if w.shape != (size,):
+        raise ProblemError(
+            f"The '{name}' parameter of {where} must have shape ({size},), one weight per head "
+            f"feature; got shape {np.shape(value)}."
+        )
+    return w
+
+
+def head_scores(
+    data: TokenData, head: str, v: Any, V: Any, lam: Any, *, where: str = "verify"
+) -> np.ndarray:
     r"""Token scores :math:`\gamma_{ikt} = Y_{ik} h(u_{it})` of the head the run trains, (n, K, T).
 
     .. math::
@@ -40,6 +57,8 @@ def head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndar
     head : {"linear", "relu", "concave"}
     v, V, lam
         The head's parameters (``v`` defaults to ``data.v``; the ReLU head's to ones).
+    where : str
+        The function the user called, which errors name.
 
     Returns
     -------
@@ -54,8 +73,8 @@ def head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndar
     X = np.asarray(data.values)
     Y = np.asarray(data.labels)[:, :, None]
     if head == "relu":
-        Va = np.asarray(V, dtype=float)
-        w = np.ones(Va.shape[1]) if v is None else np.asarray(v, dtype=float)
+        Va = check_array(V, f"'V' of {where}", ndim=2, shape=(X.shape[2], None))
+        w = np.ones(Va.shape[1]) if v is None else _weights(v, "v", Va.shape[1], where)
         h = np.maximum(X @ Va, 0.0) @ w
     else:
         if v is None:
@@ -68,7 +87,7 @@ def head_scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndar
                 return np.asarray(data.scores)
             vv = np.asarray(data.v)
         else:
-            vv = np.asarray(v, dtype=float)
+            vv = _weights(v, "v", X.shape[2], where)
         h = X @ vv
         if head == "concave":
             h = h - float(lam) * np.sum(X * X, axis=2)

@@ -131,7 +131,7 @@ def verify_mirror(
     threshold = check_real(threshold, "threshold", low=-1.0, high=1.0, where=where)
     if isinstance(init, str) and init == "cone":
         raise ProblemError(f"{where}: init='cone' is for verify (GD); pass 'zero' or an array.")
-    sdata = scored(data, head_scores(data, "linear", v, None, None))
+    sdata = scored(data, head_scores(data, "linear", v, None, None, where="verify_mirror"))
     train = dict(
         loss=loss, v=v, step_size=step_size, normalized=normalized, n_steps=n_steps,
         record_every=record_every, init=init, backend=backend,
