@@ -44,7 +44,19 @@ Array = np.ndarray
 
 
 def _vis(u: Array, visible: Array | None) -> Array:
-    return np.ones(u.shape, dtype=bool) if visible is None else np.broadcast_to(visible, u.shape)
+    """The visible keys as a boolean mask of ``u``'s shape (all keys when ``visible`` is None)."""
+    shape = np.shape(u)
+    if visible is None:
+        return np.ones(shape, dtype=bool)
+    if getattr(visible, "dtype", None) is None:  # a list: numpy's (CuPy arrays keep theirs)
+        visible = np.asarray(visible)
+    if visible.dtype != bool:
+        raise ProblemError(
+            f"visible must be a boolean mask (True = a visible key); got dtype {visible.dtype}. "
+            "An additive mask (0 visible, -inf hidden, as PyTorch's) would read inverted: pass "
+            "mask == 0."
+        )
+    return np.broadcast_to(visible, shape)
 
 
 def _outer(a: Array, b: Array) -> Array:

@@ -427,7 +427,9 @@ def _pruning(
         out["support"] = _prune(data, attn, keep)
     else:
         out["support"] = None
-    out["mass"] = _prune(data, attn, selected | (attn >= threshold))
+    # a visible key whose attention reaches the threshold (hidden keys, attention exactly 0,
+    # never: they passed at threshold 0)
+    out["mass"] = _prune(data, attn, selected | (data.visible & (attn >= threshold)))
     if data.is_self_attention:
         out["radius"] = None
         out["radius_bounds"] = (
@@ -499,7 +501,10 @@ def _trained_matrix(W: Any, K: Any, Q: Any, d: int) -> np.ndarray | None:
                 "study: W = K Q^T overflows float64; rescale K and Q (a positive scale changes "
                 "no selection and no correlation)."
             )
-    Wm = np.asarray(W)
+    try:
+        Wm = np.asarray(W)
+    except ValueError:  # a ragged nesting of lists
+        Wm = np.asarray(W, dtype=object)
     if Wm.shape != (d, d) or not np.issubdtype(Wm.dtype, np.number) or np.iscomplexobj(Wm):
         raise ProblemError(
             f"study: W must be a real array of shape (d, d) = ({d}, {d}); got "

@@ -278,3 +278,18 @@ def test_an_undecided_feasibility_is_no_verdict() -> None:
     assert rep.feasible is None and rep.status == "infeasible_inaccurate"
     assert any("feasibility of Att-SVM(opt) undecided" in note for note in rep.notes)
     assert rep.lots["exact"] is False and "not exact" in rep.summary()
+
+
+def test_pruning_at_threshold_zero_keeps_only_visible_keys() -> None:
+    """Hidden keys have attention exactly 0, which passed a threshold of 0: a query that sees
+    one key was reported keeping all four."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2, 4, 8))
+    data = sg.TokenData(X, query="all", mask="causal", v=rng.standard_normal(8), Y=np.ones((2, 4)))
+    rep = sg.study(data, rng.standard_normal((8, 8)) * 3, progress=False, prune_threshold=0.0)
+    np.testing.assert_array_equal(rep.pruning["mass"]["kept"], data.visible.sum(axis=2))
+
+
+def test_a_ragged_w_is_a_problem_error() -> None:
+    with pytest.raises(sg.ProblemError, match="study: W must be a real array of shape"):
+        sg.study(sg.random_data(3, 3, 4, seed=0), [[1.0, 2.0], [3.0]], progress=False)

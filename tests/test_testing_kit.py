@@ -158,3 +158,27 @@ def test_the_signed_margin_is_the_ball_margin_where_feasible(seed: int) -> None:
     assert t > 0
     np.testing.assert_allclose(np.abs(w).max(), 1.0)
     np.testing.assert_allclose((G @ w).min(), t, rtol=1e-9)
+
+
+def test_assumption_b_cases_print_a_runnable_reproducer() -> None:
+    """Their repr called build_case(kind, "b2", ...), which refuses those variants."""
+    for case in (
+        sgt.build_b2_case("cross", n=3, T=4, d=5, K=2, seed=1),
+        sgt.build_b1_case("cross", n=3, T=4, d=6, seed=0),
+    ):
+        assert case is not None
+        namespace: dict[str, object] = {}
+        exec(case.reproducer(), namespace)
+        rebuilt = namespace["case"]
+        assert isinstance(rebuilt, sgt.Case)
+        np.testing.assert_array_equal(rebuilt.data.X, case.data.X)
+    with pytest.raises(sg.ProblemError, match="build_b1_case, build_b2_case"):
+        sgt.build_case("cross", "b2", n=3, T=4, d=5)
+
+
+@settings(max_examples=40, database=None, deadline=None)
+@given(sgt.cases(kinds=("causal",), overparameterized=True, d_range=(1, 3)))
+def test_cases_keep_to_the_kinds_asked(case: sgt.Case) -> None:
+    """Where no n fits Theorem 1's sizes, the strategy switched to cross-attention though
+    the caller asked for causal cases only."""
+    assert case.kind == "causal"

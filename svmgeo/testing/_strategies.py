@@ -107,9 +107,14 @@ class Case:
     data: sg.TokenData = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        sizes = f"n={self.n}, T={self.T}, d={self.d}"
+        if self.variant == "b1":  # the Assumption B builders' own calls (build_case has no b1/b2)
+            return f"svmgeo.testing.build_b1_case({self.kind!r}, {sizes}, seed={self.seed})"
+        if self.variant == "b2":
+            return f"svmgeo.testing.build_b2_case({self.kind!r}, {sizes}, K={self.K}, seed={self.seed})"
         extra = f", sigma={self.sigma!r}" if self.sigma else ""
         return (
-            f"svmgeo.testing.build_case({self.kind!r}, {self.variant!r}, n={self.n}, T={self.T}, d={self.d}, "
+            f"svmgeo.testing.build_case({self.kind!r}, {self.variant!r}, {sizes}, "
             f"K={self.K}, seed={self.seed}{extra})"
         )
 
@@ -213,7 +218,10 @@ def build_case(
     queries after the variant was applied (the "almost every dataset" of Theorem 1).
     """
     if kind not in KINDS or variant not in VARIANTS:
-        raise ValueError(f"unknown kind {kind!r} or variant {variant!r}")
+        raise sg.ProblemError(
+            f"build_case takes kind in {KINDS} and variant in {VARIANTS}; got kind={kind!r}, "
+            f"variant={variant!r} (Assumption B cases: build_b1_case, build_b2_case)."
+        )
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, T, d)) / np.sqrt(d)
     v = _unit(rng, d)
@@ -305,7 +313,10 @@ def cases(
         # "masked" may use query="all" (T queries): size for the larger of K and T
         Kmax = max(Kq, T) if kind == "masked" else Kq
         n_hi = min(n_range[1], dmax // Kmax)
-        if n_hi < n_range[0]:  # e.g. causal with T > d_max: fall back to cross-attention
+        if n_hi < n_range[0]:  # e.g. causal with T > d_max
+            # fall back to cross-attention only where the caller asked for it: a property of
+            # causal (or masked) data must not pass on cross-attention cases
+            assume("cross" in kinds)
             kind, Kmax = "cross", 1
             n_hi = min(n_range[1], dmax)
         n = draw(st.integers(n_range[0], n_hi))

@@ -228,3 +228,16 @@ def test_batch_of_other_maps_equals_single_runs(attention: str) -> None:
     ref = sg.train_batch(datasets, backend="numpy", n_steps=50, **kw)  # type: ignore[arg-type]
     fast = sg.train_batch(datasets, backend="numba", n_steps=50, **kw)  # type: ignore[arg-type]
     np.testing.assert_allclose(fast.W, ref.W, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(sg.ATTENTION_MAPS))
+def test_an_additive_mask_is_refused_not_read_inverted(name: str) -> None:
+    """A 0 / -inf mask (PyTorch's additive convention) read as a truth mask keeps exactly the
+    hidden keys (softmax gave [0, 1, 0]); only a boolean mask, or a list of bools, is taken."""
+    amap = sg.ATTENTION_MAPS[name]
+    u = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(sg.ProblemError, match="visible must be a boolean mask"):
+        amap.phi(u, np.array([0.0, -np.inf, 0.0]))
+    np.testing.assert_array_equal(
+        amap.phi(u, [True, False, True]), amap.phi(u, np.array([True, False, True]))
+    )
