@@ -182,3 +182,12 @@ def test_cases_keep_to_the_kinds_asked(case: sgt.Case) -> None:
     """Where no n fits Theorem 1's sizes, the strategy switched to cross-attention though
     the caller asked for causal cases only."""
     assert case.kind == "causal"
+
+
+def test_a_rank_bounded_answer_is_checked_on_its_own_w() -> None:
+    """The kit compared the result's own objective with its own lower bound: W tripled passed."""
+    data = sg.random_data(4, 3, 4, seed=0)
+    res = sg.att_svm(data, sg.optimal_tokens(data), norm="nuc", rank=2)
+    sgt.assert_certified(res)
+    with pytest.raises(AssertionError):
+        sgt.assert_certified(dataclasses.replace(res, W=3.0 * res.W))

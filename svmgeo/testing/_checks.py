@@ -299,7 +299,8 @@ def assert_certified(
 
     An :class:`~svmgeo.SVMResult` with status ``OPTIMAL`` must carry a W and a dual that pass
     :func:`assert_frobenius_kkt` or :func:`assert_nuclear_kkt` (rank-bounded answers: a feasible
-    point with ``rank(W) <= m``); ``INFEASIBLE`` must carry a Farkas vector passing
+    point with ``rank(W) <= m`` whose :math:`\|W\|_*`, recomputed, is the optimum of the convex
+    Att-SVM⋆, checked by :func:`assert_nuclear_kkt`); ``INFEASIBLE`` must carry a Farkas vector passing
     :func:`assert_farkas`. A :class:`~svmgeo.FeasibilityResult` must be feasible with a point
     passing :func:`assert_feasible_point`, or infeasible with a Farkas vector. Anything else
     (an inaccurate or failed status, a rank-bounded answer above the convex bound, which is
@@ -325,7 +326,13 @@ def assert_certified(
         assert res.objective is not None, res.message
         assert_feasible_point(res.constraints, res.W, rtol=rtol)
         assert numerical_rank(res.W) <= res.rank
-        np.testing.assert_allclose(res.objective, res.lower_bound, rtol=rtol)
+        # recomputed here: ||W||_* from W, and the bound from the convex Att-SVM* (no rank),
+        # whose KKT the kit checks itself; a feasible W of rank <= m attaining it is optimal
+        value = float(np.linalg.norm(res.W, "nuc"))
+        np.testing.assert_allclose(value, res.objective, rtol=rtol)
+        convex = sg.solve_svm(res.constraints, norm="nuc")
+        assert_nuclear_kkt(convex, rtol=rtol)
+        np.testing.assert_allclose(value, convex.objective, rtol=rtol)
     else:
         assert_kkt(res, rtol=rtol)
 
