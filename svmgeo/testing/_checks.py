@@ -332,6 +332,7 @@ def assert_certified(
         np.testing.assert_allclose(value, res.objective, rtol=rtol)
         convex = sg.solve_svm(res.constraints, norm="nuc")
         assert_nuclear_kkt(convex, rtol=rtol)
+        assert convex.objective is not None, convex.message
         np.testing.assert_allclose(value, convex.objective, rtol=rtol)
     else:
         assert_kkt(res, rtol=rtol)
