@@ -564,6 +564,40 @@ def _rows_of(
     ]
 
 
+def _check_settings(
+    out: Path,
+    trial_fn: Callable[..., Any],
+    seed_key: str | None,
+    derive_seeds: bool,
+    resuming: Any,
+) -> None:
+    """Refuse to resume the table ``out`` with other settings than it was written with (a
+    sidecar ``<out>.sweep.json``: the trial function's name, ``seed_key``, ``derive_seeds``),
+    which trial ids alone do not tell apart; then record this sweep's."""
+    name = f"{getattr(trial_fn, '__module__', '?')}.{getattr(trial_fn, '__qualname__', '?')}"
+    settings = {"trial_fn": name, "seed_key": seed_key, "derive_seeds": derive_seeds}
+    side = out.with_name(out.name + ".sweep.json")
+    if resuming and side.is_file():
+        try:
+            stored = json.loads(side.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            stored = None
+        if isinstance(stored, dict) and stored != settings:
+            changed = ", ".join(
+                f"{key} {stored.get(key)!r} -> {value!r}"
+                for key, value in settings.items()
+                if stored.get(key) != value
+            )
+            raise ProblemError(
+                f"{out} was written by a sweep with other settings ({changed}); its rows would "
+                "be resumed as if they were this sweep's. Pass resume=False to rerun every "
+                "trial, or another 'out'."
+            )
+    tmp = side.with_name(side.name + ".tmp")
+    tmp.write_text(json.dumps(settings), encoding="utf-8")
+    os.replace(tmp, side)
+
+
 def sweep(
     trial_fn: Callable[..., Any],
     grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
@@ -696,6 +730,8 @@ def sweep(
     store = ResultStore(out, names)
     store.open(resume=resume)
     try:
+        if out is not None:  # under the table's lock
+            _check_settings(Path(out), trial_fn, seed_key, derive_seeds, resume and store.rows)
         ids = [trial_id(t) for t in trials]
         store.check_ids(trials, ids)
         done = store.done_ids(retry_errors=retry_errors)

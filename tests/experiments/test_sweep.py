@@ -606,3 +606,22 @@ def test_public_names_and_pandas():
     else:
         df = res.to_pandas()
         assert list(df.columns) == res.columns and len(df) == 2
+
+
+def _gaussian(seed):
+    return {"x": float(np.random.default_rng(seed).standard_normal())}
+
+
+def test_resume_refuses_other_seed_settings(tmp_path):
+    """Trial ids do not record derive_seeds: resuming with derive_seeds=True returned the
+    first run's (underived) rows as this sweep's."""
+    out = tmp_path / "t.csv"
+    grid = {"seed": [0, 1, 2]}
+    first = sweep(_gaussian, grid, workers=0, progress=False, out=out)
+    again = sweep(_gaussian, grid, workers=0, progress=False, out=out)
+    assert again.column("x") == first.column("x")  # same settings: resumed
+    with pytest.raises(sg.ProblemError, match=r"derive_seeds False -> True"):
+        sweep(_gaussian, grid, workers=0, progress=False, out=out, derive_seeds=True)
+    fresh = sweep(_gaussian, grid, workers=0, progress=False, out=out, derive_seeds=True,
+                  resume=False)  # fmt: skip
+    assert fresh.column("x") != first.column("x")
