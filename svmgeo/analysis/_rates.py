@@ -26,7 +26,7 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import correlation
 from .._summary import summarized
-from .._validation import check_array, check_int, check_real
+from .._validation import check_array, check_int, check_option, check_real
 from ..solvers import parse_norm
 
 __all__ = ["Rates", "fit_rates"]
@@ -40,8 +40,8 @@ class Rates:
     Attributes
     ----------
     norm_slope : float
-        :math:`b` of :math:`\|W(t)\| \approx a + b\log t` (least squares on the fitted
-        records).
+        :math:`b` of :math:`\|W(t)\| \approx a + b\log t` (``growth="log"``) or
+        :math:`a + b\,t` (``growth="linear"``), least squares on the fitted records.
     norm_slope_ci : tuple of float
         Its bootstrap interval at ``level``.
     norm_intercept : float
@@ -59,11 +59,15 @@ class Rates:
     converged : bool
         Every interval is narrow (width at most ``max_rel_width`` times the estimate's
         magnitude) and the direction error decreases (the interval of :math:`\lambda` lies
-        above 0).
+        above 0). A fit diagnostic over the fitted window, measured: a direction error that
+        levels off at a positive value (a limit other than the direction) can still decrease
+        over the window; ``final_corr`` says how close the run came.
     verdict : str
         ``"converged"`` or ``"not converged: <why>"``.
     norm : str
         The norm of :math:`\|W\|`.
+    growth : str
+        The norm model fitted, ``"log"`` or ``"linear"``.
     steps : ndarray
         The record steps fitted (:math:`t \ge` ``t_min``).
     n_boot : int
@@ -83,6 +87,7 @@ class Rates:
     converged: bool
     verdict: str
     norm: str
+    growth: str
     steps: np.ndarray
     n_boot: int
     seed: int
@@ -148,6 +153,7 @@ def fit_rates(
     direction: Any = None,
     *,
     norm: str = "fro",
+    growth: str = "log",
     t_min: float | None = None,
     n_boot: int = 1000,
     seed: int = 0,
@@ -176,6 +182,10 @@ def fit_rates(
     norm : str or tuple, default "fro"
         The norm of :math:`\|W(t)\|`: any entry of :data:`svmgeo.solvers.NORMS` (``"fro"``,
         ``"nuc"``, ``"spectral"``, ``("lp", p)``).
+    growth : {"log", "linear"}, default "log"
+        The norm model: :math:`a + b\log t`, as for plain GD on separable data (Soudry et al.
+        2018), or :math:`a + b\,t`, as for steps of a fixed length (normalized GD with a
+        constant step size, sign and steepest descent), whose norm grows linearly.
     t_min : float, optional
         First step fitted; default :math:`\sqrt{t_{\max}}` (the second half in :math:`\log t`)
         and at least 3 (so that :math:`\log\log t > 0`).
@@ -211,6 +221,7 @@ def fit_rates(
     check_int(seed, "seed", low=0, where="fit_rates")
     check_real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True, where="fit_rates")
     check_real(max_rel_width, "max_rel_width", low=0.0, low_open=True, where="fit_rates")
+    growth = check_option(growth, "growth", ("log", "linear"), where="fit_rates")
     order = np.argsort(steps, kind="stable")  # records in the order of their steps
     steps, Ws = steps[order], Ws[order]
     if t_min is not None:
@@ -227,7 +238,7 @@ def fit_rates(
     t, Wt = steps[keep].astype(float), Ws[keep]
     rng = np.random.default_rng(seed)
     y = np.array([norm_value(W) for W in Wt])
-    slope, slope_ci, intercept = _fit(np.log(t), y, rng, n_boot, level)
+    slope, slope_ci, intercept = _fit(np.log(t) if growth == "log" else t, y, rng, n_boot, level)
     why: list[str] = []
 
     def narrow(name: str, value: float, ci: tuple[float, float]) -> None:
@@ -274,6 +285,7 @@ def fit_rates(
         converged=converged,
         verdict="converged" if converged else "not converged: " + "; ".join(why),
         norm=norm,
+        growth=growth,
         steps=steps[keep],
         n_boot=n_boot,
         seed=seed,

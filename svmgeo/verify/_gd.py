@@ -249,7 +249,8 @@ def verify(
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param=param, head=head, threshold=threshold, trajectory=trajectory, verdict=verdict,
-        comparison=comparison, svms=svms, rates=_rates(trajectory, svms, OPTIMIZER_SVMS),
+        comparison=comparison, svms=svms,
+        rates=_rates(trajectory, svms, OPTIMIZER_SVMS, _fixed_length(options)),
         **extra,
     )  # fmt: skip
 
@@ -287,20 +288,33 @@ def _refuse_unused(
         )
 
 
+def _fixed_length(options: dict[str, Any]) -> bool:
+    """Whether the run's steps have a fixed length: normalized (the steepest rules always are)
+    with a constant step size (not the Polyak step), so that ||W|| grows linearly in t."""
+    return bool(options.get("normalized", True)) and not isinstance(options["step_size"], str)
+
+
 def _rates(
-    trajectory: Trajectory, svms: dict[str, SVMResult | None], norms: dict[str, Any]
+    trajectory: Trajectory,
+    svms: dict[str, SVMResult | None],
+    norms: dict[str, Any],
+    fixed_length: bool,
 ) -> dict[str, Any]:
     r""":func:`~svmgeo.fit_rates` of the run against each SVM of ``svms`` in its own norm
-    (``norms``): norm growth against :math:`\log t` and the decay of
-    :math:`1 - \mathrm{corr}`; None where the SVM has no solution or the run recorded too few
-    steps to fit."""
+    (``norms``): norm growth against :math:`t` for steps of a fixed length (``fixed_length``:
+    normalized or steepest steps of a constant size), against :math:`\log t` otherwise, and
+    the decay of :math:`1 - \mathrm{corr}`; None where the SVM has no solution or the run
+    recorded too few steps to fit."""
+    growth = "linear" if fixed_length else "log"
     out: dict[str, Any] = {}
     for name, res in svms.items():
         if res is None or res.W is None or name not in norms:
             out[name] = None
             continue
         try:
-            out[name] = fit_rates((trajectory.steps, trajectory.iterates), res.W, norm=norms[name])
+            out[name] = fit_rates(
+                (trajectory.steps, trajectory.iterates), res.W, norm=norms[name], growth=growth
+            )
         except ProblemError:  # fewer than 3 records past sqrt(t_max)
             out[name] = None
     return out
@@ -391,7 +405,7 @@ def _verify_optimizer(
     return assemble(
         param=param, head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,
         comparison=comparison, svms=svms, method=label, face_corr=face,
-        rates=_rates(trajectory, svms, norms),
+        rates=_rates(trajectory, svms, norms, _fixed_length({**options, "normalized": True})),
     )  # fmt: skip
 
 

@@ -118,3 +118,23 @@ def test_fit_rates_exact_direction_unsorted_records_and_bad_input() -> None:
             sg.fit_rates((t, Ws), np.eye(2), **bad)
     with pytest.raises(sg.ProblemError, match="nonzero direction"):
         sg.fit_rates((t, Ws), np.zeros((2, 2)))
+
+
+def test_linear_growth_fits_steps_of_a_fixed_length() -> None:
+    """Normalized GD with a constant step grows ||W|| like t, where a + b log t does not fit
+    (verify called such runs "not converged: the interval of the norm slope is wide")."""
+    t = np.unique(np.geomspace(1, 1e4, 50).astype(int))
+    D = np.array([[1.0, 0.0], [0.0, 2.0]])
+    Ws = 0.05 * t[:, None, None] * D + np.log(t)[:, None, None] * np.array([[0.0, 1.0], [0, 0]])
+    linear = sg.fit_rates((t, Ws), D, growth="linear")
+    assert linear.growth == "linear" and linear.converged, linear.verdict
+    np.testing.assert_allclose(linear.norm_slope, 0.05 * np.linalg.norm(D), rtol=1e-2)
+    with pytest.raises(sg.ProblemError, match="'growth' parameter of fit_rates"):
+        sg.fit_rates((t, Ws), D, growth="quadratic")
+
+
+def test_verify_fits_normalized_runs_linearly() -> None:
+    rep = sg.verify(sg.random_data(4, 5, 6, seed=1), n_steps=3000, step_size=0.05,
+                    backend="numpy")  # fmt: skip
+    assert rep.converged_to == "fro"
+    assert rep.rates["fro"].growth == "linear" and rep.rates["fro"].converged
