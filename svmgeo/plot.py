@@ -59,13 +59,23 @@ def plot_verify(report: VerifyReport, path: str | os.PathLike[str]) -> str:
     steps = np.asarray(report.steps)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), constrained_layout=True)
     ax = axes[0]
-    curves = [
-        ("Frobenius $W^{mm}_\\alpha$", report.corr_fro),
-        ("nuclear $W^{mm\\star}_\\alpha$", report.corr_nuc),
-    ]
-    if report.corr_eq is not None:
-        curves.append(("Gen-SVM $W^{eq}$", report.corr_eq))
+    labels = {  # every prediction the report holds (None where the run has no such SVM)
+        "corr_own": f"its own SVM ({report.attention})",
+        "corr_fro": "Frobenius $W^{mm}_\\alpha$",
+        "corr_nuc": "nuclear $W^{mm\\star}_\\alpha$",
+        "corr_eq": "Gen-SVM $W^{eq}$",
+        "corr_dir": "Gen-SVM direction $W^{svm}$",
+        "corr_lp": "$\\ell_p$ SVM",
+        "corr_l1": "$\\ell_1$ SVM",
+        "corr_linf": "$\\ell_\\infty$ SVM",
+        "corr_spectral": "spectral SVM",
+        "corr_relax": "relaxed SVM",
+        "corr_v": "head SVM $v^{mm}$",
+    }
+    curves = [(label, getattr(report, key, None)) for key, label in labels.items()]
     for label, corr in curves:
+        if corr is None:
+            continue
         gap = 1.0 - np.asarray(corr, dtype=float)
         if np.any(np.isfinite(gap)):
             ax.semilogy(steps, np.maximum(gap, 1e-16), label=label)
@@ -74,9 +84,13 @@ def plot_verify(report: VerifyReport, path: str | os.PathLike[str]) -> str:
     ax.set_title(f"direction ({report.param}, {report.head} head)")
     ax.legend(fontsize=8)
     ax = axes[1]
-    ax.semilogy(steps, np.maximum(1.0 - np.asarray(report.max_softmax), 1e-16))
+    if report.attention == "softmax":
+        ax.semilogy(steps, np.maximum(1.0 - np.asarray(report.max_softmax), 1e-16))
+        ax.set_ylabel("1 - min max softmax")
+    else:  # max phi is not a probability for the other maps: 1 - it means nothing
+        ax.plot(steps, np.asarray(report.max_softmax))
+        ax.set_ylabel(f"min over queries of max {report.attention} attention")
     ax.set_xlabel("step")
-    ax.set_ylabel("1 - min max softmax")
     ax.set_title("saturation")
     ax = axes[2]
     ax.plot(steps, report.norm_W)

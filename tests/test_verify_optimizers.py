@@ -120,3 +120,24 @@ def test_gd_polyak_is_verified_as_train_runs_it() -> None:
     np.testing.assert_allclose(rep.W, run.W, rtol=1e-12)
     with pytest.raises(sg.ProblemError, match="step_size='polyak' takes normalized steps"):
         sg.verify(data, step_size="polyak", normalized=False, n_steps=5)
+
+
+def test_the_figure_draws_every_prediction_of_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plot_verify drew only the Frobenius, nuclear and Gen-SVM curves: a sign run's closest
+    prediction (l_inf) and linear attention's own SVM were missing."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from svmgeo.plot import plot_verify
+
+    drawn: list[list[str]] = []
+    monkeypatch.setattr(
+        Figure, "savefig",
+        lambda fig, path, **kw: drawn.append([line.get_label() for line in fig.axes[0].lines]),
+    )  # fmt: skip
+    rep = sg.verify(DATA, optimizer="sign", n_steps=100, backend="numpy")
+    plot_verify(rep, "unused.png")
+    assert "$\\ell_\\infty$ SVM" in drawn[-1] and "spectral SVM" in drawn[-1]
+    linear = sg.verify(DATA, attention="linear", n_steps=100, backend="numpy")
+    plot_verify(linear, "unused.png")
+    assert "its own SVM (linear)" in drawn[-1]
