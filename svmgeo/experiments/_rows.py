@@ -69,11 +69,13 @@ def median(values: Iterable[Any]) -> float:
 
 
 def quantile(values: Iterable[Any], q: float) -> float:
-    """Lower empirical ``q``-quantile of the finite values: the ⌊q·N⌋-th smallest."""
+    """Lower empirical ``q``-quantile of the finite values: the ⌈q·N⌉-th smallest (the smallest
+    value with at least a fraction q of the N values at or below it; the minimum for q = 0)."""
     v = sorted(finite(values))
     if not v:
         return float("nan")
-    return v[min(len(v) - 1, int(q * len(v)))]
+    k = math.ceil(round(q * len(v), 9))  # rounded: 0.1 * 30 is 3.0000000000000004
+    return v[min(len(v) - 1, max(k - 1, 0))]
 
 
 def final_parts(rows: Rows) -> Rows:

@@ -95,3 +95,15 @@ def test_missing_pandas_is_named(monkeypatch: pytest.MonkeyPatch, tiny: sg.Repro
         tiny.to_pandas("summary")
     rows = sg.read_results(tiny.tables[0])  # the list of dicts needs no pandas
     assert [r["value"] for r in rows] == [r["value"] for r in tiny.sweep.rows]
+
+
+@pytest.mark.parametrize(
+    ("n", "q", "expected"),
+    [(10, 0.1, 1.0), (100, 0.1, 10.0), (30, 0.1, 3.0), (10, 0.0, 1.0), (10, 1.0, 10.0),
+     (7, 0.5, 4.0)],
+)  # fmt: skip
+def test_the_lower_quantile_is_the_ceil_q_n_th_smallest(n: int, q: float, expected: float) -> None:
+    """quantile(range(1, 11), 0.1) was 2.0, the second smallest (an optimistic q10)."""
+    from svmgeo.experiments._rows import quantile
+
+    assert quantile(range(1, n + 1), q) == expected
