@@ -227,7 +227,9 @@ def _visible(mask: Any, n: int, T: int, is_causal: bool) -> np.ndarray:
     else:
         a = m[:, 0].double().numpy()
         vis = a == 0
-        blocked = a < -1e30
+        # a blocked key: -inf, or the dtype's most negative number, which transformers' eager
+        # masks use (-65504 in float16: below -1e30 only in float32 and wider types)
+        blocked = (a <= float(torch.finfo(m.dtype).min)) | (a < -1e30)
         if not np.all(vis | blocked):
             raise ProblemError(
                 f"{_WHERE}: the model's attention mask adds finite biases to the logits (values "

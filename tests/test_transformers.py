@@ -307,3 +307,15 @@ def test_task_heads_are_read_through_their_base_model() -> None:
             data_b, W_b = from_transformers(base, inputs, layer=1, head=head, **kw)
             np.testing.assert_allclose(W, W_b, rtol=0, atol=0)
             np.testing.assert_allclose(data.X, data_b.X, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_an_eager_mask_of_any_float_dtype_blocks_at_its_most_negative_number(dtype: str) -> None:
+    """transformers fills blocked keys with torch.finfo(dtype).min: -65504 in float16, which
+    the -1e30 test took for a finite bias ("no W reproduces them")."""
+    from svmgeo._transformers import _visible
+
+    kind = getattr(torch, dtype)
+    causal = torch.tril(torch.ones(3, 3, dtype=torch.bool))
+    mask = torch.zeros(1, 1, 3, 3, dtype=kind).masked_fill(~causal, torch.finfo(kind).min)
+    np.testing.assert_array_equal(_visible(mask, 1, 3, False)[0], causal.numpy())
