@@ -237,6 +237,11 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             f"--alpha selects softmax's tokens; --attention {args.attention} has its own SVM "
             "with no selection. Drop --alpha."
         )
+    if own and args.param != "W":
+        raise ProblemError(
+            f"--param {args.param} is prompt attention's (softmax); --attention {args.attention} "
+            "has its own SVM in W. Drop --param."
+        )
     alpha = None if own else _selection(args, data)
     res = att_svm(
         data, alpha, param=args.param, norm=args.norm, rank=args.rank, attention=args.attention
@@ -428,8 +433,16 @@ def _cmd_lots(args: argparse.Namespace) -> int:
 
     from .analysis import locally_optimal_selections
     from .selection import optimal_token_sets
+    from .study import selection_space
 
     data = _load(args)
+    total = selection_space(data)
+    if total > args.max_selections:  # the library's own check names its keyword
+        raise ProblemError(
+            f"this dataset has {total} selections (one visible token per query), above "
+            f"--max-selections {args.max_selections}. Pass --max-selections {total} to run it "
+            "anyway (up to that many SVM solves), or reduce --n, --T or the queries."
+        )
     res = locally_optimal_selections(
         data, norm=args.norm, max_selections=args.max_selections, progress=not args.json
     )
@@ -597,7 +610,7 @@ def add_sweep_arguments(
     g.add_argument("--out", default=default_out, help=out_help)
     g.add_argument(
         "--workers",
-        type=int,
+        type=_nonnegative,
         default=None,
         help="local worker processes (default: all cores; 0: in this process)",
     )
@@ -615,6 +628,11 @@ def add_sweep_arguments(
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`svmgeo.sweep` from options added by :func:`add_sweep_arguments`."""
+    if args.workers is not None and args.scheduler is not None:
+        raise ProblemError(
+            "Give --workers (local processes) or --scheduler (a Dask cluster), not both; a "
+            "cluster's workers are started with `dask worker`."
+        )
     return {
         "out": args.out,
         "workers": args.workers,

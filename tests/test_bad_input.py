@@ -1036,6 +1036,53 @@ def _cli(*args: str, id: str, match: str) -> Any:
 
 
 CLI_ERRORS = [
+    # errors in the flags' names, not the Python keywords behind them
+    _cli(
+        "lots",
+        "--n",
+        "8",
+        "--T",
+        "10",
+        "--d",
+        "4",
+        id="lots-cap",
+        match="above --max-selections 1000000. Pass --max-selections 100000000",
+    ),
+    _cli(
+        "reproduce",
+        "paths2d",
+        "--quick",
+        "--workers",
+        "-1",
+        id="workers-neg",
+        match="--workers: expected an integer >= 0",
+    ),
+    _cli(
+        "reproduce",
+        "paths2d",
+        "--quick",
+        "--workers",
+        "2",
+        "--scheduler",
+        "tcp://127.0.0.1:1",
+        id="workers-and-scheduler",
+        match="Give --workers .* or --scheduler",
+    ),
+    _cli(
+        "solve",
+        "--n",
+        "3",
+        "--T",
+        "3",
+        "--d",
+        "2",
+        "--param",
+        "p",
+        "--attention",
+        "sigmoid",
+        id="param-p-own-svm",
+        match="--param p is prompt attention's",
+    ),
     # argument values
     _cli("solve", "--seed", "-1", id="seed-neg", match="--seed: expected an integer >= 0"),
     _cli("solve", "--seed", "x", id="seed-str", match="--seed"),
@@ -1095,7 +1142,7 @@ CLI_ERRORS = [
         "--max-selections",
         "100",
         id="lots-too-many",
-        match="max_selections",
+        match="above --max-selections 100. Pass --max-selections",
     ),
     # GD options
     _cli(
