@@ -122,7 +122,8 @@ def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
     :math:`f = \mathbb E_s[\gamma]`, the first and second derivatives of f in the logits are
     the covariance and third central moment under s, bounded by :math:`\Delta/2` and
     :math:`\Delta` times the directions' norms, and :math:`\|X W z\| \le \|X\|_2 \|W\|_F
-    \|z\|`.
+    \|z\|`. ``inf`` where the bound leaves float64 (the exponential loss on scores below
+    about -709).
     """
     from ..selection import scores_full
 
@@ -131,8 +132,9 @@ def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
     vis = np.asarray(data.visible)
     lo = np.where(vis, S, np.inf).min(axis=2)
     hi = np.where(vis, S, -np.inf).max(axis=2)
-    M0, M1 = _loss_bounds(loss, lo, hi)
-    return lipschitz_from_loss_bounds(data, M0, M1, lo, hi)
+    with np.errstate(over="ignore", invalid="ignore"):  # e^{-lo} beyond float64: L_W = inf
+        M0, M1 = _loss_bounds(loss, lo, hi)
+        return lipschitz_from_loss_bounds(data, M0, M1, lo, hi)
 
 
 def lipschitz_from_loss_bounds(

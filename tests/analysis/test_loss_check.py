@@ -147,3 +147,12 @@ def test_a_maximum_of_the_loss_is_flagged_too() -> None:
     assert inside.any() and not chk.passed
     np.testing.assert_allclose(chk.stationary[inside], 0.1, rtol=1e-12)
     np.testing.assert_array_equal(chk.decreasing, chk.lo >= 0.1)
+
+
+def test_the_lipschitz_bound_beyond_float64_is_inf_without_warnings() -> None:
+    """e^{1100} overflowed with a RuntimeWarning; the bound is honestly infinite."""
+    X = sg.random_data(2, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((2, 2)), scores=np.array([[-1100.0, 0.0, 1100.0]] * 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gradient_lipschitz_bound(data, loss="exponential") == np.inf
