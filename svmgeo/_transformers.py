@@ -360,6 +360,13 @@ def from_transformers(
     >>> data.T, W.shape  # doctest: +SKIP
     (3, (8, 8))
     """
+    taken = sorted(set(data_kwargs) & {"mask", "Z", "attn_mask"})
+    if taken:
+        raise ProblemError(
+            f"{_WHERE} reads the query tokens and the mask from the model (its self-attention "
+            f"and the mask it passes); got {', '.join(taken)}. Drop them (pad with the model's "
+            "attention_mask input instead)."
+        )
     try:
         import torch
         import transformers  # noqa: F401

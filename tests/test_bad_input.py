@@ -1433,3 +1433,11 @@ def test_a_head_of_the_wrong_shape_is_named(where: str, call: Callable[..., Any]
     """numpy's matmul error (naming neither v nor the function) came before train's check."""
     with pytest.raises(ProblemError, match=rf"'v' parameter of {where} must have shape"):
         call(np.ones(DATA.d + 1))
+
+
+@pytest.mark.parametrize("option", ["mask", "Z", "attn_mask"])
+def test_from_transformers_refuses_what_it_reads_from_the_model(option: str) -> None:
+    """It passed them on to from_torch, whose error named from_torch and attn_mask (or, on the
+    rotary path, TypeError: multiple values for 'mask'). Checked before torch is imported."""
+    with pytest.raises(ProblemError, match=rf"from_transformers reads .*got {option}"):
+        sg.from_transformers(None, None, layer=0, head=0, **{option: 1})
