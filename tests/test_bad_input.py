@@ -1441,3 +1441,11 @@ def test_from_transformers_refuses_what_it_reads_from_the_model(option: str) -> 
     rotary path, TypeError: multiple values for 'mask'). Checked before torch is imported."""
     with pytest.raises(ProblemError, match=rf"from_transformers reads .*got {option}"):
         sg.from_transformers(None, None, layer=0, head=0, **{option: 1})
+
+
+@pytest.mark.parametrize(("option", "value"), [("step_size", 0), ("n_steps", 0), ("loss", "bad")])
+def test_verify_mirror_names_itself(option: str, value: object) -> None:
+    """Its training options were checked in the name of train_mirror, which the user never
+    called."""
+    with pytest.raises(ProblemError, match=rf"'{option}' parameter of verify_mirror"):
+        sg.verify_mirror(DATA, exponent=1.5, **{option: value})

@@ -39,6 +39,7 @@ from ._mirror import (
     MirrorState,
     inverse_mirror_map,
     mirror_map,
+    run_mirror_descent,
     sparsity,
     train_mirror,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "parse_optimizer",
     "resolve_optimizer",
     "run_loop",
+    "run_mirror_descent",
     "sparsity",
     "spectral_direction",
     "steepest_direction",

@@ -41,8 +41,8 @@ from ._oracle import RiskOracle
 from ._results import GDRun, Intermediate
 from ._step import weight_finals, weight_record
 
-__all__ = ["MirrorDescent", "MirrorState", "inverse_mirror_map", "mirror_map", "sparsity",
-           "train_mirror"]  # fmt: skip
+__all__ = ["MirrorDescent", "MirrorState", "inverse_mirror_map", "mirror_map",
+           "run_mirror_descent", "sparsity", "train_mirror"]  # fmt: skip
 
 
 def mirror_map(W: np.ndarray, p: float) -> np.ndarray:
@@ -290,6 +290,33 @@ def train_mirror(
             f"{where} got unknown option(s) {', '.join(map(repr, renamed))}; it takes exponent, "
             "loss, head, v, V, lam, step_size, normalized, n_steps, record_every, init, backend."
         )
+    return run_mirror_descent(
+        data, caller=where, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
+        step_size=step_size, normalized=normalized, n_steps=n_steps,
+        record_every=record_every, init=init, backend=backend,
+    )  # fmt: skip
+
+
+def run_mirror_descent(
+    data: TokenData,
+    *,
+    caller: str,
+    exponent: float | None,
+    loss: Any,
+    head: str,
+    v: Any,
+    V: Any,
+    lam: float | None,
+    step_size: float,
+    normalized: bool,
+    n_steps: int,
+    record_every: int | None,
+    init: Any,
+    backend: str,
+) -> GDRun:
+    """:func:`train_mirror` for the entry point ``caller`` (``verify_mirror``), which its
+    errors name."""
+    where = caller
     if not isinstance(data, TokenData):
         raise ProblemError(f"{where} takes one svmgeo.TokenData; got {type(data).__name__}.")
     if exponent is None:

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..data import TokenData
-from ..gd import GDRun, RiskOracle, train, train_mirror
+from ..gd import GDRun, RiskOracle, run_mirror_descent, train
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
 
@@ -163,7 +163,15 @@ def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> 
         The selection is read off the final W by the engine's risk oracle; saturation and
         norm are computed from the recorded W(t).
     """
-    run = train_mirror(data, exponent=exponent, **options)
+    run = run_mirror_descent(
+        data,
+        caller="verify_mirror",
+        exponent=exponent,
+        head="linear",
+        V=None,
+        lam=None,
+        **options,
+    )
     return _weight_trajectory(data, run, options)
 
 
