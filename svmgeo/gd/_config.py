@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -481,6 +482,11 @@ class GDConfig:
 
     def __post_init__(self) -> None:
         where = self.caller
+        init = self.init
+        if isinstance(init, list) and len(init) == 2 and isinstance(init[0], str):
+            object.__setattr__(self, "init", tuple(init))  # ["random", 0.1], as from JSON
+        if isinstance(self.seed, numbers.Integral) and not isinstance(self.seed, bool):
+            object.__setattr__(self, "seed", int(self.seed))  # np.int64(0) as 0
         name, q = resolve_optimizer(
             ("steepest", self.steepest_q) if self.optimizer == "steepest" else self.optimizer,
             where,

@@ -10,6 +10,7 @@ r"""The gradient-descent engine on softmax attention: its update rule and entry 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import ProblemError
+from .._linalg import entrywise_norm
 from .._validation import check_array, check_real
 from ..data import TokenData
 from ..losses import LossSpec
@@ -509,8 +511,8 @@ def train(
     grad_tol : float
         Stop when the gradient norm is at most ``grad_tol`` (0: never); formerly ``tol``.
     saturation_tol : float, optional
-        Stop at a record point where every max softmax probability is :math:`\ge 1 -`
-        ``saturation_tol``.
+        Stop at a record point, the start included, where every max softmax probability is
+        :math:`\ge 1 -` ``saturation_tol``.
     train_head : bool, default False
         Train the linear head :math:`v \in \mathbb{R}^{d_u}` jointly with the attention
         (``param`` "p", "W" or "KQ"), as in the companion paper's joint :math:`(v, p)`
@@ -545,7 +547,7 @@ def train(
         from ``init=("random", scale)`` or an array. Each map's own SVM is
         :func:`~svmgeo.att_svm` with the same ``attention=``; see docs/attention-maps.md.
     callback : callable, optional
-        Called with an :class:`Intermediate` at each record point; raise
+        Called with an :class:`Intermediate` at each record point after the start; raise
         :class:`StopIteration` to stop.
     adam_beta1, adam_beta2, adam_eps : float, optional
         ``optimizer="adam"``: :math:`\beta_1` (0.9), :math:`\beta_2` (0.999) in [0, 1) and
@@ -657,8 +659,8 @@ def train(
         saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
         optimizer=optimizer, exponent=exponent, attention=attention,
     )  # fmt: skip
-    if not isinstance(init, (str, tuple)) and param != "KQ":  # (K, Q) pairs: _init_params
-        W0 = np.asarray(init)
+    if not isinstance(cfg.init, (str, tuple)) and param != "KQ":  # (K, Q) pairs: _init_params
+        W0 = np.asarray(cfg.init)
         if param == "p" and W0.ndim != 1:
             raise ProblemError(f"init p must have shape ({data.d},); got {W0.shape}.")
         if param != "p" and W0.ndim != 2:
@@ -668,6 +670,18 @@ def train(
     )
     check_loss_for(cfg.loss, problem, cfg.caller, cfg.backend, cfg.train_head)
     return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
+
+
+def _checked_params(params: Any, d: int) -> np.ndarray:
+    """``params`` of :func:`loss_and_grad` that is not a (K, Q) tuple: W (d, d) or p (d,)."""
+    hint = (
+        f"params is W of shape ({d}, {d}), p of shape ({d},) or a tuple (K, Q) of arrays of "
+        f"shape ({d}, m) (a list of two arrays reads as one array)."
+    )
+    arr = check_array(params, "params of loss_and_grad", ndim=(1, 2), hint=hint)
+    if arr.shape != ((d,) if arr.ndim == 1 else (d, d)):
+        raise ProblemError(f"got params of shape {arr.shape} in loss_and_grad; {hint}")
+    return arr
 
 
 def loss_and_grad(
@@ -718,7 +732,7 @@ def loss_and_grad(
         raise ProblemError(f"loss_and_grad takes one svmgeo.TokenData; got {type(data).__name__}.")
     loss = resolve_loss(loss, "loss_and_grad")
     is_kq = isinstance(params, tuple)
-    init = params if is_kq else np.asarray(params, dtype=float)
+    init = _checked_params(params, data.d) if not is_kq else params
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
     cfg = GDConfig(
         param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend,
@@ -733,6 +747,13 @@ def loss_and_grad(
     k = gd.kernels
     assert k is not None  # internal invariant
     W = k.weights(state.P1, state.P2, is_kq)
+    size, limit = entrywise_norm(k.to_numpy(W)[0], 2.0), float(problem.max_norm[0])
+    if param != "p" and not size <= limit:  # beyond it the logits leave the kernels' range
+        raise ProblemError(
+            f"loss_and_grad: ||W||_F = {size:.3g} is beyond the largest norm the engine "
+            f"represents for these data, {limit:.3g} (train stops there with OVERFLOW); "
+            "rescale W (a positive scale changes no selection)."
+        )
     key = _xp.loss_key(cfg.loss)
     obs = _xp.observe(W, problem, _xp.with_head(k.arrays, state.head), key, k.xp)
     G, M, hb = k.grads(W, state.head, key, True, train_head)
@@ -740,9 +761,15 @@ def loss_and_grad(
     hd = None if hb is None else (state.head, *(k.asarray(x) for x in hb))
     grads = _xp.factor_grads(state.P1, state.P2, G, M, is_kq, ridge, k.xp, hd)
     out = [k.to_numpy(k.xp.exp(c)[:, None, None] * D)[0] for D, c in grads]
-    P = [state.P1] + ([state.P2] if is_kq else []) + ([state.head] if train_head else [])
-    sq = sum(float(np.sum(A * A)) for A in (k.to_numpy(B)[0] for B in P))
-    value = float(k.to_numpy(obs["loss"])[0]) + 0.5 * ridge * sq
+    value = float(k.to_numpy(obs["loss"])[0])
+    if ridge > 0.0:  # (0 * an overflowed ||K||^2 was NaN)
+        P = [k.to_numpy(B)[0] for B in (state.P1, *([state.P2] if is_kq else []),
+                                         *([state.head] if train_head else []))]  # fmt: skip
+        with np.errstate(over="ignore"):
+            sq = sum(float(np.sum(A * A)) for A in P)
+        if not math.isfinite(sq):  # scaled, so that only a true overflow is inf
+            sq = sum(entrywise_norm(A, 2.0) ** 2 for A in P)
+        value += 0.5 * ridge * sq
     if param == "p":
         out[0] = out[0][:, 0]
     if train_head:

@@ -119,18 +119,24 @@ def run_loop(
         for key in rule.keys:
             records[key].append(obs[key])
 
+    def saturated(obs: dict[str, np.ndarray], status: np.ndarray) -> np.ndarray:
+        """``status`` with SATURATED where every softmax of a running instance reached
+        ``1 - saturation_tol`` at this record point (the start included)."""
+        if cfg.saturation_tol is None:
+            return status
+        B = status.shape[0]
+        sat = np.min(obs["max_prob"].reshape(B, -1), axis=1) >= 1.0 - cfg.saturation_tol
+        return np.where((status == RUNNING) & sat, CODE_OF[StopStatus.SATURATED], status)
+
     obs = rule.observe(state)
     record(obs)
+    state = state._replace(status=saturated(obs, state.status))
     while state.step < cfg.n_steps and np.any(state.status == RUNNING):
         chunk = min(cadence - state.step % cadence, cfg.n_steps - state.step)
         state = rule.advance(state, chunk)
         obs = rule.observe(state)
         record(obs)
-        status = state.status
-        if cfg.saturation_tol is not None:
-            B = status.shape[0]
-            sat = np.min(obs["max_prob"].reshape(B, -1), axis=1) >= 1.0 - cfg.saturation_tol
-            status = np.where((status == RUNNING) & sat, CODE_OF[StopStatus.SATURATED], status)
+        status = saturated(obs, state.status)
         if callback is not None:
             try:
                 callback(rule.intermediate(obs, state, squeeze))

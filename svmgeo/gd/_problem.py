@@ -302,6 +302,14 @@ def unstack(arrays: Mapping[str, Any]) -> list[TokenData]:
         )
     X = check_array(arrays.get("X"), "X", ndim=4, hint="Stacked X has shape (B, n, T, d).")
     B = X.shape[0]
+    mask = arrays.get("mask")
+    if isinstance(mask, np.ndarray | list | tuple) and np.ndim(mask) not in (2, 4):
+        raise ProblemError(
+            f"stacked mask must be (K, T), shared by every instance, or (B, n, K, T), one per "
+            f"instance; got shape {np.shape(mask)}. A 3-D mask is ambiguous (one (K, T) mask "
+            "per instance, or one (n, K, T) mask for all): pass np.broadcast_to(mask, (B, n, "
+            "K, T)) for the latter."
+        )
 
     def part(key: str, shared_ndim: int | None, b: int) -> Any:
         value = arrays.get(key)

@@ -34,7 +34,8 @@ class History:
         :math:`L(W)` (without the ridge term).
     log_loss_gap : ndarray of shape (R,)
         :math:`\log(L - L_{\mathrm{sel}})`, informative after :math:`L` stops changing in
-        float64 (see :func:`svmgeo.gd._xp.observe`).
+        float64 (see :func:`svmgeo.gd._xp.observe`); NaN where the gap is negative (some
+        query's most probable key is not its best-scoring one, e.g. at W = 0).
     grad_norm, log_grad_norm : ndarray of shape (R,)
         Norm of the gradient of the trained parameters (with ridge) and its logarithm, which
         stays finite after the norm itself underflows.

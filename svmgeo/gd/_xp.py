@@ -535,7 +535,8 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: LossKey, xp: Any) ->
     1e-8 it uses the first-order expansion
     :math:`\ell'(Y h_m) Y \sum_{t\ne m} s_t \nabla h(x_m)^\top (x_t - x_m)` in the log
     domain, so it stays informative after :math:`L - L_{\mathrm{sel}}` is below float64
-    resolution. NaN when the gap is negative (possible with non-linear heads).
+    resolution. NaN when the gap is negative: whenever some query's most probable key is not its
+    best-scoring one (at W = 0, where ties pick key 0, too), for any head.
 
     For attention maps other than softmax there is no hard selection: ``log_loss_gap`` is
     NaN, ``probs`` are the weights :math:`\varphi(u)`, ``max_prob`` their largest value and

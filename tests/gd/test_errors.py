@@ -108,3 +108,70 @@ def test_init_pairs_and_named_inits() -> None:
     np.testing.assert_array_equal(as_list.W, as_tuple.W)
     with pytest.raises(sg.ProblemError, match="two entries"):
         sg.train(data, init=("random", 0.1, 2), n_steps=3)  # type: ignore[arg-type]
+
+
+def test_a_stacked_three_dimensional_mask_is_refused() -> None:
+    """With n == B, a (n, K, T) mask was read as one (K, T) mask per instance: a different
+    masked problem, silently (with n != B it was refused)."""
+    rng = np.random.default_rng(3)
+    Xs, Zs, v = rng.normal(size=(3, 3, 4, 5)), rng.normal(size=(3, 3, 1, 5)), rng.normal(size=5)
+    mask = rng.random((3, 1, 4)) < 0.5
+    mask[..., 0] = True
+    with pytest.raises(sg.ProblemError, match="stacked mask must be"):
+        sg.train_batch({"X": Xs, "Z": Zs, "v": v, "mask": mask}, n_steps=5)
+    shared = np.broadcast_to(mask, (3, 3, 1, 4))
+    batch = sg.train_batch({"X": Xs, "Z": Zs, "v": v, "mask": shared}, n_steps=5)
+    alone = sg.train(sg.TokenData(Xs[0], Z=Zs[0], v=v, mask=mask), n_steps=5)
+    np.testing.assert_array_equal(batch[0].W, alone.W)
+
+
+def test_loss_and_grad_far_out() -> None:
+    """ridge=0 added 0 * inf = NaN once ||K||^2 overflowed (W = K Q^T itself moderate); a W
+    beyond the engine's range got a number, where train stops with OVERFLOW."""
+    from svmgeo.gd import loss_and_grad
+
+    rng = np.random.default_rng(0)
+    data = sg.TokenData(rng.normal(size=(3, 4, 5)), v=rng.normal(size=5), Z=rng.normal(size=(3, 5)))
+    K, Q = rng.normal(size=(5, 2)) * 1e156, rng.normal(size=(5, 2)) * 1e-160
+    np.testing.assert_allclose(loss_and_grad(data, (K, Q))[0], loss_and_grad(data, K @ Q.T)[0])
+    with pytest.raises(sg.ProblemError, match="beyond the largest norm the engine represents"):
+        loss_and_grad(data, np.full((5, 5), 2e154))
+
+
+def test_numpy_seeds_and_list_inits_are_taken() -> None:
+    """np.int64 seeds (as n_steps already) and ["random", 0.1] (as from JSON) were refused
+    with messages about an int seed and an init of shape (2,)."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    want = sg.train(data, n_steps=5, init=("random", 0.1), seed=1)
+    got = sg.train(data, n_steps=5, init=["random", 0.1], seed=np.int64(1))
+    np.testing.assert_array_equal(got.W, want.W)
+    kq = sg.train(data, n_steps=5, param="KQ", init=["random", 0.1], seed=1)
+    np.testing.assert_array_equal(
+        kq.W, sg.train(data, n_steps=5, param="KQ", init=("random", 0.1), seed=1).W
+    )
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_a_start_already_saturated_stops_at_once(backend: str) -> None:
+    """The start is a record point; its saturation was not tested, so the run took a whole
+    record_every chunk before stopping SATURATED."""
+    rng = np.random.default_rng(0)
+    W0 = rng.normal(size=(5, 5))
+    W0 *= 1e3 / np.linalg.norm(W0)
+    data = sg.random_data(3, 4, 5, seed=0)
+    run = sg.train(data, init=W0, n_steps=1000, saturation_tol=1e-3, backend=backend)
+    assert run.history.max_prob[0].min() >= 1 - 1e-3  # the case itself
+    assert run.status is sg.StopStatus.SATURATED and run.n_steps == 0
+    np.testing.assert_array_equal(run.W, W0)
+
+
+def test_loss_and_grad_names_its_params() -> None:
+    """Its shape errors spoke of an 'init' of shape (1, d, d), which loss_and_grad has not."""
+    from svmgeo.gd import loss_and_grad
+
+    data = sg.random_data(3, 4, 5, seed=0)
+    for params in (np.zeros((5, 6)), np.zeros(6)):
+        with pytest.raises(sg.ProblemError, match="params of shape .* in loss_and_grad"):
+            loss_and_grad(data, params)
+    with pytest.raises(sg.ProblemError, match="a list of two arrays reads as one array"):
+        loss_and_grad(data, [np.zeros((5, 2)), np.zeros((5, 2))])
