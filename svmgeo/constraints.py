@@ -637,9 +637,18 @@ def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> n
         return np.where(live, np.sign(gamma), 0.0)
     W = getattr(pattern, "W", pattern)
     arr = np.asarray(W)
+    signs_shape = arr.shape in ((data.n, data.T), (data.n, data.K, data.T))
     as_signs = arr.dtype == bool or (
-        arr.shape == (data.n, data.T) and bool(np.all(np.isin(arr, (-1, 0, 1))))
-    )
+        W is pattern and signs_shape and bool(np.all(np.isin(arr, (-1, 0, 1))))
+    )  # a run's W is a W
+    if as_signs and arr.dtype != bool and arr.shape == (data.d, data.d):
+        raise ProblemError(
+            f"pattern of shape {arr.shape} with entries in {{-1, 0, 1}} reads both as a W "
+            f"(d, d) and as signs (n, T) here. Pass the run itself (pattern=run) for its W, or "
+            f"the signs with shape ({data.n}, {data.K}, {data.T}) or as booleans."
+        )
+    if attention == "relu" and as_signs and arr.dtype != bool and np.all(np.isin(arr, (0, 1))):
+        arr = arr.astype(bool)  # (u > 0).astype(int): 1 active, 0 inactive (ReLU has no "no row")
     if arr.ndim == 2 and arr.shape == (data.d, data.d) and not as_signs:
         u = _logits(data, arr)
         if np.any(live & (u == 0.0)):
@@ -653,8 +662,8 @@ def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> n
         if arr.dtype == bool:
             arr = np.where(arr, 1.0, -1.0)
         arr = np.asarray(arr, dtype=float)
-        if arr.ndim == 2 and data.K == 1 and arr.shape == (data.n, data.T):
-            arr = arr[:, None, :]
+        if arr.ndim == 2 and arr.shape == (data.n, data.T):  # shared by the K queries
+            arr = np.broadcast_to(arr[:, None, :], (data.n, data.K, data.T))
         want = f"({data.n}, {data.T})" if data.K == 1 else f"({data.n}, {data.K}, {data.T})"
         if arr.shape != (data.n, data.K, data.T) or not np.all(np.isin(arr, (-1.0, 0.0, 1.0))):
             raise ProblemError(
@@ -663,6 +672,12 @@ def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> n
                 f"{arr.shape}."
             )
         signs = arr
+        if attention == "relu" and np.any(live & (signs == 0.0)):
+            raise ProblemError(
+                "pattern for attention='relu' has 0 on a key that pulls (a visible key with "
+                "gamma != 0): ReLU's SVM has a row for every such key, +1 active, -1 inactive. "
+                "Pass a boolean array (True = active) or signs +1 / -1."
+            )
     return np.where(live, signs, 0.0)
 
 

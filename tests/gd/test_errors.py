@@ -171,7 +171,7 @@ def test_loss_and_grad_names_its_params() -> None:
 
     data = sg.random_data(3, 4, 5, seed=0)
     for params in (np.zeros((5, 6)), np.zeros(6)):
-        with pytest.raises(sg.ProblemError, match="params of shape .* in loss_and_grad"):
+        with pytest.raises(sg.ProblemError, match=r"params of shape .* in loss_and_grad"):
             loss_and_grad(data, params)
     with pytest.raises(sg.ProblemError, match="a list of two arrays reads as one array"):
         loss_and_grad(data, [np.zeros((5, 2)), np.zeros((5, 2))])

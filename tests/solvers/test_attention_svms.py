@@ -213,3 +213,37 @@ def test_verify_map_refusals() -> None:
     # a softmax report's JSON is what it was before other maps existed
     assert not {"attention", "W_own", "corr_own", "own_status"} & set(json.loads(rep.to_json()))
     assert sg.VerifyReport.from_json(rep.to_json()).attention == "softmax"
+
+
+def test_relu_patterns_read_as_active_masks_and_never_drop_rows() -> None:
+    """(u > 0).astype(int) read as signs with 0 = "no row" dropped the inactive keys' rows
+    (4 rows of 8, and the answer left the pattern); a 0 on a key that pulls is refused."""
+    rng = np.random.default_rng(11)
+    X, v, Z = rng.normal(size=(2, 3, 4)), rng.normal(size=4), rng.normal(size=(2, 4))
+    data = sg.TokenData(X, v=v, Z=Z)
+    active = X @ v > 0
+    as_bool = sg.att_svm(data, attention="relu", pattern=active)
+    as_int = sg.att_svm(data, attention="relu", pattern=active.astype(int))
+    assert as_int.constraints.N == as_bool.constraints.N == 8
+    np.testing.assert_array_equal(as_int.W, as_bool.W)
+    with pytest.raises(sg.ProblemError, match="has 0 on a key that pulls"):
+        sg.att_svm(data, attention="relu", pattern=np.array([[1, -1, 0], [1, 1, -1]]))
+
+
+def test_a_square_pattern_that_reads_as_w_and_as_signs_is_refused() -> None:
+    """With n = T = d, np.eye(d) as pattern= was taken for signs (0: no row), not for W."""
+    rng = np.random.default_rng(0)
+    data = sg.TokenData(rng.normal(size=(3, 3, 3)), v=rng.normal(size=3), Z=rng.normal(size=(3, 3)))
+    with pytest.raises(sg.ProblemError, match="reads both as a W"):
+        sg.att_svm(data, attention="sigmoid", pattern=np.eye(3))
+    signs = np.sign(rng.normal(size=(3, 1, 3)))  # the unambiguous (n, K, T) form still works
+    assert sg.att_svm(data, attention="sigmoid", pattern=signs).constraints.N == 9
+
+
+def test_a_shared_sign_array_applies_to_every_query() -> None:
+    """(n, T) signs were refused with K > 1, against the docstring."""
+    data = sg.random_data(3, 4, 5, seed=0, n_queries=2)
+    signs = np.sign(sg.token_scores(data)[:, 0, :])
+    shared = sg.att_svm(data, attention="sigmoid", pattern=signs)
+    full = sg.att_svm(data, attention="sigmoid", pattern=np.repeat(signs[:, None, :], 2, axis=1))
+    np.testing.assert_array_equal(shared.W, full.W)
