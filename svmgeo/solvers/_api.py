@@ -428,12 +428,18 @@ def svm_constraints(data: TokenData, alpha: Any, param: str) -> ConstraintSet:
 
 
 def with_prompt(res: SVMResult, param: str) -> SVMResult:
-    """``res`` with :attr:`SVMResult.p` = :math:`W e_1` for ``param="p"`` (unchanged otherwise)."""
+    """``res`` with :attr:`SVMResult.p` = :math:`W e_1` and W = :math:`p e_1^\top` for
+    ``param="p"`` (unchanged otherwise): the same margins and norm (:mod:`._prompt`), also
+    where other optima exist (ℓ∞, spectral) and the solver returned one of them."""
     if param != "p":
         return res
     extras = {**res.extras, "param": "p"}
-    p = None if res.W is None else np.array(res.W[:, 0])
-    return replaced(res, p=p, extras=extras)
+    if res.W is None:
+        return replaced(res, p=None, extras=extras)
+    p = np.array(res.W[:, 0])
+    W = np.zeros_like(res.W)
+    W[:, 0] = p
+    return replaced(res, p=p, W=W, extras=extras)
 
 
 @warns_if_inaccurate("att_svm")

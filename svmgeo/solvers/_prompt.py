@@ -11,10 +11,12 @@ Prompt attention scores token :math:`t` of input :math:`i` with :math:`x_{it}^\t
     \quad \forall\, i, k,\ t \ne \alpha_{ik} \text{ visible to query } k,
 
 is Att-SVM with every query :math:`z_{ik} = e_1`: :math:`a^\top W e_1 = a^\top p` for
-:math:`p = W e_1`, and for the Frobenius, nuclear and entrywise :math:`\ell_q` norms
-:math:`\|W\| \ge \|W e_1\|` with equality iff :math:`W = p e_1^\top`. So the rows are built
-on a copy of the data whose queries are :math:`e_1` (its ``tokens`` let the exact proofs form
-:math:`a_j` without rounding), and the solvers return :math:`W = p\,e_1^\top`.
+:math:`p = W e_1`, and for the Frobenius, nuclear, spectral and entrywise :math:`\ell_q` norms
+:math:`\|W\| \ge \|W e_1\|`, with equality at :math:`W = p e_1^\top` (only there for the
+Frobenius, nuclear and :math:`\ell_q`, :math:`q < \infty`; the entrywise :math:`\ell_\infty`
+and spectral norms have other optima). So the rows are built on a copy of the data whose
+queries are :math:`e_1` (its ``tokens`` let the exact proofs form :math:`a_j` without
+rounding), and ``att_svm(param="p")`` returns :math:`W = p\,e_1^\top` with :math:`p = W e_1`.
 
 The head SVM of joint training, :math:`\min\|v\|` s.t. :math:`Y_{ik} v^\top u_{i\alpha_{ik}}
 \ge 1`, is the same construction on the head features: rows :math:`a = Y_{ik} u_{i\alpha_{ik}}

@@ -148,3 +148,17 @@ def test_cli_solve_param_p_matches_the_python_api(capsys, tmp_path):
     assert out["param"] == "p" and out["status"] == "optimal"
     np.testing.assert_allclose(out["p"], res.p, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.load(save)["p"], res.p, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", [("lp", np.inf), "spectral", "fro", "nuc", ("lp", 1.0)])
+def test_the_prompt_solution_is_p_e1(norm: object) -> None:
+    """The docs promise W = p e1^T; the entrywise l_inf optimum is not unique and its solver
+    returned a W with every column filled (p itself was optimal)."""
+    rng = np.random.default_rng(4)
+    data = sg.TokenData(rng.normal(size=(4, 3, 6)), v=rng.normal(size=6))
+    res = sg.att_svm(data, param="p", norm=norm)  # type: ignore[arg-type]
+    assert res.status is sg.Status.OPTIMAL and res.W is not None and res.p is not None
+    np.testing.assert_array_equal(res.W[:, 1:], 0.0)
+    np.testing.assert_array_equal(res.W[:, 0], res.p)
+    if norm == ("lp", np.inf):
+        np.testing.assert_allclose(np.abs(res.p).max(), res.objective, rtol=1e-12)
