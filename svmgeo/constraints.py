@@ -241,6 +241,11 @@ class ConstraintSet:
         r"""Row values :math:`a_j^\top W b_j`, shape (N,) (through the distinct queries when
         the rows share them, in chunks of ``_CHUNK`` rows: the temporaries stay at
         :math:`O(\texttt{\_CHUNK}\cdot d)` floats, so the matrix-free solver uses it too)."""
+        if np.shape(W) != (self.d, self.d):
+            raise ProblemError(
+                f"ConstraintSet.apply takes W of shape ({self.d}, {self.d}); got shape "
+                f"{np.shape(W)} (prompt rows: pass p e1^T, the W of att_svm(param='p'))."
+            )
         groups = self.query_groups
         if groups is None:
             return np.einsum("jd,jd->j", self.A @ W, self.B)
@@ -257,6 +262,11 @@ class ConstraintSet:
     def adjoint(self, lam: np.ndarray) -> np.ndarray:
         r"""The matrix :math:`\sum_j \lambda_j a_j b_j^\top`, shape (d, d) (through the
         distinct queries when the rows share them)."""
+        if np.shape(lam) != (self.N,):
+            raise ProblemError(
+                f"ConstraintSet.adjoint takes one multiplier per row, shape ({self.N},); got "
+                f"shape {np.shape(lam)}."
+            )
         groups = self.query_groups
         if groups is None:
             return self.A.T @ (np.asarray(lam)[:, None] * self.B)
@@ -270,8 +280,26 @@ class ConstraintSet:
         return C.T @ Q
 
     def subset(self, rows: Any) -> ConstraintSet:
-        """The rows selected by a boolean mask or index array."""
+        """The rows selected by a boolean mask of shape (N,) or an index array in [0, N)."""
         idx = np.asarray(rows)
+        if idx.size == 0 and idx.dtype != bool:
+            idx = idx.astype(np.int64).reshape(0)  # [] selects no row
+        if idx.dtype == bool:
+            if idx.shape != (self.N,):
+                raise ProblemError(
+                    f"ConstraintSet.subset takes a boolean mask of shape ({self.N},); got shape "
+                    f"{idx.shape}."
+                )
+        elif (
+            not np.issubdtype(idx.dtype, np.integer)
+            or idx.ndim != 1
+            or (idx.size and not (idx.min() >= 0 and idx.max() < self.N))
+        ):
+            raise ProblemError(
+                f"ConstraintSet.subset takes a boolean mask or a 1-D array of row indices in "
+                f"[0, {self.N}); got {idx.dtype} of shape {idx.shape}"
+                + (f", indices {idx.min()} to {idx.max()}." if idx.size and idx.ndim else ".")
+            )
         return ConstraintSet(
             A=self.A[idx],
             B=self.B[idx],

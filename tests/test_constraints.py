@@ -192,3 +192,18 @@ def test_sets_leave_the_callers_arrays_theirs() -> None:
     np.testing.assert_array_equal(cs.seq, [0, 1])
     np.testing.assert_array_equal(rebuilt.seq, [0, 1])
     np.testing.assert_array_equal(rebuilt.A, cs.A)
+
+
+def test_apply_adjoint_and_subset_check_their_argument() -> None:
+    """p in place of p e1^T, a multiplier too many, an index out of range: numpy's
+    ValueError / IndexError named none of them."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    with pytest.raises(sg.ProblemError, match=r"apply takes W of shape \(5, 5\)"):
+        cs.apply(np.ones(5))
+    with pytest.raises(sg.ProblemError, match=r"adjoint takes one multiplier per row"):
+        cs.adjoint(np.ones(cs.N + 1))
+    for rows in ([100], np.ones(3, dtype=bool), [0.5], [-1]):
+        with pytest.raises(sg.ProblemError, match=r"ConstraintSet\.subset takes"):
+            cs.subset(rows)
+    assert cs.subset([]).N == 0 and cs.subset([0, 2]).N == 2
