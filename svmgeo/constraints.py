@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from ._errors import ProblemError
 from ._validation import check_array, check_int
 from .data import TokenData
-from .selection import check_selection, scores_full
+from .selection import check_data, check_selection, scores_full
 
 __all__ = [
     "EQUALITY",
@@ -477,6 +477,7 @@ def pair_constraints(
     ConstraintSet
     """
     where = "pair_constraints"
+    data = check_data(data, where)
     given = {"seq": seq, "query": query, "pref": pref, "comp": comp}
     indices = {  # arrays of the set's own: the caller's stay theirs, and writeable
         name: idx.copy() if idx is given[name] else idx
@@ -526,7 +527,7 @@ def att_svm_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     -------
     ConstraintSet
     """
-    a = check_selection(data, alpha)
+    a = check_selection(check_data(data, "att_svm_constraints"), alpha)
     competing = data.visible.copy()
     np.put_along_axis(competing, a[:, :, None], False, axis=2)
     i, k, t = np.nonzero(competing)
@@ -574,8 +575,8 @@ def check_selected(
         i, k = (int(x) for x in np.argwhere(full)[0])
         raise ProblemError(
             f"{name} holds every visible token of query {k} of sequence {i}; the masked set "
-            "must be nonempty (Gen-SVM separates O_ik from the rest). gen_svm accepts it "
-            "(equality rows only for that query)."
+            "must be nonempty (Gen-SVM separates O_ik from the rest). Pass allow_full=True "
+            "to take such a query with equality rows only (as gen_svm does)."
         )
     return np.ascontiguousarray(S)
 
@@ -609,7 +610,9 @@ def selected_set_constraints(
     -------
     ConstraintSet
     """
-    S = check_selected(data, selected, allow_full=allow_full)
+    S = check_selected(
+        check_data(data, "selected_set_constraints"), selected, allow_full=allow_full
+    )
     masked = data.visible & ~S
     rows: list[tuple[int, int, int, int, int]] = []  # (seq, query, pref, comp, kind)
     for i in range(data.n):
@@ -780,7 +783,7 @@ def map_svm_constraints(data: TokenData, attention: str, pattern: Any = None) ->
             f"map_svm_constraints takes attention in {', '.join(map(repr, MAP_SVMS))}; got "
             f"{attention!r} ({hint})."
         )
-    gamma = scores_full(data)
+    gamma = scores_full(check_data(data, "map_svm_constraints"))
     X = np.asarray(data.X)
     vis = data.visible
     if attention == "linear":

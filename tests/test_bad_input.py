@@ -1449,3 +1449,32 @@ def test_verify_mirror_names_itself(option: str, value: object) -> None:
     called."""
     with pytest.raises(ProblemError, match=rf"'{option}' parameter of verify_mirror"):
         sg.verify_mirror(DATA, exponent=1.5, **{option: value})
+
+
+@pytest.mark.parametrize(
+    ("where", "call"),
+    [
+        ("att_svm_constraints", lambda X: sg.att_svm_constraints(X, [0, 0])),
+        (
+            "selected_set_constraints",
+            lambda X: sg.selected_set_constraints(X, np.ones((2, 3), bool)),
+        ),
+        ("pair_constraints", lambda X: sg.pair_constraints(X, [0], [0], [0], [1])),
+        ("att_svm", lambda X: sg.att_svm(X, [0, 0])),
+        ("feasibility", lambda X: sg.feasibility(X, [0, 0])),
+    ],
+)
+def test_an_array_in_place_of_token_data_is_named(where: str, call: Callable[..., Any]) -> None:
+    """They named check_selection, or raised AttributeError: 'numpy.ndarray' has no 'n'."""
+    with pytest.raises(ProblemError, match=rf"^{where} expects a TokenData as 'data'"):
+        call(np.zeros((2, 3, 4)))
+
+
+def test_joint_svm_blames_x_when_no_values_were_given() -> None:
+    """With u = x, the scale error blamed 'values' and said "X and Z are not the cause"."""
+    rng = np.random.default_rng(0)
+    data = sg.TokenData(
+        rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5))
+    )
+    with pytest.raises(ProblemError, match=r"the tokens X \(u = x\) are too small"):
+        sg.joint_svm(data)

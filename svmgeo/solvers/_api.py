@@ -32,7 +32,7 @@ from ..constraints import (
     map_svm_constraints,
 )
 from ..data import TokenData
-from ..selection import optimal_tokens
+from ..selection import check_data, optimal_tokens
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
 from ._feasibility import check_feasibility, decide_feasibility
@@ -524,6 +524,7 @@ def att_svm(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Eq. (Att-SVM).
     """
+    data = check_data(data, "att_svm")
     kind = check_param(param, "att_svm")
     check_option(attention, "attention", ("softmax", *MAP_SVMS), where="att_svm")
     if attention != "softmax":
@@ -603,6 +604,7 @@ def feasibility(
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Theorem 1.
     """
+    data = check_data(data, "feasibility")
     kind = check_param(param, "feasibility")
     if alpha is None:
         alpha = optimal_tokens(data)

@@ -44,11 +44,11 @@ def _unit_queries(n: int, K: int, d: int) -> np.ndarray:
     return Z
 
 
-def _check_values_scale(U: np.ndarray) -> None:
+def _check_values_scale(U: np.ndarray, given: bool = True) -> None:
     r"""The head SVM's rows are :math:`Y u` with query :math:`e_1`, and its Gram matrix holds
     :math:`(u^\top u')^2`: refuse head features whose largest norm is outside
     [1/``MAX_SCALE``, ``MAX_SCALE``] (as :class:`~svmgeo.TokenData` refuses tokens), naming
-    ``values``."""
+    ``values`` where they were ``given``, else the tokens X (u = x)."""
     top = float(np.max(np.abs(U), initial=0.0))
     if top == 0.0:
         return
@@ -56,11 +56,12 @@ def _check_values_scale(U: np.ndarray) -> None:
     if 1.0 / MAX_SCALE <= size <= MAX_SCALE:
         return
     side = "large" if size > MAX_SCALE else "small"
+    what, name = ("head features 'values'", "values") if given else ("tokens X (u = x)", "X")
     raise ProblemError(
-        f"the head features 'values' are too {side} for float64: max ||u|| = "
+        f"the {what} are too {side} for float64: max ||u|| = "
         f"10^{np.log10(size):.1f} is outside [1e-151, 1e+151], and the head SVM squares "
-        "their products. Rescale values (e.g. values / np.abs(values).max()): positive scaling "
-        "changes no support and no SVM direction, only v^mm's norm. X and Z are not the cause."
+        f"their products. Rescale {name} (e.g. {name} / np.abs({name}).max()): positive "
+        "scaling changes no support and no SVM direction, only v^mm's norm."
     )
 
 
@@ -96,7 +97,7 @@ def head_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     a = check_selection(data, alpha)
     n, K = data.n, data.K
     U = np.asarray(data.values, dtype=float)
-    _check_values_scale(U)
+    _check_values_scale(U, given=data.has_values)
     selected = np.take_along_axis(U, a[:, :, None], axis=1)  # (n, K, d_u)
     tokens = np.zeros((n, K + 1, U.shape[2]))
     tokens[:, :K] = np.asarray(data.labels, dtype=float)[:, :, None] * selected
