@@ -641,6 +641,13 @@ def random_data(
         raise ProblemError(
             "n_queries applies to cross-attention only; pass query=None with n_queries."
         )
+    if query is not None and not (isinstance(query, str) and query == "all"):
+        if isinstance(query, bool) or not isinstance(query, (int, np.integer)):
+            raise ProblemError(
+                f"The 'query' parameter of random_data must be an int in [-{T}, {T - 1}] or "
+                f"'all'; got {query!r}."
+            )
+        check_int(query, "query", low=-T, high=T - 1, where="random_data")
     rng = check_seed(seed, where="random_data")
     v = _unit_sphere(rng, (d,))
     K = T if query == "all" else n_queries

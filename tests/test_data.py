@@ -344,3 +344,10 @@ def test_load_data_reads_the_file_save_data_wrote(tmp_path) -> None:  # type: ig
     sg.save_data(data, stem)
     stem.write_text("an unrelated file")
     np.testing.assert_array_equal(sg.load_data(stem).X, data.X)
+
+
+@pytest.mark.parametrize("query", [5, "x", True])
+def test_random_data_names_itself_for_a_bad_query(query: object) -> None:
+    """The check ran inside a TokenData built internally, and named TokenData."""
+    with pytest.raises(sg.ProblemError, match="'query' parameter of random_data"):
+        sg.random_data(2, 3, 4, query=query, seed=0)  # type: ignore[arg-type]
