@@ -400,15 +400,14 @@ def _cmd_study(args: argparse.Namespace) -> int:
 def _cmd_feasibility(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .solvers import Status, feasibility
+    from .solvers import feasibility
 
     data = _load(args)
     res = feasibility(data, _selection(args, data))
-    # a verdict only where verified (OPTIMAL) or proved (INFEASIBLE); else undecided: null
-    decided = res.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    decided = res.verdict is not None  # undecided: null, and exit 1
     summary: dict[str, Any] = {
         "data": repr(data),
-        "feasible": res.feasible if decided else None,
+        "feasible": res.verdict,
         "status": str(res.status),
         "message": res.message,
     }

@@ -43,7 +43,7 @@ from .analysis import (
 )
 from .data import TokenData
 from .selection import optimal_tokens, scores_full
-from .solvers import Status, att_svm, feasibility
+from .solvers import att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
 
@@ -657,15 +657,12 @@ def study(
         opt = None
         notes.append(f"optimal tokens tie ({exc}); Att-SVM(opt) is not studied")
     feas = res = None
-    decided: bool | None = None
+    decided = None
     if opt is not None:
         feas = feasibility(data, opt)
         res = att_svm(data, opt) if feas.feasible else None
-        # a verdict only where it is verified (OPTIMAL) or proved (INFEASIBLE): an
-        # *_INACCURATE or failed check is undecided, reported as feasible=None with a note
-        if feas.status in (Status.OPTIMAL, Status.INFEASIBLE):
-            decided = bool(feas.feasible)
-        else:
+        decided = feas.verdict  # None for an *_INACCURATE or failed check: noted
+        if decided is None:
             notes.append(f"feasibility of Att-SVM(opt) undecided ({feas.status}): {feas.message}")
     timings[steps[0]] = time.perf_counter() - t0
     bar.update()

@@ -180,11 +180,11 @@ class RiskOracle:
             return None
         if self._attained is None:
             from ..constraints import selected_set_constraints
-            from ..solvers import Status, check_feasibility
+            from ..solvers import check_feasibility
 
             rows = selected_set_constraints(self._data, sets, allow_full=True)
             verdict = check_feasibility(rows)
-            self._attained = bool(verdict.feasible and verdict.status is Status.OPTIMAL)
+            self._attained = verdict.verdict is True
         return self._attained
 
     def log_excess_risk(self, W: np.ndarray) -> float:

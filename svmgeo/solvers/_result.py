@@ -304,6 +304,12 @@ class FeasibilityResult:
     def __bool__(self) -> bool:
         return self.feasible
 
+    @property
+    def verdict(self) -> bool | None:
+        """``feasible`` where the verdict is decided: verified (``OPTIMAL``) or proved
+        (``INFEASIBLE``); None where it is not (an ``*_INACCURATE`` or failed status)."""
+        return self.feasible if self.status in (Status.OPTIMAL, Status.INFEASIBLE) else None
+
     def __repr__(self) -> str:
         return (
             f"FeasibilityResult(feasible={self.feasible}, status={self.status.value}, "

@@ -237,3 +237,24 @@ def test_a_feasibility_verdict_on_other_rows_is_refused_by_solve_nuclear():
     other = check_feasibility(sg.att_svm_constraints(data, np.array([0, 1])), exact=False)
     with pytest.raises(sg.ProblemError, match="'feasibility' parameter of solve_nuclear"):
         solve_nuclear(cs, feasibility=other)
+
+
+def test_the_verdict_is_none_where_undecided() -> None:
+    """FeasibilityResult.verdict: feasible where verified or proved, None for an undecided
+    (INFEASIBLE_INACCURATE) check of tokens equal up to rounding."""
+    import warnings
+
+    feasible = sg.random_data(3, 4, 6, seed=0)
+    assert sg.feasibility(feasible).verdict is True
+    X = np.array([[[-1.0], [0.0], [1.0]]])
+    line = sg.TokenData(X, Z=np.array([[1.0]]), Y=np.array([1.0]), v=np.array([1.0]))
+    assert sg.feasibility(line, [1]).verdict is False
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2, 3, 4))
+    X[0, 1] = X[0, 0] * (1 + 1e-15)
+    tied = sg.TokenData(X, Z=rng.standard_normal((2, 4)), scores=np.array([[1.0, 0.0, -1.0]] * 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        undecided = sg.feasibility(tied, [0, 0])
+    assert undecided.status is sg.Status.INFEASIBLE_INACCURATE and undecided.verdict is None
+    assert undecided.feasible is False  # the float answer, which verdict does not trust
