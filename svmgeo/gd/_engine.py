@@ -747,8 +747,8 @@ def loss_and_grad(
     k = gd.kernels
     assert k is not None  # internal invariant
     W = k.weights(state.P1, state.P2, is_kq)
-    size, limit = entrywise_norm(k.to_numpy(W)[0], 2.0), float(problem.max_norm[0])
-    if param != "p" and not size <= limit:  # beyond it the logits leave the kernels' range
+    size = entrywise_norm(k.to_numpy(W)[0], 2.0) if param != "p" else 0.0
+    if not size <= (limit := float(problem.max_norm[0])):  # beyond: the logits leave range
         raise ProblemError(
             f"loss_and_grad: ||W||_F = {size:.3g} is beyond the largest norm the engine "
             f"represents for these data, {limit:.3g} (train stops there with OVERFLOW); "
