@@ -183,9 +183,11 @@ def fit_rates(
         The norm of :math:`\|W(t)\|`: any entry of :data:`svmgeo.solvers.NORMS` (``"fro"``,
         ``"nuc"``, ``"spectral"``, ``("lp", p)``).
     growth : {"log", "linear"}, default "log"
-        The norm model: :math:`a + b\log t`, as for plain GD on separable data (Soudry et al.
-        2018), or :math:`a + b\,t`, as for steps of a fixed length (normalized GD with a
-        constant step size, sign and steepest descent), whose norm grows linearly.
+        The norm model: :math:`a + b\log t`, as for plain GD on separable data (a theorem of
+        Soudry et al. 2018 for linear logistic regression), or :math:`a + b\,t`, for steps of
+        a fixed length (normalized GD with a constant step size, sign and steepest descent):
+        their norm grows at most linearly, and linearly on svmgeo's runs (measured,
+        docs/optimizers.md).
     t_min : float, optional
         First step fitted; default :math:`\sqrt{t_{\max}}` (the second half in :math:`\log t`)
         and at least 3 (so that :math:`\log\log t > 0`).
