@@ -7,6 +7,16 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.gd import cupy_available
+
+#: Skips a test where ``backend="cupy"`` cannot run (no CuPy, or no CUDA device).
+requires_cupy = pytest.mark.skipif(not cupy_available(), reason="needs CuPy and a CUDA device")
+#: The cupy backend as a test parameter: runs on a machine with a GPU, skips elsewhere.
+CUPY = pytest.param("cupy", marks=(requires_cupy, pytest.mark.gpu))
+#: The backends compared with the numpy reference (``backend="numpy"``).
+FAST_BACKENDS = ("numba", CUPY)
+#: Every backend, for properties each must have.
+ALL_BACKENDS = ("numpy", "numba", CUPY)
 
 
 def w_mm(data: sg.TokenData, alpha: np.ndarray, norm: str = "fro") -> np.ndarray:

@@ -15,7 +15,7 @@ from svmgeo.attention_maps import ATTENTION_MAPS
 from svmgeo.gd import ATTENTIONS, HEADS, LOSSES, loss_and_grad
 from svmgeo.gd._problem import ATTENTION_IDS
 
-from .conftest import DATASETS, head_kwargs, with_values
+from .conftest import ALL_BACKENDS, DATASETS, FAST_BACKENDS, head_kwargs, with_values
 
 OTHER_MAPS = [a for a in ATTENTIONS if a != "softmax"]
 
@@ -95,7 +95,8 @@ def test_gradient_is_the_table_jacobian_contracted(attention: str) -> None:
 
 @pytest.mark.parametrize("attention", OTHER_MAPS)
 @pytest.mark.parametrize("case", ["W", "KQ", "p", "values", "train_head", "relu", "plain"])
-def test_numba_equals_numpy(attention: str, case: str) -> None:
+@pytest.mark.parametrize("backend", FAST_BACKENDS)
+def test_numba_equals_numpy(attention: str, case: str, backend: str) -> None:
     data = DATASETS["masked"] if case != "values" else with_values(DATASETS["cross"])
     kw: dict[str, object] = dict(attention=attention, n_steps=60, step_size=0.05)
     kw["init"] = ("random", 0.3) if case != "KQ" else ("random", 0.5)
@@ -109,7 +110,7 @@ def test_numba_equals_numpy(attention: str, case: str) -> None:
     if case == "plain":
         kw.update(normalized=False, loss="exponential")
     ref = sg.train(data, backend="numpy", **kw)  # type: ignore[arg-type]
-    fast = sg.train(data, backend="numba", **kw)  # type: ignore[arg-type]
+    fast = sg.train(data, backend=backend, **kw)  # type: ignore[arg-type]
     assert fast.status == ref.status
     assert fast.n_steps == ref.n_steps
     for key in ("W", "p", "K", "Q", "v"):
@@ -121,12 +122,13 @@ def test_numba_equals_numpy(attention: str, case: str) -> None:
 
 
 @pytest.mark.parametrize("attention", OTHER_MAPS)
-def test_numba_gradient_equals_numpy_in_both_domains(attention: str) -> None:
+@pytest.mark.parametrize("backend", FAST_BACKENDS)
+def test_numba_gradient_equals_numpy_in_both_domains(attention: str, backend: str) -> None:
     data = DATASETS["causal"]
     W = _start(data, "W", 5)
     for loss in LOSSES:
         _, ref = loss_and_grad(data, W, attention=attention, loss=loss)
-        _, fast = loss_and_grad(data, W, attention=attention, loss=loss, backend="numba")
+        _, fast = loss_and_grad(data, W, attention=attention, loss=loss, backend=backend)
         np.testing.assert_allclose(fast, ref, rtol=1e-10, atol=1e-15)
 
 
@@ -138,7 +140,7 @@ def test_softmax_by_name_is_the_default_bit_for_bit() -> None:
         np.testing.assert_array_equal(a.W, b.W)
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_linear_attention_stays_finite_at_large_norm(backend: str) -> None:
     """Linear attention's Y f grows like ||W||: the losses use log(1 + e^{-u}) and log|l'|
     stably, so loss, direction and steps stay finite when u is of order 1e6."""
@@ -153,7 +155,7 @@ def test_linear_attention_stays_finite_at_large_norm(backend: str) -> None:
     assert np.isfinite(L) and np.all(np.isfinite(g))
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_sigmoid_direction_survives_saturation(backend: str) -> None:
     """sigma'(u) ~ e^{-|u|} underflows past |u| ~ 745; the log-domain weights keep a unit step."""
     data = DATASETS["cross"]

@@ -12,9 +12,7 @@ import svmgeo as sg
 from svmgeo import BackendError
 from svmgeo.gd import HEADS, LOSSES, cupy_available
 
-from .conftest import DATASETS, head_kwargs, optimal_instance
-
-requires_cupy = pytest.mark.skipif(not cupy_available(), reason="needs CuPy and a CUDA device")
+from .conftest import DATASETS, head_kwargs, optimal_instance, requires_cupy
 
 
 def _same_trajectory(data: sg.TokenData, n_steps: int, backends=("numpy", "numba"), **kw) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ import pytest
 import svmgeo as sg
 from svmgeo import ProblemError
 
-from .conftest import DATASETS
+from .conftest import ALL_BACKENDS, DATASETS
 
 DATA = DATASETS["cross"]  # d = 5
 
@@ -151,7 +151,7 @@ def test_numpy_seeds_and_list_inits_are_taken() -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_a_start_already_saturated_stops_at_once(backend: str) -> None:
     """The start is a record point; its saturation was not tested, so the run took a whole
     record_every chunk before stopping SATURATED."""

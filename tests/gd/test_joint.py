@@ -10,7 +10,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.gd import LOSSES, loss_and_grad
 
-from .conftest import DATASETS, VALUES
+from .conftest import ALL_BACKENDS, DATASETS, VALUES
 from .test_values import _fd_check
 
 
@@ -105,7 +105,7 @@ def test_normalize_eps_numba_equals_numpy_without_head() -> None:
         _agree(DATASETS["masked"], **kw)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 @pytest.mark.parametrize("log_domain", [True, False])
 def test_one_step_with_an_eps_per_block(backend: str, log_domain: bool) -> None:
     """K, Q and v each move by eta g / (||g|| + eps of that block); a block the mapping
@@ -128,7 +128,7 @@ def test_one_step_with_an_eps_per_block(backend: str, log_domain: bool) -> None:
     np.testing.assert_allclose(run.history.W[-1], K1 @ Q1.T, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_float_eps_is_the_mapping_with_that_eps_on_every_block(backend: str) -> None:
     data = VALUES["masked"]
     kw = dict(param="KQ", m=3, init=("random", 0.1), seed=0, step_size=0.02, train_head=True,
@@ -144,7 +144,7 @@ def test_float_eps_is_the_mapping_with_that_eps_on_every_block(backend: str) -> 
     assert sg.gd.GDConfig(param="KQ", normalize_eps=0.5).eps_blocks == (0.5, 0.5, 0.5)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 @pytest.mark.parametrize("log_domain", [True, False])
 def test_one_step_moves_each_block_by_eta_g_over_norm_plus_eps(
     backend: str, log_domain: bool

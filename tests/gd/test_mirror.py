@@ -9,6 +9,8 @@ import pytest
 import svmgeo as sg
 from svmgeo.gd import RiskOracle, inverse_mirror_map, mirror_map, train_mirror
 
+from .conftest import FAST_BACKENDS
+
 
 def test_gradient_matches_finite_differences() -> None:
     data = sg.random_data(3, 4, 5, seed=1)
@@ -120,13 +122,14 @@ def test_overflow_ends_with_a_status_not_an_exception() -> None:
 
 
 @pytest.mark.parametrize("normalized", [False, True])
-def test_numba_and_numpy_kernels_agree(normalized: bool) -> None:
+@pytest.mark.parametrize("backend", FAST_BACKENDS)
+def test_numba_and_numpy_kernels_agree(normalized: bool, backend: str) -> None:
     data = sg.random_data(3, 4, 6, seed=4)
     runs = [
         train_mirror(
             data, exponent=1.5, step_size=0.3, n_steps=200, normalized=normalized, backend=b
         )
-        for b in ("numpy", "numba")
+        for b in ("numpy", backend)
     ]
     # one-ulp differences of the kernels grow through the mirror map over 200 steps to
     # ~4e-10 of max|W| (at 50 steps they are 4e-16)

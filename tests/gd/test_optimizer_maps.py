@@ -15,6 +15,8 @@ from svmgeo.cli import main
 from svmgeo.constraints import map_svm_constraints
 from svmgeo.gd import MapRisk, loss_and_grad, parse_optimizer
 
+from .conftest import FAST_BACKENDS
+
 DATA = sg.random_data(3, 4, 5, seed=1)
 W0 = 0.3 * np.random.default_rng(0).normal(size=(5, 5))
 
@@ -71,9 +73,10 @@ def test_rules_on_linear_attention_two_steps_by_hand(optimizer: object) -> None:
     np.testing.assert_allclose(run.W, W, rtol=1e-12, atol=1e-14)
 
 
-def test_adam_on_linear_attention_numba_equals_numpy() -> None:
+@pytest.mark.parametrize("backend", FAST_BACKENDS)
+def test_adam_on_linear_attention_numba_equals_numpy(backend: str) -> None:
     kw = dict(attention="linear", optimizer="adam", n_steps=30, init=W0)
-    a = sg.train(DATA, backend="numba", **kw)  # type: ignore[arg-type]
+    a = sg.train(DATA, backend=backend, **kw)  # type: ignore[arg-type]
     b = sg.train(DATA, backend="numpy", **kw)  # type: ignore[arg-type]
     np.testing.assert_allclose(a.W, b.W, rtol=1e-10, atol=1e-13)
 

@@ -21,6 +21,8 @@ from svmgeo.gd import (
     steepest_direction,
 )
 
+from .conftest import FAST_BACKENDS
+
 DATA = sg.random_data(3, 4, 5, seed=1)
 W0 = 0.3 * np.random.default_rng(0).normal(size=(5, 5))
 G_HAND = np.array([[3.0, -1.0], [0.0, 2.0]])
@@ -236,8 +238,9 @@ RULES = [
 ]
 
 
+@pytest.mark.parametrize("backend", FAST_BACKENDS)
 @pytest.mark.parametrize(("optimizer", "kw"), RULES, ids=lambda x: str(x))
-def test_numba_equals_numpy(optimizer: object, kw: dict[str, object]) -> None:
+def test_numba_equals_numpy(optimizer: object, kw: dict[str, object], backend: str) -> None:
     runs = [
         sg.train(
             sg.random_data(3, 4, 5, seed=2),
@@ -245,7 +248,7 @@ def test_numba_equals_numpy(optimizer: object, kw: dict[str, object]) -> None:
             backend=b,
             **{"n_steps": 300, **kw},
         )
-        for b in ("numpy", "numba")
+        for b in ("numpy", backend)
     ]
     assert runs[0].status == runs[1].status
     np.testing.assert_allclose(runs[1].W, runs[0].W, rtol=1e-7, atol=1e-9)

@@ -11,10 +11,10 @@ import svmgeo as sg
 from svmgeo import StopStatus
 from svmgeo.gd._problem import NORM_LIMIT
 
-from .conftest import DATASETS
+from .conftest import ALL_BACKENDS, DATASETS
 
 DATA = DATASETS["cross"]  # d = 5
-BACKENDS = ("numba", "numpy")
+BACKENDS = ALL_BACKENDS
 
 
 def _all_finite(run: sg.GDRun) -> None:

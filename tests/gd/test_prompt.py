@@ -10,7 +10,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.gd import HEADS, LOSSES, loss_and_grad
 
-from .conftest import DATASETS, VALUES, head_kwargs, rebuilt
+from .conftest import ALL_BACKENDS, DATASETS, FAST_BACKENDS, VALUES, head_kwargs, rebuilt
 from .test_values import _fd_check
 
 
@@ -34,7 +34,7 @@ def _e1_queries(data: sg.TokenData) -> sg.TokenData:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 @pytest.mark.parametrize(
     "kw",
     [
@@ -77,12 +77,13 @@ def test_p_equals_w_with_queries_e1_iterate_by_iterate(kw: dict, backend: str) -
         {"init": ("random", 0.5), "seed": 3},
     ],
 )
-def test_p_numba_equals_numpy(kw: dict) -> None:  # type: ignore[type-arg]
+@pytest.mark.parametrize("backend", FAST_BACKENDS)
+def test_p_numba_equals_numpy(kw: dict, backend: str) -> None:  # type: ignore[type-arg]
     data = VALUES["cross"]
     if kw.get("head") == "relu":
         kw = {**kw, **head_kwargs("relu", data.d_values)}
     a, b = (sg.train(data, param="p", n_steps=300, record_every=50, backend=be, **kw)
-            for be in ("numpy", "numba"))  # fmt: skip
+            for be in ("numpy", backend))  # fmt: skip
     assert a.status is b.status and a.n_steps == b.n_steps
     np.testing.assert_allclose(b.history.p, a.history.p, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(b.history.loss, a.history.loss, rtol=1e-10)

@@ -9,7 +9,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.gd import StopStatus
 
-from .conftest import DATASETS
+from .conftest import ALL_BACKENDS, DATASETS
 
 
 def test_history_has_every_record_at_the_cadence() -> None:
@@ -104,7 +104,7 @@ def test_given_initialization_is_used() -> None:
     np.testing.assert_allclose(run.W, W0 - 1e-3 * grad, rtol=1e-13)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 @pytest.mark.parametrize("mode", [{}, {"normalized": False}, {"log_domain": False}])
 def test_exactly_zero_gradients_are_stationary_not_underflow(
     backend: str, mode: dict[str, bool]
@@ -119,7 +119,7 @@ def test_exactly_zero_gradients_are_stationary_not_underflow(
     assert "no start helps" in run.message  # T = 1: every W is stationary, init is no cure
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_plain_steps_stop_cleanly_when_the_gradient_underflows(backend: str) -> None:
     data = DATASETS["cross"]
     run = sg.train(
@@ -134,7 +134,7 @@ def test_plain_steps_stop_cleanly_when_the_gradient_underflows(backend: str) -> 
 
 
 @pytest.mark.parametrize("param", ["W", "KQ"])
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_huge_steps_never_produce_nan(param: str, backend: str) -> None:
     """Normalized steps of size 1e5 (so ||W|| >= 1e6, and 1e10 and beyond for KQ): the
     log-domain direction keeps going, the direct formula stops with a status."""
@@ -182,7 +182,7 @@ def test_callback_sees_each_record_and_can_stop() -> None:
     assert run.history.max_prob[-1].min() > 0.9 >= run.history.max_prob[-2].min()
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_batch_equals_separate_runs(backend: str) -> None:
     datasets = [sg.random_data(3, 4, 5, seed=s) for s in range(4)]
     kw = dict(param="KQ", m=3, init=("random", 0.2), n_steps=300, record_every=100, backend=backend)

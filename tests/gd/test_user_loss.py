@@ -17,6 +17,8 @@ from svmgeo import LossSpec, ProblemError
 from svmgeo.gd import cupy_available, loss_and_grad
 from svmgeo.losses import LossWarning
 
+from .conftest import ALL_BACKENDS
+
 numba = pytest.importorskip("numba")
 
 DATA = sg.random_data(6, 8, 10, seed=0)
@@ -47,7 +49,7 @@ def _rel(A: np.ndarray, B: np.ndarray) -> float:
     return float(np.max(np.abs(A - B)) / np.max(np.abs(B)))
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_user_logistic_is_the_builtin_trajectory(backend: str) -> None:
     """The same iterates, risks and gradient norms as loss="logistic", to round-off."""
     opts = dict(n_steps=400, record_every=100, step_size=0.2, backend=backend)
@@ -103,7 +105,7 @@ def _fd_grad(f, W: np.ndarray, h: float = 1e-6) -> np.ndarray:
     return G
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 @pytest.mark.parametrize("spec", [SOFT_HINGE, POLY_TAIL, SQUARE], ids=lambda s: s.name)
 @pytest.mark.parametrize("attention", ["softmax", "linear"])
 def test_gradient_is_the_finite_difference(backend: str, spec: LossSpec, attention: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.gd import HEADS, LOSSES, loss_and_grad
 
-from .conftest import VALUES, head_kwargs, rebuilt
+from .conftest import ALL_BACKENDS, VALUES, head_kwargs, rebuilt
 
 
 def _fd_check(data: sg.TokenData, params, **kw) -> None:  # type: ignore[no-untyped-def]
@@ -89,7 +89,7 @@ def _as_scores(data: sg.TokenData) -> sg.TokenData:
     return rebuilt(data, scores=gamma[:, 0] if data.single_query else gamma)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 @pytest.mark.parametrize("name", sorted(VALUES))
 @pytest.mark.parametrize("loss", LOSSES)
 def test_given_scores_run_equals_the_equivalent_head(name: str, loss: str, backend: str) -> None:
