@@ -109,6 +109,24 @@ def test_bad_options_name_the_argument(kw: dict[str, object], words: str) -> Non
     assert words in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"optimizer": "adam", "adam_beta1": 2.0},
+        {"optimizer": "sign", "init": ("random", -1.0)},
+        {"step_size": "fast"},
+        {"loss": 42},
+        {"init": ("random", -1.0)},
+    ],
+    ids=["adam_beta1", "rule-init", "step_size", "loss", "gd-init"],
+)
+def test_errors_name_verify_not_train(kw: dict[str, object]) -> None:
+    """verify trains through train; the errors of the options it passes on named train."""
+    with pytest.raises(sg.ProblemError) as err:
+        sg.verify(DATA, n_steps=5, **kw)  # type: ignore[arg-type]
+    assert "of verify" in str(err.value) and "train" not in str(err.value)
+
+
 def test_gd_polyak_is_verified_as_train_runs_it() -> None:
     """verify(step_size="polyak") ran GD's path, whose records train's Polyak rule (run as
     ("steepest", 2)) refused as "option(s) record of another optimizer", never passed by the

@@ -40,7 +40,7 @@ from ._config import (
     resolve_optimizer,
 )
 from ._loop import Risk, run_loop
-from ._mirror import train_mirror
+from ._mirror import run_mirror_descent
 from ._oracle import RiskOracle
 from ._problem import Problem, make_problem, unstack
 from ._results import BatchRun, GDRun, Intermediate
@@ -105,7 +105,7 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
     if isinstance(init, tuple) and len(init) == 2 and isinstance(init[0], str):
         if init[0] != "random":
             raise ProblemError(f"init=(name, scale) supports name 'random'; got {init[0]!r}.")
-        scale = check_real(init[1], "init scale", low=0.0, low_open=True, where="train")
+        scale = check_real(init[1], "init scale", low=0.0, low_open=True, where=cfg.caller)
         rng = np.random.default_rng(cfg.seed)
         P1 = np.empty(shape)
         P2 = np.empty(shape) if kq else np.zeros((B, 1, 1))
@@ -409,6 +409,7 @@ def train(
     adam_beta2: float | None = None,
     adam_eps: float | None = None,
     spectral_momentum: float | None = None,
+    caller: str = "train",
     **renamed: Any,
 ) -> GDRun:
     r"""Train softmax attention by (normalized) gradient descent.
@@ -554,6 +555,9 @@ def train(
         :math:`\varepsilon \ge 0` (1e-8).
     spectral_momentum : float, optional
         ``optimizer="spectral"``: Muon's momentum :math:`\mu \in [0, 1)` (default 0).
+    caller : str, default "train"
+        The public function named in error messages: a function that trains through this one
+        (:func:`~svmgeo.verify`) passes its own name, so the errors name what the user called.
 
     Returns
     -------
@@ -578,22 +582,22 @@ def train(
     """
     if not isinstance(data, TokenData):
         raise ProblemError(
-            f"train takes one svmgeo.TokenData; got {type(data).__name__}. "
+            f"{caller} takes one svmgeo.TokenData; got {type(data).__name__}. "
             "Use train_batch for a sequence of datasets."
         )
     if renamed:
-        refuse_renamed(renamed, "train")
-        raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(renamed)}")
-    optimizer, q = resolve_optimizer(optimizer, "train")
-    loss = resolve_loss(loss, "train")
+        refuse_renamed(renamed, caller)
+        raise TypeError(f"{caller}() got unexpected keyword argument(s) {', '.join(renamed)}")
+    optimizer, q = resolve_optimizer(optimizer, caller)
+    loss = resolve_loss(loss, caller)
     if isinstance(step_size, str) and step_size != "polyak":
         raise ProblemError(
-            f"The 'step_size' parameter of train must be a positive float or 'polyak'. Got "
+            f"The 'step_size' parameter of {caller} must be a positive float or 'polyak'. Got "
             f"{step_size!r} instead."
         )
     if isinstance(record, str):
         raise ProblemError(
-            f"The 'record' parameter of train takes a sequence of names, e.g. ({record!r},); "
+            f"The 'record' parameter of {caller} takes a sequence of names, e.g. ({record!r},); "
             f"got the string {record!r}."
         )
     if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
@@ -635,7 +639,7 @@ def train(
             optimizer=optimizer, steepest_q=q, param=param, m=m, loss=loss, head=head,
             step_size=step_size, normalized=normalized, n_steps=n_steps,
             record_every=record_every, init=init, seed=seed, backend=backend,
-            record=("loss", "W", "W_norm"), attention=attention,
+            record=("loss", "W", "W_norm"), attention=attention, caller=caller,
             **{name: value for name, value in rule_options.items() if value is not None},  # type: ignore[arg-type]
         )  # fmt: skip
         P1, P2, _ = _init_params(cfg, 1, data.d)
@@ -647,8 +651,8 @@ def train(
         factors = (P1[0], P2[0]) if param == "KQ" else (P1[0],)
         return run_loop(SteepestDescent(cfg, risk, factors))[0]
     if optimizer == "mirror":
-        return train_mirror(
-            data, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
+        return run_mirror_descent(
+            data, caller=caller, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
             step_size=step_size, normalized=normalized, n_steps=n_steps,
             record_every=record_every, init=init, backend=backend,
         )  # fmt: skip
@@ -657,7 +661,7 @@ def train(
         n_steps=n_steps, record_every=record_every, record=tuple(record), ridge=ridge, init=init,
         seed=seed, backend=backend, log_domain=log_domain, grad_tol=grad_tol,
         saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
-        optimizer=optimizer, exponent=exponent, attention=attention,
+        optimizer=optimizer, exponent=exponent, attention=attention, caller=caller,
     )  # fmt: skip
     if not isinstance(cfg.init, (str, tuple)) and param != "KQ":  # (K, Q) pairs: _init_params
         W0 = np.asarray(cfg.init)

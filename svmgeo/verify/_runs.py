@@ -108,7 +108,15 @@ def run_gd(
         record = (key, "max_prob", "selected") + (("v",) if train_head else ())
     else:
         record = ("W_norm", "max_prob", "selected", "W") + (("probs",) if head != "linear" else ())
-    run = train(data, param=param, head=head, train_head=train_head, record=record, **options)
+    run = train(
+        data,
+        param=param,
+        head=head,
+        train_head=train_head,
+        record=record,
+        caller="verify",
+        **options,
+    )
     hist = run.history
     steps = np.asarray(hist.step, dtype=np.int64)
     max_prob = _recorded(hist.max_prob, "max_prob")
@@ -215,5 +223,5 @@ def run_steepest(
         off the final W by the engine's risk oracle; saturation and norm are computed from
         the recorded W(t).
     """
-    run = train(data, optimizer=optimizer, param=param, **options)
+    run = train(data, optimizer=optimizer, param=param, caller="verify", **options)
     return _weight_trajectory(data, run, options)
