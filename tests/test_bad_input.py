@@ -10,6 +10,7 @@ descent, prompt attention, joint training, next-token prediction, study, from_to
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -1269,7 +1270,8 @@ def test_cli_bad_input_exits_2_with_one_line(
         raise AssertionError("bad input must be refused before any computation")
 
     monkeypatch.setattr("svmgeo.gd.train", never)
-    monkeypatch.setattr(sys.modules["svmgeo.verify"], "verify", never)
+    # imported here: run alone (-k), no earlier test has imported the subpackage
+    monkeypatch.setattr(importlib.import_module("svmgeo.verify"), "verify", never)
     code = main(_fill(args, files))
     err = capsys.readouterr().err
     assert code == 2, err
