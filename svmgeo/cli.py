@@ -431,8 +431,7 @@ def _cmd_lots(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .analysis import locally_optimal_selections
-    from .selection import optimal_token_sets
-    from .study import selection_space
+    from .selection import optimal_token_sets, selection_space
 
     data = _load(args)
     total = selection_space(data)

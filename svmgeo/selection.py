@@ -10,6 +10,7 @@ each query: shape ``(n,)`` for one query per sequence, ``(n, K)`` for several.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Literal
 
@@ -219,3 +220,9 @@ def check_selection(data: TokenData, alpha: Any, name: str = "alpha") -> np.ndar
             "it from that query. Select a visible token (e.g. t <= k under a causal mask)."
         )
     return np.ascontiguousarray(a)
+
+
+def selection_space(data: TokenData) -> int:
+    """The number of selections (one visible token per query), as an exact integer (it can be
+    far beyond a float: 8^357 for the digits example)."""
+    return math.prod(int(c) for c in np.asarray(data.visible).sum(axis=2).ravel())

@@ -42,7 +42,7 @@ from .analysis import (
     support_tokens,
 )
 from .data import TokenData
-from .selection import optimal_tokens, scores_full
+from .selection import optimal_tokens, scores_full, selection_space
 from .solvers import att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
@@ -274,12 +274,6 @@ class StudyReport:
             fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
             plt.close(fig)
         return paths
-
-
-def selection_space(data: TokenData) -> int:
-    """The number of selections (one visible token per query), as an exact integer (it can be
-    far beyond a float: 8^357 for the digits example)."""
-    return math.prod(int(c) for c in np.asarray(data.visible).sum(axis=2).ravel())
 
 
 def _fmt_count(count: int) -> str:

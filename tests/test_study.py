@@ -53,7 +53,7 @@ def test_caps_ties_and_infeasible_are_reported() -> None:
     rep = sg.study(data, max_lot_selections=10, progress=False)
     assert rep.lots["count"] is None and rep.lots["space"] == 5**6 and not rep.lots["exact"]
     assert "not enumerated" in rep.summary()
-    from svmgeo.study import selection_space
+    from svmgeo.selection import selection_space
 
     assert selection_space(sg.random_data(400, 8, 4, seed=0)) == 8**400  # exact, beyond floats
     X = np.array(data.X)

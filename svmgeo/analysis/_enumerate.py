@@ -57,6 +57,7 @@ from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
+from ..selection import selection_space
 from ..solvers import Status, check_feasibility, parse_norm, solve_for, solve_svm
 from ._local import LocalOptimality, lot_from_support
 from ._support import check_tolerances, support_from_result
@@ -687,7 +688,7 @@ def locally_optimal_selections(
     vis = data.visible
     n_units = data.n * data.K
     cand = [np.flatnonzero(vis[i, k]) for i in range(data.n) for k in range(data.K)]
-    total = math.prod(len(c) for c in cand)
+    total = selection_space(data)
     if total > max_selections:
         raise ProblemError(
             f"The selection space of this dataset has {total} selections (one visible token "
