@@ -43,6 +43,7 @@ from ._reference import solve_reference
 from ._result import (
     FeasibilityResult,
     SVMResult,
+    better_answer,
     finish,
     no_solution,
     replaced,
@@ -307,14 +308,15 @@ def _reference(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
 
 
 def _fall_back(req: Request, res: SVMResult) -> SVMResult:
-    """``method="auto"`` after a failed fast answer: the entry's reference model, kept only
-    when it certifies; otherwise svmgeo's answer, saying that the fallback was tried."""
+    """``method="auto"`` after a failed fast answer: the entry's reference model when it
+    certifies, or when neither certifies and its certificate's largest residual is smaller;
+    otherwise svmgeo's answer, saying that the fallback was tried."""
     assert req.entry.fallback is not None
     why_not = req.entry.fallback(req)
     if why_not is not None:
         return replaced(res, message=f"{res.message}; {why_not}")
     ref = on_unit_rows(req, _reference, None, None)
-    if ref.success:
+    if better_answer(res, ref) is ref:
         return replaced(ref, message=f"{ref.message} (fast path: {res.status}: {res.message})")
     return replaced(
         res,

@@ -41,7 +41,7 @@ from ._backends import HiGHSBackend
 from ._result import FeasibilityResult, replaced
 from ._status import Status
 
-__all__ = ["SCREEN_PROOF", "ExactRows", "meet_margins", "prove_verdict"]
+__all__ = ["SCREEN_PROOF", "ExactRows", "meet_margins", "point_violations", "prove_verdict"]
 
 
 def _ulp_exp(x: np.ndarray) -> int:
@@ -795,13 +795,15 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     meets every row) holds for :math:`W'`, which now keeps the promise of
     :attr:`FeasibilityResult.point` (every margin :math:`\ge c_j`). ``W`` is returned as it
     is when it already meets the rows, when a positive-rhs row has a float margin
-    :math:`\le 0`, or when an equality row has :math:`c_j \ne 0` (scaling would break it).
+    :math:`\le 0`, when an equality row has :math:`c_j \ne 0` (scaling would break it), or
+    when :math:`2^k W` would break a margin row with :math:`c_j < 0` (its negative margin
+    doubles too).
     """
     margin, positive = cs._margin_rows, cs._positive_rows
     if not np.any(positive) or np.any(cs.rhs[~margin] != 0):
         return W
-    m = cs.apply(W)[positive]
-    c = cs.rhs[positive]
+    margins = cs.apply(W)
+    m, c = margins[positive], cs.rhs[positive]
     if np.all(m >= c) or np.any(m <= 0) or not np.all(np.isfinite(m)):
         return W
     k = max(0, math.ceil(math.log2(float(np.max(c / m)))))
@@ -809,8 +811,16 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
         if np.all(np.ldexp(m, k) >= c):
             break
         k += 1
+    if not np.all(np.ldexp(margins[margin], k) >= cs.rhs[margin]):
+        return W
     scaled = np.ldexp(np.asarray(W, dtype=float), k)
     return scaled if np.all(np.isfinite(scaled)) else W
+
+
+def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
+    r"""Each row's violation at margins :math:`m`: :math:`\max(c_j - m_j, 0)` on margin rows,
+    :math:`|m_j - c_j|` on equality rows (the ``residual`` of a feasible point is the largest)."""
+    return np.where(cs._margin_rows, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
 
 
 def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
@@ -836,6 +846,8 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         feasible, point = kw.get("feasible", res.feasible), kw.get("point", res.point)
         if feasible and point is not None:  # the point's contract: margins >= c_j
             kw["point"] = meet_margins(cs, point)
+            if kw["point"] is not res.point:  # the residual is the reported point's
+                kw["residual"] = float(point_violations(cs, cs.apply(kw["point"])).max(initial=0.0))
         return replaced(res, extras=extras, **kw)
 
     if res.feasible and res.point is not None:

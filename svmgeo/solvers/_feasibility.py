@@ -48,7 +48,7 @@ from ._certificates import (
     unit_farkas,
     zero_row_farkas,
 )
-from ._exact import prove_verdict
+from ._exact import point_violations, prove_verdict
 from ._geometry import RowGeometry, compressed_width, dense_dimension, features
 from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import EVERY_ROW_TIGHT, FeasibilityResult, replaced, warns_if_inaccurate
@@ -92,7 +92,7 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     per row, so one huge margin cannot hide a violated row. (Scaling is exact when every
     equality row has :math:`c_j = 0`; otherwise the margin rows hold to that rounding.)
     """
-    m, positive = cs._margin_rows, cs._positive_rows
+    positive = cs._positive_rows
     if not np.all(np.isfinite(W)):
         return None
     margins = cs.apply(W)
@@ -113,7 +113,7 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
     if lifted is not None:
         g, margins = lifted
         W = W0 * g
-    viol = np.where(m, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
+    viol = point_violations(cs, margins)
     row_scale = cs._row_norms[0] * cs._row_norms[1]
     allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
     if np.any(viol > allowed):

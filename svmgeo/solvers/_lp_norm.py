@@ -58,7 +58,7 @@ from ._certificates import (
     zero_is_feasible,
 )
 from ._reference import solve_reference
-from ._result import SVMResult, finish, no_solution, replaced
+from ._result import SVMResult, better_answer, finish, no_solution, replaced
 from ._status import Status
 
 __all__ = ["dual_exponent", "lp_certificate", "lp_fast", "lp_reference"]
@@ -354,10 +354,7 @@ def _nearer_linear_program(
         f"the smooth dual's ({smooth.message})",
         n_iter=0, extras=extras,
     )  # fmt: skip
-    assert res.certificate is not None  # _certified judges every answer
-    if smooth.certificate is None or not smooth.certificate.worst <= res.certificate.worst:
-        return res  # (a NaN residual of the smooth dual loses)
-    return smooth
+    return better_answer(smooth, res)
 
 
 def lp_reference(
@@ -426,4 +423,5 @@ def lp_reference(
         n_iter=steps,
         extras={**extras, "cvxpy_certificate": raw},
     )
-    return polished if polished.success or not raw.passed else as_solved()
+    # of two failed answers the better certified: a polish can break cvxpy's nearly certified W
+    return polished if polished.success else better_answer(polished, as_solved())

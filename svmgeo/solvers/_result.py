@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import warnings
 from collections.abc import Callable
@@ -26,6 +27,7 @@ __all__ = [
     "GenSVMResult",
     "JointSVMResult",
     "SVMResult",
+    "better_answer",
     "downgrade",
     "finish",
     "finish_gen_svm",
@@ -94,14 +96,15 @@ class Certificate:
 
     @property
     def worst(self) -> float:
-        """The largest residual."""
-        return max(
+        """The largest residual (NaN when one is NaN: Python's ``max`` would skip it)."""
+        residuals = (
             self.primal_infeasibility,
             self.dual_infeasibility,
             self.stationarity,
             self.complementarity,
             self.duality_gap,
         )
+        return math.nan if any(math.isnan(r) for r in residuals) else max(residuals)
 
     def _line(self) -> str:
         verdict = "passed" if self.passed else f"FAILED ({'; '.join(self.failures)})"
@@ -379,6 +382,20 @@ def replaced(result: _Result, **changes: Any) -> _Result:
     copy.__dict__.update(result.__dict__)
     copy.__dict__.update(changes)
     return copy
+
+
+def better_answer(first: SVMResult, second: SVMResult) -> SVMResult:
+    r"""Of two answers to one problem, the one that certifies, else the one whose certificate's
+    largest residual (:attr:`Certificate.worst`) is smaller; ``first`` on a tie. An answer
+    without a certificate, or with a NaN residual, loses to one with a certificate."""
+
+    def worst(res: SVMResult) -> float:
+        cert = res.certificate
+        return math.inf if cert is None or not cert.worst >= 0.0 else cert.worst
+
+    if first.success or (not second.success and worst(first) <= worst(second)):
+        return first
+    return second
 
 
 def downgrade(result: SVMResult, certificate: Certificate) -> SVMResult:

@@ -261,3 +261,45 @@ def test_the_verdict_is_none_where_undecided() -> None:
         undecided = sg.feasibility(tied, [0, 0])
     assert undecided.status is sg.Status.INFEASIBLE_INACCURATE and undecided.verdict is None
     assert undecided.feasible is False  # the float answer, which verdict does not trust
+
+
+def test_meet_margins_keeps_a_point_whose_scaling_breaks_a_negative_bound() -> None:
+    """Doubling W lifts a short positive-bound row and doubles a negative margin too: a row
+    tight at c = -1 would read -2. The point is then returned as it is (found by an audit)."""
+    from svmgeo.solvers._exact import meet_margins
+
+    data = sg.TokenData(np.array([[[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]]), Z=np.array([[1.0, 1.0]]))
+    # rows: x0 - x1 (margin W11 + W12) >= 2, x0 - x2 >= -1
+    cs = pair_constraints(data, [0, 0], [0, 0], [0, 0], [1, 2], rhs=[2.0, -1.0])
+    W = np.array([[0.5, 0.5], [1.0, 1.0]])  # margins (1, -1): the first short by a factor 2
+    np.testing.assert_allclose(cs.apply(W), [1.0, -1.0])
+    assert meet_margins(cs, W) is W
+    cs_pos = pair_constraints(data, [0, 0], [0, 0], [0, 0], [1, 2], rhs=[2.0, 0.0])
+    W_pos = np.array([[0.5, 0.5], [0.0, 0.0]])  # margins (1, 1): doubling meets both rows
+    np.testing.assert_allclose(meet_margins(cs_pos, W_pos), 2.0 * W_pos)
+
+
+def test_feasible_point_meets_mixed_sign_bounds_to_its_residual() -> None:
+    """Bounds 2.5, 1e-3 and -1: the point meets every margin row up to the reported residual,
+    which is the point's own largest violation (the point was doubled past the -1 row)."""
+    X = np.array(
+        [[[-0.24947345008514368, -0.1456363774327925, 0.778255903674282],
+          [2.1698338318657964, -0.10630506528992473, 1.3247079550450271],
+          [0.37041557013123794, 0.756495271107219, -0.4486969354407436]],
+         [[-0.6872261648937884, -0.18156942627104783, -0.7536617148527954],
+          [0.009123672628446803, -1.037537227525783, 0.023145682776247976],
+          [0.19463421346064694, 1.833901634970986, 1.7419975764219133]]]
+    )  # fmt: skip
+    Z = np.array(
+        [[[0.5283176292541396, -0.48369688761546414, 0.6267964932087111],
+          [0.8358477573655989, -0.17668025360390052, -0.8293713415874506]],
+         [[-1.7712765667292065, -0.01900007581263784, 1.9416769432809233],
+          [-0.1866835638930086, 0.40568642115121056, 0.38567680397421855]]]
+    )  # fmt: skip
+    rhs = np.array([2.5, 1e-3, -1.0])
+    cs = pair_constraints(sg.TokenData(X, Z=Z), [1, 1, 0], [1, 0, 0], [2, 0, 0], [0, 1, 2], rhs=rhs)
+    res = check_feasibility(cs)
+    assert res.feasible and res.proof == "exact" and res.point is not None
+    shortfall = np.maximum(rhs - cs.apply(res.point), 0.0)
+    assert shortfall.max() <= 1e-12
+    np.testing.assert_allclose(res.residual, shortfall.max(), rtol=0, atol=1e-15)

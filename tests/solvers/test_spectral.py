@@ -259,7 +259,11 @@ def test_best_correlation_beats_the_inner_product_maximiser(norm: object) -> Non
     assert face.correlation >= face.returned_correlation - 1e-7
     cs = res.constraints
     assert np.min(cs.apply(face.W) - cs.rhs) >= -1e-7
-    assert face.value <= (1 + face.tol) * res.objective * (1 + 1e-7)
+    # within the face to Clarabel's accuracy; its status says when that is lower (nuc's SDP
+    # on an AMD EPYC: 'optimal_inaccurate', 3.5e-6 above (1 + tol) OPT)
+    slack = 1e-7 if face.status == "optimal" else 1e-5
+    assert face.status in ("optimal", "optimal_inaccurate")
+    assert face.value <= (1 + face.tol) * res.objective * (1 + slack)
 
 
 def test_face_functions_refuse_bad_input() -> None:
