@@ -117,6 +117,11 @@ class ConstraintSet:
                 no_token=True,  # rows that are not token differences (map_svm_constraints)
             ),
         }
+        if self.tokens is not None and not isinstance(self.tokens, TokenData):
+            raise ProblemError(
+                f"'tokens' of {where} must be the svmgeo.TokenData the rows were built from, or "
+                f"None; got {type(self.tokens).__name__}."
+            )
         if checked["seq"].shape[0] != N:
             raise ProblemError(
                 f"'seq', 'query', 'pref' and 'comp' of {where} must have one entry per row of A "

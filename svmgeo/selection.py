@@ -159,7 +159,9 @@ def optimal_tokens(
         )
         if ties == "raise":
             raise TieError(
-                text + " Pass ties='first' to take the lowest index, or perturb the data."
+                text + " Take the lowest index with optimal_tokens(data, ties='first') (where "
+                "a function chose alpha itself, pass alpha=sg.optimal_tokens(data, ties='first')), "
+                "or perturb the data."
             )
         if ties == "warn":
             warnings.warn(text + " Taking the lowest index.", UserWarning, stacklevel=2)

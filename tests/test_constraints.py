@@ -207,3 +207,12 @@ def test_apply_adjoint_and_subset_check_their_argument() -> None:
         with pytest.raises(sg.ProblemError, match=r"ConstraintSet\.subset takes"):
             cs.subset(rows)
     assert cs.subset([]).N == 0 and cs.subset([0, 2]).N == 2
+
+
+def test_tokens_must_be_token_data() -> None:
+    """A string passed as tokens was kept, and solve_svm failed on it with an AttributeError."""
+    rows = dict(A=np.ones((1, 3)), B=np.ones((1, 3)), kind=0, rhs=np.ones(1), seq=[0],
+                query=[0], pref=[0], comp=[1], n=2, K=1, T=3)  # fmt: skip
+    with pytest.raises(sg.ProblemError, match=r"'tokens' of ConstraintSet .* got str"):
+        sg.ConstraintSet(**rows, tokens="x")  # type: ignore[arg-type]
+    assert sg.ConstraintSet(**rows).tokens is None

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from .._errors import ProblemError
 from .._validation import check_bool
 from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._backends import HiGHSBackend
@@ -361,6 +362,11 @@ def check_feasibility(
        Machines", arXiv:2308.16898, Theorem 1 (feasibility of Att-SVM).
     """
     cs = check_constraint_set(cs, "check_feasibility")
+    if geometry is not None and not isinstance(geometry, RowGeometry):
+        raise ProblemError(
+            "The 'geometry' parameter of check_feasibility takes the RowGeometry of cs "
+            f"(svmgeo.solvers._geometry.RowGeometry(cs)) or None; got {type(geometry).__name__}."
+        )
     return decide_feasibility(cs, geometry, check_bool(exact, "exact", where="check_feasibility"))
 
 

@@ -303,3 +303,12 @@ def test_feasible_point_meets_mixed_sign_bounds_to_its_residual() -> None:
     shortfall = np.maximum(rhs - cs.apply(res.point), 0.0)
     assert shortfall.max() <= 1e-12
     np.testing.assert_allclose(res.residual, shortfall.max(), rtol=0, atol=1e-15)
+
+
+def test_check_feasibility_names_a_geometry_that_is_not_one() -> None:
+    data = sg.random_data(2, 3, 3, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    with pytest.raises(
+        sg.ProblemError, match=r"'geometry' parameter of check_feasibility.*got int"
+    ):
+        check_feasibility(cs, geometry=5)  # type: ignore[arg-type]
