@@ -236,8 +236,9 @@ def check_scale(
     The scale is :math:`s = \max_i \|a_i\|` over the rows :math:`a_i` (last axis) of
     ``array``, or :math:`s = \max_i \|a_i\| \max_j \|b_j\|` with ``times=(b, b_name)`` for
     arrays read as the product :math:`a^\top W b` (tokens and queries; pass the same array
-    twice for :math:`\max\|a\|^2`). It must satisfy :math:`s \le` :data:`MAX_SCALE`
-    :math:`= 10^{151}`: Gram matrices and logits hold squares of such scales.
+    twice for :math:`\max\|a\|^2`). A nonzero scale must satisfy
+    :math:`10^{-151} \le s \le` :data:`MAX_SCALE` :math:`= 10^{151}`: Gram matrices and
+    logits hold squares of such scales (which overflow above, and underflow below).
 
     Parameters
     ----------
@@ -253,7 +254,8 @@ def check_scale(
     Raises
     ------
     ProblemError
-        When :math:`s > 10^{151}`; the message names the argument(s) to rescale.
+        When :math:`s > 10^{151}` or :math:`0 < s < 10^{-151}`; the message names the
+        argument(s) to rescale.
     """
     s = max_row_norm(array)
     if times is None:
@@ -267,12 +269,14 @@ def check_scale(
     if s == 0.0 or t == 0.0:
         return
     log_s = math.log10(s) + math.log10(t)
-    if log_s <= math.log10(MAX_SCALE):
+    if -math.log10(MAX_SCALE) <= log_s <= math.log10(MAX_SCALE):
         return
     owner = f" ({where})" if where else ""
+    large = log_s > 0.0
     raise ProblemError(
-        f"the data are too large for float64{owner}: {what} = 10^{log_s:.1f} (row norms) "
-        f"exceeds {MAX_SCALE:.0e}, and svmgeo squares such scales (Gram matrices, logits). "
-        f"Rescale {fix} (e.g. {name} / np.abs({name}).max()): positive scaling changes no "
+        f"the data are too {'large' if large else 'small'} for float64{owner}: {what} = "
+        f"10^{log_s:.1f} (row norms) is outside [{1 / MAX_SCALE:.0e}, {MAX_SCALE:.0e}], and "
+        f"svmgeo squares such scales (Gram matrices, logits{'' if large else ', which underflow'})."
+        f" Rescale {fix} (e.g. {name} / np.abs({name}).max()): positive scaling changes no "
         "optimal token and no SVM direction, only the norms."
     )

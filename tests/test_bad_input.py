@@ -69,6 +69,8 @@ API_ERRORS = [
     _err(lambda: TD(np.full((3, 4, 5), "a"), query=0), "X must be numeric", "X-strings"),
     _err(lambda: TD(X * 1e200, v=V, Z=Z), "too large for float64", "X-1e200"),
     _err(lambda: TD(X * 1e80, v=V, query=0), "too large for float64", "X-self-1e80"),
+    _err(lambda: TD(X * 1e-160, v=V, Z=Z), "too small for float64", "X-1e-160"),
+    _err(lambda: TD(X * 1e-80, v=V, query=0), "too small for float64", "X-self-1e-80"),
     # TokenData: queries
     _err(lambda: sg.att_svm(TD(X, v=V), ALPHA), "has no queries", "no-queries-W"),
     _err(lambda: TD(X, v=V, Z=Z, query=0), "either Z", "Z-and-query"),
@@ -79,6 +81,7 @@ API_ERRORS = [
     _err(lambda: TD(X, v=V, Z=_nan((3, 5))), "Z must be finite", "Z-nan"),
     _err(lambda: TD(X, v=V, Z=Z + 1j), "Z must be real", "Z-complex"),
     _err(lambda: TD(X, v=V, Z=Z * 1e200), "too large for float64", "Z-1e200"),
+    _err(lambda: TD(X, v=V, Z=Z * 1e-200), "too small for float64", "Z-1e-200"),
     _err(lambda: TD(X, v=V, query=4), "'query' parameter", "query-high"),
     _err(lambda: TD(X, v=V, query=-5), "'query' parameter", "query-low"),
     _err(lambda: TD(X, v=V, query=1.0), "query must be an int", "query-float"),
@@ -1473,10 +1476,8 @@ def test_an_array_in_place_of_token_data_is_named(where: str, call: Callable[...
 
 
 def test_joint_svm_blames_x_when_no_values_were_given() -> None:
-    """With u = x, the scale error blamed 'values' and said "X and Z are not the cause"."""
+    """With u = x, the scale error blamed 'values' and said "X and Z are not the cause".
+    Tokens this small are now refused by TokenData itself, which names X as well."""
     rng = np.random.default_rng(0)
-    data = sg.TokenData(
-        rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5))
-    )
-    with pytest.raises(ProblemError, match=r"the tokens X \(u = x\) are too small"):
-        sg.joint_svm(data)
+    with pytest.raises(ProblemError, match=r"too small for float64 \(TokenData\).*Rescale X"):
+        sg.TokenData(rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5)))

@@ -280,8 +280,12 @@ def test_check_scale_names_the_arguments():
         check_scale(a, "E", times=(a, "H"))
     edge = np.array([[MAX_SCALE]])
     check_scale(edge, "x")  # the bound itself passes
-    with pytest.raises(sg.ProblemError, match="exceeds 1e\\+151"):
+    with pytest.raises(sg.ProblemError, match=r"too large .*outside \[1e-151, 1e\+151\]"):
         check_scale(edge * 1.01, "x")
+    low = np.array([[1.0 / MAX_SCALE]])
+    check_scale(low, "x")  # the lower bound passes too
+    with pytest.raises(sg.ProblemError, match=r"too small .*which underflow.*Rescale x"):
+        check_scale(low * 0.99, "x")
     check_scale(np.zeros((2, 2)), "x", times=(edge * 10, "z"))  # zero data: nothing to square
 
 
