@@ -306,3 +306,25 @@ def test_gram_represented_wedges_are_feasible_and_certified(eps):
     assert upper >= 1e6  # the regime
     assert lower <= upper * (1 + 1e-12)
     assert upper - lower <= 1e-7 * upper
+
+
+@pytest.mark.parametrize("norm", ["fro", "nuc", "spectral", ("lp", 1.0), ("lp", 2.5)])
+def test_a_failed_answer_further_from_the_rows_than_the_verified_point_is_replaced(
+    norm: object,
+) -> None:
+    """The selected token a rounding away from the segment of the other two: feasible, proved
+    exactly, with a point of norm 4e17. fro and l_2.5 returned failed answers with margins of
+    -1e4 and -2e7, spectral and l_1 no W at all; only nuc returned the verified point. Every
+    norm now returns that point as an OPTIMAL_INACCURATE upper bound (found by an audit)."""
+    X = np.array([[[0.2, 0.6], [0.1, 0.7], [0.3, 0.5]]])
+    data = sg.TokenData(X, v=np.ones(2), Z=np.array([[1.0, 0.0]]))
+    feas = sg.feasibility(data, [0])
+    assert feas.feasible and feas.proof == "exact"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = sg.att_svm(data, [0], norm=norm)  # type: ignore[arg-type]
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and res.W is not None
+    cs = res.constraints
+    assert cs.apply(res.W).min() >= 1.0  # every row met: the verified point itself
+    np.testing.assert_array_equal(res.W, feas.point)
+    assert "a point was verified" in res.message
