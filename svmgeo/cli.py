@@ -324,6 +324,7 @@ def _cmd_support(args: argparse.Namespace) -> int:
         "alpha": np.asarray(alpha).tolist(),
         "feasible": sup.feasible,
         "locally_optimal": lot.locally_optimal,
+        "decided": lot.decided,
         "reason": lot.reason,
         "svm_status": str(sup.svm.status),
     }
@@ -459,6 +460,10 @@ def _cmd_lots(args: argparse.Namespace) -> int:
         "infeasible": res.infeasible,
         "undecided": res.undecided,
         "n_lots": len(res.selections),
+        "undecided_selections": [
+            {"selection": ",".join(str(int(t)) for t in np.ravel(r.alpha)), "reason": r.reason}
+            for r in res.undecided_results
+        ],
         "optimal_ties": bool(np.any(best.sum(axis=2) > 1)),
         "lots": [
             {

@@ -89,7 +89,8 @@ class StudyReport:
     lots : dict
         ``count`` (None when the space exceeds the cap), ``space``, ``cap``, ``exact``.
     trained : dict or None
-        For given weights: ``selection``, ``is_optimal``, ``is_lot``, ``corr_fro``, ``corr_nuc``
+        For given weights: ``selection``, ``is_optimal``, ``is_lot`` (None when the verdict is
+        undecided, :func:`~svmgeo.is_locally_optimal`), ``corr_fro``, ``corr_nuc``
         (correlation with the SVMs of the trained selection), ``norm``.
     timings : dict
         Wall seconds of each step.
@@ -707,6 +708,7 @@ def study(
             "inaccurate solves": enum.inaccurate,
             "unproved non-LOT verdicts": enum.infeasible,
             "failed solves": len(enum.failed),
+            "undecided LOT verdicts": len(enum.undecided_selections),
         }
         lots.update(count=len(enum.selections), exact=not any(unsettled.values()))
         if not lots["exact"]:
@@ -736,7 +738,7 @@ def study(
         trained = {
             "selection": _as_list(sel),
             "is_optimal": None if opt is None else bool(np.array_equal(sel, opt)),
-            "is_lot": bool(lot),
+            "is_lot": bool(lot) if lot.decided else None,  # None: undecided (lot.reason)
             "corr_fro": _direction_corr(Wt, svm_fro.W),
             "corr_nuc": _direction_corr(Wt, None if svm_nuc is None else svm_nuc.W),
             "norm": float(np.linalg.norm(Wt)),

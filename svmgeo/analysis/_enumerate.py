@@ -60,7 +60,7 @@ from ..selection import scores_full as _scores_full
 from ..selection import selection_space
 from ..solvers import Status, check_feasibility, parse_norm, solve_for, solve_svm
 from ._local import LocalOptimality, lot_from_support
-from ._support import check_tolerances, support_from_result
+from ._support import check_lot_norm, check_tolerances, support_from_result
 
 __all__ = ["LOTEnumeration", "locally_optimal_selections"]
 
@@ -90,6 +90,12 @@ class LOTEnumeration:
         Farkas vector); they are counted in the warning.
     undecided : int
         Feasibility checks that were inconclusive (never used to prune).
+    undecided_selections : ndarray of int, shape (u, n) or (u, n, K)
+        Examined selections whose LOT verdict is undecided (:class:`LocalOptimality`'s
+        ``decided`` False: a token scoring at least as high as the selected one whose margin
+        and multiplier disagree, or a face of Att-SVM⋆ optima): neither listed nor ruled out.
+    undecided_results : tuple of LocalOptimality
+        Their verdicts; each ``reason`` names the tokens.
     failed : ndarray of int
         Selections whose solve failed (neither a solution nor an infeasibility verdict): their
         LOT verdict is undecided, neither listed nor ruled out. In practice these are feasible
@@ -115,6 +121,8 @@ class LOTEnumeration:
     pruned_infeasible: int
     infeasible: int
     undecided: int
+    undecided_selections: np.ndarray
+    undecided_results: tuple[LocalOptimality, ...]
     failed: np.ndarray
     inaccurate: int
     n_checks: int
@@ -131,8 +139,11 @@ class LOTEnumeration:
 
     def summary(self) -> str:
         """One line with the counts."""
+        unsettled = len(self.undecided_results)
         return (
-            f"{self.n_lots} LOT(s) among {self.total} selections: examined {self.examined}, "
+            f"{self.n_lots} LOT(s)"
+            + (f" and {unsettled} undecided selection(s)" if unsettled else "")
+            + f" among {self.total} selections: examined {self.examined}, "
             f"pruned {self.pruned} (hull {self.pruned_hull}, infeasible partial "
             f"{self.pruned_infeasible}); {self.n_checks} feasibility checks, {self.n_point_reused} "
             f"points reused, {self.n_nogood_hits} certificate reuses; {self.solve_time:.2f} s"
@@ -228,6 +239,7 @@ class _Tally:
 
     lots: list[np.ndarray] = field(default_factory=list)
     results: list[LocalOptimality] = field(default_factory=list)
+    unsettled: list[LocalOptimality] = field(default_factory=list)
     failed: list[np.ndarray] = field(default_factory=list)
     examined: int = 0
     pruned: int = 0
@@ -310,6 +322,8 @@ class _Search:
         if lot:
             t.lots.append(np.asarray(lot.alpha))
             t.results.append(lot)
+        elif not lot.decided:
+            t.unsettled.append(lot)
 
     def _child_point(
         self, depth: int, chosen: list[int], parts: list[_Rows], point: np.ndarray | None
@@ -644,7 +658,8 @@ def locally_optimal_selections(
     Returns
     -------
     LOTEnumeration
-        The LOTs and the counts ``total == examined + pruned``.
+        The LOTs, the selections whose verdict is undecided (``undecided_selections``, as
+        in :func:`is_locally_optimal`) and the counts ``total == examined + pruned``.
 
     Raises
     ------
@@ -676,14 +691,7 @@ def locally_optimal_selections(
         n_jobs = os.cpu_count() or 1
     search = check_option(search, "search", ("auto", *_SEARCHES), where=where)  # type: ignore[assignment]
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
-    entry, _ = parse_norm(norm, where)
-    if not entry.lot:
-        raise ProblemError(
-            f"The 'norm' parameter of {where} takes 'fro' (Att-SVM) or 'nuc' (Att-SVM*), the "
-            f"SVMs of TF-SVM's local optimality; got {norm!r}. (The spectral optimum, for one, "
-            "is not unique, MATH-NOTES §7: its support tokens, and so the verdict, would depend "
-            "on the answer the solver returns.)"
-        )
+    check_lot_norm(norm, where)
     _scores_full(data)  # fail early when the dataset has no scores
     vis = data.visible
     n_units = data.n * data.K
@@ -716,6 +724,7 @@ def locally_optimal_selections(
     for part in tallies:
         t.lots += part.lots
         t.results += part.results
+        t.unsettled += part.unsettled
         t.failed += part.failed
         for name in ("examined", "pruned", "infeasible", "inaccurate", "undecided", "n_checks"):
             setattr(t, name, getattr(t, name) + getattr(part, name))
@@ -724,6 +733,17 @@ def locally_optimal_selections(
     shape = (0, *data.selection_shape)
     sel = np.asarray(t.lots, dtype=np.int64) if t.lots else np.zeros(shape, dtype=np.int64)
     fail = np.asarray(t.failed, dtype=np.int64) if t.failed else np.zeros(shape, dtype=np.int64)
+    unsettled = np.asarray([r.alpha for r in t.unsettled], dtype=np.int64).reshape(
+        len(t.unsettled), *data.selection_shape
+    )
+    if t.unsettled:
+        warnings.warn(
+            f"{len(t.unsettled)} examined selection(s) have an undecided LOT verdict (see "
+            ".undecided_selections, and .undecided_results for the tokens that leave each "
+            "undecided); they are neither listed as LOTs nor ruled out.",
+            InaccurateSolutionWarning,
+            stacklevel=2,
+        )
     if t.inaccurate or t.failed or t.infeasible:
         # every verdict that is not a proof is reported: an inaccurate solve, a failed one (no
         # W at all: feasible problems whose W^mm is beyond double precision, ||W|| ~ 1/eps),
@@ -747,6 +767,8 @@ def locally_optimal_selections(
         pruned_infeasible=t.pruned,
         infeasible=t.infeasible,
         undecided=hull_undecided + t.undecided,
+        undecided_selections=unsettled,
+        undecided_results=tuple(t.unsettled),
         failed=fail,
         inaccurate=t.inaccurate,
         n_checks=hull_checks + t.n_checks,

@@ -31,9 +31,12 @@ its margins :math:`m_j = a_j^\top W b_j` are recomputed from :math:`W` (not from
 must be at most ``cert_tol``, and no row may have a positive multiplier (above ``dual_tol``
 of the largest) without an active margin (:func:`~svmgeo.support_tokens` would flag the solve
 as inaccurate). Support rows are :math:`|m_j - 1| \le \mathrm{tol}\max(1, |m_j|)`; the
-selection is a LOT when no support row's competitor scores at least as high as the selected
-token. A selection that does not settle or certify is handed back to the caller, which solves
-it with :func:`~svmgeo.solve_svm` as the reference search does.
+selection is not a LOT when a support row with a positive multiplier has a competitor scoring
+at least as high as the selected token, and a LOT when no support row has one; a selection
+whose only such rows have a zero multiplier (weakly active: the verdict is undecided,
+:func:`~svmgeo.is_locally_optimal`) is handed back, as is one that does not settle or
+certify, to the caller, which solves it with :func:`~svmgeo.solve_svm` as the reference
+search does.
 """
 
 from __future__ import annotations
@@ -282,12 +285,17 @@ def leaf_batch(
         if not (primal <= cert_tol and comp <= cert_tol and gap <= cert_tol):
             continue
         consistent = True
-        lot = True
+        violated = False
+        weak = False
         for j in range(N):
             active = abs(m[j] - 1.0) <= tol * max(1.0, abs(m[j]))
-            if lam[j] > dual_tol * lam_max and not active:
+            positive = lam[j] > dual_tol * lam_max
+            if positive and not active:
                 consistent = False
             if active and flags[j]:
-                lot = False
-        if consistent:
-            verdict[b] = LOT if lot else NOT_LOT
+                if positive:
+                    violated = True
+                else:
+                    weak = True
+        if consistent and (violated or not weak):
+            verdict[b] = NOT_LOT if violated else LOT

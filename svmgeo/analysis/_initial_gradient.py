@@ -48,8 +48,9 @@ class InitialGradient:
     Attributes
     ----------
     good : bool
-        :math:`\langle \nabla L(0), W^{\mathrm{mm}}\rangle < 0` (False when a hypothesis fails
-        or Att-SVM(opt) is infeasible).
+        :math:`\langle \nabla L(0), W^{\mathrm{mm}}\rangle < 0`, beyond the rounding bound of
+        its terms (False when a hypothesis fails, Att-SVM(opt) is infeasible, or the sign is
+        undecided).
     inner : float
         :math:`\langle \nabla L(0), W^{\mathrm{mm}}\rangle` (NaN without :math:`W^{\mathrm{mm}}`).
     correlation : float
@@ -66,8 +67,14 @@ class InitialGradient:
         :math:`L_W`, an upper bound on the Lipschitz constant of :math:`\nabla L`
         (:func:`gradient_lipschitz_bound`); the theorem's steps are :math:`\eta \le 1/L_W`.
     hypotheses : tuple of str
-        The theorem's hypotheses that fail (empty when all hold).
+        The theorem's hypotheses that fail (empty when all hold), and, when the sign of
+        ``inner`` is undecided, why.
     loss : str
+    decided : bool, default True
+        False when :math:`|\langle \nabla L(0), W^{\mathrm{mm}}\rangle|` is within the
+        rounding bound of its terms (:func:`_rounding_bound`): :math:`\nabla L(0)` may be 0
+        (e.g. every sequence's scores balanced), and the sign computed is round-off; ``good``
+        is then False and says nothing.
     """
 
     good: bool
@@ -79,6 +86,7 @@ class InitialGradient:
     lipschitz: float
     hypotheses: tuple[str, ...]
     loss: str
+    decided: bool = True
 
     @property
     def max_step(self) -> float:
@@ -156,6 +164,34 @@ def lipschitz_from_loss_bounds(
     return total / data.n
 
 
+def _rounding_bound(data: TokenData, loss: str) -> np.ndarray:
+    r"""A bound, entrywise, on the rounding error of :math:`\nabla L(0)` computed in float64.
+
+    .. math::
+
+        |\hat G_{ab} - G_{ab}| \le m\,\epsilon\,\frac1n \sum_{i,k} M_0(\bar\gamma_{ik})
+        \sum_{t\ \mathrm{visible}} |x_{ita}|\,\frac{|\gamma_{ikt}| + |\bar\gamma_{ik}|}{T_{ik}}
+        \,|z_{ikb}|,
+
+    :math:`m\epsilon` times the sum of the absolute values of the terms that form
+    :math:`G_{ab}` (:math:`M_0 \ge |\ell'|`), with :math:`m = 2T + nK + 8`: the standard bound
+    :math:`\gamma_m = m\epsilon/(1 - m\epsilon)` of a sum of :math:`m` rounded terms, with room
+    for the scores, their mean and the products (a few operations each, generously)."""
+    from ..selection import scores_full
+
+    S = scores_full(data)  # (n, K, T)
+    vis = np.asarray(data.visible)
+    count = vis.sum(axis=2)
+    mean = np.where(vis, S, 0.0).sum(axis=2) / count
+    with np.errstate(over="ignore"):
+        M0, _ = _loss_bounds(loss, mean, mean)
+    weight = np.where(vis, (np.abs(S) + np.abs(mean)[:, :, None]) / count[:, :, None], 0.0)
+    weight = weight * M0[:, :, None]
+    terms = np.einsum("ikt,ita,ikb->ab", weight, np.abs(data.X), np.abs(data.queries)) / data.n
+    m = 2 * data.T + data.n * data.K + 8
+    return m * float(np.finfo(float).eps) * terms
+
+
 def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> InitialGradient:
     r"""Theorem 4's good-initial-gradient condition, :math:`\langle\nabla L(0), W^{\mathrm{mm}}
     \rangle < 0`, with the theorem's hypotheses checked.
@@ -179,7 +215,9 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
     -------
     InitialGradient
         ``good`` is the condition; ``hypotheses`` lists what fails of the theorem's
-        hypotheses (unique optimal tokens, Att-SVM(opt) feasible). The loss and head are
+        hypotheses (unique optimal tokens, Att-SVM(opt) feasible), and an undecided sign:
+        within the rounding bound of its terms, :math:`\langle\nabla L(0),
+        W^{\mathrm{mm}}\rangle` is not decided (``decided`` False, ``good`` False). The loss and head are
         svmgeo's (Assumption A: each loss is strictly decreasing with a Lipschitz derivative
         on the bounded range of :math:`Yf`). ``in_cone(W, mu, R)`` tests
         :math:`C_{\mu,R}(W^{\mathrm{mm}})`; ``lipschitz`` is :math:`L_W`.
@@ -218,10 +256,23 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
         else:
             W_mm = np.asarray(svm.W)
     inner = corr = math.nan
+    decided = True
     if W_mm is not None:
         inner = float(np.vdot(G0, W_mm))
-        if np.any(G0):
+        err = _rounding_bound(data, loss)
+        # the rounding of G0 seen through |W_mm|, and that of the d^2-term inner product
+        bound = float(np.vdot(err, np.abs(W_mm))) + (data.d**2 + 2) * float(
+            np.finfo(float).eps
+        ) * float(np.vdot(np.abs(G0) + err, np.abs(W_mm)))
+        if np.any(np.abs(G0) > err):
             corr = correlation(-G0, W_mm)
+        if not abs(inner) > bound:
+            decided = False
+            failed.append(
+                f"<grad L(0), W_mm> decided beyond round-off: |inner| = {abs(inner):.3g} is "
+                f"within the rounding bound {bound:.3g} of its terms, so grad L(0) may be 0 "
+                "(undecided)"
+            )
     good = not failed and inner < 0.0
     return InitialGradient(
         good=bool(good),
@@ -233,4 +284,5 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
         lipschitz=gradient_lipschitz_bound(data, loss),
         hypotheses=tuple(failed),
         loss=loss,
+        decided=decided,
     )

@@ -14,14 +14,15 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from .._errors import ProblemError, SolverError
 from .._summary import summarized
-from ..constraints import att_svm_constraints
+from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import check_selection
 from ..selection import scores_full as _scores_full
-from ..solvers import solve_for
-from ._support import SupportTokens, check_tolerances, support_from_result
+from ..solvers import SVMResult, solve_for
+from ._support import SupportTokens, check_lot_norm, check_tolerances, support_from_result
 
 __all__ = ["LOTViolation", "LocalOptimality", "is_locally_optimal"]
 
@@ -41,17 +42,32 @@ class LOTViolation(NamedTuple):
 class LocalOptimality:
     r"""Verdict of :func:`is_locally_optimal`; truthy exactly when :math:`\alpha` is a LOT.
 
+    A verdict is *decided* (a LOT or not) or *undecided*: undecided verdicts are falsy, with
+    ``decided`` False and ``locally_optimal`` False, and mean neither "LOT" nor "not a LOT".
+
     Attributes
     ----------
     locally_optimal : bool
+        True only for a decided LOT.
     reason : str
-        Why, in words (infeasible, violating support tokens, or all support tokens lower).
+        Why, in words (infeasible, violating support tokens, all support tokens lower, or
+        what leaves the verdict undecided).
     violations : tuple of LOTViolation
         ``(seq, query, token, score_selected, score_token)`` for every support token with
-        :math:`\gamma_{ikt} \ge \gamma_{ik\alpha_{ik}}`. Empty when locally optimal or infeasible.
+        :math:`\gamma_{ikt} \ge \gamma_{ik\alpha_{ik}}` (active margin and positive
+        multiplier: both witnesses agree). Empty when locally optimal or infeasible.
     support : SupportTokens
         The support tokens (and the Att-SVM solve, or its Farkas certificate).
     alpha : ndarray of int, shape (n,) or (n, K)
+    decided : bool, default True
+        False when the verdict depends on what the solve cannot settle: a token scoring at
+        least as high as the selected one whose two witnesses disagree (active margin with a
+        zero multiplier, or a positive multiplier with a slack margin; floats cannot tell a
+        margin of exactly 1 from :math:`1 + 10^{-7}` in general), when no such token is a
+        certain support token; or, for Att-SVM⋆, an optimum that is not unique
+        (:func:`~svmgeo.solvers.optimum_uniqueness` finds a face of optima) while some
+        token scores at least as high as the selected one, so that its support status, and
+        the verdict, may differ over the face. ``reason`` names the tokens.
     """
 
     locally_optimal: bool
@@ -59,13 +75,77 @@ class LocalOptimality:
     violations: tuple[LOTViolation, ...]
     support: SupportTokens
     alpha: np.ndarray
+    decided: bool = True
 
     def __bool__(self) -> bool:
         return self.locally_optimal
 
 
+def _per_token(data: TokenData, res: SVMResult, values: np.ndarray | None) -> np.ndarray:
+    """The values of the margin rows of ``res`` (one per row) at their (i, k, t); NaN elsewhere."""
+    out = np.full((data.n, data.K, data.T), np.nan)
+    if values is not None:
+        cs = res.constraints
+        rows = cs.kind == MARGIN
+        out[cs.seq[rows], cs.query[rows], cs.comp[rows]] = np.asarray(values, dtype=float)[rows]
+    return out
+
+
+def _where(data: TokenData, i: int, k: int) -> str:
+    return f"sequence {i}" if data.single_query else f"sequence {i}, query {k}"
+
+
+def _listed(items: list[str]) -> str:
+    more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
+    return "; ".join(items[:5]) + more
+
+
+FACE_TOL = 1e-4
+r""":math:`\tau` of the optimal face measured for a LOT verdict
+(:func:`~svmgeo.solvers.optimum_uniqueness`; width threshold :math:`10\sqrt\tau = 0.1`).
+Its default 1e-6 face is too thin for Clarabel on nuclear problems: it failed on every one of
+the 3 selections of ``random_data(2, 3, 3, seed=0)`` tried, and measured all 27 feasible
+selections of seeds 0-2 at 1e-4. A face of optima as wide as 0.1 of the optimum is still
+found."""
+
+
+def _face_of_optima(data: TokenData, sup: SupportTokens, high: np.ndarray) -> str | None:
+    """Why the verdict may differ over the optimal face, or None when the face is a point.
+
+    ``high`` marks the visible competitors scoring at least as high as the selected token.
+    """
+    from ..solvers import optimum_uniqueness
+
+    tokens = _listed([f"{_where(data, i, k)}: token {t}" for i, k, t in np.argwhere(high)])
+    try:
+        face = optimum_uniqueness(sup.svm, tol=FACE_TOL)
+    except (ProblemError, SolverError) as err:  # a binding rank bound, or a failed solve
+        found = f"its optimal set could not be measured ({err})"
+    else:
+        if face.unique:
+            return None
+        found = (
+            f"optimum_uniqueness finds a face of optima (width {face.width:.3g} > "
+            f"{face.threshold:.3g})"
+        )
+    return (
+        f"undecided: the {sup.svm.norm} optimum of Att-SVM(alpha) is not proved unique: {found}, "
+        "and "
+        f"whether the tokens scoring at least as high as their selected token ({tokens}) are "
+        "support tokens may differ over the optimal face; the verdict at the returned "
+        "optimum is not the selection's"
+    )
+
+
 def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) -> LocalOptimality:
-    """Apply the LOT test to computed support tokens (``scores`` of shape (n, K, T))."""
+    """Apply the LOT test to computed support tokens (``scores`` of shape (n, K, T)).
+
+    A token decides the verdict when it scores at least as high as its selected token. It
+    is a support token when its margin is active and its multiplier positive, not one when
+    neither; when the two disagree (``weakly_active``, ``inconsistent``) it is undecided,
+    and so is the verdict unless a certain support token already violates. For a norm
+    without a unique optimum, a decided verdict with such tokens is checked over the face.
+    """
     if not sup.feasible or sup.mask is None:
         return LocalOptimality(
             locally_optimal=False,
@@ -77,38 +157,69 @@ def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) ->
             support=sup,
             alpha=sup.alpha,
         )
-    mask = sup.mask if sup.mask.ndim == 3 else sup.mask[:, None, :]
+    shape = (data.n, data.K, data.T)
+    mask = np.reshape(sup.mask, shape)
     alpha = np.asarray(sup.alpha).reshape(data.n, data.K)
     selected = np.take_along_axis(scores, alpha[:, :, None], axis=2)  # (n, K, 1)
-    bad = mask & (scores >= selected)
+    high = np.asarray(data.visible) & (scores >= selected)
+    np.put_along_axis(high, alpha[:, :, None], False, axis=2)
+    if sup.by_dual is None:  # no multipliers: the margins alone
+        certain, unsure = mask, np.zeros(shape, dtype=bool)
+    else:
+        dual = np.reshape(sup.by_dual, shape)
+        certain, unsure = mask & dual, mask ^ dual
     violations = tuple(
         LOTViolation(int(i), int(k), int(t), float(selected[i, k, 0]), float(scores[i, k, t]))
-        for i, k, t in np.argwhere(bad)
+        for i, k, t in np.argwhere(certain & high)
     )
     n_support = int(mask.sum())
-    if not violations:
+    decided = True
+    if violations:
+        listed = _listed(
+            [
+                f"{_where(data, v.seq, v.query)}: support token {v.token} scores "
+                f"{v.score_token:.6g} >= selected {v.score_selected:.6g}"
+                for v in violations
+            ]
+        )
+        reason = (
+            f"not locally optimal: {len(violations)} of {n_support} support token(s) score at "
+            f"least as high as the selected token: {listed}"
+        )
+    elif np.any(unsure & high):
+        decided = False
+        margins = _per_token(data, sup.svm, sup.svm.margins)
+        multipliers = _per_token(data, sup.svm, sup.svm.dual)
+        listed = _listed(
+            [
+                f"{_where(data, i, k)}: token {t} (score {scores[i, k, t]:.6g} >= selected "
+                f"{selected[i, k, 0]:.6g}) has margin {float(margins[i, k, t])!r} and "
+                f"multiplier {float(multipliers[i, k, t])!r}"
+                for i, k, t in np.argwhere(unsure & high)
+            ]
+        )
+        reason = (
+            "undecided: whether these tokens are support tokens is not settled (an active "
+            f"margin, |m - 1| <= tol*max(1, |m|) with tol={sup.tol:g}, but a zero multiplier, or "
+            f"the reverse; floats cannot tell a margin of exactly 1 from a slack below tol): "
+            f"{listed}. Each is a violation if it is a support token and none otherwise"
+        )
+    else:
         reason = (
             "locally optimal: Att-SVM(alpha) is feasible and all "
             f"{n_support} support token(s) score strictly below their selected token"
         )
-    else:
-        listed = "; ".join(
-            (f"sequence {v.seq}" if data.single_query else f"sequence {v.seq}, query {v.query}")
-            + f": support token {v.token} scores {v.score_token:.6g} >= selected "
-            f"{v.score_selected:.6g}"
-            for v in violations[:5]
-        )
-        more = f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""
-        reason = (
-            f"not locally optimal: {len(violations)} of {n_support} support token(s) score at "
-            f"least as high as the selected token: {listed}{more}"
-        )
+    if decided and not sup.unique_optimum and np.any(high):
+        face = _face_of_optima(data, sup, high)
+        if face is not None:
+            decided, reason, violations = False, face, ()
     return LocalOptimality(
-        locally_optimal=not violations,
+        locally_optimal=decided and not violations,
         reason=reason,
         violations=violations,
         support=sup,
         alpha=sup.alpha,
+        decided=decided,
     )
 
 
@@ -132,23 +243,34 @@ def is_locally_optimal(
     comparison is strict and exact: a support token tying the selected token is a violation.
     Works for one query per sequence, several queries and masks (each query separately).
 
+    The verdict is a proof or *undecided* (``decided`` False, falsy): undecided when it
+    depends on a token whose support status the solve cannot settle (its margin is within
+    ``tol`` of 1 but its multiplier is zero, or the reverse), or, with ``norm="nuc"``, on
+    which optimum of a face of Att-SVM⋆ optima is taken (:class:`LocalOptimality`).
+
     Parameters
     ----------
     data : TokenData
         Needs scores (``v`` or explicit ``scores``).
     alpha : array of int, shape (n,) or (n, K)
-    norm, tol, dual_tol, **solve_kwargs
+    norm : {"fro", "nuc"}, default "fro"
+        Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality; other norms are
+        refused, as in :func:`locally_optimal_selections`. With ``"nuc"`` each verdict that
+        depends on the support tokens costs :func:`~svmgeo.solvers.optimum_uniqueness`'s
+        four extra convex solves.
+    tol, dual_tol, **solve_kwargs
         As in :func:`support_tokens`.
 
     Returns
     -------
     LocalOptimality
-        Truthy when locally optimal; ``violations`` and ``reason`` say why not.
+        Truthy when proved locally optimal; ``violations`` and ``reason`` say why not, and
+        ``decided`` is False when the verdict is undecided.
 
     Raises
     ------
     ProblemError
-        Invalid input, or a dataset without scores.
+        Invalid input, a norm other than "fro" and "nuc", or a dataset without scores.
     SolverError
         Att-SVM(α) returned neither a solution nor an infeasibility verdict (a solver failure,
         in practice only on ill-conditioned problems): the support tokens, hence the answer,
@@ -171,6 +293,7 @@ def is_locally_optimal(
     data = _check_data(data, where)
     a = check_selection(data, alpha)
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
+    check_lot_norm(norm, where)
     scores = _scores_full(data)  # fail early when the dataset has no scores
     res = solve_for(att_svm_constraints(data, a), where=where, norm=norm, **solve_kwargs)
     sup = support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)

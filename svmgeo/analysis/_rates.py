@@ -181,7 +181,7 @@ def fit_rates(
         :math:`\bar W`, e.g. an Att-SVM solution; without it only the norm is fitted.
     norm : str or tuple, default "fro"
         The norm of :math:`\|W(t)\|`: any entry of :data:`svmgeo.solvers.NORMS` (``"fro"``,
-        ``"nuc"``, ``"spectral"``, ``("lp", p)``).
+        ``"nuc"``, ``"spectral"``, ``("lp", p)``); ``"nuc"`` needs matrix iterates.
     growth : {"log", "linear"}, default "log"
         The norm model: :math:`a + b\log t`, as for plain GD on separable data (a theorem of
         Soudry et al. 2018 for linear logistic regression), or :math:`a + b\,t`, for steps of
@@ -204,8 +204,8 @@ def fit_rates(
     Raises
     ------
     ProblemError
-        Without recorded iterates, with fewer than 3 records at :math:`t \ge t_{\min}`, or
-        for a direction of another shape.
+        Without recorded iterates, with fewer than 3 records at :math:`t \ge t_{\min}`, for
+        a direction of another shape, or for ``norm="nuc"`` with vector iterates (R, d).
 
     Examples
     --------
@@ -239,7 +239,16 @@ def fit_rates(
         )
     t, Wt = steps[keep].astype(float), Ws[keep]
     rng = np.random.default_rng(seed)
-    y = np.array([norm_value(W) for W in Wt])
+    try:
+        y = np.array([norm_value(W) for W in Wt])
+    except ValueError:  # numpy's refusal of a matrix norm of a vector ("nuc")
+        if Wt.ndim != 2:
+            raise
+        raise ProblemError(
+            f"The 'norm' parameter of fit_rates got {norm!r}, a matrix norm, which needs "
+            f"matrix iterates of shape (R, d, d); got vector iterates of shape {Ws.shape}. "
+            "Pass norm='fro' (the Euclidean norm of a vector), or the iterates as matrices."
+        ) from None
     slope, slope_ci, intercept = _fit(np.log(t) if growth == "log" else t, y, rng, n_boot, level)
     why: list[str] = []
 

@@ -347,9 +347,10 @@ def _check_radii(radii: Any) -> np.ndarray:
 def _default_reference(
     data: TokenData, obj: _Objective, norm: str, rank: int | None = None
 ) -> np.ndarray | None:
-    """Att-SVM(opt) (``norm="nuc"``: Att-SVM⋆(opt) with ``rank``) of the optimal tokens of the
-    path's own scores (the linear head's, ``v`` as given to the path); None with ties, another
-    head (its limit is not Att-SVM(opt): MATH-NOTES §2) or an infeasible SVM."""
+    """Att-SVM(opt) (``norm="nuc"``, which the path passes for ``param="KQ"``: Att-SVM⋆(opt)
+    with ``rank``) of the optimal tokens of the path's own scores (the linear head's, ``v`` as
+    given to the path); None with ties, another head (its limit is not Att-SVM(opt):
+    MATH-NOTES §2) or an infeasible SVM."""
     from ..solvers import att_svm
 
     sets = obj.oracle.optimal_sets
@@ -423,7 +424,7 @@ def regularization_path(
         finite W with :math:`L(W) < L_\alpha`, and the path then stays there).
     reference : array of shape (d, d), optional
         Direction to correlate with. Default: Att-SVM(α) (local path), Att-SVM(opt)
-        (``"W"``) or Att-SVM⋆(opt) (``norm="nuc"``, ``"KQ"``; with rank ≤ m when m < d,
+        (``"W"``) or Att-SVM⋆(opt) (``"KQ"``; with rank ≤ m when m < d,
         Theorem 2's set) of the linear head's scores (``v`` as given here) when the optimal
         tokens are unique and the SVM is feasible; otherwise, and for the other heads (whose
         limit is not Att-SVM(opt), MATH-NOTES §2), no correlation.

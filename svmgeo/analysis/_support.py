@@ -22,7 +22,7 @@ from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import check_selection
-from ..solvers import SVMResult, solve_for
+from ..solvers import NORMS, NormEntry, SVMResult, parse_norm, solve_for
 
 __all__ = ["SupportTokens", "support_tokens"]
 
@@ -56,6 +56,11 @@ class SupportTokens:
     farkas : ndarray or None
         Farkas vector (per row of ``svm.constraints``) when infeasible.
     tol, dual_tol : float
+    unique_optimum : bool
+        Whether the optimum is unique by the norm (strictly convex: ``"fro"``). False for
+        ``"nuc"``: the optimum may be a face, and these are the support tokens of the
+        returned optimum ``svm.W``, which other optima may not share
+        (:func:`~svmgeo.solvers.optimum_uniqueness` measures the face).
     """
 
     feasible: bool
@@ -68,6 +73,7 @@ class SupportTokens:
     farkas: np.ndarray | None
     tol: float
     dual_tol: float
+    unique_optimum: bool = True
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.mask is None:
@@ -110,6 +116,7 @@ def support_from_result(
         "svm": res,
         "tol": tol,
         "dual_tol": dual_tol,
+        "unique_optimum": NORMS[res.norm].unique_optimum,
     }
     if res.status.is_infeasible:
         return SupportTokens(
@@ -171,6 +178,21 @@ def support_from_result(
     )
 
 
+def check_lot_norm(norm: Any, where: str) -> NormEntry:
+    """The entry of ``norm`` when local optimality is defined by its support tokens
+    (:attr:`~svmgeo.solvers.NormEntry.lot`: Att-SVM and Att-SVM⋆), else a ProblemError."""
+    entry, _ = parse_norm(norm, where)
+    if not entry.lot:
+        raise ProblemError(
+            f"The 'norm' parameter of {where} takes 'fro' (Att-SVM) or 'nuc' (Att-SVM*), the "
+            f"SVMs of TF-SVM's local optimality; got {norm!r}. (The spectral optimum, for one, "
+            "is not unique, MATH-NOTES §7: its support tokens, and so the verdict, would depend "
+            "on the answer the solver returns.) Pass norm='fro' or norm='nuc', or solve that "
+            "SVM with solve_svm and read its margins."
+        )
+    return entry
+
+
 def check_tolerances(tol: Any, dual_tol: Any, where: str) -> tuple[float, float]:
     """Validate the two support-token tolerances."""
     return (
@@ -198,11 +220,13 @@ def support_tokens(
         (x_{i\alpha_{ik}} - x_{it})^\top W^{\mathrm{mm}}_\alpha z_{ik} = 1 \,\}
 
     "= 1" is decided as :math:`|m_j - 1| \le \mathrm{tol}\cdot\max(1, |m_j|)` (the solvers
-    polish active margins to round-off, so the default 1e-6 is far above solver error and far
-    below any genuine slack). The dual multiplier is the second witness: a tight margin with
-    :math:`\lambda_j = 0` is *weakly active* (possible under degeneracy, reported in
-    ``weakly_active``); a positive :math:`\lambda_j` with a slack margin is reported in
-    ``inconsistent`` with an :class:`~svmgeo.InaccurateSolutionWarning`.
+    polish active margins to round-off, so the default 1e-6 is far above solver error; a
+    genuine slack below it, e.g. a margin of :math:`1 + 10^{-7}`, is counted as tight, since
+    floats cannot tell it from 1 in general). The dual multiplier is the second witness: a
+    tight margin with :math:`\lambda_j = 0` is *weakly active* (degeneracy, or a slack below
+    ``tol``: reported in ``weakly_active``, and :func:`is_locally_optimal` leaves a verdict
+    that depends on one undecided); a positive :math:`\lambda_j` with a slack margin is
+    reported in ``inconsistent`` with an :class:`~svmgeo.InaccurateSolutionWarning`.
 
     Parameters
     ----------
@@ -210,7 +234,10 @@ def support_tokens(
     alpha : array of int, shape (n,) or (n, K)
         The selection.
     norm : {"fro", "nuc"}, default "fro"
-        Which Att-SVM: Frobenius (:math:`W^{\mathrm{mm}}`) or nuclear (Att-SVM⋆).
+        Which Att-SVM: Frobenius (:math:`W^{\mathrm{mm}}`) or nuclear (Att-SVM⋆). The
+        nuclear optimum need not be unique: the result is then the support of the returned
+        optimum (``unique_optimum`` False). Other norms of :func:`~svmgeo.solve_svm` are
+        refused, as in :func:`locally_optimal_selections`.
     tol : float in (0, 1), default 1e-6
         Relative tolerance on the margin.
     dual_tol : float in (0, 1), default 1e-9
@@ -227,7 +254,7 @@ def support_tokens(
     Raises
     ------
     ProblemError
-        Invalid ``data``, ``alpha`` or tolerances.
+        Invalid ``data``, ``alpha``, tolerances, or a norm other than "fro" and "nuc".
     SolverError
         When the solver returns neither a solution nor an infeasibility verdict.
 
@@ -244,5 +271,6 @@ def support_tokens(
     data = _check_data(data, where)
     a = check_selection(data, alpha)
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
+    check_lot_norm(norm, where)
     res = solve_for(att_svm_constraints(data, a), where=where, norm=norm, **solve_kwargs)
     return support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import ProblemError
+from .._errors import ProblemError, SolverError
 from .._linalg import correlation
 from .._validation import check_array, check_int, check_real
 from ..constraints import MARGIN
@@ -179,7 +179,10 @@ def _solve_face(
     if scaled:
         constraints.append(cp.norm(cp.vec(Y, order="C"), 2) <= 1.0)
     problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(D, Y))), constraints)
-    quiet_solve(problem, cp.CLARABEL, _CLARABEL)
+    try:
+        quiet_solve(problem, cp.CLARABEL, _CLARABEL)
+    except cp.error.SolverError:  # Clarabel gave up: no point (the caller says so)
+        return None, str(problem.status)
     if Y.value is None:
         return None, str(problem.status)
     scale = float(s.value) if scaled else 1.0
@@ -191,9 +194,10 @@ def _solve_face(
 def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) -> Any:
     r""":math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle` and cvxpy's status."""
     W, status = _solve_face(res, geometry, D, tol, scaled=False)
-    if W is None:
-        raise ProblemError(  # pragma: no cover - the face holds res.W, so it is feasible
-            f"the optimal-face problem failed (cvxpy status {status!r})."
+    if W is None:  # the face holds res.W, so it is feasible: the solver failed
+        raise SolverError(
+            f"the optimal-face problem failed (cvxpy status {status!r}, Clarabel); the face "
+            "could not be measured. Try another seed or tol."
         )
     return W, status
 
@@ -310,6 +314,8 @@ def optimum_uniqueness(
     ------
     ProblemError
         As :func:`optimal_face_alignment`, and ``n_directions < 1``.
+    SolverError
+        When Clarabel fails on a face problem.
     """
     where = "optimum_uniqueness"
     geometry = _geometry(res, where)

@@ -100,3 +100,17 @@ def test_bad_input() -> None:
         sg.good_initial_gradient(np.zeros((1, 2, 2)))  # type: ignore[arg-type]
     with pytest.raises(sg.ProblemError, match="loss"):
         sg.good_initial_gradient(_data(), loss="hinge")
+
+
+@pytest.mark.parametrize("c", [1.0, 0.1, 0.3, 0.7, 1.1, 3.3, 1e-3, 7.77])
+def test_zero_initial_gradient_is_undecided_not_good(c: float) -> None:
+    # d = 1, z = 1, tokens c (1, -1, 0.5), scores (1, 0, -2.5): the mean score is -0.5 and
+    # sum_t (gamma_t - mean) x_t = c (1.5 - 0.5 - 1) = 0, so grad L(0) = 0 exactly and
+    # <grad L(0), W_mm> = 0: the condition < 0 fails; its float sign is round-off
+    X = c * np.array([[[1.0], [-1.0], [0.5]]])
+    data = sg.TokenData(X, Z=np.array([[1.0]]), scores=np.array([[1.0, 0.0, -2.5]]))
+    g = sg.good_initial_gradient(data)
+    assert not g.good and not g.decided
+    assert any("round-off" in h for h in g.hypotheses)
+    assert np.isnan(g.correlation)
+    np.testing.assert_allclose(g.W_mm, [[2.0 / c]], rtol=1e-8)  # rows 2c w >= 1, c w / 2 >= 1

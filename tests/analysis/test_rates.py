@@ -138,3 +138,12 @@ def test_verify_fits_normalized_runs_linearly() -> None:
                     backend="numpy")  # fmt: skip
     assert rep.converged_to == "fro"
     assert rep.rates["fro"].growth == "linear" and rep.rates["fro"].converged
+
+
+def test_nuclear_norm_of_vector_iterates_is_refused() -> None:
+    t = np.arange(1, 50)
+    Ws = np.outer(np.log(t), np.ones(3))  # vector iterates (R, d): no nuclear norm
+    with pytest.raises(sg.ProblemError, match=r"'norm' parameter of fit_rates .* \(R, d, d\)"):
+        sg.fit_rates((t, Ws), norm="nuc")
+    # the Euclidean norm of a vector: slope sqrt(3) in log t (||log t * 1|| = sqrt(3) log t)
+    np.testing.assert_allclose(sg.fit_rates((t, Ws)).norm_slope, np.sqrt(3.0), rtol=1e-9)
