@@ -123,7 +123,7 @@ def test_verify_report_html_holds_its_table() -> None:
 def test_every_summarized_public_class_has_an_html_repr() -> None:
     summarized_classes = [
         obj
-        for obj in vars(sg).values()
+        for obj in (getattr(sg, name) for name in sg.__all__)  # loads the lazy names too
         if isinstance(obj, type) and getattr(obj, "__repr__", None) is _summary_repr
     ]
     assert summarized_classes  # the decorator is in use
