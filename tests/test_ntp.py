@@ -365,3 +365,25 @@ def test_ntp_verification_checks_its_inputs() -> None:
     with pytest.raises(sg.ProblemError) as err:  # train_ntp takes no optimizer, no Polyak step
         sg.train_ntp(data, step_size="polyak")
     assert "parameter of train_ntp" in str(err.value) and "optimizer='gd'" not in str(err.value)
+
+
+def _rescaled(data: sg.NextTokenData, c: float) -> sg.NextTokenData:
+    """The same samples with embeddings c E."""
+    seqs = [data.tokens[i][data.valid[i]] for i in range(data.n)]
+    return sg.NextTokenData(seqs, data.labels, data.embeddings * c)
+
+
+@pytest.mark.parametrize("c", [1e-4, 1e-5, 1e3, 2.0**-20])
+def test_finite_component_is_scale_equivariant(c: float) -> None:
+    """The retrieval loss sees W and E only through the logits e_x^T W e_k, unchanged by
+    E -> cE, W -> W / c^2: so W_fin(cE) = W_fin(E) / c^2 with the same loss. BFGS's absolute
+    gtol returned W_fin = 0 with success=True at c = 1e-4 (the gradient scales with c^2)."""
+    data = sg.random_next_token_data(40, 4, 5, 8, tier_size=2, seed=1)
+    ref = sg.finite_component(data, loss="retrieval")
+    fin = sg.finite_component(_rescaled(data, c), loss="retrieval")
+    assert ref.success and fin.success, fin.message
+    assert np.linalg.norm(ref.W) > 0.1  # a nonzero W_fin: the case itself
+    np.testing.assert_allclose(
+        fin.W, ref.W / c**2, rtol=1e-6, atol=1e-7 * np.abs(ref.W / c**2).max()
+    )
+    np.testing.assert_allclose(fin.loss, ref.loss, rtol=1e-12)

@@ -3,17 +3,19 @@ r"""The finite component :math:`W^{\mathrm{fin}}` of next-token prediction and i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize as so
 
-from .._validation import check_option, check_real
+from .._errors import ProblemError
+from .._validation import check_option, check_real, max_row_norm
 from ..constraints import EQUALITY
 from ..gd import NTP_LOSSES
 from ._data import NextTokenData, check_data
 from ._graphs import TokenPriorityGraph, token_priority_graphs
-from ._risk import forward, ntp_loss_and_grad
+from ._risk import _NORM_LIMIT, forward, ntp_loss_and_grad
 from ._svm import graph_svm_constraints
 
 __all__ = ["FiniteComponent", "finite_component", "top_positions"]
@@ -88,20 +90,34 @@ def finite_component(
         S_{\mathrm{fin}} = \mathrm{span}\{(e_i - e_j)e_k^\top : i \asymp j \text{ in } G^{(k)}\},
 
     :math:`L_{\mathrm{top}}` the risk of :func:`ntp_loss_and_grad` with each sequence's
-    attention restricted to the tokens of its label's SCC. Solved by BFGS on the coordinates in
-    an orthonormal basis of :math:`S_{\mathrm{fin}}` from zero.
+    attention restricted to the tokens of its label's SCC. Solved by BFGS from zero on the
+    coordinates :math:`u` of :math:`W = 2^{-2k} \sum_r u_r B_r` in an orthonormal basis
+    :math:`(B_r)` of :math:`S_{\mathrm{fin}}`, with :math:`k` the integer nearest
+    :math:`\log_2 \max_v\|e_v\|` (0 for unit embeddings):
+    the attention logits :math:`e_x^\top W e_{\bar x}` are of order :math:`\|u\|` at every
+    scale of the embeddings, and the power of two is exact in float64. So ``tol`` is
+    scale-free: for the retrieval loss (whose value depends on W and E only through the
+    logits) :math:`W^{\mathrm{fin}}(cE) = W^{\mathrm{fin}}(E)/c^2` with the same loss, exactly
+    for :math:`c` a power of two. (The cross-entropy outputs :math:`E E_X^\top s` scale with
+    :math:`c^2` too: that loss changes with the scale of the embeddings.)
 
     Parameters
     ----------
     data : NextTokenData
     loss : {"ce", "retrieval"}, default "ce"
     tol : float, default 1e-9
-        Tolerance on the gradient's largest entry in the basis coordinates (BFGS's ``gtol``;
-        the result says whether it was reached).
+        Tolerance on the gradient's largest entry in the coordinates :math:`u` (BFGS's
+        ``gtol``; the result says whether it was reached).
 
     Returns
     -------
     FiniteComponent
+
+    Raises
+    ------
+    ProblemError
+        Invalid options, or embeddings so small that :math:`W^{\mathrm{fin}}` (of order
+        :math:`1/\max_v\|e_v\|^2`) would pass the next-token risk's norm limit.
 
     References
     ----------
@@ -135,10 +151,23 @@ def finite_component(
             message="every token-priority graph is acyclic: S_fin = {0}, W_fin = 0",
         )
 
-    def fun(c: np.ndarray) -> tuple[float, np.ndarray]:
-        W = np.einsum("r,rab->ab", c, basis)
-        value, G = ntp_loss_and_grad(data, W, loss=loss, keep=keep)
-        return value, np.einsum("rab,ab->r", basis, G)
+    # W = 2^-2k sum_r u_r B_r with 2^k the power of two nearest max ||e||: logits of order ||u||
+    size = max_row_norm(data.embeddings)  # > 0: the basis is not empty
+    k = round(math.log2(size))
+    if 2.0 ** (-2 * k) > _NORM_LIMIT:
+        raise ProblemError(
+            f"finite_component: max ||embeddings|| = {size:.3g} is so "
+            f"small that W_fin (of order 1 / max ||e||^2) passes the next-token risk's norm "
+            f"limit {_NORM_LIMIT:.0e}. Rescale embeddings (W_fin(c E) = W_fin(E) / c^2 for "
+            "the retrieval loss)."
+        )
+
+    def weights(u: np.ndarray) -> np.ndarray:
+        return np.ldexp(np.einsum("r,rab->ab", u, basis), -2 * k)
+
+    def fun(u: np.ndarray) -> tuple[float, np.ndarray]:
+        value, G = ntp_loss_and_grad(data, weights(u), loss=loss, keep=keep)
+        return value, np.ldexp(np.einsum("rab,ab->r", basis, G), -2 * k)
 
     res = so.minimize(
         fun,
@@ -148,8 +177,8 @@ def finite_component(
         options={"gtol": tol, "maxiter": 20000},
     )
     value, g = fun(np.asarray(res.x))
-    gnorm = float(np.linalg.norm(g))
-    W = np.einsum("r,rab->ab", np.asarray(res.x), basis)
+    W = weights(np.asarray(res.x))
+    gnorm = float(np.linalg.norm(np.ldexp(g, 2 * k)))  # the gradient in W's basis coordinates
     ok = float(np.max(np.abs(g), initial=0.0)) <= tol  # BFGS's criterion (gtol, max norm)
     msg = f"BFGS: {res.message} (|grad| = {gnorm:.2e}, |W_fin| = {np.linalg.norm(W):.3g})"
     if not ok:
