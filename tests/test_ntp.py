@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Context, Decimal, getcontext, localcontext
 
 import numpy as np
@@ -387,3 +388,79 @@ def test_finite_component_is_scale_equivariant(c: float) -> None:
         fin.W, ref.W / c**2, rtol=1e-6, atol=1e-7 * np.abs(ref.W / c**2).max()
     )
     np.testing.assert_allclose(fin.loss, ref.loss, rtol=1e-12)
+
+
+def _min_top_attention(data: sg.NextTokenData, fin: sg.FiniteComponent) -> float:
+    """Smallest softmax weight of a kept position under fin.W, computed here."""
+    E = data.embeddings
+    out = 1.0
+    for i in range(data.n):
+        pos = np.flatnonzero(fin.keep[i])
+        logits = E[data.tokens[i, pos]] @ fin.W @ E[data.last[i]]
+        w = np.exp(logits - logits.max())
+        out = min(out, float((w / w.sum()).min()))
+    return out
+
+
+def test_finite_component_separates_not_converged_from_at_boundary() -> None:
+    """success (BFGS reached tol) and at_boundary (top attention below 1e-6: no finite
+    minimizer, svmgeo's heuristic) are two fields: an unreachable tol at an interior minimizer
+    was reported as 'W_fin NOT finite'."""
+    data = sg.random_next_token_data(8, 4, 5, 3, tier_size=3, orthonormal=False, seed=113)
+    ref = sg.finite_component(data, loss="retrieval")
+    missed = sg.finite_component(data, loss="retrieval", tol=1e-300)  # not reachable in float64
+    assert ref.success and not missed.success and not missed.at_boundary
+    assert "did not reach its tolerance" in missed.message
+    assert _min_top_attention(data, missed) > 0.1  # interior: far from the boundary
+    np.testing.assert_allclose(missed.loss, ref.loss, rtol=1e-12)
+    # cyclic graphs under the cross-entropy loss: the restricted loss runs to the boundary
+    ce = sg.random_next_token_data(60, 5, 6, 10, tier_size=2, seed=0)
+    fin = sg.finite_component(ce, loss="ce")
+    assert fin.at_boundary and "heuristic" in fin.message
+    assert _min_top_attention(ce, fin) < 1e-6  # the documented threshold
+
+
+def test_report_says_which_way_w_fin_failed() -> None:
+    data = sg.random_next_token_data(8, 4, 5, 3, tier_size=3, orthonormal=False, seed=113)
+    rep = sg.ntp.verify_ntp_training(data, loss="retrieval", n_steps=5)
+
+    def verdict(**fields: bool) -> str:
+        text = str(dataclasses.replace(rep, **fields))
+        return next(line for line in text.splitlines() if "W_fin " in line)
+
+    assert "W_fin            finite: " in verdict(fin_success=True, fin_at_boundary=False)
+    missed = verdict(fin_success=False, fin_at_boundary=False)
+    assert "finite (BFGS did not reach its tolerance)" in missed and "NOT" not in missed
+    for ok in (True, False):
+        assert "no finite minimizer found (heuristic" in verdict(
+            fin_success=ok, fin_at_boundary=True
+        )
+
+
+def test_ntp_experiment_counts_only_the_boundary_as_not_finite() -> None:
+    from svmgeo.experiments.ntp import summarize
+
+    def row(seed: int, success: bool, boundary: bool) -> dict[str, object]:
+        return {"setting": "cyclic", "loss": "ce", "step": 10, "seed": seed, "part": 0,
+                "n_parts": 1, "corr_svm": 0.9, "fin_error": 0.1, "composition_error": 0.01,
+                "fin_success": success, "fin_at_boundary": boundary}  # fmt: skip
+
+    rows = [row(0, False, False), row(1, True, True), row(2, False, True), row(3, True, False)]
+    headline, summary = summarize(rows)
+    assert headline["cyclic ce: W_fin finite / trials"] == "2/4"
+    assert (
+        headline["cyclic ce: fin error (W_fin finite only), seeds 0-3"] == "1.0e-01, -, -, 1.0e-01"
+    )
+    assert summary[0]["fin_finite"] == 2
+
+
+def test_rank_zero_s_fin_of_a_cyclic_graph_is_not_called_acyclic() -> None:
+    """Tokens 0 and 1 form a cycle of G^(2) but share an embedding: (e_0 - e_1) e_2^T = 0, so
+    S_fin = {0} though no graph is acyclic (the message said 'every graph is acyclic')."""
+    E = np.array([[1.0, 0, 0], [1.0, 0, 0], [0, 0, 1.0]])
+    data = sg.NextTokenData([[0, 1, 2], [0, 1, 2]], [0, 1], E)
+    assert not sg.token_priority_graphs(data)[2].is_acyclic
+    np.testing.assert_array_equal(np.outer(E[0] - E[1], E[2]), 0.0)  # the only generator
+    fin = sg.finite_component(data, loss="retrieval")
+    assert fin.basis.shape[0] == 0 and "acyclic" not in fin.message
+    assert "S_fin = {0}" in fin.message and "embedding differences vanish" in fin.message

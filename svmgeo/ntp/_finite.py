@@ -21,7 +21,8 @@ from ._svm import graph_svm_constraints
 __all__ = ["FiniteComponent", "finite_component", "top_positions"]
 
 BOUNDARY = 1e-6
-"""Top-token attention below this under W_fin means the restricted optimum is at infinity."""
+"""svmgeo's heuristic: top-token attention below this at BFGS's last point is read as the
+restricted loss having no finite minimizer (its infimum on the boundary of the simplex)."""
 
 
 def top_positions(data: NextTokenData, graphs: dict[int, TokenPriorityGraph]) -> np.ndarray:
@@ -42,19 +43,24 @@ class FiniteComponent:
     ----------
     W : ndarray of shape (d, d)
     basis : ndarray of shape (r, d, d)
-        Orthonormal basis (Frobenius) of :math:`S_{\mathrm{fin}}`; ``r = 0`` when every graph
-        is acyclic (then ``W = 0``).
+        Orthonormal basis (Frobenius) of :math:`S_{\mathrm{fin}}`; ``r = 0`` when no SCC has
+        two or more tokens, or their embedding differences vanish (then ``W = 0``).
     keep : ndarray of bool, shape (n, T)
         The top-priority positions of each sequence (its label's SCC).
     loss : float
         The restricted loss at ``W``.
     grad_norm : float
-        Norm of the restricted gradient projected on :math:`S_{\mathrm{fin}}` at ``W``.
+        Norm of the restricted gradient projected on :math:`S_{\mathrm{fin}}` at ``W`` (in W's
+        units: the basis coordinates, unscaled).
     success : bool
-        True when the gradient's largest entry in the basis coordinates is at most the
-        requested tolerance (scipy BFGS's ``gtol``), and the minimizer is not on the
-        boundary (see ``message``); ``grad_norm`` is its Euclidean norm (up to √r times
-        larger, r the basis size).
+        BFGS converged: the gradient's largest entry in the solve's coordinates (those of
+        :func:`finite_component`) is at most ``tol`` (scipy BFGS's ``gtol``).
+    at_boundary : bool
+        A top-priority token gets attention below :data:`BOUNDARY` (1e-6) at ``W``. svmgeo's
+        heuristic, not a proof: the restricted loss then reads as minimized on the boundary
+        of the simplex, with no finite minimizer, and ``W`` as a point far along a diverging
+        path. False means a finite :math:`W^{\mathrm{fin}}` was found (to ``tol`` when
+        ``success``).
     message : str
     """
 
@@ -64,6 +70,7 @@ class FiniteComponent:
     loss: float
     grad_norm: float
     success: bool
+    at_boundary: bool
     message: str
 
     def project(self, W: np.ndarray) -> np.ndarray:
@@ -148,7 +155,11 @@ def finite_component(
             loss=value,
             grad_norm=0.0,
             success=True,
-            message="every token-priority graph is acyclic: S_fin = {0}, W_fin = 0",
+            at_boundary=False,
+            message=(
+                "S_fin = {0}: no strongly connected component with 2 or more tokens, or their "
+                "embedding differences vanish; W_fin = 0"
+            ),
         )
 
     # W = 2^-2k sum_r u_r B_r with 2^k the power of two nearest max ||e||: logits of order ||u||
@@ -179,19 +190,24 @@ def finite_component(
     value, g = fun(np.asarray(res.x))
     W = weights(np.asarray(res.x))
     gnorm = float(np.linalg.norm(np.ldexp(g, 2 * k)))  # the gradient in W's basis coordinates
-    ok = float(np.max(np.abs(g), initial=0.0)) <= tol  # BFGS's criterion (gtol, max norm)
-    msg = f"BFGS: {res.message} (|grad| = {gnorm:.2e}, |W_fin| = {np.linalg.norm(W):.3g})"
+    top = float(np.max(np.abs(g), initial=0.0))
+    ok = top <= tol  # BFGS's criterion (gtol, max norm)
+    msg = (
+        f"BFGS: {res.message} (largest gradient entry {top:.2e}, tol {tol:g}; "
+        f"|W_fin| = {np.linalg.norm(W):.3g})"
+    )
     if not ok:
-        msg += "; not converged"
+        msg += "; BFGS did not reach its tolerance"
     _, _, s_top = forward(data, W, keep)
     smallest = float(np.min(np.where(keep, s_top, 1.0)))
-    if smallest < BOUNDARY:
-        ok = False
+    boundary = smallest < BOUNDARY
+    if boundary:
         msg += (
-            f"; a top-priority token gets attention {smallest:.1e} < {BOUNDARY:g}: the "
-            "restricted loss is minimized on the boundary of the simplex, so it has no finite "
-            "minimizer and W_fin is only a point far along a diverging path"
+            f"; a top-priority token gets attention {smallest:.1e} < {BOUNDARY:g}: by svmgeo's "
+            "heuristic (not a proof) the restricted loss is minimized on the boundary of the "
+            "simplex with no finite minimizer, and W_fin is a point far along a diverging path"
         )
     return FiniteComponent(
-        W=W, basis=basis, keep=keep, loss=value, grad_norm=gnorm, success=ok, message=msg
-    )
+        W=W, basis=basis, keep=keep, loss=value, grad_norm=gnorm, success=ok,
+        at_boundary=boundary, message=msg,
+    )  # fmt: skip

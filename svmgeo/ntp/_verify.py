@@ -17,7 +17,7 @@ from ..constraints import EQUALITY, MARGIN
 from ..gd import NTP_LOSSES, GDRun
 from ..solvers import SVMResult
 from ._data import NextTokenData, check_data, check_weights
-from ._finite import FiniteComponent, finite_component
+from ._finite import BOUNDARY, FiniteComponent, finite_component
 from ._risk import forward
 from ._svm import graph_svm
 from ._train import run_next_token
@@ -155,9 +155,12 @@ class NTPReport:
     n_margin_rows, n_equality_rows : int
         Rows of the Graph-SVM.
     fin_success : bool
-        Whether :func:`finite_component` found a finite :math:`W^{\mathrm{fin}}`
-        (``fin_message`` says why not); ``fin_error`` is measured against its last point
-        either way.
+        Whether :func:`finite_component`'s BFGS reached its tolerance
+        (:attr:`FiniteComponent.success`).
+    fin_at_boundary : bool
+        Whether it found no finite :math:`W^{\mathrm{fin}}`: a top-priority token's attention
+        below 1e-6 at its last point (:attr:`FiniteComponent.at_boundary`, svmgeo's
+        heuristic, not a proof). ``fin_error`` is measured against that last point either way.
     fin_message : str
     W, W_svm, W_fin : ndarray of shape (d, d)
         GD's final W, :math:`W^{\mathrm{svm}}` (Frobenius) and :math:`W^{\mathrm{fin}}`.
@@ -180,6 +183,7 @@ class NTPReport:
     n_margin_rows: int
     n_equality_rows: int
     fin_success: bool
+    fin_at_boundary: bool
     fin_message: str
     W: np.ndarray
     W_svm: np.ndarray
@@ -199,6 +203,14 @@ class NTPReport:
             R=float(self.R[-1]),
         )
 
+    def _fin_verdict(self) -> str:
+        if self.fin_at_boundary:
+            return (
+                "no finite minimizer found (heuristic: a top-priority token's attention is "
+                f"below {BOUNDARY:g} at BFGS's last point)"
+            )
+        return "finite" if self.fin_success else "finite (BFGS did not reach its tolerance)"
+
     def __str__(self) -> str:
         kind = "normalized" if self.normalized else "plain"
         graphs = "acyclic (pure retrieval)" if self.acyclic else "cyclic (soft composition)"
@@ -207,8 +219,7 @@ class NTPReport:
             f"  GD               {kind}, step {self.step_size:g}, {int(self.steps[-1])} steps",
             f"  graphs           {graphs}; Graph-SVM rows: {self.n_margin_rows} margin, "
             f"{self.n_equality_rows} equality",
-            f"  W_fin            {'finite' if self.fin_success else 'NOT finite'}: "
-            f"{self.fin_message}",
+            f"  W_fin            {self._fin_verdict()}: {self.fin_message}",
             "",
             f"  {'step':>8} {'loss':>10} {'corr(W,Wsvm)':>12} {'fin err':>9} {'comp err':>9} "
             f"{'top mass':>9} {'R':>9}",
@@ -304,6 +315,7 @@ def verify_ntp_training(
         n_margin_rows=int(np.count_nonzero(kind == MARGIN)),
         n_equality_rows=int(np.count_nonzero(kind == EQUALITY)),
         fin_success=fin.success,
+        fin_at_boundary=fin.at_boundary,
         fin_message=fin.message,
         W=run.W,
         W_svm=svm.W,
