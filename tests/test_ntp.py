@@ -464,3 +464,47 @@ def test_rank_zero_s_fin_of_a_cyclic_graph_is_not_called_acyclic() -> None:
     fin = sg.finite_component(data, loss="retrieval")
     assert fin.basis.shape[0] == 0 and "acyclic" not in fin.message
     assert "S_fin = {0}" in fin.message and "embedding differences vanish" in fin.message
+
+
+def _stationary_cases() -> dict[str, sg.NextTokenData]:
+    E = np.eye(2)
+    return {
+        # one context [0, 1] with labels 0 and 1: the two samples' gradients cancel at W = 0
+        "symmetric": sg.NextTokenData([[0, 1], [0, 1]], [0, 1], E),
+        # a zero query embedding: every logit e_x^T W 0 = 0, the risk is the same for every W
+        "zero query": sg.NextTokenData([[0, 1, 2]], [0], np.array([[1.0, 0], [0, 1], [0, 0]])),
+        # two tokens, one embedding: the attention on either gives the same output
+        "shared embedding": sg.NextTokenData([[0, 1]], [0], np.array([[1.0, 0], [1.0, 0]])),
+    }
+
+
+@pytest.mark.parametrize("loss", ["ce", "retrieval"])
+@pytest.mark.parametrize("case", list(_stationary_cases()))
+def test_an_exactly_zero_gradient_is_stationary(case: str, loss: str) -> None:
+    """W = 0 is an exact stationary point here (by symmetry or because the risk does not
+    depend on W); train_ntp said GRADIENT_UNDERFLOW since only one-token contexts counted."""
+    data = _stationary_cases()[case]
+    _, G = sg.ntp_loss_and_grad(data, np.zeros((data.d, data.d)), loss=loss)
+    np.testing.assert_array_equal(G, 0.0)
+    if case == "symmetric":  # the two samples' gradients, each nonzero, cancel
+        one = sg.NextTokenData([[0, 1]], [0], np.eye(2))
+        assert np.any(sg.ntp_loss_and_grad(one, np.zeros((2, 2)), loss=loss)[1])
+    run = sg.train_ntp(data, loss=loss, n_steps=10)
+    assert run.status is sg.StopStatus.STATIONARY and run.n_steps == 0, run.message
+    rep = sg.ntp.verify_ntp_training(data, loss=loss, n_steps=10) if case == "symmetric" else None
+    if rep is not None:  # the report prints how the run stopped
+        assert f"run              stationary: {rep.run.message}" in str(rep)
+
+
+def test_ntp_risk_refuses_a_norm_beyond_its_limit() -> None:
+    """||W||_F past 1e149 (the norm train_ntp stops at) is refused with a hint to rescale,
+    as sg.loss_and_grad does; at 1e308 entries the loss was NaN."""
+    data = sg.random_next_token_data(4, 3, 3, 3, seed=0)
+    direction = np.full((3, 3), 1.0 / 3.0)  # ||direction||_F = 1
+    value, G = sg.ntp_loss_and_grad(data, 0.99e149 * direction, loss="retrieval")
+    assert np.isfinite(value) and np.all(np.isfinite(G))
+    for W in (1.01e149 * direction, np.full((3, 3), 1e308)):
+        with pytest.raises(sg.ProblemError, match=r"ntp_loss_and_grad: \|\|W\|\|_F = .*rescale W"):
+            sg.ntp_loss_and_grad(data, W)
+        with pytest.raises(sg.ProblemError, match=r"verify_ntp: \|\|W\|\|_F = .*rescale W"):
+            sg.verify_ntp(data, W)

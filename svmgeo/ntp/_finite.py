@@ -13,9 +13,9 @@ from .._errors import ProblemError
 from .._validation import check_option, check_real, max_row_norm
 from ..constraints import EQUALITY
 from ..gd import NTP_LOSSES
-from ._data import NextTokenData, check_data
+from ._data import _NORM_LIMIT, NextTokenData, check_data
 from ._graphs import TokenPriorityGraph, token_priority_graphs
-from ._risk import _NORM_LIMIT, forward, ntp_loss_and_grad
+from ._risk import _risk, forward
 from ._svm import graph_svm_constraints
 
 __all__ = ["FiniteComponent", "finite_component", "top_positions"]
@@ -147,7 +147,7 @@ def finite_component(
         r = int(np.count_nonzero(sv > sv[0] * 1e-12))
         basis = U[:, :r].T.reshape(r, d, d)
     if basis.shape[0] == 0:
-        value, _ = ntp_loss_and_grad(data, np.zeros((d, d)), loss=loss, keep=keep)
+        value = _risk(data, np.zeros((d, d)), loss, keep)[0]
         return FiniteComponent(
             W=np.zeros((d, d)),
             basis=basis,
@@ -177,7 +177,7 @@ def finite_component(
         return np.ldexp(np.einsum("r,rab->ab", u, basis), -2 * k)
 
     def fun(u: np.ndarray) -> tuple[float, np.ndarray]:
-        value, G = ntp_loss_and_grad(data, weights(u), loss=loss, keep=keep)
+        value, G, _ = _risk(data, weights(u), loss, keep)
         return value, np.ldexp(np.einsum("rab,ab->r", basis, G), -2 * k)
 
     res = so.minimize(

@@ -90,7 +90,7 @@ def verify_ntp(
     NTPVerification
     """
     data = check_data(data, "verify_ntp")
-    W = check_weights(W, data)
+    W = check_weights(W, data, "verify_ntp")
     check_option(loss, "loss", NTP_LOSSES, where="verify_ntp")
     if svm is not None and not (
         isinstance(svm, SVMResult) and (svm.W is None or np.shape(svm.W) == (data.d, data.d))
@@ -217,6 +217,7 @@ class NTPReport:
         lines = [
             f"svmgeo NTP verify report ({self.loss} loss)",
             f"  GD               {kind}, step {self.step_size:g}, {int(self.steps[-1])} steps",
+            f"  run              {self.run.status}: {self.run.message}",
             f"  graphs           {graphs}; Graph-SVM rows: {self.n_margin_rows} margin, "
             f"{self.n_equality_rows} equality",
             f"  W_fin            {self._fin_verdict()}: {self.fin_message}",
