@@ -508,3 +508,61 @@ def test_ntp_risk_refuses_a_norm_beyond_its_limit() -> None:
             sg.ntp_loss_and_grad(data, W)
         with pytest.raises(sg.ProblemError, match=r"verify_ntp: \|\|W\|\|_F = .*rescale W"):
             sg.verify_ntp(data, W)
+
+
+def test_verify_ntp_refuses_an_svm_or_fin_of_other_data() -> None:
+    """An svm of other data with the same d was used silently (corr -0.03 instead of 0.88), a
+    fin of other data ended in a numpy broadcast error, and a fin of another loss was mixed
+    with the loss asked for."""
+    a = sg.random_next_token_data(20, 4, 5, 8, tier_size=2, seed=0)
+    b = sg.random_next_token_data(12, 3, 5, 8, tier_size=2, seed=1)
+    b_same_shape = sg.random_next_token_data(20, 4, 5, 8, tier_size=2, seed=2)
+    W = sg.train_ntp(a, loss="retrieval", n_steps=50).W
+    for other in (b, b_same_shape):
+        with pytest.raises(sg.ProblemError, match=r"'svm' parameter of verify_ntp.*other"):
+            sg.verify_ntp(a, W, svm=sg.graph_svm(other), loss="retrieval")
+        with pytest.raises(sg.ProblemError, match=r"'fin' parameter of verify_ntp.*other data"):
+            sg.verify_ntp(a, W, fin=sg.finite_component(other, loss="retrieval"))
+    fin = sg.finite_component(a, loss="retrieval")
+    with pytest.raises(sg.ProblemError, match=r"'fin' parameter.*loss='ce'.*loss='retrieval'"):
+        sg.verify_ntp(a, W, fin=fin, loss="ce")
+    # its own svm and fin give what verify_ntp computes by itself
+    own = sg.verify_ntp(a, W, svm=sg.graph_svm(a), fin=fin)
+    ref = sg.verify_ntp(a, W, loss="retrieval")
+    np.testing.assert_allclose(
+        [own.corr_svm, own.fin_error, own.composition_error, own.R],
+        [ref.corr_svm, ref.fin_error, ref.composition_error, ref.R],
+        rtol=1e-12,
+    )
+    assert fin.loss_name == "retrieval"
+
+
+def test_graph_svm_constraints_checks_its_graphs() -> None:
+    a = sg.random_next_token_data(20, 4, 5, 8, seed=0)
+    b = sg.random_next_token_data(20, 4, 5, 8, seed=1)
+    own = sg.token_priority_graphs(a)
+    ref = sg.graph_svm_constraints(a)
+    given = sg.graph_svm_constraints(a, graphs=own)
+    for f in ("A", "B", "kind", "rhs", "seq", "pref", "comp"):
+        np.testing.assert_array_equal(getattr(given, f), getattr(ref, f))
+    swapped = dict(own)
+    k0, k1 = sorted(own)[:2]
+    swapped[k0], swapped[k1] = own[k1], own[k0]
+    for bad in ({}, sg.token_priority_graphs(b), [1], {k: 1 for k in own}, swapped):
+        with pytest.raises(sg.ProblemError, match="'graphs' parameter of graph_svm_constraints"):
+            sg.graph_svm_constraints(a, graphs=bad)  # type: ignore[arg-type]
+
+
+def test_an_infeasible_graph_svm_fails_fast_with_a_fix() -> None:
+    """d = 1 with five tokens: the margin rows conflict (graph_svm proves it by Farkas).
+    verify_ntp_training trained first, then failed without a hint."""
+    rng = np.random.default_rng(0)
+    data = sg.NextTokenData([[0, 1, 2, 3, 4], [1, 2, 3, 4]], [0, 1], rng.normal(size=(5, 1)))
+    svm = sg.graph_svm(data)
+    assert svm.status is sg.Status.INFEASIBLE and svm.farkas is not None
+    for call in (
+        lambda: sg.verify_ntp(data, np.zeros((1, 1))),
+        lambda: sg.ntp.verify_ntp_training(data, n_steps=10**9),  # fails before any step
+    ):
+        with pytest.raises(sg.ProblemError, match=r"no solution.*Raise the embedding .*farkas"):
+            call()

@@ -16,7 +16,7 @@ from ..gd import NTP_LOSSES
 from ._data import _NORM_LIMIT, NextTokenData, check_data
 from ._graphs import TokenPriorityGraph, token_priority_graphs
 from ._risk import _risk, forward
-from ._svm import graph_svm_constraints
+from ._svm import constraint_rows
 
 __all__ = ["FiniteComponent", "finite_component", "top_positions"]
 
@@ -49,6 +49,8 @@ class FiniteComponent:
         The top-priority positions of each sequence (its label's SCC).
     loss : float
         The restricted loss at ``W``.
+    loss_name : {"ce", "retrieval"}
+        The loss it minimizes.
     grad_norm : float
         Norm of the restricted gradient projected on :math:`S_{\mathrm{fin}}` at ``W`` (in W's
         units: the basis coordinates, unscaled).
@@ -68,6 +70,7 @@ class FiniteComponent:
     basis: np.ndarray
     keep: np.ndarray
     loss: float
+    loss_name: str
     grad_norm: float
     success: bool
     at_boundary: bool
@@ -135,7 +138,7 @@ def finite_component(
     check_option(loss, "loss", NTP_LOSSES, where="finite_component")
     tol = check_real(tol, "tol", low=0.0, low_open=True, where="finite_component")
     graphs = token_priority_graphs(data)
-    cs = graph_svm_constraints(data, graphs)
+    cs = constraint_rows(data, graphs)
     eq = cs.kind == EQUALITY
     keep = top_positions(data, graphs)
     d = data.d
@@ -153,6 +156,7 @@ def finite_component(
             basis=basis,
             keep=keep,
             loss=value,
+            loss_name=loss,
             grad_norm=0.0,
             success=True,
             at_boundary=False,
@@ -208,6 +212,6 @@ def finite_component(
             "simplex with no finite minimizer, and W_fin is a point far along a diverging path"
         )
     return FiniteComponent(
-        W=W, basis=basis, keep=keep, loss=value, grad_norm=gnorm, success=ok,
+        W=W, basis=basis, keep=keep, loss=value, loss_name=loss, grad_norm=gnorm, success=ok,
         at_boundary=boundary, message=msg,
     )  # fmt: skip
