@@ -566,3 +566,22 @@ def test_an_infeasible_graph_svm_fails_fast_with_a_fix() -> None:
     ):
         with pytest.raises(sg.ProblemError, match=r"no solution.*Raise the embedding .*farkas"):
             call()
+
+
+@pytest.mark.parametrize(
+    ("sequences", "embeddings", "match"),
+    [
+        (5, np.eye(3), "sequences must be a sequence of sequences"),
+        (None, np.eye(3), "sequences must be a sequence of sequences"),
+        ([[0, [1, 2]]], np.eye(3), "sequences must be a sequence of sequences"),
+        ([[0, 1], [1, 0]], np.ones((3, 0)), r"embeddings .* d >= 1; got shape \(3, 0\)"),
+    ],
+)
+def test_bad_sequences_and_empty_embeddings_are_clear_errors(
+    sequences: object, embeddings: np.ndarray, match: str
+) -> None:
+    """A bare TypeError / numpy ValueError for bad sequences; d = 0 was accepted and failed
+    later in reshape or a zero-size reduction."""
+    labels = [0] if embeddings.shape[1] else [0, 1]
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.NextTokenData(sequences, labels, embeddings)

@@ -52,18 +52,27 @@ class NextTokenData:
     """
 
     def __init__(self, sequences: Any, labels: Any, embeddings: Any) -> None:
-        expected = "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens"
+        expected = (
+            "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens and d >= 1"
+        )
         fix = "Pass one row of real numbers per vocabulary token."
         try:
             E = check_array(embeddings, "embeddings", ndim=2)
         except ProblemError as exc:
             raise ProblemError(f"{expected}; {exc} {fix}") from None
-        if E.shape[0] < 2:
+        if E.shape[0] < 2 or E.shape[1] < 1:
             raise ProblemError(f"{expected}; got shape {E.shape}. {fix}")
         # logits e_x^T W e_k, the cross-entropy outputs and the Graph-SVM Gram square ||e||
         check_scale(E, "embeddings", "NextTokenData", times=(E, "embeddings"))
         V = E.shape[0]
-        seqs = [np.asarray(s) for s in sequences]
+        try:
+            seqs = [np.asarray(s) for s in sequences]
+        except (TypeError, ValueError) as exc:  # not iterable, or a ragged nested sequence
+            raise ProblemError(
+                "sequences must be a sequence of sequences of int token ids (or an int array of "
+                f"shape (n, T)); got {type(sequences).__name__} ({exc}). Pass e.g. "
+                "[[0, 3, 1], [2, 1]]."
+            ) from None
         if not seqs:
             raise ProblemError("sequences is empty; pass at least one sequence of token ids.")
         for i, s in enumerate(seqs):
