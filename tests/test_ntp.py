@@ -585,3 +585,19 @@ def test_bad_sequences_and_empty_embeddings_are_clear_errors(
     labels = [0] if embeddings.shape[1] else [0, 1]
     with pytest.raises(sg.ProblemError, match=match):
         sg.NextTokenData(sequences, labels, embeddings)
+
+
+def test_only_the_retrieval_loss_is_labelled_a_theorem() -> None:
+    """The ce loss is the issue's statement, not the paper's: the atlas called both a theorem."""
+    rows = [c for c in sg.atlas.CORRESPONDENCES if "next-token" in c.attention]
+    status = {c.attention.split("loss=")[1].strip("')"): c.status for c in rows}
+    assert status == {"retrieval": "theorem", "ce": "conjecture"}
+    doc = sg.ntp.verify_ntp_training.__doc__ or ""
+    assert 'For ``loss="ce"``' in doc and "conjecture" in doc
+
+
+def test_train_points_next_token_data_to_train_ntp() -> None:
+    data = sg.random_next_token_data(5, 3, 3, 3, seed=0)
+    with pytest.raises(sg.ProblemError, match=r"sg\.train_ntp") as err:
+        sg.train(data)  # type: ignore[arg-type]
+    assert "train_batch" not in str(err.value)

@@ -317,8 +317,12 @@ def verify_ntp_training(
         P_{S_{\mathrm{fin}}} W_t \to W^{\mathrm{fin}}
 
     (:func:`train_ntp`, then :func:`verify_ntp` at each record, with one
-    :func:`graph_svm` and one :func:`finite_component` solve). The convergence is a theorem
-    of [1]_ for GD under its assumptions (see ``docs/beyond.md``), measured here.
+    :func:`graph_svm` and one :func:`finite_component` solve). For ``loss="retrieval"`` the
+    convergence is a theorem of [1]_ for GD on its log-loss, which svmgeo reads as this loss
+    with orthonormal embeddings (:math:`d \ge V`); the paper's other conditions are not
+    checked (``docs/beyond.md``). For ``loss="ce"`` (the issue's statement, not the paper's
+    loss) it is a conjecture, measured here: :math:`W^{\mathrm{fin}}` has no finite minimizer on
+    most cyclic data.
 
     Parameters
     ----------
