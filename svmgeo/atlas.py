@@ -260,13 +260,26 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "svmgeo reproduce companion_joint --quick",
     ),
     Correspondence(
-        "softmax, next-token risk",
+        "softmax, next-token risk (loss='retrieval')",
         "W",
         "GD",
         "Graph-SVM + a finite component",
         "SCC rows of the token graph; equality rows inside each SCC (docs/beyond.md)",
         "theorem",
-        "[NTP] (arXiv:2403.08081), under the conditions it states (docs/beyond.md)",
+        "[NTP] (arXiv:2403.08081) for GD on its log-loss, which svmgeo reads as "
+        "loss='retrieval' with orthonormal embeddings (d >= V); the paper's other conditions "
+        "are not checked (docs/beyond.md)",
+        "svmgeo reproduce ntp --quick",
+    ),
+    Correspondence(
+        "softmax, next-token risk (loss='ce')",
+        "W",
+        "GD",
+        "Graph-SVM + a finite component",
+        "SCC rows of the token graph; equality rows inside each SCC (docs/beyond.md)",
+        "conjecture",
+        "the issue's statement, not the paper's loss: measured (corr with W^svm 0.945-0.988), "
+        "but W^fin has no finite minimizer on 9 of 10 cyclic seeds (docs/beyond.md)",
         "svmgeo reproduce ntp --quick",
     ),
     Correspondence(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Context, Decimal, getcontext, localcontext
 
 import numpy as np
@@ -365,3 +366,238 @@ def test_ntp_verification_checks_its_inputs() -> None:
     with pytest.raises(sg.ProblemError) as err:  # train_ntp takes no optimizer, no Polyak step
         sg.train_ntp(data, step_size="polyak")
     assert "parameter of train_ntp" in str(err.value) and "optimizer='gd'" not in str(err.value)
+
+
+def _rescaled(data: sg.NextTokenData, c: float) -> sg.NextTokenData:
+    """The same samples with embeddings c E."""
+    seqs = [data.tokens[i][data.valid[i]] for i in range(data.n)]
+    return sg.NextTokenData(seqs, data.labels, data.embeddings * c)
+
+
+@pytest.mark.parametrize("c", [1e-4, 1e-5, 1e3, 2.0**-20])
+def test_finite_component_is_scale_equivariant(c: float) -> None:
+    """The retrieval loss sees W and E only through the logits e_x^T W e_k, unchanged by
+    E -> cE, W -> W / c^2: so W_fin(cE) = W_fin(E) / c^2 with the same loss. BFGS's absolute
+    gtol returned W_fin = 0 with success=True at c = 1e-4 (the gradient scales with c^2)."""
+    data = sg.random_next_token_data(40, 4, 5, 8, tier_size=2, seed=1)
+    ref = sg.finite_component(data, loss="retrieval")
+    fin = sg.finite_component(_rescaled(data, c), loss="retrieval")
+    assert ref.success and fin.success, fin.message
+    assert np.linalg.norm(ref.W) > 0.1  # a nonzero W_fin: the case itself
+    np.testing.assert_allclose(
+        fin.W, ref.W / c**2, rtol=1e-6, atol=1e-7 * np.abs(ref.W / c**2).max()
+    )
+    np.testing.assert_allclose(fin.loss, ref.loss, rtol=1e-12)
+
+
+def _min_top_attention(data: sg.NextTokenData, fin: sg.FiniteComponent) -> float:
+    """Smallest softmax weight of a kept position under fin.W, computed here."""
+    E = data.embeddings
+    out = 1.0
+    for i in range(data.n):
+        pos = np.flatnonzero(fin.keep[i])
+        logits = E[data.tokens[i, pos]] @ fin.W @ E[data.last[i]]
+        w = np.exp(logits - logits.max())
+        out = min(out, float((w / w.sum()).min()))
+    return out
+
+
+def test_finite_component_separates_not_converged_from_at_boundary() -> None:
+    """success (BFGS reached tol) and at_boundary (top attention below 1e-6: no finite
+    minimizer, svmgeo's heuristic) are two fields: an unreachable tol at an interior minimizer
+    was reported as 'W_fin NOT finite'."""
+    data = sg.random_next_token_data(8, 4, 5, 3, tier_size=3, orthonormal=False, seed=113)
+    ref = sg.finite_component(data, loss="retrieval")
+    missed = sg.finite_component(data, loss="retrieval", tol=1e-300)  # not reachable in float64
+    assert ref.success and not missed.success and not missed.at_boundary
+    assert "did not reach its tolerance" in missed.message
+    assert _min_top_attention(data, missed) > 0.1  # interior: far from the boundary
+    np.testing.assert_allclose(missed.loss, ref.loss, rtol=1e-12)
+    # cyclic graphs under the cross-entropy loss: the restricted loss runs to the boundary
+    ce = sg.random_next_token_data(60, 5, 6, 10, tier_size=2, seed=0)
+    fin = sg.finite_component(ce, loss="ce")
+    assert fin.at_boundary and "heuristic" in fin.message
+    assert _min_top_attention(ce, fin) < 1e-6  # the documented threshold
+
+
+def test_report_says_which_way_w_fin_failed() -> None:
+    data = sg.random_next_token_data(8, 4, 5, 3, tier_size=3, orthonormal=False, seed=113)
+    rep = sg.ntp.verify_ntp_training(data, loss="retrieval", n_steps=5)
+
+    def verdict(**fields: bool) -> str:
+        text = str(dataclasses.replace(rep, **fields))
+        return next(line for line in text.splitlines() if "W_fin " in line)
+
+    assert "W_fin            finite: " in verdict(fin_success=True, fin_at_boundary=False)
+    missed = verdict(fin_success=False, fin_at_boundary=False)
+    assert "finite (BFGS did not reach its tolerance)" in missed and "NOT" not in missed
+    for ok in (True, False):
+        assert "no finite minimizer found (heuristic" in verdict(
+            fin_success=ok, fin_at_boundary=True
+        )
+
+
+def test_ntp_experiment_counts_only_the_boundary_as_not_finite() -> None:
+    from svmgeo.experiments.ntp import summarize
+
+    def row(seed: int, success: bool, boundary: bool) -> dict[str, object]:
+        return {"setting": "cyclic", "loss": "ce", "step": 10, "seed": seed, "part": 0,
+                "n_parts": 1, "corr_svm": 0.9, "fin_error": 0.1, "composition_error": 0.01,
+                "fin_success": success, "fin_at_boundary": boundary}  # fmt: skip
+
+    rows = [row(0, False, False), row(1, True, True), row(2, False, True), row(3, True, False)]
+    headline, summary = summarize(rows)
+    assert headline["cyclic ce: W_fin finite / trials"] == "2/4"
+    assert (
+        headline["cyclic ce: fin error (W_fin finite only), seeds 0-3"] == "1.0e-01, -, -, 1.0e-01"
+    )
+    assert summary[0]["fin_finite"] == 2
+
+
+def test_rank_zero_s_fin_of_a_cyclic_graph_is_not_called_acyclic() -> None:
+    """Tokens 0 and 1 form a cycle of G^(2) but share an embedding: (e_0 - e_1) e_2^T = 0, so
+    S_fin = {0} though no graph is acyclic (the message said 'every graph is acyclic')."""
+    E = np.array([[1.0, 0, 0], [1.0, 0, 0], [0, 0, 1.0]])
+    data = sg.NextTokenData([[0, 1, 2], [0, 1, 2]], [0, 1], E)
+    assert not sg.token_priority_graphs(data)[2].is_acyclic
+    np.testing.assert_array_equal(np.outer(E[0] - E[1], E[2]), 0.0)  # the only generator
+    fin = sg.finite_component(data, loss="retrieval")
+    assert fin.basis.shape[0] == 0 and "acyclic" not in fin.message
+    assert "S_fin = {0}" in fin.message and "embedding differences vanish" in fin.message
+
+
+def _stationary_cases() -> dict[str, sg.NextTokenData]:
+    E = np.eye(2)
+    return {
+        # one context [0, 1] with labels 0 and 1: the two samples' gradients cancel at W = 0
+        "symmetric": sg.NextTokenData([[0, 1], [0, 1]], [0, 1], E),
+        # a zero query embedding: every logit e_x^T W 0 = 0, the risk is the same for every W
+        "zero query": sg.NextTokenData([[0, 1, 2]], [0], np.array([[1.0, 0], [0, 1], [0, 0]])),
+        # two tokens, one embedding: the attention on either gives the same output
+        "shared embedding": sg.NextTokenData([[0, 1]], [0], np.array([[1.0, 0], [1.0, 0]])),
+    }
+
+
+@pytest.mark.parametrize("loss", ["ce", "retrieval"])
+@pytest.mark.parametrize("case", list(_stationary_cases()))
+def test_an_exactly_zero_gradient_is_stationary(case: str, loss: str) -> None:
+    """W = 0 is an exact stationary point here (by symmetry or because the risk does not
+    depend on W); train_ntp said GRADIENT_UNDERFLOW since only one-token contexts counted."""
+    data = _stationary_cases()[case]
+    _, G = sg.ntp_loss_and_grad(data, np.zeros((data.d, data.d)), loss=loss)
+    np.testing.assert_array_equal(G, 0.0)
+    if case == "symmetric":  # the two samples' gradients, each nonzero, cancel
+        one = sg.NextTokenData([[0, 1]], [0], np.eye(2))
+        assert np.any(sg.ntp_loss_and_grad(one, np.zeros((2, 2)), loss=loss)[1])
+    run = sg.train_ntp(data, loss=loss, n_steps=10)
+    assert run.status is sg.StopStatus.STATIONARY and run.n_steps == 0, run.message
+    rep = sg.ntp.verify_ntp_training(data, loss=loss, n_steps=10) if case == "symmetric" else None
+    if rep is not None:  # the report prints how the run stopped
+        assert f"run              stationary: {rep.run.message}" in str(rep)
+
+
+def test_ntp_risk_refuses_a_norm_beyond_its_limit() -> None:
+    """||W||_F past 1e149 (the norm train_ntp stops at) is refused with a hint to rescale,
+    as sg.loss_and_grad does; at 1e308 entries the loss was NaN."""
+    data = sg.random_next_token_data(4, 3, 3, 3, seed=0)
+    direction = np.full((3, 3), 1.0 / 3.0)  # ||direction||_F = 1
+    value, G = sg.ntp_loss_and_grad(data, 0.99e149 * direction, loss="retrieval")
+    assert np.isfinite(value) and np.all(np.isfinite(G))
+    for W in (1.01e149 * direction, np.full((3, 3), 1e308)):
+        with pytest.raises(sg.ProblemError, match=r"ntp_loss_and_grad: \|\|W\|\|_F = .*rescale W"):
+            sg.ntp_loss_and_grad(data, W)
+        with pytest.raises(sg.ProblemError, match=r"verify_ntp: \|\|W\|\|_F = .*rescale W"):
+            sg.verify_ntp(data, W)
+
+
+def test_verify_ntp_refuses_an_svm_or_fin_of_other_data() -> None:
+    """An svm of other data with the same d was used silently (corr -0.03 instead of 0.88), a
+    fin of other data ended in a numpy broadcast error, and a fin of another loss was mixed
+    with the loss asked for."""
+    a = sg.random_next_token_data(20, 4, 5, 8, tier_size=2, seed=0)
+    b = sg.random_next_token_data(12, 3, 5, 8, tier_size=2, seed=1)
+    b_same_shape = sg.random_next_token_data(20, 4, 5, 8, tier_size=2, seed=2)
+    W = sg.train_ntp(a, loss="retrieval", n_steps=50).W
+    for other in (b, b_same_shape):
+        with pytest.raises(sg.ProblemError, match=r"'svm' parameter of verify_ntp.*other"):
+            sg.verify_ntp(a, W, svm=sg.graph_svm(other), loss="retrieval")
+        with pytest.raises(sg.ProblemError, match=r"'fin' parameter of verify_ntp.*other data"):
+            sg.verify_ntp(a, W, fin=sg.finite_component(other, loss="retrieval"))
+    fin = sg.finite_component(a, loss="retrieval")
+    with pytest.raises(sg.ProblemError, match=r"'fin' parameter.*loss='ce'.*loss='retrieval'"):
+        sg.verify_ntp(a, W, fin=fin, loss="ce")
+    # its own svm and fin give what verify_ntp computes by itself
+    own = sg.verify_ntp(a, W, svm=sg.graph_svm(a), fin=fin)
+    ref = sg.verify_ntp(a, W, loss="retrieval")
+    np.testing.assert_allclose(
+        [own.corr_svm, own.fin_error, own.composition_error, own.R],
+        [ref.corr_svm, ref.fin_error, ref.composition_error, ref.R],
+        rtol=1e-12,
+    )
+    assert fin.loss_name == "retrieval"
+
+
+def test_graph_svm_constraints_checks_its_graphs() -> None:
+    a = sg.random_next_token_data(20, 4, 5, 8, seed=0)
+    b = sg.random_next_token_data(20, 4, 5, 8, seed=1)
+    own = sg.token_priority_graphs(a)
+    ref = sg.graph_svm_constraints(a)
+    given = sg.graph_svm_constraints(a, graphs=own)
+    for f in ("A", "B", "kind", "rhs", "seq", "pref", "comp"):
+        np.testing.assert_array_equal(getattr(given, f), getattr(ref, f))
+    swapped = dict(own)
+    k0, k1 = sorted(own)[:2]
+    swapped[k0], swapped[k1] = own[k1], own[k0]
+    for bad in ({}, sg.token_priority_graphs(b), [1], {k: 1 for k in own}, swapped):
+        with pytest.raises(sg.ProblemError, match="'graphs' parameter of graph_svm_constraints"):
+            sg.graph_svm_constraints(a, graphs=bad)  # type: ignore[arg-type]
+
+
+def test_an_infeasible_graph_svm_fails_fast_with_a_fix() -> None:
+    """d = 1 with five tokens: the margin rows conflict (graph_svm proves it by Farkas).
+    verify_ntp_training trained first, then failed without a hint."""
+    rng = np.random.default_rng(0)
+    data = sg.NextTokenData([[0, 1, 2, 3, 4], [1, 2, 3, 4]], [0, 1], rng.normal(size=(5, 1)))
+    svm = sg.graph_svm(data)
+    assert svm.status is sg.Status.INFEASIBLE and svm.farkas is not None
+    for call in (
+        lambda: sg.verify_ntp(data, np.zeros((1, 1))),
+        lambda: sg.ntp.verify_ntp_training(data, n_steps=10**9),  # fails before any step
+    ):
+        with pytest.raises(sg.ProblemError, match=r"no solution.*Raise the embedding .*farkas"):
+            call()
+
+
+@pytest.mark.parametrize(
+    ("sequences", "embeddings", "match"),
+    [
+        (5, np.eye(3), "sequences must be a sequence of sequences"),
+        (None, np.eye(3), "sequences must be a sequence of sequences"),
+        ([[0, [1, 2]]], np.eye(3), "sequences must be a sequence of sequences"),
+        ([[0, 1], [1, 0]], np.ones((3, 0)), r"embeddings .* d >= 1; got shape \(3, 0\)"),
+    ],
+)
+def test_bad_sequences_and_empty_embeddings_are_clear_errors(
+    sequences: object, embeddings: np.ndarray, match: str
+) -> None:
+    """A bare TypeError / numpy ValueError for bad sequences; d = 0 was accepted and failed
+    later in reshape or a zero-size reduction."""
+    labels = [0] if embeddings.shape[1] else [0, 1]
+    with pytest.raises(sg.ProblemError, match=match):
+        sg.NextTokenData(sequences, labels, embeddings)
+
+
+def test_only_the_retrieval_loss_is_labelled_a_theorem() -> None:
+    """The ce loss is the issue's statement, not the paper's: the atlas called both a theorem."""
+    rows = [c for c in sg.atlas.CORRESPONDENCES if "next-token" in c.attention]
+    status = {c.attention.split("loss=")[1].strip("')"): c.status for c in rows}
+    assert status == {"retrieval": "theorem", "ce": "conjecture"}
+    doc = sg.ntp.verify_ntp_training.__doc__ or ""
+    assert 'For ``loss="ce"``' in doc and "conjecture" in doc
+
+
+def test_train_points_next_token_data_to_train_ntp() -> None:
+    data = sg.random_next_token_data(5, 3, 3, 3, seed=0)
+    with pytest.raises(sg.ProblemError, match=r"sg\.train_ntp") as err:
+        sg.train(data)  # type: ignore[arg-type]
+    assert "train_batch" not in str(err.value)

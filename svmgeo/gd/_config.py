@@ -89,11 +89,12 @@ class StopStatus(enum.StrEnum):
       loses bits to denormals, or is exactly zero; or, with ``normalize_eps`` > 0, every
       block's step :math:`\eta\|g\|/(\|g\| + \varepsilon)` is below float64's range; or,
       for :func:`svmgeo.ntp.train_ntp` (a risk without a log-domain scale), every entry of
-      the gradient is zero in float64 while the risk is not constant. The iterate is the
-      last finite one.
+      the gradient is zero in float64 while some attention weight or output probability is
+      small enough for it to have underflowed. The iterate is the last finite one.
     * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
-      visible key per query, exactly tied scores; for ``train_ntp``, no sample with a token
-      other than its label); the kernels tell the two apart in every mode.
+      visible key per query, exactly tied scores; for ``train_ntp``, a zero gradient in
+      float64 with every attention weight and output probability above 1.5e-154, so nothing
+      underflowed); the kernels tell the two apart in every mode.
     * ``CONVERGED``: the gradient norm fell to ``grad_tol`` or below.
     * ``SATURATED``: at a record point every softmax had its maximum probability at or above
       ``1 - saturation_tol``.

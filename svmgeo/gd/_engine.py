@@ -581,9 +581,15 @@ def train(
     (<StopStatus.MAX_STEPS: 'max_steps'>, (5, 8, 8))
     """
     if not isinstance(data, TokenData):
+        # by name: svmgeo.ntp imports svmgeo.gd
+        ntp = type(data).__name__ == "NextTokenData"
         raise ProblemError(
             f"{caller} takes one svmgeo.TokenData; got {type(data).__name__}. "
-            "Use train_batch for a sequence of datasets."
+            + (
+                "Train next-token data with sg.train_ntp(data, loss=...)."
+                if ntp
+                else "Use train_batch for a sequence of datasets."
+            )
         )
     if renamed:
         refuse_renamed(renamed, caller)

@@ -56,9 +56,10 @@ class StepState(NamedTuple):
 class GradientStep:
     r"""(Normalized) gradient descent on a :class:`~svmgeo.gd._loop.Risk`, from ``W0``.
 
-    Stops with ``zero_status`` when the gradient is zero in float64, ``NON_FINITE`` when a
-    step would give a non-finite W and ``OVERFLOW`` when it would take :math:`\|W\|_F` past
-    ``risk.max_norm`` (neither is taken).
+    Stops with ``STATIONARY`` when the risk says the gradient is exactly zero
+    (:math:`M = -\infty`), with ``zero_status`` when it is zero in float64 with a finite M,
+    ``NON_FINITE`` when a step would give a non-finite W and ``OVERFLOW`` when it would take
+    :math:`\|W\|_F` past ``risk.max_norm`` (neither is taken).
 
     Parameters
     ----------
@@ -66,9 +67,9 @@ class GradientStep:
     risk : Risk
     W0 : array of shape (d, d)
     zero_status : StopStatus, default ``STATIONARY``
-        The status of a gradient that is zero in float64: ``STATIONARY`` where that zero is
-        exact (a log-domain risk's ``M = -inf``), ``GRADIENT_UNDERFLOW`` for a risk without a
-        log-domain scale, where it may be an underflow.
+        The status of a gradient that is zero in float64 while the risk's M is finite:
+        ``GRADIENT_UNDERFLOW`` for a risk without a log-domain scale, where that zero may be
+        an underflow.
     """
 
     keys: tuple[str, ...] = ("step", "loss", "W", "W_norm")
@@ -103,7 +104,10 @@ class GradientStep:
                 # every entry below ~1e-162: the plain norm underflowed, G itself did not
                 top = float(np.max(np.abs(G)))
                 size = top * float(np.linalg.norm(G / top))
-            if size == 0.0 or not math.isfinite(M):
+            if not math.isfinite(M):  # the risk says: exactly zero
+                code = CODE_OF[StopStatus.STATIONARY]
+                break
+            if size == 0.0:
                 code = CODE_OF[self.zero_status]
                 break
             with np.errstate(over="ignore", invalid="ignore"):

@@ -9,9 +9,20 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_array, check_bool, check_int, check_scale, check_seed
+from .._validation import (
+    check_array,
+    check_bool,
+    check_int,
+    check_scale,
+    check_seed,
+    max_row_norm,
+)
 
 __all__ = ["NextTokenData", "check_data", "check_weights", "random_next_token_data"]
+
+# the largest ||W||_F of the next-token risk (trained, or taken): logits e_x^T W e_k stay
+# below 1e300 for embeddings within the data's scale check (max ||e||^2 <= 1e151)
+_NORM_LIMIT = 1e149
 
 
 class NextTokenData:
@@ -41,18 +52,27 @@ class NextTokenData:
     """
 
     def __init__(self, sequences: Any, labels: Any, embeddings: Any) -> None:
-        expected = "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens"
+        expected = (
+            "embeddings must be a finite float array of shape (V, d) with V >= 2 tokens and d >= 1"
+        )
         fix = "Pass one row of real numbers per vocabulary token."
         try:
             E = check_array(embeddings, "embeddings", ndim=2)
         except ProblemError as exc:
             raise ProblemError(f"{expected}; {exc} {fix}") from None
-        if E.shape[0] < 2:
+        if E.shape[0] < 2 or E.shape[1] < 1:
             raise ProblemError(f"{expected}; got shape {E.shape}. {fix}")
         # logits e_x^T W e_k, the cross-entropy outputs and the Graph-SVM Gram square ||e||
         check_scale(E, "embeddings", "NextTokenData", times=(E, "embeddings"))
         V = E.shape[0]
-        seqs = [np.asarray(s) for s in sequences]
+        try:
+            seqs = [np.asarray(s) for s in sequences]
+        except (TypeError, ValueError) as exc:  # not iterable, or a ragged nested sequence
+            raise ProblemError(
+                "sequences must be a sequence of sequences of int token ids (or an int array of "
+                f"shape (n, T)); got {type(sequences).__name__} ({exc}). Pass e.g. "
+                "[[0, 3, 1], [2, 1]]."
+            ) from None
         if not seqs:
             raise ProblemError("sequences is empty; pass at least one sequence of token ids.")
         for i, s in enumerate(seqs):
@@ -106,12 +126,21 @@ def check_data(data: Any, where: str) -> NextTokenData:
     return data
 
 
-def check_weights(W: Any, data: NextTokenData) -> np.ndarray:
-    """``W`` as a finite float array of shape (d, d) for ``data``, else a ProblemError."""
+def check_weights(W: Any, data: NextTokenData, where: str) -> np.ndarray:
+    r"""``W`` as a finite float array of shape (d, d) for ``data`` with
+    :math:`\|W\|_F \le 10^{149}`, else a ProblemError naming ``where``."""
     d = data.d
-    return check_array(
+    W = check_array(
         W, "W", ndim=2, shape=(d, d), hint=f"Pass a finite W of shape ({d}, {d}) (d = data.d)."
     )
+    size = max_row_norm(W.reshape(1, -1))  # ||W||_F without overflow
+    if not size <= _NORM_LIMIT:
+        raise ProblemError(
+            f"{where}: ||W||_F = {size:.3g} is beyond the largest norm of the next-token risk, "
+            f"{_NORM_LIMIT:.0e} (train_ntp stops there with OVERFLOW: the logits would leave "
+            "float64's range); rescale W (a positive scale changes no attention ranking)."
+        )
+    return W
 
 
 def random_next_token_data(

@@ -3,6 +3,8 @@ r"""The next-token risk: attention forward pass, loss and gradient, and the risk
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -10,13 +12,13 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_array, check_option
 from ..gd import NTP_LOSSES
-from ._data import NextTokenData, check_data, check_weights
+from ._data import _NORM_LIMIT, NextTokenData, check_data, check_weights
 
 __all__ = ["NextTokenRisk", "forward", "ntp_loss_and_grad"]
 
-# the largest ||W||_F trained: logits e_x^T W e_k stay below 1e300 for embeddings within
-# the data's scale check (max ||e||^2 <= 1e151)
-_NORM_LIMIT = 1e149
+# a zero gradient is exact where every factor that can underflow (visible attention weights,
+# the cross-entropy's output probabilities) is at least this: products of two stay normal
+_EXACT_FLOOR = math.sqrt(sys.float_info.min)
 
 
 def forward(
@@ -60,6 +62,8 @@ def ntp_loss_and_grad(
     ----------
     data : NextTokenData
     W : array of shape (d, d)
+        With :math:`\|W\|_F \le 10^{149}`, the largest norm :func:`train_ntp` reaches
+        (logits stay below :math:`10^{300}` for embeddings that pass the data's scale check).
     loss : {"ce", "retrieval"}, default "ce"
     keep : bool array of shape (n, T), optional
         Restrict each sequence's attention to these positions (used by
@@ -69,10 +73,15 @@ def ntp_loss_and_grad(
     -------
     loss : float
     grad : ndarray of shape (d, d)
+
+    Raises
+    ------
+    ProblemError
+        Invalid arguments, or :math:`\|W\|_F > 10^{149}` (rescale W).
     """
     data = check_data(data, "ntp_loss_and_grad")
     check_option(loss, "loss", NTP_LOSSES, where="ntp_loss_and_grad")
-    W = check_weights(W, data)
+    W = check_weights(W, data, "ntp_loss_and_grad")
     if keep is not None:
         keep = check_array(keep, "keep", ndim=2, dtype=bool)  # 0 / 1 or bools, not 0.5
         need = data.valid & (data.tokens == data.labels[:, None])
@@ -82,6 +91,14 @@ def ntp_loss_and_grad(
                 "one position of each sequence's label (its top-priority tokens); got shape "
                 f"{keep.shape}."
             )
+    return _risk(data, W, loss, keep)[:2]
+
+
+def _risk(
+    data: NextTokenData, W: np.ndarray, loss: str, keep: np.ndarray | None
+) -> tuple[float, np.ndarray, float]:
+    """:func:`ntp_loss_and_grad` on checked arguments, and the smallest factor of the gradient
+    that can underflow: visible attention weight, and output probability for ``"ce"``."""
     E = data.embeddings
     Xe, ls, s = forward(data, W, keep)
     z = E[data.last]
@@ -93,6 +110,7 @@ def ntp_loss_and_grad(
         lse = om[:, 0] + np.log(np.sum(np.exp(o - om), axis=1))
         value = float(np.mean(lse - o[np.arange(n), data.labels]))
         pr = np.exp(o - lse[:, None])
+        floor = float(pr.min())
         pr[np.arange(n), data.labels] -= 1.0
         gf = pr @ E  # (n, d)
         gs = np.einsum("ntd,nd->nt", Xe, gf)
@@ -108,30 +126,30 @@ def ntp_loss_and_grad(
         r = np.exp(lab - log_mass[:, None])
         rest = np.sum(np.where(on_label, 0.0, s), axis=1, keepdims=True)  # 1 - mass, exactly
         ga = np.where(on_label, -r * rest, s)  # = s - r, without the cancellation at the label
+        floor = 1.0
+    floor = min(floor, float(np.min(s[np.isfinite(ls)])))  # the visible attention weights
     G = np.einsum("nt,ntd,ne->de", ga, Xe, z) / n
-    return value, G
+    return value, G, floor
 
 
 class NextTokenRisk:
     r"""The next-token risk :math:`L(W)` of :func:`ntp_loss_and_grad`, as the training loop
-    takes a risk (:class:`svmgeo.gd.Risk`): ``value``, ``log_grad`` (:math:`M = 0`, or
-    :math:`-\infty` where the gradient is zero in float64), ``d``, ``max_norm``, ``constant``.
+    takes a risk (:class:`svmgeo.gd.Risk`): ``value``, ``log_grad``, ``d``, ``max_norm``.
 
-    The gradient has no log-domain scale here, so a zero in float64 is exactly zero only where
-    ``constant`` says so; elsewhere its entries may have underflowed (the attention on the
-    other tokens below float64's smallest number).
+    The gradient has no log-domain scale here: ``log_grad`` returns :math:`M = 0`, and
+    :math:`M = -\infty` where the gradient is zero in float64 *exactly*, i.e. where no factor
+    of it underflowed: every visible attention weight (and, for ``"ce"``, every output
+    probability) is at least :math:`\sqrt{\text{smallest normal}} \approx 1.5\cdot10^{-154}`
+    (a stationary point: symmetric data, a zero query embedding, tokens sharing an embedding).
+    A zero gradient with :math:`M = 0` may be an underflow (the attention on the other tokens
+    below float64's smallest number). The test reads the attention and output factors only:
+    embeddings of norm below about :math:`10^{-100}` can underflow the products themselves.
 
     Parameters
     ----------
     data : NextTokenData
     loss : {"ce", "retrieval"}
 
-    Attributes
-    ----------
-    constant : bool
-        Whether :math:`L` is the same for every W: each sample's context holds one token (its
-        label), so its attention averages equal rows and :math:`\nabla L = 0` exactly, in
-        float64 too.
     """
 
     def __init__(self, data: NextTokenData, loss: str = "ce") -> None:
@@ -139,12 +157,11 @@ class NextTokenRisk:
         self.loss = check_option(loss, "loss", NTP_LOSSES, where="NextTokenRisk")
         self.d = data.d
         self.max_norm = _NORM_LIMIT
-        first = data.tokens[np.arange(data.n), np.argmax(data.valid, axis=1)]
-        self.constant = bool(np.all((data.tokens == first[:, None]) | ~data.valid))
 
     def value(self, W: np.ndarray) -> float:
-        return ntp_loss_and_grad(self.data, W, loss=self.loss)[0]
+        return _risk(self.data, W, self.loss, None)[0]
 
     def log_grad(self, W: np.ndarray) -> tuple[np.ndarray, float]:
-        G = ntp_loss_and_grad(self.data, W, loss=self.loss)[1]
-        return G, (0.0 if np.any(G != 0.0) else -np.inf)
+        _, G, floor = _risk(self.data, W, self.loss, None)
+        exact_zero = not np.any(G) and floor >= _EXACT_FLOOR
+        return G, (-np.inf if exact_zero else 0.0)

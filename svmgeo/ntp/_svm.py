@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._errors import ProblemError
 from ..constraints import EQUALITY, MARGIN, ConstraintSet
 from ..solvers import SVMResult, solve_svm
 from ._data import NextTokenData, check_data
@@ -32,15 +33,57 @@ def graph_svm_constraints(
     Parameters
     ----------
     data : NextTokenData
-    graphs : dict, optional
-        :func:`token_priority_graphs` of ``data`` when already computed.
+    graphs : dict of int to TokenPriorityGraph, optional
+        :func:`token_priority_graphs` of ``data`` (checked against it: the same last tokens,
+        edges and SCCs).
 
     Returns
     -------
     ConstraintSet
+
+    Raises
+    ------
+    ProblemError
+        ``graphs`` that are not the token-priority graphs of ``data``.
     """
     data = check_data(data, "graph_svm_constraints")
-    graphs = token_priority_graphs(data) if graphs is None else graphs
+    own = token_priority_graphs(data)
+    if graphs is not None:
+        check_graphs(graphs, own)
+    return constraint_rows(data, own)
+
+
+def check_graphs(graphs: Any, own: dict[int, TokenPriorityGraph]) -> None:
+    """A ProblemError unless ``graphs`` has the keys, edges and SCCs of ``own``."""
+    expected = (
+        f"The 'graphs' parameter of graph_svm_constraints must be token_priority_graphs(data): "
+        f"a dict keyed by the data's last tokens {sorted(own)} of TokenPriorityGraph"
+    )
+    fix = "Omit graphs to compute them from data."
+    if not isinstance(graphs, dict) or set(graphs) != set(own):
+        got = sorted(map(repr, graphs)) if isinstance(graphs, dict) else type(graphs).__name__
+        raise ProblemError(f"{expected}; got {got}. {fix}")
+    for k, g in own.items():
+        given = graphs[k]
+        same = (
+            isinstance(given, TokenPriorityGraph)
+            and given.adjacency.shape == g.adjacency.shape
+            and (given.adjacency != g.adjacency).nnz == 0
+            and np.shape(given.component) == np.shape(g.component)
+        )
+        if same:  # the same partition of the nodes into SCCs, whatever the labels
+            a, b = given.component[g.nodes], g.component[g.nodes]
+            pairs = np.unique(np.stack([a, b]), axis=1).shape[1]
+            same = pairs == np.unique(a).size == np.unique(b).size
+        if not same:
+            raise ProblemError(
+                f"{expected}; graphs[{k}] is not the graph of last token {k} of these data "
+                f"(another {type(given).__name__}, or a graph of other data). {fix}"
+            )
+
+
+def constraint_rows(data: NextTokenData, graphs: dict[int, TokenPriorityGraph]) -> ConstraintSet:
+    """:func:`graph_svm_constraints` from the data's own graphs."""
     rows: list[tuple[int, int, int, int]] = []  # (k, i, j, kind)
     for k, g in graphs.items():
         comp = g.component

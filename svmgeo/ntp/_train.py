@@ -47,10 +47,10 @@ def train_ntp(
     -------
     GDRun
         ``run.W`` (d, d); ``run.history`` records ``step``, ``loss``, ``W`` and ``W_norm``;
-        ``status`` is ``MAX_STEPS``; ``STATIONARY`` where the gradient is exactly zero
-        because no sample has a token other than its label (the risk is constant);
-        ``GRADIENT_UNDERFLOW`` where it is zero in float64 otherwise (its entries fell below
-        float64's smallest number: this risk has no log-domain scale); ``NON_FINITE`` or
+        ``status`` is ``MAX_STEPS``; ``STATIONARY`` where the gradient is exactly zero (zero
+        in float64 with no factor underflowed: see :class:`NextTokenRisk`);
+        ``GRADIENT_UNDERFLOW`` where it is zero in float64 otherwise (its entries may have
+        fallen below float64's smallest number: this risk has no log-domain scale); ``NON_FINITE`` or
         ``OVERFLOW`` (a step that would leave float64's range; not taken).
 
     Examples
@@ -84,6 +84,8 @@ def run_next_token(
         caller=caller,
     )  # fmt: skip
     risk = NextTokenRisk(data, loss)
-    # no log-domain scale: a zero gradient is exact only where the risk is constant
-    zero = StopStatus.STATIONARY if risk.constant else StopStatus.GRADIENT_UNDERFLOW
-    return run_loop(GradientStep(cfg, risk, np.zeros((data.d, data.d)), zero_status=zero))[0]
+    # no log-domain scale: a zero gradient is STATIONARY only where the risk says it is exact
+    rule = GradientStep(
+        cfg, risk, np.zeros((data.d, data.d)), zero_status=StopStatus.GRADIENT_UNDERFLOW
+    )
+    return run_loop(rule)[0]

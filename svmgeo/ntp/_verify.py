@@ -17,9 +17,10 @@ from ..constraints import EQUALITY, MARGIN
 from ..gd import NTP_LOSSES, GDRun
 from ..solvers import SVMResult
 from ._data import NextTokenData, check_data, check_weights
-from ._finite import FiniteComponent, finite_component
-from ._risk import forward
-from ._svm import graph_svm
+from ._finite import BOUNDARY, FiniteComponent, finite_component, top_positions
+from ._graphs import token_priority_graphs
+from ._risk import _risk, forward
+from ._svm import constraint_rows, graph_svm
 from ._train import run_next_token
 
 __all__ = ["NTPReport", "NTPVerification", "verify_ntp", "verify_ntp_training"]
@@ -64,7 +65,7 @@ def verify_ntp(
     *,
     svm: SVMResult | None = None,
     fin: FiniteComponent | None = None,
-    loss: str = "ce",
+    loss: str | None = None,
 ) -> NTPVerification:
     r"""Compare a trained W with the prediction :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.
 
@@ -79,41 +80,105 @@ def verify_ntp(
     data : NextTokenData
     W : array of shape (d, d)
     svm : SVMResult, optional
-        :func:`graph_svm` of ``data`` (computed when omitted).
+        :func:`graph_svm` of ``data`` (computed when omitted; checked: its constraint rows
+        must be those of :func:`graph_svm_constraints` of ``data``).
     fin : FiniteComponent, optional
-        :func:`finite_component` of ``data`` (computed when omitted).
-    loss : {"ce", "retrieval"}
-        The loss of ``fin`` when it is computed here.
+        :func:`finite_component` of ``data`` (computed when omitted; checked: its shape, its
+        top-priority positions and its loss must be those of ``data``).
+    loss : {"ce", "retrieval"}, optional
+        The loss of ``fin``: ``fin.loss_name`` when ``fin`` is given (another one is refused),
+        else ``"ce"``.
 
     Returns
     -------
     NTPVerification
+
+    Raises
+    ------
+    ProblemError
+        Invalid arguments, ``svm`` or ``fin`` of other data (or ``fin`` of another loss), or a
+        Graph-SVM without a solution.
     """
-    data = check_data(data, "verify_ntp")
-    W = check_weights(W, data)
-    check_option(loss, "loss", NTP_LOSSES, where="verify_ntp")
-    if svm is not None and not (
-        isinstance(svm, SVMResult) and (svm.W is None or np.shape(svm.W) == (data.d, data.d))
-    ):
+    where = "verify_ntp"
+    data = check_data(data, where)
+    W = check_weights(W, data, where)
+    if loss is not None or fin is None:
+        loss = check_option("ce" if loss is None else loss, "loss", NTP_LOSSES, where=where)
+    graphs = token_priority_graphs(data)
+    if svm is not None:
+        rows = constraint_rows(data, graphs)
+        if not (isinstance(svm, SVMResult) and _same_rows(svm, rows)):
+            raise ProblemError(
+                f"The 'svm' parameter of verify_ntp must be the SVMResult of graph_svm(data); "
+                f"got {type(svm).__name__}"
+                + (
+                    " with other constraint rows (an SVM of other data?)"
+                    if isinstance(svm, SVMResult)
+                    else ""
+                )
+                + ". Omit it to compute it here."
+            )
+    if fin is not None:
+        check_finite_component(fin, data, top_positions(data, graphs), loss)
+    Ws = solution(graph_svm(data) if svm is None else svm, where)
+    fin = finite_component(data, loss=loss or "ce") if fin is None else fin
+    return _compare(data, W, Ws, fin)
+
+
+def _same_rows(svm: SVMResult, rows: Any) -> bool:
+    """Whether the SVM was solved on these constraint rows."""
+    cs = svm.constraints
+    return cs is not None and all(
+        np.shape(getattr(cs, f)) == np.shape(getattr(rows, f))
+        and np.array_equal(getattr(cs, f), getattr(rows, f))
+        for f in ("A", "B", "kind", "rhs")
+    )
+
+
+def check_finite_component(
+    fin: Any, data: NextTokenData, keep: np.ndarray, loss: str | None
+) -> None:
+    """A ProblemError unless ``fin`` is the :func:`finite_component` of ``data`` (its shape,
+    top-priority positions ``keep`` and loss value), of ``loss`` when given."""
+    head = "The 'fin' parameter of verify_ntp must be the FiniteComponent of finite_component(data"
+    fix = "Omit it to compute it here."
+    if not isinstance(fin, FiniteComponent):
+        raise ProblemError(f"{head}); got {type(fin).__name__}. {fix}")
+    if loss is not None and fin.loss_name != loss:
         raise ProblemError(
-            f"The 'svm' parameter of verify_ntp must be the SVMResult of graph_svm(data), with "
-            f"W of shape ({data.d}, {data.d}); got {type(svm).__name__}"
-            + (f" with W of shape {np.shape(svm.W)}" if isinstance(svm, SVMResult) else "")
-            + ". Omit it to compute it here."
+            f"{head}, loss={loss!r}); got one of loss={fin.loss_name!r}. Pass "
+            f"loss={fin.loss_name!r}, or omit fin to compute it here."
         )
-    if fin is not None and not (
-        isinstance(fin, FiniteComponent) and np.shape(fin.W) == (data.d, data.d)
-    ):
+    own = (
+        np.shape(fin.W) == (data.d, data.d)
+        and np.shape(fin.keep) == keep.shape
+        and np.array_equal(fin.keep, keep)
+        and math.isclose(_risk(data, fin.W, fin.loss_name, keep)[0], fin.loss, rel_tol=1e-9)
+    )
+    if not own:
         raise ProblemError(
-            f"The 'fin' parameter of verify_ntp must be the FiniteComponent of "
-            f"finite_component(data), with W of shape ({data.d}, {data.d}); got "
-            f"{type(fin).__name__}. Omit it to compute it here."
+            f"{head}); got one whose W, top-priority positions or loss differ from those of "
+            f"these data (d = {data.d}, (n, T) = ({data.n}, {data.T})): a FiniteComponent of "
+            f"other data? {fix}"
         )
-    svm = graph_svm(data) if svm is None else svm
-    fin = finite_component(data, loss=loss) if fin is None else fin
+
+
+def solution(svm: SVMResult, where: str) -> np.ndarray:
+    """The Graph-SVM's W, else a ProblemError naming ``where`` with the fixes."""
     if svm.W is None:
-        raise ProblemError(f"the Graph-SVM has no solution ({svm.status}: {svm.message}).")
-    Ws = svm.W
+        raise ProblemError(
+            f"{where}: the Graph-SVM has no solution ({svm.status}: {svm.message}), so there is "
+            "no direction to compare with. Raise the embedding dimension d or use orthonormal "
+            "embeddings (random_next_token_data(..., orthonormal=True) needs d >= V); "
+            "graph_svm(data).farkas weighs the margin rows that conflict."
+        )
+    return svm.W
+
+
+def _compare(
+    data: NextTokenData, W: np.ndarray, Ws: np.ndarray, fin: FiniteComponent
+) -> NTPVerification:
+    """:func:`verify_ntp` on checked arguments."""
     _, _, s = forward(data, W)
     _, _, s_pred = forward(data, fin.W, fin.keep)
     tv = 0.5 * np.sum(np.abs(s - s_pred), axis=1)
@@ -155,9 +220,12 @@ class NTPReport:
     n_margin_rows, n_equality_rows : int
         Rows of the Graph-SVM.
     fin_success : bool
-        Whether :func:`finite_component` found a finite :math:`W^{\mathrm{fin}}`
-        (``fin_message`` says why not); ``fin_error`` is measured against its last point
-        either way.
+        Whether :func:`finite_component`'s BFGS reached its tolerance
+        (:attr:`FiniteComponent.success`).
+    fin_at_boundary : bool
+        Whether it found no finite :math:`W^{\mathrm{fin}}`: a top-priority token's attention
+        below 1e-6 at its last point (:attr:`FiniteComponent.at_boundary`, svmgeo's
+        heuristic, not a proof). ``fin_error`` is measured against that last point either way.
     fin_message : str
     W, W_svm, W_fin : ndarray of shape (d, d)
         GD's final W, :math:`W^{\mathrm{svm}}` (Frobenius) and :math:`W^{\mathrm{fin}}`.
@@ -180,6 +248,7 @@ class NTPReport:
     n_margin_rows: int
     n_equality_rows: int
     fin_success: bool
+    fin_at_boundary: bool
     fin_message: str
     W: np.ndarray
     W_svm: np.ndarray
@@ -199,16 +268,24 @@ class NTPReport:
             R=float(self.R[-1]),
         )
 
+    def _fin_verdict(self) -> str:
+        if self.fin_at_boundary:
+            return (
+                "no finite minimizer found (heuristic: a top-priority token's attention is "
+                f"below {BOUNDARY:g} at BFGS's last point)"
+            )
+        return "finite" if self.fin_success else "finite (BFGS did not reach its tolerance)"
+
     def __str__(self) -> str:
         kind = "normalized" if self.normalized else "plain"
         graphs = "acyclic (pure retrieval)" if self.acyclic else "cyclic (soft composition)"
         lines = [
             f"svmgeo NTP verify report ({self.loss} loss)",
             f"  GD               {kind}, step {self.step_size:g}, {int(self.steps[-1])} steps",
+            f"  run              {self.run.status}: {self.run.message}",
             f"  graphs           {graphs}; Graph-SVM rows: {self.n_margin_rows} margin, "
             f"{self.n_equality_rows} equality",
-            f"  W_fin            {'finite' if self.fin_success else 'NOT finite'}: "
-            f"{self.fin_message}",
+            f"  W_fin            {self._fin_verdict()}: {self.fin_message}",
             "",
             f"  {'step':>8} {'loss':>10} {'corr(W,Wsvm)':>12} {'fin err':>9} {'comp err':>9} "
             f"{'top mass':>9} {'R':>9}",
@@ -240,8 +317,12 @@ def verify_ntp_training(
         P_{S_{\mathrm{fin}}} W_t \to W^{\mathrm{fin}}
 
     (:func:`train_ntp`, then :func:`verify_ntp` at each record, with one
-    :func:`graph_svm` and one :func:`finite_component` solve). The convergence is a theorem
-    of [1]_ for GD under its assumptions (see ``docs/beyond.md``), measured here.
+    :func:`graph_svm` and one :func:`finite_component` solve). For ``loss="retrieval"`` the
+    convergence is a theorem of [1]_ for GD on its log-loss, which svmgeo reads as this loss
+    with orthonormal embeddings (:math:`d \ge V`); the paper's other conditions are not
+    checked (``docs/beyond.md``). For ``loss="ce"`` (the issue's statement, not the paper's
+    loss) it is a conjecture, measured here: :math:`W^{\mathrm{fin}}` has no finite minimizer on
+    most cyclic data.
 
     Parameters
     ----------
@@ -256,7 +337,7 @@ def verify_ntp_training(
     Raises
     ------
     ProblemError
-        Invalid options, or a Graph-SVM without a solution.
+        Invalid options, or a Graph-SVM without a solution (found before training).
 
     References
     ----------
@@ -271,19 +352,19 @@ def verify_ntp_training(
     >>> rep.final.corr_svm > 0.9
     True
     """
-    data = check_data(data, "verify_ntp_training")
-    check_option(loss, "loss", NTP_LOSSES, where="verify_ntp_training")
+    where = "verify_ntp_training"
+    data = check_data(data, where)
+    check_option(loss, "loss", NTP_LOSSES, where=where)
+    svm = graph_svm(data)
+    Ws = solution(svm, where)  # before training: an infeasible Graph-SVM fails fast
     run = run_next_token(
         data, loss=loss, step_size=step_size, normalized=normalized, n_steps=n_steps,
-        record_every=record_every, caller="verify_ntp_training",
+        record_every=record_every, caller=where,
     )  # fmt: skip
-    svm = graph_svm(data)
-    if svm.W is None:
-        raise ProblemError(f"the Graph-SVM has no solution ({svm.status}: {svm.message}).")
     fin = finite_component(data, loss=loss)
     h = run.history
     assert run.W is not None and h.W is not None and h.loss is not None  # train_ntp records them
-    checks = [verify_ntp(data, W, svm=svm, fin=fin) for W in h.W]
+    checks = [_compare(data, W, Ws, fin) for W in h.W]
     kind = svm.constraints.kind
 
     def curve(name: str) -> np.ndarray:
@@ -304,9 +385,10 @@ def verify_ntp_training(
         n_margin_rows=int(np.count_nonzero(kind == MARGIN)),
         n_equality_rows=int(np.count_nonzero(kind == EQUALITY)),
         fin_success=fin.success,
+        fin_at_boundary=fin.at_boundary,
         fin_message=fin.message,
         W=run.W,
-        W_svm=svm.W,
+        W_svm=Ws,
         W_fin=fin.W,
         svm=svm,
         fin=fin,

@@ -17,7 +17,7 @@ BEYOND_COLUMNS = {
     "mirror": {"seed", "p", "steps", "step", "one_minus_corr", "one_minus_corr_p1_5",
                "sparsity_W", "sparsity_svm", "alpha_is_opt", "alpha_is_lot"},
     "ntp": {"seed", "setting", "loss", "step", "corr_svm", "fin_error", "composition_error",
-            "top_mass", "R", "acyclic", "n_equality_rows", "fin_success"},
+            "top_mass", "R", "acyclic", "n_equality_rows", "fin_success", "fin_at_boundary"},
 }  # fmt: skip
 
 
@@ -62,7 +62,8 @@ def _check_ntp(rows: Rows, out: str) -> None:
     for (_, setting, _), r in last.items():
         if setting == "acyclic":  # S_fin = {0}: no equality rows, W_fin = 0
             assert r["acyclic"] == "True" and r["n_equality_rows"] == "0"
-            assert r["fin_success"] == "True" and float(r["fin_error"]) == 0.0
+            assert r["fin_success"] == "True" and r["fin_at_boundary"] == "False"
+            assert float(r["fin_error"]) == 0.0
         else:
             assert r["acyclic"] == "False" and int(r["n_equality_rows"]) > 0
         assert 0.0 <= float(r["top_mass"]) <= 1.0 and -1.0 <= float(r["corr_svm"]) <= 1.0
