@@ -51,16 +51,16 @@ def main() -> None:
         oracle = RiskOracle(data)
         opt = sg.optimal_tokens(data).reshape(-1)
         for p in PS:
-            run = sg.train_mirror(data, p=p, step_size=eta, n_steps=steps,
+            run = sg.train_mirror(data, exponent=p, step_size=eta, n_steps=steps,
                                   normalized=not args.plain)  # fmt: skip
             sel = oracle(run.W).selected.reshape(-1)
             svms = {q: sg.att_svm(data, sel, norm=("lp", q)) for q in PS}  # type: ignore[arg-type]
             Wp = svms[p].W
             assert Wp is not None and svms[p].success, svms[p].message
             gap = np.array([1 - sg.correlation(W, Wp) if np.any(W) else 1.0
-                            for W in run.W_history])  # fmt: skip
+                            for W in run.history.W])  # fmt: skip
             curves[p].append(gap)
-            record_steps = run.step
+            record_steps = run.history.step
             finals[p].append(float(gap[-1]))
             others = " ".join(
                 f"{1 - sg.correlation(run.W, svms[q].W):>9.1e}"

@@ -61,9 +61,9 @@ def main() -> None:
             run = sg.train_ntp(
                 data, loss=args.loss, step_size=eta, n_steps=steps, normalized=not args.plain
             )
-            reports = [sg.verify_ntp(data, W, svm=svm, fin=fin) for W in run.W_history]
+            reports = [sg.verify_ntp(data, W, svm=svm, fin=fin) for W in run.history.W]
             curves[name].append(np.array([1 - r.corr_svm for r in reports]))
-            steps_rec = run.step
+            steps_rec = run.history.step
             r = reports[-1]
             n_eq = int(np.count_nonzero(svm.constraints.kind == sg.EQUALITY))
             print(f"{name:>8} {seed:>4} {n_eq:>7} {not fin.at_boundary!s:>8} {r.corr_svm:>12.5f} "

@@ -691,7 +691,7 @@ def locally_optimal_selections(
         n_jobs = os.cpu_count() or 1
     search = check_option(search, "search", ("auto", *_SEARCHES), where=where)  # type: ignore[assignment]
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
-    check_lot_norm(norm, where)
+    check_lot_norm(norm, where, strictly_convex=False)  # the searches: Att-SVM, Att-SVM*
     _scores_full(data)  # fail early when the dataset has no scores
     vis = data.visible
     n_units = data.n * data.K

@@ -253,9 +253,10 @@ def is_locally_optimal(
     data : TokenData
         Needs scores (``v`` or explicit ``scores``).
     alpha : array of int, shape (n,) or (n, K)
-    norm : {"fro", "nuc"}, default "fro"
-        Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality; other norms are
-        refused, as in :func:`locally_optimal_selections`. With ``"nuc"`` each verdict that
+    norm : {"fro", "nuc"} or ("lp", p) with 1 < p < inf, default "fro"
+        Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality, or the :math:`\ell_p`
+        SVM of mirror descent (one optimum, as for Att-SVM); other norms are refused (see
+        :func:`support_tokens`). With ``"nuc"`` each verdict that
         depends on the support tokens costs :func:`~svmgeo.solvers.optimum_uniqueness`'s
         four extra convex solves.
     tol, dual_tol, **solve_kwargs

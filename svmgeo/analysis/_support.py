@@ -116,7 +116,7 @@ def support_from_result(
         "svm": res,
         "tol": tol,
         "dual_tol": dual_tol,
-        "unique_optimum": NORMS[res.norm].unique_optimum,
+        "unique_optimum": optimum_is_unique(res),
     }
     if res.status.is_infeasible:
         return SupportTokens(
@@ -128,10 +128,11 @@ def support_from_result(
             farkas=res.farkas,
             **common,
         )
-    if not res.status.has_solution or res.margins is None:
+    if not res.status.has_solution or res.margins is None or res.extras.get("feasible_point_only"):
         raise SolverError(
             f"Att-SVM(alpha) could not be solved ({res.status}: {res.message}); support tokens "
-            "are undefined. Try method='cvxpy' or a different solver."
+            "are undefined (a feasible point is not the optimum). Try method='cvxpy' or a "
+            "different solver."
         )
     if warn and res.status.is_inaccurate:
         warnings.warn(
@@ -178,17 +179,27 @@ def support_from_result(
     )
 
 
-def check_lot_norm(norm: Any, where: str) -> NormEntry:
-    """The entry of ``norm`` when local optimality is defined by its support tokens
-    (:attr:`~svmgeo.solvers.NormEntry.lot`: Att-SVM and Att-SVM⋆), else a ProblemError."""
-    entry, _ = parse_norm(norm, where)
-    if not entry.lot:
+def optimum_is_unique(res: SVMResult) -> bool:
+    r"""Whether ``res``'s norm has one optimum on every problem (strictly convex: Frobenius,
+    :math:`\ell_p` with :math:`1 < p < \infty`; its exponent read from ``res.extras``)."""
+    entry = NORMS[res.norm]
+    return entry.unique_optimum(res.extras.get(entry.parameter) if entry.parameter else None)
+
+
+def check_lot_norm(norm: Any, where: str, *, strictly_convex: bool = True) -> NormEntry:
+    r"""The entry of ``norm`` when local optimality is defined by its support tokens, else a
+    ProblemError: Att-SVM and Att-SVM⋆ (:attr:`~svmgeo.solvers.NormEntry.lot`, TF-SVM's
+    definition) and, with ``strictly_convex``, the norms whose optimum is unique
+    (:math:`\ell_p` with :math:`1 < p < \infty`, the SVM of :math:`\ell_p` mirror
+    descent)."""
+    entry, parameter = parse_norm(norm, where)
+    if not (entry.lot or (strictly_convex and entry.unique_optimum(parameter))):
+        also = ", or ('lp', p) with 1 < p < inf" if strictly_convex else ""
         raise ProblemError(
-            f"The 'norm' parameter of {where} takes 'fro' (Att-SVM) or 'nuc' (Att-SVM*), the "
-            f"SVMs of TF-SVM's local optimality; got {norm!r}. (The spectral optimum, for one, "
-            "is not unique, MATH-NOTES §7: its support tokens, and so the verdict, would depend "
-            "on the answer the solver returns.) Pass norm='fro' or norm='nuc', or solve that "
-            "SVM with solve_svm and read its margins."
+            f"The 'norm' parameter of {where} takes 'fro' (Att-SVM) or 'nuc' (Att-SVM*){also}; "
+            f"got {norm!r}. (The spectral optimum, for one, is not unique, MATH-NOTES §7: its "
+            "support tokens, and so the verdict, would depend on the answer the solver "
+            "returns.) Solve that SVM with solve_svm and read its margins instead."
         )
     return entry
 
@@ -233,11 +244,12 @@ def support_tokens(
     data : TokenData
     alpha : array of int, shape (n,) or (n, K)
         The selection.
-    norm : {"fro", "nuc"}, default "fro"
-        Which Att-SVM: Frobenius (:math:`W^{\mathrm{mm}}`) or nuclear (Att-SVM⋆). The
-        nuclear optimum need not be unique: the result is then the support of the returned
-        optimum (``unique_optimum`` False). Other norms of :func:`~svmgeo.solve_svm` are
-        refused, as in :func:`locally_optimal_selections`.
+    norm : {"fro", "nuc"} or ("lp", p) with 1 < p < inf, default "fro"
+        Which Att-SVM: Frobenius (:math:`W^{\mathrm{mm}}`), nuclear (Att-SVM⋆) or the
+        :math:`\ell_p` SVM of mirror descent (strictly convex: one optimum). The nuclear
+        optimum need not be unique: the result is then the support of the returned optimum
+        (``unique_optimum`` False). Other norms of :func:`~svmgeo.solve_svm` (spectral,
+        :math:`\ell_1`, :math:`\ell_\infty`: faces of optima) are refused.
     tol : float in (0, 1), default 1e-6
         Relative tolerance on the margin.
     dual_tol : float in (0, 1), default 1e-9

@@ -104,10 +104,10 @@ class GradientStep:
                 # every entry below ~1e-162: the plain norm underflowed, G itself did not
                 top = float(np.max(np.abs(G)))
                 size = top * float(np.linalg.norm(G / top))
-            if not math.isfinite(M):  # the risk says: exactly zero
+            if M == -math.inf:  # the risk says: exactly zero
                 code = CODE_OF[StopStatus.STATIONARY]
                 break
-            if size == 0.0:
+            if size == 0.0 or not math.isfinite(M):
                 code = CODE_OF[self.zero_status]
                 break
             with np.errstate(over="ignore", invalid="ignore"):

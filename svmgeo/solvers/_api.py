@@ -99,7 +99,7 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         objective=value,
         rank=res.rank,
         n_iter=res.n_iter,
-        extras=res.extras,
+        extras={**res.extras, "feasible_point_only": True},
     )
 
 

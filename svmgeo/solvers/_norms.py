@@ -161,11 +161,12 @@ class NormEntry:
         norm's support tokens (Att-SVM and Att-SVM⋆, TF-SVM's definition); the others are
         refused there (the spectral optimum, for one, is not unique, MATH-NOTES §7, so its
         support tokens would depend on the answer the solver returns).
-    unique_optimum : bool
+    unique_optimum : callable ``parameter -> bool``
         Whether the optimum is unique for every problem, by strict convexity (the Frobenius
-        norm). Where it is not (the nuclear norm), support tokens and LOT verdicts are those
-        of the returned optimum, and :func:`~svmgeo.is_locally_optimal` checks the optimal
-        face (:func:`~svmgeo.solvers.optimum_uniqueness`).
+        norm, and :math:`\\ell_p` for :math:`1 < p < \\infty`). Where it is not (the nuclear
+        norm), support tokens and LOT verdicts are those of the returned optimum, and
+        :func:`~svmgeo.is_locally_optimal` checks the optimal face
+        (:func:`~svmgeo.solvers.optimum_uniqueness`).
     """
 
     name: str
@@ -182,7 +183,7 @@ class NormEntry:
     gram_qp: bool = False
     spelling: str = ""
     lot: bool = False
-    unique_optimum: bool = False
+    unique_optimum: Callable[[float | None], bool] = field(default=lambda parameter: False)
 
     def check_options(self, req: Request, values: dict[str, Any]) -> None:
         """Raise :class:`ProblemError` for every given option that ``req`` would ignore."""
@@ -583,7 +584,7 @@ NORMS: dict[str, NormEntry] = {
         matrix_free=lambda cs, method: method != "cvxpy" and use_matrix_free(cs),
         gram_qp=True,
         lot=True,
-        unique_optimum=True,
+        unique_optimum=lambda _: True,
         spelling="fro",
     ),
     "nuc": NormEntry(
@@ -607,6 +608,7 @@ NORMS: dict[str, NormEntry] = {
         fallback=_fallback_lp,
         applies=_applies_lp,
         parameter="p",
+        unique_optimum=lambda p: p is not None and 1.0 < p < math.inf,
         spelling="lp:P",
     ),
     "spectral": NormEntry(

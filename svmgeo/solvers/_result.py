@@ -158,7 +158,9 @@ class SVMResult:
     lower_bound : float or None
         Convex lower bound on the objective (rank-constrained problems).
     extras : dict
-        Raw native output of the backend.
+        Raw native output of the backend; ``extras["feasible_point_only"]`` is True when W
+        is only the verified feasibility point, an upper bound put in place of a failed
+        solve (not an approximate optimum: its margins say nothing of the support).
     proof : {"exact", "float"} or None
         How the *feasibility verdict* behind this result was checked (as
         :attr:`FeasibilityResult.proof`); the optimality certificate is a floating-point check.

@@ -80,12 +80,25 @@ def test_face_of_nuclear_optima_leaves_the_verdict_undecided() -> None:
     assert e.examined + e.pruned == e.total
 
 
-@pytest.mark.parametrize("norm", ["spectral", ("lp", 1), ("lp", 3)])
+@pytest.mark.parametrize("norm", ["spectral", ("lp", 1), ("lp", np.inf)])
 def test_lot_functions_refuse_norms_without_tf_svm_support(norm: object) -> None:
     data = sg.random_data(3, 4, 3, seed=1)
     for f in (sg.is_locally_optimal, sg.support_tokens):
         with pytest.raises(sg.ProblemError, match=r"'norm' parameter of .* takes 'fro'"):
             f(data, [0, 0, 0], norm=norm)
+
+
+def test_strictly_convex_lp_has_one_optimum_and_its_own_verdicts() -> None:
+    """l_p for 1 < p < inf is strictly convex: one optimum, so support tokens and LOT verdicts
+    are decided as for Att-SVM (verify_mirror judges by them); the enumeration's searches take
+    Att-SVM and Att-SVM* only."""
+    data = sg.random_data(3, 4, 3, seed=1)
+    sup = sg.support_tokens(data, [0, 0, 0], norm=("lp", 3.0))
+    assert sup.unique_optimum
+    lot = sg.is_locally_optimal(data, [0, 0, 0], norm=("lp", 1.5))
+    assert lot.decided and lot.support.unique_optimum
+    with pytest.raises(sg.ProblemError, match=r"takes 'fro' \(Att-SVM\) or 'nuc' \(Att-SVM\*\);"):
+        sg.locally_optimal_selections(data, norm=("lp", 3.0))
 
 
 def test_support_tokens_say_whether_the_optimum_is_unique() -> None:
