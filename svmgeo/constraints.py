@@ -639,11 +639,36 @@ def _logits(data: TokenData, W: Any) -> np.ndarray:
     r""":math:`u_{ikt} = x_{it}^\top W z_{ik}` of shape (n, K, T) (an array W of shape (d, d))."""
     Wa = np.asarray(W, dtype=float)
     if Wa.shape != (data.d, data.d) or not np.all(np.isfinite(Wa)):
+        got = (
+            f"shape {Wa.shape}"
+            if Wa.shape != (data.d, data.d)
+            else f"{np.count_nonzero(~np.isfinite(Wa))} non-finite entries (NaN or inf)"
+        )
         raise ProblemError(
             f"pattern= given as W must be a finite array of shape ({data.d}, {data.d}); got "
-            f"shape {Wa.shape}. Pass the W of a run (run.W), the run itself, or a sign array."
+            f"{got}. Pass the W of a run (run.W), the run itself, or a sign array."
         )
     return np.einsum("ntd,de,nke->nkt", np.asarray(data.X), Wa, np.asarray(data.queries))
+
+
+def check_map_svm(attention: Any, where: str, *, softmax: bool = False) -> None:
+    """A ProblemError unless ``attention`` names a map with an SVM (:data:`MAP_SVMS`, and
+    ``"softmax"`` where ``softmax``), saying why the others have none."""
+    maps = ("softmax", *MAP_SVMS) if softmax else MAP_SVMS
+    if isinstance(attention, str) and attention in maps:
+        return
+    hint = (
+        "softmax's SVM is Att-SVM: att_svm_constraints(data, alpha)"
+        if attention == "softmax"
+        else "normalized linear attention u / 1^T u is scale-invariant in W, so no margin "
+        "grows and there is no SVM limit"
+        if attention == "normalized_linear"
+        else "unknown map"
+    )
+    raise ProblemError(
+        f"The 'attention' parameter of {where} must be one of {', '.join(map(repr, maps))}; "
+        f"got {attention!r} ({hint})."
+    )
 
 
 def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> np.ndarray:
@@ -702,10 +727,15 @@ def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> n
             arr = np.broadcast_to(arr[:, None, :], (data.n, data.K, data.T))
         want = f"({data.n}, {data.T})" if data.K == 1 else f"({data.n}, {data.K}, {data.T})"
         if arr.shape != (data.n, data.K, data.T) or not np.all(np.isin(arr, (-1.0, 0.0, 1.0))):
+            other = np.unique(arr[~np.isin(arr, (-1.0, 0.0, 1.0))])[:5].tolist()
+            got = (
+                f"an array of shape {np.shape(pattern)}"
+                if arr.shape != (data.n, data.K, data.T)
+                else f"the shape {np.shape(pattern)}, with entries other than -1, 0 and 1: {other}"
+            )
             raise ProblemError(
                 f"pattern must be a W of shape ({data.d}, {data.d}), a run, or an array of "
-                f"signs (+1, -1; 0: no row) or booleans of shape {want}; got an array of shape "
-                f"{arr.shape}."
+                f"signs (+1, -1; 0: no row) or booleans of shape {want}; got {got}."
             )
         signs = arr
         if attention == "relu" and np.any(live & (signs == 0.0)):
@@ -775,19 +805,7 @@ def map_svm_constraints(data: TokenData, attention: str, pattern: Any = None) ->
     ConstraintSet
         ``tokens`` is None (the rows are not token differences).
     """
-    if attention not in MAP_SVMS:
-        hint = (
-            "softmax's SVM is Att-SVM: att_svm_constraints(data, alpha)"
-            if attention == "softmax"
-            else "normalized linear attention u / 1^T u is scale-invariant in W, so no margin "
-            "grows and there is no SVM limit"
-            if attention == "normalized_linear"
-            else "unknown map"
-        )
-        raise ProblemError(
-            f"map_svm_constraints takes attention in {', '.join(map(repr, MAP_SVMS))}; got "
-            f"{attention!r} ({hint})."
-        )
+    check_map_svm(attention, "map_svm_constraints")
     gamma = scores_full(check_data(data, "map_svm_constraints"))
     X = np.asarray(data.X)
     vis = data.visible

@@ -328,8 +328,9 @@ def gen_svm(
         ``W_eq`` and ``gamma``.
     fit_to : array of shape (d, d), optional
         The matrix R is fitted to (e.g. GD's final W); needs ``probs``.
-    norm : {"fro", "nuc"}, default "fro"
-        Norm of the directional problem (the finite component is always Frobenius).
+    norm : {"fro", "nuc", "spectral"} or ("lp", p), default "fro"
+        Norm of the directional problem, any norm of :func:`~svmgeo.solve_svm` (the finite
+        component is always Frobenius).
     head : {"linear", "relu", "concave"}, optional
         The head GD trained; with ``probs``, computes the masked tokens' first-order costs
         (``cost_fixed``, ``cost_envelope``, ``zero_cost``). ``v``, ``V``, ``lam`` as in

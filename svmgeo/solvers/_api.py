@@ -24,11 +24,11 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_bool, check_option
 from ..constraints import (
-    MAP_SVMS,
     ConstraintSet,
     att_svm_constraints,
     attention_pattern,
     check_constraint_set,
+    check_map_svm,
     map_svm_constraints,
 )
 from ..data import TokenData
@@ -543,7 +543,7 @@ def att_svm(
     """
     data = check_data(data, "att_svm")
     kind = check_param(param, "att_svm")
-    check_option(attention, "attention", ("softmax", *MAP_SVMS), where="att_svm")
+    check_map_svm(attention, "att_svm", softmax=True)
     if attention != "softmax":
         return _map_svm(data, alpha, kind, attention, pattern, norm, rank, method, tol, kwargs)
     if pattern is not None:

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from .._errors import ProblemError
 from .._validation import check_bool
-from ..constraints import MARGIN, ConstraintSet, check_constraint_set
+from ..constraints import MARGIN, NO_TOKEN, ConstraintSet, check_constraint_set
 from ._backends import HiGHSBackend
 from ._certificates import (
     DECADES,
@@ -428,19 +428,25 @@ def decide_feasibility(
         if lam0 is None:
             continue
         j = int(np.flatnonzero(lam0)[0])
+        pair = cs.pref[j] != NO_TOKEN and cs.comp[j] != NO_TOKEN  # else a row of a map's SVM
+        cause = (
+            "a zero query or two identical tokens"
+            if pair
+            else "a zero query, or a zero weighted sum of its keys: no active key, say"
+        )
         why = (
-            "= 0 (a zero query or two identical tokens)"
+            f"= 0 ({cause})"
             if exact
             else f"at the round-off level of the other rows (below {_ROUNDOFF:.0e} of the "
-            "largest: identical tokens or a zero query up to rounding?)"
+            f"largest: {cause} up to rounding?)"
         )
+        tokens = f", tokens {int(cs.pref[j])} vs {int(cs.comp[j])}" if pair else ""
         return result(
             feasible=False,
             status=Status.INFEASIBLE if exact else Status.INFEASIBLE_INACCURATE,
             message=(
-                f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}, tokens "
-                f"{int(cs.pref[j])} vs {int(cs.comp[j])}) has a_j b_j^T {why} but needs "
-                f"{cs.rhs[j]:g}"
+                f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}{tokens}) has "
+                f"a_j b_j^T {why} but needs {cs.rhs[j]:g}"
                 + ("" if exact else "; only a W of norm ~1/round-off would meet it")
             ),
             farkas=lam0,

@@ -139,14 +139,29 @@ def test_refusals() -> None:
         sg.att_svm(data, attention="linear", param="p")
     with pytest.raises(sg.ProblemError, match="Drop it"):
         sg.att_svm(data, attention="linear", pattern=np.ones((4, 5)))
-    with pytest.raises(sg.ProblemError, match="attention"):
-        sg.att_svm(data, attention="normalized_linear")
+    with pytest.raises(sg.ProblemError, match=r"'attention' parameter of att_svm.*scale-invariant"):
+        sg.att_svm(data, attention="normalized_linear")  # it said only "must be one of"
     with pytest.raises(sg.ProblemError, match="pattern="):
         sg.att_svm(data, pattern=np.ones((4, 5)))
     with pytest.raises(sg.ProblemError, match="pattern must be"):
         sg.att_svm(data, attention="sigmoid", pattern=np.ones((3, 5)))
     with pytest.raises(sg.ProblemError, match="scale-invariant"):
         map_svm_constraints(data, "normalized_linear")
+    signs = np.ones((data.n, data.T))
+    signs[0, 0] = 2.0  # the right shape, a wrong value: it was reported as a shape
+    with pytest.raises(sg.ProblemError, match=r"entries other than -1, 0 and 1: \[2\.0\]"):
+        sg.att_svm(data, attention="sigmoid", pattern=signs)
+    with pytest.raises(sg.ProblemError, match=rf"got {data.d**2} non-finite entries"):
+        sg.att_svm(data, attention="relu", pattern=np.full((data.d, data.d), np.nan))
+
+
+def test_a_zero_row_of_a_map_svm_names_no_token_pair() -> None:
+    """A ReLU query with no active key: its row is zero. The message spoke of "tokens -1 vs -1"
+    and "two identical tokens"; a map's row is per query, not a token pair."""
+    data = sg.TokenData(np.array([[[2.0]], [[-1.0]]]), Y=[1, -1], v=[1.0], Z=np.ones((2, 1)))
+    res = sg.att_svm(data, attention="relu", pattern=np.array([[1.0], [-1.0]]))
+    assert res.status is sg.Status.INFEASIBLE
+    assert "-1 vs -1" not in res.message and "no active key" in res.message
 
 
 # -- verify(attention=...) ---------------------------------------------------------------------
