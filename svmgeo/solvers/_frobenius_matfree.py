@@ -43,7 +43,7 @@ from ._geometry import compressed_width
 from ._result import SVMResult, finish, no_solution
 from ._status import Status
 
-__all__ = ["dense_bytes", "solve_frobenius_matfree", "use_matrix_free"]
+__all__ = ["available_bytes", "dense_bytes", "solve_frobenius_matfree", "use_matrix_free"]
 
 MEMORY_FRACTION = 0.5
 """The dense path is chosen while its estimate (:func:`dense_bytes`) is at most this share

@@ -43,13 +43,18 @@ from ._certificates import (
     primal_infeasibility,
 )
 from ._frobenius import frobenius
-from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
+from ._frobenius_matfree import (
+    available_bytes,
+    dense_bytes,
+    solve_frobenius_matfree,
+    use_matrix_free,
+)
 from ._geometry import RowGeometry
 from ._lowrank import factored_certificate, solve_lowrank
 from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
-from ._result import FeasibilityResult, SVMResult, finish, no_solution, replaced
+from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_solution, replaced
 from ._spectral import SPECTRAL_BACKENDS, solve_spectral
 from ._status import Status
 
@@ -431,10 +436,20 @@ def _reference(req: Request) -> SVMResult:
 
 # -- Frobenius ----------------------------------------------------------------------------------
 def _solve_fro(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | None) -> SVMResult:
-    """svmgeo's exact Frobenius solver (dense), or the matrix-free one past memory."""
-    if req.matrix_free:
-        return solve_frobenius_matfree(req.cs, tol=req.tol)
+    """svmgeo's exact Frobenius solver (dense), or the matrix-free one past memory; when the
+    matrix-free one fails (dependent rows, e.g. Gen-SVM's equality rows, leave its CG systems
+    singular) and the dense path still fits in the memory available, the dense one too."""
     kw = {} if req.max_iter is None else {"max_iter": req.max_iter}
+    if req.matrix_free:
+        res = solve_frobenius_matfree(req.cs, tol=req.tol)
+        if res.success or dense_bytes(req.cs) > available_bytes():
+            return res
+        dense = frobenius(req.cs, tol=req.tol, geometry=None, warm_start=None, **kw)
+        return better_answer(
+            replaced(dense, message=f"{dense.message} (dense, after the matrix-free path: "
+                     f"{res.status}: {res.message})"),
+            res,
+        )  # fmt: skip
     warm = None if feas is None else feas.extras.get("qp_dual")
     return frobenius(req.cs, tol=req.tol, geometry=geo, warm_start=warm, **kw)
 

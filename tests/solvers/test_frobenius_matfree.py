@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -150,3 +151,34 @@ def test_dependent_rows_end_without_a_false_optimum() -> None:
         assert res.certificate is not None and not res.certificate.passed
     else:
         assert res.status is Status.NUMERICAL_ERROR and "diverged" in res.message
+
+
+def _dependent_rows() -> sg.ConstraintSet:
+    """N = 360 rows in d^2 = 16 dimensions: G is singular, and so are the matrix-free path's
+    CG systems; feasible (the selection is the argmax of the logits of a random W0)."""
+    data = sg.random_data(40, 10, 4, seed=0)
+    X, Z = np.asarray(data.X), np.asarray(data.queries)[:, 0]
+    W0 = np.random.default_rng(1).normal(size=(4, 4))
+    return sg.att_svm_constraints(data, np.argmax(np.einsum("ntd,de,ne->nt", X, W0, Z), axis=1))
+
+
+def test_a_failed_matrix_free_solve_falls_back_to_dense_where_it_fits(monkeypatch) -> None:
+    """The matrix-free path fails on dependent rows (Gen-SVM's equality rows among them; found
+    by an audit, where free memory chose that path at N = 2748); the dense path, which still
+    fits the memory available, certifies the optimum."""
+    from svmgeo.solvers import _frobenius_matfree, _norms
+    from svmgeo.solvers._frobenius_matfree import solve_frobenius_matfree
+
+    cs = _dependent_rows()
+    assert not solve_frobenius_matfree(cs).success  # the case itself
+    dense = sg.solve_svm(cs)
+    assert dense.success
+    monkeypatch.setattr(_norms, "use_matrix_free", lambda cs: True)
+    res = sg.solve_svm(cs)
+    assert res.success and "after the matrix-free path" in res.message
+    np.testing.assert_allclose(res.W, dense.W, rtol=1e-9, atol=1e-12 * np.abs(dense.W).max())
+    monkeypatch.setattr(_frobenius_matfree, "available_bytes", lambda: 0.0)
+    monkeypatch.setattr(_norms, "available_bytes", lambda: 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        assert not sg.solve_svm(cs, method="fast").success  # no room for the dense path
