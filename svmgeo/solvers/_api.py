@@ -35,7 +35,6 @@ from ..data import TokenData
 from ..selection import check_data, optimal_tokens
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
-from ._exact import point_violations
 from ._feasibility import check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import NORMS, NormEntry, Request, on_unit_rows, parse_norm, request
@@ -76,7 +75,7 @@ STATUS_MAP: dict[Any, Status] = CvxpyBackend.STATUS_MAP
 
 def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult) -> SVMResult:
     """The verified feasibility point as an ``OPTIMAL_INACCURATE`` upper bound, after a solver
-    wrongly answered INFEASIBLE or failed further from the rows than that point (or
+    wrongly answered INFEASIBLE, or failed with no W or one no scaling makes feasible (or
     ``NUMERICAL_ERROR`` when there is no point)."""
     note = (
         f"{res.message}; but the rows are feasible (a point was verified), so the solver failed "
@@ -103,16 +102,16 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     )
 
 
-def _misses_more(cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult) -> bool:
-    """A failed answer with no W, or whose W violates a row by more than the verified point."""
+def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult) -> bool:
+    r"""A failed answer with no W, or whose W misses a positive bound at every scale (a margin
+    :math:`\le 0` where :math:`c_j > 0`), where a verified feasible point exists. A W that
+    misses its rows by less (a certificate failed by a small residual) stays: a rescaling
+    makes it feasible, and it is nearer the optimum than an arbitrary feasible point."""
     if res.success or feas.point is None:
         return False
     if res.W is None:
         return True
-    return bool(
-        point_violations(cs, cs.apply(res.W)).max(initial=0.0)
-        > point_violations(cs, cs.apply(feas.point)).max(initial=0.0)
-    )
+    return bool(np.any(cs.apply(res.W)[cs._positive_rows] <= 0.0))
 
 
 def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float) -> SVMResult:
@@ -305,9 +304,9 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         res = on_unit_rows(req, entry.solve, geo, feas)
         if req.method == "auto" and not res.success and entry.fallback is not None:
             res = _fall_back(req, res)
-    if not req.binding and (res.status.is_infeasible or _misses_more(req.cs, res, feas)):
+    if not req.binding and (res.status.is_infeasible or _no_approximate_optimum(req.cs, res, feas)):
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it,
-        # and a failed answer missing the rows by more (or with no W) is worse than that point
+        # and a failed answer with no W, or one no scaling makes feasible, is worse
         # (a binding rank bound may make a feasible convex problem infeasible)
         res = _feasible_point_result(req, feas, res)
     extras = dict(res.extras)
