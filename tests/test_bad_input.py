@@ -1481,3 +1481,10 @@ def test_joint_svm_blames_x_when_no_values_were_given() -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(ProblemError, match=r"too small for float64 \(TokenData\).*Rescale X"):
         sg.TokenData(rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5)))
+    # tokens TokenData takes (max ||x|| max ||z|| = 1e-145) whose head SVM, u = x with query
+    # e_1, squares 1e-155: refused by joint_svm, naming X
+    data = sg.TokenData(
+        rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5)) * 1e10
+    )
+    with pytest.raises(ProblemError, match=r"too small .*joint_svm's head SVM.*max \|\|X\|\|"):
+        sg.joint_svm(data)

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import ProblemError
-from .._validation import MAX_SCALE
+from .._validation import check_scale
 from ..constraints import ConstraintSet, att_svm_constraints, pair_constraints
 from ..data import TokenData
 from ..selection import check_selection
@@ -42,27 +41,6 @@ def _unit_queries(n: int, K: int, d: int) -> np.ndarray:
     Z = np.zeros((n, K, d))
     Z[:, :, 0] = 1.0
     return Z
-
-
-def _check_values_scale(U: np.ndarray, given: bool = True) -> None:
-    r"""The head SVM's rows are :math:`Y u` with query :math:`e_1`, and its Gram matrix holds
-    :math:`(u^\top u')^2`: refuse head features whose largest norm is outside
-    [1/``MAX_SCALE``, ``MAX_SCALE``] (as :class:`~svmgeo.TokenData` refuses tokens), naming
-    ``values`` where they were ``given``, else the tokens X (u = x)."""
-    top = float(np.max(np.abs(U), initial=0.0))
-    if top == 0.0:
-        return
-    size = top * float(np.max(np.linalg.norm(U / top, axis=-1)))
-    if 1.0 / MAX_SCALE <= size <= MAX_SCALE:
-        return
-    side = "large" if size > MAX_SCALE else "small"
-    what, name = ("head features 'values'", "values") if given else ("tokens X (u = x)", "X")
-    raise ProblemError(
-        f"the {what} are too {side} for float64: max ||u|| = "
-        f"10^{np.log10(size):.1f} is outside [1e-151, 1e+151], and the head SVM squares "
-        f"their products. Rescale {name} (e.g. {name} / np.abs({name}).max()): positive "
-        "scaling changes no support and no SVM direction, only v^mm's norm."
-    )
 
 
 def prompt_data(data: TokenData) -> TokenData:
@@ -97,7 +75,9 @@ def head_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     a = check_selection(data, alpha)
     n, K = data.n, data.K
     U = np.asarray(data.values, dtype=float)
-    _check_values_scale(U, given=data.has_values)
+    # its Gram matrix holds (u^T u')^2; given values were checked by TokenData, u = x only
+    # with the queries (max ||x|| max ||z||)
+    check_scale(U, "values" if data.has_values else "X", "joint_svm's head SVM")
     selected = np.take_along_axis(U, a[:, :, None], axis=1)  # (n, K, d_u)
     tokens = np.zeros((n, K + 1, U.shape[2]))
     tokens[:, :K] = np.asarray(data.labels, dtype=float)[:, :, None] * selected
