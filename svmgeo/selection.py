@@ -28,6 +28,18 @@ __all__ = [
 ]
 
 
+def query_label(data: TokenData, i: int, k: int) -> str:
+    """Query ``k`` of sequence ``i`` in a message: ``sequence i``, with ``, query k`` when the
+    data have several queries per sequence (an internal helper, not in ``__all__``)."""
+    return f"sequence {i}" if data.single_query else f"sequence {i}, query {k}"
+
+
+def first_five(items: list[str]) -> str:
+    """The first five of ``items`` joined by ``"; "``, and how many more (for messages)."""
+    more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
+    return "; ".join(items[:5]) + more
+
+
 def check_data(data: Any, where: str) -> TokenData:
     """``data`` itself when it is a :class:`~svmgeo.TokenData`, else a :class:`ProblemError`
     naming ``where`` (an internal helper of svmgeo, not in ``__all__``)."""
@@ -147,15 +159,13 @@ def optimal_tokens(
     alpha = np.argmax(full, axis=2).astype(np.int64)
     tied = np.argwhere(counts > 1)
     if tied.size:
-        listed = "; ".join(
-            (f"sequence {i}" if data.single_query else f"sequence {i}, query {k}")
-            + f": tokens {np.flatnonzero(full[i, k]).tolist()}"
-            for i, k in tied[:5]
-        )
-        more = f" (and {len(tied) - 5} more)" if len(tied) > 5 else ""
+        listed = first_five(
+            [f"{query_label(data, i, k)}: tokens {np.flatnonzero(full[i, k]).tolist()}"
+             for i, k in tied]
+        )  # fmt: skip
         text = (
             f"optimal tokens are not unique for {len(tied)} quer{'y' if len(tied) == 1 else 'ies'}: "
-            f"{listed}{more}."
+            f"{listed}."
         )
         if ties == "raise":
             raise TieError(

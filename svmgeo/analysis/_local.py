@@ -19,7 +19,7 @@ from .._summary import summarized
 from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
-from ..selection import check_selection
+from ..selection import check_selection, first_five, query_label
 from ..selection import scores_full as _scores_full
 from ..solvers import SVMResult, solve_for
 from ._support import SupportTokens, check_lot_norm, check_tolerances, support_from_result
@@ -91,15 +91,6 @@ def _per_token(data: TokenData, res: SVMResult, values: np.ndarray | None) -> np
     return out
 
 
-def _where(data: TokenData, i: int, k: int) -> str:
-    return f"sequence {i}" if data.single_query else f"sequence {i}, query {k}"
-
-
-def _listed(items: list[str]) -> str:
-    more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
-    return "; ".join(items[:5]) + more
-
-
 FACE_TOL = 1e-4
 r""":math:`\tau` of the optimal face measured for a LOT verdict
 (:func:`~svmgeo.solvers.optimum_uniqueness`; width threshold :math:`10\sqrt\tau = 0.1`).
@@ -116,7 +107,7 @@ def _face_of_optima(data: TokenData, sup: SupportTokens, high: np.ndarray) -> st
     """
     from ..solvers import optimum_uniqueness
 
-    tokens = _listed([f"{_where(data, i, k)}: token {t}" for i, k, t in np.argwhere(high)])
+    tokens = first_five([f"{query_label(data, i, k)}: token {t}" for i, k, t in np.argwhere(high)])
     try:
         face = optimum_uniqueness(sup.svm, tol=FACE_TOL)
     except (ProblemError, SolverError) as err:  # a binding rank bound, or a failed solve
@@ -175,9 +166,9 @@ def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) ->
     n_support = int(mask.sum())
     decided = True
     if violations:
-        listed = _listed(
+        listed = first_five(
             [
-                f"{_where(data, v.seq, v.query)}: support token {v.token} scores "
+                f"{query_label(data, v.seq, v.query)}: support token {v.token} scores "
                 f"{v.score_token:.6g} >= selected {v.score_selected:.6g}"
                 for v in violations
             ]
@@ -190,9 +181,9 @@ def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) ->
         decided = False
         margins = _per_token(data, sup.svm, sup.svm.margins)
         multipliers = _per_token(data, sup.svm, sup.svm.dual)
-        listed = _listed(
+        listed = first_five(
             [
-                f"{_where(data, i, k)}: token {t} (score {scores[i, k, t]:.6g} >= selected "
+                f"{query_label(data, i, k)}: token {t} (score {scores[i, k, t]:.6g} >= selected "
                 f"{selected[i, k, 0]:.6g}) has margin {float(margins[i, k, t])!r} and "
                 f"multiplier {float(multipliers[i, k, t])!r}"
                 for i, k, t in np.argwhere(unsure & high)

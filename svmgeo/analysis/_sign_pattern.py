@@ -24,6 +24,7 @@ from .._validation import check_real
 from ..constraints import attention_pattern
 from ..data import TokenData
 from ..selection import check_data as _check_data
+from ..selection import first_five, query_label
 from ..selection import scores_full as _scores_full
 from ..solvers import SVMResult, att_svm
 
@@ -181,16 +182,14 @@ def is_locally_optimal_pattern(
         reason = "locally optimal: every key has the sign of its pull (the pull pattern)"
     else:
         ok = all(s.stays for s in stuck)
-        listed = "; ".join(
-            f"sequence {s.seq}" + ("" if data.single_query else f", query {s.query}")
-            + f", key {s.token}: margin {s.margin:.6g}" + ("" if s.stays else " (support)")
-            for s in stuck[:5]
+        listed = first_five(
+            [f"{query_label(data, s.seq, s.query)}, key {s.token}: margin {s.margin:.6g}"
+             + ("" if s.stays else " (support)") for s in stuck]
         )  # fmt: skip
-        more = f" (and {len(stuck) - 5} more)" if len(stuck) > 5 else ""
         verdict = "locally optimal" if ok else "not locally optimal"
         reason = (
             f"{verdict}: {len(stuck)} key(s) against their pull, "
-            f"{sum(not s.stays for s in stuck)} of them support keys of W_pi: {listed}{more}"
+            f"{sum(not s.stays for s in stuck)} of them support keys of W_pi: {listed}"
         )
     return PatternOptimality(
         locally_optimal=ok,
