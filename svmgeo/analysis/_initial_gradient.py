@@ -29,6 +29,7 @@ from .._linalg import correlation
 from .._validation import check_option
 from ..data import TokenData
 from ..gd import LOSSES, loss_and_grad
+from ..selection import scores_full
 from ._cones import in_cone
 
 __all__ = [
@@ -133,8 +134,6 @@ def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
     \|z\|`. ``inf`` where the bound leaves float64 (the exponential loss on scores below
     about -709).
     """
-    from ..selection import scores_full
-
     check_option(loss, "loss", LOSSES, where="gradient_lipschitz_bound")
     S = scores_full(data)  # (n, K, T)
     vis = np.asarray(data.visible)
@@ -177,8 +176,6 @@ def _rounding_bound(data: TokenData, loss: str) -> np.ndarray:
     :math:`G_{ab}` (:math:`M_0 \ge |\ell'|`), with :math:`m = 2T + nK + 8`: the standard bound
     :math:`\gamma_m = m\epsilon/(1 - m\epsilon)` of a sum of :math:`m` rounded terms, with room
     for the scores, their mean and the products (a few operations each, generously)."""
-    from ..selection import scores_full
-
     S = scores_full(data)  # (n, K, T)
     vis = np.asarray(data.visible)
     count = vis.sum(axis=2)
