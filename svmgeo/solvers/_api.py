@@ -15,6 +15,7 @@ a Farkas certificate, never an exception.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from ..data import TokenData
 from ..selection import check_data, optimal_tokens
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
+from ._exact import identical_rows
 from ._feasibility import check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import NORMS, NormEntry, Request, on_unit_rows, parse_norm, request
@@ -46,6 +48,7 @@ from ._result import (
     better_answer,
     finish,
     no_solution,
+    on_every_row,
     replaced,
     warns_if_inaccurate,
 )
@@ -295,6 +298,12 @@ def _solve_feasible_first(req: Request) -> SVMResult:
     if req.entry.gram_qp and req.method != "cvxpy":  # svmgeo's Frobenius solve follows
         geo.polish_tol = req.tol
     feas = decide_feasibility(cs, geo, req.exact)
+    if feas.feasible and feas.extras.get("identical_rows") and (classes := identical_rows(cs)):
+        # the check met copies of rows (repeated sequences, say): so do the solvers, whose
+        # factors they make singular; solved on the distinct rows (checked again there: the
+        # cheap side once the copies are gone)
+        res = _solve_feasible_first(dataclasses.replace(req, cs=cs.subset(classes[0])))
+        return on_every_row(res, cs, classes, time.perf_counter() - start)
     if not feas.feasible:
         res = _infeasible_result(req, feas, time.perf_counter() - start)
         return replaced(res, proof=feas.proof)

@@ -573,6 +573,38 @@ def _repair_point(
     )
 
 
+def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
+    r"""The classes of identical rows: (the first row of each class, in increasing order; for
+    each row, the position of its class's first row in that list), or None when no two rows
+    are identical.
+
+    Rows j and k are identical when their exact data are (:class:`ExactRows`: the tokens
+    :math:`P_{p_j}, P_{q_j}` and the query :math:`Q_{s_j}`, from which the float rows
+    :math:`a_j, b_j` are formed), and so are their kinds and right-hand sides :math:`c_j`. A
+    copy of a row is the same constraint: a point meets it exactly when it meets the row, and
+    multipliers (a Farkas vector, a dual) of the first rows are multipliers of all rows with
+    weight 0 on the copies. Repeated sequences in a dataset give copies; the Phase-1 LP
+    (HiGHS) and the active set's factors slow down by orders of magnitude on them.
+    """
+    rows = ExactRows.build(cs)
+    key = np.hstack(
+        [
+            rows.P[rows.pref],
+            rows.P[rows.comp],
+            rows.Q[rows.query],
+            cs.kind[:, None],
+            cs.rhs[:, None],
+        ]
+    )
+    index, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)[1:]
+    if index.size == cs.N:
+        return None
+    order = np.argsort(index)
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    return index[order], position[inverse.reshape(-1)]
+
+
 def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | None:
     r"""An exact Farkas vector on the support of the float ``lam``, or None.
 

@@ -49,10 +49,16 @@ from ._certificates import (
     unit_farkas,
     zero_row_farkas,
 )
-from ._exact import point_violations, prove_verdict
+from ._exact import identical_rows, point_violations, prove_verdict
 from ._geometry import RowGeometry, compressed_width, dense_dimension, features
 from ._qp import gradient_start, interior_point, polish_active_set
-from ._result import EVERY_ROW_TIGHT, FeasibilityResult, replaced, warns_if_inaccurate
+from ._result import (
+    EVERY_ROW_TIGHT,
+    FeasibilityResult,
+    on_every_row,
+    replaced,
+    warns_if_inaccurate,
+)
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -482,6 +488,9 @@ def decide_feasibility(
                 ok = _rescale_point(cs, geo.W(lam))
                 if ok is not None:
                     return verified(ok, EVERY_ROW_TIGHT, solver="svmgeo-cholesky")
+    if (classes := identical_rows(cs)) is not None:  # repeated sequences, say
+        sub = decide_feasibility(cs.subset(classes[0]), None, prove)
+        return on_every_row(sub, cs, classes, time.perf_counter() - start)
     # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
     # rows): a tiny row must not drown in the tolerances of a large one
     normalized = _normalized_rows(cs)

@@ -386,6 +386,56 @@ def replaced(result: _Result, **changes: Any) -> _Result:
     return copy
 
 
+def on_every_row(
+    result: _Result, cs: ConstraintSet, classes: tuple[np.ndarray, np.ndarray], seconds: float
+) -> _Result:
+    r"""A result on the distinct rows of ``cs`` as the result on ``cs`` itself.
+
+    ``classes`` = (first, position) of :func:`~._exact.identical_rows`: ``result`` was
+    decided on ``cs.subset(first)``, and row j of ``cs`` is a copy of row
+    ``first[position[j]]``. The point W is the same; a row's margin is its first row's;
+    multipliers (``farkas``, ``dual``, the max-margin QP's ``extras["qp_dual"]``) keep their
+    values on the first rows and are 0 on the copies, so that
+    :math:`\sum_j \lambda_j a_j b_j^\top` and :math:`c^\top\lambda` are unchanged and every
+    residual of the certificate is the same; a feasibility verdict in ``extras`` is mapped
+    the same way. ``solve_time`` becomes ``seconds``; the message and
+    ``extras["identical_rows"]`` say how many copies were set aside.
+    """
+    first, position = classes
+
+    def spread(lam: np.ndarray | None) -> np.ndarray | None:
+        if lam is None:
+            return None
+        out = np.zeros(cs.N, dtype=np.asarray(lam).dtype)
+        out[first] = lam
+        return out
+
+    extras = dict(result.extras)
+    if extras.get("qp_dual") is not None:
+        extras["qp_dual"] = spread(extras["qp_dual"])
+    if isinstance(extras.get("feasibility"), FeasibilityResult):
+        extras["feasibility"] = on_every_row(extras["feasibility"], cs, classes, seconds)
+    copies = cs.N - first.size
+    extras["identical_rows"] = copies
+    changes: dict[str, Any] = {}
+    if isinstance(result, SVMResult):
+        margins = result.margins
+        changes = {
+            "dual": spread(result.dual),
+            "margins": None if margins is None else np.asarray(margins)[position],
+        }
+    return replaced(
+        result,
+        constraints=cs,
+        farkas=spread(result.farkas),
+        message=f"{result.message} (decided on the {first.size} distinct rows: {copies} "
+        "copies of another row set aside)",
+        solve_time=seconds,
+        extras=extras,
+        **changes,
+    )
+
+
 def better_answer(first: SVMResult, second: SVMResult) -> SVMResult:
     r"""Of two answers to one problem, the one that certifies, else the one whose certificate's
     largest residual (:attr:`Certificate.worst`) is smaller; ``first`` on a tie. An answer

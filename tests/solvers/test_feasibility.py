@@ -93,14 +93,19 @@ def test_small_d_verdicts_are_certified(seed):
         )
 
 
-def test_dependent_rows_go_through_the_lp_and_stay_feasible():
-    # two identical queries per sequence: duplicated rows, singular Gram matrix, still feasible
+@pytest.mark.parametrize("factor", [2.0, 1.0])
+def test_dependent_rows_go_through_the_lp_and_stay_feasible(factor):
+    # a second query z' = factor * z per sequence: dependent rows, singular Gram matrix, still
+    # feasible; factor 2 goes through the LP, factor 1 (copies of rows) is decided on the
+    # distinct rows
     base = sg.random_data(3, 4, 6, seed=4)
-    Z = np.repeat(base.Z[:, None, :], 2, axis=1)
+    Z = np.stack([base.Z, factor * base.Z], axis=1)
     data = sg.TokenData(base.X, Z=Z, v=base.v, Y=base.Y)
     alpha = np.repeat(sg.optimal_tokens(base)[:, None], 2, axis=1)
     res = sg.feasibility(data, alpha)
-    assert res.feasible and res.solver == "highs"
+    copies = factor == 1.0
+    assert res.feasible and res.solver == ("svmgeo-cholesky" if copies else "highs")
+    assert res.extras.get("identical_rows") == (res.constraints.N // 2 if copies else None)
     assert_feasible_point(res.constraints, res.point, rtol=0.0, atol=1e-12)
     sol = sg.att_svm(data, alpha)
     assert sol.success, sol.message

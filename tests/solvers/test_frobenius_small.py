@@ -24,13 +24,15 @@ def _att(n: int, T: int, d: int, seed: int, **kw: Any) -> sg.ConstraintSet:
     return sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
 
 
-def _tied(seed: int) -> sg.ConstraintSet:
-    """Two identical competing tokens per sequence: identical rows, a singular G."""
+def _tied(seed: int, *, proportional: bool = False) -> sg.ConstraintSet:
+    """Two identical competing tokens per sequence: identical rows, a singular G; with
+    ``proportional``, x_q' = 2 x_q - x_alpha instead: rows a and 2a, a singular G, no copies."""
     base = sg.random_data(6, 6, 10, seed=seed)
     X = base.X.copy()
     alpha = sg.optimal_tokens(base)
     for i in range(X.shape[0]):
-        X[i, (alpha[i] + 2) % 6] = X[i, (alpha[i] + 1) % 6]
+        q = X[i, (alpha[i] + 1) % 6]
+        X[i, (alpha[i] + 2) % 6] = 2.0 * q - X[i, alpha[i]] if proportional else q
     return sg.att_svm_constraints(sg.TokenData(X, Z=base.Z, v=base.v, Y=base.Y), alpha)
 
 
@@ -51,6 +53,7 @@ CASES = {
     "rows in Fortran order": lambda: _fortran(_att(8, 6, 12, 8)),
     "low d (some infeasible)": lambda: _att(12, 6, 3, 6),
     "tied tokens (singular G)": lambda: _tied(7),
+    "proportional rows (singular G)": lambda: _tied(7, proportional=True),
 }
 
 
@@ -118,8 +121,16 @@ def test_the_compiled_route_is_taken_where_it_applies(monkeypatch: pytest.Monkey
     assert res.success and res.proof == "exact"
     assert calls == ["tight_verdict: taken", "polished: taken"]
     calls.clear()
-    solve_svm(_tied(7))  # G singular (no factor): the Python path decides and solves
+    solve_svm(_tied(7, proportional=True))  # G singular: the Python path decides and solves
     assert calls == ["tight_verdict: declined", "polished: declined"]
+    calls.clear()
+    solve_svm(_tied(7))  # copies of rows: decided, then solved, on the distinct rows
+    assert calls == [
+        "tight_verdict: declined",
+        "tight_verdict: taken",
+        "tight_verdict: taken",
+        "polished: taken",
+    ]
 
 
 def test_the_adopted_gram_factor_and_tight_point_are_the_python_paths() -> None:
