@@ -196,6 +196,11 @@ API_ERRORS = [
     _err(lambda: sg.att_svm(DATA, ALPHA, norm="l1"), "norm", "att_svm-norm"),
     _err(lambda: sg.att_svm(DATA, ALPHA, norm="nuc", rank=0), "rank", "att_svm-rank0"),
     _err(lambda: sg.att_svm(DATA, ALPHA, norm="nuc", rank=1.5), "rank", "att_svm-rank-float"),
+    _err(
+        lambda: sg.att_svm(DATA, ALPHA, norm="nuc", rank=10**15),
+        r"'rank' parameter of att_svm asks for factors K, Q of shape .* pass rank=",
+        "att_svm-rank-past-memory",
+    ),
     _err(lambda: sg.att_svm(DATA, ALPHA, tol=-1), "tol", "att_svm-tol"),
     _err(lambda: sg.att_svm(DATA, ALPHA, method="magic"), "method", "att_svm-method"),
     _err(lambda: sg.feasibility(DATA, [0, 1, 9]), "alpha must hold token indices", "feas-alpha"),

@@ -739,6 +739,14 @@ def request(
                 f"The 'rank' parameter of {where} applies to norm='nuc' only (Att-SVM⋆); got "
                 f"rank={rank} with norm={shown!r}. Drop rank or pass norm='nuc'."
             )
+        factor_bytes = 16.0 * cs.d * rank  # K and Q, (d, rank) each, zero columns past d
+        if rank > cs.d and factor_bytes > available_bytes():
+            raise ProblemError(
+                f"The 'rank' parameter of {where} asks for factors K, Q of shape "
+                f"({cs.d}, {rank}): {factor_bytes:.3g} bytes, more than the memory available. "
+                f"A rank of at least d = {cs.d} bounds nothing (their columns past d are 0): "
+                f"pass rank={cs.d} or rank=None."
+            )
     if solver is not None and not isinstance(solver, str):
         raise ProblemError(
             f"The 'solver' parameter of {where} must be a str or None. Got {solver!r} instead."
