@@ -320,7 +320,14 @@ def solve_frobenius_matfree(
         status = Status.MAX_ITER
         message = (
             f"the matrix-free working-set method did not settle in max_rounds={max_rounds} "
-            f"rounds (CG converged: {converged}); increase max_rounds or max_cg"
+            + (
+                "rounds; increase max_rounds"
+                if converged
+                else "rounds, and its last CG solve did not converge: increase max_cg, unless "
+                "the working set's rows are dependent (a row and a multiple of it, say: G_SS "
+                "singular), where more iterations do not help and the dense path "
+                "(solve_frobenius with a RowGeometry) factors the rows"
+            )
         )
     return finish(
         cs,

@@ -104,7 +104,11 @@ def test_not_settled_is_not_optimal() -> None:
     cs = _cs(60, 12, 30, {}, 5)
     res = solve_frobenius_matfree(cs, max_rounds=1)  # "every row tight" is not the answer
     assert res.status is Status.MAX_ITER
-    assert "max_rounds=1" in res.message
+    assert "max_rounds=1" in res.message and "increase max_rounds" in res.message
+    cut = solve_frobenius_matfree(cs, max_rounds=1, max_cg=1)  # one CG step cannot converge
+    assert cut.status is Status.MAX_ITER
+    assert "last CG solve did not converge: increase max_cg" in cut.message
+    assert "increase max_rounds" not in cut.message
 
 
 def test_dense_estimate() -> None:
