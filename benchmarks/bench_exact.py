@@ -17,12 +17,14 @@ steadier one (the float solve's own time varies between the two calls).
 ``--farkas`` times instead the proof of infeasible verdicts: Att-SVMs of ``random_data`` with
 more rows than :math:`d^2` unknowns (two or three queries per sequence, or every causal query),
 where the proof solves for the exact Farkas vector on the float certificate's support S. For
-each instance it prints the float check, the exact check, and the two routes of
-:func:`~svmgeo.solvers._exact._farkas_on_support` on the same S in the same run: the
+each instance it prints the float check, the exact check, and the three routes of
+:func:`~svmgeo.solvers._exact._farkas_on_support` on the same S in the same run: the basis
+route (``basis``: λ kept off d² + 1 rows, one square solve; taken first since session 41), the
 projection through the d² + 1 rows of the outer products (``by rows``, taken when they are
 independent) and the one through the null space of :math:`G_{SS}` (``null space``, the route
-before session 35, kept as the fallback), with their ratio and whether their points agree
-exactly.
+before session 35, kept as the fallback), the ratio by rows / basis, and whether the two projections'
+points agree exactly. ``--large`` adds (200, 11, 20) (N = 2000, |S| ≈ 450), without the null
+space route.
 
 ``--arith`` adds, at the two small sizes, the exact margins :math:`a_j^\\top W b_j` of the
 verdict's point computed three ways: svmgeo's limb arithmetic (float64 BLAS on integer
@@ -43,6 +45,7 @@ import svmgeo as sg
 from svmgeo.solvers import check_feasibility
 from svmgeo.solvers._exact import (
     ExactRows,
+    _point_by_basis,
     _projection_by_null_space,
     _projection_by_rows,
     as_fractions,
@@ -55,6 +58,8 @@ FARKAS_CASES = (
     (30, 10, 10, {"n_queries": 2}),
 )
 """(n, T, d, options of ``random_data``) of ``--farkas``: infeasible at the optimal tokens."""
+LARGE_FARKAS_CASE = (200, 11, 20, {})
+"""``--farkas --large``: d² = 400, |S| ≈ 450 (the null space route is not timed there)."""
 
 
 def _best(fn, repeats: int):  # type: ignore[no-untyped-def]
@@ -106,13 +111,14 @@ def _flint_margins(cs: sg.ConstraintSet, W: np.ndarray) -> list[Fraction]:
     return out
 
 
-def farkas(seeds: list[int]) -> None:
+def farkas(seeds: list[int], large: bool) -> None:
     """The ``--farkas`` table (see the module docstring)."""
     print(
         f"{'(n, T, d), options':>44} {'seed':>4} {'N':>5} {'|S|':>4} {'float [s]':>9} "
-        f"{'exact [s]':>9} {'by rows [s]':>11} {'null space [s]':>14} {'ratio':>7} same"
+        f"{'exact [s]':>9} {'basis [s]':>9} {'by rows [s]':>11} {'null space [s]':>14} "
+        f"{'rows/basis':>10} same"
     )
-    for n, T, d, options in FARKAS_CASES:
+    for n, T, d, options in FARKAS_CASES + ((LARGE_FARKAS_CASE,) if large else ()):
         for seed in seeds:
             data = sg.random_data(n, T, d, seed=seed, **options)
             cs = sg.att_svm_constraints(data, sg.optimal_tokens(data, ties="first"))
@@ -122,15 +128,19 @@ def farkas(seeds: list[int]) -> None:
             assert lam is not None, f"{(n, T, d)} seed {seed}: {f0.status}"
             S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
             rows = ExactRows.build(cs)
+            t_basis, _ = _best(lambda r=rows, x=lam, s=S: _point_by_basis(r, x, s), 1)
             t_rows, by_rows = _best(lambda r=rows, x=lam, s=S: _projection_by_rows(r, x, s), 1)
-            t_null, by_null = _best(
-                lambda r=rows, x=lam, s=S: _projection_by_null_space(r, x, s), 1
-            )
+            if (n, T, d, options) == LARGE_FARKAS_CASE:
+                null, same = "-", "-"
+            else:
+                t_null, by_null = _best(
+                    lambda r=rows, x=lam, s=S: _projection_by_null_space(r, x, s), 1
+                )
+                null, same = f"{t_null:.3f}", str(as_fractions(by_rows) == as_fractions(by_null))
             case = f"{(n, T, d)!s} {options}"
-            same = as_fractions(by_rows) == as_fractions(by_null)
             print(
                 f"{case:>44} {seed:>4} {cs.N:>5} {S.size:>4} {t_float:>9.3f} {t_exact:>9.3f} "
-                f"{t_rows:>11.3f} {t_null:>14.3f} {t_null / t_rows:>6.0f}x {same}"
+                f"{t_basis:>9.3f} {t_rows:>11.3f} {null:>14} {t_rows / t_basis:>9.1f}x {same}"
                 f"  {f1.status} proof={f1.proof}"
             )
 
@@ -142,9 +152,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arith", action="store_true", help="also compare exact arithmetics")
     parser.add_argument("--farkas", action="store_true", help="infeasible verdicts instead")
+    parser.add_argument("--large", action="store_true", help="--farkas: also (200, 11, 20)")
     args = parser.parse_args()
     if args.farkas:
-        farkas(args.seeds)
+        farkas(args.seeds, args.large)
         return
     sizes = [(20, 10, 20), (50, 20, 40)] + ([] if args.quick else [(200, 20, 1000)])
     threads = os.environ.get("OPENBLAS_NUM_THREADS") or "default"

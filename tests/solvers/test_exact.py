@@ -261,23 +261,21 @@ def test_a_margin_within_its_rounding_bound_is_left_to_the_limbs():
     assert out.proof == "exact" and out.status is Status.OPTIMAL
 
 
-@pytest.mark.parametrize(
-    ("n", "T", "d", "kw", "seed"),
-    [
-        (8, 5, 4, {"n_queries": 2}, 0),
-        (5, 8, 3, {"query": "all", "mask": "causal"}, 1),
-        (40, 6, 4, {}, 2),
-        (12, 6, 3, {}, 0),
-        (40, 6, 4, {"offset": 2.0**45}, 1),
-    ],
-)
-def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
-    # the two routes of _farkas_on_support project onto the same affine set: the same point,
-    # exactly, and an exact Farkas vector (checked in fractions here); with an offset on the
-    # first sequence's tokens, their float differences are not exact (both routes difference
-    # the tokens exactly)
-    from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
+FARKAS_INSTANCES = [
+    (8, 5, 4, {"n_queries": 2}, 0),
+    (5, 8, 3, {"query": "all", "mask": "causal"}, 1),
+    (40, 6, 4, {}, 2),
+    (12, 6, 3, {}, 0),
+    (40, 6, 4, {"offset": 2.0**45}, 1),
+]
+"""Infeasible Att-SVMs with more rows in the float Farkas vector's support than d²; with an
+offset on the first sequence's tokens, their float differences are not exact (the exact routes
+difference the tokens exactly)."""
 
+
+def _float_farkas(n, T, d, kw, seed):
+    """(data, cs, the float Farkas vector, its support S) of a :data:`FARKAS_INSTANCES` case."""
+    kw = dict(kw)
     offset = kw.pop("offset", 0.0)
     data = sg.random_data(n, T, d, seed=seed, **kw)
     if offset:
@@ -289,13 +287,13 @@ def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
     assert not res.feasible
     lam = res.farkas
     S = np.flatnonzero(np.abs(lam) > 1e-12 * np.abs(lam).max())
-    assert S.size > d * d  # the rows route applies
-    rows = ExactRows.build(cs)
-    by_rows = as_fractions(_projection_by_rows(rows, lam, S))
-    assert by_rows is not None
-    point, nullity = by_rows
-    assert (point, nullity) == as_fractions(_projection_by_null_space(rows, lam, S))
-    assert point is not None and nullity == S.size - d * d
+    assert S.size > d * d  # the rows and basis routes apply
+    return data, cs, lam, S
+
+
+def _assert_exact_farkas_point(point, data, cs, S):
+    """sum_S point_j a_j b_j^T = 0 and c_S^T point = 1 in fractions, from the exact tokens."""
+    d = cs.d
     exact = exact_rows(cs, data)
     total = [
         [sum((point[i] * exact[j][0][p] * exact[j][1][q] for i, j in enumerate(S)), Fraction(0))]
@@ -304,6 +302,45 @@ def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
     ]
     assert all(x == [0] for x in total)
     assert sum(point[i] * Fraction(float(cs.rhs[j])) for i, j in enumerate(S)) == 1
+
+
+@pytest.mark.parametrize(("n", "T", "d", "kw", "seed"), FARKAS_INSTANCES)
+def test_farkas_projection_by_rows_is_the_null_space_one(n, T, d, kw, seed):
+    # the two projections of _farkas_on_support onto the same affine set: the same point,
+    # exactly, and an exact Farkas vector (checked in fractions here)
+    from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
+
+    data, cs, lam, S = _float_farkas(n, T, d, kw, seed)
+    rows = ExactRows.build(cs)
+    by_rows = as_fractions(_projection_by_rows(rows, lam, S))
+    assert by_rows is not None
+    point, nullity = by_rows
+    assert (point, nullity) == as_fractions(_projection_by_null_space(rows, lam, S))
+    assert point is not None and nullity == S.size - d * d
+    _assert_exact_farkas_point(point, data, cs, S)
+
+
+@pytest.mark.parametrize(("n", "T", "d", "kw", "seed"), FARKAS_INSTANCES)
+def test_farkas_point_by_basis_is_exact_and_near_the_float_one(n, T, d, kw, seed):
+    # the basis route keeps lambda on all but d^2 + 1 rows and solves those exactly: an exact
+    # point of the projections' affine set, with their null space dimension, and equal to
+    # lambda off its basis
+    from svmgeo.solvers._exact import _point_by_basis, _projection_by_rows
+
+    data, cs, lam, S = _float_farkas(n, T, d, kw, seed)
+    rows = ExactRows.build(cs)
+    found = as_fractions(_point_by_basis(rows, lam, S))
+    assert found is not None
+    point, nullity = found
+    assert point is not None and nullity == S.size - d * d
+    _assert_exact_farkas_point(point, data, cs, S)
+    floats = np.array([float(x) for x in point])
+    assert np.isin(floats, lam[S]).sum() >= S.size - d * d - 1  # lambda's values off the basis
+    np.testing.assert_allclose(floats, lam[S], rtol=0, atol=1e-9 * np.abs(lam).max())
+    # with d^2 + 1 rows the set is one point: the projection's
+    basis = np.sort(S[np.argsort(-np.abs(lam[S]))[: d * d + 1]])
+    one = as_fractions(_point_by_basis(rows, lam, basis))
+    assert one is not None and one == as_fractions(_projection_by_rows(rows, lam, basis))
 
 
 def _integer_rows(c: np.ndarray) -> ConstraintSet:
@@ -327,7 +364,11 @@ def _integer_rows(c: np.ndarray) -> ConstraintSet:
 
 
 def test_farkas_projection_by_rows_without_a_farkas_vector_or_without_full_rank():
-    from svmgeo.solvers._exact import _projection_by_null_space, _projection_by_rows
+    from svmgeo.solvers._exact import (
+        _point_by_basis,
+        _projection_by_null_space,
+        _projection_by_rows,
+    )
 
     lam = np.linspace(1.0, 2.0, 6)
     S = np.arange(6)
@@ -337,14 +378,17 @@ def test_farkas_projection_by_rows_without_a_farkas_vector_or_without_full_rank(
     rows = ExactRows.build(_integer_rows(c))
     assert _projection_by_rows(rows, lam, S) == (None, 2)
     assert _projection_by_null_space(rows, lam, S)[0] is None
+    assert _point_by_basis(rows, lam, S) is None  # every basis B_R is singular
     # every b_j with b_j2 = 0: the d^2 = 4 rows of outer products have rank 2, the rows route
     # declines (the null space route decides)
     flat = _integer_rows(np.ones(6))
     flat = dataclasses.replace(flat, B=np.column_stack([flat.B[:, 0], np.zeros(6)]))
     rows = ExactRows.build(flat)
     assert _projection_by_rows(rows, lam, S) is None
+    assert _point_by_basis(rows, lam, S) is None
     # four rows or fewer: the null space is the smaller system
     assert _projection_by_rows(ExactRows.build(_integer_rows(np.ones(6))), lam, S[:4]) is None
+    assert _point_by_basis(ExactRows.build(_integer_rows(np.ones(6))), lam, S[:4]) is None
 
 
 def test_farkas_projection_by_rows_with_equality_rows():
