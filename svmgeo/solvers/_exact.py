@@ -583,8 +583,8 @@ def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
     :math:`P_{p_j}, P_{q_j}` and the query :math:`Q_{s_j}`, from which the float rows
     :math:`a_j, b_j` are formed), and so are their kinds and right-hand sides :math:`c_j`. A
     copy of a row is the same constraint: a point meets it exactly when it meets the row, and
-    multipliers (a Farkas vector, a dual) of the first rows are multipliers of all rows with
-    weight 0 on the copies. Repeated sequences in a dataset give copies; the Phase-1 LP
+    multipliers (a Farkas vector, a dual) of the first rows, each shared equally by the
+    copies of its row, are multipliers of all rows. Repeated sequences in a dataset give copies; the Phase-1 LP
     (HiGHS) and the active set's factors slow down by orders of magnitude on them.
     """
     rows = ExactRows.build(cs)

@@ -490,7 +490,10 @@ def decide_feasibility(
                     return verified(ok, EVERY_ROW_TIGHT, solver="svmgeo-cholesky")
     if (classes := identical_rows(cs)) is not None:  # repeated sequences, say
         sub = decide_feasibility(cs.subset(classes[0]), None, prove)
-        return on_every_row(sub, cs, classes, time.perf_counter() - start)
+        res = on_every_row(sub, cs, classes, time.perf_counter() - start)
+        if res.farkas is None:
+            return res
+        return replaced(res, residual=max(sub.residual, farkas_residual(cs, res.farkas)))
     # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
     # rows): a tiny row must not drown in the tolerances of a large one
     normalized = _normalized_rows(cs)

@@ -394,21 +394,20 @@ def on_every_row(
     ``classes`` = (first, position) of :func:`~._exact.identical_rows`: ``result`` was
     decided on ``cs.subset(first)``, and row j of ``cs`` is a copy of row
     ``first[position[j]]``. The point W is the same; a row's margin is its first row's;
-    multipliers (``farkas``, ``dual``, the max-margin QP's ``extras["qp_dual"]``) keep their
-    values on the first rows and are 0 on the copies, so that
-    :math:`\sum_j \lambda_j a_j b_j^\top` and :math:`c^\top\lambda` are unchanged and every
-    residual of the certificate is the same; a feasibility verdict in ``extras`` is mapped
-    the same way. ``solve_time`` becomes ``seconds``; the message and
-    ``extras["identical_rows"]`` say how many copies were set aside.
+    a multiplier (``farkas``, ``dual``, the max-margin QP's ``extras["qp_dual"]``) is shared
+    equally by the k rows of its class, :math:`\lambda_j = \lambda_{\mathrm{first}}/k`, so
+    that :math:`\sum_j \lambda_j a_j b_j^\top` and :math:`c^\top\lambda` are unchanged up to
+    the rounding of that division (none when k is a power of two) and every copy of a
+    support row is a support row. The certificate is the distinct rows' (the same
+    constraints); a feasibility verdict in ``extras`` is mapped the same way.
+    ``solve_time`` becomes ``seconds``; the message and ``extras["identical_rows"]`` say
+    how many copies were set aside.
     """
     first, position = classes
+    share = np.bincount(position, minlength=first.size)[position]  # k of each row's class
 
     def spread(lam: np.ndarray | None) -> np.ndarray | None:
-        if lam is None:
-            return None
-        out = np.zeros(cs.N, dtype=np.asarray(lam).dtype)
-        out[first] = lam
-        return out
+        return None if lam is None else np.asarray(lam)[position] / share
 
     extras = dict(result.extras)
     if extras.get("qp_dual") is not None:

@@ -64,8 +64,10 @@ def test_feasibility_of_repeated_sequences_is_the_verdict_of_the_distinct_ones(n
         assert_feasible_point(cs, res.point, rtol=0.0, atol=1e-12)
     else:
         assert_farkas(cs, res.farkas)
-        assert farkas_residual(cs, res.farkas) <= 1e-9
-        np.testing.assert_array_equal(res.farkas[cs.N // 3 :], 0.0)  # weight on the first copy
+        assert farkas_residual(cs, res.farkas) <= res.residual <= 1e-9
+        third = cs.N // 3  # each weight shared by the three copies of its row
+        np.testing.assert_allclose(np.tile(res.farkas[:third], 3), res.farkas, rtol=0, atol=0)
+        np.testing.assert_allclose(3 * res.farkas[:third], once.farkas, rtol=1e-15, atol=0)
 
 
 def test_att_svm_of_repeated_sequences_against_the_oracle():
@@ -83,6 +85,11 @@ def test_att_svm_of_repeated_sequences_against_the_oracle():
     third = cs.N // 3
     np.testing.assert_allclose(res.margins, cs.apply(res.W), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(res.margins[third:], np.tile(res.margins[:third], 2))
-    np.testing.assert_array_equal(res.dual[third:], 0.0)
+    np.testing.assert_array_equal(res.dual[third:], np.tile(res.dual[:third], 2))  # shared
+    support = sg.support_tokens(thrice, alpha3)  # every copy of a support token is one
+    np.testing.assert_array_equal(
+        support.by_dual, np.tile(sg.support_tokens(data, alpha).mask, (3, 1))
+    )
+    assert not support.weakly_active.any()
     # the dual still gives W: sum_j lambda_j a_j b_j^T = W at the optimum
     np.testing.assert_allclose(cs.adjoint(res.dual), res.W, atol=1e-9 * np.abs(res.W).max())
