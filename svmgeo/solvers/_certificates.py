@@ -46,6 +46,7 @@ __all__ = [
     "negative_part",
     "nuclear_certificate",
     "nuclear_norm_on_rows",
+    "point_violations",
     "primal_infeasibility",
     "relative",
     "restore_factor",
@@ -54,6 +55,12 @@ __all__ = [
     "zero_is_feasible",
     "zero_row_farkas",
 ]
+
+
+def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
+    r"""Each row's violation at margins :math:`m`: :math:`\max(c_j - m_j, 0)` on margin rows,
+    :math:`|m_j - c_j|` on equality rows (the ``residual`` of a feasible point is the largest)."""
+    return np.where(cs._margin_rows, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
 
 
 def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
@@ -72,8 +79,7 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     """
     if cs.N == 0:
         return 0.0
-    diff = np.asarray(margins) - cs.rhs
-    viol = np.where(cs._margin_rows, np.maximum(-diff, 0.0), np.abs(diff))
+    viol = point_violations(cs, np.asarray(margins))
     small = cs._small_bounds
     if small is not None:
         viol = viol / small

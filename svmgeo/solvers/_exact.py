@@ -39,10 +39,11 @@ import scipy.linalg as sla
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
+from ._certificates import point_violations
 from ._result import FeasibilityResult, replaced
 from ._status import Status
 
-__all__ = ["SCREEN_PROOF", "ExactRows", "meet_margins", "point_violations", "prove_verdict"]
+__all__ = ["SCREEN_PROOF", "ExactRows", "meet_margins", "prove_verdict"]
 
 
 def _ulp_exp(x: np.ndarray) -> int:
@@ -584,8 +585,9 @@ def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
     :math:`a_j, b_j` are formed), and so are their kinds and right-hand sides :math:`c_j`. A
     copy of a row is the same constraint: a point meets it exactly when it meets the row, and
     multipliers (a Farkas vector, a dual) of the first rows, each shared equally by the
-    copies of its row, are multipliers of all rows. Repeated sequences in a dataset give copies; the Phase-1 LP
-    (HiGHS) and the active set's factors slow down by orders of magnitude on them.
+    copies of its row, are multipliers of all rows. Repeated sequences in a dataset give
+    copies; the Phase-1 LP (HiGHS) and the active set's factors slow down by orders of
+    magnitude on them.
     """
     rows = ExactRows.build(cs)
     key = np.hstack(
@@ -929,12 +931,6 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
         return W
     scaled = np.ldexp(np.asarray(W, dtype=float), k)
     return scaled if np.all(np.isfinite(scaled)) else W
-
-
-def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
-    r"""Each row's violation at margins :math:`m`: :math:`\max(c_j - m_j, 0)` on margin rows,
-    :math:`|m_j - c_j|` on equality rows (the ``residual`` of a feasible point is the largest)."""
-    return np.where(cs._margin_rows, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
 
 
 def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:

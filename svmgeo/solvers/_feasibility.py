@@ -46,10 +46,11 @@ from ._certificates import (
     ULPS,
     farkas_residual,
     lift_factor,
+    point_violations,
     unit_farkas,
     zero_row_farkas,
 )
-from ._exact import identical_rows, point_violations, prove_verdict
+from ._exact import identical_rows, prove_verdict
 from ._geometry import RowGeometry, compressed_width, dense_dimension, features
 from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import (
