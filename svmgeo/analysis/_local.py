@@ -262,7 +262,8 @@ def is_locally_optimal(
     Raises
     ------
     ProblemError
-        Invalid input, a norm other than "fro" and "nuc", or a dataset without scores.
+        Invalid input, a norm other than "fro", "nuc" and ("lp", p) with 1 < p < inf, or a
+        dataset without scores.
     SolverError
         Att-SVM(α) returned neither a solution nor an infeasibility verdict (a solver failure,
         in practice only on ill-conditioned problems): the support tokens, hence the answer,

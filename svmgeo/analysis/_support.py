@@ -266,7 +266,8 @@ def support_tokens(
     Raises
     ------
     ProblemError
-        Invalid ``data``, ``alpha``, tolerances, or a norm other than "fro" and "nuc".
+        Invalid ``data``, ``alpha``, tolerances, or a norm other than "fro", "nuc" and
+        ("lp", p) with 1 < p < inf.
     SolverError
         When the solver returns neither a solution nor an infeasibility verdict.
 
