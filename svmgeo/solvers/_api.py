@@ -36,8 +36,7 @@ from ..data import TokenData
 from ..selection import check_data, optimal_tokens
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
-from ._exact import identical_rows
-from ._feasibility import check_feasibility, decide_feasibility
+from ._feasibility import Distinct, check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import NORMS, NormEntry, Request, on_unit_rows, parse_norm, request
 from ._prompt import prompt_constraints
@@ -297,13 +296,24 @@ def _solve_feasible_first(req: Request) -> SVMResult:
     geo = RowGeometry(cs)
     if req.entry.gram_qp and req.method != "cvxpy":  # svmgeo's Frobenius solve follows
         geo.polish_tol = req.tol
-    feas = decide_feasibility(cs, geo, req.exact)
-    if feas.feasible and feas.extras.get("identical_rows") and (classes := identical_rows(cs)):
+    distinct: list[Distinct] = []
+    feas = decide_feasibility(cs, geo, req.exact, distinct=distinct)
+    if feas.feasible and distinct:
         # the check met copies of rows (repeated sequences, say): so do the solvers, whose
-        # factors they make singular; solved on the distinct rows (checked again there: the
-        # cheap side once the copies are gone)
-        res = _solve_feasible_first(dataclasses.replace(req, cs=cs.subset(classes[0])))
+        # factors they make singular; solved on the distinct rows, with the check's verdict
+        # and geometry there
+        sub_geo, sub_feas, classes = distinct[0]
+        res = _solve_checked(dataclasses.replace(req, cs=sub_geo.cs), sub_geo, sub_feas, start)
         return on_every_row(res, cs, classes, time.perf_counter() - start)
+    return _solve_checked(req, geo, feas, start)
+
+
+def _solve_checked(
+    req: Request, geo: RowGeometry, feas: FeasibilityResult, start: float
+) -> SVMResult:
+    """The entry's solver, reference model or fallback after the feasibility verdict ``feas``
+    on ``req.cs`` (decided on ``geo``); ``start``: the solve's ``perf_counter`` start."""
+    rank, entry = req.rank, req.entry
     if not feas.feasible:
         res = _infeasible_result(req, feas, time.perf_counter() - start)
         return replaced(res, proof=feas.proof)

@@ -63,7 +63,7 @@ from ._result import (
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
-__all__ = ["check_feasibility", "decide_feasibility"]
+__all__ = ["Distinct", "check_feasibility", "decide_feasibility"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 """HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
@@ -392,11 +392,24 @@ def compiled_path() -> ModuleType:
 _COMPILED_PATH = f"{__package__}._frobenius_small"
 
 
+Distinct = tuple[RowGeometry, FeasibilityResult, tuple[np.ndarray, np.ndarray]]
+"""What :func:`decide_feasibility` decided on the distinct rows of a set with copies of rows:
+their geometry, the verdict there, and :func:`~._exact.identical_rows`' classes."""
+
+
 def decide_feasibility(
-    cs: ConstraintSet, geometry: RowGeometry | None, exact: bool
+    cs: ConstraintSet,
+    geometry: RowGeometry | None,
+    exact: bool,
+    *,
+    distinct: list[Distinct] | None = None,
 ) -> FeasibilityResult:
     """:func:`check_feasibility` for svmgeo's own callers: ``cs`` already checked, the
-    caller's BLAS limit kept (:func:`~._threads.blas_threads`), no warning of its own."""
+    caller's BLAS limit kept (:func:`~._threads.blas_threads`), no warning of its own.
+
+    When the verdict was decided on the distinct rows of ``cs`` (copies set aside), what was
+    decided there is appended to ``distinct`` (when given): a solve that follows takes it
+    instead of deciding again, on a geometry with ``geometry.polish_tol``."""
     start = time.perf_counter()
     N, d = cs.N, cs.d
     given = geometry if geometry is not None and geometry.cs is cs else None
@@ -490,7 +503,11 @@ def decide_feasibility(
                 if ok is not None:
                     return verified(ok, EVERY_ROW_TIGHT, solver="svmgeo-cholesky")
     if (classes := identical_rows(cs)) is not None:  # repeated sequences, say
-        sub = decide_feasibility(cs.subset(classes[0]), None, prove)
+        sub_geo = RowGeometry(cs.subset(classes[0]))
+        sub_geo.polish_tol = geo.polish_tol
+        sub = decide_feasibility(sub_geo.cs, sub_geo, prove)
+        if distinct is not None:
+            distinct.append((sub_geo, sub, classes))
         res = on_every_row(sub, cs, classes, time.perf_counter() - start)
         if res.farkas is None:
             return res

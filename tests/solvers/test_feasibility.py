@@ -194,9 +194,9 @@ def test_solve_svm_decides_feasibility_once_and_keeps_the_exact_proof(monkeypatc
         calls.append(kw.get("exact", True))
         return check_feasibility(cs, **kw)
 
-    def counted_inside(cs, geometry, exact):  # solve_svm's own call, arguments checked
+    def counted_inside(cs, geometry, exact, **kw):  # solve_svm's own call, arguments checked
         calls.append(exact)
-        return _feasibility.decide_feasibility(cs, geometry, exact)
+        return _feasibility.decide_feasibility(cs, geometry, exact, **kw)
 
     monkeypatch.setattr(_api, "check_feasibility", counted)
     monkeypatch.setattr(_api, "decide_feasibility", counted_inside)

@@ -124,13 +124,8 @@ def test_the_compiled_route_is_taken_where_it_applies(monkeypatch: pytest.Monkey
     solve_svm(_tied(7, proportional=True))  # G singular: the Python path decides and solves
     assert calls == ["tight_verdict: declined", "polished: declined"]
     calls.clear()
-    solve_svm(_tied(7))  # copies of rows: decided, then solved, on the distinct rows
-    assert calls == [
-        "tight_verdict: declined",
-        "tight_verdict: taken",
-        "tight_verdict: taken",
-        "polished: taken",
-    ]
+    solve_svm(_tied(7))  # copies of rows: decided once, then solved, on the distinct rows
+    assert calls == ["tight_verdict: declined", "tight_verdict: taken", "polished: taken"]
 
 
 def test_the_adopted_gram_factor_and_tight_point_are_the_python_paths() -> None:

@@ -93,3 +93,28 @@ def test_att_svm_of_repeated_sequences_against_the_oracle():
     assert not support.weakly_active.any()
     # the dual still gives W: sum_j lambda_j a_j b_j^T = W at the optimum
     np.testing.assert_allclose(cs.adjoint(res.dual), res.W, atol=1e-9 * np.abs(res.W).max())
+
+
+def test_a_solve_on_repeated_sequences_decides_the_distinct_rows_once(monkeypatch):
+    from svmgeo.solvers import _api, _feasibility
+
+    decided = []
+    decide = _feasibility.decide_feasibility
+
+    def counted(cs, geometry, exact, **kw):
+        decided.append(cs.N)
+        return decide(cs, geometry, exact, **kw)
+
+    monkeypatch.setattr(_api, "decide_feasibility", counted)
+    monkeypatch.setattr(_feasibility, "decide_feasibility", counted)  # its recursive call
+    data = sg.random_data(12, 8, 10, seed=1)
+    alpha = sg.optimal_tokens(data)
+    thrice, alpha3 = _repeated(data, alpha, 3)
+    once = sg.att_svm(data, alpha)
+    res = sg.att_svm(thrice, alpha3)
+    N = res.constraints.N
+    assert decided == [once.constraints.N, N, N // 3], decided  # no second check of N // 3
+    third = N // 3
+    np.testing.assert_array_equal(res.W, once.W)  # the same solve on the same distinct rows
+    np.testing.assert_allclose(3 * res.dual[:third], once.dual, rtol=1e-15, atol=0)
+    assert res.extras["feasibility"].extras["identical_rows"] == N - third
