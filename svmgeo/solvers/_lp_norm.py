@@ -407,7 +407,7 @@ def lp_reference(
     M = _row_matrix(cs)
     tight = cs.apply(W) - cs.rhs <= 1e-6 * max(1.0, float(np.abs(cs.rhs).max()))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        mu0 = lam * lp_geometry(p).value(W) ** (p - 1.0)
+        mu0 = lam * np.float64(lp_geometry(p).value(W)) ** (p - 1.0)  # inf, not OverflowError
         mu, steps = _newton_polish(cs, M, q, np.where(tight, mu0, 0.0), active=tight)
         Wp = _mirror_inverse(mu @ M, q).reshape(cs.d, cs.d)
     if not (np.all(np.isfinite(Wp)) and np.all(np.isfinite(mu))):

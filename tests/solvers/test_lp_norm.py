@@ -230,6 +230,21 @@ def test_a_polish_leaving_float64_keeps_cvxpys_answer() -> None:
     assert math.isfinite(res.objective)
 
 
+@pytest.mark.parametrize("method", ["cvxpy", "auto"])
+def test_a_polish_start_past_float64_keeps_cvxpys_answer(method: str) -> None:
+    """Regression: at p = 200 the polish's start ||W||_p^(p-1) (||W||_p ~ 92) was a Python
+    float power and raised OverflowError; cvxpy's answer is now certified unpolished."""
+    data = sg.random_data(4, 5, 3, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cvxpy's own overflow in |x|^200; svmgeo's warnings
+        res = sg.att_svm(data, norm=("lp", 200.0), method=method)
+    assert res.status.has_solution and res.W is not None and np.all(np.isfinite(res.W))
+    assert math.isfinite(res.objective)
+    assert res.status in (sg.Status.OPTIMAL, sg.Status.OPTIMAL_INACCURATE)
+    slack = res.constraints.apply(res.W) - res.constraints.rhs
+    assert slack.min() >= -1e-8  # cvxpy's accuracy; the status says when the certificate fails
+
+
 def test_a_lapack_failure_in_the_polish_is_no_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     """np.linalg.lstsq may raise LinAlgError (SVD did not converge); the polish stops there and
     the answer is judged by its certificate as any other."""
