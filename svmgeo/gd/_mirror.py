@@ -65,6 +65,17 @@ def _split(Theta: np.ndarray) -> tuple[np.ndarray, float]:
     return Theta / top, math.log(top)
 
 
+def _mirror_split(W: np.ndarray, p: float) -> tuple[np.ndarray, float]:
+    r""":func:`_split` of :math:`\nabla\psi(W)` formed in log space: :math:`\hat\Theta =
+    \mathrm{sign}(W)(|W|/t)^{p-1}`, :math:`c = (p-1)\log t`, :math:`t = \max|W|`, so that
+    neither :math:`|W|^{p-1}` overflowing (p = 200 with max|W| = 50) nor its underflowing
+    (p = 200 with max|W| = 0.01) loses the start."""
+    top = float(np.max(np.abs(W), initial=0.0))
+    if top == 0.0:
+        return np.zeros_like(W), -math.inf
+    return mirror_map(W / top, p), (p - 1.0) * math.log(top)
+
+
 def _weights(unit: np.ndarray, c: float, p: float) -> np.ndarray:
     """W = e^{c/(p-1)} (grad psi)^{-1}(unit) (zero for c = -inf)."""
     if not math.isfinite(c):
@@ -139,7 +150,7 @@ class MirrorDescent:
         self.W0 = W
 
     def init_state(self) -> MirrorState:
-        unit, c = _split(mirror_map(self.W0, self.p))
+        unit, c = _mirror_split(self.W0, self.p)
         # a start beyond the representable norms stops at once, with status OVERFLOW
         outside = float(_xp.frobenius(self.W0[None], np)[0]) > self.risk.max_norm
         status = np.full(1, CODE_OF[StopStatus.OVERFLOW] if outside else RUNNING, np.int64)
@@ -169,13 +180,13 @@ class MirrorDescent:
             if log_scale < _xp.LOG_EXP_MIN:  # exp underflows: the float64 iterate no longer moves
                 code = CODE_OF[StopStatus.GRADIENT_UNDERFLOW]
                 break
-            if log_scale > _LOG_EXP_MAX:  # the step itself overflows
-                code = CODE_OF[StopStatus.OVERFLOW]
-                break
+            # a step past exp's range (a start whose mirror coordinates are tiny) is formed
+            # on the step's own scale, the base below its rounding (e^{-shift} = 0)
+            shift = log_scale if log_scale > _LOG_EXP_MAX else 0.0
             base = unit if math.isfinite(c) else np.zeros_like(unit)
-            new = base - math.exp(log_scale) * g
+            new = base * math.exp(-shift) - math.exp(log_scale - shift) * g
             u2, c2 = _split(new)
-            c_new = c0 + c2
+            c_new = c0 + shift + c2
             if c_new / (p - 1.0) > log_limit:  # max|W| = e^{c/(p-1)} past the limit: not taken
                 code = CODE_OF[StopStatus.OVERFLOW]
                 break
@@ -261,9 +272,20 @@ def train_mirror(
         ``run.W`` (d, d); ``run.history`` records ``step``, ``loss``, ``W``, ``W_norm``
         (Frobenius), ``W_norm_lp`` (:math:`\|W\|_p`) and ``log_theta_scale``; ``status`` is
         ``MAX_STEPS``, ``STATIONARY`` (the gradient is exactly zero),
-        ``GRADIENT_UNDERFLOW`` (plain steps: :math:`\eta e^{M-c}` underflowed, so no
-        further step changes the iterate in float64) or ``OVERFLOW`` (the next step would
-        take :math:`\|W\|_F` past the largest norm the engine represents; not taken).
+        ``GRADIENT_UNDERFLOW`` (:math:`\eta e^{M-c}`, or :math:`\eta e^{-c}` for normalized
+        steps, underflowed, so no further step changes the mirror coordinates in float64) or
+        ``OVERFLOW`` (the next step would take :math:`\|W\|_F` past the largest norm the
+        engine represents; not taken).
+
+    Notes
+    -----
+    The mirror coordinates are held as :math:`\Theta = e^c\hat\Theta` with
+    :math:`\max|\hat\Theta| = 1` in float64: one scale for all entries, so an entry of
+    :math:`\Theta` below :math:`e^{-745}` of the largest is zero, i.e. an entry of W below
+    :math:`e^{-745/(p-1)}\max|W|` (1e-162 at p = 3, 2.4 % at p = 200). A start's coordinates
+    are formed in log space (:math:`\hat\Theta = \mathrm{sign}(W_0)(|W_0|/t)^{p-1}`,
+    :math:`c = (p-1)\log t`), so neither :math:`|W_0|^{p-1}` overflowing nor its underflowing
+    loses the start.
 
     Raises
     ------

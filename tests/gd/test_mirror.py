@@ -180,3 +180,22 @@ def test_start_beyond_the_limit_stops_at_once() -> None:
     assert run.status is sg.StopStatus.OVERFLOW and run.n_steps == 0
     assert "initial" in run.message
     np.testing.assert_array_equal(run.W, W0)
+
+
+def test_a_start_whose_mirror_image_leaves_float64_is_kept() -> None:
+    """Regression: |W0|^(p-1) overflowing (p = 200, W0 = 50 I) restarted the run from Theta = 0;
+    underflowing (W0 = 0.01 I) read the start as zero. Now formed in log space."""
+    from svmgeo.gd import RiskOracle
+
+    data = sg.random_data(3, 4, 5, seed=0)
+    p, eta = 200.0, 0.1
+    big = train_mirror(data, exponent=p, n_steps=1, init=50.0 * np.eye(5), step_size=eta)
+    # eta g is below e^-745 of Theta's scale 50^199: the coordinates cannot move in float64
+    assert big.status is sg.StopStatus.GRADIENT_UNDERFLOW
+    np.testing.assert_array_equal(big.W, 50.0 * np.eye(5))
+    small = train_mirror(data, exponent=p, n_steps=1, init=0.01 * np.eye(5), step_size=eta)
+    G, M = RiskOracle(data).log_grad(0.01 * np.eye(5))
+    g = np.exp(M) * G  # Theta0 = 1e-398 I is below float64 and below the step's rounding
+    exact = np.sign(-g) * np.abs(eta * g) ** (1.0 / (p - 1.0))
+    assert small.status is sg.StopStatus.MAX_STEPS
+    np.testing.assert_allclose(small.W, exact, rtol=1e-14, atol=0)
