@@ -224,6 +224,19 @@ def test_kq_factors_step_on_their_own_gradients() -> None:
 
 # -- backends, long runs -----------------------------------------------------------------------
 
+
+@pytest.mark.parametrize("optimizer", ["sign", ("steepest", 1.5), "spectral", "adam"])
+def test_kq_at_zero_is_stationary_for_every_rule(optimizer: object) -> None:
+    """SPEC §1: K = Q = 0 is stationary (its factors' gradients G Q and G^T K vanish where
+    dL/dW does not). Regression: these rules took 50 zero-length steps and said MAX_STEPS."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    run = sg.train(data, optimizer=optimizer, param="KQ", init="zero", n_steps=50)
+    gd = sg.train(data, optimizer="gd", param="KQ", init="zero", n_steps=50)
+    assert run.status is gd.status is sg.StopStatus.STATIONARY
+    assert run.n_steps == gd.n_steps == 0
+    np.testing.assert_array_equal(run.W, np.zeros((5, 5)))
+
+
 RULES = [
     ("sign", {}),
     (("steepest", 1.5), {}),
