@@ -164,8 +164,12 @@ class _Head:
             return self.y * float(self.v @ np.maximum(self.V.T @ x, 0.0))
         return self.y * float(self.v @ x - self.lam * (x @ x))
 
-    def pieces(self, x: np.ndarray, kink: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        r"""``(a, K, w)``: :math:`D^+g(x; u) = a^\top u + \sum_j w_j \max(K_j^\top u, 0)`."""
+    def pieces(
+        self, x: np.ndarray, kink: float | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(a, K, w)``: :math:`D^+g(x; u) = a^\top u + \sum_j w_j \max(K_j^\top u, 0)`;
+        unit j is on its kink where :math:`|V_j^\top x| \le` ``kink`` (one per unit, or one for
+        all)."""
         d = x.shape[0]
         if self.head != "relu":
             a = self.y * (self.v - 2.0 * self.lam * x)
@@ -244,8 +248,9 @@ def _masked_costs(
             ubar = w @ U[i, O]
             vals = np.array([g.value(U[i, t]) for t in np.flatnonzero(vis[i, k])])
             spread = max(float(vals.max() - vals.min()), float(np.abs(vals).max()), 1e-300)
-            pre_scale = 1.0 if V is None else float(np.abs(np.asarray(V).T @ U[i].T).max())
-            a, Kk, wk = g.pieces(ubar, kink_tol * max(pre_scale, 1e-300))
+            # each unit's own scale: max_t |V_p^T x_it| over the sequence's tokens
+            pre_scale = 1.0 if V is None else np.abs(np.asarray(V).T @ U[i].T).max(axis=1)
+            a, Kk, wk = g.pieces(ubar, kink_tol * np.maximum(pre_scale, 1e-300))
             for tau in masked:
                 u0 = U[i, tau] - ubar
                 fixed[i, k, tau] = -_directional(a, Kk, wk, u0)
@@ -346,7 +351,8 @@ def gen_svm(
         A cost is zero when at most this times the spread of :math:`Y h(x_{it})` over the
         query's visible tokens.
     **solve_kwargs
-        Passed to :func:`~svmgeo.solve_svm`.
+        Passed to :func:`~svmgeo.solve_svm` (``rank`` to the directional solve only: the
+        finite component is always Frobenius).
 
     Returns
     -------
@@ -455,7 +461,10 @@ def gen_svm(
     if P is not None:
         masked = data.visible & ~S
         gamma = float(np.max(P[masked])) if masked.any() else None  # None: nothing masked
-        fin = _finite_component(data, S, P, **solve_kwargs)
+        # W_fin is always Frobenius: a rank bound (norm="nuc") is the directional solve's
+        fin = _finite_component(
+            data, S, P, **{k: x for k, x in solve_kwargs.items() if k != "rank"}
+        )
         if fin.status.has_solution:
             W_fin = fin.W
         elif not fin.status.is_infeasible:

@@ -347,3 +347,40 @@ def test_gen_svm_checks_its_options_and_names_probs() -> None:
     probs = np.array([[0.5, 0.2, 0.3], [0.9, 0.1, 0.0]])
     with pytest.raises(sg.ProblemError, match="probs"):
         sg.gen_svm(data, probs=probs)
+
+
+def test_a_rank_bound_applies_to_the_directional_solve_only() -> None:
+    """Regression: norm="nuc", rank=m with probs raised "rank applies to norm='nuc' only":
+    the rank reached the finite component's Frobenius solve."""
+    data = sg.random_data(4, 5, 8, seed=0)
+    S = np.zeros((4, 5), bool)
+    S[:, :2] = True
+    P = np.full((4, 5), 1e-9)
+    P[:, 0] = 0.4
+    P[:, 1] = 0.6 - 3e-9
+    bounded = sg.gen_svm(data, selected=S, probs=P, norm="nuc", rank=2)
+    plain = sg.gen_svm(data, selected=S, probs=P)
+    alone = sg.gen_svm(data, selected=S, norm="nuc", rank=2)
+    assert bounded.feasible and bounded.W_fin is not None
+    np.testing.assert_array_equal(bounded.W_fin, plain.W_fin)  # always Frobenius
+    np.testing.assert_allclose(bounded.W_dir, alone.W_dir, rtol=0, atol=1e-12)
+    assert np.linalg.matrix_rank(bounded.W_dir, tol=1e-8) <= 2
+
+
+def test_a_units_kink_is_judged_on_its_own_scale() -> None:
+    """Regression: kink_tol was scaled by the largest |V_p^T x| over all units, so rescaling
+    one unit (V_p -> c V_p, v_p -> v_p / c: the same head) moved another onto its kink.
+    Here xbar = (1/2, 1/2): V_0^T xbar = 0.005 and V_1^T xbar = 0.5 c, both units active, so
+    the fixed cost of the masked token is -(V_0 + V_1)^T (x_2 - xbar) = 1.515 at every c."""
+    X = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), v=np.ones(2))
+    V = np.array([[1.0, 0.0], [-0.99, 1.0]])
+    P = np.array([[0.5 - 5e-10, 0.5 - 5e-10, 1e-9]])
+    costs = []
+    for c in (1.0, 1e4):
+        Vc, vc = V.copy(), np.ones(2)
+        Vc[:, 1] *= c
+        vc[1] /= c
+        costs.append(sg.gen_svm(data, selected=P > 1e-3, probs=P, head="relu", V=Vc, v=vc))
+    np.testing.assert_allclose(costs[0].cost_fixed[0, 2], 1.515, rtol=1e-12)
+    np.testing.assert_allclose(costs[1].cost_fixed[0, 2], 1.515, rtol=1e-12)
