@@ -67,6 +67,41 @@ def _vec(w: Any, d: int) -> np.ndarray:
     )
 
 
+def _softmax_jtg_scaled(
+    u: np.ndarray, gamma: np.ndarray, visible: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`q = J_{\mathrm{softmax}}(u)^\top\gamma` per query as :math:`e^{\sigma}\hat q`
+    with :math:`\max_t|\hat q_t| = 1` (:math:`\sigma = -\infty`, :math:`\hat q = 0` where
+    q = 0), formed in the log domain, so that q does not underflow to 0 once the softmax
+    saturates.
+
+    .. math::
+
+        q_t = s_t(\gamma_t - s^\top\gamma)
+            = \frac{e^{\delta_t}}{Z^2}\sum_{\tau \ne t} e^{\delta_\tau}(\gamma_t - \gamma_\tau),
+        \qquad \delta = u - \max u,\ Z = \sum_\tau e^{\delta_\tau},
+
+    each sum shifted by its own largest :math:`\delta_\tau` (:math:`\tau \ne t`), over the
+    visible keys. Returns (:math:`\hat q`, :math:`\sigma`) of shapes (n, K, T) and (n, K)."""
+    delta = np.where(visible, u, -np.inf)
+    delta = delta - delta.max(axis=-1, keepdims=True)
+    log_z = np.log(np.sum(np.exp(delta), axis=-1))  # Z >= 1: the top key's term is 1
+    T = u.shape[-1]
+    others = np.where(np.eye(T, dtype=bool), -np.inf, delta[..., None, :])  # (n, K, t, tau)
+    kappa = others.max(axis=-1)  # the largest delta_tau, tau != t (-inf: no other key)
+    with np.errstate(invalid="ignore"):
+        weights = np.exp(others - np.where(np.isfinite(kappa), kappa, 0.0)[..., None])
+    gaps = gamma[..., :, None] - gamma[..., None, :]  # gamma_t - gamma_tau
+    e_hat = np.sum(weights * gaps, axis=-1)
+    with np.errstate(divide="ignore"):
+        log_q = delta + kappa + np.log(np.abs(e_hat)) - 2.0 * log_z[..., None]
+    log_q = np.where(visible & np.isfinite(kappa), log_q, -np.inf)
+    sigma = log_q.max(axis=-1)
+    safe = np.where(np.isfinite(sigma), sigma, 0.0)
+    q_hat = np.sign(e_hat) * np.exp(log_q - safe[..., None])
+    return q_hat, sigma
+
+
 @summarized
 @dataclass(frozen=True, eq=False)
 class TensorData:
@@ -123,8 +158,10 @@ class TensorData:
 
     def direction(self, w: Any, loss: Any = "logistic", attention: str = "softmax") -> np.ndarray:
         r"""The normalized step direction :math:`-\nabla L / \|\nabla L\|`, shape (d*d,), with
-        the loss weights :math:`|\ell'(f_{ik})|` taken in the log domain (so it stays exact
-        where :math:`\nabla L` itself underflows; losses with :math:`\ell' < 0` only)."""
+        the loss weights :math:`|\ell'(f_{ik})|` and, for softmax, :math:`J^\top\gamma_{ik}`
+        (:func:`_softmax_jtg_scaled`) taken in the log domain, so that it stays exact where
+        :math:`\nabla L` itself underflows, e.g. once the softmax saturates (losses with
+        :math:`\ell' < 0` only)."""
         spec, _, _, f, q = self._parts(w, loss, attention)
         if spec.log_abs_d1 is None:
             raise ProblemError(
@@ -132,7 +169,14 @@ class TensorData:
                 "has none; use gradient() instead."
             )
         logc = spec.log_abs_d1(f)
-        c = np.exp(logc - logc.max())
+        if attention == "softmax":  # q = e^sigma q_hat: it underflows once softmax saturates
+            assert self.gamma is not None  # _parts raised otherwise
+            q, sigma = _softmax_jtg_scaled(self.logits(w), self.gamma, self.visible)
+            logc = logc + sigma
+        top = logc.max()
+        if not top > -np.inf:
+            raise ProblemError("direction: the gradient is zero at this w (a stationary point).")
+        c = np.exp(logc - top)
         g = np.einsum("nk,nks,nksp->p", c, q, self.A)  # -grad L, up to a positive factor
         size = float(np.linalg.norm(g))
         if size == 0.0:

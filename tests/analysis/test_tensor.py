@@ -175,3 +175,28 @@ def test_direction_is_the_normalized_negative_gradient(loss: str) -> None:
     far = 1e4 * tensorize(data).direction(np.zeros(16), "logistic", "linear")
     assert np.all(ten.gradient(far, "logistic", "linear") == 0.0)
     np.testing.assert_allclose(np.linalg.norm(ten.direction(far, "logistic", "linear")), 1.0)
+
+
+def test_direction_stays_exact_where_softmax_saturates() -> None:
+    """Regression: q = J^T gamma underflowed to 0 once every unselected probability was below
+    e^-745, and direction() reported a stationary point. With two keys per query the direction
+    has a closed form in the log domain: q_1 = -q_2 = s_1 s_2 (gamma_1 - gamma_2),
+    log(s_1 s_2) = -|u_1 - u_2| - 2 log(1 + e^-|u_1 - u_2|)."""
+    data = sg.random_data(5, 2, 4, seed=3)
+    ten = tensorize(data)
+    W = sg.att_svm(data, sg.optimal_tokens(data)).W
+    for scale in (1.0, 50.0, 2000.0):
+        w = scale * W.reshape(-1)
+        u = ten.logits(w)  # (n, 1, 2)
+        gap = np.abs(u[..., 0] - u[..., 1])
+        log_s1s2 = -gap - 2.0 * np.log1p(np.exp(-gap))
+        f = np.sum(ten.gamma * np.exp(u - np.logaddexp(u[..., :1], u[..., 1:])), axis=-1)
+        log_c = -np.logaddexp(0.0, f)  # logistic: log|l'(f)| = -log(1 + e^f)
+        log_weight = log_c + log_s1s2
+        weight = np.exp(log_weight - log_weight.max())[..., None]
+        diff = ten.gamma[..., 0] - ten.gamma[..., 1]
+        rows = ten.A[:, :, 0, :] - ten.A[:, :, 1, :]  # (n, 1, d*d)
+        g = np.sum(weight * diff[..., None] * rows, axis=(0, 1))
+        expected = g / np.linalg.norm(g)
+        np.testing.assert_allclose(ten.direction(w), expected, rtol=0, atol=1e-12 * scale)
+    assert np.all(ten.gradient(w) == 0.0)  # at scale 2000 the gradient itself underflows
