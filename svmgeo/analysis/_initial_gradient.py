@@ -147,18 +147,20 @@ def gradient_lipschitz_bound(data: TokenData, loss: str = "logistic") -> float:
 def lipschitz_from_loss_bounds(
     data: TokenData, M0: np.ndarray, M1: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> float:
-    """:func:`gradient_lipschitz_bound`'s formula for given suprema ``M0, M1`` of shape (n, K)
-    over the score intervals ``[lo, hi]`` (also used by :func:`~svmgeo.analysis.check_loss`)."""
+    r""":func:`gradient_lipschitz_bound`'s formula for given suprema ``M0, M1`` of shape (n, K)
+    over the score intervals ``[lo, hi]`` (also used by :func:`~svmgeo.analysis.check_loss`);
+    for prompt-attention data (no queries, logits :math:`X_i p`) the bound in p, i.e. the
+    formula with :math:`\|z_{ik}\| = 1`."""
     vis = np.asarray(data.visible)
     X = np.asarray(data.X)
-    Z = np.asarray(data.queries)
+    Z = np.asarray(data.queries) if data.has_queries else None  # prompt data: logits X_i p
     spread = hi - lo
     total = 0.0
     for i in range(data.n):
         for k in range(data.K):
             Xv = X[i][vis[i, k]]
             x2 = float(np.linalg.norm(Xv, 2)) ** 2
-            z2 = float(Z[i, k] @ Z[i, k])
+            z2 = 1.0 if Z is None else float(Z[i, k] @ Z[i, k])  # p: the same bound, z = 1
             total += x2 * z2 * (M1[i, k] * spread[i, k] ** 2 / 4.0 + M0[i, k] * spread[i, k])
     return total / data.n
 

@@ -64,7 +64,8 @@ class LossCheck:
         over :math:`I_{ik}`.
     L_W : float
         The step-size bound of :func:`~svmgeo.analysis.gradient_lipschitz_bound`'s formula
-        with these suprema.
+        with these suprema (for prompt-attention data, without queries, the bound in p:
+        the formula with :math:`\|z\| = 1`).
     passed : bool
         Every query decreasing and no stationary point.
     message : str
@@ -176,6 +177,13 @@ def check_loss(
     # whose cells cannot prove it once h ~ 1 (e^{-h} < h/2) nor hold l' beyond float64
     closed_form = spec.log_abs_d1 is not None and LOSS_SPECS.get(spec.name) is spec
     representable = np.all(np.isfinite(g1), axis=2) & np.all(np.isfinite(cells), axis=2)
+    # an exact 0 of l' where l' also takes values within 2^-1000 of 0 on the grid is l'
+    # underflowing (e^{-u} past u = 745), not a stationary point: not decided either
+    magnitude = np.abs(g1)
+    underflow = np.any(g1 == 0.0, axis=2) & np.any(
+        (magnitude > 0.0) & (magnitude < 2.0**-1000), axis=2
+    )
+    representable &= ~underflow
     decreasing = closed_form | np.all(cells < 0.0, axis=2)
     undecided = ~decreasing & ~representable
     stationary = np.full(lo.shape, np.nan)

@@ -74,6 +74,34 @@ def test_a_user_loss_beyond_float64_is_undecided_not_stationary() -> None:
     assert "not decided there" in chk.message and "stationary" not in chk.message
 
 
+@pytest.mark.parametrize(
+    "d1",
+    [lambda u: -np.exp(-u), lambda u: -1.0 / (1.0 + np.exp(u))],
+    ids=["exponential", "logistic"],
+)
+def test_a_user_derivative_underflowing_to_zero_is_not_a_stationary_point(d1) -> None:
+    """Regression: l' = -e^-u given as a callable (no log|l'|) underflows to 0 past u ~ 745
+    (the logistic's past ~710); that 0 was reported as an interior stationary point."""
+    X = sg.random_data(1, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((1, 2)), scores=np.array([[0.0, 400.0, 800.0]]))
+    chk = check_loss((lambda u: np.exp(-u), d1), data)
+    assert not chk.passed and np.all(np.isnan(chk.stationary))
+    assert "not decided there" in chk.message and "stationary" not in chk.message
+    square = check_loss((lambda u: (1 - u) ** 2, lambda u: -2.0 * (1 - u)), data)
+    np.testing.assert_allclose(square.stationary, 1.0, rtol=1e-12)  # a true zero still is one
+
+
+def test_prompt_data_get_the_bound_in_p() -> None:
+    """Regression: check_loss raised on prompt-attention data (no queries) while forming L_W.
+    Logits X_i p are X_i W z with z = e_1 and p = W e_1: the same bound as unit queries."""
+    base = sg.random_data(3, 4, 5, seed=0)
+    prompt = sg.TokenData(base.X, v=base.v)
+    unit = sg.TokenData(base.X, Z=np.tile(np.eye(5)[0], (3, 1)), v=base.v)
+    chk = check_loss("logistic", prompt)
+    assert chk.passed
+    np.testing.assert_allclose(chk.L_W, check_loss("logistic", unit).L_W, rtol=1e-15)
+
+
 def test_logistic_derivative_is_accurate_far_out() -> None:
     """l'(u) = -sigma(-u) = -1 / (1 + e^u), to a few ulps where it is ~e^-u."""
     u = np.array([-30.0, 0.0, 20.0, 38.0, 100.0, 700.0])
