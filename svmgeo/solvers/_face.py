@@ -45,6 +45,9 @@ r"""Default :math:`\tau`: the face is :math:`\{\|W\| \le (1 + \tau)\mathrm{OPT}\
 certificate's 1e-8, so the solved OPT's own error does not empty it)."""
 
 _CLARABEL = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "max_iter": 400}
+_SCS = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}
+_SOLVED = ("optimal", "optimal_inaccurate")
+"""cvxpy's statuses of a face problem that gave a point."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ class FaceUniqueness:
         \langle R, W\rangle\bigr) / \|R\|_F` over the directions tried, relative to
         :math:`\|W\|_F` of the returned solution (a lower bound on the face's relative diameter).
     threshold : float
-        :math:`10\sqrt{\tau}`.
+        :math:`10\sqrt{\tau}` (:math:`10\max(\sqrt\tau, (p\tau)^{1/p})` for
+        :math:`\ell_p`, 2 < p < ∞).
     W_max, W_min : ndarray of shape (d, d)
         The two extreme points along the widest direction (two optimal solutions up to
         :math:`\tau`; their distance is at least ``width`` times :math:`\|W\|_F`).
@@ -127,7 +131,12 @@ def _geometry(res: SVMResult, where: str) -> NormGeometry:
             f"The 'res' parameter of {where} must hold a solution; got status "
             f"{res.status.value} without W. Solve a feasible SVM first."
         )
-    if res.rank is not None and res.lower_bound is not None and res.objective > res.lower_bound:
+    slack = 1.0 + (res.certificate.tol if res.certificate is not None else 1e-8)
+    if (
+        res.rank is not None
+        and res.lower_bound is not None
+        and res.objective > res.lower_bound * slack  # round-off: the convex optimum itself
+    ):
         raise ProblemError(
             f"The 'res' parameter of {where} is a rank-bounded (nonconvex) solution; its "
             "optimal set is not a convex face. Pass a convex solve (no binding rank)."
@@ -179,11 +188,15 @@ def _solve_face(
     if scaled:
         constraints.append(cp.norm(cp.vec(Y, order="C"), 2) <= 1.0)
     problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(D, Y))), constraints)
-    try:
-        quiet_solve(problem, cp.CLARABEL, _CLARABEL)
-    except cp.error.SolverError:  # Clarabel gave up: no point (the caller says so)
-        return None, str(problem.status)
-    if Y.value is None:
+    for name, options in ((cp.CLARABEL, _CLARABEL), (cp.SCS, _SCS)):
+        # Clarabel first; SCS where it gives up (thin SDP faces of nuc / spectral)
+        try:
+            quiet_solve(problem, name, options)
+        except cp.error.SolverError:
+            continue
+        if Y.value is not None and problem.status in _SOLVED:
+            break
+    if Y.value is None or problem.status not in _SOLVED:  # no point (the caller says so)
         return None, str(problem.status)
     scale = float(s.value) if scaled else 1.0
     if not scale > 0:
@@ -196,7 +209,7 @@ def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) 
     W, status = _solve_face(res, geometry, D, tol, scaled=False)
     if W is None:  # the face holds res.W, so it is feasible: the solver failed
         raise SolverError(
-            f"the optimal-face problem failed (cvxpy status {status!r}, Clarabel); the face "
+            f"the optimal-face problem failed (cvxpy status {status!r}, Clarabel then SCS); the face "
             "could not be measured. Try another seed or tol."
         )
     return W, status
@@ -218,7 +231,8 @@ def optimal_face_alignment(
     alone would not do: the points of a face differ in :math:`\|W\|_F`. When no point of
     the face has a positive correlation with D, the maximiser of :math:`\langle D, W\rangle`
     is returned instead. When the optimum is unique this is the returned solution's
-    correlation, up to :math:`O(\sqrt\tau)`; on a face of optima (ℓ1, ℓ∞, spectral) it can be
+    correlation, up to :math:`O(\sqrt\tau)` (:math:`O((p\tau)^{1/p})` for :math:`\ell_p`,
+    p > 2, see :func:`optimum_uniqueness`); on a face of optima (ℓ1, ℓ∞, spectral) it can be
     much larger: compare a GD direction with the face, not with one point of it.
 
     Parameters
@@ -266,6 +280,20 @@ def optimal_face_alignment(
     )
 
 
+def _unique_width(res: SVMResult, tol: float) -> float:
+    r"""How wide, relative to :math:`\|W\|_F`, a unique optimum's :math:`\tau`-face can be:
+    :math:`\sqrt\tau` where the norm grows at least quadratically away from the optimum
+    (Frobenius: :math:`\tfrac12\|W\|_F^2` is 1-strongly convex); for
+    :math:`\ell_p`, 2 < p < ∞, :math:`\max(\sqrt\tau, (p\tau)^{1/p})`: moving an entry
+    that is 0 at the optimum by δ raises :math:`\|W\|_p^p` by :math:`|\delta|^p` only, so
+    the face reaches :math:`|\delta| = (p\tau)^{1/p}\,\mathrm{OPT}` along such an entry
+    (every p-SVM has such entries, W = p e_1^T)."""
+    p = res.extras.get("p") if res.norm == "lp" else None
+    if p is not None and 2.0 < float(p) < np.inf:
+        return max(float(np.sqrt(tol)), float(p * tol) ** (1.0 / float(p)))
+    return float(np.sqrt(tol))
+
+
 def _direction(direction: Any, res: SVMResult, where: str) -> np.ndarray:
     d = res.constraints.d
     D = check_array(direction, f"The 'direction' parameter of {where}", ndim=2)
@@ -287,14 +315,20 @@ def optimum_uniqueness(
 
         \text{width} = \max_{R}\ \frac{\max_{W \in \mathcal F_\tau} \langle R, W\rangle
         - \min_{W \in \mathcal F_\tau} \langle R, W\rangle}{\|R\|_F\,\|W_{\mathrm{res}}\|_F},
-        \qquad \text{unique} \iff \text{width} \le 10\sqrt\tau,
+        \qquad \text{unique} \iff \text{width} \le 10\,w_\tau,
 
-    over ``n_directions`` Gaussian directions R (two convex solves each). A unique optimum's
+    over ``n_directions`` Gaussian directions R (two convex solves each), with
+    :math:`w_\tau = \sqrt\tau` (:math:`\max(\sqrt\tau, (p\tau)^{1/p})` for
+    :math:`\ell_p`, 2 < p < ∞: :func:`_unique_width`). A unique optimum's
     :math:`\tau`-face has diameter at most about :math:`2\sqrt{2\tau}` times OPT in the
-    Frobenius norm (and :math:`O(\tau)` at a sharp vertex), so a width above the threshold is
-    a face of optima, found with two optimal solutions ``W_max``, ``W_min`` that prove it (both
-    meet the rows with norm at most :math:`(1 + \tau)\mathrm{OPT}`). A width below it is
-    evidence, not proof: a random direction almost surely sees a face of positive dimension.
+    Frobenius norm (:math:`O(\tau)` at a sharp vertex, :math:`(p\tau)^{1/p}` along an entry
+    that is 0 at an :math:`\ell_p` optimum), so a width above the threshold is a face of
+    optima, shown by two :math:`\tau`-optimal solutions ``W_max``, ``W_min`` (both meet the
+    rows with norm at most :math:`(1 + \tau)\mathrm{OPT}`, to the face solver's accuracy). A
+    width below it is evidence, not proof: a random direction almost surely sees a face of
+    positive dimension. (For the Frobenius norm and :math:`\ell_p`, 1 < p < ∞, the optimum
+    is unique, a theorem: the norm is strictly convex; the measurement then checks the
+    solve.)
 
     Parameters
     ----------
@@ -315,7 +349,7 @@ def optimum_uniqueness(
     ProblemError
         As :func:`optimal_face_alignment`, and ``n_directions < 1``.
     SolverError
-        When Clarabel fails on a face problem.
+        When Clarabel and then SCS fail on a face problem.
     """
     where = "optimum_uniqueness"
     geometry = _geometry(res, where)
@@ -334,7 +368,7 @@ def optimum_uniqueness(
         if best is None or width > best[0]:
             best = (width, W_max, W_min)
     assert best is not None  # n_directions >= 1
-    threshold = 10.0 * float(np.sqrt(tol))
+    threshold = 10.0 * _unique_width(res, tol)
     return FaceUniqueness(
         unique=best[0] <= threshold,
         width=best[0],

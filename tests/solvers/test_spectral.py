@@ -266,6 +266,40 @@ def test_best_correlation_beats_the_inner_product_maximiser(norm: object) -> Non
     assert face.value <= (1 + face.tol) * res.objective * (1 + slack)
 
 
+def test_an_lp_optimum_above_two_is_unique() -> None:
+    """Regression: the strictly convex l4 norm has one optimum, but its tau-face reaches
+    (p tau)^(1/p) OPT along entries that are 0 at the optimum (every p-SVM has them), and
+    the sqrt(tau) threshold called it a face of optima."""
+    res = sg.att_svm(sg.random_data(3, 4, 4, seed=0), param="p", norm=("lp", 4.0))
+    verdict = optimum_uniqueness(res)
+    assert verdict.unique, verdict.width
+    np.testing.assert_allclose(verdict.threshold, 10 * (4 * verdict.tol) ** 0.25, rtol=1e-15)
+    assert verdict.width > 10 * np.sqrt(verdict.tol)  # above the quadratic-growth threshold
+
+
+@pytest.mark.parametrize(("norm", "seed"), [("nuc", 0), ("nuc", 6), ("spectral", 2)])
+def test_face_problems_where_clarabel_gives_up_fall_back_to_scs(norm: str, seed: int) -> None:
+    """Regression: Clarabel failed on some thin SDP faces of small problems (these seeds, on
+    the -R direction, on the AMD EPYC of session 42) and optimum_uniqueness raised
+    SolverError; SCS now takes over where Clarabel gives up."""
+    res = sg.att_svm(sg.random_data(5, 3, 4, seed=seed), norm=norm)
+    verdict = optimum_uniqueness(res)
+    cs = res.constraints
+    order = "nuc" if norm == "nuc" else 2
+    for W in (verdict.W_max, verdict.W_min):
+        assert np.min(cs.apply(W) - cs.rhs) >= -1e-6
+        assert np.linalg.norm(W, order) <= (1 + verdict.tol) * res.objective * (1 + 1e-6)
+
+
+def test_a_rank_bound_that_does_not_bind_is_accepted() -> None:
+    """Regression: a rank-2 solve whose answer is the convex optimum (objective above the
+    lower bound by 1 ulp) was refused as a binding, nonconvex rank bound."""
+    data = sg.random_data(5, 3, 4, seed=0)
+    bounded = sg.att_svm(data, norm="nuc", rank=2, seed=0)
+    assert bounded.objective <= bounded.lower_bound * (1 + 1e-12)
+    assert optimum_uniqueness(bounded).unique
+
+
 def test_face_functions_refuse_bad_input() -> None:
     cs = _single_row()
     res = _spectral(cs)
