@@ -8,6 +8,7 @@ solvers that `verify` calls.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import typing
 import warnings
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.gd import cupy_available
+from svmgeo.gd import RiskOracle, cupy_available
 from svmgeo.solvers import solve_naive_cvxpy
 from svmgeo.verify import Prediction, compare
 
@@ -264,28 +265,32 @@ def test_json_round_trip(report: sg.VerifyReport) -> None:
             sg.VerifyReport.from_json(bad)
 
 
-def test_infeasible_selection_is_a_result() -> None:
-    # token 0 is the midpoint of tokens 1 and 2, all scores are 0: the gradient is exactly zero
-    # at W = 0, GD stops at once and its argmax (first of the tied tokens) is token 0, for
-    # which Att-SVM is infeasible. The report carries the Farkas vector; NaN curves are null
-    # in JSON.
+def test_a_selection_gd_makes_strictly_has_a_feasible_svm() -> None:
+    """Token 0 is the midpoint of tokens 1 and 2 and every score is 0: the gradient is exactly
+    zero at W = 0, GD stops at once with the three logits tied. verify used to take the first
+    (token 0, whose Att-SVM is infeasible) and report it; it now raises TieError. A token
+    GD selects strictly always has a feasible Att-SVM (its final W, scaled, meets every row),
+    so an infeasible verdict only ever came from a broken tie."""
     X = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]])
     data = sg.TokenData(X, Y=np.array([1.0]), v=np.array([0.0, 1.0]), Z=np.array([[1.0, 0.0]]))
-    rep = sg.verify(data, n_steps=50, backend="numpy")
-    np.testing.assert_array_equal(rep.selection, [0])
-    assert not rep.feasible and not rep.is_lot and "infeasible" in rep.lot_reason
-    assert rep.W_fro is None and rep.svm_fro is None and rep.converged_to is None
-    lam = np.asarray(rep.farkas)
-    cs = sg.att_svm_constraints(data, [0])
-    assert np.all(lam >= 0)
-    np.testing.assert_allclose(lam.sum(), 1.0, rtol=1e-9)
-    np.testing.assert_allclose(cs.adjoint(lam), 0.0, atol=1e-9)
-    raw = json.loads(rep.to_json())
+    with pytest.raises(sg.TieError, match=r"tokens \[0, 1, 2\]"):
+        sg.verify(data, n_steps=50, backend="numpy")
+
+
+def test_a_report_without_an_svm_round_trips_through_json() -> None:
+    """NaN curves and a missing SVM are null in JSON and come back as NaN / None."""
+    rep = sg.verify(GLOBAL, param="W", step_size=0.1, n_steps=200, backend="numpy")
+    lam = np.full(3, 1.0 / 3.0)
+    bare = dataclasses.replace(
+        rep, W_fro=None, svm_fro=None, corr_fro=np.full_like(rep.corr_fro, np.nan),
+        feasible=False, farkas=lam,
+    )  # fmt: skip
+    raw = json.loads(bare.to_json())
     assert raw["W_fro"] is None and raw["corr_fro"][-1] is None
-    back = sg.VerifyReport.from_json(rep.to_json())
-    assert np.isnan(back.corr_fro).all() and back.W_fro is None
-    np.testing.assert_array_equal(back.farkas, rep.farkas)
-    assert "infeasible" in str(rep)
+    back = sg.VerifyReport.from_json(bare.to_json())
+    assert np.isnan(back.corr_fro).all() and back.W_fro is None and not back.feasible
+    np.testing.assert_array_equal(back.farkas, lam)
+    assert "infeasible" in str(bare)
 
 
 # ---- errors --------------------------------------------------------------------------------
@@ -417,3 +422,19 @@ def test_verify_refuses_options_it_would_ignore(options: dict, words: str) -> No
     data = sg.random_data(4, 5, 6, seed=0)
     with pytest.raises(sg.ProblemError, match=words):
         sg.verify(data, n_steps=10, **options)
+
+
+def test_a_tied_final_selection_is_reported_not_broken() -> None:
+    """SPEC §2: ties are reported, never broken silently. Regression: verify took the first of
+    tied tokens (K = Q = 0 is stationary: every token ties; two identical tokens stay tied)
+    and judged that arbitrary selection ("optimal (global)" beside an infeasible Att-SVM)."""
+    data = sg.random_data(4, 5, 6, seed=1)
+    with pytest.raises(sg.TieError, match="K = Q = 0"):
+        sg.verify(data, param="KQ", init="zero", n_steps=50, backend="numpy")
+    X = np.array(data.X)
+    X[0, 3] = X[0, 2]
+    twin = sg.TokenData(X, Y=np.array(data.Y), Z=np.array(data.Z), v=np.array(data.v))
+    with pytest.raises(sg.TieError, match=r"tokens \[2, 3\]"):
+        sg.verify(twin, n_steps=500, backend="numpy")
+    rep = sg.verify(data, n_steps=500, backend="numpy")  # untied: judged as before
+    np.testing.assert_array_equal(rep.selection, RiskOracle(data)(rep.W).selected[:, 0])

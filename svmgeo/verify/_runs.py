@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from .._errors import TieError
 from ..data import TokenData
-from ..gd import GDRun, RiskOracle, run_mirror_descent, train
+from ..gd import GDRun, run_mirror_descent, train
+from ..selection import first_five, query_label, tied_maxima
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
 
@@ -76,9 +78,41 @@ def _recorded(value: np.ndarray | None, name: str) -> np.ndarray:
     return value
 
 
-def _selection(data: TokenData, selected: Any) -> np.ndarray:
-    """The final argmax as a selection: (n,) for one query per sequence, else (n, K)."""
-    full = np.asarray(selected, dtype=np.int64).reshape(data.n, data.K)
+def _selection(data: TokenData, final: np.ndarray) -> np.ndarray:
+    r"""The token of each query's largest final logit (:math:`x_{it}^\top W z_{ik}`, or
+    :math:`x_{it}^\top p` for the prompt vector p) as a selection: (n,) for one query per
+    sequence, else (n, K).
+
+    Raises
+    ------
+    TieError
+        Where a query's largest logit is shared (:func:`~svmgeo.selection.tied_maxima`'s rule,
+        that of :func:`~svmgeo.optimal_tokens`): identical tokens, or a stationary run such as
+        K = Q = 0. A selection is one token per query; SPEC §2: ties are reported, never
+        broken silently.
+    """
+    X = np.asarray(data.X)
+    if final.ndim == 1:  # the prompt vector: the same logits for every query
+        logits = np.broadcast_to(np.einsum("ntd,d->nt", X, final)[:, None, :], data.visible.shape)
+    else:
+        logits = np.einsum("ntd,de,nke->nkt", X, final, np.asarray(data.queries))
+    logits = np.where(np.asarray(data.visible), logits, -np.inf)
+    tied = tied_maxima(logits)
+    counts = tied.sum(axis=2)
+    if np.any(counts > 1):
+        where = np.argwhere(counts > 1)
+        listed = first_five(
+            [f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}"
+             for i, k in where]
+        )  # fmt: skip
+        raise TieError(
+            f"GD's final selection is tied for {len(where)} quer"
+            f"{'y' if len(where) == 1 else 'ies'}: {listed} (equal largest logits at the final "
+            "parameters: identical tokens, or a stationary start such as K = Q = 0). A "
+            "selection is one token per query: merge or perturb identical tokens, start "
+            "elsewhere (e.g. init=('random', 0.1)), or compare with gen_svm's selected sets."
+        )
+    full = np.argmax(logits, axis=2).astype(np.int64)
     return full[:, 0] if data.single_query else full
 
 
@@ -120,7 +154,6 @@ def run_gd(
     hist = run.history
     steps = np.asarray(hist.step, dtype=np.int64)
     max_prob = _recorded(hist.max_prob, "max_prob")
-    selected = _recorded(hist.selected, "selected")
     if joint:
         iterates = np.asarray(_recorded(getattr(hist, key), key), dtype=float)
         norm = np.linalg.norm(iterates.reshape(len(iterates), -1), axis=1)
@@ -133,7 +166,7 @@ def run_gd(
         steps=steps,
         iterates=iterates,
         final=final,
-        selection=_selection(data, selected[-1]),
+        selection=_selection(data, np.asarray(final, dtype=float)),
         max_softmax=max_prob.reshape(len(hist.step), -1).min(axis=1),
         norm=norm,
         status=str(run.status),
@@ -168,7 +201,7 @@ def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> 
     Returns
     -------
     Trajectory
-        The selection is read off the final W by the engine's risk oracle; saturation and
+        The selection is read off the final W (its largest logits); saturation and
         norm are computed from the recorded W(t).
     """
     run = run_mirror_descent(
@@ -184,16 +217,15 @@ def run_mirror(data: TokenData, *, exponent: float, options: dict[str, Any]) -> 
 
 
 def _weight_trajectory(data: TokenData, run: GDRun, options: dict[str, Any]) -> Trajectory:
-    """A run that recorded W(t) only: the selection read off the final W by the engine's risk
-    oracle, saturation and norm computed from the recorded W(t)."""
-    oracle = RiskOracle(data, loss=options["loss"], v=options["v"])
+    """A run that recorded W(t) only: the selection read off the final W (:func:`_selection`),
+    saturation and norm computed from the recorded W(t)."""
     Ws = _recorded(run.history.W, "W")
     final = _recorded(run.W, "W")
     return Trajectory(
         steps=np.asarray(run.history.step, dtype=np.int64),
         iterates=Ws,
         final=final,
-        selection=_selection(data, oracle(final).selected),
+        selection=_selection(data, np.asarray(final, dtype=float)),
         max_softmax=_min_max_softmax(data, Ws),
         norm=np.array([float(np.linalg.norm(W)) for W in Ws]),
         status=str(run.status),
