@@ -289,17 +289,19 @@ class ResultStore:
         That happens when the table was written by a sweep over more parameters whose names
         start like this grid's (the header alone cannot tell parameters from results).
         """
-        key_of = {
-            tuple(format_cell(t[p]) for p in self.params): tid
-            for t, tid in zip(trials, ids, strict=True)
-        }
+        grid_ids = set(ids)
+        key_of: dict[tuple[str, ...], str] = {}  # a trial's cells as written (1 and "1" alike)
+        for t, tid in zip(trials, ids, strict=True):
+            key_of.setdefault(tuple(format_cell(t[p]) for p in self.params), tid)
         for row in self.rows:
-            tid = key_of.get(tuple(format_cell(row[p]) for p in self.params))
-            if tid is not None and tid != row["trial_id"]:
+            if row["trial_id"] in grid_ids:  # one of this grid's trials
+                continue
+            known = key_of.get(tuple(format_cell(row[p]) for p in self.params))
+            if known is not None:
                 raise ProblemError(
                     f"{self.path} has a row with parameters "
                     f"{ {p: row[p] for p in self.params} } under trial id {row['trial_id']}, "
-                    f"but this grid gives that trial the id {tid}: the table was written by a "
+                    f"but this grid gives that trial the id {known}: the table was written by a "
                     "sweep over other parameters (its columns are "
                     f"{self.header}). Pass another 'out', or resume=False to replace the file."
                 )

@@ -569,25 +569,36 @@ def _check_settings(
     trial_fn: Callable[..., Any],
     seed_key: str | None,
     derive_seeds: bool,
+    params: list[str],
     resuming: Any,
 ) -> None:
     """Refuse to resume the table ``out`` with other settings than it was written with (a
-    sidecar ``<out>.sweep.json``: the trial function's name, ``seed_key``, ``derive_seeds``),
-    which trial ids alone do not tell apart; then record this sweep's."""
+    sidecar ``<out>.sweep.json``: the trial function's name, ``seed_key``, ``derive_seeds``
+    and the grid's parameter names), which trial ids and the header alone do not tell apart
+    (a table over parameters (a, seed) read by a grid over (a) takes ``seed`` for a result);
+    then record this sweep's. A sidecar written before a setting was recorded is not
+    checked on it."""
     name = f"{getattr(trial_fn, '__module__', '?')}.{getattr(trial_fn, '__qualname__', '?')}"
-    settings = {"trial_fn": name, "seed_key": seed_key, "derive_seeds": derive_seeds}
+    settings = {
+        "trial_fn": name,
+        "seed_key": seed_key,
+        "derive_seeds": derive_seeds,
+        "params": params,
+    }
     side = out.with_name(out.name + ".sweep.json")
     if resuming and side.is_file():
         try:
             stored = json.loads(side.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             stored = None
-        if isinstance(stored, dict) and stored != settings:
-            changed = ", ".join(
-                f"{key} {stored.get(key)!r} -> {value!r}"
-                for key, value in settings.items()
-                if stored.get(key) != value
-            )
+        if not isinstance(stored, dict):
+            stored = {}
+        changed = ", ".join(
+            f"{key} {stored[key]!r} -> {value!r}"
+            for key, value in settings.items()
+            if key in stored and stored[key] != value
+        )
+        if changed:
             raise ProblemError(
                 f"{out} was written by a sweep with other settings ({changed}); its rows would "
                 "be resumed as if they were this sweep's. Pass resume=False to rerun every "
@@ -731,7 +742,9 @@ def sweep(
     store.open(resume=resume)
     try:
         if out is not None:  # under the table's lock
-            _check_settings(Path(out), trial_fn, seed_key, derive_seeds, resume and store.rows)
+            _check_settings(
+                Path(out), trial_fn, seed_key, derive_seeds, list(names), resume and store.rows
+            )
         ids = [trial_id(t) for t in trials]
         store.check_ids(trials, ids)
         done = store.done_ids(retry_errors=retry_errors)

@@ -455,6 +455,21 @@ def test_killing_the_sweep_process_ends_its_workers(tmp_path):
             proc.wait()
 
 
+def _text_of(a, seed):
+    return {"y": repr(a)}
+
+
+def test_values_written_alike_resume(tmp_path):
+    """Regression: 1 and "1" (True and "True", None and "") are written as the same CSV text;
+    resuming such a grid said the table "was written by a sweep over other parameters"."""
+    out = tmp_path / "alike.csv"
+    grid = {"a": [1, "1", True, "True"], "seed": [0]}
+    first = _run_quiet(_text_of, grid, out=out, workers=0)
+    again = _run_quiet(_text_of, grid, out=out, workers=0)
+    assert (first.n_run, again.n_run, again.n_resumed) == (4, 0, 4)
+    assert sorted(str(r["y"]) for r in read_results(out)) == sorted(["1", "'1'", "True", "'True'"])
+
+
 def test_resume_checks_the_table(tmp_path):
     out = tmp_path / "t.csv"
     _run_quiet(_trials.failing_trial, {"k": [0, 2]}, out=out, workers=0)
@@ -463,6 +478,15 @@ def test_resume_checks_the_table(tmp_path):
     # a table over more parameters whose names start like the grid's is refused too
     more = tmp_path / "more.csv"
     _run_quiet(_trials.arith_trial, {"a": [1], "b": [0.5], "seed": [0]}, out=more, workers=0)
+    with pytest.raises(sg.ProblemError, match=r"params \['a', 'b', 'seed'\] -> \['a', 'b'\]"):
+        _run_quiet(_trials.arith_trial, {"a": [1], "b": [0.5]}, out=more, workers=0)
+    # ... also where no parameter value is shared (regression: every trial ran and became an
+    # error row, "missing keys ['seed']", appended to the other sweep's table)
+    with pytest.raises(sg.ProblemError, match="other settings"):
+        _run_quiet(_trials.arith_trial, {"a": [7], "b": [0.25]}, out=more, workers=0)
+    assert len(read_results(more)) == 1
+    # without the sidecar (a table of an older svmgeo) the rows' ids still tell
+    (tmp_path / "more.csv.sweep.json").unlink()
     with pytest.raises(sg.ProblemError, match="other parameters"):
         _run_quiet(_trials.arith_trial, {"a": [1], "b": [0.5]}, out=more, workers=0)
     # a header alone (killed right after writing it) is a fresh start
