@@ -152,8 +152,10 @@ def svm_correlations(
 
 
 def closest(corr: dict[str, float]) -> str:
-    """The label of the largest finite correlation (the first when tied)."""
-    return max(corr, key=lambda k: -math.inf if math.isnan(corr[k]) else corr[k])
+    """The label of the largest correlation that is not NaN (the first when tied); ``"none"``
+    when every one is NaN (no SVM has a solution)."""
+    known = {k: v for k, v in corr.items() if not math.isnan(v)}
+    return max(known, key=known.__getitem__) if known else "none"
 
 
 def trial(seed: int, param: str, optimizer: str, n_steps: int) -> dict[str, Any]:

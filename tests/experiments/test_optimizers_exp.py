@@ -86,3 +86,4 @@ def test_without_face_the_correlation_is_with_the_returned_solution():
 def test_closest_skips_nan():
     assert exp.closest({"fro": math.nan, "nuc": 0.5, "l1": 0.7}) == "l1"
     assert exp.closest({"fro": 0.9, "nuc": 0.9}) == "fro"
+    assert exp.closest({"fro": math.nan, "nuc": math.nan}) == "none"  # was "fro"
