@@ -176,6 +176,9 @@ def verify(
         TokenData (a NextTokenData: the message names the function to call),
         ``optimizer="mirror"`` (use :func:`~svmgeo.verify_mirror`), ``init="cone"`` without
         ``alpha`` or with an infeasible Att-SVM(alpha), or data without scores for the head.
+    TieError
+        When GD's final selection is tied (a query's largest final logit shared by several
+        tokens: identical tokens, or a stationary run such as K = Q = 0).
 
     Examples
     --------

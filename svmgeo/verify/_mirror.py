@@ -107,6 +107,9 @@ def verify_mirror(
     ------
     ProblemError
         Invalid or unknown options, ``init="cone"``, or data without scores for the head.
+    TieError
+        When GD's final selection is tied (a query's largest final logit shared by several
+        tokens: identical tokens, or a stationary run such as K = Q = 0).
 
     Examples
     --------
