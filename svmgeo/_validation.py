@@ -136,7 +136,12 @@ def check_real(
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ProblemError(_real_message(value, name, low, high, low_open, high_open, where))
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond float64 (10**400)
+        raise ProblemError(
+            _real_message(value, name, low, high, low_open, high_open, where)
+        ) from None
     if (
         (not math.isfinite(x) and not (x == high == math.inf or x == low == -math.inf))
         or (x < low)

@@ -17,6 +17,7 @@ A mask :math:`M \in \{0, 1\}^{K\times T}` hides keys from queries (``"causal"``:
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Literal
 
 import numpy as np
@@ -220,6 +221,16 @@ class TokenData:
             self._values_given = _frozen(U)
         d_u = self.values.shape[2]
         self._v = None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d_u,)))
+        if self._v is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                head = self.values @ self._v
+            if not np.all(np.isfinite(head)):  # the scores would be inf: argmax misread
+                raise ProblemError(
+                    "v makes token scores v.u_it that leave float64 (largest |v| = "
+                    f"{float(np.abs(self._v).max()):.3g}, largest |u| = "
+                    f"{float(np.abs(self.values).max()):.3g}). Scale v (or the head features) "
+                    "down: the scores' argmax and the SVMs do not depend on v's scale."
+                )
 
         # mask
         if mask is None:
@@ -566,12 +577,20 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
                 f"{what}: dataset format version {int(version)}; this svmgeo reads version "
                 f"{_FORMAT_VERSION}. Upgrade svmgeo (pip install -U svmgeo) to read it."
             )
+        known = ("svmgeo_format", "X", "Y", "v", "Z", "mask", "values", "scores", "query")
+        unknown = sorted(set(f.files) - set(known))
+        if unknown:  # a misspelt entry ('y') would be dropped without a word
+            raise ProblemError(
+                f"{what}: unknown entries {unknown}; a dataset file holds {list(known)}. "
+                "Rename them (entries are case-sensitive), or write the file with "
+                "TokenData.save."
+            )
         kwargs: dict[str, Any] = {
             k: entry(k) for k in ("Y", "v", "Z", "mask", "values", "scores") if k in f.files
         }
         if "query" in f.files:
             q = str(entry("query"))
-            if q != "all" and not q.lstrip("-").isdigit():
+            if q != "all" and re.fullmatch(r"-?[0-9]+", q) is None:
                 raise ProblemError(f"{what}: entry 'query' must be an integer or 'all'; got {q!r}.")
             kwargs["query"] = "all" if q == "all" else int(q)
         X = entry("X")

@@ -1493,3 +1493,24 @@ def test_joint_svm_blames_x_when_no_values_were_given() -> None:
     )
     with pytest.raises(ProblemError, match=r"too small .*joint_svm's head SVM.*max \|\|X\|\|"):
         sg.joint_svm(data)
+
+
+def test_session_42_audit_inputs(tmp_path: Path) -> None:
+    """Regressions of session 42's audit: a head v whose scores overflow (optimal_tokens took
+    the worst token), an int beyond float64 (bare OverflowError), a data file with an
+    unknown entry ('y' was dropped: every label +1) or a malformed query ('--1', '²')."""
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]]])
+    with pytest.raises(sg.ProblemError, match="v makes token scores"):
+        sg.TokenData(X, v=np.array([1e308, 1e308]), query=0)
+    with pytest.raises(sg.ProblemError, match="'score_gap' parameter of random_data"):
+        sg.random_data(2, 3, 2, score_gap=10**400)
+    d = sg.random_data(3, 3, 2, seed=0, query=0)
+    path = tmp_path / "y.npz"
+    np.savez(path, svmgeo_format=1, X=d.X, v=d.v, query=np.array("0"), y=np.array([-1.0, 1, -1]))
+    with pytest.raises(sg.ProblemError, match=r"unknown entries \['y'\]"):
+        sg.load_data(path)
+    for bad in ("--1", "²"):
+        path = tmp_path / "q.npz"
+        np.savez(path, svmgeo_format=1, X=d.X, v=d.v, query=np.array(bad))
+        with pytest.raises(sg.ProblemError, match="entry 'query' must be an integer"):
+            sg.load_data(path)

@@ -206,7 +206,9 @@ class RiskOracle:
         top = self._gamma.max(axis=2)
         delta = top[:, :, None] - self._gamma
         with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(delta > 0.0, ls + np.log(np.where(delta > 0.0, delta, 1.0)), -np.inf)
+            # hidden keys (gamma = -inf, so delta = +inf and ls = -inf) add nothing
+            gap = np.isfinite(delta) & (delta > 0.0)
+            terms = np.where(gap, ls + np.log(np.where(gap, delta, 1.0)), -np.inf)
             hi = terms.max(axis=2)
             safe = np.where(np.isfinite(hi), hi, 0.0)
             log_d = safe + np.log(np.sum(np.exp(terms - safe[..., None]), axis=2))

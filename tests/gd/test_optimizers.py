@@ -358,3 +358,20 @@ def test_config_refuses_a_q_without_steepest() -> None:
     assert sg.GDConfig(optimizer=("steepest", 3)).steepest_q == 3.0
     with pytest.raises(sg.ProblemError, match=r"unknown option.*'adam_beta1'"):
         sg.train_batch([DATA], adam_beta1=0.5, n_steps=2)
+
+
+def test_the_excess_risk_counts_queries_with_hidden_keys() -> None:
+    """Regression: a hidden key (gamma = -inf) made log_excess_risk's term NaN and dropped its
+    query (here every query: -inf, "L = L*"), so the Polyak step stopped at once."""
+    from svmgeo.gd import RiskOracle
+
+    rng = np.random.default_rng(0)
+    X, Z, v = rng.normal(size=(4, 3, 2)), rng.normal(size=(4, 2)), rng.normal(size=2)
+    data = sg.TokenData(X, v=v, Z=Z, mask=np.array([[True, True, False]]))
+    oracle = RiskOracle(data)
+    W = np.array([[0.3, -0.2], [0.1, 0.4]])
+    np.testing.assert_allclose(
+        np.exp(oracle.log_excess_risk(W)), oracle.value(W) - oracle.optimal_risk, rtol=1e-12
+    )
+    run = sg.train(data, step_size="polyak", n_steps=50, backend="numpy")
+    assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == 50
