@@ -505,6 +505,11 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
         ) from exc
 
 
+_OPTIONAL_ENTRIES = ("Y", "v", "Z", "mask", "values", "scores")
+"""The arrays of a dataset file passed to :class:`TokenData` as they are (besides X and the
+format version; ``query`` is read from its text)."""
+
+
 def load_data(path: str | os.PathLike[str]) -> TokenData:
     """Read a :class:`TokenData` written by :func:`save_data`.
 
@@ -577,7 +582,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
                 f"{what}: dataset format version {int(version)}; this svmgeo reads version "
                 f"{_FORMAT_VERSION}. Upgrade svmgeo (pip install -U svmgeo) to read it."
             )
-        known = ("svmgeo_format", "X", "Y", "v", "Z", "mask", "values", "scores", "query")
+        known = ("svmgeo_format", "X", *_OPTIONAL_ENTRIES, "query")
         unknown = sorted(set(f.files) - set(known))
         if unknown:  # a misspelt entry ('y') would be dropped without a word
             raise ProblemError(
@@ -585,9 +590,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
                 "Rename them (entries are case-sensitive), or write the file with "
                 "TokenData.save."
             )
-        kwargs: dict[str, Any] = {
-            k: entry(k) for k in ("Y", "v", "Z", "mask", "values", "scores") if k in f.files
-        }
+        kwargs: dict[str, Any] = {k: entry(k) for k in _OPTIONAL_ENTRIES if k in f.files}
         if "query" in f.files:
             q = str(entry("query"))
             if q != "all" and re.fullmatch(r"-?[0-9]+", q) is None:

@@ -162,7 +162,7 @@ class TensorData:
         (:func:`_softmax_jtg_scaled`) taken in the log domain, so that it stays exact where
         :math:`\nabla L` itself underflows, e.g. once the softmax saturates (losses with
         :math:`\ell' < 0` only)."""
-        spec, _, _, f, q = self._parts(w, loss, attention)
+        spec, _, u, f, q = self._parts(w, loss, attention)
         if spec.log_abs_d1 is None:
             raise ProblemError(
                 f"direction needs log|l'| (a loss with l' < 0 everywhere): the {spec.name!r} loss "
@@ -171,7 +171,7 @@ class TensorData:
         logc = spec.log_abs_d1(f)
         if attention == "softmax":  # q = e^sigma q_hat: it underflows once softmax saturates
             assert self.gamma is not None  # _parts raised otherwise
-            q, sigma = _softmax_jtg_scaled(self.logits(w), self.gamma, self.visible)
+            q, sigma = _softmax_jtg_scaled(u, self.gamma, self.visible)
             logc = logc + sigma
         top = logc.max()
         if not top > -np.inf:

@@ -366,7 +366,7 @@ class SteepestDescent:
         for _ in range(n):
             W = self.weights(P)
             G, M = self.risk.log_grad(W)
-            grads = (G @ P[1], G.T @ P[0]) if self.kq and np.any(G) else (G,)
+            grads = (G @ P[1], G.T @ P[0]) if self.kq else (G,)
             if not math.isfinite(M) or not any(np.any(Gf) for Gf in grads):
                 # the parameters' gradients: K = Q = 0 is stationary where dL/dW is not
                 code = CODE_OF[StopStatus.STATIONARY]

@@ -91,12 +91,12 @@ def _selection(data: TokenData, final: np.ndarray) -> np.ndarray:
         K = Q = 0. A selection is one token per query; SPEC §2: ties are reported, never
         broken silently.
     """
-    X = np.asarray(data.X)
     if final.ndim == 1:  # the prompt vector: the same logits for every query
+        X = np.asarray(data.X)
         logits = np.broadcast_to(np.einsum("ntd,d->nt", X, final)[:, None, :], data.visible.shape)
+        logits = np.where(np.asarray(data.visible), logits, -np.inf)
     else:
-        logits = np.einsum("ntd,de,nke->nkt", X, final, np.asarray(data.queries))
-    logits = np.where(np.asarray(data.visible), logits, -np.inf)
+        logits = _logits(data, final[None])[0]
     tied = tied_maxima(logits)
     counts = tied.sum(axis=2)
     if np.any(counts > 1):
@@ -177,11 +177,16 @@ def run_gd(
     )
 
 
+def _logits(data: TokenData, Ws: np.ndarray) -> np.ndarray:
+    r""":math:`x_{it}^\top W z_{ik}` for each W of ``Ws`` (R, d, d), shape (R, n, K, T);
+    ``-inf`` on hidden keys."""
+    X, Q, vis = np.asarray(data.X), np.asarray(data.queries), np.asarray(data.visible)
+    return np.where(vis[None], np.einsum("ntd,rde,nke->rnkt", X, Ws, Q), -np.inf)
+
+
 def _min_max_softmax(data: TokenData, Ws: np.ndarray) -> np.ndarray:
     r""":math:`\min_{i,k}\max_t s_{ikt}(W)` for each W of ``Ws`` (R, d, d), in log-sum-exp."""
-    X, Q, vis = np.asarray(data.X), np.asarray(data.queries), np.asarray(data.visible)
-    logits = np.einsum("ntd,rde,nke->rnkt", X, Ws, Q)
-    logits = np.where(vis[None], logits, -np.inf)
+    logits = _logits(data, Ws)
     log_top = logits.max(axis=-1) - logsumexp(logits, axis=-1)
     return np.exp(log_top.reshape(len(Ws), -1).min(axis=1))
 
