@@ -119,7 +119,8 @@ def finite_component(
     below ``tol``. Measured on ``random_next_token_data(60, 5, 6, 10, tier_size=2, seed=1)``:
     the returned loss is 4.9e-5 above that of a point of :math:`S_{\mathrm{fin}}` with the
     gap (tokens 1, 3 under last token 5) moved from -97 to its finite minimizer -2.9. So for
-    ``"ce"``, ``success`` means BFGS's tolerance was reached, not that the minimum was.
+    ``"ce"``, ``success`` means BFGS's tolerance was reached, not that the minimum was (the
+    command that prints these figures: CHANGELOG.md, "Documented (session 42)").
 
     Parameters
     ----------
