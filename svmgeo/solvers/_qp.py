@@ -323,7 +323,10 @@ def polish_features(
     margins :math:`\Phi w` are accurate to :math:`\epsilon\|\phi_j\|\|w\|` however large and
     cancelling the multipliers are. The multipliers then solve :math:`\Phi_S^\top\lambda_S = w`.
     Rows with a negative multiplier are dropped (the most negative first), violated rows are
-    added. None when the compressed features would be too large.
+    added. A round depends on :math:`S` alone, so a working set met before (e.g. a round that
+    neither drops nor adds a row while :math:`\Phi_S^\top\lambda_S = w` stays unsolved) would
+    repeat forever: the polish stops there, unsettled. None when the compressed features would
+    be too large.
     """
     feats = features(geo)
     if feats is None:
@@ -335,7 +338,14 @@ def polish_features(
     S = np.asarray(S0, dtype=bool) | ~m
     lam = np.zeros(N)
     w = np.zeros(Phi.shape[1])
+    seen: set[bytes] = set()  # the working sets already solved
+    rounds = 0
     for rounds in range(1, max_rounds + 1):
+        key = np.packbits(S).tobytes()
+        if key in seen:  # the rounds would cycle: none of them settles
+            rounds -= 1
+            break
+        seen.add(key)
         idx = np.flatnonzero(S)
         PS = Phi[idx]
         w = _least_norm(PS, c[idx]) if idx.size else np.zeros(Phi.shape[1])
@@ -367,4 +377,4 @@ def polish_features(
             S[int(np.argmin(np.where(neg, lam / lam_scale, np.inf)))] = False
         S |= viol
     W = U @ w.reshape(U.shape[1], V.shape[1]) @ V.T
-    return lam, np.asarray(W), max_rounds, False
+    return lam, np.asarray(W), rounds, False

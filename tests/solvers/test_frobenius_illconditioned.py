@@ -328,3 +328,19 @@ def test_a_failed_answer_further_from_the_rows_than_the_verified_point_is_replac
     assert cs.apply(res.W).min() >= 1.0  # every row met: the verified point itself
     np.testing.assert_array_equal(res.W, feas.point)
     assert "a point was verified" in res.message
+
+
+def test_feature_polish_stops_when_its_working_set_repeats(monkeypatch):
+    """A round of the feature polish depends on its working set alone, so a set met before
+    means the rounds cycle: it stops there, unsettled, instead of running all 2N rounds (this
+    Graph-SVM solve made 1,564 identical rounds: two starts of 782, the same 159-row set whose
+    least-norm point never solves the multipliers' equation)."""
+    from svmgeo.solvers import _qp
+
+    calls = []
+    least_norm = _qp._least_norm
+    monkeypatch.setattr(_qp, "_least_norm", lambda *a: calls.append(1) or least_norm(*a))
+    data = sg.random_next_token_data(200, 6, 12, 12, tier_size=3, seed=0)
+    res = sg.graph_svm(data)
+    assert res.status is Status.OPTIMAL and res.certificate.passed, res.message
+    assert 0 < len(calls) <= 4  # one round per start (two starts)
