@@ -8,6 +8,7 @@ argument's name, what was expected, what came, and how to fix it.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -72,14 +73,14 @@ def check_array(
     if dtype is np.float64:
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
             raise ProblemError(f"{name} must be numeric; got dtype {arr.dtype}. {hint}".strip())
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        arr = np.asarray(arr, dtype=np.float64, order="C")
     elif dtype is bool:
         if arr.dtype != bool:
             if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
                 raise ProblemError(
                     f"{name} must be a boolean array (or 0/1); got dtype {arr.dtype}. {hint}".strip()
                 )
-        arr = np.ascontiguousarray(arr, dtype=bool)
+        arr = np.asarray(arr, dtype=bool, order="C")
     elif dtype is np.int64:
         if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
             raise ProblemError(f"{name} must be an integer array; got dtype {arr.dtype}. {hint}")
@@ -95,7 +96,7 @@ def check_array(
             raise ProblemError(
                 f"{name} must hold 64-bit integers; got {big.item()!r}. {hint}".strip()
             )
-        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        arr = np.asarray(arr, dtype=np.int64, order="C")
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if arr.ndim not in ndims:
         expected = " or ".join(f"{k}-D" for k in ndims)
@@ -285,3 +286,12 @@ def check_scale(
         f" Rescale {fix} (e.g. {name} / np.abs({name}).max()): positive scaling changes no "
         "optimal token and no SVM direction, only the norms."
     )
+
+
+def npz_path(name: str) -> str:
+    """The file a path names for reading an ``.npz`` archive: ``name + ".npz"`` when ``name``
+    lacks the suffix and that file exists (``numpy.savez`` and :func:`~svmgeo.save_data` append
+    it, so what they wrote is read back, even beside an unrelated file ``name``), else ``name``."""
+    if not name.endswith(".npz") and os.path.exists(f"{name}.npz"):
+        return f"{name}.npz"
+    return name

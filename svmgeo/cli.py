@@ -167,6 +167,9 @@ def _selection(args: argparse.Namespace, data: TokenData) -> np.ndarray:
         )
     if len(values) != n * K:
         raise ProblemError(f"--alpha {text!r} has {len(values)} entries; give {form}.")
+    far = [v for v in values if abs(v) >= 2**63]  # beyond int64; check_selection the rest
+    if far:
+        raise ProblemError(f"--alpha must hold token indices in [0, {data.T - 1}]; got {far[0]}.")
     alpha = np.array(values, dtype=np.int64).reshape(data.selection_shape)
     check_selection(data, alpha, name="--alpha")
     return alpha
@@ -342,41 +345,51 @@ def _cmd_support(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_study(args: argparse.Namespace) -> int:
+def _read_weights(name: str) -> dict[str, Any]:
+    """``study --weights FILE``: W, or K and Q, from an .npz archive (``.npz`` may be left out,
+    as for datasets), read before the report directory is created."""
     import numpy as np
+
+    from ._validation import npz_path
+
+    path = npz_path(name)
+    save = "Save the trained weights with numpy.savez(path, W=W) (or K=K, Q=Q)."
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ProblemError(
+            f"--weights {name}: cannot read it as an .npz file ({exc}). {save}"
+        ) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):  # one .npy array under an .npz name
+        raise ProblemError(
+            f"--weights {name}: holds one .npy array, not an .npz archive of named arrays. {save}"
+        )
+    with loaded as f:
+        weights: dict[str, Any] = {k: np.asarray(f[k]) for k in ("W", "K", "Q") if k in f.files}
+    if not weights:
+        raise ProblemError(f"--weights {name} holds none of the arrays W, K, Q. {save}")
+    if "W" in weights and len(weights) > 1:  # as study(W=..., K=...) refuses it
+        both = ", ".join(sorted(weights))
+        raise ProblemError(
+            f"--weights {name} holds {both}: give either W or both K and Q "
+            "(W = K Q^T), not both; save one of them (numpy.savez(path, W=W))."
+        )
+    return weights
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
 
     from .data import load_data
     from .study import study
 
-    data = load_data(args.dataset)  # a bad file is reported before anything is written
+    data = load_data(args.dataset)  # bad files are reported before anything is written
+    weights = {} if args.weights is None else _read_weights(args.weights)
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ProblemError(f"--out {args.out}: is a file; give a directory for the report.")
     parent = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(args.out) and os.path.isdir(parent):
         os.makedirs(args.out, exist_ok=True)  # a missing report directory is created
     out = _check_output(os.path.join(args.out, "study.md"), "--out")
-    weights: dict[str, Any] = {}
-    if args.weights is not None:
-        path = args.weights if args.weights.endswith(".npz") else f"{args.weights}.npz"
-        try:
-            with np.load(path, allow_pickle=False) as f:
-                weights = {k: np.asarray(f[k]) for k in ("W", "K", "Q") if k in f.files}
-        except (OSError, ValueError) as exc:
-            raise ProblemError(
-                f"--weights {args.weights}: cannot read it as an .npz file ({exc}). Save the "
-                "trained weights with numpy.savez(path, W=W) (or K=K, Q=Q)."
-            ) from None
-        if not weights:
-            raise ProblemError(
-                f"--weights {args.weights} holds none of the arrays W, K, Q; save them with "
-                "numpy.savez(path, W=W) (or K=K, Q=Q)."
-            )
-        if "W" in weights and len(weights) > 1:  # as study(W=..., K=...) refuses it
-            both = ", ".join(sorted(weights))
-            raise ProblemError(
-                f"--weights {args.weights} holds {both}: give either W or both K and Q "
-                "(W = K Q^T), not both; save one of them (numpy.savez(path, W=W))."
-            )
     rep = study(
         data,
         max_lot_selections=args.max_lot_selections,
@@ -1149,6 +1162,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except OSError as exc:  # a file that vanished or a full disk after the checks
         print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # sizes beyond the machine (numpy's allocation failed)
+        print(
+            f"{args.prog}: error: not enough memory ({_one_line(exc) or 'MemoryError'}); "
+            "choose smaller sizes (--n, --T, --d, --m) or a smaller dataset",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print(f"{args.prog}: interrupted", file=sys.stderr)

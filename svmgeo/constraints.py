@@ -50,6 +50,9 @@ ReLU row :math:`\pm x_{it}`), or both for a linear-attention row :math:`\sum_t \
 
 _CHUNK = 8192
 """Rows per chunk of :meth:`ConstraintSet.apply` (bounds its temporaries at ``_CHUNK * d``)."""
+_REAL_KINDS = "biuf"
+"""numpy dtype kinds :meth:`ConstraintSet.apply` and :meth:`ConstraintSet.adjoint` take
+(boolean, integer, float)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,10 +249,12 @@ class ConstraintSet:
         r"""Row values :math:`a_j^\top W b_j`, shape (N,) (through the distinct queries when
         the rows share them, in chunks of ``_CHUNK`` rows: the temporaries stay at
         :math:`O(\texttt{\_CHUNK}\cdot d)` floats, so the matrix-free solver uses it too)."""
-        if np.shape(W) != (self.d, self.d):
+        W = np.asarray(W)
+        if W.shape != (self.d, self.d) or W.dtype.kind not in _REAL_KINDS:
             raise ProblemError(
-                f"ConstraintSet.apply takes W of shape ({self.d}, {self.d}); got shape "
-                f"{np.shape(W)} (prompt rows: pass p e1^T, the W of att_svm(param='p'))."
+                f"ConstraintSet.apply takes a real W of shape ({self.d}, {self.d}); got "
+                f"{W.dtype} of shape {W.shape} (prompt rows: pass p e1^T, the W of "
+                "att_svm(param='p'))."
             )
         groups = self.query_groups
         if groups is None:
@@ -267,10 +272,11 @@ class ConstraintSet:
     def adjoint(self, lam: np.ndarray) -> np.ndarray:
         r"""The matrix :math:`\sum_j \lambda_j a_j b_j^\top`, shape (d, d) (through the
         distinct queries when the rows share them)."""
-        if np.shape(lam) != (self.N,):
+        lam = np.asarray(lam)
+        if lam.shape != (self.N,) or lam.dtype.kind not in _REAL_KINDS:
             raise ProblemError(
-                f"ConstraintSet.adjoint takes one multiplier per row, shape ({self.N},); got "
-                f"shape {np.shape(lam)}."
+                f"ConstraintSet.adjoint takes one real multiplier per row, shape ({self.N},); "
+                f"got {lam.dtype} of shape {lam.shape}."
             )
         groups = self.query_groups
         if groups is None:
@@ -303,7 +309,11 @@ class ConstraintSet:
             raise ProblemError(
                 f"ConstraintSet.subset takes a boolean mask or a 1-D array of row indices in "
                 f"[0, {self.N}); got {idx.dtype} of shape {idx.shape}"
-                + (f", indices {idx.min()} to {idx.max()}." if idx.size and idx.ndim else ".")
+                + (
+                    f", indices {idx.min()} to {idx.max()}."
+                    if idx.size and idx.ndim and np.issubdtype(idx.dtype, np.integer)
+                    else "."
+                )
             )
         return ConstraintSet(
             A=self.A[idx],

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError
-from ._validation import check_array, check_int, check_real, check_scale, check_seed
+from ._validation import check_array, check_int, check_real, check_scale, check_seed, npz_path
 
 __all__ = ["TokenData", "load_data", "random_data", "save_data"]
 
@@ -516,7 +516,8 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     Parameters
     ----------
     path : path-like
-        The ``.npz`` file; as with :func:`save_data`, ``.npz`` may be left out.
+        The ``.npz`` file; as with :func:`save_data`, ``.npz`` may be left out (``path.npz``
+        is then read when it exists, as :func:`save_data` wrote it).
 
     Returns
     -------
@@ -531,9 +532,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
-    name = os.fspath(path)
-    if not str(name).endswith(".npz") and os.path.exists(f"{name}.npz"):
-        name = f"{name}.npz"  # save_data appends .npz; load the file it wrote
+    name = npz_path(str(os.fspath(path)))  # save_data appends .npz; load the file it wrote
     what = f"load_data({name!r})"
     if not os.path.exists(name):
         raise ProblemError(f"{what}: no such file. Write a dataset with TokenData.save first.")

@@ -1514,3 +1514,60 @@ def test_session_42_audit_inputs(tmp_path: Path) -> None:
         np.savez(path, svmgeo_format=1, X=d.X, v=d.v, query=np.array(bad))
         with pytest.raises(sg.ProblemError, match="entry 'query' must be an integer"):
             sg.load_data(path)
+
+
+def test_session_43_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regressions of the inputs session 42's audit left (ConstraintSet's strings:
+    tests/test_constraints.py): a scalar reported as shape (1,), an unvalidated RiskOracle W,
+    and the CLI's bare OverflowError (--alpha beyond int64), MemoryError (sizes beyond the
+    machine) and TypeError (study --weights holding one .npy array, after the report directory
+    was created)."""
+    from svmgeo.gd import RiskOracle
+
+    with pytest.raises(ProblemError, match=r"3-D array; got a 0-D array of shape \(\)"):
+        sg.TokenData(np.float64(1.0), v=np.ones(5))
+    d = sg.random_data(3, 4, 5, seed=0)
+    oracle = RiskOracle(d)
+    for method in ("value", "log_grad", "log_softmax", "log_excess_risk", "__call__"):
+        with pytest.raises(
+            ProblemError, match=rf"shape \(5, 5\); got \(4, 4\). RiskOracle.{method}"
+        ):
+            getattr(oracle, method)(np.ones((4, 4)))
+    with pytest.raises(ProblemError, match="W must be numeric"):
+        oracle.value("abc")
+
+    def run(args: list[str]) -> str:
+        code = main(args)
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        return err
+
+    err = run(["solve", "--n", "2", "--T", "4", "--d", "3", "--alpha", f"{2**70},0"])
+    assert f"token indices in [0, 3]; got {2**70}" in err
+
+    def no_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError("Unable to allocate 58.2 TiB for an array")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sg.data, "random_data", no_memory)
+        assert "not enough memory (Unable to allocate 58.2 TiB" in run(["solve"])
+
+    sg.save_data(d, tmp_path / "data.npz")
+    np.save(tmp_path / "w.npy", np.eye(5))
+    (tmp_path / "w.npy").rename(tmp_path / "w.npz")
+    out = tmp_path / "report"
+    err = run(
+        [
+            "study",
+            str(tmp_path / "data.npz"),
+            "--weights",
+            str(tmp_path / "w.npz"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert "holds one .npy array, not an .npz archive" in err
+    assert not out.exists()

@@ -195,14 +195,20 @@ def test_sets_leave_the_callers_arrays_theirs() -> None:
 
 
 def test_apply_adjoint_and_subset_check_their_argument() -> None:
-    """p in place of p e1^T, a multiplier too many, an index out of range: numpy's
-    ValueError / IndexError named none of them."""
+    """p in place of p e1^T, a multiplier too many, an index out of range, strings: numpy's
+    ValueError / IndexError / UFuncTypeError named none of them."""
     data = sg.random_data(3, 4, 5, seed=0)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
-    with pytest.raises(sg.ProblemError, match=r"apply takes W of shape \(5, 5\)"):
+    with pytest.raises(sg.ProblemError, match=r"apply takes a real W of shape \(5, 5\)"):
         cs.apply(np.ones(5))
-    with pytest.raises(sg.ProblemError, match=r"adjoint takes one multiplier per row"):
+    with pytest.raises(sg.ProblemError, match=r"apply takes a real W .*; got <U1 of shape"):
+        cs.apply(np.full((5, 5), "a"))
+    with pytest.raises(sg.ProblemError, match=r"adjoint takes one real multiplier per row"):
         cs.adjoint(np.ones(cs.N + 1))
+    with pytest.raises(sg.ProblemError, match=r"got <U1 of shape \(9,\)"):
+        cs.adjoint(np.full(cs.N, "a"))
+    with pytest.raises(sg.ProblemError, match=r"in \[0, 9\); got <U1 of shape \(9,\)\.$"):
+        cs.subset(np.full(cs.N, "a"))
     for rows in ([100], np.ones(3, dtype=bool), [0.5], [-1]):
         with pytest.raises(sg.ProblemError, match=r"ConstraintSet\.subset takes"):
             cs.subset(rows)

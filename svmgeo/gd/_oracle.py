@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_option
+from .._validation import check_array, check_option
 from ..data import TokenData
 from ..losses import LossSpec
 from . import _xp
@@ -104,8 +104,18 @@ class RiskOracle:
             gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.U[0], P.hv[0])[:, None, :]
             self._gamma = np.where(P.vis[0], gam, -np.inf)
 
+    def _weights(self, W: Any, method: str) -> np.ndarray:
+        """W as a finite float64 (d, d) array, or a ProblemError naming ``method``."""
+        return check_array(
+            W,
+            "W",
+            ndim=2,
+            shape=(self.d, self.d),
+            hint=f"RiskOracle.{method} takes the attention weights W, a finite (d, d) matrix.",
+        )
+
     def __call__(self, W: np.ndarray) -> RiskValue:
-        Wb = np.asarray(W, dtype=float)[None]
+        Wb = self._weights(W, "__call__")[None]
         obs = _xp.observe(Wb, self.problem, self._arrays, self.loss_id, np)
         G, M = _xp.grad_w(Wb, self.problem, self._arrays, self.loss_id, True, np)
         return RiskValue(
@@ -118,20 +128,20 @@ class RiskOracle:
 
     def value(self, W: np.ndarray) -> float:
         """:math:`L(W)` alone (the ``loss`` of ``self(W)``, without the gradient)."""
-        Wb = np.asarray(W, dtype=float)[None]
+        Wb = self._weights(W, "value")[None]
         return float(_xp.observe(Wb, self.problem, self._arrays, self.loss_id, np)["loss"][0])
 
     def log_grad(self, W: np.ndarray) -> tuple[np.ndarray, float]:
         r"""``(G, M)`` with :math:`\nabla L(W) = e^{M} G` and G of order one, from the
         ``backend`` kernels (``M = -inf`` when the gradient is exactly zero)."""
         k = self._kernels
-        G, M = k.grad(k.asarray(np.asarray(W, dtype=float)[None]), self.loss_id, True)
+        G, M = k.grad(k.asarray(self._weights(W, "log_grad")[None]), self.loss_id, True)
         return k.to_numpy(G)[0], float(k.to_numpy(M)[0])
 
     def log_softmax(self, W: np.ndarray) -> np.ndarray:
         r"""The log-softmax attention :math:`\log s_{ikt}(W)` of shape (n, K, T)
         (``-inf`` on hidden keys)."""
-        fw = _xp.forward(np.asarray(W, dtype=float)[None], self.problem, self._arrays, np)
+        fw = _xp.forward(self._weights(W, "log_softmax")[None], self.problem, self._arrays, np)
         return np.asarray(fw["ls"][0])
 
     @property
@@ -202,7 +212,7 @@ class RiskOracle:
         """
         if self._gamma is None:
             raise ProblemError("log_excess_risk is defined for head='linear' only.")
-        ls = self.log_softmax(W)  # (n, K, T)
+        ls = self.log_softmax(self._weights(W, "log_excess_risk"))  # (n, K, T)
         top = self._gamma.max(axis=2)
         delta = top[:, :, None] - self._gamma
         with np.errstate(divide="ignore", invalid="ignore"):
