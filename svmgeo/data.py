@@ -532,7 +532,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
-    name = npz_path(str(os.fspath(path)))  # save_data appends .npz; load the file it wrote
+    name = npz_path(os.fsdecode(path))  # save_data appends .npz; load the file it wrote
     what = f"load_data({name!r})"
     if not os.path.exists(name):
         raise ProblemError(f"{what}: no such file. Write a dataset with TokenData.save first.")
