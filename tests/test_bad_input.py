@@ -493,7 +493,7 @@ NEWER_ERRORS = [
     _err(lambda: sg.joint_svm(NTD), "TokenData", "joint-not-token-data"),
     _err(
         lambda: sg.train(PROMPT, param="p", train_head=1),
-        "train_head must be True or False",
+        "'train_head' parameter of .* must be True or False",
         "joint-train-head-int",
     ),
     _err(
@@ -1521,9 +1521,11 @@ def test_session_43_inputs(
 ) -> None:
     """Regressions of the inputs session 42's audit left (ConstraintSet's strings:
     tests/test_constraints.py): a scalar reported as shape (1,), an unvalidated RiskOracle W,
-    and the CLI's bare OverflowError (--alpha beyond int64), MemoryError (sizes beyond the
-    machine) and TypeError (study --weights holding one .npy array, after the report directory
-    was created)."""
+    train_ntp's message on normalized=1 (it named log_domain; numpy bools were refused),
+    graph_svm's TypeError on an unknown keyword, random_next_token_data's V x V table beyond
+    memory, and the CLI's bare OverflowError (--alpha beyond int64), MemoryError (sizes beyond
+    the machine) and TypeError (study --weights holding one .npy array, after the report
+    directory was created)."""
     from svmgeo.gd import RiskOracle
 
     with pytest.raises(ProblemError, match=r"3-D array; got a 0-D array of shape \(\)"):
@@ -1537,6 +1539,15 @@ def test_session_43_inputs(
             getattr(oracle, method)(np.ones((4, 4)))
     with pytest.raises(ProblemError, match="W must be numeric"):
         oracle.value("abc")
+
+    ntp = sg.random_next_token_data(6, 3, 4, 4, seed=0)
+    assert sg.train_ntp(ntp, normalized=np.True_, n_steps=2).n_steps == 2  # a numpy bool
+    with pytest.raises(ProblemError, match="'normalized' parameter of train_ntp must be True"):
+        sg.train_ntp(ntp, normalized=1, n_steps=2)  # it named log_domain, not train_ntp's
+    with pytest.raises(ProblemError, match="graph_svm got unknown keyword argument"):
+        sg.graph_svm(ntp, bogus=1)  # a TypeError naming solve_svm
+    with pytest.raises(ProblemError, match="'V' parameter of random_next_token_data is at most"):
+        sg.random_next_token_data(10, 4, 10**6, 8, orthonormal=False)  # numpy's MemoryError
 
     def run(args: list[str]) -> str:
         code = main(args)

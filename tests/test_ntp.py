@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from decimal import Context, Decimal, getcontext, localcontext
 
 import numpy as np
@@ -601,3 +602,28 @@ def test_train_points_next_token_data_to_train_ntp() -> None:
     with pytest.raises(sg.ProblemError, match=r"sg\.train_ntp") as err:
         sg.train(data)  # type: ignore[arg-type]
     assert "train_batch" not in str(err.value)
+
+
+def test_retrieval_loss_keeps_its_relative_accuracy_far_out() -> None:
+    """-log(label mass) rounded to -0.0 once the mass was within an ulp of 1 (at 100 W_svm
+    here, and over the last 44 % of verify_ntp_training's default run): the loss is now
+    -log1p(-(non-label mass)), checked against that mass from the logits, token by token."""
+    data = sg.random_next_token_data(6, 3, 4, 4, seed=0)
+    svm = sg.graph_svm(data)
+    assert svm.W is not None
+    for scale in (30.0, 100.0):
+        W = scale * svm.W
+        E = data.embeddings
+        rest = []
+        for i in range(data.n):
+            toks = [int(t) for t in data.tokens[i] if t >= 0]
+            logits = [float(E[t] @ W @ E[int(data.last[i])]) for t in toks]
+            top = max(logits)
+            total = sum(math.exp(a - top) for a in logits)
+            other = sum(
+                math.exp(a - top) for a, t in zip(logits, toks, strict=True) if t != data.labels[i]
+            )
+            rest.append(other / total)
+        value = sg.ntp_loss_and_grad(data, W, loss="retrieval")[0]
+        assert 0.0 < value < 1e-12 and math.copysign(1.0, value) == 1.0
+        np.testing.assert_allclose(value, np.mean(rest), rtol=1e-12)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import ProblemError
-from .._validation import check_int, check_option, check_real
+from .._validation import check_bool, check_int, check_option, check_real
 from ..attention_maps import ATTENTION_MAPS
 from ..losses import LOSS_SPECS, LossSpec, get_loss
 
@@ -564,13 +564,8 @@ class GDConfig:
         check_real(self.grad_tol, "grad_tol", low=0.0, where=where)
         if self.saturation_tol is not None:
             check_real(self.saturation_tol, "saturation_tol", low=0.0, high=1.0, where=where)
-        if not isinstance(self.normalized, bool) or not isinstance(self.log_domain, bool):
-            raise ProblemError(
-                "normalized and log_domain must be True or False; got "
-                f"normalized={self.normalized!r}, log_domain={self.log_domain!r}."
-            )
-        if not isinstance(self.train_head, bool):
-            raise ProblemError(f"train_head must be True or False; got {self.train_head!r}.")
+        for flag in ("normalized", "log_domain", "train_head"):  # numpy bools as bools
+            object.__setattr__(self, flag, check_bool(getattr(self, flag), flag, where=where))
         object.__setattr__(self, "eps_blocks", self._eps_blocks(where))
         if any(e > 0.0 for e in self.eps_blocks) and not self.normalized:
             raise ProblemError(

@@ -20,6 +20,9 @@ from .._validation import (
 
 __all__ = ["NextTokenData", "check_data", "check_weights", "random_next_token_data"]
 
+_MAX_RANDOM_VOCABULARY = 2**14
+"""Largest V of :func:`random_next_token_data` (its V x V table of tiers: 1 GiB at int32)."""
+
 # the largest ||W||_F of the next-token risk (trained, or taken): logits e_x^T W e_k stay
 # below 1e300 for embeddings within the data's scale check (max ||e||^2 <= 1e151)
 _NORM_LIMIT = 1e149
@@ -168,7 +171,8 @@ def random_next_token_data(
     Parameters
     ----------
     n, T, V, d : int
-        Samples, sequence length (>= 2), vocabulary size (>= 2), embedding dimension.
+        Samples, sequence length (>= 2), vocabulary size (2 to 16,384: one priority order of
+        the vocabulary per token, V² entries), embedding dimension.
     tier_size : int, default 1
     orthonormal : bool, default True
     seed : int, optional
@@ -181,6 +185,13 @@ def random_next_token_data(
     n = check_int(n, "n", low=1, where=where)
     T = check_int(T, "T", low=2, where=where)
     V = check_int(V, "V", low=2, where=where)
+    if V > _MAX_RANDOM_VOCABULARY:
+        raise ProblemError(
+            f"The 'V' parameter of {where} is at most {_MAX_RANDOM_VOCABULARY} (it draws a "
+            f"priority order of the whole vocabulary for every token: V^2 = {V * V:.3g} "
+            f"entries); got V={V}. Build NextTokenData(sequences, labels, embeddings) yourself "
+            "for a larger vocabulary."
+        )
     d = check_int(d, "d", low=1, where=where)
     tier_size = check_int(tier_size, "tier_size", low=1, where=where)
     orthonormal = check_bool(orthonormal, "orthonormal", where=where)
@@ -190,7 +201,7 @@ def random_next_token_data(
             "orthonormal=False."
         )
     rng = check_seed(seed, where=where)
-    tier = np.empty((V, V), dtype=np.int64)  # tier[k, v]
+    tier = np.empty((V, V), dtype=np.int32)  # tier[k, v]
     for k in range(V):
         tier[k, rng.permutation(V)] = np.arange(V) // tier_size
     seqs: list[np.ndarray] = []

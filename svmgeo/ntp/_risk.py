@@ -122,9 +122,12 @@ def _risk(
         lab = np.where(on_label & np.isfinite(ls), ls, -np.inf)
         lm = lab.max(axis=1, keepdims=True)
         log_mass = lm[:, 0] + np.log(np.sum(np.exp(lab - lm), axis=1))
-        value = float(-np.mean(log_mass))
         r = np.exp(lab - log_mass[:, None])
         rest = np.sum(np.where(on_label, 0.0, s), axis=1, keepdims=True)  # 1 - mass, exactly
+        # -log(mass) rounds to 0 once the mass is within an ulp of 1: -log1p(-rest) there
+        # (accurate for rest < 1/2, where the mass itself is not)
+        per = np.where(rest[:, 0] < 0.5, -np.log1p(-np.minimum(rest[:, 0], 0.5)), -log_mass)
+        value = float(np.mean(per)) + 0.0  # + 0.0: no -0.0 when every sequence has mass 1
         ga = np.where(on_label, -r * rest, s)  # = s - r, without the cancellation at the label
         floor = 1.0
     floor = min(floor, float(np.min(s[np.isfinite(ls)])))  # the visible attention weights

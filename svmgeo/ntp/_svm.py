@@ -9,7 +9,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from ..constraints import EQUALITY, MARGIN, ConstraintSet
-from ..solvers import SVMResult, solve_svm
+from ..solvers import SVMResult, solve_for
 from ._data import NextTokenData, check_data
 from ._graphs import TokenPriorityGraph, token_priority_graphs
 
@@ -149,4 +149,4 @@ def graph_svm(
     <Status.OPTIMAL: 'optimal'>
     """
     data = check_data(data, "graph_svm")
-    return solve_svm(graph_svm_constraints(data), norm=norm, tol=tol, **kwargs)
+    return solve_for(graph_svm_constraints(data), where="graph_svm", norm=norm, tol=tol, **kwargs)

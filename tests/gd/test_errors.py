@@ -35,7 +35,7 @@ DATA = DATASETS["cross"]  # d = 5
         ({"ridge": -1e-3}, "ridge"),
         ({"tol": -1.0}, "tol"),
         ({"saturation_tol": 2.0}, "saturation_tol"),
-        ({"normalized": 1}, "normalized and log_domain must be True or False"),
+        ({"normalized": 1}, "'normalized' parameter of train must be True or False"),
         ({"head": "relu"}, "head='relu' needs V of shape \\(5, p\\)"),
         ({"head": "relu", "V": np.ones((4, 3))}, "V must have shape \\(5, 3\\)"),
         ({"head": "relu", "V": np.ones((5, 3)), "v": np.ones(2)}, "v must have shape \\(3,\\)"),

@@ -213,7 +213,7 @@ def test_tiny_gradients_give_tiny_steps_with_eps_in_the_log_domain() -> None:
     ("kw", "match"),
     [
         ({"train_head": True, "head": "relu", "V": np.ones((3, 2))}, "train_head=True trains"),
-        ({"train_head": 1}, "train_head must be True or False"),
+        ({"train_head": 1}, "'train_head' parameter of .* must be True or False"),
         ({"normalize_eps": -1.0}, "'normalize_eps' parameter of train"),
         ({"normalize_eps": float("nan")}, "'normalize_eps' parameter of train"),
         ({"normalize_eps": 0.1, "normalized": False}, "applies to normalized steps"),
