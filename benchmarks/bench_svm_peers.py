@@ -30,6 +30,11 @@ round. The objective :math:`\\|W\\|_F = (\\lambda^\\top G\\lambda)^{1/2}` of eac
 with svmgeo's (relative difference; the peers' own tolerances limit it). Set
 ``OPENBLAS_NUM_THREADS=1`` for one BLAS thread everywhere (svmgeo limits its small solves itself).
 
+Every contender is timed on the same ``ConstraintSet``, so from the second call on svmgeo finds
+what it caches on a set (its query groups, row norms, exact rows, compressed width) already
+there. ``--fresh`` times svmgeo on a new set of the same rows at every call (made before the
+timer), as a sweep that builds a set per problem pays it.
+
 ``--nuclear``: Att-SVM⋆ instead, ``att_svm(data, norm="nuc")``, the solver it calls
 (``solve_nuclear(cs)``) and the naive cvxpy model with SCS (``solve_naive_cvxpy(cs, "nuc",
 solver="SCS")``), at (10, 10, 20), (10, 10, 60), (25, 10, 200) unless ``--sizes`` says otherwise.
@@ -38,6 +43,7 @@ solver="SCS")``), at (10, 10, 20), (10, 10, 60), (25, 10, 200) unless ``--sizes`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import time
@@ -222,6 +228,12 @@ def main() -> None:
     parser.add_argument("--slow-peer-max-N", type=int, default=1000)
     parser.add_argument("--sizes", nargs="*", help="n,T,d triples (default: the built-in list)")
     parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="svmgeo solves a new ConstraintSet of the same rows each call (made before the "
+        "timer, its per-set caches empty), as a sweep that builds one set per problem does",
+    )
+    parser.add_argument(
         "--nuclear", action="store_true", help="Att-SVM* (nuclear) against cvxpy + SCS instead"
     )
     args = parser.parse_args()
@@ -263,7 +275,8 @@ def main() -> None:
             for _ in range(args.rounds):
                 loads.append(os.getloadavg()[0])
                 for p in names:
-                    w, c, v = _timed(PEERS[p][0], cs)
+                    fresh = args.fresh and p in ("svmgeo", "att_svm", "solve_nuclear")
+                    w, c, v = _timed(PEERS[p][0], dataclasses.replace(cs) if fresh else cs)
                     wall[p].append(w)
                     cpu[p].append(c)
                     value[p] = v

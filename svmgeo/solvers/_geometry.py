@@ -120,10 +120,20 @@ def compressed_width(cs: ConstraintSet) -> int:
     if cached is not None:
         return int(cached)
     groups = cs.query_groups
-    q = cs.n_queries if groups is None else int(np.unique(groups[0], axis=0).shape[0])
+    q = cs.n_queries if groups is None else _distinct_rows(groups[0])
     width = min(cs.d, cs.N) * min(cs.d, q)
     cs.__dict__[_WIDTH_KEY] = width
     return width
+
+
+def _distinct_rows(M: np.ndarray) -> int:
+    """The number of distinct rows of the finite float array ``M``, by value (as
+    ``np.unique(M, axis=0)`` counts them): rows compared as bytes once -0.0 is +0.0, a 1-D
+    ``np.unique`` (several times faster than the axis form on a few rows)."""
+    rows = np.ascontiguousarray(M + 0.0, dtype=np.float64)
+    if rows.shape[1] == 0:
+        return min(rows.shape[0], 1)
+    return int(np.unique(rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()).size)
 
 
 _WIDTH_KEY = "_svmgeo_compressed_width"

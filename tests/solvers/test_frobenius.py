@@ -321,3 +321,17 @@ def test_jacobi_cg_falls_back_to_the_factor_when_it_stalls(monkeypatch):
     GSS = geo.gram()[np.ix_(S, S)]
     bound = 1e-11 * (np.diagonal(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max())
     np.testing.assert_allclose(GSS @ x, r, rtol=0, atol=bound)
+
+
+def test_compressed_width_counts_distinct_queries_by_value() -> None:
+    """The count of distinct query vectors (a bound on the compressed dimension) compares rows
+    as np.unique(axis=0) does, by value: -0.0 equals 0.0, and rows that differ in one entry
+    differ."""
+    from svmgeo.solvers._geometry import _distinct_rows
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n, d = rng.integers(1, 25), rng.integers(1, 5)
+        values = rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 1e300], size=(n, d))
+        M = values[rng.integers(0, n, size=n)]  # repeated rows
+        assert _distinct_rows(M) == np.unique(M, axis=0).shape[0]
