@@ -537,6 +537,14 @@ def regularization_path(
             f"param={param!r}."
         )
     obj = _Objective(data, loss, head, v, V, lam)
+    largest = float(r[-1])  # ||W||_F <= R, and ||K Q^T||_F <= (||K||^2 + ||Q||^2) / 2 = R
+    if not largest <= obj.oracle.max_norm:
+        raise ProblemError(
+            f"The radii of {_WHERE} go up to {largest:.3g}, beyond the largest ||W||_F "
+            f"the risk represents for these data ({obj.oracle.max_norm:.3g}: its logits would "
+            "leave float64's range). Pass smaller radii (the direction of W_R settles long "
+            "before)."
+        )
     if reference is not None:
         ref = check_array(reference, "reference", ndim=2, shape=(d, d), hint="A (d, d) matrix.")
         if not np.any(ref):
@@ -644,6 +652,21 @@ def _path_w(
             gap.select(obj.oracle(x).selected)
             gap.reset(x)
         xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, None, obj.log_gap)
+        while gap is not None:
+            # The scale s is the gap's at the radius's start: once the gap has fallen ~700
+            # e-folds below it, the gradient underflows to zero and looks stationary. Measure
+            # at the gap's own scale here, and go on from here while that says "not yet".
+            W = xv.reshape(d, d)
+            gap.select(obj.oracle(W).selected)
+            gap.reset(W)
+            rr = _ball_residual(xv, fun(xv)[1], float(R), obj.log_gap)
+            if rr <= tol or it >= max_iter:
+                break
+            xn, _, more = _spg(fun, xv, float(R), tol, max_iter - it, None, obj.log_gap)
+            it += more
+            if np.array_equal(xn, xv):
+                break  # no step left at float64 resolution
+            xv = xn
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)

@@ -576,3 +576,25 @@ def test_the_local_path_needs_token_scores() -> None:
     V = np.random.default_rng(0).standard_normal((5, 3))
     with pytest.raises(sg.ProblemError, match="head='relu' has no per-token score"):
         sg.regularization_path(data, [1, 4], head="relu", V=V, alpha=[0, 0, 3], eps=0.01)
+
+
+def test_a_gradient_underflowed_below_the_radius_scale_is_not_called_stationary() -> None:
+    """A single large radius: the gap fell ~700 e-folds below its scale at the radius's start
+    within one step, the gradient underflowed to zero, and that point (one step from W = 0,
+    correlation 0.604 with W^mm) was reported converged with stationarity 0. The path now
+    measures at the gap's own scale and goes on: it ends where the warm path ends."""
+    data = sg.random_data(2, 3, 3, seed=0, score_gap=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cold = sg.regularization_path(data, [1e4])
+        warm = sg.regularization_path(data, [1.0, 10.0, 100.0, 1e3, 1e4])
+    assert cold.converged[0] and warm.converged[-1]
+    assert cold.correlation[0] > 1 - 1e-7
+    np.testing.assert_allclose(cold.log_loss_gap[0], warm.log_loss_gap[-1], rtol=1e-6)
+
+
+def test_a_radius_beyond_the_risk_range_is_refused() -> None:
+    """R = 1e300 ran with numpy's overflow warning and returned W = 0 after one iteration."""
+    data = sg.random_data(2, 3, 3, seed=0)
+    with pytest.raises(sg.ProblemError, match=r"go up to 1e\+300, beyond the largest"):
+        sg.regularization_path(data, [1.0, 1e300])
