@@ -15,9 +15,11 @@ __all__ = [
     "balanced_factors",
     "correlation",
     "entrywise_norm",
+    "frobenius_norm",
     "numerical_rank",
     "orthonormal_basis",
     "query_projector",
+    "row_norms",
     "singular_value_rank",
 ]
 
@@ -141,6 +143,30 @@ def query_projector(queries: np.ndarray) -> np.ndarray:
     Z = Q.reshape(-1, Q.shape[-1])
     U = orthonormal_basis(Z)
     return U @ U.T
+
+
+def frobenius_norm(W: Any) -> float:
+    r""":math:`\|W\|_F`, numpy's where its sum of squares neither overflows nor underflows,
+    else :func:`entrywise_norm` (scaled by :math:`\max|W_{kl}|` first): finite for every finite
+    W, so scale-invariant statements stay so at :math:`10^{200}\,W`."""
+    with np.errstate(over="ignore", under="ignore"):
+        value = float(np.linalg.norm(W))
+    return value if 1e-140 < value < 1e140 else entrywise_norm(W, 2.0)
+
+
+def row_norms(M: np.ndarray, axis: int) -> np.ndarray:
+    """Euclidean norms along ``axis``, rescaled (as :func:`frobenius_norm`) where numpy's
+    overflow or underflow."""
+    with np.errstate(over="ignore", under="ignore"):
+        plain = np.linalg.norm(M, axis=axis)
+    if np.all((plain > 1e-140) & (plain < 1e140)):
+        return plain
+    top = np.max(np.abs(M), axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        scaled = np.squeeze(top, axis=axis) * np.linalg.norm(
+            M / np.where(top > 0, top, 1.0), axis=axis
+        )
+    return np.where((plain > 1e-140) & (plain < 1e140), plain, scaled)
 
 
 def entrywise_norm(W: np.ndarray, p: float) -> float:

@@ -46,6 +46,10 @@ Array = np.ndarray
 def _vis(u: Array, visible: Array | None) -> Array:
     """The visible keys as a boolean mask of ``u``'s shape (all keys when ``visible`` is None)."""
     shape = np.shape(u)
+    if not shape or shape[-1] == 0:
+        raise ProblemError(
+            f"u must hold the logits of at least one key along its last axis; got shape {shape}."
+        )
     if visible is None:
         return np.ones(shape, dtype=bool)
     if getattr(visible, "dtype", None) is None:  # a list: numpy's (CuPy arrays keep theirs)
@@ -56,7 +60,20 @@ def _vis(u: Array, visible: Array | None) -> Array:
             "An additive mask (0 visible, -inf hidden, as PyTorch's) would read inverted: pass "
             "mask == 0."
         )
-    return np.broadcast_to(visible, shape)
+    try:
+        mask = np.broadcast_to(visible, shape)
+    except ValueError:
+        raise ProblemError(
+            f"visible must be a boolean mask of u's shape {shape} (or one that broadcasts to "
+            f"it: one flag per key); got shape {visible.shape}."
+        ) from None
+    # the engine's masks come from checked TokenData (CuPy ones too): check the user's
+    if isinstance(mask, np.ndarray) and not np.all(np.any(mask, axis=-1)):
+        raise ProblemError(
+            "visible hides every key of some query; each query must see at least one key "
+            "(its attention weights would be 0/0)."
+        )
+    return mask
 
 
 def _outer(a: Array, b: Array) -> Array:
@@ -97,7 +114,8 @@ def _linear_jac(u: Array, visible: Array | None = None) -> Array:
 
 
 def _zero_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
-    return np.zeros((*u.shape, u.shape[-1]))
+    shape = _vis(u, visible).shape
+    return np.zeros((*shape, shape[-1]))
 
 
 # -- normalized linear ----------------------------------------------------------------------

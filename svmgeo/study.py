@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import ProblemError, TieError
-from ._linalg import correlation, numerical_rank
+from ._linalg import correlation, frobenius_norm, numerical_rank
 from ._summary import html_figures, html_summary
 from ._validation import check_array, check_bool, check_int, check_real
 from .analysis import (
@@ -741,7 +741,7 @@ def study(
             "is_lot": bool(lot) if lot.decided else None,  # None: undecided (lot.reason)
             "corr_fro": _direction_corr(Wt, svm_fro.W),
             "corr_nuc": _direction_corr(Wt, None if svm_nuc is None else svm_nuc.W),
-            "norm": float(np.linalg.norm(Wt)),
+            "norm": frobenius_norm(Wt),
         }
         attention["trained"] = _softmax(data, Wt)
         attn = attention["trained"].reshape(data.n, data.K, data.T)
@@ -759,10 +759,10 @@ def study(
             ).mask
         pruning = _pruning(data, Wt, attn, np.asarray(sel), sup_mask, prune_threshold)
         if svm_fro.W is not None:
-            norm_svm = float(np.linalg.norm(svm_fro.W))
+            norm_svm = frobenius_norm(svm_fro.W)
             if norm_svm == 0.0 and _NO_ROWS not in notes:
                 notes.append(_NO_ROWS)
-            scale = float(np.linalg.norm(Wt)) / norm_svm if norm_svm > 0.0 else 0.0
+            scale = frobenius_norm(Wt) / norm_svm if norm_svm > 0.0 else 0.0
             attention["svm"] = _softmax(data, scale * svm_fro.W)
         else:
             notes.append("Att-SVM of the trained selection is infeasible: it is not a LOT")

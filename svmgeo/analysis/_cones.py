@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._linalg import correlation
+from .._linalg import correlation, frobenius_norm
 from .._validation import check_array, check_real
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -87,7 +87,7 @@ def in_cone(W: Any, W_ref: Any, mu: float, R: float = 0.0) -> bool:
     if not np.any(B):
         raise ProblemError("W_ref must be nonzero in in_cone: a zero matrix has no direction.")
     # the correlation is computed to a few ulps: a matrix is in its own cone for every mu
-    return bool(np.linalg.norm(A) >= R and correlation(A, B) >= 1.0 - mu - _CORR_ULPS)
+    return bool(frobenius_norm(A) >= R and correlation(A, B) >= 1.0 - mu - _CORR_ULPS)
 
 
 def score_cone_margin(data: TokenData, alpha: Any, W: Any) -> float:
@@ -167,4 +167,4 @@ def in_score_cone(data: TokenData, alpha: Any, W: Any, eps: float) -> bool:
     """
     eps = check_real(eps, "eps", low=0.0, low_open=True, high_open=True, where="in_score_cone")
     margin = _score_cone_margin(data, alpha, W, "in_score_cone")
-    return bool(margin >= eps * float(np.linalg.norm(np.asarray(W, dtype=float))))
+    return bool(margin >= eps * frobenius_norm(np.asarray(W, dtype=float)))

@@ -186,6 +186,10 @@ def _directional(a: np.ndarray, K: np.ndarray, w: np.ndarray, u: np.ndarray) -> 
     return float(a @ u + w @ np.maximum(K.T @ u, 0.0))
 
 
+_MAX_KINK_UNITS = 12
+"""Most ReLU units on their kink at one composition (:func:`_envelope_gain`: 2^J LPs)."""
+
+
 def _envelope_gain(
     a: np.ndarray, K: np.ndarray, w: np.ndarray, XO: np.ndarray, u0: np.ndarray, flat: float
 ) -> float:
@@ -250,7 +254,17 @@ def _masked_costs(
             spread = max(float(vals.max() - vals.min()), float(np.abs(vals).max()), 1e-300)
             # each unit's own scale: max_t |V_p^T x_it| over the sequence's tokens
             pre_scale = 1.0 if V is None else np.abs(np.asarray(V).T @ U[i].T).max(axis=1)
-            a, Kk, wk = g.pieces(ubar, kink_tol * np.maximum(pre_scale, 1e-300))
+            # a unit orthogonal to every token of the sequence is 0 on their span: no kink
+            # there (threshold -1), and not active (pre = 0)
+            kink = np.where(pre_scale > 0.0, kink_tol * pre_scale, -1.0)
+            a, Kk, wk = g.pieces(ubar, kink)
+            if Kk.shape[1] > _MAX_KINK_UNITS:
+                raise ProblemError(
+                    f"gen_svm's ReLU envelope test solves one LP per sign pattern of the units "
+                    f"on their kink at a query's composition: 2^{Kk.shape[1]} patterns at query "
+                    f"({i}, {k}), beyond 2^{_MAX_KINK_UNITS}. Lower kink_tol (now "
+                    f"{kink_tol:g}), or use a V whose units are not at 0 on the composition."
+                )
             for tau in masked:
                 u0 = U[i, tau] - ubar
                 fixed[i, k, tau] = -_directional(a, Kk, wk, u0)

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import ProblemError
+from .._linalg import row_norms
 from .._summary import summarized
 from .._validation import check_array, check_int, check_option
 from ..attention_maps import AttentionMap, get_attention_map
@@ -477,7 +478,7 @@ def _radii(data: TokenData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     comp = gap.argmin(axis=2)
     m = np.take_along_axis(gap, comp[..., None], axis=2)[..., 0]
     comp = np.where(np.isfinite(m), comp, -1)
-    gn = np.linalg.norm(G, axis=2)
+    gn = row_norms(G, axis=2)  # ||W z||, at any scale of W
     scale = np.abs(np.where(vis, U, 0.0)).max(axis=2)
     m = np.where(np.isfinite(m) & (m <= _TIE_RTOL * scale), 0.0, m)
     return sel, comp, m, gn
@@ -543,7 +544,11 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     for i in range(n):
         k = int(np.argmin(per_query[i]))
         if np.isfinite(m[i, k]) and m[i, k] > 0.0 and gn[i, k] > 0.0:
-            step = m[i, k] * G[i, k] / (2.0 * gn[i, k] ** 2)
+            g = gn[i, k]
+            if 1e-150 < g < 1e150:
+                step = m[i, k] * G[i, k] / (2.0 * g**2)
+            else:  # g^2 would overflow or underflow
+                step = (m[i, k] / (2.0 * g)) * (G[i, k] / g)
             pert[i, comp[i, k]] += step
             pert[i, sel[i, k]] -= step
     svm_q = np.full((n, data.K), np.nan)

@@ -133,3 +133,26 @@ def test_in_score_cone_names_itself_in_errors() -> None:
     data = sg.random_data(3, 4, 3, seed=0)
     with pytest.raises(sg.ProblemError, match="in_score_cone"):
         sg.in_score_cone(data, sg.optimal_tokens(data), np.eye(2), 0.1)
+
+
+def test_scale_invariant_answers_hold_at_huge_and_tiny_scales() -> None:
+    """||W||_F overflowed (numpy's sum of squares) from about 1e154: in_score_cone's cone
+    turned False at 1e155 W, robustness_radius (invariant under W -> cW, as documented)
+    returned 0 at 1e200 I, and study reported the trained norm as inf."""
+    import warnings
+
+    data = sg.random_data(3, 4, 3, seed=2)
+    alpha = np.array([2, 3, 1])
+    W = sg.att_svm(data, alpha).W
+    eps = 0.5 * sg.score_cone_margin(data, alpha, W) / np.linalg.norm(W)
+    assert all(sg.in_score_cone(data, alpha, c * W, eps=eps) for c in (1.0, 1e155, 1e160))
+    d0 = sg.random_data(2, 3, 3, seed=0)
+    ref = sg.robustness_radius(d0, np.eye(3)).radius
+    for c in (1e200, 1e-200):
+        np.testing.assert_allclose(sg.robustness_radius(d0, c * np.eye(3)).radius, ref, rtol=1e-14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = sg.study(data, W=1e200 * W, progress=False)
+    np.testing.assert_allclose(
+        rep.to_dict()["trained"]["norm"], 1e200 * np.linalg.norm(W), rtol=1e-14
+    )

@@ -384,3 +384,30 @@ def test_a_units_kink_is_judged_on_its_own_scale() -> None:
         costs.append(sg.gen_svm(data, selected=P > 1e-3, probs=P, head="relu", V=Vc, v=vc))
     np.testing.assert_allclose(costs[0].cost_fixed[0, 2], 1.515, rtol=1e-12)
     np.testing.assert_allclose(costs[1].cost_fixed[0, 2], 1.515, rtol=1e-12)
+
+
+def test_relu_units_orthogonal_to_the_sequence_add_no_sign_patterns(monkeypatch) -> None:
+    """A unit with V_p^T x_t = 0 on every token of the sequence was counted on its kink: the
+    envelope test solved 2^J LPs per masked token (29 s at 15 such units, hours at 24). Those
+    units are 0 on the tokens' span; the costs and the LPs are those of the 3 units that see
+    the tokens. More than 12 units truly on their kink are refused."""
+    from svmgeo.analysis import _gensvm
+
+    d = 24
+    X = np.zeros((1, 3, d))
+    X[0, [0, 1, 2], [0, 1, 2]] = 1.0
+    data = sg.TokenData(X, Z=np.ones((1, d)))
+    P = np.array([[1 - 2e-9, 1e-9, 1e-9]])
+    calls = []
+    linprog = _gensvm.linprog
+    monkeypatch.setattr(_gensvm, "linprog", lambda *a, **k: calls.append(1) or linprog(*a, **k))
+    ref = sg.gen_svm(data, probs=P, head="relu", V=np.eye(d)[:, :3], v=np.ones(3))
+    n_ref = len(calls)
+    wide = sg.gen_svm(data, probs=P, head="relu", V=np.eye(d), v=np.ones(d))
+    assert len(calls) == 2 * n_ref == 16  # units 1, 2 on their kink: 4 patterns per token
+    np.testing.assert_array_equal(wide.cost_fixed, ref.cost_fixed)
+    np.testing.assert_array_equal(wide.cost_envelope, ref.cost_envelope)
+    np.testing.assert_array_equal(wide.zero_cost, ref.zero_cost)
+    kinked = np.tile((np.eye(d)[1] - np.eye(d)[2])[:, None], (1, 13))  # 0 at w1 = w2
+    with pytest.raises(sg.ProblemError, match=r"2\^13 patterns at query \(0, 0\), beyond 2\^12"):
+        sg.gen_svm(data, probs=P, head="relu", V=kinked, v=np.ones(13))

@@ -243,3 +243,22 @@ def test_an_additive_mask_is_refused_not_read_inverted(name: str) -> None:
     np.testing.assert_array_equal(
         amap.phi(u, [True, False, True]), amap.phi(u, np.array([True, False, True]))
     )
+
+
+def test_the_public_maps_name_bad_logits_and_masks() -> None:
+    """A mask of the wrong shape (numpy's broadcast ValueError), a mask hiding every key (a
+    silent 0/0 NaN), no key at all (numpy's zero-size reduction error) and a list of logits in
+    a Hessian (AttributeError) reached the user as they came."""
+    soft, linear = sg.ATTENTION_MAPS["softmax"], sg.ATTENTION_MAPS["linear"]
+    with pytest.raises(sg.ProblemError, match=r"of u's shape \(3,\).*got shape \(4,\)"):
+        soft.phi(np.zeros(3), visible=np.ones(4, bool))
+    with pytest.raises(sg.ProblemError, match="hides every key of some query"):
+        soft.phi(np.zeros((2, 3)), visible=np.array([[True, False, True], [False] * 3]))
+    with pytest.raises(sg.ProblemError, match="at least one key"):
+        soft.phi(np.zeros(0))
+    np.testing.assert_array_equal(
+        linear.hessian([1.0, 2.0, 3.0], [1.0, 1.0, 1.0]), np.zeros((3, 3))
+    )
+    np.testing.assert_allclose(
+        soft.phi(np.zeros((2, 3)), visible=np.array([True, False, True])), [[0.5, 0, 0.5]] * 2
+    )
