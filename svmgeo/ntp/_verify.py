@@ -35,7 +35,8 @@ class NTPVerification:
     corr_svm : float
         :math:`\langle W, W^{\mathrm{svm}}\rangle / (\|W\|\|W^{\mathrm{svm}}\|)`; NaN when
         :math:`W^{\mathrm{svm}} = 0` (the graphs have no edge between different SCCs, so no
-        direction is predicted; then ``R = 0``).
+        direction is predicted; then ``R = 0``), and 0 when :math:`W = 0` (no direction:
+        :func:`svmgeo.correlation`'s convention, e.g. step 0 of a run from zero).
     fin_error : float
         :math:`\|P_{\mathrm{fin}}W - W^{\mathrm{fin}}\|_F / \max(1, \|W^{\mathrm{fin}}\|_F)`.
     composition_error : float
