@@ -73,7 +73,9 @@ def check_array(
     if dtype is np.float64:
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
             raise ProblemError(f"{name} must be numeric; got dtype {arr.dtype}. {hint}".strip())
-        arr = np.asarray(arr, dtype=np.float64, order="C")
+        converted = np.asarray(arr, dtype=np.float64, order="C")
+        _check_exact_cast(arr, converted, name)
+        arr = converted
     elif dtype is bool:
         if arr.dtype != bool:
             if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
@@ -118,6 +120,28 @@ def check_array(
             "Remove or impute non-finite entries."
         )
     return arr
+
+
+def _check_exact_cast(arr: np.ndarray, converted: np.ndarray, name: str) -> None:
+    """A ProblemError when the float64 ``converted`` is not ``arr`` exactly (integers beyond
+    2^53, long doubles): svmgeo computes, and proves, on the float64 numbers, and a proof about
+    rounded input would not be one about the user's."""
+    if arr.dtype.kind in "iu" and arr.size:
+        wide = np.flatnonzero(((arr > 2**53) | (arr < -(2**53))).ravel())
+        bad = [int(v) for v in arr.ravel()[wide] if int(float(v)) != int(v)]
+        value = bad[0] if bad else None
+    elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        same = converted.astype(arr.dtype) == arr
+        value = None if np.all(same | np.isnan(arr)) else arr.ravel()[np.argmin(same.ravel())]
+    else:
+        return
+    if value is not None:
+        raise ProblemError(
+            f"{name} holds values that float64 cannot represent exactly (e.g. {value!r} "
+            f"becomes {float(value)!r}): svmgeo computes, and proves its verdicts, in float64. "
+            f"Round them yourself (np.asarray({name}, dtype=np.float64)) to accept the "
+            "rounding, or rescale them."
+        )
 
 
 def check_real(

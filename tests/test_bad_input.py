@@ -1520,7 +1520,8 @@ def test_session_43_inputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regressions of the inputs session 42's audit left (ConstraintSet's strings:
-    tests/test_constraints.py): a scalar reported as shape (1,), an unvalidated RiskOracle W,
+    tests/test_constraints.py): a scalar reported as shape (1,), integers beyond 2^53 rounded
+    silently (then "proved" infeasible), an unvalidated RiskOracle W,
     train_ntp's message on normalized=1 (it named log_domain; numpy bools were refused),
     graph_svm's TypeError on an unknown keyword, random_next_token_data's V x V table beyond
     memory, and the CLI's bare OverflowError (--alpha beyond int64), MemoryError (sizes beyond
@@ -1539,6 +1540,18 @@ def test_session_43_inputs(
             getattr(oracle, method)(np.ones((4, 4)))
     with pytest.raises(ProblemError, match="W must be numeric"):
         oracle.value("abc")
+
+    # distinct integers beyond 2^53 rounded onto each other: an exact Farkas "proof" of
+    # infeasibility for a feasible problem (W = [[1]] meets both rows)
+    X = np.array([[[2**53 + 1], [2**53], [0]]], dtype=np.int64)
+    with pytest.raises(ProblemError, match="X holds values that float64 cannot represent"):
+        sg.TokenData(X, v=np.array([1]), Z=np.array([[1]]))
+    exact = np.array([[[2**60], [2**53], [0]]], dtype=np.int64)  # representable: accepted
+    assert sg.TokenData(exact, v=np.array([1]), Z=np.array([[1]])).X[0, 0, 0] == 2.0**60
+    long = np.array([[[1 + np.longdouble(2) ** -60, 0], [1, 0]]], dtype=np.longdouble)
+    if long[0, 0, 0] != 1:  # a platform whose long double is wider than float64
+        with pytest.raises(ProblemError, match="X holds values that float64 cannot"):
+            sg.TokenData(long, Z=np.array([[1.0, 0.0]]), v=np.ones(2))
 
     ntp = sg.random_next_token_data(6, 3, 4, 4, seed=0)
     assert sg.train_ntp(ntp, normalized=np.True_, n_steps=2).n_steps == 2  # a numpy bool
