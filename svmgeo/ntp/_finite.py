@@ -118,7 +118,8 @@ def finite_component(
     the attention saturates, and BFGS from zero can stop on the plateau with its gradient
     below ``tol``. Measured on ``random_next_token_data(60, 5, 6, 10, tier_size=2, seed=1)``:
     the returned loss is 4.9e-5 above that of a point of :math:`S_{\mathrm{fin}}` with the
-    gap (tokens 1, 3 under last token 5) moved from -97 to its finite minimizer -2.9. So for
+    gap (tokens 1, 3 under last token 5) moved from -97 to its finite minimizer -2.9 (an
+    example, not a bound: how far above the minimum BFGS stops depends on the data). So for
     ``"ce"``, ``success`` means BFGS's tolerance was reached, not that the minimum was (the
     command that prints these figures: CHANGELOG.md, "Documented (session 42)").
 
