@@ -85,12 +85,15 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
     Correspondence(
         "softmax",
         "W",
-        "GD (normalized)",
+        "GD",
         "Frobenius",
         _ATT_ROWS,
         "theorem",
-        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorems 4-5: locally, "
-        "from the cone of a LOT; globally under conditions: Vasudeva, Deora, Thrampoulidis 2024",
+        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorem 5: GD with "
+        "η ≤ 1/L_W started in the cone C_{μ,R} around W^mm_α of a LOT α (Theorem 4: under its "
+        "conditions on the initial gradient and the cone); globally under conditions: Vasudeva, "
+        "Deora, Thrampoulidis 2024. The evidence runs normalized GD from W = 0, outside these "
+        "hypotheses: measured",
         _QUICK,
         "fro",
         (("W", "gd"),),
@@ -115,8 +118,10 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "entrywise ℓp",
         _ATT_ROWS,
         "theorem",
-        "Julistiono, Tarzanagh, Azizan 2024 (arXiv:2410.14581), main result (docs/beyond.md); "
-        "also `svmgeo reproduce mirror`",
+        "Julistiono, Tarzanagh, Azizan 2024 (arXiv:2410.14581), main result, for their "
+        "ℓp-AttGD (its assumptions are not in the stored text: docs/beyond.md). The evidence "
+        "runs normalized mirror steps from W = 0, not their algorithm: measured; also "
+        "`svmgeo reproduce mirror`",
         _QUICK,
         "l1.5",
         (("W", "mirror 1.5"),),

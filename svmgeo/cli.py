@@ -86,6 +86,17 @@ _scale = _real(0.0, False, "a finite number >= 0")
 _exponent = _real(1.0, True, "a finite number > 1")
 
 
+def _path(text: str) -> str:
+    """A file or directory name: not empty (``--save ''`` wrote a hidden ``.npz``, and
+    ``--figure ''`` was dropped without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a file name; got {text!r}")
+    return text
+
+
+_path.__name__ = "file name"
+
+
 def _query(text: str) -> int | str:
     if text == "all":
         return text
@@ -493,14 +504,8 @@ def _cmd_lots(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ._linalg import entrywise_norm
+    from ._linalg import frobenius_norm as norm
     from .gd import OPTIMIZERS, train
-
-    def norm(a: np.ndarray) -> float:
-        """||a||_F, scaled where the plain sum of squares overflows (no RuntimeWarning)."""
-        with np.errstate(over="ignore"):
-            plain = float(np.linalg.norm(a))
-        return plain if np.isfinite(plain) else entrywise_norm(a, 2.0)
 
     rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
     _check_optimizer_flags(args, rule, OPTIMIZERS[rule].options)
@@ -623,7 +628,7 @@ def add_sweep_arguments(
     of :func:`svmgeo.sweep`. ``retry_errors=False`` leaves out ``--retry-errors``.
     """
     g = parser.add_argument_group("sweep execution")
-    g.add_argument("--out", default=default_out, help=out_help)
+    g.add_argument("--out", type=_path, default=default_out, help=out_help)
     g.add_argument(
         "--workers",
         type=_nonnegative,
@@ -660,10 +665,16 @@ def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .experiments import list_experiments, reproduce
+    from .experiments import SweepError, list_experiments, reproduce
 
     names = list_experiments()
     if args.list:
+        if args.name is not None:
+            print(
+                f"svmgeo reproduce: --list takes no experiment name; got {args.name!r}",
+                file=sys.stderr,
+            )
+            return 2
         print("\n".join(names))
         return 0
     if args.name is None:
@@ -681,7 +692,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         return 2
     options = sweep_options(args)
     del options["retry_errors"]  # not an option of reproduce
-    result = reproduce(args.name, quick=args.quick, **options)
+    try:
+        result = reproduce(args.name, quick=args.quick, **options)
+    except SweepError as exc:  # the trials ran and none finished (or a worker died)
+        print(f"svmgeo reproduce: {_one_line(exc)}", file=sys.stderr)
+        return 1
     print(result)
     return 1 if result.n_errors else 0
 
@@ -773,7 +788,10 @@ def _add_data_arguments(p: argparse.ArgumentParser, *, selection: bool, gd: bool
         "data (an .npz file written by TokenData.save, or the built-in random generator)"
     )
     g.add_argument(
-        "--data", metavar="FILE", help="dataset file (.npz, which may be left out of the name)"
+        "--data",
+        type=_path,
+        metavar="FILE",
+        help="dataset file (.npz, which may be left out of the name)",
     )
     g.add_argument("--n", type=_positive, help="generator: sequences (default 20)")
     g.add_argument("--T", type=_positive, help="generator: tokens per sequence (default 10)")
@@ -881,11 +899,14 @@ def _optimizer_value(text: str) -> str | tuple[str, float]:
 
 
 def _add_norm_argument(
-    p: argparse.ArgumentParser, what: str, *, parameterised: bool = False
+    p: argparse.ArgumentParser, what: str, *, parameterised: bool = False, lot: bool = False
 ) -> None:
     """``--norm`` from the table of norms (:data:`svmgeo.solvers.NORMS`); ``parameterised``:
-    with the entries that take a parameter (``lp:P``)."""
-    entries = [e for e in NORMS.values() if parameterised or e.parameter is None]
+    with the entries that take a parameter (``lp:P``); ``lot``: only the norms whose SVMs
+    decide local optimality."""
+    entries = [
+        e for e in NORMS.values() if (parameterised or e.parameter is None) and (e.lot or not lot)
+    ]
     if parameterised:
         spellings = ", ".join(e.spelling for e in entries)
         p.add_argument(
@@ -965,6 +986,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--save",
+        type=_path,
         metavar="FILE",
         help="write W (and p), dual, margins, Farkas vector (if infeasible), alpha and status to "
         "an .npz "
@@ -978,7 +1000,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_support,
     )
     _add_data_arguments(p, selection=True, gd=False)
-    _add_norm_argument(p, "Frobenius (Att-SVM), nuclear (Att-SVM*) or spectral norm")
+    _add_norm_argument(p, "norm of the SVM: Frobenius (Att-SVM) or nuclear (Att-SVM*)", lot=True)
     p = _add_command(
         sub,
         "study",
@@ -986,12 +1008,18 @@ def build_parser() -> argparse.ArgumentParser:
         "svmgeo study data.npz --weights trained.npz --out study/",
         _cmd_study,
     )
-    p.add_argument("dataset", metavar="DATA", help="dataset file written by TokenData.save")
     p.add_argument(
-        "--out", required=True, help="report directory (created if missing; checked first)"
+        "dataset", type=_path, metavar="DATA", help="dataset file written by TokenData.save"
+    )
+    p.add_argument(
+        "--out",
+        type=_path,
+        required=True,
+        help="report directory (created if missing; checked first)",
     )
     p.add_argument(
         "--weights",
+        type=_path,
         metavar="FILE",
         help="trained weights: an .npz with W (d x d) or K and Q (W = K Q^T)",
     )
@@ -1027,12 +1055,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_lots,
     )
     _add_data_arguments(p, selection=False, gd=False)
-    p.add_argument(
-        "--norm",
-        choices=tuple(e.spelling for e in NORMS.values() if e.lot),
-        default="fro",
-        help="norm of the SVMs that decide local optimality (default fro)",
-    )
+    _add_norm_argument(p, "norm of the SVMs that decide local optimality", lot=True)
     p.add_argument(
         "--max-selections",
         type=_positive,
@@ -1084,6 +1107,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--save",
+        type=_path,
         metavar="FILE",
         help="write the final W (p for --param p; and K, Q; v with --train-head) to this .npz "
         "file (checked before training)",
@@ -1099,6 +1123,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_arguments(p)
     p.add_argument(
         "--figure",
+        type=_path,
         metavar="FILE",
         help="write a figure of the report; the extension names the format (.png, .pdf, .svg, "
         "...; checked before training; needs matplotlib)",
@@ -1130,6 +1155,7 @@ def build_parser() -> argparse.ArgumentParser:
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--write",
+        type=_path,
         nargs="?",
         const="docs/atlas.md",
         metavar="FILE",
@@ -1137,6 +1163,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--check",
+        type=_path,
         nargs="?",
         const="docs/atlas.md",
         metavar="FILE",

@@ -251,7 +251,7 @@ API_ERRORS = [
     _err(lambda: sg.train(DATA, saturation_tol=2.0), "'saturation_tol' parameter", "train-sat"),
     _err(lambda: sg.train(DATA, record_every=0), "'record_every' parameter", "train-record-every"),
     _err(lambda: sg.train(DATA, record=("loss", "gradient")), "record must be", "train-record"),
-    _err(lambda: sg.train(DATA, seed="x"), "seed must be an int", "train-seed"),
+    _err(lambda: sg.train(DATA, seed="x"), "'seed' parameter of train must be None", "train-seed"),
     _err(lambda: sg.train(DATA, normalized="yes"), "normalized", "train-normalized"),
     _err(lambda: sg.train(DATA, init="ones"), "init must be", "train-init-str"),
     _err(lambda: sg.train(DATA, init=("normal", 0.1)), "init=", "train-init-name"),
@@ -286,6 +286,20 @@ API_ERRORS = [
     _err(lambda: sg.verify(DATA, threshold=2.0), "'threshold' parameter", "verify-threshold"),
     _err(lambda: sg.verify(DATA, steps=10), "unknown option", "verify-unknown"),
     _err(lambda: sg.verify(DATA, param="V"), "'param' parameter", "verify-param"),
+    # session 43: numpy's ValueError, or another argument's name
+    _err(lambda: sg.verify(DATA, seed=-1), "'seed' parameter of verify", "verify-seed-negative"),
+    _err(
+        lambda: sg.verify(DATA, init="cone", alpha=sg.optimal_tokens(DATA), seed=-1),
+        "'seed' parameter of verify",
+        "verify-cone-seed",
+    ),
+    _err(lambda: sg.verify(DATA, head="concave", lam="x"), "'lam' parameter", "verify-lam-str"),
+    _err(lambda: sg.verify(DATA, head="concave", lam=np.nan), "'lam' parameter", "verify-lam-nan"),
+    _err(
+        lambda: sg.verify(DATA, init="cone", alpha=sg.optimal_tokens(DATA), cone_noise=np.inf),
+        "'cone_noise' parameter",
+        "verify-cone-noise-inf",
+    ),
     _err(lambda: sg.verify(X), "TokenData", "verify-not-data"),
     _err(lambda: sg.correlation(W5, np.eye(4)), "equal shape", "corr-shape"),
     _err(lambda: sg.correlation(W5, _nan((5, 5))), "W2 holds NaN", "corr-nan"),
@@ -1045,6 +1059,24 @@ def _cli(*args: str, id: str, match: str) -> Any:
 
 
 CLI_ERRORS = [
+    # session 43: a norm offered by --help and refused later; empty file names
+    _cli(
+        "support",
+        "--n",
+        "4",
+        "--T",
+        "4",
+        "--d",
+        "5",
+        "--norm",
+        "spectral",
+        id="support-spectral",
+        match="invalid choice: 'spectral'",
+    ),
+    _cli("solve", "--save", "", id="solve-save-empty", match="--save: expected a file name"),
+    _cli("train", "--save", "", id="train-save-empty", match="--save: expected a file name"),
+    _cli("verify", "--figure", "", id="verify-figure-empty", match="--figure: expected a file"),
+    _cli("study", "", "--out", "{root}/st", id="study-data-empty", match="DATA: expected a file"),
     # errors in the flags' names, not the Python keywords behind them
     _cli(
         "lots",

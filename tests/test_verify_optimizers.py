@@ -159,3 +159,14 @@ def test_the_figure_draws_every_prediction_of_the_report(monkeypatch: pytest.Mon
     linear = sg.verify(DATA, attention="linear", n_steps=100, backend="numpy")
     plot_verify(linear, "unused.png")
     assert "its own SVM (linear)" in drawn[-1]
+
+
+def test_a_report_of_another_map_does_not_read_its_max_phi_as_a_softmax() -> None:
+    """The text report printed '1 - min max softmax' = 14.2 for a linear map, whose max phi is
+    no probability; it now prints the map's min max phi, as plot_verify labels it."""
+    data = sg.random_data(3, 3, 4, seed=0)
+    rep = sg.verify(data, attention="linear", loss="correlation", n_steps=50)
+    text = str(rep)
+    assert "softmax" not in text and "min max phi (linear)" in text and "max_phi" in text
+    assert f"{rep.final_max_softmax:.3e}" in text
+    assert "1 - min max softmax" in str(sg.verify(data, n_steps=50))

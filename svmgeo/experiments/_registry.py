@@ -22,7 +22,7 @@ from .._summary import html_summary
 from .._validation import check_option
 from ._rows import Rows, ok_rows
 from ._store import data_frame, parse_cell
-from ._sweep import SweepResult, check_scheduler, sweep
+from ._sweep import SweepError, SweepResult, check_scheduler, sweep
 
 __all__ = [
     "EXPERIMENTS",
@@ -248,6 +248,9 @@ def reproduce(
     ProblemError
         Unknown ``name``; ``out`` a file, under a file or not writable; a malformed
         ``scheduler`` address. All checked before any trial runs.
+    SweepError
+        No trial finished (every one raised; the sweep's CSV holds their errors), or a worker
+        died. No summary is written.
     """
     name = check_option(name, "name", EXPERIMENTS, where="reproduce")
     exp = EXPERIMENTS[name]
@@ -266,10 +269,13 @@ def reproduce(
     )
     rows = ok_rows(result.rows)
     headline, summary = exp.summarize(rows)
+    if not summary:  # the trials ran and raised: no answer (not bad input), nothing summarized
+        raise SweepError(
+            f"experiment {name!r}: no trial finished (each one raised); their errors are in "
+            f"{result.path}"
+        )
     summary_path = out_dir / f"{stem}_summary.csv"
     _write_csv(summary_path, summary)
-    if not summary:
-        raise ProblemError(f"experiment {name!r}: no trial finished; see {result.path}")
     figures = exp.plot(rows, summary, out_dir / f"{stem}.png")
     assert result.path is not None
     return ReproduceResult(

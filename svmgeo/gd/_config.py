@@ -579,9 +579,14 @@ class GDConfig:
                 "head='linear' (the relu and concave heads stay fixed)."
             )
         if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, int)
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, numbers.Integral)
+            or self.seed < 0
         ):
-            raise ProblemError(f"seed must be an int or None; got {self.seed!r}.")
+            raise ProblemError(
+                f"The 'seed' parameter of {where} must be None or a non-negative int (numpy's "
+                f"seeds are); got {self.seed!r}."
+            )
         if isinstance(self.record, str) or not all(
             isinstance(r, str) and r in RECORDS for r in self.record
         ):

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import balanced_factors
-from .._validation import check_option, check_real
+from .._validation import check_option, check_real, check_seed
 from ..analysis import fit_rates, gen_svm, selected_sets
 from ..data import TokenData
 from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
@@ -497,14 +497,14 @@ def _cone_start(
             "starts in (e.g. a locally optimal selection)."
         )
     radius = check_real(cone_radius, "cone_radius", low=0.0, low_open=True, where=where)
-    noise = check_real(cone_noise, "cone_noise", low=0.0, where=where)
+    noise = check_real(cone_noise, "cone_noise", low=0.0, high_open=True, where=where)
+    rng = check_seed(seed, where=where)
     ref = att_svm(sdata, alpha)
     if ref.W is None:
         raise ProblemError(
             f"init='cone': Att-SVM(alpha) has no solution ({ref.message}); the cone around "
             "W^mm_alpha is undefined. Pick a feasible alpha (sg.feasibility(data, alpha))."
         )
-    rng = np.random.default_rng(seed)
     d = ref.W.shape[0]
     W0 = radius * ref.W / np.linalg.norm(ref.W)
     if param == "W":

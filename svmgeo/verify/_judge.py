@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError
-from .._validation import check_array
+from .._validation import check_array, check_real
 from ..analysis import LocalOptimality, is_locally_optimal
 from ..data import TokenData
 from ..selection import optimal_token_sets
@@ -90,7 +90,8 @@ def head_scores(
             vv = _weights(v, "v", X.shape[2], where)
         h = X @ vv
         if head == "concave":
-            h = h - float(lam) * np.sum(X * X, axis=2)
+            lam = check_real(lam, "lam", low=0.0, high_open=True, where=where)
+            h = h - lam * np.sum(X * X, axis=2)
     return Y * h[:, None, :]
 
 

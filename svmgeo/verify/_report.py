@@ -335,8 +335,12 @@ class VerifyReport:
         ]
         if not prompt:
             head.append(("corr(W, W_mm nuc)", num(self.final_corr_nuc)))
+        softmax = self.attention == "softmax"
         head += [
-            ("1 - min max softmax", num(1.0 - self.final_max_softmax, ".3e")),
+            # another map's max phi is no probability: 1 - it means nothing (as plot_verify)
+            ("1 - min max softmax", num(1.0 - self.final_max_softmax, ".3e"))
+            if softmax
+            else (f"min max phi ({self.attention})", num(self.final_max_softmax, ".3e")),
             ("||p||" if prompt else "||W||_F", num(self.final_norm_W, ".6g")),
         ]
         if self.train_head:
@@ -381,7 +385,11 @@ class VerifyReport:
             if curve is not None:
                 cols.append((name, curve, ".6f"))
         norm_name = "||p||" if prompt else "||W||_F"
-        cols += [("1-max_softmax", 1.0 - self.max_softmax, ".3e"), (norm_name, self.norm_W, ".6g")]
+        if self.attention == "softmax":
+            cols.append(("1-max_softmax", 1.0 - self.max_softmax, ".3e"))
+        else:
+            cols.append(("max_phi", self.max_softmax, ".3e"))
+        cols.append((norm_name, self.norm_W, ".6g"))
         R = len(self.steps)
         rows = sorted({0, R - 1} | {int(j) for j in np.linspace(0, R - 1, 6).round()})
         table = [[name for name, _, _ in cols]]

@@ -649,3 +649,29 @@ def test_resume_refuses_other_seed_settings(tmp_path):
     fresh = sweep(_gaussian, grid, workers=0, progress=False, out=out, derive_seeds=True,
                   resume=False)  # fmt: skip
     assert fresh.column("x") != first.column("x")
+
+
+def test_reproduce_where_no_trial_finishes_writes_no_summary_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every trial raising left an empty summary CSV and a ProblemError, which the command
+    line reported as bad input (exit 2): the computation ran and found no answer (exit 1)."""
+    from svmgeo.cli import main
+    from svmgeo.experiments import _registry
+
+    failing = _registry.Experiment(
+        "always_fails",
+        "every trial raises",
+        _trials.failing_trial,
+        lambda quick: {"k": [1, 3]},
+        lambda rows: ({"n": len(rows)}, []),
+        lambda rows, summary, path: [],
+    )
+    monkeypatch.setitem(_registry.EXPERIMENTS, "always_fails", failing)
+    with pytest.raises(SweepError, match="no trial finished"):
+        sg.reproduce("always_fails", quick=True, out=str(tmp_path / "a"), workers=0, progress=False)
+    assert not (tmp_path / "a" / "always_fails-quick_summary.csv").exists()
+    code = main(["reproduce", "always_fails", "--quick", "--out", str(tmp_path / "b"),
+                 "--workers", "0", "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "no trial finished" in err, err

@@ -58,7 +58,8 @@ DATA = DATASETS["cross"]  # d = 5
         ),
         ({"param": "KQ", "init": np.ones((5, 5))}, "param='KQ' takes init="),
         ({"init": np.full((5, 5), np.nan)}, "must be finite"),
-        ({"seed": 1.5}, "seed must be an int"),
+        ({"seed": 1.5}, "'seed' parameter of train must be None"),
+        ({"seed": -1}, "'seed' parameter of train must be None or a non-negative int"),
     ],
 )
 def test_bad_input_is_a_problem_error(kwargs: dict[str, object], match: str) -> None:
