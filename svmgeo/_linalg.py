@@ -155,8 +155,8 @@ def frobenius_norm(W: Any) -> float:
 
 
 def row_norms(M: np.ndarray, axis: int) -> np.ndarray:
-    """Euclidean norms along ``axis``, rescaled (as :func:`frobenius_norm`) where numpy's
-    overflow or underflow."""
+    """Euclidean norms along ``axis``: numpy's, and where those overflow or underflow, norms
+    scaled by each slice's largest entry first (as :func:`frobenius_norm`)."""
     with np.errstate(over="ignore", under="ignore"):
         plain = np.linalg.norm(M, axis=axis)
     if np.all((plain > 1e-140) & (plain < 1e140)):

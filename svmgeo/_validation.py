@@ -131,8 +131,8 @@ def _check_exact_cast(arr: np.ndarray, converted: np.ndarray, name: str) -> None
         bad = [int(v) for v in arr.ravel()[wide] if int(float(v)) != int(v)]
         value = bad[0] if bad else None
     elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
-        same = converted.astype(arr.dtype) == arr
-        value = None if np.all(same | np.isnan(arr)) else arr.ravel()[np.argmin(same.ravel())]
+        same = (converted.astype(arr.dtype) == arr) | np.isnan(arr)
+        value = None if np.all(same) else arr.ravel()[np.argmin(same.ravel())]
     else:
         return
     if value is not None:
