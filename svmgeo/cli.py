@@ -389,7 +389,6 @@ def _read_weights(name: str) -> dict[str, Any]:
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
-
     from .data import load_data
     from .study import study
 
