@@ -1019,6 +1019,16 @@ def _path_local(
         if not sphere and prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
             xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
             rr = _local_residual(fun, cone, xv, float(R))
+        while gap is not None:  # as the W path: measure at the gap's own scale, go on
+            gap.reset(xv.reshape(d, d))
+            rr = _local_residual(fun, cone, xv, float(R), sphere)
+            if rr <= tol or it >= max_iter:
+                break
+            xn, _, more = solve(xv, float(R))
+            it += max(more, 1)
+            if np.array_equal(xn, xv) or fun(xn)[0] > fun(xv)[0]:
+                break  # no descent left at float64 resolution
+            xv = xn
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)

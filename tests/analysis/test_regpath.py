@@ -598,3 +598,16 @@ def test_a_radius_beyond_the_risk_range_is_refused() -> None:
     data = sg.random_data(2, 3, 3, seed=0)
     with pytest.raises(sg.ProblemError, match=r"go up to 1e\+300, beyond the largest"):
         sg.regularization_path(data, [1.0, 1e300])
+
+
+def test_the_local_path_is_not_stopped_by_an_underflowed_gradient() -> None:
+    """The local path at R = 1e3 kept its start R W^mm_alpha / ||W^mm_alpha|| with
+    stationarity exactly 0: the gap had fallen below the radius's scale and the gradient
+    underflowed. Measured at the gap's own scale, the start is not stationary; the path now
+    moves off it (to 1 - 3e-6 correlation at this finite radius) and converges."""
+    data = sg.random_data(3, 4, 4, seed=0, score_gap=0.1)
+    alpha = np.asarray(sg.locally_optimal_selections(data).selections[0])
+    for local_set in ("ball", "sphere"):
+        path = sg.regularization_path(data, [1.0, 1e3], alpha=alpha, eps=1e-3, local_set=local_set)
+        assert path.converged.all() and path.stationarity[1] > 0.0
+        assert 1e-7 < 1.0 - path.correlation[1] < 1e-4
