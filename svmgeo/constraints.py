@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._errors import ProblemError
-from ._validation import check_array, check_int
+from ._validation import check_array, check_bool, check_int
 from .data import TokenData
 from .selection import check_data, check_selection, scores_full
 
@@ -508,7 +508,7 @@ def pair_constraints(
         c = _one_or_per_row(rhs, "rhs", N, where, hint=_ROWS_HINT).copy()
     A = data.X[seq, pref] - data.X[seq, comp]
     B = data.queries[seq, query]
-    # finite: TokenData keeps ||x|| <= 1e151, so no difference of tokens overflows
+    # finite: TokenData keeps ||x|| and ||z|| <= 1e151, so no difference of tokens overflows
     return ConstraintSet._from_checked(
         A=np.ascontiguousarray(A, dtype=float).reshape(N, data.d),
         B=np.ascontiguousarray(B, dtype=float).reshape(N, data.d),
@@ -625,6 +625,7 @@ def selected_set_constraints(
     -------
     ConstraintSet
     """
+    allow_full = check_bool(allow_full, "allow_full", where="selected_set_constraints")
     S = check_selected(
         check_data(data, "selected_set_constraints"), selected, allow_full=allow_full
     )

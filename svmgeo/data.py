@@ -177,6 +177,10 @@ class TokenData:
             self._queries: np.ndarray | None = None
             K = 1
         else:
+            # each factor on its own too: the Gram matrices hold ||x||^2 and ||z||^2 apart
+            check_scale(X, "X", "TokenData")
+            if Z is not None:
+                check_scale(queries, "Z", "TokenData")
             check_scale(X, "X", "TokenData", times=(queries, "Z" if Z is not None else "X"))
             self._queries = _frozen(np.ascontiguousarray(queries))
             K = int(self._queries.shape[1])
@@ -243,7 +247,8 @@ class TokenData:
             if K != T:
                 raise ProblemError(
                     f"mask='causal' needs one query per token (K = T = {T}); got K = {K}. "
-                    "Use query='all' or Z of shape (n, T, d)."
+                    "Use query='all' or Z of shape (n, T, d) (random_data: query='all' or "
+                    "n_queries=T)."
                 )
             causal = np.tril(np.ones((T, T), dtype=bool))
             self._mask = _frozen(np.ascontiguousarray(np.broadcast_to(causal, (n, K, T))))
@@ -285,7 +290,10 @@ class TokenData:
                 )
             if self._v is not None:  # one source of truth for the scores gamma
                 linear = self._labels[:, :, None] * (self.values @ self._v)[:, None, :]
-                scale = max(float(np.abs(linear).max(initial=0.0)), float(np.abs(S).max()), 1e-300)
+                # each query on its own scale: one of small scores can be reversed far below
+                # the dataset's largest score
+                scale = np.maximum(np.abs(linear).max(axis=2), np.abs(S).max(axis=2))
+                scale = np.maximum(scale, 1e-300)[:, :, None]
                 if not np.all(np.abs(S - linear) <= 1e-9 * scale):
                     raise ProblemError(
                         "scores and v disagree: the linear head v gives the scores Y v^T u, which "
@@ -473,7 +481,12 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
     """
     if not isinstance(data, TokenData):
         raise ProblemError(f"save_data takes a svmgeo.TokenData; got {type(data).__name__}.")
-    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProblemError(
+            f"save_data takes a file path (str or os.PathLike), as load_data does; got "
+            f"{type(path).__name__}."
+        )
+    if os.path.isdir(path):
         raise ProblemError(
             f"save_data({os.fspath(path)!r}): is a directory (numpy would write "
             f"{os.fspath(path)!r}.npz beside it, which load_data of the same path does not "
@@ -607,6 +620,11 @@ def _unit_sphere(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+_MAX_RANDOM_FLOATS = 2**33
+"""Most float64 entries :func:`random_data` builds (64 GiB): beyond, a clear error instead
+of numpy's MemoryError or "array is too big"."""
+
+
 def random_data(
     n: int,
     T: int,
@@ -670,8 +688,15 @@ def random_data(
             )
         check_int(query, "query", low=-T, high=T - 1, where="random_data")
     rng = check_seed(seed, where="random_data")
-    v = _unit_sphere(rng, (d,))
     K = T if query == "all" else n_queries
+    floats = n * T * d + n * K * (d + 1 + T)  # X, Z, Y and the mask, at 8 bytes each
+    if floats > _MAX_RANDOM_FLOATS:
+        raise ProblemError(
+            f"random_data(n={n}, T={T}, d={d}) would hold about {8 * floats / 2**30:.3g} GiB "
+            f"of arrays, beyond the {8 * _MAX_RANDOM_FLOATS / 2**30:.0f} GiB it builds; choose "
+            "smaller sizes."
+        )
+    v = _unit_sphere(rng, (d,))
 
     def draw() -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         Xi = _unit_sphere(rng, (T, d))

@@ -1514,17 +1514,16 @@ def test_an_array_in_place_of_token_data_is_named(where: str, call: Callable[...
 
 def test_joint_svm_blames_x_when_no_values_were_given() -> None:
     """With u = x, the scale error blamed 'values' and said "X and Z are not the cause".
-    Tokens this small are now refused by TokenData itself, which names X as well."""
+    Tokens this small are refused by TokenData itself, which names X, whatever the queries
+    (since session 43 max ||x|| is checked on its own too, so joint_svm's head SVM, whose
+    Gram squares ||u||, needs no check of its own)."""
     rng = np.random.default_rng(0)
     with pytest.raises(ProblemError, match=r"too small for float64 \(TokenData\).*Rescale X"):
         sg.TokenData(rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5)))
-    # tokens TokenData takes (max ||x|| max ||z|| = 1e-145) whose head SVM, u = x with query
-    # e_1, squares 1e-155: refused by joint_svm, naming X
-    data = sg.TokenData(
-        rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5)) * 1e10
-    )
-    with pytest.raises(ProblemError, match=r"too small .*joint_svm's head SVM.*max \|\|X\|\|"):
-        sg.joint_svm(data)
+    with pytest.raises(ProblemError, match=r"too small for float64 \(TokenData\).*Rescale X"):
+        sg.TokenData(
+            rng.normal(size=(3, 4, 5)) * 1e-155, v=np.ones(5), Z=rng.normal(size=(3, 5)) * 1e10
+        )
 
 
 def test_session_42_audit_inputs(tmp_path: Path) -> None:
@@ -1553,7 +1552,8 @@ def test_session_43_inputs(
 ) -> None:
     """Regressions of the inputs session 42's audit left (ConstraintSet's strings:
     tests/test_constraints.py): a scalar reported as shape (1,), integers beyond 2^53 rounded
-    silently (then "proved" infeasible), an unvalidated RiskOracle W,
+    silently (then "proved" infeasible), ||x|| and ||z|| checked only as a product (the Gram
+    overflowed), scores checked against v on the dataset's scale, an unvalidated RiskOracle W,
     train_ntp's message on normalized=1 (it named log_domain; numpy bools were refused),
     graph_svm's TypeError on an unknown keyword, random_next_token_data's V x V table beyond
     memory, and the CLI's bare OverflowError (--alpha beyond int64), MemoryError (sizes beyond
@@ -1584,6 +1584,29 @@ def test_session_43_inputs(
     if long[0, 0, 0] != 1:  # a platform whose long double is wider than float64
         with pytest.raises(ProblemError, match="X holds values that float64 cannot"):
             sg.TokenData(long, Z=np.array([[1.0, 0.0]]), v=np.ones(2))
+
+    # ||x|| 1e160 with ||z|| 1e-160 passed the product check; the Gram overflowed and a
+    # feasible Att-SVM came out infeasible_inaccurate
+    base = sg.random_data(3, 4, 5, seed=0)
+    for a, b in ((1e160, 1e-160), (1e-160, 1e160)):
+        with pytest.raises(ProblemError, match=r"max \|\|X\|\| = 10\^"):
+            sg.TokenData(base.X * a, Y=base.Y, v=base.v / a, Z=base.Z * b)
+    # scores contradicting v in a query of small scores (one tolerance for the dataset)
+    X = np.array([[[1e-10], [2e-10]], [[1.0], [0.0]]])
+    S = (X @ np.ones(1)).copy()
+    S[0] = [2e-10, 1e-10]
+    with pytest.raises(ProblemError, match="scores and v disagree"):
+        sg.TokenData(X, v=np.ones(1), scores=S, query=0)
+
+    with pytest.raises(ProblemError, match="save_data takes a file path"):
+        sg.save_data(base, 5)  # a bare TypeError from numpy
+    with pytest.raises(ProblemError, match="'allow_full' parameter of selected_set_constraints"):
+        sg.selected_set_constraints(base, np.ones((3, 4), bool), allow_full="False")
+    with pytest.raises(ProblemError, match=r"random_data: query='all' or n_queries=T"):
+        sg.random_data(3, 4, 5, mask="causal")  # it named Z, which random_data does not take
+    for sizes in ((10**7, 10**7, 10**7), (10**12, 4, 5)):  # numpy's ValueError / MemoryError
+        with pytest.raises(ProblemError, match=r"GiB of arrays, beyond the 64 GiB"):
+            sg.random_data(*sizes)
 
     ntp = sg.random_next_token_data(6, 3, 4, 4, seed=0)
     assert sg.train_ntp(ntp, normalized=np.True_, n_steps=2).n_steps == 2  # a numpy bool

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_scale
 from ..constraints import ConstraintSet, att_svm_constraints, pair_constraints
 from ..data import TokenData
 from ..selection import check_selection
@@ -74,10 +73,8 @@ def head_constraints(data: TokenData, alpha: Any) -> ConstraintSet:
     """
     a = check_selection(data, alpha)
     n, K = data.n, data.K
-    U = np.asarray(data.values, dtype=float)
-    # its Gram matrix holds (u^T u')^2; given values were checked by TokenData, u = x only
-    # with the queries (max ||x|| max ||z||)
-    check_scale(U, "values" if data.has_values else "X", "joint_svm's head SVM")
+    U = np.asarray(data.values, dtype=float)  # its Gram holds (u^T u')^2: TokenData keeps
+    # max ||u|| within 1e+-151 (the values', or the tokens' when u = x)
     selected = np.take_along_axis(U, a[:, :, None], axis=1)  # (n, K, d_u)
     tokens = np.zeros((n, K + 1, U.shape[2]))
     tokens[:, :K] = np.asarray(data.labels, dtype=float)[:, :, None] * selected
