@@ -52,26 +52,35 @@ def _numpy(x: Any, name: str) -> np.ndarray:
         raise ProblemError(f"from_torch: {exc}") from None
 
 
-def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, Any, Any, float]:
-    """(W_q, W_k, b_q, b_k, scale) of one head: W_q, W_k of shape (h, E)."""
+def _one_head(head: Any, H: int) -> int:
+    """``head`` checked against H heads (None: the only one)."""
+    if head is None:
+        if H > 1:
+            raise ProblemError(
+                f"from_torch: the module has num_heads={H}; pass head=0..{H - 1} "
+                "(each head has its own W = W_K W_Q^T)."
+            )
+        return 0
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < H:
+        raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head!r}.")
+    return int(head)
+
+
+def _head_maps(
+    module: Any, head: int | None
+) -> tuple[np.ndarray, np.ndarray, Any, Any, float, int]:
+    """(W_q, W_k, b_q, b_k, scale, head) of one head: W_q, W_k of shape (h, E)."""
     import torch
 
     if isinstance(module, torch.nn.MultiheadAttention):
-        if not module._qkv_same_embed_dim or module.bias_k is not None:
+        if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
             raise ProblemError(
-                "from_torch: MultiheadAttention with kdim/vdim != embed_dim or add_bias_kv=True "
-                "is not supported (keys must be the same tokens as the queries' space)."
+                "from_torch: MultiheadAttention with kdim/vdim != embed_dim, add_bias_kv=True "
+                "or add_zero_attn=True is not supported (keys must be the tokens, in the "
+                "queries' space, with no added key)."
             )
         H, E = module.num_heads, module.embed_dim
-        if head is None:
-            if H > 1:
-                raise ProblemError(
-                    f"from_torch: the module has num_heads={H}; pass head=0..{H - 1} "
-                    "(each head has its own W = W_K W_Q^T)."
-                )
-            head = 0
-        if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < H:
-            raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head!r}.")
+        head = _one_head(head, H)
         hd = E // H
         w = _numpy(module.in_proj_weight, "in_proj_weight")
         rows = slice(head * hd, (head + 1) * hd)
@@ -80,23 +89,44 @@ def _head_maps(module: Any, head: int | None) -> tuple[np.ndarray, np.ndarray, A
         if module.in_proj_bias is not None:
             b = _numpy(module.in_proj_bias, "in_proj_bias")
             bq, bk = b[:E][rows], b[E : 2 * E][rows]
-        return Wq, Wk, bq, bk, 1.0 / np.sqrt(hd)
+        return Wq, Wk, bq, bk, 1.0 / np.sqrt(hd), head
     q, k = getattr(module, "q_proj", None), getattr(module, "k_proj", None)
     if isinstance(q, torch.nn.Linear) and isinstance(k, torch.nn.Linear):
-        if head is not None:
-            raise ProblemError(
-                "from_torch: head= applies to torch.nn.MultiheadAttention; a module with "
-                "q_proj/k_proj is read as one head (slice its weights for more)."
-            )
         Wq, Wk = _numpy(q.weight, "q_proj.weight"), _numpy(k.weight, "k_proj.weight")
-        if Wq.shape != Wk.shape:
-            raise ProblemError(
-                f"from_torch: q_proj and k_proj must map to the same width; got {Wq.shape} "
-                f"and {Wk.shape}."
-            )
         bq = None if q.bias is None else _numpy(q.bias, "q_proj.bias")
         bk = None if k.bias is None else _numpy(k.bias, "k_proj.bias")
-        return Wq, Wk, bq, bk, 1.0 / np.sqrt(Wq.shape[0])
+        H = int(getattr(module, "num_heads", None) or 1)
+        if H == 1:
+            head = _one_head(head, 1)
+            if Wq.shape != Wk.shape:
+                raise ProblemError(
+                    f"from_torch: q_proj and k_proj must map to the same width; got {Wq.shape} "
+                    f"and {Wk.shape}."
+                )
+            return Wq, Wk, bq, bk, 1.0 / np.sqrt(Wq.shape[0]), head
+        # several heads in one projection (Hugging Face's layout): rows h*hd..(h+1)*hd, the
+        # key rows of the head's group when keys are shared (grouped queries)
+        head = _one_head(head, H)
+        hd = int(getattr(module, "head_dim", None) or Wq.shape[0] // H)
+        groups = Wk.shape[0] // hd if hd else 0
+        if hd * H != Wq.shape[0] or groups * hd != Wk.shape[0] or not groups or H % groups:
+            raise ProblemError(
+                f"from_torch: q_proj ({Wq.shape[0]} rows) and k_proj ({Wk.shape[0]} rows) do "
+                f"not split into num_heads={H} heads of width {hd}; slice one head's rows "
+                "yourself and pass a module with those q_proj/k_proj."
+            )
+        rq = slice(head * hd, (head + 1) * hd)
+        kv = head // (H // groups)
+        rk = slice(kv * hd, (kv + 1) * hd)
+        scale = float(getattr(module, "scaling", None) or 1.0 / np.sqrt(hd))
+        return (
+            Wq[rq],
+            Wk[rk],
+            None if bq is None else bq[rq],
+            None if bk is None else bk[rk],
+            scale,
+            head,
+        )
     raise ProblemError(
         "from_torch: module must be a torch.nn.MultiheadAttention or have torch.nn.Linear "
         f"attributes q_proj and k_proj; got {type(module).__name__}."
@@ -179,7 +209,10 @@ def from_torch(
     ----------
     module : torch.nn.MultiheadAttention or torch.nn.Module
         A MultiheadAttention (``in_proj_weight``; one head at a time) or a module with
-        ``q_proj`` and ``k_proj`` linear layers.
+        ``q_proj`` and ``k_proj`` linear layers: one head, or, with an attribute
+        ``num_heads`` > 1, Hugging Face's layout (head h in rows h·hd..(h+1)·hd, ``head_dim``
+        hd, keys shared by groups of heads when ``k_proj`` is narrower, logit scale
+        ``scaling`` when the module has one).
     inputs : tensor or array of shape (n, T, E)
         The key tokens of every sequence (batch first).
     queries : tensor or array of shape (n, E) or (n, K, E), optional
@@ -194,7 +227,7 @@ def from_torch(
         0 and :math:`-\infty` (svmgeo's model has no additive bias: module notes). Converted
         to svmgeo's visibility mask (True = visible).
     head : int, optional
-        Which head of a MultiheadAttention (required when it has several).
+        Which head (required when the module has several).
     scale : float, optional
         The logit scale :math:`s`, finite and > 0; default :math:`1/\sqrt{h}` with :math:`h`
         the head width (PyTorch's scaled dot product).
@@ -222,7 +255,7 @@ def from_torch(
         raise SolverNotFound(
             'from_torch needs PyTorch, which is not installed: pip install "svmgeo[torch]".'
         ) from exc
-    Wq, Wk, bq, bk, default_scale = _head_maps(module, head)
+    Wq, Wk, bq, bk, default_scale, head = _head_maps(module, head)
     s = default_scale
     if scale is not None:
         s = check_real(scale, "scale", low=0.0, low_open=True, high_open=True, where="from_torch")

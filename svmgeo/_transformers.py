@@ -109,6 +109,11 @@ def _head_maps(
         H, hd, E = attn.num_heads, attn.head_dim, attn.embed_dim
         h = _check_index(head, "head", H, f"the model has {H} heads")
         A = _array(c_attn.weight)  # Conv1D: (E, 3E), y = x A + b
+        if A.shape != (E, 3 * E):  # e.g. GPTBigCode: an nn.Linear, multi-query keys
+            raise ProblemError(
+                f"{_WHERE}: block {layer}'s c_attn has weights of shape {A.shape}, not GPT-2's "
+                f"fused (E, 3E) = ({E}, {3 * E}); read this attention with sg.from_torch."
+            )
         b = _array(c_attn.bias)
         q, k = slice(h * hd, (h + 1) * hd), slice(E + h * hd, E + (h + 1) * hd)
         s = 1.0
@@ -143,12 +148,17 @@ def _head_maps(
             f"{_WHERE}: block {layer} has no LLaMA-style self_attn.q_proj/k_proj; got "
             f"{type(attn).__name__}."
         )
-    for name in ("q_norm", "k_norm"):
+    for name in ("q_norm", "k_norm", "q_layernorm", "k_layernorm"):
         if getattr(attn, name, None) is not None:
             raise ProblemError(
-                f"{_WHERE}: the attention normalizes queries/keys per head ({name}), a nonlinear "
-                "map: the logit is not bilinear in the tokens, so no W exists."
+                f"{_WHERE}: the attention normalizes queries/keys ({name}), a nonlinear map: "
+                "the logit is not bilinear in the tokens, so no W exists."
             )
+    if getattr(config, "clip_qkv", None):
+        raise ProblemError(
+            f"{_WHERE}: clip_qkv clamps the queries and keys, a nonlinear map: the logit is "
+            "not bilinear in the tokens, so no W exists."
+        )
     if getattr(config, "attn_logit_softcapping", None):
         raise ProblemError(
             f"{_WHERE}: attn_logit_softcapping applies tanh to the logits; no W reproduces them."
@@ -201,6 +211,11 @@ def _capture(model: Any, module: Any, inputs: Any) -> dict[str, Any]:
             model(**call)
     except _Captured:
         pass
+    except (TypeError, ValueError, IndexError, RuntimeError) as exc:  # the model's own check
+        raise ProblemError(
+            f"{_WHERE}: the model refused inputs before the attention ({type(exc).__name__}: "
+            f"{exc}); pass its input_ids (ids below its vocab_size) or a tokenizer's output."
+        ) from exc
     finally:
         handle.remove()
         model.train(training)
@@ -253,6 +268,38 @@ def _rotations(rope: Any, hd: int) -> np.ndarray:
     P[half:, :half] = np.eye(half)
     eye = np.eye(hd)
     return cos[..., :, None] * eye + sin[..., :, None] * P
+
+
+def _check_rotate_half(attn: Any, rope: Any, M: np.ndarray) -> None:
+    """That the model's own ``apply_rotary_pos_emb`` (of the attention's module) rotates as
+    ``M`` does, LLaMA's rotate-half layout, on a probe; else a ProblemError (other layouts, e.g.
+    Cohere's interleaved pairs, would give a wrong W)."""
+    import sys
+
+    import torch
+
+    apply = getattr(sys.modules.get(type(attn).__module__), "apply_rotary_pos_emb", None)
+    if apply is None:
+        raise ProblemError(
+            f"{_WHERE}: cannot check the rotary layout of {type(attn).__name__} (its module has "
+            "no apply_rotary_pos_emb); only LLaMA's rotate-half RoPE is read."
+        )
+    cos, sin = (torch.as_tensor(_array(x)) for x in rope)
+    probe = torch.as_tensor(np.random.default_rng(0).standard_normal(M.shape[:3]))
+    try:
+        rotated = apply(probe[:, None], probe[:, None], cos, sin)[0][:, 0]
+    except Exception as exc:  # a signature or shape this reading does not know
+        raise ProblemError(
+            f"{_WHERE}: cannot check the rotary layout of {type(attn).__name__} ({exc}); only "
+            "LLaMA's rotate-half RoPE is read."
+        ) from None
+    mine = np.einsum("ntab,ntb->nta", M, probe.numpy())
+    gap = float(np.max(np.abs(rotated.double().numpy() - mine), initial=0.0))
+    if not gap <= 1e-9 * max(1.0, float(np.abs(mine).max(initial=0.0))):
+        raise ProblemError(
+            f"{_WHERE}: {type(attn).__name__} rotates its queries and keys in another layout "
+            "than LLaMA's rotate-half RoPE (e.g. interleaved pairs); only that one is read."
+        )
 
 
 def _pair_products(M: np.ndarray) -> np.ndarray:
@@ -383,7 +430,14 @@ def from_transformers(
     layer = _check_index(layer, "layer", len(blocks), f"the model has {len(blocks)} blocks")
     config = getattr(model, "config", None)
     attn = _attention_module(family, blocks[layer])
-    Wq, Wk, bq, bk, s = _head_maps(family, attn, config, layer, head)
+    try:
+        Wq, Wk, bq, bk, s = _head_maps(family, attn, config, layer, head)
+    except AttributeError as exc:  # a look-alike of the family's layout (RoFormer, GPTBigCode)
+        raise ProblemError(
+            f"{_WHERE}: {type(attn).__name__} has the layout of a {family} block but not its "
+            f"attention ({exc}); this architecture is not read. Read its attention with "
+            "sg.from_torch."
+        ) from None
     seen = _capture(model, attn, inputs)
     X = _array(seen["hidden"])
     n, T, _ = X.shape
@@ -399,6 +453,8 @@ def from_transformers(
             "padding with a causal mask). Pad on the right (tokenizer.padding_side='right') or "
             "pass query= a position every sequence fills."
         )
+    if not getattr(attn, "use_rope", True):
+        seen["rope"] = None  # a NoPE layer: handed the position embeddings, it does not apply them
     if seen["rope"] is None:
         module = torch.nn.Module()
         module.q_proj = _linear(torch, Wq, bq)
@@ -413,7 +469,9 @@ def from_transformers(
             "rope='offsets' for one W per offset n - m, or rope='positions' for one W per "
             "position pair (m, n)."
         )
-    B = _pair_products(_rotations(seen["rope"], Wq.shape[0]))
+    M = _rotations(seen["rope"], Wq.shape[0])
+    _check_rotate_half(attn, seen["rope"], M)
+    B = _pair_products(M)
     if rope == "offsets":
         B = _offset_products(B)
     if bq is not None or bk is not None:

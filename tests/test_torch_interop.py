@@ -199,3 +199,11 @@ def test_per_head_mask_of_multihead_attention_matches_torch() -> None:
             _svmgeo_attention(data, W), ref[:, h].detach().numpy(), atol=1e-12
         )
         np.testing.assert_array_equal(data.visible, ~blocked.numpy().reshape(3, 2, 2, 5)[:, h])
+
+
+def test_multihead_attention_with_a_zero_key_is_refused() -> None:
+    """add_zero_attn=True appends a key of logit 0 that svmgeo's model has not: it was read
+    silently (0.06-0.31 off the module's probabilities)."""
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True, add_zero_attn=True)
+    with pytest.raises(sg.ProblemError, match="add_zero_attn=True"):
+        sg.from_torch(mha, torch.randn(2, 5, 8), head=0)

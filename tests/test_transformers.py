@@ -319,3 +319,91 @@ def test_an_eager_mask_of_any_float_dtype_blocks_at_its_most_negative_number(dty
     causal = torch.tril(torch.ones(3, 3, dtype=torch.bool))
     mask = torch.zeros(1, 1, 3, 3, dtype=kind).masked_fill(~causal, torch.finfo(kind).min)
     np.testing.assert_array_equal(_visible(mask, 1, 3, False)[0], causal.numpy())
+
+
+def _tiny(config: str, model: str, **extra: object) -> torch.nn.Module:
+    """A one-block model of another family (skipped where this transformers lacks it)."""
+    if not hasattr(transformers, config):
+        pytest.skip(f"this transformers has no {config}")
+    torch.manual_seed(0)
+    cfg = getattr(transformers, config)(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        intermediate_size=24,
+        vocab_size=VOCAB,
+        max_position_embeddings=32,
+        initializer_range=0.5,
+        **extra,
+    )
+    cfg._attn_implementation = "eager"
+    return getattr(transformers, model)(cfg).double().eval()
+
+
+@pytest.mark.parametrize(
+    ("config", "model", "extra", "match"),
+    [
+        ("OlmoConfig", "OlmoModel", {"clip_qkv": 0.05}, "clip_qkv clamps"),
+        ("PhiConfig", "PhiModel", {"qk_layernorm": True, "partial_rotary_factor": 1.0},
+         r"normalizes queries/keys \(q_layernorm\)"),
+        ("CohereConfig", "CohereModel", {"use_qk_norm": False}, "another layout than LLaMA"),
+    ],
+    ids=["olmo-clip-qkv", "phi-qk-layernorm", "cohere-interleaved-rope"],
+)  # fmt: skip
+def test_nonlinear_query_key_maps_and_other_rope_layouts_are_refused(
+    config: str, model: str, extra: dict, match: str
+) -> None:
+    """Each was read as a plain W (or LLaMA's rotate-half RoPE): the probabilities rebuilt
+    from it were off the model's by 0.5-0.8."""
+    with pytest.raises(sg.ProblemError, match=match):
+        from_transformers(_tiny(config, model, **extra), _inputs(False), layer=0, head=0,
+                          rope="positions")  # fmt: skip
+
+
+def test_a_nope_layer_is_read_without_rotary_embeddings() -> None:
+    """SmolLM3's NoPE layers are handed (cos, sin) but do not apply them: they were read as
+    rotated (0.3 off the model's probabilities), and rope='raise' refused a layer with one W."""
+    model = _tiny("SmolLM3Config", "SmolLM3Model", no_rope_layers=[0], use_sliding_window=False,
+                  pad_token_id=0)  # fmt: skip
+    ref = _reference(model, _inputs(False))[0]
+    for rope in ("raise", "positions"):
+        data, W = from_transformers(model, _inputs(False), layer=0, head=1, rope=rope)
+        assert W.ndim == 2
+        np.testing.assert_allclose(_svmgeo_probs(data, W), ref[:, 1], atol=1e-6, rtol=0)
+
+
+def test_look_alikes_of_a_family_layout_are_refused_by_name() -> None:
+    """GPTBigCode (an nn.Linear c_attn) and RoFormer (BERT's layout, rotary inside) raised
+    bare AttributeErrors."""
+    bigcode = transformers.GPTBigCodeModel(transformers.GPTBigCodeConfig(
+        n_embd=12, n_layer=1, n_head=3, vocab_size=VOCAB, n_positions=16))  # fmt: skip
+    with pytest.raises(sg.ProblemError, match="not GPT-2's fused"):
+        from_transformers(bigcode, torch.tensor([[1, 2, 3]]), layer=0, head=0)
+    roformer = transformers.RoFormerModel(transformers.RoFormerConfig(
+        hidden_size=12, embedding_size=12, num_hidden_layers=1, num_attention_heads=3,
+        intermediate_size=20, vocab_size=VOCAB, max_position_embeddings=16))  # fmt: skip
+    with pytest.raises(sg.ProblemError, match="layout of a bert block but not its attention"):
+        from_transformers(roformer, torch.tensor([[1, 2, 3]]), layer=0, head=0)
+    with pytest.raises(sg.ProblemError, match="the model refused inputs before the attention"):
+        from_transformers(_model("gpt2"), torch.tensor([[1, 2, VOCAB + 5]]), layer=0, head=0)
+
+
+def test_hugging_face_multi_head_q_proj_modules_are_read_one_head_at_a_time() -> None:
+    """OPTAttention (q_proj/k_proj holding 2 heads) was read as one fused head: every head's
+    products summed, scale 1/sqrt(width); head= was refused, and a per-head mask crashed."""
+    cfg = transformers.OPTConfig(hidden_size=8, num_attention_heads=2, ffn_dim=16,
+                                 num_hidden_layers=1, vocab_size=20, max_position_embeddings=16,
+                                 word_embed_proj_dim=8, init_std=0.5)  # fmt: skip
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    attn = transformers.OPTModel(cfg).double().eval().decoder.layers[0].self_attn
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    with torch.no_grad():
+        ref = attn(x, attention_mask=None, output_attentions=True)[1].numpy()
+    for head in (0, 1):
+        data, W = sg.from_torch(attn, x, head=head)
+        # OPT's eager softmax runs in float32
+        np.testing.assert_allclose(_svmgeo_probs(data, W), ref[:, head], atol=1e-6, rtol=0)
+    with pytest.raises(sg.ProblemError, match=r"num_heads=2; pass head=0\.\.1"):
+        sg.from_torch(attn, x)
