@@ -459,8 +459,10 @@ def from_transformers(
         module = torch.nn.Module()
         module.q_proj = _linear(torch, Wq, bq)
         module.k_proj = _linear(torch, Wk, bk)
-        data, W = from_torch(module, X, query=query, attn_mask=~visible, scale=s, **data_kwargs)
-        return data, W
+        try:
+            return from_torch(module, X, query=query, attn_mask=~visible, scale=s, **data_kwargs)
+        except ProblemError as exc:  # name the function the user called
+            raise ProblemError(str(exc).replace("from_torch:", f"{_WHERE}:", 1)) from None
     if rope == "raise":
         raise ProblemError(
             f"{_WHERE}: this model applies rotary position embeddings: the logit of query "

@@ -387,6 +387,8 @@ def test_look_alikes_of_a_family_layout_are_refused_by_name() -> None:
         from_transformers(roformer, torch.tensor([[1, 2, 3]]), layer=0, head=0)
     with pytest.raises(sg.ProblemError, match="the model refused inputs before the attention"):
         from_transformers(_model("gpt2"), torch.tensor([[1, 2, VOCAB + 5]]), layer=0, head=0)
+    with pytest.raises(sg.ProblemError, match=r"^from_transformers: Y must have shape"):
+        from_transformers(_model("gpt2"), torch.tensor([[1, 2, 3]]), layer=0, head=0, Y=[1, 1])
 
 
 def test_hugging_face_multi_head_q_proj_modules_are_read_one_head_at_a_time() -> None:
