@@ -105,7 +105,15 @@ class RiskOracle:
             self._gamma = np.where(P.vis[0], gam, -np.inf)
 
     def _weights(self, W: Any, method: str) -> np.ndarray:
-        """W as a finite float64 (d, d) array, or a ProblemError naming ``method``."""
+        """W as a finite float64 (d, d) array, or a ProblemError naming ``method``. The
+        training loops call this every step with such an array: it passes in one test."""
+        if (
+            isinstance(W, np.ndarray)
+            and W.dtype == np.float64
+            and W.shape == (self.d, self.d)
+            and np.isfinite(W).all()
+        ):
+            return W
         return check_array(
             W,
             "W",
@@ -141,7 +149,11 @@ class RiskOracle:
     def log_softmax(self, W: np.ndarray) -> np.ndarray:
         r"""The log-softmax attention :math:`\log s_{ikt}(W)` of shape (n, K, T)
         (``-inf`` on hidden keys)."""
-        fw = _xp.forward(self._weights(W, "log_softmax")[None], self.problem, self._arrays, np)
+        return self._log_softmax(self._weights(W, "log_softmax"))
+
+    def _log_softmax(self, W: np.ndarray) -> np.ndarray:
+        """:meth:`log_softmax` of a checked W."""
+        fw = _xp.forward(W[None], self.problem, self._arrays, np)
         return np.asarray(fw["ls"][0])
 
     @property
@@ -212,7 +224,7 @@ class RiskOracle:
         """
         if self._gamma is None:
             raise ProblemError("log_excess_risk is defined for head='linear' only.")
-        ls = self.log_softmax(self._weights(W, "log_excess_risk"))  # (n, K, T)
+        ls = self._log_softmax(self._weights(W, "log_excess_risk"))  # (n, K, T)
         top = self._gamma.max(axis=2)
         delta = top[:, :, None] - self._gamma
         with np.errstate(divide="ignore", invalid="ignore"):
