@@ -145,13 +145,18 @@ def query_projector(queries: np.ndarray) -> np.ndarray:
     return U @ U.T
 
 
+def _unscaled(norm: Any) -> Any:
+    """Where numpy's plain norm (a sum of squares) neither overflowed nor underflowed."""
+    return (norm > 1e-140) & (norm < 1e140)
+
+
 def frobenius_norm(W: Any) -> float:
     r""":math:`\|W\|_F`, numpy's where its sum of squares neither overflows nor underflows,
     else :func:`entrywise_norm` (scaled by :math:`\max|W_{kl}|` first): finite for every finite
     W, so scale-invariant statements stay so at :math:`10^{200}\,W`."""
     with np.errstate(over="ignore", under="ignore"):
         value = float(np.linalg.norm(W))
-    return value if 1e-140 < value < 1e140 else entrywise_norm(W, 2.0)
+    return value if _unscaled(value) else entrywise_norm(W, 2.0)
 
 
 def row_norms(M: np.ndarray, axis: int) -> np.ndarray:
@@ -159,14 +164,15 @@ def row_norms(M: np.ndarray, axis: int) -> np.ndarray:
     scaled by each slice's largest entry first (as :func:`frobenius_norm`)."""
     with np.errstate(over="ignore", under="ignore"):
         plain = np.linalg.norm(M, axis=axis)
-    if np.all((plain > 1e-140) & (plain < 1e140)):
+    kept = _unscaled(plain)
+    if np.all(kept):
         return plain
     top = np.max(np.abs(M), axis=axis, keepdims=True)
     with np.errstate(invalid="ignore"):
         scaled = np.squeeze(top, axis=axis) * np.linalg.norm(
             M / np.where(top > 0, top, 1.0), axis=axis
         )
-    return np.where((plain > 1e-140) & (plain < 1e140), plain, scaled)
+    return np.where(kept, plain, scaled)
 
 
 def entrywise_norm(W: np.ndarray, p: float) -> float:

@@ -319,3 +319,23 @@ def npz_path(name: str) -> str:
     if not name.endswith(".npz") and os.path.exists(f"{name}.npz"):
         return f"{name}.npz"
     return name
+
+
+def open_npz(name: str, what: str, kind: str, fix: str = "") -> Any:
+    """``np.load(name)`` as an ``.npz`` archive (a ``numpy.lib.npyio.NpzFile``, no pickles),
+    every failure a ProblemError: ``what`` opens the message, ``kind`` says what the archive
+    should be, ``fix`` ends it."""
+    not_ours = f"{what}: not {kind}"
+    try:
+        archive = np.load(name, allow_pickle=False)
+    except OSError as exc:
+        if exc.strerror:  # permission and other system errors
+            raise ProblemError(f"{what}: cannot read the file: {exc.strerror}.{fix}") from exc
+        raise ProblemError(f"{not_ours}; it is neither .npz nor .npy data.{fix}") from exc
+    except ValueError as exc:  # numpy's "pickled data" message for any other file
+        raise ProblemError(f"{not_ours}; it is neither .npz nor .npy data.{fix}") from exc
+    except Exception as exc:  # BadZipFile, EOFError, ...: a damaged archive
+        raise ProblemError(f"{not_ours}; the archive is damaged ({exc}).{fix}") from exc
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ProblemError(f"{not_ours}; it holds one .npy array, not an .npz archive.{fix}")
+    return archive

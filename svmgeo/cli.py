@@ -361,24 +361,14 @@ def _read_weights(name: str) -> dict[str, Any]:
     as for datasets), read before the report directory is created."""
     import numpy as np
 
-    from ._validation import npz_path
+    from ._validation import npz_path, open_npz
 
-    path = npz_path(name)
-    save = "Save the trained weights with numpy.savez(path, W=W) (or K=K, Q=Q)."
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ProblemError(
-            f"--weights {name}: cannot read it as an .npz file ({exc}). {save}"
-        ) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):  # one .npy array under an .npz name
-        raise ProblemError(
-            f"--weights {name}: holds one .npy array, not an .npz archive of named arrays. {save}"
-        )
+    save = " Save the trained weights with numpy.savez(path, W=W) (or K=K, Q=Q)."
+    loaded = open_npz(npz_path(name), f"--weights {name}", "an .npz archive of named arrays", save)
     with loaded as f:
         weights: dict[str, Any] = {k: np.asarray(f[k]) for k in ("W", "K", "Q") if k in f.files}
     if not weights:
-        raise ProblemError(f"--weights {name} holds none of the arrays W, K, Q. {save}")
+        raise ProblemError(f"--weights {name} holds none of the arrays W, K, Q.{save}")
     if "W" in weights and len(weights) > 1:  # as study(W=..., K=...) refuses it
         both = ", ".join(sorted(weights))
         raise ProblemError(

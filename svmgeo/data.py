@@ -23,7 +23,15 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError
-from ._validation import check_array, check_int, check_real, check_scale, check_seed, npz_path
+from ._validation import (
+    check_array,
+    check_int,
+    check_real,
+    check_scale,
+    check_seed,
+    npz_path,
+    open_npz,
+)
 
 __all__ = ["TokenData", "load_data", "random_data", "save_data"]
 
@@ -172,13 +180,13 @@ class TokenData:
             self._Z_given = None
             queries = X[:, q : q + 1, :]
             self._query = q
+        # each factor on its own, and with the queries their product: the Gram matrices hold
+        # ||x||^2 and ||z||^2 apart, the logits x^T W z
+        check_scale(X, "X", "TokenData")
         if queries is None:
-            check_scale(X, "X", "TokenData")
             self._queries: np.ndarray | None = None
             K = 1
         else:
-            # each factor on its own too: the Gram matrices hold ||x||^2 and ||z||^2 apart
-            check_scale(X, "X", "TokenData")
             if Z is not None:
                 check_scale(queries, "Z", "TokenData")
             check_scale(X, "X", "TokenData", times=(queries, "Z" if Z is not None else "X"))
@@ -551,22 +559,9 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
         raise ProblemError(f"{what}: no such file. Write a dataset with TokenData.save first.")
     if os.path.isdir(name):
         raise ProblemError(f"{what}: is a directory; give the .npz file written by save_data.")
-    not_ours = (
-        f"{what}: not an svmgeo dataset (an .npz archive written by TokenData.save / "
-        "svmgeo.save_data)"
-    )
-    try:
-        archive = np.load(name, allow_pickle=False)
-    except OSError as exc:
-        if exc.strerror:  # permission and other system errors
-            raise ProblemError(f"{what}: cannot read the file: {exc.strerror}.") from exc
-        raise ProblemError(f"{not_ours}; it is neither .npz nor .npy data.") from exc
-    except ValueError as exc:  # numpy's "pickled data" message for any other file
-        raise ProblemError(f"{not_ours}; it is neither .npz nor .npy data.") from exc
-    except Exception as exc:  # BadZipFile, EOFError, ...: a damaged archive
-        raise ProblemError(f"{not_ours}; the archive is damaged ({exc}).") from exc
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ProblemError(f"{not_ours}; it holds one .npy array, not a dataset archive.")
+    kind = "an svmgeo dataset (an .npz archive written by TokenData.save / svmgeo.save_data)"
+    not_ours = f"{what}: not {kind}"
+    archive = open_npz(name, what, kind)
     with archive as f:
         if "svmgeo_format" not in f.files or "X" not in f.files:
             raise ProblemError(

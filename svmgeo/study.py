@@ -762,7 +762,7 @@ def study(
             norm_svm = frobenius_norm(svm_fro.W)
             if norm_svm == 0.0 and _NO_ROWS not in notes:
                 notes.append(_NO_ROWS)
-            scale = frobenius_norm(Wt) / norm_svm if norm_svm > 0.0 else 0.0
+            scale = trained["norm"] / norm_svm if norm_svm > 0.0 else 0.0
             attention["svm"] = _softmax(data, scale * svm_fro.W)
         else:
             notes.append("Att-SVM of the trained selection is infeasible: it is not a LOT")

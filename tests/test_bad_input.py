@@ -1638,15 +1638,12 @@ def test_session_43_inputs(
     np.save(tmp_path / "w.npy", np.eye(5))
     (tmp_path / "w.npy").rename(tmp_path / "w.npz")
     out = tmp_path / "report"
-    err = run(
-        [
-            "study",
-            str(tmp_path / "data.npz"),
-            "--weights",
-            str(tmp_path / "w.npz"),
-            "--out",
-            str(out),
-        ]
-    )
-    assert "holds one .npy array, not an .npz archive" in err
+
+    def study_with(weights: str) -> str:
+        return run(["study", str(tmp_path / "data.npz"), "--weights", weights, "--out", str(out)])
+
+    assert "holds one .npy array, not an .npz archive" in study_with(str(tmp_path / "w.npz"))
+    assert not out.exists()
+    (tmp_path / "broken.npz").write_bytes((tmp_path / "data.npz").read_bytes()[:100])
+    assert "the archive is damaged" in study_with(str(tmp_path / "broken.npz"))  # BadZipFile
     assert not out.exists()
