@@ -116,22 +116,32 @@ def _model(kind: str, **extra: object) -> torch.nn.Module:
         )
         model = transformers.BertModel(cfg)
     else:
-        cfg = transformers.LlamaConfig(
-            hidden_size=16,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=24,
-            vocab_size=VOCAB,
-            max_position_embeddings=16,
-            **extra,
-        )
-        model = transformers.LlamaModel(cfg)
+        model = _decoder("LlamaConfig", "LlamaModel", num_hidden_layers=2, num_attention_heads=4,
+                         max_position_embeddings=16, **extra)  # fmt: skip
+        cfg = model.config
     # GPT-2 and BERT's eager attention is float64 throughout; LLaMA's softmax is float32
     cfg._attn_implementation = "svmgeo_eager64" if kind == "llama" else "eager"
     model = model.double().eval()
     _perturb_biases(model)
     return model
+
+
+def _decoder(config: str, model: str, **extra: object) -> torch.nn.Module:
+    """A tiny LLaMA-style decoder of ``transformers.<model>`` (width 16, 2 key heads),
+    ``extra`` overriding the defaults; skipped where this transformers lacks ``config``."""
+    if not hasattr(transformers, config):
+        pytest.skip(f"this transformers has no {config}")
+    torch.manual_seed(0)
+    sizes: dict[str, object] = {
+        "hidden_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "intermediate_size": 24,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": 32,
+    }
+    return getattr(transformers, model)(getattr(transformers, config)(**{**sizes, **extra}))
 
 
 def _reference(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> list[np.ndarray]:
@@ -322,23 +332,10 @@ def test_an_eager_mask_of_any_float_dtype_blocks_at_its_most_negative_number(dty
 
 
 def _tiny(config: str, model: str, **extra: object) -> torch.nn.Module:
-    """A one-block model of another family (skipped where this transformers lacks it)."""
-    if not hasattr(transformers, config):
-        pytest.skip(f"this transformers has no {config}")
-    torch.manual_seed(0)
-    cfg = getattr(transformers, config)(
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        intermediate_size=24,
-        vocab_size=VOCAB,
-        max_position_embeddings=32,
-        initializer_range=0.5,
-        **extra,
-    )
-    cfg._attn_implementation = "eager"
-    return getattr(transformers, model)(cfg).double().eval()
+    """A one-block model of another family, float64, eager attention."""
+    built = _decoder(config, model, initializer_range=0.5, **extra)
+    built.config._attn_implementation = "eager"
+    return built.double().eval()
 
 
 @pytest.mark.parametrize(
