@@ -70,22 +70,25 @@ def check_array(
             f"{name} must be real; got complex dtype {arr.dtype}. Pass np.real({name}) if the "
             "imaginary part is meant to be zero."
         )
+    numeric = np.issubdtype(arr.dtype, np.number) and arr.dtype.kind != "m"  # not timedelta64
     if dtype is np.float64:
-        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        if not (numeric or arr.dtype == bool):
             raise ProblemError(f"{name} must be numeric; got dtype {arr.dtype}. {hint}".strip())
         converted = np.asarray(arr, dtype=np.float64, order="C")
         _check_exact_cast(arr, converted, name)
         arr = converted
     elif dtype is bool:
         if arr.dtype != bool:
-            if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
+            if not numeric or not np.all((arr == 0) | (arr == 1)):
                 raise ProblemError(
                     f"{name} must be a boolean array (or 0/1); got dtype {arr.dtype}. {hint}".strip()
                 )
         arr = np.asarray(arr, dtype=bool, order="C")
     elif dtype is np.int64:
-        if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-            raise ProblemError(f"{name} must be an integer array; got dtype {arr.dtype}. {hint}")
+        if arr.dtype == bool or not numeric:
+            raise ProblemError(
+                f"{name} must be an integer array; got dtype {arr.dtype}. {hint}".strip()
+            )
         if not np.issubdtype(arr.dtype, np.integer):
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                 raise ProblemError(f"{name} must hold integers; got non-integer values. {hint}")

@@ -67,6 +67,7 @@ API_ERRORS = [
     _err(lambda: TD(X + 1j, v=V, Z=Z), "X must be real", "X-complex"),
     _err(lambda: TD([[[1, 2]], [[1]]], query=0), "X", "X-ragged"),
     _err(lambda: TD(np.full((3, 4, 5), "a"), query=0), "X must be numeric", "X-strings"),
+    _err(lambda: TD(X.astype("timedelta64[s]"), v=V, Z=Z), "X must be numeric", "X-timedelta"),
     _err(lambda: TD(X * 1e200, v=V, Z=Z), "too large for float64", "X-1e200"),
     _err(lambda: TD(X * 1e80, v=V, query=0), "too large for float64", "X-self-1e80"),
     _err(lambda: TD(X * 1e-160, v=V, Z=Z), "too small for float64", "X-1e-160"),
@@ -182,6 +183,11 @@ API_ERRORS = [
         lambda: sg.check_selection(DATA, [True, False, True]),
         "alpha must be an integer array",
         "alpha-bool",
+    ),
+    _err(
+        lambda: sg.check_selection(DATA, np.zeros(3, "timedelta64[s]")),
+        "alpha must be an integer array",
+        "alpha-timedelta",
     ),
     _err(
         lambda: sg.check_selection(DATA, np.zeros((3, 1, 1), int)),
