@@ -41,13 +41,17 @@ from ._result import Certificate, SVMResult, finish, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
+_SLSQP_ITERATION_LIMIT = 9
+"""scipy's SLSQP status "Iteration limit reached"."""
+
 __all__ = ["solve_lowrank"]
 
 
 def _local_solve(
     prob: FactoredProblem, K0: np.ndarray, Q0: np.ndarray, max_iter: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
-    """SLSQP from (K0, Q0), then a KKT Newton polish; None if no feasible point was reached."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | bool:
+    """SLSQP from (K0, Q0), then a KKT Newton polish: (K, Q, λ, iterations), or, when no
+    feasible point was reached, whether SLSQP stopped at its iteration limit ``max_iter``."""
     cs = prob.cs
     z0 = np.concatenate([K0.ravel(), Q0.ravel()])
     eq = np.flatnonzero(cs.kind != MARGIN)
@@ -79,7 +83,7 @@ def _local_solve(
     K, Q = prob.unpack(np.asarray(out.x, dtype=float))
     margins = prob.margins(K, Q)
     if primal_infeasibility(cs, margins) > 1e-4:
-        return None
+        return int(out.status) == _SLSQP_ITERATION_LIMIT
     slack = margins - cs.rhs
     candidates = np.flatnonzero(
         (cs.kind != MARGIN) | (slack <= 1e-6 * max(1.0, np.abs(cs.rhs).max()))
@@ -300,9 +304,11 @@ def solve_lowrank(
     best: tuple[float, np.ndarray, np.ndarray, np.ndarray, int] | None = None
     total = 0
     prob = FactoredProblem(cs, At, Bt, m)
+    at_limit = 0  # starts that stopped at max_iter without a feasible point
     for K_start, Q_start in starts:
         out = _local_solve(prob, K_start, Q_start, max_iter)
-        if out is None:
+        if isinstance(out, bool):
+            at_limit += out
             continue
         K, Q, lam, n_iter = out
         K, Q = balanced_factors(K @ Q.T, m)  # same product, smallest ½(‖K‖² + ‖Q‖²)
@@ -313,13 +319,18 @@ def solve_lowrank(
         if best is None or value < best[0]:
             best = (value, K, Q, lam, n_iter)
     if best is None:
+        limited = at_limit == len(starts)  # every start cut short: nothing suggests infeasible
         return replaced(
             convex,
             W=None,
-            status=Status.INFEASIBLE_INACCURATE,
+            status=Status.MAX_ITER if limited else Status.INFEASIBLE_INACCURATE,
             message=(
-                f"no start reached a feasible rank-{m} point ({len(starts)} starts); the "
-                f"rank-{m} problem may be infeasible (not certified)"
+                f"no start reached a feasible rank-{m} point ({len(starts)} starts); "
+                + (
+                    f"each stopped at its limit of max_iter = {max_iter} SLSQP iterations: raise max_iter"
+                    if limited
+                    else f"the rank-{m} problem may be infeasible (not certified)"
+                )
             ),
             objective=None,
             dual=None,
