@@ -9,8 +9,9 @@ For ``random_data(n, T, d, seed)`` with the optimal tokens, CPU time (minimum ov
   (:func:`~svmgeo.solvers._frobenius_small.tight_route`: the point, the proof's screen and the
   polish; its exact rows built first): ``svmgeo`` less this is the Python around it;
 
-measured two ways: interleaved single calls with libsvm and L-BFGS-B between them, as
-``bench_svm_peers.py`` measures (cold caches), and a warm loop of ``--loop`` calls each.
+measured two ways: single calls, each right after a call of libsvm and one of L-BFGS-B (cold
+caches, as ``bench_svm_peers.py`` times svmgeo; there the floor runs right after svmgeo, on the
+rows svmgeo has just read), and a warm loop of ``--loop`` calls each.
 
 With ``--phases``, warm loops instead (best of 7) of the call's steps, each run on its own:
 the Gram, its copy and LAPACK factor, the point (``feasible_point``: Gram and factor
@@ -124,11 +125,11 @@ def main() -> None:
             cold = {k: float("inf") for k in mine}
             for _ in range(args.rounds):
                 for k, f in mine.items():
+                    for g in others:  # each contender after the peers, as svmgeo is there
+                        g(cs)
                     c = time.process_time()
                     f(cs)
                     cold[k] = min(cold[k], time.process_time() - c)
-                for f in others:
-                    f(cs)
             warm = {}
             for k, f in mine.items():
                 best = float("inf")

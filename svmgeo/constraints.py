@@ -234,6 +234,11 @@ class ConstraintSet:
         return top_a, float(np.max(np.abs(self.B), initial=0.0))
 
     @cached_property
+    def _largest_bound(self) -> float:
+        r""":math:`\max_j|c_j|`, 0 for no rows, once per set."""
+        return float(np.max(np.abs(self.rhs), initial=0.0))
+
+    @cached_property
     def _row_norms(self) -> tuple[np.ndarray, np.ndarray]:
         r"""(:math:`\|a_j\|`, :math:`\|b_j\|`) of every row, shape (N,) each: computed once per set
         (the rows are immutable), read-only."""

@@ -225,7 +225,7 @@ right-hand sides when :math:`0 < \max_j|c_j| < 1/\text{SCALE\_BAND}`."""
 def _small_bound_scale(cs: ConstraintSet) -> float:
     r"""The power of two nearest :math:`\max_j|c_j|` (in log scale) when that is below
     1/:data:`SCALE_BAND` and not 0; else 1.0."""
-    size = float(np.abs(cs.rhs).max(initial=0.0))
+    size = cs._largest_bound
     if size == 0.0 or size >= 1.0 / SCALE_BAND:
         return 1.0
     return 2.0 ** round(math.log2(size))
