@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors import ProblemError
+from ._linalg import logistic
 
 __all__ = ["ATTENTION_MAPS", "AttentionMap", "get_attention_map"]
 
@@ -150,22 +151,20 @@ def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
 
 
 # -- sigmoid --------------------------------------------------------------------------------
-def _sig(u: Array) -> Array:
-    return 0.5 * (1.0 + np.tanh(0.5 * u))  # overflow-free logistic function
-
-
+# sigma(u) and sigma(-u) each to a few ulps relative (logistic): sigma' = sigma(u) sigma(-u)
+# and 1 - 2 sigma(u) = sigma(-u) - sigma(u) keep their relative accuracy where sigma(u) or
+# sigma(-u) is far below 1 (the tanh form's sigma' was exactly 0 from |u| ~ 37 on)
 def _sigmoid(u: Array, visible: Array | None = None) -> Array:
-    return np.where(_vis(u, visible), _sig(u), 0.0)
+    return np.where(_vis(u, visible), logistic(u), 0.0)
 
 
 def _sigmoid_jac(u: Array, visible: Array | None = None) -> Array:
-    s = _sig(u)
-    return _diag(np.where(_vis(u, visible), s * (1.0 - s), 0.0))
+    return _diag(np.where(_vis(u, visible), logistic(u) * logistic(-u), 0.0))
 
 
 def _sigmoid_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
-    s = _sig(u)
-    return _diag(np.where(_vis(u, visible), g * s * (1.0 - s) * (1.0 - 2.0 * s), 0.0))
+    s, r = logistic(u), logistic(-u)
+    return _diag(np.where(_vis(u, visible), g * s * r * (r - s), 0.0))
 
 
 # -- relu -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import LossWarning, ProblemError
+from ._linalg import logistic
 from ._validation import check_option
 
 __all__ = [
@@ -42,13 +43,6 @@ __all__ = [
 ]
 
 Fn = Callable[[np.ndarray], np.ndarray]
-
-
-def _sig(u: np.ndarray) -> np.ndarray:
-    r""":math:`\sigma(u) = e^{-\log(1 + e^{-u})}`, to a few ulps relative for every u (the form
-    :math:`\tfrac12(1 + \tanh(u/2))` is exactly 0 from :math:`u \approx -37.4` on, where
-    :math:`\sigma(u) \approx e^{u}`)."""
-    return np.exp(-np.logaddexp(0.0, -u))
 
 
 def _sup_interval(f: Fn, lo: np.ndarray, hi: np.ndarray, peak: float | None) -> np.ndarray:
@@ -115,10 +109,10 @@ LOSS_SPECS: dict[str, LossSpec] = {
     "logistic": LossSpec(
         "logistic",
         lambda u: np.logaddexp(0.0, -u),
-        lambda u: -_sig(-u),
-        lambda u: _sig(u) * _sig(-u),
-        lambda lo, hi: _sig(-lo),  # |l'| = sigma(-u) decreases
-        lambda lo, hi: _sup_interval(lambda u: _sig(u) * _sig(-u), lo, hi, 0.0),
+        lambda u: -logistic(-u),
+        lambda u: logistic(u) * logistic(-u),
+        lambda lo, hi: logistic(-lo),  # |l'| = sigma(-u) decreases
+        lambda lo, hi: _sup_interval(lambda u: logistic(u) * logistic(-u), lo, hi, 0.0),
         lambda u: -np.logaddexp(0.0, u),
     ),
     "exponential": LossSpec(

@@ -262,3 +262,25 @@ def test_the_public_maps_name_bad_logits_and_masks() -> None:
     np.testing.assert_allclose(
         soft.phi(np.zeros((2, 3)), visible=np.array([True, False, True])), [[0.5, 0, 0.5]] * 2
     )
+
+
+def test_sigmoid_map_keeps_relative_accuracy_far_out() -> None:
+    """sigma, sigma' and sigma'' of the map table to a few ulps at |u| up to 700, and the tensor
+    form's sigmoid direction at a large norm (the form (1 + tanh(u/2))/2 made sigma' exactly 0
+    from |u| ~ 37 on, so ``TensorData.direction`` called W = 1000 w0 a stationary point)."""
+    sig = ATTENTION_MAPS["sigmoid"]
+    u = np.array([-700.0, -100.0, -40.0, -1.0, 0.0, 2.0, 40.0, 100.0, 700.0])
+    a = np.exp(-np.abs(u))  # sigma(-|u|) = a / (1 + a): every closed form below is exact-ish
+    low = a / (1.0 + a)
+    np.testing.assert_allclose(sig.phi(u), np.where(u < 0, low, 1.0 - low), rtol=1e-14)
+    np.testing.assert_allclose(np.diag(sig.jacobian(u)), a / (1.0 + a) ** 2, rtol=1e-14)
+    g = np.linspace(0.5, 1.5, u.size)
+    second = a / (1.0 + a) ** 2 * np.sign(-u) * (1.0 - a) / (1.0 + a)
+    np.testing.assert_allclose(np.diag(sig.hessian(u, g)), g * second, rtol=1e-14, atol=0.0)
+    data = sg.random_data(3, 3, 3, seed=5)
+    w0 = np.random.default_rng(1).normal(size=9)
+    W = (1000.0 * w0 / np.linalg.norm(w0)).reshape(3, 3)
+    ten = sg.tensorize(data)
+    step = ten.direction(W, "logistic", "sigmoid")
+    grad = loss_and_grad(data, W, attention="sigmoid")[1]
+    np.testing.assert_allclose(step, -grad.ravel() / np.linalg.norm(grad), rtol=1e-10)
