@@ -208,12 +208,13 @@ class ConstraintSet:
 
     @cached_property
     def _small_bounds(self) -> np.ndarray | None:
-        """:math:`\\min(1, |c_j|)` (1 where :math:`c_j = 0`) when some bound is below 1 in size
-        and not zero, else None: the scale of each row's violation in the certificates."""
+        """:math:`\\min(1, |c_j|)`, and :math:`\\min(1, \\max_k|c_k|)` where :math:`c_j = 0`
+        (the problem's scale: W scales with the bounds), when some bound is below 1 in size and
+        not zero, else None: the scale of each row's violation in the certificates."""
         size = np.abs(self.rhs)
         if not np.any((size > 0.0) & (size < 1.0)):
             return None
-        return _read_only(np.where((size > 0.0) & (size < 1.0), size, 1.0))
+        return _read_only(np.minimum(np.where(size > 0.0, size, self._largest_bound), 1.0))
 
     @cached_property
     def _positive_rows(self) -> np.ndarray:

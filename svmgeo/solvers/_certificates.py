@@ -71,11 +71,14 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
         \max_j \frac{v_j}{\min(1, |c_j|)},\qquad v_j = (c_j - m_j)_+\ \text{(margin rows)},
         \quad |m_j - c_j|\ \text{(equality rows)},
 
-    with :math:`\min(1, |c_j|)` read as 1 when :math:`c_j = 0`. Rows with :math:`|c_j| \ge 1`
+    with :math:`\min(1, |c_j|)` read as :math:`\min(1, \max_k|c_k|)` when :math:`c_j = 0`
+    (the problem's scale, 1 when every :math:`c_k` is 0). Rows with :math:`|c_j| \ge 1`
     (Att-SVM's :math:`c_j = 1`) count their violation as it is; a bound :math:`0 < |c_j| < 1`
     counts it as a fraction of :math:`|c_j|`, so that a W missing a row :math:`c_j = 10^{-9}`
     by half of it fails the certificate (an absolute violation of :math:`5 \cdot 10^{-10}`
-    passed any tolerance above it).
+    passed any tolerance above it), and a row :math:`c_j = 0` beside bounds
+    :math:`10^{-12}` counts it as a fraction of :math:`10^{-12}` (the residual does not change
+    when every bound and W are scaled together).
     """
     if cs.N == 0:
         return 0.0

@@ -9,6 +9,8 @@ names that residual. Deleting any one check from the judge makes one of these te
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -118,3 +120,37 @@ def test_nan_residual_always_fails(kind: str) -> None:
     lam = np.ones(3)
     lam[1] = np.nan
     assert not check(_rows(3), np.eye(3), lam, TOL).passed
+
+
+@pytest.mark.parametrize("kind", [sg.MARGIN, sg.EQUALITY])
+def test_a_zero_bound_row_is_judged_at_the_problem_scale(kind: int) -> None:
+    """Rows W11 >= 1e-12 and (a row with c = 0) W21 + W22 - W11 - W12 >= 0 (or = 0): W =
+    diag(1e-12, 0) misses the second row by 1e-12, all of the problem's scale (its l1 value is
+    half the optimum's). The violation of a c = 0 row was absolute, so every certificate passed;
+    it is now a fraction of max|c|, the same residual as on the rows scaled by 1e12."""
+    from svmgeo.solvers._certificates import (
+        lp_certificate,
+        primal_infeasibility,
+        spectral_certificate,
+    )
+
+    def rows(scale: float) -> sg.ConstraintSet:
+        base = margin_rows(np.array([[1.0, 0.0], [-1.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 1.0]]))
+        return dataclasses.replace(
+            base, kind=np.array([sg.MARGIN, kind], np.int8), rhs=np.array([scale, 0.0])
+        )
+
+    small, unit = rows(1e-12), rows(1.0)
+    W, lam = np.diag([1.0, 0.0]), np.array([1.0, 0.0])
+    np.testing.assert_allclose(
+        primal_infeasibility(small, small.apply(1e-12 * W)),
+        primal_infeasibility(unit, unit.apply(W)),
+    )
+    np.testing.assert_allclose(primal_infeasibility(small, small.apply(1e-12 * W)), 1.0)
+    for cert in (
+        lp_certificate(small, 1e-12 * W, lam, 1.0),
+        nuclear_certificate(small, 1e-12 * W, lam),
+        spectral_certificate(small, 1e-12 * W, lam),
+        frobenius_certificate(small, 1e-12 * W, 1e-12 * lam, TOL),
+    ):
+        assert not cert.passed and any(f.startswith("primal") for f in cert.failures), cert
