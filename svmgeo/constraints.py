@@ -108,7 +108,7 @@ class ConstraintSet:
         checked = {
             "A": A,
             "B": _array(self.B, f"'B' of {where}", 2, np.float64, (N, d), finite=True),
-            "kind": _row_kinds(self.kind, N, where),
+            "kind": check_row_kinds(self.kind, N, where),
             "rhs": _array(self.rhs, f"'rhs' of {where}", 1, np.float64, (N,), finite=True),
             **_row_indices(
                 self.seq,
@@ -399,7 +399,7 @@ def _one_or_per_row(
     return np.broadcast_to(given, (N,))
 
 
-def _row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
+def check_row_kinds(kind: Any, N: int, where: str) -> np.ndarray:
     """``kind`` as int8 of shape (N,) (a scalar is broadcast), every entry :data:`MARGIN` or
     :data:`EQUALITY`; else a :class:`ProblemError` naming ``where``."""
     if isinstance(kind, np.ndarray) and kind.dtype == np.int8 and kind.shape == (N,):
@@ -507,7 +507,7 @@ def pair_constraints(
     }  # fmt: skip
     seq, query, pref, comp = indices["seq"], indices["query"], indices["pref"], indices["comp"]
     N = seq.shape[0]
-    kinds = _row_kinds(kind, N, where).copy()
+    kinds = check_row_kinds(kind, N, where).copy()
     if rhs is None:
         c = np.where(kinds == MARGIN, 1.0, 0.0)
     else:

@@ -26,8 +26,9 @@ from scipy.optimize import nnls
 
 from .._errors import ProblemError
 from .._summary import summarized
+from .._validation import check_array, check_int
 from ..attention_maps import get_attention_map
-from ..constraints import EQUALITY, ConstraintSet, check_constraint_set
+from ..constraints import EQUALITY, ConstraintSet, check_constraint_set, check_row_kinds
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
@@ -57,13 +58,17 @@ def _no_vector_form(what: str, where: str) -> ProblemError:
 
 
 def _vec(w: Any, d: int) -> np.ndarray:
-    arr = np.asarray(w, dtype=float)
+    r""":math:`w = \mathrm{vec}(W)`, shape (d*d,), from ``w`` of shape (d*d,) or W of shape
+    (d, d), checked real and finite (:func:`~svmgeo._validation.check_array`)."""
+    hint = f"Pass vec(W) of shape ({d * d},) or W of shape ({d}, {d})."
+    arr = check_array(w, "'w' of TensorData", ndim=(1, 2), hint=hint)
     if arr.shape == (d, d):
         return arr.reshape(d * d)
     if arr.shape == (d * d,):
         return arr
     raise ProblemError(
-        f"w must be vec(W) of shape ({d * d},) or W of shape ({d}, {d}); got {arr.shape}."
+        f"'w' of TensorData must be vec(W) of shape ({d * d},) or W of shape ({d}, {d}); got "
+        f"{arr.shape}."
     )
 
 
@@ -204,7 +209,10 @@ class TensorData:
         M = amap.hessian(u, self.gamma, self.visible)  # (n, K, T, T)
         Aq = np.einsum("nks,nksp->nkp", q, self.A)
         H = np.einsum("nk,nkp,nkr->pr", spec.d2(f), Aq, Aq)
-        H += np.einsum("nk,nktp,nkts,nksr->pr", spec.d1(f), self.A, M, self.A)
+        # sum_ik l'(f_ik) A_ik^T (M_ik A_ik): O(n K T d^4) in one matrix product, where the
+        # four-operand einsum "nk,nktp,nkts,nksr->pr" costs O(n K T^2 d^4)
+        MA = spec.d1(f)[..., None, None] * (M @ self.A)  # (n, K, T, d*d)
+        H += self.A.reshape(-1, self.d * self.d).T @ MA.reshape(-1, self.d * self.d)
         return H / self.n
 
     def hessian_spectrum(
@@ -256,12 +264,40 @@ def tensorize(data: TokenData, *, param: str = "W") -> TensorData:
 @dataclass(frozen=True, eq=False)
 class TensorRows:
     r"""Rows :math:`u_j = a_j \otimes b_j` of a constraint set, shape (N, d*d), with kinds and
-    right-hand sides."""
+    right-hand sides.
+
+    .. math::
+
+        u_j^\top w \ge c_j \ (\text{margin rows}), \qquad u_j^\top w = c_j \
+        (\text{equality rows}), \qquad w = \mathrm{vec}(W) \in \mathbb{R}^{d^2}.
+
+    Attributes
+    ----------
+    U : ndarray of shape (N, d*d)
+        The rows :math:`u_j`, finite.
+    kind : ndarray of int8, shape (N,)
+        :data:`~svmgeo.MARGIN` or :data:`~svmgeo.EQUALITY` per row.
+    rhs : ndarray of shape (N,)
+        The right-hand sides :math:`c_j`, finite.
+    d : int
+        The token dimension (:math:`d \ge 1`).
+    """
 
     U: np.ndarray
     kind: np.ndarray
     rhs: np.ndarray
     d: int
+
+    def __post_init__(self) -> None:
+        where = "TensorRows"
+        hint = "Build the rows from a ConstraintSet with svmgeo.analysis.tensor_rows(cs)."
+        d = check_int(self.d, "d", low=1, where=where)
+        U = check_array(self.U, f"'U' of {where}", ndim=2, shape=(None, d * d), hint=hint)
+        N = U.shape[0]
+        rhs = check_array(self.rhs, f"'rhs' of {where}", ndim=1, shape=(N,), hint=hint)
+        for name, value in (("U", U), ("kind", check_row_kinds(self.kind, N, where)), ("rhs", rhs),
+                            ("d", d)):  # fmt: skip
+            object.__setattr__(self, name, value)
 
 
 def tensor_rows(cs: ConstraintSet) -> TensorRows:
@@ -365,6 +401,11 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
             f"{type(rows).__name__}."
         )
     U, c, eq = rows.U, rows.rhs, rows.kind == EQUALITY
+    n_rows, d = U.shape[0], rows.d
+    if n_rows == 0:  # no rows: w = 0 (and the NNLS of a matrix with no columns is not called)
+        w = np.zeros(d * d)
+        return TensorSVM(True, w, w.reshape(d, d), np.zeros(0), np.zeros(0), 0.0, 0.0,
+                         "solved: no rows, the least-norm w = 0")  # fmt: skip
     Us = np.concatenate([U, -U[eq]])
     cs = np.concatenate([c, -c[eq]])
     M = np.vstack([Us.T, cs[None, :]])
@@ -373,7 +414,6 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     mu, _ = nnls(M, target, maxiter=50 * M.shape[1] + 100)
     kappa = 1.0 - float(cs @ mu)
     scale = max(float(np.abs(cs).max(initial=0.0)), 1.0)
-    n_rows, d = U.shape[0], rows.d
     # the rows the NNLS uses (mu / kappa's support when kappa > 0; kappa = 1 / (1 + |w|^2)
     # is below round-off once |w| is ~1e8, so the candidate does not wait for kappa)
     active = mu > 1e-12 * max(float(mu.max(initial=0.0)), 1e-300)
@@ -408,10 +448,11 @@ def _no_vector_solution(
     r""":func:`tensor_svm`'s answer when no candidate w meets the rows: infeasible with the
     Farkas vector :math:`y = \mu` (on the rows with equality rows split in two) when it
     verifies, :math:`\|U_s^\top y\| \le 10^{-9} \sum_j y_j \|u_j\|` and :math:`c_s^\top y
-    > 0`; else undecided."""
+    > 0`; else undecided. (A sum of 0 puts y on zero rows :math:`u_j = 0` only, where
+    :math:`U_s^\top y = 0` exactly: a zero row with :math:`c_j > 0` is infeasible.)"""
     size = float(mu @ np.linalg.norm(Us, axis=1))
     gap = float(cs @ mu)
-    if size > 0.0 and gap > 0.0 and float(np.linalg.norm(Us.T @ mu)) <= 1e-9 * size:
+    if gap > 0.0 and float(np.linalg.norm(Us.T @ mu)) <= 1e-9 * size:
         farkas = mu[:n_rows].copy()
         farkas[eq] -= mu[n_rows:]
         return TensorSVM(False, None, None, None, None, np.inf, np.inf,

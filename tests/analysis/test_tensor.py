@@ -200,3 +200,91 @@ def test_direction_stays_exact_where_softmax_saturates() -> None:
         expected = g / np.linalg.norm(g)
         np.testing.assert_allclose(ten.direction(w), expected, rtol=0, atol=1e-12 * scale)
     assert np.all(ten.gradient(w) == 0.0)  # at scale 2000 the gradient itself underflows
+
+
+def test_vector_svm_without_rows_is_w_zero() -> None:
+    """Regression: with no rows (T = 1) the NNLS of a (d^2 + 1) x 0 matrix aborted Python
+    (double free); the least-norm w with no constraints is 0, as att_svm's W."""
+    X = np.random.default_rng(0).normal(size=(2, 1, 3))
+    data = sg.TokenData(X, v=np.ones(3), Z=np.ones((2, 3)))
+    cs = sg.att_svm_constraints(data, np.zeros(2, dtype=int))
+    assert cs.N == 0
+    res = tensor_svm(cs)
+    assert res.feasible and res.farkas is None
+    np.testing.assert_array_equal(res.W, np.zeros((3, 3)))
+    np.testing.assert_array_equal(res.W, sg.att_svm(data).W)
+    assert res.dual.shape == (0,) and res.margins.shape == (0,)
+    assert res.primal_residual == 0.0 and res.dual_residual == 0.0
+
+
+def test_vector_svm_proves_infeasible_on_a_zero_row() -> None:
+    """Regression: a Farkas vector on zero rows (duplicate tokens) has sum_j y_j ||u_j|| = 0
+    and was rejected ('undecided'); there U^T y = 0 exactly and c^T y > 0."""
+    X = np.array([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 1.0], [2.0, 0.0]]])
+    data = sg.TokenData(X, v=np.array([1.0, 0.5]), Z=np.array([[1.0, 0.0], [0.0, 1.0]]))
+    cs = sg.att_svm_constraints(data, [0, 2])
+    assert not sg.check_feasibility(cs).feasible
+    zero_row = TensorRows(U=np.zeros((1, 4)), kind=np.full(1, MARGIN, dtype=np.int8),
+                          rhs=np.ones(1), d=2)  # fmt: skip
+    for rows in (tensor_rows(cs), zero_row):
+        res = tensor_svm(rows)
+        assert not res.feasible and res.message.startswith("infeasible")
+        assert res.farkas is not None and np.all(res.farkas >= 0.0) and res.farkas @ rows.rhs > 0
+        np.testing.assert_array_equal(rows.U.T @ res.farkas, 0.0)
+
+
+@pytest.mark.parametrize("method", ["logits", "risk", "gradient", "direction", "hessian"])
+@pytest.mark.parametrize(
+    ("w", "match"),
+    [
+        (np.full(16, np.nan), "'w' of TensorData must be finite"),
+        (np.full((4, 4), np.inf), "'w' of TensorData must be finite"),
+        (np.ones(16) * 1j, "'w' of TensorData must be real"),
+        ("abc", r"'w' of TensorData must be numeric.*shape \(16,\) or W of shape \(4, 4\)"),
+        (np.ones(15), r"'w' of TensorData must be vec\(W\) of shape \(16,\)"),
+        (np.ones((2, 2, 4)), r"'w' of TensorData must be a 1-D or 2-D array"),
+    ],
+)
+def test_tensor_data_rejects_bad_w(method: str, w: object, match: str) -> None:
+    ten = tensorize(sg.random_data(3, 4, 4, seed=0))
+    with pytest.raises(sg.ProblemError, match=match):
+        getattr(ten, method)(w)
+    with pytest.raises(sg.ProblemError, match=match):
+        ten.hessian_spectrum([np.zeros(16), w])
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"U": np.zeros((2, 5))}, r"'U' of TensorRows must have shape \(\?, 4\); got \(2, 5\)"),
+        ({"U": np.full((2, 4), np.nan)}, "'U' of TensorRows must be finite"),
+        ({"U": np.zeros(4)}, "'U' of TensorRows must be a 2-D array"),
+        ({"rhs": np.ones(3)}, r"'rhs' of TensorRows must have shape \(2,\); got \(3,\)"),
+        ({"rhs": np.array([1.0, np.inf])}, "'rhs' of TensorRows must be finite"),
+        ({"kind": np.zeros(3, dtype=np.int8)}, r"'kind' of TensorRows .* shape \(2,\)"),
+        ({"kind": np.array([0, 2])}, "'kind' of TensorRows must hold svmgeo.MARGIN"),
+        ({"d": 2.0}, "'d' parameter of TensorRows must be an int"),
+    ],
+)
+def test_tensor_rows_are_validated(fields: dict[str, object], match: str) -> None:
+    good = {"U": np.ones((2, 4)), "kind": np.zeros(2, dtype=np.int8), "rhs": np.ones(2), "d": 2}
+    assert tensor_svm(TensorRows(**good)).feasible  # type: ignore[arg-type]
+    with pytest.raises(sg.ProblemError, match=match):
+        TensorRows(**{**good, **fields})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "normalized_linear"])
+def test_hessian_equals_the_four_operand_einsum(attention: str) -> None:
+    """The Hessian's second term A^T (M A) in one matrix product (O(n K T d^4)) is the
+    reference einsum of O(n K T^2 d^4) to round-off."""
+    data = sg.random_data(3, 5, 4, seed=1, n_queries=2)
+    ten = tensorize(data)
+    w = np.random.default_rng(7).normal(size=16)
+    spec, amap, u, f, q = ten._parts(w, "logistic", attention)
+    M = amap.hessian(u, ten.gamma, ten.visible)
+    Aq = np.einsum("nks,nksp->nkp", q, ten.A)
+    ref = np.einsum("nk,nkp,nkr->pr", spec.d2(f), Aq, Aq)
+    ref += np.einsum("nk,nktp,nkts,nksr->pr", spec.d1(f), ten.A, M, ten.A)
+    ref /= ten.n
+    H = ten.hessian(w, "logistic", attention)
+    np.testing.assert_allclose(H, ref, rtol=1e-12, atol=1e-14 * np.abs(ref).max())
