@@ -27,6 +27,7 @@ from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._certificates import (
     DECADES,
     NUC,
+    adjoint_spectral_norm,
     judge,
     lift_factor,
     negative_part,
@@ -45,6 +46,28 @@ _SLSQP_ITERATION_LIMIT = 9
 """scipy's SLSQP status "Iteration limit reached"."""
 
 __all__ = ["solve_lowrank"]
+
+
+def _lower_bound(cs: ConstraintSet, convex: SVMResult) -> float:
+    r"""A lower bound on the convex optimum :math:`\min\|W\|_*`: its objective when the convex
+    solve is certified (``OPTIMAL``), else the weak-duality bound of its multipliers,
+
+    .. math::
+
+        \frac{c^\top\lambda_+}{\|\Lambda_+\|_2} \le \langle\Lambda_+, W\rangle / \|\Lambda_+\|_2
+        \le \|W\|_*\quad\text{for every feasible } W,\qquad
+        \Lambda_+ = \textstyle\sum_j \lambda_{+j} a_j b_j^\top,
+
+    with :math:`\lambda_+` the multipliers clipped at 0 on margin rows (0 when that is not
+    positive): an uncertified objective need not bound anything (a point that misses rows can
+    have a smaller norm than the optimum)."""
+    if convex.status is Status.OPTIMAL:
+        return float(convex.objective or 0.0)
+    if convex.dual is None:
+        return 0.0
+    lam = np.where(cs.kind == MARGIN, np.maximum(convex.dual, 0.0), convex.dual)
+    value, size = float(cs.rhs @ lam), adjoint_spectral_norm(cs, lam)
+    return value / size if value > 0.0 and size > 0.0 else 0.0
 
 
 def _local_solve(
@@ -230,7 +253,7 @@ def solve_lowrank(
     solver = convex.solver  # resolves "auto"
     if convex.W is None or not convex.status.has_solution:
         return replaced(convex, rank=m, message=f"convex relaxation: {convex.message}")
-    lower = float(convex.objective or 0.0)
+    lower = _lower_bound(cs, convex)
     comp = compress(cs)
     U, V = comp.U, comp.V
     At, Bt = cs.A @ U, cs.B @ V

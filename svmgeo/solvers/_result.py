@@ -156,7 +156,9 @@ class SVMResult:
     K, Q : ndarray of shape (d, m) or None
         Factors :math:`W = KQ^\top` of a rank-constrained solution.
     lower_bound : float or None
-        Convex lower bound on the objective (rank-constrained problems).
+        Convex lower bound on the objective (rank-constrained problems): the convex optimum
+        when its solve is certified, else the weak-duality bound
+        :math:`c^\top\lambda / \|\sum_j \lambda_j a_j b_j^\top\|_2` of its multipliers.
     extras : dict
         Raw native output of the backend; ``extras["feasible_point_only"]`` is True when W
         is only the verified feasibility point, an upper bound put in place of a failed

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import Any
 
@@ -15,6 +16,7 @@ from svmgeo.solvers._factored import compress
 from svmgeo.solvers._lowrank import factored_certificate, solve_lowrank
 from svmgeo.solvers._nuclear import solve_nuclear
 from svmgeo.solvers._result import downgrade
+from svmgeo.testing import margin_rows
 
 SHAPES: list[tuple[int, int, int, dict[str, Any]]] = [
     (3, 4, 5, {}),
@@ -255,3 +257,20 @@ def test_equality_rows_are_held_exactly() -> None:
     np.testing.assert_allclose(margins[kind == sg.EQUALITY], 0.3, atol=1e-9)
     assert np.min(margins[kind == sg.MARGIN] - 1.0) >= -1e-9
     assert res.objective >= res.lower_bound * (1 - 1e-9)
+
+
+def test_lower_bound_is_a_bound_when_the_convex_solve_is_not_certified() -> None:
+    """One row 1e8 times the others: the convex solve is not certified, and its objective
+    (5.51) was reported as ``lower_bound`` above the rank-1 objective and the convex optimum
+    (4.98, on the same rows each divided by its scale). The bound is now weak duality's
+    c^T lam / ||Lambda||_2 of its multipliers, at most the optimum."""
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    scale = np.array([1.0, 1.0, 1.0, 1e8])
+    res = sg.solve_svm(margin_rows(A * scale[:, None], B), norm="nuc", rank=1, seed=0)
+    unit = dataclasses.replace(margin_rows(A, B), rhs=1.0 / scale)  # the same problem
+    optimum = sg.solve_svm(unit, norm="nuc")
+    assert optimum.status is Status.OPTIMAL, optimum.message
+    assert res.lower_bound is not None and 0.0 < res.lower_bound
+    assert res.lower_bound <= optimum.objective * (1.0 + 1e-8)
+    assert res.objective is not None and res.lower_bound <= res.objective
