@@ -203,10 +203,20 @@ def _vectorized(f: Callable[..., Any]) -> Fn:
     return g
 
 
-def check_user_loss(spec: LossSpec, probe: np.ndarray, where: str) -> None:
-    """Raise a ProblemError unless the callables of a user loss give finite arrays of the
-    probe's shape on ``probe`` (numpy, float): ``value``, ``d1`` and ``log_abs_d1``."""
-    for field, fn in (("value", spec.value), ("d1", spec.d1), ("log_abs_d1", spec.log_abs_d1)):
+def check_user_loss(
+    spec: LossSpec, probe: np.ndarray, where: str, *, overflow_ok: bool = False
+) -> None:
+    """Raise a ProblemError unless the callables of a user loss run on ``probe`` (numpy,
+    float) and give arrays of its shape: ``value`` and ``d1`` finite (with ``overflow_ok``,
+    :func:`svmgeo.check_loss`'s reading, ±inf allowed: a loss past float64's range there is
+    undecided, not wrong), ``d2`` and ``log_abs_d1`` (when given) without NaN."""
+    fields = (
+        ("value", spec.value),
+        ("d1", spec.d1),
+        ("d2", spec.d2),
+        ("log_abs_d1", spec.log_abs_d1),
+    )
+    for field, fn in fields:
         if fn is None:
             continue
         what = f"the loss's {field} callable ({spec.name!r})"
@@ -225,13 +235,14 @@ def check_user_loss(spec: LossSpec, probe: np.ndarray, where: str) -> None:
                 f"The 'loss' parameter of {where}: {what} must return an array of the input's "
                 f"shape {probe.shape}; got shape {out.shape}. Write it elementwise (numpy ufuncs)."
             )
-        bad = ~np.isfinite(out)
-        if field != "log_abs_d1" and np.any(bad):
+        bad = np.isnan(out) if overflow_ok or field in ("d2", "log_abs_d1") else ~np.isfinite(out)
+        if np.any(bad):
             u = float(probe.ravel()[np.argmax(bad.ravel())])
+            got = float(out.ravel()[np.argmax(bad.ravel())])
             raise ProblemError(
                 f"The 'loss' parameter of {where}: {what} is not finite at u = {u:.6g} "
-                f"(got {float(out.ravel()[np.argmax(bad.ravel())])}); a loss and its derivative "
-                "must be finite on the real line."
+                f"(got {got}); a loss and its derivatives must be numbers on the real line, "
+                "finite where float64 holds them."
             )
 
 

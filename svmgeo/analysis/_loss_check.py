@@ -28,7 +28,7 @@ from scipy.optimize import brentq
 from .._summary import summarized
 from .._validation import check_int, check_real
 from ..data import TokenData
-from ..losses import LOSS_SPECS, LossSpec, get_loss
+from ..losses import LOSS_SPECS, LossSpec, check_user_loss, get_loss
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
 from ._initial_gradient import lipschitz_from_loss_bounds
@@ -85,6 +85,24 @@ class LossCheck:
     passed: bool
     message: str
     label: str = RECONSTRUCTION
+
+
+def _underflows_into_zero(spec: LossSpec, a: float, b: float) -> bool:
+    r"""Whether :math:`\ell'`, nonzero at a and exactly 0 at b, becomes 0 by underflow: at the
+    first exact zero u of :math:`\ell'` in (a, b] (bisection to adjacent floats), its last
+    nonzero value is below :math:`2^{-1000}` in size (:math:`e^{-u}` past :math:`u \approx
+    745`), where a true zero is approached through values of ordinary size (the square
+    loss's :math:`-2(1 - u)` is about :math:`10^{-16}` one float before 1)."""
+    with np.errstate(all="ignore"):
+        for _ in range(2100):  # halves [a, b] down to adjacent floats (< 2100 halvings)
+            mid = 0.5 * (a + b)
+            if mid in (a, b):
+                break
+            if float(spec.d1(np.asarray(mid))) == 0.0:
+                b = mid
+            else:
+                a = mid
+        return abs(float(spec.d1(np.asarray(a)))) < 2.0**-1000
 
 
 def check_loss(
@@ -145,6 +163,8 @@ def check_loss(
     hi = np.where(vis, S, -np.inf).max(axis=2)
     t = np.linspace(0.0, 1.0, grid)
     U = lo[..., None] + (hi - lo)[..., None] * t  # (n, K, grid)
+    if LOSS_SPECS.get(spec.name) is not spec:  # the user's callables: named errors, not theirs
+        check_user_loss(spec, U, "check_loss", overflow_ok=True)
     h = (hi - lo) / (grid - 1)
     # l' and its bounds may leave float64 far out (e^{-u} for |u| > 709): inf there, and such
     # a query is not decided by the grid (below), never a false stationary point
@@ -199,7 +219,12 @@ def check_loss(
             a, b = float(U[idx][j]), float(U[idx][j + 1])
             stationary[idx] = brentq(lambda x: float(spec.d1(np.asarray(x))), a, b, xtol=1e-14)
         elif first is not None:
-            stationary[idx] = float(U[idx][first])
+            if first > 0 and _underflows_into_zero(
+                spec, float(U[idx][first - 1]), float(U[idx][first])
+            ):
+                undecided[idx] = True  # l' reaches 0 through float64's last decades: no zero
+            else:
+                stationary[idx] = float(U[idx][first])
     interior = np.isfinite(stationary) & (stationary > lo) & (stationary < hi)
     stationary = np.where(interior, stationary, np.nan)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -184,3 +184,44 @@ def test_the_lipschitz_bound_beyond_float64_is_inf_without_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert gradient_lipschitz_bound(data, loss="exponential") == np.inf
+
+
+@pytest.mark.parametrize(
+    ("scores", "grid"),
+    [([-1e6, 0.0, 1e6], 2049), ([0.0, 1000.0, 1500.0], 3)],
+    ids=["wide", "coarse"],
+)
+def test_an_underflow_between_coarse_grid_points_is_not_a_stationary_point(scores, grid) -> None:
+    """Regression: a user logistic's l' = -1/(1 + e^u) goes from -0.5 to -0.0 between two grid
+    points ~1000 apart, with no grid value in (0, 2^-1000): that 0 was reported as an interior
+    stationary point (u* = 976.6, 750). The first zero is now bisected to adjacent floats and
+    its last nonzero value read; a true zero (the square loss's) stays one on the same grid."""
+    X = sg.random_data(1, 3, 2, seed=0).X
+    data = sg.TokenData(X, Z=np.ones((1, 2)), scores=np.array([scores]))
+    user = (lambda u: np.logaddexp(0.0, -u), lambda u: -1.0 / (1.0 + np.exp(u)))
+    chk = check_loss(user, data, grid=grid)
+    assert not chk.passed and np.all(np.isnan(chk.stationary))
+    assert "not decided there" in chk.message and "stationary" not in chk.message
+    square = check_loss((lambda u: (1 - u) ** 2, lambda u: -2.0 * (1 - u)), data, grid=grid)
+    np.testing.assert_allclose(square.stationary, 1.0, rtol=1e-12)
+    hinge = check_loss((lambda u: np.maximum(0.0, 1 - u), lambda u: np.where(u < 1, -1.0, 0.0)),
+                       data, grid=grid)  # fmt: skip
+    assert np.all(np.isfinite(hinge.stationary)) and "interior stationary point" in hinge.message
+
+
+@pytest.mark.parametrize(
+    ("loss", "match"),
+    [
+        ((lambda u: u, lambda u: 1 / 0), "d1 callable .* failed .*ZeroDivisionError"),
+        (sg.LossSpec("bad", 1, 2), "value callable \\('bad'\\) failed .*TypeError"),  # type: ignore[arg-type]
+        ((lambda u: u, lambda u: u * np.nan), "d1 callable .* is not finite at u .*got nan"),
+    ],
+)
+def test_a_user_loss_that_fails_is_a_named_error(loss, match) -> None:
+    """Regression: check_loss ran the user's callables bare (ZeroDivisionError, 'int' object is
+    not callable) and read a NaN l' as 'not decided'; train refused the same losses by name."""
+    data = sg.random_data(2, 3, 2, seed=0)
+    with pytest.raises(
+        sg.ProblemError, match=f"'loss' parameter of check_loss: the loss's {match}"
+    ):
+        check_loss(loss, data)
