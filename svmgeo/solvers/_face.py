@@ -33,7 +33,7 @@ from .._errors import ProblemError, SolverError
 from .._linalg import correlation
 from .._validation import check_array, check_int, check_real
 from ..constraints import MARGIN
-from ._certificates import NormGeometry
+from ._certificates import NormGeometry, primal_infeasibility
 from ._norms import NORMS
 from ._result import SVMResult
 from ._spectral import quiet_solve
@@ -43,6 +43,17 @@ __all__ = ["FaceAlignment", "FaceUniqueness", "optimal_face_alignment", "optimum
 FACE_TOL = 1e-6
 r"""Default :math:`\tau`: the face is :math:`\{\|W\| \le (1 + \tau)\mathrm{OPT}\}` (well above the
 certificate's 1e-8, so the solved OPT's own error does not empty it)."""
+
+CHECK_TOL = 1e-5
+r"""How far a face problem's point may miss :math:`\mathcal F_\tau` and still be returned:
+:math:`\|W\| \le (1 + \tau)(1 + 10^{-5})\,\mathrm{OPT}` and rows missed by at most
+:math:`10^{-5}` (:func:`~._certificates.primal_infeasibility`), both recomputed by svmgeo
+(:func:`_in_face`; Clarabel's SDPs of nuc / spectral can end 'optimal_inaccurate', a few 1e-6
+above the bound)."""
+
+_ASCENT = 5
+"""At most this many linearized steps of :func:`_ascend` (a face where no correlation is
+positive)."""
 
 _CLARABEL = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "max_iter": 400}
 _SCS = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}
@@ -57,10 +68,12 @@ class FaceAlignment:
     Attributes
     ----------
     W : ndarray of shape (d, d)
-        The point of :math:`\mathcal F_\tau` of largest correlation with D.
+        The point of :math:`\mathcal F_\tau` of largest correlation with D, checked by
+        svmgeo to be in the face (to :data:`CHECK_TOL`); where no point of the face has a
+        positive correlation, the best one found (a lower bound, :func:`_ascend`).
     correlation : float
         :math:`\langle D, W\rangle / (\|D\|_F \|W\|_F)`: the best correlation of D with a
-        :math:`\tau`-optimal solution.
+        :math:`\tau`-optimal solution (where none is positive, the best found: a lower bound).
     returned_correlation : float
         The correlation of D with the solver's solution ``res.W``, for comparison.
     value : float
@@ -162,7 +175,8 @@ def _solve_face(
     convex because the correlation is scale-invariant and the set of :math:`(Y, s)` is a
     cone (:math:`s\,\phi(Y/s)` is the perspective of the model's objective :math:`\phi`,
     :math:`\phi(Y)` itself when :math:`\phi` is a norm). Returns W (None when the solver gave
-    none, or :math:`s = 0`) and cvxpy's status."""
+    none, or the cone's apex: :math:`\|Y\|_F < 1/2`, no point of positive correlation) and
+    cvxpy's status; the caller checks that W is in the face (:func:`_in_face`)."""
     import cvxpy as cp  # lazily: only the face problems need it
 
     cs = res.constraints
@@ -172,14 +186,18 @@ def _solve_face(
     rows = np.einsum("ja,jb->jab", cs.A, cs.B).reshape(cs.N, -1) @ cp.vec(Y, order="C")
     margin = cs.kind == MARGIN
     # phi at (1 + tau) W_opt: phi is an increasing function of the norm (1/2 ||W||_F^2 for
-    # Frobenius), so phi(W) <= bound is ||W|| <= (1 + tau) OPT
-    bound = float(geometry.cvxpy_objective(cp, cp.Constant((1.0 + tol) * res.W)).value)
+    # Frobenius), so phi(W) <= bound is ||W|| <= (1 + tau) OPT. Where phi is the norm itself
+    # (from_cvxpy_value linear), the bound is svmgeo's own norm: cvxpy's value of pnorm
+    # underflows / overflows for p >~ 1000 (0 at W_opt for p = 2000: an empty face)
+    unit = geometry.from_cvxpy_value(1.0)
+    homogeneous = bool(np.isclose(geometry.from_cvxpy_value(2.0), 2.0 * unit, rtol=1e-12))
+    if homogeneous:
+        bound = (1.0 + tol) * geometry.value(res.W) / unit
+    else:
+        bound = float(geometry.cvxpy_objective(cp, cp.Constant((1.0 + tol) * res.W)).value)
     phi = geometry.cvxpy_objective(cp, Y)
-    if scaled:  # phi(2W) = 2 phi(W) for a norm, 4 phi(W) for 1/2 ||W||_F^2
-        one, two = (
-            float(geometry.cvxpy_objective(cp, cp.Constant(k * res.W)).value) for k in (1.0, 2.0)
-        )
-        phi = phi if np.isclose(two, 2.0 * one, rtol=1e-9) else cp.perspective(phi, s)
+    if scaled and not homogeneous:  # s phi(Y/s): phi(Y) itself for a norm
+        phi = cp.perspective(phi, s)
     constraints = [phi <= bound * s]
     if np.any(margin):
         constraints.append(rows[np.flatnonzero(margin)] >= s * cs.rhs[margin])
@@ -199,19 +217,81 @@ def _solve_face(
     if Y.value is None or problem.status not in _SOLVED:  # no point (the caller says so)
         return None, str(problem.status)
     scale = float(s.value) if scaled else 1.0
-    if not scale > 0:
+    Y_value = np.asarray(Y.value, dtype=float)
+    # a positive optimum has ||Y||_F = 1 (scaling (Y, s) up raises <D, Y>), so s ||W||_F = 1;
+    # s ||W||_F = ||Y||_F << 1 is the cone's apex (Y, s) -> (0, 0), the optimum when no point
+    # of the face has a positive correlation: Y / s is then the solver's error, amplified
+    if not scale > 0 or (scaled and not np.linalg.norm(Y_value) >= 0.5):
         return None, str(problem.status)
-    return np.asarray(Y.value, dtype=float) / scale, str(problem.status)
+    return Y_value / scale, str(problem.status)
+
+
+def _in_face(res: SVMResult, geometry: NormGeometry, W: np.ndarray | None, tol: float) -> bool:
+    r"""Whether W is in :math:`\mathcal F_\tau`, recomputed by svmgeo to :data:`CHECK_TOL`:
+    :math:`\|W\| \le (1 + \tau)(1 + \epsilon)\,\|W_{\mathrm{res}}\|` in svmgeo's own norm, and
+    the rows met up to :math:`\epsilon` (:func:`~._certificates.primal_infeasibility`)."""
+    assert res.W is not None  # checked by _geometry
+    if W is None or not np.all(np.isfinite(W)):
+        return False
+    cs = res.constraints
+    bound = (1.0 + tol) * geometry.value(res.W) * (1.0 + CHECK_TOL)
+    return bool(geometry.value(W) <= bound and primal_infeasibility(cs, cs.apply(W)) <= CHECK_TOL)
 
 
 def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) -> Any:
-    r""":math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle` and cvxpy's status."""
+    r""":math:`\arg\max_{W \in \mathcal F_\tau} \langle D, W\rangle` and cvxpy's status, checked
+    to be in the face (:func:`_in_face`)."""
     W, status = _solve_face(res, geometry, D, tol, scaled=False)
     if W is None:  # the face holds res.W, so it is feasible: the solver failed
         raise SolverError(
             f"the optimal-face problem failed (cvxpy status {status!r}, Clarabel then SCS); the face "
             "could not be measured. Try another seed or tol."
         )
+    if not _in_face(res, geometry, W, tol):
+        cs = res.constraints
+        assert res.W is not None  # checked by _geometry
+        raise SolverError(
+            f"the optimal-face problem's point (cvxpy status {status!r}) is not in the face: norm "
+            f"{geometry.value(W) / geometry.value(res.W):.6g} x OPT (at most 1 + tol = "
+            f"{1.0 + tol:.6g}), rows missed by {primal_infeasibility(cs, cs.apply(W)):.2g} "
+            f"(svmgeo's check, to {CHECK_TOL:g}); the face could not be measured. Try another "
+            "tol."
+        )
+    return W, status
+
+
+def _ascend(
+    res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float
+) -> tuple[np.ndarray, str]:
+    r"""A point of :math:`\mathcal F_\tau` of largest correlation with D when none is positive.
+
+    .. math::
+
+        W_{k+1} = \arg\max_{W \in \mathcal F_\tau}\ \Big\langle \hat D + |t_k|
+        \frac{W_k}{\|W_k\|_F},\ W\Big\rangle, \qquad t_k = \mathrm{corr}(D, W_k) \le 0,
+
+    from the better of the maximiser of :math:`\langle D, W\rangle` and the returned solution
+    (both in the face). Not a convex problem (:math:`\{\mathrm{corr} \ge t\}`, t < 0, is not
+    convex): each step maximizes a minorant of :math:`\langle \hat D, W\rangle + |t_k|\,
+    \|W\|_F`, which is 0 at :math:`W_k`, so the correlation never falls (at most
+    :data:`_ASCENT` steps towards a local maximum: a lower bound on the best, exact to
+    :math:`O(\sqrt\tau)` where the optimum is unique)."""
+    assert res.W is not None  # checked by _geometry
+    W, status = _extreme(res, geometry, D, tol)
+    if correlation(D, res.W) > correlation(D, W) and _in_face(res, geometry, res.W, tol):
+        W = res.W
+    D_hat = D / np.linalg.norm(D)
+    for _ in range(_ASCENT):
+        t = correlation(D, W)
+        if t > 0:  # the minorant holds for t <= 0 only (best correlation about 0)
+            break
+        try:
+            step, step_status = _extreme(res, geometry, D_hat - t * W / np.linalg.norm(W), tol)
+        except SolverError:  # keep the last point checked in the face
+            break
+        if not correlation(D, step) > t + 1e-12:
+            break
+        W, status = step, step_status
     return W, status
 
 
@@ -229,8 +309,12 @@ def optimal_face_alignment(
     one convex problem in the Charnes–Cooper form :math:`W = Y/s` (:func:`_solve_face`;
     the correlation is quasi-concave where positive). Maximizing :math:`\langle D, W\rangle`
     alone would not do: the points of a face differ in :math:`\|W\|_F`. When no point of
-    the face has a positive correlation with D, the maximiser of :math:`\langle D, W\rangle`
-    is returned instead. When the optimum is unique this is the returned solution's
+    the face has a positive correlation with D, that problem's optimum is its apex
+    :math:`(Y, s) = (0, 0)`, and the best correlation is not a convex problem: the returned
+    point then ends an ascent towards a local maximum, from the better of the returned
+    solution and the maximiser of :math:`\langle D, W\rangle` (:func:`_ascend`). Every
+    returned W is checked by svmgeo to be in the face (its norm and rows recomputed,
+    :func:`_in_face`). When the optimum is unique this is the returned solution's
     correlation, up to :math:`O(\sqrt\tau)` (:math:`O((p\tau)^{1/p})` for :math:`\ell_p`,
     p > 2, see :func:`optimum_uniqueness`); on a face of optima (ℓ1, ℓ∞, spectral) it can be
     much larger: compare a GD direction with the face, not with one point of it.
@@ -253,6 +337,9 @@ def optimal_face_alignment(
     ProblemError
         ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
         not finite, ``tol`` outside (0, 1).
+    SolverError
+        When Clarabel and then SCS fail on a face problem, or give a point that svmgeo's
+        check puts outside the face.
 
     Examples
     --------
@@ -268,8 +355,8 @@ def optimal_face_alignment(
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="optimal_face_alignment")
     D = _direction(direction, res, "optimal_face_alignment")
     W, status = _solve_face(res, geometry, D, tol, scaled=True)
-    if W is None or not correlation(D, W) > 0:
-        W, status = _extreme(res, geometry, D, tol)
+    if W is None or not _in_face(res, geometry, W, tol) or not correlation(D, W) > 0:
+        W, status = _ascend(res, geometry, D, tol)
     return FaceAlignment(
         W=W,
         correlation=correlation(D, W),
@@ -349,7 +436,8 @@ def optimum_uniqueness(
     ProblemError
         As :func:`optimal_face_alignment`, and ``n_directions < 1``.
     SolverError
-        When Clarabel and then SCS fail on a face problem.
+        When Clarabel and then SCS fail on a face problem, or give a point that svmgeo's
+        check puts outside the face (:func:`_in_face`).
     """
     where = "optimum_uniqueness"
     geometry = _geometry(res, where)
