@@ -20,6 +20,7 @@ derivations (proofs in docs/attention-maps.md); the bounds rest on standard fact
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -330,6 +331,11 @@ def lipschitz(
     family of W with growing local constants. *svmgeo's derivation* (reconstruction of the
     abstract of Chen et al., ICLR 2024 submission 4416; docs/attention-maps.md).
 
+    ReLU is not differentiable where a visible :math:`u_t = 0` (W = 0, for one): there the
+    Jacobian takes the one-sided derivative :math:`\mathbb 1[u_t > 0] = 0`, and the constants
+    there are not the local Lipschitz constant: they can understate it (a ``UserWarning``
+    says so, with the number of such queries).
+
     Parameters
     ----------
     data : TokenData
@@ -364,6 +370,26 @@ def lipschitz(
     amap = get_attention_map(attention, "lipschitz")
     check_option(wrt, "wrt", ("W", "X"), where="lipschitz")
     n, K = data.n, data.K
+    if amap.name == "relu":
+        kinks = sum(
+            bool(
+                np.any(
+                    np.asarray(data.visible[i, k])
+                    & (np.asarray(data.X[i]) @ Wc @ data.queries[i, k] == 0.0)
+                )
+            )
+            for i in range(n)
+            for k in range(K)
+        )
+        if kinks:
+            warnings.warn(
+                f"lipschitz: ReLU is not differentiable at u_t = 0, met by {kinks} of {n * K} "
+                "queries at this W; their constants use the one-sided derivative 1[u_t > 0] "
+                "and can understate the local Lipschitz constant there (move W off the kink, "
+                "e.g. W + 1e-9 * noise, for a nearby value)",
+                UserWarning,
+                stacklevel=2,
+            )
     jac = [[_jacobian(data, Wc, i, k, amap, wrt) for k in range(K)] for i in range(n)]
     per_query = np.array([[_spectral(J) for J in row] for row in jac])
     per_sequence = np.array([_spectral(np.concatenate(row, axis=0)) for row in jac])

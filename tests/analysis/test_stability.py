@@ -5,6 +5,7 @@ certificates of unboundedness, and the selection-changing radius (issue #22)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -290,3 +291,23 @@ def test_robustness_radius_reports_a_tie_instead_of_solving_for_it() -> None:
     assert "ties" in r.message
     untied = sg.robustness_radius(data, np.eye(2))
     assert np.all(np.isfinite(untied.svm_radius)) and untied.W_mm is not None
+
+
+@pytest.mark.parametrize("wrt", ["W", "X"])
+def test_relu_at_its_kink_warns_that_the_constants_are_one_sided(wrt: str) -> None:
+    """Regression: at W = 0 every ReLU logit is 0, where the map has no derivative; the
+    constants (the one-sided 1[u > 0] = 0: all 0) were returned as exact with no word. Nearby
+    difference quotients are positive, and a warning now says the values can understate the
+    local constant; off the kink there is none."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    with pytest.warns(UserWarning, match="ReLU is not differentiable at u_t = 0, met by 3 of 3"):
+        lip = lipschitz(data, np.zeros((5, 5)), "relu", wrt=wrt)
+    np.testing.assert_array_equal(lip.per_query, 0.0)
+    relu = ATTENTION_MAPS["relu"]
+    D = np.random.default_rng(0).normal(size=(5, 5))
+    i, h = 0, 1e-6  # y(hD) - y(0) = h U^T relu(X D z): a difference quotient of order 1
+    y = np.asarray(data.values[i]).T @ relu.phi(data.X[i] @ (h * D) @ data.queries[i, 0])
+    assert np.linalg.norm(y) / (h * np.linalg.norm(D)) > 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lipschitz(data, np.eye(5), "relu", wrt=wrt)
