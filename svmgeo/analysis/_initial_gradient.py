@@ -214,7 +214,8 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
     -------
     InitialGradient
         ``good`` is the condition; ``hypotheses`` lists what fails of the theorem's
-        hypotheses (unique optimal tokens, Att-SVM(opt) feasible), and an undecided sign:
+        hypotheses (one query per sequence with every key visible, the paper's setting;
+        unique optimal tokens; Att-SVM(opt) feasible), and an undecided sign:
         within the rounding bound of its terms, :math:`\langle\nabla L(0),
         W^{\mathrm{mm}}\rangle` is not decided (``decided`` False, ``good`` False). The loss and head are
         svmgeo's (Assumption A: each loss is strictly decreasing with a Lipschitz derivative
@@ -244,6 +245,15 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
     _, G0 = loss_and_grad(data, np.zeros((d, d)), loss=loss)
     G0 = np.asarray(G0)
     failed: list[str] = []
+    masked = not bool(np.all(np.asarray(data.visible)))
+    if data.K > 1 or masked:
+        failed.append(
+            "one query per sequence, every key visible (the paper's setting; here "
+            + ", ".join(
+                ([f"K = {data.K} queries"] if data.K > 1 else []) + (["a mask"] if masked else [])
+            )
+            + ": svmgeo's extension, where the condition is measured, not the theorem's)"
+        )
     sets = optimal_token_sets(data)
     W_mm = None
     if np.any(sets.sum(axis=-1) > 1):

@@ -114,3 +114,24 @@ def test_zero_initial_gradient_is_undecided_not_good(c: float) -> None:
     assert any("round-off" in h for h in g.hypotheses)
     assert np.isnan(g.correlation)
     np.testing.assert_allclose(g.W_mm, [[2.0 / c]], rtol=1e-8)  # rows 2c w >= 1, c w / 2 >= 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"n_queries": 3}, "here K = 3 queries: svmgeo's extension"),
+        ({"query": "all", "mask": "causal"}, "here K = 4 queries, a mask: svmgeo's extension"),
+    ],
+)
+def test_multi_query_and_masked_data_are_outside_the_theorem(kwargs, said) -> None:
+    """Regression: Theorem 4 is stated for one query per sequence with every key visible; on
+    multi-query or causal data the check said every hypothesis held (good True, hypotheses
+    ()). The setting is now a listed hypothesis; the condition itself is still computed."""
+    data = sg.random_data(3, 4, 6, seed=0, **kwargs)
+    chk = sg.good_initial_gradient(data)
+    assert not chk.good and len(chk.hypotheses) == 1
+    assert chk.hypotheses[0].startswith("one query per sequence, every key visible")
+    assert said in chk.hypotheses[0]
+    assert math.isfinite(chk.inner) and chk.W_mm is not None
+    single = sg.good_initial_gradient(sg.random_data(3, 4, 6, seed=0))
+    assert single.hypotheses == () and single.good == (single.inner < 0.0)

@@ -224,14 +224,16 @@ def test_theorem3_gd_with_step_below_one_over_lw(
 
 @settings(max_examples=examples(1))
 @given(
-    case=cases(variants=("generic",), overparameterized=True),
+    case=cases(kinds=SINGLE_QUERY, variants=("generic",), overparameterized=True),
     loss=st.sampled_from(LOSSES),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_theorem4_good_initial_gradient_and_its_cone(case: Case, loss: str, seed: int) -> None:
     """The check equals <grad L(0), W^mm> < 0 (an independent gradient); under the theorem's
     hypotheses there is an R with no stationary point in C_{mu,R}(W^mm): <grad L(W), W^mm>
-    < 0 there, tested at R, 2R, 4R once every query's Y f exceeds its second-best score."""
+    < 0 there, tested at R, 2R, 4R once every query's Y f exceeds its second-best score. The
+    theorem's setting: one query per sequence, every key visible (multi-query and masked data
+    are svmgeo's extension, listed among the failed hypotheses)."""
     data = case.data
     W_mm = _unique_opt_svm(data)
     chk = sg.good_initial_gradient(data, loss=loss)
