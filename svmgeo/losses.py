@@ -169,6 +169,12 @@ def get_loss(loss: Any, where: str = "check_loss") -> LossSpec:
     )
 
 
+def is_builtin(spec: LossSpec) -> bool:
+    """Whether ``spec`` is one of :data:`LOSS_SPECS` itself (not the user's callables, nor a
+    copy of a built-in under another name)."""
+    return LOSS_SPECS.get(spec.name) is spec
+
+
 def is_numba_function(f: Any) -> bool:
     """Is ``f`` a numba dispatcher (``numba.njit``), without importing numba?"""
     return hasattr(f, "py_func") and hasattr(f, "signatures")

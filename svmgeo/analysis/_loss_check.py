@@ -28,7 +28,7 @@ from scipy.optimize import brentq
 from .._summary import summarized
 from .._validation import check_int, check_real
 from ..data import TokenData
-from ..losses import LOSS_SPECS, LossSpec, check_user_loss, get_loss
+from ..losses import LOSS_SPECS, LossSpec, check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
 from ._initial_gradient import lipschitz_from_loss_bounds
@@ -163,7 +163,7 @@ def check_loss(
     hi = np.where(vis, S, -np.inf).max(axis=2)
     t = np.linspace(0.0, 1.0, grid)
     U = lo[..., None] + (hi - lo)[..., None] * t  # (n, K, grid)
-    if LOSS_SPECS.get(spec.name) is not spec:  # the user's callables: named errors, not theirs
+    if not is_builtin(spec):  # the user's callables: named errors, not theirs
         check_user_loss(spec, U, "check_loss", overflow_ok=True)
     h = (hi - lo) / (grid - 1)
     # l' and its bounds may leave float64 far out (e^{-u} for |u| > 709): inf there, and such
@@ -195,7 +195,7 @@ def check_loss(
     # a built-in with log|l'| in closed form (logistic, exponential, correlation) has
     # l' = -exp(log|l'|) < 0 at every u: decreasing on any interval, proved without the grid,
     # whose cells cannot prove it once h ~ 1 (e^{-h} < h/2) nor hold l' beyond float64
-    closed_form = spec.log_abs_d1 is not None and LOSS_SPECS.get(spec.name) is spec
+    closed_form = spec.log_abs_d1 is not None and is_builtin(spec)
     representable = np.all(np.isfinite(g1), axis=2) & np.all(np.isfinite(cells), axis=2)
     # an exact 0 of l' where l' also takes values within 2^-1000 of 0 on the grid is l'
     # underflowing (e^{-u} past u = 745), not a stationary point: not decided either

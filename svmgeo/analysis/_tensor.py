@@ -30,10 +30,10 @@ from .._validation import check_array, check_int
 from ..attention_maps import get_attention_map
 from ..constraints import EQUALITY, ConstraintSet, check_constraint_set, check_row_kinds
 from ..data import TokenData
+from ..losses import check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
 from ..solvers import NORMS, parse_norm
-from ._loss_check import get_loss
 from ._stability import RECONSTRUCTION
 
 __all__ = ["TensorData", "TensorRows", "TensorSVM", "tensor_rows", "tensor_svm", "tensorize"]
@@ -146,6 +146,8 @@ class TensorData:
         amap = get_attention_map(attention, "TensorData")
         u = self.logits(w)
         f = np.sum(self.gamma * amap.phi(u, self.visible), axis=-1)  # (n, K)
+        if not is_builtin(spec):  # the user's callables, on the values they get here
+            check_user_loss(spec, f, "TensorData", overflow_ok=True)
         J = amap.jacobian(u, self.visible)  # (n, K, T, T)
         q = np.einsum("nkts,nkt->nks", J, self.gamma)  # J^T gamma
         return spec, amap, u, f, q

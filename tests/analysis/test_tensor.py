@@ -288,3 +288,22 @@ def test_hessian_equals_the_four_operand_einsum(attention: str) -> None:
     ref /= ten.n
     H = ten.hessian(w, "logistic", attention)
     np.testing.assert_allclose(H, ref, rtol=1e-12, atol=1e-14 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize(
+    ("d1", "match"),
+    [
+        (lambda u: u * np.nan, "d1 callable .* is not finite"),
+        (lambda u: 1 / 0, "d1 callable .* failed .*ZeroDivisionError"),
+    ],
+)
+def test_tensor_data_checks_a_user_loss(d1, match) -> None:
+    """Regression: TensorData ran a user loss bare (a NaN l' gave a NaN gradient silently, a
+    raising one its own traceback); it is now checked as train and check_loss check it."""
+    ten = tensorize(sg.random_data(3, 4, 4, seed=0))
+    with pytest.raises(
+        sg.ProblemError, match=f"'loss' parameter of TensorData: the loss's {match}"
+    ):
+        ten.gradient(np.zeros(16), (lambda u: u, d1))
+    user = (lambda u: np.logaddexp(0.0, -u), lambda u: -1.0 / (1.0 + np.exp(u)))
+    np.testing.assert_allclose(ten.gradient(np.zeros(16), user), ten.gradient(np.zeros(16)))
