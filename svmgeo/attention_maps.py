@@ -199,6 +199,9 @@ class AttentionMap:
         The one-line reason for ``jacobian_bound`` (or why there is none).
     scale_invariant : bool
         :math:`\varphi(cu) = \varphi(u)` for :math:`c > 0` (normalized linear).
+    sums_to_one : bool
+        :math:`\sum_t \varphi_t(u) = 1` over the visible keys (softmax, normalized linear):
+        with one visible key :math:`\varphi = 1` and its Jacobian is 0 at every u.
     """
 
     name: str
@@ -209,6 +212,7 @@ class AttentionMap:
     jacobian_bound: float | None
     bound_reason: str
     scale_invariant: bool = False
+    sums_to_one: bool = False
 
     def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
         from ._summary import html_summary
@@ -228,6 +232,7 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
             0.5,
             "diag(s) - s s^T is the covariance of a one-hot draw e_tau, tau ~ s; for a unit w, "
             "Var(w_tau) <= (max w - min w)^2 / 4 <= 1/2 (Popoviciu), attained at s = (1/2, 1/2, 0..)",
+            sums_to_one=True,
         ),
         AttentionMap(
             "linear",
@@ -247,6 +252,7 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
             None,
             "J = (I - a 1^T) / (1^T u) with a = u / 1^T u: unbounded as 1^T u -> 0, undefined at 0",
             scale_invariant=True,
+            sums_to_one=True,
         ),
         AttentionMap(
             "sigmoid",

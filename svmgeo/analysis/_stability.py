@@ -198,7 +198,9 @@ class LipschitzResult:
         Jacobian being block-diagonal over sequences; in W: the spectral norm of the stacked
         Jacobian).
     bound_per_query : ndarray of shape (n, K) or None
-        The global bound over all W (``wrt="W"``), None when there is none.
+        The global bound over all W (``wrt="W"``; also ``wrt="X"`` where every query sees one
+        key of a map that sums to one, whose constants are then the same at every W), None
+        when there is none.
     bound_overall : float or None
         The global bound for the stacked outputs, :math:`(\sum_{ik} b_{ik}^2)^{1/2}`.
     bound_reason : str
@@ -307,6 +309,8 @@ def _certificate(
         Ws = np.stack([c * Wstar for c in values])
         param = "scale"
     consts = np.array([_spectral(_jacobian(data, Wk, i, k, amap, wrt)) for Wk in Ws])
+    if not (np.all(np.diff(consts) > 0.0) and consts[-1] > 10.0 * consts[0]):
+        return None  # the family does not grow here: it certifies nothing
     return UnboundednessCertificate(i, k, param, values, Ws, consts, why)
 
 
@@ -406,7 +410,14 @@ def lipschitz(
     bound = None
     bound_all = None
     cert = None
-    if wrt == "W" and amap.jacobian_bound is not None:
+    if amap.sums_to_one and bool(np.all(np.asarray(data.visible).sum(axis=-1) == 1)):
+        # phi = 1 on the one visible key, whatever W: J = 0, and these constants are global
+        bound, bound_all = per_query.copy(), overall
+        reason = (
+            "every query sees one key, where phi = 1 and its Jacobian is 0 for every W: the "
+            "constants above hold for every W"
+        )
+    elif wrt == "W" and amap.jacobian_bound is not None:
         bound = np.empty((n, K))
         for i in range(n):
             for k in range(K):
@@ -433,6 +444,8 @@ def lipschitz(
             )
         i, k = (int(a) for a in np.unravel_index(int(np.argmax(per_query)), per_query.shape))
         cert = _certificate(data, Wc, i, k, amap, wrt)
+        if cert is None:
+            reason += "; no growing family was found for these data (not shown here)"
     return LipschitzResult(
         attention=amap.name,
         wrt=wrt,

@@ -311,3 +311,23 @@ def test_relu_at_its_kink_warns_that_the_constants_are_one_sided(wrt: str) -> No
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         lipschitz(data, np.eye(5), "relu", wrt=wrt)
+
+
+@pytest.mark.parametrize("name", ["softmax", "normalized_linear"])
+@pytest.mark.parametrize("wrt", ["W", "X"])
+def test_one_visible_key_has_a_global_bound_for_maps_summing_to_one(name: str, wrt: str) -> None:
+    """Regression: with one key per query, phi = 1 for softmax and normalized linear whatever W
+    (J = 0), yet wrt="X" said "no global bound in X over all W (see certificate)" with no
+    certificate (softmax), or with a 'certificate' whose constants stayed at 0 or 1 (normalized
+    linear). The constants are now the global bound, and a certificate must grow."""
+    X = np.random.default_rng(0).normal(size=(2, 1, 3))
+    data = sg.TokenData(X, v=np.ones(3), Z=np.ones((2, 3)))
+    lip = lipschitz(data, np.eye(3), name, wrt=wrt)
+    assert lip.certificate is None and "one key" in lip.bound_reason
+    assert lip.bound_per_query is not None
+    far = lipschitz(data, 1e3 * np.random.default_rng(1).normal(size=(3, 3)), name, wrt=wrt)
+    np.testing.assert_allclose(far.per_query, lip.per_query, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(lip.bound_per_query, lip.per_query)
+    for other in ("linear", "relu", "sigmoid"):  # unbounded in X: their certificates grow
+        cert = lipschitz(data, np.eye(3), other, wrt="X").certificate
+        assert cert is not None and np.all(np.diff(cert.constants) > 0)
