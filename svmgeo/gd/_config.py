@@ -86,24 +86,37 @@ class StopStatus(enum.StrEnum):
     * ``MAX_STEPS``: ``n_steps`` were taken.
     * ``GRADIENT_UNDERFLOW``: the step is no longer representable: the gradient (plain steps,
       or normalized steps with ``log_domain=False``) fell below ``1e-292``, where float64
-      loses bits to denormals, or is exactly zero; or, with ``normalize_eps`` > 0, every
-      block's step :math:`\eta\|g\|/(\|g\| + \varepsilon)` is below float64's range; or,
-      for :func:`svmgeo.ntp.train_ntp` (a risk without a log-domain scale), every entry of
-      the gradient is zero in float64 while some attention weight or output probability is
-      small enough for it to have underflowed. The iterate is the last finite one.
-    * ``STATIONARY``: the gradient is exactly zero, not merely too small (``K = Q = 0``, one
-      visible key per query, exactly tied scores; for ``train_ntp``, a zero gradient in
-      float64 with every attention weight and output probability above 1.5e-154, so nothing
-      underflowed); the kernels tell the two apart in every mode.
-    * ``CONVERGED``: the gradient norm fell to ``grad_tol`` or below.
+      loses bits to denormals, or, with ``log_domain=False``, is zero in float64 at a finite
+      scale (the direct formula forms the weights at their true scale, so such a zero may be
+      an underflow: it is reported as one, even where the log domain would find it exactly
+      zero); or, with ``normalize_eps`` > 0, every block's step
+      :math:`\eta\|g\|/(\|g\| + \varepsilon)` is below float64's range; or, for
+      :func:`svmgeo.ntp.train_ntp` (a risk without a log-domain scale), every entry of the
+      gradient is zero in float64 while some attention weight or output probability is small
+      enough for it to have underflowed. The iterate is the last finite one.
+    * ``STATIONARY``: the gradient is exactly zero, not merely too small: no query has a
+      non-zero weight (:math:`M = -\infty`: ``K = Q = 0``, one visible key per query,
+      exactly tied scores), or the log-domain direction :math:`G` (:math:`\nabla L = e^M G`,
+      its largest weight one, so that nothing in it underflows) is zero in float64, its
+      contributions zero or cancelling exactly (queries ``Z = 0``, mirrored sequences whose
+      terms cancel); for ``train_ntp``, a zero gradient in float64 with every attention
+      weight and output probability above 1.5e-154, so nothing underflowed. Every update rule
+      and backend, ``train_batch`` included, tells the two apart this way in the log domain
+      (``log_domain=True``, the default); with ``log_domain=False`` only
+      :math:`M = -\infty` is ``STATIONARY`` (see ``GRADIENT_UNDERFLOW``).
+    * ``CONVERGED``: the gradient norm fell to ``grad_tol`` or below (never with
+      ``grad_tol=0``).
     * ``SATURATED``: at a record point every softmax had its maximum probability at or above
       ``1 - saturation_tol``.
     * ``CALLBACK``: the callback raised :class:`StopIteration`.
     * ``OVERFLOW``: a step would have taken the parameters beyond the largest norm the
       engine represents (:math:`\|W\|_F` above ``1e150``, or above ``1e300 / (max_t \|x_t\|
       \max_k \|z_k\|)`` when the data are large, so that neither :math:`\|W\|_F^2` nor a
-      logit overflows float64); it was not taken. Every reported quantity stays finite. Lower
-      ``step_size``, or rescale ``init``.
+      logit overflows float64), or the gradient at the iterate is not finite (an entry, or
+      its scale, overflowed float64: huge data, a trained head grown that far, or, in the
+      log-domain weights, a query whose only weights are denormal rounding residues of
+      exactly tied keys); the step was not taken and the parameters stay finite. Lower
+      ``step_size``, or rescale ``init`` (or the data).
     * ``NON_FINITE``: a step would have produced NaN; it was not taken (a bug guard: no known
       input reaches it).
     """
@@ -158,8 +171,8 @@ class Optimizer:
         The options of :func:`svmgeo.train` the rule takes (others are a ProblemError).
     min_steps : int
         Smallest ``n_steps`` accepted: 1 for every rule and risk (a run takes at least one
-        step; the start alone is an evaluation, :func:`~svmgeo.loss_and_grad` or
-        :func:`~svmgeo.ntp_loss_and_grad`).
+        step; the start alone is an evaluation, :func:`svmgeo.gd.loss_and_grad` or
+        :func:`svmgeo.ntp_loss_and_grad`).
     messages : dict
         Stop messages of the rule where they differ from the loop's (``{n}``: steps taken).
     """
@@ -225,7 +238,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
             StopStatus.OVERFLOW: (
                 "stopped after {n} steps: the next mirror step would have taken ||W||_F (or the "
                 "initial ||W||_F is) past the largest norm float64 represents here (1e150, less "
-                "for large data); it was not taken. Lower step_size, use plain steps, or raise the exponent (W grows like "
+                "for large data), or the gradient there is not finite; it was not taken. Lower step_size, use plain steps, or raise the exponent (W grows like "
                 "|Theta|^(1/(p-1)))"
             ),
         },

@@ -105,7 +105,15 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
     if isinstance(init, tuple) and len(init) == 2 and isinstance(init[0], str):
         if init[0] != "random":
             raise ProblemError(f"init=(name, scale) supports name 'random'; got {init[0]!r}.")
-        scale = check_real(init[1], "init scale", low=0.0, low_open=True, where=cfg.caller)
+        try:
+            scale = check_real(
+                init[1], "init scale", low=0.0, low_open=True, high_open=True, where=cfg.caller
+            )
+        except ProblemError as exc:
+            raise ProblemError(
+                f"{exc} init=('random', scale) draws N(0, scale^2) entries: pass a finite "
+                "scale > 0, e.g. init=('random', 0.1)."
+            ) from None
         rng = np.random.default_rng(cfg.seed)
         P1 = np.empty(shape)
         P2 = np.empty(shape) if kq else np.zeros((B, 1, 1))
@@ -240,21 +248,26 @@ class GradientDescent:
     def intermediate(
         self, obs: dict[str, np.ndarray], state: GDState, squeeze: bool
     ) -> Intermediate:
+        """What the callback receives: read-only views (:func:`_read_only`) of the record
+        ``obs`` and of the iterate's factors, so that a callback that writes into them gets a
+        ValueError instead of changing the run or its history."""
         k = self.kernels
         assert k is not None  # internal invariant
         is_kq = self.config.param == "KQ"
         sel = 0 if squeeze else slice(None)
-        Kf = k.to_numpy(state.P1)[sel] if is_kq else None
-        Qf = k.to_numpy(state.P2)[sel] if is_kq else None
+
+        def view(A: Any) -> Any:
+            return None if A is None else _read_only(A[sel])
+
         return Intermediate(
-            step=obs["step"][sel],
-            W=obs["W"][sel] if "W" in obs else None,
-            p=obs["p"][sel] if "p" in obs else None,
-            v=obs["v"][sel] if "v" in obs else None,
-            K=Kf,
-            Q=Qf,
+            step=view(obs["step"]),
+            W=view(obs.get("W")),
+            p=view(obs.get("p")),
+            v=view(obs.get("v")),
+            K=view(k.to_numpy(state.P1)) if is_kq else None,
+            Q=view(k.to_numpy(state.P2)) if is_kq else None,
             **{
-                key: obs[key][sel]
+                key: view(obs[key])
                 for key in (
                     "loss",
                     "log_loss_gap",
@@ -266,6 +279,16 @@ class GradientDescent:
                 )
             },
         )
+
+
+def _read_only(A: Any) -> Any:
+    """A view of the array ``A`` that cannot be written (the base stays writeable); numpy
+    scalars, which cannot be written anyway, as they are."""
+    if not isinstance(A, np.ndarray):
+        return A
+    out = A.view()
+    out.flags.writeable = False
+    return out
 
 
 def _check_normalized_start(W0: np.ndarray, problem: Problem) -> None:
@@ -295,6 +318,35 @@ def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _record_names(record: Any, where: str) -> tuple[str, ...]:
+    """``record`` as a tuple (a ProblemError for a string or what is not a sequence; the
+    names themselves are checked by :class:`GDConfig`)."""
+    if isinstance(record, str):
+        raise ProblemError(
+            f"The 'record' parameter of {where} takes a sequence of names, e.g. ({record!r},); "
+            f"got the string {record!r}."
+        )
+    try:
+        return tuple(record)
+    except TypeError:
+        raise ProblemError(
+            f"The 'record' parameter of {where} takes a sequence of names among "
+            f"{', '.join(map(repr, RECORDS))}, e.g. ('loss', 'W'); got {record!r}. Leave it "
+            "out for the default fields."
+        ) from None
+
+
+def _check_callback(callback: Any, where: str) -> None:
+    """Refuse a ``callback`` that is neither None nor callable, before any step runs."""
+    if callback is not None and not callable(callback):
+        name = " (pass the function itself, not its name)" if isinstance(callback, str) else ""
+        raise ProblemError(
+            f"The 'callback' parameter of {where} must be None or a callable taking an "
+            f"svmgeo.gd.Intermediate; got {callback!r} of type {type(callback).__name__}{name}. "
+            "E.g. callback=lambda info: print(info.step, info.loss)."
+        )
+
+
 def _make_config(options: dict[str, Any]) -> GDConfig:
     refuse_renamed(options, "train_batch")
     valid = sorted(
@@ -309,7 +361,7 @@ def _make_config(options: dict[str, Any]) -> GDConfig:
             f"{', '.join(valid)}, plus v, V, lam and callback."
         )
     if "record" in options:
-        options = {**options, "record": tuple(options["record"])}
+        options = {**options, "record": _record_names(options["record"], "train_batch")}
     return GDConfig(**options, caller="train_batch")
 
 
@@ -338,7 +390,8 @@ def train_batch(
     v, V, lam : optional
         Head parameters, shared or with a leading B axis.
     callback : callable, optional
-        Called with the intermediate state of the whole batch; raise ``StopIteration`` to stop.
+        Called with the intermediate state of the whole batch (an :class:`Intermediate` of
+        read-only arrays with a leading B axis); raise ``StopIteration`` to stop.
     **options
         Keyword options of :func:`train`.
 
@@ -365,6 +418,7 @@ def train_batch(
     BatchRun
         ``runs.W`` (B, d, d), histories (B, R, ...), ``runs[b]`` a :class:`GDRun`.
     """
+    _check_callback(callback, "train_batch")
     cfg = _make_config({"record": BATCH_RECORDS, **options})
     if isinstance(datasets, TokenData):
         raise ProblemError("train_batch takes a sequence of TokenData; use train for one dataset.")
@@ -549,7 +603,9 @@ def train(
         :func:`~svmgeo.att_svm` with the same ``attention=``; see docs/attention-maps.md.
     callback : callable, optional
         Called with an :class:`Intermediate` at each record point after the start; raise
-        :class:`StopIteration` to stop.
+        :class:`StopIteration` to stop. Its arrays are read-only views (writing raises
+        ValueError), so the callback cannot change the run. A value that is not callable is
+        a ProblemError before the first step.
     adam_beta1, adam_beta2, adam_eps : float, optional
         ``optimizer="adam"``: :math:`\beta_1` (0.9), :math:`\beta_2` (0.999) in [0, 1) and
         :math:`\varepsilon \ge 0` (1e-8).
@@ -601,11 +657,8 @@ def train(
             f"The 'step_size' parameter of {caller} must be a positive float or 'polyak'. Got "
             f"{step_size!r} instead."
         )
-    if isinstance(record, str):
-        raise ProblemError(
-            f"The 'record' parameter of {caller} takes a sequence of names, e.g. ({record!r},); "
-            f"got the string {record!r}."
-        )
+    record = _record_names(record, caller)
+    _check_callback(callback, caller)
     if optimizer == "gd" and isinstance(step_size, str):  # the Polyak step of GD
         if normalized is False:
             raise ProblemError(
@@ -694,6 +747,33 @@ def _checked_params(params: Any, d: int) -> np.ndarray:
     return arr
 
 
+def _checked_factors(params: tuple[Any, ...], d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``params`` of :func:`loss_and_grad` given as a tuple: the pair (K, Q) of finite arrays
+    of one shape (d, m) whose product W = K Q^T is finite (ProblemErrors naming params)."""
+    hint = (
+        f"params=(K, Q) takes two arrays of shape ({d}, m) with the same m (W = K Q^T); pass W "
+        f"of shape ({d}, {d}) or p of shape ({d},) as an array, not a tuple."
+    )
+    if len(params) != 2:
+        raise ProblemError(f"params of loss_and_grad is a tuple of length {len(params)}; {hint}")
+    K = check_array(params[0], "params K of loss_and_grad", ndim=2, hint=hint)
+    Q = check_array(params[1], "params Q of loss_and_grad", ndim=2, hint=hint)
+    if K.shape[0] != d or Q.shape != K.shape:
+        raise ProblemError(
+            f"params of loss_and_grad: got K of shape {K.shape} and Q of shape {Q.shape} for "
+            f"d = {d}; {hint}"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = np.einsum("dm,em->de", K, Q)
+    if not np.all(np.isfinite(W)):
+        raise ProblemError(
+            "params (K, Q) of loss_and_grad give W = K Q^T with non-finite entries (the "
+            "factors' norms multiply past float64's range); rescale K and Q so that "
+            "||K||_F ||Q||_F <= 1e150 (a positive scale changes no selection)."
+        )
+    return K, Q
+
+
 def loss_and_grad(
     data: TokenData,
     params: Any,
@@ -718,31 +798,41 @@ def loss_and_grad(
     Parameters
     ----------
     data : TokenData
-    params : array of shape (d, d) (W), array of shape (d,) (prompt attention p), or a pair
-        (K, Q) of arrays of shape (d, m)
+        The dataset.
+    params : ndarray, or tuple of two ndarrays
+        W of shape (d, d), the prompt vector p of shape (d,) (prompt attention), or a pair
+        ``(K, Q)`` of arrays of shape (d, m) with :math:`W = KQ^\top` (a tuple: a list of
+        two arrays reads as one array).
     loss, head, v, V, lam, ridge, backend
         As in :func:`train`.
     train_head : bool, default False
         Also return the gradient in the linear head v (and include :math:`\rho\|v\|^2/2`
         in the ridge term), as :func:`train` with ``train_head=True`` uses them.
+    attention : str, default "softmax"
+        The attention map, as in :func:`train`.
 
     Returns
     -------
     loss : float
         The risk including the ridge term.
     grad : ndarray of shape (d, d) or (d,), or a pair of arrays of shape (d, m)
-        With ``train_head=True``, a tuple of the attention gradient(s) followed by the
-        head's gradient of shape (d_u,): ``(gW, gv)``, ``(gp, gv)`` or ``(gK, gQ, gv)``.
-    attention : str, default "softmax"
-        The attention map, as in :func:`train`.
         The gradient at its true scale (it may underflow to zero far out; :func:`train`
-        normalizes in the log domain instead).
+        normalizes in the log domain instead). With ``train_head=True``, a tuple of the
+        attention gradient(s) followed by the head's gradient of shape (d_u,):
+        ``(gW, gv)``, ``(gp, gv)`` or ``(gK, gQ, gv)``.
+
+    Raises
+    ------
+    ProblemError
+        For invalid input, each message naming the argument: ``params`` of the wrong shape
+        or not finite, a pair (K, Q) whose product overflows, a W beyond the largest norm
+        the engine represents for the data, or an option :func:`train` refuses.
     """
     if not isinstance(data, TokenData):
         raise ProblemError(f"loss_and_grad takes one svmgeo.TokenData; got {type(data).__name__}.")
     loss = resolve_loss(loss, "loss_and_grad")
     is_kq = isinstance(params, tuple)
-    init = _checked_params(params, data.d) if not is_kq else params
+    init = _checked_factors(params, data.d) if is_kq else _checked_params(params, data.d)
     param = "KQ" if is_kq else ("p" if np.ndim(init) == 1 else "W")
     cfg = GDConfig(
         param=param, loss=loss, head=head, ridge=ridge, init=init, backend=backend,

@@ -157,8 +157,9 @@ class MirrorDescent:
         return MirrorState(unit, c, self.W0, 0, np.zeros(1, np.int64), status)
 
     def advance(self, state: MirrorState, n: int) -> MirrorState:
-        """Up to ``n`` mirror steps; stops with ``STATIONARY``, ``GRADIENT_UNDERFLOW`` or
-        ``OVERFLOW`` (the step that would overflow is not taken)."""
+        """Up to ``n`` mirror steps; stops with ``STATIONARY`` (an exactly zero gradient,
+        ``M = -inf`` or ``G = 0``), ``GRADIENT_UNDERFLOW`` or ``OVERFLOW`` (a non-finite
+        gradient, or a step that would overflow; neither is taken)."""
         cfg, p = self.config, self.p
         log_eta = math.log(cfg.step_size)
         log_limit = math.log(self.risk.max_norm)
@@ -167,8 +168,14 @@ class MirrorDescent:
         taken = 0
         for _ in range(n):
             G, M = self.risk.log_grad(W)
-            if not math.isfinite(M):
+            if M == -math.inf or not np.any(G):
+                # exactly zero: no weight (M = -inf), or the order-one direction G sums to
+                # zero in float64 (as the rules of svmgeo.gd._steepest read it): a step would
+                # move nothing, and a normalized one would divide by ||G|| = 0
                 code = CODE_OF[StopStatus.STATIONARY]
+                break
+            if not math.isfinite(M) or not np.all(np.isfinite(G)):
+                code = CODE_OF[StopStatus.OVERFLOW]  # the gradient overflowed: not taken
                 break
             c0 = c if math.isfinite(c) else 0.0
             if cfg.normalized:
@@ -271,11 +278,13 @@ def train_mirror(
     GDRun
         ``run.W`` (d, d); ``run.history`` records ``step``, ``loss``, ``W``, ``W_norm``
         (Frobenius), ``W_norm_lp`` (:math:`\|W\|_p`) and ``log_theta_scale``; ``status`` is
-        ``MAX_STEPS``, ``STATIONARY`` (the gradient is exactly zero),
-        ``GRADIENT_UNDERFLOW`` (:math:`\eta e^{M-c}`, or :math:`\eta e^{-c}` for normalized
-        steps, underflowed, so no further step changes the mirror coordinates in float64) or
-        ``OVERFLOW`` (the next step would take :math:`\|W\|_F` past the largest norm the
-        engine represents; not taken).
+        ``MAX_STEPS``, ``STATIONARY`` (the gradient is exactly zero: ``M = -inf``, or its
+        order-one direction ``G`` is zero in float64, plain and normalized steps alike; W is
+        the last iterate), ``GRADIENT_UNDERFLOW`` (:math:`\eta e^{M-c}`, or
+        :math:`\eta e^{-c}` for normalized steps, underflowed, so no further step changes the
+        mirror coordinates in float64) or ``OVERFLOW`` (the next step would take
+        :math:`\|W\|_F` past the largest norm the engine represents, or the gradient itself
+        is not finite; not taken).
 
     Notes
     -----

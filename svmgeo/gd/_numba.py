@@ -1206,6 +1206,40 @@ def _move_scale(c, nD, glog, normalized, log_domain, eps):
     return move, scale
 
 
+@njit(inline="always")
+def _block_finite(c, nD):
+    """Is a step block's scaled gradient non-zero and finite (``c`` its log-scale, ``nD`` the
+    norm of its D)?"""
+    return nD > 0.0 and nD < np.inf and c > _NEG_INF and c < np.inf
+
+
+@njit()
+def _not_finite(A):
+    """Is an entry of A infinite or NaN?"""
+    flat = A.reshape(-1)
+    for j in range(flat.shape[0]):
+        if not abs(flat[j]) < np.inf:
+            return True
+    return False
+
+
+@njit()
+def _gradient_not_finite(Gw, Gv, Mw, Mv, A1, A2, is_kq, train_head):
+    """Is the gradient of a step not finite: its scale M NaN or +inf, or, at a scale
+    M > -inf, an entry of G (of the factors' products A1 = G Q, A2 = G^T K for ``is_kq``; of
+    G_v at M_v for ``train_head``) infinite or NaN? (M = -inf is an exactly zero gradient.)
+    Read only where a block's norm is zero or not finite (:func:`_step`)."""
+    if not Mw < np.inf:  # NaN or +inf
+        return True
+    if Mw > _NEG_INF:
+        if _not_finite(Gw) or (is_kq and (_not_finite(A1) or _not_finite(A2))):
+            return True
+    if train_head:
+        if not Mv < np.inf or (Mv > _NEG_INF and _not_finite(Gv)):
+            return True
+    return False
+
+
 @njit(inline="always")  # a separate call, with its tuples of arrays, cost ~10 % of a step
 def _step(P, G, M, opts, lim, work, top_g):
     """One step of one instance in place; returns the status code (0: step taken).
@@ -1237,6 +1271,15 @@ def _step(P, G, M, opts, lim, work, top_g):
     l2 = _block_log_norm(c2, n2)
     l3 = _block_log_norm(c3, n3)
     glog = _log_norm3(l1, l2, l3)
+    if not (
+        _block_finite(c1, n1)
+        and (not is_kq or _block_finite(c2, n2))
+        and (not train_head or _block_finite(c3, n3))
+    ):
+        # a block is zero, or its gradient is not finite (what overflowed leaves ||D|| zero
+        # or NaN): OVERFLOW then, the step not taken
+        if _gradient_not_finite(Gw, Gv, Mw, Mv, A1, A2, is_kq, train_head):
+            return 8
     any_move = False
     # per new parameter: its largest |entry| (as a bit pattern) and whether one is NaN,
     # taken in the pass that writes it (as _abs_max would find them)
@@ -1273,11 +1316,12 @@ def _step(P, G, M, opts, lim, work, top_g):
         else:
             nan3 = nan
     if not any_move:
-        # stationary when the gradient is exactly zero; G == 0 at a finite scale M is the
-        # direct formula's underflow
-        underflowed_G = _norm(Gw) == 0.0 and Mw > _NEG_INF
+        # stationary when the gradient is exactly zero (M = -inf, or an order-one G of the
+        # log domain that is zero in float64); G == 0 at a finite scale M may be the direct
+        # formula's underflow
+        underflowed_G = not log_domain and _norm(Gw) == 0.0 and Mw > _NEG_INF
         return 3 if (glog == _NEG_INF and not underflowed_G) else 2
-    if glog <= log_tol:
+    if log_tol > _NEG_INF and glog <= log_tol:  # grad_tol = 0 never converges
         return 4
     # a NaN in a new parameter
     if nan1 or nan2 or nan3:

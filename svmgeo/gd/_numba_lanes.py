@@ -36,6 +36,7 @@ from numba.extending import intrinsic, models, overload, register_model
 
 from .._jit import njit
 from ._numba import (
+    _block_finite,
     _block_log_norm,
     _combine_factors,
     _log_abs_dloss,
@@ -463,6 +464,21 @@ def _grad_lanes(W, lay, g, loss_id, log_domain, G, ws):
 
 
 @njit()
+def _lane_not_finite(G, M, j, size):
+    """Is lane j's gradient not finite: its M NaN or +inf, or, at M > -inf, an entry of G
+    infinite or NaN (``_gradient_not_finite`` of :mod:`svmgeo.gd._numba` for one lane)?"""
+    m = lane(M, j)
+    if not m < np.inf:
+        return True
+    if m == _NEG_INF:  # an exactly zero gradient
+        return False
+    for e in range(size):
+        if not abs(G[e * LANES + j]) < np.inf:
+            return True
+    return False
+
+
+@njit()
 def _step_lanes(P, G, M, opts, lim, run, work, size):
     """``_step`` of :mod:`svmgeo.gd._numba` for ``param="W"`` without a trained head, per lane:
     the new W written into P in the lanes that run (``run`` (L,) 1.0) and whose code is 0,
@@ -493,9 +509,12 @@ def _step_lanes(P, G, M, opts, lim, run, work, size):
     # the step's scale per lane, as _step for the one block W
     mv = splat(0.0)
     sc = splat(0.0)
+    bad = splat(0.0)  # 1.0 where the lane's gradient is not finite
     for j in range(L):
         c = lane(cc, j)
         nDj = lane(nD, j)
+        if run[j] != 0.0 and not _block_finite(c, nDj) and _lane_not_finite(G, M, j, size):
+            bad = with_lane(bad, j, 1.0)
         glog = _log_norm3(_block_log_norm(c, nDj), _NEG_INF, _NEG_INF)
         move, scale = _move_scale(c, nDj, glog, normalized, log_domain, eps)
         mv = with_lane(mv, j, 1.0 if move else 0.0)
@@ -515,12 +534,15 @@ def _step_lanes(P, G, M, opts, lim, run, work, size):
     for j in range(L):
         glog = code[j]
         b1 = _norm_bound(lane(top, j), size)
-        if lane(mv, j) == 0.0:
-            # stationary when the gradient is exactly zero; G == 0 at a finite scale M is the
+        if lane(bad, j) != 0.0:
+            code[j] = 8.0  # the gradient is not finite: as _step, the step not taken
+        elif lane(mv, j) == 0.0:
+            # stationary when the gradient is exactly zero (M = -inf, or an order-one G of the
+            # log domain that is zero in float64); G == 0 at a finite scale M may be the
             # direct formula's underflow
-            underflowed_G = lane(nA, j) == 0.0 and lane(M, j) > _NEG_INF
+            underflowed_G = not log_domain and lane(nA, j) == 0.0 and lane(M, j) > _NEG_INF
             code[j] = 3.0 if (glog == _NEG_INF and not underflowed_G) else 2.0
-        elif glog <= log_tol:
+        elif log_tol > _NEG_INF and glog <= log_tol:  # grad_tol = 0 never converges
             code[j] = 4.0
         elif lane(nan, j):
             code[j] = 7.0

@@ -200,8 +200,9 @@ _MESSAGES = {
     StopStatus.NON_FINITE: "stopped after {n} steps: a step would have produced NaN",
     StopStatus.OVERFLOW: (
         "stopped after {n} steps: the next step would have taken the weights (or the initial "
-        "weights are) past the largest norm float64 represents here (||W||_F <= 1e150, less for large data); lower step_size "
-        "or rescale init (only the direction of W matters for the selection)"
+        "weights are) past the largest norm float64 represents here (||W||_F <= 1e150, less for large data), "
+        "or the gradient there is not finite (it overflowed float64); the step was not taken. "
+        "Lower step_size or rescale init (only the direction of W matters for the selection)"
     ),
 }
 
@@ -236,7 +237,13 @@ def stop_message(status: StopStatus, n: int, config: GDConfig) -> str:
 @dataclass(frozen=True, eq=False)
 class Intermediate:
     """What the callback receives at each record point (shapes as in :class:`History`
-    without the record axis; with a leading B axis for :func:`train_batch`)."""
+    without the record axis; with a leading B axis for :func:`train_batch`).
+
+    The arrays are read-only views of the run's record and iterate: writing into them
+    (``info.W[...] = 0``, ``np.multiply(info.W, 0.5, out=info.W)``) raises ValueError
+    ("assignment destination is read-only"), so a callback cannot change the run or its
+    history. Take a copy (``info.W.copy()``) to keep or modify one.
+    """
 
     step: Any
     W: np.ndarray | None

@@ -400,7 +400,7 @@ def combine(M: Any, A: Any, rho: float, P: Any, xp: Any) -> tuple[Any, Any]:
         csafe = xp.where(fin, c, 0.0)
         fa = xp.where(fin & (nA > 0.0), xp.exp(xp.where(nA > 0.0, M, 0.0) - csafe), 0.0)
         fb = xp.where(fin & xp.isfinite(lb), rho * xp.exp(-csafe), 0.0)
-    D = fa[:, None, None] * A + fb[:, None, None] * P
+        D = fa[:, None, None] * A + fb[:, None, None] * P  # NaN where A overflowed: quiet
     return D, c
 
 
@@ -470,8 +470,9 @@ def step(
     :math:`(D/\|D\|) / (1 + \varepsilon/\|g\|)` with :math:`\log\|g\| = c + \log\|D\|`,
     so a tiny gradient gives a tiny step, never an overflow. Instances whose code is
     non-zero keep their parameters. Codes are those of
-    :data:`svmgeo.gd._config.STATUS_CODES`; ``max_norm`` (B,) is
-    :attr:`~svmgeo.gd._problem.Problem.max_norm`.
+    :data:`svmgeo.gd._config.STATUS_CODES` (8, ``OVERFLOW``, also where a block of the
+    gradient is not finite; 4, ``CONVERGED``, never for ``log_tol = -inf``); ``max_norm`` (B,)
+    is :attr:`~svmgeo.gd._problem.Problem.max_norm`.
     """
     grads = factor_grads(P1, P2, G, M, is_kq, rho, xp, head)
     glog = param_log_grad_norm(grads, xp)
@@ -479,9 +480,14 @@ def step(
     code = xp.zeros(B, dtype=xp.int64)
     new = []
     block_eps = [eps[0]] + ([eps[1]] if is_kq else []) + ([eps[2]] if head is not None else [])
-    for (D, c), eps_b in zip(grads, block_eps, strict=True):
+    # a block of the gradient overflowed (inf or NaN): its scale is NaN or +inf, or its D is
+    # not finite at a scale M > -inf (M = -inf is an exactly zero block, whatever G holds)
+    nonfinite = xp.zeros(B, dtype=bool)
+    block_M = [M] * (2 if is_kq else 1) + ([head[2]] if head is not None else [])
+    for (D, c), eps_b, Mb in zip(grads, block_eps, block_M, strict=True):
         with _quiet(xp):
             nD = frobenius(D, xp)
+            nonfinite = nonfinite | (~xp.isfinite(nD) & (Mb > -xp.inf)) | ~(c < xp.inf)
             if normalized and log_domain:
                 move = nD > 0.0
                 Dn = D / xp.where(move, nD, 1.0)[:, None, None]
@@ -505,12 +511,17 @@ def step(
     for (move, Dn), Pf in zip(new, P, strict=True):
         any_move = any_move | move
         out.append(xp.where(move[:, None, None], Pf - eta * Dn, Pf))
-    # no factor moves: stationary when the gradient is exactly zero (not an underflowed G of
-    # the direct formula, which is G == 0 at a finite scale M), else an underflow
-    underflowed_G = (frobenius(G, xp) == 0.0) & xp.isfinite(M)
+    # no factor moves: stationary when the gradient is exactly zero (M = -inf, or an order-one
+    # G of the log domain that is zero in float64), else an underflow (the direct formula's
+    # G == 0 at a finite scale M may be one)
+    if log_domain:
+        underflowed_G = xp.zeros(B, dtype=bool)
+    else:
+        underflowed_G = (frobenius(G, xp) == 0.0) & xp.isfinite(M)
     exact = ~xp.isfinite(glog) & ~underflowed_G
     code = xp.where(~any_move, xp.where(exact, 3, 2), code)
-    code = xp.where((code == 0) & (glog <= log_tol), 4, code)
+    if log_tol > -math.inf:  # grad_tol = 0 never converges (glog is -inf only when not finite)
+        code = xp.where((code == 0) & (glog <= log_tol), 4, code)
     nan = xp.zeros(B, dtype=bool)
     for Pn in out:
         nan = nan | xp.any(xp.isnan(Pn), axis=(1, 2))
@@ -519,6 +530,8 @@ def step(
     if head is not None:
         ok = ok & (frobenius(out[-1], xp) <= NORM_LIMIT)
     code = xp.where((code == 0) & ~ok, 8, code)
+    # a gradient that is not finite (it overflowed, beyond the data's range): not taken
+    code = xp.where(nonfinite, 8, code)
     go = (code == 0)[:, None, None]
     P1n = xp.where(go, out[0], P1)
     P2n = xp.where(go, out[1], P2) if is_kq else P2

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -176,3 +177,60 @@ def test_loss_and_grad_names_its_params() -> None:
             loss_and_grad(data, params)
     with pytest.raises(sg.ProblemError, match="a list of two arrays reads as one array"):
         loss_and_grad(data, [np.zeros((5, 2)), np.zeros((5, 2))])
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ((np.ones((5, 2)), np.ones((4, 2))), r"got K of shape \(5, 2\) and Q of shape \(4, 2\)"),
+        ((np.ones((5, 2)), np.ones((5, 3))), r"Q of shape \(5, 3\) for d = 5"),
+        ((np.ones((5, 2)),) * 3, "params of loss_and_grad is a tuple of length 3"),
+        ((np.ones((1, 5, 2)),) * 2, "params K of loss_and_grad must be a 2-D array"),
+        (("random", 0.1), "params K of loss_and_grad must be numeric"),
+        ((np.full((5, 2), 1e200),) * 2, r"params \(K, Q\) of loss_and_grad give W = K Q\^T"),
+    ],
+)
+def test_loss_and_grad_names_params_for_factor_pairs(params: object, match: str) -> None:
+    """Regression: bad (K, Q) pairs were reported as 'init Q must have shape', "param='KQ'
+    takes init=" or 'rescale init so that', options loss_and_grad has not (and
+    ('random', 0.1) evaluated at random factors)."""
+    from svmgeo.gd import loss_and_grad
+
+    with pytest.raises(ProblemError, match=match) as err:
+        loss_and_grad(DATA, params)
+    assert re.search(r"\binit\b", str(err.value)) is None
+
+
+@pytest.mark.parametrize("entry", ["train", "train_batch"])
+def test_record_and_callback_are_checked_up_front(entry: str) -> None:
+    """Regression: record=None and callback=3 / "print" were bare TypeErrors (the callback's
+    after the first chunk of steps had run); train_batch read record="loss" as
+    ('l', 'o', 's', 's') and record="W" silently as ("W",)."""
+    calls: list[int] = []
+
+    def run(**kw: object) -> object:
+        calls.append(1)
+        if entry == "train":
+            return sg.train(DATA, n_steps=3, **kw)  # type: ignore[arg-type]
+        return sg.train_batch([DATA, DATA], n_steps=3, **kw)  # type: ignore[arg-type]
+
+    with pytest.raises(ProblemError, match=f"'record' parameter of {entry} takes a sequence"):
+        run(record=None)
+    for name in ("loss", "W"):
+        with pytest.raises(ProblemError, match=rf"e\.g\. \('{name}',\); got the string"):
+            run(record=name)
+    for callback in (3, "print"):
+        with pytest.raises(ProblemError, match=f"'callback' parameter of {entry} must be"):
+            run(callback=callback)
+    assert len(calls) == 5
+    assert isinstance(run(record=("loss",)), (sg.GDRun, sg.BatchRun))
+
+
+def test_random_init_needs_a_finite_scale() -> None:
+    """Regression: ("random", inf) passed the scale check (whose message said (0, inf]) and
+    failed later with a message about K Q^T."""
+    for param in ("W", "KQ"):
+        with pytest.raises(ProblemError, match=r"init scale.*\(0, inf\)\. Got inf.*finite"):
+            sg.train(DATA, param=param, init=("random", math.inf), n_steps=2)
+    with pytest.raises(ProblemError, match="init scale"):
+        sg.train_batch([DATA, DATA], init=("random", math.inf), n_steps=2)

@@ -157,3 +157,26 @@ def test_lanes_do_not_take_what_they_do_not_cover() -> None:
     big = make_problem([sg.random_data(2, 16, 4, seed=b) for b in range(LANES)], "linear")
     assert not _backend.lanes_fit(big, GDConfig())
     assert not _backend.lanes_fit(make_problem(datasets[: LANES - 1], "linear"), GDConfig())
+
+
+@pytest.mark.parametrize("kw", [{}, {"normalized": False}, {"log_domain": False}])
+def test_lanes_equal_scalar_where_a_gradient_is_exactly_zero(
+    monkeypatch: pytest.MonkeyPatch, kw: dict[str, Any]
+) -> None:
+    """Instances whose queries are all zero (an order-one G that is exactly zero at a finite
+    scale M) stop at once with STATIONARY on both kernels (GRADIENT_UNDERFLOW with the direct
+    formula, whose zero may be an underflow); the others run on."""
+    datasets = [sg.random_data(5, 6, 7, seed=b) for b in range(LANES + 3)]
+    zero = (0, 5, LANES + 1)
+    for b in zero:
+        datasets[b] = sg.TokenData(datasets[b].X, v=datasets[b].v, Z=np.zeros((5, 7)))
+    fast, slow = _both(monkeypatch, datasets, **{"n_steps": 100, "record_every": 50, **kw})
+    _assert_same(fast, slow)
+    want = (
+        sg.StopStatus.GRADIENT_UNDERFLOW
+        if kw.get("log_domain") is False
+        else sg.StopStatus.STATIONARY
+    )
+    for b, status in enumerate(fast.status):
+        assert status is (want if b in zero else sg.StopStatus.MAX_STEPS), (b, status)
+        assert (fast.n_steps[b] == 0) == (b in zero)

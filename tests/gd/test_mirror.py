@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -199,3 +201,32 @@ def test_a_start_whose_mirror_image_leaves_float64_is_kept() -> None:
     exact = np.sign(-g) * np.abs(eta * g) ** (1.0 / (p - 1.0))
     assert small.status is sg.StopStatus.MAX_STEPS
     np.testing.assert_allclose(small.W, exact, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_exactly_zero_gradient_stops_stationary_with_w_unchanged(
+    normalized: bool, backend: str
+) -> None:
+    """Regression: an order-one G that is exactly zero at a finite scale M (every query z = 0)
+    made normalized mirror steps divide by ||G|| = 0 (W reset to 0, log_theta_scale NaN) and
+    plain ones "take" steps that moved nothing (MAX_STEPS). Both stop with STATIONARY, as
+    train's other rules do."""
+    base = sg.random_data(3, 4, 5, seed=0)
+    data = sg.TokenData(base.X, v=base.v, Z=np.zeros((3, 5)))
+    W0 = np.eye(5)
+    G, M = sg.gd.RiskOracle(data).log_grad(W0)
+    assert np.isfinite(M)
+    np.testing.assert_array_equal(G, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no 0/0
+        run = train_mirror(
+            data, exponent=1.5, init=W0, normalized=normalized, n_steps=4, record_every=1,
+            backend=backend,
+        )  # fmt: skip
+    assert run.status is sg.StopStatus.STATIONARY and run.n_steps == 0
+    assert "exactly zero" in run.message
+    np.testing.assert_array_equal(run.W, W0)
+    np.testing.assert_array_equal(run.history.log_theta_scale, [0.0])
+    via_train = sg.train(data, optimizer="mirror", exponent=1.5, init=W0, n_steps=4)
+    assert via_train.status is sg.StopStatus.STATIONARY

@@ -85,3 +85,56 @@ def test_init_beyond_the_limit_warns_nothing(backend: str) -> None:
         warnings.simplefilter("error")
         run = sg.train(DATA, init=W0, n_steps=5, backend=backend)
     assert run.status is StopStatus.OVERFLOW
+
+
+def _head_overflow_data() -> sg.TokenData:
+    """Large tokens with a tiny head: one normalized step of 3.3e149 on the trained head takes
+    f = v^T X s to 1e249, where the next gradient overflows float64 (inf and NaN entries)."""
+    rng = np.random.default_rng(0)
+    return sg.TokenData(
+        rng.normal(size=(3, 4, 5)) * 1e100, v=np.ones(5) * 1e-100, Z=rng.normal(size=(3, 5)) * 1e40
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_non_finite_gradient_stops_with_overflow_never_converged(backend: str) -> None:
+    """Regression: with grad_tol=0 ("0 disables") the numpy backend stopped with CONVERGED
+    once a gradient block overflowed (its NaN log-norm read as -inf), the numba one took four
+    more head steps and stopped with OVERFLOW. Both now stop with OVERFLOW at the first
+    non-finite gradient, the step not taken, without a RuntimeWarning."""
+    import warnings
+
+    data = _head_overflow_data()
+    kw = dict(train_head=True, step_size=1e150 / 3, record_every=1, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = sg.train(data, n_steps=10, grad_tol=0.0, **kw)  # type: ignore[arg-type]
+    assert run.status is StopStatus.OVERFLOW and run.n_steps == 1, (run.status, run.n_steps)
+    assert "not finite" in run.message
+    assert np.all(np.isfinite(run.W)) and np.all(np.isfinite(run.v))
+    one = sg.train(data, n_steps=1, **kw)  # type: ignore[arg-type]
+    assert one.status is StopStatus.MAX_STEPS
+    np.testing.assert_array_equal(run.W, one.W)
+    np.testing.assert_array_equal(run.v, one.v)
+    batch = sg.train_batch([data, DATA], n_steps=10, **kw)  # type: ignore[arg-type]
+    assert batch.status[0] is StopStatus.OVERFLOW and batch.n_steps[0] == 1
+
+
+def test_a_nan_gradient_of_tied_keys_stops_alike_on_both_backends() -> None:
+    """Repeated tokens (exactly tied keys) far out: at step 724 the log-domain weights of a
+    query whose only weights are denormal rounding residues overflow (inf * 0 = NaN in G at
+    a finite M, ||W|| ~ 255). The numba kernels called that GRADIENT_UNDERFLOW, the numpy
+    ones STATIONARY; both now stop with OVERFLOW there, the step not taken."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6, 8, 10))
+    X[:, 3] = X[:, 1]
+    X[:, 6] = X[:, 2]
+    tied = sg.TokenData(X, Y=rng.choice([-1.0, 1.0], 6), Z=X[:, 0], v=rng.normal(size=10))
+    runs = [
+        sg.train(tied, n_steps=800, step_size=0.5, record_every=400, backend=backend)
+        for backend in ("numpy", "numba")
+    ]
+    for run in runs:
+        assert run.status is StopStatus.OVERFLOW and run.n_steps == 723, (run.status, run.n_steps)
+        assert np.all(np.isfinite(run.W))
+    np.testing.assert_allclose(runs[1].W, runs[0].W, rtol=1e-9)

@@ -265,3 +265,115 @@ def test_final_selection_has_the_shape_of_optimal_tokens(name: str) -> None:
     batch = sg.train_batch([data, data], n_steps=20, backend="numpy")
     assert batch.history.selected is not None
     assert batch.history.selected.shape[2:] == data.selection_shape
+
+
+def _halve_w(info: sg.gd.Intermediate) -> None:
+    np.multiply(info.W, 0.5, out=info.W)
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"param": "KQ", "m": 3, "init": ("random", 0.3), "seed": 0},
+        {"param": "p", "train_head": True},
+    ],
+)
+def test_callback_cannot_change_the_run(backend: str, kw: dict[str, object]) -> None:
+    """The callback's arrays are read-only views: writing raises ValueError and the run (its
+    iterate and its history) equals the run without a callback bit for bit. (They were views
+    of the live iterate and of the history: halving info.W changed run.W by 0.6.)"""
+    data = DATASETS["cross"]
+    opts = dict(n_steps=20, record_every=5, backend=backend, **kw)
+    ref = sg.train(data, **opts)  # type: ignore[arg-type]
+    written: list[str] = []
+
+    def write_everything(info: sg.gd.Intermediate) -> None:
+        for name in ("W", "K", "Q", "p", "v", "probs", "max_prob", "selected", "step", "loss"):
+            A = getattr(info, name)
+            if isinstance(A, np.ndarray) and A.ndim > 0:
+                with pytest.raises(ValueError, match="read-only"):
+                    A[...] = 0
+                written.append(name)
+
+    run = sg.train(data, callback=write_everything, **opts)  # type: ignore[arg-type]
+    arrays = {"W", "K", "Q"} if kw["param"] == "KQ" else {"p", "v"}
+    assert set(written) == arrays | {"probs", "max_prob", "selected"}
+    assert len(written) == 4 * len(set(written))  # every record point after the start
+    for name in ("W", "K", "Q", "p", "v"):
+        a, b = getattr(run, name), getattr(ref, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    for name in ("W", "p", "v", "probs", "loss", "max_prob"):
+        a, b = getattr(run.history, name), getattr(ref.history, name)
+        if b is not None:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    if run.W is not None:
+        assert run.W.flags.writeable  # the results stay the caller's to modify
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_callback_writing_into_w_raises(backend: str) -> None:
+    data = DATASETS["cross"]
+    with pytest.raises(ValueError, match="read-only"):
+        sg.train(data, n_steps=20, record_every=5, backend=backend, callback=_halve_w)
+    datasets = [sg.random_data(3, 4, 5, seed=s) for s in range(3)]
+    opts = dict(n_steps=20, record_every=5, record=sg.gd.RECORDS, backend=backend)
+    ref = sg.train_batch(datasets, **opts)  # type: ignore[arg-type]
+    calls: list[int] = []
+
+    def zero_history(info: sg.gd.Intermediate) -> None:
+        calls.append(1)
+        for A in (info.probs, info.W, info.step, info.loss, info.max_prob):
+            with pytest.raises(ValueError, match="read-only"):
+                A[...] = 0
+
+    batch = sg.train_batch(datasets, callback=zero_history, **opts)  # type: ignore[arg-type]
+    assert len(calls) == 4
+    np.testing.assert_array_equal(batch.W, ref.W)
+    np.testing.assert_array_equal(batch.history.probs, ref.history.probs)
+    np.testing.assert_array_equal(batch.history.W, ref.history.W)
+    np.testing.assert_array_equal(batch.history.loss, ref.history.loss)
+
+
+#: Two datasets whose gradient is exactly zero at W = 0 with a finite log-domain scale M:
+#: every query z = 0 (each contribution is zero), and two mirrored sequences whose
+#: contributions cancel exactly.
+ZERO_Z = sg.TokenData(DATASETS["cross"].X, v=DATASETS["cross"].v, Z=np.zeros((3, 5)))
+_X1 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]])
+_Z1 = np.array([0.3, 0.7])
+MIRRORED = sg.TokenData(np.stack([_X1, _X1]), v=np.array([1.0, 0.2]), Z=np.stack([_Z1, -_Z1]))
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+@pytest.mark.parametrize("mode", [{}, {"normalized": False}, {"normalize_eps": 0.1}])
+@pytest.mark.parametrize("name", ["zero_z", "mirrored"])
+def test_gradients_summing_to_exactly_zero_are_stationary(
+    backend: str, mode: dict[str, object], name: str
+) -> None:
+    """STATIONARY, not GRADIENT_UNDERFLOW, where the log-domain direction G (largest weight
+    one) is exactly zero at a finite scale M, as the other rules (sign, adam, spectral) and
+    mirror descent report it."""
+    data = ZERO_Z if name == "zero_z" else MIRRORED
+    W0 = np.zeros((data.d, data.d))
+    G, M = sg.gd.RiskOracle(data).log_grad(W0)
+    assert np.isfinite(M)  # not the M = -inf of a query without weights
+    np.testing.assert_array_equal(G, 0.0)
+    run = sg.train(data, n_steps=5, backend=backend, **mode)  # type: ignore[arg-type]
+    assert run.status is StopStatus.STATIONARY and run.n_steps == 0, run.status
+    assert "exactly zero" in run.message
+    np.testing.assert_array_equal(run.W, W0)
+    batch = sg.train_batch([data, data], n_steps=5, backend=backend, **mode)  # type: ignore[arg-type]
+    assert batch.status == (StopStatus.STATIONARY,) * 2
+    if not mode:
+        for rule in ("sign", "adam", "spectral"):
+            assert sg.train(data, optimizer=rule, n_steps=5).status is StopStatus.STATIONARY
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_direct_formula_reports_a_zero_gradient_as_underflow(backend: str) -> None:
+    """With log_domain=False the weights are formed at their true scale, so a gradient that is
+    zero in float64 may have underflowed: it stays GRADIENT_UNDERFLOW (documented)."""
+    run = sg.train(ZERO_Z, n_steps=5, log_domain=False, backend=backend)
+    assert run.status is StopStatus.GRADIENT_UNDERFLOW and run.n_steps == 0
