@@ -191,3 +191,19 @@ def test_a_rank_bounded_answer_is_checked_on_its_own_w() -> None:
     sgt.assert_certified(res)
     with pytest.raises(AssertionError):
         sgt.assert_certified(dataclasses.replace(res, W=3.0 * res.W))
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4, 1e5])
+@pytest.mark.parametrize("norm", ["fro", "nuc"])
+def test_the_kit_catches_twice_the_optimum_at_every_scale(scale: float, norm: str) -> None:
+    """Regression: the KKT checks had absolute floors (max(1, ||W||), atol = rtol), so once the
+    tokens were ~1e4 (||W^mm||_F ~ 4e-8) a W twice the optimum passed assert_certified for
+    both norms. Every tolerance is now relative to the solution's own scale."""
+    base = sg.random_data(4, 4, 6, seed=1)
+    data = sg.TokenData(np.asarray(base.X) * scale, Y=base.Y, v=base.v,
+                        Z=np.asarray(base.Z) * scale)  # fmt: skip
+    res = sg.att_svm(data, sg.optimal_tokens(data), norm=norm)
+    sgt.assert_certified(res)
+    wrong = dataclasses.replace(res, W=2.0 * res.W, objective=2.0 * res.objective)
+    with pytest.raises(AssertionError):
+        sgt.assert_certified(wrong)
