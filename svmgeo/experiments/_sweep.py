@@ -38,7 +38,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._errors import BackendError, ProblemError, SvmgeoError
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from ._store import META_AFTER, ResultStore, data_frame, format_cell, parse_cell
 
 __all__ = [
@@ -722,6 +722,18 @@ def sweep(
     n_workers = _default_workers() if workers is None else check_int(workers, "workers", low=0)
     if threads is not None:
         check_int(threads, "threads", low=1, where="sweep")
+    for name, flag in (
+        ("progress", progress),
+        ("resume", resume),
+        ("retry_errors", retry_errors),
+        ("derive_seeds", derive_seeds),
+    ):
+        check_bool(flag, name, where="sweep")  # resume="no" is truthy: it would resume
+    if seed_key is not None and not isinstance(seed_key, str):
+        raise ProblemError(
+            f"The 'seed_key' parameter of sweep must be the name (a str) of the grid's seed "
+            f"parameter, or None; got {seed_key!r}."
+        )
     names = list(trials[0])
     if seed_key is not None and seed_key in names:
         bad = [t[seed_key] for t in trials if type(t[seed_key]) is not int or t[seed_key] < 0]

@@ -675,3 +675,24 @@ def test_reproduce_where_no_trial_finishes_writes_no_summary_and_exits_1(
                  "--workers", "0", "--no-progress"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "no trial finished" in err, err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("resume", "no"),
+        ("retry_errors", 1),
+        ("derive_seeds", "yes"),
+        ("progress", None),
+        ("seed_key", 3),
+    ],
+)
+def test_sweep_flags_are_checked(tmp_path, option, value):
+    """Regression: the flags were read by truthiness, so resume="no" resumed the table; each is
+    now a named ProblemError, and the table is left as it was."""
+    out = tmp_path / "t.csv"
+    _run_quiet(lambda k: {"k2": 2 * k}, {"k": [1, 2]}, workers=0, out=out)
+    before = out.read_text()
+    with pytest.raises(sg.ProblemError, match=f"'{option}' parameter of sweep"):
+        _run_quiet(lambda k: {"k2": 2 * k}, {"k": [1, 2]}, workers=0, out=out, **{option: value})
+    assert out.read_text() == before
