@@ -207,3 +207,40 @@ def test_the_kit_catches_twice_the_optimum_at_every_scale(scale: float, norm: st
     wrong = dataclasses.replace(res, W=2.0 * res.W, objective=2.0 * res.objective)
     with pytest.raises(AssertionError):
         sgt.assert_certified(wrong)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: sgt.build_case("cross", "generic", n=0, T=2, d=2), "'n' parameter of build_case"),
+        (
+            lambda: sgt.build_case("cross", "generic", n=2.5, T=2, d=2),
+            "'n' parameter of build_case",
+        ),
+        (lambda: sgt.build_case("cross", "generic", n=2, T=2, d=2, seed=-1), "'seed' parameter"),
+        (
+            lambda: sgt.build_case("cross", "generic", n=2, T=2, d=2, sigma=-1.0),
+            "'sigma' parameter",
+        ),
+        (lambda: sgt.build_case("cross", "duplicate", n=2, T=1, d=2), "relates two tokens"),
+        (lambda: sgt.build_b1_case("multi", n=2, T=3, d=4), "one query per sequence"),
+        (lambda: sgt.cases(n_range=(3, 1)).example(), "'n_range' parameter of cases"),
+        (lambda: sgt.assert_feasible_point(_CS, np.eye(2), rtol=-1.0), "'rtol' parameter"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
+def test_the_kit_names_bad_arguments(call, match) -> None:
+    """Regression: the builders raised numpy's or Python's own errors (high <= 0, not enough
+    values to unpack at T = 1, negative seeds), accepted sigma < 0, and a negative rtol failed
+    a correct point with a misleading margin."""
+    with pytest.raises(sg.ProblemError, match=match):
+        call()
+
+
+_CS = sgt.margin_rows(np.eye(2), np.eye(2))
+
+
+def test_build_case_takes_one_token_per_sequence() -> None:
+    """T = 1 is a valid size (every row set is empty); build_case crashed on it."""
+    case = sgt.build_case("cross", "generic", n=3, T=1, d=2, seed=0)
+    assert case.data.T == 1 and sg.att_svm_constraints(case.data, np.zeros(3, int)).N == 0

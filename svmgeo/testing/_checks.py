@@ -13,6 +13,7 @@ import numpy as np
 
 import svmgeo as sg
 from svmgeo._linalg import numerical_rank as matrix_rank
+from svmgeo._validation import check_real
 
 # Relative tolerance for solver outputs (solvers certify to 1e-8; allow some slack).
 SOLVER_RTOL = 1e-7
@@ -43,6 +44,12 @@ def margin_rows(A: np.ndarray, B: np.ndarray) -> sg.ConstraintSet:
     )
 
 
+def _check_rtol(rtol: object, where: str) -> float:
+    """``rtol`` as a float in [0, 1] (a ProblemError otherwise: a negative tolerance made every
+    check fail with a misleading margin)."""
+    return check_real(rtol, "rtol", low=0.0, high=1.0, where=where)
+
+
 def row_values(cs: sg.ConstraintSet, W: np.ndarray) -> np.ndarray:
     r""":math:`a_j^\top W b_j` for every row."""
     return np.einsum("ja,ab,jb->j", cs.A, W, cs.B)
@@ -61,6 +68,7 @@ def assert_feasible_point(
     :math:`a_j^\top W b_j` is about machine epsilon times the second term) and is strictly
     positive (so a scaling by at most :math:`1 + O(\mathrm{rtol})` makes it exact); equality
     rows hold to the same slack."""
+    rtol = _check_rtol(rtol, "assert_feasible_point")
     assert W is not None, "a feasible verdict must carry a point"
     m = row_values(cs, W)
     margin = cs.kind == sg.MARGIN
@@ -110,6 +118,7 @@ def assert_farkas(cs: sg.ConstraintSet, lam: np.ndarray | None, *, rtol: float =
     r"""Farkas certificate of infeasibility: :math:`\lambda_{\mathcal M} \ge 0`,
     :math:`\sum_j \lambda_j a_j b_j^\top = 0` (relative to :math:`\sum_j |\lambda_j|
     \|a_j\|\|b_j\|`) and :math:`c^\top\lambda = 1`."""
+    rtol = _check_rtol(rtol, "assert_farkas")
     assert lam is not None, "an infeasible result must carry a Farkas certificate"
     lam = np.asarray(lam, dtype=float)
     assert lam.shape == (cs.N,), f"Farkas vector of shape {lam.shape} for {cs.N} rows"
@@ -262,6 +271,7 @@ def assert_frobenius_kkt(res: sg.SVMResult, *, rtol: float = SOLVER_RTOL) -> Non
     r"""KKT of :math:`\min \frac12\|W\|_F^2` s.t. rows: feasibility, :math:`\lambda \ge 0` on
     margin rows, :math:`W = \sum_j \lambda_j a_j b_j^\top`, complementarity and zero gap
     :math:`\|W\|_F^2 = c^\top\lambda`."""
+    rtol = _check_rtol(rtol, "assert_frobenius_kkt")
     cs, W, lam = res.constraints, res.W, res.dual
     assert W is not None and lam is not None, res.message
     nW = float(np.linalg.norm(W))
@@ -283,6 +293,7 @@ def assert_nuclear_kkt(res: sg.SVMResult, *, rtol: float = SOLVER_RTOL) -> None:
     r"""Optimality of :math:`\min \|W\|_*` s.t. rows: feasibility, a dual :math:`\lambda \ge 0`
     (margin rows) with :math:`\|\sum_j \lambda_j a_j b_j^\top\|_2 \le 1` and
     :math:`c^\top \lambda = \|W\|_*` (weak duality then makes both optimal)."""
+    rtol = _check_rtol(rtol, "assert_nuclear_kkt")
     cs, W, lam = res.constraints, res.W, res.dual
     assert W is not None and lam is not None, res.message
     margin = cs.kind == sg.MARGIN
@@ -309,6 +320,7 @@ def assert_certified(
     (an inaccurate or failed status, a rank-bounded answer above the convex bound, which is
     only a local optimum) fails with the result's message.
     """
+    rtol = _check_rtol(rtol, "assert_certified")
     if isinstance(res, sg.FeasibilityResult):
         if res.feasible:
             assert res.status is sg.Status.OPTIMAL, f"not certified: {res.status}: {res.message}"
@@ -345,6 +357,7 @@ def assert_kkt(res: sg.SVMResult, *, rtol: float = SOLVER_RTOL) -> None:
     r"""The KKT conditions of ``res``'s norm, checked by the kit's own test for that norm
     (:func:`assert_frobenius_kkt`, :func:`assert_nuclear_kkt`); a norm without one
     (:math:`\ell_p`) by its certificate in the table of norms, recomputed at ``rtol``."""
+    rtol = _check_rtol(rtol, "assert_kkt")
     own = _KKT.get(res.norm)
     if own is not None:
         own(res, rtol=rtol)

@@ -40,6 +40,7 @@ from hypothesis import HealthCheck, assume, note, settings
 from hypothesis import strategies as st
 
 import svmgeo as sg
+from svmgeo._validation import check_int, check_real
 
 __all__ = [
     "KINDS",
@@ -171,7 +172,7 @@ def _apply_variant(
     hit = np.asarray(rng.random(n) < 0.5)
     hit[rng.integers(n)] = True  # at least one sequence is affected
     for i in np.flatnonzero(hit):
-        t1, t2, t3 = rng.permutation(T)[:3] if T >= 3 else (*rng.permutation(T), -1)
+        t1, t2, t3 = (*rng.permutation(T)[:3], -1, -1)[:3]  # -1: fewer than 3 tokens
         if variant == "near_tie":
             h = X[i] @ v
             best = int(np.argmax(Y0[i] * h))
@@ -201,6 +202,10 @@ def _apply_variant(
             Z[...] = Z @ U @ U.T
 
 
+_TWO_TOKEN_VARIANTS = ("near_tie", "duplicate", "collinear")
+"""Variants that relate two tokens of a sequence (T >= 2)."""
+
+
 def build_case(
     kind: str,
     variant: str,
@@ -221,6 +226,15 @@ def build_case(
         raise sg.ProblemError(
             f"build_case takes kind in {KINDS} and variant in {VARIANTS}; got kind={kind!r}, "
             f"variant={variant!r} (Assumption B cases: build_b1_case, build_b2_case)."
+        )
+    n, T, d, K = (check_int(x, name, low=1, where="build_case") for x, name in
+                  ((n, "n"), (T, "T"), (d, "d"), (K, "K")))  # fmt: skip
+    seed = check_int(seed, "seed", low=0, where="build_case")
+    sigma = check_real(sigma, "sigma", low=0.0, high_open=True, where="build_case")
+    if T < 2 and variant in _TWO_TOKEN_VARIANTS:
+        raise sg.ProblemError(
+            f"build_case's variant {variant!r} relates two tokens of a sequence; got T = {T}. "
+            "Pass T >= 2, or variant='generic'."
         )
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, T, d)) / np.sqrt(d)
@@ -301,6 +315,12 @@ def cases(
     with ``d`` up to ``d_range[1]``. With ``conditioned=True`` (default) datasets whose
     :func:`scale_ratio` is below :data:`MIN_SCALE_RATIO` are rejected.
     """
+    for name, (low, high) in (("n_range", n_range), ("T_range", T_range), ("d_range", d_range)):
+        if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high):
+            raise sg.ProblemError(
+                f"The {name!r} parameter of cases must be a pair of ints 1 <= low <= high; got "
+                f"{(low, high)!r}."
+            )
     kind = draw(st.sampled_from(kinds))
     variant = draw(st.sampled_from(variants))
     dmax = d_range[1]
@@ -494,7 +514,10 @@ def build_b1_case(kind: str, *, n: int, T: int, d: int, seed: int = 0) -> Case |
     or opt is tied return None.
     """
     if kind not in SINGLE_QUERY:
-        raise ValueError("B.1 construction needs one query per sequence")
+        raise sg.ProblemError(
+            f"build_b1_case's construction needs one query per sequence: kind in {SINGLE_QUERY}; "
+            f"got {kind!r}."
+        )
     base = build_case(kind, "generic", n=n, T=T, d=d, seed=seed).data
     try:
         alpha = sg.optimal_tokens(base)
