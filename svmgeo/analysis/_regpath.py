@@ -322,6 +322,14 @@ def _spg(
 
 
 def _check_radii(radii: Any) -> np.ndarray:
+    items = radii if isinstance(radii, list | tuple) else ()
+    if any(isinstance(x, bool | np.bool_) for x in items) or (
+        isinstance(radii, np.ndarray) and radii.dtype == bool
+    ):
+        raise ProblemError(
+            f"The 'radii' parameter of {_WHERE} must hold numbers; got booleans in {radii!r}. "
+            "Pass e.g. radii=[1, 2, 4, 8]."
+        )
     r = check_array(
         radii, "radii", ndim=1, hint="Pass the radii as a 1-D sequence, e.g. [1, 2, 4, 8]."
     )
@@ -536,6 +544,8 @@ def regularization_path(
             f"The local path (alpha, eps) of {_WHERE} is defined for param='W' only; got "
             f"param={param!r}."
         )
+    if lam is not None:  # named here (the risk's own check names train)
+        lam = check_real(lam, "lam", low=0.0, high_open=True, where=_WHERE)
     obj = _Objective(data, loss, head, v, V, lam)
     largest = float(r[-1])  # ||W||_F <= R, and ||K Q^T||_F <= (||K||^2 + ||Q||^2) / 2 = R
     if not largest <= obj.oracle.max_norm:
@@ -647,26 +657,9 @@ def _path_w(
     for R in r:
         if prev is not None:
             x = x * (R / prev)
-        if gap is not None:
-            # reference: the tokens x selects now (any fixed selection gives L's minimizers)
-            gap.select(obj.oracle(x).selected)
-            gap.reset(x)
-        xv, rr, it = _spg(fun, x.ravel(), float(R), tol, max_iter, None, obj.log_gap)
-        while gap is not None:
-            # The scale s is the gap's at the radius's start: once the gap has fallen ~700
-            # e-folds below it, the gradient underflows to zero and looks stationary. Measure
-            # at the gap's own scale here, and go on from here while that says "not yet".
-            W = xv.reshape(d, d)
-            gap.select(obj.oracle(W).selected)
-            gap.reset(W)
-            rr = _ball_residual(xv, fun(xv)[1], float(R), obj.log_gap)
-            if rr <= tol or it >= max_iter:
-                break
-            xn, _, more = _spg(fun, xv, float(R), tol, max_iter - it, None, obj.log_gap)
-            it += more
-            if np.array_equal(xn, xv):
-                break  # no step left at float64 resolution
-            xv = xn
+        xv, rr, it = _on_ball(
+            fun, x.ravel(), float(R), gap, lambda v: v.reshape(d, d), tol, max_iter, obj.log_gap
+        )
         if rr > tol:
             _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)
@@ -675,6 +668,43 @@ def _path_w(
         its.append(it)
         prev = R
     return _result(r, Ws, obj, res, its, tol, ref, loss, head, "W")
+
+
+def _on_ball(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x: np.ndarray,
+    radius: float,
+    gap: _SelectionGap | None,
+    to_W: Callable[[np.ndarray], np.ndarray],
+    tol: float,
+    max_iter: int,
+    log_gap: bool,
+) -> tuple[np.ndarray, float, int]:
+    r""":func:`_spg` of ``fun`` over :math:`\|x\| \le` ``radius`` from x: (x, KKT residual,
+    iterations). With the linear head's ``gap`` (the objective :math:`\varphi_s(L -
+    L_\alpha)` of the tokens :math:`W =` ``to_W(x)`` selects), its scale s is set at the start
+    and the residual measured again at the gap's own scale at the end: once the gap has fallen
+    ~700 e-folds below s (or the iterate saturates on a selection, where :math:`L - L^\star`
+    stays of order one), the gradient underflows and looks stationary; the solve goes on from
+    there while that measure says "not yet"."""
+    if gap is not None:
+        W = to_W(x)
+        gap.select(gap.oracle(W).selected)
+        gap.reset(W)
+    xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap)
+    while gap is not None:
+        W = to_W(xv)
+        gap.select(gap.oracle(W).selected)
+        gap.reset(W)
+        rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
+        if rr <= tol or it >= max_iter:
+            break
+        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap)
+        it += more
+        if np.array_equal(xn, xv):
+            break  # no step left at float64 resolution
+        xv = xn
+    return xv, rr, it
 
 
 def _path_kq(
@@ -710,9 +740,17 @@ def _path_kq(
     x = x * (math.sqrt(2.0 * r[0]) / nx)
     dm = d * m
 
+    def product(z: np.ndarray) -> np.ndarray:
+        return z[:dm].reshape(d, m) @ z[dm:].reshape(d, m).T
+
+    gap = _SelectionGap(obj, obj.oracle(product(x)).selected) if obj.log_gap else None
+
     def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
         K, Q = z[:dm].reshape(d, m), z[dm:].reshape(d, m)
-        F, g, _, _ = obj(K @ Q.T)
+        if gap is not None:
+            F, g = gap(K @ Q.T)
+        else:
+            F, g, _, _ = obj(K @ Q.T)
         return F, np.concatenate([(g @ Q).ravel(), (g.T @ K).ravel()])
 
     Ws, Ks, Qs, res, its = [], [], [], [], []
@@ -720,7 +758,7 @@ def _path_kq(
     for R in r:
         if prev is not None:
             x = x * math.sqrt(R / prev)
-        x, rr, it = _spg(fun, x, math.sqrt(2.0 * R), tol, max_iter, None, obj.log_gap)
+        x, rr, it = _on_ball(fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap)
         if rr > tol:
             _warn(float(R), rr, tol, it)
         K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
@@ -933,6 +971,13 @@ def _path_local(
             "Att-SVM is feasible (e.g. one of sg.locally_optimal_selections(data))."
         )
     Wmm = np.asarray(svm.W)
+    if not np.any(Wmm):
+        raise ProblemError(
+            f"The local path of {_WHERE} starts from the direction of Att-SVM(alpha), but "
+            f"W^mm_alpha = 0 for alpha={given.tolist()}: no query sees two keys (T = 1, or a "
+            "mask leaving one key), so there is no direction to follow; every W selects the "
+            "same tokens. Drop alpha and eps (the global path), or pass data with T >= 2."
+        )
     cone = _Cone(data, scores, a, eps)  # the scores of the head trained (v=, or the data's)
     eps_max = cone.margin(Wmm) / float(np.linalg.norm(Wmm))
     if not eps_max > 0.0:

@@ -611,3 +611,50 @@ def test_the_local_path_is_not_stopped_by_an_underflowed_gradient() -> None:
         path = sg.regularization_path(data, [1.0, 1e3], alpha=alpha, eps=1e-3, local_set=local_set)
         assert path.converged.all() and path.stationarity[1] > 0.0
         assert 1e-7 < 1.0 - path.correlation[1] < 1e-4
+
+
+def test_the_kq_path_is_not_called_converged_inside_the_ball_on_a_wrong_selection() -> None:
+    """Regression: from seeded random factors at R = 64 the (K, Q) path saturated on tokens
+    (2, 0, 2) (opt is (1, 1, 1)) strictly inside the ball, where log(L - L*) has a gradient
+    ~1e-27: it reported converged at every radius (0 iterations after the first) with
+    correlation -0.81 and L = 0.786, above the 0.411 the W path reaches. It now minimizes the
+    selection gap of the tokens K Q^T selects, re-measured when a solve ends, as the W path."""
+    data = sg.random_data(3, 3, 3, seed=0, score_gap=0.05)
+    radii = [64.0, 256.0, 1024.0]
+    kq = sg.regularization_path(data, radii, param="KQ")
+    w = sg.regularization_path(data, radii, param="W")
+    for R, K, Q, ok in zip(radii, kq.K, kq.Q, kq.converged, strict=True):
+        assert not ok or np.sum(K**2) + np.sum(Q**2) >= 2.0 * R * (1.0 - 1e-9)
+    np.testing.assert_allclose(kq.loss, w.loss, rtol=1e-6)
+    assert np.all(kq.correlation > 0.999)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda: sg.regularization_path(
+                sg.TokenData(np.ones((2, 1, 2)), Z=np.ones((2, 2)), v=np.ones(2)),
+                [1, 4],
+                alpha=[0, 0],
+                eps=0.1,
+            ),
+            "W\\^mm_alpha = 0",
+        ),
+        (
+            lambda: sg.regularization_path(
+                sg.random_data(3, 3, 3, seed=0), [1, 2], head="concave", lam=-1
+            ),
+            "'lam' parameter of regularization_path",
+        ),
+        (
+            lambda: sg.regularization_path(sg.random_data(3, 3, 3, seed=0), [True, 2]),
+            "'radii' parameter of regularization_path must hold numbers",
+        ),
+    ],
+)
+def test_bad_local_starts_and_arguments_are_named(call, match) -> None:
+    """Regression: the local path from W^mm_alpha = 0 (no query sees two keys) raised a bare
+    ZeroDivisionError; a negative lam was reported as train's; a bool radius was taken as 1."""
+    with pytest.raises(sg.ProblemError, match=match):
+        call()
