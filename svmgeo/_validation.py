@@ -62,6 +62,13 @@ def check_array(
     except Exception as exc:  # pragma: no cover - numpy accepts nearly anything
         raise ProblemError(f"{name} could not be converted to an array: {exc}") from exc
     if arr.dtype == object:
+        flat = arr.ravel()
+        if flat.size and all(isinstance(x, int) for x in flat):  # Python ints numpy cannot hold
+            big = max(flat, key=abs)
+            raise ProblemError(
+                f"{name} must be a numeric array; got the integer {big} (beyond 64 bits, so "
+                f"numpy made an object array). {hint}".strip()
+            )
         raise ProblemError(
             f"{name} must be a numeric array; got an object array (ragged nested lists?). {hint}"
         )

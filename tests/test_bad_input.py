@@ -190,6 +190,11 @@ API_ERRORS = [
         "alpha-timedelta",
     ),
     _err(
+        lambda: sg.check_selection(DATA, [2**70, 0, 0]),
+        "alpha must be a numeric array; got the integer 1180591620717411303424 .beyond 64 bits",
+        "alpha-beyond-int64",
+    ),
+    _err(
         lambda: sg.check_selection(DATA, np.zeros((3, 1, 1), int)),
         "alpha must be a 1-D or 2-D",
         "alpha-3d",
