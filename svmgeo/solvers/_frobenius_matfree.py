@@ -159,7 +159,9 @@ class _BlockJacobi:
         M[:, np.arange(M.shape[1]), np.arange(M.shape[1])] = np.where(
             keep, diag + ridge[:, None], 1.0
         )
-        self.inverse = np.linalg.inv(M)
+        # a pseudo-inverse: dependent rows of one query (Gen-SVM's equality row beside the two
+        # margin rows it ties) make a block singular, where inv's ridge-sized pivots sent CG off
+        self.inverse = np.linalg.pinv(M, rcond=1e-10, hermitian=True)
         self.keep = keep
 
     def apply(self, r: np.ndarray) -> np.ndarray:
@@ -277,7 +279,9 @@ def solve_frobenius_matfree(
         cg_total += its
         if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(Gx))):
             break
-        lam_scale = max(1.0, float(np.abs(lam).max(initial=0.0)))
+        # relative to the multipliers' own size (a floor of 1 kept every negative multiplier
+        # once all were ~1e-12, i.e. for rows of size ~2^19, and clipping them gave a wrong W)
+        lam_scale = float(np.abs(lam).max(initial=0.0))
         neg = S & margin & (lam < -1e-12 * lam_scale)
         viol = ~S & margin & (Gx < c - band)
         if not neg.any() and not viol.any():

@@ -444,7 +444,9 @@ def _solve_fro(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
         res = solve_frobenius_matfree(req.cs, tol=req.tol)
         if res.success or dense_bytes(req.cs) > available_bytes():
             return res
-        dense = frobenius(req.cs, tol=req.tol, geometry=None, warm_start=None, **kw)
+        # a geometry of its own: with geometry=None, frobenius would choose the matrix-free
+        # path again (the memory estimate that chose it has not changed)
+        dense = frobenius(req.cs, tol=req.tol, geometry=RowGeometry(req.cs), warm_start=None, **kw)
         return better_answer(
             replaced(dense, message=f"{dense.message} (dense, after the matrix-free path: "
                      f"{res.status}: {res.message})"),

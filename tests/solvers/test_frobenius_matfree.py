@@ -186,3 +186,56 @@ def test_a_failed_matrix_free_solve_falls_back_to_dense_where_it_fits(monkeypatc
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
         assert not sg.solve_svm(cs, method="fast").success  # no room for the dense path
+
+
+def test_the_dense_fallback_is_dense_when_memory_chose_the_matrix_free_path(monkeypatch) -> None:
+    """Regression: the fallback after a failed matrix-free solve called frobenius with no
+    geometry, which chose the matrix-free path again from the same memory estimate: with memory
+    between the dense estimate and twice it, the answer was the matrix-free max_iter, labelled
+    "dense, after the matrix-free path". (The test above patched a name frobenius never reads.)"""
+    from svmgeo.solvers import _frobenius_matfree, _norms
+
+    cs = _dependent_rows()
+    dense = sg.solve_svm(cs)
+    avail = 1.5 * dense_bytes(cs)  # the dense path fits, above MEMORY_FRACTION of it
+    monkeypatch.setattr(_frobenius_matfree, "available_bytes", lambda: avail)
+    monkeypatch.setattr(_norms, "available_bytes", lambda: avail)
+    assert use_matrix_free(cs)
+    res = sg.solve_svm(cs)
+    assert res.success and res.solver != "svmgeo-matfree", (res.solver, res.message)
+    assert res.extras.get("representation") != "matrix-free"
+    np.testing.assert_allclose(res.objective, dense.objective, rtol=1e-9)
+
+
+def test_gen_svm_rows_of_a_selected_pair_solve_matrix_free(monkeypatch) -> None:
+    """Regression: a selected set of two tokens gives, per query, an equality row beside the two
+    margin rows it ties (dependent rows in one block of the preconditioner); inverting that
+    singular block sent CG off, and every such Gen-SVM solve forced matrix-free failed. The
+    blocks are now pseudo-inverted: the same W as the dense path."""
+    from svmgeo.solvers import _frobenius_matfree
+
+    data = sg.random_data(4, 5, 8, seed=0)
+    S = np.zeros((4, 5), bool)
+    S[:, 0] = S[:, 2] = True
+    dense = sg.gen_svm(data, selected=S)
+    monkeypatch.setattr(_frobenius_matfree, "available_bytes", lambda: 1.0)
+    forced = sg.gen_svm(data, selected=S)
+    assert forced.svm is not None and forced.svm.solver == "svmgeo-matfree"
+    assert forced.svm.status is Status.OPTIMAL, forced.svm.message
+    np.testing.assert_allclose(forced.W_dir, dense.W_dir, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("exponent", [19.0, 19.5, 21.0])
+def test_negative_multipliers_are_judged_at_their_own_scale(exponent: float) -> None:
+    """Regression: multipliers below -1e-12 max(1, max|lam|) left the working set; with tokens
+    scaled by 2^19 every multiplier is ~1e-12, none was dropped, and clipping them gave a W 14-37 %
+    off (OPTIMAL_INACCURATE). The threshold is now relative to max|lam|."""
+    data = sg.random_data(4, 4, 8, seed=3)
+    big = sg.TokenData(
+        np.asarray(data.X) * 2.0**exponent, v=data.v, Z=np.asarray(data.queries)[:, 0]
+    )
+    cs = sg.att_svm_constraints(big, sg.optimal_tokens(big))
+    res = solve_frobenius_matfree(cs)
+    dense = sg.solve_svm(cs)
+    assert res.status is Status.OPTIMAL, res.message
+    np.testing.assert_allclose(res.W, dense.W, rtol=1e-9, atol=1e-12 * np.abs(dense.W).max())
