@@ -27,7 +27,7 @@ __all__ = [
 def logistic(u: Any) -> Any:
     r""":math:`\sigma(u) = 1/(1 + e^{-u}) = e^{-\log(1 + e^{-u})}`, to a few ulps relative for
     every u (the form :math:`\tfrac12(1 + \tanh(u/2))` is exactly 0 from :math:`u \approx
-    -37.4` on, where :math:`\sigma(u) \approx e^{u}`; write :math:`\sigma'(u) =
+    -38.1` on, where :math:`\sigma(u) \approx e^{u}`; write :math:`\sigma'(u) =
     \sigma(u)\sigma(-u)`, not :math:`\sigma(1 - \sigma)`, for the same accuracy)."""
     return np.exp(-np.logaddexp(0.0, -u))
 

@@ -153,7 +153,7 @@ def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
 # -- sigmoid --------------------------------------------------------------------------------
 # sigma(u) and sigma(-u) each to a few ulps relative (logistic): sigma' = sigma(u) sigma(-u)
 # and 1 - 2 sigma(u) = sigma(-u) - sigma(u) keep their relative accuracy where sigma(u) or
-# sigma(-u) is far below 1 (the tanh form's sigma' was exactly 0 from |u| ~ 37 on)
+# sigma(-u) is far below 1 (the tanh form's sigma' was exactly 0 from |u| ~ 38.1 on)
 def _sigmoid(u: Array, visible: Array | None = None) -> Array:
     return np.where(_vis(u, visible), logistic(u), 0.0)
 

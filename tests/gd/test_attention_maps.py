@@ -267,7 +267,7 @@ def test_the_public_maps_name_bad_logits_and_masks() -> None:
 def test_sigmoid_map_keeps_relative_accuracy_far_out() -> None:
     """sigma, sigma' and sigma'' of the map table to a few ulps at |u| up to 700, and the tensor
     form's sigmoid direction at a large norm (the form (1 + tanh(u/2))/2 made sigma' exactly 0
-    from |u| ~ 37 on, so ``TensorData.direction`` called W = 1000 w0 a stationary point)."""
+    from |u| ~ 38.1 on, so ``TensorData.direction`` called W = 1000 w0 a stationary point)."""
     sig = ATTENTION_MAPS["sigmoid"]
     u = np.array([-700.0, -100.0, -40.0, -1.0, 0.0, 2.0, 40.0, 100.0, 700.0])
     a = np.exp(-np.abs(u))  # sigma(-|u|) = a / (1 + a): every closed form below is exact-ish
