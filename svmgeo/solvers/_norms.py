@@ -166,6 +166,11 @@ class NormEntry:
         norm's support tokens (Att-SVM and Att-SVM⋆, TF-SVM's definition); the others are
         refused there (the spectral optimum, for one, is not unique, MATH-NOTES §7, so its
         support tokens would depend on the answer the solver returns).
+    scale_band : float or None
+        Rows are scaled to unit size (:func:`row_scale`) when :math:`\\max|a|\\max|b|` lies
+        outside [1/band, band]: :data:`SCALE_BAND` when None; the ``lp`` and ``spectral``
+        entries take 2^4, since their LP and SDP backends' absolute tolerances gave
+        uncertified answers to rows of size 2^-19 to 2^-20, inside the default band.
     unique_optimum : callable ``parameter -> bool``
         Whether the optimum is unique for every problem, by strict convexity (the Frobenius
         norm, and :math:`\\ell_p` for :math:`1 < p < \\infty`). Where it is not (the nuclear
@@ -189,6 +194,7 @@ class NormEntry:
     spelling: str = ""
     lot: bool = False
     unique_optimum: Callable[[float | None], bool] = field(default=lambda parameter: False)
+    scale_band: float | None = None
 
     def check_options(self, req: Request, values: dict[str, Any]) -> None:
         """Raise :class:`ProblemError` for every given option that ``req`` would ignore."""
@@ -231,7 +237,7 @@ def _small_bound_scale(cs: ConstraintSet) -> float:
     return 2.0 ** round(math.log2(size))
 
 
-def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float, float]:
+def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSet, float, float]:
     r"""Rows and bounds of unit size and the factors :math:`(s, \gamma)`: :math:`a_j/\alpha`,
     :math:`b_j/\beta`, :math:`c_j/\gamma`, :math:`s = \alpha\beta`.
 
@@ -256,7 +262,7 @@ def row_scale(cs: ConstraintSet) -> tuple[ConstraintSet, float, float]:
     problem is the same problem; the rows' feasibility and Farkas vectors do not change.
     """
     top_a, top_b = cs._largest_entries
-    rows_unit = top_a == 0.0 or top_b == 0.0 or 1.0 / SCALE_BAND <= top_a * top_b <= SCALE_BAND
+    rows_unit = top_a == 0.0 or top_b == 0.0 or 1.0 / band <= top_a * top_b <= band
     gamma = _small_bound_scale(cs)
     if rows_unit and gamma == 1.0:
         return cs, 1.0, 1.0
@@ -284,14 +290,16 @@ def on_unit_rows(
         \quad\Longrightarrow\quad W = \gamma W'/s,\quad \lambda = \gamma^{k-1}\lambda'/s^k,
 
     with :math:`\alpha, \beta, \gamma` powers of two (:func:`row_scale`: exact, and the
-    identity when :math:`\max|a|\max|b|` and :math:`\max_j|c_j|` are within :math:`2^{\pm 20}`
-    of 1) and :math:`k` the norm's ``dual_degree``. The margins are the same numbers on both
+    identity when :math:`\max|a|\max|b|` is within the norm's ``scale_band`` of 1, :math:`2^{\pm
+    20}` or :math:`2^{\pm 4}`, and :math:`\max_j|c_j|` within :math:`2^{\pm 20}`) and
+    :math:`k` the norm's ``dual_degree``. The margins are the same numbers on both
     sets of rows up to the factor :math:`\gamma`, so the solvers' inner (absolute) tolerances
     see O(1) data at every scale, including right-hand sides such as :math:`c_j = 10^{-10}`;
     the result is certified again on ``req.cs`` (:func:`~._result.finish`; a binding rank
     bound by its factored certificate, :func:`~._lowrank.factored_certificate`).
     """
-    rows, s, gamma = row_scale(req.cs)
+    band = SCALE_BAND if req.entry.scale_band is None else req.entry.scale_band
+    rows, s, gamma = row_scale(req.cs, band)
     if s == 1.0 and gamma == 1.0:
         return run(req, geo, feas)
     scaled_feas = None
@@ -627,6 +635,7 @@ NORMS: dict[str, NormEntry] = {
         parameter="p",
         unique_optimum=lambda p: p is not None and 1.0 < p < math.inf,
         spelling="lp:P",
+        scale_band=2.0**4,
     ),
     "spectral": NormEntry(
         name="spectral",
@@ -637,6 +646,7 @@ NORMS: dict[str, NormEntry] = {
         applies=_applies_spectral,
         backends=SPECTRAL_BACKENDS,
         spelling="spectral",
+        scale_band=2.0**4,
     ),
 }
 """The norms of :func:`~svmgeo.solve_svm`: adding one is adding an entry here."""

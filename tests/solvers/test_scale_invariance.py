@@ -285,3 +285,25 @@ def test_an_infeasible_pair_of_small_bounds_is_never_optimal() -> None:
     assert res.status is not sg.Status.OPTIMAL
     if res.W is not None:
         assert res.certificate.primal_infeasibility > 0.1  # a fraction of the bound 2e-9
+
+
+@pytest.mark.parametrize("exponent", [-20, -19, -18, 4, 18])
+@pytest.mark.parametrize("norm", [("lp", np.inf), "spectral"], ids=["linf", "spectral"])
+def test_lp_and_spectral_rows_inside_the_default_band_are_scaled(norm, exponent: int) -> None:
+    """Regression: tokens scaled by 2^-19 or 2^-20 (max|a| max|b| inside 2^±20, so not
+    rescaled) reached the l_inf LP and the spectral SDP as they were, and their absolute
+    tolerances left the answer uncertified (l_inf: primal infeasibility 3e-4). Those entries now
+    scale rows outside 2^±4; the optimum is W/s, certified, at every scale."""
+    data = (
+        sg.random_data(2, 3, 3, seed=5, n_queries=2)
+        if norm != "spectral"
+        else sg.random_data(3, 4, 4, seed=0)
+    )
+    alpha = sg.optimal_tokens(data)
+    s = 2.0**exponent
+    unit = sg.att_svm(data, alpha, norm=norm)
+    scaled = sg.att_svm(
+        sg.TokenData(np.asarray(data.X) * s, Y=data.Y, v=data.v, Z=data.Z), alpha, norm=norm
+    )
+    assert unit.status is sg.Status.OPTIMAL and scaled.status is sg.Status.OPTIMAL, scaled.message
+    np.testing.assert_allclose(scaled.objective * s, unit.objective, rtol=1e-8)
