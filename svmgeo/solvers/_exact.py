@@ -366,6 +366,8 @@ def _from_data(cs: ConstraintSet, data: TokenData) -> bool:
     """True when ``cs`` holds rows built from ``data`` (same sizes, same rounded rows)."""
     if (cs.n, cs.K, cs.T, cs.d) != (data.n, data.K, data.T, data.d):
         return False
+    if np.any(cs.pref < 0) or np.any(cs.comp < 0):
+        return False  # NO_TOKEN: a row that is not a token difference (and -1 would index)
     X, Qs = np.asarray(data.X, dtype=float), np.asarray(data.queries, dtype=float)
     return bool(
         np.array_equal(X[cs.seq, cs.pref] - X[cs.seq, cs.comp], cs.A)
@@ -922,7 +924,8 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     m, c = margins[positive], cs.rhs[positive]
     if np.all(m >= c) or np.any(m <= 0) or not np.all(np.isfinite(m)):
         return W
-    k = max(0, math.ceil(math.log2(float(np.max(c / m)))))
+    # log2(c) - log2(m), not log2(c / m): a subnormal margin makes c / m overflow to inf
+    k = max(0, math.ceil(float(np.max(np.log2(c) - np.log2(m)))))
     for _ in range(4):  # log2 and the division round: at most a step or two more
         if np.all(np.ldexp(m, k) >= c):
             break

@@ -409,3 +409,36 @@ def test_farkas_projection_by_rows_with_equality_rows():
     assert by_rows is not None and by_rows[0] is not None
     assert by_rows == as_fractions(_projection_by_null_space(rows, lam, S))
     assert check_feasibility(cs).proof == "exact"
+
+
+def test_a_hand_built_row_without_a_token_is_not_proved_on_another_sequence_s_token() -> None:
+    """Regression: rows w >= 1 and -2w >= 1 (infeasible) built by hand with pref = -1
+    (NO_TOKEN) and the TokenData attached: the exact rows indexed tokens as seq * T + pref, so
+    -1 read the previous sequence's last token, and a false "feasible" came with
+    proof="exact". Rows with NO_TOKEN are now proved on the float rows themselves."""
+    X = np.array([[[0.0], [-2.0]], [[-1.0], [0.0]]])
+    data = sg.TokenData(X, Z=np.ones((2, 1)), v=np.ones(1))
+    A = np.array([[0.0 - X[1, 0, 0]], [X[0, 1, 0] - X[0, 0, 0]]])
+    cs = sg.ConstraintSet(
+        A=A, B=np.ones((2, 1)), kind=np.full(2, sg.MARGIN, np.int8), rhs=np.ones(2),
+        seq=np.array([1, 0]), query=np.zeros(2, int), pref=np.array([-1, 1]),
+        comp=np.array([0, 0]), n=2, K=1, T=2, tokens=data,
+    )  # fmt: skip
+    res = sg.check_feasibility(cs)
+    assert not res.feasible and res.status is sg.Status.INFEASIBLE and res.proof == "exact"
+    assert res.farkas is not None and np.all(res.farkas >= 0.0)
+    np.testing.assert_allclose(res.farkas @ A[:, 0], 0.0, atol=1e-15)
+
+
+def test_a_subnormal_margin_does_not_overflow_the_rescaling() -> None:
+    """Regression: a token 5e-324 off the hull gives float margins of 5e-324; meet_margins
+    took log2(c / m) = log2(inf) and raised OverflowError after the verdict was proved. The
+    exponent is now log2(c) - log2(m); a point that cannot be scaled in float is returned as
+    it is, with its residual."""
+    z = np.array([1.0, 0.3])
+    X = np.array([[[0.0, 5e-324], [-1.0, 0.0], [1.0, 0.0]]])
+    data = sg.TokenData(X, Z=z[None], v=np.array([0.0, 1.0]))
+    res = sg.feasibility(data, np.array([0]))
+    assert res.feasible and res.proof == "exact"
+    assert res.point is not None and np.all(np.isfinite(res.point))
+    np.testing.assert_allclose(res.residual, 1.0)  # margins 5e-324 against c = 1
