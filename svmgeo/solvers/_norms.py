@@ -243,7 +243,8 @@ def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSe
 
     :math:`\alpha, \beta, \gamma` are powers of two (exact). :math:`\alpha, \beta` are the
     ones nearest :math:`\max|a|, \max|b|`, or 1 when :math:`\max|a|\max|b|` is within a factor
-    :data:`SCALE_BAND` of 1. :math:`\gamma` is the one nearest :math:`\max_j|c_j|` when that
+    ``band`` of 1 (:data:`SCALE_BAND` by default; the norm entry's ``scale_band`` in
+    :func:`on_unit_rows`). :math:`\gamma` is the one nearest :math:`\max_j|c_j|` when that
     is below :math:`1/\text{SCALE\_BAND}` (and not 0), else 1: the solvers' inner tolerances
     are absolute, so bounds such as :math:`c_j = 10^{-10}` drowned in them (answers missing
     every row by most of its bound). Bounds are only scaled down: the certificate judges a
