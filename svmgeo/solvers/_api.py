@@ -328,6 +328,15 @@ def _solve_checked(
         # and a failed answer with no W, or one no scaling makes feasible, is worse
         # (a binding rank bound may make a feasible convex problem infeasible)
         res = _feasible_point_result(req, feas, res)
+    if feas.proof is None and res.status is Status.OPTIMAL:
+        # a certificate on rows whose feasibility was not proved is not a proof either
+        # (rows inconsistent by one ulp pass a float certificate): docs/certificates.md
+        res = replaced(
+            res,
+            status=Status.OPTIMAL_INACCURATE,
+            message=f"undecided: {res.message}; but the feasibility verdict behind it was "
+            f"not proved ({feas.message})",
+        )
     extras = dict(res.extras)
     extras["feasibility"] = feas
     return replaced(

@@ -504,7 +504,9 @@ def _prove_point(rows: ExactRows, W: np.ndarray) -> tuple[bool, str]:
     m = rows.margins(W)
     if not _scales(rows.cs, m):
         bad = int(np.count_nonzero(m.signs() <= 0))
-        return False, f"{bad} row(s) have an exact margin <= 0 at the float point"
+        if bad:
+            return False, f"{bad} row(s) have an exact margin <= 0 at the float point"
+        return False, "no positive multiple of the float point meets its equality rows exactly"
     return True, "the exact margins of the reported W admit a scale that meets every row"
 
 
@@ -575,6 +577,25 @@ def _repair_point(
         + ("rounding, itself proved" if itself else "rounding (not itself proved)"),
         itself,
     )
+
+
+def _tightest_rows(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
+    r"""The rows a float point holds (nearly) tight, in the order :func:`_repair_point` keeps
+    them: equality rows first, then margin rows by slack :math:`a_j^\top W b_j - c_j`.
+
+    A margin row is tight when its slack is at most :math:`10^{-6}|c_j|` or
+    :math:`10^{-9}\,\|a_j\|\,\|b_j\|\,\|W\|_F` (a bound on :math:`|a_j^\top W b_j|`), or its
+    value is not positive. The second test is the one that sees a row with :math:`c_j = 0`
+    held at :math:`\pm 10^{-15}` (a vertex of the Phase-1 LP on the boundary of a ReLU
+    pattern's cone, say): left out, making its neighbours exactly tight can push it below 0.
+    """
+    margins = np.asarray(cs.apply(W))
+    slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
+    na, nb = cs._row_norms
+    size = na * nb * float(np.linalg.norm(W))
+    near = (slack <= 1e-6 * np.abs(cs.rhs)) | (slack <= 1e-9 * size) | (margins <= 0)
+    order = np.argsort(slack, kind="stable")
+    return order[near[order]]
 
 
 def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
@@ -967,12 +988,7 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         ok, why = _prove_point(rows, res.point)
         if ok:
             return done(proof="exact", message=f"{res.message}; proved: {why}")
-        margins = np.asarray(cs.apply(res.point))
-        # equality rows first, then the margin rows the float point holds tightest
-        slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
-        order = np.argsort(slack, kind="stable")
-        tight = order[(slack[order] <= 1e-6 * np.abs(cs.rhs[order])) | (margins[order] <= 0)]
-        repaired = _repair_point(rows, res.point, tight)
+        repaired = _repair_point(rows, res.point, _tightest_rows(cs, res.point))
         if repaired is not None:
             return done(
                 proof="exact", point=repaired[0], message=f"{res.message}; proved: {repaired[1]}"

@@ -107,6 +107,9 @@ def test_relu_gd_ends_at_the_kkt_point_of_its_active_pattern(seed: int) -> None:
                    record_every=20_000)  # fmt: skip
     pred = sg.att_svm(data, attention="relu", pattern=run)
     assert pred.success, pred.status
+    # regression: its rows with c_j = 0 held at +-1e-15 by the Phase-1 vertex were left out
+    # of the exact repair, and the feasibility verdict stayed unproved (proof=None)
+    assert pred.proof == "exact", pred.extras["feasibility"].message
     cs = map_svm_constraints(data, "relu", run)
     m = cs.apply(pred.W)
     assert np.all(m >= cs.rhs - 1e-9) and np.all(cs.kind == MARGIN)

@@ -442,3 +442,29 @@ def test_a_subnormal_margin_does_not_overflow_the_rescaling() -> None:
     assert res.feasible and res.proof == "exact"
     assert res.point is not None and np.all(np.isfinite(res.point))
     np.testing.assert_allclose(res.residual, 1.0)  # margins 5e-324 against c = 1
+
+
+def test_a_solve_on_an_unproved_feasibility_verdict_is_not_certified() -> None:
+    """Regression: two equality rows with the same a_j b_j^T and right-hand sides 1 and the
+    next float above 1 are infeasible in exact arithmetic but feasible to every float check.
+    The verdict is undecided (proof=None); solve_svm reported OPTIMAL with proof=None beside
+    it (its float certificate holds), against docs/statuses.md. Now OPTIMAL_INACCURATE."""
+    from svmgeo.constraints import EQUALITY, pair_constraints
+
+    data = sg.random_data(1, 3, 3, seed=0)
+    cs = pair_constraints(
+        data, [0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 1, 2], kind=[EQUALITY, EQUALITY, MARGIN],
+        rhs=[1.0, np.nextafter(1.0, 2.0), 1.0],
+    )  # fmt: skip
+    with pytest.warns(sg.InaccurateSolutionWarning):
+        feas = check_feasibility(cs)
+    assert feas.status is Status.OPTIMAL_INACCURATE and feas.proof is None, feas.message
+    assert "equality rows" in feas.message
+    with pytest.warns(sg.InaccurateSolutionWarning):
+        res = sg.solve_svm(cs)
+    assert res.status is Status.OPTIMAL_INACCURATE and res.proof is None, res.message
+    assert res.message.startswith("undecided") and not res.success
+    assert res.W is not None  # the float solution is kept, only not certified
+    # exact=False: the float verdict, labelled as such, and the solve certified on it
+    res = sg.solve_svm(cs, exact=False)
+    assert res.status is Status.OPTIMAL and res.proof == "float", res.message
