@@ -36,6 +36,7 @@ import flint
 import numpy as np
 import scipy.linalg as sla
 
+from .._linalg import frobenius_norm
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
@@ -592,7 +593,7 @@ def _tightest_rows(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     margins = np.asarray(cs.apply(W))
     slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
     na, nb = cs._row_norms
-    size = na * nb * float(np.linalg.norm(W))
+    size = na * nb * frobenius_norm(W)
     near = (slack <= 1e-6 * np.abs(cs.rhs)) | (slack <= 1e-9 * size) | (margins <= 0)
     order = np.argsort(slack, kind="stable")
     return order[near[order]]

@@ -27,6 +27,7 @@ first try every row tight (one Cholesky factor of G).
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import time
 from types import ModuleType
@@ -37,6 +38,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from .._errors import ProblemError
+from .._linalg import frobenius_norm
 from .._validation import check_bool
 from ..constraints import MARGIN, NO_TOKEN, ConstraintSet, check_constraint_set
 from ._backends import HiGHSBackend
@@ -123,7 +125,7 @@ def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float]
         W = W0 * g
     viol = point_violations(cs, margins)
     row_scale = cs._row_norms[0] * cs._row_norms[1]
-    allowed = 1e-9 * row_scale * max(float(np.linalg.norm(W)), 1e-300)
+    allowed = 1e-9 * row_scale * max(frobenius_norm(W), 1e-300)  # scaled: W of 1e-200 has a norm
     if np.any(viol > allowed):
         return None
     return W, float(viol.max(initial=0.0))
@@ -146,6 +148,25 @@ def _normalized_rows(cs: ConstraintSet) -> tuple[ConstraintSet, np.ndarray] | No
     rhs = np.where(m & (cs.rhs > 0), 1.0, 0.0)
     scaled = dataclasses.replace(cs, A=cs.A / na[:, None], B=cs.B / nb[:, None], rhs=rhs)
     return scaled, na * nb
+
+
+def _unit_bounds(cs: ConstraintSet) -> tuple[ConstraintSet, float]:
+    r"""The rows with every right-hand side divided by :math:`s = 2^e`, :math:`\max_j|c_j|/s`
+    in :math:`[1, 2)`, and :math:`s` (1 and ``cs`` itself when no :math:`c_j` is nonzero).
+
+    :math:`W` meets the rows :math:`c/s` exactly when :math:`sW` meets :math:`c`, and a Farkas
+    vector of one is a positive multiple of the other's; a power of two divides without
+    rounding. The Phase-1 LP of rows that :func:`_normalized_rows` cannot scale (a
+    :math:`c_j < 0`, an equality with :math:`c_j \ne 0`) runs on these bounds: its
+    tolerances are absolute (bounds of 1e-20 met by W = 0, bounds of 1e20 read as infinite).
+    """
+    top = cs._largest_bound
+    if top == 0.0 or not np.isfinite(top):
+        return cs, 1.0
+    s = math.ldexp(1.0, math.frexp(top)[1] - 1)
+    if s == 1.0:
+        return cs, 1.0
+    return dataclasses.replace(cs, rhs=cs.rhs / s), s
 
 
 class _Factor:
@@ -515,7 +536,10 @@ def decide_feasibility(
     # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
     # rows): a tiny row must not drown in the tolerances of a large one
     normalized = _normalized_rows(cs)
-    cs_lp, row_scale = normalized if normalized is not None else (cs, np.ones(N))
+    if normalized is not None:
+        (cs_lp, row_scale), point_scale = normalized, 1.0
+    else:  # bounds near 1 (the LP's tolerances are absolute); W scaled back below
+        (cs_lp, point_scale), row_scale = _unit_bounds(cs), np.ones(N)
     c = np.asarray(cs_lp.rhs, dtype=float)
     scale = max(1.0, float(np.abs(c).max()))
     factor: list[_Factor] = []
@@ -529,7 +553,7 @@ def decide_feasibility(
     def infeasible(lam: np.ndarray, opt: float, solver: str, extras: dict) -> FeasibilityResult:
         """INFEASIBLE from an LP's λ, polished and verified on the original rows."""
         lam_v, residual = _polish_farkas(cs_lp, lp_factor(), lam)
-        if lam_v is not None and normalized is not None:
+        if lam_v is not None and cs_lp is not cs:
             # back to the original rows: same sum of lam_j a_j b_j^T, c^T lam renormalized to 1
             lam_v = lam_v / row_scale
             lam_v = lam_v / float(cs.rhs @ lam_v)
@@ -541,6 +565,10 @@ def decide_feasibility(
                 message=(
                     f"Phase-1 LP value {opt:.3g} > 0 but its dual gives no usable Farkas "
                     "vector; the problem is numerically borderline"
+                    if opt > 1e-7 * scale
+                    else f"Phase-1 LP value {opt:.3g} (0 to its tolerance) but no point of it "
+                    "verified, and its dual gives no usable Farkas vector; the problem is "
+                    "numerically borderline"
                 ),
                 solver=solver,
                 extras=extras,
@@ -617,10 +645,13 @@ def decide_feasibility(
         # the LP says feasible: a point must verify; the margin-2c LP gives room for round-off
         for k in range(len(candidates) + 1):
             if k == len(candidates):
-                y_k = np.asarray(_solve_lp(fac.L, cs_lp, 2.0 * c)[0].x[: fac.L.shape[1]])
+                x = _solve_lp(fac.L, cs_lp, 2.0 * c)[0].x
+                if x is None:  # HiGHS failed on it
+                    break
+                y_k = np.asarray(x[: fac.L.shape[1]])
             else:
                 y_k = candidates[k]
-            ok = _rescale_point(cs, fac.W(y_k))
+            ok = _rescale_point(cs, fac.W(y_k) * point_scale)
             if ok is not None:
                 return verified(
                     ok,

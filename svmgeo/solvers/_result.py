@@ -698,9 +698,11 @@ def finish_joint(
     )
 
 
-EVERY_ROW_TIGHT = "feasible: the rows are linearly independent (every row tight)"
-"""The feasibility verdict's message when the point of every row tight verifies (G positive
-definite): :func:`~._feasibility.check_feasibility` and its compiled route."""
+EVERY_ROW_TIGHT = "feasible: the point that makes every row tight (G factored) verified"
+"""The feasibility verdict's message when the point of every row tight verifies (G's Cholesky
+factor computed; that alone does not prove the rows independent: rows a b^T and -a b^T have a
+singular G whose factor may succeed in floats): :func:`~._feasibility.check_feasibility` and
+its compiled route."""
 POLISHED = "solved: active set polished exactly"
 """The message of a Frobenius solve whose active set the polish settled (and whose certificate
 holds): :func:`~._frobenius.solve_frobenius` and its compiled route."""

@@ -307,3 +307,44 @@ def test_lp_and_spectral_rows_inside_the_default_band_are_scaled(norm, exponent:
     )
     assert unit.status is sg.Status.OPTIMAL and scaled.status is sg.Status.OPTIMAL, scaled.message
     np.testing.assert_allclose(scaled.objective * s, unit.objective, rtol=1e-8)
+
+
+def _mixed_bound_sets(count: int) -> list[sg.ConstraintSet]:
+    """Two to five rows of random_data(2, 3, 2) with bounds in {1, -1, 0, 0.5} (some
+    negative: no row normalization applies) and every fifth row or so an equality."""
+    from svmgeo.constraints import EQUALITY, MARGIN, pair_constraints
+
+    data = sg.random_data(2, 3, 2, seed=0)
+    rng = np.random.default_rng(1)
+    sets = []
+    for _ in range(count):
+        k = int(rng.integers(2, 6))
+        seq, p = rng.integers(0, 2, k), rng.integers(0, 3, k)
+        q = (p + rng.integers(1, 3, k)) % 3
+        rhs = rng.choice([1.0, -1.0, 0.0, 0.5], k)
+        kind = rng.choice([MARGIN, EQUALITY], k, p=[0.8, 0.2])
+        sets.append(pair_constraints(data, seq, [0] * k, p, q, kind=kind, rhs=rhs))
+    return sets
+
+
+@pytest.mark.parametrize("s", [2.0**-664, 2.0**-66, 2.0**66, 2.0**664])
+def test_feasibility_of_mixed_bounds_is_the_same_at_every_bound_scale(s: float) -> None:
+    """Regression: {W : a_j^T W b_j >= s c_j} is s {W : ... >= c_j}, so the verdict cannot
+    depend on s. Before, bounds of 2^-66 (~1e-20) met HiGHS's absolute tolerances with W = 0
+    and gave NUMERICAL_ERROR ("Phase-1 LP value -0 > 0") on feasible and infeasible sets
+    alike; bounds of 2^66 (~1e20, HiGHS's infinity) failed HiGHS ("Model error"). The
+    Phase-1 LP now runs on bounds scaled by a power of two to [1, 2), and a point's tolerance
+    uses a scaled norm (numpy's sum of squares is 0 for a W of 1e-200, inf for 1e200)."""
+    import dataclasses
+
+    for cs in _mixed_bound_sets(40):
+        unit = sg.check_feasibility(cs)
+        assert unit.proof == "exact", unit.message  # the scale-1 verdicts are all proved
+        scaled = sg.check_feasibility(dataclasses.replace(cs, rhs=cs.rhs * s))
+        assert (scaled.status, scaled.proof) == (unit.status, "exact"), scaled.message
+        if scaled.feasible:
+            m = scaled.constraints.apply(scaled.point)
+            margin = cs.kind == sg.MARGIN
+            # up to the rounding of the rows (c_j < 0 rows cannot be lifted by scaling)
+            assert np.all(m[margin] >= (cs.rhs[margin] - 1e-9) * s)
+            np.testing.assert_allclose(m[~margin], cs.rhs[~margin] * s, rtol=1e-9, atol=1e-9 * s)
