@@ -63,6 +63,15 @@ def scores_full(data: TokenData) -> np.ndarray:
     return data.labels[:, :, None] * (data.values @ data.v)[:, None, :]
 
 
+def _score_sizes(data: TokenData) -> np.ndarray | None:
+    r"""The sizes :math:`|Y_{ik}|\,|v|^\top|u_{it}|` of computed scores (shape as
+    :func:`scores_full`), whose round-off they bound up to a factor; None for given scores
+    (their own :math:`|\gamma|`)."""
+    if data.scores is not None or data.v is None:
+        return None
+    return np.abs(data.labels)[:, :, None] * (np.abs(data.values) @ np.abs(data.v))[:, None, :]
+
+
 def token_scores(data: TokenData) -> np.ndarray:
     r"""Token scores :math:`\gamma_{ikt} = Y_{ik}\, v^\top u_{it}`.
 
@@ -90,17 +99,22 @@ TIE_RTOL = 1e-12
 
 
 def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
-    r"""All maximizers of the visible scores, up to a tolerance relative to the scores' scale.
+    r"""All maximizers of the visible scores, up to a tolerance relative to the scores compared.
 
     .. math::
 
-        \{\, t \text{ visible} : \gamma_{ikt} \ge \max_\tau \gamma_{ik\tau}
-        - \mathrm{tol}\cdot\max_\tau |\gamma_{ik\tau}| \,\}
+        \{\, t \text{ visible} : \gamma_{ikt} \ge \gamma_{ik\star}
+        - \mathrm{tol}\cdot\max(s_{ikt}, s_{ik\star}) \,\},
+        \qquad \gamma_{ik\star} = \max_\tau \gamma_{ik\tau},
 
-    with :math:`\tau` over the tokens visible to query :math:`k` of sequence :math:`i`. The
-    tolerance scales with each query's own scores, so multiplying the data by any positive
-    factor (``X * 1e-13`` or ``X * 1e13``) keeps the same optimal tokens, and only scores that
-    agree to ``tol`` relative (round-off) count as tied.
+    with :math:`\tau` over the tokens visible to query :math:`k` of sequence :math:`i`,
+    :math:`s_{ikt} = |Y_{ik}|\,|v|^\top|u_{it}|` the size of a computed score (its round-off
+    is at most a small multiple of :math:`u\,s_{ikt}`; :math:`|\gamma_{ikt}|` for given
+    ``scores``) and :math:`s_{ik\star}` the largest size among the tokens scoring
+    :math:`\gamma_{ik\star}`. Multiplying the data by any positive factor (``X * 1e-13`` or
+    ``X * 1e13``) keeps the same optimal tokens; only scores that agree to ``tol`` relative to
+    their own sizes (round-off) count as tied, and a token far below the top (a masked key's
+    score imputed as -1e9, say) widens no other token's tolerance.
 
     Parameters
     ----------
@@ -115,18 +129,30 @@ def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
     """
     data = check_data(data, "optimal_token_sets")
     tol = check_real(tol, "tol", low=0.0, high=1.0, high_open=True, where="optimal_token_sets")
-    sets = tied_maxima(np.where(data.visible, scores_full(data), -np.inf), tol)
+    S = np.where(data.visible, scores_full(data), -np.inf)
+    sets = tied_maxima(S, tol, _score_sizes(data))
     return sets[:, 0, :] if data.single_query else sets
 
 
-def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL) -> np.ndarray:
+def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL, size: np.ndarray | None = None) -> np.ndarray:
     r"""The maximizers of each row of scores ``S`` (``-inf`` where a token is not visible) up to
-    ``tol`` relative to the row's scale: :math:`S_t \ge \max_\tau S_\tau - \mathrm{tol}
-    \cdot \max_{\tau\ \mathrm{visible}} |S_\tau|`, bool of ``S``'s shape (the rule of
-    :func:`optimal_token_sets`, which :class:`svmgeo.gd.RiskOracle` shares)."""
+    ``tol`` relative to the two scores compared, bool of ``S``'s shape (the rule of
+    :func:`optimal_token_sets`, which :class:`svmgeo.gd.RiskOracle` shares):
+
+    .. math::
+
+        S_t \ge S_\star - \mathrm{tol}\cdot\max(s_t, s_\star),
+
+    :math:`S_\star` the row's largest score, :math:`s` the scores' sizes (``size``, e.g.
+    :math:`|Y|\,|v|^\top|u_t|` for computed scores, whose round-off it bounds up to a factor;
+    :math:`|S_t|` when None) and :math:`s_\star` the largest size among the tokens scoring
+    :math:`S_\star`. Tokens far below the top (a masked key's score imputed as -1e9, say)
+    do not widen the tolerance of the others."""
     visible = np.isfinite(S)
-    scale = np.max(np.where(visible, np.abs(S), 0.0), axis=-1, keepdims=True)
-    return visible & (S.max(axis=-1, keepdims=True) - tol * scale <= S)
+    sizes = np.where(visible, np.abs(S) if size is None else size, 0.0)
+    top = S.max(axis=-1, keepdims=True)
+    top_size = np.max(np.where(visible & (S == top), sizes, 0.0), axis=-1, keepdims=True)
+    return visible & (top - tol * np.maximum(sizes, top_size) <= S)
 
 
 def optimal_tokens(

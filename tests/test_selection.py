@@ -78,6 +78,31 @@ def test_tie_tolerance_is_per_query() -> None:
     np.testing.assert_array_equal(sg.optimal_tokens(data), [0, 0])
 
 
+def test_a_score_far_below_the_top_does_not_tie_the_others() -> None:
+    """Regression: the tolerance was relative to the largest |score| of the query, so a key
+    whose score was imputed as -1e9 (scores must be finite) tied 0.3 and 0.3005, and one at
+    -1e30 tied 0.2, 0.5 and 0.9 (TieError; ties="first" took 1). It is now relative to the
+    two scores compared."""
+    data = sg.TokenData(np.ones((2, 4, 2)), query=0, scores=[[-1e9, 0.3, 0.3005, 0.0],
+                                                              [-1e30, 0.2, 0.5, 0.9]])  # fmt: skip
+    np.testing.assert_array_equal(sg.optimal_token_sets(data).sum(axis=1), [1, 1])
+    np.testing.assert_array_equal(sg.optimal_tokens(data), [2, 3])
+    # a linear head: one token far along -v
+    X = np.array([[[-1e13, 0.0], [0.2, 0.0], [0.9, 0.0]]])
+    head = sg.TokenData(X, Z=np.array([[0.0, 1.0]]), v=np.array([1.0, 0.0]))
+    np.testing.assert_array_equal(sg.optimal_tokens(head), [2])
+
+
+def test_computed_scores_tie_within_the_round_off_of_their_products() -> None:
+    """v.u = 5.6e-17 for u = (0.1 + 0.2, -0.3), v = (1, 1): zero but for the rounding of the
+    products (size |v|.|u| = 0.6); it ties the score 0 of a zero token although the two
+    scores differ relative to themselves."""
+    X = np.array([[[0.1 + 0.2, -0.3], [0.0, 0.0], [-1.0, 0.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), v=np.array([1.0, 1.0]))
+    assert sg.token_scores(data)[0, 0] > 0.0
+    np.testing.assert_array_equal(sg.optimal_token_sets(data), [[True, True, False]])
+
+
 @pytest.mark.parametrize("tol", [-1e-3, 1.0, float("nan"), "small"])
 def test_bad_tie_tolerance_raises(tol: object) -> None:
     data = sg.random_data(2, 3, 2, seed=0)

@@ -98,11 +98,15 @@ class RiskOracle:
         self.head = head
         P = self.problem
         self._gamma: np.ndarray | None = None
+        self._gamma_size: np.ndarray | None = None  # tied_maxima's sizes (None: |gamma|)
         if P.head_id == SCORES_HEAD:  # C = Y gamma
             self._gamma = np.where(P.vis[0], P.Y[0][:, :, None] * P.C[0], -np.inf)
         elif head == "linear":
             gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.U[0], P.hv[0])[:, None, :]
             self._gamma = np.where(P.vis[0], gam, -np.inf)
+            self._gamma_size = (
+                np.abs(P.Y[0])[:, :, None] * (np.abs(P.U[0]) @ np.abs(P.hv[0]))[:, None, :]
+            )
 
     def _weights(self, W: Any, method: str) -> np.ndarray:
         """W as a finite float64 (d, d) array, or a ProblemError naming ``method``. The
@@ -182,7 +186,7 @@ class RiskOracle:
             return None
         from ..selection import tied_maxima
 
-        return tied_maxima(self._gamma)
+        return tied_maxima(self._gamma, size=self._gamma_size)
 
     @property
     def infimum_attained(self) -> bool | None:
