@@ -38,7 +38,15 @@ from ._backends import CvxpyBackend
 from ._certificates import NormGeometry
 from ._feasibility import Distinct, check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
-from ._norms import NORMS, NormEntry, Request, on_unit_rows, parse_norm, request
+from ._norms import (
+    NORMS,
+    NormEntry,
+    Request,
+    above_vacuous_rank,
+    on_unit_rows,
+    parse_norm,
+    request,
+)
 from ._prompt import prompt_constraints
 from ._reference import solve_reference
 from ._result import (
@@ -328,6 +336,7 @@ def _solve_checked(
         # and a failed answer with no W, or one no scaling makes feasible, is worse
         # (a binding rank bound may make a feasible convex problem infeasible)
         res = _feasible_point_result(req, feas, res)
+    res = above_vacuous_rank(req, res)
     if feas.proof is None and res.status is Status.OPTIMAL:
         # a certificate on rows whose feasibility was not proved is not a proof either
         # (rows inconsistent by one ulp pass a float certificate): docs/certificates.md

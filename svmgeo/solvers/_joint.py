@@ -35,6 +35,7 @@ from ..selection import check_data, check_selection, optimal_tokens
 from ._api import check_param, solve_for, svm_constraints, with_prompt
 from ._prompt import head_constraints, query_margins
 from ._result import JointSVMResult, finish_joint, replaced, warns_if_inaccurate
+from ._status import Status
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "JointSVMResult", "exact_support", "joint_svm"]
 
@@ -80,6 +81,20 @@ def exact_support(cs: ConstraintSet, candidates: list[np.ndarray]) -> np.ndarray
     return None
 
 
+def _support_candidates(lam: np.ndarray, near: np.ndarray) -> list[np.ndarray]:
+    r"""Candidate active sets of the head SVM for :func:`exact_support`, each ordered by
+    decreasing multiplier (its pivots are the heaviest independent rows): the rows with
+    :math:`\lambda_j > 10^{-9}\max\lambda`, the rows ``near`` their bound or with
+    :math:`\lambda_j > 0`, and the latter without its 1, 2, 3 lightest rows. Nearly dependent
+    rows spread the float multipliers over more rows than the optimum's support (three rows in
+    the plane, say), where the first independent rows in index order may not be that support.
+    """
+    order = np.argsort(-lam, kind="stable")
+    positive = order[lam[order] > 1e-9 * max(float(lam.max(initial=0.0)), 1e-300)]
+    wide = order[(near | (lam > 0))[order]]
+    return [positive, wide] + [wide[:-k] for k in (1, 2, 3) if wide.size > k]
+
+
 def _user_shape(x: np.ndarray, data: TokenData) -> np.ndarray:
     return x[:, 0] if data.single_query else x
 
@@ -90,7 +105,7 @@ def joint_svm(
     alpha: Any = None,
     *,
     param: Literal["p", "W"] = "p",
-    norm: Literal["fro", "nuc"] | tuple[str, float] = "fro",
+    norm: Literal["fro", "nuc", "spectral"] | tuple[str, float] = "fro",
     method: Literal["auto", "fast", "cvxpy"] = "auto",
     tol: float = 1e-8,
     support_tol: float = 1e-6,
@@ -120,7 +135,7 @@ def joint_svm(
         ``scores``; ties raise :class:`~svmgeo.TieError`).
     param : {"p", "W"}, default "p"
         The attention of the relaxed SVM: the prompt vector, or the query-dependent W.
-    norm : {"fro", "nuc"} or ("lp", q), default "fro"
+    norm : {"fro", "nuc", "spectral"} or ("lp", q), default "fro"
         Norm of the relaxed SVM (as in :func:`att_svm`); the head SVM is always Euclidean.
     method, tol
         As in :func:`solve_svm`, for both SVMs.
@@ -128,7 +143,9 @@ def joint_svm(
         Where the exact proof is not available (``exact=False``, n·K·d_u above
         :data:`EXACT_SUPPORT_LIMIT`, or a failed proof), query (i, k) is a support vector
         when :math:`m_{ik} - 1 \le \mathrm{support\_tol}\cdot\max(1, |m_{ik}|)` for its head
-        margin :math:`m_{ik}` (the rule of :func:`~svmgeo.support_tokens`).
+        margin :math:`m_{ik}` (the rule of :func:`~svmgeo.support_tokens`). After a failed
+        proof the status is at best ``OPTIMAL_INACCURATE`` (message "undecided: ..."): the
+        relaxed SVM is then certified for a support that is not proved.
     exact : bool, default True
         Prove both feasibility verdicts in exact arithmetic (as :func:`solve_svm`) and decide
         the support from an exact KKT proof of :math:`v^{\mathrm{mm}}`.
@@ -201,10 +218,10 @@ def joint_svm(
     m = np.asarray(head.margins, dtype=float)
     by_tol = m - 1.0 <= support_tol * np.maximum(1.0, np.abs(m))
     support, proof = by_tol, "tolerance"
-    if exact and head.constraints.A.size <= EXACT_SUPPORT_LIMIT and head.dual is not None:
+    attempted = exact and head.constraints.A.size <= EXACT_SUPPORT_LIMIT and head.dual is not None
+    if attempted:
         lam = np.asarray(head.dual, dtype=float)
-        positive = np.flatnonzero(lam > 1e-9 * max(float(lam.max(initial=0.0)), 1e-300))
-        proved = exact_support(head.constraints, [positive, np.flatnonzero(by_tol | (lam > 0))])
+        proved = exact_support(head.constraints, _support_candidates(lam, by_tol))
         if proved is not None:
             support, proof = proved, "exact"
     rhs = support.astype(float).reshape(data.n, data.K)
@@ -212,12 +229,13 @@ def joint_svm(
     rows = dataclasses.replace(rows, rhs=query_margins(data, rhs, rows))
     attention = with_prompt(solve_for(rows, norm=norm, **options), kind)
     note = (
-        f"support decided within support_tol={support_tol:g} (not proved exactly)"
+        f"support decided within support_tol={support_tol:g} (not proved exactly"
+        + ("; its exact proof failed)" if attempted else ")")
         if proof == "tolerance"
         else ""
     )
     W_rel = attention.W if kind == "W" else None
-    return finish_joint(
+    res = finish_joint(
         head,
         attention,
         note=note,
@@ -230,3 +248,9 @@ def joint_svm(
         W=W_rel,
         **common,
     )
+    if attempted and proof == "tolerance" and res.status is Status.OPTIMAL:
+        # the relaxed SVM is certified for a support that is not: p^relax may be another S's
+        return dataclasses.replace(
+            res, status=Status.OPTIMAL_INACCURATE, message=f"undecided: {res.message}"
+        )
+    return res

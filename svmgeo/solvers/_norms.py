@@ -525,11 +525,37 @@ def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
 def _with_factors(req: Request, res: SVMResult) -> SVMResult:
     """``res`` of the convex Att-SVM⋆ with a vacuous rank bound m: its factors K, Q of width m
     and ``lower_bound`` (the convex optimum is the rank-m optimum, so its value is also the
-    lower bound); ``res`` itself otherwise."""
+    lower bound); ``res`` itself otherwise. :func:`above_vacuous_rank` checks the factors."""
     if req.rank is None or req.binding or req.entry.name != "nuc" or res.W is None:
         return res
     K, Q = balanced_factors(res.W, req.rank)
     return replaced(res, K=K, Q=Q, lower_bound=res.objective)
+
+
+def above_vacuous_rank(req: Request, res: SVMResult) -> SVMResult:
+    r"""``res`` (the final answer of a solve under a rank bound m taken as vacuous: queries
+    of rank :math:`\le m` to rtol ``_QUERY_RANK_RTOL``) at best ``OPTIMAL_INACCURATE``, with a
+    message and no K, Q, when the rank-m truncation :math:`W_m` of its W misses the rows by
+    more than ``tol`` (:func:`primal_infeasibility`): nearly dependent queries, or a
+    fallback's feasible point, give a W of higher rank; ``res`` itself otherwise."""
+    if req.rank is None or req.binding or req.entry.name != "nuc" or res.W is None:
+        return res
+    K, Q = (res.K, res.Q) if res.K is not None and res.Q is not None else (None, None)
+    if K is None or Q is None:
+        K, Q = balanced_factors(res.W, req.rank)
+    missed = primal_infeasibility(req.cs, req.cs.apply(K @ Q.T))
+    if missed <= req.tol:
+        return res
+    return replaced(
+        res,
+        status=Status.OPTIMAL_INACCURATE if res.status is Status.OPTIMAL else res.status,
+        message=f"{res.message}; the rank bound {req.rank} was taken as vacuous (the queries "
+        f"span at most {req.rank} dimensions to rtol {_QUERY_RANK_RTOL:g}), but W is not of "
+        f"rank {req.rank}: its rank-{req.rank} truncation misses the rows by {missed:.3g}",
+        K=None,
+        Q=None,
+        lower_bound=None,
+    )
 
 
 def _applies_nuc(option: str, req: Request) -> str | None:

@@ -227,3 +227,37 @@ def test_the_companion_doc_example_runs():
         str(path), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE
     )
     assert result.attempted >= 8 and result.failed == 0, result
+
+
+@pytest.mark.parametrize("eps", [2.0**-53, 1e-9])
+def test_nearly_dependent_head_rows_get_their_exact_support(eps: float) -> None:
+    """Regression: three head rows in the plane, nearly dependent; the float dual spreads over
+    all three (0.269, 0.423, 0.308 at eps = 1e-9), the pivots taken in index order ({0, 1})
+    failed row 2 by one ulp, and the tolerance rule put query 0 in S with status OPTIMAL:
+    p^relax = (1, 1) for the wrong S. An exact enumeration of the KKT points gives S = {1, 2}
+    and p^relax = (0, 1); the candidates are now ordered by multiplier."""
+    U = np.array([[[0, 0], [1, 1]], [[0, 0], [1, -1]], [[0, 0], [0.5, 1.0 - eps]]])
+    X = np.array([[[0, 0], [1, 0]], [[0, 0], [0, 1]], [[0, 0], [1, 1]]], dtype=float)
+    data = sg.TokenData(X, Y=[1, -1, 1], values=U)
+    res = sg.joint_svm(data, [1, 1, 1])
+    assert res.status is sg.Status.OPTIMAL and res.support_proof == "exact", res.message
+    np.testing.assert_array_equal(res.support, [False, True, True])
+    np.testing.assert_allclose(res.p, [0.0, 1.0], atol=1e-12)
+
+
+def test_a_failed_support_proof_is_not_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With exact=True, a support the exact proof could not settle is decided by support_tol;
+    the relaxed SVM is then certified for an unproved S, so the joint status is
+    OPTIMAL_INACCURATE ("undecided"), not OPTIMAL."""
+    import svmgeo.solvers._joint as joint
+
+    X = np.array([[[0, 0], [1, 1]], [[0, 0], [1, -1]], [[0, 0], [0.5, 1.5]]])
+    data = sg.TokenData(X, Y=[1, -1, 1], v=[0.0, 1.0], Z=np.ones((3, 2)))
+    assert sg.joint_svm(data).status is sg.Status.OPTIMAL
+    monkeypatch.setattr(joint, "exact_support", lambda cs, candidates: None)
+    with pytest.warns(sg.InaccurateSolutionWarning):
+        res = sg.joint_svm(data)
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and res.support_proof == "tolerance"
+    assert res.message.startswith("undecided") and "exact proof failed" in res.message
+    # exact=False chooses the tolerance rule: no downgrade
+    assert sg.joint_svm(data, exact=False).status is sg.Status.OPTIMAL

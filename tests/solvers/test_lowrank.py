@@ -274,3 +274,23 @@ def test_lower_bound_is_a_bound_when_the_convex_solve_is_not_certified() -> None
     assert res.lower_bound is not None and 0.0 < res.lower_bound
     assert res.lower_bound <= optimum.objective * (1.0 + 1e-8)
     assert res.objective is not None and res.lower_bound <= res.objective
+
+
+def test_a_bound_taken_as_vacuous_never_reports_a_higher_rank_w_as_rank_m() -> None:
+    """Regression: queries e1 and e1 + 1e-13 e2 span one dimension to the query-rank
+    threshold (rtol 1e-12), so rank=1 is taken as vacuous and the convex problem is solved;
+    its W (a verified feasible point here: singular values 1e13 and 1) has rank 2 (its rank-1
+    truncation misses row 2 by 1), and the result said rank=1 with no word about it. Now the
+    message says so and K, Q stay None."""
+    e1, e2 = np.eye(2)
+    z = np.zeros(3, int)
+    cs = sg.ConstraintSet(
+        np.array([e1, e2, -e2]), np.array([e1, e1 + 1e-13 * e2, e1]),
+        np.full(3, sg.MARGIN, np.int8), np.array([1.0, 1.0, 0.0]), np.arange(3), z, z, z + 1,
+        n=3, K=1, T=2,
+    )  # fmt: skip
+    with pytest.warns(sg.InaccurateSolutionWarning):
+        res = sg.solve_svm(cs, norm="nuc", rank=1, seed=0)
+    assert res.W is not None and np.linalg.matrix_rank(res.W) == 2
+    assert res.status is not Status.OPTIMAL and res.K is None and res.Q is None
+    assert "but W is not of rank 1: its rank-1 truncation misses the rows" in res.message
