@@ -331,6 +331,24 @@ def npz_path(name: str) -> str:
     return name
 
 
+def npz_entry(archive: Any, key: str, what: str, fix: str = "") -> np.ndarray:
+    """Member ``key`` of an archive from :func:`open_npz`, every failure a ProblemError that
+    ``what`` opens and ``fix`` ends: an object array (it needs pickle: never loaded) or a
+    truncated or corrupt member (numpy raises ValueError for both; its pickle message names
+    ``allow_pickle``)."""
+    try:
+        return np.asarray(archive[key])
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise ProblemError(
+                f"{what}: entry {key!r} is a pickled object array; it must be a plain numeric "
+                f"array, and svmgeo never unpickles.{fix}"
+            ) from exc
+        raise ProblemError(f"{what}: entry {key!r} is damaged ({exc}).{fix}") from exc
+    except Exception as exc:  # a truncated or corrupt member
+        raise ProblemError(f"{what}: entry {key!r} is damaged ({exc}).{fix}") from exc
+
+
 def open_npz(name: str, what: str, kind: str, fix: str = "") -> Any:
     """``np.load(name)`` as an ``.npz`` archive (a ``numpy.lib.npyio.NpzFile``, no pickles),
     every failure a ProblemError: ``what`` opens the message, ``kind`` says what the archive

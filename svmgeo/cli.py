@@ -65,13 +65,13 @@ def _integer(low: int, what: str) -> Callable[[str], int]:
     return parse
 
 
-def _real(low: float, strict: bool, what: str) -> Callable[[str], float]:
+def _real(low: float, strict: bool, what: str, high: float = math.inf) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}") from None
-        if not math.isfinite(value) or value < low or (strict and value == low):
+        if not math.isfinite(value) or not low <= value <= high or (strict and value == low):
             raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}")
         return value
 
@@ -84,6 +84,7 @@ _nonnegative = _integer(0, "an integer >= 0")
 _step = _real(0.0, True, "a finite number > 0")
 _scale = _real(0.0, False, "a finite number >= 0")
 _exponent = _real(1.0, True, "a finite number > 1")
+_fraction = _real(0.0, False, "a number in [0, 1]", high=1.0)
 
 
 def _path(text: str) -> str:
@@ -358,17 +359,22 @@ def _cmd_support(args: argparse.Namespace) -> int:
 
 def _read_weights(name: str) -> dict[str, Any]:
     """``study --weights FILE``: W, or K and Q, from an .npz archive (``.npz`` may be left out,
-    as for datasets), read before the report directory is created."""
-    import numpy as np
+    as for datasets); a file with W, K and Q (as ``svmgeo train --param KQ --save`` writes it)
+    gives K and Q when W = K Q^T up to rounding."""
 
-    from ._validation import npz_path, open_npz
+    from ._validation import npz_entry, npz_path, open_npz
 
     save = " Save the trained weights with numpy.savez(path, W=W) (or K=K, Q=Q)."
     loaded = open_npz(npz_path(name), f"--weights {name}", "an .npz archive of named arrays", save)
+    weights: dict[str, Any] = {}
     with loaded as f:
-        weights: dict[str, Any] = {k: np.asarray(f[k]) for k in ("W", "K", "Q") if k in f.files}
+        for key in ("W", "K", "Q"):
+            if key in f.files:
+                weights[key] = npz_entry(f, key, f"--weights {name}", save)
     if not weights:
         raise ProblemError(f"--weights {name} holds none of the arrays W, K, Q.{save}")
+    if len(weights) == 3:
+        return _factors(name, **weights)
     if "W" in weights and len(weights) > 1:  # as study(W=..., K=...) refuses it
         both = ", ".join(sorted(weights))
         raise ProblemError(
@@ -378,27 +384,73 @@ def _read_weights(name: str) -> dict[str, Any]:
     return weights
 
 
+def _factors(name: str, W: np.ndarray, K: np.ndarray, Q: np.ndarray) -> dict[str, Any]:
+    """K and Q of a ``--weights`` file that also holds W, when W = K Q^T up to rounding."""
+    import numpy as np
+
+    def real(a: np.ndarray) -> bool:
+        return a.ndim == 2 and np.issubdtype(a.dtype, np.number) and not np.iscomplexobj(a)
+
+    if (
+        not (real(W) and real(K) and real(Q))
+        or W.shape != (len(K), len(Q))
+        or K.shape[1:] != Q.shape[1:]
+    ):
+        why = (
+            f"W ({W.dtype}, shape {W.shape}), K ({K.dtype}, shape {K.shape}) and Q ({Q.dtype}, "
+            f"shape {Q.shape}) do not fit W = K Q^T (real arrays of shapes (d, d), (d, m), (d, m))"
+        )
+    else:
+        Wf, Kf, Qf = (a.astype(float) for a in (W, K, Q))
+        # Both W and K Q^T are sums of m products, rounded: each is within gamma_m |K| |Q|^T
+        # of the exact K Q^T, gamma_m ~ m u = m eps / 2 (Higham, Accuracy and Stability, 3.5),
+        # so they differ by at most m eps |K| |Q|^T; storing W, K or Q in a lower precision adds
+        # a few of that precision's eps. 2 (m + 2) eps bounds rounding with room to spare and
+        # is elementwise, hence scale-free (exact zeros must agree exactly).
+        eps = max(np.finfo(a.dtype if a.dtype.kind == "f" else float).eps for a in (W, K, Q))
+        with np.errstate(all="ignore"):
+            gap = np.abs(Wf - Kf @ Qf.T)
+            allowed = 2 * (K.shape[1] + 2) * eps * (np.abs(Kf) @ np.abs(Qf).T)
+        if not np.all(np.isfinite(gap)):
+            why = "W or K Q^T has NaN or infinite entries"
+        elif np.all(gap <= allowed):
+            return {"K": K, "Q": Q}
+        else:
+            worst = np.unravel_index(int(np.argmax(gap - allowed)), gap.shape)
+            why = (
+                f"W differs from K Q^T by {float(gap[worst]):.3g} at {tuple(map(int, worst))}, "
+                f"beyond rounding ({float(allowed[worst]):.3g})"
+            )
+    raise ProblemError(
+        f"--weights {name} holds K, Q, W: give either W or both K and Q, or all three with "
+        f"W = K Q^T (as svmgeo train --param KQ --save writes them); here {why}. Save one of "
+        "them: numpy.savez(path, W=W) or numpy.savez(path, K=K, Q=Q)."
+    )
+
+
 def _cmd_study(args: argparse.Namespace) -> int:
     from .data import load_data
     from .study import study
 
-    data = load_data(args.dataset)  # bad files are reported before anything is written
-    weights = {} if args.weights is None else _read_weights(args.weights)
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
+    report = os.path.join(args.out, "study.md")
+    if os.path.isdir(args.out):
+        _check_output(report, "--out")
+    elif os.path.exists(args.out):
         raise ProblemError(f"--out {args.out}: is a file; give a directory for the report.")
-    parent = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(args.out) and os.path.isdir(parent):
-        os.makedirs(args.out, exist_ok=True)  # a missing report directory is created
-    out = _check_output(os.path.join(args.out, "study.md"), "--out")
-    rep = study(
+    else:  # a writable parent; the directory is created once the inputs have passed
+        _check_output(args.out, "--out")
+    data = load_data(args.dataset)
+    weights = {} if args.weights is None else _read_weights(args.weights)
+    rep = study(  # checks the data, the weights and the options before any computation
         data,
         max_lot_selections=args.max_lot_selections,
         prune_threshold=args.prune_threshold,
         progress=not args.no_progress,
         **weights,
     )
-    rep.to_markdown(out)
-    paths = [out, str(rep.to_json(os.path.join(args.out, "study.json")))]
+    os.makedirs(args.out, exist_ok=True)  # a missing report directory is created
+    rep.to_markdown(report)
+    paths = [report, str(rep.to_json(os.path.join(args.out, "study.json")))]
     try:
         paths += [str(p) for p in rep.figures(args.out)]
     except SvmgeoError as exc:  # matplotlib missing: the report stands without figures
@@ -1010,7 +1062,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--weights",
         type=_path,
         metavar="FILE",
-        help="trained weights: an .npz with W (d x d) or K and Q (W = K Q^T)",
+        help="trained weights: an .npz with W (d x d), or K and Q (W = K Q^T), or all three "
+        "as 'svmgeo train --param KQ --save' writes them (W = K Q^T up to rounding)",
     )
     p.add_argument(
         "--max-lot-selections",
@@ -1021,9 +1074,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--prune-threshold",
-        type=float,
+        type=_fraction,
         default=0.01,
-        help="with --weights: the mass pruning drops keys of attention below this "
+        metavar="P",
+        help="with --weights: the mass pruning drops keys of attention below this, in [0, 1] "
         "(default 0.01; the selected key is always kept)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")

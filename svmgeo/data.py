@@ -29,6 +29,7 @@ from ._validation import (
     check_real,
     check_scale,
     check_seed,
+    npz_entry,
     npz_path,
     open_npz,
 )
@@ -569,15 +570,7 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
             )
 
         def entry(key: str) -> np.ndarray:
-            try:
-                return np.asarray(f[key])
-            except ValueError as exc:  # an object array needs pickle: never loaded
-                raise ProblemError(
-                    f"{what}: entry {key!r} is a pickled object array; svmgeo datasets hold "
-                    "plain numeric arrays and are never unpickled."
-                ) from exc
-            except Exception as exc:  # truncated or corrupt member
-                raise ProblemError(f"{what}: entry {key!r} is damaged ({exc}).") from exc
+            return npz_entry(f, key, what)
 
         version = entry("svmgeo_format")
         if version.shape != () or not np.issubdtype(version.dtype, np.integer):

@@ -60,6 +60,35 @@ def test_cli_choices_come_from_the_tables():
     assert tuple(train["backend"].choices) == tuple(BACKENDS)
 
 
+def test_docs_cli_table_matches_the_parsers():
+    # docs/cli.md advertised `support --norm spectral` (refused: invalid choice) and
+    # `train --param W|KQ` (the parser also takes p)
+    import re
+    from pathlib import Path
+
+    from svmgeo.cli import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    rows = re.findall(r"^\| `svmgeo (\w+) ([^`]*)`", text, flags=re.MULTILINE)
+    assert {name for name, _ in rows} == set(sub)
+    for name, usage in rows:
+        options = {o for a in sub[name]._actions for o in a.option_strings}
+        for option, values in re.findall(r"(--[\w-]+) ?([^\s\]]*)", usage):
+            assert option in options, f"docs/cli.md: {name} has no {option}"
+            spellings = values.replace("\\|", "|").split("|")
+            if len(spellings) < 2:  # a placeholder (N, FILE, ...), not a list of choices
+                continue
+            for value in spellings:  # each documented choice is accepted ...
+                try:
+                    sub[name].parse_args([option, value.replace(":P", ":1.5")])
+                except SystemExit:
+                    pytest.fail(f"docs/cli.md: {name} refuses {option} {value}")
+            choices = next(a.choices for a in sub[name]._actions if option in a.option_strings)
+            if choices is not None:  # ... and each accepted choice documented
+                assert set(spellings) == set(choices), f"docs/cli.md: {name} {option}"
+
+
 def test_feasibility_reports_certificate_rows_on_saved_data(tmp_path, capsys):
     # the selected token 0 duplicates token 1: infeasible, certified by that row
     X = np.random.default_rng(0).normal(size=(2, 3, 4))
