@@ -8,7 +8,6 @@ ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
 from __future__ import annotations
 
 import enum
-import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -231,9 +230,16 @@ OPTIMIZERS: dict[str, Optimizer] = {
         min_steps=1,
         messages={
             StopStatus.STATIONARY: "stopped after {n} steps: the gradient is exactly zero",
+            # one message for both step kinds: stop_message (svmgeo.gd._results) formats {n}
+            # alone, so the text names the case of each
             StopStatus.GRADIENT_UNDERFLOW: (
-                "stopped after {n} steps: the step eta*|grad L| fell below float64's range "
-                "relative to the iterate (use normalized=True to go on)"
+                "stopped after {n} steps: the mirror step fell below float64's range beside the "
+                "mirror coordinates Theta = sign(W)|W|^(p-1), so it no longer changes them; W "
+                "is the last iterate. With plain steps (normalized=False) the step is "
+                "eta*|grad L|: a normalized step, of length eta whatever the gradient, may go "
+                "on where the gradient itself underflowed. With normalized steps "
+                "(normalized=True) the step is eta and Theta is too large for it (its scale is "
+                "max|W|^(p-1), set by the init): start from a smaller init"
             ),
             StopStatus.OVERFLOW: (
                 "stopped after {n} steps: the next mirror step would have taken ||W||_F (or the "
@@ -371,6 +377,21 @@ def refuse_renamed(given: Mapping[str, Any], where: str) -> None:
         )
 
 
+def _check_exponent(value: Any, where: str) -> float:
+    """The exponent p of ``optimizer="mirror"`` as a float in (1, inf), or a ProblemError
+    that names the range, the value and the fix (the one check of every mirror entry point:
+    ``train``, ``train_mirror``, ``verify_mirror``)."""
+    try:
+        return check_real(value, "exponent", low=1.0, low_open=True, high_open=True, where=where)
+    except ProblemError as exc:
+        raise ProblemError(
+            f"{exc} It is the p of the mirror potential ||W||_p^p / p, which has a mirror step "
+            "only for finite p > 1: pass one (e.g. exponent=1.5). For p = 1 or p = inf, solve "
+            "the l_p Att-SVM itself with att_svm(data, norm=('lp', 1)) or "
+            "att_svm(data, norm=('lp', inf))."
+        ) from None
+
+
 @dataclass(frozen=True, eq=False)
 class GDConfig:
     r"""Hyper-parameters of a gradient-descent run on softmax attention.
@@ -441,8 +462,8 @@ class GDConfig:
     optimizer : str or ("steepest", q)
         The update rule (an entry of :data:`OPTIMIZERS`).
     exponent : float, optional
-        ``optimizer="mirror"`` only (required there): the exponent :math:`p > 1` of the
-        potential :math:`\|W\|_p^p/p`.
+        ``optimizer="mirror"`` only (required there): the exponent :math:`1 < p < \infty` of
+        the potential :math:`\|W\|_p^p/p`.
     risk : {"attention", "next_token"}
         The risk trained (an entry of :data:`RISKS`, which gives the ``loss`` vocabulary).
     steepest_q : float, optional
@@ -553,10 +574,7 @@ class GDConfig:
                     "optimizer='mirror' (l_p mirror descent) needs exponent=, the p > 1 of the "
                     "potential ||W||_p^p / p; got none. E.g. exponent=1.5."
                 )
-            p = check_real(self.exponent, "exponent", low=1.0, low_open=True, where=where)
-            if math.isinf(p):
-                raise ProblemError(f"The 'exponent' parameter of {where} must be finite; got {p}.")
-            object.__setattr__(self, "exponent", p)
+            object.__setattr__(self, "exponent", _check_exponent(self.exponent, where))
         elif self.exponent is not None:
             raise ProblemError(
                 f"exponent={self.exponent!r} is the l_p exponent of optimizer='mirror'; "
