@@ -3,14 +3,14 @@ r"""The finite component :math:`W^{\mathrm{fin}}` of next-token prediction and i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.optimize as so
 
 from .._errors import ProblemError
-from .._validation import check_option, check_real, max_row_norm
+from .._validation import check_option, check_real
 from ..constraints import EQUALITY
 from ..gd import NTP_LOSSES
 from ._data import _NORM_LIMIT, NextTokenData, check_data
@@ -35,6 +35,46 @@ def top_positions(data: NextTokenData, graphs: dict[int, TokenPriorityGraph]) ->
     return keep
 
 
+def _exponents(X: np.ndarray, offset: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per row :math:`x` of ``X``: the integer :math:`k` nearest
+    :math:`\log_2\|x\| - \mathrm{offset}`, and whether :math:`x \ne 0` (else :math:`k = 0`).
+
+    Read from the largest entry's binary exponent plus a scale-free remainder, so no square
+    under- or overflows and :math:`2^m X` gives :math:`k + m` exactly.
+    """
+    top = np.max(np.abs(X), axis=1)
+    nonzero = top > 0.0
+    top = np.where(nonzero, top, 1.0)
+    frac, exp = np.frexp(top)
+    rest = np.log2(frac) + np.log2(np.linalg.norm(X / top[:, None], axis=1)) - offset
+    return np.where(nonzero, exp + np.round(rest).astype(np.int64), 0), nonzero
+
+
+def _logit_scale(P: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    r"""The (r, r) coordinate map :math:`M` of :func:`finite_component`.
+
+    ``P`` (m, r) holds the logits :math:`\hat a_j^\top B_r \hat b_j` of the basis
+    directions on the normalized generators (:math:`a_j = 2^{k_{a,j}}\hat a_j`, the same for
+    :math:`b`), so :math:`D P` with :math:`D = \mathrm{diag}(2^{\kappa_j})`,
+    :math:`\kappa_j = k_{a,j} + k_{b,j}`, holds their true logits. :math:`M = 2^{-\kappa} I`
+    when every :math:`\kappa_j` is the same :math:`\kappa`, else
+    :math:`M = R^{-1}\hat R`, with :math:`D P = Q R` and :math:`P = \hat Q \hat R` (QR, the
+    rows sorted by decreasing :math:`\kappa_j`): :math:`D P M = Q \hat R`, the scales
+    taken out and the geometry of the normalized generators kept (what :math:`2^{-\kappa} I`
+    does for one scale). Powers of two throughout: exact under :math:`E \to 2^m E`.
+    """
+    r = P.shape[1]
+    hi = int(kappa.max())
+    if int(kappa.min()) == hi:
+        return np.ldexp(np.eye(r), -hi)
+    order = np.argsort(-kappa, kind="stable")
+    P = P[order]
+    R = np.linalg.qr(np.ldexp(P, (kappa[order] - hi)[:, None]), mode="r")
+    R_hat = np.linalg.qr(P, mode="r")
+    with np.errstate(all="ignore"):  # a singular R (scales beyond float64): inf, refused
+        return np.ldexp(sla.solve_triangular(R, R_hat), -hi)
+
+
 @dataclass(frozen=True, eq=False)
 class FiniteComponent:
     r"""The finite component :math:`W^{\mathrm{fin}}` and the subspace it lives in.
@@ -56,7 +96,8 @@ class FiniteComponent:
         units: the basis coordinates, unscaled).
     success : bool
         BFGS converged: the gradient's largest entry in the solve's coordinates (those of
-        :func:`finite_component`) is at most ``tol`` (scipy BFGS's ``gtol``).
+        :func:`finite_component`: each direction scaled to order-1 logits) is at most ``tol``
+        (scipy BFGS's ``gtol``).
     at_boundary : bool
         A top-priority token gets attention below :data:`BOUNDARY` (1e-6) at ``W``. svmgeo's
         heuristic, not a proof: the restricted loss then reads as minimized on the boundary
@@ -100,16 +141,39 @@ def finite_component(
         S_{\mathrm{fin}} = \mathrm{span}\{(e_i - e_j)e_k^\top : i \asymp j \text{ in } G^{(k)}\},
 
     :math:`L_{\mathrm{top}}` the risk of :func:`ntp_loss_and_grad` with each sequence's
-    attention restricted to the tokens of its label's SCC. Solved by BFGS from zero on the
-    coordinates :math:`u` of :math:`W = 2^{-2k} \sum_r u_r B_r` in an orthonormal basis
-    :math:`(B_r)` of :math:`S_{\mathrm{fin}}`, with :math:`k` the integer nearest
-    :math:`\log_2 \max_v\|e_v\|` (0 for unit embeddings):
-    the attention logits :math:`e_x^\top W e_{\bar x}` are of order :math:`\|u\|` at every
-    scale of the embeddings, and the power of two is exact in float64. So ``tol`` is
-    scale-free: for the retrieval loss (whose value depends on W and E only through the
-    logits) :math:`W^{\mathrm{fin}}(cE) = W^{\mathrm{fin}}(E)/c^2` with the same loss, exactly
-    for :math:`c` a power of two. (The cross-entropy outputs :math:`E E_X^\top s` scale with
-    :math:`c^2` too: that loss changes with the scale of the embeddings.)
+    attention restricted to the tokens of its label's SCC. Solved by BFGS from zero on
+    coordinates :math:`u` in which every direction moves the attention logits by order 1,
+    whatever the scale of each embedding:
+
+    * each generator :math:`a_j b_j^\top` (:math:`a_j = e_i - e_j`, :math:`b_j = e_k`) is
+      normalized to :math:`\hat G_j = 2^{-\kappa_j} a_j b_j^\top`, with :math:`2^{k_{a,j}}`
+      the power of two nearest :math:`\|a_j\|/\sqrt2`, :math:`2^{k_{b,j}}` the one nearest
+      :math:`\|b_j\|` and :math:`\kappa_j = k_{a,j} + k_{b,j}`; the orthonormal basis
+      :math:`(B_r)` of :math:`S_{\mathrm{fin}}` and its rank (singular values above
+      :math:`10^{-12}` of the largest) are those of the :math:`\hat G_j`, so a generator
+      small next to another is not cut as round-off;
+    * :math:`W = \sum_r (M u)_r B_r`: with one :math:`\kappa` for every generator (e.g.
+      orthonormal embeddings, or :math:`c` times them) :math:`M = 2^{-\kappa} I`; else
+      :math:`M` takes the scales :math:`2^{\kappa_j}` out of the logits
+      :math:`a_j^\top B_r b_j` (a QR of them, rows by decreasing :math:`\kappa_j`) and keeps
+      the geometry of the :math:`\hat G_j`, as :math:`2^{-\kappa} I` does for one scale.
+
+    The gradient in :math:`u` is so, direction by direction, the loss's slope per unit of
+    that direction's logits: ``tol`` is scale-free, and a direction whose embeddings are
+    small next to the others' is not left at zero with a gradient already below ``tol``
+    (as one scale from the largest embedding norm did). Every factor is a power of two,
+    exact in float64: for the retrieval loss (whose value depends on W and E only through
+    the logits) :math:`W^{\mathrm{fin}}(cE) = W^{\mathrm{fin}}(E)/c^2` with the same loss,
+    exactly for :math:`c` a power of two. (The cross-entropy outputs :math:`E E_X^\top s`
+    scale with :math:`c^2` too: that loss changes with the scale of the embeddings.) BFGS
+    can still stop short of ``tol``, and then says so (``success=False``): on
+    :math:`E = I_5` with one embedding scaled to :math:`10^{-20}` its line search ends in
+    precision loss at a largest gradient entry of 1.9e-9 (``tol=1e-9``), W right to 2e-8;
+    and with scales far apart on embeddings that are not orthogonal, the large parts of W
+    along small-scale directions cancel on the large-scale logits, which float64 then
+    computes with an error of about :math:`10^{-16}\,\|e_x\|\,\|W\|\,\|e_k\|`, and BFGS
+    can stop far from the minimum (svmgeo's measurement on random data with Gaussian
+    embeddings: largest gradient entries up to 1e-3 at norm ratios of about :math:`10^7`).
 
     For the retrieval loss :math:`L_{\mathrm{top}}` on :math:`S_{\mathrm{fin}}` is convex
     (within a sequence every position of the label token has the same logit: a log-sum-exp
@@ -138,8 +202,9 @@ def finite_component(
     Raises
     ------
     ProblemError
-        Invalid options, or embeddings so small that :math:`W^{\mathrm{fin}}` (of order
-        :math:`1/\max_v\|e_v\|^2`) would pass the next-token risk's norm limit.
+        Invalid options, or embeddings so small that :math:`W^{\mathrm{fin}}` along some
+        direction of :math:`S_{\mathrm{fin}}` (of order :math:`2^{-\kappa_j}`, about
+        :math:`1/(\|e_i - e_j\|\,\|e_k\|)`) would pass the next-token risk's norm limit.
 
     References
     ----------
@@ -154,11 +219,20 @@ def finite_component(
     eq = cs.kind == EQUALITY
     keep = top_positions(data, graphs)
     d = data.d
-    gens = np.einsum("ja,jb->jab", cs.A[eq], cs.B[eq]).reshape(-1, d * d)
+    # normalized generators 2^-(k_a + k_b) a_j b_j^T (norm 1 to 2): the basis and its rank do
+    # not depend on how large one generator is next to another
+    A, B = cs.A[eq], cs.B[eq]
+    k_a, nz_a = _exponents(A, 0.5)  # 2^k_a nearest ||a|| / sqrt(2): a = e_i - e_j
+    k_b, nz_b = _exponents(B, 0.0)
+    live = nz_a & nz_b  # a zero generator spans nothing (shared embeddings, zero query)
+    kappa = (k_a + k_b)[live]
+    gens = np.einsum(
+        "ja,jb->jab", np.ldexp(A[live], -k_a[live, None]), np.ldexp(B[live], -k_b[live, None])
+    ).reshape(-1, d * d)
     if gens.shape[0] == 0:
         basis = np.zeros((0, d, d))
     else:
-        U, sv, _ = np.linalg.svd(gens.T, full_matrices=False)
+        U, sv, Vt = np.linalg.svd(gens.T, full_matrices=False)
         r = int(np.count_nonzero(sv > sv[0] * 1e-12))
         basis = U[:, :r].T.reshape(r, d, d)
     if basis.shape[0] == 0:
@@ -177,24 +251,28 @@ def finite_component(
                 "embedding differences vanish; W_fin = 0"
             ),
         )
-
-    # W = 2^-2k sum_r u_r B_r with 2^k the power of two nearest max ||e||: logits of order ||u||
-    size = max_row_norm(data.embeddings)  # > 0: the basis is not empty
-    k = round(math.log2(size))
-    if 2.0 ** (-2 * k) > _NORM_LIMIT:
+    # W = sum_r (M u)_r B_r with M scaling every basis direction's logits to order 1
+    M = _logit_scale(Vt[:r].T * sv[:r], kappa)
+    top_scale = float(np.max(np.abs(M)))
+    if not top_scale <= _NORM_LIMIT:
+        j = int(np.argmin(kappa))
+        row = np.flatnonzero(eq)[np.flatnonzero(live)[j]]  # the smallest generator's row
+        k, i, i2 = int(cs.seq[row]), int(cs.pref[row]), int(cs.comp[row])
         raise ProblemError(
-            f"finite_component: max ||embeddings|| = {size:.3g} is so "
-            f"small that W_fin (of order 1 / max ||e||^2) passes the next-token risk's norm "
-            f"limit {_NORM_LIMIT:.0e}. Rescale embeddings (W_fin(c E) = W_fin(E) / c^2 for "
-            "the retrieval loss)."
+            "finite_component: S_fin has a direction whose logits are so small that W_fin "
+            f"along it passes the next-token risk's norm limit {_NORM_LIMIT:.0e} (its "
+            f"smallest generator: tokens {i}, {i2} under last token {k}, with "
+            f"||e_{i} - e_{i2}|| ||e_{k}|| about 2^{int(kappa[j])}; W_fin is of order 1 / "
+            "that). Give these tokens larger embeddings, or rescale all embeddings "
+            "(W_fin(c E) = W_fin(E) / c^2 for the retrieval loss)."
         )
 
     def weights(u: np.ndarray) -> np.ndarray:
-        return np.ldexp(np.einsum("r,rab->ab", u, basis), -2 * k)
+        return np.einsum("r,rab->ab", M @ u, basis)
 
     def fun(u: np.ndarray) -> tuple[float, np.ndarray]:
         value, G, _ = _risk(data, weights(u), loss, keep)
-        return value, np.ldexp(np.einsum("rab,ab->r", basis, G), -2 * k)
+        return value, M.T @ np.einsum("rab,ab->r", basis, G)
 
     res = so.minimize(
         fun,
@@ -203,9 +281,11 @@ def finite_component(
         method="BFGS",
         options={"gtol": tol, "maxiter": 20000},
     )
-    value, g = fun(np.asarray(res.x))
     W = weights(np.asarray(res.x))
-    gnorm = float(np.linalg.norm(np.ldexp(g, 2 * k)))  # the gradient in W's basis coordinates
+    value, G, _ = _risk(data, W, loss, keep)
+    g_basis = np.einsum("rab,ab->r", basis, G)
+    g = M.T @ g_basis
+    gnorm = float(np.linalg.norm(g_basis))  # the gradient in W's basis coordinates
     top = float(np.max(np.abs(g), initial=0.0))
     ok = top <= tol  # BFGS's criterion (gtol, max norm)
     msg = (

@@ -84,12 +84,23 @@ def ntp_loss_and_grad(
     W = check_weights(W, data, "ntp_loss_and_grad")
     if keep is not None:
         keep = check_array(keep, "keep", ndim=2, dtype=bool)  # 0 / 1 or bools, not 0.5
-        need = data.valid & (data.tokens == data.labels[:, None])
-        if keep.shape != (data.n, data.T) or not np.all(np.any(keep & need, axis=1)):
+        if keep.shape != (data.n, data.T):
             raise ProblemError(
-                f"keep must be a bool array of shape ({data.n}, {data.T}) that keeps at least "
-                "one position of each sequence's label (its top-priority tokens); got shape "
-                f"{keep.shape}."
+                f"keep must be a bool array of shape ({data.n}, {data.T}) (data.n, data.T: "
+                f"one entry per padded position of data.tokens); got shape {keep.shape}. "
+                "Pass a mask over data.tokens."
+            )
+        need = data.valid & (data.tokens == data.labels[:, None])
+        dropped = np.flatnonzero(~np.any(keep & need, axis=1))
+        if dropped.size:
+            i = int(dropped[0])
+            raise ProblemError(
+                "keep must keep at least one position of each sequence's label (attention "
+                f"restricted to keep must reach it); keep[{i}] drops every position of "
+                f"sequence {i}'s label {int(data.labels[i])} (positions "
+                f"{np.flatnonzero(need[i]).tolist()} of data.tokens[{i}])"
+                + (f", and {dropped.size - 1} more sequences do too" if dropped.size > 1 else "")
+                + ". Set keep True at those positions."
             )
     return _risk(data, W, loss, keep)[:2]
 

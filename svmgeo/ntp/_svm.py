@@ -3,11 +3,14 @@ r"""The Graph-SVM of next-token prediction: its rows and its solve."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any, Literal
 
 import numpy as np
 
 from .._errors import ProblemError
+from .._validation import max_row_norm
 from ..constraints import EQUALITY, MARGIN, ConstraintSet
 from ..solvers import SVMResult, solve_for
 from ._data import NextTokenData, check_data
@@ -135,6 +138,10 @@ def graph_svm(
     Returns
     -------
     SVMResult
+        Its message names a row by its last token k and edge i -> j (the rows' ``seq`` field
+        holds k); an infeasibility that one edge alone causes (tokens i, j sharing an
+        embedding, or a zero embedding of k) is told in those terms, with the sequences
+        behind the edge.
 
     References
     ----------
@@ -149,4 +156,74 @@ def graph_svm(
     <Status.OPTIMAL: 'optimal'>
     """
     data = check_data(data, "graph_svm")
-    return solve_for(graph_svm_constraints(data), where="graph_svm", norm=norm, tol=tol, **kwargs)
+    res = solve_for(graph_svm_constraints(data), where="graph_svm", norm=norm, tol=tol, **kwargs)
+    message = ntp_message(data, res)[0]
+    return res if message == res.message else dataclasses.replace(res, message=message)
+
+
+def ntp_message(data: NextTokenData, res: SVMResult) -> tuple[str, tuple[str, str] | None]:
+    """The message of a Graph-SVM solve of ``data`` in next-token terms, and
+    :func:`unmeetable_edge`'s (cause, fix) when one edge alone makes it infeasible.
+
+    The generic solver names a row by (sequence, query, tokens); a Graph-SVM row's ``seq``
+    holds its last token k: "(last token k, edge i -> j)" instead. The cause is appended
+    once (the message of :func:`graph_svm` has it already).
+    """
+    message = _ROW.sub(r"(last token \1, edge \2 -> \3)", res.message)
+    edge = None if res.farkas is None else unmeetable_edge(data, res.constraints, res.farkas)
+    if edge is not None and edge[0] not in message:
+        message += f"; in next-token terms: {edge[0]}"
+    return message, edge
+
+
+_ROW = re.compile(r"\(sequence (\d+), query 0, tokens (\d+) vs (\d+)\)")
+"""How the generic solver names a constraint row (:func:`graph_svm` rewords it)."""
+
+
+def unmeetable_edge(
+    data: NextTokenData, cs: ConstraintSet, farkas: np.ndarray
+) -> tuple[str, str] | None:
+    r"""Why a Graph-SVM is infeasible, in next-token terms, when one edge alone is the cause.
+
+    A Farkas certificate supported on one margin row :math:`(e_i - e_j)^\top W e_k \ge 1`
+    (edge :math:`i \to j` of :math:`G^{(k)}`) means :math:`(e_i - e_j) e_k^\top` vanishes
+    (or is at round-off next to the other rows): tokens i and j share an embedding, or last
+    token k's embedding is zero. Returns (cause, fix), both naming the tokens and the
+    sequences behind the edge; None for a certificate of several rows (margin rows that
+    conflict: a geometry that more dimensions can fix).
+    """
+    support = np.flatnonzero(farkas)
+    if support.size != 1 or cs.kind[support[0]] != MARGIN:
+        return None
+    row = int(support[0])
+    k, i, j = int(cs.seq[row]), int(cs.pref[row]), int(cs.comp[row])
+    E = data.embeddings
+
+    def norm(x: np.ndarray) -> float:
+        return max_row_norm(x[None])  # no underflow of tiny embeddings
+
+    a, b = norm(E[i] - E[j]), norm(E[k])
+    # which factor of a_j b_j^T is small: the pair's difference next to its tokens, or the query
+    if a <= max(norm(E[i]), norm(E[j])) * b / max_row_norm(E):
+        cause = f"tokens {i} and {j} " + (
+            "share an embedding"
+            if a == 0.0
+            else f"nearly share an embedding (||e_{i} - e_{j}|| = {a:.3g})"
+        )
+        fix = f"Give tokens {i} and {j} " + (
+            "distinct embeddings" if a == 0.0 else "embeddings further apart"
+        )
+    else:
+        cause = f"last token {k} has a " + (
+            "zero embedding" if b == 0.0 else f"nearly zero embedding (||e_{k}|| = {b:.3g})"
+        )
+        fix = f"Give last token {k} a " + ("nonzero" if b == 0.0 else "larger") + " embedding"
+    rows = np.flatnonzero((data.last == k) & (data.labels == i) & np.any(data.tokens == j, axis=1))
+    seqs = ", ".join(f"sequences[{r}] = {data.tokens[r][data.valid[r]].tolist()}" for r in rows[:3])
+    more = f" and {rows.size - 3} more" if rows.size > 3 else ""
+    who = "no W" if a == 0.0 or b == 0.0 else f"only a W of norm about 1 / ({a:.3g} * {b:.3g})"
+    cause += (
+        f", so {who} ranks {i} above {j} under last token {k} (edge {i} -> {j} of G^({k}), "
+        f"from {seqs}{more})"
+    )
+    return cause, f"{fix}, or drop the samples behind edge {i} -> {j} of G^({k})."

@@ -15,12 +15,12 @@ from .._summary import summarized
 from .._validation import check_option
 from ..constraints import EQUALITY, MARGIN
 from ..gd import NTP_LOSSES, GDRun
-from ..solvers import SVMResult
+from ..solvers import Status, SVMResult
 from ._data import NextTokenData, check_data, check_weights
 from ._finite import BOUNDARY, FiniteComponent, finite_component, top_positions
 from ._graphs import token_priority_graphs
 from ._risk import _risk, forward
-from ._svm import constraint_rows, graph_svm
+from ._svm import constraint_rows, graph_svm, ntp_message
 from ._train import run_next_token
 
 __all__ = ["NTPReport", "NTPVerification", "verify_ntp", "verify_ntp_training"]
@@ -81,8 +81,10 @@ def verify_ntp(
     data : NextTokenData
     W : array of shape (d, d)
     svm : SVMResult, optional
-        :func:`graph_svm` of ``data`` (computed when omitted; checked: its constraint rows
-        must be those of :func:`graph_svm_constraints` of ``data``).
+        :func:`graph_svm` of ``data`` with its defaults (computed when omitted; checked: its
+        constraint rows must be those of :func:`graph_svm_constraints` of ``data``, its norm
+        Frobenius, with no rank bound and not merely locally optimal: that is
+        :math:`W^{\mathrm{svm}}`).
     fin : FiniteComponent, optional
         :func:`finite_component` of ``data`` (computed when omitted; checked: its shape, its
         top-priority positions and its loss must be those of ``data``).
@@ -97,8 +99,8 @@ def verify_ntp(
     Raises
     ------
     ProblemError
-        Invalid arguments, ``svm`` or ``fin`` of other data (or ``fin`` of another loss), or a
-        Graph-SVM without a solution.
+        Invalid arguments, ``svm`` or ``fin`` of other data (or ``fin`` of another loss), an
+        ``svm`` of another norm or a rank bound, or a Graph-SVM without a solution.
     """
     where = "verify_ntp"
     data = check_data(data, where)
@@ -119,9 +121,10 @@ def verify_ntp(
                 )
                 + ". Omit it to compute it here."
             )
+        check_frobenius(svm)
     if fin is not None:
         check_finite_component(fin, data, top_positions(data, graphs), loss)
-    Ws = solution(graph_svm(data) if svm is None else svm, where)
+    Ws = solution(graph_svm(data) if svm is None else svm, where, data)
     fin = finite_component(data, loss=loss or "ce") if fin is None else fin
     return _compare(data, W, Ws, fin)
 
@@ -134,6 +137,29 @@ def _same_rows(svm: SVMResult, rows: Any) -> bool:
         and np.array_equal(getattr(cs, f), getattr(rows, f))
         for f in ("A", "B", "kind", "rhs")
     )
+
+
+def check_frobenius(svm: SVMResult) -> None:
+    """A ProblemError unless ``svm`` is the Frobenius Graph-SVM without a rank bound, solved
+    to a global optimum (certified, or ``optimal_inaccurate`` as :func:`graph_svm` itself may
+    return), or with no solution (told by :func:`solution`)."""
+    got = []
+    if svm.norm != "fro":
+        p = svm.extras.get("p")
+        got.append(
+            f"norm=('lp', {p:g})" if svm.norm == "lp" and p is not None else f"norm={svm.norm!r}"
+        )
+    if svm.rank is not None:
+        got.append(f"rank={svm.rank}")
+    if svm.status is Status.LOCALLY_OPTIMAL:
+        got.append(f"status {svm.status.value!r} (a KKT point, not a global optimum)")
+    if got:
+        raise ProblemError(
+            "The 'svm' parameter of verify_ntp must be the Frobenius Graph-SVM W^svm, "
+            "graph_svm(data) with its defaults (norm='fro', no rank bound, a globally optimal "
+            f"status); got one with {', '.join(got)}. Pass graph_svm(data), or omit svm to "
+            "compute it here."
+        )
 
 
 def check_finite_component(
@@ -164,14 +190,21 @@ def check_finite_component(
         )
 
 
-def solution(svm: SVMResult, where: str) -> np.ndarray:
-    """The Graph-SVM's W, else a ProblemError naming ``where`` with the fixes."""
+def solution(svm: SVMResult, where: str, data: NextTokenData) -> np.ndarray:
+    """The Graph-SVM's W, else a ProblemError naming ``where`` with the fixes (in next-token
+    terms: :func:`~svmgeo.ntp._svm.ntp_message`)."""
     if svm.W is None:
-        raise ProblemError(
-            f"{where}: the Graph-SVM has no solution ({svm.status}: {svm.message}), so there is "
-            "no direction to compare with. Raise the embedding dimension d or use orthonormal "
-            "embeddings (random_next_token_data(..., orthonormal=True) needs d >= V); "
+        message, edge = ntp_message(data, svm)
+        fix = (
+            "Raise the embedding dimension d or use orthonormal embeddings "
+            "(random_next_token_data(..., orthonormal=True) needs d >= V); "
             "graph_svm(data).farkas weighs the margin rows that conflict."
+            if edge is None
+            else edge[1]
+        )
+        raise ProblemError(
+            f"{where}: the Graph-SVM has no solution ({svm.status}: {message}), so there is "
+            f"no direction to compare with. {fix}"
         )
     return svm.W
 
@@ -232,7 +265,10 @@ class NTPReport:
         GD's final W, :math:`W^{\mathrm{svm}}` (Frobenius) and :math:`W^{\mathrm{fin}}`.
     svm, fin, run : objects
         The Graph-SVM solve, the finite component and the GD run (a :class:`~svmgeo.GDRun`)
-        behind the report.
+        behind the report. When ``svm.status`` is not ``optimal`` (``optimal_inaccurate``:
+        svmgeo's certificate did not pass) the printed report says so in a ``W_svm`` line:
+        ``corr_svm`` and ``R`` are then measured against an uncertified
+        :math:`W^{\mathrm{svm}}`.
     """
 
     loss: str
@@ -277,6 +313,15 @@ class NTPReport:
             )
         return "finite" if self.fin_success else "finite (BFGS did not reach its tolerance)"
 
+    def _svm_line(self) -> list[str]:
+        """One line when W_svm is not certified (status other than optimal), else none."""
+        if self.svm.status is Status.OPTIMAL:
+            return []
+        return [
+            f"  W_svm            {self.svm.status}: not certified; corr(W,Wsvm) and R below "
+            f"are measured against this uncertified W_svm ({self.svm.message})"
+        ]
+
     def __str__(self) -> str:
         kind = "normalized" if self.normalized else "plain"
         graphs = "acyclic (pure retrieval)" if self.acyclic else "cyclic (soft composition)"
@@ -286,6 +331,7 @@ class NTPReport:
             f"  run              {self.run.status}: {self.run.message}",
             f"  graphs           {graphs}; Graph-SVM rows: {self.n_margin_rows} margin, "
             f"{self.n_equality_rows} equality",
+            *self._svm_line(),
             f"  W_fin            {self._fin_verdict()}: {self.fin_message}",
             "",
             f"  {'step':>8} {'loss':>10} {'corr(W,Wsvm)':>12} {'fin err':>9} {'comp err':>9} "
@@ -357,7 +403,7 @@ def verify_ntp_training(
     data = check_data(data, where)
     check_option(loss, "loss", NTP_LOSSES, where=where)
     svm = graph_svm(data)
-    Ws = solution(svm, where)  # before training: an infeasible Graph-SVM fails fast
+    Ws = solution(svm, where, data)  # before training: an infeasible Graph-SVM fails fast
     run = run_next_token(
         data, loss=loss, step_size=step_size, normalized=normalized, n_steps=n_steps,
         record_every=record_every, caller=where,
