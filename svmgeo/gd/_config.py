@@ -182,7 +182,7 @@ class Optimizer:
     default_normalized: bool
     options: tuple[str, ...]
     min_steps: int
-    messages: Mapping[StopStatus, str] = field(default_factory=dict)
+    messages: Mapping[StopStatus | tuple[StopStatus, bool], str] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
         from .._summary import html_summary
@@ -230,16 +230,19 @@ OPTIMIZERS: dict[str, Optimizer] = {
         min_steps=1,
         messages={
             StopStatus.STATIONARY: "stopped after {n} steps: the gradient is exactly zero",
-            # one message for both step kinds: stop_message (svmgeo.gd._results) formats {n}
-            # alone, so the text names the case of each
-            StopStatus.GRADIENT_UNDERFLOW: (
-                "stopped after {n} steps: the mirror step fell below float64's range beside the "
-                "mirror coordinates Theta = sign(W)|W|^(p-1), so it no longer changes them; W "
-                "is the last iterate. With plain steps (normalized=False) the step is "
-                "eta*|grad L|: a normalized step, of length eta whatever the gradient, may go "
-                "on where the gradient itself underflowed. With normalized steps "
-                "(normalized=True) the step is eta and Theta is too large for it (its scale is "
-                "max|W|^(p-1), set by the init): start from a smaller init"
+            # keyed by (status, normalized): stop_message (svmgeo.gd._results) looks there first
+            (StopStatus.GRADIENT_UNDERFLOW, False): (
+                "stopped after {n} steps: the step eta*|grad L| fell below float64's range "
+                "beside the mirror coordinates Theta = sign(W)|W|^(p-1), so it no longer "
+                "changes them; W is the last iterate. A normalized step (normalized=True), of "
+                "length eta whatever the gradient, may go on where the gradient itself "
+                "underflowed"
+            ),
+            (StopStatus.GRADIENT_UNDERFLOW, True): (
+                "stopped after {n} steps: the normalized step eta fell below float64's range "
+                "beside the mirror coordinates Theta = sign(W)|W|^(p-1) (their scale is "
+                "max|W|^(p-1), set by the init), so it no longer changes them; W is the last "
+                "iterate. Start from a smaller init or take a larger step_size"
             ),
             StopStatus.OVERFLOW: (
                 "stopped after {n} steps: the next mirror step would have taken ||W||_F (or the "

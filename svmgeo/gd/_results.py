@@ -208,7 +208,7 @@ _MESSAGES = {
 
 
 #: The next-token risk's own (:func:`svmgeo.ntp.train_ntp`: no init, no log-domain scale).
-_NEXT_TOKEN_MESSAGES = {
+_NEXT_TOKEN_MESSAGES: dict[StopStatus | tuple[StopStatus, bool], str] = {
     StopStatus.STATIONARY: (
         "stopped after {n} steps: the gradient is exactly zero, a stationary point (zero "
         "in float64 with every attention weight and output probability above 1.5e-154, so "
@@ -218,6 +218,12 @@ _NEXT_TOKEN_MESSAGES = {
         "stopped after {n} steps: every entry of the gradient is zero in float64, below its "
         "smallest number (the next-token risk has no log-domain scale to go on with); W is "
         "the last iterate"
+    ),
+    StopStatus.OVERFLOW: (
+        "stopped after {n} steps: the next step would have taken ||W||_F past the next-token "
+        "risk's norm limit (where its logits would leave float64's range), or the gradient "
+        "there is not finite; the step was not taken. Lower step_size or n_steps (only the "
+        "direction of W matters for the selection)"
     ),
 }
 
@@ -230,7 +236,8 @@ def stop_message(status: StopStatus, n: int, config: GDConfig) -> str:
         if config.risk == "next_token"
         else OPTIMIZERS[config.optimizer].messages
     )
-    return own.get(status, _MESSAGES[status]).format(n=n)
+    text = own.get((status, config.normalized)) or own.get(status, _MESSAGES[status])
+    return text.format(n=n)
 
 
 @summarized

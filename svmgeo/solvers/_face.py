@@ -277,7 +277,12 @@ def _ascend(
     :data:`_ASCENT` steps towards a local maximum: a lower bound on the best, exact to
     :math:`O(\sqrt\tau)` where the optimum is unique)."""
     assert res.W is not None  # checked by _geometry
-    W, status = _extreme(res, geometry, D, tol)
+    try:
+        W, status = _extreme(res, geometry, D, tol)
+    except SolverError as exc:  # the ascent starts from the returned solution instead
+        if not _in_face(res, geometry, res.W, tol):
+            raise
+        W, status = res.W, f"the returned solution (the face problem: {exc})"
     if correlation(D, res.W) > correlation(D, W) and _in_face(res, geometry, res.W, tol):
         W = res.W
     D_hat = D / np.linalg.norm(D)
@@ -339,7 +344,10 @@ def optimal_face_alignment(
         not finite, ``tol`` outside (0, 1).
     SolverError
         When Clarabel and then SCS fail on a face problem, or give a point that svmgeo's
-        check puts outside the face.
+        check puts outside the face, and the returned solution is not in the face either.
+        (Where it is, the ascent starts from it: ``W`` is then a point of the face whose
+        correlation is at least the returned solution's, a lower bound on the best, and
+        ``status`` says why.)
 
     Examples
     --------

@@ -59,8 +59,8 @@ def test_normalized_underflow_message_says_what_happened() -> None:
     msg = run.message
     assert "use normalized=True to go on" not in msg
     assert msg.startswith("stopped after 0 steps: ")
-    assert "normalized steps (normalized=True)" in msg and "too large" in msg
-    assert "smaller init" in msg
+    assert "the normalized step eta fell below" in msg and "smaller init" in msg
+    assert "eta*|grad L|" not in msg  # the plain step's case is not this run's
 
 
 def test_plain_underflow_message_promises_nothing_false() -> None:
@@ -71,6 +71,7 @@ def test_plain_underflow_message_promises_nothing_false() -> None:
     assert plain.status is normed.status is sg.StopStatus.GRADIENT_UNDERFLOW
     assert "use normalized=True to go on" not in plain.message
     assert "normalized=True" in plain.message and "may go on" in plain.message
+    assert "smaller init" not in plain.message  # the normalized run's case
 
 
 def test_plain_underflow_advice_holds_where_the_gradient_underflowed() -> None:
@@ -85,3 +86,13 @@ def test_plain_underflow_advice_holds_where_the_gradient_underflowed() -> None:
     assert plain.status is sg.StopStatus.GRADIENT_UNDERFLOW and plain.n_steps == 0
     assert "may go on" in plain.message
     assert normed.status is sg.StopStatus.MAX_STEPS and normed.n_steps == 20
+
+
+def test_next_token_overflow_message_is_train_ntp_s() -> None:
+    """Regression (audit 45): train_ntp's OVERFLOW message was the attention loop's (the
+    attention limit 1e150, "rescale init", which train_ntp does not take)."""
+    data = sg.random_next_token_data(10, 3, 4, 5, tier_size=2, seed=0)
+    run = sg.train_ntp(data, n_steps=20, step_size=1e300, normalized=False)
+    assert run.status is sg.StopStatus.OVERFLOW, run.message
+    assert "next-token risk's norm limit" in run.message
+    assert "rescale init" not in run.message and "1e150" not in run.message

@@ -72,13 +72,19 @@ def test_negative_correlation_on_a_face_of_optima() -> None:
 
 
 def test_a_point_off_the_face_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a face solver whose every point misses the face: svmgeo's own check refuses it
+    """A face solver whose every point misses the face: svmgeo's own check refuses it. The
+    alignment then keeps the returned solution (in the face: a lower bound on the best
+    correlation, its status says why); before, it raised SolverError, which failed a trial of
+    `svmgeo reproduce optimizers` (KQ, sign, seed 8: Clarabel's 'optimal_inaccurate' point
+    missed the rows by 4.1e-6). The uniqueness measurement has no such fallback and raises."""
     res = sg.att_svm(sg.random_data(3, 3, 3, seed=0))
     assert res.W is not None
     outside = 1.5 * res.W  # meets the rows, norm 1.5 OPT
     monkeypatch.setattr(_face, "_solve_face", lambda *args, **kw: (outside, "optimal"))
-    with pytest.raises(sg.SolverError, match="not in the face"):
-        optimal_face_alignment(res, res.W)
+    face = optimal_face_alignment(res, res.W)
+    np.testing.assert_array_equal(face.W, res.W)
+    assert face.status.startswith("the returned solution") and "not in the face" in face.status
+    np.testing.assert_allclose(face.correlation, face.returned_correlation, rtol=0, atol=0)
     with pytest.raises(sg.SolverError, match="not in the face"):
         optimum_uniqueness(res)
 
