@@ -125,10 +125,12 @@ def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: Feasibility
 
 
 def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float) -> SVMResult:
+    proved = feas.status is Status.INFEASIBLE
+    undecided = "" if feas.message.startswith("undecided") else "undecided: "
     return no_solution(
         req.cs,
         feas.status if feas.status.is_infeasible else Status.INFEASIBLE_INACCURATE,
-        f"the constraints admit no W: {feas.message}",
+        f"the constraints admit no W: {feas.message}" if proved else f"{undecided}{feas.message}",
         norm=req.geometry.name,
         solver=feas.solver,
         rank=req.rank,

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._linalg import entrywise_norm
+from .._linalg import entrywise_norm, frobenius_norm
 from ..constraints import MARGIN, ConstraintSet
 from ._factored import cached_compress
 from ._result import Certificate
@@ -63,7 +63,9 @@ def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
     return np.where(cs._margin_rows, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
 
 
-def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
+def primal_infeasibility(
+    cs: ConstraintSet, margins: np.ndarray, W: np.ndarray | None = None
+) -> float:
     r"""Largest violation, relative to the row's bound when that is below 1 in size.
 
     .. math::
@@ -72,13 +74,17 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
         \quad |m_j - c_j|\ \text{(equality rows)},
 
     with :math:`\min(1, |c_j|)` read as :math:`\min(1, \max_k|c_k|)` when :math:`c_j = 0`
-    (the problem's scale, 1 when every :math:`c_k` is 0). Rows with :math:`|c_j| \ge 1`
-    (Att-SVM's :math:`c_j = 1`) count their violation as it is; a bound :math:`0 < |c_j| < 1`
-    counts it as a fraction of :math:`|c_j|`, so that a W missing a row :math:`c_j = 10^{-9}`
-    by half of it fails the certificate (an absolute violation of :math:`5 \cdot 10^{-10}`
-    passed any tolerance above it), and a row :math:`c_j = 0` beside bounds
-    :math:`10^{-12}` counts it as a fraction of :math:`10^{-12}` (the residual does not change
-    when every bound and W are scaled together).
+    (the problem's scale, 1 when every :math:`c_k` is 0), and, given the point ``W``, as
+    the smaller of that and :math:`\|a_j\|\,\|b_j\|\,\|W\|_F` (a bound on
+    :math:`|a_j^\top W b_j|`; a violation at W's round-off stays at round-off). Rows with
+    :math:`|c_j| \ge 1` (Att-SVM's :math:`c_j = 1`) count their violation as it is; a bound
+    :math:`0 < |c_j| < 1` counts it as a fraction of :math:`|c_j|`, so that a W missing a row
+    :math:`c_j = 10^{-9}` by half of it fails the certificate (an absolute violation of
+    :math:`5 \cdot 10^{-10}` passed any tolerance above it), and a row :math:`c_j = 0` beside
+    bounds :math:`10^{-12}` counts it as a fraction of :math:`10^{-12}` (the residual does not
+    change when every bound and W are scaled together). The size of W matters where the bounds
+    that set W's scale are not the largest: bounds (-0.5, 1e-9, 0), the first slack, gave a W of
+    norm 6e-11 whose c = 0 row was missed by half of its size, a violation of 1.1e-10 of 0.5.
     """
     if cs.N == 0:
         return 0.0
@@ -86,6 +92,16 @@ def primal_infeasibility(cs: ConstraintSet, margins: np.ndarray) -> float:
     small = cs._small_bounds
     if small is not None:
         viol = viol / small
+    if W is not None:
+        zero = cs.rhs == 0.0
+        if np.any(zero):
+            na, nb = cs._row_norms
+            size = na[zero] * nb[zero] * frobenius_norm(W)
+            scale = 1.0 if small is None else small[zero]
+            row = point_violations(cs, np.asarray(margins))[zero]
+            tighter = (size > 0.0) & (size < scale)
+            viol = viol.copy()
+            viol[zero] = np.where(tighter, row / np.where(tighter, size, 1.0), viol[zero])
     return float(viol.max())
 
 
@@ -342,7 +358,7 @@ def frobenius_certificate(
     gap = relative(abs(half - (float(cs.rhs @ lam) - half)), half)
     return judge(
         tol=tol,
-        primal_infeasibility=primal_infeasibility(cs, m),
+        primal_infeasibility=primal_infeasibility(cs, m, W),
         dual_infeasibility=dual_inf,
         stationarity=stat,
         complementarity=comp,
@@ -526,7 +542,7 @@ def norm_certificate(
     slack = np.abs(lam[margin] * (margins[margin] - cs.rhs[margin]))
     return judge(
         tol=tol,
-        primal_infeasibility=primal_infeasibility(cs, margins),
+        primal_infeasibility=primal_infeasibility(cs, margins, W),
         dual_infeasibility=max(dual_value - 1.0, 0.0) + negative_part(cs, lam),
         stationarity=relative(abs(float(lam @ margins) - value), value),
         complementarity=relative(float(np.max(slack, initial=0.0)), value),

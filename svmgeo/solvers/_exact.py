@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import math
 import time
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, cast
 
@@ -575,7 +576,12 @@ def _repair_point(
         Wf,
         f"an exact rational point W + sum_k mu_k a_k b_k^T ({S.size} rows of the float support "
         "made tight, mu solved exactly) meets every row; the reported point is its float "
-        + ("rounding, itself proved" if itself else "rounding (not itself proved)"),
+        + (
+            "rounding, itself proved up to a positive scale (a multiple of it meets every row "
+            "exactly)"
+            if itself
+            else "rounding (not itself proved)"
+        ),
         itself,
     )
 
@@ -585,16 +591,17 @@ def _tightest_rows(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     them: equality rows first, then margin rows by slack :math:`a_j^\top W b_j - c_j`.
 
     A margin row is tight when its slack is at most :math:`10^{-6}|c_j|` or
-    :math:`10^{-9}\,\|a_j\|\,\|b_j\|\,\|W\|_F` (a bound on :math:`|a_j^\top W b_j|`), or its
-    value is not positive. The second test is the one that sees a row with :math:`c_j = 0`
-    held at :math:`\pm 10^{-15}` (a vertex of the Phase-1 LP on the boundary of a ReLU
-    pattern's cone, say): left out, making its neighbours exactly tight can push it below 0.
+    :math:`10^{-9}\,\|a_j\|\,\|b_j\|\,\|W\|_F` (a bound on :math:`|a_j^\top W b_j|`). The
+    second test is the one that sees a row with :math:`c_j = 0` held at :math:`\pm 10^{-15}`
+    (a vertex of the Phase-1 LP on the boundary of a ReLU pattern's cone, say): left out,
+    making its neighbours exactly tight can push it below 0. (A row with :math:`c_j < 0` and
+    a negative value is not tight: made tight, it moved the point off other rows.)
     """
     margins = np.asarray(cs.apply(W))
     slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
     na, nb = cs._row_norms
     size = na * nb * frobenius_norm(W)
-    near = (slack <= 1e-6 * np.abs(cs.rhs)) | (slack <= 1e-9 * size) | (margins <= 0)
+    near = (slack <= 1e-6 * np.abs(cs.rhs)) | (slack <= 1e-9 * size)
     order = np.argsort(slack, kind="stable")
     return order[near[order]]
 
@@ -958,6 +965,53 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     return scaled if np.all(np.isfinite(scaled)) else W
 
 
+def _farkas_everywhere(rows: ExactRows) -> tuple[np.ndarray, str] | None:
+    """A Farkas vector proved exactly from the LP over the exact null space of all of G
+    (:func:`_farkas_on_all_rows`), or None."""
+    wider = _farkas_on_all_rows(rows)
+    return None if wider is None else _prove_farkas(rows, wider)
+
+
+def _proved_infeasible(
+    done: Callable[..., FeasibilityResult], farkas: tuple[np.ndarray, str], message: str
+) -> FeasibilityResult:
+    """The verdict INFEASIBLE with a Farkas vector proved exactly (residual 0)."""
+    return done(
+        proof="exact", status=Status.INFEASIBLE, farkas=farkas[0], residual=0.0, message=message
+    )
+
+
+def _decide_on_all_rows(
+    res: FeasibilityResult, rows: ExactRows, done: Callable[..., FeasibilityResult]
+) -> FeasibilityResult:
+    """A ``NUMERICAL_ERROR`` verdict (no point, no Farkas vector; N <= :data:`_ALL_ROWS`)
+    decided exactly where one of two cheap attempts succeeds: a Farkas vector from the LP over
+    the exact null space of all of G (:func:`_farkas_on_all_rows`), or an exact point that
+    makes the first independent rows tight (equality rows first, then by decreasing
+    :math:`|c_j|`) and meets every row (the reported point is its float rounding, as for a
+    feasible verdict; the message says whether that rounding is itself proved); else it stays
+    as it is (``proof=None``)."""
+    cs = rows.cs
+    farkas = _farkas_everywhere(rows)
+    if farkas is not None:
+        return _proved_infeasible(
+            done, farkas, f"infeasible: {farkas[1]} (the float check: {res.message})"
+        )
+    key = np.where(cs.kind != MARGIN, np.inf, np.abs(cs.rhs))
+    repaired = _repair_point(rows, None, np.argsort(-key, kind="stable"))
+    if repaired is not None:
+        point = repaired[0]
+        return done(
+            feasible=True,
+            proof="exact",
+            status=Status.OPTIMAL,
+            point=point,
+            residual=float(point_violations(cs, cs.apply(point)).max(initial=0.0)),
+            message=f"feasible: {repaired[1]} (the float check: {res.message})",
+        )
+    return done(proof=None)
+
+
 def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     r"""Re-check a float verdict exactly; return it with ``proof="exact"`` or as undecided.
 
@@ -969,8 +1023,10 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
       ``*_INACCURATE`` status and a message saying the verdict is undecided.
     """
     cs = res.constraints
-    if cs.N == 0 or res.status in (Status.NUMERICAL_ERROR, Status.SOLVER_ERROR):
+    if cs.N == 0 or res.status is Status.SOLVER_ERROR:
         return replaced(res, proof="exact" if cs.N == 0 else None)
+    if res.status is Status.NUMERICAL_ERROR and cs.N > _ALL_ROWS:
+        return replaced(res, proof=None)
     start = time.perf_counter()
     rows = ExactRows.build(cs)
     extras = dict(res.extras)
@@ -999,23 +1055,20 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
             status=Status.OPTIMAL_INACCURATE,
             message=f"undecided: {res.message}, but not proved in exact arithmetic ({why})",
         )
+    if res.status is Status.NUMERICAL_ERROR:  # no point, no Farkas vector: decide exactly
+        return _decide_on_all_rows(res, rows, done)
     if not res.feasible and res.farkas is not None:
         lam = np.asarray(res.farkas, dtype=float)
         farkas = _prove_farkas(rows, lam)
         if farkas is None and cs.N <= _ALL_ROWS:
-            wider = _farkas_on_all_rows(rows)
-            farkas = None if wider is None else _prove_farkas(rows, wider)
+            farkas = _farkas_everywhere(rows)
         if farkas is not None:
-            return done(
-                proof="exact",
-                status=Status.INFEASIBLE,
-                farkas=farkas[0],
-                residual=0.0,
-                message=(
-                    f"{res.message}; proved: {farkas[1]}"
-                    if res.status is Status.INFEASIBLE
-                    else f"infeasible: {farkas[1]} (the float check: {res.message})"
-                ),
+            return _proved_infeasible(
+                done,
+                farkas,
+                f"{res.message}; proved: {farkas[1]}"
+                if res.status is Status.INFEASIBLE
+                else f"infeasible: {farkas[1]} (the float check: {res.message})",
             )
         order = np.argsort(-np.abs(lam), kind="stable")  # the heaviest rows first
         repaired = _repair_point(rows, None, order[lam[order] != 0])

@@ -235,7 +235,9 @@ def _in_face(res: SVMResult, geometry: NormGeometry, W: np.ndarray | None, tol: 
         return False
     cs = res.constraints
     bound = (1.0 + tol) * geometry.value(res.W) * (1.0 + CHECK_TOL)
-    return bool(geometry.value(W) <= bound and primal_infeasibility(cs, cs.apply(W)) <= CHECK_TOL)
+    return bool(
+        geometry.value(W) <= bound and primal_infeasibility(cs, cs.apply(W), W) <= CHECK_TOL
+    )
 
 
 def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) -> Any:
@@ -253,7 +255,7 @@ def _extreme(res: SVMResult, geometry: NormGeometry, D: np.ndarray, tol: float) 
         raise SolverError(
             f"the optimal-face problem's point (cvxpy status {status!r}) is not in the face: norm "
             f"{geometry.value(W) / geometry.value(res.W):.6g} x OPT (at most 1 + tol = "
-            f"{1.0 + tol:.6g}), rows missed by {primal_infeasibility(cs, cs.apply(W)):.2g} "
+            f"{1.0 + tol:.6g}), rows missed by {primal_infeasibility(cs, cs.apply(W), W):.2g} "
             f"(svmgeo's check, to {CHECK_TOL:g}); the face could not be measured. Try another "
             "tol."
         )

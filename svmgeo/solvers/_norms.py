@@ -356,7 +356,7 @@ def _on_caller_rows(req: Request, res: SVMResult, s: float, gamma: float) -> SVM
     margins = cs.apply(W)
     certificate = None
     if lam is None:
-        certificate = judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
+        certificate = judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins, W))
     elif req.binding and K is not None and Q is not None:
         certificate = factored_certificate(cs, cs.A, cs.B, K, Q, lam, margins, req.tol)
     return finish(
@@ -433,7 +433,7 @@ def _reference(req: Request) -> SVMResult:
         solver=label,
         margins=margins,
         certificate=(
-            judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins))
+            judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins, W))
             if lam is None
             else None
         ),
@@ -543,7 +543,8 @@ def above_vacuous_rank(req: Request, res: SVMResult) -> SVMResult:
     K, Q = (res.K, res.Q) if res.K is not None and res.Q is not None else (None, None)
     if K is None or Q is None:
         K, Q = balanced_factors(res.W, req.rank)
-    missed = primal_infeasibility(req.cs, req.cs.apply(K @ Q.T))
+    W_m = K @ Q.T
+    missed = primal_infeasibility(req.cs, req.cs.apply(W_m), W_m)
     if missed <= req.tol:
         return res
     return replaced(

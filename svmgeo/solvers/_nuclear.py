@@ -400,9 +400,13 @@ def solve_nuclear(
         return infeasible
     # the factored primal with its dual certificate first (seconds where the SDP takes
     # minutes); the SDP chain is the fallback and the reference, and takes the backend options
-    fast = solve_nuclear_factored(cs, tol=tol)
-    if fast.success:
-        return fast
+    try:
+        fast = solve_nuclear_factored(cs, tol=tol)
+    except np.linalg.LinAlgError:  # an SVD or solve on non-finite iterates: the SDP decides
+        pass
+    else:
+        if fast.success:
+            return fast
     rejected: list[str] = []
     first = _attempt(cs, comp, preferred, tol, options, start, rejected)
     if first.success:

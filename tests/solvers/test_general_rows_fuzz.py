@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regressions from a differential fuzz of check_feasibility / solve_svm on general rows
+(mixed kinds and right-hand sides, integer data), its truth decided in rational arithmetic.
+Each case failed before session 45."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.solvers._certificates import primal_infeasibility
+
+
+def _rows(A, B, kind, rhs) -> sg.ConstraintSet:  # type: ignore[no-untyped-def]
+    N = len(A)
+    z = np.zeros(N, int)
+    return sg.ConstraintSet(
+        np.asarray(A, float), np.asarray(B, float), np.asarray(kind, np.int8),
+        np.asarray(rhs, float), z, z, np.full(N, -1), np.full(N, -1), n=1, K=1, T=1,
+    )  # fmt: skip
+
+
+def _quiet(call):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        return call()
+
+
+def test_a_c0_row_missed_by_half_its_size_fails_the_certificate() -> None:
+    """Bounds (-0.5, 1e-9, 0): the first is slack, the 1e-9 row sets W's scale (6.4e-11). A W
+    missing the c = 0 row by half of its product's size counted 1.1e-10 of the problem's
+    scale 0.5 and was certified OPTIMAL, 13 % below the optimum. The certificate now also
+    measures a c = 0 row against ||a|| ||b|| ||W||, and the solve finds the optimum: the one
+    of the same rows with every bound times 2^30, divided by 2^30."""
+    A, B = [[-2, -1], [3, 3], [0, -2]], [[3, -3], [3, -3], [1, 0]]
+    cs = _rows(A, B, [0, 0, 0], [-0.5, 1e-9, 0.0])
+    big = _rows(A, B, [0, 0, 0], np.array([-0.5, 1e-9, 0.0]) * 2.0**30)
+    res, ref = _quiet(lambda: sg.solve_svm(cs)), sg.solve_svm(big)
+    assert ref.success and ref.W is not None
+    if res.success:
+        np.testing.assert_allclose(res.objective, ref.objective / 2.0**30, rtol=1e-9)
+    # the wrong W of before: the scaled optimum shrunk until the c = 0 row misses by half
+    W_bad = ref.W / 2.0**30
+    W_bad = W_bad - 0.5 * np.outer(cs.A[2], cs.B[2]) * (
+        (cs.apply(W_bad)[2] + 0.5 * np.linalg.norm(cs.A[2]) * np.linalg.norm(W_bad))
+        / (np.linalg.norm(cs.A[2]) ** 2 * np.linalg.norm(cs.B[2]) ** 2)
+    )
+    m = cs.apply(W_bad)
+    assert m[2] < 0.0
+    assert primal_infeasibility(cs, m) < 1e-8  # without W: the old measure passes it
+    assert primal_infeasibility(cs, m, W_bad) > 0.1
+
+
+def test_the_factored_nuclear_path_failing_in_an_svd_falls_back() -> None:
+    """Bounds (0, 1e-9, 1, 1) times 2^30 on integer rows: the factored path's SVD of a
+    non-finite multiplier matrix raised LinAlgError out of solve_svm; the SDP now decides."""
+    A = [[0, 3, -2, 1], [-3, -3, 2, -2], [-2, -3, 3, 3], [2, 1, 0, 3]]
+    B = [[-3, -1, 0, 0], [-2, 0, -3, 1], [0, -2, 2, 0], [-2, -1, -2, 3]]
+    unit = sg.solve_svm(_rows(A, B, [0] * 4, [0.0, 1e-9, 1.0, 1.0]), norm="nuc")
+    scaled = _quiet(
+        lambda: sg.solve_svm(
+            _rows(A, B, [0] * 4, np.array([0.0, 1e-9, 1, 1]) * 2.0**30), norm="nuc"
+        )
+    )
+    assert unit.success and scaled.status.has_solution
+    np.testing.assert_allclose(scaled.objective, unit.objective * 2.0**30, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("A", "B", "kind", "rhs"),
+    [
+        (
+            [[0, 0, -3], [3, 3, -2], [2, -3, -2], [-2, 3, 2], [2, -3, -1], [-2, -3, 0], [0, 3, 1],
+             [1, 1, -3]],
+            [[3, 2, 2], [3, 0, 0], [0, -3, 0], [-3, 3, -2], [-2, -3, 2], [1, -2, -2], [1, -3, 2],
+             [2, -2, 1]],
+            [0] * 8, [0.0, 1.0, 0.0, 0.0, 1.0, -0.5, -1.0, -0.5],
+        ),
+        (
+            [[0, -1, 1], [-1, 0, 1], [1, 0, 1], [-1, -1, -1], [0, 0, 1], [-1, 1, 1], [1, -1, 0],
+             [1, 0, 1]],
+            [[1, -1, 0], [0, 0, -1], [1, 0, 0], [0, 1, 1], [0, 0, -1], [-1, 0, 1], [1, 1, 0],
+             [0, 1, -1]],
+            [1, 0, 0, 0, 0, 0, 0, 0], [0.0, 1.0, 1.0, -0.5, 1.0, -1.0, 0.0, 1.0],
+        ),
+    ],
+)  # fmt: skip
+def test_a_row_with_a_negative_bound_and_value_is_not_made_tight(A, B, kind, rhs) -> None:  # type: ignore[no-untyped-def]
+    """Strictly feasible integer rows (slack 1 on every margin row at a rational W): the exact
+    repair made every row with a value <= 0 tight, rows c = -1 at -0.127 included, and the
+    repaired point failed other rows (undecided, every norm OPTIMAL_INACCURATE)."""
+    res = sg.check_feasibility(_rows(A, B, kind, rhs))
+    assert res.status is sg.Status.OPTIMAL and res.proof == "exact", res.message
+
+
+def test_numerical_error_verdicts_are_decided_exactly_on_few_rows() -> None:
+    """Four independent Gaussian margin rows in d = 2 with bounds (1, 1, 1e-9, -1): 5 of the
+    24 row orders gave NUMERICAL_ERROR (no point verified, no Farkas vector) and the exact
+    step never ran; and rows a, -a (same b, c = 1) beside a near copy gave NUMERICAL_ERROR
+    though lambda = (1/2, ..., 1/2) proves them infeasible. Both are now decided exactly."""
+    A = np.array(
+        [
+            [-0.2581907047544657, 0.9193484625558443],
+            [0.4331121744537101, 0.1568165361005267],
+            [1.3987563857745715, -0.23638299493944828],
+            [-1.4671902155790109, -0.376990709371387],
+        ]
+    )
+    B = np.array([[-0.4294166720054861, 0.299691506130328], [-0.1348912223570355, -0.2816509816234444],
+                  [0.5637167721524337, -1.125306724602674], [0.287807506442288, -0.8482199389119197]])  # fmt: skip
+    rhs = np.array([1.0, 1.0, 1e-09, -1.0])
+    for order in itertools.permutations(range(4)):
+        p = list(order)
+        res = sg.check_feasibility(_rows(A[p], B[p], [0] * 4, rhs[p]))
+        assert res.status is sg.Status.OPTIMAL and res.proof == "exact", (p, res.message)
+    A2 = [
+        [1.0, 1.0, -1.0],
+        [-1.0, 1.0, 0.0],
+        [-1.0, -1.0, -1.0],
+        [0.9999999999998426, 1.0000000000017628, -0.9999999999994722],
+        [1.0, 0.0, -1.0],
+        [-1.0, -1.0, 1.0],
+    ]
+    B2 = [[-1.0, 0.0, -1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [-1.0, 0.0, -1.0],
+          [-1.0, -1.0, 1.0], [-1.0, 0.0, -1.0]]  # fmt: skip
+    res = sg.check_feasibility(_rows(A2, B2, [0, 1, 1, 0, 0, 0], [1, 1, 1, 0, 0, 1.0]))
+    assert res.status is sg.Status.INFEASIBLE and res.proof == "exact", res.message
