@@ -636,11 +636,20 @@ def _verify_prompt(
 EXPONENTIAL_TAILS = ("logistic", "exponential")
 
 
-def own_status(attention: str, loss: Any, normalized: bool) -> str:
+def own_status(attention: str, loss: Any, normalized: bool, param: str = "W") -> str:
     """What a map's own prediction in :func:`verify` is: a theorem (whose, under which
-    hypotheses), a certified KKT point, a conjecture, or none, for this ``loss`` and step."""
+    hypotheses), a certified KKT point, a conjecture, or none, for this ``loss``, step and
+    parameterization (the theorems below are about GD on W: for ``param="KQ"`` the model is
+    bilinear in (K, Q), outside them, and the nuclear SVM of the map is svmgeo's analogue of
+    Att-SVM⋆, a conjecture)."""
     name = loss if isinstance(loss, str) else getattr(loss, "name", "a user loss")
     tailed = isinstance(loss, str) and loss in EXPONENTIAL_TAILS
+    if param == "KQ" and attention in ("linear", "relu") and tailed:
+        return (
+            "conjecture (svmgeo's analogue of Att-SVM⋆): GD on (K, Q) is bilinear in its "
+            "parameters, outside the theorems for GD on W (Soudry et al. 2018; Nacson et al. "
+            "2019; Lyu & Li 2020); the map's nuclear-norm SVM is measured against"
+        )
     if attention == "linear":
         if not tailed:
             return (
@@ -648,7 +657,12 @@ def own_status(attention: str, loss: Any, normalized: bool) -> str:
                 "which the max-margin theorems for linear models assume (Soudry et al. 2018; "
                 "Nacson et al. 2019): the SVM is measured against, not predicted"
             )
-        whose = "normalized GD, Nacson et al. 2019" if normalized else "GD, Soudry et al. 2018"
+        whose = (
+            "normalized GD, Nacson et al. 2019 (for their step rule; svmgeo's constant-step "
+            "normalized GD is not literally it, so here it is measured)"
+            if normalized
+            else "GD with a small enough step, Soudry et al. 2018"
+        )
         return (
             f"theorem: Y f is linear in W; on separable rows, the {name} loss (exponentially "
             f"tailed) and {whose}: the direction tends to its hard-margin SVM"
@@ -730,5 +744,5 @@ def _verify_map(
         param=param, head="linear", threshold=threshold, trajectory=trajectory,
         verdict=verdict, comparison=comparison, svms=svms,
         attention=attention, svm_own=own,
-        own_status=own_status(attention, options["loss"], options["normalized"]),
+        own_status=own_status(attention, options["loss"], options["normalized"], param),
     )  # fmt: skip

@@ -182,6 +182,15 @@ def test_own_status_names_a_theorem_only_under_its_hypotheses() -> None:
     assert own_status("relu", "correlation", False).startswith("none")
     assert "measured" in own_status("relu", "logistic", True)
     assert "measured" not in own_status("relu", "logistic", False)
+    # regression: GD on (K, Q) is bilinear, outside the theorems for GD on W; param="KQ" was
+    # not passed, and the KQ run printed the linear-model theorem for its nuclear SVM
+    for attention in ("linear", "relu"):
+        kq = own_status(attention, "logistic", True, "KQ")
+        assert kq.startswith("conjecture") and "bilinear" in kq
+    assert own_status("linear", "correlation", True, "KQ").startswith("none")
+    run_kq = sg.verify(sg.random_data(4, 5, 6, seed=0), attention="linear", param="KQ",
+                       init=("random", 0.1), seed=0, n_steps=300)  # fmt: skip
+    assert run_kq.own_status.startswith("conjecture"), run_kq.own_status
     data = sg.random_data(4, 5, 6, seed=2, score_gap=0.05)
     rep = sg.verify(data, attention="linear", loss="correlation", n_steps=200)
     assert rep.own_status.startswith("none")
