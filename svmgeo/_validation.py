@@ -331,6 +331,24 @@ def npz_path(name: str) -> str:
     return name
 
 
+def read_only_state(obj: object, state: dict[str, Any]) -> None:
+    """``__setstate__`` of an immutable holder of arrays (:class:`~svmgeo.TokenData`,
+    :class:`~svmgeo.ConstraintSet`): the unpickled arrays, cached ones and those inside tuples
+    included, read-only again (pickle returns writeable copies, and a write would leave the
+    values cached from them stale)."""
+
+    def freeze(value: Any) -> None:
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        elif isinstance(value, tuple):
+            for item in value:
+                freeze(item)
+
+    for value in state.values():
+        freeze(value)
+    obj.__dict__.update(state)
+
+
 def npz_entry(archive: Any, key: str, what: str, fix: str = "") -> np.ndarray:
     """Member ``key`` of an archive from :func:`open_npz`, every failure a ProblemError that
     ``what`` opens and ``fix`` ends: an object array (it needs pickle: never loaded) or a

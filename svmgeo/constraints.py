@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._errors import ProblemError
-from ._validation import check_array, check_bool, check_int
+from ._validation import check_array, check_bool, check_int, read_only_state
 from .data import TokenData
 from .selection import check_data, check_selection, scores_full
 
@@ -98,6 +98,9 @@ class ConstraintSet:
     K: int
     T: int
     tokens: TokenData | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # pickle: read-only again
+        read_only_state(self, state)
 
     def __post_init__(self) -> None:
         where = "ConstraintSet"

@@ -32,6 +32,7 @@ from ._validation import (
     npz_entry,
     npz_path,
     open_npz,
+    read_only_state,
 )
 
 __all__ = ["TokenData", "load_data", "random_data", "save_data"]
@@ -117,6 +118,9 @@ class TokenData:
     >>> data.n, data.T, data.d, data.K
     (3, 4, 5, 1)
     """
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # pickle: read-only again
+        read_only_state(self, state)
 
     def __init__(
         self,

@@ -257,7 +257,7 @@ def check_selection(data: TokenData, alpha: Any, name: str = "alpha") -> np.ndar
             f"{name} selects token {int(a[i, k])} for query {k} of sequence {i}, but the mask hides "
             "it from that query. Select a visible token (e.g. t <= k under a causal mask)."
         )
-    return np.ascontiguousarray(a)
+    return np.array(a, order="C")  # a copy: results keep it, the caller may reuse alpha
 
 
 def selection_space(data: TokenData) -> int:

@@ -62,7 +62,7 @@ def _as_list(a: np.ndarray | None) -> Any:
     return None if a is None else np.asarray(a).tolist()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StudyReport:
     r"""What :func:`study` found. Every field is plain data (JSON-serializable via :meth:`to_json`).
 

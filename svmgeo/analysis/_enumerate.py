@@ -138,11 +138,23 @@ class LOTEnumeration:
         return self.n_lots
 
     def summary(self) -> str:
-        """One line with the counts."""
+        """One line with the counts, the selections whose verdict may be wrong first (failed
+        solves, inaccurate solves: also warned at the call, which a pickled result or a Dask
+        worker's log loses)."""
         unsettled = len(self.undecided_results)
+        failed = int(np.asarray(self.failed).shape[0])
+        doubtful = ", ".join(
+            text
+            for count, text in (
+                (failed, f"{failed} failed solve(s)"),
+                (self.inaccurate, f"{self.inaccurate} inaccurate solve(s)"),
+            )
+            if count
+        )
         return (
             f"{self.n_lots} LOT(s)"
             + (f" and {unsettled} undecided selection(s)" if unsettled else "")
+            + (f" ({doubtful}: their verdicts may be wrong)" if doubtful else "")
             + f" among {self.total} selections: examined {self.examined}, "
             f"pruned {self.pruned} (hull {self.pruned_hull}, infeasible partial "
             f"{self.pruned_infeasible}); {self.n_checks} feasibility checks, {self.n_point_reused} "

@@ -332,7 +332,7 @@ def _check_radii(radii: Any) -> np.ndarray:
         )
     r = check_array(
         radii, "radii", ndim=1, hint="Pass the radii as a 1-D sequence, e.g. [1, 2, 4, 8]."
-    )
+    ).copy()  # the path keeps it; the caller may reuse the array
     if r.size == 0:
         raise ProblemError(
             f"The 'radii' parameter of {_WHERE} must be a non-empty increasing sequence of "
@@ -556,7 +556,9 @@ def regularization_path(
             "before)."
         )
     if reference is not None:
-        ref = check_array(reference, "reference", ndim=2, shape=(d, d), hint="A (d, d) matrix.")
+        ref = check_array(
+            reference, "reference", ndim=2, shape=(d, d), hint="A (d, d) matrix."
+        ).copy()  # kept on the path
         if not np.any(ref):
             raise ProblemError("reference must be nonzero: a zero matrix has no direction.")
     else:

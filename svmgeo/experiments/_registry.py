@@ -72,7 +72,7 @@ def register(experiment: Experiment) -> Experiment:
     return experiment
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReproduceResult:
     """What :func:`reproduce` wrote and measured.
 

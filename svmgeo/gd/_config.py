@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .._errors import ProblemError
 from .._validation import check_bool, check_int, check_option, check_real
 from ..attention_maps import ATTENTION_MAPS
@@ -523,6 +525,8 @@ class GDConfig:
         init = self.init
         if isinstance(init, list) and len(init) == 2 and isinstance(init[0], str):
             object.__setattr__(self, "init", tuple(init))  # ["random", 0.1], as from JSON
+        elif isinstance(init, np.ndarray):  # kept on the run: the caller may reuse the array
+            object.__setattr__(self, "init", init.copy())
         if isinstance(self.seed, numbers.Integral) and not isinstance(self.seed, bool):
             object.__setattr__(self, "seed", int(self.seed))  # np.int64(0) as 0
         name, q = resolve_optimizer(

@@ -61,7 +61,7 @@ _SOLVED = ("optimal", "optimal_inaccurate")
 """cvxpy's statuses of a face problem that gave a point."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FaceAlignment:
     r"""The point of the optimal face most aligned with a direction :math:`D`.
 
@@ -97,7 +97,7 @@ class FaceAlignment:
         return html_summary(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FaceUniqueness:
     r"""Whether the optimum of an SVM is unique, measured on its :math:`\tau`-optimal face.
 

@@ -124,7 +124,7 @@ def _value(x: float | None) -> str:
     return "None" if x is None else f"{x:.6g}"
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class SVMResult:
     r"""Solution of an attention SVM over a :class:`~svmgeo.ConstraintSet`.
 
@@ -259,7 +259,7 @@ class SVMResult:
         return html_summary(self)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class FeasibilityResult:
     r"""Whether a constraint set admits a W, with a certificate either way.
 
@@ -327,18 +327,29 @@ class FeasibilityResult:
         )
 
     def summary(self) -> str:
-        """A few lines for a human: the verdict, its proof and the message."""
-        if self.feasible:
-            proof = f"a verified point W {_shape(self.point)}, worst row residual"
+        """A few lines for a human: the verdict ("undecided" when :attr:`verdict` is None),
+        what backs it (``proof``: "exact", "float" or not proved) and the message."""
+        how = {"exact": "proved exactly", "float": "checked in floats"}.get(
+            str(self.proof), "not proved"
+        )
+        if self.verdict is None:
+            verdict = (
+                f"undecided (the float check leans {'feasible' if self.feasible else 'infeasible'})"
+            )
         else:
-            n = 0 if self.farkas is None else int(np.count_nonzero(self.farkas))
-            proof = f"a Farkas vector on {n} rows, relative residual"
+            verdict = "feasible" if self.verdict else "infeasible"
+        if self.feasible and self.point is not None:
+            proof = f"{how}: a point W {_shape(self.point)}, worst row residual {self.residual:.1e}"
+        elif not self.feasible and self.farkas is not None:
+            n = int(np.count_nonzero(self.farkas))
+            proof = f"{how}: a Farkas vector on {n} rows, relative residual {self.residual:.1e}"
+        else:
+            proof = f"{how}: no point and no Farkas vector"
         return "\n".join(
             [
                 f"Feasibility of {self.constraints!r}",
-                f"  verdict  {'feasible' if self.feasible else 'infeasible'} "
-                f"({self.status.value}, {self.solver}, {self.solve_time:.3g} s)",
-                f"  proof    {proof} {self.residual:.1e}",
+                f"  verdict  {verdict} ({self.status.value}, {self.solver}, {self.solve_time:.3g} s)",
+                f"  proof    {proof}",
                 f"  message  {self.message}",
             ]
         )
