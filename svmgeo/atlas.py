@@ -88,12 +88,14 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "GD",
         "Frobenius",
         _ATT_ROWS,
-        "theorem",
-        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorem 5: GD with "
-        "η ≤ 1/L_W started in the cone C_{μ,R} around W^mm_α of a LOT α (Theorem 4: under its "
-        "conditions on the initial gradient and the cone); globally under conditions: Vasudeva, "
-        "Deora, Thrampoulidis 2024. The evidence runs normalized GD from W = 0, outside these "
-        "hypotheses: measured",
+        "conjecture",
+        "from W = 0 (the evidence: normalized GD) a conjecture, measured. Proved only locally: "
+        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorem 5, for plain GD "
+        "with η ≤ 1/L_W started in the cone C_{μ,R} around W^mm_α of a LOT α, μ = μ(α), "
+        "R = R(μ) (the row 'GD from the cone' below); Theorem 4 under its conditions on the "
+        "initial gradient and the cone. Vasudeva, Deora, Thrampoulidis 2024 (arXiv:2402.05738) "
+        "prove global convergence in data settings their abstract calls non-trivial; those "
+        "settings are not stated here and not checked",
         _QUICK,
         "fro",
         (("W", "gd"),),
@@ -117,10 +119,11 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "ℓp mirror descent",
         "entrywise ℓp",
         _ATT_ROWS,
-        "theorem",
-        "Julistiono, Tarzanagh, Azizan 2024 (arXiv:2410.14581), main result, for their "
-        "ℓp-AttGD (its assumptions are not in the stored text: docs/beyond.md). The evidence "
-        "runs normalized mirror steps from W = 0, not their algorithm: measured; also "
+        "conjecture",
+        "Julistiono, Tarzanagh, Azizan 2024 (arXiv:2410.14581): the paper's main result as its "
+        "abstract states it, for their ℓp-AttGD; hypotheses not stated here and not checked "
+        "(not in the stored text: docs/beyond.md): treated as a conjecture, measured. The "
+        "evidence runs normalized mirror steps from W = 0, not their algorithm; also "
         "`svmgeo reproduce mirror`",
         _QUICK,
         "l1.5",
@@ -158,8 +161,9 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "entrywise ℓ∞",
         _ATT_ROWS,
         "conjecture",
-        "theorem for multiclass linear models in Adam's scale-free regime (Fan, Schmidt, "
-        "Thrampoulidis 2025); open for attention",
+        "theorem for multiclass linear models in the paper's setting (Fan, Schmidt, "
+        "Thrampoulidis 2025, arXiv:2502.04664; as svmgeo reads it: a learning rate decaying "
+        "polynomially in t and no ε, the scale-free rule; not checked here); open for attention",
         _QUICK,
         "linf",
         (("W", "adam"), ("W", "adam eps=0")),
@@ -171,7 +175,9 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "spectral",
         _ATT_ROWS,
         "conjecture",
-        "2025 follow-ups on spectral descent / Muon for linear models; open for attention",
+        "theorem for multiclass linear models with the cross-entropy loss (Fan, Schmidt, "
+        "Thrampoulidis 2025, arXiv:2502.04664, 'Implicit Bias of Spectral Descent and Muon on "
+        "Multiclass Separable Data', abstract; hypotheses not checked here); open for attention",
         _QUICK,
         "spectral",
         (("W", "spectral"), ("W", "muon 0.9")),
@@ -195,7 +201,9 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "Frobenius",
         "(Σ_t γ_ikt x_it)ᵀ W z_ik ≥ 1, one per query",
         "theorem",
-        "Y f is linear in W: Soudry et al. 2018; normalized GD: Nacson et al. 2019 "
+        "Y f is linear in W: Soudry et al. 2018 (plain GD with a small step, η < 2/β, β the "
+        "smoothness constant of the risk); normalized GD: Nacson et al. 2019, for their step "
+        "rule. svmgeo's constant-η normalized steps are neither: measured "
         "(docs/attention-maps.md)",
         "sg.verify(data, attention='linear')",
     ),
@@ -218,9 +226,10 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "ℓ∞",
         "(Σ_t γ_ikt x_it)ᵀ W z_ik ≥ 1, one per query",
         "theorem",
-        "for separable linear models with a decaying learning rate (Fan, Schmidt, "
-        "Thrampoulidis 2025); svmgeo's constant-η runs are outside those hypotheses "
-        "(measured: docs/optimizers.md, calibration)",
+        "for separable linear models in the paper's setting (Fan, Schmidt, Thrampoulidis 2025, "
+        "arXiv:2502.04664; as svmgeo reads it: a learning rate decaying polynomially in t and "
+        "no ε, the scale-free rule; not checked here); svmgeo's constant-η runs are outside "
+        "those hypotheses (measured: docs/optimizers.md, calibration)",
         "svmgeo reproduce optimizers_linear --quick",
     ),
     Correspondence(
@@ -239,8 +248,13 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "GD",
         "Frobenius (a KKT point)",
         "(Σ_{t∈A} γ_ikt x_it)ᵀ W z_ik ≥ 1, ±x_itᵀ W z_ik ≥ 0 at the final active pattern A",
-        "theorem",
-        "homogeneous models: Lyu & Li 2020; Ji & Telgarsky 2020 (docs/attention-maps.md)",
+        "conjecture",
+        "theorem for positively homogeneous models, exponential-type losses, once the loss is "
+        "below a threshold: Lyu & Li 2020 (limit points are KKT points of min ‖θ‖² s.t. "
+        "margins ≥ 1; gradient flow, and GD with small steps on smooth models); directional "
+        "convergence: Ji & Telgarsky 2020 (gradient flow). ReLU attention is homogeneous but "
+        "not smooth, and svmgeo runs discrete (normalized) GD: outside these hypotheses, "
+        "measured (docs/attention-maps.md)",
         "sg.verify(data, attention='relu')",
     ),
     Correspondence(
@@ -249,8 +263,11 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "GD",
         "p-SVM",
         "(x_iα_i − x_it)ᵀ p ≥ 1 (docs/companion.md)",
-        "theorem",
-        "Tarzanagh, Li, Zhang, Oymak 2023 (arXiv:2306.13596), under its hypotheses",
+        "conjecture",
+        "Tarzanagh, Li, Zhang, Oymak 2023 (arXiv:2306.13596): the paper's main result as its "
+        "abstract states it (GD on p converges in direction to the p-SVM of locally optimal "
+        "tokens); hypotheses not stated here and not checked (docs/companion.md): treated as a "
+        "conjecture, measured",
         "svmgeo reproduce companion_single --quick",
     ),
     Correspondence(
@@ -270,10 +287,11 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "GD",
         "Graph-SVM + a finite component",
         "SCC rows of the token graph; equality rows inside each SCC (docs/beyond.md)",
-        "theorem",
-        "[NTP] (arXiv:2403.08081) for GD on its log-loss, which svmgeo reads as "
-        "loss='retrieval' with orthonormal embeddings (d >= V); the paper's other conditions "
-        "are not checked (docs/beyond.md)",
+        "conjecture",
+        "Li, Huang, Ildiz, Rawat, Oymak 2024 ([NTP], arXiv:2403.08081): the paper's result as "
+        "its abstract states it, for GD on its log-loss, which svmgeo reads as "
+        "loss='retrieval' with orthonormal embeddings (d >= V); hypotheses not stated here and "
+        "not checked (docs/beyond.md): treated as a conjecture, measured",
         "svmgeo reproduce ntp --quick",
     ),
     Correspondence(
@@ -297,6 +315,72 @@ CORRESPONDENCES: tuple[Correspondence, ...] = (
         "stated in arXiv:2308.16898, App. E.1; false as read: svmgeo's counterexample "
         "(tests/analysis/test_regpath.py::test_ball_counterexample_and_sphere_path)",
         "python -m pytest tests/analysis/test_regpath.py -k ball",
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "GD from the cone C_{μ,R}(W^mm_α) of a LOT α",
+        "Frobenius (W^mm_α)",
+        _ATT_ROWS,
+        "theorem",
+        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorem 5: plain GD on W "
+        "with η ≤ 1/L_W, μ = μ(α), R = R(μ) (the paper's standing assumptions on the loss and "
+        "head not restated here). svmgeo's "
+        "`local` experiment (protocol 'cone': normalized GD, step 0.1, from R = 100 with 5 % "
+        "noise) starts in the spirit of Theorem 5, outside its step-size and μ(α) hypotheses: "
+        "measured (docs/experiments.md)",
+        "svmgeo reproduce local --quick",
+    ),
+    Correspondence(
+        "softmax",
+        "W; (K, Q)",
+        "regularization path: argmin L over ‖W‖_F ≤ R; over ‖K‖²_F + ‖Q‖²_F ≤ 2R",
+        "Frobenius (Att-SVM); nuclear (the Att-SVM⋆ set)",
+        "(x_iopt_i − x_it)ᵀ W z_i ≥ 1, t ≠ opt_i",
+        "theorem",
+        "Tarzanagh, Li, Thrampoulidis, Oymak 2023 (arXiv:2308.16898), Theorem 2, for the global "
+        "minimizers, under Assumption A on the loss, a linear head, unique optimal tokens and "
+        "Att-SVM(opt) feasible. svmgeo's path is a warm-started local method (no global "
+        "minimum certified): measured (docs/regpath.md, docs/analysis.md)",
+        "python -m pytest tests/analysis/test_regpath.py -k approaches",
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "local regularization path on a sphere ‖W‖_F = R (local_set='sphere')",
+        "Frobenius (W^mm_α)",
+        _ATT_ROWS,
+        "conjecture",
+        "svmgeo's extension (the repair of the refuted ball path above), not proved: measured, "
+        "1 − corr ≤ 8.3e-5 at R = 512 on the 7 cases where the ball path stops "
+        "(docs/theory.md, docs/regpath.md)",
+        "python -m pytest tests/analysis/test_regpath.py -k sphere",
+    ),
+    Correspondence(
+        "softmax, nonlinear head (ReLU, concave)",
+        "W",
+        "GD",
+        "Gen-SVM W^svm + a finite component W^fin",
+        "(x_it − x_iτ)ᵀ W z_i = 0 for t, τ ∈ O_i; ≥ 1 for t ∈ O_i, τ ∉ O_i (O_i: the selected set)",
+        "conjecture",
+        "proposed in arXiv:2308.16898, §6 (no theorem); svmgeo measures it with `sg.verify` on "
+        "data with a nonlinear head, including instances where it does not predict GD "
+        "(docs/verify.md, docs/theory.md)",
+        "sg.verify(data)",
+    ),
+    Correspondence(
+        "softmax",
+        "W",
+        "GD, a loss with a stationary point on the attained score range (square loss)",
+        "split: equality rows for the sequences held at the stationary value, Att-SVM rows for "
+        "the others",
+        "as Gen-SVM, with the held sequences in the role of O_i",
+        "conjecture",
+        "svmgeo's (docs/attention-maps.md, check_loss): the square loss holds such sequences "
+        "at Y f = 1.00 ± 0.03 and W aligns only 0.53-0.69 with W^mm (measured in the project's "
+        "math notes); the split itself is not measured, and there is no run in the atlas "
+        "(`sg.check_loss` flags the queries with a stationary point)",
+        "sg.check_loss('square', data)",
     ),
 )
 

@@ -2,8 +2,11 @@
 r"""Experiment ``local``: does GD converge in direction to the SVM of the tokens it selects?
 n = 6, T = 8, d = 10, W and (K, Q), under two protocols.
 
-``protocol="cone"`` (the hypotheses of Theorems 4/5): normalized GD started in the cone around
-the SVM direction of a random locally optimal token selection (LOT) α,
+``protocol="cone"`` (a cone start in the spirit of TF-SVM Theorem 5, outside its step-size and
+μ(α) hypotheses: Theorem 5 is for plain GD with η ≤ 1/L_W, μ = μ(α), R = R(μ); this runs
+normalized GD, step 0.1, from R = 100 with 5 % noise, and computes neither; measured):
+normalized GD started in the cone around the SVM direction of a random locally optimal token
+selection (LOT) α,
 
 .. math::
 

@@ -322,6 +322,10 @@ class NTPReport:
             f"are measured against this uncertified W_svm ({self.svm.message})"
         ]
 
+    def summary(self) -> str:
+        """The report as printed (``print(report)``), the SVM's status line included."""
+        return str(self)
+
     def __str__(self) -> str:
         kind = "normalized" if self.normalized else "plain"
         graphs = "acyclic (pure retrieval)" if self.acyclic else "cyclic (soft composition)"
@@ -365,11 +369,15 @@ def verify_ntp_training(
 
     (:func:`train_ntp`, then :func:`verify_ntp` at each record, with one
     :func:`graph_svm` and one :func:`finite_component` solve). For ``loss="retrieval"`` the
-    convergence is a theorem of [1]_ for GD on its log-loss, which svmgeo reads as this loss
-    with orthonormal embeddings (:math:`d \ge V`); the paper's other conditions are not
-    checked (``docs/beyond.md``). For ``loss="ce"`` (the issue's statement, not the paper's
-    loss) it is a conjecture, measured here: :math:`W^{\mathrm{fin}}` has no finite minimizer on
-    most cyclic data.
+    convergence is the result of [1]_ as its abstract states it, for plain GD on its log-loss,
+    which svmgeo reads as this loss with orthonormal embeddings (:math:`d \ge V`); the
+    paper's hypotheses are not stated here and not checked, so it is treated as a conjecture,
+    measured (``docs/beyond.md``). With the default ``normalized=True`` (a fixed normalized
+    step) the error in :math:`S_{\mathrm{fin}}` does not vanish: it stays :math:`O(\eta)`
+    (fin error ≈ η/2, flat at 5e-2 for η = 0.1; measured, ``docs/beyond.md``); use
+    ``normalized=False`` for :math:`W^{\mathrm{fin}}`. For ``loss="ce"`` (the issue's
+    statement, not the paper's loss) it is a conjecture, measured here:
+    :math:`W^{\mathrm{fin}}` has no finite minimizer on most cyclic data.
 
     Parameters
     ----------
