@@ -176,6 +176,10 @@ def _real_instances() -> dict[type, object]:
             data, n_steps=20, backend="numpy"
         ),
     }
+    from svmgeo.ntp import verify_ntp_training
+
+    nd = sg.random_next_token_data(4, 3, 5, 6, tier_size=2, seed=0)
+    out[sg.NTPReport] = verify_ntp_training(nd, n_steps=20)
     if svm.certificate is not None:
         out[type(svm.certificate)] = svm.certificate
     return out
