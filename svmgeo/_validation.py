@@ -356,14 +356,12 @@ def npz_entry(archive: Any, key: str, what: str, fix: str = "") -> np.ndarray:
     ``allow_pickle``)."""
     try:
         return np.asarray(archive[key])
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
+    except Exception as exc:
+        if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
             raise ProblemError(
                 f"{what}: entry {key!r} is a pickled object array; it must be a plain numeric "
                 f"array, and svmgeo never unpickles.{fix}"
             ) from exc
-        raise ProblemError(f"{what}: entry {key!r} is damaged ({exc}).{fix}") from exc
-    except Exception as exc:  # a truncated or corrupt member
         raise ProblemError(f"{what}: entry {key!r} is damaged ({exc}).{fix}") from exc
 
 

@@ -63,13 +63,20 @@ def scores_full(data: TokenData) -> np.ndarray:
     return data.labels[:, :, None] * (data.values @ data.v)[:, None, :]
 
 
+def score_sizes(labels: np.ndarray, values: np.ndarray, v: np.ndarray) -> np.ndarray:
+    r"""The sizes :math:`|Y_{ik}|\,|v|^\top|u_{it}|` of the linear head's scores
+    :math:`Y_{ik} v^\top u_{it}` (labels (n, K), values (n, T, d_u), v (d_u,); shape
+    (n, K, T)), which bound their round-off up to a factor: :func:`tied_maxima`'s sizes, for
+    :func:`optimal_token_sets` and :class:`svmgeo.gd.RiskOracle`."""
+    return np.abs(labels)[:, :, None] * (np.abs(values) @ np.abs(v))[:, None, :]
+
+
 def _score_sizes(data: TokenData) -> np.ndarray | None:
-    r"""The sizes :math:`|Y_{ik}|\,|v|^\top|u_{it}|` of computed scores (shape as
-    :func:`scores_full`), whose round-off they bound up to a factor; None for given scores
-    (their own :math:`|\gamma|`)."""
+    r""":func:`score_sizes` of computed scores (shape as :func:`scores_full`); None for given
+    scores (their own :math:`|\gamma|`)."""
     if data.scores is not None or data.v is None:
         return None
-    return np.abs(data.labels)[:, :, None] * (np.abs(data.values) @ np.abs(data.v))[:, None, :]
+    return score_sizes(data.labels, data.values, data.v)
 
 
 def token_scores(data: TokenData) -> np.ndarray:

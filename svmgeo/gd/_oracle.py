@@ -104,9 +104,9 @@ class RiskOracle:
         elif head == "linear":
             gam = P.Y[0][:, :, None] * np.einsum("ntd,d->nt", P.U[0], P.hv[0])[:, None, :]
             self._gamma = np.where(P.vis[0], gam, -np.inf)
-            self._gamma_size = (
-                np.abs(P.Y[0])[:, :, None] * (np.abs(P.U[0]) @ np.abs(P.hv[0]))[:, None, :]
-            )
+            from ..selection import score_sizes
+
+            self._gamma_size = score_sizes(P.Y[0], P.U[0], P.hv[0])
 
     def _weights(self, W: Any, method: str) -> np.ndarray:
         """W as a finite float64 (d, d) array, or a ProblemError naming ``method``. The

@@ -90,19 +90,15 @@ def primal_infeasibility(
         return 0.0
     viol = point_violations(cs, np.asarray(margins))
     small = cs._small_bounds
-    if small is not None:
-        viol = viol / small
-    if W is not None:
-        zero = cs.rhs == 0.0
-        if np.any(zero):
-            na, nb = cs._row_norms
-            size = na[zero] * nb[zero] * frobenius_norm(W)
-            scale = 1.0 if small is None else small[zero]
-            row = point_violations(cs, np.asarray(margins))[zero]
-            tighter = (size > 0.0) & (size < scale)
-            viol = viol.copy()
-            viol[zero] = np.where(tighter, row / np.where(tighter, size, 1.0), viol[zero])
-    return float(viol.max())
+    zero = cs.rhs == 0.0 if W is not None else None
+    if zero is not None and np.any(zero):
+        na, nb = cs._row_norms
+        size = na * nb * frobenius_norm(W)
+        scale = np.ones(cs.N) if small is None else small.copy()
+        tighter = zero & (size > 0.0) & (size < scale)
+        scale[tighter] = size[tighter]
+        return float((viol / scale).max())
+    return float((viol if small is None else viol / small).max())
 
 
 def zero_is_feasible(cs: ConstraintSet) -> bool:

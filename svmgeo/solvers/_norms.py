@@ -526,10 +526,19 @@ def _with_factors(req: Request, res: SVMResult) -> SVMResult:
     """``res`` of the convex Att-SVM⋆ with a vacuous rank bound m: its factors K, Q of width m
     and ``lower_bound`` (the convex optimum is the rank-m optimum, so its value is also the
     lower bound); ``res`` itself otherwise. :func:`above_vacuous_rank` checks the factors."""
-    if req.rank is None or req.binding or req.entry.name != "nuc" or res.W is None:
+    m = _vacuous_rank(req)
+    if m is None or res.W is None:
         return res
-    K, Q = balanced_factors(res.W, req.rank)
+    K, Q = balanced_factors(res.W, m)
     return replaced(res, K=K, Q=Q, lower_bound=res.objective)
+
+
+def _vacuous_rank(req: Request) -> int | None:
+    """The rank bound m of a nuclear-norm request when it is not binding (the convex problem
+    is solved), else None."""
+    return (
+        req.rank if req.rank is not None and not req.binding and req.entry.name == "nuc" else None
+    )
 
 
 def above_vacuous_rank(req: Request, res: SVMResult) -> SVMResult:
@@ -538,11 +547,10 @@ def above_vacuous_rank(req: Request, res: SVMResult) -> SVMResult:
     message and no K, Q, when the rank-m truncation :math:`W_m` of its W misses the rows by
     more than ``tol`` (:func:`primal_infeasibility`): nearly dependent queries, or a
     fallback's feasible point, give a W of higher rank; ``res`` itself otherwise."""
-    if req.rank is None or req.binding or req.entry.name != "nuc" or res.W is None:
+    m = _vacuous_rank(req)
+    if m is None or res.W is None:
         return res
-    K, Q = (res.K, res.Q) if res.K is not None and res.Q is not None else (None, None)
-    if K is None or Q is None:
-        K, Q = balanced_factors(res.W, req.rank)
+    K, Q = (res.K, res.Q) if res.K is not None and res.Q is not None else balanced_factors(res.W, m)
     W_m = K @ Q.T
     missed = primal_infeasibility(req.cs, req.cs.apply(W_m), W_m)
     if missed <= req.tol:
@@ -550,9 +558,9 @@ def above_vacuous_rank(req: Request, res: SVMResult) -> SVMResult:
     return replaced(
         res,
         status=Status.OPTIMAL_INACCURATE if res.status is Status.OPTIMAL else res.status,
-        message=f"{res.message}; the rank bound {req.rank} was taken as vacuous (the queries "
-        f"span at most {req.rank} dimensions to rtol {_QUERY_RANK_RTOL:g}), but W is not of "
-        f"rank {req.rank}: its rank-{req.rank} truncation misses the rows by {missed:.3g}",
+        message=f"{res.message}; the rank bound {m} was taken as vacuous (the queries span at "
+        f"most {m} dimensions to rtol {_QUERY_RANK_RTOL:g}), but W is not of rank {m}: its "
+        f"rank-{m} truncation misses the rows by {missed:.3g}",
         K=None,
         Q=None,
         lower_bound=None,
