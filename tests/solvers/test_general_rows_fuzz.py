@@ -129,3 +129,42 @@ def test_numerical_error_verdicts_are_decided_exactly_on_few_rows() -> None:
           [-1.0, -1.0, 1.0], [-1.0, 0.0, -1.0]]  # fmt: skip
     res = sg.check_feasibility(_rows(A2, B2, [0, 1, 1, 0, 0, 0], [1, 1, 1, 0, 0, 1.0]))
     assert res.status is sg.Status.INFEASIBLE and res.proof == "exact", res.message
+
+
+_TINY_A = [[1.0, 1.0, 1.0, 2.0], [1.0, -1.0, 2.0, 3.0]]
+_TINY_B = [[-1.0, 3.0, -1.0, 1.0], [0.0, -2.0, 3.0, 0.0]]
+
+
+@pytest.mark.parametrize(
+    "norm", ["fro", "nuc", "spectral", ("lp", 1.0), ("lp", np.inf), ("lp", 3.0)]
+)
+def test_a_tiny_equality_bound_at_the_margins_round_off_is_certified(norm) -> None:  # type: ignore[no-untyped-def]
+    """An equality row a_1' W b_1 = 1e-9 beside a margin row >= 1 (integer rows, d = 4): every
+    norm's answer met the row to the rounding of its margin (~1e-17 absolute), 1e-8 of the
+    bound, and came back OPTIMAL_INACCURATE (session 45's fuzz). The certificate now counts a
+    row with a bound below 1 beyond the rounding of its margin: OPTIMAL, at the optimum of the
+    same rows with both bounds times 2^30 (where no bound is tiny), divided by 2^30."""
+    cs = _rows(_TINY_A, _TINY_B, [1, 0], [1e-9, 1.0])
+    big = _rows(_TINY_A, _TINY_B, [1, 0], np.array([1e-9, 1.0]) * 2.0**30)
+    res, ref = sg.solve_svm(cs, norm=norm), _quiet(lambda: sg.solve_svm(big, norm=norm))
+    assert res.status is sg.Status.OPTIMAL and res.proof == "exact", res.message
+    assert ref.status.has_solution
+    np.testing.assert_allclose(res.objective, ref.objective / 2.0**30, rtol=1e-7)
+
+
+def test_the_round_off_allowance_does_not_pass_a_row_missed_beyond_rounding() -> None:
+    """The allowance rho_j = 4 (d1 + d2) u |a_j|'|W||b_j| forgives only the margin's rounding:
+    the Frobenius optimum of the rows above passes; the same W moved so that the tiny row is
+    missed by 1e-2 of its bound (about 6e3 times rho) fails, by about that fraction."""
+    from svmgeo.solvers._certificates import margin_rounding
+
+    cs = _rows(_TINY_A, _TINY_B, [1, 0], [1e-9, 1.0])
+    res = sg.solve_svm(cs)
+    assert res.W is not None and res.margins is not None
+    assert primal_infeasibility(cs, res.margins, res.W) <= 1e-8
+    a, b = cs.A[0], cs.B[0]
+    W = res.W - 1e-11 * np.outer(a, b) / (a @ a * (b @ b))  # margin 1e-9 - 1e-11
+    m = cs.apply(W)
+    rho = margin_rounding(cs, W, np.array([True, False]))[0]
+    assert 1e-11 > 1e3 * rho
+    np.testing.assert_allclose(primal_infeasibility(cs, m, W), 1e-2, rtol=1e-3)
