@@ -34,6 +34,27 @@ def _results() -> dict[str, object]:
         "train": run,
         "history": run.history,
         "train_batch": sg.train_batch([DATA, DATA], n_steps=20, backend="numpy"),
+        **_more_results(),
+    }
+
+
+def _more_results() -> dict[str, object]:
+    """Results that printed every array in full before session 46 (no ``@summarized``)."""
+    from svmgeo.solvers import optimal_face_alignment, optimum_uniqueness
+
+    nd = sg.random_next_token_data(4, 3, 5, 6, tier_size=2, seed=0)
+    svm = sg.graph_svm(nd)
+    assert svm.W is not None
+    small = sg.random_data(4, 5, 6, seed=1)
+    res = sg.solve_svm(sg.att_svm_constraints(small, sg.optimal_tokens(small)))
+    return {
+        "good_initial_gradient": sg.good_initial_gradient(DATA),
+        "certificate": res.certificate,
+        "finite_component": sg.finite_component(nd),
+        "token_priority_graphs": next(iter(sg.token_priority_graphs(nd).values())),
+        "verify_ntp": sg.verify_ntp(nd, svm.W),
+        "optimal_face_alignment": optimal_face_alignment(res, np.eye(6)),
+        "optimum_uniqueness": optimum_uniqueness(res),
     }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import correlation
+from .._summary import summarized
 from .._validation import check_option
 from ..data import TokenData
 from ..gd import LOSSES, loss_and_grad
@@ -42,6 +43,7 @@ __all__ = [
 _WHERE = "good_initial_gradient"
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class InitialGradient:
     r"""Theorem 4's condition at :math:`W = 0` and the theorem's hypotheses.

@@ -10,6 +10,7 @@ import scipy.linalg as sla
 import scipy.optimize as so
 
 from .._errors import ProblemError
+from .._summary import summarized
 from .._validation import check_option, check_real
 from ..constraints import EQUALITY
 from ..gd import NTP_LOSSES
@@ -75,6 +76,7 @@ def _logit_scale(P: np.ndarray, kappa: np.ndarray) -> np.ndarray:
         return np.ldexp(sla.solve_triangular(R, R_hat), -hi)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class FiniteComponent:
     r"""The finite component :math:`W^{\mathrm{fin}}` and the subspace it lives in.

@@ -9,11 +9,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._summary import summarized
 from ._data import NextTokenData, check_data
 
 __all__ = ["TokenPriorityGraph", "token_priority_graphs"]
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class TokenPriorityGraph:
     r"""The token-priority graph :math:`G^{(k)}` of one last token :math:`k`.

@@ -26,6 +26,7 @@ from ._train import run_next_token
 __all__ = ["NTPReport", "NTPVerification", "verify_ntp", "verify_ntp_training"]
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class NTPVerification:
     r"""How a trained W compares with :math:`W^{\mathrm{fin}} + R\,W^{\mathrm{svm}}`.

@@ -31,6 +31,7 @@ import numpy as np
 
 from .._errors import ProblemError, SolverError
 from .._linalg import correlation
+from .._summary import summarized
 from .._validation import check_array, check_int, check_real
 from ..constraints import MARGIN
 from ._certificates import NormGeometry, primal_infeasibility
@@ -61,6 +62,7 @@ _SOLVED = ("optimal", "optimal_inaccurate")
 """cvxpy's statuses of a face problem that gave a point."""
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class FaceAlignment:
     r"""The point of the optimal face most aligned with a direction :math:`D`.
@@ -97,6 +99,7 @@ class FaceAlignment:
         return html_summary(self)
 
 
+@summarized
 @dataclass(frozen=True, eq=False)
 class FaceUniqueness:
     r"""Whether the optimum of an SVM is unique, measured on its :math:`\tau`-optimal face.

@@ -52,6 +52,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R", bound=_Judged)
 
 
+@summarized
 @dataclass(frozen=True)
 class Certificate:
     r"""Optimality residuals recomputed by svmgeo from the problem data (SPEC §6).
