@@ -88,10 +88,10 @@ def primal_infeasibility(
     norm 6e-11 whose c = 0 row was missed by half of its size, a violation of 1.1e-10 of 0.5.
 
     Given ``W``, a row with :math:`s_j < 1` counts only its violation beyond the rounding of
-    its margin, :math:`(v_j - \rho_j)_+` with :math:`\rho_j = 4(d_1 + d_2)\,u\,|a_j|^\top
+    its margin, :math:`(v_j - \rho_j)_+` with :math:`\rho_j = 8d\,u\,|a_j|^\top
     |W|\,|b_j|` (u the unit round-off; a float :math:`a_j^\top W b_j` is within
-    :math:`\gamma_{d_1 + d_2}|a_j|^\top|W||b_j|` of the exact margin in any order of its
-    sums): a bound :math:`c_j = 10^{-9}` beside :math:`c_k = 1` rows is at the margin's
+    :math:`\gamma_{2d}|a_j|^\top|W||b_j|` of the exact margin in any order of its sums;
+    :func:`margin_rounding`): a bound :math:`c_j = 10^{-9}` beside :math:`c_k = 1` rows is at the margin's
     round-off relative to :math:`|c_j|`, and the exact optimum, evaluated in floats, failed
     the certificate (session 45's fuzz: 20 of 85 feasible instances with such a bound not
     certified by the Frobenius solve). Rows with :math:`s_j = 1` count every violation.
@@ -119,14 +119,21 @@ def primal_infeasibility(
 
 
 def margin_rounding(cs: ConstraintSet, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    r""":math:`\rho_j = 4(d_1 + d_2)\,u\,|a_j|^\top |W|\,|b_j|` for the rows selected by the
-    boolean mask ``rows``: a bound on the rounding of a float margin :math:`a_j^\top W b_j`
-    (:math:`\gamma_{d_1 + d_2} \le 2(d_1 + d_2)u`, times 2 for the margins' other
-    evaluations, e.g. in compressed coordinates), the allowance of
-    :func:`primal_infeasibility`."""
-    A, B = np.abs(cs.A[rows]), np.abs(cs.B[rows])
-    size = np.einsum("jk,jk->j", A @ np.abs(W), B)
-    return 4.0 * (cs.A.shape[1] + cs.B.shape[1]) * _UNIT_ROUNDOFF * size
+    r""":math:`\rho_j = 8d\,u\,|a_j|^\top |W|\,|b_j|` for the rows selected by the boolean
+    mask ``rows``: a bound on the rounding of a float margin :math:`a_j^\top W b_j` of d x d
+    rows (:math:`\gamma_{2d} \le 4du`, times 2 for the margins' other evaluations, e.g. in
+    compressed coordinates), the allowance of :func:`primal_infeasibility`. Through the
+    distinct queries when the rows share them, as :meth:`~svmgeo.ConstraintSet.apply`."""
+    A = np.abs(cs.A[rows])
+    groups = cs.query_groups
+    if groups is None:
+        size = np.einsum("jk,jk->j", A @ np.abs(W), np.abs(cs.B[rows]))
+    else:
+        Q, inv = groups
+        used, position = np.unique(inv[rows], return_inverse=True)
+        R = np.abs(Q[used]) @ np.abs(W).T  # row s: (|W| |q_s|)^T
+        size = np.einsum("jk,jk->j", A, R[position])
+    return 8.0 * cs.d * _UNIT_ROUNDOFF * size
 
 
 _UNIT_ROUNDOFF = 2.0**-53

@@ -153,7 +153,7 @@ def test_a_tiny_equality_bound_at_the_margins_round_off_is_certified(norm) -> No
 
 
 def test_the_round_off_allowance_does_not_pass_a_row_missed_beyond_rounding() -> None:
-    """The allowance rho_j = 4 (d1 + d2) u |a_j|'|W||b_j| forgives only the margin's rounding:
+    """The allowance rho_j = 8 d u |a_j|'|W||b_j| forgives only the margin's rounding:
     the Frobenius optimum of the rows above passes; the same W moved so that the tiny row is
     missed by 1e-2 of its bound (about 6e3 times rho) fails, by about that fraction."""
     from svmgeo.solvers._certificates import margin_rounding
@@ -168,3 +168,19 @@ def test_the_round_off_allowance_does_not_pass_a_row_missed_beyond_rounding() ->
     rho = margin_rounding(cs, W, np.array([True, False]))[0]
     assert 1e-11 > 1e3 * rho
     np.testing.assert_allclose(primal_infeasibility(cs, m, W), 1e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize("query", [None, "all"])
+def test_margin_rounding_through_the_distinct_queries(query) -> None:  # type: ignore[no-untyped-def]
+    """rho_j through the distinct queries (rows sharing them) equals the direct
+    8 d u |a_j|'|W||b_j| on the rows selected, in any selection."""
+    from svmgeo.solvers._certificates import margin_rounding
+
+    data = sg.random_data(4, 5, 6, seed=3, **({} if query is None else {"query": query}))
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    assert cs.query_groups is not None
+    W = np.random.default_rng(0).standard_normal((6, 6))
+    rows = np.zeros(cs.N, bool)
+    rows[::3] = True
+    direct = 8 * 6 * 2.0**-53 * np.einsum("jk,kl,jl->j", abs(cs.A[rows]), abs(W), abs(cs.B[rows]))
+    np.testing.assert_allclose(margin_rounding(cs, W, rows), direct, rtol=1e-13)
