@@ -184,3 +184,23 @@ def test_margin_rounding_through_the_distinct_queries(query) -> None:  # type: i
     rows[::3] = True
     direct = 8 * 6 * 2.0**-53 * np.einsum("jk,kl,jl->j", abs(cs.A[rows]), abs(W), abs(cs.B[rows]))
     np.testing.assert_allclose(margin_rounding(cs, W, rows), direct, rtol=1e-13)
+
+
+def test_a_bound_below_its_margins_rounding_is_judged_as_before() -> None:
+    """W11 >= 1 and 1e6 (W12 - W11) >= 1e-9: the second margin's rounding (~2e-10 at W12 ~ 1)
+    is 20 % of its bound. Uncapped, the allowance (3.6e-9) forgave all of it: a W with exact
+    margin 0 passed, and four norms returned a W 11 % short of the bound in exact arithmetic
+    (audit of session 46). Capped at 1e-5 of the bound, that W fails, and every norm's answer
+    meets the row exactly (checked in rationals), as before the allowance."""
+    from fractions import Fraction
+
+    cs = _rows([[1.0, 0.0], [-1e6, 0.0]], [[1.0, 0.0], [1.0, -1.0]], [0, 0], [1.0, 1e-9])
+    W_bad = np.array([[1.0, 1.0], [0.0, 0.0]])  # exact margin 0 on the second row
+    assert primal_infeasibility(cs, cs.apply(W_bad), W_bad) > 0.99
+    a, b = [Fraction(x) for x in cs.A[1]], [Fraction(x) for x in cs.B[1]]
+    for norm in ["fro", "nuc", "spectral", ("lp", 1.0), ("lp", np.inf), ("lp", 1.5), ("lp", 3.0)]:
+        res = sg.solve_svm(cs, norm=norm)
+        assert res.status is sg.Status.OPTIMAL and res.W is not None, (norm, res.message)
+        W = [[Fraction(x) for x in row] for row in res.W]
+        margin = sum(a[i] * W[i][k] * b[k] for i in range(2) for k in range(2))
+        assert margin >= Fraction(1e-9), (norm, float(margin))
