@@ -210,14 +210,22 @@ class ConstraintSet:
         return _read_only(self.kind == MARGIN)
 
     @cached_property
-    def _small_bounds(self) -> np.ndarray | None:
-        """:math:`\\min(1, |c_j|)`, and :math:`\\min(1, \\max_k|c_k|)` where :math:`c_j = 0`
-        (the problem's scale: W scales with the bounds), when some bound is below 1 in size and
-        not zero, else None: the scale of each row's violation in the certificates."""
+    def _bound_scales(self) -> np.ndarray | None:
+        r""":math:`s_j = |c_j|`, and :math:`\max_k|c_k|` where :math:`c_j = 0` (the problem's
+        scale: W scales with the bounds; 1 when every bound is 0): the scale of each row's
+        violation in the certificates, so that scaling every bound and W together changes no
+        residual. None when every :math:`s_j` is that one scale, :attr:`_bound_unit`."""
         size = np.abs(self.rhs)
-        if not np.any((size > 0.0) & (size < 1.0)):
+        scales = np.where(size > 0.0, size, self._bound_unit)
+        if np.all(scales == self._bound_unit):
             return None
-        return _read_only(np.minimum(np.where(size > 0.0, size, self._largest_bound), 1.0))
+        return _read_only(scales)
+
+    @cached_property
+    def _bound_unit(self) -> float:
+        r""":math:`\max_j|c_j|`, or 1 when every bound is 0 (or there is no row): the one scale
+        of the rows' violations when all are alike (:attr:`_bound_scales`)."""
+        return self._largest_bound or 1.0
 
     @cached_property
     def _positive_rows(self) -> np.ndarray:

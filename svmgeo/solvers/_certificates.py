@@ -68,56 +68,60 @@ def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
 def primal_infeasibility(
     cs: ConstraintSet, margins: np.ndarray, W: np.ndarray | None = None
 ) -> float:
-    r"""Largest violation, relative to the row's bound when that is below 1 in size.
+    r"""Largest violation, relative to the row's bound.
 
     .. math::
 
         \max_j \frac{v_j}{s_j},\qquad v_j = (c_j - m_j)_+\ \text{(margin rows)},
-        \quad |m_j - c_j|\ \text{(equality rows)},\qquad s_j = \min(1, |c_j|),
+        \quad |m_j - c_j|\ \text{(equality rows)},\qquad s_j = |c_j|,
 
-    with :math:`\min(1, |c_j|)` read as :math:`\min(1, \max_k|c_k|)` when :math:`c_j = 0`
-    (the problem's scale, 1 when every :math:`c_k` is 0), and, given the point ``W``, as
-    the smaller of that and :math:`\|a_j\|\,\|b_j\|\,\|W\|_F` (a bound on
-    :math:`|a_j^\top W b_j|`; a violation at W's round-off stays at round-off). Rows with
-    :math:`|c_j| \ge 1` (Att-SVM's :math:`c_j = 1`) count their violation as it is; a bound
+    with :math:`s_j = \max_k|c_k|` when :math:`c_j = 0` (the problem's scale, 1 when every
+    :math:`c_k` is 0), and, given the point ``W``, the smaller of that and
+    :math:`\|a_j\|\,\|b_j\|\,\|W\|_F` (a bound on :math:`|a_j^\top W b_j|`; a violation at
+    W's round-off stays at round-off). Scaling every bound and W by one factor changes no
+    residual. Att-SVM's rows (:math:`c_j = 1`) count their violation as it is. A bound
     :math:`0 < |c_j| < 1` counts it as a fraction of :math:`|c_j|`, so that a W missing a row
     :math:`c_j = 10^{-9}` by half of it fails the certificate (an absolute violation of
     :math:`5 \cdot 10^{-10}` passed any tolerance above it), and a row :math:`c_j = 0` beside
-    bounds :math:`10^{-12}` counts it as a fraction of :math:`10^{-12}` (the residual does not
-    change when every bound and W are scaled together). The size of W matters where the bounds
-    that set W's scale are not the largest: bounds (-0.5, 1e-9, 0), the first slack, gave a W of
-    norm 6e-11 whose c = 0 row was missed by half of its size, a violation of 1.1e-10 of 0.5.
+    bounds :math:`10^{-12}` counts it as a fraction of :math:`10^{-12}`. The size of W matters
+    where the bounds that set W's scale are not the largest: bounds (-0.5, 1e-9, 0), the first
+    slack, gave a W of norm 6e-11 whose c = 0 row was missed by half of its size, a violation
+    of 1.1e-10 of 0.5. Before session 46 the scale was :math:`\min(1, s_j)`: bounds times
+    :math:`2^{30}` were judged absolutely, and the float rounding of margins of size
+    :math:`2^{30}` (~1e-7) failed ``tol = 1e-8`` at the optimum.
 
-    Given ``W``, a row with :math:`s_j < 1` counts only its violation beyond the rounding of
-    its margin, :math:`(v_j - \min(\rho_j, \kappa s_j))_+` with :math:`\rho_j =
-    8d\,u\,|a_j|^\top |W|\,|b_j|` (u the unit round-off; a float :math:`a_j^\top W b_j` is
-    within :math:`\gamma_{2d}|a_j|^\top|W||b_j|` of the exact margin in any order of its sums;
-    :func:`margin_rounding`) and :math:`\kappa` = :data:`ROUNDING_SHARE` = 1e-5: a bound
-    :math:`c_j = 10^{-9}` beside :math:`c_k = 1` rows is at the margin's round-off relative to
-    :math:`|c_j|`, and the exact optimum, evaluated in floats, failed the certificate (session
-    45's fuzz: 21 of 85 feasible instances with such a bound not certified by the Frobenius
-    solve). The cap keeps a row whose bound the float margin cannot resolve (rounding above
-    :math:`10^{-5}` of it: :math:`10^6(W_{12} - W_{11}) \ge 10^{-9}` next to
-    :math:`W_{11} \ge 1`) judged as before, so that a W missing it by all of its bound fails;
-    a W that passes misses a row in exact arithmetic by at most :math:`(\mathrm{tol} +
-    \kappa) s_j + \rho_j`. Rows with :math:`s_j = 1` count every violation.
+    Given ``W``, a row whose scale is below the largest, :math:`s_j < \max_k|c_k|`, counts only
+    its violation beyond the rounding of its margin, :math:`(v_j - \min(\rho_j, \kappa
+    s_j))_+` with :math:`\rho_j = 8d\,u\,|a_j|^\top |W|\,|b_j|` (u the unit round-off; a
+    float :math:`a_j^\top W b_j` is within :math:`\gamma_{2d}|a_j|^\top|W||b_j|` of the exact
+    margin in any order of its sums; :func:`margin_rounding`) and :math:`\kappa` =
+    :data:`ROUNDING_SHARE` = 1e-5: a bound :math:`c_j = 10^{-9}` beside :math:`c_k = 1` rows is
+    at the margin's round-off relative to :math:`|c_j|`, and the exact optimum, evaluated in
+    floats, failed the certificate (session 45's fuzz: 21 of 85 feasible instances with such a
+    bound not certified by the Frobenius solve). The cap keeps a row whose bound the float
+    margin cannot resolve (rounding above :math:`10^{-5}` of it: :math:`10^6(W_{12} - W_{11})
+    \ge 10^{-9}` next to :math:`W_{11} \ge 1`) judged as before, so that a W missing it by
+    all of its bound fails; a W that passes misses a row in exact arithmetic by at most
+    :math:`(\mathrm{tol} + \kappa) s_j + \rho_j`. Rows at the largest scale count every
+    violation.
     """
     if cs.N == 0:
         return 0.0
     viol = point_violations(cs, np.asarray(margins))
-    scale = cs._small_bounds
+    unit = cs._bound_unit
+    scale = cs._bound_scales
     if W is None:
-        return float((viol if scale is None else viol / scale).max())
+        return float((viol / (unit if scale is None else scale)).max())
     zero = cs.rhs == 0.0
     if np.any(zero):
         na, nb = cs._row_norms
         size = na * nb * frobenius_norm(W)
-        scale = np.ones(cs.N) if scale is None else scale.copy()
+        scale = np.full(cs.N, unit) if scale is None else scale.copy()
         tighter = zero & (size > 0.0) & (size < scale)
         scale[tighter] = size[tighter]
     if scale is None:
-        return float(viol.max())
-    below = (scale < 1.0) & (viol > 0.0)
+        return float(viol.max() / unit)
+    below = (scale < unit) & (viol > 0.0)
     if np.any(below):
         viol = viol.copy()
         allowance = np.minimum(margin_rounding(cs, W, below), ROUNDING_SHARE * scale[below])
@@ -363,18 +367,21 @@ def frobenius_certificate(
         \text{stationarity} = \frac{\|W - \Lambda\|_F}{\max(\|W\|_F, \|\Lambda\|_F)},
         \quad
         \text{complementarity} = \frac{\max_{j \in \mathcal M} |\lambda_j (m_j - c_j)|}
-        {\max_j |\lambda_j|},
+        {\max_j |\lambda_j|\,\max_j |c_j|},
         \quad
         \text{gap} = \frac{|\tfrac12\|W\|_F^2 - (c^\top\lambda - \tfrac12\|W\|_F^2)|}
         {\tfrac12\|W\|_F^2},
 
     with :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top`, :math:`m_j = a_j^\top W b_j`, primal
     infeasibility from :func:`primal_infeasibility` and dual infeasibility
-    :func:`negative_part`. Every residual is scale-invariant (:func:`relative`): scaling the
-    tokens :math:`a_j` by :math:`s` scales :math:`W^\star` by :math:`1/s` and
-    :math:`\lambda^\star` by :math:`1/s^2`, and leaves each ratio unchanged, so that a wrong
-    answer fails at every scale (an absolute floor such as :math:`\max(1, \|W\|_F)` would
-    certify any W of norm below tol).
+    :func:`negative_part`; :math:`\max_j|c_j|` read as 1 when every bound is 0. Every
+    residual is scale-invariant (:func:`relative`): scaling the tokens :math:`a_j` by
+    :math:`s` scales :math:`W^\star` by :math:`1/s` and :math:`\lambda^\star` by
+    :math:`1/s^2`, and scaling the bounds by :math:`t` scales both by :math:`t`, and leaves
+    each ratio unchanged, so that a wrong answer fails at every scale (an absolute floor such
+    as :math:`\max(1, \|W\|_F)` would certify any W of norm below tol). Before session 46
+    complementarity was not divided by :math:`\max_j|c_j|`: bounds times :math:`2^{30}` failed
+    it at the optimum (the margins' rounding, ~1e-7).
 
     Parameters
     ----------
@@ -399,7 +406,8 @@ def frobenius_certificate(
     stat = relative(float(np.linalg.norm(W - Lam)), max(norm_w, float(np.linalg.norm(Lam))))
     lam_max = float(np.abs(lam).max(initial=0.0))  # |λ| >= 0: the max without initial too
     dual_inf = negative_part(cs, lam, lam_max)
-    comp = relative(float(np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m])).max(initial=0.0)), lam_max)
+    slack = np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m]))
+    comp = relative(float(slack.max(initial=0.0)), lam_max * cs._bound_unit)
     gap = relative(abs(half - (float(cs.rhs @ lam) - half)), half)
     return judge(
         tol=tol,

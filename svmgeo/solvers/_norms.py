@@ -225,16 +225,24 @@ class NormEntry:
 # -- scale --------------------------------------------------------------------------------------
 SCALE_BAND = 2.0**20
 r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/SCALE_BAND, SCALE_BAND], and
-right-hand sides when :math:`0 < \max_j|c_j| < 1/\text{SCALE\_BAND}`."""
+right-hand sides when :math:`\max_j|c_j| > 0` does (see :func:`_bound_scale`)."""
 
 
-def _small_bound_scale(cs: ConstraintSet) -> float:
-    r"""The power of two nearest :math:`\max_j|c_j|` (in log scale) when that is below
-    1/:data:`SCALE_BAND` and not 0; else 1.0."""
+def _bound_scale(cs: ConstraintSet) -> float:
+    r"""The power of two :math:`\gamma` nearest :math:`\max_j|c_j|` (in log scale) when that
+    lies outside [1/:data:`SCALE_BAND`, :data:`SCALE_BAND`] and is not 0; else 1.0. Large
+    bounds are divided by no more than keeps every nonzero bound at least 1/:data:`SCALE_BAND`
+    (the largest such power of two, and 1.0 when there is none above 1): bounds 2e6, 1 and
+    1e-9, divided by 2^21, drowned the c = 1 rows in the SDP solver's tolerances."""
     size = cs._largest_bound
-    if size == 0.0 or size >= 1.0 / SCALE_BAND:
+    if size == 0.0 or 1.0 / SCALE_BAND <= size <= SCALE_BAND:
         return 1.0
-    return 2.0 ** round(math.log2(size))
+    gamma = 2.0 ** round(math.log2(size))
+    if size > SCALE_BAND:
+        bounds = np.abs(cs.rhs)
+        room = float(bounds[bounds > 0.0].min()) * SCALE_BAND  # gamma <= room keeps them all
+        gamma = max(min(gamma, 2.0 ** math.floor(math.log2(room))), 1.0)
+    return gamma
 
 
 def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSet, float, float]:
@@ -245,13 +253,14 @@ def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSe
     ones nearest :math:`\max|a|, \max|b|`, or 1 when :math:`\max|a|\max|b|` is within a factor
     ``band`` of 1 (:data:`SCALE_BAND` by default; the norm entry's ``scale_band`` in
     :func:`on_unit_rows`). :math:`\gamma` is the one nearest :math:`\max_j|c_j|` when that
-    is below :math:`1/\text{SCALE\_BAND}` (and not 0), else 1: the solvers' inner tolerances
-    are absolute, so bounds such as :math:`c_j = 10^{-10}` drowned in them (answers missing
-    every row by most of its bound). Bounds are only scaled down: the certificate judges a
-    violation as a fraction of :math:`|c_j|` when :math:`|c_j| < 1`
+    lies outside [1/:data:`SCALE_BAND`, :data:`SCALE_BAND`] (and is not 0; large bounds by no
+    more than keeps every nonzero bound above 1/:data:`SCALE_BAND`, :func:`_bound_scale`), else 1:
+    the solvers' inner tolerances are absolute, so bounds such as :math:`c_j = 10^{-10}`
+    drowned in them (answers missing every row by most of its bound), and with bounds such as
+    :math:`2^{30}` the SDP backends failed (and the factored nuclear path raised). The
+    certificate judges a violation as a fraction of its row's bound
     (:func:`~._certificates.primal_infeasibility`), which scaling by :math:`\gamma` does not
-    change, but absolutely when :math:`|c_j| \ge 1`. ``(cs, 1.0, 1.0)`` when nothing is
-    scaled.
+    change. ``(cs, 1.0, 1.0)`` when nothing is scaled.
 
     A solution :math:`(W', \lambda')` on the scaled rows is
     :math:`(\gamma W'/s,\ \gamma^{k-1}\lambda'/s^k)` on ``cs``:
@@ -264,7 +273,7 @@ def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSe
     """
     top_a, top_b = cs._largest_entries
     rows_unit = top_a == 0.0 or top_b == 0.0 or 1.0 / band <= top_a * top_b <= band
-    gamma = _small_bound_scale(cs)
+    gamma = _bound_scale(cs)
     if rows_unit and gamma == 1.0:
         return cs, 1.0, 1.0
     fields: dict[str, Any] = {"tokens": None}

@@ -457,8 +457,8 @@ def _polish_active_set(
     lam = np.where(S, y, 0.0)
     for rounds in range(1, max_rounds + 1):
         idx = np.flatnonzero(S)
-        if k == 0 or k * Q.shape[0] + idx.size > max_kkt:
-            return None
+        if k == 0 or idx.size == 0 or k * Q.shape[0] + idx.size > max_kkt:
+            return None  # no support to polish on (its Newton system is empty), or too large
         Qk = _start_factor(X, Lam, k)
         lam, Qk, res = _kkt_newton(rows, lam, Qk, idx, steps=steps)
         Lam = rows.adjoint(lam)

@@ -259,17 +259,66 @@ def test_rank_bounded_nuclear_with_small_bounds_is_the_scaled_answer() -> None:
 
 
 def test_bounds_of_ordinary_size_are_not_rescaled() -> None:
-    """The rows of Att-SVM (c = 1) and bounds down to 2^-20 go to the solvers untouched (their
-    answers bit for bit); smaller ones are divided by a power of two, exactly."""
+    """The rows of Att-SVM (c = 1) and bounds within 2^-20 ... 2^20 go to the solvers untouched
+    (their answers bit for bit); smaller and larger ones are divided by a power of two,
+    exactly (larger ones since session 46)."""
     from svmgeo.solvers._norms import SCALE_BAND, row_scale
 
-    for c in (1.0, 1e3, 1e12, 1.0 / SCALE_BAND):
+    for c in (1.0, 1e3, SCALE_BAND, 1.0 / SCALE_BAND):
         cs = _att_rows_with_bounds(c)
         assert row_scale(cs) == (cs, 1.0, 1.0)
-    cs = _att_rows_with_bounds(np.linspace(1e-10, 2e-10, cs.N))
-    rows, s, gamma = row_scale(cs)
-    assert s == 1.0 and gamma == 2.0 ** round(np.log2(2e-10))
-    assert np.array_equal(rows.rhs * gamma, cs.rhs) and rows.A is cs.A and rows.B is cs.B
+    for low, high in ((1e-10, 2e-10), (1e12, 3e12)):
+        cs = _att_rows_with_bounds(np.linspace(low, high, cs.N))
+        rows, s, gamma = row_scale(cs)
+        assert s == 1.0 and gamma == 2.0 ** round(np.log2(high))
+        assert np.array_equal(rows.rhs * gamma, cs.rhs) and rows.A is cs.A and rows.B is cs.B
+    # large bounds beside small ones stay: scaled, the small ones would drown
+    wide = np.ones(cs.N)
+    wide[:2] = 2e6, 1e-9
+    assert row_scale(_att_rows_with_bounds(wide))[1:] == (1.0, 1.0)
+
+
+def _mixed_bound_rows(scale: float) -> sg.ConstraintSet:
+    """Integer rows with bounds (1, 2, 0.5, -1) times ``scale`` and a zero row (session 46's
+    fuzz, seed 1043)."""
+    A = [[-3, 0, -1, -3], [1, -2, -1, 3], [3, 3, -3, -2], [0, 0, 0, 0]]
+    B = [[2, -1, -1, 0], [2, -3, 0, 3], [2, -3, -2, 3], [0.56, 2.47, 0.74, -2.61]]
+    z = np.zeros(4, int)
+    return sg.ConstraintSet(
+        np.asarray(A, float), np.asarray(B, float), np.zeros(4, np.int8),
+        np.array([1.0, 2.0, 0.5, -1.0]) * scale, z, z, np.full(4, -1), np.full(4, -1),
+        n=1, K=1, T=1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("norm", SMALL_BOUND_NORMS, ids=str)
+@pytest.mark.parametrize("exponent", [21, 30, 60])
+def test_large_bounds_give_the_scaled_optimum(norm: str | tuple[str, float], exponent: int) -> None:
+    """Bounds times 2^k are the same problem with W times 2^k. Before session 46 bounds were
+    only scaled down: at 2^30 the factored nuclear path raised ValueError (a reshape of an empty
+    support), and the certificate judged rows c >= 1 absolutely, so the margins' rounding
+    (~1e-7 at 2^30) failed it (an audit: 923 of 1,617 OPTIMAL answers became
+    OPTIMAL_INACCURATE at 2^30). Now OPTIMAL, at 2^k times the unscaled optimum."""
+    unit = sg.solve_svm(_mixed_bound_rows(1.0), norm=norm)
+    res = sg.solve_svm(_mixed_bound_rows(2.0**exponent), norm=norm)
+    assert unit.status is sg.Status.OPTIMAL and res.status is sg.Status.OPTIMAL, res.message
+    assert res.objective is not None and unit.objective is not None
+    np.testing.assert_allclose(res.objective / 2.0**exponent, unit.objective, rtol=1e-9)
+
+
+def test_the_primal_residual_does_not_change_when_bounds_and_w_scale_together() -> None:
+    """primal_infeasibility(c t, m t, W t) = primal_infeasibility(c, m, W) for t = 2^k, large
+    and small (before session 46: only for t <= 1)."""
+    from svmgeo.solvers._certificates import primal_infeasibility
+
+    W = np.random.default_rng(1).standard_normal((4, 4))
+    unit = _mixed_bound_rows(1.0)
+    base = primal_infeasibility(unit, unit.apply(W), W)
+    assert base > 0.0
+    for k in (-40, -3, 3, 30, 90):
+        cs = _mixed_bound_rows(2.0**k)
+        value = primal_infeasibility(cs, cs.apply(W * 2.0**k), W * 2.0**k)
+        np.testing.assert_allclose(value, base, rtol=1e-15)
 
 
 def test_an_infeasible_pair_of_small_bounds_is_never_optimal() -> None:
