@@ -143,3 +143,31 @@ def test_scaling_tokens_scales_wmm_inversely(
     data2 = _rebuild(data, c * np.asarray(data.X))
     power = 1 if data.query is None else 2
     _assert_maps(data, alpha, data2, alpha, norm, lambda W: W / c**power)
+
+
+@settings(max_examples=examples(6))
+@given(
+    case=cases(),
+    draw=st.data(),
+    k=st.integers(-60, 60),
+    norm=st.sampled_from(("fro", "nuc", ("lp", 1.5))),
+)
+def test_scaling_the_bounds_scales_the_optimum(
+    case: Case, draw: st.DataObject, k: int, norm: Any
+) -> None:
+    """Rows a_j W b_j >= 2^k (instead of 1) are the same problem with W times 2^k: the same
+    verdict, the optimum times 2^k (before session 46, bounds past 2^20 were judged absolutely
+    and failed the certificate at the optimum)."""
+    import dataclasses
+
+    alpha = draw.draw(selections(case.data), label="alpha")
+    cs = sg.att_svm_constraints(case.data, alpha)
+    scaled = dataclasses.replace(cs, rhs=cs.rhs * 2.0**k)
+    r1, r2 = sg.solve_svm(cs, norm=norm), sg.solve_svm(scaled, norm=norm)
+    v1, v2 = verdict(r1), verdict(r2)
+    if v1 is None or v2 is None:  # ill-conditioned (checked by verdict)
+        return
+    assert_agree(v1, v2, cs)
+    if v1 == "optimal" and v2 == "optimal":
+        assert r1.objective is not None and r2.objective is not None
+        np.testing.assert_allclose(r2.objective / 2.0**k, r1.objective, rtol=W_RTOL)
