@@ -32,6 +32,7 @@ __all__ = [
     "SPAN_RESIDUAL_TOL",
     "SPECTRAL",
     "ULPS",
+    "UNIT_ROUNDOFF",
     "NormGeometry",
     "adjoint_nuclear_norm",
     "adjoint_singular_values",
@@ -63,6 +64,10 @@ def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
     r"""Each row's violation at margins :math:`m`: :math:`\max(c_j - m_j, 0)` on margin rows,
     :math:`|m_j - c_j|` on equality rows (the ``residual`` of a feasible point is the largest)."""
     return np.where(cs._margin_rows, np.maximum(cs.rhs - margins, 0.0), np.abs(margins - cs.rhs))
+
+
+UNIT_ROUNDOFF = 2.0**-53
+r"""The unit round-off u of float64: :math:`|\mathrm{fl}(x) - x| \le u|x|` (no underflow)."""
 
 
 def primal_infeasibility(
@@ -144,10 +149,8 @@ def margin_rounding(cs: ConstraintSet, W: np.ndarray, rows: np.ndarray) -> np.nd
         used, position = np.unique(inv[rows], return_inverse=True)
         R = np.abs(Q[used]) @ np.abs(W).T  # row s: (|W| |q_s|)^T
         size = np.einsum("jk,jk->j", A, R[position])
-    return 8.0 * cs.d * _UNIT_ROUNDOFF * size
+    return 8.0 * cs.d * UNIT_ROUNDOFF * size
 
-
-_UNIT_ROUNDOFF = 2.0**-53
 
 ROUNDING_SHARE = 1e-5
 """The largest share of a row's scale :math:`s_j` that :func:`primal_infeasibility` forgives as

@@ -41,7 +41,7 @@ from .._linalg import frobenius_norm
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
-from ._certificates import point_violations
+from ._certificates import UNIT_ROUNDOFF, point_violations
 from ._result import FeasibilityResult, replaced
 from ._status import Status
 
@@ -436,8 +436,6 @@ def _scale_interval(cs: ConstraintSet, m: np.ndarray, e: int) -> Fraction | None
     return t if hi is None or t <= hi else None
 
 
-_U = 2.0**-53
-"""Unit roundoff of float64."""
 _ETA = 2.0**-1074
 """Smallest subnormal: the absolute error of a product that underflows is at most half of it."""
 
@@ -481,7 +479,7 @@ def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
             A = rows.P[rows.pref] - rows.P[rows.comp]  # exact: the second term is 0
             m = np.einsum("jd,jd->j", A, V.T[rows.query])
             b = np.einsum("jd,jd->j", absP, R.T[rows.query])
-        bound = 8.0 * (d + 2) * (_U * b + _ETA * size)
+        bound = 8.0 * (d + 2) * (UNIT_ROUNDOFF * b + _ETA * size)
         return bool(np.all(np.isfinite(m)) and np.all(np.isfinite(bound)) and np.all(m > bound))
 
 
