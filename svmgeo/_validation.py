@@ -331,6 +331,16 @@ def npz_path(name: str) -> str:
     return name
 
 
+def read_only_view(A: Any) -> Any:
+    """A view of the array ``A`` that cannot be written (the base stays writeable); numpy
+    scalars, which cannot be written anyway, as they are."""
+    if not isinstance(A, np.ndarray):
+        return A
+    out = A.view()
+    out.flags.writeable = False
+    return out
+
+
 def read_only_state(obj: object, state: dict[str, Any]) -> None:
     """``__setstate__`` of an immutable holder of arrays (:class:`~svmgeo.TokenData`,
     :class:`~svmgeo.ConstraintSet`): the unpickled arrays, cached ones and those inside tuples

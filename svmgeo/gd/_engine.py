@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import entrywise_norm
-from .._validation import check_array, check_real
+from .._validation import check_array, check_real, read_only_view
 from ..data import TokenData
 from ..losses import LossSpec
 from . import _xp
@@ -248,7 +248,7 @@ class GradientDescent:
     def intermediate(
         self, obs: dict[str, np.ndarray], state: GDState, squeeze: bool
     ) -> Intermediate:
-        """What the callback receives: read-only views (:func:`_read_only`) of the record
+        """What the callback receives: read-only views (:func:`~svmgeo._validation.read_only_view`) of the record
         ``obs`` and of the iterate's factors, so that a callback that writes into them gets a
         ValueError instead of changing the run or its history."""
         k = self.kernels
@@ -257,7 +257,7 @@ class GradientDescent:
         sel = 0 if squeeze else slice(None)
 
         def view(A: Any) -> Any:
-            return None if A is None else _read_only(A[sel])
+            return None if A is None else read_only_view(A[sel])
 
         return Intermediate(
             step=view(obs["step"]),
@@ -279,16 +279,6 @@ class GradientDescent:
                 )
             },
         )
-
-
-def _read_only(A: Any) -> Any:
-    """A view of the array ``A`` that cannot be written (the base stays writeable); numpy
-    scalars, which cannot be written anyway, as they are."""
-    if not isinstance(A, np.ndarray):
-        return A
-    out = A.view()
-    out.flags.writeable = False
-    return out
 
 
 def _check_normalized_start(W0: np.ndarray, problem: Problem) -> None:

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._linalg import frobenius_norm
+from .._validation import read_only_state, read_only_view
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
@@ -197,6 +198,15 @@ class ExactRows:
     Q: np.ndarray
     query: np.ndarray
     source: str
+
+    def __post_init__(self) -> None:
+        # read-only, as the rows they come from: the compiled screen has one signature for
+        # rows from tokens and from cs.A, fresh or unpickled (see __setstate__)
+        for name in ("P", "pref", "comp", "Q", "query"):
+            object.__setattr__(self, name, read_only_view(getattr(self, name)))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # pickle: read-only again
+        read_only_state(self, state)
 
     @classmethod
     def build(cls, cs: ConstraintSet) -> ExactRows:

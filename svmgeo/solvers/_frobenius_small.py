@@ -67,6 +67,7 @@ from .._active_set import (
     update_working_set,
 )
 from .._jit import njit, seconds
+from .._validation import read_only_view
 from ..constraints import ConstraintSet
 from ._certificates import DECADES, FRO, ULPS, UNIT_ROUNDOFF, judge
 from ._exact import SCREEN_PROOF, ExactRows
@@ -520,29 +521,28 @@ def _residuals(A, Q, inv, grouped, W, lam, m):  # pragma: no cover - compiled
     return out
 
 
-def _rows(geo: RowGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
-    """(A, Q, each row's index into Q, whether rows share queries) of ``geo.cs``, C-ordered
+def _rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+    """(A, Q, each row's index into Q, whether rows share queries) of ``cs``, C-ordered
     float64 (the BLAS calls read them so): ``cs.query_groups``, or every row its own query
     (Q = B); None for rows of another dtype, which the Python path computes in their own
-    precision. Formed once per geometry: the feasibility route and the polish share them."""
-    if _ROWS_KEY in geo.__dict__:
-        return geo.__dict__[_ROWS_KEY]
-    cs = geo.cs
+    precision. Formed once per set (the rows are immutable): the feasibility route, the
+    polish and every later solve of the set share them."""
+    if _ROWS_KEY in cs.__dict__:
+        return cs.__dict__[_ROWS_KEY]
     rows = None
     if cs.A.dtype == np.float64 and cs.B.dtype == np.float64:
         groups = cs.query_groups
         Q, inv = (cs.B, np.arange(cs.N)) if groups is None else groups
-        A, Q = np.ascontiguousarray(cs.A), np.ascontiguousarray(Q)
-        if Q.flags.writeable:  # a read-only view, as A is: one compiled signature for both
-            Q = Q.view()
-            Q.flags.writeable = False
+        # read-only views, as A is: one compiled signature for every set, an unpickled one
+        # (whose cached arrays come back read-only) included
+        A, Q, inv = (read_only_view(np.ascontiguousarray(x)) for x in (cs.A, Q, inv))
         rows = (A, Q, inv, groups is not None)
-    geo.__dict__[_ROWS_KEY] = rows
+    cs.__dict__[_ROWS_KEY] = rows
     return rows
 
 
 _ROWS_KEY = "_svmgeo_compiled_rows"
-"""Where :func:`_rows` keeps the rows on a :class:`~._geometry.RowGeometry`."""
+"""Where :func:`_rows` keeps the rows on a :class:`~svmgeo.ConstraintSet`."""
 
 
 @njit()
@@ -574,10 +574,12 @@ def tight_route(
     return verdict, G, F, lam0, point, residual, screened, times, polish
 
 
-_NO_EXACT_ROWS = (np.zeros((0, 0)), np.zeros(0, dtype=np.int64))
-"""Placeholders for :func:`tight_route`'s exact rows when no proof is asked for (tokens,
-read-only as the tokens of a TokenData are, and indices: the signature of the proof's)."""
-_NO_EXACT_ROWS[0].flags.writeable = False
+_NO_EXACT_ROWS = (
+    read_only_view(np.zeros((0, 0))),
+    read_only_view(np.zeros(0, dtype=np.int64)),
+)
+"""Placeholders for :func:`tight_route`'s exact rows when no proof is asked for (tokens and
+indices, read-only as :class:`~._exact.ExactRows` holds them: the signature of the proof's)."""
 _POLISH_KEY = "_svmgeo_compiled_polish"
 """Where :func:`tight_verdict` keeps the polish of the solve that follows (tol, answer) on a
 :class:`~._geometry.RowGeometry` for :func:`polished`."""
@@ -631,7 +633,7 @@ def tight_verdict(geo: RowGeometry, exact: bool, start: float) -> FeasibilityRes
     Frobenius solve follows on these rows), the same call polishes, and :func:`polished` takes
     the answer from ``geo``. ``start`` is the check's ``perf_counter`` start."""
     cs = geo.cs
-    arrays = _rows(geo)
+    arrays = _rows(geo.cs)
     if arrays is None:
         return None
     built = time.perf_counter()
@@ -695,7 +697,7 @@ def polished(
         rounds, W, lam, margins, res = kept[1]
     else:
         lam0 = geo.tight()
-        arrays = _rows(geo)
+        arrays = _rows(geo.cs)
         if lam0 is None or arrays is None:
             return None
         A, Q, inv, grouped = arrays

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import time
 import warnings
 from typing import Any
@@ -168,7 +169,7 @@ def test_the_solves_polish_runs_in_the_feasibility_call_with_the_same_bits() -> 
     alone = RowGeometry(cs)
     assert small.tight_verdict(alone, True, 0.0) is not None
     assert small._POLISH_KEY not in alone.__dict__  # not asked: no polish
-    A, Q, inv, grouped = small._rows(alone)
+    A, Q, inv, grouped = small._rows(cs)
     fresh = small.polish_and_certify(
         A, Q, inv, grouped, cs._margin_rows, cs.rhs, alone.G, alone.tight(), 1e-8, small._ULPS
     )
@@ -200,3 +201,18 @@ def test_the_compiled_route_times_its_decision_and_its_proof(exact: bool) -> Non
         assert feas.solve_time + feas.extras["exact_seconds"] <= total
     else:
         assert "exact_seconds" not in feas.extras
+
+
+def test_sets_from_tokens_rows_and_pickles_share_one_compiled_signature() -> None:
+    """Rows built from tokens, the same rows without their tokens (the exact proof reads
+    cs.A then), and either set pickled and loaded again (its cached arrays come back
+    read-only) are solved by one specialization of the kernel, with the same results: four
+    specializations before (~7 s of compiling each on its first use)."""
+    solve_svm(CASES["(12, 10, 20)"]())
+    compiled = set(small.tight_route.signatures)
+    for name in ("(12, 10, 20)", "rows without tokens", "n_queries 3"):
+        cs = CASES[name]()
+        for exact in (True, False):
+            first = solve_svm(cs, exact=exact)
+            _same_results(solve_svm(pickle.loads(pickle.dumps(cs)), exact=exact), first)
+    assert set(small.tight_route.signatures) == compiled
