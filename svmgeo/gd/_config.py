@@ -46,6 +46,9 @@ __all__ = [
     "resolve_optimizer",
 ]
 
+MAX_STEPS = 2**62
+"""Largest ``n_steps`` and ``record_every``: the kernels count steps in int64 (beyond any run
+that ends)."""
 PARAMS = ("W", "KQ", "p")
 LOSSES = ("logistic", "exponential", "correlation")
 HEADS = ("linear", "relu", "concave")
@@ -574,7 +577,8 @@ class GDConfig:
         if not isinstance(self.step_size, str):
             check_real(self.step_size, "step_size", low=0.0, low_open=True, high_open=True,
                        where=where)  # fmt: skip
-        check_int(self.n_steps, "n_steps", low=OPTIMIZERS[self.optimizer].min_steps, where=where)
+        check_int(self.n_steps, "n_steps", low=OPTIMIZERS[self.optimizer].min_steps,
+                  high=MAX_STEPS, where=where)  # fmt: skip
         if self.optimizer == "mirror":
             if self.exponent is None:
                 raise ProblemError(
@@ -597,7 +601,7 @@ class GDConfig:
                 )
             check_int(self.m, "m", low=1, where=where)
         if self.record_every is not None:
-            check_int(self.record_every, "record_every", low=1, where=where)
+            check_int(self.record_every, "record_every", low=1, high=MAX_STEPS, where=where)
         check_real(self.ridge, "ridge", low=0.0, high_open=True, where=where)
         check_real(self.grad_tol, "grad_tol", low=0.0, where=where)
         if self.saturation_tol is not None:

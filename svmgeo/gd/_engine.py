@@ -127,6 +127,12 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
             "param='KQ' takes init='zero', ('random', scale) or a pair (K, Q) of arrays of "
             f"shape ({d}, m); got {type(init).__name__}."
         )
+    if pair and isinstance(init, tuple):  # (K, Q), which train_batch read as two starts
+        raise ProblemError(
+            f"init=(K, Q), a pair of factors, needs param='KQ'; {cfg.caller} got it with "
+            f"param={cfg.param!r}. Pass param='KQ', or the start as one array (train_batch: "
+            "np.stack(starts) for one start per instance)."
+        )
     if cfg.param == "p":
         p0 = check_array(init, "init", ndim=(1, 2), hint=f"init p must be ({d},) or (B, {d}).")
         if p0.shape[-1] != d or (p0.ndim == 2 and p0.shape[0] != B):
@@ -215,7 +221,8 @@ class GradientDescent:
             out["v"] = k.to_numpy(state.head)[:, 0, :]
             out["v_norm"] = np.linalg.norm(out["v"], axis=1)
         out["log_grad_norm"] = k.to_numpy(glog)
-        out["grad_norm"] = np.exp(out["log_grad_norm"])
+        with np.errstate(over="ignore"):  # inf past float64; the log holds the value
+            out["grad_norm"] = np.exp(out["log_grad_norm"])
         out["W"] = k.to_numpy(W)
         out["W_norm"] = _xp.frobenius(out["W"], np)  # scaled: finite for every finite W
         if cfg.param == "p":  # p is the (d, 1) matrix of the kernels
@@ -302,6 +309,13 @@ def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
         alias = {"W": "p", "W_norm": "p_norm"}
         names = [alias.get(r, r) for r in cfg.record]
     else:
+        asked = [r for r in cfg.record if r in ("p", "p_norm")]
+        if asked and cfg.record not in (RECORDS, BATCH_RECORDS):  # asked for by name
+            raise ProblemError(
+                f"record {tuple(asked)!r} of {cfg.caller}: the prompt vector p is trained by "
+                f"param='p'; this run trains param={cfg.param!r}. Record 'W' and 'W_norm' "
+                "instead (or pass param='p')."
+            )
         names = [r for r in cfg.record if r not in ("p", "p_norm")]
     if not cfg.train_head:  # the head is fixed
         names = [r for r in names if r not in ("v", "v_norm")]

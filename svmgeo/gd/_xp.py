@@ -126,6 +126,20 @@ def loss_value(u: Any, loss_id: LossKey, xp: Any) -> Any:
     return -u
 
 
+def _log_loss_difference(u: Any, w: Any, loss_id: LossKey, xp: Any) -> tuple[Any, Any]:
+    r"""(:math:`\log|\ell(u) - \ell(w)|`, its sign). Where the difference overflows (the
+    exponential loss at margins below about -709), the exponential loss's from its exponents,
+    :math:`\max(-u, -w) + \log(1 - e^{-|u - w|})`; other losses' are NaN there (unknown).
+    Callers silence floating-point warnings (:func:`_quiet`)."""
+    direct = loss_value(u, loss_id, xp) - loss_value(w, loss_id, xp)
+    log_abs, sign = xp.log(xp.abs(direct)), xp.sign(direct)
+    if isinstance(loss_id, LossSpec) or loss_id != EXPONENTIAL_LOSS:
+        return log_abs, sign
+    over = ~xp.isfinite(direct)
+    exponents = xp.maximum(-u, -w) + xp.log(-xp.expm1(-xp.abs(u - w)))
+    return xp.where(over, exponents, log_abs), xp.where(over, xp.sign(w - u), sign)
+
+
 def log_abs_dloss(u: Any, loss_id: LossKey, xp: Any) -> Any:
     r""":math:`\log|\ell'(u)|` (every built-in has :math:`\ell' < 0`)."""
     if isinstance(loss_id, LossSpec):
@@ -589,18 +603,19 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: LossKey, xp: Any) ->
         lad, flip = dloss_parts(Y * fm, loss_id, xp)
         first_log = lad + lsafe + xp.log(xp.abs(q))
         first_sign = -Y * flip * xp.sign(q)
-        direct = loss_value(Y * f, loss_id, xp) - loss_value(Y * fm, loss_id, xp)
+        direct_log, direct_sign = _log_loss_difference(Y * f, Y * fm, loss_id, xp)
         small = lmax < math.log(1e-8)
-        lg = xp.where(small, first_log, xp.log(xp.abs(direct)))
-        sg = xp.where(small, first_sign, xp.sign(direct))
+        lg = xp.where(small, first_log, direct_log)
+        sg = xp.where(small, first_sign, direct_sign)
         lg = xp.where(sg == 0.0, -xp.inf, lg).reshape(B, -1)
         sg = sg.reshape(B, -1)
         top = xp.max(lg, axis=1)
         tsafe = xp.where(xp.isfinite(top), top, 0.0)
         tot = xp.sum(sg * xp.exp(lg - tsafe[:, None]), axis=1)
         gap = xp.where(tot > 0.0, tsafe + xp.log(xp.abs(tot)) - math.log(n), xp.nan)
-        gap = xp.where(xp.isfinite(top), gap, -xp.inf)
-    loss = xp.sum(loss_value(Y * f, loss_id, xp).reshape(B, -1), axis=1) / n
+        # every term exactly 0: L = L_sel; an overflowed term (a user loss's): unknown
+        gap = xp.where(xp.isfinite(top), gap, xp.where(top == -xp.inf, -xp.inf, xp.nan))
+        loss = xp.sum(loss_value(Y * f, loss_id, xp).reshape(B, -1), axis=1) / n
     return {
         "loss": loss,
         "log_loss_gap": gap,

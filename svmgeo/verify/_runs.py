@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 
 from .._errors import TieError
 from ..data import TokenData
-from ..gd import GDRun, run_mirror_descent, train
+from ..gd import GDRun, StopStatus, run_mirror_descent, train
 from ..selection import first_five, query_label, tied_maxima
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
@@ -78,7 +78,7 @@ def _recorded(value: np.ndarray | None, name: str) -> np.ndarray:
     return value
 
 
-def _selection(data: TokenData, final: np.ndarray) -> np.ndarray:
+def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndarray:
     r"""The token of each query's largest final logit (:math:`x_{it}^\top W z_{ik}`, or
     :math:`x_{it}^\top p` for the prompt vector p) as a selection: (n,) for one query per
     sequence, else (n, K).
@@ -89,7 +89,8 @@ def _selection(data: TokenData, final: np.ndarray) -> np.ndarray:
         Where a query's largest logit is shared (:func:`~svmgeo.selection.tied_maxima`'s rule,
         that of :func:`~svmgeo.optimal_tokens`): identical tokens, or a stationary run such as
         K = Q = 0. A selection is one token per query; SPEC §2: ties are reported, never
-        broken silently.
+        broken silently. ``stopped`` opens the message: why the run stopped early (a run
+        stopped at its start by an overflow ends tied at W = 0).
     """
     if final.ndim == 1:  # the prompt vector: the same logits for every query
         X = np.asarray(data.X)
@@ -106,7 +107,7 @@ def _selection(data: TokenData, final: np.ndarray) -> np.ndarray:
              for i, k in where]
         )  # fmt: skip
         raise TieError(
-            f"GD's final selection is tied for {len(where)} quer"
+            f"{stopped}GD's final selection is tied for {len(where)} quer"
             f"{'y' if len(where) == 1 else 'ies'}: {listed} (equal largest logits at the final "
             "parameters: identical tokens, or a stationary start such as K = Q = 0). A "
             "selection is one token per query: merge or perturb identical tokens, start "
@@ -166,7 +167,7 @@ def run_gd(
         steps=steps,
         iterates=iterates,
         final=final,
-        selection=_selection(data, np.asarray(final, dtype=float)),
+        selection=_selection(data, np.asarray(final, dtype=float), _early_stop(run)),
         max_softmax=max_prob.reshape(len(hist.step), -1).min(axis=1),
         norm=norm,
         status=str(run.status),
@@ -175,6 +176,26 @@ def run_gd(
         head_iterates=np.asarray(_recorded(hist.v, "v"), dtype=float) if train_head else None,
         head=run.v if train_head else None,
     )
+
+
+def _early_stop(run: Any) -> str:
+    """The opening of a tie's message for a run that stopped on a failure (overflow,
+    non-finite values, a stationary or underflowing gradient): its status and message."""
+    if str(run.status) in _EARLY_STOPS:
+        return f"The run stopped with status {str(run.status)!r} ({run.message}). "
+    return ""
+
+
+_EARLY_STOPS = frozenset(
+    str(s)
+    for s in (
+        StopStatus.OVERFLOW,
+        StopStatus.NON_FINITE,
+        StopStatus.STATIONARY,
+        StopStatus.GRADIENT_UNDERFLOW,
+    )
+)
+"""Stops after which a tied final selection says more about the run than about the data."""
 
 
 def _logits(data: TokenData, Ws: np.ndarray) -> np.ndarray:
@@ -230,7 +251,7 @@ def _weight_trajectory(data: TokenData, run: GDRun, options: dict[str, Any]) -> 
         steps=np.asarray(run.history.step, dtype=np.int64),
         iterates=Ws,
         final=final,
-        selection=_selection(data, np.asarray(final, dtype=float)),
+        selection=_selection(data, np.asarray(final, dtype=float), _early_stop(run)),
         max_softmax=_min_max_softmax(data, Ws),
         norm=np.array([float(np.linalg.norm(W)) for W in Ws]),
         status=str(run.status),

@@ -24,7 +24,10 @@ DATA = DATASETS["cross"]  # d = 5
         ({"step_size": -1.0}, "step_size"),
         ({"step_size": math.nan}, "step_size"),
         ({"step_size": math.inf}, "step_size"),
-        ({"n_steps": 0}, "'n_steps' parameter of train must be an int in \\[1, inf\\]"),
+        (
+            {"n_steps": 0},
+            "'n_steps' parameter of train must be an int in \\[1, 4611686018427387904\\]",
+        ),
         ({"n_steps": 2.5}, "n_steps"),
         ({"param": "KQ", "m": 0}, "'m' parameter"),
         ({"loss": "hinge"}, "'logistic', 'exponential', 'correlation'. Got 'hinge'"),
