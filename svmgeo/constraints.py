@@ -803,9 +803,12 @@ def map_svm_constraints(data: TokenData, attention: str, pattern: Any = None) ->
 
     * ``"linear"`` (:math:`\varphi(u) = u`): one row per query,
       :math:`(\sum_t \gamma_{ikt} x_{it})^\top W z_{ik} \ge 1` (``pref = comp = -1``).
-      :math:`Y f` is linear in W, so this is the hard-margin SVM of a separable linear model,
-      GD's directional limit on exponential-tailed losses (a theorem: Soudry et al. 2018;
-      normalized GD: Nacson et al. 2019).
+      :math:`Y f` is linear in W, so this is the hard-margin SVM of a separable linear model.
+      On separable data, GD on the logistic or exponential loss converges in direction to it
+      (a theorem: Soudry et al. 2018, for plain GD with a small step :math:`\eta < 2/\beta`,
+      :math:`\beta` the smoothness constant of the risk; normalized GD: Nacson et al. 2019,
+      for their step rule). svmgeo's constant-step normalized GD is neither rule: measured in
+      docs/attention-maps.md.
     * ``"sigmoid"``: one row per key with :math:`\pi_{ikt}\ne 0`,
       :math:`\pi_{ikt}\, x_{it}^\top W z_{ik} \ge 1` (:func:`attention_pattern`;
       ``pref = t`` for +1, ``comp = t`` for -1, the other -1). svmgeo's conjecture, measured
@@ -816,8 +819,14 @@ def map_svm_constraints(data: TokenData, attention: str, pattern: Any = None) ->
       :math:`\min \tfrac12\|W\|^2` s.t. :math:`Y_{ik} f_{ik}(W) \ge 1` with that pattern solve
       the convex QP with rows :math:`(\sum_{t\in A_{ik}} \gamma_{ikt} x_{it})^\top W z_{ik}
       \ge 1` and :math:`\pm x_{it}^\top W z_{ik} \ge 0` (+ on :math:`A_{ik}`, - off it:
-      margin rows with right-hand side 0) — the limit of GD on a positively 1-homogeneous
-      model is such a KKT point (Lyu & Li 2020; Ji & Telgarsky 2020).
+      margin rows with right-hand side 0). For a positively homogeneous model and an
+      exponential-type loss, once the loss is below a threshold, limit points of the direction
+      are KKT points of :math:`\min \tfrac12\|W\|^2` s.t. :math:`Y_{ik} f_{ik}(W) \ge 1` (a
+      theorem: Lyu & Li 2020, for gradient flow, and for GD with small steps on smooth models)
+      and the direction converges (Ji & Telgarsky 2020, for gradient flow). ReLU attention is
+      positively 1-homogeneous in W but not smooth, and svmgeo runs discrete normalized GD:
+      its runs fall outside those hypotheses, so for them this is a conjecture, measured in
+      docs/attention-maps.md.
 
     Parameters
     ----------

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""GD from zero converges in direction to W^mm (Theorems 2 and 4), exactly in float64: the
+"""GD from zero converges in direction to W^mm on these instances, exactly in float64: measured,
+not a theorem (TF-SVM's Theorem 2 is about the regularization path, and its Theorem 4 needs a
+good initial gradient and iterates that stay in its cone; neither covers GD from zero). The
 stable formulation keeps improving as the softmax saturates, and the log-domain direction
 keeps improving after the gradient itself is exactly zero (issue 6)."""
 
