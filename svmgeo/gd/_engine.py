@@ -514,9 +514,9 @@ def train(
         per-query labels still are). This is a native path: p is held as a
         :math:`d \times 1` matrix and the query as the scalar 1, so the kernels do
         :math:`O(d)` work per key (not the :math:`O(d^2)` of W with :math:`z_i = e_1`, which
-        gives the same iterates: its first column is p). Measured: 2000 steps on
-        ``random_data(6, 8, 100)`` take 4.3-5.2x longer through W with :math:`z = e_1` (three
-        repeats; 1.0-1.1x at d = 10). The result has ``run.p`` and ``run.W = None``; the
+        gives the same iterates: its first column is p). Measured by
+        ``benchmarks/bench_prompt_param.py``: 2000 steps on ``random_data(6, 8, 100, seed=0)``
+        take 2.5x longer through W with :math:`z = e_1` (1.0x at d = 10). The result has ``run.p`` and ``run.W = None``; the
         history records ``p`` and ``p_norm`` (see :class:`History`).
     m : int, optional
         Width of K and Q (``m >= 1``; ``m > d`` allowed); ``param="KQ"`` only (with
