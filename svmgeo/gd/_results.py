@@ -35,7 +35,10 @@ class History:
     log_loss_gap : ndarray of shape (R,)
         :math:`\log(L - L_{\mathrm{sel}})`, informative after :math:`L` stops changing in
         float64 (see :func:`svmgeo.gd._xp.observe`); NaN where the gap is negative (some
-        query's most probable key is not its best-scoring one, e.g. at W = 0).
+        query's most probable key is not its best-scoring one, e.g. at W = 0) or unknown (a
+        user loss whose difference overflows); -inf where L equals :math:`L_{\mathrm{sel}}`
+        exactly. The exponential loss's gap stays finite where the loss itself overflows
+        (margins below about -709; ``loss`` is then inf).
     grad_norm, log_grad_norm : ndarray of shape (R,)
         Norm of the gradient of the trained parameters (with ridge) and its logarithm, which
         stays finite after the norm itself underflows.
