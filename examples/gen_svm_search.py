@@ -5,9 +5,9 @@ For each shape (n, T, d) and seed, ReLU-head attention ``random_data(n, T, d, se
 ``V = default_rng(seed).standard_normal((d, k))`` (k = 3 for d = 4, else 4) and the
 alternating-sign ``v = (1, -1, 1, ...)`` is trained by ``verify`` (normalized GD, step 0.1,
 ``--steps`` steps). A run counts when its selected set has a sequence with at least two tokens
-and no token is ambiguous (the others are counted per shape, not listed). For each such run it prints ``corr(W, W^eq)`` (the Gen-SVM's
-prediction), Γ, and the correlation of GD's W with two min-norm W's solved by the naive cvxpy
-model (Clarabel):
+and no token is ambiguous (the others are counted per shape, not listed). For each such run
+it prints ``corr(W, W^eq)`` (the Gen-SVM's prediction), Γ, and the correlation of GD's W with
+two min-norm W's solved by the naive cvxpy model (Clarabel):
 
 * ``drop |O|>=2``: the Gen-SVM rows without the margin rows of the sequences with two or more
   selected tokens (their equality rows kept);
@@ -34,9 +34,8 @@ SHAPES = [(2, 3, 4), (3, 4, 6), (4, 4, 8)]
 
 
 def _corr(A: np.ndarray, B: np.ndarray | None) -> float:
-    if B is None:
-        return float("nan")
-    return float(np.sum(A * B) / (np.linalg.norm(A) * np.linalg.norm(B)))
+    """:func:`svmgeo.correlation`, NaN when the min-norm problem had no answer."""
+    return float("nan") if B is None else sg.correlation(A, B)
 
 
 def _min_norm(cs: sg.ConstraintSet) -> np.ndarray | None:

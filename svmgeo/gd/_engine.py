@@ -255,9 +255,10 @@ class GradientDescent:
     def intermediate(
         self, obs: dict[str, np.ndarray], state: GDState, squeeze: bool
     ) -> Intermediate:
-        """What the callback receives: read-only views (:func:`~svmgeo._validation.read_only_view`) of the record
-        ``obs`` and of the iterate's factors, so that a callback that writes into them gets a
-        ValueError instead of changing the run or its history."""
+        """What the callback receives: read-only views
+        (:func:`~svmgeo._validation.read_only_view`) of the record ``obs`` and of the
+        iterate's factors, so that a callback that writes into them gets a ValueError instead
+        of changing the run or its history."""
         k = self.kernels
         assert k is not None  # internal invariant
         is_kq = self.config.param == "KQ"
@@ -516,8 +517,9 @@ def train(
         :math:`O(d)` work per key (not the :math:`O(d^2)` of W with :math:`z_i = e_1`, which
         gives the same iterates: its first column is p). Measured by
         ``benchmarks/bench_prompt_param.py``: 2000 steps on ``random_data(6, 8, 100, seed=0)``
-        take 2.5x longer through W with :math:`z = e_1` (1.0x at d = 10). The result has ``run.p`` and ``run.W = None``; the
-        history records ``p`` and ``p_norm`` (see :class:`History`).
+        take 2.5x longer through W with :math:`z = e_1` (1.0x at d = 10). The result has
+        ``run.p`` and ``run.W = None``; the history records ``p`` and ``p_norm`` (see
+        :class:`History`).
     m : int, optional
         Width of K and Q (``m >= 1``; ``m > d`` allowed); ``param="KQ"`` only (with
         ``param="W"`` or ``"p"`` a ProblemError).
