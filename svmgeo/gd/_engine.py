@@ -304,8 +304,9 @@ def _check_normalized_start(W0: np.ndarray, problem: Problem) -> None:
 
 def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
     """History fields recorded for ``cfg.record``: for ``param="p"``, ``"W"`` and ``"p"`` both
-    mean p and ``"W_norm"``/``"p_norm"`` its norm; fields of other parameters, and the head's
-    without ``train_head``, are dropped."""
+    mean p and ``"W_norm"``/``"p_norm"`` its norm. Fields of other parameters, and the head's
+    without ``train_head``, are dropped from the default lists and a ProblemError when asked
+    for by name."""
     if cfg.param == "p":
         alias = {"W": "p", "W_norm": "p_norm"}
         names = [alias.get(r, r) for r in cfg.record]
@@ -319,6 +320,13 @@ def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
             )
         names = [r for r in cfg.record if r not in ("p", "p_norm")]
     if not cfg.train_head:  # the head is fixed
+        asked = [r for r in names if r in ("v", "v_norm")]
+        if asked and cfg.record not in (RECORDS, BATCH_RECORDS):  # asked for by name
+            raise ProblemError(
+                f"record {tuple(asked)!r} of {cfg.caller}: the head v is trained only with "
+                "train_head=True; this run keeps it fixed (the v it was given, or the data's). "
+                "Pass train_head=True, or leave 'v' and 'v_norm' out of record."
+            )
         names = [r for r in names if r not in ("v", "v_norm")]
     return tuple(dict.fromkeys(names))
 
@@ -556,7 +564,8 @@ def train(
     record : tuple of str
         History fields among ``RECORDS`` (``"loss", "grad_norm", "W_norm", "max_prob",
         "selected", "probs", "W", "p", "p_norm", "v", "v_norm"``); default all. Fields that
-        do not apply to the run stay None (see :class:`History`).
+        do not apply to the run stay None (see :class:`History`); asked for by name, the
+        prompt's on a W or (K, Q) run and the head's without ``train_head`` are refused.
     ridge : float
         :math:`\rho \ge 0` (the paper's experiments use a tiny one on (K, Q)).
     init : "zero", ("random", scale), array of shape (d, d) (shape (d,) for ``param="p"``), or (K, Q)
