@@ -69,6 +69,10 @@ def point_violations(cs: ConstraintSet, margins: np.ndarray) -> np.ndarray:
 UNIT_ROUNDOFF = 2.0**-53
 r"""The unit round-off u of float64: :math:`|\mathrm{fl}(x) - x| \le u|x|` (no underflow)."""
 
+SMALLEST_SUBNORMAL = 2.0**-1074
+"""η, float64's smallest subnormal: the absolute error of a product that underflows is at most
+half of it."""
+
 
 def primal_infeasibility(
     cs: ConstraintSet, margins: np.ndarray, W: np.ndarray | None = None

@@ -42,7 +42,7 @@ from .._validation import read_only_state, read_only_view
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
-from ._certificates import UNIT_ROUNDOFF, point_violations
+from ._certificates import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, point_violations
 from ._result import FeasibilityResult, replaced
 from ._status import Status
 
@@ -446,10 +446,6 @@ def _scale_interval(cs: ConstraintSet, m: np.ndarray, e: int) -> Fraction | None
     return t if hi is None or t <= hi else None
 
 
-_ETA = 2.0**-1074
-"""Smallest subnormal: the absolute error of a product that underflows is at most half of it."""
-
-
 def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
     r"""True when every row is a margin row whose float margin exceeds a rigorous bound on its
     rounding error, so that every exact margin :math:`a_j^\top W b_j` is positive.
@@ -489,7 +485,7 @@ def _margins_beyond_rounding(rows: ExactRows, W: np.ndarray) -> bool:
             A = rows.P[rows.pref] - rows.P[rows.comp]  # exact: the second term is 0
             m = np.einsum("jd,jd->j", A, V.T[rows.query])
             b = np.einsum("jd,jd->j", absP, R.T[rows.query])
-        bound = 8.0 * (d + 2) * (UNIT_ROUNDOFF * b + _ETA * size)
+        bound = 8.0 * (d + 2) * (UNIT_ROUNDOFF * b + SMALLEST_SUBNORMAL * size)
         return bool(np.all(np.isfinite(m)) and np.all(np.isfinite(bound)) and np.all(m > bound))
 
 

@@ -69,7 +69,7 @@ from .._active_set import (
 from .._jit import njit, seconds
 from .._validation import read_only_view
 from ..constraints import ConstraintSet
-from ._certificates import DECADES, FRO, ULPS, UNIT_ROUNDOFF, judge
+from ._certificates import DECADES, FRO, SMALLEST_SUBNORMAL, ULPS, UNIT_ROUNDOFF, judge
 from ._exact import SCREEN_PROOF, ExactRows
 from ._geometry import RowGeometry
 from ._result import EVERY_ROW_TIGHT, POLISHED, FeasibilityResult, SVMResult, finish
@@ -89,7 +89,6 @@ _ULPS = np.array(ULPS)
 _DECADES = np.array(DECADES)
 _MAX_ROUNDS = 8
 """Active-set rounds of the Python path's fast path (``polish_active_set(..., max_rounds=8)``)."""
-_ETA = 2.0**-1074
 
 # feasible_point's verdicts (OK: a verified point; else the Python path decides)
 OK = 0
@@ -413,7 +412,7 @@ def margins_beyond_rounding(W, P, Q, pref, comp, query):  # pragma: no cover - c
             bq += aq * r[t]
             size += ap + aq
         m = sp - sq
-        bound = 8.0 * (d + 2) * (UNIT_ROUNDOFF * (bp + bq) + _ETA * size)
+        bound = 8.0 * (d + 2) * (UNIT_ROUNDOFF * (bp + bq) + SMALLEST_SUBNORMAL * size)
         if not (abs(m) < np.inf and abs(bound) < np.inf and m > bound):
             return False
     return True
