@@ -104,6 +104,14 @@ class LossSpec:
 
         return html_summary(self)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """A built-in pickles by its name and unpickles as the same object of
+        :data:`LOSS_SPECS` (its callables are lambdas; a copy would also lose the compiled
+        kernels, which only the table's own objects select)."""
+        if is_builtin(self):
+            return (_builtin_loss, (self.name,))
+        return super().__reduce_ex__(protocol)
+
 
 LOSS_SPECS: dict[str, LossSpec] = {
     "logistic": LossSpec(
@@ -167,6 +175,11 @@ def get_loss(loss: Any, where: str = "check_loss") -> LossSpec:
         f"({', '.join(repr(k) for k in LOSS_SPECS)}), a LossSpec, or a tuple (value, "
         f"derivative[, second derivative]) of callables u -> array; got {loss!r}."
     )
+
+
+def _builtin_loss(name: str) -> LossSpec:
+    """The built-in loss ``name`` of :data:`LOSS_SPECS` (what a pickled built-in loads as)."""
+    return LOSS_SPECS[name]
 
 
 def is_builtin(spec: LossSpec) -> bool:
