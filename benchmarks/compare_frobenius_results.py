@@ -9,6 +9,12 @@ Usage (one process per tree; the second command compares)::
 
 Each instance is solved by ``solve_svm(cs)``; status, proof, certificate verdict, objective
 (equal to 1e-12 relative) and W are compared, and the solvers named.
+
+Options after ``run <path>`` (give both trees the same ones): ``--large`` adds the six N = 3,800
+instances of ``bench_svm_peers.py --large`` ((200, 20, 200) and (200, 20, 1000), seeds 0-2),
+whose polish solves reach the CG path of ``RowGeometry.min_norm_solve``; ``--force-cg`` sends
+every G_SS solve to CG first (``_cg_first`` patched to True), so CG also meets the singular,
+scaled and degenerate instances.
 """
 
 import pickle
@@ -135,11 +141,30 @@ def instances():
     return out
 
 
-def run(path):
+def large_instances():
+    out = []
+    for n, T, d in [(200, 20, 200), (200, 20, 1000)]:
+        for seed in (0, 1, 2):
+            data = sg.random_data(n, T, d, seed=seed)
+            out.append(
+                (
+                    f"CG {(n, T, d)} seed {seed}",
+                    sg.att_svm_constraints(data, sg.optimal_tokens(data)),
+                )
+            )
+    return out
+
+
+def run(path, options=()):
+    if "--force-cg" in options:
+        from svmgeo.solvers import _geometry
+
+        _geometry._cg_first = lambda size, N: True
+    cases = instances() + (large_instances() if "--large" in options else [])
     res = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name, cs in instances():
+        for name, cs in cases:
             r = solve_svm(cs)
             f = r.extras.get("feasibility")
             res[name] = dict(
@@ -184,6 +209,6 @@ def cmp(a, b):
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        run(sys.argv[2])
+        run(sys.argv[2], sys.argv[3:])
     else:
         cmp(sys.argv[2], sys.argv[3])

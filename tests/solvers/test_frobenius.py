@@ -253,7 +253,9 @@ def _many_support_vectors() -> sg.ConstraintSet:
     return sg.att_svm_constraints(data, sg.optimal_tokens(data))
 
 
-def test_jacobi_cg_solve_meets_the_factor_accuracy(monkeypatch):
+@pytest.mark.parametrize("every", [7, 2], ids=["products-with-G", "G_SS-gathered"])
+def test_jacobi_cg_solve_meets_the_factor_accuracy(monkeypatch, every):
+    """CG with products by all of G (S holds 6/7 of the rows) or by G_SS gathered (1/2)."""
     from svmgeo.solvers import _geometry
     from svmgeo.solvers._geometry import cho_factor, cho_solve
 
@@ -262,7 +264,8 @@ def test_jacobi_cg_solve_meets_the_factor_accuracy(monkeypatch):
     geo = _geometry.RowGeometry(cs)
     assert geo.kind == "dual"
     G = geo.gram()
-    S = np.flatnonzero(np.arange(cs.N) % 7 != 0)
+    S = np.flatnonzero(np.arange(cs.N) % every != 0)
+    assert _geometry._gather_pays(S.size, cs.N) == (every == 2)
     r = np.random.default_rng(5).normal(size=S.size)
     calls: list[bool] = []
     cg = _geometry.RowGeometry._jacobi_cg
@@ -275,7 +278,7 @@ def test_jacobi_cg_solve_meets_the_factor_accuracy(monkeypatch):
     monkeypatch.setattr(_geometry.RowGeometry, "_jacobi_cg", spy)
     x = geo.min_norm_solve(S, r)
     assert calls == [True]
-    assert geo._last is None  # no G_SS factored
+    assert geo._last is None and geo._cg_block is None  # no G_SS factored, no gather kept
     GSS = G[np.ix_(S, S)]
     ref = cho_solve(cho_factor(GSS), r)
     bound = 1e-11 * (np.diagonal(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max())
@@ -307,17 +310,25 @@ def test_jacobi_cg_gives_the_factored_optimum(monkeypatch):
     assert frobenius_certificate(cs, res.W, res.dual, 1e-8).passed
 
 
-def test_jacobi_cg_falls_back_to_the_factor_when_it_stalls(monkeypatch):
+@pytest.mark.parametrize("size", [447, 225], ids=["products-with-G", "G_SS-gathered"])
+def test_jacobi_cg_falls_back_to_the_factor_when_it_stalls(monkeypatch, size):
+    """The factor after a stalled CG; with G_SS gathered for CG, of that same block."""
     from svmgeo.solvers import _geometry
 
     monkeypatch.setattr(_geometry, "_cg_first", lambda size, N: True)
     monkeypatch.setattr(_geometry, "_CG_PRODUCTS", 1)  # one product: never accurate enough
     cs = _many_support_vectors()
     geo = _geometry.RowGeometry(cs)
-    S = np.arange(cs.N - 3)
+    S = np.arange(size)
+    gathers: list[int] = []
+    block = _geometry._block
+    monkeypatch.setattr(
+        _geometry, "_block", lambda G, R, C: gathers.append(R.size) or block(G, R, C)
+    )
     r = np.random.default_rng(6).normal(size=S.size)
     x = geo.min_norm_solve(S, r)
     assert geo._last is not None and np.array_equal(geo._last[0], S)  # factored after all
+    assert gathers == [size] and geo._cg_block is None  # G_SS gathered once, then let go
     GSS = geo.gram()[np.ix_(S, S)]
     bound = 1e-11 * (np.diagonal(GSS).max() * max(np.abs(x).max(), 1.0) + np.abs(r).max())
     np.testing.assert_allclose(GSS @ x, r, rtol=0, atol=bound)
