@@ -49,3 +49,36 @@ def test_the_gen_svm_search_runs_and_finds_seed_8() -> None:
     seed8 = [r for r in rows if r[3] == "8"]
     assert len(seed8) == 1, out.stdout
     assert float(seed8[0][-2]) > 0.9999
+
+
+def _run_example(*args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_normalized_mirror_descent_beats_plain_at_the_same_budget() -> None:
+    """docs/beyond.md's statement, quick form (seed 0, 400 steps): for every p, normalized
+    steps end closer in direction to the l_p Att-SVM than plain ones."""
+    stdout = _run_example("mirror_plain_vs_normalized.py", "--quick")
+    rows = [line.split() for line in stdout.splitlines() if line.startswith("   0 ")]
+    assert len(rows) == 4, stdout
+    for _, _, normalized, plain, _ in rows:
+        assert float(normalized) < float(plain), stdout
+
+
+def test_normalized_ntp_fin_error_scales_with_the_step() -> None:
+    """docs/beyond.md's O(eta) statement, quick form (seed 0, 3000 steps): halving the
+    normalized step halves the fin error."""
+    import numpy as np
+
+    stdout = _run_example("ntp_normalized_fin_error.py", "--quick", "--etas", "0.1", "0.05")
+    fin = {float(r[0]): float(r[3]) for r in (line.split() for line in stdout.splitlines())
+           if len(r) == 5 and r[1] == "0"}  # fmt: skip
+    assert set(fin) == {0.1, 0.05}, stdout
+    np.testing.assert_allclose(fin[0.05] / fin[0.1], 0.05 / 0.1, rtol=0.05)
