@@ -12,8 +12,9 @@ so :math:`\ell` is only evaluated on :math:`I_{ik}`: the directional limit can o
 step-size bound :math:`L_W`. *svmgeo's derivation* (MATH-NOTES §6), part of its
 reconstruction from the abstract of Chen, Guo, Li, Song, Zhou (ICLR 2024 submission 4416,
 withdrawn), which claims convergence under weaker assumptions on the loss's derivative.
-A stationary point of :math:`\ell` inside :math:`I_{ik}` changes the limit (measured: the
-square loss holds such sequences at :math:`Y f = 1`, MATH-NOTES §6).
+A stationary minimum of :math:`\ell` inside :math:`I_{ik}` changes the limit (measured by
+``examples/square_loss_limit.py``: the square loss holds such sequences at :math:`Y f`
+0.981-1.001, seeds 0-9, docs/attention-maps.md).
 """
 
 from __future__ import annotations
