@@ -33,7 +33,7 @@ from ..data import TokenData
 from ..losses import check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import NORMS, parse_norm
+from ..solvers import NORMS, check_feasibility, parse_norm
 from ._stability import RECONSTRUCTION
 
 __all__ = ["TensorData", "TensorRows", "TensorSVM", "tensor_rows", "tensor_svm", "tensorize"]
@@ -44,6 +44,12 @@ _NO_VECTOR_FORM = {
         "entrywise norm of vec(W): the tensor form turns Att-SVM into a Euclidean vector SVM "
         "only for the Frobenius norm (||W||_F = ||vec W||_2). Solve Att-SVM* with "
         "svmgeo.att_svm(data, norm='nuc')."
+    ),
+    "spectral": (
+        "the spectral norm ||W||_2 = the largest singular value of W is a norm of the matrix, "
+        "not an entrywise norm of vec(W): the tensor form turns Att-SVM into a Euclidean "
+        "vector SVM only for the Frobenius norm (||W||_F = ||vec W||_2). Solve the "
+        "spectral-norm SVM with svmgeo.att_svm(data, norm='spectral')."
     ),
     "KQ": (
         "with W = K Q^T the logits x^T K Q^T z are bilinear in (K, Q), not linear in one "
@@ -342,8 +348,8 @@ class TensorSVM:
     label : str
     farkas : ndarray of shape (N,) or None
         When infeasible: :math:`y` with :math:`y_j \ge 0` on margin rows, :math:`U^\top y
-        = 0` and :math:`c^\top y > 0` (verified to :math:`10^{-9}` relative), which no w
-        can meet. ``feasible`` is True only for a w whose margins were checked, and False
+        = 0` and :math:`c^\top y > 0` (proved in exact arithmetic, on the rows as floats),
+        which no w can meet. ``feasible`` is True only for a w whose margins were checked, and False
         with ``farkas`` None means undecided (said in ``message``).
     """
 
@@ -373,8 +379,9 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     infeasible, with the Farkas vector :math:`\mu`). The rows with :math:`\mu_j > 0` are then
     polished by the least-norm solution of :math:`U_S w = c_S`, and the answer is feasible only
     when that w meets every row (to :math:`10^{-9}\max(1, \max_j|c_j|)`), infeasible only with a
-    verified Farkas vector. (At the optimum :math:`\kappa = 1/(1 + \|w\|^2)`, below round-off
-    for :math:`\|w\| \gtrsim 10^8`: the verdict does not rest on :math:`\kappa`.)
+    Farkas vector proved in exact arithmetic (:func:`~svmgeo.solvers.check_feasibility` on the
+    vector rows), else undecided. (At the optimum :math:`\kappa = 1/(1 + \|w\|^2)`, below
+    round-off for :math:`\|w\| \gtrsim 10^8`: the verdict does not rest on :math:`\kappa`.)
 
     Parameters
     ----------
@@ -432,7 +439,7 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
     primal = float(viol.max(initial=0.0))
     if not (np.all(np.isfinite(w)) and primal <= 1e-9 * scale):
-        return _no_vector_solution(Us, cs, mu, n_rows, eq)
+        return _no_vector_solution(rows)
     dual = lam_s[:n_rows].copy()
     dual[eq] -= lam_s[n_rows:]
     dual_res = max(
@@ -444,23 +451,32 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
                      "solved: vector SVM by NNLS, active rows polished")  # fmt: skip
 
 
-def _no_vector_solution(
-    Us: np.ndarray, cs: np.ndarray, mu: np.ndarray, n_rows: int, eq: np.ndarray
-) -> TensorSVM:
-    r""":func:`tensor_svm`'s answer when no candidate w meets the rows: infeasible with the
-    Farkas vector :math:`y = \mu` (on the rows with equality rows split in two) when it
-    verifies, :math:`\|U_s^\top y\| \le 10^{-9} \sum_j y_j \|u_j\|` and :math:`c_s^\top y
-    > 0`; else undecided. (A sum of 0 puts y on zero rows :math:`u_j = 0` only, where
-    :math:`U_s^\top y = 0` exactly: a zero row with :math:`c_j > 0` is infeasible.)"""
-    size = float(mu @ np.linalg.norm(Us, axis=1))
-    gap = float(cs @ mu)
-    if gap > 0.0 and float(np.linalg.norm(Us.T @ mu)) <= 1e-9 * size:
-        farkas = mu[:n_rows].copy()
-        farkas[eq] -= mu[n_rows:]
+def _no_vector_solution(rows: TensorRows) -> TensorSVM:
+    r""":func:`tensor_svm`'s answer when no candidate w meets the rows: infeasible only with a
+    Farkas vector proved in exact arithmetic by :func:`~svmgeo.solvers.check_feasibility`, on
+    the rows :math:`u_j^\top W' e_1 = u_j^\top w` (:math:`W'` of size :math:`d^2`, of which
+    only the first column counts); else undecided, saying whether the rows were proved
+    feasible. (The NNLS's own :math:`\mu` is no proof: :math:`U^\top\mu` is small, not 0,
+    whenever the optimal :math:`\|w\|` is beyond :math:`\sim 10^8`, where
+    :math:`\kappa = 1/(1 + \|w\|^2)` is below round-off.)"""
+    U = rows.U
+    N, D = U.shape
+    first = np.zeros((N, D))
+    first[:, 0] = 1.0
+    zero = np.zeros(N, dtype=np.int64)
+    vector_rows = ConstraintSet(A=U, B=first, kind=rows.kind, rhs=rows.rhs, seq=np.arange(N),
+                                query=zero, pref=zero, comp=zero + 1, n=N, K=1, T=2)  # fmt: skip
+    verdict = check_feasibility(vector_rows)
+    if verdict.proof == "exact" and verdict.farkas is not None:
         return TensorSVM(False, None, None, None, None, np.inf, np.inf,
                          "infeasible: Farkas vector y >= 0 (margin rows) with U^T y = 0 and "
-                         "c^T y > 0, verified", farkas=farkas)  # fmt: skip
+                         "c^T y > 0, proved in exact arithmetic (svmgeo.check_feasibility)",
+                         farkas=np.asarray(verdict.farkas))  # fmt: skip
+    if verdict.proof == "exact" and verdict.feasible:
+        why = ("the rows are feasible (proved by svmgeo.check_feasibility), but the optimal w "
+               "is too large for the NNLS's accuracy (an ill-conditioned SVM); "
+               "svmgeo.att_svm on the ConstraintSet solves it")  # fmt: skip
+    else:
+        why = f"svmgeo.check_feasibility did not prove a verdict either ({verdict.status})"
     return TensorSVM(False, None, None, None, None, np.inf, np.inf,
-                     "undecided: the NNLS gave neither a w meeting every row nor a Farkas "
-                     "vector that verifies (use svmgeo.check_feasibility on the ConstraintSet "
-                     "for a proved verdict)")  # fmt: skip
+                     f"undecided: the NNLS gave no w meeting every row; {why}")  # fmt: skip

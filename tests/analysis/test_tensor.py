@@ -79,6 +79,22 @@ def test_vector_svm_of_a_large_norm_solution_is_feasible(gap: float) -> None:
     np.testing.assert_allclose(vec.W, svm.W, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("gap", [1e-9, 1e-10, 1e-11])
+def test_vector_svm_never_calls_ill_conditioned_feasible_rows_infeasible(gap: float) -> None:
+    """Regression (session 48 audit): rotated tokens 'gap' apart, ||W|| ~ 2/gap. The NNLS's
+    mu had |U^T mu| ~ 4e-10, inside the old 1e-9 'verified' test, so tensor_svm said
+    'infeasible ... verified' of feasible rows; a Farkas vector is now proved or not used."""
+    c, s = np.cos(0.3), np.sin(0.3)
+    X = np.array([[[0.0, 0.0], [-1.0, 0.0], [1.0, -gap]]]) @ np.array([[c, s], [-s, c]])
+    data = sg.TokenData(X, Z=np.array([[0.6, 0.8]]), v=np.array([1.0, 0.0]))
+    cs = sg.att_svm_constraints(data, np.array([0]))
+    assert sg.check_feasibility(cs).feasible
+    res = tensor_svm(cs)
+    assert res.farkas is None and not res.message.startswith("infeasible"), res.message
+    if not res.feasible:
+        assert res.message.startswith("undecided") and "proved by" in res.message
+
+
 def test_no_vector_form_for_nuclear_and_kq() -> None:
     data = sg.random_data(3, 4, 5, seed=0)
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
@@ -88,6 +104,8 @@ def test_no_vector_form_for_nuclear_and_kq() -> None:
         tensorize(data, param="KQ")
     with pytest.raises(sg.ProblemError, match="l_q"):
         tensor_svm(cs, norm=("lp", 1.5))
+    with pytest.raises(sg.ProblemError, match=r"no vector form for 'spectral'.*norm='spectral'"):
+        tensor_svm(cs, norm="spectral")  # it pointed to the entrywise l_q SVM
 
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
