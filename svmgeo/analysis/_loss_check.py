@@ -59,7 +59,10 @@ class LossCheck:
         when it was estimated on the grid (then ``decreasing`` is a measurement).
     stationary : ndarray of shape (n, K)
         An interior stationary point :math:`u^\star \in (lo, hi)` with :math:`\ell'(u^\star) = 0`
-        (NaN when none was found): there the pure SVM limit is not expected.
+        (NaN when none was found): there the pure SVM limit is not expected. The message
+        counts those that are minima of :math:`\ell` (:math:`\ell'` from negative to
+        positive), where GD holds :math:`Y f` near :math:`u^\star` (measured for the square
+        loss); a maximum repels it instead.
     sup_d1, lip_d1 : ndarray of shape (n, K)
         :math:`\sup|\ell'|` and :math:`\sup|\ell''|` (the Lipschitz constant of :math:`\ell'`)
         over :math:`I_{ik}`.
@@ -208,6 +211,7 @@ def check_loss(
     decreasing = closed_form | np.all(cells < 0.0, axis=2)
     undecided = ~decreasing & ~representable
     stationary = np.full(lo.shape, np.nan)
+    minimum = np.zeros(lo.shape, dtype=bool)  # l' goes from - to + through u*
     for idx in zip(*np.nonzero(~decreasing & representable), strict=True):
         g = g1[idx]
         # the first zero or sign change of l' on the grid (a minimum or a maximum of l); a
@@ -219,6 +223,7 @@ def check_loss(
             j = int(change[0])
             a, b = float(U[idx][j]), float(U[idx][j + 1])
             stationary[idx] = brentq(lambda x: float(spec.d1(np.asarray(x))), a, b, xtol=1e-14)
+            minimum[idx] = g[j] < 0.0
         elif first is not None:
             if first > 0 and _underflows_into_zero(
                 spec, float(U[idx][first - 1]), float(U[idx][first])
@@ -226,6 +231,10 @@ def check_loss(
                 undecided[idx] = True  # l' reaches 0 through float64's last decades: no zero
             else:
                 stationary[idx] = float(U[idx][first])
+                after = g[first:][g[first:] != 0.0]
+                minimum[idx] = (
+                    (first == 0 or g[first - 1] < 0.0) and after.size > 0 and after[0] > 0
+                )
     interior = np.isfinite(stationary) & (stationary > lo) & (stationary < hi)
     stationary = np.where(interior, stationary, np.nan)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -248,10 +257,12 @@ def check_loss(
         message = f"l' < 0 not shown on {bad} of {decreasing.size} queries (|l''| bound {bound})"
         if np.any(interior):
             u_star = float(np.nanmin(stationary))
+            minima = int(np.count_nonzero(interior & minimum))
             message += (
                 f"; interior stationary point l'(u*) = 0 at u* = {u_star:.6g} on "
                 f"{int(np.count_nonzero(interior))} queries: the pure SVM limit is not expected "
-                "there (GD holds Y f near u*)"
+                f"there; u* is a minimum of l (l' from - to +) on {minima} of them, where GD "
+                "holds Y f near u* (measured for the square loss, docs/attention-maps.md)"
             )
         if np.any(undecided):
             message += (

@@ -225,3 +225,18 @@ def test_a_user_loss_that_fails_is_a_named_error(loss, match) -> None:
         sg.ProblemError, match=f"'loss' parameter of check_loss: the loss's {match}"
     ):
         check_loss(loss, data)
+
+
+def test_a_stationary_maximum_is_not_said_to_hold_y_f() -> None:
+    """Session 48 audit: at a maximum of l (l'' < 0) the message said 'GD holds Y f near u*';
+    it holds Y f at a minimum (the square loss), and a maximum repels it."""
+    data = sg.random_data(4, 5, 3, seed=0)
+    peak = sg.LossSpec("peak", lambda u: -((u - 0.1) ** 2) / 2, lambda u: -(u - 0.1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        top = check_loss(peak, data, d2_bound=1.0)
+    assert np.isfinite(top.stationary).all() and not top.passed
+    assert "minimum of l (l' from - to +) on 0 of them" in top.message
+    bowl = check_loss("square", _scaled(0, 3.0))
+    flagged = int(np.isfinite(bowl.stationary).sum())
+    assert flagged > 0 and f"on {flagged} of them, where GD holds Y f" in bowl.message
