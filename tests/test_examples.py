@@ -51,15 +51,26 @@ def test_the_gen_svm_search_runs_and_finds_seed_8() -> None:
     assert float(seed8[0][-2]) > 0.9999
 
 
-def _run_example(*args: str) -> str:
+BENCHMARKS = EXAMPLES.parent / "benchmarks"
+
+
+def _run_script(path: Path, *args: str) -> str:
     out = subprocess.run(
-        [sys.executable, str(EXAMPLES / args[0]), *args[1:]],
+        [sys.executable, str(path), *args],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def _run_example(*args: str) -> str:
+    return _run_script(EXAMPLES / args[0], *args[1:])
+
+
+def _bench(*args: str) -> str:
+    return _run_script(BENCHMARKS / args[0], *args[1:])
 
 
 def _example_rows(*args: str) -> list[list[str]]:
@@ -109,3 +120,34 @@ def test_square_loss_holds_flagged_sequences_near_one_and_lags_logistic() -> Non
     assert 0.9 < lo <= hi < 1.1
     corr, corr_logistic = float(last[-4]), float(last[-1])
     assert corr < corr_logistic
+
+
+def test_backend_agreement_quick() -> None:
+    """docs/gd.md, "Known limits": numba = numpy to 1e-12 on the quick W grid, and one step of
+    each backend from the same K, Q agrees to rounding (the KQ gap is amplification)."""
+    text = _bench("check_backend_agreement.py", "--quick")
+    grid = next(line for line in text.splitlines() if line.startswith("grid:")).split()
+    assert grid[1] == grid[3], text  # "grid: X of Y combinations agree ..."
+    one = next(line for line in text.splitlines() if "one step of numba and of numpy" in line)
+    steps = [float(part.split()[0]) for part in one.split("differs by ")[1].split(", ")]
+    assert len(steps) == 3 and max(steps) <= 1e-14, one
+
+
+def test_polyak_refusal_seed_0() -> None:
+    """docs/optimizers.md: on random_data(6, 4, 2, seed=0) the Polyak step is refused and
+    normalized GD stays above L* over its whole run."""
+    text = _bench("polyak_refusal.py", "--seeds", "0")
+    row = next(line for line in text.splitlines() if line.startswith("| 0 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "False" and cells[3].startswith("ProblemError"), row
+    assert float(cells[-1]) > 0.0, row
+
+
+def test_spectral_forms_seed_0() -> None:
+    """docs/spectral.md: Clarabel's dual form is certified, and it is what solve_svm returns."""
+    pytest.importorskip("cvxpy")
+    text = _bench("spectral_forms.py", "--seeds", "0")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| 0 |")]  # fmt: skip
+    dual = next(r for r in rows if r[1] == "clarabel" and r[2].startswith("dual"))
+    assert dual[7] == "True" and dual[9].startswith("clarabel, dual"), dual
