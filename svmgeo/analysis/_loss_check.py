@@ -109,6 +109,10 @@ def _underflows_into_zero(spec: LossSpec, a: float, b: float) -> bool:
         return abs(float(spec.d1(np.asarray(a)))) < 2.0**-1000
 
 
+MAX_GRID = 2**20 + 1
+"""The most grid points per interval :func:`check_loss` takes (8 MiB per query)."""
+
+
 def check_loss(
     loss: Any,
     data: TokenData,
@@ -142,7 +146,8 @@ def check_loss(
         A name in :data:`LOSS_SPECS` or ``(value, derivative[, second derivative])``.
     data : TokenData
     grid : int, default 2049
-        Grid points per interval (at least 3).
+        Grid points per interval, in [3, ``MAX_GRID`` = 2^20 + 1] (the grid holds
+        ``grid`` floats per query).
     d2_bound : float, optional
         A proved bound on :math:`|\ell''|` over the intervals (user losses), making the
         verdict a proof.
@@ -158,7 +163,7 @@ def check_loss(
     """
     spec = get_loss(loss)
     data = _check_data(data, "check_loss")
-    grid = check_int(grid, "grid", low=3, where="check_loss")
+    grid = check_int(grid, "grid", low=3, high=MAX_GRID, where="check_loss")
     if d2_bound is not None:
         d2_bound = check_real(d2_bound, "d2_bound", low=0.0, where="check_loss")
     S = _scores_full(data)

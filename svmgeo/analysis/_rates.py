@@ -192,6 +192,7 @@ def fit_rates(
         First step fitted; default :math:`\sqrt{t_{\max}}` (the second half in :math:`\log t`)
         and at least 3 (so that :math:`\log\log t > 0`).
     n_boot : int, default 1000
+        Bootstrap resamples, in [10, 10^6] (each draws one index per fitted record).
     seed : int, default 0
     level : float, default 0.95
     max_rel_width : float, default 0.25
@@ -219,7 +220,7 @@ def fit_rates(
     steps, Ws = _history(run)
     entry, parameter = parse_norm(norm, "fit_rates")  # any norm of the table of norms
     norm_value = entry.geometry(parameter).value
-    check_int(n_boot, "n_boot", low=10, where="fit_rates")
+    check_int(n_boot, "n_boot", low=10, high=10**6, where="fit_rates")
     check_int(seed, "seed", low=0, where="fit_rates")
     check_real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True, where="fit_rates")
     check_real(max_rel_width, "max_rel_width", low=0.0, low_open=True, where="fit_rates")

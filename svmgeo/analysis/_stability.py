@@ -29,7 +29,7 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import row_norms
 from .._summary import summarized
-from .._validation import check_array, check_int, check_option
+from .._validation import check_array, check_bool, check_int, check_option
 from ..attention_maps import AttentionMap, get_attention_map
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -568,6 +568,7 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     """
     data = _check_data(data, "robustness_radius")
     Wc = _check_W(W, data.d, "robustness_radius")
+    svm = check_bool(svm, "svm", where="robustness_radius")
     if data.is_self_attention:
         raise ProblemError(
             "robustness_radius is derived for cross-attention, where the query z_ik stays fixed "

@@ -134,6 +134,21 @@ class TensorData:
     visible: np.ndarray
     d: int
 
+    def __post_init__(self) -> None:
+        where = "TensorData"
+        hint = "Build it from a TokenData with svmgeo.analysis.tensorize(data)."
+        d = check_int(self.d, "d", low=1, where=where)
+        A = check_array(self.A, f"'A' of {where}", ndim=4, shape=(None, None, None, d * d),
+                        hint=hint)  # fmt: skip
+        n, K, T, _ = A.shape
+        visible = check_array(self.visible, f"'visible' of {where}", ndim=3, shape=(n, K, T),
+                              dtype=bool, hint=hint)  # fmt: skip
+        gamma = None if self.gamma is None else check_array(
+            self.gamma, f"'gamma' of {where}", ndim=3, shape=(n, K, T), hint=hint
+        )  # fmt: skip
+        for name, value in (("A", A), ("gamma", gamma), ("visible", visible), ("d", d)):
+            object.__setattr__(self, name, value)
+
     @property
     def n(self) -> int:
         return int(self.A.shape[0])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.analysis import TensorRows, tensor_rows, tensor_svm, tensorize
+from svmgeo.analysis import TensorData, TensorRows, tensor_rows, tensor_svm, tensorize
 from svmgeo.constraints import EQUALITY, MARGIN
 from svmgeo.gd import loss_and_grad
 
@@ -325,3 +325,23 @@ def test_tensor_data_checks_a_user_loss(d1, match) -> None:
         ten.gradient(np.zeros(16), (lambda u: u, d1))
     user = (lambda u: np.logaddexp(0.0, -u), lambda u: -1.0 / (1.0 + np.exp(u)))
     np.testing.assert_allclose(ten.gradient(np.zeros(16), user), ten.gradient(np.zeros(16)))
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"d": -1}, "'d' parameter of TensorData"),
+        ({"A": np.full((1, 1, 2, 4), np.nan)}, "'A' of TensorData must be finite"),
+        ({"d": 3}, r"'A' of TensorData must have shape \(\?, \?, \?, 9\)"),
+        ({"visible": np.ones((1, 1, 3), bool)}, "'visible' of TensorData must have shape"),
+        ({"gamma": np.ones((1, 2))}, "'gamma' of TensorData must be a 3-D array"),
+    ],
+)
+def test_tensor_data_checks_its_fields(fields: dict, match: str) -> None:
+    """Session 48 audit: TensorData accepted d = -1, NaN rows and mismatched shapes (a raw
+    numpy error later, or a NaN risk)."""
+    good = {"A": np.ones((1, 1, 2, 4)), "gamma": np.ones((1, 1, 2)),
+            "visible": np.ones((1, 1, 2), bool), "d": 2}  # fmt: skip
+    TensorData(**good)
+    with pytest.raises(sg.ProblemError, match=match):
+        TensorData(**{**good, **fields})
