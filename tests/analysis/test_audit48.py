@@ -4,6 +4,8 @@ string for a bool was taken as True; huge sizes ran into MemoryError)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -27,3 +29,16 @@ def test_fit_rates_bounds_the_resamples() -> None:
     run = sg.train(sg.random_data(3, 4, 5, seed=0), n_steps=200, record_every=10)
     with pytest.raises(sg.ProblemError, match="'n_boot' parameter of fit_rates"):
         fit_rates(run, n_boot=10**12)
+
+
+@pytest.mark.parametrize("scale", [1e-315, 1e-320, 1e300])
+def test_robustness_radius_of_a_subnormal_or_huge_w_is_its_scaled_radius(scale: float) -> None:
+    """The radius does not depend on W's scale; with subnormal logits it was off by 2.6e-9 and
+    5e-4 (relative) at max|W| ~ 1e-315 and 1e-320. Compared on the same stored W, scaled by a
+    power of two (exact)."""
+    data = sg.random_data(3, 4, 3, seed=1)
+    W = scale * np.random.default_rng(0).normal(size=(3, 3))
+    ref = robustness_radius(data, np.ldexp(W, -math.frexp(np.abs(W).max())[1]), svm=False)
+    got = robustness_radius(data, W, svm=False)
+    np.testing.assert_allclose(got.per_query, ref.per_query, rtol=1e-15)
+    np.testing.assert_allclose(got.perturbation, ref.perturbation, rtol=1e-15, atol=1e-300)
