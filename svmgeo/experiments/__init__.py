@@ -20,6 +20,7 @@ from ._sweep import (
     SweepResult,
     expand_grid,
     sweep,
+    trial_digest,
     trial_id,
     trial_seed,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "register",
     "reproduce",
     "sweep",
+    "trial_digest",
     "trial_id",
     "trial_seed",
 ]

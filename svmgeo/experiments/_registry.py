@@ -19,7 +19,7 @@ from typing import Any
 
 from .._errors import ProblemError
 from .._summary import html_summary
-from .._validation import check_option
+from .._validation import check_bool, check_option
 from ._rows import Rows, ok_rows
 from ._store import data_frame, parse_cell
 from ._sweep import SweepError, SweepResult, check_scheduler, sweep
@@ -185,6 +185,11 @@ def _writable_dir(out: str | os.PathLike[str]) -> Path:
 
     Checked before any trial runs, so that no computation is lost to a bad output path.
     """
+    if not isinstance(out, (str, os.PathLike)):
+        raise ProblemError(
+            f"reproduce: 'out' must be a directory path (str or pathlib.Path); got {out!r} of "
+            f"type {type(out).__name__}. E.g. out='svmgeo-results'."
+        )
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ProblemError(
@@ -246,13 +251,14 @@ def reproduce(
     Raises
     ------
     ProblemError
-        Unknown ``name``; ``out`` a file, under a file or not writable; a malformed
-        ``scheduler`` address. All checked before any trial runs.
+        Unknown ``name``; ``quick`` not a bool; ``out`` not a path, a file, under a file or
+        not writable; a malformed ``scheduler`` address. All checked before any trial runs.
     SweepError
         No trial finished (every one raised; the sweep's CSV holds their errors), or a worker
         died. No summary is written.
     """
     name = check_option(name, "name", EXPERIMENTS, where="reproduce")
+    quick = check_bool(quick, "quick", where="reproduce")
     exp = EXPERIMENTS[name]
     check_scheduler(scheduler)
     out_dir = _writable_dir(out)

@@ -15,6 +15,7 @@ without recomputing or losing finished trials.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -110,6 +112,11 @@ def trial_seed(params: Mapping[str, Any]) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 
+MAX_TRIALS = 10**7
+"""The most trials a grid may expand to (each trial is a dict held in memory, and a row of the
+table)."""
+
+
 def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]) -> list[dict]:
     """The trials of a grid, in their deterministic order.
 
@@ -129,8 +136,8 @@ def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]])
     Raises
     ------
     ProblemError
-        Empty grid, a value that is not a list, a non-scalar value, mismatched keys, or the
-        same trial twice.
+        Empty grid, a value that is not a list, a non-scalar value, mismatched keys, the
+        same trial twice, or more than ``MAX_TRIALS`` trials.
     """
     if isinstance(grid, Mapping):
         if not grid:
@@ -150,6 +157,13 @@ def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]])
             if len(values) == 0:
                 raise ProblemError(f"Grid parameter {name!r} has an empty list; the grid is empty.")
             lists.append(list(values))
+        size = math.prod(len(values) for values in lists)
+        if size > MAX_TRIALS:
+            raise ProblemError(
+                f"The grid has {size:.3g} trials ({' x '.join(str(len(v)) for v in lists)}), "
+                f"more than MAX_TRIALS = {MAX_TRIALS:.0e} that one sweep builds; split it into "
+                "several sweeps or use fewer values."
+            )
         trials = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
     elif isinstance(grid, Sequence) and not isinstance(grid, (str, bytes)):
         trials = [dict(t) if isinstance(t, Mapping) else t for t in grid]
@@ -564,6 +578,57 @@ def _rows_of(
     ]
 
 
+def trial_digest(fn: Any) -> str:
+    """A digest of what the trial function computes, as far as Python lets it be told: its
+    bytecode, constants and names (nested functions' included), its defaults, and, for a
+    :func:`functools.partial`, the function it wraps and its bound arguments (pickled). Two
+    lambdas, or two partials of one function with other arguments, get different digests;
+    the functions a trial calls are not followed. ``"?"`` when nothing can be read (a
+    builtin)."""
+    h = hashlib.sha256()
+    if not _digest_into(fn, h):
+        return "?"
+    return h.hexdigest()[:16]
+
+
+def _digest_into(fn: Any, h: Any) -> bool:
+    """Feed ``fn``'s digest parts into ``h``; False when ``fn`` has no code to read."""
+    if isinstance(fn, functools.partial):
+        h.update(b"partial")
+        _digest_into(fn.func, h)
+        h.update(_pickled((fn.args, fn.keywords)))
+        return True
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a callable object: its class's __call__ and its state
+        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)  # noqa: B004
+        if code is None:
+            return False
+        h.update(_pickled(fn))
+    _code_into(code, h)
+    h.update(_pickled((getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None))))
+    return True
+
+
+def _code_into(code: types.CodeType, h: Any) -> None:
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_into(const, h)
+        elif isinstance(const, frozenset):  # its repr's order follows string hashing
+            h.update(repr(sorted(map(repr, const))).encode())
+        else:
+            h.update(repr(const).encode())
+
+
+def _pickled(value: Any) -> bytes:
+    """``value`` pickled, or its type's name when it does not pickle."""
+    try:
+        return pickle.dumps(value, protocol=4)
+    except Exception:  # unpicklable bound arguments: only their types tell partials apart
+        return repr(type(value)).encode()
+
+
 def _check_settings(
     out: Path,
     trial_fn: Callable[..., Any],
@@ -573,14 +638,16 @@ def _check_settings(
     resuming: Any,
 ) -> None:
     """Refuse to resume the table ``out`` with other settings than it was written with (a
-    sidecar ``<out>.sweep.json``: the trial function's name, ``seed_key``, ``derive_seeds``
-    and the grid's parameter names), which trial ids and the header alone do not tell apart
+    sidecar ``<out>.sweep.json``: the trial function's name and :func:`trial_digest`,
+    ``seed_key``, ``derive_seeds`` and the grid's parameter names), which trial ids and the
+    header alone do not tell apart
     (a table over parameters (a, seed) read by a grid over (a) takes ``seed`` for a result);
     then record this sweep's. A sidecar written before a setting was recorded is not
     checked on it."""
     name = f"{getattr(trial_fn, '__module__', '?')}.{getattr(trial_fn, '__qualname__', '?')}"
     settings = {
         "trial_fn": name,
+        "trial_digest": trial_digest(trial_fn),
         "seed_key": seed_key,
         "derive_seeds": derive_seeds,
         "params": params,
@@ -599,6 +666,8 @@ def _check_settings(
             if key in stored and stored[key] != value
         )
         if changed:
+            if "trial_digest" in changed:
+                changed += " (the trial function's code, defaults or bound arguments differ)"
             raise ProblemError(
                 f"{out} was written by a sweep with other settings ({changed}); its rows would "
                 "be resumed as if they were this sweep's. Pass resume=False to rerun every "
@@ -711,6 +780,11 @@ def sweep(
         raise ProblemError(
             f"trial_fn must be a function trial_fn(**params) -> dict; got "
             f"{type(trial_fn).__name__}."
+        )
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise ProblemError(
+            f"The 'out' parameter of sweep must be a file path (str or pathlib.Path) or None "
+            f"(rows kept in memory); got {out!r} of type {type(out).__name__}."
         )
     trials = expand_grid(grid)
     if scheduler is not None and workers is not None:

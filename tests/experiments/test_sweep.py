@@ -379,7 +379,9 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path):
     with open(out, "a") as fh:
         fh.write("0123456789abcdef,11,12")
 
-    fn = functools.partial(_trials.logged_trial, log=str(log), sleep=0.0)
+    # the killed sweep's own trial function: a partial with other bound arguments (even a
+    # shorter sleep) has another digest, and the table would not be resumed
+    fn = functools.partial(_trials.logged_trial, log=str(log), sleep=0.25)
     res = _run_quiet(fn, {"k": list(range(12))}, out=out, workers=2)
     assert res.n_resumed == len(before) and res.n_run == 12 - len(before)
     calls = [int(x) for x in log.read_text().split()]
