@@ -225,6 +225,7 @@ def leaf_batch(
     warm = np.ones(N, dtype=np.bool_)
     memo = np.ones((A.shape[1], N), dtype=np.bool_)
     lam = np.empty(N)
+    share = np.empty(N)
     m = np.empty(N)
     W = np.empty((d, d))
     first_last = offsets[D - 1]
@@ -284,12 +285,19 @@ def leaf_batch(
         gap = abs(half - (lam_sum - half)) / max(1.0, half)
         if not (primal <= cert_tol and comp <= cert_tol and gap <= cert_tol):
             continue
+        # a multiplier's weight in W = sum_j lam_j a_j z_u^T: lam_j |a_j| |z_u| (support.py)
+        share_max = 0.0
+        for u in range(D):
+            zn = np.sqrt(np.sum(Z[u] * Z[u]))
+            for j in range(offsets[u], offsets[u + 1]):
+                share[j] = lam[j] * np.sqrt(np.sum(rows[j] * rows[j])) * zn
+                share_max = max(share_max, share[j])
         consistent = True
         violated = False
         weak = False
         for j in range(N):
             active = abs(m[j] - 1.0) <= tol * max(1.0, abs(m[j]))
-            positive = lam[j] > dual_tol * lam_max
+            positive = share[j] > dual_tol * share_max
             if positive and not active:
                 consistent = False
             if active and flags[j]:

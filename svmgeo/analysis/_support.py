@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
+from .._linalg import row_norms
 from .._summary import summarized
 from .._validation import check_real
 from ..constraints import MARGIN, att_svm_constraints
@@ -152,8 +153,9 @@ def support_from_result(
         by_dual = weak = bad = None
     else:
         lam = np.asarray(res.dual, dtype=float)
-        scale = float(np.max(np.abs(lam), initial=0.0))
-        positive = lam > dual_tol * scale if scale > 0 else np.zeros(cs.N, dtype=bool)
+        share = lam * row_norms(cs.A, axis=1) * row_norms(cs.B, axis=1)  # lam_j's weight in W
+        scale = float(np.max(np.abs(share), initial=0.0))
+        positive = share > dual_tol * scale if scale > 0 else np.zeros(cs.N, dtype=bool)
         dual_full = np.zeros((n, K, T), dtype=bool)
         dual_full[cs.seq[rows], cs.query[rows], cs.comp[rows]] = positive[rows]
         by_dual = _user_shape(dual_full, single)
@@ -253,7 +255,10 @@ def support_tokens(
     tol : float in (0, 1), default 1e-6
         Relative tolerance on the margin.
     dual_tol : float in (0, 1), default 1e-9
-        A multiplier counts as positive above ``dual_tol`` times the largest one.
+        A multiplier counts as positive when its weight in
+        :math:`W = \sum_j \lambda_j a_j b_j^\top`, :math:`\lambda_j\|a_j\|\|b_j\|`, is above
+        ``dual_tol`` times the largest weight (a row's own scale: with sequences of very
+        different scales, a bare multiplier against the largest one misjudged rows).
     **solve_kwargs
         Passed to :func:`~svmgeo.solve_svm` (``method``, ``solver``, ``rank``...).
 

@@ -42,3 +42,27 @@ def test_robustness_radius_of_a_subnormal_or_huge_w_is_its_scaled_radius(scale: 
     got = robustness_radius(data, W, svm=False)
     np.testing.assert_allclose(got.per_query, ref.per_query, rtol=1e-15)
     np.testing.assert_allclose(got.perturbation, ref.perturbation, rtol=1e-15, atol=1e-300)
+
+
+def _two_scales() -> sg.TokenData:
+    """random_data(2, 3, 2, seed=0) with sequence 0's tokens scaled by 1e-8: Att-SVM([0, 2])'s
+    multipliers span 1e-3 to 5e16, and sequence 1's token 1 (scoring above the selected one)
+    is a support token in exact arithmetic (the audit's rational active-set enumeration)."""
+    base = sg.random_data(2, 3, 2, seed=0)
+    X = np.array(base.X)
+    X[0] *= 1e-8
+    return sg.TokenData(X, v=np.asarray(base.v), Z=np.asarray(base.queries)[:, 0],
+                        Y=np.asarray(base.labels)[:, 0])  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::svmgeo.InaccurateSolutionWarning")
+@pytest.mark.parametrize("search", ["batched", "reference"])
+def test_a_lot_verdict_across_scales_is_not_decided_wrong(search: str) -> None:
+    """Both support witnesses judged multipliers against the largest one (4.8e16), so the
+    support token's 4.8e7 read as zero and [0, 2] was a decided LOT; a multiplier is now
+    weighed by its row's scale, lambda_j |a_j| |b_j|, and the verdict is undecided."""
+    data = _two_scales()
+    verdict = sg.is_locally_optimal(data, [0, 2])
+    assert not verdict.locally_optimal and not verdict.decided, verdict.reason
+    lots = sg.locally_optimal_selections(data, search=search)
+    assert [0, 2] not in lots.selections.tolist()
