@@ -38,6 +38,7 @@ by a sound argument (*pruned*):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
@@ -263,6 +264,29 @@ class _Tally:
     n_nogood: int = 0
 
 
+MAX_SEARCH_DEPTH = 100_000
+"""The most queries the depth-first search takes (one Python frame per query)."""
+
+
+@contextlib.contextmanager
+def _recursion_room(depth: int) -> Any:
+    """Python's recursion limit raised, for the duration, to fit a depth-first search of
+    ``depth`` levels (a few frames each) above the caller's frames; a ProblemError beyond
+    ``MAX_SEARCH_DEPTH``. (About 1,000 queries overflowed the default limit of 1,000.)"""
+    if depth > MAX_SEARCH_DEPTH:
+        raise ProblemError(
+            f"locally_optimal_selections: the selection search goes one level per query; got "
+            f"{depth} queries, more than MAX_SEARCH_DEPTH = {MAX_SEARCH_DEPTH}. Split the data "
+            "into smaller sets of sequences."
+        )
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, len(inspect.stack(0)) + 4 * depth + 200))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
 class _Search:
     r"""Depth-first search over the queries, below a fixed prefix of assigned queries."""
 
@@ -388,7 +412,8 @@ class _Search:
             chosen.pop()
 
     def run(self) -> _Tally:
-        self.visit(0, [], [], None)
+        with _recursion_room(len(self.units)):
+            self.visit(0, [], [], None)
         return self.t
 
 
@@ -562,7 +587,8 @@ class _BatchedSearch(_Search):
                     self._leaf(chosen, self._parts(chosen))
 
     def run(self) -> _Tally:
-        self.visit(0, [], [], None)
+        with _recursion_room(len(self.units)):
+            self.visit(0, [], [], None)
         self._flush()
         return self.t
 

@@ -18,7 +18,7 @@ import numpy as np
 from .._errors import InaccurateSolutionWarning, ProblemError, SolverError
 from .._linalg import row_norms
 from .._summary import summarized
-from .._validation import check_real
+from .._validation import check_int, check_real
 from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
@@ -85,10 +85,17 @@ class SupportTokens:
         return self.mask if dtype is None else self.mask.astype(dtype)
 
     def tokens(self, i: int, k: int = 0) -> list[int]:
-        """Support token indices of sequence ``i`` (query ``k``)."""
+        """Support token indices of sequence ``i`` (query ``k``); a ProblemError when
+        Att-SVM(α) is infeasible (there are no support tokens, which ``[]`` would hide) or
+        for an index out of range (negative ones included)."""
         if self.mask is None:
-            return []
+            raise ProblemError(
+                "Att-SVM(alpha) is infeasible, so alpha has no support tokens; check "
+                "sup.feasible first (the Farkas certificate is in sup.farkas)."
+            )
         full = self.mask if self.mask.ndim == 3 else self.mask[:, None, :]
+        i = check_int(i, "i", low=0, high=full.shape[0] - 1, where="SupportTokens.tokens")
+        k = check_int(k, "k", low=0, high=full.shape[1] - 1, where="SupportTokens.tokens")
         return [int(t) for t in np.flatnonzero(full[i, k])]
 
 

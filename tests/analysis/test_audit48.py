@@ -5,6 +5,7 @@ string for a bool was taken as True; huge sizes ran into MemoryError)."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -66,3 +67,26 @@ def test_a_lot_verdict_across_scales_is_not_decided_wrong(search: str) -> None:
     assert not verdict.locally_optimal and not verdict.decided, verdict.reason
     lots = sg.locally_optimal_selections(data, search=search)
     assert [0, 2] not in lots.selections.tolist()
+
+
+@pytest.mark.parametrize("search", ["batched", "reference"])
+def test_the_lot_search_goes_deeper_than_the_recursion_limit(search: str) -> None:
+    """1,100 one-token sequences (one selection) raised RecursionError: the search recurses
+    once per query."""
+    n = 1100
+    rng = np.random.default_rng(0)
+    data = sg.TokenData(rng.normal(size=(n, 1, 2)), v=np.ones(2), Z=rng.normal(size=(n, 2)))
+    limit = sys.getrecursionlimit()
+    lots = sg.locally_optimal_selections(data, search=search)
+    assert lots.selections.tolist() == [[0] * n]
+    assert sys.getrecursionlimit() == limit  # restored
+
+
+@pytest.mark.parametrize(("args", "name"), [((5,), "'i'"), ((-1,), "'i'"), ((1.5,), "'i'"),
+                                            ((0, 3), "'k'")])  # fmt: skip
+def test_support_tokens_indices_are_checked(args: tuple, name: str) -> None:
+    """tokens(5) raised a bare IndexError and tokens(-1) read the last sequence."""
+    data = sg.random_data(2, 4, 6, seed=0)
+    sup = sg.support_tokens(data, sg.optimal_tokens(data))
+    with pytest.raises(sg.ProblemError, match=f"{name} parameter of SupportTokens.tokens"):
+        sup.tokens(*args)
