@@ -162,6 +162,23 @@ def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL, size: np.ndarray | None = 
     return visible & (top - tol * np.maximum(sizes, top_size) <= S)
 
 
+def score_size_table(data: TokenData) -> np.ndarray:
+    r"""The sizes of :func:`scores_full`'s scores (shape (n, K, T)): :func:`score_sizes` of
+    computed scores, :math:`|\gamma|` of given ones; what :func:`at_least` compares with."""
+    sizes = _score_sizes(data)
+    return np.abs(scores_full(data)) if sizes is None else sizes
+
+
+def at_least(
+    S: np.ndarray, S_ref: np.ndarray, size: np.ndarray, size_ref: np.ndarray, tol: float = TIE_RTOL
+) -> np.ndarray:
+    r"""Scores that tie or beat a reference, up to round-off: :math:`S \ge S_{\mathrm{ref}} -
+    \mathrm{tol}\cdot\max(s, s_{\mathrm{ref}})` (``size``/``size_ref`` as for
+    :func:`tied_maxima`, broadcast). The LOT test's "scores at least as high as the selected
+    token", on the rule by which :func:`optimal_token_sets` calls scores tied."""
+    return np.asarray(S >= S_ref - tol * np.maximum(size, size_ref))
+
+
 def optimal_tokens(
     data: TokenData, *, ties: Literal["raise", "first", "warn"] = "raise"
 ) -> np.ndarray:

@@ -57,8 +57,8 @@ from .._validation import check_int, check_option
 from ..constraints import ConstraintSet, pair_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
+from ..selection import score_size_table, selection_space
 from ..selection import scores_full as _scores_full
-from ..selection import selection_space
 from ..solvers import Status, check_feasibility, parse_norm, solve_for, solve_svm
 from ._local import LocalOptimality, lot_from_support
 from ._support import check_lot_norm, check_tolerances, support_from_result
@@ -442,7 +442,7 @@ class _BatchedSearch(_Search):
         super().__init__(data, cfg, prefix, bar)
         from ._enumerate_fast import RowTable
 
-        self.table = RowTable(data.X, data.queries, self.scores, cfg.cand)
+        self.table = RowTable(data.X, data.queries, self.scores, cfg.cand, score_size_table(data))
         self.leaf_solver = parse_norm(cfg.norm, "locally_optimal_selections")[0].gram_qp and (
             not cfg.solve_kwargs
         )

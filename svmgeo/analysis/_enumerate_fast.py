@@ -45,6 +45,7 @@ import numpy as np
 
 from .._active_set import active_set, cholesky_solve
 from .._jit import njit
+from ..selection import at_least
 
 __all__ = ["RowTable", "leaf_batch", "prefix_point"]
 
@@ -73,8 +74,10 @@ class RowTable:
         ``A[u, a, :sizes[u]]``: rows :math:`x_{ia} - x_{it}` for the competitors :math:`t` of
         :math:`a` (zero for an invisible :math:`a`).
     bad : ndarray of bool, shape (n K, T, m)
-        The competitor of that row scores at least as high as :math:`a` (a support token
-        there violates local optimality).
+        The competitor of that row scores at least as high as :math:`a`, ties within
+        round-off included (:func:`~svmgeo.selection.at_least` with ``score_size``, the
+        scores' sizes; :math:`|\gamma|` when not given): a support token there violates
+        local optimality.
     sizes, offsets : ndarray of int
         Rows per query and where each query's rows start.
     Z : ndarray of shape (n K, d)
@@ -86,8 +89,15 @@ class RowTable:
     """
 
     def __init__(
-        self, X: np.ndarray, queries: np.ndarray, scores: np.ndarray, cand: list[np.ndarray]
+        self,
+        X: np.ndarray,
+        queries: np.ndarray,
+        scores: np.ndarray,
+        cand: list[np.ndarray],
+        score_size: np.ndarray | None = None,
     ) -> None:
+        if score_size is None:  # given scores: their own size
+            score_size = np.abs(scores)
         _, T, d = X.shape
         K = queries.shape[1]
         U = len(cand)
@@ -101,7 +111,12 @@ class RowTable:
             for a in c:
                 others = c[c != a]
                 self.A[u, a, : others.size] = X[i, a] - X[i, others]
-                self.bad[u, a, : others.size] = scores[i, k, others] >= scores[i, k, a]
+                self.bad[u, a, : others.size] = at_least(
+                    scores[i, k, others],
+                    scores[i, k, a],
+                    score_size[i, k, others],
+                    score_size[i, k, a],
+                )  # ties within round-off count (selection.at_least)
         # a writable copy: one compiled signature whether or not the data arrays are frozen
         self.Z = np.array(queries.reshape(U, d), dtype=float)
         Bq = np.repeat(self.Z, self.sizes, axis=0)

@@ -90,3 +90,17 @@ def test_support_tokens_indices_are_checked(args: tuple, name: str) -> None:
     sup = sg.support_tokens(data, sg.optimal_tokens(data))
     with pytest.raises(sg.ProblemError, match=f"{name} parameter of SupportTokens.tokens"):
         sup.tokens(*args)
+
+
+@pytest.mark.parametrize("search", ["batched", "reference"])
+def test_scores_tied_up_to_round_off_are_ties_in_the_lot_test(search: str) -> None:
+    """gamma = 0.1 + 0.2 against 0.3: optimal_token_sets calls them tied (TIE_RTOL), but the
+    LOT test compared them exactly, so alpha = 0 was a decided LOT with the other token as its
+    support token; a support token that ties the selected one fails the test (SPEC)."""
+    X = np.array([[[0.1, 0.2], [0.3, 0.0]]])
+    data = sg.TokenData(X, v=np.array([1.0, 1.0]), Z=np.array([[1.0, 0.0]]))
+    assert sg.optimal_token_sets(data).tolist() == [[True, True]]
+    for alpha in (0, 1):
+        verdict = sg.is_locally_optimal(data, [alpha])
+        assert verdict.decided and not verdict.locally_optimal, verdict.reason
+    assert sg.locally_optimal_selections(data, search=search).selections.tolist() == []
