@@ -233,13 +233,19 @@ def is_locally_optimal(
         \gamma_{ik\alpha_{ik}} > \gamma_{ikt}\ \ \forall\, i, k,\ t \in \mathcal T_{ik}(\alpha),
 
     with :math:`\mathcal T_{ik}(\alpha)` the support tokens (:func:`support_tokens`). The score
-    comparison is strict and exact: a support token tying the selected token is a violation.
-    Works for one query per sequence, several queries and masks (each query separately).
+    comparison is strict: a support token tying the selected token is a violation, ties up to
+    round-off included (:func:`svmgeo.selection.at_least`, the rule of
+    :func:`~svmgeo.optimal_token_sets`). Works for one query per sequence, several queries
+    and masks (each query separately).
 
-    The verdict is a proof or *undecided* (``decided`` False, falsy): undecided when it
+    The verdict is decided or *undecided* (``decided`` False, falsy): undecided when it
     depends on a token whose support status the solve cannot settle (its margin is within
     ``tol`` of 1 but its multiplier is zero, or the reverse), or, with ``norm="nuc"``, on
-    which optimum of a face of Att-SVM⋆ optima is taken (:class:`LocalOptimality`).
+    which optimum of a face of Att-SVM⋆ optima is taken (:class:`LocalOptimality`). A decided
+    verdict reads the support off the certified solve; with ``norm="nuc"`` it also rests on
+    :func:`~svmgeo.solvers.optimum_uniqueness`, which measures the face along random
+    directions (evidence, not a proof: a face narrower than its threshold, 0.1 at
+    ``tol=1e-4``, is taken as unique).
 
     Parameters
     ----------
