@@ -22,8 +22,8 @@ from .._errors import ProblemError
 from .._linalg import correlation, frobenius_norm
 from .._validation import check_array, check_real
 from ..data import TokenData
+from ..selection import at_least, check_selection, score_size_table
 from ..selection import check_data as _check_data
-from ..selection import check_selection
 from ..selection import scores_full as _scores_full
 
 __all__ = ["in_cone", "in_score_cone", "score_cone_margin"]
@@ -103,7 +103,9 @@ def score_cone_margin(data: TokenData, alpha: Any, W: Any) -> float:
         \mathcal T^+_{ik} &= \{\tau \ne \alpha_{ik} : \gamma_{ik\tau} \ge \gamma_{ik\alpha_{ik}}\},
         \end{aligned}
 
-    over visible tokens only. :math:`W \in C_\varepsilon(\alpha)` iff the value is
+    over visible tokens only, with ties up to round-off in :math:`\mathcal T^+`
+    (:func:`svmgeo.selection.at_least`, the rule of :func:`~svmgeo.optimal_token_sets`).
+    :math:`W \in C_\varepsilon(\alpha)` iff the value is
     :math:`\ge \varepsilon\|W\|_F` (see :func:`in_score_cone`). With logits
     :math:`\ell_t = x_{it}^\top W z_{ik}` the inner term is
     :math:`\max_{t\in\mathcal T^-}\ell_t - \max_{\tau\in\mathcal T^+}\ell_\tau`.
@@ -135,8 +137,10 @@ def _score_cone_margin(data: TokenData, alpha: Any, W: Any, where: str) -> float
     sel = np.take_along_axis(S, a[:, :, None], axis=2)
     not_alpha = np.ones_like(vis)
     np.put_along_axis(not_alpha, a[:, :, None], False, axis=2)
-    low = vis & (sel > S)
-    high = vis & not_alpha & (S >= sel)
+    sizes = score_size_table(data)
+    at_or_above = at_least(S, sel, sizes, np.take_along_axis(sizes, a[:, :, None], axis=2))
+    low = vis & not_alpha & ~at_or_above
+    high = vis & not_alpha & at_or_above  # ties up to round-off count (as the LOT test)
     logits = np.einsum("itd,de,ike->ikt", data.X, M, data.queries)
     has_high = high.any(axis=2)
     if not np.any(has_high):

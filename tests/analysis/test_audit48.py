@@ -104,3 +104,12 @@ def test_scores_tied_up_to_round_off_are_ties_in_the_lot_test(search: str) -> No
         verdict = sg.is_locally_optimal(data, [alpha])
         assert verdict.decided and not verdict.locally_optimal, verdict.reason
     assert sg.locally_optimal_selections(data, search=search).selections.tolist() == []
+
+
+def test_the_score_cone_counts_ties_up_to_round_off_as_high() -> None:
+    """T+ of the score cone compared scores exactly: with 0.1 + 0.2 against 0.3 selected at
+    token 0, token 1 (tied) was in neither T+ nor T-, and the cone was the whole space."""
+    X = np.array([[[0.1, 0.2], [0.3, 0.0]]])
+    data = sg.TokenData(X, v=np.array([1.0, 1.0]), Z=np.array([[1.0, 0.0]]))
+    margin = sg.analysis.score_cone_margin(data, [0], np.eye(2))
+    assert margin == -np.inf  # token 1 ties: high, and there is no lower token
