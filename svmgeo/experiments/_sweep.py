@@ -29,7 +29,7 @@ import time
 import traceback
 import types
 import uuid
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
@@ -150,9 +150,14 @@ def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]])
             _check_name(name)
             values = grid[name]
             if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+                if isinstance(values, (set, frozenset)):
+                    fix = f"pass a sorted list: {{{name!r}: sorted(...)}} (a set has no order)"
+                elif isinstance(values, Iterable) and not isinstance(values, (str, bytes)):
+                    fix = f"pass a list: {{{name!r}: list(...)}}"
+                else:
+                    fix = f"wrap a single value in a list: {{{name!r}: [{values!r}]}}"
                 raise ProblemError(
-                    f"Grid values must be lists; got {type(values).__name__} for {name!r}. "
-                    f"Wrap a single value in a list: {{{name!r}: [{values!r}]}}."
+                    f"Grid values must be lists; got {type(values).__name__} for {name!r}; {fix}."
                 )
             if len(values) == 0:
                 raise ProblemError(f"Grid parameter {name!r} has an empty list; the grid is empty.")
@@ -817,6 +822,12 @@ def sweep(
                 f"reproduced and resumed; got {bad[0]!r}. Use e.g. {{{seed_key!r}: range(10)}}."
             )
     elif derive_seeds:
+        if seed_key is None:
+            raise ProblemError(
+                "derive_seeds=True derives each trial's seed from the grid's seed parameter, "
+                "named by seed_key; got seed_key=None. Pass seed_key='seed' (the default) or "
+                "the name of your seed parameter."
+            )
         raise ProblemError(
             f"derive_seeds=True needs a {seed_key!r} parameter in the grid (seed_key="
             f"{seed_key!r}); the grid has {names}."

@@ -5,6 +5,7 @@ one name), and arguments of sweep / reproduce checked with errors that name them
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 
@@ -70,3 +71,19 @@ def test_sweep_checks_out_and_bounds_the_grid(tmp_path) -> None:
     huge = {f"p{k}": list(range(100)) for k in range(6)}  # 10^12 trials
     with pytest.raises(sg.ProblemError, match="more than MAX_TRIALS"):
         expand_grid(huge)
+
+
+@pytest.mark.parametrize(
+    ("values", "fix"),
+    [((k for k in range(3)), "list(...)"), ({2, 1}, "sorted(...)"), (5, "[5]")],
+    ids=["generator", "set", "scalar"],
+)
+def test_a_grid_value_that_is_not_a_list_gets_the_fix_that_applies(values, fix: str) -> None:
+    """A generator was told to be wrapped in a list ([<generator ...>])."""
+    with pytest.raises(sg.ProblemError, match=re.escape(fix)):
+        expand_grid({"k": values})
+
+
+def test_derive_seeds_without_a_seed_key_names_seed_key() -> None:
+    with pytest.raises(sg.ProblemError, match="got seed_key=None"):
+        sweep(_scaled, GRID, seed_key=None, derive_seeds=True, workers=0, progress=False)
