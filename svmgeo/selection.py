@@ -102,7 +102,7 @@ def token_scores(data: TokenData) -> np.ndarray:
 
 
 TIE_RTOL = 1e-12
-"""Default relative tie tolerance of :func:`optimal_token_sets` (a few hundred ulps)."""
+"""Default relative tie tolerance of :func:`optimal_token_sets` (about 4,500 ulps of the size)."""
 
 
 def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
