@@ -364,8 +364,8 @@ class TensorSVM:
     farkas : ndarray of shape (N,) or None
         When infeasible: :math:`y` with :math:`y_j \ge 0` on margin rows, :math:`U^\top y
         = 0` and :math:`c^\top y > 0` (proved in exact arithmetic, on the rows as floats),
-        which no w can meet. ``feasible`` is True only for a w whose margins were checked, and False
-        with ``farkas`` None means undecided (said in ``message``).
+        which no w can meet. ``feasible`` is True only for a w whose margins were checked,
+        and False with ``farkas`` None means undecided (said in ``message``).
     """
 
     feasible: bool
