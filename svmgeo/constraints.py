@@ -775,6 +775,21 @@ def attention_pattern(data: TokenData, attention: str, pattern: Any = None) -> n
     return np.where(live, signs, 0.0)
 
 
+def rows_without_tokens(
+    A: np.ndarray, B: np.ndarray, kind: np.ndarray, rhs: np.ndarray
+) -> ConstraintSet:
+    r"""Rows :math:`a_j^\top W b_j \ge c_j` (or :math:`= c_j`, by ``kind``) from raw arrays A, B
+    of shape (N, d), one sequence of two tokens per row (compared token 1 against token 0):
+    hand-built rows, or vector rows :math:`u_j^\top w` with :math:`b_j = e_1`, that come from
+    no attention data."""
+    A = np.asarray(A, dtype=float)
+    N = A.shape[0]
+    zero = np.zeros(N, dtype=np.int64)
+    return ConstraintSet(A=A, B=np.asarray(B, dtype=float), kind=kind, rhs=rhs,
+                         seq=np.arange(N), query=zero, pref=zero, comp=zero + 1, n=N, K=1,
+                         T=2)  # fmt: skip
+
+
 def _rows(
     data: TokenData, A: np.ndarray, i: np.ndarray, k: np.ndarray, pref: np.ndarray,
     comp: np.ndarray, rhs: np.ndarray,

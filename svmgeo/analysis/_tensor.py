@@ -28,7 +28,13 @@ from .._errors import ProblemError
 from .._summary import summarized
 from .._validation import check_array, check_int
 from ..attention_maps import get_attention_map
-from ..constraints import EQUALITY, ConstraintSet, check_constraint_set, check_row_kinds
+from ..constraints import (
+    EQUALITY,
+    ConstraintSet,
+    check_constraint_set,
+    check_row_kinds,
+    rows_without_tokens,
+)
 from ..data import TokenData
 from ..losses import check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
@@ -474,14 +480,9 @@ def _no_vector_solution(rows: TensorRows) -> TensorSVM:
     feasible. (The NNLS's own :math:`\mu` is no proof: :math:`U^\top\mu` is small, not 0,
     whenever the optimal :math:`\|w\|` is beyond :math:`\sim 10^8`, where
     :math:`\kappa = 1/(1 + \|w\|^2)` is below round-off.)"""
-    U = rows.U
-    N, D = U.shape
-    first = np.zeros((N, D))
+    first = np.zeros(rows.U.shape)
     first[:, 0] = 1.0
-    zero = np.zeros(N, dtype=np.int64)
-    vector_rows = ConstraintSet(A=U, B=first, kind=rows.kind, rhs=rows.rhs, seq=np.arange(N),
-                                query=zero, pref=zero, comp=zero + 1, n=N, K=1, T=2)  # fmt: skip
-    verdict = check_feasibility(vector_rows)
+    verdict = check_feasibility(rows_without_tokens(rows.U, first, rows.kind, rows.rhs))
     if verdict.proof == "exact" and verdict.farkas is not None:
         return TensorSVM(False, None, None, None, None, np.inf, np.inf,
                          "infeasible: Farkas vector y >= 0 (margin rows) with U^T y = 0 and "

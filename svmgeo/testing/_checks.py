@@ -14,6 +14,7 @@ import numpy as np
 import svmgeo as sg
 from svmgeo._linalg import numerical_rank as matrix_rank
 from svmgeo._validation import check_real
+from svmgeo.constraints import rows_without_tokens
 
 # Relative tolerance for solver outputs (solvers certify to 1e-8; allow some slack).
 SOLVER_RTOL = 1e-7
@@ -25,23 +26,8 @@ def margin_rows(A: np.ndarray, B: np.ndarray) -> sg.ConstraintSet:
     r"""A :class:`~svmgeo.ConstraintSet` of margin rows :math:`a_j^\top W b_j \ge 1` from raw
     arrays A, B of shape (N, d), one sequence per row: for hand-built problems that need no
     attention data."""
-    A = np.asarray(A, dtype=float)
-    N = A.shape[0]
-    idx = np.arange(N)
-    zero = np.zeros(N, dtype=np.int64)
-    return sg.ConstraintSet(
-        A=A,
-        B=np.asarray(B, dtype=float),
-        kind=np.full(N, sg.MARGIN, dtype=np.int8),
-        rhs=np.ones(N),
-        seq=idx,
-        query=zero,
-        pref=zero,
-        comp=zero + 1,
-        n=N,
-        K=1,
-        T=2,
-    )
+    N = np.shape(A)[0]
+    return rows_without_tokens(A, B, np.full(N, sg.MARGIN, dtype=np.int8), np.ones(N))
 
 
 def _check_rtol(rtol: object, where: str) -> float:
