@@ -295,6 +295,7 @@ class _Search:
     ) -> None:
         self.data, self.cfg, self.bar = data, cfg, bar
         self.scores = _scores_full(data)
+        self.score_size = score_size_table(data)  # once: every leaf's LOT test reads them
         self.K = data.K
         self.units = [(i, k) for i in range(data.n) for k in range(data.K)]
         # the choices at each depth: the prefix, then every hull-passing token
@@ -354,7 +355,7 @@ class _Search:
             sup.inconsistent is not None and bool(np.any(sup.inconsistent))
         ):
             t.inaccurate += 1
-        lot = lot_from_support(data, self.scores, sup)
+        lot = lot_from_support(data, self.scores, self.score_size, sup)
         if lot:
             t.lots.append(np.asarray(lot.alpha))
             t.results.append(lot)
@@ -442,7 +443,7 @@ class _BatchedSearch(_Search):
         super().__init__(data, cfg, prefix, bar)
         from ._enumerate_fast import RowTable
 
-        self.table = RowTable(data.X, data.queries, self.scores, cfg.cand, score_size_table(data))
+        self.table = RowTable(data.X, data.queries, self.scores, cfg.cand, self.score_size)
         self.leaf_solver = parse_norm(cfg.norm, "locally_optimal_selections")[0].gram_qp and (
             not cfg.solve_kwargs
         )

@@ -128,8 +128,11 @@ def _face_of_optima(data: TokenData, sup: SupportTokens, high: np.ndarray) -> st
     )
 
 
-def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) -> LocalOptimality:
-    """Apply the LOT test to computed support tokens (``scores`` of shape (n, K, T)).
+def lot_from_support(
+    data: TokenData, scores: np.ndarray, sizes: np.ndarray, sup: SupportTokens
+) -> LocalOptimality:
+    """Apply the LOT test to computed support tokens (``scores`` of shape (n, K, T), and
+    their ``sizes``, :func:`~svmgeo.selection.score_size_table`).
 
     A token decides the verdict when it scores at least as high as its selected token. It
     is a support token when its margin is active and its multiplier positive, not one when
@@ -152,7 +155,6 @@ def lot_from_support(data: TokenData, scores: np.ndarray, sup: SupportTokens) ->
     mask = np.reshape(sup.mask, shape)
     alpha = np.asarray(sup.alpha).reshape(data.n, data.K)
     selected = np.take_along_axis(scores, alpha[:, :, None], axis=2)  # (n, K, 1)
-    sizes = score_size_table(data)
     size_selected = np.take_along_axis(sizes, alpha[:, :, None], axis=2)
     high = np.asarray(data.visible) & at_least(scores, selected, sizes, size_selected)
     np.put_along_axis(high, alpha[:, :, None], False, axis=2)
@@ -298,4 +300,4 @@ def is_locally_optimal(
     scores = _scores_full(data)  # fail early when the dataset has no scores
     res = solve_for(att_svm_constraints(data, a), where=where, norm=norm, **solve_kwargs)
     sup = support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)
-    return lot_from_support(data, scores, sup)
+    return lot_from_support(data, scores, score_size_table(data), sup)
