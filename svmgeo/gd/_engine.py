@@ -311,24 +311,27 @@ def _record_keys(cfg: GDConfig) -> tuple[str, ...]:
         alias = {"W": "p", "W_norm": "p_norm"}
         names = [alias.get(r, r) for r in cfg.record]
     else:
-        asked = [r for r in cfg.record if r in ("p", "p_norm")]
-        if asked and cfg.record not in (RECORDS, BATCH_RECORDS):  # asked for by name
-            raise ProblemError(
-                f"record {tuple(asked)!r} of {cfg.caller}: the prompt vector p is trained by "
-                f"param='p'; this run trains param={cfg.param!r}. Record 'W' and 'W_norm' "
-                "instead (or pass param='p')."
-            )
+        _refuse_by_name(
+            cfg, ("p", "p_norm"), f"the prompt vector p is trained by param='p'; this run trains "
+            f"param={cfg.param!r}. Record 'W' and 'W_norm' instead (or pass param='p').",
+        )  # fmt: skip
         names = [r for r in cfg.record if r not in ("p", "p_norm")]
     if not cfg.train_head:  # the head is fixed
-        asked = [r for r in names if r in ("v", "v_norm")]
-        if asked and cfg.record not in (RECORDS, BATCH_RECORDS):  # asked for by name
-            raise ProblemError(
-                f"record {tuple(asked)!r} of {cfg.caller}: the head v is trained only with "
-                "train_head=True; this run keeps it fixed (the v it was given, or the data's). "
-                "Pass train_head=True, or leave 'v' and 'v_norm' out of record."
-            )
+        _refuse_by_name(
+            cfg, ("v", "v_norm"), "the head v is trained only with train_head=True; this run "
+            "keeps it fixed (the v it was given, or the data's). Pass train_head=True, or leave "
+            "'v' and 'v_norm' out of record.",
+        )  # fmt: skip
         names = [r for r in names if r not in ("v", "v_norm")]
     return tuple(dict.fromkeys(names))
+
+
+def _refuse_by_name(cfg: GDConfig, fields: tuple[str, ...], why: str) -> None:
+    """A ProblemError when ``cfg.record`` names any of ``fields`` (the run cannot record them):
+    asked for by name, not through the default lists, which drop them."""
+    asked = [r for r in cfg.record if r in fields]
+    if asked and cfg.record not in (RECORDS, BATCH_RECORDS):
+        raise ProblemError(f"record {tuple(asked)!r} of {cfg.caller}: {why}")
 
 
 def _record_names(record: Any, where: str) -> tuple[str, ...]:
