@@ -39,12 +39,11 @@ import bench_svm_peers as peers
 import svmgeo as sg
 from svmgeo.solvers import _frobenius_small as small
 from svmgeo.solvers._exact import ExactRows
-from svmgeo.solvers._geometry import RowGeometry
 
 
 def kernels(cs: sg.ConstraintSet) -> Callable[[sg.ConstraintSet], float]:
     """The compiled path's call on ``cs``'s rows, as ``solve_svm`` makes it."""
-    arrays = small._rows(RowGeometry(cs))
+    arrays = small._rows(cs)
     assert arrays is not None, "float64 rows expected"
 
     def run(cs: sg.ConstraintSet) -> float:
@@ -60,7 +59,7 @@ def phases(cs: sg.ConstraintSet, loop: int) -> dict[str, float]:
     and of ``solve_svm``'s Python alone (see the module docstring)."""
     from svmgeo import _active_set
 
-    arrays = small._rows(RowGeometry(cs))
+    arrays = small._rows(cs)
     assert arrays is not None, "float64 rows expected"
     A, Q, inv, grouped = arrays
     rows = ExactRows.build(cs)

@@ -151,3 +151,22 @@ def test_spectral_forms_seed_0() -> None:
             if line.startswith("| 0 |")]  # fmt: skip
     dual = next(r for r in rows if r[1] == "clarabel" and r[2].startswith("dual"))
     assert dual[7] == "True" and dual[9].startswith("clarabel, dual"), dual
+
+
+@pytest.mark.parametrize("phases", [False, True], ids=["calls", "phases"])
+def test_profile_frobenius_small_runs(phases: bool) -> None:
+    """benchmarks/profile_frobenius_small.py (docs/performance.md, issue 25) on one tiny size:
+    each of its lines is printed, with every ratio or phase time a positive number (the script
+    reaches the compiled path's private helpers, whose signatures change)."""
+    text = _bench("profile_frobenius_small.py", "--sizes", "6,4,5", "--seeds", "0",
+                  "--rounds", "1", "--loop", "2", *(["--phases"] if phases else []))  # fmt: skip
+    line = next(line for line in text.splitlines() if line.startswith("(n, T, d) = (6, 4, 5)"))
+    names = ("call", "gram", "copy+factor", "point", "screen", "polish", "solve_svm", "python")
+    if phases:
+        times = dict(part.rsplit(" ", 1) for part in line.split("us warm: ")[1].split(", "))
+        assert set(times) == set(names) and all(float(t) > 0.0 for t in times.values()), line
+    else:
+        ratios = [
+            float(w.strip("(x),")) for w in line.split() if w.endswith("x)") or w.endswith("x),")
+        ]
+        assert len(ratios) == 6 and all(r > 0.0 for r in ratios), line
