@@ -58,6 +58,10 @@ class Experiment:
         return html_summary(self)
 
 
+#: The summary table's last column: the trials of the sweep that raised, which no row of the
+#: summary counts (the trial table holds their errors).
+FAILED_TRIALS = "failed_trials"
+
 #: The registered experiments by name, in registration (the paper's) order.
 EXPERIMENTS: dict[str, Experiment] = {}
 
@@ -82,7 +86,8 @@ class ReproduceResult:
     quick : bool
     tables : tuple of Path
         The trial table (one row per trial or recorded step; the sweep's resumable CSV) and the
-        summary table (the numbers behind the figure).
+        summary table (the numbers behind the figure, from the trials that finished; its last
+        column, ``failed_trials``, is :attr:`n_errors` on every row).
     figures : tuple of Path
     headline : dict
         The headline numbers (printed by ``str(result)``).
@@ -127,7 +132,7 @@ class ReproduceResult:
         table : {"trials", "summary"}, default "trials"
             ``"trials"``: the sweep's rows (:attr:`sweep`); ``"summary"``: the numbers behind the
             figure, read back from ``tables[1]`` (cells converted as by
-            :func:`~svmgeo.read_results`).
+            :func:`~svmgeo.read_results`), with the column ``failed_trials``.
 
         Raises
         ------
@@ -281,7 +286,8 @@ def reproduce(
             f"{result.path}"
         )
     summary_path = out_dir / f"{stem}_summary.csv"
-    _write_csv(summary_path, summary)
+    # the table alone says whether it leaves trials out (their rows are in the trial table)
+    _write_csv(summary_path, [{**row, FAILED_TRIALS: result.n_errors} for row in summary])
     figures = exp.plot(rows, summary, out_dir / f"{stem}.png")
     assert result.path is not None
     return ReproduceResult(

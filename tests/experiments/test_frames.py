@@ -53,11 +53,11 @@ def test_reproduce_result_to_pandas_is_the_sweeps_frame(tiny: sg.ReproduceResult
 def test_reproduce_result_summary_table_as_frame(tiny: sg.ReproduceResult) -> None:
     df = tiny.to_pandas("summary")
     _, expected = _summarize(tiny.sweep.rows)
-    assert list(df.columns) == ["k", "value", "tag"]
+    assert list(df.columns) == ["k", "value", "tag", "failed_trials"]
     assert df[["k", "value"]].to_dict("records") == [
         {"k": r["k"], "value": r["value"]} for r in expected
     ]
-    assert df["tag"].isna().all()
+    assert df["tag"].isna().all() and (df["failed_trials"] == 0).all()
     with pytest.raises(sg.ProblemError, match="'table' parameter"):
         tiny.to_pandas("figure")
 

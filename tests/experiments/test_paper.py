@@ -326,4 +326,6 @@ def test_a_new_experiment_is_one_registered_module(tmp_path, monkeypatch):
     res = sg.reproduce("toy", quick=True, out=tmp_path, workers=0, progress=False)
     assert res.headline == {"sum of totals": 1.5 + 2.5}
     assert res.figures == (tmp_path / "toy-quick.png",) and res.sweep.n_trials == 2
-    assert _read(tmp_path / "toy-quick_summary.csv") == [{"trials": "2", "total": "4.0"}]
+    assert _read(tmp_path / "toy-quick_summary.csv") == [
+        {"trials": "2", "total": "4.0", "failed_trials": "0"}
+    ]

@@ -698,3 +698,28 @@ def test_sweep_flags_are_checked(tmp_path, option, value):
     with pytest.raises(sg.ProblemError, match=f"'{option}' parameter of sweep"):
         _run_quiet(lambda k: {"k2": 2 * k}, {"k": [1, 2]}, workers=0, out=out, **{option: value})
     assert out.read_text() == before
+
+
+def test_reproduce_summary_counts_the_trials_that_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary CSV alone said nothing of trials that raised (it summarizes the finished
+    ones): every row now carries the sweep's count of them, ``failed_trials``."""
+    import csv
+
+    from svmgeo.experiments import _registry
+
+    def summarize(rows: list[dict]) -> tuple[dict, list[dict]]:
+        return {"n": len(rows)}, [{"k": r["k"], "half": r["half"]} for r in rows]
+
+    some_fail = _registry.Experiment(
+        "some_fail", "odd k raises", _trials.failing_trial, lambda quick: {"k": [1, 2, 3, 4]},
+        summarize, lambda rows, summary, path: [],
+    )  # fmt: skip
+    monkeypatch.setitem(_registry.EXPERIMENTS, "some_fail", some_fail)
+    res = sg.reproduce("some_fail", quick=True, out=tmp_path, workers=0, progress=False)
+    with res.tables[1].open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert res.n_errors == 2 and "ERRORS: 2 trial(s)" in str(res)
+    assert rows == [{"k": "2", "half": "1", "failed_trials": "2"},
+                    {"k": "4", "half": "2", "failed_trials": "2"}]  # fmt: skip
