@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._summary import summarized
-from ._config import OPTIMIZERS, GDConfig, StopStatus
+from ._config import OPTIMIZERS, POLYAK, GDConfig, StopStatus
 
 __all__ = ["BatchRun", "GDRun", "History", "Intermediate", "stop_message"]
 
@@ -231,12 +231,28 @@ _NEXT_TOKEN_MESSAGES: dict[StopStatus | tuple[StopStatus, bool], str] = {
 }
 
 
+#: The Polyak step's own (``step_size="polyak"``: no step size to lower).
+_POLYAK_MESSAGES: dict[StopStatus | tuple[StopStatus, bool], str] = {
+    StopStatus.OVERFLOW: (
+        "stopped after {n} steps: the next Polyak step, of length (L - L*) / ||grad L||, would "
+        "have taken ||W||_F (or the initial ||W||_F is) past the largest norm float64 "
+        "represents here (1e150, less for large data), or the gradient there is not finite; "
+        "it was not taken. The step is that long where the gradient is tiny beside L - L* "
+        "(L* = RiskOracle.optimal_risk, approached only along the optimal tokens' Att-SVM "
+        "direction). Pass a float step_size"
+    ),
+}
+
+
 def stop_message(status: StopStatus, n: int, config: GDConfig) -> str:
-    """Why a run of ``config`` stopped after ``n`` steps: the next-token risk's or the update
-    rule's own message (:attr:`Optimizer.messages`) where it has one, else the loop's."""
+    """Why a run of ``config`` stopped after ``n`` steps: the next-token risk's, the Polyak
+    step's or the update rule's own message (:attr:`Optimizer.messages`) where it has one,
+    else the loop's."""
     own = (
         _NEXT_TOKEN_MESSAGES
         if config.risk == "next_token"
+        else _POLYAK_MESSAGES
+        if config.step_size == POLYAK and status in _POLYAK_MESSAGES
         else OPTIMIZERS[config.optimizer].messages
     )
     text = own.get((status, config.normalized)) or own.get(status, _MESSAGES[status])

@@ -209,6 +209,18 @@ def test_polyak_step_needs_its_target_to_be_the_infimum(seed: int) -> None:
         sg.train(data, step_size="polyak", head="concave", lam=0.1, n_steps=3)
 
 
+def test_polyak_overflow_message_names_the_polyak_step() -> None:
+    """Where the infimum is attained but L stays above L* (random_data(6, 4, 2, seed=2),
+    docs/optimizers.md), the Polyak step overflows after a few steps; its message told the
+    user to lower a step_size the run does not have."""
+    run = sg.train(sg.random_data(6, 4, 2, seed=2), step_size="polyak", n_steps=3000)
+    assert run.status is sg.StopStatus.OVERFLOW
+    assert "Polyak step" in run.message and "Pass a float step_size" in run.message
+    assert "Lower step_size" not in run.message
+    plain = sg.train(sg.random_data(6, 4, 2, seed=2), step_size=1e300, n_steps=3)
+    assert plain.status is sg.StopStatus.OVERFLOW and "Lower step_size" in plain.message
+
+
 def test_kq_factors_step_on_their_own_gradients() -> None:
     rng = np.random.default_rng(5)
     K0, Q0 = 0.3 * rng.normal(size=(5, 3)), 0.3 * rng.normal(size=(5, 3))
