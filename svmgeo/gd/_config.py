@@ -237,17 +237,17 @@ OPTIMIZERS: dict[str, Optimizer] = {
             StopStatus.STATIONARY: "stopped after {n} steps: the gradient is exactly zero",
             # keyed by (status, normalized): stop_message (svmgeo.gd._results) looks there first
             (StopStatus.GRADIENT_UNDERFLOW, False): (
-                "stopped after {n} steps: the step eta*|grad L| fell below float64's range "
-                "beside the mirror coordinates Theta = sign(W)|W|^(p-1), so it no longer "
-                "changes them; W is the last iterate. A normalized step (normalized=True), of "
+                "stopped after {n} steps: the step eta*|grad L| fell below the rounding of "
+                "every mirror coordinate Theta = sign(W)|W|^(p-1), so it no longer changes "
+                "them; W is the last iterate. A normalized step (normalized=True), of "
                 "length eta whatever the gradient, may go on where the gradient itself "
                 "underflowed"
             ),
             (StopStatus.GRADIENT_UNDERFLOW, True): (
-                "stopped after {n} steps: the normalized step eta fell below float64's range "
-                "beside the mirror coordinates Theta = sign(W)|W|^(p-1) (their scale is "
-                "max|W|^(p-1), set by the init), so it no longer changes them; W is the last "
-                "iterate. Start from a smaller init or take a larger step_size"
+                "stopped after {n} steps: the normalized step eta fell below the rounding of "
+                "every mirror coordinate Theta = sign(W)|W|^(p-1) (|W|^(p-1), set by the "
+                "init), so it no longer changes them; W is the last iterate. Start from a "
+                "smaller init or take a larger step_size"
             ),
             StopStatus.OVERFLOW: (
                 "stopped after {n} steps: the next mirror step would have taken ||W||_F (or the "

@@ -13,11 +13,16 @@ the :math:`\ell_p` Att-SVM (:func:`svmgeo.att_svm` with ``norm=("lp", p)``). For
 plain gradient descent.
 
 Numerics. The iterate is kept in the mirror coordinates as :math:`\Theta = e^{c}\hat\Theta`
-with :math:`\max|\hat\Theta| = 1`, and the gradient arrives from the numpy reference kernels
-(:class:`svmgeo.gd.RiskOracle`) as :math:`\nabla L = e^{M} G` with :math:`G` of order
-one, so the update :math:`\hat\Theta \leftarrow \hat\Theta - \eta e^{M-c} G` never forms the
+with :math:`\max|\hat\Theta| = 1`, each entry of :math:`\hat\Theta` float64 with an unbounded
+exponent (:math:`m\,2^e`, :func:`numpy.frexp`'s mantissa and an int64 exponent), so that an
+entry far below the largest is not lost (at p = 200 an entry of W of 1 % of the largest has
+:math:`\hat\Theta` = 10^-398). The gradient arrives from the numpy reference kernels
+(:class:`svmgeo.gd.RiskOracle`) as :math:`\nabla L = e^{M} G` with :math:`G` of order one, so
+the update :math:`\hat\Theta \leftarrow \hat\Theta - \eta e^{M-c} G` never forms the
 exponentially small gradient or the growing norm on its own; :math:`W` is rebuilt as
-:math:`e^{c/(p-1)}\,\nabla\psi^{-1}(\hat\Theta)`.
+:math:`e^{c/(p-1)}\,\nabla\psi^{-1}(\hat\Theta)`. Every value that is a normal float64 is
+computed as plain float64 computes it, so runs whose coordinates stay in float64's range are
+bit for bit those of one float64 scale.
 
 :class:`MirrorDescent` is the update rule of ``optimizer="mirror"`` in the one training loop
 (:func:`svmgeo.gd._loop.run_loop`); :func:`train_mirror` is its entry point.
@@ -57,30 +62,122 @@ def inverse_mirror_map(Theta: np.ndarray, p: float) -> np.ndarray:
     return np.sign(Theta) * np.abs(Theta) ** (1.0 / (p - 1.0))
 
 
-def _split(Theta: np.ndarray) -> tuple[np.ndarray, float]:
-    """(Θ̂, c) with Θ = e^c Θ̂ and max|Θ̂| = 1 (c = -inf for Θ = 0)."""
-    top = float(np.max(np.abs(Theta), initial=0.0))
-    if top == 0.0:
-        return np.zeros_like(Theta), -math.inf
-    return Theta / top, math.log(top)
+_LN2_HI = 6.93147180369123816490e-01
+"""ln 2 to 32 bits: ``k * _LN2_HI`` is exact for every exponent ``k`` here (|k| < 2^21)."""
+_LN2_LO = 1.90821492927058770002e-10
+"""ln 2 - :data:`_LN2_HI`."""
+_ZERO_EXPONENT = -(2**40)
+"""The exponent of a coordinate that is exactly zero: below every other, so that a sum takes
+the other term's scale."""
+_TINY = float(np.finfo(float).tiny)
+"""The smallest normal float64: a value below it is formed from logs (:func:`_from_logs`)."""
+
+Unbounded = tuple[np.ndarray, np.ndarray]
+r"""Float64 with an unbounded exponent, entrywise: (m, e) for :math:`m\,2^e`, ``m`` of
+:func:`numpy.frexp` (:math:`|m| \in [1/2, 1)`, or 0 with e = :data:`_ZERO_EXPONENT`), ``e``
+int64."""
 
 
-def _mirror_split(W: np.ndarray, p: float) -> tuple[np.ndarray, float]:
+def _times_ln2(k: np.ndarray) -> np.ndarray:
+    """``k`` ln 2 for integer ``k``, to the rounding of one addition."""
+    k = k.astype(float)
+    return k * _LN2_HI + k * _LN2_LO
+
+
+def _unbounded(x: np.ndarray, k: np.ndarray | int = 0) -> Unbounded:
+    r""":math:`x\,2^k` as :data:`Unbounded` (exactly)."""
+    m, e = np.frexp(x)
+    return m, np.where(m == 0.0, _ZERO_EXPONENT, e.astype(np.int64) + k)
+
+
+def _from_logs(sign: np.ndarray, log_abs: np.ndarray) -> Unbounded:
+    r""":math:`\mathrm{sign}\cdot e^{s}` as :data:`Unbounded`, whatever the size of s: e^s split
+    as :math:`2^K e^r`, :math:`K = \lfloor s/\ln 2\rfloor`, :math:`r = s - K\ln 2` (``-inf``
+    for s gives zero)."""
+    finite = np.isfinite(log_abs)
+    s = np.where(finite, log_abs, 0.0)
+    K = np.floor(s / math.log(2.0)).astype(np.int64)
+    return _unbounded(np.where(finite, sign * np.exp(s - _times_ln2(K)), 0.0), K)
+
+
+def _merge(normal: np.ndarray, sign: np.ndarray, log_abs: np.ndarray) -> Unbounded:
+    r"""The values :math:`\mathrm{sign}\cdot e^{s}` as :data:`Unbounded`: ``normal``, their
+    float64 form, where it is zero or a normal float (bit for bit), else from the logs
+    (:func:`_from_logs`) where the float left float64's normal range."""
+    m, e = _unbounded(normal)
+    out = (sign != 0.0) & ~(np.abs(normal) >= _TINY) | ~np.isfinite(normal)
+    if np.any(out):
+        with np.errstate(invalid="ignore"):
+            mb, eb = _from_logs(sign, np.where(out, log_abs, 0.0))
+        m, e = np.where(out, mb, m), np.where(out, eb, e)
+    return m, e
+
+
+def _add(a: Unbounded, b: Unbounded) -> Unbounded:
+    r"""The entrywise sum, rounded once as float64 rounds a sum (with an unbounded exponent):
+    both terms brought to the larger exponent (exact shifts; a term shifted below 2^-1074 is
+    far below the other's rounding) and added."""
+    (ma, ea), (mb, eb) = a, b
+    E = np.maximum(ea, eb)
+    low = -1100  # a shift past this leaves a term below half an ulp of the other
+    return _unbounded(
+        np.ldexp(ma, np.maximum(ea - E, low)) + np.ldexp(mb, np.maximum(eb - E, low)), E
+    )
+
+
+def _largest(x: Unbounded) -> tuple[float, int]:
+    """(m, e) of the largest \\|entry\\| of ``x`` (0.0 and :data:`_ZERO_EXPONENT` when zero)."""
+    m, e = x
+    E = int(np.max(e))
+    return float(np.max(np.abs(m[e == E]))), E
+
+
+def _log_of(m: float, e: int) -> float:
+    r""":math:`\log(m\,2^e)` for m > 0: ``math.log`` of the float where it is a normal one."""
+    value = math.ldexp(m, e) if -1021 <= e <= 1024 else 0.0
+    return math.log(value) if value >= _TINY else math.log(m) + float(_times_ln2(np.array(e)))
+
+
+def _split(theta: Unbounded) -> tuple[Unbounded, float]:
+    r"""(:math:`\hat\Theta`, c) with :math:`\Theta = e^c\hat\Theta` and
+    :math:`\max|\hat\Theta| = 1` (c = -inf for :math:`\Theta = 0`): each entry divided by the
+    largest, as float64 divides where the quotient is a normal float."""
+    top_m, top_e = _largest(theta)
+    if top_m == 0.0:
+        return theta, -math.inf
+    m, e = theta
+    return _unbounded(m / top_m, np.where(m == 0.0, 0, e - top_e)), _log_of(top_m, top_e)
+
+
+def _mirror_split(W: np.ndarray, p: float) -> tuple[Unbounded, float]:
     r""":func:`_split` of :math:`\nabla\psi(W)` formed in log space: :math:`\hat\Theta =
     \mathrm{sign}(W)(|W|/t)^{p-1}`, :math:`c = (p-1)\log t`, :math:`t = \max|W|`, so that
     neither :math:`|W|^{p-1}` overflowing (p = 200 with max|W| = 50) nor its underflowing
-    (p = 200 with max|W| = 0.01) loses the start."""
+    (p = 200 with max|W| = 0.01) loses the start; an entry of :math:`\hat\Theta` below
+    float64's normal range is taken from its log."""
     top = float(np.max(np.abs(W), initial=0.0))
     if top == 0.0:
-        return np.zeros_like(W), -math.inf
-    return mirror_map(W / top, p), (p - 1.0) * math.log(top)
+        return _unbounded(np.zeros_like(W)), -math.inf
+    ratio = W / top
+    with np.errstate(divide="ignore", under="ignore"):
+        logs = (p - 1.0) * np.log(np.abs(ratio))
+        unit = _merge(mirror_map(ratio, p), np.sign(W), logs)
+    return unit, (p - 1.0) * math.log(top)
 
 
-def _weights(unit: np.ndarray, c: float, p: float) -> np.ndarray:
-    """W = e^{c/(p-1)} (grad psi)^{-1}(unit) (zero for c = -inf)."""
+def _weights(unit: Unbounded, c: float, p: float) -> np.ndarray:
+    r"""W = :math:`e^{c/(p-1)}\,\nabla\psi^{-1}(\hat\Theta)` (zero for c = -inf); an entry of
+    :math:`\hat\Theta` below float64's normal range from its log."""
     if not math.isfinite(c):
-        return np.zeros_like(unit)
-    return math.exp(c / (p - 1.0)) * inverse_mirror_map(unit, p)
+        return np.zeros(unit[0].shape)
+    m, e = unit
+    value = np.ldexp(m, np.maximum(e, -1100))
+    W = math.exp(c / (p - 1.0)) * inverse_mirror_map(value, p)
+    tiny = (np.abs(value) < _TINY) & (m != 0.0)
+    if np.any(tiny):
+        logs = np.log(np.abs(m)) + _times_ln2(np.where(m == 0.0, 0, e))
+        W = np.where(tiny, np.sign(m) * np.exp((c + logs) / (p - 1.0)), W)
+    return W
 
 
 _LOG_EXP_MAX = 709.0  # exp() overflows float64 above this exponent
@@ -89,12 +186,16 @@ _LOG_EXP_MAX = 709.0  # exp() overflows float64 above this exponent
 class MirrorState(NamedTuple):
     r"""Iterate of a mirror-descent run (one instance).
 
-    ``unit`` is :math:`\hat\Theta` with :math:`\max|\hat\Theta| = 1`, ``c`` the log-scale of the
-    mirror coordinates :math:`\Theta = e^c\hat\Theta` (``-inf`` at zero), ``W`` the weights;
-    ``step``, ``steps`` (1,) and ``status`` (1,) as in :class:`~svmgeo.gd.GDState`.
+    The mirror coordinates are :math:`\Theta = e^c\hat\Theta` with
+    :math:`\max|\hat\Theta| = 1`, :math:`\hat\Theta = m\,2^e` entrywise (``mantissa`` m
+    with :math:`|m| \in [1/2, 1)` or 0, ``exponent`` e an int64 array: float64 with an
+    unbounded exponent, so that no entry is lost beside the largest); ``c`` (``-inf`` at
+    zero); ``W`` the weights; ``step``, ``steps`` (1,) and ``status`` (1,) as in
+    :class:`~svmgeo.gd.GDState`.
     """
 
-    unit: np.ndarray
+    mantissa: np.ndarray
+    exponent: np.ndarray
     c: float
     W: np.ndarray
     step: int
@@ -154,7 +255,7 @@ class MirrorDescent:
         # a start beyond the representable norms stops at once, with status OVERFLOW
         outside = float(_xp.frobenius(self.W0[None], np)[0]) > self.risk.max_norm
         status = np.full(1, CODE_OF[StopStatus.OVERFLOW] if outside else RUNNING, np.int64)
-        return MirrorState(unit, c, self.W0, 0, np.zeros(1, np.int64), status)
+        return MirrorState(*unit, c, self.W0, 0, np.zeros(1, np.int64), status)
 
     def advance(self, state: MirrorState, n: int) -> MirrorState:
         """Up to ``n`` mirror steps; stops with ``STATIONARY`` (an exactly zero gradient,
@@ -163,7 +264,7 @@ class MirrorDescent:
         cfg, p = self.config, self.p
         log_eta = math.log(cfg.step_size)
         log_limit = math.log(self.risk.max_norm)
-        unit, c, W = state.unit, state.c, state.W
+        unit, c, W = (state.mantissa, state.exponent), state.c, state.W
         code = RUNNING
         taken = 0
         for _ in range(n):
@@ -184,16 +285,18 @@ class MirrorDescent:
             else:
                 g = G
                 log_scale = log_eta + M - c0
-            if log_scale < _xp.LOG_EXP_MIN:  # exp underflows: the float64 iterate no longer moves
+            # the step on the scale of unit: e^{log_scale} g as float64 forms it, an entry
+            # that leaves float64's normal range from its log
+            factor = math.exp(log_scale) if -_LOG_EXP_MAX < log_scale < _LOG_EXP_MAX else 0.0
+            with np.errstate(divide="ignore", over="ignore", under="ignore"):
+                step = _merge(-factor * g, -np.sign(g), log_scale + np.log(np.abs(g)))
+            new = _add(unit, step)
+            if np.array_equal(new[0], unit[0]) and np.array_equal(new[1], unit[1]):
+                # below the rounding of every coordinate: no later step moves them either
                 code = CODE_OF[StopStatus.GRADIENT_UNDERFLOW]
                 break
-            # a step past exp's range (a start whose mirror coordinates are tiny) is formed
-            # on the step's own scale, the base below its rounding (e^{-shift} = 0)
-            shift = log_scale if log_scale > _LOG_EXP_MAX else 0.0
-            base = unit if math.isfinite(c) else np.zeros_like(unit)
-            new = base * math.exp(-shift) - math.exp(log_scale - shift) * g
             u2, c2 = _split(new)
-            c_new = c0 + shift + c2
+            c_new = c0 + c2
             if c_new / (p - 1.0) > log_limit:  # max|W| = e^{c/(p-1)} past the limit: not taken
                 code = CODE_OF[StopStatus.OVERFLOW]
                 break
@@ -205,7 +308,7 @@ class MirrorDescent:
             taken += 1
         steps = state.steps + taken
         status = np.full(1, code, np.int64)
-        return MirrorState(unit, c, W, state.step + n, steps, status)
+        return MirrorState(*unit, c, W, state.step + n, steps, status)
 
     def observe(self, state: MirrorState) -> dict[str, np.ndarray]:
         return {
@@ -280,21 +383,20 @@ def train_mirror(
         (Frobenius), ``W_norm_lp`` (:math:`\|W\|_p`) and ``log_theta_scale``; ``status`` is
         ``MAX_STEPS``, ``STATIONARY`` (the gradient is exactly zero: ``M = -inf``, or its
         order-one direction ``G`` is zero in float64, plain and normalized steps alike; W is
-        the last iterate), ``GRADIENT_UNDERFLOW`` (:math:`\eta e^{M-c}`, or
-        :math:`\eta e^{-c}` for normalized steps, underflowed, so no further step changes the
-        mirror coordinates in float64) or ``OVERFLOW`` (the next step would take
+        the last iterate), ``GRADIENT_UNDERFLOW`` (the step, :math:`\eta e^{M} G` or
+        :math:`\eta G/\|G\|_F`, is below the rounding of every mirror coordinate
+        :math:`\Theta_{kl}`, so no further step changes them; W is the last iterate) or
+        ``OVERFLOW`` (the next step would take
         :math:`\|W\|_F` past the largest norm the engine represents, or the gradient itself
         is not finite; not taken).
 
     Notes
     -----
     The mirror coordinates are held as :math:`\Theta = e^c\hat\Theta` with
-    :math:`\max|\hat\Theta| = 1` in float64: one scale for all entries, so an entry of
-    :math:`\Theta` below :math:`e^{-745}` of the largest is zero, i.e. an entry of W below
-    :math:`e^{-745/(p-1)}\max|W|` (1e-162 at p = 3, 2.4 % at p = 200). A start's coordinates
-    are formed in log space (:math:`\hat\Theta = \mathrm{sign}(W_0)(|W_0|/t)^{p-1}`,
-    :math:`c = (p-1)\log t`), so neither :math:`|W_0|^{p-1}` overflowing nor its underflowing
-    loses the start.
+    :math:`\max|\hat\Theta| = 1` and each entry of :math:`\hat\Theta` float64 with an unbounded
+    exponent; a start's are formed in log space. So neither :math:`|W|^{p-1}` overflowing
+    nor its underflowing loses an entry, and a step stops the run with
+    ``GRADIENT_UNDERFLOW`` only when it is below the rounding of every coordinate.
 
     Raises
     ------

@@ -186,21 +186,28 @@ def test_start_beyond_the_limit_stops_at_once() -> None:
 
 def test_a_start_whose_mirror_image_leaves_float64_is_kept() -> None:
     """Regression: |W0|^(p-1) overflowing (p = 200, W0 = 50 I) restarted the run from Theta = 0;
-    underflowing (W0 = 0.01 I) read the start as zero. Now formed in log space."""
+    underflowing (W0 = 0.01 I) read the start as zero. Now formed in log space. And with one
+    scale for all coordinates, the zero entries beside 50^199 could not move and the run
+    stopped at step 0, though the exact step moves them by |eta g|^(1/199) ~ 0.97; each
+    coordinate now has its own exponent."""
     from svmgeo.gd import RiskOracle
 
     data = sg.random_data(3, 4, 5, seed=0)
     p, eta = 200.0, 0.1
-    big = train_mirror(data, exponent=p, n_steps=1, init=50.0 * np.eye(5), step_size=eta)
-    # eta g is below e^-745 of Theta's scale 50^199: the coordinates cannot move in float64
-    assert big.status is sg.StopStatus.GRADIENT_UNDERFLOW
-    np.testing.assert_array_equal(big.W, 50.0 * np.eye(5))
-    small = train_mirror(data, exponent=p, n_steps=1, init=0.01 * np.eye(5), step_size=eta)
-    G, M = RiskOracle(data).log_grad(0.01 * np.eye(5))
-    g = np.exp(M) * G  # Theta0 = 1e-398 I is below float64 and below the step's rounding
-    exact = np.sign(-g) * np.abs(eta * g) ** (1.0 / (p - 1.0))
-    assert small.status is sg.StopStatus.MAX_STEPS
-    np.testing.assert_allclose(small.W, exact, rtol=1e-14, atol=0)
+    for W0 in (50.0 * np.eye(5), 0.01 * np.eye(5)):
+        run = train_mirror(data, exponent=p, n_steps=1, init=W0, step_size=eta)
+        G, M = RiskOracle(data).log_grad(W0)
+        g = np.exp(M) * G
+        # Theta0 = 50^199 I: its diagonal is far above the step's rounding, the zeros take the
+        # step; Theta0 = 1e-398 I is below float64 and below the step's rounding
+        moved = np.sign(-g) * np.abs(eta * g) ** (1.0 / (p - 1.0))
+        exact = np.where(np.eye(5) > 0, W0, moved) if W0[0, 0] == 50.0 else moved
+        assert run.status is sg.StopStatus.MAX_STEPS
+        np.testing.assert_allclose(run.W, exact, rtol=1e-14, atol=0)
+    # every coordinate 50^199: the step is below each one's rounding, no step moves them
+    ones = train_mirror(data, exponent=p, n_steps=3, init=np.full((5, 5), 50.0), step_size=eta)
+    assert ones.status is sg.StopStatus.GRADIENT_UNDERFLOW and ones.n_steps == 0
+    np.testing.assert_array_equal(ones.W, 50.0)
 
 
 @pytest.mark.parametrize("normalized", [True, False])
