@@ -34,7 +34,14 @@ from .._validation import check_array, check_bool, check_option, check_real
 from ..constraints import EQUALITY, check_selected, pair_constraints, selected_set_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
-from ..solvers import CONJECTURE, GenSVMResult, SVMResult, finish_gen_svm, solve_for
+from ..solvers import (
+    CONJECTURE,
+    GenSVMResult,
+    SVMResult,
+    finish_gen_svm,
+    solve_for,
+    warns_if_inaccurate,
+)
 
 __all__ = ["GenSVMResult", "SelectedSets", "gen_svm", "selected_sets"]
 
@@ -296,6 +303,13 @@ def _finite_component(data: TokenData, S: np.ndarray, P: np.ndarray, **kw: Any) 
     return solve_for(cs, where="gen_svm", norm="fro", **kw)
 
 
+_KINK_TOL = 1e-6
+"""``gen_svm``'s default ``kink_tol``."""
+_ZERO_TOL = 1e-6
+"""``gen_svm``'s default ``zero_tol``."""
+
+
+@warns_if_inaccurate("gen_svm")
 def gen_svm(
     data: TokenData,
     selected: Any = None,
@@ -308,8 +322,8 @@ def gen_svm(
     V: Any = None,
     lam: float | None = None,
     drop_zero_cost: bool = False,
-    kink_tol: float = 1e-6,
-    zero_tol: float = 1e-6,
+    kink_tol: float = _KINK_TOL,
+    zero_tol: float = _ZERO_TOL,
     **solve_kwargs: Any,
 ) -> GenSVMResult:
     r"""Gen-SVM: directional component, finite component and the SVM-equivalence prediction
@@ -355,6 +369,8 @@ def gen_svm(
         (``cost_fixed``, ``cost_envelope``, ``zero_cost``). ``v``, ``V``, ``lam`` as in
         :func:`~svmgeo.train` (``v`` defaults to the data's head for linear/concave); the head
         reads the head features ``data.values`` (the tokens when the data have none).
+        ``v``, ``V``, ``lam``, ``kink_tol`` and ``zero_tol`` without ``head`` are a
+        ProblemError (they would be ignored).
     drop_zero_cost : bool, default False
         *svmgeo's extension* (MATH-NOTES §2): drop the margin rows :math:`(t, \tau)` of every
         masked token τ of zero cost under either method (needs ``head`` and ``probs``).
@@ -411,6 +427,16 @@ def gen_svm(
     drop_zero_cost = check_bool(drop_zero_cost, "drop_zero_cost", where=where)
     kink_tol = check_real(kink_tol, "kink_tol", low=0.0, where=where)
     zero_tol = check_real(zero_tol, "zero_tol", low=0.0, where=where)
+    if head is None:  # the head's options feed only the masked-token costs, which need head=
+        given = {"v": v is not None, "V": V is not None, "lam": lam is not None,
+                 "kink_tol": kink_tol != _KINK_TOL, "zero_tol": zero_tol != _ZERO_TOL}  # fmt: skip
+        unused = [name for name, on in given.items() if on]
+        if unused:
+            raise ProblemError(
+                f"gen_svm got {', '.join(unused)} without head=: they set the masked-token "
+                "costs, which gen_svm computes only for a head. Pass head= (and probs=), or "
+                f"drop {', '.join(unused)}."
+            )
     P = None
     if probs is not None:
         P = _check_probs(probs, "probs", where)

@@ -12,7 +12,7 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import max_row_norm
 from ..constraints import EQUALITY, MARGIN, ConstraintSet
-from ..solvers import SVMResult, solve_for
+from ..solvers import SVMResult, solve_for, warns_if_inaccurate
 from ._data import NextTokenData, check_data
 from ._graphs import TokenPriorityGraph, token_priority_graphs
 
@@ -113,6 +113,7 @@ def constraint_rows(data: NextTokenData, graphs: dict[int, TokenPriorityGraph]) 
     )
 
 
+@warns_if_inaccurate("graph_svm")
 def graph_svm(
     data: NextTokenData, *, norm: Literal["fro", "nuc"] = "fro", tol: float = 1e-8, **kwargs: Any
 ) -> SVMResult:

@@ -15,7 +15,7 @@ from .._summary import summarized
 from .._validation import check_option
 from ..constraints import EQUALITY, MARGIN
 from ..gd import NTP_LOSSES, GDRun
-from ..solvers import Status, SVMResult
+from ..solvers import Status, SVMResult, report_inaccurate
 from ._data import NextTokenData, check_data, check_weights
 from ._finite import BOUNDARY, FiniteComponent, finite_component, top_positions
 from ._graphs import token_priority_graphs
@@ -102,6 +102,12 @@ def verify_ntp(
     ProblemError
         Invalid arguments, ``svm`` or ``fin`` of other data (or ``fin`` of another loss), an
         ``svm`` of another norm or a rank bound, or a Graph-SVM without a solution.
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the Graph-SVM computed here is not certified (``optimal_inaccurate``):
+        ``corr_svm`` and ``R`` are then measured against an uncertified :math:`W^{\mathrm{svm}}`.
     """
     where = "verify_ntp"
     data = check_data(data, where)
@@ -125,7 +131,15 @@ def verify_ntp(
         check_frobenius(svm)
     if fin is not None:
         check_finite_component(fin, data, top_positions(data, graphs), loss)
-    Ws = solution(graph_svm(data) if svm is None else svm, where, data)
+    if svm is None:
+        svm = graph_svm(data)
+        if svm.status.is_inaccurate:  # (one passed in was warned about by graph_svm)
+            report_inaccurate(
+                f"verify_ntp: W_svm = graph_svm(data) is {svm.status.value}, not certified; "
+                f"corr_svm and R are measured against it ({svm.message})",
+                2,
+            )
+    Ws = solution(svm, where, data)
     fin = finite_component(data, loss=loss or "ce") if fin is None else fin
     return _compare(data, W, Ws, fin)
 

@@ -48,6 +48,8 @@ from ._result import (
     GenSVMResult,
     SVMResult,
     finish_gen_svm,
+    report_inaccurate,
+    warns_if_inaccurate,
 )
 from ._status import Status
 
@@ -74,9 +76,11 @@ __all__ = [
     "optimal_face_alignment",
     "optimum_uniqueness",
     "parse_norm",
+    "report_inaccurate",
     "solve_for",
     "solve_frobenius",
     "solve_naive_cvxpy",
     "solve_naive_cvxpy_duals",
     "solve_svm",
+    "warns_if_inaccurate",
 ]

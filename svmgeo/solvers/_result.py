@@ -34,6 +34,7 @@ __all__ = [
     "finish_joint",
     "no_solution",
     "replaced",
+    "report_inaccurate",
     "warns_if_inaccurate",
 ]
 
@@ -571,27 +572,27 @@ def no_solution(
     )
 
 
-def warns_if_inaccurate(where: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Decorate the public solver ``where``: an inaccurate result (``status.is_inaccurate``)
-    emits :class:`~svmgeo.InaccurateSolutionWarning` at the line that called it.
-
-    The warning is left to svmgeo itself when the caller is a function of svmgeo (an analysis
+def report_inaccurate(text: str, stacklevel: int) -> None:
+    """Emit :class:`~svmgeo.InaccurateSolutionWarning` with ``text`` at the line
+    ``stacklevel`` frames above this call, unless that line is in svmgeo itself (an analysis
     function wrapping a solver reports once, in its own terms, e.g.
-    :func:`~svmgeo.support_tokens`), so no answer is warned about twice.
-    """
+    :func:`~svmgeo.support_tokens`), so that no answer is warned about twice."""
+    caller = sys._getframe(stacklevel).f_globals.get("__name__", "")
+    if caller.partition(".")[0] != "svmgeo":
+        warnings.warn(text, InaccurateSolutionWarning, stacklevel=stacklevel + 1)
+
+
+def warns_if_inaccurate(where: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Decorate the public function ``where``: an inaccurate result (``status.is_inaccurate``)
+    emits :class:`~svmgeo.InaccurateSolutionWarning` at the line that called it
+    (:func:`report_inaccurate`)."""
 
     def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         @functools.wraps(fn)
         def public(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             result = fn(*args, **kwargs)
             if result.status.is_inaccurate:
-                caller = sys._getframe(1).f_globals.get("__name__", "")
-                if caller.partition(".")[0] != "svmgeo":
-                    warnings.warn(
-                        f"{where} returned {result.status.value}: {result.message}",
-                        InaccurateSolutionWarning,
-                        stacklevel=2,
-                    )
+                report_inaccurate(f"{where} returned {result.status.value}: {result.message}", 2)
             return result
 
         return public
@@ -731,12 +732,22 @@ class GenSVMResult:
 
     Attributes
     ----------
+    status : Status
+        The directional solve's status where it has no certified solution (``INFEASIBLE``,
+        proved; ``INFEASIBLE_INACCURATE``, undecided; ``OPTIMAL_INACCURATE`` or
+        ``LOCALLY_OPTIMAL``: ``W_dir`` is not certified); else ``OPTIMAL_INACCURATE`` when
+        the finite component's solve is inaccurate, else ``OPTIMAL``. ``message`` says which
+        part.
+    message : str
     feasible : bool
-        Whether the directional problem is feasible.
+        Whether the directional solve found a point (``W_dir``): False for a proved
+        infeasibility (``farkas`` set) and for an undecided one (``farkas`` None; see
+        ``status``).
     W_dir : ndarray of shape (d, d) or None
-        :math:`W^{\mathrm{svm}}` (None when infeasible).
+        :math:`W^{\mathrm{svm}}` (None without a point).
     farkas : ndarray or None
-        Farkas vector over ``svm.constraints`` when infeasible.
+        Farkas vector over ``svm.constraints`` when the directional problem is proved
+        infeasible (``status`` ``INFEASIBLE``).
     W_fin : ndarray or None
         :math:`W^{\mathrm{fin}}` (needs ``probs``; None without, or when its equalities are
         inconsistent, see ``fin``).
@@ -774,6 +785,8 @@ class GenSVMResult:
         when zero-cost rows were dropped).
     """
 
+    status: Status
+    message: str
     feasible: bool
     W_dir: np.ndarray | None
     farkas: np.ndarray | None
@@ -793,15 +806,34 @@ class GenSVMResult:
     note: str = CONJECTURE
 
 
+def _gen_status(svm: SVMResult, fin: SVMResult | None) -> tuple[Status, str]:
+    """A Gen-SVM's status and message from its directional and finite solves (see
+    :class:`GenSVMResult`)."""
+    if not svm.status.success:
+        return svm.status, f"directional SVM {svm.status.value}: {svm.message}"
+    if fin is not None and fin.status.is_inaccurate:
+        return Status.OPTIMAL_INACCURATE, f"finite component {fin.status.value}: {fin.message}"
+    finite = (
+        ""
+        if fin is None
+        else "; finite component " + ("certified" if fin.status.success else "infeasible: no W_fin")
+    )
+    return Status.OPTIMAL, "directional SVM certified optimal" + finite
+
+
 def finish_gen_svm(svm: SVMResult, fin: SVMResult | None, **fields: Any) -> GenSVMResult:
-    """The one assembly of a :class:`GenSVMResult` from its two solves: ``feasible``,
-    ``W_dir`` and ``farkas`` read off the directional solve ``svm`` (``W_fin`` off ``fin`` is
-    the caller's, as it depends on the finite component's verdict)."""
+    """The one assembly of a :class:`GenSVMResult` from its two solves: ``status``,
+    ``message``, ``feasible``, ``W_dir`` and ``farkas`` read off them (``farkas`` only for a
+    proved infeasibility; ``W_fin`` off ``fin`` is the caller's, as it depends on the finite
+    component's verdict)."""
     feasible = svm.status.has_solution
+    status, message = _gen_status(svm, fin)
     return GenSVMResult(
+        status=status,
+        message=message,
         feasible=feasible,
         W_dir=svm.W if feasible else None,
-        farkas=None if feasible else svm.farkas,
+        farkas=svm.farkas if svm.status is Status.INFEASIBLE else None,
         svm=svm,
         fin=fin,
         **fields,

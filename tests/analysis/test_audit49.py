@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regressions of session 49's audit of the newer families: Gen-SVM's and the Graph-SVM's
+statuses (an undecided directional problem was called infeasible with an unproved Farkas
+vector; uncertified answers were returned without a word), and Gen-SVM's head options
+without a head."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+
+def _near_duplicate_tokens(seed: int, draws: int, exponents: tuple[int, int]) -> sg.TokenData:
+    """Token 2 = token 1 plus a tiny offset (the audit's generator: the ``draws``-th draw)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(draws):
+        n, T, d = int(rng.integers(1, 4)), int(rng.integers(3, 5)), int(rng.integers(2, 4))
+        X = rng.normal(size=(n, T, d))
+        X[:, 2] = X[:, 1] + 10.0 ** -rng.integers(*exponents) * rng.normal(size=(n, d))
+        Z = rng.normal(size=(n, d))
+    return sg.TokenData(X, Z=Z)
+
+
+def _first_two(data: sg.TokenData) -> np.ndarray:
+    S = np.zeros((data.n, data.T), bool)
+    S[:, :2] = True
+    return S
+
+
+def test_gen_svm_undecided_is_not_called_infeasible_with_an_unproved_farkas() -> None:
+    """The directional rows are feasible in exact arithmetic (the audit's rational check);
+    the solve is undecided (infeasible_inaccurate). gen_svm said feasible=False with a
+    'Farkas' vector whose sum of lambda_j a_j b_j^T is 6e-13, not 0."""
+    data = _near_duplicate_tokens(2, 12, (6, 16))
+    with pytest.warns(sg.InaccurateSolutionWarning, match="gen_svm returned infeasible_inacc"):
+        g = sg.gen_svm(data, _first_two(data))
+    assert g.svm.status is sg.Status.INFEASIBLE_INACCURATE
+    assert g.status is sg.Status.INFEASIBLE_INACCURATE and g.message.startswith("directional")
+    assert not g.feasible and g.farkas is None and g.W_dir is None
+
+
+def test_gen_svm_says_when_its_direction_is_not_certified() -> None:
+    """W_dir misses its equality rows by 5e7 (optimal_inaccurate): gen_svm returned it with no
+    status and no warning."""
+    data = _near_duplicate_tokens(1, 1, (4, 9))
+    with pytest.warns(sg.InaccurateSolutionWarning, match="gen_svm returned optimal_inaccurate"):
+        g = sg.gen_svm(data, _first_two(data))
+    assert g.feasible and g.W_dir is not None
+    assert g.status is sg.Status.OPTIMAL_INACCURATE and "directional SVM" in g.message
+    assert "optimal_inaccurate" in g.summary()
+
+
+def test_gen_svm_certified_answer_and_a_proved_infeasibility() -> None:
+    data = sg.random_data(4, 5, 6, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = sg.gen_svm(data, _first_two(data))
+    assert g.status is sg.Status.OPTIMAL and g.message == "directional SVM certified optimal"
+    # the same selected set twice in one sequence with opposite queries: a d = 1 instance
+    X = np.array([[[1.0], [2.0], [0.0]], [[1.0], [2.0], [0.0]]])
+    Z = np.array([[1.0], [-1.0]])
+    S = np.array([[True, False, False], [True, False, False]])
+    g = sg.gen_svm(sg.TokenData(X, Z=Z), S)
+    assert g.status is sg.Status.INFEASIBLE and not g.feasible
+    cs = g.svm.constraints
+    assert g.farkas is not None
+    np.testing.assert_allclose(np.einsum("j,ja,jb->ab", g.farkas, cs.A, cs.B), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"v": np.ones(3)},
+        {"V": np.ones((2, 3))},
+        {"lam": 0.1},
+        {"kink_tol": 1e-3},
+        {"zero_tol": 1e-3},
+    ],
+)
+def test_gen_svm_refuses_head_options_without_a_head(options: dict) -> None:  # type: ignore[type-arg]
+    data = sg.random_data(3, 4, 3, seed=0)
+    name = next(iter(options))
+    with pytest.raises(sg.ProblemError, match=f"gen_svm got {name} without head="):
+        sg.gen_svm(data, _first_two(data), **options)
+
+
+def _ntp_near_duplicate_embeddings() -> sg.NextTokenData:
+    base = sg.random_next_token_data(20, 4, 5, 6, tier_size=1, seed=28, orthonormal=False)
+    E = base.embeddings.copy()
+    E[1] = E[0] + 1e-8 * np.random.default_rng(0).normal(size=6)
+    return sg.NextTokenData([base.tokens[i][base.valid[i]] for i in range(base.n)], base.labels, E)
+
+
+def test_graph_svm_and_verify_ntp_warn_of_an_uncertified_w_svm() -> None:
+    """graph_svm returned optimal_inaccurate (margins -2 on rows >= 1) without a warning, and
+    verify_ntp measured corr_svm and R against it silently."""
+    data = _ntp_near_duplicate_embeddings()
+    with pytest.warns(sg.InaccurateSolutionWarning, match="graph_svm returned optimal_inacc"):
+        g = sg.graph_svm(data)
+    assert g.status is sg.Status.OPTIMAL_INACCURATE
+    W = np.zeros((6, 6))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sg.verify_ntp(data, W, loss="retrieval")
+    texts = [str(w.message) for w in caught if issubclass(w.category, sg.InaccurateSolutionWarning)]
+    assert len(texts) == 1 and texts[0].startswith("verify_ntp: W_svm = graph_svm(data) is"), texts
