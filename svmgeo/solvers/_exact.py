@@ -590,7 +590,7 @@ def _repair_point(
     )
 
 
-def _tightest_rows(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
+def _tightest_rows(cs: ConstraintSet, W: np.ndarray, signs_only: bool = False) -> np.ndarray:
     r"""The rows a float point holds (nearly) tight, in the order :func:`_repair_point` keeps
     them: equality rows first, then margin rows by slack :math:`a_j^\top W b_j - c_j`.
 
@@ -600,12 +600,22 @@ def _tightest_rows(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     (a vertex of the Phase-1 LP on the boundary of a ReLU pattern's cone, say): left out,
     making its neighbours exactly tight can push it below 0. (A row with :math:`c_j < 0` and
     a negative value is not tight: made tight, it moved the point off other rows.)
+
+    With ``signs_only`` (for rows whose signs decide, :func:`_homogeneous`), a margin row with
+    :math:`c_j > 0` is left out, since a positive multiple meets it wherever its value stays
+    positive: only the equality rows and the rows with :math:`c_j = 0` held near 0 are made
+    tight. Fewer rows, fewer near-dependencies: rows :math:`(x_i - x_j) b^\top` of rounded
+    differences are nearly, not exactly, dependent (a Graph-SVM's cycles), and making all of
+    them tight can move a dependent one by O(1).
     """
     margins = np.asarray(cs.apply(W))
     slack = np.where(cs.kind != MARGIN, -np.inf, margins - cs.rhs)
     na, nb = cs._row_norms
     size = na * nb * frobenius_norm(W)
-    near = (slack <= 1e-6 * np.abs(cs.rhs)) | (slack <= 1e-9 * size)
+    if signs_only:
+        near = (slack == -np.inf) | ((cs.rhs == 0) & (slack <= 1e-9 * size))
+    else:
+        near = (slack <= 1e-6 * np.abs(cs.rhs)) | (slack <= 1e-9 * size)
     order = np.argsort(slack, kind="stable")
     return order[near[order]]
 
@@ -1049,11 +1059,17 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         ok, why = _prove_point(rows, res.point)
         if ok:
             return done(proof="exact", message=f"{res.message}; proved: {why}")
-        repaired = _repair_point(rows, res.point, _tightest_rows(cs, res.point))
-        if repaired is not None:
-            return done(
-                proof="exact", point=repaired[0], message=f"{res.message}; proved: {repaired[1]}"
-            )
+        tries = [_tightest_rows(cs, res.point)]
+        if _homogeneous(cs):  # first only the rows whose signs no positive multiple fixes
+            few = _tightest_rows(cs, res.point, signs_only=True)
+            tries = [few] + [S for S in tries if not np.array_equal(S, few)]
+        for S in tries:
+            repaired = _repair_point(rows, res.point, S)
+            if repaired is not None:
+                why = repaired[1]
+                return done(
+                    proof="exact", point=repaired[0], message=f"{res.message}; proved: {why}"
+                )
         return done(
             proof=None,
             status=Status.OPTIMAL_INACCURATE,
