@@ -59,7 +59,7 @@ from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
 from ._nuclear_factored import polish_nuclear, solve_nuclear_factored, trivial_nuclear
-from ._result import FeasibilityResult, SVMResult, finish, no_solution, replaced
+from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -217,6 +217,12 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     return lam
 
 
+def _rank_one_rows(cs: ConstraintSet) -> bool:
+    r""":math:`\min(r_1, r_2) \le 1` (the ranks of the rows' A and B): every feasible W has
+    rank one, so the Frobenius optimum is the nuclear one."""
+    return bool(min(np.linalg.matrix_rank(cs.A), np.linalg.matrix_rank(cs.B)) <= 1)
+
+
 def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | None:
     r"""Att-SVM⋆ bounds from the Frobenius optimum :math:`W_F` (when the SDP backends fail).
 
@@ -255,7 +261,7 @@ def _from_frobenius(cs: ConstraintSet, tol: float, start: float) -> SVMResult | 
     nuc = float(np.linalg.svd(W, compute_uv=False).sum())
     lower = float(cs.rhs @ lam)
     certificate = nuclear_certificate(cs, W, lam, tol)
-    exact = min(np.linalg.matrix_rank(cs.A), np.linalg.matrix_rank(cs.B)) <= 1
+    exact = _rank_one_rows(cs)
     message = (
         "the SDP backends failed; the Frobenius optimum W_F is feasible and "
         f"||W_F||_* = {nuc:.6g} >= min ||W||_* >= c^T lam = {lower:.6g} "
@@ -429,7 +435,25 @@ def solve_nuclear(
             second,
             message=f"{second.message} (after {preferred}: {first.status}: {first.message})",
         )
-    return first
+    if not second.status.has_solution:
+        return first
+    # two answers, neither certified: the Frobenius optimum where it is the nuclear one, else
+    # the answer with the smaller largest residual, naming the other
+    if _rank_one_rows(cs):
+        third = _from_frobenius(cs, tol, start)
+        if third is not None and third.success:
+            return replaced(
+                third,
+                message=f"{third.message} ({preferred}: {first.status}; {fallback}: "
+                f"{second.status})",
+            )
+    best = better_answer(first, second)
+    other, name = (second, fallback) if best is first else (first, preferred)
+    return replaced(
+        best,
+        message=f"{best.message} (kept over {name}'s answer, {other.status}, whose largest "
+        f"residual is larger: {other.message})",
+    )
 
 
 def _check_auto_options(options: dict[str, Any]) -> None:
