@@ -170,3 +170,16 @@ def test_profile_frobenius_small_runs(phases: bool) -> None:
             float(w.strip("(x),")) for w in line.split() if w.endswith("x)") or w.endswith("x),")
         ]
         assert len(ratios) == 6 and all(r > 0.0 for r in ratios), line
+
+
+def test_regpath_seeds_direction_on_seed_2() -> None:
+    """docs/analysis.md's regularization-path measurement on seed 2: ||W^mm|| = 2.24, 1 - corr
+    at R = 128 between 3e-4 and 4e-4 for each loss, falling more than twice per doubling of R
+    from R = 4 on."""
+    rows = [line.split() for line in _run_example("regpath_seeds.py", "--seeds", "2").splitlines()
+            if line.startswith("   2 ")]  # fmt: skip
+    assert [r[1] for r in rows] == ["logistic", "exponential", "correlation"], rows
+    for r in rows:
+        assert r[2] == "2.240", r
+        assert 3e-4 < float(r[-3]) < 4e-4, r
+        assert float(r[-1].split("-")[0]) > 2.0, r

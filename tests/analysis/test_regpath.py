@@ -69,7 +69,8 @@ def test_path_direction_approaches_w_mm(seed: int, loss: str) -> None:
     corr = path.correlation
     assert corr is not None
     np.testing.assert_allclose(corr, [sg.correlation(W, W_mm) for W in path.W])
-    # measured: increasing along the whole path, 1 - corr < 3e-4 at R = 128 on these seeds
+    # measured: increasing along the whole path, 1 - corr < 5e-4 at R = 128 on these seeds
+    # (examples/regpath_seeds.py prints them)
     assert np.all(np.diff(corr) > 0.0)
     assert corr[-1] > 0.999
     assert np.all(np.diff(path.log_loss_gap) < 0.0)  # L(W_R) - L* decreases with R
