@@ -183,3 +183,14 @@ def test_regpath_seeds_direction_on_seed_2() -> None:
         assert r[2] == "2.240", r
         assert 3e-4 < float(r[-3]) < 4e-4, r
         assert float(r[-1].split("-")[0]) > 2.0, r
+
+
+def test_tiny_margin_verdicts() -> None:
+    """docs/certificates.md: on the tiny-margin corpus the float-only check gives 78 wrong
+    verdicts (feasible instances called infeasible), the exact check none, and no undecided."""
+    text = _bench("tiny_margin_verdicts.py")
+    lines = {line.split(":")[0]: line for line in text.splitlines()}
+    assert lines["float"].startswith("float: 294 instances, 78 wrong (78 feasible"), text
+    assert ", 0 undecided" in lines["float"], text
+    assert lines["exact"].startswith("exact: 294 instances, 0 wrong (0 feasible"), text
+    assert "0 infeasible called feasible), 0 undecided" in lines["exact"], text
