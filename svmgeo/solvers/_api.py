@@ -171,8 +171,8 @@ def solve_svm(
         The rows.
     norm : {"fro", "nuc", "spectral"} or ("lp", p), default "fro"
         Frobenius (Att-SVM), nuclear (Att-SVM⋆), the entrywise :math:`\ell_p` norm,
-        :math:`p \ge 1` (the :math:`\ell_p` Att-SVM of mirror descent, docs/beyond.md; also
-        spelt ``"lp:1.5"``) or the spectral norm :math:`\|W\|_2` (docs/spectral.md: "fast"
+        :math:`p \ge 1` (the :math:`\ell_p` Att-SVM of mirror descent, a conjecture here:
+        docs/beyond.md; also spelt ``"lp:1.5"``) or the spectral norm :math:`\|W\|_2` (docs/spectral.md: "fast"
         and "auto" solve the compressed SDP, "cvxpy" the naive ``sigma_max`` model); see
         :data:`~svmgeo.solvers.NORMS`, the table of norms.
     rank : int, optional

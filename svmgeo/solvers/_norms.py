@@ -7,14 +7,18 @@ r"""The table of norms: every norm of :func:`~svmgeo.solve_svm`, as data.
     a_j^\top W b_j = c_j\ (\text{equality}),
 
 for :math:`\|\cdot\|` the Frobenius norm (``"fro"``, Att-SVM), the nuclear norm (``"nuc"``,
-Att-SVM⋆), the entrywise :math:`\ell_p` norm (``("lp", p)``, the implicit bias of
-mirror descent) or the spectral norm (``"spectral"``, that of spectral descent). In the way
-cvxpy maps solver names to solvers and qpsolvers describes its backends, each :class:`NormEntry` of :data:`NORMS` owns everything that depends on the norm:
-its name and command-line spelling, parsing (a parameterised entry parses ``("lp", p)`` and
-``"lp:1.5"``), its dual norm and certificate (:class:`~._certificates.NormGeometry`), its
-solve driver, its cvxpy reference model, its fallback, which options apply (and the one
-check that refuses the others), and whether the matrix-free route is taken. Adding a norm is
-adding an entry; no other module asks which norm it is.
+Att-SVM⋆), the entrywise :math:`\ell_p` norm (``("lp", p)``: the ℓp-AttSVM that mirror
+descent converges to, as the abstract of Julistiono et al., arXiv:2410.14581, states it;
+hypotheses not checked, a conjecture here, docs/beyond.md) or the spectral norm
+(``"spectral"``: the spectral-descent analogue of the linear-model theorems, not proved for
+softmax attention, a conjecture: docs/spectral.md, MATH-NOTES §7). In the way cvxpy maps
+solver names to solvers and qpsolvers describes its backends, each :class:`NormEntry` of
+:data:`NORMS` owns everything that depends on the norm: its name and command-line spelling,
+parsing (a parameterised entry parses ``("lp", p)`` and ``"lp:1.5"``), its dual norm and
+certificate (:class:`~._certificates.NormGeometry`), its solve driver, its cvxpy reference
+model, its fallback, which options apply (and the one check that refuses the others), and
+whether the matrix-free route is taken. Adding a norm is adding an entry; no other module
+asks which norm it is.
 """
 
 from __future__ import annotations
@@ -671,7 +675,7 @@ NORMS: dict[str, NormEntry] = {
     ),
     "lp": NormEntry(
         name="lp",
-        title="entrywise l_p norm (the l_p Att-SVM of mirror descent), p >= 1",
+        title="entrywise l_p norm, p >= 1 (mirror descent's l_p Att-SVM: a conjecture here)",
         geometry=lambda p: lp_geometry(float(p)),  # type: ignore[arg-type]
         solve=_solve_lp,
         reference=_reference_lp,
@@ -684,7 +688,7 @@ NORMS: dict[str, NormEntry] = {
     ),
     "spectral": NormEntry(
         name="spectral",
-        title="spectral norm (the Att-SVM of spectral descent)",
+        title="spectral norm (spectral descent's Att-SVM: a conjecture for attention)",
         geometry=lambda _: SPECTRAL,
         solve=_solve_spectral,
         reference=_reference,

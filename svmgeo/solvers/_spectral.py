@@ -6,8 +6,10 @@ r"""The spectral-norm Att-SVM: :math:`\min \|W\|_2` over token-pair rows, a comp
     \min_W \|W\|_2 = \sigma_1(W) \quad\text{s.t.}\quad
     a_j^\top W b_j \ge c_j\ (\text{margin}),\quad a_j^\top W b_j = c_j\ (\text{equality}),
 
-the max-margin problem of spectral (steepest) descent, Muon without momentum (issue #23).
-Its Lagrange dual (the dual norm of :math:`\|\cdot\|_2` is the nuclear norm) is
+the max-margin problem that spectral (steepest) descent, Muon without momentum, converges to
+in direction for separable linear models (Fan, Schmidt, Thrampoulidis 2025; issue #23). For
+softmax attention that implicit bias is not proved (MATH-NOTES §7): a conjecture, by analogy,
+measured by ``svmgeo reproduce optimizers`` (docs/spectral.md). Its Lagrange dual (the dual norm of :math:`\|\cdot\|_2` is the nuclear norm) is
 
 .. math::
 
