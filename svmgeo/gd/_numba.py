@@ -38,7 +38,7 @@ from ._problem import (
     SOFTMAX_ATT,
 )
 from ._simd import WIDTH, lane, splat, vload, vmax_abs, vstore
-from ._xp import LOG_EXP_MIN, UNDERFLOW
+from ._xp import LOG_EXP_MAX, LOG_EXP_MIN, UNDERFLOW
 
 __all__ = [
     "advance",
@@ -1076,6 +1076,8 @@ def _combine_factors(M, nA, rho, nP):
         if nP > 0.0:
             lb = math.log(rho) + math.log(nP)
     c = max(la, lb)
+    if nA > 0.0:  # e^{M-c} stays finite (_xp.combine)
+        c = max(c, M - LOG_EXP_MAX)
     fa = 0.0
     fb = 0.0
     if c > _NEG_INF:

@@ -388,12 +388,17 @@ class SteepestDescent:
             if code != RUNNING:
                 break
             P_new = tuple(new_P)
-            W_new = self.weights(P_new)
-            if not all(np.all(np.isfinite(A)) for A in P_new) or not np.all(np.isfinite(W_new)):
+            if any(np.isnan(A).any() for A in P_new):
                 code = CODE_OF[StopStatus.NON_FINITE]
                 break
-            if float(_xp.frobenius(W_new[None], np)[0]) > self.risk.max_norm:
+            # the factors' norms first (an infinite entry is past them): K Q^T of factors
+            # past the limit overflows float64, as gd's step sees it (_xp.within_limit)
+            if not _xp.within_limit([A[None] for A in P_new], self.kq, self.risk.max_norm, np)[0]:
                 code = CODE_OF[StopStatus.OVERFLOW]
+                break
+            W_new = self.weights(P_new)
+            if not np.all(np.isfinite(W_new)):  # a bug guard: the norms above bound W's
+                code = CODE_OF[StopStatus.NON_FINITE]
                 break
             P, memory = P_new, tuple(new_memory)
             taken += 1

@@ -94,6 +94,10 @@ __all__ = [
 UNDERFLOW = float(np.finfo(np.float64).tiny) * 2.0**52
 # Below this exponent exp() underflows to zero in float64 (exp(-745) is the last denormal).
 LOG_EXP_MIN = -745.0
+LOG_EXP_MAX = 709.0
+"""exp() overflows float64 above this argument: a direction's factor e^{M-c} is kept below it
+(:func:`combine`; a gradient whose norm is below e^-709 of its scale e^M, as one of
+``log_domain=False`` in float64's denormal range, is then of small order, not infinite)."""
 
 
 def _quiet(xp: Any) -> contextlib.AbstractContextManager[Any]:
@@ -410,6 +414,7 @@ def combine(M: Any, A: Any, rho: float, P: Any, xp: Any) -> tuple[Any, Any]:
         else:
             lb = xp.full_like(la, -xp.inf)
         c = xp.maximum(la, lb)
+        c = xp.where(nA > 0.0, xp.maximum(c, M - LOG_EXP_MAX), c)  # e^{M-c} stays finite
         fin = xp.isfinite(c)
         csafe = xp.where(fin, c, 0.0)
         fa = xp.where(fin & (nA > 0.0), xp.exp(xp.where(nA > 0.0, M, 0.0) - csafe), 0.0)

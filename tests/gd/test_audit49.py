@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regressions of session 49's audit of the training engine: the statuses of a gradient in
+float64's denormal range with ``log_domain=False``, and of steepest-descent steps on (K, Q)
+past the norm limit."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+
+def _denormal_gradient() -> sg.TokenData:
+    """||grad L(0)|| ~ 1e-312 (a float64 denormal): scores shrunk by 1e-150, head by 1e-85."""
+    d0 = sg.random_data(4, 5, 3, seed=1)
+    return sg.TokenData(d0.X * 1e-75, v=d0.v * 1e-85, Z=d0.Z * 1e-75, Y=d0.Y)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_denormal_gradient_without_the_log_domain_is_gradient_underflow(backend: str) -> None:
+    """The direction's factor e^{M-c} = 1/||G|| overflowed: numpy stopped with OVERFLOW,
+    numba with STATIONARY, and both recorded log ||grad|| = -inf."""
+    data = _denormal_gradient()
+    log_domain = sg.train(data, n_steps=5, normalized=False, backend="numpy")
+    true_log = float(log_domain.history.log_grad_norm[0])
+    assert -745.0 < true_log < -709.0
+    run = sg.train(data, log_domain=False, n_steps=5, backend=backend)
+    assert run.status is sg.StopStatus.GRADIENT_UNDERFLOW and run.n_steps == 0
+    np.testing.assert_allclose(run.history.log_grad_norm[0], true_log, rtol=1e-12)
+
+
+def test_denormal_gradient_in_the_lane_kernel() -> None:
+    """train_batch's lanes (16 small softmax instances) share the factor with the scalar
+    kernel: the same stop."""
+    runs = sg.train_batch([_denormal_gradient()] * 16, log_domain=False, n_steps=5)
+    assert {str(s) for s in runs.status} == {"gradient_underflow"}
+
+
+@pytest.mark.parametrize("optimizer", ["sign", "adam", "spectral", ("steepest", 1.5)])
+def test_steepest_steps_past_the_limit_on_kq_are_overflow(optimizer: object) -> None:
+    """K Q^T of factors past the limit overflowed in the product: the rule said NON_FINITE
+    ("a bug guard: no known input reaches it") and numpy warned; gd says OVERFLOW."""
+    data = sg.random_data(4, 5, 3, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = sg.train(data, optimizer=optimizer, param="KQ", init=("random", 0.1), seed=0,
+                       step_size=1e160, n_steps=5)  # fmt: skip
+    assert run.status is sg.StopStatus.OVERFLOW and run.n_steps == 0
