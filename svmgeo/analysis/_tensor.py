@@ -386,6 +386,11 @@ class TensorSVM:
     farkas: np.ndarray | None = None
 
 
+_DUAL_TOL = 1e-8
+"""The largest dual residual, relative to max(1, ||w||), of an answer :func:`tensor_svm` calls
+solved (the solvers' default ``tol``)."""
+
+
 def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> TensorSVM:
     r"""Solve the vector hard-margin SVM on tensor rows by non-negative least squares.
 
@@ -399,7 +404,9 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     enter as the two inequalities :math:`\pm u_j^\top w \ge \pm c_j`; :math:`\kappa = 0` means
     infeasible, with the Farkas vector :math:`\mu`). The rows with :math:`\mu_j > 0` are then
     polished by the least-norm solution of :math:`U_S w = c_S`, and the answer is feasible only
-    when that w meets every row (to :math:`10^{-9}\max(1, \max_j|c_j|)`), infeasible only with a
+    when that w meets every row (to :math:`10^{-9}\max(1, \max_j|c_j|)`), "solved" only when
+    its dual residual is at most :math:`10^{-8}\max(1, \|w\|)` as well (else the message says
+    feasible, not proved optimal), infeasible only with a
     Farkas vector proved in exact arithmetic (:func:`~svmgeo.solvers.check_feasibility` on the
     vector rows), else undecided. (At the optimum :math:`\kappa = 1/(1 + \|w\|^2)`, below
     round-off for :math:`\|w\| \gtrsim 10^8`: the verdict does not rest on :math:`\kappa`.)
@@ -468,8 +475,15 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
         float(np.maximum(-dual[~eq], 0.0).max(initial=0.0)),
         float(np.abs(dual[~eq] * (margins[~eq] - c[~eq])).max(initial=0.0)),
     )
-    return TensorSVM(True, w, w.reshape(d, d), dual, margins, primal, dual_res,
-                     "solved: vector SVM by NNLS, active rows polished")  # fmt: skip
+    relative = dual_res / max(1.0, float(np.linalg.norm(w)))
+    message = (
+        "solved: vector SVM by NNLS, active rows polished"
+        if relative <= _DUAL_TOL
+        else f"feasible, not proved optimal: the NNLS's w meets every row, but its dual "
+        f"residual is {relative:.1e} of ||w|| (an ill-conditioned SVM); svmgeo.solve_svm on "
+        "the ConstraintSet checks its answer with a KKT certificate"
+    )
+    return TensorSVM(True, w, w.reshape(d, d), dual, margins, primal, dual_res, message)
 
 
 def _no_vector_solution(rows: TensorRows) -> TensorSVM:

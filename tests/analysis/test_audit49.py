@@ -122,3 +122,25 @@ def test_graph_svm_with_near_dependent_rows_is_proved() -> None:
         g = sg.graph_svm(data)
     assert g.status is sg.Status.OPTIMAL and g.proof == "exact"
     assert g.extras["feasibility"].proof == "exact"
+
+
+def test_tensor_svm_does_not_call_an_unproved_optimum_solved() -> None:
+    """Seven rows in R^4 with a margin row and an equality row ~1e-11 apart: the NNLS's w
+    meets every row but is 3.7e-5 above the optimum (an exact rational point is lower), with
+    a dual residual of 3e16; tensor_svm said "solved" on primal feasibility alone."""
+    from svmgeo.analysis import TensorRows
+
+    rng = np.random.default_rng(7)
+    for trial in range(231):  # the audit's generator, draw 230
+        N = int(rng.integers(2, 9))
+        base = rng.normal(size=(3, 4))
+        U = base[rng.integers(3, size=N)] + rng.normal(size=(N, 4)) * 10.0 ** rng.integers(-14, -2)
+        kind = np.where(rng.random(N) < 0.2, sg.EQUALITY, sg.MARGIN).astype(np.int8)
+        c = (np.where(kind == sg.EQUALITY, rng.normal(size=N) * 0.1, 1.0) if trial % 2
+             else np.ones(N) * (kind == sg.MARGIN))  # fmt: skip
+    res = sg.tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=2))
+    assert res.feasible and res.dual_residual > 1e10
+    assert res.message.startswith("feasible, not proved optimal"), res.message
+    good = sg.tensor_svm(sg.att_svm_constraints(sg.random_data(4, 5, 4, seed=0),
+                                                sg.optimal_tokens(sg.random_data(4, 5, 4, seed=0))))  # fmt: skip
+    assert good.message.startswith("solved"), good.message
