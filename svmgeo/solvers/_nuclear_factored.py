@@ -124,6 +124,15 @@ class _Rows:
 _TRTRS = sla.get_lapack_funcs("trtrs", (np.zeros(1),))
 
 
+def _svd(M: np.ndarray, **options: Any) -> Any:
+    """``numpy.linalg.svd`` of an iterate, refusing a non-finite one with the ``LinAlgError``
+    that :func:`~._nuclear.solve_nuclear` catches (LAPACK would also print "illegal value"
+    lines to stderr before failing)."""
+    if not np.all(np.isfinite(M)):
+        raise np.linalg.LinAlgError("a non-finite iterate (the factored path diverged)")
+    return np.linalg.svd(M, **options)
+
+
 def _inverse_hessian_times(g: np.ndarray, S: np.ndarray, Y: np.ndarray, gamma: float) -> np.ndarray:
     r"""The L-BFGS product :math:`H g` in compact form (Byrd, Nocedal & Schnabel, Math.
     Programming 63, 1994, Eq. (3.1)): the same :math:`H` as the two-loop recursion.
@@ -290,11 +299,11 @@ def _escape(
     10^{-6}` or no column is spare.
     """
     Lam = rows.adjoint(y)
-    U, s, Vt = np.linalg.svd(Lam, full_matrices=False)
+    U, s, Vt = _svd(Lam, full_matrices=False)
     if s[0] <= 1.0 + 1e-6:
         return None
     m = K.shape[1]
-    Ux, sx, Vxt = np.linalg.svd(K @ Q.T, full_matrices=False)
+    Ux, sx, Vxt = _svd(K @ Q.T, full_matrices=False)
     if m > sx.size or sx[m - 1] > 1e-6 * sx[0]:
         return None
     root = np.sqrt(sx[:m])
@@ -327,14 +336,14 @@ def _widen(
     then crawls (the old doubling stalled so at (n, T, d) = (100, 20, 1000), seed 2).
     """
     m = K.shape[1]
-    Ux, sx, Vxt = np.linalg.svd(K @ Q.T, full_matrices=False)
+    Ux, sx, Vxt = _svd(K @ Q.T, full_matrices=False)
     if m > sx.size or sx[m - 1] <= 1e-6 * sx[0]:
         return None
     Ux, Vx = Ux[:, :m], Vxt[:m].T
     Lam = rows.adjoint(y)
     Lam = Lam - Ux @ (Ux.T @ Lam)
     Lam = Lam - (Lam @ Vx) @ Vx.T
-    U, s, Vt = np.linalg.svd(Lam, full_matrices=False)
+    U, s, Vt = _svd(Lam, full_matrices=False)
     extra = min(int(np.count_nonzero(s > 1.0 + band)), Q.shape[0] - m)
     if extra == 0:
         return None
@@ -413,7 +422,7 @@ def _rank(Lam: np.ndarray, *, band: float = 1e-4) -> int:
     At a nondegenerate optimum :math:`\Lambda = U_kV_k^\top + U_\perp T V_\perp^\top`
     with :math:`\|T\|_2 < 1`, and :math:`W` lives on :math:`(U_k, V_k)`.
     """
-    return int(np.count_nonzero(np.linalg.svd(Lam, compute_uv=False) > 1.0 - band))
+    return int(np.count_nonzero(_svd(Lam, compute_uv=False) > 1.0 - band))
 
 
 def _start_factor(X: np.ndarray, Lam: np.ndarray, k: int) -> np.ndarray:
@@ -423,7 +432,7 @@ def _start_factor(X: np.ndarray, Lam: np.ndarray, k: int) -> np.ndarray:
     :math:`10^{-3}` of its largest eigenvalue (a direction the first phase had not yet
     grown still gets a column), and :math:`Q = V_k S^{1/2}`.
     """
-    U, _, Vt = np.linalg.svd(Lam, full_matrices=False)
+    U, _, Vt = _svd(Lam, full_matrices=False)
     Uk, Vk = U[:, :k], Vt[:k].T
     Sm = Uk.T @ X @ Vk
     ev, E = np.linalg.eigh(0.5 * (Sm + Sm.T))
@@ -509,7 +518,7 @@ def _closes_gap(rows: _Rows, X: np.ndarray, lam: np.ndarray, gap_tol: float) -> 
     lam = np.where(rows.margin, np.maximum(lam, 0.0), lam)
     spectral = float(np.linalg.norm(rows.adjoint(lam), 2))
     lower = float(rows.c @ lam) / max(1.0, spectral)
-    nuc = float(np.linalg.svd(X, compute_uv=False).sum())
+    nuc = float(_svd(X, compute_uv=False).sum())
     return abs(nuc - lower) <= 10.0 * gap_tol * max(nuc, 1e-300)
 
 
@@ -608,7 +617,7 @@ def solve_nuclear_factored(
     X0 = rows.adjoint(rows.c)
     g0 = np.einsum("jp,pq,jq->j", rows.P, X0, rows.R)
     X0 *= float(rows.c @ g0) / max(float(g0 @ g0), 1e-300)
-    U0, s0, V0t = np.linalg.svd(X0, full_matrices=False)
+    U0, s0, V0t = _svd(X0, full_matrices=False)
     m = min(q, 16 if width is None else max(1, int(width)))
     rng = np.random.default_rng(0)
     K = U0[:, :m] * np.sqrt(s0[:m]) + 1e-3 * rng.standard_normal((p, m))

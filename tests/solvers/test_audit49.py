@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 import svmgeo as sg
 
@@ -49,3 +50,17 @@ def test_nuclear_with_parallel_queries_is_the_frobenius_optimum() -> None:
         nuc = sg.att_svm(data, alpha, norm="nuc")
     assert fro.status is sg.Status.OPTIMAL and nuc.status is sg.Status.OPTIMAL
     np.testing.assert_allclose(nuc.objective, fro.objective, rtol=1e-9)
+
+
+def test_factored_nuclear_path_refuses_a_diverged_iterate_quietly(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The factored path fed a non-finite iterate to an SVD: LAPACK printed "illegal value"
+    lines to stderr before the LinAlgError that solve_nuclear catches."""
+    data, alpha = _rescaled(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = sg.att_svm(data, alpha, norm="nuc")
+    assert res.W is not None and np.all(np.isfinite(res.W))
+    captured = capfd.readouterr()
+    assert "illegal value" not in captured.out + captured.err
