@@ -335,17 +335,32 @@ def resolve_loss(loss: Any, where: str) -> str | LossSpec:
     (``LOSS_SPECS["logistic"]``) is its name, so it runs the built-in kernels."""
     if isinstance(loss, str):
         return loss
-    if not isinstance(loss, LossSpec | tuple):
+    callables = isinstance(loss, tuple) and len(loss) in (2, 3) and all(map(callable, loss))
+    if not (isinstance(loss, LossSpec) or callables):
         raise ProblemError(
             f"The 'loss' parameter of {where} must be a name among "
-            f"{', '.join(map(repr, LOSSES))}, a svmgeo.LossSpec, or a tuple (value, "
-            f"derivative[, second derivative]) of callables u -> array; got {loss!r}."
+            f"{', '.join(map(repr, LOSSES))}, a svmgeo.LossSpec (the square loss is "
+            "svmgeo.LOSS_SPECS['square']), or a tuple (value, derivative[, second "
+            f"derivative]) of callables u -> array; got {loss!r}."
         )
     spec = get_loss(loss, where)
     for name in LOSSES:
         if spec is LOSS_SPECS[name]:
             return name
     return spec
+
+
+def check_loss_name(loss: str, where: str) -> str:
+    """``loss``, a name among :data:`LOSSES` (a ProblemError otherwise); a built-in of
+    :data:`~svmgeo.LOSS_SPECS` without compiled kernels (``"square"``) is pointed to the
+    LossSpec it runs as."""
+    if loss in LOSS_SPECS and loss not in LOSSES:
+        raise ProblemError(
+            f"The 'loss' parameter of {where} must be one of {', '.join(map(repr, LOSSES))}, "
+            f"the losses with compiled kernels; got {loss!r}. The {loss} loss runs as a user "
+            f"loss: pass loss=svmgeo.LOSS_SPECS[{loss!r}]."
+        )
+    return check_option(loss, "loss", LOSSES, where=where)
 
 
 def parse_optimizer(text: str, where: str = "--optimizer") -> str | tuple[str, float]:
@@ -547,7 +562,9 @@ class GDConfig:
         check_option(self.risk, "risk", tuple(RISKS), where=where)
         check_option(self.param, "param", PARAMS, where=where)
         object.__setattr__(self, "loss", resolve_loss(self.loss, where))
-        if isinstance(self.loss, str):
+        if isinstance(self.loss, str) and self.risk == "attention":
+            check_loss_name(self.loss, where)
+        elif isinstance(self.loss, str):
             check_option(self.loss, "loss", RISKS[self.risk], where=where)
         elif self.risk != "attention":
             raise ProblemError(

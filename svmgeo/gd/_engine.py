@@ -133,15 +133,39 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
             f"param={cfg.param!r}. Pass param='KQ', or the start as one array (train_batch: "
             "np.stack(starts) for one start per instance)."
         )
+    # train and its entry points take one start (their errors say so; a leading axis of
+    # length 1 passes here as before, for the rules train hands over before its own check)
+    batched = cfg.caller == "train_batch"
+    any_ndim = tuple(range(65))  # the rank is checked with the shape, in one message
     if cfg.param == "p":
-        p0 = check_array(init, "init", ndim=(1, 2), hint=f"init p must be ({d},) or (B, {d}).")
-        if p0.shape[-1] != d or (p0.ndim == 2 and p0.shape[0] != B):
-            raise ProblemError(f"init p must have shape ({d},) or ({B}, {d}); got {p0.shape}.")
+        hint = f"init p must be ({d},) or (B, {d})."
+        p0 = check_array(init, "init", ndim=(1, 2) if batched else any_ndim, hint=hint)
+        if p0.ndim not in (1, 2) or p0.shape[-1] != d or (p0.ndim == 2 and p0.shape[0] != B):
+            raise ProblemError(
+                f"init p must have shape ({d},) or ({B}, {d}); got {p0.shape}."
+                if batched
+                else _single_init_text("p", (d,), p0.shape, cfg.caller)
+            )
         return np.array(np.broadcast_to(p0[..., None], shape), order="C"), np.zeros((B, 1, 1)), 1
-    W0 = check_array(init, "init", ndim=(2, 3), hint=f"init W must be ({d}, {d}) or (B, {d}, {d}).")
-    if W0.shape[-2:] != (d, d) or (W0.ndim == 3 and W0.shape[0] != B):
-        raise ProblemError(f"init W must have shape ({d}, {d}) or ({B}, {d}, {d}); got {W0.shape}.")
+    hint = f"init W must be ({d}, {d}) or (B, {d}, {d})."
+    W0 = check_array(init, "init", ndim=(2, 3) if batched else any_ndim, hint=hint)
+    if W0.ndim not in (2, 3) or W0.shape[-2:] != (d, d) or (W0.ndim == 3 and W0.shape[0] != B):
+        raise ProblemError(
+            f"init W must have shape ({d}, {d}) or ({B}, {d}, {d}); got {W0.shape}."
+            if batched
+            else _single_init_text("W", (d, d), W0.shape, cfg.caller)
+        )
     return np.array(np.broadcast_to(W0, shape), order="C"), np.zeros((B, 1, 1)), m
+
+
+def _single_init_text(name: str, want: tuple[int, ...], got: tuple[int, ...], caller: str) -> str:
+    """The error for an init array of the wrong shape given to one run (train, verify)."""
+    d = want[0]
+    return (
+        f"init {name} must have shape {want} (d = {d}, the data's feature dimension); got "
+        f"{got}. {caller} takes one start: pass an array of shape {want} (train_batch takes one "
+        f"start per instance, stacked as (B, {', '.join(map(str, want))}))."
+    )
 
 
 class GradientDescent:
@@ -743,9 +767,9 @@ def train(
     if not isinstance(cfg.init, (str, tuple)) and param != "KQ":  # (K, Q) pairs: _init_params
         W0 = np.asarray(cfg.init)
         if param == "p" and W0.ndim != 1:
-            raise ProblemError(f"init p must have shape ({data.d},); got {W0.shape}.")
+            raise ProblemError(_single_init_text("p", (data.d,), W0.shape, caller))
         if param != "p" and W0.ndim != 2:
-            raise ProblemError(f"init W must have shape ({data.d}, {data.d}); got {W0.shape}.")
+            raise ProblemError(_single_init_text("W", (data.d, data.d), W0.shape, caller))
     problem = make_problem(
         [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
     )

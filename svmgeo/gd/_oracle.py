@@ -19,7 +19,7 @@ from ..data import TokenData
 from ..losses import LossSpec
 from . import _xp
 from ._backend import check_loss_for, get_kernels
-from ._config import BACKENDS, HEADS, LOSSES, REFERENCE_BACKEND, resolve_loss
+from ._config import BACKENDS, HEADS, REFERENCE_BACKEND, check_loss_name, resolve_loss
 from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, SCORES_HEAD, make_problem
 
 __all__ = ["RiskOracle", "RiskValue"]
@@ -78,7 +78,7 @@ class RiskOracle:
             raise ProblemError(f"RiskOracle takes one svmgeo.TokenData; got {type(data).__name__}.")
         loss = resolve_loss(loss, "RiskOracle")
         if isinstance(loss, str):
-            check_option(loss, "loss", LOSSES, where="RiskOracle")
+            check_loss_name(loss, "RiskOracle")
         check_option(head, "head", HEADS, where="RiskOracle")
         check_option(backend, "backend", BACKENDS, where="RiskOracle")
         self.problem = make_problem([data], head, v=v, V=V, lam=lam)

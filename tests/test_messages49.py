@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""User-facing messages, regressions of audit 49: train's init and loss errors offer only what
+train takes, no numpy RuntimeWarning leaks from the numpy kernels, TokenData's shape errors say
+how to fix them, and the LOT reason prints plain scores and names the SVM it tested."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.gd import RiskOracle, loss_and_grad
+
+DATA = sg.random_data(4, 5, 3, seed=1)  # d = 3
+
+
+def _message(call: object) -> str:
+    with pytest.raises(sg.ProblemError) as info:
+        call()  # type: ignore[operator]
+    return str(info.value)
+
+
+# -- 1. train's init shapes and loss names ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("param", "bad", "batched"),
+    [
+        ("W", np.eye(4), (1, 3, 3)),
+        ("W", np.ones((1, 3, 3)), (1, 3, 3)),
+        ("p", np.ones(4), (1, 3)),
+        ("p", np.ones((1, 3)), (1, 3)),
+    ],
+)
+def test_train_init_shape_error_offers_one_start(
+    param: str, bad: np.ndarray, batched: tuple[int, ...]
+) -> None:
+    """The error offered (d, d) or (1, d, d) for a wrong-sized start, then refused (1, d, d)."""
+    msg = _message(lambda: sg.train(DATA, param=param, init=bad, n_steps=5))
+    want = (3, 3) if param == "W" else (3,)
+    parts = re.split(r"; got (\([0-9, ]*\))\. ", msg)  # expected; got (shape). fix
+    assert len(parts) == 3, msg
+    offered, got, fix = parts
+    assert offered.startswith(f"init {param} must have shape {want}") and got == str(bad.shape)
+    assert str(batched) not in offered + fix, msg
+    assert fix.startswith("train takes one start") and "train_batch" in fix, msg
+    sg.train(DATA, param=param, init=np.zeros(want), n_steps=5)  # what it offers is taken
+
+
+def test_train_batch_init_shape_error_keeps_the_batched_shape() -> None:
+    msg = _message(lambda: sg.train_batch([DATA, DATA], init=np.eye(4), n_steps=5))
+    assert "(3, 3) or (2, 3, 3)" in msg
+    sg.train_batch([DATA, DATA], init=np.zeros((2, 3, 3)), n_steps=5)
+
+
+def test_loss_square_name_points_to_its_loss_spec() -> None:
+    """loss='square' was refused with a list without 'square' while the tuple error listed it."""
+    calls = {
+        "train": lambda loss: sg.train(DATA, loss=loss, n_steps=5),
+        "train_batch": lambda loss: sg.train_batch([DATA], loss=loss, n_steps=5),
+        "loss_and_grad": lambda loss: loss_and_grad(DATA, np.zeros((3, 3)), loss=loss),
+        "RiskOracle": lambda loss: RiskOracle(DATA, loss=loss),
+    }
+    for where, call in calls.items():
+        msg = _message(lambda call=call: call("square"))
+        assert msg.startswith(f"The 'loss' parameter of {where}"), msg
+        assert "got 'square'" in msg and "loss=svmgeo.LOSS_SPECS['square']" in msg, msg
+        call(sg.LOSS_SPECS["square"])  # the fix it names is taken
+    msg = _message(lambda: sg.train(DATA, loss=(lambda u: u,), n_steps=5))
+    names = re.search(r"a name among (.*?), a svmgeo\.LossSpec", msg)
+    assert names is not None, msg
+    assert "'square'" not in names.group(1), msg  # train's names are its compiled ones
+    assert "svmgeo.LOSS_SPECS['square']" in msg
