@@ -6,6 +6,7 @@ how to fix them, and the LOT reason prints plain scores and names the SVM it tes
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -71,3 +72,19 @@ def test_loss_square_name_points_to_its_loss_spec() -> None:
     assert names is not None, msg
     assert "'square'" not in names.group(1), msg  # train's names are its compiled ones
     assert "svmgeo.LOSS_SPECS['square']" in msg
+
+
+# -- 2. numpy RuntimeWarnings ---------------------------------------------------------------
+def test_numpy_backend_leaks_no_runtime_warning() -> None:
+    """grad_w's inf * 0 and frobenius's inf / inf warned out of train; statuses unchanged."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2, 3, 2))
+    X[:, 1] = X[:, 0]  # tokens 0 and 1 identical
+    tied = sg.TokenData(X, v=np.array([1.0, 0.5]), Z=rng.normal(size=(2, 2)))
+    big = sg.TokenData(DATA.X, v=DATA.v * 1e5, Z=DATA.Z, Y=DATA.Y)  # exp(-Y f) overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r1 = sg.train(tied, n_steps=500, step_size=1.0, backend="numpy")
+        r2 = sg.train(big, loss="exponential", normalized=False, n_steps=5, backend="numpy")
+    assert r1.status is sg.StopStatus.OVERFLOW
+    assert r2.status is sg.StopStatus.OVERFLOW

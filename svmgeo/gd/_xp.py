@@ -348,7 +348,7 @@ def grad_w(
         ok = xp.isfinite(M)
         shift = xp.where(ok, M, 0.0) if log_domain else xp.zeros(B)
         scale = xp.where(has, -Y * flip * xp.exp(Lq - shift[:, None, None]), 0.0)
-    w = scale[..., None] * wq
+        w = scale[..., None] * wq  # inf * 0 = NaN past float64's range: the loop reports it
     M = xp.where(ok, M if log_domain else 0.0, -xp.inf)  # -inf: the direction is exactly 0
     diff = X[:, :, None, :, :] - _x_m(X, m, xp)[:, :, :, None, :]
     g = xp.einsum("bnkt,bnktd->bnkd", w, diff)
@@ -387,7 +387,8 @@ def frobenius(A: Any, xp: Any) -> Any:
     """Frobenius norm per instance, scaled first so tiny entries do not underflow when squared."""
     top = xp.max(xp.abs(A), axis=(1, 2))
     safe = xp.where(top > 0.0, top, 1.0)
-    return top * xp.sqrt(xp.sum((A / safe[:, None, None]) ** 2, axis=(1, 2)))
+    with _quiet(xp):  # inf / inf = NaN for infinite entries (within_limit: False)
+        return top * xp.sqrt(xp.sum((A / safe[:, None, None]) ** 2, axis=(1, 2)))
 
 
 def within_limit(params: list[Any], is_kq: bool, max_norm: Any, xp: Any) -> Any:
