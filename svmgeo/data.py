@@ -153,7 +153,11 @@ class TokenData:
             queries = None
             self._query: QuerySpec = None
         elif Z is not None:
-            Zc = check_array(Z, "Z", ndim=(2, 3), shape=(n, d), hint="")
+            z_hint = (
+                f"Use Z of shape (n_sequences, d_features) = ({n}, {d}) for one query per "
+                f"sequence, or ({n}, K, {d}) for K queries per sequence."
+            )
+            Zc = check_array(Z, "Z", ndim=(2, 3), shape=(n, d), hint=z_hint)
             if Zc.ndim == 3 and (Zc.shape[0] != n or Zc.shape[2] != d):
                 raise ProblemError(
                     f"Z must have shape (n, K, d) = ({n}, K, {d}); got {Zc.shape}. "
@@ -204,19 +208,28 @@ class TokenData:
             labels = np.ones((n, K))
         else:
             Yc = check_array(Y, "Y", ndim=(1, 2), hint="Labels are one per sequence or per query.")
+            y_fix = (
+                f"Give one label per sequence, shape ({n},), or one per query, shape ({n}, {K}) "
+                f"(K = {K} per sequence)."
+            )
             if Yc.ndim == 1:
                 if Yc.shape[0] != n:
-                    raise ProblemError(f"Y must have shape ({n},) or ({n}, {K}); got {Yc.shape}.")
+                    raise ProblemError(
+                        f"Y must have shape ({n},) or ({n}, {K}); got {Yc.shape}. {y_fix}"
+                    )
                 labels = np.repeat(Yc[:, None], K, axis=1)
             else:
                 if Yc.shape != (n, K):
-                    raise ProblemError(f"Y must have shape ({n},) or ({n}, {K}); got {Yc.shape}.")
+                    raise ProblemError(
+                        f"Y must have shape ({n},) or ({n}, {K}); got {Yc.shape}. {y_fix}"
+                    )
                 labels = Yc
             bad = ~np.isin(labels, (-1.0, 1.0))
             if np.any(bad):
                 where = tuple(int(b) for b in np.argwhere(bad)[0])
                 raise ProblemError(
-                    f"Y must hold labels in {{-1, +1}}; found {labels[where]!r} at index {where}. "
+                    f"Y must hold labels in {{-1, +1}}; found {float(labels[where])!r} at index "
+                    f"{where}. "
                     "Map 0/1 labels with 2 * y - 1."
                 )
         self._Y_given = None if Y is None else _frozen(np.array(Y, dtype=float))
@@ -237,7 +250,13 @@ class TokenData:
             check_scale(U, "values", "TokenData")
             self._values_given = _frozen(U)
         d_u = self.values.shape[2]
-        self._v = None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d_u,)))
+        width = "values' last axis" if values is not None else "X's d_features"
+        v_hint = (
+            f"v is the linear head, one weight per head feature: use v of shape ({d_u},) ({width})."
+        )
+        self._v = (
+            None if v is None else _frozen(check_array(v, "v", ndim=1, shape=(d_u,), hint=v_hint))
+        )
         if self._v is not None:
             with np.errstate(over="ignore", invalid="ignore"):
                 head = self.values @ self._v
@@ -266,16 +285,21 @@ class TokenData:
             causal = np.tril(np.ones((T, T), dtype=bool))
             self._mask = _frozen(np.ascontiguousarray(np.broadcast_to(causal, (n, K, T))))
         else:
-            M = check_array(mask, "mask", ndim=(2, 3), dtype=bool)
+            m_hint = (
+                f"mask[k, t] says whether query k sees key t: use shape (K, T) = ({K}, {T}) for "
+                f"every sequence, or ({n}, {K}, {T}) per sequence (K = {K} queries, T = {T} tokens)."
+            )
+            M = check_array(mask, "mask", ndim=(2, 3), dtype=bool, hint=m_hint)
             if M.ndim == 2:
                 if M.shape != (K, T):
                     raise ProblemError(
-                        f"mask must have shape ({K}, {T}) or ({n}, {K}, {T}); got {M.shape}."
+                        f"mask must have shape ({K}, {T}) or ({n}, {K}, {T}); got {M.shape}. "
+                        f"{m_hint}"
                     )
                 M = np.broadcast_to(M, (n, K, T))
             elif M.shape != (n, K, T):
                 raise ProblemError(
-                    f"mask must have shape ({K}, {T}) or ({n}, {K}, {T}); got {M.shape}."
+                    f"mask must have shape ({K}, {T}) or ({n}, {K}, {T}); got {M.shape}. {m_hint}"
                 )
             empty = ~M.any(axis=2)
             if np.any(empty):
@@ -290,16 +314,21 @@ class TokenData:
         if scores is None:
             self._scores: np.ndarray | None = None
         else:
-            S = check_array(scores, "scores", ndim=(2, 3))
+            s_hint = (
+                f"Give one score per token: shape (n, T) = ({n}, {T}), shared by a sequence's "
+                f"queries, or ({n}, {K}, {T}), one row per query (K = {K})."
+            )
+            S = check_array(scores, "scores", ndim=(2, 3), hint=s_hint)
             if S.ndim == 2:
                 if S.shape != (n, T):
                     raise ProblemError(
-                        f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}."
+                        f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}. "
+                        f"{s_hint}"
                     )
                 S = np.repeat(S[:, None, :], K, axis=1)
             elif S.shape != (n, K, T):
                 raise ProblemError(
-                    f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}."
+                    f"scores must have shape ({n}, {T}) or ({n}, {K}, {T}); got {S.shape}. {s_hint}"
                 )
             if self._v is not None:  # one source of truth for the scores gamma
                 linear = self._labels[:, :, None] * (self.values @ self._v)[:, None, :]

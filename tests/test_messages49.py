@@ -88,3 +88,45 @@ def test_numpy_backend_leaks_no_runtime_warning() -> None:
         r2 = sg.train(big, loss="exponential", normalized=False, n_steps=5, backend="numpy")
     assert r1.status is sg.StopStatus.OVERFLOW
     assert r2.status is sg.StopStatus.OVERFLOW
+
+
+# -- 3. TokenData shape errors ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "start", "fix"),
+    [
+        ({"Z": np.ones((2, 3))}, "Z must have shape (2, 2); got (2, 3).", "Use Z of shape"),
+        (
+            {"Z": np.ones((2, 2)), "v": np.ones(3)},
+            "v must have shape (2,); got (3,).",
+            "use v of shape (2,)",
+        ),
+        (
+            {"Z": np.ones((2, 2)), "Y": [1, 1, 1]},
+            "Y must have shape (2,) or (2, 1); got (3,).",
+            "Give one label per sequence",
+        ),
+        (
+            {"query": "all", "mask": np.ones((2, 2), bool)},
+            "mask must have shape (3, 3) or (2, 3, 3); got (2, 2).",
+            "use shape (K, T) = (3, 3)",
+        ),
+        (
+            {"Z": np.ones((2, 2)), "scores": np.ones((2, 4))},
+            "scores must have shape (2, 3) or (2, 1, 3); got (2, 4).",
+            "Give one score per token",
+        ),
+    ],
+)
+def test_token_data_shape_errors_say_how_to_fix(
+    kwargs: dict[str, object], start: str, fix: str
+) -> None:
+    kwargs.setdefault("v", np.ones(2))
+    msg = _message(lambda: sg.TokenData(np.ones((2, 3, 2)), **kwargs))  # type: ignore[arg-type]
+    assert msg.startswith(start), msg
+    assert fix in msg, msg
+
+
+def test_token_data_label_error_prints_a_plain_value() -> None:
+    msg = _message(lambda: sg.TokenData(np.ones((2, 3, 2)), Z=np.ones((2, 2)), Y=[0, 1]))
+    assert "found 0.0 at index (0, 0)" in msg, msg
+    assert "np." not in msg
