@@ -130,3 +130,24 @@ def test_token_data_label_error_prints_a_plain_value() -> None:
     msg = _message(lambda: sg.TokenData(np.ones((2, 3, 2)), Z=np.ones((2, 2)), Y=[0, 1]))
     assert "found 0.0 at index (0, 0)" in msg, msg
     assert "np." not in msg
+
+
+# -- 4. the LOT reason -----------------------------------------------------------------------
+def test_lot_reason_prints_zero_scores_without_sign() -> None:
+    """A score Y h = -1 * 0 printed as -0."""
+    X = np.array([[[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), scores=np.array([[-0.0, -0.0, -0.0]]))
+    lot = sg.is_locally_optimal(data, [0])
+    assert not lot.locally_optimal and lot.decided
+    assert "scores 0 >= selected 0" in lot.reason, lot.reason
+    assert "-0" not in lot.reason
+
+
+def test_verify_prompt_lot_reason_names_the_p_svm() -> None:
+    X = np.array([[[0, 0], [1, 1]], [[0, 0], [1, -1]], [[0, 0], [0.5, 1.0]]], dtype=float)
+    data = sg.TokenData(X, Y=[1, -1, 1], v=[0.0, 1.0])  # prompt attention: no queries
+    rep = sg.verify(data, param="p", n_steps=200)
+    assert rep.lot_reason.startswith("locally optimal: p-SVM(alpha) is feasible"), rep.lot_reason
+    assert "Att-SVM" not in rep.lot_reason
+    rep_w = sg.verify(sg.random_data(2, 3, 4, seed=0), n_steps=50)
+    assert "p-SVM" not in rep_w.lot_reason

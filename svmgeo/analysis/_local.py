@@ -128,6 +128,11 @@ def _face_of_optima(data: TokenData, sup: SupportTokens, high: np.ndarray) -> st
     )
 
 
+def _score(x: float) -> str:
+    """A token score for a reason's text: 0 for -0.0 (a score Y h with h = 0 and Y = -1)."""
+    return f"{float(x) + 0.0:.6g}"
+
+
 def lot_from_support(
     data: TokenData, scores: np.ndarray, sizes: np.ndarray, sup: SupportTokens
 ) -> LocalOptimality:
@@ -173,7 +178,7 @@ def lot_from_support(
         listed = first_five(
             [
                 f"{query_label(data, v.seq, v.query)}: support token {v.token} scores "
-                f"{v.score_token:.6g} >= selected {v.score_selected:.6g}"
+                f"{_score(v.score_token)} >= selected {_score(v.score_selected)}"
                 for v in violations
             ]
         )
@@ -187,8 +192,8 @@ def lot_from_support(
         multipliers = _per_token(data, sup.svm, sup.svm.dual)
         listed = first_five(
             [
-                f"{query_label(data, i, k)}: token {t} (score {scores[i, k, t]:.6g} >= selected "
-                f"{selected[i, k, 0]:.6g}) has margin {float(margins[i, k, t])!r} and "
+                f"{query_label(data, i, k)}: token {t} (score {_score(scores[i, k, t])} >= "
+                f"selected {_score(selected[i, k, 0])}) has margin {float(margins[i, k, t])!r} and "
                 f"multiplier {float(multipliers[i, k, t])!r}"
                 for i, k, t in np.argwhere(unsure & high)
             ]

@@ -603,7 +603,7 @@ def _verify_prompt(
     if joint is not None:
         head_v = joint.v if joint.v is not None else trajectory.head
     sdata = scored(data, head_scores(data, "linear", head_v, None, None), prompt=param == "p")
-    verdict = judge(sdata, selection)
+    verdict = judge(sdata, selection, prompt=param == "p")
     svm = verdict.lot.support.svm if verdict.feasible else None
     target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
     svm_nuc = att_svm(sdata, selection, norm="nuc") if verdict.feasible and key == "W" else None

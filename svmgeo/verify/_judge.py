@@ -11,7 +11,7 @@ and :func:`~svmgeo.is_locally_optimal` on the data scored with :math:`\gamma`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -153,7 +153,9 @@ class Verdict:
     farkas: np.ndarray | None
 
 
-def judge(sdata: TokenData, selection: np.ndarray, norm: Any = "fro") -> Verdict:
+def judge(
+    sdata: TokenData, selection: np.ndarray, norm: Any = "fro", *, prompt: bool = False
+) -> Verdict:
     r"""Judge the selection α of a run on the scored data.
 
     .. math::
@@ -169,6 +171,9 @@ def judge(sdata: TokenData, selection: np.ndarray, norm: Any = "fro") -> Verdict
         The run's final argmax selection α.
     norm : "fro" or ("lp", p)
         The norm of the LOT test.
+    prompt : bool
+        ``sdata`` is :func:`scored` with ``prompt=True``: its Att-SVM is the p-SVM, and the
+        LOT reason names it so.
 
     Returns
     -------
@@ -179,6 +184,8 @@ def judge(sdata: TokenData, selection: np.ndarray, norm: Any = "fro") -> Verdict
     opt_full = opt_sets[:, None, :] if sdata.single_query else opt_sets
     is_optimal = bool(np.all(np.take_along_axis(opt_full, full[:, :, None], axis=2)))
     lot = is_locally_optimal(sdata, selection, norm=norm)
+    if prompt:  # Att-SVM of the queries e_1 is the p-SVM
+        lot = replace(lot, reason=lot.reason.replace("Att-SVM(alpha)", "p-SVM(alpha)"))
     feasible = bool(lot.support.feasible)
     return Verdict(
         selection=selection,
