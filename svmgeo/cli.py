@@ -555,9 +555,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     options = _gd_options(args)
     if args.optimizer != "gd":
         options["backend"] = args.backend  # None: the optimizer's own default (OPTIMIZERS)
-        takes_seed = "seed" in OPTIMIZERS[rule].options
-        if options["init"] == "zero" or (args.seed is None and not takes_seed):
-            del options["seed"]  # the default seed of random starts, not the user's option
+    takes_seed = "seed" in OPTIMIZERS[rule].options
+    if options["init"] == "zero" or (args.seed is None and not takes_seed):
+        # --seed seeds the data generator too; train's seed only a random start
+        del options["seed"]
     run = train(
         data,
         optimizer=args.optimizer,

@@ -94,7 +94,7 @@ def trial(
         step_size=0.1 if param == "W" else 0.02,
         n_steps=n_steps,
         init="zero" if param == "W" else ("random", init_scale),
-        seed=seed,
+        seed=None if param == "W" else seed,
         record_every=n_steps,
         record=("selected",),
     )

@@ -32,7 +32,7 @@ from .._linalg import balanced_factors, correlation
 from .._validation import check_option
 from ..analysis import is_locally_optimal
 from ..data import TokenData, random_data
-from ..gd import train
+from ..gd import random_init, train
 from ..selection import optimal_tokens
 from ..solvers import att_svm
 from ._registry import Experiment, register
@@ -154,7 +154,7 @@ def trial(
         step_size=0.1 if param == "W" else 0.02,
         n_steps=n_steps,
         init=init,
-        seed=seed,
+        seed=seed if random_init(init) else None,
         record_every=max(1, n_steps // n_records) if protocol == "cone" else PAPER_RECORD_EVERY,
         record=("W", "probs", "selected"),
     )

@@ -60,7 +60,7 @@ def trial(
         step_size=0.1 if param == "W" else 0.05,
         n_steps=n_steps,
         init="zero" if param == "W" else ("random", 0.01),
-        seed=seed,
+        seed=None if param == "W" else seed,
         record_every=max(1, n_steps // n_records),
         record=("W",),
     )

@@ -30,6 +30,7 @@ from ._config import (
     Optimizer,
     StopStatus,
     parse_optimizer,
+    random_init,
     resolve_optimizer,
 )
 from ._engine import GDState, GradientDescent, loss_and_grad, train, train_batch
@@ -102,6 +103,7 @@ __all__ = [
     "loss_and_grad",
     "mirror_map",
     "parse_optimizer",
+    "random_init",
     "resolve_optimizer",
     "run_loop",
     "run_mirror_descent",

@@ -41,10 +41,22 @@ __all__ = [
     "StopStatus",
     "eps_block_names",
     "parse_optimizer",
+    "random_init",
     "refuse_renamed",
     "resolve_loss",
     "resolve_optimizer",
 ]
+
+
+def random_init(init: Any) -> bool:
+    """Is ``init`` a random start, ``("random", scale)`` (the one that ``seed`` seeds)?"""
+    return (
+        isinstance(init, (tuple, list))
+        and len(init) == 2
+        and isinstance(init[0], str)
+        and init[0] == "random"
+    )
+
 
 MAX_STEPS = 2**62
 """Largest ``n_steps`` and ``record_every``: the kernels count steps in int64 (beyond any run
@@ -462,7 +474,8 @@ class GDConfig:
     init : "zero", ("random", scale), array, or (K, Q)
         Zero, i.i.d. :math:`\mathcal{N}(0, \text{scale}^2)` entries, or given arrays.
     seed : int, optional
-        Seed of the random initialization.
+        Seed of the random initialization ``init=("random", scale)``; with any other
+        ``init`` a ProblemError (it would change nothing).
     backend : {"numba", "numpy", "cupy"}
         Compiled CPU kernels (:data:`DEFAULT_BACKEND`), the numpy reference, or CuPy on a GPU.
     log_domain : bool
@@ -645,6 +658,13 @@ class GDConfig:
             raise ProblemError(
                 f"The 'seed' parameter of {where} must be None or a non-negative int (numpy's "
                 f"seeds are); got {self.seed!r}."
+            )
+        if self.seed is not None and not random_init(self.init):
+            given = self.init if isinstance(self.init, str) else f"a {type(self.init).__name__}"
+            raise ProblemError(
+                f"The 'seed' parameter of {where} seeds the random start init=('random', "
+                f"scale) only; got seed={self.seed!r} with init={given!r}, which it would not "
+                "change. Drop seed, or pass init=('random', 0.1)."
             )
         if isinstance(self.record, str) or not all(
             isinstance(r, str) and r in RECORDS for r in self.record

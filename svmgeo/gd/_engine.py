@@ -598,7 +598,8 @@ def train(
     init : "zero", ("random", scale), array of shape (d, d) (shape (d,) for ``param="p"``), or (K, Q)
         Initialization; random entries are :math:`\mathcal{N}(0, \text{scale}^2)`.
     seed : int, optional
-        Seed of the random initialization.
+        Seed of the random initialization ``init=("random", scale)``; with any other
+        ``init`` a ProblemError (it would change nothing).
     backend : {"numba", "numpy", "cupy"}, optional
         Compiled CPU kernels (:data:`~svmgeo.gd.DEFAULT_BACKEND`, the default for
         ``optimizer="gd"``), the readable numpy reference (the default for

@@ -190,6 +190,7 @@ def verify(
     """
     threshold = _check_options(data, param, head, threshold, optimizer, train_options)
     loss = "logistic" if loss is None else loss
+    check_seed(seed, where="verify")  # it reaches train only with a random start
     rule, q = resolve_optimizer(optimizer, "verify")
     if rule == "gd" and isinstance(step_size, str) and step_size == "polyak":
         if normalized is not True:

@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 
 from .._errors import TieError
 from ..data import TokenData
-from ..gd import GDRun, StopStatus, run_mirror_descent, train
+from ..gd import GDRun, StopStatus, random_init, run_mirror_descent, train
 from ..selection import first_five, query_label, tied_maxima
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
@@ -117,6 +117,15 @@ def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndar
     return full[:, 0] if data.single_query else full
 
 
+def _seeded(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` for :func:`~svmgeo.train`: verify's ``seed`` seeds its cone perturbation
+    as well, train's only a random start (anything else is refused), so it is passed on with
+    ``init=("random", scale)`` only."""
+    if "seed" in options and not random_init(options.get("init", "zero")):
+        return {**options, "seed": None}
+    return options
+
+
 def run_gd(
     data: TokenData, *, param: str, head: str, train_head: bool, options: dict[str, Any]
 ) -> Trajectory:
@@ -150,7 +159,7 @@ def run_gd(
         train_head=train_head,
         record=record,
         caller="verify",
-        **options,
+        **_seeded(options),
     )
     hist = run.history
     steps = np.asarray(hist.step, dtype=np.int64)
@@ -281,5 +290,5 @@ def run_steepest(
         off the final W by the engine's risk oracle; saturation and norm are computed from
         the recorded W(t).
     """
-    run = train(data, optimizer=optimizer, param=param, caller="verify", **options)
+    run = train(data, optimizer=optimizer, param=param, caller="verify", **_seeded(options))
     return _weight_trajectory(data, run, options)

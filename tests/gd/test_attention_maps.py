@@ -200,7 +200,7 @@ def test_cli_attention_option(tmp_path, capsys) -> None:  # type: ignore[no-unty
     assert main([*args, "--save", str(save), "--json"]) == 0
     capsys.readouterr()
     data = sg.random_data(4, 5, 6, seed=2)
-    ref = sg.train(data, attention="sigmoid", n_steps=80, backend="numpy", seed=2)
+    ref = sg.train(data, attention="sigmoid", n_steps=80, backend="numpy")
     with np.load(save) as f:
         np.testing.assert_allclose(f["W"], ref.W, rtol=1e-12)
     # relu starts from a random W (its zero start is stationary)

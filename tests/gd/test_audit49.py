@@ -49,3 +49,30 @@ def test_steepest_steps_past_the_limit_on_kq_are_overflow(optimizer: object) -> 
         run = sg.train(data, optimizer=optimizer, param="KQ", init=("random", 0.1), seed=0,
                        step_size=1e160, n_steps=5)  # fmt: skip
     assert run.status is sg.StopStatus.OVERFLOW and run.n_steps == 0
+
+
+@pytest.mark.parametrize("init", ["zero", np.eye(3)])
+def test_seed_without_a_random_start_is_refused(init: object) -> None:
+    """seed seeds init=("random", scale) only: with another start it was accepted and
+    changed nothing (two seeds, the same W), while m, lam and normalize_eps that a run would
+    ignore are refused by name."""
+    data = sg.random_data(4, 5, 3, seed=1)
+    with pytest.raises(sg.ProblemError, match="'seed' parameter of train seeds the random"):
+        sg.train(data, init=init, seed=7, n_steps=5)
+    with pytest.raises(sg.ProblemError, match="'seed' parameter of train_batch seeds"):
+        sg.train_batch([data, data], init=init, seed=7, n_steps=5)
+    a = sg.train(data, init=("random", 0.1), seed=0, n_steps=5)
+    b = sg.train(data, init=("random", 0.1), seed=1, n_steps=5)
+    assert not np.array_equal(a.W, b.W)
+
+
+def test_verify_and_the_cli_keep_their_seed_for_what_it_seeds() -> None:
+    """verify's seed also seeds its cone perturbation and the command line's --seed the data
+    generator: both pass it to train only with a random start."""
+    from svmgeo.cli import main
+
+    data = sg.random_data(4, 5, 3, seed=1)
+    rep = sg.verify(data, n_steps=20, seed=3, backend="numpy")
+    assert rep.run.n_steps == 20
+    assert main(["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "4", "--steps", "5",
+                 "--json"]) == 0  # fmt: skip

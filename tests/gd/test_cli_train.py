@@ -25,7 +25,7 @@ def test_cli_train_p_jointly_with_the_head(tmp_path, capsys) -> None:  # type: i
     np.testing.assert_allclose(np.linalg.norm(v), out["norm_v"], rtol=1e-12)
     data = sg.random_data(3, 4, 5, seed=1)
     ref = sg.train(data, param="p", n_steps=60, train_head=True, normalize_eps=0.01,
-                   backend="numpy", seed=1)  # fmt: skip
+                   backend="numpy")  # fmt: skip
     np.testing.assert_allclose(p, ref.p, rtol=1e-12)
     np.testing.assert_allclose(v, ref.v, rtol=1e-12)
 
