@@ -4,43 +4,65 @@ r"""svmgeo's ``numba.njit``: compiled code cached in a user cache directory.
 Every compiled kernel of svmgeo (the training engine's, the batched LOT search's) is cached on
 disk in a user cache directory, never inside the installed package (a cache there outlives
 ``pip uninstall`` and shadows a later install): ``$SVMGEO_CACHE_DIR/numba`` when set, else numba's own ``NUMBA_CACHE_DIR`` when set, else ``~/.cache/svmgeo/numba``
-(``$XDG_CACHE_HOME``, ``%LOCALAPPDATA%`` or ``~/Library/Caches`` where those apply). When that
-directory cannot be written the kernels are compiled anew in each process.
+(``$XDG_CACHE_HOME``, ``%LOCALAPPDATA%`` or ``~/Library/Caches`` where those apply), in a
+subdirectory named by a digest of svmgeo's Python sources (:func:`source_fingerprint`). When
+that directory cannot be written the kernels are compiled anew in each process.
+
+The digest is what keeps a cache current: numba checks only the file that defines a kernel,
+not the files of the helpers it inlines or calls. In an editable checkout where a pull
+changed ``gd/_numba.py`` (a step helper) but not ``gd/_numba_lanes.py`` (which inlines it),
+the batched lanes kernel was loaded from the cache with the old helper.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
 from numba import types
 
-__all__ = ["cache_dir", "njit", "seconds"]
+__all__ = ["cache_dir", "njit", "seconds", "source_fingerprint"]
 
 _config: Any = numba.config  # numba's settings module (untyped for mypy)
+
+
+def source_fingerprint(root: Path | None = None) -> str:
+    """The first 16 hex digits of the SHA-1 of svmgeo's Python sources (each file's path in
+    the package and its bytes, in sorted order; ``root``: the package directory, this one's
+    by default): about 4 ms, once per process."""
+    root = Path(__file__).resolve().parent if root is None else root
+    digest = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def cache_dir() -> str:
     """The directory of svmgeo's compiled-kernel cache (see the module docstring)."""
     own = os.environ.get("SVMGEO_CACHE_DIR", "").strip()
     if own:
-        return os.path.join(os.path.expanduser(own), "numba")
-    if _config.CACHE_DIR:  # the user's NUMBA_CACHE_DIR
-        return str(_config.CACHE_DIR)
-    if sys.platform == "win32":
-        root = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~/AppData/Local")
-    elif sys.platform == "darwin":
-        root = os.path.expanduser("~/Library/Caches")
+        base = os.path.join(os.path.expanduser(own), "numba")
+    elif _config.CACHE_DIR:  # the user's NUMBA_CACHE_DIR
+        base = str(_config.CACHE_DIR)
     else:
-        root = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
-    return os.path.join(root, "svmgeo", "numba")
+        if sys.platform == "win32":
+            root = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~/AppData/Local")
+        elif sys.platform == "darwin":
+            root = os.path.expanduser("~/Library/Caches")
+        else:
+            root = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
+        base = os.path.join(root, "svmgeo", "numba")
+    return os.path.join(base, _FINGERPRINT)
 
 
 def _writable(path: str) -> bool:
@@ -52,6 +74,7 @@ def _writable(path: str) -> bool:
     return True
 
 
+_FINGERPRINT = source_fingerprint()
 _CACHE_DIR = cache_dir()
 _CACHE = _writable(_CACHE_DIR)
 

@@ -98,3 +98,22 @@ def test_the_compiled_clocks_measure_perf_counters_seconds(clock: str) -> None:
     elapsed, measured = time.perf_counter() - start, now() - first
     # the measured interval lies inside perf_counter's, which holds the 50 ms sleep
     assert 0.049 <= measured <= elapsed + 1e-3, (measured, elapsed)
+
+
+def test_cache_directory_is_keyed_by_the_sources(tmp_path: Path) -> None:
+    """numba checks only a kernel's own file, not the files of the helpers it inlines: with
+    gd/_numba.py changed and gd/_numba_lanes.py not, the lanes kernel came from the cache
+    with the old helper. The cache directory is now named by a digest of the sources, so a
+    changed tree reads none of an older tree's kernels."""
+    import shutil
+
+    from svmgeo._jit import source_fingerprint
+
+    package = Path(svmgeo.__file__).resolve().parent
+    assert Path(cache_dir()).name == source_fingerprint()
+    copy = tmp_path / "svmgeo"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert source_fingerprint(copy) == source_fingerprint(package)  # the bytes, not the mtimes
+    helper = copy / "gd" / "_numba.py"
+    helper.write_text(helper.read_text() + "\n# a changed helper\n")
+    assert source_fingerprint(copy) != source_fingerprint(package)
