@@ -660,10 +660,12 @@ class GDConfig:
                 f"seeds are); got {self.seed!r}."
             )
         if self.seed is not None and not random_init(self.init):
-            given = self.init if isinstance(self.init, str) else f"a {type(self.init).__name__}"
+            given = (
+                repr(self.init) if isinstance(self.init, str) else f"<{type(self.init).__name__}>"
+            )
             raise ProblemError(
                 f"The 'seed' parameter of {where} seeds the random start init=('random', "
-                f"scale) only; got seed={self.seed!r} with init={given!r}, which it would not "
+                f"scale) only; got seed={self.seed!r} with init={given}, which it would not "
                 "change. Drop seed, or pass init=('random', 0.1)."
             )
         if isinstance(self.record, str) or not all(
