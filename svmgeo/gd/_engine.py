@@ -158,6 +158,18 @@ def _init_params(cfg: GDConfig, B: int, d: int) -> tuple[np.ndarray, np.ndarray,
     return np.array(np.broadcast_to(W0, shape), order="C"), np.zeros((B, 1, 1)), m
 
 
+def _check_single_init(cfg: GDConfig, d: int) -> None:
+    """A ProblemError for an init array of one run that is not (d, d) (W) or (d,) (p): the
+    stacked (1, d, d) of train_batch is not a start of train ((K, Q) pairs: _init_params)."""
+    if isinstance(cfg.init, (str, tuple)) or cfg.param == "KQ":
+        return
+    W0 = np.asarray(cfg.init)
+    if cfg.param == "p" and W0.ndim != 1:
+        raise ProblemError(_single_init_text("p", (d,), W0.shape, cfg.caller))
+    if cfg.param != "p" and W0.ndim != 2:
+        raise ProblemError(_single_init_text("W", (d, d), W0.shape, cfg.caller))
+
+
 def _single_init_text(name: str, want: tuple[int, ...], got: tuple[int, ...], caller: str) -> str:
     """The error for an init array of the wrong shape given to one run (train, verify)."""
     d = want[0]
@@ -744,6 +756,7 @@ def train(
             record=("loss", "W", "W_norm"), attention=attention, caller=caller,
             **{name: value for name, value in rule_options.items() if value is not None},  # type: ignore[arg-type]
         )  # fmt: skip
+        _check_single_init(cfg, data.d)
         P1, P2, _ = _init_params(cfg, 1, data.d)
         risk: Risk = (
             RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam, backend=backend)
@@ -765,12 +778,7 @@ def train(
         saturation_tol=saturation_tol, train_head=train_head, normalize_eps=normalize_eps,
         optimizer=optimizer, exponent=exponent, attention=attention, caller=caller,
     )  # fmt: skip
-    if not isinstance(cfg.init, (str, tuple)) and param != "KQ":  # (K, Q) pairs: _init_params
-        W0 = np.asarray(cfg.init)
-        if param == "p" and W0.ndim != 1:
-            raise ProblemError(_single_init_text("p", (data.d,), W0.shape, caller))
-        if param != "p" and W0.ndim != 2:
-            raise ProblemError(_single_init_text("W", (data.d, data.d), W0.shape, caller))
+    _check_single_init(cfg, data.d)
     problem = make_problem(
         [data], head, v=v, V=V, lam=lam, param=param, train_head=train_head, attention=attention
     )

@@ -76,3 +76,12 @@ def test_verify_and_the_cli_keep_their_seed_for_what_it_seeds() -> None:
     assert rep.run.n_steps == 20
     assert main(["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "4", "--steps", "5",
                  "--json"]) == 0  # fmt: skip
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "sign", ("steepest", 1.5), "adam", "spectral"])
+def test_every_rule_refuses_a_stacked_start(optimizer: object) -> None:
+    """train takes one start: gd refused train_batch's stacked (1, d, d), the steepest rules
+    (handed over before train's check) took it."""
+    data = sg.random_data(3, 4, 3, seed=0)
+    with pytest.raises(sg.ProblemError, match=r"init W must have shape \(3, 3\)"):
+        sg.train(data, optimizer=optimizer, init=0.1 * np.ones((1, 3, 3)), n_steps=2)
