@@ -180,9 +180,6 @@ def _weights(unit: Unbounded, c: float, p: float) -> np.ndarray:
     return W
 
 
-_LOG_EXP_MAX = 709.0  # exp() overflows float64 above this exponent
-
-
 class MirrorState(NamedTuple):
     r"""Iterate of a mirror-descent run (one instance).
 
@@ -287,7 +284,7 @@ class MirrorDescent:
                 log_scale = log_eta + M - c0
             # the step on the scale of unit: e^{log_scale} g as float64 forms it, an entry
             # that leaves float64's normal range from its log
-            factor = math.exp(log_scale) if -_LOG_EXP_MAX < log_scale < _LOG_EXP_MAX else 0.0
+            factor = math.exp(log_scale) if -_xp.LOG_EXP_MAX < log_scale < _xp.LOG_EXP_MAX else 0.0
             with np.errstate(divide="ignore", over="ignore", under="ignore"):
                 step = _merge(-factor * g, -np.sign(g), log_scale + np.log(np.abs(g)))
             new = _add(unit, step)

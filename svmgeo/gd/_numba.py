@@ -1196,7 +1196,7 @@ def _move_scale(c, nD, glog, normalized, log_domain, eps):
         scale = 1.0 / nD if move else 0.0
         if move and eps > 0.0:  # times 1 / (1 + eps / ||g||), ||g|| = e^c ||D||
             x = math.log(eps) - c - math.log(nD)
-            scale *= 1.0 / (1.0 + math.exp(x)) if x < 709.0 else 0.0
+            scale *= 1.0 / (1.0 + math.exp(x)) if x < LOG_EXP_MAX else 0.0
             move = scale > 0.0
     elif normalized:
         gn = math.exp(c) * nD if c > _NEG_INF else 0.0

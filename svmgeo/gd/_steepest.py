@@ -379,7 +379,7 @@ class SteepestDescent:
                     if not math.isfinite(log_excess) or dual == 0.0:
                         code = CODE_OF[StopStatus.STATIONARY]
                         break
-                    eta = math.exp(min(log_excess - M - math.log(dual), 709.0))
+                    eta = math.exp(min(log_excess - M - math.log(dual), _xp.LOG_EXP_MAX))
                 else:
                     eta = float(cfg.step_size)
                 with np.errstate(over="ignore", invalid="ignore"):

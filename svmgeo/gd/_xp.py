@@ -95,8 +95,8 @@ UNDERFLOW = float(np.finfo(np.float64).tiny) * 2.0**52
 # Below this exponent exp() underflows to zero in float64 (exp(-745) is the last denormal).
 LOG_EXP_MIN = -745.0
 LOG_EXP_MAX = 709.0
-"""exp() overflows float64 above this argument: a direction's factor e^{M-c} is kept below it
-(:func:`combine`; a gradient whose norm is below e^-709 of its scale e^M, as one of
+"""exp() overflows float64 above this argument. E.g. a direction's factor e^{M-c} is kept
+below it (:func:`combine`: a gradient whose norm is below e^-709 of its scale e^M, as one of
 ``log_domain=False`` in float64's denormal range, is then of small order, not infinite)."""
 
 
