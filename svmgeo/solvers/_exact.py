@@ -1059,17 +1059,16 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         ok, why = _prove_point(rows, res.point)
         if ok:
             return done(proof="exact", message=f"{res.message}; proved: {why}")
-        tries = [_tightest_rows(cs, res.point)]
-        if _homogeneous(cs):  # first only the rows whose signs no positive multiple fixes
-            few = _tightest_rows(cs, res.point, signs_only=True)
-            tries = [few] + [S for S in tries if not np.array_equal(S, few)]
-        for S in tries:
-            repaired = _repair_point(rows, res.point, S)
-            if repaired is not None:
-                why = repaired[1]
-                return done(
-                    proof="exact", point=repaired[0], message=f"{res.message}; proved: {why}"
-                )
+        # first only the rows whose signs no positive multiple fixes, then every tight row
+        few = _tightest_rows(cs, res.point, signs_only=True) if _homogeneous(cs) else None
+        repaired = None if few is None else _repair_point(rows, res.point, few)
+        if repaired is None:
+            every = _tightest_rows(cs, res.point)
+            if few is None or not np.array_equal(every, few):
+                repaired = _repair_point(rows, res.point, every)
+        if repaired is not None:
+            proved = f"{res.message}; proved: {repaired[1]}"
+            return done(proof="exact", point=repaired[0], message=proved)
         return done(
             proof=None,
             status=Status.OPTIMAL_INACCURATE,
