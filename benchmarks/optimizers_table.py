@@ -75,7 +75,7 @@ def rates_rows() -> list[str]:
             f"| {name} | {np.linalg.norm(W_mm):.3f} | {r.norm_slope:.3g} "
             f"[{r.norm_slope_ci[0]:.3g}, {r.norm_slope_ci[1]:.3g}] | {r.error_power:.3g} "
             f"[{r.error_power_ci[0]:.3g}, {r.error_power_ci[1]:.3g}] | {r.error_log_power:.3g} "
-            f"| {r.final_corr:.6f} | {r.verdict.split(':')[0]} |"
+            f"| {r.final_corr:.6f} | {r.verdict.split(':')[0].split(';')[0]} |"
         )
     return out
 

@@ -35,7 +35,8 @@ __all__ = ["Rates", "fit_rates"]
 @summarized
 @dataclass(frozen=True, eq=False)
 class Rates:
-    r"""What :func:`fit_rates` measured; truthy when the fits converged.
+    r"""What :func:`fit_rates` measured; truthy when the fits converged (not a verdict on
+    the run's limit: see ``converged``).
 
     Attributes
     ----------
@@ -63,7 +64,11 @@ class Rates:
         levels off at a positive value (a limit other than the direction) can still decrease
         over the window; ``final_corr`` says how close the run came.
     verdict : str
-        ``"converged"`` or ``"not converged: <why>"``.
+        ``"fits converged"`` followed, with a ``direction``, by what was measured of it (the
+        fitted decay of the direction error and ``final_corr``, e.g. ``"fits converged; 1 -
+        corr decreases like (log t)^-0.301, final corr 0.744934"``: a small power with a final
+        correlation far from 1 is the signature of an error levelling off), or ``"not
+        converged: <why>"``.
     norm : str
         The norm of :math:`\|W\|`.
     growth : str
@@ -214,8 +219,18 @@ def fit_rates(
     >>> t = np.unique(np.geomspace(1, 1e5, 40).astype(int))
     >>> Ws = np.log(t)[:, None, None] * np.eye(2) + np.array([[0.0, 1.0], [0.0, 0.0]])
     >>> r = sg.fit_rates((t, Ws), np.eye(2))  # slope sqrt(2); 1 - corr ~ 1 / (4 log^2 t)
-    >>> round(r.norm_slope, 2), round(r.error_log_power, 1), r.verdict
-    (1.41, 2.0, 'converged')
+    >>> round(r.norm_slope, 2), round(r.error_log_power, 1), bool(r)
+    (1.41, 2.0, True)
+    >>> r.verdict
+    'fits converged; 1 - corr decreases like (log t)^-1.99, final corr 0.998119'
+
+    A direction error that levels off is still "fits converged" over a finite window (no
+    finite window tells a slow decay from a floor); the verdict shows the evidence:
+
+    >>> theta = np.arccos(0.8) + 1.0 / np.log(t + 2)  # 1 - corr -> 0.2, as 1 / log t
+    >>> Ws = np.log(t + 2)[:, None] * np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    >>> sg.fit_rates((t, Ws), np.array([1.0, 0.0])).verdict
+    'fits converged; 1 - corr decreases like (log t)^-0.301, final corr 0.744934'
     """
     steps, Ws = _history(run)
     entry, parameter = parse_norm(norm, "fit_rates")  # any norm of the table of norms
@@ -285,6 +300,17 @@ def fit_rates(
             if not log_power_ci[0] > 0.0:
                 why.append("the direction error does not decrease")
     converged = not why
+    if not converged:
+        verdict = "not converged: " + "; ".join(why)
+    elif final is None:
+        verdict = "fits converged"
+    elif log_power is None:
+        verdict = f"fits converged; on the direction to round-off, final corr {final:.6g}"
+    else:
+        verdict = (
+            f"fits converged; 1 - corr decreases like (log t)^-{log_power:.3g}, final corr "
+            f"{final:.6g}"
+        )
     return Rates(
         norm_slope=slope,
         norm_slope_ci=slope_ci,
@@ -295,7 +321,7 @@ def fit_rates(
         error_log_power_ci=log_power_ci,
         final_corr=final,
         converged=converged,
-        verdict="converged" if converged else "not converged: " + "; ".join(why),
+        verdict=verdict,
         norm=norm,
         growth=growth,
         steps=steps[keep],
