@@ -25,6 +25,7 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_bool, check_option
 from ..constraints import (
+    NO_TOKEN,
     ConstraintSet,
     att_svm_constraints,
     attention_pattern,
@@ -33,9 +34,10 @@ from ..constraints import (
     map_svm_constraints,
 )
 from ..data import TokenData
-from ..selection import check_data, optimal_tokens
+from ..selection import check_data, optimal_tokens, scores_full
 from ._backends import CvxpyBackend
-from ._certificates import NormGeometry
+from ._certificates import NormGeometry, farkas_residual
+from ._exact import exact_dot_signs
 from ._feasibility import Distinct, check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import (
@@ -276,11 +278,18 @@ _SOLVE_DEFAULTS: dict[str, Any] = {
 """The keywords of :func:`solve_svm` and their defaults (norm, rank, method, tol, the options)."""
 
 
-def solve_for(cs: ConstraintSet, *, where: str, **arguments: Any) -> SVMResult:
+def solve_for(
+    cs: ConstraintSet,
+    *,
+    where: str,
+    infeasible: FeasibilityResult | None = None,
+    **arguments: Any,
+) -> SVMResult:
     """:func:`solve_svm` for the entry point ``where`` that the user called (``att_svm``,
     ``support_tokens``, ``gen_svm``, ...), which its errors name: ``arguments`` are
     :func:`solve_svm`'s keywords (its defaults for those not given); any other is a
-    :class:`ProblemError`."""
+    :class:`ProblemError`. ``infeasible``: a verdict of infeasibility the caller proved
+    from the problem's structure, reported in place of the feasibility check."""
     unknown = sorted(set(arguments) - set(_SOLVE_DEFAULTS))
     if unknown:
         raise ProblemError(
@@ -288,6 +297,9 @@ def solve_for(cs: ConstraintSet, *, where: str, **arguments: Any) -> SVMResult:
             f"expected one of {', '.join(sorted(_SOLVE_DEFAULTS))} (see solve_svm)."
         )
     req = request(cs, where=where, **{**_SOLVE_DEFAULTS, **arguments})
+    if infeasible is not None:
+        res = _infeasible_result(req, infeasible, infeasible.solve_time)
+        return replaced(res, proof=infeasible.proof)
     with blas_threads(dense_dimension(cs)):  # one BLAS thread for small dense solves
         return _solve_feasible_first(req)
 
@@ -608,11 +620,73 @@ def _map_svm(
             "and param='p' are softmax's Att-SVM options)."
         )
     cs = map_svm_constraints(data, attention, pattern)
-    res = solve_for(cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", **kwargs)
+    blocked = _relu_without_pull(data, cs) if attention == "relu" else None
+    res = solve_for(
+        cs, norm=norm, rank=rank, method=method, tol=tol, where="att_svm", infeasible=blocked,
+        **kwargs,
+    )  # fmt: skip
     extras: dict[str, Any] = {**res.extras, "attention": attention}
     if attention != "linear":
         extras["pattern"] = attention_pattern(data, attention, pattern)
     return replaced(res, extras=extras)
+
+
+def _relu_without_pull(data: TokenData, cs: ConstraintSet) -> FeasibilityResult | None:
+    r"""ReLU's SVM (rows of :func:`~svmgeo.constraints.map_svm_constraints`) is infeasible when
+    a query has no active key with a positive score: a proof, or None.
+
+    .. math::
+
+        \gamma_{ikt} \le 0\ \ \forall t \in A_{ik},\quad x_{it}^\top W z_{ik} \ge 0\ \ \forall
+        t \in A_{ik} \quad\Longrightarrow\quad Y_{ik} f_{ik}(W) = \sum_{t \in A_{ik}}
+        \gamma_{ikt}\, x_{it}^\top W z_{ik} \le 0 < 1 .
+
+    The signs of the scores are exact (:func:`~._exact.exact_dot_signs`), so this is a proof
+    on the user's numbers. The exact check of the rows cannot give it: the query's row is the
+    *rounded* sum :math:`\mathrm{fl}(\sum_t \gamma_{ikt} x_{it})`, which breaks the exact
+    dependence on its keys' rows (it leaves the check undecided). The Farkas vector, 1 on the
+    query's row and :math:`-\gamma_{ikt}` on its active keys' rows, meets the rows up to
+    that rounding (its ``residual``).
+    """
+    start = time.perf_counter()
+    query_rows = np.flatnonzero((cs.pref == NO_TOKEN) & (cs.comp == NO_TOKEN))
+    key_rows = np.flatnonzero((cs.pref != NO_TOKEN) & (cs.comp == NO_TOKEN))  # + x_t: active
+    gamma = scores_full(data)[cs.seq[key_rows], cs.query[key_rows], cs.pref[key_rows]]
+    for q in query_rows:
+        mine = key_rows[(cs.seq[key_rows] == cs.seq[q]) & (cs.query[key_rows] == cs.query[q])]
+        g = gamma[np.isin(key_rows, mine)]
+        if mine.size == 0 or np.any(g > 0.0):  # no active key: a zero row, proved elsewhere
+            continue
+        i, k, keys = int(cs.seq[q]), int(cs.query[q]), cs.pref[mine]
+        if data.scores is not None or data.v is None:  # given scores: their signs are exact
+            signs = np.sign(g)
+        else:  # Y_ik v.u_it: the sign of Y_ik times the exact sign of v.u_it
+            values = np.asarray(data.values)[i, keys]
+            signs = np.sign(np.asarray(data.labels)[i, k]) * exact_dot_signs(values, data.v)
+        if np.any(signs > 0):
+            continue
+        lam = np.zeros(cs.N)
+        lam[q] = 1.0 / cs.rhs[q]
+        lam[mine] = np.maximum(-g, 0.0) / cs.rhs[q]
+        where = f"sequence {i}" + (f", query {k}" if data.K > 1 else "")
+        return FeasibilityResult(
+            feasible=False,
+            status=Status.INFEASIBLE,
+            message=(
+                f"{where} has no active key with a positive score (active keys "
+                f"{keys.tolist()}, scores {np.array2string(g, precision=3)}; exact signs): on "
+                "the pattern's cone, Y f = sum over active keys of gamma_t x_t^T W z <= 0 < 1 "
+                "for every W (proved by the signs; the Farkas vector meets the rows up to the "
+                "rounding of the stored row sum_t gamma_t x_t)"
+            ),
+            constraints=cs,
+            farkas=lam,
+            residual=farkas_residual(cs, lam),
+            solver="svmgeo",
+            solve_time=time.perf_counter() - start,
+            proof="exact",
+        )
+    return None
 
 
 @warns_if_inaccurate("feasibility")

@@ -183,6 +183,14 @@ class _Limbs:
         return total
 
 
+def exact_dot_signs(A: np.ndarray, v: np.ndarray) -> np.ndarray:
+    r"""The exact signs (-1, 0, 1) of :math:`A v` (A (m, d), v (d,) finite floats): every
+    product and sum in exact integer arithmetic (:class:`_Limbs`), no rounding."""
+    A, v = np.asarray(A, dtype=float), np.asarray(v, dtype=float)
+    k = _digit_bits(A.shape[1])
+    return _Limbs.from_float(A, k).matmul(_Limbs.from_float(v[:, None], k)).signs()[:, 0]
+
+
 @dataclasses.dataclass(frozen=True)
 class ExactRows:
     r"""The rows of a constraint set as exact dyadic data.

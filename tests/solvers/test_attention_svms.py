@@ -132,6 +132,40 @@ def test_relu_with_a_dead_sequence_is_infeasible() -> None:
     assert res.status == sg.Status.INFEASIBLE and res.W is None
 
 
+@pytest.mark.parametrize("seed", [0, 2, 3, 4, 5])
+def test_relu_query_whose_active_keys_all_hurt_is_proved_infeasible(seed: int) -> None:
+    """Sequence 0's active keys all have negative scores, so Y f <= 0 on the pattern's cone.
+    The exact check of the rows could not prove it (the query's row is the rounded sum
+    fl(sum_t gamma_t x_t), not exactly dependent on its keys' rows): it said undecided
+    (infeasible_inaccurate) on these seeds. The signs prove it; cvxpy + Clarabel on the naive
+    model (the sum written term by term) agrees."""
+    cp = pytest.importorskip("cvxpy")
+    data = sg.random_data(6, 8, 10, seed=seed)
+    g = scores_full(data)[:, 0, :]
+    pattern = np.where(g > 0, 1.0, -1.0)
+    pattern[0] = -1.0
+    hurt = np.flatnonzero(g[0] < 0)[:3]
+    pattern[0, hurt] = 1.0
+    res = sg.att_svm(data, attention="relu", pattern=pattern)
+    assert res.status is sg.Status.INFEASIBLE and res.proof == "exact" and res.W is None
+    assert "sequence 0 has no active key with a positive score" in res.message
+    cs, lam = res.constraints, res.farkas
+    assert lam is not None and np.all(lam >= 0.0)  # every row of ReLU's SVM is a margin row
+    np.testing.assert_allclose(cs.rhs @ lam, 1.0, rtol=1e-15)
+    assert res.extras["feasibility"].residual <= 1e-15
+    X, z = np.asarray(data.X), np.asarray(data.queries)[:, 0]
+    W = cp.Variable((data.d, data.d))
+    rows = []
+    for i in range(data.n):
+        u = X[i] @ W @ z[i]  # (T,) the logits
+        active = pattern[i] > 0
+        rows += [u[t] >= 0 if active[t] else u[t] <= 0 for t in range(data.T)]
+        rows.append(sum(g[i, t] * u[t] for t in np.flatnonzero(active)) >= 1)
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(W)), rows)
+    problem.solve(solver=cp.CLARABEL)
+    assert problem.status in ("infeasible", "infeasible_inaccurate"), problem.status
+
+
 def test_refusals() -> None:
     data = sg.random_data(4, 5, 6, seed=0)
     with pytest.raises(sg.ProblemError, match="needs the active pattern"):
