@@ -738,7 +738,7 @@ def study(
         trained = {
             "selection": _as_list(sel),
             "is_optimal": None if opt is None else bool(np.array_equal(sel, opt)),
-            "is_lot": bool(lot) if lot.decided else None,  # None: undecided (lot.reason)
+            "is_lot": lot.answer,  # None: undecided (lot.reason)
             "corr_fro": _direction_corr(Wt, svm_fro.W),
             "corr_nuc": _direction_corr(Wt, None if svm_nuc is None else svm_nuc.W),
             "norm": frobenius_norm(Wt),

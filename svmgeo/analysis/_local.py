@@ -80,6 +80,12 @@ class LocalOptimality:
     def __bool__(self) -> bool:
         return self.locally_optimal
 
+    @property
+    def answer(self) -> bool | None:
+        """The verdict in three values: True (a LOT), False (not a LOT) or None (undecided;
+        ``reason`` says why). ``bool(verdict)`` folds undecided into False."""
+        return self.locally_optimal if self.decided else None
+
 
 def _per_token(data: TokenData, res: SVMResult, values: np.ndarray | None) -> np.ndarray:
     """The values of the margin rows of ``res`` (one per row) at their (i, k, t); NaN elsewhere."""

@@ -136,7 +136,8 @@ def trial(
 
     One row per recorded step: correlations of W(t) with both SVM solutions of α (NaN when
     Att-SVM(α) is infeasible, possible for the paper's α only), the mean softmax probability
-    of the α tokens, whether α is the optimal selection and whether it is a LOT (Frobenius),
+    of the α tokens, whether α is the optimal selection and whether it is a LOT (Frobenius;
+    ``alpha_is_lot`` None when the LOT test is undecided, :class:`~svmgeo.LocalOptimality`),
     and for the cone protocol whether the random LOT search succeeded (None for "paper").
     """
     check_option(protocol, "protocol", ("cone", "paper"), where="local trial")
@@ -166,7 +167,8 @@ def trial(
     nuc = att_svm(data, alpha, norm="nuc").W
     soft = _alpha_softmax(hist.probs, alpha)
     is_opt = bool(np.array_equal(alpha, optimal_tokens(data)))
-    is_lot = bool(is_locally_optimal(data, alpha)) if fro is not None else False
+    # three values: True (a LOT), False (not a LOT; an infeasible alpha), None (undecided)
+    is_lot = is_locally_optimal(data, alpha).answer if fro is not None else False
     nan = float("nan")
     return [
         {
@@ -203,7 +205,9 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Per (protocol, param, step): median, 10 % quantile and mean of the correlations, mean
-    softmax of α; headline: final correlations (cone), mean curve at the paper's steps."""
+    softmax of α; headline: final correlations (cone), mean curve at the paper's steps, and
+    how many paper runs end on α ≠ opt, on α not a LOT, on α whose LOT test is undecided
+    (counted apart: neither a LOT nor not one) and on an infeasible Att-SVM(α)."""
     summary = []
     for (protocol, param, step), g in sorted(group(rows, ("protocol", "param", "step")).items()):
         summary.append(
@@ -240,9 +244,14 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             continue
         curve = [s for s in summary if s["protocol"] == "paper" and s["param"] == param]
         at = [s for s in curve if s["step"] in PAPER_STEPS]
-        headline[f"paper {param}: alpha != opt, alpha not a LOT, Att-SVM(alpha) infeasible"] = (
+        key_counts = (
+            f"paper {param}: alpha != opt, alpha not a LOT, LOT test undecided, "
+            "Att-SVM(alpha) infeasible"
+        )
+        headline[key_counts] = (
             f"{sum(not r['alpha_is_opt'] for r in paper)}, "
-            f"{sum(not r['alpha_is_lot'] for r in paper)}, "
+            f"{sum(r['alpha_is_lot'] is False for r in paper)}, "
+            f"{sum(r['alpha_is_lot'] is None for r in paper)}, "
             f"{sum(not finite([r[key]]) for r in paper)} of {len(paper)}"
         )
         headline[f"paper {param}: mean {key} at steps {', '.join(str(s['step']) for s in at)}"] = (

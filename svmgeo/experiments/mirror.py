@@ -55,7 +55,8 @@ def trial(
     One row per recorded step: 1 − corr(W_t, W^mm_{p,α}) (``one_minus_corr``), 1 − corr with
     the ℓ_q SVM of the same α for every q in :data:`PS` (``one_minus_corr_pQ``, NaN when
     Att-SVM(α) is infeasible), the sparsity of W_t and of W^mm_{p,α}, and whether α (the
-    final selection) is optimal and locally optimal for the ℓp SVM.
+    final selection) is optimal and locally optimal for the ℓp SVM (``alpha_is_lot``: None
+    when the LOT test is undecided).
     """
     from ..verify import verify_mirror
 
@@ -69,7 +70,7 @@ def trial(
         record_every=max(1, n_steps // N_RECORDS),
         backend="numpy",
     )
-    assert rep.mirror_run is not None and rep.corr_lp is not None
+    assert rep.mirror_run is not None and rep.corr_lp is not None and rep.lot is not None
     assert rep.mirror_run.history.W is not None  # a mirror run records W
     norms: dict[float, Any] = {q: ("lp", q) for q in PS}
     svms = {q: att_svm(data, rep.selection, norm=norms[q]).W for q in PS} if rep.feasible else {}
@@ -84,7 +85,7 @@ def trial(
             sparsity_W=sparsity(W),
             sparsity_svm=nan if rep.W_lp is None else sparsity(rep.W_lp),
             alpha_is_opt=rep.is_optimal,
-            alpha_is_lot=rep.is_lot,
+            alpha_is_lot=rep.lot.answer,  # None: the LOT test is undecided
             stop=rep.status,
         )
         rows.append(row)
@@ -115,10 +116,15 @@ def _span(values: Any) -> str:
     return f"{min(v):.2f}-{max(v):.2f}" if v else "-"
 
 
+#: The note on a seed whose final selection is not opt, by ``alpha_is_lot`` (None: undecided).
+_LOT_NOTE = {True: "", False: " (not a LOT)", None: " (LOT test undecided)"}
+
+
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Per (steps, p, step): median and max over seeds of 1 − corr(W_t, W^mm_p) and median
     sparsity of W_t; headline: the final 1 − corr of every seed, the closest other ℓ_q SVM,
-    the sparsity of W_T and W^mm_p, and the selections that are not optimal."""
+    the sparsity of W_T and W^mm_p, and the selections that are not optimal (marked "not a
+    LOT", or "LOT test undecided" where the LOT test could not decide)."""
     nan = float("nan")
     summary = []
     for (kind, p, step), g in sorted(group(rows, ("steps", "p", "step")).items()):
@@ -157,7 +163,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         headline[f"{tag}: sparsity W_T [W_mm_p], min-max"] = (
             f"{_span(r['sparsity_W'] for r in g)} [{_span(r['sparsity_svm'] for r in g)}]"
         )
-        odd = [f"{r['seed']}{'' if r['alpha_is_lot'] else ' (not a LOT)'}" for r in g
+        odd = [f"{r['seed']}{_LOT_NOTE[r['alpha_is_lot']]}" for r in g
                if not r["alpha_is_opt"]]  # fmt: skip
         headline[f"{tag}: seeds whose final selection is not opt"] = ", ".join(odd) or "none"
     return headline, summary

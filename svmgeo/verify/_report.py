@@ -104,8 +104,12 @@ class VerifyReport:
     is_optimal : bool
         Whether every selected token is an optimal token (ties: any of the tied tokens).
     is_lot : bool
-        Whether the selection is locally optimal (:func:`~svmgeo.is_locally_optimal`);
-        ``lot_reason`` says why.
+        Whether the selection is proved locally optimal (:func:`~svmgeo.is_locally_optimal`);
+        ``lot_reason`` says why. False also when the test is undecided (``lot_decided``).
+    lot_decided : bool
+        Whether the LOT test decided (a LOT or not a LOT). False: undecided, neither a LOT
+        nor not a LOT (:class:`~svmgeo.LocalOptimality`), with the reason in ``lot_reason``;
+        the verdict line says so. True on reports read from JSON written without it.
     feasible : bool
         Whether Att-SVM(selection) is feasible; when not, ``farkas`` is its Farkas
         vector and the SVM fields are None.
@@ -276,6 +280,7 @@ class VerifyReport:
     svm_l1: SVMResult | None = field(default=None, repr=False)
     svm_linf: SVMResult | None = field(default=None, repr=False)
     svm_spectral: SVMResult | None = field(default=None, repr=False)
+    lot_decided: bool = True
 
     # -- final values ----------------------------------------------------------------------
     @property
@@ -298,6 +303,12 @@ class VerifyReport:
     def final_norm_W(self) -> float:
         return float(self.norm_W[-1])
 
+    @property
+    def verdict(self) -> str:
+        """The verdict on the selection in words (the ``verdict`` line of the report):
+        optimal, a LOT, undecided (with the LOT test's short reason) or neither."""
+        return verdict_text(self)
+
     # -- printing --------------------------------------------------------------------------
     def summary(self) -> str:
         """The report as a table (what ``print(report)`` shows)."""
@@ -318,16 +329,10 @@ class VerifyReport:
             return format(x, fmt)
 
         sel = np.asarray(self.selection).tolist()
-        if self.is_optimal:
-            verdict = "optimal (global)"
-        elif self.is_lot:
-            verdict = "locally optimal (LOT), not the optimal selection"
-        else:
-            verdict = "neither optimal nor locally optimal"
         prompt = self.param == "p"
         head = [
             ("selection", str(sel)),
-            ("verdict", verdict),
+            ("verdict", self.verdict),
             ("LOT test", self.lot_reason),
             ("GD stop", f"{self.status} after {int(self.steps[-1])} steps ({self.param} param)"),
             # one correlation at the last step: the closest prediction, not a proved limit
@@ -464,6 +469,30 @@ class VerifyReport:
         return cls(**kw)
 
 
+def verdict_text(report: VerifyReport) -> str:
+    """The report's verdict on its selection, in words (its ``verdict`` line).
+
+    Optimal, a LOT that is not optimal, undecided (with the short reason of the LOT test),
+    or neither.
+    """
+    if report.is_optimal:
+        return "optimal (global)"
+    if report.is_lot:
+        return "locally optimal (LOT), not the optimal selection"
+    if not report.lot_decided:
+        return f"not optimal; LOT test undecided: {_short_reason(report.lot_reason)}"
+    return "neither optimal nor locally optimal"
+
+
+def _short_reason(reason: str) -> str:
+    """The first clause of an undecided LOT test's reason (``"undecided: <clause> (...)"`` or
+    ``"undecided: <clause>: ..."``), for the verdict line; the whole reason stays on the LOT
+    test line."""
+    text = reason.removeprefix("undecided: ")
+    cut = [j for j in (text.find(" ("), text.find(": ")) if j >= 0]
+    return text[: min(cut)] if cut else text
+
+
 def _joint_lines(report: VerifyReport, num: Any) -> list[tuple[str, str]]:
     """The report lines of joint (head, attention) training."""
     name = "p" if report.param == "p" else "W"
@@ -556,6 +585,7 @@ def assemble(
         selection=verdict.selection,
         is_optimal=verdict.is_optimal,
         is_lot=bool(verdict.lot),
+        lot_decided=verdict.lot.decided,
         lot_reason=verdict.lot.reason,
         feasible=verdict.feasible,
         farkas=verdict.farkas,
