@@ -31,7 +31,13 @@ __all__ = [
 def query_label(data: TokenData, i: int, k: int) -> str:
     """Query ``k`` of sequence ``i`` in a message: ``sequence i``, with ``, query k`` when the
     data have several queries per sequence (an internal helper, not in ``__all__``)."""
-    return f"sequence {i}" if data.single_query else f"sequence {i}, query {k}"
+    return query_name(data.single_query, i, k)
+
+
+def query_name(single_query: bool, i: int, k: int) -> str:
+    """:func:`query_label` without the data: ``sequence i``, with ``, query k`` unless
+    ``single_query`` (for results that outlive their data, such as a report read from JSON)."""
+    return f"sequence {i}" if single_query else f"sequence {i}, query {k}"
 
 
 def first_five(items: list[str]) -> str:

@@ -144,6 +144,9 @@ class Verdict:
         Whether Att-SVM(α) is feasible.
     farkas : ndarray or None
         Its Farkas vector when it is not.
+    optimal_sets : ndarray of bool, shape (n, T) or (n, K, T)
+        Every optimal token of each query (:func:`~svmgeo.optimal_token_sets` of the scored
+        data); a query with more than one is tied.
     """
 
     selection: np.ndarray
@@ -151,6 +154,7 @@ class Verdict:
     lot: LocalOptimality
     feasible: bool
     farkas: np.ndarray | None
+    optimal_sets: np.ndarray
 
 
 def judge(
@@ -193,4 +197,5 @@ def judge(
         lot=lot,
         feasible=feasible,
         farkas=None if feasible else lot.support.farkas,
+        optimal_sets=opt_sets,
     )

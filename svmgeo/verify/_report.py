@@ -21,6 +21,7 @@ from .._errors import ProblemError
 from .._summary import summarized
 from ..analysis import GenSVMResult, LocalOptimality
 from ..gd import GDRun
+from ..selection import first_five, query_name
 from ..solvers import JointSVMResult, SVMResult
 from ._judge import Verdict
 from ._protocol import Comparison
@@ -110,6 +111,13 @@ class VerifyReport:
         Whether the LOT test decided (a LOT or not a LOT). False: undecided, neither a LOT
         nor not a LOT (:class:`~svmgeo.LocalOptimality`), with the reason in ``lot_reason``;
         the verdict line says so. True on reports read from JSON written without it.
+    optimal_ties : tuple of (int, int, tuple of int), or None
+        ``(sequence, query, tokens)`` for every query whose optimal token is not unique under
+        the run's scores (:func:`~svmgeo.optimal_token_sets`; ``query`` 0 for one query per
+        sequence); empty without ties. SPEC §2: ties are reported, never broken; an optimal
+        selection with a tie is one of several and need not be a LOT (MATH-NOTES §5), and the
+        verdict names the tokens tied with the selected ones. None on reports read from JSON
+        written without it.
     feasible : bool
         Whether Att-SVM(selection) is feasible; when not, ``farkas`` is its Farkas
         vector and the SVM fields are None.
@@ -281,6 +289,7 @@ class VerifyReport:
     svm_linf: SVMResult | None = field(default=None, repr=False)
     svm_spectral: SVMResult | None = field(default=None, repr=False)
     lot_decided: bool = True
+    optimal_ties: tuple[tuple[int, int, tuple[int, ...]], ...] | None = None
 
     # -- final values ----------------------------------------------------------------------
     @property
@@ -306,7 +315,8 @@ class VerifyReport:
     @property
     def verdict(self) -> str:
         """The verdict on the selection in words (the ``verdict`` line of the report):
-        optimal, a LOT, undecided (with the LOT test's short reason) or neither."""
+        optimal (naming tied optimal tokens), a LOT, undecided (with the LOT test's short
+        reason) or neither."""
         return verdict_text(self)
 
     # -- printing --------------------------------------------------------------------------
@@ -428,6 +438,8 @@ class VerifyReport:
                 out[f.name] = _list(val)
             elif isinstance(val, float):
                 out[f.name] = _f(val)
+            elif isinstance(val, tuple):  # optimal_ties
+                out[f.name] = [[i, k, list(tokens)] for i, k, tokens in val]
             elif isinstance(val, (bool, int, str)) or val is None:
                 out[f.name] = val
             else:  # pragma: no cover - every field is one of the above
@@ -464,6 +476,8 @@ class VerifyReport:
         kw["steps"] = _array(raw["steps"], np.int64)
         for name in ("selected", "masked", "support"):
             kw[name] = _array(raw.get(name), bool)
+        if raw.get("optimal_ties") is not None:
+            kw["optimal_ties"] = tuple((i, k, tuple(t)) for i, k, t in raw["optimal_ties"])
         if raw.get("face_corr") is not None:
             kw["face_corr"] = {k: _nan(x) for k, x in raw["face_corr"].items()}
         return cls(**kw)
@@ -472,16 +486,35 @@ class VerifyReport:
 def verdict_text(report: VerifyReport) -> str:
     """The report's verdict on its selection, in words (its ``verdict`` line).
 
-    Optimal, a LOT that is not optimal, undecided (with the short reason of the LOT test),
-    or neither.
+    Optimal (naming the selected tokens that tie with another optimal token), a LOT that is
+    not optimal, undecided (with the short reason of the LOT test), or neither.
     """
     if report.is_optimal:
-        return "optimal (global)"
+        sel = np.asarray(report.selection)
+        single = sel.ndim == 1
+        full = sel[:, None] if single else sel
+        tied = []
+        for i, k, tokens in report.optimal_ties or ():
+            others = [str(t) for t in tokens if t != full[i, k]]
+            plural = "s" if len(others) > 1 else ""
+            tied.append(f"token{plural} {', '.join(others)} in {query_name(single, i, k)}")
+        return "optimal (global" + (f"; tied with {first_five(tied)})" if tied else ")")
     if report.is_lot:
         return "locally optimal (LOT), not the optimal selection"
     if not report.lot_decided:
         return f"not optimal; LOT test undecided: {_short_reason(report.lot_reason)}"
     return "neither optimal nor locally optimal"
+
+
+def tied_optima(sets: np.ndarray) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """``(sequence, query, tokens)`` of every query with more than one optimal token, from
+    :func:`~svmgeo.optimal_token_sets` (shape (n, T) or (n, K, T); ``query`` 0 for the
+    first)."""
+    full = sets[:, None, :] if sets.ndim == 2 else sets
+    return tuple(
+        (int(i), int(k), tuple(int(t) for t in np.flatnonzero(full[i, k])))
+        for i, k in np.argwhere(full.sum(axis=2) > 1)
+    )
 
 
 def _short_reason(reason: str) -> str:
@@ -586,6 +619,7 @@ def assemble(
         is_optimal=verdict.is_optimal,
         is_lot=bool(verdict.lot),
         lot_decided=verdict.lot.decided,
+        optimal_ties=tied_optima(verdict.optimal_sets),
         lot_reason=verdict.lot.reason,
         feasible=verdict.feasible,
         farkas=verdict.farkas,
