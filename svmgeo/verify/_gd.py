@@ -25,8 +25,8 @@ from ..ntp import NextTokenData
 from ..solvers import Status, SVMResult, att_svm, joint_svm, optimal_face_alignment
 from ._judge import Verdict, head_scores, judge, scored
 from ._options import refuse_options
-from ._protocol import Comparison, Prediction, compare
-from ._report import VerifyReport, assemble
+from ._protocol import Comparison, Prediction, closest, compare
+from ._report import VerifyReport, assemble, svm_prediction
 from ._runs import Trajectory, run_gd, run_steepest
 
 __all__ = ["verify"]
@@ -132,7 +132,9 @@ def verify(
         Seed of random initializations and of the cone perturbation.
     threshold : float
         ``converged_to`` names the best prediction when its final correlation is at least
-        this.
+        this, among the predictions whose solve is certified (status ``optimal``; the others,
+        such as the locally optimal rank-bounded Att-SVM⋆ of ``param="KQ"`` with ``m < d``,
+        keep their curves, and the report lists them as not certified).
     train_head : bool, default False
         Train the head v with the attention (``param="p"`` or ``"W"``, linear head, from
         ``v`` or ``data.v``) and compare with both predictions of :func:`~svmgeo.joint_svm`:
@@ -347,7 +349,7 @@ def _verify_optimizer(
         \|\cdot\| \in \{F, *, \ell_1, \ell_\infty, 2\}\ (\text{and } \ell_q),\qquad
         \max_{W' \in \mathcal F_{\|\cdot\|}} \mathrm{corr}(W_T, W')\ \text{(faces)}
 
-    with α the run's final selection; ``converged_to`` is the SVM of largest final
+    with α the run's final selection; ``converged_to`` is the certified SVM of largest final
     correlation (the face's for :math:`\ell_1, \ell_\infty`, spectral) when it is at least
     ``threshold``.
     """
@@ -391,7 +393,7 @@ def _verify_optimizer(
             solved = att_svm(sdata, verdict.selection, norm=norm,
                              rank=rank if name == "nuc" else None)  # fmt: skip
             svms[name] = solved if solved.W is not None else None
-    predictions = [Prediction(name, None if s is None else s.W) for name, s in svms.items()]
+    predictions = [svm_prediction(name, s) for name, s in svms.items()]
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     face: dict[str, float] = {}
     for name, res in svms.items():
@@ -401,10 +403,9 @@ def _verify_optimizer(
             face[name] = optimal_face_alignment(res, trajectory.final).correlation
         else:
             face[name] = comparison.finals[name]
-    finite = {k: c for k, c in face.items() if math.isfinite(c)}
-    best = max(finite, key=lambda k: finite[k]) if finite else None
-    closest = best if best is not None and finite[best] >= threshold else None
-    comparison = Comparison(comparison.curves, comparison.targets, comparison.finals, closest,
+    certified = {p.name for p in predictions if p.certified}  # the closest is certified
+    best = closest({k: c for k, c in face.items() if k in certified}, threshold)
+    comparison = Comparison(comparison.curves, comparison.targets, comparison.finals, best,
                             threshold)  # fmt: skip
     return assemble(
         param=param, head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,
@@ -529,12 +530,13 @@ def _svm_predictions(
     sdata: TokenData, verdict: Verdict, *, rank: int | None
 ) -> tuple[list[Prediction], dict[str, SVMResult | None]]:
     r""":math:`W^{\mathrm{mm}}_\alpha` (from the LOT test) and :math:`W^{\mathrm{mm}\star}_\alpha`
-    of GD's selection; None targets when Att-SVM(α) is infeasible."""
+    of GD's selection; None targets when Att-SVM(α) is infeasible. A solve that is not
+    certified (``rank`` < d gives a locally optimal one) is a prediction that is never
+    the closest (:func:`~svmgeo.verify._report.svm_prediction`)."""
     svm_fro = verdict.lot.support.svm if verdict.feasible else None
     svm_nuc = att_svm(sdata, verdict.selection, norm="nuc", rank=rank) if verdict.feasible else None
     svms = {"fro": svm_fro, "nuc": svm_nuc}
-    predictions = [Prediction(name, None if s is None else s.W) for name, s in svms.items()]
-    return predictions, svms
+    return [svm_prediction(name, s) for name, s in svms.items()], svms
 
 
 def _gen_svm_predictions(
@@ -576,7 +578,10 @@ def _gen_svm_predictions(
     def fitted(Wt: np.ndarray) -> np.ndarray:
         return Fin + max(0.0, float(np.vdot(Wt - Fin, D)) / dd) * D
 
-    return extra, [Prediction("eq", gen.W_eq, fit=fitted), Prediction("dir", D, candidate=False)]
+    return extra, [
+        svm_prediction("eq", gen, gen.W_eq, fit=fitted),
+        svm_prediction("dir", gen, D, candidate=False),
+    ]
 
 
 # -- prompt attention and joint training ------------------------------------------------------
@@ -608,18 +613,15 @@ def _verify_prompt(
     svm = verdict.lot.support.svm if verdict.feasible else None
     target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
     svm_nuc = att_svm(sdata, selection, norm="nuc") if verdict.feasible and key == "W" else None
-    predictions = [
-        Prediction("fro", target),
-        Prediction("nuc", None if svm_nuc is None else svm_nuc.W),
-    ]
+    predictions = [svm_prediction("fro", svm, target), svm_prediction("nuc", svm_nuc)]
     extra: dict[str, Any] = {}
     trajectories = {"theta": trajectory.iterates}
     if joint is not None and trajectory.head_iterates is not None:
         relax = joint.p if key == "p" else joint.W
         predictions = [  # "relax" first: it wins ties with "fro"
-            Prediction("relax", relax),
+            svm_prediction("relax", joint.attention, relax),
             *predictions,
-            Prediction("v", joint.v, of="v", candidate=False),
+            svm_prediction("v", joint.head, joint.v, of="v", candidate=False),
         ]
         trajectories["v"] = trajectory.head_iterates
         extra.update(support=joint.support, joint=joint)
@@ -739,7 +741,7 @@ def _verify_map(
         except ProblemError:  # a key exactly at logit 0: no sign pattern to build on
             own = None
     target = None if own is None or own.status is Status.INFEASIBLE else own.W
-    predictions = [Prediction("own", target), *predictions]  # "own" first: it wins ties
+    predictions = [svm_prediction("own", own, target), *predictions]  # "own" first: wins ties
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param=param, head="linear", threshold=threshold, trajectory=trajectory,

@@ -25,8 +25,8 @@ from ..gd import DEFAULT_BACKEND
 from ..solvers import att_svm
 from ._judge import head_scores, judge, scored
 from ._options import refuse_options
-from ._protocol import Prediction, compare
-from ._report import VerifyReport, assemble
+from ._protocol import compare
+from ._report import VerifyReport, assemble, svm_prediction
 from ._runs import run_mirror
 
 __all__ = ["verify_mirror"]
@@ -93,7 +93,7 @@ def verify_mirror(
         reference, :data:`~svmgeo.gd.REFERENCE_BACKEND`).
     threshold : float
         ``converged_to`` names the best prediction (``"lp"``, ``"fro"``, ``"nuc"``) when its
-        final correlation is at least this.
+        final correlation is at least this, among those whose solve is certified.
     **options
         None is taken; the old spellings ``p`` and ``method`` name their new ones, and the
         options of :func:`verify` that do not apply to mirror descent (``param``, ``head``,
@@ -150,7 +150,7 @@ def verify_mirror(
         "fro": att_svm(sdata, verdict.selection) if feasible else None,
         "nuc": att_svm(sdata, verdict.selection, norm="nuc") if feasible else None,
     }
-    predictions = [Prediction(name, None if s is None else s.W) for name, s in svms.items()]
+    predictions = [svm_prediction(name, s) for name, s in svms.items()]
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param="W", head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,

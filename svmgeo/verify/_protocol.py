@@ -4,12 +4,13 @@ r"""The verify protocol: a run and a list of named predictions → curves, close
 .. math::
 
     \mathrm{corr}_{j}(t) = \mathrm{corr}\big(\theta(t), P_j(\theta(t))\big),\qquad
-    \mathrm{closest} = \arg\max_{j\ \text{candidate}} \mathrm{corr}_j(T)
-    \ \text{ if } \ \max_j \mathrm{corr}_j(T) \ge \texttt{threshold},
+    \mathrm{closest} = \arg\max_{j\ \text{certified candidate}} \mathrm{corr}_j(T)
+    \ \text{ if it is} \ \ge \texttt{threshold},
 
 where :math:`\theta(t)` is a recorded iterate of the run (W, p or the head v) and
 :math:`P_j` the prediction ``j``: a fixed target (an SVM direction) or a target fitted to
-each iterate (:math:`W^{\mathrm{fin}} + R(t)W^{\mathrm{svm}}`). Every verify entry point
+each iterate (:math:`W^{\mathrm{fin}} + R(t)W^{\mathrm{svm}}`); a prediction whose solve is
+not certified is measured but never the closest. Every verify entry point
 (:func:`~svmgeo.verify`, :func:`~svmgeo.verify_mirror`; next the NTP one) trains, builds its
 predictions, calls :func:`compare` and hands the result to the one report assembly.
 """
@@ -55,6 +56,11 @@ class Prediction:
     candidate : bool, default True
         Whether it competes for the closest prediction (a component of another prediction,
         such as Gen-SVM's direction alone, does not).
+    certified : bool, default True
+        Whether the target is a certified solution of its problem (a solve of status
+        ``optimal``). An uncertified candidate keeps its curve and its final correlation in
+        ``finals`` but is never the closest: a locally optimal or inaccurate solve is not the
+        prediction it stands for.
     """
 
     name: str
@@ -62,6 +68,7 @@ class Prediction:
     fit: Callable[[np.ndarray], np.ndarray] | None = None
     of: str = "theta"
     candidate: bool = True
+    certified: bool = True
 
     def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
         from .._summary import html_summary
@@ -80,10 +87,11 @@ class Comparison:
     targets : dict of str to ndarray or None
         Each prediction's ``target``.
     finals : dict of str to float
-        The final correlation of each candidate prediction, in their order.
+        The final correlation of each candidate prediction, in their order (uncertified
+        ones included).
     closest : str or None
-        The candidate with the largest final correlation when that is at least the
-        threshold (ties: the first in order); None otherwise.
+        The certified candidate with the largest final correlation when that is at least
+        the threshold (ties: the first in order); None otherwise.
     threshold : float
     """
 
@@ -157,7 +165,8 @@ def compare(
         The recorded iterates by key: ``"theta"`` (W(t) or p(t)) and, for joint training,
         ``"v"`` (v(t)); each prediction reads the one its ``of`` names.
     predictions : sequence of Prediction
-        Distinct names; their order breaks ties for the closest prediction.
+        Distinct names; their order breaks ties for the closest prediction, which is a
+        certified candidate.
     threshold : float
         The closest prediction must reach this final correlation.
 
@@ -184,6 +193,7 @@ def compare(
         raise ProblemError(f"compare: prediction names must be distinct; got {names}.")
     curves: dict[str, np.ndarray] = {}
     finals: dict[str, float] = {}
+    certified = {p.name for p in predictions if p.certified}
     for prediction in predictions:
         if prediction.of not in trajectories:
             raise ProblemError(
@@ -198,6 +208,6 @@ def compare(
         curves=curves,
         targets={p.name: p.target for p in predictions},
         finals=finals,
-        closest=closest(finals, threshold),
+        closest=closest({k: c for k, c in finals.items() if k in certified}, threshold),
         threshold=threshold,
     )

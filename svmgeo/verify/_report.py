@@ -22,12 +22,12 @@ from .._summary import summarized
 from ..analysis import GenSVMResult, LocalOptimality
 from ..gd import GDRun
 from ..selection import first_five, query_name
-from ..solvers import JointSVMResult, SVMResult
+from ..solvers import JointSVMResult, Status, SVMResult
 from ._judge import Verdict
-from ._protocol import Comparison
+from ._protocol import Comparison, Prediction
 from ._runs import Trajectory
 
-__all__ = ["TARGET_FIELDS", "VerifyReport", "assemble"]
+__all__ = ["TARGET_FIELDS", "VerifyReport", "assemble", "svm_prediction"]
 
 # float arrays that may be absent from a report (None)
 _OPTIONAL_ARRAYS = (
@@ -90,8 +90,8 @@ class VerifyReport:
 
         \mathrm{corr}_{\mathrm{name}}(t) = \frac{\langle W(t), W^{\mathrm{name}}\rangle}
         {\|W(t)\|_F\,\|W^{\mathrm{name}}\|_F},\qquad
-        \texttt{converged\_to} = \arg\max_{\mathrm{name}}\ \mathrm{corr}_{\mathrm{name}}(T)
-        \ \text{if it is} \ge \texttt{threshold}.
+        \texttt{converged\_to} = \arg\max_{\mathrm{name\ certified}}\
+        \mathrm{corr}_{\mathrm{name}}(T) \ \text{if it is} \ge \texttt{threshold}.
 
     Curves have one entry per recorded step (``steps``); the curve against prediction ``name``
     is the field ``corr_<name>``.
@@ -135,7 +135,18 @@ class VerifyReport:
     converged_to : {"fro", "nuc", "eq"} or None
         The prediction (:math:`W^{\mathrm{mm}}_\alpha`, :math:`W^{\mathrm{mm}\star}_\alpha`,
         or for nonlinear heads :math:`W^{\mathrm{eq}}`) with the largest final correlation,
-        when that is at least ``threshold``.
+        when that is at least ``threshold``, among the predictions whose solve is certified
+        (status ``optimal`` in ``svm_status``): a locally optimal, inaccurate or unfinished
+        solve keeps its curve, is listed on the report's line "not certified"
+        (:attr:`uncertified`), and is never named here.
+    svm_status : dict of str to str or None
+        The status (:class:`~svmgeo.Status` value) of the solve behind each prediction, by
+        prediction name (``"fro"``, ``"nuc"``, ``"eq"``, ``"own"``, ``"lp"``, ``"l1"``, ...;
+        only the solves that ran). A status other than ``"optimal"`` is printed with its
+        prediction (e.g. ``nuc (rank <= 2, locally optimal, not certified global)``). None on
+        reports read from JSON written without it.
+    nuc_rank : int or None
+        The rank bound of ``W_nuc`` (``m`` of ``param="KQ"`` with ``m < d``), None without.
     threshold : float
     W : ndarray of shape (d, d)
         GD's final W (:math:`KQ^\top` for ``param="KQ"``).
@@ -158,7 +169,7 @@ class VerifyReport:
         mirror descent, :func:`verify_mirror`: ``is_lot``/``feasible`` are those of the
         :math:`\ell_p` Att-SVM, and ``converged_to`` may be ``"lp"``); or the command-line
         spelling of another rule (``"sign"``, ``"steepest:1.5"``, ``"spectral"``, ``"adam"``;
-        ``converged_to`` may then be any SVM of ``face_corr``).
+        ``converged_to`` may then be any certified SVM of ``face_corr``).
     mirror_p : float or None
         The exponent of a mirror-descent run (``verify_mirror(exponent=...)``).
     W_lp, corr_lp : ndarray or None
@@ -290,6 +301,8 @@ class VerifyReport:
     svm_spectral: SVMResult | None = field(default=None, repr=False)
     lot_decided: bool = True
     optimal_ties: tuple[tuple[int, int, tuple[int, ...]], ...] | None = None
+    svm_status: dict[str, str] | None = None
+    nuc_rank: int | None = None
 
     # -- final values ----------------------------------------------------------------------
     @property
@@ -319,6 +332,19 @@ class VerifyReport:
         reason) or neither."""
         return verdict_text(self)
 
+    @property
+    def uncertified(self) -> dict[str, str]:
+        """The predictions whose solve is not certified (status other than ``"optimal"`` and
+        a proved ``"infeasible"``), with a label for each: the status in words, e.g. ``"rank
+        <= 2, locally optimal, not certified global"`` (what the report prints beside the
+        name, on the line "not certified")."""
+        out: dict[str, str] = {}
+        for name, status in (self.svm_status or {}).items():
+            if not certified(status):
+                rank = f"rank <= {self.nuc_rank}, " if name == "nuc" and self.nuc_rank else ""
+                out[name] = rank + _STATUS_WORDS.get(status, f"{status}, not certified")
+        return out
+
     # -- printing --------------------------------------------------------------------------
     def summary(self) -> str:
         """The report as a table (what ``print(report)`` shows)."""
@@ -340,6 +366,8 @@ class VerifyReport:
 
         sel = np.asarray(self.selection).tolist()
         prompt = self.param == "p"
+        uncertified = self.uncertified
+        certified_only = "certified " if uncertified else ""
         head = [
             ("selection", str(sel)),
             ("verdict", self.verdict),
@@ -350,10 +378,12 @@ class VerifyReport:
                 "closest SVM",
                 f"{self.converged_to} (final corr >= {self.threshold:g})"
                 if self.converged_to
-                else f"none (no final corr >= {self.threshold:g})",
+                else f"none (no {certified_only}SVM with final corr >= {self.threshold:g})",
             ),
-            ("corr(p, p_mm)" if prompt else "corr(W, W_mm fro)", num(self.final_corr_fro)),
         ]
+        if uncertified:  # their curves are measured; converged_to never names them
+            head.append(("not certified", "; ".join(f"{k} ({v})" for k, v in uncertified.items())))
+        head.append(("corr(p, p_mm)" if prompt else "corr(W, W_mm fro)", num(self.final_corr_fro)))
         if not prompt:
             head.append(("corr(W, W_mm nuc)", num(self.final_corr_nuc)))
         softmax = self.attention == "softmax"
@@ -380,7 +410,10 @@ class VerifyReport:
         if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
             head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
                        f"{self.mirror_p:g} mirror descent)")  # fmt: skip
-            head.insert(5, (f"corr(W, W_mm l{self.mirror_p:g})", num(float(self.corr_lp[-1]))))
+            fro_row = next(j for j, (k, _) in enumerate(head) if k == "corr(W, W_mm fro)")
+            head.insert(
+                fro_row, (f"corr(W, W_mm l{self.mirror_p:g})", num(float(self.corr_lp[-1])))
+            )
         if not self.feasible:
             head.append(("Att-SVM", "infeasible (Farkas certificate in .farkas)"))
         if self.gen_note is not None:
@@ -433,7 +466,7 @@ class VerifyReport:
                 continue
             val = getattr(self, f.name)
             if isinstance(val, dict):
-                out[f.name] = {str(k): _f(x) for k, x in val.items()}
+                out[f.name] = {str(k): x if isinstance(x, str) else _f(x) for k, x in val.items()}
             elif isinstance(val, np.ndarray):
                 out[f.name] = _list(val)
             elif isinstance(val, float):
@@ -526,6 +559,53 @@ def _short_reason(reason: str) -> str:
     return text[: min(cut)] if cut else text
 
 
+#: How the report words a solve status other than ``optimal`` (the others: "<status>, not
+#: certified").
+_STATUS_WORDS = {
+    "locally_optimal": "locally optimal, not certified global",
+    "optimal_inaccurate": "inaccurate, not certified",
+    "max_iter": "stopped at max_iter, not certified",
+}
+
+
+def certified(status: Status | str | None) -> bool:
+    """Whether a solve of this status gives a certified answer: ``optimal`` (its target is
+    the prediction), ``infeasible`` (proved: there is no target), or no solve (None)."""
+    return status is None or str(status) in (Status.OPTIMAL.value, Status.INFEASIBLE.value)
+
+
+def svm_prediction(name: str, result: Any, target: Any = "W", **options: Any) -> Prediction:
+    """The prediction ``name`` backed by the solve ``result`` (an object with ``status``;
+    None when nothing was solved, and then no target): certified exactly when its status is
+    ``optimal`` (:func:`certified`), so that :func:`~svmgeo.verify.compare` never names an
+    uncertified target as the closest.
+
+    Parameters
+    ----------
+    name : str
+    result : SVMResult, GenSVMResult, JointSVMResult or None
+    target : ndarray, None or "W", default "W"
+        The target; ``"W"`` takes ``result.W``.
+    **options
+        The other fields of :class:`~svmgeo.verify.Prediction` (``fit``, ``of``,
+        ``candidate``).
+
+    Returns
+    -------
+    Prediction
+    """
+    if isinstance(target, str):
+        target = None if result is None else result.W
+    status = None if result is None else result.status
+    return Prediction(name, target, certified=certified(status), **options)
+
+
+def solve_statuses(solves: dict[str, Any]) -> dict[str, str]:
+    """``{name: status value}`` of the solves behind the predictions that ran (the report's
+    ``svm_status``)."""
+    return {name: str(res.status) for name, res in solves.items() if res is not None}
+
+
 def _joint_lines(report: VerifyReport, num: Any) -> list[tuple[str, str]]:
     """The report lines of joint (head, attention) training."""
     name = "p" if report.param == "p" else "W"
@@ -589,7 +669,9 @@ def assemble(
         :func:`~svmgeo.verify.compare` of the run with its predictions; must hold ``"fro"``
         and ``"nuc"`` (with a None target where there is no such SVM).
     svms : dict
-        The solves behind the predictions, by name (``"fro"``, ``"nuc"``, ``"lp"``).
+        The solves behind the predictions, by name (``"fro"``, ``"nuc"``, ``"lp"``, ...);
+        with ``svm_own``, ``gen`` and ``joint`` of ``extra`` their statuses are the report's
+        ``svm_status``.
     method : str
         The optimizer (``"gd"``, ``"mirror"``, or the command-line spelling of another:
         ``"sign"``, ``"steepest:1.5"``, ...); a mirror-descent run is kept as ``mirror_run``,
@@ -612,6 +694,15 @@ def assemble(
             fields[TARGET_FIELDS[name]] = comparison.targets[name]
     mirror = method == "mirror"
     kept = trajectory.run
+    joint = extra.get("joint")
+    solves = {
+        **svms,
+        "own": extra.get("svm_own"),
+        "eq": extra.get("gen"),
+        "relax": None if joint is None else joint.attention,
+        "v": None if joint is None else joint.head,
+    }
+    nuc = svms.get("nuc")
     return VerifyReport(
         param=param,
         head=head,
@@ -620,6 +711,8 @@ def assemble(
         is_lot=bool(verdict.lot),
         lot_decided=verdict.lot.decided,
         optimal_ties=tied_optima(verdict.optimal_sets),
+        svm_status=solve_statuses(solves),
+        nuc_rank=None if nuc is None else nuc.rank,
         lot_reason=verdict.lot.reason,
         feasible=verdict.feasible,
         farkas=verdict.farkas,
