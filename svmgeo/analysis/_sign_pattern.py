@@ -26,7 +26,7 @@ from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import first_five, query_label
 from ..selection import scores_full as _scores_full
-from ..solvers import SVMResult, att_svm
+from ..solvers import Status, SVMResult, att_svm
 
 __all__ = ["PatternOptimality", "StuckKey", "is_locally_optimal_pattern"]
 
@@ -61,9 +61,14 @@ class StuckKey(NamedTuple):
 class PatternOptimality:
     r"""Verdict of :func:`is_locally_optimal_pattern`; truthy exactly when the pattern passes.
 
+    A verdict is *decided* or *undecided* (``decided`` False, falsy, ``locally_optimal``
+    False): undecided when the SVM of the pattern was neither solved to a certificate nor
+    proved infeasible, which means neither "passes" nor "fails".
+
     Attributes
     ----------
     locally_optimal : bool
+        True only for a decided pass.
     reason : str
     pattern : ndarray of shape (n, K, T)
         :math:`\pi` in {-1, 0, +1} (0: no row: hidden key or :math:`\gamma_{ikt} = 0`).
@@ -78,6 +83,8 @@ class PatternOptimality:
         pattern passes; None when infeasible or when no key is correctly signed).
     svm : SVMResult
         The solve of :math:`W_\pi` (``att_svm(data, attention="sigmoid", pattern=pi)``).
+    decided : bool, default True
+        False when ``svm`` is neither ``optimal`` nor a proved ``infeasible``.
     label : str
         :data:`PATTERN_LABEL`.
     """
@@ -90,6 +97,7 @@ class PatternOptimality:
     W_pattern: np.ndarray | None
     W_correct: np.ndarray | None
     svm: SVMResult
+    decided: bool = True
     label: str = PATTERN_LABEL
 
     def __bool__(self) -> bool:
@@ -174,7 +182,14 @@ def is_locally_optimal_pattern(
                  float(m_c[i, k, t]), bool(m_pi[i, k, t] > 1.0 + tol))
         for i, k, t in np.argwhere(wrong)
     )  # fmt: skip
-    if W_pi is None:
+    decided = svm.success or svm.status is Status.INFEASIBLE
+    if not decided:
+        ok = False
+        reason = (
+            f"undecided: the SVM of the pattern was not solved to a certificate ({svm.status}: "
+            f"{svm.message})"
+        )
+    elif W_pi is None:
         ok = False
         reason = f"not locally optimal: the SVM of the pattern is infeasible ({svm.message})"
     elif not stuck:
@@ -200,4 +215,5 @@ def is_locally_optimal_pattern(
         W_pattern=W_pi,
         W_correct=W_c,
         svm=svm,
+        decided=decided,
     )

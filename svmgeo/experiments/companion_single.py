@@ -61,7 +61,7 @@ def trial(
     One row per recorded step: p (``p1, p2, p3``), ‖p‖, the softmax probability of each token,
     the selected token, and the cosines with the p-SVMs of tokens 0 and 1 (``cos_0``,
     ``cos_1``); every row also carries ½‖p^mm‖² of both SVMs and whether token 1 is locally
-    optimal in this setting.
+    optimal in this setting (``token1_is_lot``; None when the LOT test is undecided).
     """
     data = single_input_data(GAMMA2[setting])
     p0 = np.array([0.0, STARTS[start], 0.0])
@@ -69,7 +69,7 @@ def trial(
     svm = {a: att_svm(data, [a], param="p") for a in (0, 1)}
     target = {a: res.p for a, res in svm.items()}
     objective = {a: 0.5 * float(np.dot(t, t)) for a, t in target.items() if t is not None}
-    lot1 = bool(is_locally_optimal(data, [1]))
+    lot1 = is_locally_optimal(data, [1]).answer  # None: the LOT test is undecided
     return [
         {
             "step": int(step),
@@ -134,7 +134,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     for (setting, eps), g in group(summary, ("setting", "eps")).items():
         lot = next(r["token1_is_lot"] for r in last if r["setting"] == setting)
         tag = f"{setting} (gamma2={GAMMA2[setting]:g}, eps={eps:g})"
-        headline[f"{tag}: token 1 locally optimal"] = lot
+        headline[f"{tag}: token 1 locally optimal"] = "undecided" if lot is None else lot
         headline[f"{tag}: selected token per start"] = " ".join(str(r["selected"]) for r in g)
         headline[f"{tag}: min final cos(p, p_mm of selected)"] = min(
             (r["cos_selected"] for r in g if r["cos_selected"] is not None), default=None

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import correlation
-from ..analysis import is_locally_optimal_pattern
+from ..analysis import PatternOptimality, is_locally_optimal_pattern
 from ..data import TokenData, random_data
 from ..solvers import att_svm
 from ._registry import Experiment, register
@@ -87,11 +87,22 @@ def svm_solutions(data: TokenData, W: np.ndarray) -> dict[str, np.ndarray | None
     return out
 
 
+def _stuck_verdict(lot: PatternOptimality) -> str:
+    """The stuck keys' prediction: "none" (no key against its pull), "stays" (the pattern
+    passes), "flips" (it fails) or "undecided" (the pattern's SVM was not decided)."""
+    if not lot.decided:
+        return "undecided"
+    if not lot.stuck:
+        return "none"
+    return "stays" if lot.locally_optimal else "flips"
+
+
 def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
     r"""One map on ``random_data(6, 8, 10, seed)``: ``corr_<svm>`` for every SVM of
     :data:`SVMS`, ``own`` and ``corr_own``, ``closest``; for sigmoid also ``n_stuck``, the
     stuck keys (``stuck``: ``seq:key m=margin``, the margin at the pattern's SVM) and
-    ``stuck_verdict`` of :func:`~svmgeo.is_locally_optimal_pattern` (NaN / "" otherwise)."""
+    ``stuck_verdict`` of :func:`~svmgeo.is_locally_optimal_pattern` ("none", "stays",
+    "flips" or "undecided"; NaN / "" otherwise)."""
     data = random_data(N, T, D, seed=seed)
     run = train_map(data, attention, n_steps, seed=seed)
     W = np.asarray(run.W)
@@ -113,9 +124,7 @@ def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
         lot = is_locally_optimal_pattern(data, run)
         row["n_stuck"] = len(lot.stuck)
         row["stuck"] = " ".join(f"{s.seq}:{s.token} m={s.margin:.3f}" for s in lot.stuck)
-        row["stuck_verdict"] = (
-            "none" if not lot.stuck else "stays" if lot.locally_optimal else "flips"
-        )
+        row["stuck_verdict"] = _stuck_verdict(lot)
     return row
 
 

@@ -179,3 +179,28 @@ def test_bad_pattern_and_data_name_the_argument():
         is_locally_optimal_pattern(data, np.ones((2, 4)))
     with pytest.raises(sg.ProblemError, match="TokenData"):
         is_locally_optimal_pattern(np.ones((3, 4, 5)), np.ones((3, 4)))
+
+
+def test_an_uncertified_pattern_svm_leaves_the_verdict_undecided(monkeypatch):
+    """The SVM of the pattern solved without a certificate (here: its status made
+    optimal_inaccurate) is neither a pass nor a fail: the verdict said "not locally optimal:
+    the SVM of the pattern is infeasible"; the variants experiment called it "flips"."""
+    import dataclasses
+
+    from svmgeo.analysis import _sign_pattern
+    from svmgeo.experiments.variants import _stuck_verdict
+
+    def inaccurate(*args, **kwargs):  # type: ignore[no-untyped-def]
+        res = sg.att_svm(*args, **kwargs)
+        return dataclasses.replace(res, status=sg.Status.OPTIMAL_INACCURATE)
+
+    data = sg.random_data(3, 4, 5, seed=0)
+    pi = attention_pattern(data, "sigmoid")
+    decided = is_locally_optimal_pattern(data, pi)
+    assert decided.decided and decided.locally_optimal and _stuck_verdict(decided) == "none"
+    monkeypatch.setattr(_sign_pattern, "att_svm", inaccurate)
+    res = is_locally_optimal_pattern(data, pi)
+    assert not res.decided and not res and not res.locally_optimal
+    assert res.reason.startswith("undecided: the SVM of the pattern was not solved")
+    assert "optimal_inaccurate" in res.reason and "infeasible" not in res.reason
+    assert _stuck_verdict(res) == "undecided"
