@@ -127,3 +127,18 @@ def test_support_tokens_warns_once_not_twice(
     assert len(caught) == 1, [str(w.message) for w in caught]
     assert caught[0].filename == __file__
     assert "support tokens" in str(caught[0].message)
+
+
+def test_an_experiment_trial_is_warned_like_a_user_script(
+    inaccurate_fro: None, recorded: list[warnings.WarningMessage]
+) -> None:
+    """A paper experiment uses a solver's W as a user's script does and reports nothing of its
+    own, so an inaccurate solve inside a trial warns at the trial's line (it was silent: the
+    caller is in svmgeo); an analysis wrapper still reports once, in its own terms."""
+    from svmgeo.experiments import variants
+
+    data = sg.random_data(6, 8, 10, seed=0)
+    variants.svm_solutions(data, np.eye(data.d))
+    caught = _inaccurate(recorded)
+    assert caught and {w.filename for w in caught} == {variants.__file__}
+    assert all("att_svm returned optimal_inaccurate: patched" in str(w.message) for w in caught)
