@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,7 @@ from ._errors import ProblemError
 
 __all__ = [
     "MAX_SCALE",
+    "available_bytes",
     "check_array",
     "check_bool",
     "check_int",
@@ -25,6 +27,7 @@ __all__ = [
     "check_real",
     "check_scale",
     "check_seed",
+    "check_width",
     "max_row_norm",
 ]
 
@@ -320,6 +323,48 @@ def check_scale(
         f" Rescale {fix} (e.g. {name} / np.abs({name}).max()): positive scaling changes no "
         "optimal token and no SVM direction, only the norms."
     )
+
+
+def available_bytes() -> float:
+    """MemAvailable from /proc/meminfo (Linux), else free physical pages; read at most once a
+    second (thousands of small solves would otherwise read the file each time)."""
+    now = time.monotonic()
+    if now - _MEMORY_READ[0] > 1.0:
+        _MEMORY_READ[:] = [now, _read_available_bytes()]
+    return _MEMORY_READ[1]
+
+
+_MEMORY_READ = [-np.inf, 0.0]
+"""(when, bytes) of the last reading of :func:`available_bytes`."""
+
+
+def _read_available_bytes() -> float:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def check_width(m: Any, d: int, arrays: float, where: str) -> int:
+    """The width ``m`` of factors ``K``, ``Q`` of shape (d, m) (``W = K Q^T``): an int >= 1,
+    and when ``m > d`` one whose ``arrays`` float64 arrays of shape (d, m) (the working set of
+    the caller, measured) fit in the available memory. ``m > d`` is allowed (an
+    overparameterized W), but it adds no rank beyond d, and a width that cannot be allocated
+    would hang the machine or be killed, never raise."""
+    m = check_int(m, "m", low=1, where=where)
+    need = 8.0 * arrays * d * m
+    if m > d and need > available_bytes():
+        raise ProblemError(
+            f"The 'm' parameter of {where} asks for factors K, Q of shape ({d}, {m}): about "
+            f"{need:.3g} bytes of working arrays, more than the {available_bytes():.3g} bytes "
+            f"of memory available. A width m > d = {d} is allowed but adds no rank to "
+            f"W = K Q^T: pass a smaller m (e.g. m={d})."
+        )
+    return m
 
 
 def npz_path(name: str) -> str:

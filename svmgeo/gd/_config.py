@@ -446,7 +446,8 @@ class GDConfig:
         :math:`p \in \mathbb{R}^d` (score :math:`x_{it}^\top p` of every key for every
         query; the queries are not used).
     m : int, optional
-        Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``). Defaults to ``d``.
+        Width of ``K`` and ``Q`` (any ``m >= 1``, also ``m > d``, as long as the run's
+        arrays of shape (d, m) fit in the available memory). Defaults to ``d``.
         ``param="KQ"`` only (a ProblemError otherwise).
     loss : {"logistic", "exponential", "correlation"} or LossSpec
         :math:`\log(1 + e^{-u})`, :math:`e^{-u}` or :math:`-u`, or a user's own loss (a

@@ -31,12 +31,12 @@ judges it. The status is ``OPTIMAL`` only when that certificate passes.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 import numpy as np
 
+from .._validation import available_bytes
 from ..constraints import MARGIN, ConstraintSet
 from ._certificates import FRO, lift_kkt_pair
 from ._geometry import compressed_width
@@ -64,30 +64,6 @@ def dense_bytes(cs: ConstraintSet) -> float:
     if D < N:
         return 8.0 * (N * D + 2.0 * D * D)
     return 24.0 * N * N
-
-
-def available_bytes() -> float:
-    """MemAvailable from /proc/meminfo (Linux), else free physical pages; read at most once a
-    second (thousands of small solves would otherwise read the file each time)."""
-    now = time.monotonic()
-    if now - _MEMORY_READ[0] > 1.0:
-        _MEMORY_READ[:] = [now, _read_available_bytes()]
-    return _MEMORY_READ[1]
-
-
-_MEMORY_READ = [-np.inf, 0.0]
-"""(when, bytes) of the last reading of :func:`available_bytes`."""
-
-
-def _read_available_bytes() -> float:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024.0
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
 def use_matrix_free(cs: ConstraintSet) -> bool:

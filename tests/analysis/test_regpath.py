@@ -474,6 +474,8 @@ def test_bad_input() -> None:
         sg.regularization_path(data, [1], param="V")
     with pytest.raises(sg.ProblemError, match="'m'"):
         sg.regularization_path(data, [1], param="KQ", m=0)
+    with pytest.raises(sg.ProblemError, match=r"'m' parameter.*more than.*memory"):
+        sg.regularization_path(data, [1], param="KQ", m=10**15)  # allocated until killed
     with pytest.raises(sg.ProblemError, match="'m'"):
         sg.regularization_path(data, [1], m=2)
     with pytest.raises(sg.ProblemError, match="loss"):

@@ -103,3 +103,11 @@ def test_cli_train_mirror_from_init_scale_zero_is_its_zero_start(capsys) -> None
     """--init-scale 0 is the zero start, which mirror descent takes."""
     args = ["train", "--n", "3", "--T", "4", "--d", "5", "--seed", "1", "--steps", "5"]
     assert main([*args, "--optimizer", "mirror", "--exponent", "1.5", "--init-scale", "0"]) == 0
+
+
+def test_cli_train_refuses_a_width_past_memory(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Regression (session 50): --m 1000000000 with --param KQ allocated factors of 10**9
+    columns until the process was killed; it is one line naming 'm' and exit status 2."""
+    args = ["train", "--n", "2", "--T", "3", "--d", "2", "--param", "KQ", "--steps", "3"]
+    assert main([*args, "--m", str(10**15)]) == 2
+    assert "The 'm' parameter of train" in capsys.readouterr().err

@@ -237,3 +237,22 @@ def test_random_init_needs_a_finite_scale() -> None:
             sg.train(DATA, param=param, init=("random", math.inf), n_steps=2)
     with pytest.raises(ProblemError, match="init scale"):
         sg.train_batch([DATA, DATA], init=("random", math.inf), n_steps=2)
+
+
+def test_a_width_m_past_memory_is_refused_before_allocating(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Regression (session 50): train(param='KQ', m=10**9) allocated (3, 10**9) factors
+    (22 GiB), hung and was killed. m > d stays allowed; m whose working arrays exceed the
+    available memory is a ProblemError naming 'm', before any allocation."""
+    from svmgeo import _validation
+
+    monkeypatch.setattr(_validation, "available_bytes", lambda: 1e6)  # 1 MB: m=10**5 is past it
+    d = DATA.d
+    for call in (
+        lambda: sg.train(DATA, param="KQ", m=10**5, n_steps=2),
+        lambda: sg.train_batch([DATA, DATA], param="KQ", m=10**5, n_steps=2),
+        lambda: sg.verify(DATA, param="KQ", m=10**5, n_steps=2),
+    ):
+        with pytest.raises(ProblemError, match=rf"'m' parameter.*\({d}, 100000\).*m={d}"):
+            call()
+    assert sg.train(DATA, param="KQ", m=2 * d, n_steps=2).K.shape == (d, 2 * d)  # m > d fits
+    assert sg.train(DATA, param="KQ", m=d, n_steps=2).K.shape == (d, d)
