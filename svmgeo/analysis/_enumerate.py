@@ -679,7 +679,9 @@ def locally_optimal_selections(
     n_jobs : int, default 1
         Worker processes; ``-1`` for one per CPU. The subtrees below the first queries'
         choices are searched in parallel (each worker keeps its own certificate cache, so
-        the pruning counts may differ slightly from a serial run; the LOTs do not).
+        the pruning counts may differ slightly from a serial run; the LOTs do not). No more
+        workers than subtrees or CPUs are started; ``n_jobs`` still sets the split, so the
+        results do not depend on the machine.
     search : {"auto", "batched", "reference"}, default "auto"
         ``"reference"``: one :func:`~svmgeo.solve_svm` per complete selection.
         ``"batched"``: the same search and verdicts, with the Att-SVMs of complete selections
@@ -826,7 +828,10 @@ def _parallel(data: TokenData, cfg: _Settings, n_jobs: int, bar: _Progress) -> l
         depth += 1
     sizes = [math.prod(len(k) for k in cfg.ok[depth:]) for _ in prefixes]
     out: list[_Tally | None] = [None] * len(prefixes)
-    with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+    # the split above follows n_jobs (so the results do not depend on the machine); no more
+    # workers than subtrees or CPUs are started (n_jobs=16 started 16 for 9 subtrees)
+    workers = min(n_jobs, len(prefixes), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_run_subtree, (data, cfg, p)): j for j, p in enumerate(prefixes)}
         for fut in as_completed(futures):
             j = futures[fut]

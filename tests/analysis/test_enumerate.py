@@ -264,3 +264,25 @@ def test_progress_bar_reports(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert "9/9" in err
     assert "LOT(s) among 9 selections" in lots.summary()
+
+
+def test_parallel_search_starts_no_more_workers_than_subtrees_or_cpus(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Regression (session 50): n_jobs=16 started 16 processes for 9 subtrees of work."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from svmgeo.analysis import _enumerate
+
+    asked: list[int] = []
+
+    class Spy(ProcessPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            asked.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr(_enumerate, "ProcessPoolExecutor", Spy)
+    monkeypatch.setattr(_enumerate.os, "cpu_count", lambda: 4)
+    data = sg.random_data(2, 3, 2, seed=0)  # 2 queries of 3 tokens: at most 9 subtrees
+    serial = sg.locally_optimal_selections(data)
+    parallel = sg.locally_optimal_selections(data, n_jobs=16)
+    assert len(asked) == 1 and 1 <= asked[0] <= 4
+    np.testing.assert_array_equal(parallel.selections, serial.selections)
