@@ -148,7 +148,16 @@ def query_projector(queries: np.ndarray) -> np.ndarray:
         Every Att-SVM solution satisfies :math:`W = W P_Z`.
     """
     Q = check_array(queries, "queries", ndim=(1, 2, 3, 4))
+    if Q.shape[-1] == 0:
+        raise ProblemError(
+            f"The 'queries' parameter of query_projector must have at least one coordinate "
+            f"(last axis d >= 1); got shape {Q.shape}. Pass the query vectors as rows, e.g. "
+            "data.queries."
+        )
     Z = Q.reshape(-1, Q.shape[-1])
+    top = float(np.max(np.abs(Z), initial=0.0))
+    if top > 1e150 or 0.0 < top < 1e-150:  # the singular values overflow (or underflow):
+        Z = np.ldexp(Z, -math.frexp(top)[1])  # scale by a power of 2, same row space
     U = orthonormal_basis(Z)
     return U @ U.T
 

@@ -320,7 +320,22 @@ API_ERRORS = [
     _err(lambda: sg.save_data(DATA, "/nonexistent-dir/d.npz"), "cannot write", "save-missing-dir"),
     _err(lambda: sg.load_data(3), "takes a file path", "load-int"),
     _err(lambda: sg.query_projector(np.ones((2, 3)) + 1j), "must be real", "projector-complex"),
+    _err(
+        lambda: sg.query_projector(np.ones((3, 0))),  # was numpy's reshape error
+        "'queries' parameter of query_projector must have at least one coordinate",
+        "projector-no-coordinate",
+    ),
 ]
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e200, 1e-200, 5e-324])
+def test_query_projector_at_extreme_scales(scale: float) -> None:
+    """Regression (session 50): query_projector(np.full((2, 3), 1e308)) returned zeros (its
+    largest singular value overflowed to inf, so the rank was 0); the projector onto the span
+    of (1, 1, 1) is ones / 3 at every scale."""
+    np.testing.assert_allclose(
+        sg.query_projector(np.full((2, 3), scale)), np.full((3, 3), 1.0 / 3.0), rtol=1e-14
+    )
 
 
 @pytest.mark.parametrize(("call", "match"), API_ERRORS)
