@@ -308,6 +308,8 @@ def test_a_report_without_an_svm_round_trips_through_json() -> None:
         ({"tol": 1e-3}, "'tol' .* was renamed 'grad_tol'; pass grad_tol="),
         ({"method": "gd"}, "'method' .* was renamed 'optimizer'"),
         ({"p": 1.5}, "'p' .* was renamed 'exponent'"),
+        ({"train_head": "yes"}, "'train_head' parameter of verify must be True or False"),
+        ({"train_head": 1}, "'train_head' parameter of verify"),  # both were read as True
     ],
 )
 def test_bad_options(kwargs: dict[str, object], match: str) -> None:

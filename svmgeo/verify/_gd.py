@@ -17,7 +17,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import balanced_factors
-from .._validation import check_option, check_real, check_seed
+from .._validation import check_bool, check_option, check_real, check_seed
 from ..analysis import fit_rates, gen_svm, selected_sets
 from ..data import TokenData
 from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
@@ -193,6 +193,7 @@ def verify(
     threshold = _check_options(data, param, head, threshold, optimizer, train_options)
     loss = "logistic" if loss is None else loss
     check_seed(seed, where="verify")  # it reaches train only with a random start
+    train_head = check_bool(train_head, "train_head", where="verify")  # 'yes' read as True
     rule, q = resolve_optimizer(optimizer, "verify")
     if rule == "gd" and isinstance(step_size, str) and step_size == "polyak":
         if normalized is not True:
