@@ -141,6 +141,14 @@ def _history(run: Any) -> tuple[np.ndarray, np.ndarray]:
         )
     steps = check_array(steps, "steps", ndim=1)
     Ws = check_array(Ws, "iterates", ndim=(2, 3))
+    values, counts = np.unique(steps, return_counts=True)
+    if np.any(counts > 1):
+        j = int(np.argmax(counts > 1))
+        raise ProblemError(
+            f"The 'steps' of fit_rates must be distinct (one iterate per step); got step "
+            f"{values[j]:g} {counts[j]} times. Drop the repeated records, e.g. "
+            "keep the first of each step (np.unique(steps, return_index=True))."
+        )
     if Ws.shape[0] != steps.shape[0]:
         raise ProblemError(
             f"fit_rates needs one iterate per step; got {steps.shape[0]} steps and "
@@ -211,7 +219,8 @@ def fit_rates(
     ------
     ProblemError
         Without recorded iterates, with fewer than 3 records at :math:`t \ge t_{\min}`, for
-        a direction of another shape, or for ``norm="nuc"`` with vector iterates (R, d).
+        a direction of another shape, or for ``norm="nuc"`` with vector iterates (R, d);
+        for repeated steps, or iterates whose fitted norm line overflows float64.
 
     Examples
     --------
@@ -255,8 +264,12 @@ def fit_rates(
         )
     t, Wt = steps[keep].astype(float), Ws[keep]
     rng = np.random.default_rng(seed)
+    # iterates whose norms overflow (entries of 1e200) are fitted in units of 2**shift (exact;
+    # norms are homogeneous) and the norm fit scaled back
+    top = float(np.max(np.abs(Wt), initial=0.0))
+    shift = math.frexp(top)[1] if top > 1e150 else 0
     try:
-        y = np.array([norm_value(W) for W in Wt])
+        y = np.array([norm_value(W) for W in (np.ldexp(Wt, -shift) if shift else Wt)])
     except ValueError:  # numpy's refusal of a matrix norm of a vector ("nuc")
         if Wt.ndim != 2:
             raise
@@ -266,6 +279,17 @@ def fit_rates(
             "Pass norm='fro' (the Euclidean norm of a vector), or the iterates as matrices."
         ) from None
     slope, slope_ci, intercept = _fit(np.log(t) if growth == "log" else t, y, rng, n_boot, level)
+    if shift:
+        with np.errstate(over="ignore"):
+            scaled = np.ldexp([slope, intercept, *slope_ci], shift)  # 2.0**1024 overflows
+        slope, intercept = float(scaled[0]), float(scaled[1])
+        slope_ci = (float(scaled[2]), float(scaled[3]))
+        if not (math.isfinite(slope) and math.isfinite(intercept)):
+            raise ProblemError(
+                f"The 'iterates' of fit_rates are too large for float64: their entries reach "
+                f"{top:.3g}, and the fitted norm line overflows. Rescale them (e.g. iterates / "
+                "1e100): the direction is unchanged and the norm fit scales with them."
+            )
     why: list[str] = []
 
     def narrow(name: str, value: float, ci: tuple[float, float]) -> None:

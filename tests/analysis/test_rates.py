@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -91,6 +93,8 @@ def test_attention_run_is_measured() -> None:
         (((STEPS, WS),), {"norm": "l1"}, "'norm' parameter"),
         (((STEPS, WS),), {"level": 1.0}, "'level' parameter"),
         (((STEPS, WS),), {"n_boot": 2}, "'n_boot' parameter"),
+        (((np.array([1, 3, 3, 3, 9]), np.ones((5, 2, 2))),), {}, "'steps' of fit_rates must be"),
+        (((np.arange(1, 6), np.full((5, 2, 2), 1e308)),), {}, "'iterates' of fit_rates"),
     ],
 )
 def test_bad_input_names_the_argument(args: tuple, kw: dict, words: str) -> None:  # type: ignore[type-arg]
@@ -168,3 +172,19 @@ def test_verdict_shows_the_evidence_of_an_error_that_levels_off() -> None:
     )
     plain = sg.fit_rates((t, Ws))  # no direction: only the norm was fitted
     assert plain.verdict == "fits converged"
+
+
+def test_iterates_whose_norms_overflow_are_fitted_scaled() -> None:
+    """Regression (session 50): entries of 1e200 gave a NaN norm slope and leaked numpy's
+    overflow warnings (their Frobenius norm's sum of squares overflows). They are fitted in
+    units of a power of two: the norm fit scales with them, the direction fit is unchanged."""
+    t = np.arange(1, 40)
+    Ws = np.log(t)[:, None, None] * np.eye(2) + np.array([[0.0, 1.0], [0.0, 0.0]])
+    a = sg.fit_rates((t, Ws), np.eye(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = sg.fit_rates((t, Ws * 1e200), np.eye(2))
+    np.testing.assert_allclose(b.norm_slope, a.norm_slope * 1e200, rtol=1e-12)
+    np.testing.assert_allclose(b.norm_intercept, a.norm_intercept * 1e200, rtol=1e-12)
+    np.testing.assert_allclose(b.norm_slope_ci, np.multiply(a.norm_slope_ci, 1e200), rtol=1e-12)
+    assert b.final_corr == a.final_corr and b.error_log_power == a.error_log_power
