@@ -528,6 +528,11 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
             f"save_data takes a file path (str or os.PathLike), as load_data does; got "
             f"{type(path).__name__}."
         )
+    if not os.fspath(path):
+        raise ProblemError(
+            "The 'path' parameter of save_data must be a file name; got '' (numpy would write "
+            "'.npz' in the working directory). Give a name, e.g. 'data.npz'."
+        )
     if os.path.isdir(path):
         raise ProblemError(
             f"save_data({os.fspath(path)!r}): is a directory (numpy would write "
@@ -587,6 +592,11 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
+    if not os.fspath(path):
+        raise ProblemError(
+            "The 'path' parameter of load_data must be a file name; got '' (it read '.npz' in "
+            "the working directory). Give the file written by save_data, e.g. 'data.npz'."
+        )
     name = npz_path(os.fsdecode(path))  # save_data appends .npz; load the file it wrote
     what = f"load_data({name!r})"
     if not os.path.exists(name):

@@ -323,6 +323,17 @@ def test_save_data_refuses_a_directory(tmp_path) -> None:  # type: ignore[no-unt
     assert not (tmp_path.parent / f"{tmp_path.name}.npz").exists()
 
 
+def test_save_and_load_data_refuse_an_empty_path(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Regression (session 50): save_data(data, '') wrote ./.npz and load_data('') read it."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(sg.ProblemError, match="'path' parameter of save_data"):
+        sg.save_data(sg.random_data(2, 3, 2, seed=0), "")
+    assert not (tmp_path / ".npz").exists()
+    np.savez(tmp_path / ".npz", X=np.ones((1, 2, 2)))
+    with pytest.raises(sg.ProblemError, match="'path' parameter of load_data"):
+        sg.load_data("")
+
+
 @pytest.mark.parametrize("seed", ["a", -1, 1.5, True])
 def test_random_generators_refuse_a_bad_seed(seed: object) -> None:
     """A ProblemError naming seed (numpy raised TypeError / ValueError of its own)."""

@@ -97,6 +97,11 @@ def _read_raw(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
     data = path.read_bytes()
     truncated = bool(data) and not data.endswith(b"\n")
     if truncated:
+        if b"\n" not in data and not data.startswith(b"trial_id"):  # not a torn header either
+            raise ProblemError(
+                f"{path} is not a svmgeo sweep table: its only line, {data[:40]!r}, is not "
+                "a header starting with 'trial_id'. Pass the 'out' path of a sweep."
+            )
         data = data[: data.rfind(b"\n") + 1]
     try:
         lines = list(csv.reader(io.StringIO(data.decode("utf-8"))))
@@ -174,6 +179,11 @@ def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any
     BackendError
         ``as_frame=True`` without pandas installed.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProblemError(
+            f"The 'path' parameter of read_results must be a file path (str or os.PathLike); "
+            f"got {type(path).__name__}. Pass the 'out' path of a sweep."
+        )
     p = Path(path)
     if not isinstance(as_frame, bool):
         raise ProblemError(

@@ -272,6 +272,20 @@ def test_read_results_of_a_non_table_is_a_problem_error(tmp_path):
         _run_quiet(_trials.failing_trial, {"k": [0]}, out=binary, workers=0)
 
 
+@pytest.mark.parametrize("content", [b"x", b"{bad", b"PK\x03\x04\xff\xfe\x00\x81"])
+def test_read_results_of_a_one_line_non_table_is_a_problem_error(tmp_path, content):
+    """Regression (session 50): a one-line file without a newline read as a table with a
+    torn last line, so read_results returned []; only a torn header ('trial_id,...') is one."""
+    path = tmp_path / "one.csv"
+    path.write_bytes(content)
+    with pytest.raises(sg.ProblemError, match="not a svmgeo sweep table: its only line"):
+        read_results(path)
+    path.write_bytes(b"trial_id,k,sta")  # a writer killed inside the header: no rows
+    assert read_results(path) == []
+    with pytest.raises(sg.ProblemError, match="'path' parameter of read_results"):
+        read_results(5)
+
+
 # --------------------------------------------------------------------------------------
 # results: errors, shapes, seeds
 # --------------------------------------------------------------------------------------
