@@ -977,13 +977,14 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
         return W
     # log2(c) - log2(m), not log2(c / m): a subnormal margin makes c / m overflow to inf
     k = max(0, math.ceil(float(np.max(np.log2(c) - np.log2(m)))))
-    for _ in range(4):  # log2 and the division round: at most a step or two more
-        if np.all(np.ldexp(m, k) >= c):
-            break
-        k += 1
-    if not np.all(np.ldexp(margins[margin], k) >= cs.rhs[margin]):
-        return W
-    scaled = np.ldexp(np.asarray(W, dtype=float), k)
+    with np.errstate(over="ignore"):  # a 2^k that overflows is a probe that fails: W as it is
+        for _ in range(4):  # log2 and the division round: at most a step or two more
+            if np.all(np.ldexp(m, k) >= c):
+                break
+            k += 1
+        if not np.all(np.ldexp(margins[margin], k) >= cs.rhs[margin]):
+            return W
+        scaled = np.ldexp(np.asarray(W, dtype=float), k)
     return scaled if np.all(np.isfinite(scaled)) else W
 
 

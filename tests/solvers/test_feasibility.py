@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -282,6 +284,21 @@ def test_meet_margins_keeps_a_point_whose_scaling_breaks_a_negative_bound() -> N
     cs_pos = pair_constraints(data, [0, 0], [0, 0], [0, 0], [1, 2], rhs=[2.0, 0.0])
     W_pos = np.array([[0.5, 0.5], [0.0, 0.0]])  # margins (1, 1): doubling meets both rows
     np.testing.assert_allclose(meet_margins(cs_pos, W_pos), 2.0 * W_pos)
+
+
+def test_meet_margins_whose_power_of_two_overflows_warns_nothing() -> None:
+    """Regression (session 50): a margin of 1e-300 against c = 1 asks for 2^997, which
+    overflows the other rows' margins and W; numpy's "overflow encountered in ldexp" leaked.
+    The point is returned as it is, silently."""
+    from svmgeo.solvers._exact import meet_margins
+
+    data = sg.TokenData(np.array([[[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]]), Z=np.array([[1.0, 1.0]]))
+    cs = pair_constraints(data, [0, 0], [0, 0], [0, 0], [1, 2], rhs=[1.0, -1.0])
+    W = np.array([[1e-300, 0.0], [-1e10, 0.0]])  # margins (1e-300, 1e10)
+    np.testing.assert_allclose(cs.apply(W), [1e-300, 1e10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert meet_margins(cs, W) is W
 
 
 def test_feasible_point_meets_mixed_sign_bounds_to_its_residual() -> None:
