@@ -56,7 +56,8 @@ def correlation(W1: Any, W2: Any) -> float:
             )
     if A.shape != B.shape:
         raise ProblemError(
-            f"correlation needs matrices of equal shape; got {A.shape} and {B.shape}."
+            f"correlation needs matrices of equal shape; got W1 of shape {A.shape} and W2 of "
+            f"shape {B.shape}. Compare matrices of one model (e.g. both d x d)."
         )
     # scale by the largest entry first so that huge norms (directional convergence) cannot overflow
     sa, sb = np.max(np.abs(A), initial=0.0), np.max(np.abs(B), initial=0.0)

@@ -312,7 +312,11 @@ API_ERRORS = [
         "verify-cone-noise-inf",
     ),
     _err(lambda: sg.verify(X), "TokenData", "verify-not-data"),
-    _err(lambda: sg.correlation(W5, np.eye(4)), "equal shape", "corr-shape"),
+    _err(
+        lambda: sg.correlation(W5, np.eye(4)),
+        r"equal shape; got W1 of shape \(5, 5\) and W2 of shape \(4, 4\)",
+        "corr-shape",
+    ),
     _err(lambda: sg.correlation(W5, _nan((5, 5))), "W2 holds NaN", "corr-nan"),
     _err(lambda: sg.correlation(np.full((5, 5), np.inf), W5), "W1 holds NaN or inf", "corr-inf"),
     _err(lambda: sg.correlation(W5 + 1j, W5), "W1 must be real", "corr-complex"),
