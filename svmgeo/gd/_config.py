@@ -8,6 +8,7 @@ ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
 from __future__ import annotations
 
 import enum
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ __all__ = [
     "GDConfig",
     "Optimizer",
     "StopStatus",
+    "check_exponent",
+    "check_rule_option",
     "eps_block_names",
     "parse_optimizer",
     "random_init",
@@ -312,6 +315,21 @@ OPTIMIZERS.update(
 STEEPEST_RULES = ("sign", "steepest", "spectral", "adam")
 #: The :class:`GDConfig` fields of those rules alone (not options of ``train_batch``).
 RULE_FIELDS = ("steepest_q", "adam_beta1", "adam_beta2", "adam_eps", "spectral_momentum")
+#: The highest value of each rule option in :data:`RULE_FIELDS` but ``steepest_q`` (all are
+#: >= 0; the highest is excluded): Adam's decays and Muon's momentum in [0, 1), ``adam_eps``
+#: in [0, inf).
+RULE_OPTION_HIGH = {"adam_beta1": 1.0, "adam_beta2": 1.0, "adam_eps": math.inf,
+                    "spectral_momentum": 1.0}  # fmt: skip
+
+
+def check_rule_option(value: Any, option: str, where: str, name: str | None = None) -> float:
+    """``value`` of the rule option ``option`` (a key of :data:`RULE_OPTION_HIGH`) as a float
+    in its range, or a ProblemError that names ``name`` (default ``option``: ``adam_direction``
+    calls ``adam_beta1`` ``beta1``) and ``where``."""
+    high = RULE_OPTION_HIGH[option]
+    return check_real(value, name or option, low=0.0, high=high, high_open=True, where=where)
+
+
 #: ``step_size="polyak"``: the Polyak step, for the rules without memory (W only).
 POLYAK = "polyak"
 
@@ -380,8 +398,14 @@ def parse_optimizer(text: str, where: str = "--optimizer") -> str | tuple[str, f
     (``"sign"``), or ``"steepest:q"`` for ``("steepest", q)`` (``steepest:1.5``,
     ``steepest:inf``), as ``lp:1.5`` spells the norm ``("lp", 1.5)``; checked by
     :func:`resolve_optimizer` (a ProblemError naming ``where`` otherwise)."""
-    name, colon, tail = text.partition(":")
     spellings = ", ".join(n if n != "steepest" else "steepest:q" for n in OPTIMIZERS)
+    if not isinstance(text, str):
+        raise ProblemError(
+            f"{where}: the optimizer text must be a str; got {type(text).__name__} ({text!r}). "
+            f"It spells one of {spellings} (e.g. 'steepest:1.5'); in Python, pass optimizer= "
+            "to train itself (a name, or the pair ('steepest', q))."
+        )
+    name, colon, tail = text.partition(":")
     try:
         if not colon:
             return resolve_optimizer(text, where)[0]
@@ -412,16 +436,17 @@ def refuse_renamed(given: Mapping[str, Any], where: str) -> None:
         )
 
 
-def _check_exponent(value: Any, where: str) -> float:
+def check_exponent(value: Any, where: str, name: str = "exponent") -> float:
     """The exponent p of ``optimizer="mirror"`` as a float in (1, inf), or a ProblemError
     that names the range, the value and the fix (the one check of every mirror entry point:
-    ``train``, ``train_mirror``, ``verify_mirror``)."""
+    ``train``, ``train_mirror``, ``verify_mirror``, and of ``mirror_map``'s ``p``, which
+    ``name`` names)."""
     try:
-        return check_real(value, "exponent", low=1.0, low_open=True, high_open=True, where=where)
+        return check_real(value, name, low=1.0, low_open=True, high_open=True, where=where)
     except ProblemError as exc:
         raise ProblemError(
             f"{exc} It is the p of the mirror potential ||W||_p^p / p, which has a mirror step "
-            "only for finite p > 1: pass one (e.g. exponent=1.5). For p = 1 or p = inf, solve "
+            f"only for finite p > 1: pass one (e.g. {name}=1.5). For p = 1 or p = inf, solve "
             "the l_p Att-SVM itself with att_svm(data, norm=('lp', 1)) or "
             "att_svm(data, norm=('lp', inf))."
         ) from None
@@ -616,7 +641,7 @@ class GDConfig:
                     "optimizer='mirror' (l_p mirror descent) needs exponent=, the p > 1 of the "
                     "potential ||W||_p^p / p; got none. E.g. exponent=1.5."
                 )
-            object.__setattr__(self, "exponent", _check_exponent(self.exponent, where))
+            object.__setattr__(self, "exponent", check_exponent(self.exponent, where))
         elif self.exponent is not None:
             raise ProblemError(
                 f"exponent={self.exponent!r} is the l_p exponent of optimizer='mirror'; "
@@ -689,10 +714,7 @@ class GDConfig:
                     f"{name}={value!r} is an option of optimizer={owner!r}; got it with "
                     f"optimizer={rule!r}. Drop it or pass optimizer={owner!r}."
                 )
-            if name == "adam_eps":
-                check_real(value, name, low=0.0, high_open=True, where=where)
-            else:
-                check_real(value, name, low=0.0, high=1.0, high_open=True, where=where)
+            check_rule_option(value, name, where)
         if isinstance(self.step_size, str):
             memory = rule == "adam" or (rule == "spectral" and self.spectral_momentum > 0.0)
             if self.step_size != POLYAK or rule not in STEEPEST_RULES or memory:
