@@ -22,6 +22,7 @@ __all__ = [
     "available_bytes",
     "check_array",
     "check_bool",
+    "check_float_array",
     "check_int",
     "check_option",
     "check_real",
@@ -133,6 +134,17 @@ def check_array(
             "Remove or impute non-finite entries."
         )
     return arr
+
+
+def check_float_array(
+    value: Any, name: str, *, ndim: int | tuple[int, ...], hint: str = ""
+) -> np.ndarray:
+    """:func:`check_array`'s checks (float64, finite, of rank ``ndim``) for a function that
+    computed on ``np.asarray(value)`` before it checked: a float64 ndarray comes back as it
+    is, in its own memory layout, so that its sums add in the same order as before (a
+    Fortran-ordered copy made C-contiguous would change their last bits)."""
+    arr = check_array(value, name, ndim=ndim, hint=hint)
+    return value if isinstance(value, np.ndarray) and value.dtype == np.float64 else arr
 
 
 def _check_exact_cast(arr: np.ndarray, converted: np.ndarray, name: str) -> None:

@@ -37,10 +37,18 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import entrywise_norm
-from .._validation import check_array
+from .._validation import check_array, check_float_array, check_real
 from ..data import TokenData
 from . import _xp
-from ._config import CODE_OF, REFERENCE_BACKEND, RUNNING, GDConfig, StopStatus, refuse_renamed
+from ._config import (
+    CODE_OF,
+    REFERENCE_BACKEND,
+    RUNNING,
+    GDConfig,
+    StopStatus,
+    check_exponent,
+    refuse_renamed,
+)
 from ._loop import Risk, run_loop
 from ._oracle import RiskOracle
 from ._results import GDRun, Intermediate
@@ -51,15 +59,64 @@ __all__ = ["MirrorDescent", "MirrorState", "inverse_mirror_map", "mirror_map",
 
 
 def mirror_map(W: np.ndarray, p: float) -> np.ndarray:
-    r""":math:`\nabla\psi(W) = \mathrm{sign}(W)\,|W|^{p-1}` (entrywise)."""
+    r""":math:`\nabla\psi(W) = \mathrm{sign}(W)\,|W|^{p-1}` (entrywise).
+
+    Parameters
+    ----------
+    W : array_like
+        A finite real array: a vector, a matrix or a stack of matrices.
+    p : float
+        The exponent of the potential :math:`\psi(W) = \|W\|_p^p / p`, finite and
+        :math:`p > 1` (as the ``exponent`` of :func:`train_mirror`).
+
+    Raises
+    ------
+    ProblemError
+        For p outside (1, inf), a W that is not a finite real array, or an entry whose
+        :math:`|W_{kl}|^{p-1}` is beyond float64 (rescale W: the map is homogeneous of degree
+        p - 1).
+    """
+    return _checked_power(W, p, "W", "mirror_map", invert=False)
+
+
+def inverse_mirror_map(Theta: np.ndarray, p: float) -> np.ndarray:
+    r""":math:`(\nabla\psi)^{-1}(\Theta) = \mathrm{sign}(\Theta)\,|\Theta|^{1/(p-1)}` (entrywise).
+
+    Parameters and errors as :func:`mirror_map` (for ``Theta``; the degree is 1/(p - 1)).
+    """
+    return _checked_power(Theta, p, "Theta", "inverse_mirror_map", invert=True)
+
+
+def _mirror_map(W: np.ndarray, p: float) -> np.ndarray:
+    """:func:`mirror_map` without its checks (the mirror step's, on checked arrays)."""
     W = np.asarray(W, dtype=float)
     return np.sign(W) * np.abs(W) ** (p - 1.0)
 
 
-def inverse_mirror_map(Theta: np.ndarray, p: float) -> np.ndarray:
-    r""":math:`(\nabla\psi)^{-1}(\Theta) = \mathrm{sign}(\Theta)\,|\Theta|^{1/(p-1)}` (entrywise)."""
+def _inverse_mirror_map(Theta: np.ndarray, p: float) -> np.ndarray:
+    """:func:`inverse_mirror_map` without its checks."""
     Theta = np.asarray(Theta, dtype=float)
     return np.sign(Theta) * np.abs(Theta) ** (1.0 / (p - 1.0))
+
+
+def _checked_power(A: Any, p: Any, name: str, where: str, *, invert: bool) -> np.ndarray:
+    """:func:`mirror_map` (or its inverse) of the argument ``name`` after the checks of the
+    public entries: p in (1, inf), A finite, and a result within float64."""
+    p = check_exponent(p, where, "p")
+    A = check_float_array(A, f"'{name}' of {where}", ndim=(1, 2, 3))
+    with np.errstate(over="ignore"):
+        out = _inverse_mirror_map(A, p) if invert else _mirror_map(A, p)
+    if not np.all(np.isfinite(out)):
+        at = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
+        entry = f"{name}[{', '.join(map(str, at))}] = {float(A[at])!r}"
+        degree = "1/(p - 1)" if invert else "p - 1"
+        raise ProblemError(
+            f"{where}: the entry {entry} with p = {p!r} "
+            f"maps to |{name}|^({degree}) beyond float64's range. Rescale {name} (the map is "
+            f"homogeneous of degree {degree}: {where}(c {name}, p) = c^({degree}) "
+            f"{where}({name}, p) for c > 0)."
+        )
+    return out
 
 
 _LN2_HI = 6.93147180369123816490e-01
@@ -161,7 +218,7 @@ def _mirror_split(W: np.ndarray, p: float) -> tuple[Unbounded, float]:
     ratio = W / top
     with np.errstate(divide="ignore", under="ignore"):
         logs = (p - 1.0) * np.log(np.abs(ratio))
-        unit = _merge(mirror_map(ratio, p), np.sign(W), logs)
+        unit = _merge(_mirror_map(ratio, p), np.sign(W), logs)
     return unit, (p - 1.0) * math.log(top)
 
 
@@ -172,7 +229,7 @@ def _weights(unit: Unbounded, c: float, p: float) -> np.ndarray:
         return np.zeros(unit[0].shape)
     m, e = unit
     value = np.ldexp(m, np.maximum(e, -1100))
-    W = math.exp(c / (p - 1.0)) * inverse_mirror_map(value, p)
+    W = math.exp(c / (p - 1.0)) * _inverse_mirror_map(value, p)
     tiny = (np.abs(value) < _TINY) & (m != 0.0)
     if np.any(tiny):
         logs = np.log(np.abs(m)) + _times_ln2(np.where(m == 0.0, 0, e))
@@ -463,7 +520,12 @@ def run_mirror_descent(
 
 
 def sparsity(W: np.ndarray, rel: float = 1e-3) -> float:
-    r"""Fraction of entries with :math:`|W_{kl}| < \text{rel}\cdot\max|W|` (0 for W = 0)."""
-    a = np.abs(np.asarray(W, dtype=float))
+    r"""Fraction of entries with :math:`|W_{kl}| < \text{rel}\cdot\max|W|` (0 for W = 0).
+
+    ``W`` is a finite real array (a vector, a matrix or a stack of matrices), ``rel`` a float
+    in [0, 1]; a ProblemError names either otherwise.
+    """
+    a = np.abs(check_float_array(W, "'W' of sparsity", ndim=(1, 2, 3)))
+    rel = check_real(rel, "rel", low=0.0, high=1.0, where="sparsity")
     top = float(a.max(initial=0.0))
     return 0.0 if top == 0.0 else float(np.mean(a < rel * top))
