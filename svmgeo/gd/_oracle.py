@@ -22,7 +22,40 @@ from ._backend import check_loss_for, get_kernels
 from ._config import BACKENDS, HEADS, REFERENCE_BACKEND, check_loss_name, resolve_loss
 from ._problem import CORRELATION_LOSS, EXPONENTIAL_LOSS, SCORES_HEAD, make_problem
 
-__all__ = ["RiskOracle", "RiskValue"]
+__all__ = ["RiskOracle", "RiskValue", "check_risk_options", "checked_weights"]
+
+
+def check_risk_options(data: Any, loss: Any, head: Any, backend: Any, where: str) -> Any:
+    """The checks of a risk's constructor (:class:`RiskOracle`, :class:`~svmgeo.gd.MapRisk`,
+    named ``where``): one TokenData, a loss, ``head`` and ``backend`` among their names; the
+    loss resolved (:func:`~svmgeo.gd._config.resolve_loss`)."""
+    if not isinstance(data, TokenData):
+        raise ProblemError(f"{where} takes one svmgeo.TokenData; got {type(data).__name__}.")
+    loss = resolve_loss(loss, where)
+    if isinstance(loss, str):
+        check_loss_name(loss, where)
+    check_option(head, "head", HEADS, where=where)
+    check_option(backend, "backend", BACKENDS, where=where)
+    return loss
+
+
+def checked_weights(W: Any, d: int, owner: str, method: str) -> np.ndarray:
+    """W as a finite float64 (d, d) array, or a ProblemError naming ``owner.method``. The
+    training loops call this every step with such an array: it passes in one test."""
+    if (
+        isinstance(W, np.ndarray)
+        and W.dtype == np.float64
+        and W.shape == (d, d)
+        and np.isfinite(W).all()
+    ):
+        return W
+    return check_array(
+        W,
+        "W",
+        ndim=2,
+        shape=(d, d),
+        hint=f"{owner}.{method} takes the attention weights W, a finite (d, d) matrix.",
+    )
 
 
 class RiskValue(NamedTuple):
@@ -74,13 +107,7 @@ class RiskOracle:
         lam: float | None = None,
         backend: str = REFERENCE_BACKEND,
     ) -> None:
-        if not isinstance(data, TokenData):
-            raise ProblemError(f"RiskOracle takes one svmgeo.TokenData; got {type(data).__name__}.")
-        loss = resolve_loss(loss, "RiskOracle")
-        if isinstance(loss, str):
-            check_loss_name(loss, "RiskOracle")
-        check_option(head, "head", HEADS, where="RiskOracle")
-        check_option(backend, "backend", BACKENDS, where="RiskOracle")
+        loss = check_risk_options(data, loss, head, backend, "RiskOracle")
         self.problem = make_problem([data], head, v=v, V=V, lam=lam)
         self.d = data.d
         self._data = data
@@ -109,22 +136,8 @@ class RiskOracle:
             self._gamma_size = score_sizes(P.Y[0], P.U[0], P.hv[0])
 
     def _weights(self, W: Any, method: str) -> np.ndarray:
-        """W as a finite float64 (d, d) array, or a ProblemError naming ``method``. The
-        training loops call this every step with such an array: it passes in one test."""
-        if (
-            isinstance(W, np.ndarray)
-            and W.dtype == np.float64
-            and W.shape == (self.d, self.d)
-            and np.isfinite(W).all()
-        ):
-            return W
-        return check_array(
-            W,
-            "W",
-            ndim=2,
-            shape=(self.d, self.d),
-            hint=f"RiskOracle.{method} takes the attention weights W, a finite (d, d) matrix.",
-        )
+        """W as a finite float64 (d, d) array, or a ProblemError naming ``method``."""
+        return checked_weights(W, self.d, "RiskOracle", method)
 
     def __call__(self, W: np.ndarray) -> RiskValue:
         Wb = self._weights(W, "__call__")[None]

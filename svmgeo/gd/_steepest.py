@@ -61,10 +61,12 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import entrywise_norm, singular_value_rank
+from .._validation import check_array, check_float_array, check_int, check_option, check_real
 from . import _xp
 from ._backend import check_loss_for, get_kernels
-from ._config import CODE_OF, RUNNING, GDConfig, StopStatus, resolve_loss
+from ._config import ATTENTIONS, CODE_OF, RUNNING, GDConfig, StopStatus, check_rule_option
 from ._loop import Risk
+from ._oracle import check_risk_options, checked_weights
 from ._problem import make_problem
 from ._results import Intermediate
 from ._step import weight_record
@@ -105,7 +107,32 @@ def steepest_direction(G: np.ndarray, q: float) -> tuple[np.ndarray, float]:
         Zero when G is zero.
     dual : float
         :math:`\|G\|_{q^*}`.
+
+    Raises
+    ------
+    ProblemError
+        For q outside [1, inf], a G that is not a finite real array (1-D to 3-D), or a dual
+        norm beyond float64 (rescale G: D does not change).
     """
+    where = "steepest_direction"
+    q = check_real(q, "q", low=1.0, high=math.inf, where=where)
+    G = check_float_array(G, f"'G' of {where}", ndim=(1, 2, 3))
+    return _within_float64(*_steepest_direction(G, q), f"||G||_q* (q = {q!r})", where)
+
+
+def _within_float64(D: np.ndarray, dual: float, norm: str, where: str) -> tuple[np.ndarray, float]:
+    """``(D, dual)``, or a ProblemError when the dual norm of G overflowed float64."""
+    if not math.isfinite(dual):
+        raise ProblemError(
+            f"{where}: the dual norm {norm} of G is beyond float64's range (G's entries are "
+            "near its limit). Rescale G, e.g. G / np.abs(G).max(): the direction D does not "
+            "change, and the dual norm scales with G."
+        )
+    return D, dual
+
+
+def _steepest_direction(G: np.ndarray, q: float) -> tuple[np.ndarray, float]:
+    """:func:`steepest_direction` without its checks (the rules' step, on checked arrays)."""
     top = float(np.max(np.abs(G), initial=0.0))
     if top == 0.0:
         return np.zeros_like(G), 0.0
@@ -130,7 +157,19 @@ def spectral_direction(G: np.ndarray) -> tuple[np.ndarray, float]:
 
     with :math:`G = U_r\Sigma_r V_r^\top` the thin SVD over the singular values above
     :math:`\max(G.\mathrm{shape})\,\epsilon_{\mathrm{mach}}\,\sigma_1` (zero for G = 0).
+
+    A ProblemError names G when it is not a finite real matrix, or when its nuclear norm is
+    beyond float64 (rescale G: D does not change).
     """
+    where = "spectral_direction"
+    G = check_float_array(
+        G, f"'G' of {where}", ndim=2, hint="G is a matrix, e.g. a gradient (d, d)."
+    )
+    return _within_float64(*_spectral_direction(G), "||G||_* (nuclear)", where)
+
+
+def _spectral_direction(G: np.ndarray) -> tuple[np.ndarray, float]:
+    """:func:`spectral_direction` without its checks."""
     top = float(np.max(np.abs(G), initial=0.0))
     if top == 0.0:
         return np.zeros_like(G), 0.0
@@ -179,20 +218,25 @@ class MapRisk:
     ----------
     data : TokenData
     attention : str
-        A key of :data:`svmgeo.attention_maps.ATTENTION_MAPS` other than ``"softmax"``
-        (checked by :class:`~svmgeo.gd.GDConfig`).
+        A name of :data:`~svmgeo.gd.ATTENTIONS`, those of
+        :data:`svmgeo.attention_maps.ATTENTION_MAPS` (``train`` takes ``"softmax"``'s risk
+        from :class:`~svmgeo.gd.RiskOracle`).
     loss, head, v, V, lam, backend
         As in :func:`svmgeo.train`.
+
+    :meth:`value` and :meth:`log_grad` take W as :class:`~svmgeo.gd.RiskOracle`'s do, a
+    finite (d, d) matrix (a ProblemError naming W otherwise).
     """
 
     def __init__(
         self, data: Any, attention: str, *, loss: Any = "logistic", head: str = "linear",
         v: Any = None, V: Any = None, lam: float | None = None, backend: str = "numpy",
     ) -> None:  # fmt: skip
+        loss = check_risk_options(data, loss, head, backend, "MapRisk")  # a name or a LossSpec
+        check_option(attention, "attention", ATTENTIONS, where="MapRisk")
         self.problem = make_problem([data], head, v=v, V=V, lam=lam, attention=attention)
         self.d = data.d
         self.max_norm = float(self.problem.max_norm[0])
-        loss = resolve_loss(loss, "MapRisk")  # a built-in's name or a user's LossSpec
         check_loss_for(loss, self.problem, "MapRisk", backend, stacklevel=5)
         self.loss_id = _xp.loss_key(loss)
         self._kernels = get_kernels(backend, self.problem)
@@ -201,13 +245,15 @@ class MapRisk:
 
     def value(self, W: np.ndarray) -> float:
         """:math:`L(W)`."""
-        Wb = np.asarray(W, dtype=float)[None]
+        Wb = checked_weights(W, self.d, "MapRisk", "value")[None]
         return float(_xp.observe(Wb, self.problem, self._arrays, self.loss_id, np)["loss"][0])
 
     def log_grad(self, W: np.ndarray) -> tuple[np.ndarray, float]:
         r"""``(G, M)`` with :math:`\nabla L(W) = e^{M} G`, G of order one."""
         k = self._kernels
-        G, M = k.grad(k.asarray(np.asarray(W, dtype=float)[None]), self.loss_id, True)
+        G, M = k.grad(
+            k.asarray(checked_weights(W, self.d, "MapRisk", "log_grad")[None]), self.loss_id, True
+        )
         return k.to_numpy(G)[0], float(k.to_numpy(M)[0])
 
 
@@ -233,7 +279,77 @@ def adam_direction(
     :math:`e^{a-b/2-r}\frac{\hat m/c_1}{e^{-r}\sqrt{\hat v/c_2} + 1}` when :math:`r > 0`
     (:math:`\varepsilon` dominates), so no factor overflows; entries with :math:`\hat m = 0`
     step 0 (also for :math:`\varepsilon = 0`).
+
+    Parameters
+    ----------
+    G : ndarray
+        The gradient's order-one factor, a finite real array (1-D to 3-D) with
+        :math:`2^{-511} \le \max|G| \le 2^{511}` (or zero), so that :math:`G^2` is a
+        normal float64.
+    M : float
+        Its log-scale, ``-inf`` for a zero gradient (not ``+inf`` or NaN).
+    moments : AdamMoments
+        The moments of the previous call, arrays of G's shape; the first call takes
+        ``AdamMoments(np.zeros_like(G), -np.inf, np.zeros_like(G), -np.inf, 0)``.
+    beta1, beta2 : float
+        The moment decays, in [0, 1) (``adam_beta1``, ``adam_beta2`` of :func:`svmgeo.train`).
+    eps : float
+        :math:`\varepsilon \ge 0`, finite (``adam_eps``).
+
+    Raises
+    ------
+    ProblemError
+        Naming the argument that is outside these ranges.
     """
+    where = "adam_direction"
+    G = check_float_array(G, f"'G' of {where}", ndim=(1, 2, 3))
+    M = check_real(M, "M", high=math.inf, high_open=True, where=where)
+    top = float(np.max(np.abs(G), initial=0.0))
+    if not (top == 0.0 or _ADAM_G_RANGE[0] <= top <= _ADAM_G_RANGE[1]):
+        raise ProblemError(
+            f"'G' of {where} is the order-one factor of the gradient e^M G, and Adam squares "
+            f"it; got max|G| = {top!r}, whose square is beyond float64's normal range. Pass "
+            "G / s with M + log(s) instead, e.g. s = np.abs(G).max() (the same gradient)."
+        )
+    moments = _checked_moments(moments, G.shape, where)
+    beta1 = check_rule_option(beta1, "adam_beta1", where, "beta1")
+    beta2 = check_rule_option(beta2, "adam_beta2", where, "beta2")
+    eps = check_rule_option(eps, "adam_eps", where, "eps")
+    return _adam_direction(G, M, moments, beta1, beta2, eps)
+
+
+_ADAM_G_RANGE = (2.0**-511, 2.0**511)
+"""The max|G| that :func:`adam_direction` takes: G * G neither overflows nor underflows."""
+
+
+def _checked_moments(moments: Any, shape: tuple[int, ...], where: str) -> AdamMoments:
+    """``moments`` of :func:`adam_direction` for a gradient of shape ``shape``, checked."""
+    start = "AdamMoments(np.zeros_like(G), -np.inf, np.zeros_like(G), -np.inf, 0)"
+    if not isinstance(moments, tuple) or len(moments) != 5:
+        raise ProblemError(
+            f"The 'moments' parameter of {where} must be a svmgeo.gd.AdamMoments (m, a, v, b, "
+            f"t); got {type(moments).__name__}. Start from {start} and pass on the moments "
+            "each call returns."
+        )
+    m, a, v, b, t = moments
+    hint = f"moments.m and moments.v have G's shape; the first call takes {start}."
+    m = check_array(m, f"moments.m of {where}", ndim=len(shape), shape=shape, hint=hint)
+    v = check_array(v, f"moments.v of {where}", ndim=len(shape), shape=shape, hint=hint)
+    if np.any(v < 0.0):
+        raise ProblemError(
+            f"moments.v of {where} is Adam's second moment, an average of squared gradients, "
+            f"so it must be >= 0; got {float(v.min())!r}. {hint}"
+        )
+    a = check_real(a, "moments.a", high=math.inf, high_open=True, where=where)
+    b = check_real(b, "moments.b", high=math.inf, high_open=True, where=where)
+    t = check_int(t, "moments.t", low=0, where=where)
+    return AdamMoments(m, a, v, b, t)
+
+
+def _adam_direction(
+    G: np.ndarray, M: float, moments: AdamMoments, beta1: float, beta2: float, eps: float
+) -> tuple[np.ndarray, AdamMoments]:
+    """:func:`adam_direction` without its checks (the rule's step, on checked arrays)."""
     t = moments.t + 1
     m, a = scaled_ema(moments.m, moments.a, G, M, beta1, 1.0 - beta1)
     v, b = scaled_ema(moments.v, moments.b, G * G, 2.0 * M, beta2, 1.0 - beta2)
@@ -344,17 +460,17 @@ class SteepestDescent:
         """(D, dual norm of G, memory') for one factor's gradient e^M G."""
         cfg = self.config
         if cfg.optimizer == "adam":
-            D, memory = adam_direction(G, M, memory, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps)
+            D, memory = _adam_direction(G, M, memory, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps)
             return D, math.nan, memory
         if cfg.optimizer == "spectral":
             if memory is not None:  # Muon: orthogonalize B = mu B + grad
                 memory = scaled_ema(memory[0], memory[1], G, M, cfg.spectral_momentum, 1.0)
-                D, _ = spectral_direction(memory[0])
+                D, _ = _spectral_direction(memory[0])
                 return D, math.nan, memory
-            D, dual = spectral_direction(G)
+            D, dual = _spectral_direction(G)
             return D, dual, None
         q = math.inf if cfg.optimizer == "sign" else float(cfg.steepest_q or 2.0)
-        D, dual = steepest_direction(G, q)
+        D, dual = _steepest_direction(G, q)
         return D, dual, None
 
     def advance(self, state: SteepestState, n: int) -> SteepestState:
