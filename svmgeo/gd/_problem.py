@@ -147,6 +147,20 @@ def _per_instance(value: Any, name: str, B: int, shape: tuple[int, ...], hint: s
 _LAM_HINT = "lam is the concave head's finite λ >= 0: one float, or one per instance (B,)."
 
 
+def _stacked(datasets: Sequence[TokenData], name: str) -> np.ndarray:
+    """The attribute ``name`` of every dataset, stacked (C-contiguous); a ProblemError that
+    one of several datasets raises (a prompt dataset has no queries) says which one."""
+    parts = []
+    for j, data in enumerate(datasets):
+        try:
+            parts.append(np.asarray(getattr(data, name)))
+        except ProblemError as exc:
+            if len(datasets) == 1:
+                raise
+            raise ProblemError(f"dataset {j}: {exc}") from None
+    return np.ascontiguousarray(np.stack(parts))
+
+
 def make_problem(
     datasets: Sequence[TokenData],
     head: str,
@@ -186,18 +200,14 @@ def make_problem(
             )
     B = len(datasets)
     du = first.d_values
-    X = np.ascontiguousarray(np.stack([np.asarray(dd.X) for dd in datasets]))
-    U = (
-        np.ascontiguousarray(np.stack([np.asarray(dd.values) for dd in datasets]))
-        if any(dd.has_values for dd in datasets)
-        else X
-    )
+    X = _stacked(datasets, "X")
+    U = _stacked(datasets, "values") if any(dd.has_values for dd in datasets) else X
     if param == "p":  # prompt attention: the same p scores every key, queries unused
         Z = np.ones((B, first.n, first.K, 1))
     else:
-        Z = np.ascontiguousarray(np.stack([np.asarray(dd.queries) for dd in datasets]))
-    Y = np.ascontiguousarray(np.stack([np.asarray(dd.labels) for dd in datasets]))
-    vis = np.ascontiguousarray(np.stack([np.asarray(dd.visible) for dd in datasets]))
+        Z = _stacked(datasets, "queries")
+    Y = _stacked(datasets, "labels")
+    vis = _stacked(datasets, "visible")
     hv = np.zeros((B, 0))
     hV = np.zeros((B, du, 0))
     hw = np.zeros((B, 0))
