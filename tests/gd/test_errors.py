@@ -1,16 +1,20 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Bad input to train / train_batch: each a ProblemError that says what and how to fix."""
+"""Bad input to train / train_batch and to the public helpers of svmgeo.gd: each a ProblemError
+that says what and how to fix."""
 
 from __future__ import annotations
 
 import math
 import re
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import svmgeo as sg
 from svmgeo import ProblemError
+from svmgeo import gd as sgd
 
 from .conftest import ALL_BACKENDS, DATASETS
 
@@ -256,3 +260,185 @@ def test_a_width_m_past_memory_is_refused_before_allocating(monkeypatch) -> None
             call()
     assert sg.train(DATA, param="KQ", m=2 * d, n_steps=2).K.shape == (d, 2 * d)  # m > d fits
     assert sg.train(DATA, param="KQ", m=d, n_steps=2).K.shape == (d, d)
+
+
+# -- the public helpers of svmgeo.gd (session 50's input audit) --------------------------------
+
+EYE = np.eye(3)
+START = sgd.AdamMoments(np.zeros((3, 3)), -math.inf, np.zeros((3, 3)), -math.inf, 0)
+
+
+def _adam(**kw: object) -> object:
+    args: dict[str, object] = {"G": EYE, "M": 0.0, "moments": START, "beta1": 0.9,
+                               "beta2": 0.999, "eps": 1e-8}  # fmt: skip
+    return sgd.adam_direction(**{**args, **kw})  # type: ignore[arg-type]
+
+
+HELPER_REFUSALS: list[tuple[str, Callable[[], object], str]] = [
+    # mirror_map / inverse_mirror_map: NaN matrices, RuntimeWarnings, TypeError, ZeroDivisionError
+    ("mirror p<1", lambda: sgd.mirror_map(EYE, 0.5), r"'p' parameter of mirror_map.*\(1, inf\)"),
+    ("mirror p=1", lambda: sgd.mirror_map(EYE, 1), r"'p' parameter of mirror_map"),
+    ("mirror p=nan", lambda: sgd.mirror_map(EYE, math.nan), r"'p' parameter of mirror_map"),
+    ("mirror p=inf", lambda: sgd.mirror_map(EYE, math.inf), r"'p' parameter of mirror_map"),
+    ("mirror p str", lambda: sgd.mirror_map(EYE, "2"), r"'p' parameter of mirror_map"),  # type: ignore[arg-type]
+    (
+        "mirror W nan",
+        lambda: sgd.mirror_map(EYE * math.nan, 2),
+        r"'W' of mirror_map must be finite",
+    ),
+    ("mirror W str", lambda: sgd.mirror_map("x", 2), r"'W' of mirror_map must be numeric"),  # type: ignore[arg-type]
+    ("mirror overflow", lambda: sgd.mirror_map(EYE * 1e308, 3), r"W\[0, 0\] = 1e\+308.*Rescale W"),
+    ("inverse p=1", lambda: sgd.inverse_mirror_map(EYE, 1), r"'p' parameter of inverse_mirror_map"),
+    ("inverse Theta nan", lambda: sgd.inverse_mirror_map(EYE * math.nan, 2), r"'Theta' of inverse"),
+    ("inverse overflow", lambda: sgd.inverse_mirror_map(EYE * 1e10, 1.01), r"Rescale Theta"),
+    # steepest_direction: all-NaN directions, ZeroDivisionError, numpy errors
+    (
+        "steepest q<1",
+        lambda: sgd.steepest_direction(EYE, 0.5),
+        r"'q' parameter of steepest_direction must be a float in \[1, inf\]",
+    ),
+    (
+        "steepest q=0",
+        lambda: sgd.steepest_direction(EYE, 0),
+        r"'q' parameter of steepest_direction",
+    ),
+    ("steepest q=nan", lambda: sgd.steepest_direction(EYE, math.nan), r"'q' parameter"),
+    (
+        "steepest G nan",
+        lambda: sgd.steepest_direction(EYE * math.nan, 2),
+        r"'G' of steepest_direction must be finite",
+    ),
+    ("steepest G str", lambda: sgd.steepest_direction("x", 2), r"'G' of steepest_direction"),  # type: ignore[arg-type]
+    (
+        "steepest dual",
+        lambda: sgd.steepest_direction(EYE * 1e308, math.inf),
+        r"dual norm.*Rescale G",
+    ),
+    # spectral_direction: LinAlgError, an infinite dual norm
+    (
+        "spectral G nan",
+        lambda: sgd.spectral_direction(EYE * math.nan),
+        r"'G' of spectral_direction must be finite",
+    ),
+    (
+        "spectral 1-D",
+        lambda: sgd.spectral_direction(np.ones(3)),
+        r"'G' of spectral_direction must be a 2-D array",
+    ),
+    ("spectral dual", lambda: sgd.spectral_direction(EYE * 1e308), r"nuclear.*Rescale G"),
+    # sparsity: 0.0 for NaN W and a rel outside [0, 1], numpy's error for a string
+    ("sparsity W nan", lambda: sgd.sparsity(EYE * math.nan), r"'W' of sparsity must be finite"),
+    ("sparsity W str", lambda: sgd.sparsity("x"), r"'W' of sparsity must be numeric"),  # type: ignore[arg-type]
+    (
+        "sparsity rel<0",
+        lambda: sgd.sparsity(EYE, rel=-1),
+        r"'rel' parameter of sparsity must be a float in \[0, 1\]",
+    ),
+    ("sparsity rel=nan", lambda: sgd.sparsity(EYE, rel=math.nan), r"'rel' parameter of sparsity"),
+    ("sparsity rel>1", lambda: sgd.sparsity(EYE, rel=2), r"'rel' parameter of sparsity"),
+    # adam_direction: NaN moments, -inf, numpy's broadcast error
+    ("adam G nan", lambda: _adam(G=EYE * math.nan), r"'G' of adam_direction must be finite"),
+    ("adam G huge", lambda: _adam(G=EYE * 1e300), r"'G' of adam_direction is the order-one factor"),
+    ("adam M nan", lambda: _adam(M=math.nan), r"'M' parameter of adam_direction"),
+    (
+        "adam betas 1",
+        lambda: _adam(beta1=1.0, beta2=1.0, eps=0),
+        r"'beta1' parameter of adam_direction must be a float in \[0, 1\)",
+    ),
+    ("adam beta2", lambda: _adam(beta2=1.5), r"'beta2' parameter of adam_direction"),
+    (
+        "adam eps",
+        lambda: _adam(eps=-1e-8),
+        r"'eps' parameter of adam_direction must be a float in \[0, inf\)",
+    ),
+    (
+        "adam moments shape",
+        lambda: _adam(moments=sgd.AdamMoments(np.zeros((2, 2)), 0.0, np.zeros((2, 2)), 0.0, 0)),
+        r"moments\.m of adam_direction must have shape \(3, 3\)",
+    ),
+    ("adam moments type", lambda: _adam(moments=None), r"'moments' parameter of adam_direction"),
+    (
+        "adam moments v<0",
+        lambda: _adam(moments=START._replace(v=-EYE, b=0.0)),
+        r"moments\.v of adam_direction.*>= 0",
+    ),
+    # MapRisk: bare KeyErrors, numpy's einsum and conversion errors
+    (
+        "MapRisk attention",
+        lambda: sgd.MapRisk(DATA, "foo"),
+        r"'attention' parameter of MapRisk must be one of 'softmax'",
+    ),
+    (
+        "MapRisk loss",
+        lambda: sgd.MapRisk(DATA, "sigmoid", loss="x"),
+        r"'loss' parameter of MapRisk",
+    ),
+    (
+        "MapRisk head",
+        lambda: sgd.MapRisk(DATA, "sigmoid", head="x"),
+        r"'head' parameter of MapRisk",
+    ),
+    (
+        "MapRisk data",
+        lambda: sgd.MapRisk(DATA.X, "sigmoid"),
+        r"MapRisk takes one svmgeo\.TokenData",
+    ),
+    (
+        "MapRisk.value shape",
+        lambda: sgd.MapRisk(DATA, "sigmoid").value(np.eye(2)),
+        r"W must have shape \(5, 5\).*MapRisk\.value",
+    ),
+    ("MapRisk.value str", lambda: sgd.MapRisk(DATA, "sigmoid").value("x"), r"W must be numeric"),  # type: ignore[arg-type]
+    (
+        "MapRisk.value nan",
+        lambda: sgd.MapRisk(DATA, "relu").value(np.eye(5) * math.nan),
+        r"W must be finite",
+    ),
+    (
+        "MapRisk.log_grad",
+        lambda: sgd.MapRisk(DATA, "linear").log_grad(np.eye(4)),
+        r"W must have shape.*MapRisk\.log_grad",
+    ),
+    # parse_optimizer: AttributeError
+    (
+        "parse_optimizer int",
+        lambda: sgd.parse_optimizer(5),
+        r"optimizer text must be a str; got int",
+    ),  # type: ignore[arg-type]
+    # train_batch: which dataset has no queries
+    (
+        "train_batch prompt",
+        lambda: sg.train_batch([DATA, sg.TokenData(DATA.X, v=DATA.v)], n_steps=2),
+        r"^dataset 1: this TokenData has no queries",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"), [pytest.param(c, m, id=i) for i, c, m in HELPER_REFUSALS]
+)
+def test_public_helpers_refuse_bad_input(call: Callable[[], object], match: str) -> None:
+    """Regression (session 50's input audit): the public helpers of svmgeo.gd returned NaN or
+    inf, warned, or raised numpy's, Python's or a KeyError on bad input."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way to the refusal
+        with pytest.raises(ProblemError, match=match):
+            call()
+
+
+def test_public_helpers_take_their_edge_values() -> None:
+    """The ends of the ranges stay accepted: q = 1 and inf, rel = 0 and 1, M = -inf, beta = 0,
+    eps = 0, a zero G; and p = 1e308 (finite) with |W| <= 1."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for q in (1, 1.0, math.inf):
+            D, dual = sgd.steepest_direction(EYE, q)
+            assert np.all(np.isfinite(D)) and math.isfinite(dual)
+        assert sgd.sparsity(EYE, rel=0.0) == 0.0 and sgd.sparsity(EYE, rel=1.0) == 2 / 3
+        D, _ = _adam(M=-math.inf, G=np.zeros((3, 3)))
+        np.testing.assert_array_equal(D, np.zeros((3, 3)))
+        D, _ = _adam(beta1=0.0, beta2=0.0, eps=0.0)
+        np.testing.assert_array_equal(D, EYE)  # sign(G) where G != 0
+        np.testing.assert_array_equal(sgd.mirror_map(EYE, 1e308), EYE)
+        np.testing.assert_array_equal(sgd.spectral_direction(np.zeros((0, 3)))[0], np.zeros((0, 3)))
+        assert sgd.parse_optimizer("steepest:inf") == ("steepest", math.inf)
