@@ -640,12 +640,60 @@ def _verify_prompt(
 EXPONENTIAL_TAILS = ("logistic", "exponential")
 
 
-def own_status(attention: str, loss: Any, normalized: bool, param: str = "W") -> str:
+def linear_step_limit(own: SVMResult, loss: str, W0: np.ndarray, n: int) -> float:
+    r"""The smoothness :math:`\beta` of linear attention's risk that plain GD's step is held to,
+    :math:`\eta < 2/\beta` (Soudry et al. 2018), for the logistic and exponential losses.
+
+    .. math::
+
+        L(W) = \frac1n \sum_j \ell(\langle A_j, W\rangle),\qquad
+        \nabla^2 L = \frac1n \sum_j \ell''(\langle A_j, W\rangle)\,
+        \mathrm{vec}A_j\,\mathrm{vec}A_j^\top,\qquad
+        \beta = \begin{cases}
+        \lambda_{\max}(G)/(4n) & \text{logistic } (\ell'' \le 1/4),\\
+        L(W_0)\,\lambda_{\max}(G) & \text{exponential, on } \{L \le L(W_0)\},
+        \end{cases}
+
+    with :math:`A_j = a_j b_j^\top` the rows of the SVM ``own`` (``att_svm(data,
+    attention="linear")``, one per query, labels included), n the number of sequences (the
+    engine's risk is a mean over sequences of the sum over queries) and
+    :math:`G_{jk} = \langle A_j, A_k\rangle = (a_j^\top a_k)(b_j^\top b_k)`. The exponential loss
+    is not globally smooth; :math:`\ell'' = \ell` and each :math:`\ell(\langle A_j, W\rangle)
+    \le n L(W)`, so :math:`\beta` bounds the Hessian on the sublevel set of the start
+    :math:`W_0`, which plain GD with :math:`\eta < 2/\beta` does not leave (the descent lemma).
+    """
+    A, B = own.constraints.A, own.constraints.B
+    gram = (A @ A.T) * (B @ B.T)
+    top = float(np.linalg.eigvalsh(gram)[-1]) if len(gram) else 0.0
+    if loss == "logistic":
+        return top / (4.0 * n)
+    margins = np.einsum("ji,ik,jk->j", A, np.asarray(W0, dtype=float), B)
+    return float(np.sum(np.exp(-margins)) / n) * top
+
+
+def own_status(
+    attention: str,
+    loss: Any,
+    normalized: bool,
+    param: str = "W",
+    *,
+    step_size: float | None = None,
+    beta: float | None = None,
+    separable: bool | None = None,
+    ridge: float = 0.0,
+) -> str:
     """What a map's own prediction in :func:`verify` is: a theorem (whose, under which
-    hypotheses), a certified KKT point, a conjecture, or none, for this ``loss``, step and
+    hypotheses, checked), a conjecture, measured, or none, for this ``loss``, step and
     parameterization (the theorems below are about GD on W: for ``param="KQ"`` the model is
     bilinear in (K, Q), outside them, and the nuclear SVM of the map is svmgeo's analogue of
-    Att-SVM⋆, a conjecture)."""
+    Att-SVM⋆, a conjecture).
+
+    Linear attention with plain steps is labelled a theorem (Soudry et al. 2018) only when its
+    hypotheses are checked here: an exponentially tailed loss, ``separable`` rows (the map's
+    SVM solved ``optimal``; False: certified infeasible; None: not decided), no ``ridge``,
+    and ``step_size`` below ``2 / beta`` (:func:`linear_step_limit`); otherwise "measured:"
+    with the hypotheses that fail or are not checked.
+    """
     name = loss if isinstance(loss, str) else getattr(loss, "name", "a user loss")
     tailed = isinstance(loss, str) and loss in EXPONENTIAL_TAILS
     if param == "KQ" and attention in ("linear", "relu") and tailed:
@@ -661,36 +709,67 @@ def own_status(attention: str, loss: Any, normalized: bool, param: str = "W") ->
                 "which the max-margin theorems for linear models assume (Soudry et al. 2018; "
                 "Nacson et al. 2019): the SVM is measured against, not predicted"
             )
-        whose = (
-            "normalized GD, Nacson et al. 2019 (for their step rule; svmgeo's constant-step "
-            "normalized GD is not literally it, so here it is measured)"
-            if normalized
-            else "GD with a small enough step, Soudry et al. 2018"
-        )
-        return (
-            f"theorem: Y f is linear in W; on separable rows, the {name} loss (exponentially "
-            f"tailed) and {whose}: the direction tends to its hard-margin SVM"
-        )
+        if normalized:
+            return (
+                "measured (the limit is a theorem for plain GD with η < 2/β, Soudry et al. "
+                "2018, and for Nacson et al. 2019's step rule; constant-step normalized GD is "
+                f"neither): Y f is linear in W; the {name} loss is exponentially tailed; the "
+                "direction is compared with its hard-margin SVM"
+            )
+        return _linear_plain_status(name, step_size, beta, separable, ridge)
     if attention == "relu":
         if not tailed:
             return (
                 f"none: f is homogeneous in W, but the {name} loss is not of exponential type, "
                 "which Lyu & Li 2020 and Ji & Telgarsky 2020 assume: measured only"
             )
-        step = (
-            "; their theorems are for gradient flow and small-step GD, not svmgeo's "
-            "normalized steps, so here it is measured"
-            if normalized
-            else ""
-        )
+        steps = "normalized discrete GD" if normalized else "plain discrete GD"
         return (
-            "KKT point of min ||W||^2 s.t. Y f >= 1 (Lyu & Li 2020; Ji & Telgarsky 2020: "
-            f"homogeneous models, exponential-type losses, here {name}){step}; the convex QP "
-            "at the final active pattern"
+            "conjecture, measured: a KKT point of min ||W||^2 s.t. Y f >= 1 (the convex QP at "
+            "the final active pattern). f is positively 1-homogeneous in W and the "
+            f"{name} loss is of exponential type, but the theorems (Lyu & Li 2020: gradient "
+            "flow, and GD with small steps on smooth models; Ji & Telgarsky 2020: gradient "
+            "flow) hold once the loss is below a threshold, which is not checked here, and "
+            f"ReLU attention is not smooth while svmgeo runs {steps}"
         )
     if attention == "sigmoid":
         return "conjecture (svmgeo's): the SVM of the final sign pattern, measured"
     return "none: u / 1^T u is scale-invariant in W, no margin grows"
+
+
+def _linear_plain_status(
+    name: str, step_size: float | None, beta: float | None, separable: bool | None, ridge: float
+) -> str:
+    """:func:`own_status` of linear attention's plain GD on an exponentially tailed loss."""
+    limit = None if beta is None or not beta > 0.0 else 2.0 / beta
+    fails = []
+    if separable is False:
+        fails.append("the rows are not separable (the linear SVM is infeasible)")
+    elif separable is None:
+        fails.append("separability is not decided (the linear SVM's solve is not optimal)")
+    if ridge > 0.0:
+        fails.append(f"ridge = {ridge:g} > 0 (the regularized risk has a finite minimizer)")
+    if step_size is None or limit is None:
+        fails.append("the step size is not checked against 2/β")
+    elif not step_size < limit:
+        fails.append(f"the step η = {step_size:g} is not below 2/β = {limit:.4g}")
+    if fails:
+        return (
+            f"measured: {'; '.join(fails)}. Soudry et al. 2018's theorem (separable rows, "
+            "exponentially tailed loss, plain GD with η < 2/β) does not apply; the direction "
+            "is compared with the hard-margin SVM of the rows"
+        )
+    beta_is = (
+        "λmax(Σ_j vec A_j vec A_jᵀ)/(4n), the risk's smoothness"
+        if name == "logistic"
+        else "L(W_0) λmax(Σ_j vec A_j vec A_jᵀ), the risk's smoothness on its sublevel set "
+        "{L ≤ L(W_0)}, which these steps do not leave"
+    )
+    return (
+        "theorem (Soudry et al. 2018: separable rows, exponentially tailed loss, plain GD with "
+        f"η < 2/β = {limit:.4g}; β = {beta_is}): Y f is linear in W, so the direction tends "
+        f"to its hard-margin SVM (the {name} loss)"
+    )
 
 
 def _check_map_options(
@@ -743,10 +822,38 @@ def _verify_map(
             own = None
     target = None if own is None or own.status is Status.INFEASIBLE else own.W
     predictions = [svm_prediction("own", own, target), *predictions]  # "own" first: wins ties
+    linear_w = attention == "linear" and param == "W"
+    facts = _linear_facts(data, own, trajectory, options) if linear_w else {}
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param=param, head="linear", threshold=threshold, trajectory=trajectory,
         verdict=verdict, comparison=comparison, svms=svms,
         attention=attention, svm_own=own,
-        own_status=own_status(attention, options["loss"], options["normalized"], param),
+        own_status=own_status(
+            attention, options["loss"], options["normalized"], param, **facts
+        ),
     )  # fmt: skip
+
+
+def _linear_facts(
+    data: TokenData, own: SVMResult | None, trajectory: Trajectory, options: dict[str, Any]
+) -> dict[str, Any]:
+    """What :func:`own_status` checks for linear attention: the step, β of the risk
+    (:func:`linear_step_limit`, logistic and exponential losses), separability (the map's SVM
+    ``optimal``: separable; ``infeasible``, with its certificate: not) and the ridge."""
+    separable = None  # no SVM, or a solve neither certified optimal nor infeasible
+    if own is not None and own.status is Status.INFEASIBLE:
+        separable = False
+    elif own is not None and own.status is Status.OPTIMAL:
+        separable = True
+    loss = options["loss"]
+    beta = None
+    if own is not None and isinstance(loss, str) and loss in EXPONENTIAL_TAILS:
+        beta = linear_step_limit(own, loss, trajectory.iterates[0], data.n)
+    step = options["step_size"]
+    return {
+        "step_size": float(step) if isinstance(step, (int, float)) else None,
+        "beta": beta,
+        "separable": separable,
+        "ridge": float(options.get("ridge") or 0.0),
+    }

@@ -202,7 +202,8 @@ class VerifyReport:
         sigmoid and ReLU) and :math:`\mathrm{corr}(W(t), W^{\mathrm{own}})`; None for softmax
         and where the map has no (feasible) SVM.
     own_status : str or None
-        What the own prediction is: a theorem (whose), a certified KKT point or a conjecture.
+        What the own prediction is: a theorem (whose, its hypotheses checked on this run),
+        "measured" (with the hypothesis that fails or is not checked), a conjecture, or none.
     svm_own : SVMResult or None
         The solve behind ``W_own`` (not serialized).
     W_l1, W_linf, W_spectral : ndarray or None

@@ -204,18 +204,25 @@ def test_a_zero_row_of_a_map_svm_names_no_token_pair() -> None:
 # -- verify(attention=...) ---------------------------------------------------------------------
 def test_own_status_names_a_theorem_only_under_its_hypotheses() -> None:
     """Linear attention's max-margin limit is a theorem for exponentially tailed losses only
-    (Soudry et al. 2018 for GD, Nacson et al. 2019 for normalized GD); the correlation loss
-    has none. ReLU's KKT theorem
-    (Lyu & Li; Ji & Telgarsky) is for gradient flow / small-step GD."""
+    (Soudry et al. 2018 for plain GD with η < 2/β, Nacson et al. 2019 for their step rule);
+    constant-step normalized GD is neither, so measured; the correlation loss has none.
+    ReLU's KKT theorems (Lyu & Li: gradient flow, small-step GD on smooth models; Ji &
+    Telgarsky: gradient flow) miss non-smooth ReLU attention and discrete GD: conjecture."""
     from svmgeo.verify._gd import own_status
 
-    assert own_status("linear", "logistic", True).startswith("theorem")
-    assert "Nacson" in own_status("linear", "logistic", True)
-    assert "Soudry" in own_status("linear", "exponential", False)
+    normalized = own_status("linear", "logistic", True)
+    assert normalized.startswith("measured (the limit is a theorem for plain GD with η < 2/β")
+    assert "Nacson" in normalized and "constant-step normalized GD is neither" in normalized
+    # plain GD without the step checked: measured, naming the hypothesis left unchecked
+    plain = own_status("linear", "exponential", False)
+    assert plain.startswith("measured:") and "the step size is not checked against 2/β" in plain
+    assert "Soudry" in plain
     assert own_status("linear", "correlation", True).startswith("none")
     assert own_status("relu", "correlation", False).startswith("none")
-    assert "measured" in own_status("relu", "logistic", True)
-    assert "measured" not in own_status("relu", "logistic", False)
+    for normalized_steps in (True, False):
+        relu = own_status("relu", "logistic", normalized_steps)
+        assert relu.startswith("conjecture, measured") and "not smooth" in relu
+        assert "threshold, which is not checked" in relu
     # regression: GD on (K, Q) is bilinear, outside the theorems for GD on W; param="KQ" was
     # not passed, and the KQ run printed the linear-model theorem for its nuclear SVM
     for attention in ("linear", "relu"):
@@ -228,6 +235,60 @@ def test_own_status_names_a_theorem_only_under_its_hypotheses() -> None:
     data = sg.random_data(4, 5, 6, seed=2, score_gap=0.05)
     rep = sg.verify(data, attention="linear", loss="correlation", n_steps=200)
     assert rep.own_status.startswith("none")
+
+
+def test_linear_own_status_checks_soudrys_hypotheses() -> None:
+    """Regression (audit, session 50): linear attention with plain GD printed "theorem: ...
+    GD with a small enough step, Soudry et al. 2018" without seeing the step; at η = 1e3,
+    about 100 times the limit 2/β, it still did. Now "theorem" needs an exponentially tailed
+    loss, separable rows (the linear SVM optimal), no ridge and η < 2/β; else "measured:"
+    with the hypothesis that fails."""
+    from svmgeo.gd import loss_and_grad
+    from svmgeo.verify._gd import own_status
+
+    data = sg.random_data(4, 5, 8, seed=0)
+    big = sg.verify(data, attention="linear", normalized=False, step_size=1e3, n_steps=200)
+    assert big.own_status.startswith("measured: the step η = 1000 is not below 2/β = 9.951")
+    assert not big.own_status.startswith("theorem")
+    small = sg.verify(data, attention="linear", normalized=False, step_size=1.0, n_steps=200)
+    assert small.own_status.startswith(
+        "theorem (Soudry et al. 2018: separable rows, exponentially tailed loss, plain GD "
+        "with η < 2/β = 9.951"
+    )
+    # the exponential loss is smooth on its sublevel set only: β = L(W_0) λmax(G), L(0) = 1
+    exp0 = sg.verify(data, attention="linear", normalized=False, step_size=1.0,
+                     loss="exponential", n_steps=50)  # fmt: skip
+    assert exp0.own_status.startswith("measured: the step η = 1 is not below 2/β = 0.6219")
+    # the default, constant-step normalized GD: measured
+    default = sg.verify(data, attention="linear", n_steps=50)
+    assert default.own_status.startswith("measured (the limit is a theorem for plain GD")
+    # rows that are not separable: two copies of a sequence with opposite labels
+    X = np.random.default_rng(0).normal(size=(1, 3, 2))
+    twins = sg.TokenData(np.concatenate([X, X]), Y=[1, -1], v=[1.0, 0.5], Z=np.ones((2, 2)))
+    # (W = 0 is stationary there: the rows cancel)
+    rep = sg.verify(twins, attention="linear", normalized=False, step_size=0.01, n_steps=50,
+                    init=("random", 0.1), seed=0)  # fmt: skip
+    assert rep.svm_own is not None and rep.svm_own.status is sg.Status.INFEASIBLE
+    assert rep.own_status.startswith("measured: the rows are not separable"), rep.own_status
+    ridged = own_status("linear", "logistic", False, step_size=1.0, beta=0.2, separable=True,
+                        ridge=1e-3)  # fmt: skip
+    assert ridged.startswith("measured: ridge = 0.001 > 0")
+    undecided = own_status("linear", "logistic", False, step_size=1.0, beta=0.2)
+    assert undecided.startswith("measured: separability is not decided")
+    # β is the engine's: with two queries per sequence the risk is a mean over the n
+    # sequences, and at W = 0 (ℓ'' = 1/4 for every row) the Hessian's top eigenvalue is β
+    data2 = sg.random_data(3, 4, 3, seed=1, n_queries=2)
+    run = sg.verify(data2, attention="linear", normalized=False, step_size=1.0, n_steps=5)
+    h, d = 1e-5, data2.d
+    H = np.empty((d * d, d * d))
+    for k in range(d * d):
+        E = np.zeros(d * d)
+        E[k] = h
+        up = loss_and_grad(data2, E.reshape(d, d), attention="linear")[1]
+        down = loss_and_grad(data2, -E.reshape(d, d), attention="linear")[1]
+        H[:, k] = (np.asarray(up) - np.asarray(down)).reshape(-1) / (2 * h)
+    limit = 2.0 / np.linalg.eigvalsh((H + H.T) / 2)[-1]
+    assert f"2/β = {limit:.4g}" in run.own_status, (limit, run.own_status)
 
 
 @pytest.mark.parametrize(
