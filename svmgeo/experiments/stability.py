@@ -11,11 +11,14 @@ normalized GD (issue #22) — exact local Lipschitz constants, selection-changin
 
 at recorded steps t of each map's normalized GD on ``random_data(6, 8, 10, seed)``
 (:func:`~svmgeo.lipschitz`, :func:`~svmgeo.robustness_radius`; α the largest logit of each
-sequence). The radius is invariant under :math:`W \to cW`, so along directional convergence
-to an SVM direction :math:`\bar W` it tends to :math:`r_i(\bar W)`: softmax's
-:math:`\bar W` is the Att-SVM of its selection, linear attention's its one-row SVM
-(``att_svm(data, attention="linear")``; a theorem for separable linear models, Soudry et al.
-2018), normalized linear attention has none (NaN). Part of svmgeo's reconstruction of Chen,
+sequence). The radius is invariant under :math:`W \to cW`, so if :math:`W_t/\|W_t\|`
+converges to an SVM direction :math:`\bar W` it tends to :math:`r_i(\bar W)`. The directions
+compared with: softmax's :math:`\bar W` is the Att-SVM of its selection (that GD from
+:math:`W = 0` converges to it is a conjecture, measured here); linear attention's is its
+one-row SVM (``att_svm(data, attention="linear")``; the limit is a theorem, Soudry et al.
+2018, for separable rows, an exponentially tailed loss and plain GD with :math:`\eta < 2/\beta`,
+and these constant-step normalized runs are measured); normalized linear attention has none
+(NaN). Part of svmgeo's reconstruction of Chen,
 Guo, Li, Song, Zhou (ICLR 2024 submission 4416); docs/attention-maps.md.
 """
 

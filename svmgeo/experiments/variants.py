@@ -11,8 +11,12 @@ seed)`` and each SVM taken at what :math:`W_T` ends on: softmax's Att-SVM (``fro
 Att-SVM⋆ (``nuc``) of the largest logits, linear attention's one-row SVM, the sigmoid SVM of
 the final sign pattern, the ReLU QP of the final active pattern (``att_svm(data,
 attention=...)``; NaN where infeasible). *Closest* is the SVM of largest correlation; *own* the
-map's prediction (a theorem for linear attention — Soudry et al. 2018 —, for ReLU a KKT point —
-Lyu & Li 2020 —, a conjecture for sigmoid; none for normalized linear attention).
+map's prediction: for linear attention the hard-margin SVM of its rows (the limit is a theorem
+— Soudry et al. 2018 — for separable rows, an exponentially tailed loss and plain GD with
+η < 2/β; these runs take constant-step normalized steps, so here it is measured), for ReLU a KKT
+point (Lyu & Li 2020 prove that for gradient flow and small-step GD on smooth models; ReLU
+attention is not smooth: a conjecture, measured), for sigmoid svmgeo's conjecture; none for
+normalized linear attention.
 
 Sigmoid runs also report their *stuck* keys (final sign against the pull
 :math:`\mathrm{sign}\,\gamma`) and the verdict of :func:`~svmgeo.is_locally_optimal_pattern`.

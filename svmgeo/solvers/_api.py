@@ -557,12 +557,15 @@ def att_svm(
         ``attention=``) the SVM predicts; rows from
         :func:`~svmgeo.constraints.map_svm_constraints` for the others (``alpha`` and
         ``param="p"`` are softmax's only): ``"linear"``, one row per query
-        :math:`(\sum_t\gamma_{ikt}x_{it})^\top W z_{ik} \ge 1` (GD's limit: a theorem for
-        separable linear models, Soudry et al. 2018); ``"sigmoid"``, rows
+        :math:`(\sum_t\gamma_{ikt}x_{it})^\top W z_{ik} \ge 1` (GD's limit: a theorem,
+        Soudry et al. 2018, for separable rows, an exponentially tailed loss and plain GD with
+        :math:`\eta < 2/\beta`; normalized steps are measured); ``"sigmoid"``, rows
         :math:`\pi_{ikt} x_{it}^\top W z_{ik} \ge 1` of a sign pattern (svmgeo's
         conjecture); ``"relu"``, the convex QP at an active pattern whose solution is the KKT
-        point of :math:`\min\|W\|^2` s.t. :math:`Y f \ge 1` there (Lyu & Li 2020; Ji &
-        Telgarsky 2020). ``normalized_linear`` has none (scale-invariant).
+        point of :math:`\min\|W\|^2` s.t. :math:`Y f \ge 1` there (GD's limit: a
+        conjecture, measured; Lyu & Li 2020 and Ji & Telgarsky 2020 prove KKT limits for
+        gradient flow, and small-step GD on smooth models, which ReLU attention is not).
+        ``normalized_linear`` has none (scale-invariant).
     pattern : optional
         ``"sigmoid"``: default the pull :math:`\mathrm{sign}\,\gamma`; or a W, a run
         (``run.W``) or a sign array (n, T) / (n, K, T). ``"relu"``: required, a W, a run or a
