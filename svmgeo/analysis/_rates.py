@@ -8,8 +8,9 @@ error, with seeded bootstrap intervals.
     1 - \mathrm{corr}(W(t), \bar W) \approx c\, t^{-\kappa}
     \quad\text{and}\quad \approx c'\,(\log t)^{-\lambda}
 
-For gradient descent with plain steps on separable linear logistic regression these are
-theorems (Soudry, Hoffer, Nacson, Gunasekar, Srebro 2018): :math:`w(t) = \hat w\log t +
+For gradient descent with plain steps :math:`\eta < 2/\beta` (:math:`\beta` the smoothness
+of the risk) on separable linear logistic regression these are theorems (Soudry, Hoffer,
+Nacson, Gunasekar, Srebro 2018): :math:`w(t) = \hat w\log t +
 O(\log\log t)` with :math:`\hat w` the hard-margin SVM, so :math:`b = \|\hat w\|` and the
 direction error decays like a power of :math:`1/\log t` (:math:`\lambda = 2` when the
 residual converges). For softmax attention they are measurements.

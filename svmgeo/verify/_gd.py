@@ -91,9 +91,11 @@ def verify(
     What is proved and what is measured (MATH-NOTES §5): for W, GD with :math:`\eta \le
     1/L_W` converges in direction to :math:`W^{\mathrm{mm}}_\alpha` of a locally optimal
     :math:`\alpha` when started in its cone :math:`C_{\mu,R}(W^{\mathrm{mm}}_\alpha)` with
-    :math:`\mu = \mu(\alpha)` (*theorem*, TF-SVM Theorem 5), and towards
-    :math:`W^{\mathrm{mm}}` of the optimal tokens under Theorem 4's good-initial-gradient
-    condition if its iterates stay in that cone; GD from zero, normalized steps and (K, Q) runs
+    :math:`\mu = \mu(\alpha)`, :math:`R = R(\mu)`, under Assumption A and a linear head
+    (*theorem*, TF-SVM Theorem 5), and towards :math:`W^{\mathrm{mm}}` of the optimal tokens
+    under Theorem 4's good-initial-gradient condition if its iterates stay in that cone
+    (:math:`\eta \le 1/L_W`, Assumption A, a linear head, unique optimal tokens, Att-SVM(opt)
+    feasible; *theorem*, TF-SVM Theorem 4); GD from zero, normalized steps and (K, Q) runs
     approaching :math:`W^{\mathrm{mm}\star}_\alpha` (nuclear) are measured here, not proved
     (Theorem 2 is about the regularization path, not GD). For nonlinear heads
     the report adds the Gen-SVM prediction :math:`W^{\mathrm{eq}} = W^{\mathrm{fin}} + R
