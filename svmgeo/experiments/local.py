@@ -11,7 +11,9 @@ selection (LOT) α,
 .. math::
 
     W(0) = R\,\frac{W^{mm}_\alpha}{\|W^{mm}_\alpha\|_F} + \text{noise},\qquad
-    \operatorname{corr}(W(t), W^{mm}_\alpha) \to 1 .
+    \operatorname{corr}(W(t), W^{mm}_\alpha) \overset{?}{\to} 1
+
+(the question the run measures, not a theorem for these steps).
 
 ``protocol="paper"`` (the paper's experiment): GD from zero (W) or a small random start
 (K, Q); α is GD's final argmax selection, and every recorded iterate is correlated with

@@ -65,8 +65,9 @@ def test_log_domain_keeps_improving_after_the_gradient_is_exactly_zero() -> None
 
 
 def test_kq_direction_approaches_the_nuclear_norm_solution() -> None:
-    """(K, Q) from a small random start (Theorem 2, nuclear-norm side): KQ^T/||KQ^T||
-    correlates with W^mm_* more than with W^mm_F."""
+    """(K, Q) from a small random start: KQ^T/||KQ^T|| correlates with W^mm_* more than with
+    W^mm_F. A measurement of a conjecture (the paper's experiments): Theorem 2's nuclear-norm
+    side is about the regularization path, not GD (MATH-NOTES §5.1)."""
     data, alpha = optimal_instance(SEEDS[0])
     W_nuc = w_mm(data, alpha, "nuc")
     W_fro = w_mm(data, alpha)

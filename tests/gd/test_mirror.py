@@ -69,8 +69,10 @@ def test_huge_norms_stay_finite() -> None:
 
 
 def test_converges_to_the_lp_svm_direction() -> None:
-    """An example of the paper's theorem (MD -> l_p Att-SVM in direction), on an instance
-    where the run selects the optimal tokens; the theorem's assumptions are not checked."""
+    """A measurement of a conjecture: normalized mirror descent -> the l_p Att-SVM in
+    direction, on an instance where the run selects the optimal tokens. Julistiono, Tarzanagh,
+    Azizan 2024 state it for their plain l_p-AttGD, with hypotheses not checked here; these
+    normalized steps are not their algorithm (docs/atlas.md, row 3)."""
     data = sg.random_data(4, 5, 10, seed=0)
     run = train_mirror(data, exponent=1.5, step_size=0.1, n_steps=2000, normalized=True)
     sel = RiskOracle(data)(run.W).selected.reshape(-1)
