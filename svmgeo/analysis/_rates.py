@@ -198,7 +198,8 @@ def fit_rates(
         ``"nuc"``, ``"spectral"``, ``("lp", p)``); ``"nuc"`` needs matrix iterates.
     growth : {"log", "linear"}, default "log"
         The norm model: :math:`a + b\log t`, as for plain GD on separable data (a theorem of
-        Soudry et al. 2018 for linear logistic regression), or :math:`a + b\,t`, for steps of
+        Soudry et al. 2018 for linear logistic regression with :math:`\eta < 2/\beta`), or
+        :math:`a + b\,t`, for steps of
         a fixed length (normalized GD with a constant step size, sign and steepest descent):
         their norm grows at most linearly, and linearly on svmgeo's runs (measured,
         docs/optimizers.md).
