@@ -117,6 +117,7 @@ def svm_correlations(
     *,
     face: frozenset[str] = FACE_SVMS,
     cache: dict[tuple[str, bytes], Any] | None = None,
+    lower_bounds: set[str] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
     r"""Correlation of W with the Att-SVM of α in each norm of ``norms``.
 
@@ -129,6 +130,8 @@ def svm_correlations(
     Returns ``(corr, returned)``: the correlations (face ones for ``face``) and, for the
     labels in ``face``, the correlation with the returned solution. NaN where the SVM has no
     solution (α infeasible). ``cache`` (keyed by label and α) reuses solves across runs.
+    ``lower_bounds``, when given, receives the labels whose face correlation is only a lower
+    bound on the face's best (:attr:`~svmgeo.solvers.FaceAlignment.maximum` False).
     """
     cache = {} if cache is None else cache
     corr: dict[str, float] = {}
@@ -145,7 +148,10 @@ def svm_correlations(
                 returned[label] = math.nan
         elif label in face:
             returned[label] = correlation(W, res.W)
-            corr[label] = optimal_face_alignment(res, W).correlation
+            aligned = optimal_face_alignment(res, W)
+            corr[label] = aligned.correlation
+            if lower_bounds is not None and not aligned.maximum:
+                lower_bounds.add(label)
         else:
             corr[label] = correlation(W, res.W)
     return corr, returned

@@ -75,7 +75,7 @@ class FaceAlignment:
         positive correlation, the best one found (a lower bound, :func:`_ascend`).
     correlation : float
         :math:`\langle D, W\rangle / (\|D\|_F \|W\|_F)`: the best correlation of D with a
-        :math:`\tau`-optimal solution (where none is positive, the best found: a lower bound).
+        :math:`\tau`-optimal solution (a lower bound on it where ``maximum`` is False).
     returned_correlation : float
         The correlation of D with the solver's solution ``res.W``, for comparison.
     value : float
@@ -84,6 +84,12 @@ class FaceAlignment:
         :math:`\tau`.
     status : str
         cvxpy's status of the face problem.
+    maximum : bool
+        Whether ``correlation`` is the maximum over the face: True when W is the face
+        problem's maximizer, checked in the face, with a positive correlation. False when it
+        is a lower bound: no point of the face has a positive correlation, or the face
+        problem's point missed the face (an SDP solved to ~1e-5 against a face of width
+        :math:`\tau`, say) and W is the best point checked in it (``status`` says which).
     """
 
     W: np.ndarray
@@ -92,6 +98,7 @@ class FaceAlignment:
     value: float
     tol: float
     status: str
+    maximum: bool = True
 
     def _repr_html_(self) -> str:  # Jupyter: the field table (svmgeo._summary)
         from .._summary import html_summary
@@ -367,9 +374,11 @@ def optimal_face_alignment(
     geometry = _geometry(res, "optimal_face_alignment")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="optimal_face_alignment")
     D = _direction(direction, res, "optimal_face_alignment")
-    W, status = _solve_face(res, geometry, D, tol, scaled=True)
-    if W is None or not _in_face(res, geometry, W, tol) or not correlation(D, W) > 0:
-        W, status = _ascend(res, geometry, D, tol)
+    found, status = _solve_face(res, geometry, D, tol, scaled=True)
+    maximum = (
+        found is not None and _in_face(res, geometry, found, tol) and correlation(D, found) > 0
+    )
+    W, status = (found, status) if found is not None and maximum else _ascend(res, geometry, D, tol)
     return FaceAlignment(
         W=W,
         correlation=correlation(D, W),
@@ -377,6 +386,7 @@ def optimal_face_alignment(
         value=geometry.value(W),
         tol=tol,
         status=status,
+        maximum=maximum,
     )
 
 
