@@ -97,7 +97,8 @@ def _read_raw(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
     data = path.read_bytes()
     truncated = bool(data) and not data.endswith(b"\n")
     if truncated:
-        if b"\n" not in data and not data.startswith(b"trial_id"):  # not a torn header either
+        torn_header = data.startswith(b"trial_id") or b"trial_id".startswith(data)
+        if b"\n" not in data and not torn_header:  # not a header torn anywhere either
             raise ProblemError(
                 f"{path} is not a svmgeo sweep table: its only line, {data[:40]!r}, is not "
                 "a header starting with 'trial_id'. Pass the 'out' path of a sweep."
