@@ -399,11 +399,15 @@ def _verify_optimizer(
     predictions = [svm_prediction(name, s) for name, s in svms.items()]
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     face: dict[str, float] = {}
+    bounds: list[str] = []  # face values that are lower bounds on the face's best
     for name, res in svms.items():
         if res is None:
             face[name] = math.nan
         elif name in FACE_SVMS:
-            face[name] = optimal_face_alignment(res, trajectory.final).correlation
+            aligned = optimal_face_alignment(res, trajectory.final)
+            face[name] = aligned.correlation
+            if not aligned.maximum:
+                bounds.append(name)
         else:
             face[name] = comparison.finals[name]
     certified = {p.name for p in predictions if p.certified}  # the closest is certified
@@ -413,6 +417,7 @@ def _verify_optimizer(
     return assemble(
         param=param, head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,
         comparison=comparison, svms=svms, method=label, face_corr=face,
+        face_lower_bounds=tuple(bounds),
         rates=_rates(trajectory, svms, norms, _fixed_length({**options, "normalized": True})),
     )  # fmt: skip
 

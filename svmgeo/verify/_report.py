@@ -41,6 +41,7 @@ _MAP_FIELDS = ("attention", "W_own", "corr_own", "own_status")
 # of GD and mirror-descent reports (as before)
 _OPTIMIZER_FIELDS = (
     "W_l1", "corr_l1", "W_linf", "corr_linf", "W_spectral", "corr_spectral", "face_corr",
+    "face_lower_bounds",
 )  # fmt: skip
 # objects, not serialized
 _FIELDS_OUT = (
@@ -217,6 +218,10 @@ class VerifyReport:
         Another optimizer: the final correlation with each SVM, the best over its optimal
         face for ``l1``, ``linf``, ``spectral`` (:func:`~svmgeo.solvers.optimal_face_alignment`:
         those optima need not be unique); ``converged_to`` is the largest of these.
+    face_lower_bounds : tuple of str or None
+        Another optimizer: the SVMs of ``face_corr`` whose face value is only a lower bound on
+        the face's best (:attr:`~svmgeo.solvers.FaceAlignment.maximum` False: e.g. the face
+        problem's point missed the face); the report prints them "≥ x".
     rates : dict of str to Rates or None
         :func:`~svmgeo.fit_rates` of the run against each SVM prediction (``"fro"``,
         ``"nuc"``, and ``"l1"``, ``"linf"``, ``"spectral"``, ``"lp"`` for another optimizer),
@@ -296,6 +301,7 @@ class VerifyReport:
     W_spectral: np.ndarray | None = None
     corr_spectral: np.ndarray | None = None
     face_corr: dict[str, float] | None = None
+    face_lower_bounds: tuple[str, ...] | None = None
     rates: dict[str, Any] | None = field(default=None, repr=False)
     svm_l1: SVMResult | None = field(default=None, repr=False)
     svm_linf: SVMResult | None = field(default=None, repr=False)
@@ -406,7 +412,9 @@ class VerifyReport:
         if self.face_corr is not None:  # another optimizer: every SVM, faces included
             head[3] = ("stop", f"{self.status} after {int(self.steps[-1])} steps "
                        f"({self.method}, {self.param} param)")  # fmt: skip
-            head += [(f"corr(W, W_mm {k}{'' if k == 'lp' else ' face'})", num(c))
+            bounds = self.face_lower_bounds or ()
+            head += [(f"corr(W, W_mm {k}{'' if k == 'lp' else ' face'})",
+                      ("≥ " if k in bounds else "") + num(c))
                      for k, c in self.face_corr.items() if k not in ("fro", "nuc")]  # fmt: skip
         if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
             head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
@@ -472,6 +480,8 @@ class VerifyReport:
                 out[f.name] = _list(val)
             elif isinstance(val, float):
                 out[f.name] = _f(val)
+            elif isinstance(val, tuple) and all(isinstance(x, str) for x in val):
+                out[f.name] = list(val)  # face_lower_bounds
             elif isinstance(val, tuple):  # optimal_ties
                 out[f.name] = [[i, k, list(tokens)] for i, k, tokens in val]
             elif isinstance(val, (bool, int, str)) or val is None:
@@ -514,6 +524,8 @@ class VerifyReport:
             kw["optimal_ties"] = tuple((i, k, tuple(t)) for i, k, t in raw["optimal_ties"])
         if raw.get("face_corr") is not None:
             kw["face_corr"] = {k: _nan(x) for k, x in raw["face_corr"].items()}
+        if raw.get("face_lower_bounds") is not None:
+            kw["face_lower_bounds"] = tuple(raw["face_lower_bounds"])
         return cls(**kw)
 
 
