@@ -305,6 +305,15 @@ def test_a_report_without_an_svm_round_trips_through_json() -> None:
         ({"threshold": 2.0}, "'threshold'"),
         ({"head": "relu"}, "needs V"),
         ({"init": "cone", "alpha": np.zeros(6, dtype=int), "cone_radius": -1.0}, "cone_radius"),
+        # a start beyond float64 blamed init, which was not passed
+        (
+            {"init": "cone", "alpha": np.zeros(6, dtype=int), "cone_radius": 1e308},
+            r"'cone_radius' parameter of verify must be a float in \(0, 1e\+151\]",
+        ),
+        (
+            {"init": "cone", "alpha": np.zeros(6, dtype=int), "cone_noise": 1e308},
+            r"'cone_noise' parameter of verify must be a float in \[0, 1e\+151\]",
+        ),
         ({"tol": 1e-3}, "'tol' .* was renamed 'grad_tol'; pass grad_tol="),
         ({"method": "gd"}, "'method' .* was renamed 'optimizer'"),
         ({"p": 1.5}, "'p' .* was renamed 'exponent'"),

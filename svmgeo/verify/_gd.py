@@ -17,7 +17,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import balanced_factors
-from .._validation import check_bool, check_option, check_real, check_seed
+from .._validation import MAX_SCALE, check_bool, check_option, check_real, check_seed
 from ..analysis import fit_rates, gen_svm, selected_sets
 from ..data import TokenData
 from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
@@ -127,9 +127,10 @@ def verify(
     alpha : array of int, shape (n,) or (n, K), optional
         The selection whose cone ``init="cone"`` starts in (required then, unused otherwise).
     cone_radius : float
-        :math:`R > 0` of the cone start.
+        :math:`R > 0` of the cone start, at most 1e151.
     cone_noise : float
-        Relative size (in :math:`\|\cdot\|_F`) of the perturbation of the cone start, >= 0.
+        Relative size (in :math:`\|\cdot\|_F`) of the perturbation of the cone start, in
+        [0, 1e151].
     seed : int, optional
         Seed of random initializations and of the cone perturbation.
     threshold : float
@@ -506,8 +507,11 @@ def _cone_start(
             "init='cone' needs alpha=, the selection whose cone around W^mm_alpha GD "
             "starts in (e.g. a locally optimal selection)."
         )
-    radius = check_real(cone_radius, "cone_radius", low=0.0, low_open=True, where=where)
-    noise = check_real(cone_noise, "cone_noise", low=0.0, high_open=True, where=where)
+    # at most MAX_SCALE each: the start stays finite (it blamed init, which was not passed)
+    radius = check_real(
+        cone_radius, "cone_radius", low=0.0, low_open=True, high=MAX_SCALE, where=where
+    )
+    noise = check_real(cone_noise, "cone_noise", low=0.0, high=MAX_SCALE, where=where)
     rng = check_seed(seed, where=where)
     ref = att_svm(sdata, alpha)
     if ref.W is None:
