@@ -374,11 +374,10 @@ def optimal_face_alignment(
     geometry = _geometry(res, "optimal_face_alignment")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="optimal_face_alignment")
     D = _direction(direction, res, "optimal_face_alignment")
-    found, status = _solve_face(res, geometry, D, tol, scaled=True)
-    maximum = (
-        found is not None and _in_face(res, geometry, found, tol) and correlation(D, found) > 0
-    )
-    W, status = (found, status) if found is not None and maximum else _ascend(res, geometry, D, tol)
+    W, status = _solve_face(res, geometry, D, tol, scaled=True)
+    maximum = W is not None and _in_face(res, geometry, W, tol) and correlation(D, W) > 0
+    if W is None or not maximum:
+        W, status = _ascend(res, geometry, D, tol)
     return FaceAlignment(
         W=W,
         correlation=correlation(D, W),
