@@ -34,7 +34,7 @@ from ..constraints import (
     map_svm_constraints,
 )
 from ..data import TokenData
-from ..selection import check_data, optimal_tokens, scores_full
+from ..selection import check_data, optimal_tokens, query_label, scores_full
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry, farkas_residual
 from ._exact import exact_dot_signs
@@ -656,8 +656,8 @@ def _relu_without_pull(data: TokenData, cs: ConstraintSet) -> FeasibilityResult 
     key_rows = np.flatnonzero((cs.pref != NO_TOKEN) & (cs.comp == NO_TOKEN))  # + x_t: active
     gamma = scores_full(data)[cs.seq[key_rows], cs.query[key_rows], cs.pref[key_rows]]
     for q in query_rows:
-        mine = key_rows[(cs.seq[key_rows] == cs.seq[q]) & (cs.query[key_rows] == cs.query[q])]
-        g = gamma[np.isin(key_rows, mine)]
+        own = (cs.seq[key_rows] == cs.seq[q]) & (cs.query[key_rows] == cs.query[q])
+        mine, g = key_rows[own], gamma[own]
         if mine.size == 0 or np.any(g > 0.0):  # no active key: a zero row, proved elsewhere
             continue
         i, k, keys = int(cs.seq[q]), int(cs.query[q]), cs.pref[mine]
@@ -671,12 +671,11 @@ def _relu_without_pull(data: TokenData, cs: ConstraintSet) -> FeasibilityResult 
         lam = np.zeros(cs.N)
         lam[q] = 1.0 / cs.rhs[q]
         lam[mine] = np.maximum(-g, 0.0) / cs.rhs[q]
-        where = f"sequence {i}" + (f", query {k}" if data.K > 1 else "")
         return FeasibilityResult(
             feasible=False,
             status=Status.INFEASIBLE,
             message=(
-                f"{where} has no active key with a positive score (active keys "
+                f"{query_label(data, i, k)} has no active key with a positive score (active keys "
                 f"{keys.tolist()}, scores {np.array2string(g, precision=3)}; exact signs): on "
                 "the pattern's cone, Y f = sum over active keys of gamma_t x_t^T W z <= 0 < 1 "
                 "for every W (proved by the signs; the Farkas vector meets the rows up to the "

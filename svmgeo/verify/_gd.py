@@ -673,12 +673,11 @@ def linear_step_limit(own: SVMResult, loss: str, W0: np.ndarray, n: int) -> floa
     \le n L(W)`, so :math:`\beta` bounds the Hessian on the sublevel set of the start
     :math:`W_0`, which plain GD with :math:`\eta < 2/\beta` does not leave (the descent lemma).
     """
-    A, B = own.constraints.A, own.constraints.B
-    gram = (A @ A.T) * (B @ B.T)
-    top = float(np.linalg.eigvalsh(gram)[-1]) if len(gram) else 0.0
+    cs = own.constraints
+    top = float(np.linalg.eigvalsh(cs.gram())[-1]) if cs.N else 0.0
     if loss == "logistic":
         return top / (4.0 * n)
-    margins = np.einsum("ji,ik,jk->j", A, np.asarray(W0, dtype=float), B)
+    margins = cs.apply(np.asarray(W0, dtype=float))
     return float(np.sum(np.exp(-margins)) / n) * top
 
 
