@@ -433,7 +433,7 @@ def atlas_markdown(rows: Sequence[dict[str, Any]] | None = None) -> str:
     ProblemError
         A correspondence names runs that ``rows`` lack.
     """
-    from .experiments.optimizers import FACE_SVMS, SVMS
+    from .experiments.optimizers import FACE_SVMS, SVMS, face_lower_bounds
 
     rows = evidence_rows() if rows is None else list(rows)
     by_run: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -494,7 +494,8 @@ def atlas_markdown(rows: Sequence[dict[str, Any]] | None = None) -> str:
         "solved in each norm and the final correlation with it listed (three decimals). The ℓ1, "
         "ℓ∞ and spectral SVMs can have a face of optimal solutions, so for them (*face*) the "
         "correlation is the best over the optimal face "
-        "(`svmgeo.solvers.optimal_face_alignment`), not with one returned solution. *closest* "
+        "(`svmgeo.solvers.optimal_face_alignment`), not with one returned solution (≥ x: only "
+        "a lower bound on it, `FaceAlignment.maximum` False). *closest* "
         "is the largest; *predicted* the correspondence's SVM. The full run (seeds 0–9, 3000 "
         "steps) is `svmgeo reproduce optimizers`; these are finite runs, measurements, not "
         f"proofs. Reproducible to ±{ATLAS_TOLERANCE} across machines: (K, Q) spectral descent "
@@ -507,7 +508,9 @@ def atlas_markdown(rows: Sequence[dict[str, Any]] | None = None) -> str:
     for k, c in enumerate(CORRESPONDENCES, 1):
         for run in c.evidence:
             for r in sorted(by_run[run], key=lambda r: r["seed"]):
-                cells = " | ".join(_fmt(r[f"corr_{s}"]) for s in SVMS)
+                bounds = face_lower_bounds(r) or frozenset()
+                cells = " | ".join(("≥ " if s in bounds else "") + _fmt(r[f"corr_{s}"])
+                                   for s in SVMS)  # fmt: skip
                 out.append(
                     f"| {k} | {run[0]} | {run[1]} | {r['seed']} | {cells} | {r['closest']} | "
                     f"{c.svm or '-'} |"

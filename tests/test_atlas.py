@@ -50,6 +50,21 @@ def test_every_run_of_the_evidence_is_listed_per_seed():
     assert n - 1 == expected  # minus the header
 
 
+def test_face_correlations_that_are_lower_bounds_are_marked():
+    """A face correlation that is only a lower bound on the face's best (the row's
+    face_lower_bounds) reads "≥ x" in the evidence, as in verify and the experiment's headline
+    (it read as the best before session 51)."""
+    rows = _fake_rows()
+    sign = next(r for r in rows if (r["param"], r["optimizer"]) == ("W", "sign"))
+    sign["face_lower_bounds"] = "spectral"
+    evidence = atlas.atlas_markdown(rows).split("## Evidence")[1]
+    line = next(ln for ln in evidence.splitlines() if f"| W | sign | {sign['seed']} |" in ln)
+    cells = [c.strip() for c in line.split("|")[5:-3]]
+    labels = list(SVMS)
+    want = [("≥ " if s == "spectral" else "") + f"{sign[f'corr_{s}']:.3f}" for s in labels]
+    assert cells == want
+
+
 def test_missing_runs_name_the_argument():
     rows = [r for r in _fake_rows() if r["optimizer"] != "sign"]
     with pytest.raises(ProblemError, match="'rows'"):

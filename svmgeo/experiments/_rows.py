@@ -28,6 +28,7 @@ __all__ = [
     "ok_rows",
     "quantile",
     "seeds",
+    "unknown",
 ]
 
 Rows = list[dict[str, Any]]
@@ -81,6 +82,21 @@ def quantile(values: Iterable[Any], q: float) -> float:
 def final_parts(rows: Rows) -> Rows:
     """The final recorded row (step or threshold) of each multi-row trial."""
     return [r for r in rows if r["part"] == r["n_parts"] - 1]
+
+
+def unknown(rows: Rows, columns: Iterable[str]) -> dict[str, str]:
+    """Headline entries for the ``columns`` that some rows lack, as unknown (not empty): rows
+    of a table written before the column existed (read back with
+    :func:`~svmgeo.experiments.read_results`); ``{}`` when every row has them."""
+    out = {}
+    for column in columns:
+        n = sum(1 for r in rows if column not in r)
+        if n:
+            out[f"{column}: unknown"] = (
+                f"{n} of {len(rows)} rows lack the column (a table written before it); rerun "
+                "them (resume=False) to measure it"
+            )
+    return out
 
 
 def seeds(quick: bool, n_quick: int, n_full: int) -> list[int]:

@@ -8,15 +8,18 @@ r"""Experiment ``optimizers``: which SVM does each optimizer's W end closest to?
 
 with :math:`W_T` the final iterate of each optimizer of :data:`OPTIMIZERS` (from W = 0, or
 from a small random (K, Q) start for ``param="KQ"``), α the selection it ends on (the most
-probable key of every query) and :math:`W^{\mathrm{mm}}_{\|\cdot\|,\alpha}` the Att-SVM of α
-in that norm (``sg.att_svm(data, alpha, norm=...)``). The ℓ1, ℓ∞ and spectral SVMs can have a
-face of optimal solutions: for them the correlation is the best one over the optimal face
-(:func:`~svmgeo.solvers.optimal_face_alignment`), and the correlation with the one returned
-solution is kept next to it (``returned_corr_*``). *Closest* is the SVM of largest correlation.
+probable key of every query; none where that key is tied, :func:`final_selection`: the SVMs
+are then not solved, NaN, and ``tied`` names the queries) and
+:math:`W^{\mathrm{mm}}_{\|\cdot\|,\alpha}` the Att-SVM of α in that norm
+(``sg.att_svm(data, alpha, norm=...)``). The ℓ1, ℓ∞ and spectral SVMs can have a face of
+optimal solutions: for them the correlation is the best one over the optimal face
+(:func:`~svmgeo.solvers.optimal_face_alignment`; ``face_lower_bounds`` names those that are
+only a lower bound on it, printed "≥ x"), and the correlation with the one returned solution
+is kept next to it (``returned_corr_*``). *Closest* is the SVM of largest correlation.
 
 The linear-model theorems (Gunasekar, Lee, Soudry, Srebro 2018; Fan, Schmidt, Thrampoulidis
 2025) predict each steepest descent's own norm; for attention these are conjectures
-(``docs/optimizers.md``, ``docs/atlas.md``).
+(``docs/optimizers.md``, ``docs/atlas.md``). Every number of the experiment is measured.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import correlation
 from ..data import TokenData, random_data
-from ..gd import RiskOracle, train
+from ..gd import train
 from ..solvers import att_svm, optimal_face_alignment
 from ._registry import Experiment, register
-from ._rows import Rows, group, seeds
+from ._rows import Rows, group, seeds, unknown
+from ._selection import final_selection
 
 __all__ = [
     "EXPERIMENT",
@@ -45,6 +49,7 @@ __all__ = [
     "OPTIMIZERS",
     "SVMS",
     "closest",
+    "face_lower_bounds",
     "final_run",
     "grid",
     "linear_grid",
@@ -94,9 +99,11 @@ N, T, D = 6, 8, 10
 
 def final_run(
     data: TokenData, optimizer: str, *, param: str = "W", n_steps: int, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray | None, str]:
     r"""Train with the rule ``OPTIMIZERS[optimizer]`` and return the final
-    :math:`W_T` (:math:`KQ^\top` for ``param="KQ"``) and the selection α it ends on.
+    :math:`W_T` (:math:`KQ^\top` for ``param="KQ"``), the selection α it ends on and the
+    queries where that selection is tied (:func:`final_selection`: α is None and the text
+    names them; ``""`` without ties).
 
     W starts from zero; (K, Q) (m = d) from ``("random", KQ_INIT_SCALE)`` seeded by ``seed``.
     """
@@ -105,14 +112,14 @@ def final_run(
         kw.update(param="KQ", m=data.d, init=("random", KQ_INIT_SCALE), seed=seed)
     run = train(data, n_steps=n_steps, step_size=STEP, **kw)
     assert run.W is not None  # param "W" or "KQ" always gives W
-    alpha = RiskOracle(data)(run.W).selected.reshape(data.selection_shape)
-    return run.W, alpha
+    alpha, tied = final_selection(data, run.W)
+    return run.W, alpha, tied
 
 
 def svm_correlations(
     data: TokenData,
     W: np.ndarray,
-    alpha: np.ndarray,
+    alpha: np.ndarray | None,
     norms: dict[str, Any],
     *,
     face: frozenset[str] = FACE_SVMS,
@@ -129,7 +136,8 @@ def svm_correlations(
 
     Returns ``(corr, returned)``: the correlations (face ones for ``face``) and, for the
     labels in ``face``, the correlation with the returned solution. NaN where the SVM has no
-    solution (α infeasible). ``cache`` (keyed by label and α) reuses solves across runs.
+    solution (α infeasible), and for every SVM when ``alpha`` is None (a tied selection,
+    :func:`final_selection`). ``cache`` (keyed by label and α) reuses solves across runs.
     ``lower_bounds``, when given, receives the labels whose face correlation is only a lower
     bound on the face's best (:attr:`~svmgeo.solvers.FaceAlignment.maximum` False).
     """
@@ -137,11 +145,14 @@ def svm_correlations(
     corr: dict[str, float] = {}
     returned: dict[str, float] = {}
     for label, norm in norms.items():
-        key = (label, alpha.tobytes())
-        if key not in cache:
-            res = att_svm(data, alpha, norm=norm)
-            cache[key] = res if res.success and res.W is not None else None
-        res = cache[key]
+        if alpha is None:
+            res = None
+        else:
+            key = (label, alpha.tobytes())
+            if key not in cache:
+                solved = att_svm(data, alpha, norm=norm)
+                cache[key] = solved if solved.success and solved.W is not None else None
+            res = cache[key]
         if res is None:
             corr[label] = math.nan
             if label in face:
@@ -157,6 +168,27 @@ def svm_correlations(
     return corr, returned
 
 
+def face_lower_bounds(row: dict[str, Any]) -> frozenset[str] | None:
+    """The labels whose face correlation in a trial row is only a lower bound on the face's
+    best (the ``face_lower_bounds`` cell: labels separated by spaces, ``"none"``); None when
+    the row lacks the column (a table written before it: unknown)."""
+    if "face_lower_bounds" not in row:
+        return None
+    cell = row["face_lower_bounds"]
+    return frozenset() if cell in (None, "none") else frozenset(str(cell).split())
+
+
+def _lower_bound_cell(labels: set[str]) -> str:
+    """The ``face_lower_bounds`` cell of a trial row: the labels in :data:`SVMS` order."""
+    return " ".join(k for k in SVMS if k in labels) or "none"
+
+
+def _corr_text(row: dict[str, Any], k: str, fmt: str = ".3f") -> str:
+    """``corr_<k>`` of a row, as "≥ x" where it is a lower bound on the face's best."""
+    bounds = face_lower_bounds(row) or frozenset()
+    return f"{'≥ ' if k in bounds else ''}{row[f'corr_{k}']:{fmt}}"
+
+
 def closest(corr: dict[str, float]) -> str:
     """The label of the largest correlation that is not NaN (the first when tied); ``"none"``
     when every one is NaN (no SVM has a solution)."""
@@ -167,14 +199,21 @@ def closest(corr: dict[str, float]) -> str:
 def trial(seed: int, param: str, optimizer: str, n_steps: int) -> dict[str, Any]:
     r"""One optimizer on ``random_data(6, 8, 10, seed)``: the final correlation with every SVM
     of :data:`SVMS` (``corr_<svm>``; the optimal face's for :data:`FACE_SVMS`, and
-    ``returned_corr_<svm>`` with the returned solution) and the closest SVM."""
+    ``returned_corr_<svm>`` with the returned solution), the closest SVM, ``feasible`` (every
+    SVM solved; None where the selection is tied), ``face_lower_bounds`` (the labels whose
+    face correlation is a lower bound on the face's best, ``"none"``; see
+    :func:`face_lower_bounds`) and ``tied`` (:func:`final_selection`'s tied queries, ``""``
+    without)."""
     data = random_data(N, T, D, seed=seed)
-    W, alpha = final_run(data, optimizer, param=param, n_steps=n_steps, seed=seed)
-    corr, returned = svm_correlations(data, W, alpha, SVMS)
+    W, alpha, tied = final_run(data, optimizer, param=param, n_steps=n_steps, seed=seed)
+    bounds: set[str] = set()
+    corr, returned = svm_correlations(data, W, alpha, SVMS, lower_bounds=bounds)
     row: dict[str, Any] = {f"corr_{k}": v for k, v in corr.items()}
     row.update({f"returned_corr_{k}": v for k, v in returned.items()})
     row["closest"] = closest(corr)
-    row["feasible"] = not any(math.isnan(v) for v in corr.values())
+    row["feasible"] = None if tied else not any(math.isnan(v) for v in corr.values())
+    row["face_lower_bounds"] = _lower_bound_cell(bounds)
+    row["tied"] = tied
     return row
 
 
@@ -190,20 +229,49 @@ def grid(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
-def _cells(row: dict[str, Any]) -> str:
-    return " ".join(f"{row[f'corr_{k}']:.3f}" for k in SVMS)
+def _span(rows: Rows, k: str, fmt: str = ".3f") -> str:
+    """The min–max over ``rows`` of ``corr_<k>`` ("-" when all NaN), "≥ x" where the row that
+    attains it holds a lower bound on the face's best."""
+    g = [r for r in rows if not math.isnan(r[f"corr_{k}"])]
+    if not g:
+        return "-"
+    lo = min(g, key=lambda r: r[f"corr_{k}"])
+    hi = max(g, key=lambda r: r[f"corr_{k}"])
+    return f"{_corr_text(lo, k, fmt)}-{_corr_text(hi, k, fmt)}"
+
+
+def _marks(rows: Rows, tag: str, fmt: str = ".3f") -> dict[str, str]:
+    """Headline entries of a group of rows: its face correlations that are lower bounds and
+    its tied selections, each only when there is one."""
+    out = {}
+    bounds = [f"seed {r['seed']} {k} {_corr_text(r, k, fmt)}"
+              for r in rows for k in sorted(face_lower_bounds(r) or ())]  # fmt: skip
+    if bounds:
+        out[f"{tag}: face lower bounds (≥)"] = "; ".join(bounds)
+    tied = [f"seed {r['seed']}: {r['tied']}" for r in rows if r.get("tied")]
+    if tied:
+        out[f"{tag}: tied final selection (no SVM)"] = "; ".join(tied)
+    return out
 
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Summary: one row per trial (every seed listed). Headline per (param, optimizer): the
-    closest SVM of every seed, and the min–max over seeds of each correlation."""
+    closest SVM of every seed, the min–max over seeds of each correlation ("≥ x": a lower
+    bound on the face's best), and, when there are any, the face correlations that are lower
+    bounds and the tied selections. A row without ``face_lower_bounds`` or ``tied`` (a table
+    written before them) counts as unknown there."""
     order = {name: k for k, name in enumerate(OPTIMIZERS)}
     keys = ["param", "optimizer", "seed", *(f"corr_{k}" for k in SVMS)]
-    keys += [f"returned_corr_{k}" for k in SVMS if k in FACE_SVMS] + ["closest"]
+    keys += [f"returned_corr_{k}" for k in SVMS if k in FACE_SVMS]
+    keys += ["closest", "face_lower_bounds", "tied"]
     ordered = sorted(rows, key=lambda r: (r["param"] != "W", order[r["optimizer"]], r["seed"]))
-    summary = [{k: r[k] for k in keys} for r in ordered]
-    headline: dict[str, Any] = {"SVMs (face: best over the optimal face)": ", ".join(
-        f"{k}{' (face)' if k in FACE_SVMS else ''}" for k in SVMS)}  # fmt: skip
+    summary = [{k: r.get(k) for k in keys} for r in ordered]
+    headline: dict[str, Any] = {
+        "SVMs (face: best over the optimal face; ≥ x: a lower bound on it)": ", ".join(
+            f"{k}{' (face)' if k in FACE_SVMS else ''}" for k in SVMS
+        )
+    }
+    headline.update(unknown(ordered, ["face_lower_bounds", "tied"]))
     groups = group(ordered, ("param", "optimizer"))
     for (param, name), g in sorted(
         groups.items(), key=lambda kv: (kv[0][0] != "W", order[kv[0][1]])
@@ -213,11 +281,8 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         headline[f"{tag}: closest, seeds {g[0]['seed']}-{g[-1]['seed']}"] = " ".join(
             r["closest"] for r in g
         )
-        spans = []
-        for k in SVMS:
-            v = [r[f"corr_{k}"] for r in g if not math.isnan(r[f"corr_{k}"])]
-            spans.append(f"{k} {min(v):.3f}-{max(v):.3f}" if v else f"{k} -")
-        headline[f"{tag}: corr min-max"] = ", ".join(spans)
+        headline[f"{tag}: corr min-max"] = ", ".join(f"{k} {_span(g, k)}" for k in SVMS)
+        headline.update(_marks(g, tag))
     return headline, summary
 
 
@@ -335,7 +400,8 @@ def linear_trial(seed: int, optimizer: str, n_steps: int) -> dict[str, Any]:
     :data:`SVMS` of linear attention (``att_svm(data, attention="linear", norm=...)``; the
     optimal face's for :data:`FACE_SVMS`), the margin ratio :func:`margin_ratio` in every norm
     (``ratio_<svm>``, and at a tenth of the steps, ``own_ratio_tenth``), the closest SVM by
-    each measure, and the step."""
+    each measure, the step, and ``face_lower_bounds`` (the labels whose face correlation is
+    only a lower bound on the face's best, ``"none"``; :func:`face_lower_bounds`)."""
     data = random_data(N, T, D, seed=seed)
     options, own, _ = LINEAR_OPTIMIZERS[optimizer]
     rows = linear_rows(data)
@@ -349,9 +415,13 @@ def linear_trial(seed: int, optimizer: str, n_steps: int) -> dict[str, Any]:
     assert run.W is not None  # param "W" always gives W
     row: dict[str, Any] = {"own": own, "step": eta, "stop": str(run.status)}
     ratio = {}
+    bounds: set[str] = set()
     for k, res in svms.items():
         if k in FACE_SVMS:
-            row[f"corr_{k}"] = optimal_face_alignment(res, run.W).correlation
+            aligned = optimal_face_alignment(res, run.W)
+            row[f"corr_{k}"] = aligned.correlation
+            if not aligned.maximum:
+                bounds.add(k)
         else:
             row[f"corr_{k}"] = correlation(run.W, res.W)
         ratio[k] = margin_ratio(rows, run.W, SVMS[k], float(res.objective or math.nan))
@@ -362,6 +432,7 @@ def linear_trial(seed: int, optimizer: str, n_steps: int) -> dict[str, Any]:
     row["own_ratio_tenth"] = margin_ratio(rows, W_tenth, SVMS[own], optimum)
     row["closest"] = closest({k: row[f"corr_{k}"] for k in SVMS})
     row["closest_margin"] = closest(ratio)
+    row["face_lower_bounds"] = _lower_bound_cell(bounds)
     return row
 
 
@@ -375,13 +446,15 @@ def linear_grid(quick: bool) -> list[dict[str, Any]]:
 
 def linear_summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """One row per trial (every seed); headline per rule: closest SVM (correlation, margin)
-    of every seed and the min–max of its own margin ratio and correlation."""
+    of every seed and the min–max of its own margin ratio and correlation ("≥ x": a lower
+    bound on the face's best)."""
     order = {name: k for k, name in enumerate(LINEAR_OPTIMIZERS)}
     keys = ["optimizer", "seed", "own", "step", "stop", *(f"corr_{k}" for k in SVMS),
-            *(f"ratio_{k}" for k in SVMS), "own_ratio_tenth", "closest", "closest_margin"]  # fmt: skip
+            *(f"ratio_{k}" for k in SVMS), "own_ratio_tenth", "closest", "closest_margin",
+            "face_lower_bounds"]  # fmt: skip
     ordered = sorted(rows, key=lambda r: (order[r["optimizer"]], r["seed"]))
-    summary = [{k: r[k] for k in keys} for r in ordered]
-    headline: dict[str, Any] = {}
+    summary = [{k: r.get(k) for k in keys} for r in ordered]
+    headline: dict[str, Any] = unknown(ordered, ["face_lower_bounds"])
     for name, g in sorted(group(ordered, ("optimizer",)).items(), key=lambda kv: order[kv[0][0]]):
         own, theorem = LINEAR_OPTIMIZERS[name[0]][1], LINEAR_OPTIMIZERS[name[0]][2]
         tag = f"{name[0]} (own {own}, {'theorem' if theorem else 'measured'})"
@@ -389,10 +462,10 @@ def linear_summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         headline[f"{tag}: closest by corr, {s}"] = " ".join(r["closest"] for r in g)
         headline[f"{tag}: closest by margin, {s}"] = " ".join(r["closest_margin"] for r in g)
         own_r = [r[f"ratio_{own}"] for r in g]
-        own_c = [r[f"corr_{own}"] for r in g]
         headline[f"{tag}: own margin ratio, own corr min-max"] = (
-            f"{min(own_r):.4f}-{max(own_r):.4f}, {min(own_c):.4f}-{max(own_c):.4f}"
+            f"{min(own_r):.4f}-{max(own_r):.4f}, {_span(g, own, '.4f')}"
         )
+        headline.update(_marks(g, tag, ".4f"))
     return headline, summary
 
 

@@ -18,8 +18,9 @@ compared with: softmax's :math:`\bar W` is the Att-SVM of its selection (that GD
 one-row SVM (``att_svm(data, attention="linear")``; the limit is a theorem, Soudry et al.
 2018, for separable rows, an exponentially tailed loss and plain GD with :math:`\eta < 2/\beta`,
 and these constant-step normalized runs are measured); normalized linear attention has none
-(NaN). Part of svmgeo's reconstruction of Chen,
-Guo, Li, Song, Zhou (ICLR 2024 submission 4416); docs/attention-maps.md.
+(NaN), and neither has softmax where its final largest logit is tied (no selection: NaN, the
+tied queries named in ``tied``, :func:`final_selection`). Part of svmgeo's reconstruction
+of Chen, Guo, Li, Song, Zhou (ICLR 2024 submission 4416); docs/attention-maps.md.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from ..data import TokenData, random_data
 from ..gd import GDRun, train
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, seeds
+from ._rows import Rows, final_parts, finite, group, seeds, unknown
+from ._selection import final_selection
 
 __all__ = [
     "EXPERIMENT",
@@ -79,13 +81,16 @@ def train_map(data: TokenData, attention: str, n_steps: int, seed: int = 0) -> G
 
 def limit_direction(data: TokenData, attention: str, W: np.ndarray) -> np.ndarray | None:
     """The SVM direction the radius is predicted to tend to: softmax's Att-SVM of the largest
-    logits at W, linear attention's one-row SVM, None for normalized linear attention."""
+    logits at W, linear attention's one-row SVM, None for normalized linear attention and for
+    softmax where W's largest logit is tied (:func:`final_selection`: no selection)."""
     if attention == "normalized_linear":
         return None
     if attention == "linear":
         res = att_svm(data, attention="linear")
     else:
-        alpha = np.argmax(np.einsum("ntd,de,ne->nt", data.X, W, data.Z), axis=1)
+        alpha, _ = final_selection(data, W)
+        if alpha is None:
+            return None
         res = att_svm(data, alpha)
     return res.W if res.success else None
 
@@ -94,13 +99,16 @@ def trial(seed: int, attention: str, quick: bool) -> list[dict[str, Any]]:
     r"""One map on ``random_data(6, 8, 10, seed)``: at each step of :func:`marks`, the loss,
     ‖W‖_F, the exact local Lipschitz constants ``lip_W``, ``lip_X`` (and the global W-bound
     ``lip_W_bound``, NaN when there is none), the smallest radius ``radius_min``, its predicted
-    limit ``radius_svm_min`` and ``radius_gap = max_i |r_i − r_i(W̄)|``, and ``corr_limit``,
-    the correlation of W with the limit direction W̄ (NaN without one)."""
+    limit ``radius_svm_min`` and ``radius_gap = max_i |r_i − r_i(W̄)|``, ``corr_limit``,
+    the correlation of W with the limit direction W̄ (NaN without one), and ``tied``, the
+    queries whose largest logit is tied at the final W (:func:`final_selection`; ``""``
+    without), the same on every row."""
     data = random_data(N, T, D, seed=seed)
     steps = marks(quick)
     run = train_map(data, attention, steps[-1], seed=seed)
     hist = {int(t): k for k, t in enumerate(run.history.step)}
     limit = limit_direction(data, attention, np.asarray(run.W))
+    tied = final_selection(data, np.asarray(run.W))[1]
     r_svm = robustness_radius(data, limit, svm=False).radius if limit is not None else None
     Ws, losses = run.history.W, run.history.loss
     assert Ws is not None and losses is not None  # recorded by default
@@ -122,6 +130,7 @@ def trial(seed: int, attention: str, quick: bool) -> list[dict[str, Any]]:
             "radius_svm_min": math.nan if r_svm is None else float(r_svm.min()),
             "radius_gap": math.nan if r_svm is None else float(np.abs(rad - r_svm).max()),
             "corr_limit": math.nan if limit is None else correlation(W, limit),
+            "tied": tied,
         })  # fmt: skip
     return rows
 
@@ -139,16 +148,20 @@ def _span(values: list[Any], fmt: str) -> str:
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Summary: every (map, seed, step) row. Headline per map, at the last step and over the
     seeds: L_X, L_X / ‖W‖, L_W, the radius gap to the SVM-limit prediction and the loss, each
-    as min–max, with the seeds listed."""
+    as min–max, with the seeds listed; and the seeds whose final selection is tied (when any).
+    A row without ``tied`` (a table written before it) counts as unknown."""
     order = {a: k for k, a in enumerate(MAPS)}
     keys = ["attention", "seed", "step", "loss", "W_norm", "lip_W", "lip_W_bound", "lip_X",
-            "radius_min", "radius_svm_min", "radius_gap", "corr_limit"]  # fmt: skip
+            "radius_min", "radius_svm_min", "radius_gap", "corr_limit", "tied"]  # fmt: skip
     ordered = sorted(rows, key=lambda r: (order[r["attention"]], r["seed"], r["step"]))
-    summary = [{k: r[k] for k in keys} for r in ordered]
-    headline: dict[str, Any] = {}
+    summary = [{k: r.get(k) for k in keys} for r in ordered]
+    headline: dict[str, Any] = unknown(ordered, ["tied"])
     for (att,), g in group(final_parts(ordered), ("attention",)).items():
         g = sorted(g, key=lambda r: r["seed"])
         tag = f"{att} at step {g[0]['step']}, seeds {g[0]['seed']}-{g[-1]['seed']}"
+        tied = [f"seed {r['seed']}: {r['tied']}" for r in g if r.get("tied")]
+        if tied:
+            headline[f"{tag}: tied final selection"] = "; ".join(tied)
         headline[f"{tag}: L_X"] = _span([r["lip_X"] for r in g], ".4g")
         headline[f"{tag}: L_X/||W||"] = _span([r["lip_X"] / r["W_norm"] for r in g], ".3g")
         headline[f"{tag}: L_W"] = _span([r["lip_W"] for r in g], ".3g")

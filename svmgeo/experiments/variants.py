@@ -10,9 +10,10 @@ with :math:`W_T` the final iterate of each map of :data:`MAPS` on ``random_data(
 seed)`` and each SVM taken at what :math:`W_T` ends on: softmax's Att-SVM (``fro``) and
 Att-SVM⋆ (``nuc``) of the largest logits, linear attention's one-row SVM, the sigmoid SVM of
 the final sign pattern, the ReLU QP of the final active pattern (``att_svm(data,
-attention=...)``; NaN where infeasible). *Closest* is the SVM of largest correlation; *own* the
-map's prediction: for linear attention the hard-margin SVM of its rows (the limit is a theorem
-— Soudry et al. 2018 — for separable rows, an exponentially tailed loss and plain GD with
+attention=...)``; NaN where infeasible, and ``fro``, ``nuc`` NaN where the largest logit is
+tied: no selection, the tied queries named in ``tied``). *Closest* is the SVM of largest
+correlation; *own* the map's prediction: for linear attention the hard-margin SVM of its
+rows (the limit is a theorem — Soudry et al. 2018 — for separable rows, an exponentially tailed loss and plain GD with
 η < 2/β; these runs take constant-step normalized steps, so here it is measured), for ReLU a KKT
 point (Lyu & Li 2020 prove that for gradient flow and small-step GD on smooth models; ReLU
 attention is not smooth: a conjecture, measured), for sigmoid svmgeo's conjecture; none for
@@ -37,7 +38,8 @@ from ..analysis import PatternOptimality, is_locally_optimal_pattern
 from ..data import TokenData, random_data
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, finite, group, median, seeds
+from ._rows import Rows, finite, group, median, seeds, unknown
+from ._selection import final_selection
 from .optimizers import closest
 from .stability import train_map
 
@@ -71,8 +73,9 @@ N, T, D = 6, 8, 10
 
 
 def svm_solutions(data: TokenData, W: np.ndarray) -> dict[str, np.ndarray | None]:
-    """Each SVM of :data:`SVMS` at what W ends on (None where it has no solution)."""
-    alpha = np.argmax(np.einsum("ntd,de,ne->nt", data.X, W, data.Z), axis=1)
+    """Each SVM of :data:`SVMS` at what W ends on (None where it has no solution, and for
+    ``fro``, ``nuc`` where W's largest logit is tied: :func:`final_selection`)."""
+    alpha, _ = final_selection(data, W)
     solves = {
         "fro": lambda: att_svm(data, alpha),
         "nuc": lambda: att_svm(data, alpha, norm="nuc"),
@@ -82,6 +85,9 @@ def svm_solutions(data: TokenData, W: np.ndarray) -> dict[str, np.ndarray | None
     }
     out: dict[str, np.ndarray | None] = {}
     for name, solve in solves.items():
+        if alpha is None and name in ("fro", "nuc"):  # a tied selection: no Att-SVM
+            out[name] = None
+            continue
         try:
             res = solve()
         except ProblemError:  # a logit exactly 0: no sign pattern to build on
@@ -103,7 +109,9 @@ def _stuck_verdict(lot: PatternOptimality) -> str:
 
 def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
     r"""One map on ``random_data(6, 8, 10, seed)``: ``corr_<svm>`` for every SVM of
-    :data:`SVMS`, ``own`` and ``corr_own``, ``closest``; for sigmoid also ``n_stuck``, the
+    :data:`SVMS`, ``own`` and ``corr_own``, ``closest``, ``tied`` (the queries whose final
+    largest logit is tied, :func:`final_selection`; ``""`` without); for sigmoid also
+    ``n_stuck``, the
     stuck keys (``stuck``: ``seq:key m=margin``, the margin at the pattern's SVM) and
     ``stuck_verdict`` of :func:`~svmgeo.is_locally_optimal_pattern` ("none", "stays",
     "flips" or "undecided"; NaN / "" otherwise)."""
@@ -119,6 +127,7 @@ def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
         own=own or "none",
         corr_own=math.nan if own is None else corr[own],
         closest=closest(corr),
+        tied=final_selection(data, W)[1],
         loss=float(run.history.loss[-1]),
         n_stuck=math.nan,
         stuck="",
@@ -142,17 +151,21 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Summary: one row per (map, seed), every seed listed. Headline per map: the closest SVM
-    of every seed, 1 − corr with its own SVM (min–max), the min–max of every correlation; and
-    the stuck sigmoid keys with their verdicts."""
+    of every seed, 1 − corr with its own SVM (min–max), the min–max of every correlation; the
+    seeds whose final selection is tied (when any); and the stuck sigmoid keys with their
+    verdicts. A row without ``tied`` (a table written before it) counts as unknown."""
     order = {a: k for k, a in enumerate(MAPS)}
     keys = ["attention", "seed", *(f"corr_{k}" for k in SVMS), "own", "corr_own", "closest",
-            "loss", "n_stuck", "stuck", "stuck_verdict"]  # fmt: skip
+            "tied", "loss", "n_stuck", "stuck", "stuck_verdict"]  # fmt: skip
     ordered = sorted(rows, key=lambda r: (order[r["attention"]], r["seed"]))
-    summary = [{k: r[k] for k in keys} for r in ordered]
-    headline: dict[str, Any] = {}
+    summary = [{k: r.get(k) for k in keys} for r in ordered]
+    headline: dict[str, Any] = unknown(ordered, ["tied"])
     for (att,), g in group(ordered, ("attention",)).items():
         tag = f"{att}, seeds {g[0]['seed']}-{g[-1]['seed']}"
         headline[f"{tag}: closest"] = " ".join(r["closest"] for r in g)
+        tied = [f"seed {r['seed']}: {r['tied']}" for r in g if r.get("tied")]
+        if tied:
+            headline[f"{tag}: tied final selection (no fro, nuc)"] = "; ".join(tied)
         gaps = finite(1 - r["corr_own"] for r in g)
         headline[f"{tag}: 1 - corr(own {g[0]['own']})"] = (
             f"{min(gaps):.1e}-{max(gaps):.1e}" if gaps else "-"

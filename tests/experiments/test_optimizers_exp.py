@@ -74,7 +74,8 @@ def test_trial_matches_a_direct_computation():
 
 def test_without_face_the_correlation_is_with_the_returned_solution():
     data = sg.random_data(6, 8, 10, seed=1)
-    W, alpha = exp.final_run(data, "gd", n_steps=100)
+    W, alpha, tied = exp.final_run(data, "gd", n_steps=100)
+    assert tied == "" and alpha is not None
     norms = {"linf": ("lp", math.inf)}
     plain, returned = exp.svm_correlations(data, W, alpha, norms, face=frozenset())
     assert returned == {}
