@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Session 51's audit of the experiments' output: face correlations that are only lower
-bounds, tied final selections (SPEC §2: reported, never broken), and rows of tables written
-before those columns (unknown, not empty)."""
+"""Session 51's audit of the experiments' output: what the calibration's headline calls a
+theorem and what it measures, face correlations that are only lower bounds, tied final
+selections (SPEC §2: reported, never broken), and rows of tables written before those
+columns (unknown, not empty)."""
 
 from __future__ import annotations
 
@@ -172,3 +173,38 @@ def test_rows_of_an_older_table_are_unknown_not_empty() -> None:
     assert headline["tied: unknown"].startswith("1 of 1 rows lack the column")
     assert optimizers.face_lower_bounds(old) is None
     assert optimizers.face_lower_bounds(row) == frozenset()
+
+
+def _calibration_rows() -> list[dict[str, Any]]:
+    """Rows of every rule of the calibration, seeds 0-1 (made-up numbers: the headline's
+    wording is under test)."""
+    rows = []
+    for name, (_, own, _) in optimizers.LINEAR_OPTIMIZERS.items():
+        for seed in (0, 1):
+            row: dict[str, Any] = {"optimizer": name, "seed": seed, "n_steps": 1000, "own": own,
+                                   "step": 0.1, "stop": "max_steps", "own_ratio_tenth": 0.5,
+                                   "closest": own, "closest_margin": own,
+                                   "face_lower_bounds": "none"}  # fmt: skip
+            row.update({f"corr_{k}": 0.5 for k in optimizers.SVMS})
+            row.update({f"ratio_{k}": 0.5 for k in optimizers.SVMS})
+            rows.append(row)
+    return rows
+
+
+def test_calibration_headline_says_what_is_proved_and_what_is_measured() -> None:
+    """Before: 'sign (own linf, theorem): closest by corr, seeds 0-1', a finite run's closest
+    SVM tagged 'theorem'. Gunasekar et al. 2018 prove the limit of the margin (the direction
+    tends to the optimal face) under their hypotheses; what step T shows is measured."""
+    headline, _ = optimizers.linear_summarize(_calibration_rows())
+    theorem = headline["theorem (the limit, t -> inf)"]
+    for words in ("Gunasekar, Lee, Soudry, Srebro 2018", "separable rows", "exponential loss",
+                  "t -> inf", "optimal face", "covers gd, steepest 1, steepest 1.5, sign, "
+                  "spectral; not muon 0.9, adam, adam eps=0"):  # fmt: skip
+        assert words in theorem
+    assert headline["measured (below)"].startswith("the runs at step 1000: ")
+    measured = [k for k in headline if "closest by" in k or "own margin ratio" in k]
+    assert len(measured) == 3 * len(optimizers.LINEAR_OPTIMIZERS)
+    assert all(": measured " in k for k in measured)
+    assert "sign (own linf; limit: theorem): measured closest by corr, seeds 0-1" in headline
+    adam = "adam (own linf; limit: outside the theorem)"
+    assert f"{adam}: measured closest by corr, seeds 0-1" in headline
