@@ -187,6 +187,21 @@ def test_regpath_seeds_direction_on_seed_2() -> None:
         assert float(r[-1].split("-")[0]) > 2.0, r
 
 
+def test_score_cone_lemma_disagreements_are_lots_without_support_tokens() -> None:
+    """docs/theory.md ("The score cone"): over the 384 feasible selections of
+    random_data(3, 4, 3), seeds 0-5, "alpha is a LOT" and "W^mm_alpha lies in a score cone"
+    disagree on 4, and each is a LOT with a sequence that has no support token."""
+    lines = _run_example("score_cone_lemma.py").splitlines()
+    assert lines[-1].startswith("384 feasible selections over 6 seeds; 4 where"), lines
+    assert len(lines) == 6, lines
+    for line in lines[1:-1]:
+        words = line.split("]", 1)[1].split(None, 2)
+        lot, eps_max, bare = words
+        assert lot == "True", line
+        assert float(eps_max) < 0.0, line
+        assert bare.startswith("[") and bare != "[]", line
+
+
 def test_tiny_margin_verdicts() -> None:
     """docs/certificates.md: on the tiny-margin corpus the float-only check gives 78 wrong
     verdicts (feasible instances called infeasible), the exact check none, and no undecided."""
