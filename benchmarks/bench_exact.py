@@ -180,7 +180,7 @@ def main() -> None:
                 step = min(step, f1.extras.get("exact_seconds", np.nan))
             print(
                 f"{(n, T, d)!s:>16} {seed:>4} {cs.N:>5} {t_float:>10.4f} {t_exact:>10.4f} "
-                f"{t_exact / t_float:>5.2f}x {step:>14.4f} {(t_float + step) / t_float:>5.2f}x"
+                f"{t_exact / t_float:>5.2f}x {step:>14.6f} {(t_float + step) / t_float:>5.2f}x"
                 f"  {f1.status} proof={f1.proof} (float: {f0.status})"
             )
     if args.arith:
