@@ -93,7 +93,7 @@ def main() -> None:
         f"# cores {os.cpu_count()}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
     )
     print(
-        f"{'(n, T, d)':>16} {'seed':>4} {'path':>8} {'N':>6} {'Gram GB':>8} {'status':>8} "
+        f"{'(n, T, d)':>16} {'seed':>4} {'path':>8} {'N':>6} {'dense GB':>8} {'status':>8} "
         f"{'wall s':>9} {'CPU s':>9} {'RSS MB':>8} {'objective':>16} {'rel gap':>9} "
         f"{'compl':>9} {'primal':>9} {'support':>7}"
     )
