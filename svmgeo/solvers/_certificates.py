@@ -388,7 +388,12 @@ def frobenius_certificate(
     each ratio unchanged, so that a wrong answer fails at every scale (an absolute floor such
     as :math:`\max(1, \|W\|_F)` would certify any W of norm below tol). Before session 46
     complementarity was not divided by :math:`\max_j|c_j|`: bounds times :math:`2^{30}` failed
-    it at the optimum (the margins' rounding, ~1e-7).
+    it at the optimum (the margins' rounding, ~1e-7). The residuals other than the primal one
+    are computed on :math:`(tW, t\lambda, tc)`, :math:`t = 2^e` making :math:`\|tW\|_F` about
+    1 (the same residuals, up to rounding, wherever nothing overflows or underflows): before
+    session 51 :math:`\tfrac12\|W\|_F^2` and :math:`c^\top\lambda` overflowed at a W of 1e200
+    (NaN residuals: rhs=1e200 left the optimum ``OPTIMAL_INACCURATE``) and underflowed to 0 at
+    a W of 1e-200 (every residual 0: a W 1 % too large passed).
 
     Parameters
     ----------
@@ -406,6 +411,13 @@ def frobenius_certificate(
     W = np.asarray(W, dtype=float)
     lam = np.asarray(lam, dtype=float)
     m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
+    primal = primal_infeasibility(cs, m, W)
+    # (t W, t lam, t c) has the same residuals: with t = 2^e making ||W||_F about 1, neither
+    # ||W||^2 nor c^T lam (of W's size squared) overflows, at W of 1e200 say, nor underflows
+    # (the same numbers as with t = 1 up to the rounding of the square, wherever those fit)
+    e = -math.frexp(frobenius_norm(W))[1]
+    with np.errstate(over="ignore", under="ignore"):
+        W, lam, m, rhs, unit = (np.ldexp(x, e) for x in (W, lam, m, cs.rhs, cs._bound_unit))
     is_m = cs._margin_rows
     norm_w = float(np.linalg.norm(W))
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
@@ -413,12 +425,12 @@ def frobenius_certificate(
     stat = relative(float(np.linalg.norm(W - Lam)), max(norm_w, float(np.linalg.norm(Lam))))
     lam_max = float(np.abs(lam).max(initial=0.0))  # |λ| >= 0: the max without initial too
     dual_inf = negative_part(cs, lam, lam_max)
-    slack = np.abs(lam[is_m] * (m[is_m] - cs.rhs[is_m]))
-    comp = relative(float(slack.max(initial=0.0)), lam_max * cs._bound_unit)
-    gap = relative(abs(half - (float(cs.rhs @ lam) - half)), half)
+    slack = np.abs(lam[is_m] * (m[is_m] - rhs[is_m]))
+    comp = relative(float(slack.max(initial=0.0)), lam_max * float(unit))
+    gap = relative(abs(half - (float(rhs @ lam) - half)), half)
     return judge(
         tol=tol,
-        primal_infeasibility=primal_infeasibility(cs, m, W),
+        primal_infeasibility=primal,
         dual_infeasibility=dual_inf,
         stationarity=stat,
         complementarity=comp,
@@ -459,7 +471,7 @@ def farkas_residual(cs: ConstraintSet, lam: np.ndarray) -> float:
     rows and :math:`c^\top\lambda = 1` it certifies that no :math:`W` satisfies the rows.
     """
     lam = np.asarray(lam, dtype=float)
-    num = float(np.linalg.norm(cs.adjoint(lam)))
+    num = frobenius_norm(cs.adjoint(lam))
     if num == 0.0:
         return 0.0
     den = float(np.abs(lam) @ (cs._row_norms[0] * cs._row_norms[1]))
@@ -582,10 +594,8 @@ def nuclear_norm_on_rows(cs: ConstraintSet, W: np.ndarray) -> float:
         if 2 * max(U.shape[1], V.shape[1]) <= min(W.shape):
             G = U.T @ W
             M = G @ V
-            residual = math.hypot(
-                float(np.linalg.norm(W - U @ G)), float(np.linalg.norm(G - M @ V.T))
-            )
-            if math.sqrt(min(W.shape)) * residual <= SPAN_RESIDUAL_TOL * float(np.linalg.norm(W)):
+            residual = math.hypot(frobenius_norm(W - U @ G), frobenius_norm(G - M @ V.T))
+            if math.sqrt(min(W.shape)) * residual <= SPAN_RESIDUAL_TOL * frobenius_norm(W):
                 return float(np.linalg.svd(M, compute_uv=False).sum()) if M.size else 0.0
     return float(np.linalg.svd(W, compute_uv=False).sum())
 
@@ -725,8 +735,8 @@ def _nuclear_value(W: np.ndarray) -> float:
 
 FRO = NormGeometry(
     name="fro",
-    value=lambda W: float(np.linalg.norm(W)),
-    dual=lambda Lam: float(np.linalg.norm(Lam)),
+    value=frobenius_norm,
+    dual=frobenius_norm,
     kkt=lambda cs, W, lam, tol, margins: frobenius_certificate(cs, W, lam, tol, margins=margins),
     # ½‖W‖_F² (a QP: Clarabel solves it to ~1e-11 in W, the cone form only to ~1e-6)
     cvxpy_objective=lambda cp, W: 0.5 * cp.sum_squares(W),
