@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._errors import ProblemError
+from ._linalg import row_norms
 from ._validation import check_array, check_bool, check_int, read_only_state
 from .data import TokenData
 from .selection import check_data, check_selection, scores_full
@@ -253,10 +254,9 @@ class ConstraintSet:
     @cached_property
     def _row_norms(self) -> tuple[np.ndarray, np.ndarray]:
         r"""(:math:`\|a_j\|`, :math:`\|b_j\|`) of every row, shape (N,) each: computed once per set
-        (the rows are immutable), read-only."""
-        return _read_only(np.linalg.norm(self.A, axis=1)), _read_only(
-            np.linalg.norm(self.B, axis=1)
-        )
+        (the rows are immutable), read-only; scaled where numpy's sum of squares would overflow
+        or underflow (:func:`~svmgeo._linalg.row_norms`: rows of 1e-200 have a norm)."""
+        return _read_only(row_norms(self.A, axis=1)), _read_only(row_norms(self.B, axis=1))
 
     @property
     def _query_keys(self) -> np.ndarray:

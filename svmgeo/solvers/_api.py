@@ -233,7 +233,16 @@ def solve_svm(
         (``solver`` with a path that has no backend, ``max_iter`` with ``norm="nuc"`` and no
         rank, with ``method="cvxpy"`` or with ``("lp", p)``, ``seed`` or ``n_restarts``
         without ``rank``). Each error names the function called (``att_svm`` or
-        ``solve_svm``).
+        ``solve_svm``). Also where float64 cannot hold the answer (rows and bounds are solved
+        at unit size and the answer scaled back by powers of two, exactly): W scales like
+        :math:`\max_j|c_j| / (\max|a_j|\max|b_j|)`, its margins like :math:`\max_j|c_j|`;
+        W, its norm, its margins and the feasibility point must be finite (below
+        :math:`2^{1024} \approx 1.8\cdot 10^{308}`) and W at least :math:`2^{-1022}`, and
+        :math:`\max|a_j|\max|b_j|` must lie in :math:`[2^{-1022}, 2^{1024})`. The error names
+        ``rhs``, ``A`` and ``B`` and which to rescale (docs/certificates.md, "Scale"). A W
+        whose multipliers alone leave that range (the Frobenius ones scale like
+        :math:`\max_j|c_j| / (\max|a_j|\max|b_j|)^2`) is returned ``OPTIMAL_INACCURATE``
+        with ``dual=None``, the message saying why.
 
     Warns
     -----
@@ -319,7 +328,7 @@ def _solve_feasible_first(req: Request) -> SVMResult:
     if req.entry.gram_qp and req.method != "cvxpy":  # svmgeo's Frobenius solve follows
         geo.polish_tol = req.tol
     distinct: list[Distinct] = []
-    feas = decide_feasibility(cs, geo, req.exact, distinct=distinct)
+    feas = decide_feasibility(cs, geo, req.exact, distinct=distinct, where=req.where)
     if feas.feasible and distinct:
         # the check met copies of rows (repeated sequences, say): so do the solvers, whose
         # factors they make singular; solved on the distinct rows, with the check's verdict

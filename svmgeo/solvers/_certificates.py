@@ -511,6 +511,7 @@ def nuclear_certificate(
     tol: float = 1e-8,
     *,
     nuc: float | None = None,
+    margins: np.ndarray | None = None,
 ) -> Certificate:
     r"""KKT certificate of Att-SVM⋆ (:math:`\min \|W\|_*` over the rows), recomputed from the data.
 
@@ -550,6 +551,8 @@ def nuclear_certificate(
     nuc : float, optional
         :math:`\|W\|_*` when the caller has it already (from :func:`nuclear_norm_on_rows`, as
         its objective); else computed here.
+    margins : ndarray of shape (N,), optional
+        ``cs.apply(W)`` when already computed.
 
     Returns
     -------
@@ -559,7 +562,7 @@ def nuclear_certificate(
     if nuc is None:
         nuc = nuclear_norm_on_rows(cs, W)
     lam = np.asarray(lam, dtype=float)
-    return norm_certificate(cs, W, lam, nuc, adjoint_spectral_norm(cs, lam), tol)
+    return norm_certificate(cs, W, lam, nuc, adjoint_spectral_norm(cs, lam), tol, margins)
 
 
 SPAN_RESIDUAL_TOL = 1e-11
@@ -601,13 +604,20 @@ def nuclear_norm_on_rows(cs: ConstraintSet, W: np.ndarray) -> float:
 
 
 def norm_certificate(
-    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, value: float, dual_value: float, tol: float
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray,
+    value: float,
+    dual_value: float,
+    tol: float,
+    margins: np.ndarray | None = None,
 ) -> Certificate:
     r"""KKT certificate of :math:`\min \|W\|` over the rows for a norm whose value at W is
     ``value`` and whose dual norm of :math:`\Lambda = \sum_j \lambda_j a_j b_j^\top` is
     ``dual_value`` (the nuclear and :math:`\ell_p` certificates; formulas in
-    :func:`nuclear_certificate`, with :math:`\langle\Lambda, W\rangle = \lambda^\top m`)."""
-    margins = cs.apply(W)
+    :func:`nuclear_certificate`, with :math:`\langle\Lambda, W\rangle = \lambda^\top m`);
+    ``margins`` is ``cs.apply(W)`` when the caller has it."""
+    margins = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
     margin = cs.kind == MARGIN
     slack = np.abs(lam[margin] * (margins[margin] - cs.rhs[margin]))
     return judge(
@@ -630,7 +640,12 @@ def dual_exponent(p: float) -> float:
 
 
 def lp_certificate(
-    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, p: float, tol: float = 1e-8
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray,
+    p: float,
+    tol: float = 1e-8,
+    margins: np.ndarray | None = None,
 ) -> Certificate:
     r"""KKT certificate of the :math:`\ell_p` Att-SVM at ``(W, lam)``, recomputed from the data.
 
@@ -661,6 +676,8 @@ def lp_certificate(
     p : float
         In [1, ∞].
     tol : float, default 1e-8
+    margins : ndarray of shape (N,), optional
+        ``cs.apply(W)`` when already computed.
 
     Returns
     -------
@@ -670,7 +687,7 @@ def lp_certificate(
     lam = np.asarray(lam, dtype=float)
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
     dual = entrywise_norm(Lam, dual_exponent(p))
-    return norm_certificate(cs, W, lam, entrywise_norm(W, p), dual, tol)
+    return norm_certificate(cs, W, lam, entrywise_norm(W, p), dual, tol, margins)
 
 
 @dataclass(frozen=True)
@@ -749,7 +766,7 @@ NUC = NormGeometry(
     name="nuc",
     value=_nuclear_value,
     dual=lambda Lam: float(np.linalg.norm(Lam, 2)),
-    kkt=lambda cs, W, lam, tol, margins: nuclear_certificate(cs, W, lam, tol),
+    kkt=lambda cs, W, lam, tol, margins: nuclear_certificate(cs, W, lam, tol, margins=margins),
     cvxpy_objective=lambda cp, W: cp.normNuc(W),
 )
 """The nuclear norm (dual: spectral): Att-SVM⋆."""
@@ -775,14 +792,18 @@ def lp_geometry(p: float) -> NormGeometry:
         name="lp",
         value=lambda W: entrywise_norm(W, p),
         dual=lambda Lam: entrywise_norm(Lam, q),
-        kkt=lambda cs, W, lam, tol, margins: lp_certificate(cs, W, lam, p, tol),
+        kkt=lambda cs, W, lam, tol, margins: lp_certificate(cs, W, lam, p, tol, margins),
         cvxpy_objective=_lp_objective(p),
         p=p,
     )
 
 
 def spectral_certificate(
-    cs: ConstraintSet, W: np.ndarray, lam: np.ndarray, tol: float = 1e-8
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray,
+    tol: float = 1e-8,
+    margins: np.ndarray | None = None,
 ) -> Certificate:
     r"""KKT certificate of the spectral Att-SVM (:math:`\min \|W\|_2` over the rows).
 
@@ -796,14 +817,14 @@ def spectral_certificate(
     W = np.asarray(W, dtype=float)
     value = float(np.linalg.norm(W, 2)) if W.size else 0.0
     lam = np.asarray(lam, dtype=float)
-    return norm_certificate(cs, W, lam, value, adjoint_nuclear_norm(cs, lam), tol)
+    return norm_certificate(cs, W, lam, value, adjoint_nuclear_norm(cs, lam), tol, margins)
 
 
 SPECTRAL = NormGeometry(
     name="spectral",
     value=lambda W: float(np.linalg.norm(W, 2)) if W.size else 0.0,
     dual=_nuclear_value,
-    kkt=lambda cs, W, lam, tol, margins: spectral_certificate(cs, W, lam, tol),
+    kkt=lambda cs, W, lam, tol, margins: spectral_certificate(cs, W, lam, tol, margins),
     cvxpy_objective=lambda cp, W: cp.sigma_max(W),
 )
 """The spectral norm (dual: nuclear): the spectral Att-SVM (steepest descent's, issue #23)."""

@@ -971,7 +971,8 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     margin, positive = cs._margin_rows, cs._positive_rows
     if not np.any(positive) or np.any(cs.rhs[~margin] != 0):
         return W
-    margins = cs.apply(W)
+    with np.errstate(over="ignore", invalid="ignore"):  # A W overflows at bounds of 1e308
+        margins = cs.apply(W)
     m, c = margins[positive], cs.rhs[positive]
     if np.all(m >= c) or np.any(m <= 0) or not np.all(np.isfinite(m)):
         return W

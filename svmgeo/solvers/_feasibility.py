@@ -62,6 +62,7 @@ from ._result import (
     replaced,
     warns_if_inaccurate,
 )
+from ._scale import Scale, unit_rows
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -376,7 +377,19 @@ def check_feasibility(
         Feasible: ``point`` is a verified :math:`W` with margins :math:`\ge c_j` (scaled so the
         smallest margin row meets its bound). Infeasible: ``farkas`` is a verified Farkas
         vector and ``residual`` its :func:`farkas_residual`; a certificate that does not verify
-        to 1e-9 gives ``INFEASIBLE_INACCURATE``.
+        to 1e-9 gives ``INFEASIBLE_INACCURATE``. Rows or bounds far from unit size are decided
+        on rows and bounds of unit size (powers of two: exact; ``extras["row_scale"]``,
+        ``extras["rhs_scale"]``) and proved on ``cs``.
+
+    Raises
+    ------
+    ProblemError
+        Where float64 cannot hold the certificate: the point W, which scales like
+        :math:`\max_j|c_j| / (\max|a_j|\max|b_j|)`, and its margins must be finite (below
+        :math:`2^{1024} \approx 1.8\cdot 10^{308}`) and W at least :math:`2^{-1022}`; the
+        Farkas vector, like :math:`1/\max_j|c_j|`, at least :math:`2^{-1022}`; and
+        :math:`\max|a_j|\max|b_j|` in :math:`[2^{-1022}, 2^{1024})`. The verdict itself holds
+        at every scale; the error names ``rhs``, ``A`` and ``B`` and which to rescale.
 
     Warns
     -----
@@ -424,14 +437,20 @@ def decide_feasibility(
     exact: bool,
     *,
     distinct: list[Distinct] | None = None,
+    where: str = "check_feasibility",
 ) -> FeasibilityResult:
     """:func:`check_feasibility` for svmgeo's own callers: ``cs`` already checked, the
     caller's BLAS limit kept (:func:`~._threads.blas_threads`), no warning of its own.
 
     When the verdict was decided on the distinct rows of ``cs`` (copies set aside), what was
     decided there is appended to ``distinct`` (when given): a solve that follows takes it
-    instead of deciding again, on a geometry with ``geometry.polish_tol``."""
+    instead of deciding again, on a geometry with ``geometry.polish_tol``. Rows or bounds far
+    from unit size are decided on rows and bounds of unit size and proved on ``cs``
+    (:func:`_on_caller_scale`); ``where`` names the function called in its errors."""
     start = time.perf_counter()
+    rows, to_caller = unit_rows(cs, where)
+    if not to_caller.identity:
+        return _on_caller_scale(decide_feasibility(rows, None, False), to_caller, exact)
     N, d = cs.N, cs.d
     given = geometry if geometry is not None and geometry.cs is cs else None
     if given is None and 0 < N == dense_dimension(cs):  # a Gram representation costs nothing yet
@@ -660,6 +679,36 @@ def decide_feasibility(
                     extras=extras,
                 )
     return infeasible(lam, opt, "highs", extras)
+
+
+def _on_caller_scale(res: FeasibilityResult, scale: Scale, exact: bool) -> FeasibilityResult:
+    r"""The verdict ``res`` decided on rows and bounds of unit size (:func:`~._scale.unit_rows`)
+    as the verdict on ``scale.cs``, proved there when ``exact``.
+
+    .. math::
+
+        W = \frac{\gamma}{s}\,W', \qquad \lambda_{\mathrm{Farkas}} = \lambda'/\gamma
+
+    (powers of two: exact). The verdict is the same at every scale (a W meets the unit rows
+    exactly when :math:`\gamma W/s` meets ``cs``, and :math:`\sum_j \lambda_j a_j b_j^\top`
+    vanishes for both Farkas vectors); the point or the Farkas vector must fit in float64, else
+    a :class:`~svmgeo.ProblemError` names ``rhs`` and the rows (:class:`~._scale.Scale`). The
+    proof runs on ``scale.cs`` itself, whose rows an exact proof forms from its tokens."""
+    cs = scale.cs
+    extras = {**res.extras, "row_scale": scale.s}
+    if scale.bounds != 0:
+        extras["rhs_scale"] = scale.gamma
+    if extras.get("qp_dual") is not None:  # the max-margin QP's multipliers: degree 2
+        extras["qp_dual"] = scale.dual(extras["qp_dual"], 2)
+    point = scale.w(res.point, "the feasible point W")
+    farkas = scale.farkas(res.farkas)
+    residual = res.residual  # a Farkas vector's: relative, the same on both sets of rows
+    if res.point is not None:
+        residual = float(point_violations(cs, scale.margins(res.point)).max(initial=0.0))
+    out = replaced(
+        res, constraints=cs, point=point, farkas=farkas, residual=residual, extras=extras
+    )
+    return prove_verdict(out) if exact else out
 
 
 def _polish_farkas(

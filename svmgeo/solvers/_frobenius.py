@@ -56,6 +56,7 @@ from ._frobenius_matfree import solve_frobenius_matfree, use_matrix_free
 from ._geometry import RowGeometry
 from ._qp import clarabel_qp, interior_point, polish_active_set, polish_features
 from ._result import POLISHED, SVMResult, finish, no_solution, replaced
+from ._scale import unit_rows
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
@@ -104,7 +105,8 @@ def solve_frobenius(
         Active-set rounds of the fast path and of the polish.
     geometry : RowGeometry, optional
         The rows' Gram matrix / features (and its cached factor) when already computed for
-        ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise.
+        ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise, and not used when
+        the rows are rescaled (below).
     warm_start : ndarray of shape (N,), optional
         Approximate multipliers λ; their active set is polished first. Another shape raises
         :class:`~svmgeo.ProblemError`.
@@ -114,21 +116,40 @@ def solve_frobenius(
     SVMResult
         ``objective`` = :math:`\|W\|_F`, ``dual`` = λ, ``margins`` = :math:`a_j^\top W b_j`,
         ``solver`` = ``"svmgeo-active-set"``, ``"svmgeo-ipm"`` or ``"svmgeo-clarabel"`` (the
-        method whose answer was polished), certificate attached.
+        method whose answer was polished), certificate attached. Rows with
+        :math:`\max|a|\max|b|` or bounds :math:`\max_j|c_j|` outside :math:`2^{\pm 20}` are
+        solved, as by :func:`solve_svm`, on rows and bounds of unit size (powers of two:
+        exact), and the answer mapped back (``extras["row_scale"]``, ``extras["rhs_scale"]``).
+
+    Raises
+    ------
+    ProblemError
+        When float64 cannot hold the answer: :math:`W` scales like
+        :math:`\max_j|c_j| / (\max|a|\max|b|)` and λ like
+        :math:`\max_j|c_j| / (\max|a|\max|b|)^2`; each must be finite (below
+        :math:`2^{1024} \approx 1.8\cdot 10^{308}`, with the objective and the margins) and,
+        when not 0, at least :math:`2^{-1022}`; and :math:`\max|a|\max|b|` must lie in
+        :math:`[2^{-1022}, 2^{1024})`. The error names ``rhs``, ``A`` and ``B`` and how to
+        rescale (:mod:`~svmgeo.solvers._scale`).
 
     References
     ----------
     .. [1] D. A. Tarzanagh, Y. Li, C. Thrampoulidis, S. Oymak, "Transformers as Support Vector
        Machines", arXiv:2308.16898, Section 2 (Att-SVM) and Lemma 1.
     """
-    return frobenius(
-        check_constraint_set(cs, "solve_frobenius"),
-        tol=check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_frobenius"),
-        max_iter=check_int(max_iter, "max_iter", low=1, where="solve_frobenius"),
-        max_rounds=check_int(max_rounds, "max_rounds", low=1, where="solve_frobenius"),
-        geometry=geometry,
-        warm_start=warm_start,
-    )
+    where = "solve_frobenius"
+    cs = check_constraint_set(cs, where)
+    tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
+    max_iter = check_int(max_iter, "max_iter", low=1, where=where)
+    max_rounds = check_int(max_rounds, "max_rounds", low=1, where=where)
+    rows, scale = unit_rows(cs, where)
+    if not scale.identity:  # rows and bounds of unit size, as solve_svm solves them
+        if warm_start is not None and np.shape(warm_start) == (cs.N,):  # else refused there
+            warm_start = scale.inverse().dual(warm_start, FRO.dual_degree)
+        geometry = None
+    res = frobenius(rows, tol=tol, max_iter=max_iter, max_rounds=max_rounds, geometry=geometry,
+                    warm_start=warm_start)  # fmt: skip
+    return res if scale.identity else scale.result(res, FRO, tol)
 
 
 def frobenius(

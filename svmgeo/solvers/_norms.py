@@ -59,6 +59,7 @@ from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_solution, replaced
+from ._scale import SCALE_BAND, check_rows, row_scale, unit_rows
 from ._spectral import SPECTRAL_BACKENDS, solve_spectral
 from ._status import Status
 
@@ -171,10 +172,11 @@ class NormEntry:
         refused there (the spectral optimum, for one, is not unique, MATH-NOTES §7, so its
         support tokens would depend on the answer the solver returns).
     scale_band : float or None
-        Rows are scaled to unit size (:func:`row_scale`) when :math:`\\max|a|\\max|b|` lies
-        outside [1/band, band]: :data:`SCALE_BAND` when None; the ``lp`` and ``spectral``
-        entries take 2^4, since their LP and SDP backends' absolute tolerances gave
-        uncertified answers to rows of size 2^-19 to 2^-20, inside the default band.
+        Rows are scaled to unit size (:func:`~._scale.unit_rows`) when
+        :math:`\\max|a|\\max|b|` lies outside [1/band, band]: :data:`SCALE_BAND` when None;
+        the ``lp`` and ``spectral`` entries take 2^4, since their LP and SDP backends'
+        absolute tolerances gave uncertified answers to rows of size 2^-19 to 2^-20, inside
+        the default band.
     unique_optimum : callable ``parameter -> bool``
         Whether the optimum is unique for every problem, by strict convexity (the Frobenius
         norm, and :math:`\\ell_p` for :math:`1 < p < \\infty`). Where it is not (the nuclear
@@ -227,71 +229,6 @@ class NormEntry:
 
 
 # -- scale --------------------------------------------------------------------------------------
-SCALE_BAND = 2.0**20
-r"""Rows are rescaled when :math:`\max|a|\max|b|` lies outside [1/SCALE_BAND, SCALE_BAND], and
-right-hand sides when :math:`\max_j|c_j| > 0` does (see :func:`_bound_scale`)."""
-
-
-def _bound_scale(cs: ConstraintSet) -> float:
-    r"""The power of two :math:`\gamma` nearest :math:`\max_j|c_j|` (in log scale) when that
-    lies outside [1/:data:`SCALE_BAND`, :data:`SCALE_BAND`] and is not 0; else 1.0. Large
-    bounds are divided by no more than keeps every nonzero bound at least 1/:data:`SCALE_BAND`
-    (the largest such power of two, and 1.0 when there is none above 1): bounds 2e6, 1 and
-    1e-9, divided by 2^21, drowned the c = 1 rows in the SDP solver's tolerances."""
-    size = cs._largest_bound
-    if size == 0.0 or 1.0 / SCALE_BAND <= size <= SCALE_BAND:
-        return 1.0
-    gamma = 2.0 ** round(math.log2(size))
-    if size > SCALE_BAND:
-        bounds = np.abs(cs.rhs)
-        room = float(bounds[bounds > 0.0].min()) * SCALE_BAND  # gamma <= room keeps them all
-        gamma = max(min(gamma, 2.0 ** math.floor(math.log2(room))), 1.0)
-    return gamma
-
-
-def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSet, float, float]:
-    r"""Rows and bounds of unit size and the factors :math:`(s, \gamma)`: :math:`a_j/\alpha`,
-    :math:`b_j/\beta`, :math:`c_j/\gamma`, :math:`s = \alpha\beta`.
-
-    :math:`\alpha, \beta, \gamma` are powers of two (exact). :math:`\alpha, \beta` are the
-    ones nearest :math:`\max|a|, \max|b|`, or 1 when :math:`\max|a|\max|b|` is within a factor
-    ``band`` of 1 (:data:`SCALE_BAND` by default; the norm entry's ``scale_band`` in
-    :func:`on_unit_rows`). :math:`\gamma` is the one nearest :math:`\max_j|c_j|` when that
-    lies outside [1/:data:`SCALE_BAND`, :data:`SCALE_BAND`] (and is not 0; large bounds by no
-    more than keeps every nonzero bound above 1/:data:`SCALE_BAND`, :func:`_bound_scale`), else 1:
-    the solvers' inner tolerances are absolute, so bounds such as :math:`c_j = 10^{-10}`
-    drowned in them (answers missing every row by most of its bound), and with bounds such as
-    :math:`2^{30}` the SDP backends failed (and the factored nuclear path raised). The
-    certificate judges a violation as a fraction of its row's bound
-    (:func:`~._certificates.primal_infeasibility`), which scaling by :math:`\gamma` does not
-    change. ``(cs, 1.0, 1.0)`` when nothing is scaled.
-
-    A solution :math:`(W', \lambda')` on the scaled rows is
-    :math:`(\gamma W'/s,\ \gamma^{k-1}\lambda'/s^k)` on ``cs``:
-    :math:`a^\top (\gamma W'/s)\, b = \gamma\, a'^\top W' b'` against :math:`c = \gamma c'`;
-    :math:`\sum_j (\lambda'_j/s) a_j b_j^\top = \sum_j \lambda'_j a'_j b'_j^\top` with
-    :math:`c^\top(\lambda'/s) = \gamma c'^\top\lambda'/s = \|\gamma W'/s\|` (a norm's dual,
-    :math:`k = 1`), or :math:`\sum_j (\gamma\lambda'_j/s^2) a_j b_j^\top = \gamma W'/s` (the
-    Frobenius dual, :math:`k = 2`). Every norm is positively homogeneous, so the scaled
-    problem is the same problem; the rows' feasibility and Farkas vectors do not change.
-    """
-    top_a, top_b = cs._largest_entries
-    rows_unit = top_a == 0.0 or top_b == 0.0 or 1.0 / band <= top_a * top_b <= band
-    gamma = _bound_scale(cs)
-    if rows_unit and gamma == 1.0:
-        return cs, 1.0, 1.0
-    fields: dict[str, Any] = {"tokens": None}
-    s = 1.0
-    if not rows_unit:
-        alpha = 2.0 ** round(math.log2(top_a))
-        beta = 2.0 ** round(math.log2(top_b))
-        fields.update(A=cs.A / alpha, B=cs.B / beta)
-        s = alpha * beta
-    if gamma != 1.0:
-        fields["rhs"] = cs.rhs / gamma
-    return dataclasses.replace(cs, **fields), s, gamma
-
-
 def on_unit_rows(
     req: Request, run: Driver, geo: RowGeometry | None, feas: FeasibilityResult | None
 ) -> SVMResult:
@@ -303,98 +240,44 @@ def on_unit_rows(
         a'_j = a_j/\alpha,\quad b'_j = b_j/\beta,\quad c'_j = c_j/\gamma,\quad s = \alpha\beta
         \quad\Longrightarrow\quad W = \gamma W'/s,\quad \lambda = \gamma^{k-1}\lambda'/s^k,
 
-    with :math:`\alpha, \beta, \gamma` powers of two (:func:`row_scale`: exact, and the
-    identity when :math:`\max|a|\max|b|` is within the norm's ``scale_band`` of 1, :math:`2^{\pm
-    20}` or :math:`2^{\pm 4}`, and :math:`\max_j|c_j|` within :math:`2^{\pm 20}`) and
-    :math:`k` the norm's ``dual_degree``. The margins are the same numbers on both
+    with :math:`\alpha, \beta, \gamma` powers of two (:func:`~._scale.unit_rows`: exact, and
+    the identity when :math:`\max|a|\max|b|` is within the norm's ``scale_band`` of 1,
+    :math:`2^{\pm 20}` or :math:`2^{\pm 4}`, and :math:`\max_j|c_j|` within :math:`2^{\pm 20}`)
+    and :math:`k` the norm's ``dual_degree``. The margins are the same numbers on both
     sets of rows up to the factor :math:`\gamma`, so the solvers' inner (absolute) tolerances
     see O(1) data at every scale, including right-hand sides such as :math:`c_j = 10^{-10}`;
     the result is certified again on ``req.cs`` (:func:`~._result.finish`; a binding rank
     bound by its factored certificate, :func:`~._lowrank.factored_certificate`).
+
+    Raises
+    ------
+    ProblemError
+        When the answer mapped back does not fit in float64 (:class:`~._scale.Scale`: W, the
+        multipliers, the objective or the margins beyond :math:`2^{1024}`, or W or the
+        multipliers below :math:`2^{-1022}`), or the rows' :math:`a_j b_j^\top` do not
+        (:func:`~._scale.unit_rows`), naming ``rhs``, ``A`` and ``B`` and how to rescale.
     """
     band = SCALE_BAND if req.entry.scale_band is None else req.entry.scale_band
-    rows, s, gamma = row_scale(req.cs, band)
-    if s == 1.0 and gamma == 1.0:
+    rows, scale = unit_rows(req.cs, req.where, band)
+    if scale.identity:
         return run(req, geo, feas)
     scaled_feas = None
     if feas is not None:
+        to_unit = scale.inverse()
         extras = dict(feas.extras)
         if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
-            extras["qp_dual"] = np.asarray(extras["qp_dual"]) * s * s
-            if gamma != 1.0:
-                extras["qp_dual"] = extras["qp_dual"] / gamma
-        point = None if feas.point is None else feas.point * s
-        if point is not None and gamma != 1.0:
-            point = point / gamma
+            extras["qp_dual"] = to_unit.dual(extras["qp_dual"], 2)
+        point = to_unit.w(feas.point)
         scaled_feas = replaced(feas, constraints=rows, point=point, extras=extras)
     res = run(
         dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas
     )
-    return _on_caller_rows(req, res, s, gamma)
-
-
-def _on_caller_rows(req: Request, res: SVMResult, s: float, gamma: float) -> SVMResult:
-    """A result on the rows scaled by ``1/s`` and bounds by ``1/gamma`` (:func:`on_unit_rows`),
-    on ``req.cs``."""
-    cs = req.cs
-    extras = {**res.extras, "row_scale": s}
-    if gamma != 1.0:
-        extras["rhs_scale"] = gamma
-
-    def back(x: Any) -> Any:
-        """A quantity of W's degree (W, its norm, its bound, p) on ``req.cs``."""
-        if x is None:
-            return None
-        x = x / s
-        return x if gamma == 1.0 else x * gamma
-
-    if res.W is None:  # a Farkas vector is the same on both sets of rows, up to c^T lam = 1
-        farkas = res.farkas
-        if farkas is not None and gamma != 1.0:
-            farkas = np.asarray(farkas) / gamma
-        return replaced(res, constraints=cs, extras=extras, farkas=farkas)
-    W = back(res.W)
-    lam = res.dual
-    if lam is not None:
-        for _ in range(req.geometry.dual_degree):
-            lam = np.asarray(lam) / s  # one power at a time: s**2 may overflow, lam / s / s not
-        if gamma != 1.0:
-            lam = lam * gamma ** (req.geometry.dual_degree - 1)  # a power of two: exact
-    root = float(np.sqrt(s))
-    K = None if res.K is None else res.K / root
-    Q = None if res.Q is None else res.Q / root
-    if gamma != 1.0:
-        K = None if K is None else K * math.sqrt(gamma)
-        Q = None if Q is None else Q * math.sqrt(gamma)
-    margins = cs.apply(W)
-    certificate = None
-    if lam is None:
-        certificate = judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins, W))
-    elif req.binding and K is not None and Q is not None:
-        certificate = factored_certificate(cs, cs.A, cs.B, K, Q, lam, margins, req.tol)
-    return finish(
-        cs,
-        W,
-        lam,
-        norm=req.geometry,
-        tol=req.tol,
-        status=res.status,
-        message=res.message,
-        solver=res.solver,
-        margins=margins,
-        certificate=certificate,
-        objective=back(res.objective),
-        rank=res.rank,
-        n_iter=res.n_iter,
-        solve_time=res.solve_time,
-        farkas=res.farkas,
-        K=K,
-        Q=Q,
-        lower_bound=back(res.lower_bound),
-        extras=extras,
-        proof=res.proof,
-        p=back(res.p),
+    factored = (
+        (lambda cs, K, Q, lam, m: factored_certificate(cs, cs.A, cs.B, K, Q, lam, m, req.tol))
+        if req.binding
+        else None
     )
+    return scale.result(res, req.geometry, req.tol, factored)
 
 
 # -- the reference model, certified -----------------------------------------------------------
@@ -790,6 +673,7 @@ def request(
 ) -> Request:
     """Validate one solve's arguments against the table; errors name ``where``."""
     entry, parameter = parse_norm(norm, where)
+    check_rows(cs, where)
     method = check_option(method, "method", METHODS, where=where)
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
     shown = entry.name if parameter is None else (entry.name, parameter)

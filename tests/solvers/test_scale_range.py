@@ -11,6 +11,7 @@ Bounds c times t scale W by t; rows a_j times t scale W by 1/t and the multiplie
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Callable
 
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.solvers import solve_frobenius
 from svmgeo.solvers._certificates import FRO
 
 NORMS = ["fro", "nuc", "spectral", ("lp", 1.0), ("lp", 1.5), ("lp", np.inf)]
@@ -59,6 +61,169 @@ def _assert_scaled(res: sg.SVMResult, ref: sg.SVMResult, t: float, norm: object)
     if norm in UNIQUE:
         assert ref.W is not None
         np.testing.assert_allclose(res.W / t, ref.W, rtol=1e-7, atol=1e-9 * ref.objective)
+
+
+def test_large_bounds_give_the_scaled_optimum_for_every_norm(
+    unit: dict[str, sg.SVMResult],
+) -> None:
+    """Regression: pair_constraints(..., rhs=1e200) gave the Frobenius solve a NaN certificate
+    (||W||^2 = 1e400 in its duality gap), OPTIMAL_INACCURATE at the optimum; at 1e300 too."""
+    for c in (1e150, 1e200, 1e300):
+        for norm in NORMS:
+            res = _quiet(lambda: sg.solve_svm(_rows(c), norm=norm))  # noqa: B023
+            assert isinstance(res, sg.SVMResult)
+            _assert_scaled(res, unit[str(norm)], c, norm)
+        feas = _quiet(lambda: sg.check_feasibility(_rows(c)))  # noqa: B023
+        assert isinstance(feas, sg.FeasibilityResult) and feas.feasible
+        assert feas.proof == "exact", feas.message
+
+
+@pytest.mark.parametrize("k", [600, 1000])
+def test_bounds_times_a_power_of_two_scale_w_exactly(k: int, unit: dict[str, sg.SVMResult]) -> None:
+    """Bounds times 2^k are solved on the unit bounds: W times 2^k to the bit, and the same
+    certificate (2^600 ~ 4e180 gave the Frobenius certificate NaN before)."""
+    for norm in ("fro", "nuc", ("lp", 1.5)):
+        ref = unit[str(norm)]
+        res = _quiet(lambda: sg.solve_svm(_rows(2.0**k), norm=norm))  # noqa: B023
+        assert isinstance(res, sg.SVMResult)
+        _assert_scaled(res, ref, 2.0**k, norm)
+        assert res.W is not None and ref.W is not None
+        np.testing.assert_array_equal(res.W, np.ldexp(ref.W, k))
+        assert res.certificate is not None and ref.certificate is not None
+        np.testing.assert_allclose(res.certificate.worst, ref.certificate.worst, atol=1e-12)
+
+
+def test_bounds_beyond_float64_are_refused_by_name(unit: dict[str, sg.SVMResult]) -> None:
+    """Regression: rhs=1e308 raised a bare OverflowError ('cannot convert float infinity to
+    integer', in the bound scale), and 1.7e308 another (2.0**1024). Now each norm answers
+    the scaled optimum where float64 holds it, and otherwise refuses naming 'rhs'; a norm
+    whose optimal value exceeds float64's largest number must refuse."""
+    for c in (1e308, 1.7e308):
+        for norm in NORMS:
+            ref = unit[str(norm)]
+            assert ref.objective is not None
+            try:
+                res = _quiet(lambda: sg.solve_svm(_rows(c), norm=norm))  # noqa: B023
+            except sg.ProblemError as exc:
+                text = str(exc)
+                assert "'rhs'" in text and "'A'" in text and "2^1024" in text, text
+                assert "power of two" in text, text
+                continue
+            assert ref.objective * c < FLOAT_MAX, f"{norm} answered {res} at {c:g}"
+            assert isinstance(res, sg.SVMResult)
+            _assert_scaled(res, ref, c, norm)
+
+
+def test_feasibility_answers_or_refuses_where_the_point_leaves_float64() -> None:
+    """Regression: at bounds 1.7e308 check_feasibility returned FEASIBLE with a point of norm
+    0.6 (margins 0.5 against bounds 1.7e308: only a direction, its rescaling overflows). Now a
+    ProblemError naming 'rhs'; at 1e308 the point it returns meets every row (its margins,
+    computed by a power of two at a time, at least c_j)."""
+    with pytest.raises(sg.ProblemError, match=r"feasible point W.*beyond.*'rhs'"):
+        _quiet(lambda: sg.check_feasibility(_rows(1.7e308)))
+    cs = _rows(1e308)
+    res = _quiet(lambda: sg.check_feasibility(cs))
+    assert isinstance(res, sg.FeasibilityResult) and res.point is not None
+    assert res.feasible and res.proof == "exact", res.message
+    margins = np.ldexp(cs.apply(np.ldexp(res.point, -1023)), 1023)
+    assert np.all(margins >= cs.rhs)
+
+
+@pytest.mark.parametrize("s", [2.0**-664, 1e-200], ids=["2^-664", "1e-200"])
+def test_tiny_rows_give_the_scaled_optimum_or_refuse_the_multipliers(
+    s: float, unit: dict[str, sg.SVMResult]
+) -> None:
+    """Regression: rows a_j of 1e-200 were 'round-off' to the feasibility check (numpy's row
+    norms underflowed to 0), which answered INFEASIBLE_INACCURATE, undecided, for rows that
+    are feasible at every scale. Now W is 1/s times the unit W; the Frobenius multipliers
+    (1/s^2 = 1e400) are beyond float64: W comes without them, OPTIMAL_INACCURATE, the message
+    naming them and the rows."""
+    cs = _rows(rows=s)
+    feas = _quiet(lambda: sg.check_feasibility(cs))
+    assert isinstance(feas, sg.FeasibilityResult)
+    assert feas.feasible and feas.proof == "exact", feas.message
+    for norm in NORMS:
+        if norm != "fro":
+            res = _quiet(lambda: sg.solve_svm(cs, norm=norm))  # noqa: B023
+            assert isinstance(res, sg.SVMResult)
+            _assert_scaled(res, unit[str(norm)], 1.0 / s, norm)
+    with pytest.warns(sg.InaccurateSolutionWarning):
+        fro = _quiet(lambda: sg.solve_svm(cs, norm="fro"))
+    assert isinstance(fro, sg.SVMResult) and fro.status is sg.Status.OPTIMAL_INACCURATE
+    assert fro.dual is None and fro.W is not None and unit["fro"].W is not None
+    assert re.search(
+        r"multipliers lambda \(scaling like rhs / \(\|a_j\| \|b_j\|\)\^2\)", fro.message
+    )
+    assert "'A'" in fro.message, fro.message
+    np.testing.assert_allclose(fro.W * s, unit["fro"].W, rtol=1e-7, atol=1e-9)
+    assert fro.certificate is not None and fro.certificate.primal_infeasibility <= 1e-8
+
+
+def _mixed_sets() -> list[sg.ConstraintSet]:
+    """Forty sets of two to five rows of random_data(2, 3, 2) with bounds in {1, -1, 0, 0.5}
+    and some equality rows, feasible and infeasible (test_scale_invariance's)."""
+    data = sg.random_data(2, 3, 2, seed=0)
+    rng = np.random.default_rng(1)
+    sets = []
+    for _ in range(40):
+        k = int(rng.integers(2, 6))
+        seq, p = rng.integers(0, 2, k), rng.integers(0, 3, k)
+        q = (p + rng.integers(1, 3, k)) % 3
+        rhs = rng.choice([1.0, -1.0, 0.0, 0.5], k)
+        kind = rng.choice([sg.MARGIN, sg.EQUALITY], k, p=[0.8, 0.2])
+        sets.append(sg.pair_constraints(data, seq, [0] * k, p, q, kind=kind, rhs=rhs))
+    return sets
+
+
+@pytest.mark.parametrize("k", [-600, 600])
+def test_feasibility_of_rows_far_from_unit_size_agrees_with_unit_size(k: int) -> None:
+    """Regression: rows a_j times 2^-600 had row norms of 0 (numpy's sum of squares
+    underflowed) and were all 'round-off' (INFEASIBLE_INACCURATE, undecided); times 2^600 the
+    Gram matrix overflowed. Now decided on rows of unit size and proved on the rows given: an
+    infeasible set is proved so by its Farkas vector, and no verdict contradicts the unit
+    one (a feasible set may stay undecided where its float point is not proved)."""
+    from svmgeo.solvers._certificates import FARKAS_TOL
+
+    for cs in _mixed_sets():
+        unit = sg.check_feasibility(cs)
+        assert unit.proof == "exact", unit.message
+        scaled = dataclasses.replace(cs, A=np.ldexp(cs.A, k), tokens=None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+            res = _quiet(lambda: sg.check_feasibility(scaled))  # noqa: B023
+        assert isinstance(res, sg.FeasibilityResult)
+        if not unit.feasible:
+            assert res.status is sg.Status.INFEASIBLE and res.proof == "exact", res.message
+            assert res.residual <= FARKAS_TOL
+        else:
+            assert res.status in (sg.Status.OPTIMAL, sg.Status.OPTIMAL_INACCURATE), res.message
+            assert res.proof == "exact" or res.status is sg.Status.OPTIMAL_INACCURATE
+
+
+def test_rows_whose_outer_products_leave_float64_are_refused() -> None:
+    """Regression: a_j and b_j of 1e-200 each (entries of a_j b_j^T of 1e-400) gave an
+    undecided INFEASIBLE_INACCURATE blaming round-off; 1e200 each the same, with overflow
+    warnings. Now a ProblemError naming the rows."""
+    for size in (1e-200, 1e200):
+        base = _rows()
+        cs = dataclasses.replace(base, A=base.A * size, B=base.B * size, tokens=None)
+        for call in (lambda: sg.check_feasibility(cs), lambda: sg.solve_svm(cs, norm="nuc")):  # noqa: B023
+            with pytest.raises(sg.ProblemError, match=r"a_j b_j\^T.*'A'.*'B'"):
+                _quiet(call)
+
+
+def test_solve_frobenius_rescales_as_solve_svm_does(unit: dict[str, sg.SVMResult]) -> None:
+    """Regression: solve_frobenius solved rows and bounds as given: bounds of 1e200 gave a NaN
+    certificate, rows of 1e150 an uncertified answer (OPTIMAL_INACCURATE, residual 0.4) and
+    bounds of 1e308 NUMERICAL_ERROR asking whether the problem was infeasible. Now the answer
+    of solve_svm, or the same refusal."""
+    ref = unit["fro"]
+    for c, rows in ((1e200, 1.0), (1.0, 1e150), (1e-300, 1.0)):
+        res = _quiet(lambda: solve_frobenius(_rows(c, rows)))  # noqa: B023
+        assert isinstance(res, sg.SVMResult)
+        _assert_scaled(res, ref, c / rows, "fro")
+    with pytest.raises(sg.ProblemError, match="'rhs'"):
+        _quiet(lambda: solve_frobenius(_rows(1e308)))
 
 
 @pytest.mark.parametrize("k", [-700, 700])
