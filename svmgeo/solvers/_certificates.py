@@ -359,6 +359,12 @@ def judge(
     )
 
 
+_SQUARE_SAFE_EXPONENT = 256
+r""":func:`frobenius_certificate` rescales W (by a power of two) only when
+:math:`\|W\|_F` is beyond :math:`2^{\pm 256}`: within, its square and :math:`c^\top\lambda`
+stay far inside float64's range."""
+
+
 def frobenius_certificate(
     cs: ConstraintSet,
     W: np.ndarray,
@@ -390,7 +396,8 @@ def frobenius_certificate(
     complementarity was not divided by :math:`\max_j|c_j|`: bounds times :math:`2^{30}` failed
     it at the optimum (the margins' rounding, ~1e-7). The residuals other than the primal one
     are computed on :math:`(tW, t\lambda, tc)`, :math:`t = 2^e` making :math:`\|tW\|_F` about
-    1 (the same residuals, up to rounding, wherever nothing overflows or underflows): before
+    1, when :math:`\|W\|_F` is beyond :math:`2^{\pm 256}` (the same residuals wherever nothing
+    overflows or underflows; :math:`t = 1` within): before
     session 51 :math:`\tfrac12\|W\|_F^2` and :math:`c^\top\lambda` overflowed at a W of 1e200
     (NaN residuals: rhs=1e200 left the optimum ``OPTIMAL_INACCURATE``) and underflowed to 0 at
     a W of 1e-200 (every residual 0: a W 1 % too large passed).
@@ -413,11 +420,15 @@ def frobenius_certificate(
     m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
     primal = primal_infeasibility(cs, m, W)
     # (t W, t lam, t c) has the same residuals: with t = 2^e making ||W||_F about 1, neither
-    # ||W||^2 nor c^T lam (of W's size squared) overflows, at W of 1e200 say, nor underflows
-    # (the same numbers as with t = 1 up to the rounding of the square, wherever those fit)
+    # ||W||^2 nor c^T lam (of W's size squared) overflows, at W of 1e200 say, nor underflows.
+    # Taken only where ||W||_F is beyond 2^±256 (its square then nears float64's limits), so
+    # that ordinary certificates are the same numbers, bit for bit, and cost nothing more
     e = -math.frexp(frobenius_norm(W))[1]
-    with np.errstate(over="ignore", under="ignore"):
-        W, lam, m, rhs, unit = (np.ldexp(x, e) for x in (W, lam, m, cs.rhs, cs._bound_unit))
+    rhs, unit = cs.rhs, float(cs._bound_unit)
+    if abs(e) > _SQUARE_SAFE_EXPONENT:
+        with np.errstate(over="ignore", under="ignore"):
+            W, lam, m, rhs = (np.ldexp(x, e) for x in (W, lam, m, rhs))
+            unit = float(np.ldexp(unit, e))  # math.ldexp would raise on overflow
     is_m = cs._margin_rows
     norm_w = float(np.linalg.norm(W))
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
@@ -426,7 +437,7 @@ def frobenius_certificate(
     lam_max = float(np.abs(lam).max(initial=0.0))  # |λ| >= 0: the max without initial too
     dual_inf = negative_part(cs, lam, lam_max)
     slack = np.abs(lam[is_m] * (m[is_m] - rhs[is_m]))
-    comp = relative(float(slack.max(initial=0.0)), lam_max * float(unit))
+    comp = relative(float(slack.max(initial=0.0)), lam_max * unit)
     gap = relative(abs(half - (float(rhs @ lam) - half)), half)
     return judge(
         tol=tol,
