@@ -793,6 +793,54 @@ def train(
     return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
 
 
+_LOG_FLOAT_MAX = math.log(np.finfo(float).max)
+
+
+def _at_true_scale(D: Any, c: Any, xp: Any) -> Any:
+    r""":math:`e^{c_b} D_b` for each instance b, finite wherever the product is: for
+    :math:`c_b` beyond ``LOG_EXP_MAX`` the power of two of :math:`e^{c_b}` is applied last
+    (``ldexp``), so that :math:`e^{c_b}` alone does not overflow (e.g. a ridge near float64's
+    largest)."""
+    n = xp.where(c > _xp.LOG_EXP_MAX, xp.floor(c / math.log(2.0)), 0.0)
+    with np.errstate(over="ignore"):  # an entry beyond float64 is inf, refused by the caller
+        return xp.ldexp(
+            xp.exp(c - n * math.log(2.0))[:, None, None] * D, n.astype(np.int64)[:, None, None]
+        )
+
+
+def _ridge_term(ridge: float, P: list[np.ndarray]) -> float:
+    r""":math:`\frac{\rho}{2}\sum_A \|A\|_F^2` over the trained blocks P, finite wherever it is
+    (a block's square may overflow on its own: ``inf`` only when the term does)."""
+    with np.errstate(over="ignore"):
+        sq = sum(float(np.sum(A * A)) for A in P)
+    if math.isfinite(sq):
+        return 0.5 * ridge * sq
+    log_term = math.log(0.5 * ridge) + _log_squared_norm(P)
+    return math.exp(log_term) if log_term < _LOG_FLOAT_MAX else math.inf
+
+
+def _log_squared_norm(P: list[np.ndarray]) -> float:
+    r""":math:`\log \sum_A \|A\|_F^2` over non-zero blocks P, without overflow."""
+    norms = [entrywise_norm(A, 2.0) for A in P]
+    top = max(norms)
+    return 2.0 * math.log(top) + math.log(sum((x / top) ** 2 for x in norms))
+
+
+def _ridge_beyond_float64(ridge: float, P: list[np.ndarray]) -> ProblemError:
+    """The error of :func:`loss_and_grad` when its ridge term (or gradient) overflows."""
+    log_sq = _log_squared_norm(P)
+    largest = max(float(np.max(np.abs(A), initial=0.0)) for A in P)
+    # half the largest ridge whose term rho ||theta||^2 / 2 and gradient rho theta are finite
+    log_limit = min(math.log(2.0) - log_sq, -math.log(largest)) + _LOG_FLOAT_MAX - math.log(2.0)
+    limit = math.exp(min(log_limit, _LOG_FLOAT_MAX))
+    return ProblemError(
+        f"loss_and_grad: ridge={ridge!r} puts the objective beyond float64's range at these "
+        f"parameters (||theta||_F = {math.exp(0.5 * log_sq):.3g}): the ridge term ridge "
+        f"||theta||_F^2 / 2, or its gradient ridge theta, exceeds {np.finfo(float).max:.3g}. "
+        f"Pass a ridge in [0, {limit:.3g}] for these parameters, or smaller parameters."
+    )
+
+
 def _checked_params(params: Any, d: int) -> np.ndarray:
     """``params`` of :func:`loss_and_grad` that is not a (K, Q) tuple: W (d, d) or p (d,)."""
     hint = (
@@ -884,7 +932,10 @@ def loss_and_grad(
     ProblemError
         For invalid input, each message naming the argument: ``params`` of the wrong shape
         or not finite, a pair (K, Q) whose product overflows, a W beyond the largest norm
-        the engine represents for the data, or an option :func:`train` refuses.
+        the engine represents for the data, a ``ridge`` whose term
+        :math:`\rho\|\theta\|_F^2/2` or gradient :math:`\rho\theta` is beyond float64 at
+        ``params`` (the message names the ridges that fit), or an option :func:`train`
+        refuses.
     """
     if not isinstance(data, TokenData):
         raise ProblemError(f"loss_and_grad takes one svmgeo.TokenData; got {type(data).__name__}.")
@@ -918,16 +969,14 @@ def loss_and_grad(
     G, M = k.asarray(G), k.asarray(M)
     hd = None if hb is None else (state.head, *(k.asarray(x) for x in hb))
     grads = _xp.factor_grads(state.P1, state.P2, G, M, is_kq, ridge, k.xp, hd)
-    out = [k.to_numpy(k.xp.exp(c)[:, None, None] * D)[0] for D, c in grads]
+    out = [k.to_numpy(_at_true_scale(D, c, k.xp))[0] for D, c in grads]
     value = float(k.to_numpy(obs["loss"])[0])
     if ridge > 0.0:  # (0 * an overflowed ||K||^2 was NaN)
         P = [k.to_numpy(B)[0] for B in (state.P1, *([state.P2] if is_kq else []),
                                          *([state.head] if train_head else []))]  # fmt: skip
-        with np.errstate(over="ignore"):
-            sq = sum(float(np.sum(A * A)) for A in P)
-        if not math.isfinite(sq):  # scaled, so that only a true overflow is inf
-            sq = sum(entrywise_norm(A, 2.0) ** 2 for A in P)
-        value += 0.5 * ridge * sq
+        value += _ridge_term(ridge, P)
+        if not (math.isfinite(value) and all(np.all(np.isfinite(g)) for g in out)):
+            raise _ridge_beyond_float64(ridge, P)
     if param == "p":
         out[0] = out[0][:, 0]
     if train_head:
