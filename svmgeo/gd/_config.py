@@ -8,9 +8,10 @@ ended. Both are plain data: the loop lives in :mod:`svmgeo.gd._engine`.
 from __future__ import annotations
 
 import enum
+import inspect
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,9 +44,10 @@ __all__ = [
     "check_exponent",
     "check_rule_option",
     "eps_block_names",
+    "keyword_options",
     "parse_optimizer",
     "random_init",
-    "refuse_renamed",
+    "refuse_unknown_options",
     "resolve_loss",
     "resolve_optimizer",
 ]
@@ -425,14 +427,30 @@ RENAMED = {
 }
 
 
-def refuse_renamed(given: Mapping[str, Any], where: str) -> None:
-    """Raise a ProblemError naming the new spelling of every renamed option in ``given``."""
+def keyword_options(function: Callable[..., Any], *internal: str) -> tuple[str, ...]:
+    """The options ``function`` takes: its keyword-only parameters, less ``internal`` ones."""
+    return tuple(
+        name
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind is parameter.KEYWORD_ONLY and name not in internal
+    )
+
+
+def refuse_unknown_options(given: Mapping[str, Any], where: str, valid: Sequence[str]) -> None:
+    """Raise a ProblemError when ``given`` (the keywords ``where`` does not take) is not empty:
+    naming the new spelling of every renamed option (:data:`RENAMED`) if there is one, else
+    naming the unknown options and listing ``valid``, the options ``where`` takes."""
     old = [name for name in given if name in RENAMED]
     if old:
         raise ProblemError(
             f"{where} no longer takes "
             + ", ".join(f"{name}= (renamed {RENAMED[name]})" for name in old)
             + "; pass the new name."
+        )
+    if given:
+        raise ProblemError(
+            f"{where} got unknown option(s) {', '.join(map(repr, sorted(given)))}; valid "
+            f"options are {', '.join(valid)}."
         )
 
 

@@ -35,7 +35,8 @@ from ._config import (
     STEEPEST_RULES,
     GDConfig,
     StopStatus,
-    refuse_renamed,
+    keyword_options,
+    refuse_unknown_options,
     resolve_loss,
     resolve_optimizer,
 )
@@ -407,18 +408,16 @@ def _check_callback(callback: Any, where: str) -> None:
 
 
 def _make_config(options: dict[str, Any]) -> GDConfig:
-    refuse_renamed(options, "train_batch")
     valid = sorted(
         f.name
         for f in fields(GDConfig)
         if f.init and f.name not in ("optimizer", "exponent", "risk", "caller", *RULE_FIELDS)
     )
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ProblemError(
-            f"unknown option(s) {', '.join(map(repr, unknown))}; valid options are "
-            f"{', '.join(valid)}, plus v, V, lam and callback."
-        )
+    refuse_unknown_options(
+        {name: value for name, value in options.items() if name not in valid},
+        "train_batch",
+        [*valid, "v", "V", "lam", "callback"],
+    )
     if "record" in options:
         options = {**options, "record": _record_names(options["record"], "train_batch")}
     return GDConfig(**options, caller="train_batch")
@@ -685,8 +684,9 @@ def train(
     Raises
     ------
     ProblemError
-        For invalid parameters (each message names the argument and the valid values), and
-        for the old spellings ``method``, ``p`` and ``tol`` (the message names the new one).
+        For invalid parameters (each message names the argument and the valid values), for
+        the old spellings ``method``, ``p`` and ``tol`` (the message names the new one), and
+        for an option train does not take (the message lists those it takes).
     BackendError
         For ``backend="cupy"`` without CuPy or a CUDA device.
 
@@ -709,9 +709,7 @@ def train(
                 else "Use train_batch for a sequence of datasets."
             )
         )
-    if renamed:
-        refuse_renamed(renamed, caller)
-        raise TypeError(f"{caller}() got unexpected keyword argument(s) {', '.join(renamed)}")
+    refuse_unknown_options(renamed, caller, _TRAIN_OPTIONS)
     optimizer, q = resolve_optimizer(optimizer, caller)
     loss = resolve_loss(loss, caller)
     if isinstance(step_size, str) and step_size != "polyak":
@@ -792,6 +790,8 @@ def train(
     check_loss_for(cfg.loss, problem, cfg.caller, cfg.backend, cfg.train_head)
     return GradientDescent(cfg, problem).run(callback, squeeze=True)[0]
 
+
+_TRAIN_OPTIONS = keyword_options(train, "caller")
 
 _LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 

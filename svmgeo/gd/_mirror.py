@@ -47,7 +47,8 @@ from ._config import (
     GDConfig,
     StopStatus,
     check_exponent,
-    refuse_renamed,
+    keyword_options,
+    refuse_unknown_options,
 )
 from ._loop import Risk, run_loop
 from ._oracle import RiskOracle
@@ -455,8 +456,8 @@ def train_mirror(
     Raises
     ------
     ProblemError
-        For ``exponent <= 1``, a non-positive step size, an init of the wrong shape, or
-        the old spelling ``p=``.
+        For ``exponent <= 1``, a non-positive step size, an init of the wrong shape,
+        the old spelling ``p=``, or an option it does not take (named, with those it takes).
 
     References
     ----------
@@ -471,17 +472,15 @@ def train_mirror(
     ((5, 5), <StopStatus.MAX_STEPS: 'max_steps'>)
     """
     where = "train_mirror"
-    if renamed:
-        refuse_renamed(renamed, where)
-        raise ProblemError(
-            f"{where} got unknown option(s) {', '.join(map(repr, renamed))}; it takes exponent, "
-            "loss, head, v, V, lam, step_size, normalized, n_steps, record_every, init, backend."
-        )
+    refuse_unknown_options(renamed, where, _TRAIN_MIRROR_OPTIONS)
     return run_mirror_descent(
         data, caller=where, exponent=exponent, loss=loss, head=head, v=v, V=V, lam=lam,
         step_size=step_size, normalized=normalized, n_steps=n_steps,
         record_every=record_every, init=init, backend=backend,
     )  # fmt: skip
+
+
+_TRAIN_MIRROR_OPTIONS = keyword_options(train_mirror)
 
 
 def run_mirror_descent(

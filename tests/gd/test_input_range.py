@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Regressions of session 50's input audit of the training engine: ``loss_and_grad`` with a
-ridge near float64's largest."""
+ridge near float64's largest, and ``train``'s unknown options."""
 
 from __future__ import annotations
 
@@ -50,3 +50,28 @@ def test_loss_and_grad_refuses_a_ridge_whose_objective_overflows() -> None:
     one[0, 0] = 1.1  # the term 1.03e308 is finite, the gradient ridge W = 1.87e308 is not
     with pytest.raises(sg.ProblemError, match=r"ridge=1\.7e\+308 puts the objective beyond"):
         loss_and_grad(data, one, ridge=1.7e308)
+
+
+# -- train's unknown options ------------------------------------------------------------------
+
+
+def test_train_names_an_unknown_option_as_train_batch_does() -> None:
+    """train(..., bogus=1) was Python's TypeError ("unexpected keyword argument"), where
+    train_batch and verify named the option and listed the valid ones."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    for call, name in (
+        (lambda **kw: sg.train(data, **kw), "train"),
+        (lambda **kw: sg.train_batch([data], **kw), "train_batch"),
+        (lambda **kw: sg.train_mirror(data, exponent=1.5, **kw), "train_mirror"),
+    ):
+        with pytest.raises(
+            sg.ProblemError,
+            match=rf"^{name} got unknown option\(s\) 'bogus'; valid options are .*n_steps",
+        ):
+            call(bogus=1)
+        with pytest.raises(
+            sg.ProblemError, match=rf"^{name} no longer takes tol= \(renamed grad_tol"
+        ):
+            call(tol=1e-3, bogus=1)
+    with pytest.raises(sg.ProblemError, match=r"valid options are optimizer, .*adam_eps"):
+        sg.train(data, adam_epsilon=0.0)
