@@ -168,6 +168,51 @@ def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL, size: np.ndarray | None = 
     return visible & (top - tol * np.maximum(sizes, top_size) <= S)
 
 
+def prompt_logits(data: TokenData, p: np.ndarray) -> np.ndarray:
+    r"""The logits :math:`u_{ikt} = x_{it}^\top p` of a prompt vector p, the same for every
+    query, shape (n, K, T), ``-inf`` on hidden keys (an internal helper, not in ``__all__``)."""
+    logits = np.einsum("ntd,d->nt", np.asarray(data.X), np.asarray(p, dtype=float))
+    visible = np.asarray(data.visible)
+    return np.where(visible, np.broadcast_to(logits[:, None, :], visible.shape), -np.inf)
+
+
+def largest_logits(data: TokenData, logits: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
+    r"""The key of each query's largest logit, or the queries where it is tied.
+
+    .. math::
+
+        \alpha_{ik} = \arg\max_{t \text{ visible}} u_{ikt},
+
+    tied where two or more keys reach the largest logit up to :data:`TIE_RTOL`
+    (:func:`tied_maxima`). An internal helper, not in ``__all__``: the one tie rule of a final
+    selection, shared by :func:`svmgeo.verify` (which refuses a tie) and the experiments
+    (which report it).
+
+    Parameters
+    ----------
+    data : TokenData
+    logits : array of shape (n, K, T)
+        ``-inf`` on hidden keys.
+
+    Returns
+    -------
+    alpha : ndarray of int64, shape ``data.selection_shape``, or None
+        The selection; None when some query is tied.
+    tied : list of str
+        Every tied query and its tied keys, e.g. ``"sequence 3: tokens [1, 4]"``; empty
+        without ties.
+    """
+    tied = tied_maxima(logits)
+    where = np.argwhere(tied.sum(axis=2) > 1)
+    listed = [
+        f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}" for i, k in where
+    ]
+    if listed:
+        return None, listed
+    alpha = np.argmax(logits, axis=2).astype(np.int64)
+    return (alpha[:, 0] if data.single_query else alpha), []
+
+
 def score_size_table(data: TokenData) -> np.ndarray:
     r"""The sizes of :func:`scores_full`'s scores (shape (n, K, T)): :func:`score_sizes` of
     computed scores, :math:`|\gamma|` of given ones; what :func:`at_least` compares with."""

@@ -19,22 +19,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import TokenData
-from ..selection import query_label, tied_maxima
+from ..selection import largest_logits, prompt_logits
 
 __all__ = ["final_selection"]
 
 
 def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, str]:
-    r"""The key of each query's largest logit at W, or the queries where it is tied.
+    r"""The key of each query's largest logit at W (or at a prompt vector p), or the queries
+    where it is tied.
 
     .. math::
 
         \alpha_{ik} = \arg\max_{t \text{ visible}} x_{it}^\top W z_{ik}
+        \quad\Big(x_{it}^\top p \text{ for a prompt vector}\Big)
 
     Parameters
     ----------
     data : TokenData
-    W : array of shape (d, d)
+    W : array of shape (d, d), or a prompt vector p of shape (d,)
+        p scores every query's keys alike (``param="p"``, the queries unused).
 
     Returns
     -------
@@ -44,14 +47,10 @@ def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, 
         ``""`` without ties, else every tied query and its tied keys, e.g.
         ``"sequence 3: tokens [1, 4]"``, joined by ``"; "``.
     """
-    logits = np.einsum("ntd,de,nke->nkt", np.asarray(data.X), W, np.asarray(data.queries))
-    logits = np.where(np.asarray(data.visible), logits, -np.inf)
-    tied = tied_maxima(logits)
-    where = np.argwhere(tied.sum(axis=2) > 1)
-    text = "; ".join(
-        f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}" for i, k in where
-    )
-    if text:
-        return None, text
-    alpha = np.argmax(logits, axis=2)
-    return (alpha[:, 0] if data.single_query else alpha), ""
+    if np.ndim(W) == 1:
+        logits = prompt_logits(data, W)
+    else:
+        logits = np.einsum("ntd,de,nke->nkt", np.asarray(data.X), W, np.asarray(data.queries))
+        logits = np.where(np.asarray(data.visible), logits, -np.inf)
+    alpha, tied = largest_logits(data, logits)
+    return alpha, "; ".join(tied)

@@ -30,7 +30,8 @@ from ..analysis import is_locally_optimal
 from ..solvers import att_svm
 from ._companion import PAPER_EPS_STEP, cosine, finish_figure, prompt_path, single_input_data
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, group
+from ._rows import Rows, final_parts, group, unknown
+from ._selection import final_selection
 
 __all__ = [
     "EXPERIMENT",
@@ -59,9 +60,11 @@ def trial(
     r"""Normalized GD on p (step 0.1, ``normalize_eps=eps``) from start ``STARTS[start]``.
 
     One row per recorded step: p (``p1, p2, p3``), ‖p‖, the softmax probability of each token,
-    the selected token, and the cosines with the p-SVMs of tokens 0 and 1 (``cos_0``,
-    ``cos_1``); every row also carries ½‖p^mm‖² of both SVMs and whether token 1 is locally
-    optimal in this setting (``token1_is_lot``; None when the LOT test is undecided).
+    the selected token (the largest logit :math:`x_t^\top p`; None where it is tied, the tied
+    tokens then named in ``tied``, :func:`final_selection`; ``""`` without), and the cosines
+    with the p-SVMs of tokens 0 and 1 (``cos_0``, ``cos_1``); every row also carries ½‖p^mm‖²
+    of both SVMs and whether token 1 is locally optimal in this setting (``token1_is_lot``;
+    None when the LOT test is undecided).
     """
     data = single_input_data(GAMMA2[setting])
     p0 = np.array([0.0, STARTS[start], 0.0])
@@ -70,6 +73,7 @@ def trial(
     target = {a: res.p for a, res in svm.items()}
     objective = {a: 0.5 * float(np.dot(t, t)) for a, t in target.items() if t is not None}
     lot1 = is_locally_optimal(data, [1]).answer  # None: the LOT test is undecided
+    selections = [final_selection(data, p) for p in path.p]
     return [
         {
             "step": int(step),
@@ -80,14 +84,17 @@ def trial(
             "prob_0": float(s[0]),
             "prob_1": float(s[1]),
             "prob_2": float(s[2]),
-            "selected": int(np.argmax(s)),
+            "selected": None if alpha is None else int(alpha[0]),
+            "tied": tied,
             "cos_0": cosine(p, target[0]),
             "cos_1": cosine(p, target[1]),
             "objective_0": objective[0],
             "objective_1": objective[1],
             "token1_is_lot": lot1,
         }
-        for step, p, s in zip(path.step, path.p, path.probs[:, 0], strict=True)
+        for step, p, s, (alpha, tied) in zip(
+            path.step, path.p, path.probs[:, 0], selections, strict=True
+        )
     ]
 
 
@@ -109,9 +116,11 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
-    """Per run: the final token, ‖p‖ and cosine with that token's p-SVM; headline: both
-    p-SVM optima beside the published ones, where each setting's starts went, the smallest
-    final cosine with the selected token's SVM."""
+    """Per run: the final token ("tied" where the final largest logit is tied), ‖p‖ and
+    cosine with that token's p-SVM; headline: both p-SVM optima beside the published ones,
+    where each setting's starts went, the smallest final cosine with the selected token's SVM,
+    and the starts whose final selection is tied (when any). A row without ``tied`` (a table
+    written before it) counts as unknown."""
     last = final_parts(rows)
     summary = [
         {
@@ -120,14 +129,15 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             "start": r["start"],
             "p0_2": STARTS[r["start"]],
             "step": r["step"],
-            "selected": r["selected"],
+            "selected": "tied" if r["selected"] is None else r["selected"],
+            "tied": r.get("tied"),
             "norm_p": r["norm_p"],
             "cos_selected": r[f"cos_{r['selected']}"] if r["selected"] in (0, 1) else None,
-            "prob_selected": r[f"prob_{r['selected']}"],
+            "prob_selected": None if r["selected"] is None else r[f"prob_{r['selected']}"],
         }
         for r in last
     ]
-    headline: dict[str, Any] = {}
+    headline: dict[str, Any] = unknown(last, ["tied"])
     if last:
         headline["p-SVM(token 0) 1/2|p|^2 (published 0.49505)"] = f"{last[0]['objective_0']:.6f}"
         headline["p-SVM(token 1) 1/2|p|^2 (published 0.5)"] = f"{last[0]['objective_1']:.6f}"
@@ -136,6 +146,9 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         tag = f"{setting} (gamma2={GAMMA2[setting]:g}, eps={eps:g})"
         headline[f"{tag}: token 1 locally optimal"] = "undecided" if lot is None else lot
         headline[f"{tag}: selected token per start"] = " ".join(str(r["selected"]) for r in g)
+        tied = [f"start {r['start']}: {r['tied']}" for r in g if r.get("tied")]
+        if tied:
+            headline[f"{tag}: tied final selection"] = "; ".join(tied)
         headline[f"{tag}: min final cos(p, p_mm of selected)"] = min(
             (r["cos_selected"] for r in g if r["cos_selected"] is not None), default=None
         )

@@ -27,7 +27,8 @@ from ..gd import train
 from ..selection import optimal_tokens
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, group, mean, median, seeds
+from ._rows import Rows, group, mean, median, seeds, unknown
+from ._selection import final_selection
 
 __all__ = [
     "EXPERIMENT",
@@ -64,7 +65,9 @@ def trial(
     token is a support token of W^mm). ``norm_ratio``: the norm of W_GD divided by its smallest
     Att-SVM(opt) margin, over the optimal norm (Frobenius for W, nuclear for (K, Q); ≥ 1, and
     → 1 exactly when W_GD approaches the solution set; None while a margin is ≤ 0).
-    ``param="none"`` only decides B.1 (no GD; used for
+    ``selects_opt``: whether GD's final selection (the largest logit of every query) is opt;
+    None where it is tied, the tied queries then named in ``tied`` (:func:`final_selection`;
+    ``""`` without). ``param="none"`` only decides B.1 (no GD; used for
     large d, where B.1 starts to hold).
     """
     data = random_data(n, T, d, seed=seed)
@@ -78,6 +81,7 @@ def trial(
         "selects_opt": None,
         "reached": False,
         "norm_ratio": None,
+        "tied": "",
     }
     if not sup.feasible or sup.mask is None:
         return row
@@ -96,7 +100,7 @@ def trial(
         init="zero" if param == "W" else ("random", init_scale),
         seed=None if param == "W" else seed,
         record_every=n_steps,
-        record=("selected",),
+        record=("loss",),
     )
     assert run.W is not None  # None only for param="p"
     target, other = (W_fro, W_nuc) if param == "W" else (W_nuc, W_fro)
@@ -108,12 +112,13 @@ def trial(
         row["norm_ratio"] = float(
             np.linalg.norm(run.W / margin, order) / np.linalg.norm(target, order)
         )
-    assert run.history.selected is not None
+    selected, tied = final_selection(data, run.W)
     row.update(
         corr=corr,
         corr_other=correlation(run.W, other),
-        selects_opt=bool(np.array_equal(run.history.selected[-1].reshape(alpha.shape), alpha)),
+        selects_opt=None if selected is None else bool(np.array_equal(selected, alpha)),
         reached=bool(corr >= threshold),
+        tied=tied,
     )
     return row
 
@@ -156,10 +161,13 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
-    """Per (param, d): % reached, % norm ratio within 1 %, % selecting opt, % B.1."""
+    """Per (param, d): % reached, % norm ratio within 1 %, % selecting opt (of the runs whose
+    final selection is not tied), % B.1; headline: those, and the seeds whose final selection
+    is tied (when any). A row without ``tied`` (a table written before it) counts as unknown."""
     b1 = {d: 100.0 * mean(r["b1"] for r in g) for (d,), g in group(rows, ("d",)).items()}
     summary = []
-    for (param, d), g in sorted(group(rows, ("param", "d")).items()):
+    groups = group(rows, ("param", "d"))
+    for (param, d), g in sorted(groups.items()):
         feas = [r for r in g if r["feasible"]]
         summary.append(
             {
@@ -180,7 +188,8 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
                 "median_norm_ratio_opt": median(r["norm_ratio"] for r in feas if r["selects_opt"]),
             }
         )
-    headline: dict[str, Any] = {
+    headline: dict[str, Any] = unknown(rows, ["tied"])
+    headline |= {
         "threshold": GLOBAL_THRESHOLD,
         "KQ start, steps (full)": f"m = d, random {KQ_INIT_SCALE}, {KQ_STEPS}",
         "KQ measure": "% norm within 1% (where GD converges); % reached (corr) kept",
@@ -195,6 +204,13 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             f"{s['pct_reached']:.0f}, {s['pct_norm_within_1pct']:.0f}, "
             f"{s['pct_selects_opt']:.0f} ({s['pct_b1']:.0f})"
         )
+        tied = [
+            f"seed {r['seed']}: {r['tied']}" for r in groups[s["param"], s["d"]] if r.get("tied")
+        ]
+        if tied:
+            headline[f"{s['param']} d={s['d']}: tied final selection (no selects-opt)"] = "; ".join(
+                tied
+            )
     return headline, summary
 
 

@@ -17,8 +17,10 @@ selection (LOT) α,
 
 ``protocol="paper"`` (the paper's experiment): GD from zero (W) or a small random start
 (K, Q); α is GD's final argmax selection, and every recorded iterate is correlated with
-:math:`W^{mm}_\alpha` and :math:`W^{mm\star}_\alpha` of that α. The paper's published curve
-for W is 0.75, 0.88, 0.97, 0.99, 0.996 at steps 100, 200, 500, 1000, 2000 (100 seeds).
+:math:`W^{mm}_\alpha` and :math:`W^{mm\star}_\alpha` of that α (none where the final largest
+logit is tied: no selection, NaN, the tied queries named in ``tied``, :func:`final_selection`).
+The paper's published curve for W is 0.75, 0.88, 0.97, 0.99, 0.996 at steps 100, 200, 500,
+1000, 2000 (100 seeds).
 
 Protocols and measured numbers: ``docs/experiments.md``.
 """
@@ -38,7 +40,8 @@ from ..gd import random_init, train
 from ..selection import optimal_tokens
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, mean, median, quantile, seeds
+from ._rows import Rows, final_parts, finite, group, mean, median, quantile, seeds, unknown
+from ._selection import final_selection
 
 __all__ = [
     "EXPERIMENT",
@@ -133,8 +136,11 @@ def trial(
     ``noise``.
 
     ``protocol="paper"``: W starts at zero, (K, Q) at i.i.d. N(0, ``init_scale``²) entries
-    (seeded by ``seed``); α is GD's argmax selection at the last step; records every
-    ``PAPER_RECORD_EVERY`` steps (``n_records`` applies to the cone protocol).
+    (seeded by ``seed``); α is GD's argmax selection at the last step, none where that is
+    tied (:func:`final_selection`: the SVMs, the softmax of α and the α verdicts are then NaN /
+    None and ``tied`` names the tied queries; ``""`` otherwise, and always for the cone
+    protocol); records every ``PAPER_RECORD_EVERY`` steps (``n_records`` applies to the cone
+    protocol).
 
     One row per recorded step: correlations of W(t) with both SVM solutions of α (NaN when
     Att-SVM(α) is infeasible, possible for the paper's α only), the mean softmax probability
@@ -145,6 +151,7 @@ def trial(
     check_option(protocol, "protocol", ("cone", "paper"), where="local trial")
     data = random_data(n, T, d, seed=seed)
     found: bool | None = None
+    alpha: np.ndarray | None
     if protocol == "cone":
         alpha, found = random_lot(data, seed, max_tries)
         init: Any = _cone_start(data, alpha, seed, param, radius, noise)
@@ -159,19 +166,26 @@ def trial(
         init=init,
         seed=seed if random_init(init) else None,
         record_every=max(1, n_steps // n_records) if protocol == "cone" else PAPER_RECORD_EVERY,
-        record=("W", "probs", "selected"),
+        record=("W", "probs"),
     )
     hist = run.history
-    assert hist.W is not None and hist.probs is not None and hist.selected is not None
+    assert hist.W is not None and hist.probs is not None and run.W is not None
+    tied = ""
     if protocol != "cone":
-        alpha = hist.selected[-1].reshape(data.selection_shape)
-    fro = att_svm(data, alpha, norm="fro").W
-    nuc = att_svm(data, alpha, norm="nuc").W
-    soft = _alpha_softmax(hist.probs, alpha)
-    is_opt = bool(np.array_equal(alpha, optimal_tokens(data)))
-    # three values: True (a LOT), False (not a LOT; an infeasible alpha), None (undecided)
-    is_lot = is_locally_optimal(data, alpha).answer if fro is not None else False
+        alpha, tied = final_selection(data, run.W)
     nan = float("nan")
+    if alpha is None:  # a tied final selection: no α, no SVM to compare with
+        fro = nuc = None
+        soft = np.full(len(hist.step), nan)
+        is_opt: bool | None = None
+        is_lot: bool | None = None
+    else:
+        fro = att_svm(data, alpha, norm="fro").W
+        nuc = att_svm(data, alpha, norm="nuc").W
+        soft = _alpha_softmax(hist.probs, alpha)
+        is_opt = bool(np.array_equal(alpha, optimal_tokens(data)))
+        # three values: True (a LOT), False (not a LOT; an infeasible alpha), None (undecided)
+        is_lot = is_locally_optimal(data, alpha).answer if fro is not None else False
     return [
         {
             "step": int(step),
@@ -181,6 +195,7 @@ def trial(
             "alpha_is_opt": is_opt,
             "alpha_is_lot": is_lot,
             "random_lot_found": found,
+            "tied": tied,
         }
         for step, W, s in zip(hist.step, hist.W, soft, strict=True)
     ]
@@ -209,7 +224,9 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Per (protocol, param, step): median, 10 % quantile and mean of the correlations, mean
     softmax of α; headline: final correlations (cone), mean curve at the paper's steps, and
     how many paper runs end on α ≠ opt, on α not a LOT, on α whose LOT test is undecided
-    (counted apart: neither a LOT nor not one) and on an infeasible Att-SVM(α)."""
+    (counted apart: neither a LOT nor not one) and on an infeasible Att-SVM(α), and the seeds
+    whose final selection is tied (no α: in none of those counts; when any). A row without
+    ``tied`` (a table written before it) counts as unknown."""
     summary = []
     for (protocol, param, step), g in sorted(group(rows, ("protocol", "param", "step")).items()):
         summary.append(
@@ -229,7 +246,8 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     last = final_parts(rows)
     w = [r for r in last if r["param"] == "W" and r["protocol"] == "cone"]
     kq = [r for r in last if r["param"] == "KQ" and r["protocol"] == "cone"]
-    headline: dict[str, Any] = {
+    headline: dict[str, Any] = unknown(rows, ["tied"])
+    headline |= {
         "datasets": len(w),
         "LOT alpha != opt": sum(not r["alpha_is_opt"] for r in w),
         "W: median final corr(W, W_mm fro)": median(r["corr_fro"] for r in w),
@@ -250,12 +268,16 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             f"paper {param}: alpha != opt, alpha not a LOT, LOT test undecided, "
             "Att-SVM(alpha) infeasible"
         )
+        selected = [r for r in paper if not r.get("tied")]
         headline[key_counts] = (
-            f"{sum(not r['alpha_is_opt'] for r in paper)}, "
-            f"{sum(r['alpha_is_lot'] is False for r in paper)}, "
-            f"{sum(r['alpha_is_lot'] is None for r in paper)}, "
-            f"{sum(not finite([r[key]]) for r in paper)} of {len(paper)}"
+            f"{sum(not r['alpha_is_opt'] for r in selected)}, "
+            f"{sum(r['alpha_is_lot'] is False for r in selected)}, "
+            f"{sum(r['alpha_is_lot'] is None for r in selected)}, "
+            f"{sum(not finite([r[key]]) for r in selected)} of {len(paper)}"
         )
+        tied = [f"seed {r['seed']}: {r['tied']}" for r in paper if r.get("tied")]
+        if tied:
+            headline[f"paper {param}: tied final selection (no alpha)"] = "; ".join(tied)
         headline[f"paper {param}: mean {key} at steps {', '.join(str(s['step']) for s in at)}"] = (
             ", ".join(f"{s[f'mean_{key}']:.4f}" for s in at)
         )

@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 from .._errors import TieError
 from ..data import TokenData
 from ..gd import GDRun, StopStatus, random_init, run_mirror_descent, train
-from ..selection import first_five, query_label, tied_maxima
+from ..selection import first_five, largest_logits, prompt_logits
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
 
@@ -92,29 +92,19 @@ def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndar
         broken silently. ``stopped`` opens the message: why the run stopped early (a run
         stopped at its start by an overflow ends tied at W = 0).
     """
-    if final.ndim == 1:  # the prompt vector: the same logits for every query
-        X = np.asarray(data.X)
-        logits = np.broadcast_to(np.einsum("ntd,d->nt", X, final)[:, None, :], data.visible.shape)
-        logits = np.where(np.asarray(data.visible), logits, -np.inf)
-    else:
-        logits = _logits(data, final[None])[0]
-    tied = tied_maxima(logits)
-    counts = tied.sum(axis=2)
-    if np.any(counts > 1):
-        where = np.argwhere(counts > 1)
-        listed = first_five(
-            [f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}"
-             for i, k in where]
-        )  # fmt: skip
+    logits = (
+        prompt_logits(data, final) if final.ndim == 1 else _logits(data, final[None])[0]
+    )  # the prompt vector: the same logits for every query
+    alpha, tied = largest_logits(data, logits)
+    if alpha is None:
         raise TieError(
-            f"{stopped}GD's final selection is tied for {len(where)} quer"
-            f"{'y' if len(where) == 1 else 'ies'}: {listed} (equal largest logits at the final "
-            "parameters: identical tokens, or a stationary start such as K = Q = 0). A "
-            "selection is one token per query: merge or perturb identical tokens, start "
+            f"{stopped}GD's final selection is tied for {len(tied)} quer"
+            f"{'y' if len(tied) == 1 else 'ies'}: {first_five(tied)} (equal largest logits at "
+            "the final parameters: identical tokens, or a stationary start such as K = Q = 0). "
+            "A selection is one token per query: merge or perturb identical tokens, start "
             "elsewhere (e.g. init=('random', 0.1)), or compare with gen_svm's selected sets."
         )
-    full = np.argmax(logits, axis=2).astype(np.int64)
-    return full[:, 0] if data.single_query else full
+    return alpha
 
 
 def _seeded(options: dict[str, Any]) -> dict[str, Any]:
