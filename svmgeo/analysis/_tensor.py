@@ -18,6 +18,7 @@ logits bilinear, so both raise a ProblemError here.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ from ..data import TokenData
 from ..losses import check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import NORMS, check_feasibility, parse_norm
+from ..solvers import NORMS, check_feasibility, parse_norm, unit_rows
 from ._stability import RECONSTRUCTION
 
 __all__ = ["TensorData", "TensorRows", "TensorSVM", "tensor_rows", "tensor_svm", "tensorize"]
@@ -360,11 +361,14 @@ class TensorSVM:
     W : ndarray of shape (d, d) or None
         ``w.reshape(d, d)``.
     dual : ndarray of shape (N,) or None
-        :math:`\lambda` with :math:`w = \sum_j \lambda_j u_j` (:math:`\lambda \ge 0` on margin rows).
+        :math:`\lambda` with :math:`w = \sum_j \lambda_j u_j` (:math:`\lambda \ge 0` on margin rows);
+        None beside a w when float64 cannot hold it (the message says why).
     margins : ndarray of shape (N,) or None
     primal_residual, dual_residual : float
         :math:`\max_j (c_j - u_j^\top w)_+` (and :math:`|\cdot|` on equality rows), and
-        :math:`\max(\|w - U^\top\lambda\|, \max_j(-\lambda_j)_+)` with complementarity.
+        :math:`\max(\|w - U^\top\lambda\|, \max_j(-\lambda_j)_+)` with complementarity;
+        the latter, whose terms have different units, on the rows of unit size where
+        :func:`tensor_svm` rescaled them.
     message : str
     label : str
     farkas : ndarray of shape (N,) or None
@@ -410,6 +414,11 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     Farkas vector proved in exact arithmetic (:func:`~svmgeo.solvers.check_feasibility` on the
     vector rows), else undecided. (At the optimum :math:`\kappa = 1/(1 + \|w\|^2)`, below
     round-off for :math:`\|w\| \gtrsim 10^8`: the verdict does not rest on :math:`\kappa`.)
+    All of it on rows and bounds of unit size (:func:`~svmgeo.solvers.unit_rows`: :math:`U/s`,
+    :math:`c/\gamma`, powers of two), the answer mapped back exactly (:math:`w` times
+    :math:`\gamma/s`, :math:`\lambda` times :math:`\gamma/s^2`, the margins times
+    :math:`\gamma`); nothing changes when :math:`\max|U|` and :math:`\max_j|c_j|` are within
+    :math:`2^{\pm 20}` of 1.
 
     Parameters
     ----------
@@ -420,6 +429,12 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     Returns
     -------
     TensorSVM
+
+    Raises
+    ------
+    ProblemError
+        A norm other than ``"fro"``, or rows whose answer float64 cannot hold (naming
+        ``rhs`` and the rows, :func:`~svmgeo.solvers.unit_rows`).
     """
     entry, _ = parse_norm(norm, "tensor_svm")  # the table of norms
     if entry.name in _NO_VECTOR_FORM:
@@ -437,12 +452,49 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
             f"tensor_svm takes TensorRows (from tensor_rows) or a ConstraintSet; got "
             f"{type(rows).__name__}."
         )
-    U, c, eq = rows.U, rows.rhs, rows.kind == EQUALITY
-    n_rows, d = U.shape[0], rows.d
-    if n_rows == 0:  # no rows: w = 0 (and the NNLS of a matrix with no columns is not called)
+    d = rows.d
+    if (
+        rows.U.shape[0] == 0
+    ):  # no rows: w = 0 (and the NNLS of a matrix with no columns is not called)
         w = np.zeros(d * d)
         return TensorSVM(True, w, w.reshape(d, d), np.zeros(0), np.zeros(0), 0.0, 0.0,
                          "solved: no rows, the least-norm w = 0")  # fmt: skip
+    unit, scale = unit_rows(_vector_rows(rows), "tensor_svm")
+    out = _solve_vector(unit, d)
+    if scale.identity:
+        return out
+    if not out.feasible:  # a Farkas vector keeps c^T y = 1
+        return dataclasses.replace(out, farkas=scale.farkas(out.farkas))
+    w = scale.w(out.w, "w")
+    message = out.message
+    try:
+        dual = scale.dual(out.dual, 2)  # w = U^T lambda: lambda scales like gamma / s^2
+    except ProblemError as exc:  # w fits and its multipliers do not: w, not proved optimal
+        dual = None
+        message = f"feasible, not proved optimal on these rows (dual None; solved on them at unit scale): {exc}"
+    return dataclasses.replace(
+        out,
+        w=w,
+        W=w.reshape(d, d),
+        dual=dual,
+        margins=scale.bound(out.margins),
+        primal_residual=scale.bound(out.primal_residual, "the primal residual"),
+        message=message,
+    )
+
+
+def _vector_rows(rows: TensorRows) -> ConstraintSet:
+    r"""The vector rows as a :class:`~svmgeo.ConstraintSet`: :math:`u_j^\top W' e_1 =
+    u_j^\top w` (:math:`W'` of size :math:`d^2`, of which only the first column counts)."""
+    first = np.zeros(rows.U.shape)
+    first[:, 0] = 1.0
+    return rows_without_tokens(rows.U, first, rows.kind, rows.rhs)
+
+
+def _solve_vector(vector: ConstraintSet, d: int) -> TensorSVM:
+    r""":func:`tensor_svm` on the vector rows ``vector`` (:func:`_vector_rows`, of unit size)."""
+    U, c, eq = vector.A, vector.rhs, vector.kind == EQUALITY
+    n_rows = U.shape[0]
     Us = np.concatenate([U, -U[eq]])
     cs = np.concatenate([c, -c[eq]])
     M = np.vstack([Us.T, cs[None, :]])
@@ -467,7 +519,7 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
     primal = float(viol.max(initial=0.0))
     if not (np.all(np.isfinite(w)) and primal <= 1e-9 * scale):
-        return _no_vector_solution(rows)
+        return _no_vector_solution(vector)
     dual = lam_s[:n_rows].copy()
     dual[eq] -= lam_s[n_rows:]
     dual_res = max(
@@ -486,17 +538,14 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     return TensorSVM(True, w, w.reshape(d, d), dual, margins, primal, dual_res, message)
 
 
-def _no_vector_solution(rows: TensorRows) -> TensorSVM:
+def _no_vector_solution(vector: ConstraintSet) -> TensorSVM:
     r""":func:`tensor_svm`'s answer when no candidate w meets the rows: infeasible only with a
     Farkas vector proved in exact arithmetic by :func:`~svmgeo.solvers.check_feasibility`, on
-    the rows :math:`u_j^\top W' e_1 = u_j^\top w` (:math:`W'` of size :math:`d^2`, of which
-    only the first column counts); else undecided, saying whether the rows were proved
+    the vector rows (:func:`_vector_rows`); else undecided, saying whether the rows were proved
     feasible. (The NNLS's own :math:`\mu` is no proof: :math:`U^\top\mu` is small, not 0,
     whenever the optimal :math:`\|w\|` is beyond :math:`\sim 10^8`, where
     :math:`\kappa = 1/(1 + \|w\|^2)` is below round-off.)"""
-    first = np.zeros(rows.U.shape)
-    first[:, 0] = 1.0
-    verdict = check_feasibility(rows_without_tokens(rows.U, first, rows.kind, rows.rhs))
+    verdict = check_feasibility(vector)
     if verdict.proof == "exact" and verdict.farkas is not None:
         return TensorSVM(False, None, None, None, None, np.inf, np.inf,
                          "infeasible: Farkas vector y >= 0 (margin rows) with U^T y = 0 and "

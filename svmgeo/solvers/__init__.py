@@ -51,6 +51,7 @@ from ._result import (
     report_inaccurate,
     warns_if_inaccurate,
 )
+from ._scale import unit_rows
 from ._status import Status
 
 __all__ = [
@@ -82,5 +83,6 @@ __all__ = [
     "solve_naive_cvxpy",
     "solve_naive_cvxpy_duals",
     "solve_svm",
+    "unit_rows",
     "warns_if_inaccurate",
 ]

@@ -20,6 +20,10 @@ for these norms optima off the rows' spans exist):
   \|R\|_F` over :math:`\mathcal F_\tau` along random directions :math:`R`, a lower bound on the
   face's diameter, compared with the :math:`10\sqrt{\tau}\,\|W\|_F` that a unique optimum's
   :math:`\tau`-neighbourhood can reach.
+
+Both solve on rows and bounds of unit size (:func:`_on_unit_rows`), with the direction of
+unit size (:func:`~._scale.unit_size`): the correlations and the relative width are
+scale-invariant, and the points of the face are mapped back exactly.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from .._validation import check_array, check_int, check_real
 from ..constraints import MARGIN
 from ._certificates import NormGeometry, primal_infeasibility
 from ._norms import NORMS
-from ._result import SVMResult
+from ._result import SVMResult, replaced
+from ._scale import Scale, unit_rows, unit_size
 from ._spectral import quiet_solve
 
 __all__ = ["FaceAlignment", "FaceUniqueness", "optimal_face_alignment", "optimum_uniqueness"]
@@ -168,6 +173,25 @@ def _geometry(res: SVMResult, where: str) -> NormGeometry:
     if entry is None:  # pragma: no cover - every result's norm is an entry of the table
         raise ProblemError(f"{where}: unknown norm {res.norm!r} of the result.")
     return entry.geometry(res.extras.get("p") if entry.parameter else None)
+
+
+def _on_unit_rows(res: SVMResult, where: str) -> tuple[SVMResult, Scale]:
+    r"""``res`` on rows and bounds of unit size (:func:`~._scale.unit_rows`), and the
+    :class:`~._scale.Scale` that maps a point of its face back: :math:`\mathcal F_\tau` of
+    ``res`` is :math:`\gamma/s` times that of the unit rows (W and OPT scale alike), so the
+    face problems' solvers, whose tolerances are absolute, see O(1) data at every scale.
+    ``res`` itself when nothing is scaled."""
+    unit, scale = unit_rows(res.constraints, where)
+    if scale.identity:
+        return res, scale
+    to_unit = scale.inverse()
+    return replaced(
+        res,
+        constraints=unit,
+        W=to_unit.w(res.W),
+        objective=to_unit.w(res.objective, "the objective ||W||"),
+        lower_bound=to_unit.w(res.lower_bound, "the lower bound on ||W||"),
+    ), scale
 
 
 def _solve_face(
@@ -353,7 +377,8 @@ def optimal_face_alignment(
     ------
     ProblemError
         ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
-        not finite, ``tol`` outside (0, 1).
+        not finite, ``tol`` outside (0, 1); a face point float64 cannot hold on ``res``'s
+        rows (naming ``rhs`` and the rows, :class:`~._scale.Scale`).
     SolverError
         When Clarabel and then SCS fail on a face problem, or give a point that svmgeo's
         check puts outside the face, and the returned solution is not in the face either.
@@ -374,15 +399,17 @@ def optimal_face_alignment(
     geometry = _geometry(res, "optimal_face_alignment")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="optimal_face_alignment")
     D = _direction(direction, res, "optimal_face_alignment")
+    res, scale = _on_unit_rows(res, "optimal_face_alignment")  # correlations: scale-invariant
     W, status = _solve_face(res, geometry, D, tol, scaled=True)
     maximum = W is not None and _in_face(res, geometry, W, tol) and correlation(D, W) > 0
     if W is None or not maximum:
         W, status = _ascend(res, geometry, D, tol)
+    value = geometry.value(W)
     return FaceAlignment(
-        W=W,
+        W=W if scale.identity else scale.w(W),
         correlation=correlation(D, W),
         returned_correlation=correlation(D, res.W),
-        value=geometry.value(W),
+        value=value if scale.identity else scale.w(value, "the norm ||W||"),
         tol=tol,
         status=status,
         maximum=maximum,
@@ -411,7 +438,7 @@ def _direction(direction: Any, res: SVMResult, where: str) -> np.ndarray:
             f"The 'direction' parameter of {where} must be a nonzero array of shape ({d}, {d}) "
             f"(the SVM's W); got shape {D.shape}{'' if np.any(D != 0) else ', all zero'}."
         )
-    return D
+    return unit_size(D)  # its scale does not matter: O(1) for the face problems' solvers
 
 
 def optimum_uniqueness(
@@ -466,15 +493,16 @@ def optimum_uniqueness(
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
     n_directions = check_int(n_directions, "n_directions", low=1, where=where)
     seed = check_int(seed, "seed", low=0, where=where)
+    res, scale = _on_unit_rows(res, where)  # the width is relative: scale-invariant
     assert res.W is not None  # checked by _geometry
-    scale = max(float(np.linalg.norm(res.W)), np.finfo(float).tiny)
+    size = max(float(np.linalg.norm(res.W)), np.finfo(float).tiny)
     rng = np.random.default_rng(seed)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     for _ in range(n_directions):
         R = rng.standard_normal(res.W.shape)
         W_max, _ = _extreme(res, geometry, R, tol)
         W_min, _ = _extreme(res, geometry, -R, tol)
-        width = float(np.vdot(R, W_max - W_min)) / float(np.linalg.norm(R)) / scale
+        width = float(np.vdot(R, W_max - W_min)) / float(np.linalg.norm(R)) / size
         if best is None or width > best[0]:
             best = (width, W_max, W_min)
     assert best is not None  # n_directions >= 1
@@ -483,7 +511,7 @@ def optimum_uniqueness(
         unique=best[0] <= threshold,
         width=best[0],
         threshold=threshold,
-        W_max=best[1],
-        W_min=best[2],
+        W_max=best[1] if scale.identity else scale.w(best[1]),
+        W_min=best[2] if scale.identity else scale.w(best[2]),
         tol=tol,
     )

@@ -64,6 +64,7 @@ __all__ = [
     "check_rows",
     "row_scale",
     "unit_rows",
+    "unit_size",
 ]
 
 FactoredCheck = Callable[
@@ -93,15 +94,30 @@ def _bound_exponent(cs: ConstraintSet) -> int:
     tolerances. At most 1023: :math:`2^{1023}` is float64's largest power of two (bounds up to
     1.8e308 are divided to below 2)."""
     size = cs._largest_bound
-    if size == 0.0 or 1.0 / SCALE_BAND <= size <= SCALE_BAND:
-        return 0
-    exponent = min(round(math.log2(size)), LARGEST_EXPONENT - 1)
+    exponent = min(_nearest_exponent(size, SCALE_BAND), LARGEST_EXPONENT - 1)
     if size > SCALE_BAND:
         bounds = np.abs(cs.rhs)
         smallest = float(bounds[bounds > 0.0].min())  # gamma <= smallest * SCALE_BAND keeps all
         room = math.floor(math.log2(smallest) + math.log2(SCALE_BAND))
         exponent = max(min(exponent, room), 0)
     return exponent
+
+
+def _nearest_exponent(size: float, band: float) -> int:
+    r"""The exponent of the power of two nearest ``size`` > 0 (in log scale) when ``size``
+    lies outside [1/``band``, ``band``]; 0 when it lies inside or is 0."""
+    if size == 0.0 or 1.0 / band <= size <= band:
+        return 0
+    return round(math.log2(size))
+
+
+def unit_size(x: np.ndarray, band: float = SCALE_BAND) -> np.ndarray:
+    r"""``x`` divided by the power of two nearest its largest entry :math:`\max|x|` when that
+    lies outside [1/``band``, ``band``] (exact); ``x`` itself otherwise. For an input whose
+    scale does not matter (a direction), so that a solver with absolute tolerances sees O(1)
+    data."""
+    exponent = _nearest_exponent(float(np.abs(x).max(initial=0.0)), band)
+    return x if exponent == 0 else _ldexp(x, -exponent)
 
 
 @dataclass(frozen=True)
@@ -254,11 +270,16 @@ class Scale:
         of :math:`W'` on ``unit`` times :math:`\gamma` (``cs.apply(W)`` up to rounding, where
         that does not overflow on the way: :math:`AW` can, at margins within float64);
         refused (:meth:`error`) when a margin is beyond float64."""
-        unit = self.unit.apply(W_unit)
-        margins = _ldexp(unit, self.bounds)
-        if not np.all(np.isfinite(margins)) and np.all(np.isfinite(unit)):
-            raise self.error("the margins a_j^T W b_j", math.inf, (1, 0))
-        return margins
+        return self.bound(self.unit.apply(W_unit))
+
+    def bound(self, x: Any, what: str = "the margins a_j^T W b_j") -> Any:
+        r"""A quantity of the bounds' degree on ``unit`` (the margins, a row's violation) on
+        ``cs``: :math:`\gamma x`; refused (:meth:`error`) when it is beyond float64 (one
+        below 2^-1022 keeps what digits it has)."""
+        out = _ldexp(x, self.bounds)
+        if not np.all(np.isfinite(out)) and np.all(np.isfinite(x)):
+            raise self.error(what, math.inf, (1, 0))
+        return out
 
     def error(self, what: str, size: float, degree: tuple[int, int]) -> ProblemError:
         r"""The :class:`~svmgeo.ProblemError` of an answer ``what`` of size :math:`2^{size}`

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Scale range (session 51): the SVMs and the feasibility check are scale-covariant, so rows
+"""Scale range (session 51): the SVMs, the feasibility check, the optimal-face problems and
+the tensor SVM are scale-covariant, so rows
 and bounds of any size give the unit-scale answer rescaled, or a ProblemError that names
 'rhs' and the rows 'A', 'B' where float64 cannot hold that answer; never a NaN certificate,
 a bare OverflowError or an inf.
@@ -19,7 +20,8 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.solvers import solve_frobenius
+from svmgeo.analysis import TensorSVM
+from svmgeo.solvers import FaceAlignment, FaceUniqueness, solve_frobenius
 from svmgeo.solvers._certificates import FRO
 
 NORMS = ["fro", "nuc", "spectral", ("lp", 1.0), ("lp", 1.5), ("lp", np.inf)]
@@ -243,3 +245,151 @@ def test_frobenius_certificate_is_the_unit_one_at_every_size_of_w(
     np.testing.assert_allclose(cert.worst, ref.certificate.worst, atol=1e-12)
     wrong = _quiet(lambda: FRO.certificate(cs, 1.01 * W, lam, 1e-8))
     assert isinstance(wrong, sg.Certificate) and not wrong.passed
+
+
+FACE_NORMS = ["fro", ("lp", np.inf)]
+"""A strictly convex norm and one with a face of optima (an LP)."""
+SIZES = [("rhs", 1e150), ("rhs", 1e200), ("rhs", 1e300), ("rows", 2.0**600), ("rows", 2.0**-600)]
+
+
+def _scaled_rows(which: str, t: float) -> tuple[sg.ConstraintSet, float]:
+    """The rows of :func:`_rows` with bounds or rows times t, and the factor of W (t or 1/t)."""
+    return (_rows(rhs=t), t) if which == "rhs" else (_rows(rows=t), 1.0 / t)
+
+
+def _faces(res: sg.SVMResult, direction: np.ndarray | None = None) -> tuple[object, object]:
+    """optimum_uniqueness and optimal_face_alignment (towards ``direction``, res.W when None)
+    of ``res``, with every RuntimeWarning an error."""
+    from svmgeo.solvers import optimal_face_alignment, optimum_uniqueness
+
+    D = res.W if direction is None else direction
+    return (
+        _quiet(lambda: optimum_uniqueness(res, n_directions=1)),
+        _quiet(lambda: optimal_face_alignment(res, D)),
+    )
+
+
+@pytest.mark.parametrize("k", [600, 1000])
+def test_face_problems_at_bounds_times_a_power_of_two_are_the_unit_ones_scaled(
+    k: int, unit: dict[str, sg.SVMResult]
+) -> None:
+    """Regression: optimum_uniqueness and optimal_face_alignment solved the face problem at
+    the raw scale: at bounds 2^600 a SolverError 'the optimal-face problem failed ... Try
+    another seed or tol', or cvxpy's bare ValueError (NaN or Inf in the problem data). Now
+    solved on the unit rows: the unit answers, their points times 2^k to the bit (towards
+    one direction: its own scale is taken to 1 by another power of two)."""
+    for norm in FACE_NORMS:
+        res = sg.solve_svm(_rows(2.0**k), norm=norm)
+        assert res.W is not None and unit[str(norm)].W is not None
+        np.testing.assert_array_equal(res.W, np.ldexp(unit[str(norm)].W, k))
+        D = np.random.default_rng(0).standard_normal(res.W.shape)
+        (uniq, face), (ref_uniq, ref_face) = _faces(res, D), _faces(unit[str(norm)], D)
+        assert isinstance(uniq, FaceUniqueness) and isinstance(ref_uniq, FaceUniqueness)
+        assert isinstance(face, FaceAlignment) and isinstance(ref_face, FaceAlignment)
+        assert (uniq.unique, uniq.width, uniq.threshold) == (
+            ref_uniq.unique,
+            ref_uniq.width,
+            ref_uniq.threshold,
+        )
+        np.testing.assert_array_equal(uniq.W_max, np.ldexp(ref_uniq.W_max, k))
+        np.testing.assert_array_equal(uniq.W_min, np.ldexp(ref_uniq.W_min, k))
+        assert (face.correlation, face.returned_correlation, face.maximum) == (
+            ref_face.correlation,
+            ref_face.returned_correlation,
+            ref_face.maximum,
+        )
+        np.testing.assert_array_equal(face.W, np.ldexp(ref_face.W, k))
+        assert face.value == np.ldexp(ref_face.value, k)
+
+
+# the Frobenius W at rows 2^+-600 comes without its multipliers (OPTIMAL_INACCURATE, warned)
+@pytest.mark.filterwarnings("ignore::svmgeo.InaccurateSolutionWarning")
+@pytest.mark.parametrize("which,t", SIZES, ids=[f"{w}={t:.3g}" for w, t in SIZES])
+def test_face_problems_far_from_unit_scale_agree_with_unit_scale(
+    which: str, t: float, unit: dict[str, sg.SVMResult]
+) -> None:
+    """Regression: at bounds 1e200 (rows 2^+-600) optimum_uniqueness raised SolverError 'the
+    optimal-face problem failed' (or gave a point 1e88 x OPT, 'not in the face'), and
+    optimal_face_alignment a bare ValueError from cvxpy. Now the unit-scale answers: the
+    width and correlations (scale-invariant) to the solvers' accuracy across the two solve
+    paths (res.W itself agrees to ~1e-9 there), the face's points times the factor of W."""
+    cs, factor = _scaled_rows(which, t)
+    for norm in FACE_NORMS:
+        res = _quiet(lambda: sg.solve_svm(cs, norm=norm))  # noqa: B023
+        assert isinstance(res, sg.SVMResult) and res.W is not None
+        (uniq, face), (ref_uniq, ref_face) = _faces(res), _faces(unit[str(norm)])
+        assert isinstance(uniq, FaceUniqueness) and isinstance(ref_uniq, FaceUniqueness)
+        assert isinstance(face, FaceAlignment) and isinstance(ref_face, FaceAlignment)
+        assert uniq.unique is ref_uniq.unique
+        np.testing.assert_allclose(uniq.width, ref_uniq.width, atol=1e-8)
+        top = float(np.abs(ref_uniq.W_max).max())
+        np.testing.assert_allclose(uniq.W_max / factor, ref_uniq.W_max, rtol=0, atol=1e-6 * top)
+        np.testing.assert_allclose(uniq.W_min / factor, ref_uniq.W_min, rtol=0, atol=1e-6 * top)
+        np.testing.assert_allclose(face.correlation, ref_face.correlation, atol=1e-10)
+        np.testing.assert_allclose(face.value / factor, ref_face.value, rtol=2e-6)  # 2 tau
+        assert face.maximum is ref_face.maximum
+
+
+def _tensor_fields(out: TensorSVM) -> tuple[object, ...]:
+    return (out.feasible, out.w, out.dual, out.margins, out.primal_residual, out.message)
+
+
+def test_tensor_svm_at_bounds_times_a_power_of_two_is_the_unit_one_scaled() -> None:
+    """Regression: tensor_svm at bounds 2^600 ran its NNLS at the raw scale: 'undecided: the
+    NNLS gave no w meeting every row'. Now w times 2^k and the multipliers too (w = U^T
+    lambda: lambda scales like the bounds / s^2), to the bit; an infeasible set's Farkas
+    vector over 2^k (c^T y unchanged)."""
+    from svmgeo.analysis import tensor_svm
+
+    ref = tensor_svm(_rows())
+    for k in (600, 1000):
+        out = _quiet(lambda: tensor_svm(_rows(2.0**k)))  # noqa: B023
+        assert isinstance(out, TensorSVM) and out.feasible, out.message
+        assert out.message == ref.message and out.dual_residual == ref.dual_residual
+        assert out.w is not None and ref.w is not None
+        np.testing.assert_array_equal(out.w, np.ldexp(ref.w, k))
+        np.testing.assert_array_equal(out.dual, np.ldexp(ref.dual, k))
+        np.testing.assert_array_equal(out.margins, np.ldexp(ref.margins, k))
+    data = sg.random_data(2, 3, 2, seed=0)
+    for rhs in (1.0, 2.0**600):  # a_1^T W b_1 >= c and -a_1^T W b_1 >= c: no W
+        cs = sg.pair_constraints(data, [0, 0], [0, 0], [0, 1], [1, 0], rhs=rhs)
+        out = tensor_svm(cs)
+        assert not out.feasible and out.farkas is not None, out.message
+        np.testing.assert_allclose(float(cs.rhs @ out.farkas), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("which,t", SIZES, ids=[f"{w}={t:.3g}" for w, t in SIZES])
+def test_tensor_svm_far_from_unit_scale_agrees_with_unit_scale(which: str, t: float) -> None:
+    """Regression: tensor_svm at bounds 1e200 (rows 2^+-600) answered 'undecided'. Now the
+    unit w times the factor of W; at rows 2^+-600 the multipliers (2^-+1200 times the unit
+    ones) are beyond float64: w without them (dual None), said in the message."""
+    from svmgeo.analysis import tensor_svm
+
+    cs, factor = _scaled_rows(which, t)
+    ref = tensor_svm(_rows())
+    out = _quiet(lambda: tensor_svm(cs))
+    assert isinstance(out, TensorSVM) and out.feasible, out.message
+    assert out.w is not None and ref.w is not None and out.margins is not None
+    np.testing.assert_allclose(out.w / factor, ref.w, rtol=1e-9, atol=1e-12 * np.abs(ref.w).max())
+    assert np.all(out.margins >= cs.rhs * (1 - 1e-9))
+    if which == "rhs":
+        assert out.message == ref.message and out.dual is not None and ref.dual is not None
+        np.testing.assert_allclose(out.dual / t, ref.dual, rtol=1e-9, atol=1e-12 * ref.dual.max())
+    else:
+        assert out.dual is None and "dual None" in out.message and "'A'" in out.message
+
+
+def test_tensor_svm_refuses_a_w_beyond_float64_by_name() -> None:
+    """At bounds 1.7e308 the answer is beyond float64 (the margins of the rows not active
+    at the optimum, above their bound at unit scale, exceed 2^1024): a ProblemError naming
+    'rhs' (it answered 'undecided' before)."""
+    from svmgeo.analysis import tensor_svm
+
+    ref = tensor_svm(_rows())
+    assert ref.margins is not None and float(ref.margins.max()) * 1.7e308 > FLOAT_MAX
+    rows = _rows(1.7e308)
+    pattern = r"tensor_svm cannot return its answer.*2\^1024.*'rhs'.*divide 'rhs'"
+    with pytest.raises(sg.ProblemError, match=pattern), warnings.catch_warnings():
+        # ConstraintSet's check that rhs is finite sums it (an overflow warning, not an error)
+        warnings.filterwarnings("ignore", "overflow encountered in reduce", RuntimeWarning)
+        tensor_svm(rows)
