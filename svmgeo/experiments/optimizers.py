@@ -232,14 +232,16 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 
 def _span(rows: Rows, k: str, fmt: str = ".3f") -> str:
-    """The min–max over ``rows`` of ``corr_<k>`` ("-" when all NaN), "≥ x" where the row that
-    attains it holds a lower bound on the face's best."""
+    """The min–max over ``rows`` of ``corr_<k>`` ("-" when all NaN): the min "≥ x" where the
+    row that attains it holds a lower bound on the face's best, the max "≥ x" where any row
+    does (a row's true value, above its bound, may exceed the max of the values shown)."""
     g = [r for r in rows if not math.isnan(r[f"corr_{k}"])]
     if not g:
         return "-"
     lo = min(g, key=lambda r: r[f"corr_{k}"])
     hi = max(g, key=lambda r: r[f"corr_{k}"])
-    return f"{_corr_text(lo, k, fmt)}-{_corr_text(hi, k, fmt)}"
+    bounded = any(k in (face_lower_bounds(r) or ()) for r in g)
+    return f"{_corr_text(lo, k, fmt)}-{'≥ ' if bounded else ''}{hi[f'corr_{k}']:{fmt}}"
 
 
 def _marks(rows: Rows, tag: str, fmt: str = ".3f") -> dict[str, str]:

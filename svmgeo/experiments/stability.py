@@ -101,14 +101,15 @@ def trial(seed: int, attention: str, quick: bool) -> list[dict[str, Any]]:
     ``lip_W_bound``, NaN when there is none), the smallest radius ``radius_min``, its predicted
     limit ``radius_svm_min`` and ``radius_gap = max_i |r_i − r_i(W̄)|``, ``corr_limit``,
     the correlation of W with the limit direction W̄ (NaN without one), and ``tied``, the
-    queries whose largest logit is tied at the final W (:func:`final_selection`; ``""``
-    without), the same on every row."""
+    queries whose largest logit is tied at softmax's final W (:func:`final_selection`; ``""``
+    without, and for the linear maps, whose limit uses no selection), the same on every row."""
     data = random_data(N, T, D, seed=seed)
     steps = marks(quick)
     run = train_map(data, attention, steps[-1], seed=seed)
     hist = {int(t): k for k, t in enumerate(run.history.step)}
     limit = limit_direction(data, attention, np.asarray(run.W))
-    tied = final_selection(data, np.asarray(run.W))[1]
+    # softmax's limit is the Att-SVM of its selection; the linear maps' limits do not use one
+    tied = final_selection(data, np.asarray(run.W))[1] if attention == "softmax" else ""
     r_svm = robustness_radius(data, limit, svm=False).radius if limit is not None else None
     Ws, losses = run.history.W, run.history.loss
     assert Ws is not None and losses is not None  # recorded by default

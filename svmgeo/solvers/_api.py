@@ -352,7 +352,9 @@ def _solve_checked(
         res = on_unit_rows(req, _reference, geo, feas)
     else:
         res = on_unit_rows(req, entry.solve, geo, feas)
-        if req.method == "auto" and not res.success and entry.fallback is not None:
+        if (req.method == "auto" and not res.success and entry.fallback is not None
+                and "dual_beyond_float64" not in res.extras):  # fmt: skip
+            # (multipliers beyond float64 are so for every solver: no fallback certifies W)
             res = _fall_back(req, res)
     if not req.binding and (res.status.is_infeasible or _no_approximate_optimum(req.cs, res, feas)):
         # the exact LP above verified a feasible point: a solver's INFEASIBLE contradicts it,

@@ -387,7 +387,8 @@ def check_feasibility(
         Where float64 cannot hold the certificate: the point W, which scales like
         :math:`\max_j|c_j| / (\max|a_j|\max|b_j|)`, and its margins must be finite (below
         :math:`2^{1024} \approx 1.8\cdot 10^{308}`) and W at least :math:`2^{-1022}`; the
-        Farkas vector, like :math:`1/\max_j|c_j|`, at least :math:`2^{-1022}`; and
+        Farkas vector, like :math:`1/\max_j|c_j|`, finite and not below :math:`2^{-1074}`
+        (subnormal entries are kept: bounds near :math:`10^{308}`); and
         :math:`\max|a_j|\max|b_j|` in :math:`[2^{-1022}, 2^{1024})`. The verdict itself holds
         at every scale; the error names ``rhs``, ``A`` and ``B`` and which to rescale.
 
@@ -450,7 +451,16 @@ def decide_feasibility(
     start = time.perf_counter()
     rows, to_caller = unit_rows(cs, where)
     if not to_caller.identity:
-        return _on_caller_scale(decide_feasibility(rows, None, False), to_caller, exact)
+        found: list[Distinct] = []
+        res = _on_caller_scale(decide_feasibility(rows, None, False, distinct=found), to_caller,
+                               exact)  # fmt: skip
+        if found and distinct is not None and res.feasible:  # copies set aside: on cs's scale
+            unit_geo, unit_sub, copies = found[0]
+            sub_geo = RowGeometry(cs.subset(copies[0]))
+            sub_geo.polish_tol = None if geometry is None else geometry.polish_tol
+            sub_scale = dataclasses.replace(to_caller, cs=sub_geo.cs, unit=unit_geo.cs)
+            distinct.append((sub_geo, _on_caller_scale(unit_sub, sub_scale, exact), copies))
+        return res
     N, d = cs.N, cs.d
     given = geometry if geometry is not None and geometry.cs is cs else None
     if given is None and 0 < N == dense_dimension(cs):  # a Gram representation costs nothing yet
@@ -698,8 +708,8 @@ def _on_caller_scale(res: FeasibilityResult, scale: Scale, exact: bool) -> Feasi
     extras = {**res.extras, "row_scale": scale.s}
     if scale.bounds != 0:
         extras["rhs_scale"] = scale.gamma
-    if extras.get("qp_dual") is not None:  # the max-margin QP's multipliers: degree 2
-        extras["qp_dual"] = scale.dual(extras["qp_dual"], 2)
+    if extras.get("qp_dual") is not None:  # the max-margin QP's multipliers: degree 2, a hint
+        extras["qp_dual"] = scale.dual_hint(extras["qp_dual"], 2)
     point = scale.w(res.point, "the feasible point W")
     farkas = scale.farkas(res.farkas)
     residual = res.residual  # a Farkas vector's: relative, the same on both sets of rows

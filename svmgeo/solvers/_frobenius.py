@@ -145,7 +145,7 @@ def solve_frobenius(
     rows, scale = unit_rows(cs, where)
     if not scale.identity:  # rows and bounds of unit size, as solve_svm solves them
         if warm_start is not None and np.shape(warm_start) == (cs.N,):  # else refused there
-            warm_start = scale.inverse().dual(warm_start, FRO.dual_degree)
+            warm_start = scale.inverse().dual_hint(warm_start, FRO.dual_degree)
         geometry = None
     res = frobenius(rows, tol=tol, max_iter=max_iter, max_rounds=max_rounds, geometry=geometry,
                     warm_start=warm_start)  # fmt: skip

@@ -83,6 +83,8 @@ LARGEST_EXPONENT = 1024
 r"""Every finite float64 is below :math:`2^{1024}` in size."""
 SMALLEST_EXPONENT = -1022
 r"""The smallest normal float64 is :math:`2^{-1022}`: below it a number loses digits."""
+SUBNORMAL_EXPONENT = -1074
+r"""The smallest positive (subnormal) float64 is :math:`2^{-1074}`: below it a number is 0."""
 
 
 def _bound_exponent(cs: ConstraintSet) -> int:
@@ -164,12 +166,32 @@ class Scale:
         r"""Multipliers of ``degree`` k on ``cs``: :math:`\gamma^{k-1}\lambda/s^k`."""
         return self._map(x, self._dual_exponent(degree), MULTIPLIERS, (degree - 1, degree))
 
+    def dual_hint(self, x: Any, degree: int) -> Any:
+        r"""Multipliers used only as a hint (a warm start, the feasibility QP's
+        ``extras["qp_dual"]``) on ``cs``, as :meth:`dual`; None where float64 cannot hold them
+        (a solve then starts without them) rather than an error."""
+        if self._beyond(x, self._dual_exponent(degree)) is not None:
+            return None
+        return self.dual(x, degree)
+
     def _dual_exponent(self, degree: int) -> int:
         return (degree - 1) * self.bounds - degree * self.rows
 
     def farkas(self, x: Any) -> Any:
-        r"""A Farkas vector on ``cs`` (:math:`c^\top\lambda = 1`): :math:`\lambda/\gamma`."""
-        return self._map(x, -self.bounds, "the Farkas vector", (-1, 0))
+        r"""A Farkas vector on ``cs`` (:math:`c^\top\lambda = 1`): :math:`\lambda/\gamma`.
+
+        Entries below :math:`2^{-1022}` are kept as subnormal floats (at bounds near
+        :math:`10^{308}`, :math:`\lambda \approx 1/c` is subnormal and still a certificate:
+        the exact proof re-solves it on its support); refused (:meth:`error`) only when the
+        largest entry would overflow or every entry vanish (bounds below :math:`2^{-1022}`)."""
+        if x is None:
+            return None
+        top = float(np.abs(np.asarray(x, dtype=float)).max(initial=0.0))
+        if 0.0 < top < math.inf:
+            size = math.log2(top) - self.bounds
+            if not SUBNORMAL_EXPONENT <= size < LARGEST_EXPONENT:
+                raise self.error("the Farkas vector", size, (-1, 0))
+        return _ldexp(x, -self.bounds)
 
     def factor(self, x: Any) -> Any:
         r"""A factor of W (K or Q, :math:`W = KQ^\top`) on ``cs``: :math:`x\sqrt{\gamma/s}`
@@ -194,7 +216,8 @@ class Scale:
         margins)`` when given and the factors are there); a Farkas vector of an answer without
         W is :math:`\lambda'/\gamma`. Refused (:meth:`error`) where float64 cannot hold it;
         multipliers it cannot hold beside a W it holds leave W uncertified instead
-        (``OPTIMAL_INACCURATE``, ``dual`` None, the reason appended to the message)."""
+        (``OPTIMAL_INACCURATE``, ``dual`` None, the reason appended to the message, their
+        :math:`\log_2` size in ``extras["dual_beyond_float64"]``: no fallback is tried)."""
         cs = self.cs
         extras = {**res.extras, "row_scale": self.s}
         if self.bounds != 0:
@@ -241,6 +264,7 @@ class Scale:
         optimal = out.status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL)
         return replaced(
             out,
+            extras={**out.extras, "dual_beyond_float64": beyond},  # no fallback does better
             status=Status.OPTIMAL_INACCURATE if optimal else out.status,
             message=f"{out.message}; W is not certified optimal on these rows (dual None): "
             + _beyond_text(self.cs, MULTIPLIERS, beyond, (k - 1, k)),

@@ -74,7 +74,9 @@ def test_stability_has_no_softmax_limit_for_a_tied_selection() -> None:
     assert stability.limit_direction(data, "linear", W) is not None
 
 
-def test_stability_rows_name_the_tie(monkeypatch: pytest.MonkeyPatch) -> None:
+def _stability_rows(monkeypatch: pytest.MonkeyPatch, attention: str) -> list[dict[str, Any]]:
+    """stability's trial rows for a run of ``attention`` that ends on the tied W of
+    :func:`_tied` (the run itself replaced)."""
     data, W = _tied()
     steps = stability.marks(True)
     history = types.SimpleNamespace(step=np.array(steps), W=np.array([W] * len(steps)),
@@ -82,7 +84,11 @@ def test_stability_rows_name_the_tie(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stability, "random_data", lambda *a, **k: data)
     monkeypatch.setattr(stability, "train_map",
                         lambda *a, **k: types.SimpleNamespace(W=W, history=history))  # fmt: skip
-    rows = stability.trial(seed=0, attention="softmax", quick=True)
+    return stability.trial(seed=0, attention=attention, quick=True)
+
+
+def test_stability_rows_name_the_tie(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _stability_rows(monkeypatch, "softmax")
     assert {r["tied"] for r in rows} == {"sequence 0: tokens [3, 5]"}
     assert all(math.isnan(r["corr_limit"]) for r in rows)
     tagged = [dict(r, attention="softmax", seed=0, part=k, n_parts=len(rows))
@@ -195,3 +201,29 @@ def test_calibration_headline_says_what_is_proved_and_what_is_measured() -> None
     assert "sign (own linf; limit: theorem): measured closest by corr, seeds 0-1" in headline
     adam = "adam (own linf; limit: outside the theorem)"
     assert f"{adam}: measured closest by corr, seeds 0-1" in headline
+
+
+def test_the_max_of_a_span_is_a_lower_bound_when_any_row_is() -> None:
+    """A session-51 review: with seed 0's l1 correlation 0.9 (the face's best) and seed 1's
+    0.6 only a lower bound, the span read "≥ 0.600-0.900", though seed 1's true value may
+    exceed 0.9; the max is now marked too."""
+
+    def row(seed: int, l1: float, bounds: str) -> dict[str, object]:
+        out: dict[str, object] = {"param": "W", "optimizer": "gd", "seed": seed,
+                                  "closest": "fro", "tied": "", "face_lower_bounds": bounds}  # fmt: skip
+        for k in optimizers.SVMS:
+            out[f"corr_{k}"] = out[f"returned_corr_{k}"] = 0.5
+        out["corr_l1"] = l1
+        return out
+
+    headline, _ = optimizers.summarize([row(0, 0.9, "none"), row(1, 0.6, "l1")])
+    spans = headline["W gd: corr min-max"]
+    assert "l1 ≥ 0.600-≥ 0.900" in spans, spans
+    assert "fro 0.500-0.500" in spans, spans
+
+
+def test_stability_names_no_tie_for_the_linear_maps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session-51 review: the linear maps' limit uses no selection, so a tie of their final
+    logits leaves nothing out and is not reported."""
+    rows = _stability_rows(monkeypatch, "linear")
+    assert {r["tied"] for r in rows} == {""}

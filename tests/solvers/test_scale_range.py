@@ -393,3 +393,85 @@ def test_tensor_svm_refuses_a_w_beyond_float64_by_name() -> None:
         # ConstraintSet's check that rhs is finite sums it (an overflow warning, not an error)
         warnings.filterwarnings("ignore", "overflow encountered in reduce", RuntimeWarning)
         tensor_svm(rows)
+
+
+def _random_rows(N: int, d: int, rows: float, rhs: float, seed: int = 0) -> sg.ConstraintSet:
+    """N random rows a_j (times ``rows``), b_j of dimension d, every bound ``rhs``."""
+    from svmgeo.constraints import rows_without_tokens
+
+    rng = np.random.default_rng(seed)
+    A, B = rng.standard_normal((N, d)), rng.standard_normal((N, d))
+    return rows_without_tokens(A * rows, B, np.zeros(N, dtype=np.int64), np.full(N, rhs))
+
+
+@pytest.mark.parametrize("rows", [1e-200, 1e200])
+def test_the_feasibility_qps_multipliers_are_a_hint_not_an_answer(rows: float) -> None:
+    """A session-51 review: from 450 rows on the feasibility check keeps the max-margin QP's
+    multipliers (extras['qp_dual'], degree 2); mapped to rows of 1e-200 they leave float64,
+    and check_feasibility and solve_svm raised about them though the verdict and W fit."""
+    from svmgeo.solvers._feasibility import GRADIENT_FROM
+
+    cs = _random_rows(GRADIENT_FROM + 10, 30, rows, 1.0)
+    feas = sg.check_feasibility(cs)
+    assert feas.feasible and feas.proof == "exact", feas.message
+    with pytest.warns(sg.InaccurateSolutionWarning, match="multipliers lambda"):
+        res = sg.solve_svm(cs, norm="fro")
+    unit = sg.solve_svm(_random_rows(GRADIENT_FROM + 10, 30, 1.0, 1.0), norm="fro")
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and res.dual is None, res.message
+    np.testing.assert_allclose(res.W * rows, unit.W, rtol=1e-12, atol=1e-12 * np.abs(unit.W).max())
+
+
+def test_no_fallback_runs_when_the_multipliers_leave_float64() -> None:
+    """A session-51 review: rows of 1e-160 leave W's Frobenius multipliers beyond float64;
+    the result was then handed to the cvxpy fallback, which cannot certify it either and
+    replaced svmgeo's exact answer with a worse one (1 - relative error 7.5e-10)."""
+    cs = _random_rows(3, 4, 1e-160, 1.0)
+    with pytest.warns(sg.InaccurateSolutionWarning, match="multipliers lambda"):
+        res = sg.solve_svm(cs, norm="fro")
+    unit = sg.solve_svm(_random_rows(3, 4, 1.0, 1.0), norm="fro")
+    assert res.solver.startswith("svmgeo"), res.solver
+    assert res.extras["dual_beyond_float64"] > 1024
+    np.testing.assert_allclose(res.W * 1e-160, unit.W, rtol=1e-13)
+
+
+def test_a_farkas_vector_below_the_normal_range_is_kept() -> None:
+    """A session-51 review: at bounds of 1e308 the Farkas vector (c^T lambda = 1) is about
+    5e-309, subnormal but a certificate (as before session 51); it was refused."""
+    from svmgeo.constraints import rows_without_tokens
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    A, B = np.vstack([A, -A[:1]]), np.vstack([B, B[:1]])  # rows 0 and 3 contradict
+    with warnings.catch_warnings():  # the bounds' sum (a finiteness check) overflows
+        warnings.filterwarnings("ignore", "overflow encountered in reduce", RuntimeWarning)
+        cs = rows_without_tokens(A, B, np.zeros(4, dtype=np.int64), np.full(4, 1e308))
+    for res in (sg.check_feasibility(cs), sg.solve_svm(cs, norm="fro")):
+        assert res.status is sg.Status.INFEASIBLE and res.proof == "exact", res.message
+        assert res.farkas is not None and 0.0 < np.abs(res.farkas).max() < 1e-307
+
+
+def test_copies_of_rows_are_set_aside_at_every_scale() -> None:
+    """A session-51 review: rows far from unit size were decided at unit size without passing
+    on the copies they found, so the solvers ran on every copy (singular factors)."""
+    from svmgeo.constraints import rows_without_tokens
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((6, 4)), rng.standard_normal((6, 4))
+    A, B = np.vstack([A, A[:3]]), np.vstack([B, B[:3]])
+    unit = rows_without_tokens(A, B, np.zeros(9, dtype=np.int64), np.ones(9))
+    for t in (2.0**40, 2.0**-40):
+        cs = rows_without_tokens(A, B, np.zeros(9, dtype=np.int64), np.full(9, t))
+        for norm in ("fro", "nuc"):
+            res, ref = sg.solve_svm(cs, norm=norm), sg.solve_svm(unit, norm=norm)
+            assert res.extras.get("identical_rows") == 3, res.message
+            assert res.status is sg.Status.OPTIMAL and res.proof == "exact", res.message
+            np.testing.assert_allclose(res.objective, t * ref.objective, rtol=1e-7)
+
+
+def test_a_warm_start_of_the_wrong_scale_is_dropped_not_refused() -> None:
+    """A session-51 review: solve_frobenius mapped a warm start to the unit rows and raised
+    when it left float64 there (naming the unit rows' sizes); it is only a hint."""
+    cs = _random_rows(6, 4, 1e200, 1.0)
+    res = solve_frobenius(cs, warm_start=np.ones(6))
+    ref = solve_frobenius(cs)
+    np.testing.assert_allclose(res.W, ref.W, rtol=1e-12)
