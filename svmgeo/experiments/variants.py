@@ -23,7 +23,7 @@ The correlation with Att-SVM⋆ is with the solution the solver returns, one poi
 optimal set, which the nuclear norm does not make unique in general. In these runs it
 understates the best over that set by at most 5.8e-4 (measured on the full grid,
 ``benchmarks/nuclear_face_variants.py``: the τ-optimal face's best correlation minus the
-returned one, 9.5e-5–5.8e-4 at the smallest τ that gave a maximum; the face narrows by
+returned one, 9.5e-5–5.8e-4: its smallest over τ among the maxima; the face narrows by
 3.11–3.19 per decade of τ from 1e-4 to 1e-7, the √10 of a unique optimum). Evidence, not a
 proof of uniqueness.
 
