@@ -453,9 +453,7 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
             f"{type(rows).__name__}."
         )
     d = rows.d
-    if (
-        rows.U.shape[0] == 0
-    ):  # no rows: w = 0 (and the NNLS of a matrix with no columns is not called)
+    if rows.U.shape[0] == 0:  # no rows: w = 0 (and no NNLS of a matrix with no columns)
         w = np.zeros(d * d)
         return TensorSVM(True, w, w.reshape(d, d), np.zeros(0), np.zeros(0), 0.0, 0.0,
                          "solved: no rows, the least-norm w = 0")  # fmt: skip
@@ -471,7 +469,10 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
         dual = scale.dual(out.dual, 2)  # w = U^T lambda: lambda scales like gamma / s^2
     except ProblemError as exc:  # w fits and its multipliers do not: w, not proved optimal
         dual = None
-        message = f"feasible, not proved optimal on these rows (dual None; solved on them at unit scale): {exc}"
+        message = (
+            "feasible, not proved optimal on these rows (dual None; solved on them at unit "
+            f"scale): {exc}"
+        )
     return dataclasses.replace(
         out,
         w=w,

@@ -423,14 +423,15 @@ def frobenius_certificate(
     # ||W||^2 nor c^T lam (of W's size squared) overflows, at W of 1e200 say, nor underflows.
     # Taken only where ||W||_F is beyond 2^±256 (its square then nears float64's limits), so
     # that ordinary certificates are the same numbers, bit for bit, and cost nothing more
-    e = -math.frexp(frobenius_norm(W))[1]
+    norm_w = frobenius_norm(W)  # numpy's ||W||_F wherever |e| <= 256 below
+    e = -math.frexp(norm_w)[1]
     rhs, unit = cs.rhs, float(cs._bound_unit)
     if abs(e) > _SQUARE_SAFE_EXPONENT:
         with np.errstate(over="ignore", under="ignore"):
             W, lam, m, rhs = (np.ldexp(x, e) for x in (W, lam, m, rhs))
             unit = float(np.ldexp(unit, e))  # math.ldexp would raise on overflow
+        norm_w = float(np.linalg.norm(W))
     is_m = cs._margin_rows
-    norm_w = float(np.linalg.norm(W))
     Lam = cs.adjoint(lam) if cs.N else np.zeros_like(W)
     half = 0.5 * norm_w**2
     stat = relative(float(np.linalg.norm(W - Lam)), max(norm_w, float(np.linalg.norm(Lam))))

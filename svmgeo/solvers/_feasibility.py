@@ -705,9 +705,7 @@ def _on_caller_scale(res: FeasibilityResult, scale: Scale, exact: bool) -> Feasi
     a :class:`~svmgeo.ProblemError` names ``rhs`` and the rows (:class:`~._scale.Scale`). The
     proof runs on ``scale.cs`` itself, whose rows an exact proof forms from its tokens."""
     cs = scale.cs
-    extras = {**res.extras, "row_scale": scale.s}
-    if scale.bounds != 0:
-        extras["rhs_scale"] = scale.gamma
+    extras = scale.tagged(res.extras)
     if extras.get("qp_dual") is not None:  # the max-margin QP's multipliers: degree 2, a hint
         extras["qp_dual"] = scale.dual_hint(extras["qp_dual"], 2)
     point = scale.w(res.point, "the feasible point W")

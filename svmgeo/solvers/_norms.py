@@ -59,7 +59,7 @@ from ._lp_norm import lp_fast, lp_reference
 from ._nuclear import solve_nuclear
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_solution, replaced
-from ._scale import SCALE_BAND, check_rows, row_scale, unit_rows
+from ._scale import SCALE_BAND, check_rows, unit_rows
 from ._spectral import SPECTRAL_BACKENDS, solve_spectral
 from ._status import Status
 
@@ -74,7 +74,6 @@ __all__ = [
     "on_unit_rows",
     "parse_norm",
     "request",
-    "row_scale",
 ]
 
 METHODS = ("auto", "fast", "cvxpy")

@@ -62,7 +62,6 @@ __all__ = [
     "SMALLEST_EXPONENT",
     "Scale",
     "check_rows",
-    "row_scale",
     "unit_rows",
     "unit_size",
 ]
@@ -148,6 +147,14 @@ class Scale:
         """The maps from ``cs`` to ``unit``, its rows of unit size."""
         return Scale(self.unit, self.cs, -self.rows, -self.bounds, self.where)
 
+    def tagged(self, extras: dict[str, Any]) -> dict[str, Any]:
+        r"""``extras`` of an answer mapped back to ``cs``, with ``row_scale`` (s) and, where
+        the bounds were scaled, ``rhs_scale`` (:math:`\gamma`)."""
+        out = {**extras, "row_scale": self.s}
+        if self.bounds != 0:
+            out["rhs_scale"] = self.gamma
+        return out
+
     @property
     def s(self) -> float:
         r""":math:`s = \alpha\beta`, a normal float64 (:func:`unit_rows`)."""
@@ -184,14 +191,7 @@ class Scale:
         :math:`10^{308}`, :math:`\lambda \approx 1/c` is subnormal and still a certificate:
         the exact proof re-solves it on its support); refused (:meth:`error`) only when the
         largest entry would overflow or every entry vanish (bounds below :math:`2^{-1022}`)."""
-        if x is None:
-            return None
-        top = float(np.abs(np.asarray(x, dtype=float)).max(initial=0.0))
-        if 0.0 < top < math.inf:
-            size = math.log2(top) - self.bounds
-            if not SUBNORMAL_EXPONENT <= size < LARGEST_EXPONENT:
-                raise self.error("the Farkas vector", size, (-1, 0))
-        return _ldexp(x, -self.bounds)
+        return self._map(x, -self.bounds, "the Farkas vector", (-1, 0), SUBNORMAL_EXPONENT)
 
     def factor(self, x: Any) -> Any:
         r"""A factor of W (K or Q, :math:`W = KQ^\top`) on ``cs``: :math:`x\sqrt{\gamma/s}`
@@ -219,9 +219,7 @@ class Scale:
         (``OPTIMAL_INACCURATE``, ``dual`` None, the reason appended to the message, their
         :math:`\log_2` size in ``extras["dual_beyond_float64"]``: no fallback is tried)."""
         cs = self.cs
-        extras = {**res.extras, "row_scale": self.s}
-        if self.bounds != 0:
-            extras["rhs_scale"] = self.gamma
+        extras = self.tagged(res.extras)
         if res.W is None:  # a Farkas vector is the same on both sets of rows, up to c^T lam = 1
             return replaced(res, constraints=cs, extras=extras, farkas=self.farkas(res.farkas))
         W = self.w(res.W)
@@ -270,21 +268,29 @@ class Scale:
             + _beyond_text(self.cs, MULTIPLIERS, beyond, (k - 1, k)),
         )
 
-    def _beyond(self, x: Any, exponent: int) -> float | None:
+    def _beyond(self, x: Any, exponent: int, smallest: int = SMALLEST_EXPONENT) -> float | None:
         r""":math:`\log_2` of the largest entry of ``x`` times 2^exponent when that, not 0 and
-        finite, leaves [2^-1022, 2^1024); None when float64 holds it (or ``x`` is None)."""
+        finite, leaves [2^smallest, 2^1024) (``smallest``: 2^-1022, all digits kept, unless a
+        caller keeps subnormal entries); None when float64 holds it (or ``x`` is None)."""
         if x is None:
             return None
         top = float(np.abs(np.asarray(x, dtype=float)).max(initial=0.0))
         if not 0.0 < top < math.inf:
             return None
         size = math.log2(top) + exponent
-        return None if SMALLEST_EXPONENT <= size < LARGEST_EXPONENT else size
+        return None if smallest <= size < LARGEST_EXPONENT else size
 
-    def _map(self, x: Any, exponent: int, what: str, degree: tuple[int, int]) -> Any:
+    def _map(
+        self,
+        x: Any,
+        exponent: int,
+        what: str,
+        degree: tuple[int, int],
+        smallest: int = SMALLEST_EXPONENT,
+    ) -> Any:
         """``x`` times 2^exponent, refused (:meth:`error`) when float64 cannot hold it
         (:meth:`_beyond`); None stays None."""
-        size = self._beyond(x, exponent)
+        size = self._beyond(x, exponent, smallest)
         if size is not None:
             raise self.error(what, size, degree)
         return None if x is None else _ldexp(x, exponent)
@@ -418,10 +424,3 @@ def check_rows(cs: ConstraintSet, where: str) -> None:
         "the features and the certificates are formed. Scale the tokens (the rows A or B) by "
         "a power of two towards 1, and W back (it scales like 1 / (|a_j| |b_j|))."
     )
-
-
-def row_scale(cs: ConstraintSet, band: float = SCALE_BAND) -> tuple[ConstraintSet, float, float]:
-    r""":func:`unit_rows` with its factors as numbers: the rows, :math:`s = \alpha\beta` and
-    :math:`\gamma` (``(cs, 1.0, 1.0)`` when nothing is scaled)."""
-    rows, scale = unit_rows(cs, "row_scale", band)
-    return rows, scale.s, scale.gamma

@@ -262,7 +262,13 @@ def test_bounds_of_ordinary_size_are_not_rescaled() -> None:
     """The rows of Att-SVM (c = 1) and bounds within 2^-20 ... 2^20 go to the solvers untouched
     (their answers bit for bit); smaller and larger ones are divided by a power of two,
     exactly (larger ones since session 46)."""
-    from svmgeo.solvers._norms import SCALE_BAND, row_scale
+    from svmgeo.solvers import unit_rows
+    from svmgeo.solvers._scale import SCALE_BAND
+
+    def row_scale(cs: sg.ConstraintSet) -> tuple[sg.ConstraintSet, float, float]:
+        """The rows of unit size and the factors (s, gamma) that took ``cs`` there."""
+        rows, scale = unit_rows(cs, "test")
+        return rows, scale.s, scale.gamma
 
     for c in (1.0, 1e3, SCALE_BAND, 1.0 / SCALE_BAND):
         cs = _att_rows_with_bounds(c)
