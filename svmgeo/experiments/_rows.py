@@ -28,6 +28,7 @@ __all__ = [
     "ok_rows",
     "quantile",
     "seeds",
+    "tied_entry",
     "unknown",
 ]
 
@@ -82,6 +83,14 @@ def quantile(values: Iterable[Any], q: float) -> float:
 def final_parts(rows: Rows) -> Rows:
     """The final recorded row (step or threshold) of each multi-row trial."""
     return [r for r in rows if r["part"] == r["n_parts"] - 1]
+
+
+def tied_entry(rows: Rows, key: str, by: str = "seed") -> dict[str, str]:
+    """The headline entry ``key`` listing the rows whose final selection is tied (their
+    ``tied`` cell, each after its ``by`` column, e.g. ``"seed 3: sequence 0: tokens [1, 4]"``,
+    joined by ``"; "``); ``{}`` when none is."""
+    tied = [f"{by} {r[by]}: {r['tied']}" for r in rows if r.get("tied")]
+    return {key: "; ".join(tied)} if tied else {}
 
 
 def unknown(rows: Rows, columns: Iterable[str]) -> dict[str, str]:

@@ -30,7 +30,7 @@ from ..analysis import is_locally_optimal
 from ..solvers import att_svm
 from ._companion import PAPER_EPS_STEP, cosine, finish_figure, prompt_path, single_input_data
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, group, unknown
+from ._rows import Rows, final_parts, group, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -146,9 +146,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         tag = f"{setting} (gamma2={GAMMA2[setting]:g}, eps={eps:g})"
         headline[f"{tag}: token 1 locally optimal"] = "undecided" if lot is None else lot
         headline[f"{tag}: selected token per start"] = " ".join(str(r["selected"]) for r in g)
-        tied = [f"start {r['start']}: {r['tied']}" for r in g if r.get("tied")]
-        if tied:
-            headline[f"{tag}: tied final selection"] = "; ".join(tied)
+        headline.update(tied_entry(g, f"{tag}: tied final selection", by="start"))
         headline[f"{tag}: min final cos(p, p_mm of selected)"] = min(
             (r["cos_selected"] for r in g if r["cos_selected"] is not None), default=None
         )

@@ -27,7 +27,7 @@ from ..gd import train
 from ..selection import optimal_tokens
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, group, mean, median, seeds, unknown
+from ._rows import Rows, group, mean, median, seeds, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -204,13 +204,8 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             f"{s['pct_reached']:.0f}, {s['pct_norm_within_1pct']:.0f}, "
             f"{s['pct_selects_opt']:.0f} ({s['pct_b1']:.0f})"
         )
-        tied = [
-            f"seed {r['seed']}: {r['tied']}" for r in groups[s["param"], s["d"]] if r.get("tied")
-        ]
-        if tied:
-            headline[f"{s['param']} d={s['d']}: tied final selection (no selects-opt)"] = "; ".join(
-                tied
-            )
+        tied_key = f"{s['param']} d={s['d']}: tied final selection (no selects-opt)"
+        headline.update(tied_entry(groups[s["param"], s["d"]], tied_key))
     return headline, summary
 
 

@@ -40,7 +40,18 @@ from ..gd import random_init, train
 from ..selection import optimal_tokens
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, mean, median, quantile, seeds, unknown
+from ._rows import (
+    Rows,
+    final_parts,
+    finite,
+    group,
+    mean,
+    median,
+    quantile,
+    seeds,
+    tied_entry,
+    unknown,
+)
 from ._selection import final_selection
 
 __all__ = [
@@ -275,9 +286,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             f"{sum(r['alpha_is_lot'] is None for r in selected)}, "
             f"{sum(not finite([r[key]]) for r in selected)} of {len(paper)}"
         )
-        tied = [f"seed {r['seed']}: {r['tied']}" for r in paper if r.get("tied")]
-        if tied:
-            headline[f"paper {param}: tied final selection (no alpha)"] = "; ".join(tied)
+        headline.update(tied_entry(paper, f"paper {param}: tied final selection (no alpha)"))
         headline[f"paper {param}: mean {key} at steps {', '.join(str(s['step']) for s in at)}"] = (
             ", ".join(f"{s[f'mean_{key}']:.4f}" for s in at)
         )

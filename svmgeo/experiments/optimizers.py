@@ -36,7 +36,7 @@ from ..data import TokenData, random_data
 from ..gd import train
 from ..solvers import att_svm, optimal_face_alignment
 from ._registry import Experiment, register
-from ._rows import Rows, group, seeds, unknown
+from ._rows import Rows, group, seeds, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -252,9 +252,7 @@ def _marks(rows: Rows, tag: str, fmt: str = ".3f") -> dict[str, str]:
               for r in rows for k in sorted(face_lower_bounds(r) or ())]  # fmt: skip
     if bounds:
         out[f"{tag}: face lower bounds (≥)"] = "; ".join(bounds)
-    tied = [f"seed {r['seed']}: {r['tied']}" for r in rows if r.get("tied")]
-    if tied:
-        out[f"{tag}: tied final selection (no SVM)"] = "; ".join(tied)
+    out.update(tied_entry(rows, f"{tag}: tied final selection (no SVM)"))
     return out
 
 

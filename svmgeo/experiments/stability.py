@@ -37,7 +37,7 @@ from ..data import TokenData, random_data
 from ..gd import GDRun, train
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, seeds, unknown
+from ._rows import Rows, final_parts, finite, group, seeds, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -160,9 +160,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     for (att,), g in group(final_parts(ordered), ("attention",)).items():
         g = sorted(g, key=lambda r: r["seed"])
         tag = f"{att} at step {g[0]['step']}, seeds {g[0]['seed']}-{g[-1]['seed']}"
-        tied = [f"seed {r['seed']}: {r['tied']}" for r in g if r.get("tied")]
-        if tied:
-            headline[f"{tag}: tied final selection"] = "; ".join(tied)
+        headline.update(tied_entry(g, f"{tag}: tied final selection"))
         headline[f"{tag}: L_X"] = _span([r["lip_X"] for r in g], ".4g")
         headline[f"{tag}: L_X/||W||"] = _span([r["lip_X"] / r["W_norm"] for r in g], ".3g")
         headline[f"{tag}: L_W"] = _span([r["lip_W"] for r in g], ".3g")

@@ -46,7 +46,7 @@ from ..analysis import PatternOptimality, is_locally_optimal_pattern
 from ..data import TokenData, random_data
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, finite, group, median, seeds, unknown
+from ._rows import Rows, finite, group, median, seeds, tied_entry, unknown
 from ._selection import final_selection
 from .optimizers import closest
 from .stability import train_map
@@ -171,9 +171,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     for (att,), g in group(ordered, ("attention",)).items():
         tag = f"{att}, seeds {g[0]['seed']}-{g[-1]['seed']}"
         headline[f"{tag}: closest"] = " ".join(r["closest"] for r in g)
-        tied = [f"seed {r['seed']}: {r['tied']}" for r in g if r.get("tied")]
-        if tied:
-            headline[f"{tag}: tied final selection (no fro, nuc)"] = "; ".join(tied)
+        headline.update(tied_entry(g, f"{tag}: tied final selection (no fro, nuc)"))
         gaps = finite(1 - r["corr_own"] for r in g)
         headline[f"{tag}: 1 - corr(own {g[0]['own']})"] = (
             f"{min(gaps):.1e}-{max(gaps):.1e}" if gaps else "-"
