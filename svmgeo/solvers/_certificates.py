@@ -9,6 +9,7 @@ check (the part of an entry of the table of norms, ``_norms.py``, that a result 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ __all__ = [
     "nuclear_certificate",
     "nuclear_norm_on_rows",
     "point_violations",
+    "primal_certificate",
     "primal_infeasibility",
     "relative",
     "restore_factor",
@@ -356,6 +358,29 @@ def judge(
         duality_gap=float(duality_gap),
         tol=float(tol),
         failures=failures,
+    )
+
+
+def primal_certificate(
+    cs: ConstraintSet, W: np.ndarray, margins: np.ndarray, tol: float, why: str
+) -> Certificate:
+    r"""The certificate of a W without multipliers: its primal infeasibility
+    (:func:`primal_infeasibility`, judged by :func:`judge`), every residual that needs
+    :math:`\lambda` NaN (not computed) and a failure saying so and ``why``: it never passes.
+    Before session 52 those residuals read 0 and such a certificate passed on W's rows alone
+    (rows of 1e-160, whose Frobenius multipliers are beyond float64)."""
+    primal = judge(tol=tol, primal_infeasibility=primal_infeasibility(cs, margins, W))
+    unknown = _RESIDUAL_NAMES[1:]
+    return dataclasses.replace(
+        primal,
+        dual_infeasibility=math.nan,
+        stationarity=math.nan,
+        complementarity=math.nan,
+        duality_gap=math.nan,
+        failures=(
+            *primal.failures,
+            f"{', '.join(unknown[:-1])} and {unknown[-1]} not computed: {why}",
+        ),
     )
 
 

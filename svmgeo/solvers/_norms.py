@@ -42,8 +42,8 @@ from ._certificates import (
     NUC,
     SPECTRAL,
     NormGeometry,
-    judge,
     lp_geometry,
+    primal_certificate,
     primal_infeasibility,
 )
 from ._frobenius import frobenius
@@ -328,7 +328,7 @@ def _reference(req: Request) -> SVMResult:
         solver=label,
         margins=margins,
         certificate=(
-            judge(tol=req.tol, primal_infeasibility=primal_infeasibility(cs, margins, W))
+            primal_certificate(cs, W, margins, req.tol, f"cvxpy/{name} returned no multipliers")
             if lam is None
             else None
         ),

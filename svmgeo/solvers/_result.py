@@ -58,7 +58,10 @@ _R = TypeVar("_R", bound=_Judged)
 class Certificate:
     r"""Optimality residuals recomputed by svmgeo from the problem data (SPEC §6).
 
-    All entries are nonnegative; a residual that does not apply to a norm is 0.
+    All entries are nonnegative; a residual that does not apply to a norm is 0. NaN: not
+    computed, with a failure naming why (a W without multipliers, e.g. multipliers beyond
+    float64, has its primal infeasibility only: :func:`~._certificates.primal_certificate`);
+    such a certificate never passes and its ``worst`` is NaN.
 
     Attributes
     ----------

@@ -52,9 +52,8 @@ import numpy as np
 
 from .._errors import ProblemError
 from ..constraints import ConstraintSet
-from ._certificates import NormGeometry, judge, primal_infeasibility
+from ._certificates import NormGeometry, primal_certificate
 from ._result import Certificate, SVMResult, finish, replaced
-from ._status import Status
 
 __all__ = [
     "LARGEST_EXPONENT",
@@ -216,8 +215,10 @@ class Scale:
         margins)`` when given and the factors are there); a Farkas vector of an answer without
         W is :math:`\lambda'/\gamma`. Refused (:meth:`error`) where float64 cannot hold it;
         multipliers it cannot hold beside a W it holds leave W uncertified instead
-        (``OPTIMAL_INACCURATE``, ``dual`` None, the reason appended to the message, their
-        :math:`\log_2` size in ``extras["dual_beyond_float64"]``: no fallback is tried)."""
+        (``OPTIMAL_INACCURATE``, ``dual`` None, a certificate of W's rows alone whose other
+        residuals are NaN, :func:`~._certificates.primal_certificate`; the reason appended to
+        the message, their :math:`\log_2` size in ``extras["dual_beyond_float64"]``: no
+        fallback is tried)."""
         cs = self.cs
         extras = self.tagged(res.extras)
         if res.W is None:  # a Farkas vector is the same on both sets of rows, up to c^T lam = 1
@@ -231,7 +232,8 @@ class Scale:
         margins = self.margins(res.W)
         certificate = None
         if lam is None:
-            certificate = judge(tol=tol, primal_infeasibility=primal_infeasibility(cs, margins, W))
+            why = f"{MULTIPLIERS} are beyond float64 (dual None)"
+            certificate = primal_certificate(cs, W, margins, tol, why)
         elif factored is not None and K is not None and Q is not None:
             certificate = factored(cs, K, Q, lam, margins)
         out = finish(
@@ -259,13 +261,10 @@ class Scale:
         )
         if beyond is None:
             return out
-        optimal = out.status in (Status.OPTIMAL, Status.LOCALLY_OPTIMAL)
-        return replaced(
+        return replaced(  # finish downgraded it: its certificate fails (not computed)
             out,
             extras={**out.extras, "dual_beyond_float64": beyond},  # no fallback does better
-            status=Status.OPTIMAL_INACCURATE if optimal else out.status,
-            message=f"{out.message}; W is not certified optimal on these rows (dual None): "
-            + _beyond_text(self.cs, MULTIPLIERS, beyond, (k - 1, k)),
+            message=f"{out.message}; {_beyond_text(self.cs, MULTIPLIERS, beyond, (k - 1, k))}",
         )
 
     def _beyond(self, x: Any, exponent: int, smallest: int = SMALLEST_EXPONENT) -> float | None:

@@ -475,3 +475,51 @@ def test_a_warm_start_of_the_wrong_scale_is_dropped_not_refused() -> None:
     res = solve_frobenius(cs, warm_start=np.ones(6))
     ref = solve_frobenius(cs)
     np.testing.assert_allclose(res.W, ref.W, rtol=1e-12)
+
+
+def _not_computed(cert: sg.Certificate | None, why: str) -> None:
+    """``cert`` checked W's rows only: the residuals that need the multipliers are NaN, it
+    fails, with a failure saying they were not computed and ``why``."""
+    assert cert is not None
+    unknown = (cert.dual_infeasibility, cert.stationarity, cert.complementarity, cert.duality_gap)
+    assert all(np.isnan(r) for r in unknown), cert
+    assert cert.primal_infeasibility <= cert.tol, cert
+    assert not cert.passed and np.isnan(cert.worst), cert
+    assert any("not computed" in f and why in f for f in cert.failures), cert.failures
+    assert cert._line().startswith("FAILED"), cert._line()
+
+
+def test_a_certificate_without_multipliers_does_not_pass() -> None:
+    """A session-52 review: at rows of 1e-160 the Frobenius multipliers are beyond float64;
+    W's certificate, computed without them, read 0 for dual infeasibility, stationarity,
+    complementarity and the gap, passed and printed 'passed'. Now they are NaN (not
+    computed), and the certificate fails, naming the multipliers."""
+    cs = _random_rows(3, 4, 1e-160, 1.0)
+    with pytest.warns(sg.InaccurateSolutionWarning, match="not computed"):
+        res = sg.solve_svm(cs, norm="fro")
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and res.dual is None, res.message
+    _not_computed(res.certificate, "multipliers lambda are beyond float64")
+    direct = solve_frobenius(cs)  # the solver itself (no warning of its own)
+    assert direct.status is sg.Status.OPTIMAL_INACCURATE, direct.message
+    _not_computed(direct.certificate, "multipliers lambda are beyond float64")
+
+
+def test_the_reference_model_without_multipliers_is_not_certified(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session-52 review: a cvxpy solver that returns no multipliers left the reference
+    model's W OPTIMAL, on a certificate of its rows alone that passed. Now the residuals that
+    need the multipliers are NaN (not computed): OPTIMAL_INACCURATE."""
+    from svmgeo.solvers import _norms
+
+    reference = _norms.solve_reference
+
+    def without_multipliers(*args: object, **kwargs: object) -> tuple[object, ...]:
+        W, _, status, value, seconds = reference(*args, **kwargs)  # type: ignore[arg-type]
+        return W, None, status, value, seconds
+
+    monkeypatch.setattr(_norms, "solve_reference", without_multipliers)
+    with pytest.warns(sg.InaccurateSolutionWarning, match="not computed"):
+        res = sg.solve_svm(_rows(), norm="fro", method="cvxpy")
+    assert res.status is sg.Status.OPTIMAL_INACCURATE and res.dual is None, res.message
+    _not_computed(res.certificate, "returned no multipliers")
