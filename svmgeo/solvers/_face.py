@@ -188,9 +188,9 @@ def _on_unit_rows(res: SVMResult, where: str) -> tuple[SVMResult, Scale]:
     return replaced(
         res,
         constraints=unit,
-        W=to_unit.w(res.W),
-        objective=to_unit.w(res.objective, "the objective ||W||"),
-        lower_bound=to_unit.w(res.lower_bound, "the lower bound on ||W||"),
+        W=to_unit.w(res.W, "res.W"),
+        objective=to_unit.w(res.objective, "res.objective"),
+        lower_bound=to_unit.w(res.lower_bound, "res.lower_bound"),
     ), scale
 
 
@@ -378,7 +378,8 @@ def optimal_face_alignment(
     ProblemError
         ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
         not finite, ``tol`` outside (0, 1); a face point float64 cannot hold on ``res``'s
-        rows (naming ``rhs`` and the rows, :class:`~._scale.Scale`).
+        rows, or a ``res.W`` too far from the size of an answer on them to be solved with
+        (naming ``rhs`` and the rows of ``res``, :class:`~._scale.Scale`).
     SolverError
         When Clarabel and then SCS fail on a face problem, or give a point that svmgeo's
         check puts outside the face, and the returned solution is not in the face either.

@@ -266,7 +266,7 @@ def on_unit_rows(
         extras = dict(feas.extras)
         if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
             extras["qp_dual"] = to_unit.dual_hint(extras["qp_dual"], 2)
-        point = to_unit.w(feas.point)
+        point = to_unit.w(feas.point, "the feasible point")
         scaled_feas = replaced(feas, constraints=rows, point=point, extras=extras)
     res = run(
         dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas

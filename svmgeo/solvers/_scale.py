@@ -17,7 +17,9 @@ with :math:`k` the degree of the multipliers (2 for the Frobenius dual
 (:func:`~._feasibility.decide_feasibility`) decide on the rows of unit size
 (:func:`unit_rows`); what they found is mapped back by :class:`Scale`, which refuses, with a
 :class:`~svmgeo.ProblemError` naming ``rhs`` and the rows ``A``, ``B``, an answer that float64
-cannot hold.
+cannot hold. The optimal-face problems map the caller's W the other way
+(:meth:`Scale.inverse`): one too far from the size of an answer to fit on the unit rows is
+refused naming the caller's rows too (before session 52 it named the unit rows' sizes).
 
 What float64 holds: finite numbers below :math:`2^{1024} \approx 1.8\cdot 10^{308}`, with all
 their digits from the smallest normal :math:`2^{-1022} \approx 2.2\cdot 10^{-308}` up. So
@@ -83,6 +85,10 @@ SMALLEST_EXPONENT = -1022
 r"""The smallest normal float64 is :math:`2^{-1022}`: below it a number loses digits."""
 SUBNORMAL_EXPONENT = -1074
 r"""The smallest positive (subnormal) float64 is :math:`2^{-1074}`: below it a number is 0."""
+_RANGE = (
+    "float64's range (finite and below 2^1024 = 1.8e308, with all digits from 2^-1022 = 2.2e-308)"
+)
+"""float64's range as the messages say it."""
 
 
 def _bound_exponent(cs: ConstraintSet) -> int:
@@ -137,6 +143,9 @@ class Scale:
     rows: int
     bounds: int
     where: str
+    to_unit: bool = False
+    """Whether the maps take the caller's rows to rows of unit size (:meth:`inverse`): its
+    ``cs`` is then the unit rows, ``unit`` the caller's, which :meth:`error` names."""
 
     @property
     def identity(self) -> bool:
@@ -144,7 +153,7 @@ class Scale:
 
     def inverse(self) -> Scale:
         """The maps from ``cs`` to ``unit``, its rows of unit size."""
-        return Scale(self.unit, self.cs, -self.rows, -self.bounds, self.where)
+        return Scale(self.unit, self.cs, -self.rows, -self.bounds, self.where, not self.to_unit)
 
     def tagged(self, extras: dict[str, Any]) -> dict[str, Any]:
         r"""``extras`` of an answer mapped back to ``cs``, with ``row_scale`` (s) and, where
@@ -312,7 +321,14 @@ class Scale:
 
     def error(self, what: str, size: float, degree: tuple[int, int]) -> ProblemError:
         r"""The :class:`~svmgeo.ProblemError` of an answer ``what`` of size :math:`2^{size}`
-        that float64 cannot hold (:func:`_beyond_text`)."""
+        that float64 cannot hold (:func:`_beyond_text`); on the maps to the unit rows
+        (:meth:`inverse`), of a ``what`` given on the caller's rows ``unit`` that is of no
+        answer's size there (:func:`_off_scale_text`, naming the caller's rows)."""
+        if self.to_unit:
+            return ProblemError(
+                f"{self.where} cannot solve on these rows: "
+                + _off_scale_text(self.unit, what, size, degree)
+            )
         return ProblemError(
             f"{self.where} cannot return its answer on these rows: "
             + _beyond_text(self.cs, what, size, degree)
@@ -330,15 +346,35 @@ def _beyond_text(cs: ConstraintSet, what: str, size: float, degree: tuple[int, i
         fix.append(f"{'divide' if too_large == (p > 0) else 'multiply'} 'rhs' by a power of two")
     if q:
         fix.append(f"{'multiply' if too_large else 'divide'} the rows 'A' or 'B' by one")
-    top_a, top_b = cs._largest_entries
     reached = "beyond 2^1024 = 1.8e308" if math.isinf(size) else f"2^{size:.1f}"
     return (
         f"{what} (scaling like {_law(p, q)}) would reach {reached}, "
-        f"{'beyond' if too_large else 'below'} float64's range (finite and below 2^1024 = "
-        f"1.8e308, with all digits from 2^-1022 = 2.2e-308); here max|c_j| = "
-        f"{cs._largest_bound:.3g} in 'rhs', max|a_j| = {top_a:.3g} in 'A' and max|b_j| = "
-        f"{top_b:.3g} in 'B'. The problem is scale-covariant: {' or '.join(fix)} until it "
-        "fits, solve, and scale the answer back (W scales exactly like rhs / (|a_j| |b_j|))."
+        f"{'beyond' if too_large else 'below'} {_RANGE}; here {_sizes(cs)}. The problem is "
+        f"scale-covariant: {' or '.join(fix)} until it fits, solve, and scale the answer back "
+        "(W scales exactly like rhs / (|a_j| |b_j|))."
+    )
+
+
+def _off_scale_text(cs: ConstraintSet, what: str, size: float, degree: tuple[int, int]) -> str:
+    r"""Why ``what``, given on the caller's rows ``cs`` and of size :math:`2^{size}` on their
+    rows of unit size (where an answer is of order 1), cannot be solved with: it is of no
+    answer's size on ``cs``, which rescaling ``cs`` does not change (the unit rows, and
+    ``what`` on them, are the same for ``cs`` times any power of two)."""
+    p, q = degree
+    return (
+        f"{what} given would reach 2^{size:.1f} on their rows of unit size, where this is "
+        f"solved, {'beyond' if size > 0 else 'below'} {_RANGE}: far from the size of an "
+        f"answer on these rows ({what} scales like {_law(p, q)}; here {_sizes(cs)}), which "
+        "rescaling the rows does not change. Pass the answer of a solve of these rows."
+    )
+
+
+def _sizes(cs: ConstraintSet) -> str:
+    """The sizes of the bounds and the rows of ``cs``, in the words of the messages."""
+    top_a, top_b = cs._largest_entries
+    return (
+        f"max|c_j| = {cs._largest_bound:.3g} in 'rhs', max|a_j| = {top_a:.3g} in 'A' and "
+        f"max|b_j| = {top_b:.3g} in 'B'"
     )
 
 

@@ -523,3 +523,31 @@ def test_the_reference_model_without_multipliers_is_not_certified(
         res = sg.solve_svm(_rows(), norm="fro", method="cvxpy")
     assert res.status is sg.Status.OPTIMAL_INACCURATE and res.dual is None, res.message
     _not_computed(res.certificate, "returned no multipliers")
+
+
+def test_a_face_problem_refusing_res_names_the_callers_rows() -> None:
+    """A session-52 review: a res whose W is far from the size of an answer on its rows (2^-1030
+    times the optimum, below float64 on the rows of unit size) was refused with the sizes of
+    those unit rows (max|a_j| = 1.35, the caller's being 1.6e-271) and told to rescale the
+    rows, which changes nothing. Now the message names the caller's rows and what to pass."""
+    from svmgeo.solvers import optimal_face_alignment, optimum_uniqueness
+
+    cs = _rows(rows=2.0**-900)
+    with pytest.warns(sg.InaccurateSolutionWarning):  # the Frobenius multipliers leave float64
+        res = sg.solve_svm(cs, norm="fro")
+    assert res.W is not None and res.objective is not None
+    off = dataclasses.replace(
+        res, W=np.ldexp(res.W, -1030), objective=float(np.ldexp(res.objective, -1030))
+    )
+    top_a, top_b = np.abs(cs.A).max(), np.abs(cs.B).max()
+    sizes = f"max|a_j| = {top_a:.3g} in 'A' and max|b_j| = {top_b:.3g} in 'B'"
+    calls = (
+        lambda: optimum_uniqueness(off, n_directions=1),
+        lambda: optimal_face_alignment(off, np.eye(cs.d)),
+    )
+    for call in calls:
+        with pytest.raises(sg.ProblemError) as info:
+            call()
+        message = str(info.value)
+        assert sizes in message and "res.W" in message, message
+        assert "rhs' by a power of two" not in message, message
