@@ -222,3 +222,26 @@ def test_tokens_must_be_token_data() -> None:
     with pytest.raises(sg.ProblemError, match=r"'tokens' of ConstraintSet .* got str"):
         sg.ConstraintSet(**rows, tokens="x")  # type: ignore[arg-type]
     assert sg.ConstraintSet(**rows).tokens is None
+
+
+@pytest.mark.parametrize("field", ["rhs", "A"])
+def test_entries_near_float64s_largest_build_a_set_without_a_warning(field):
+    """A session-52 review: ConstraintSet's finiteness check summed each array, so bounds (or
+    rows) near 1.7e308 warned 'overflow encountered in reduce' (and 'invalid value' where the
+    sum met inf - inf). Now no warning; a non-finite entry is still refused by name."""
+    import dataclasses
+    import warnings
+
+    data = sg.random_data(3, 4, 5, seed=0)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    huge = np.full_like(getattr(cs, field), 1.7e308)
+    huge.flat[0] = -1.7e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = dataclasses.replace(cs, **{field: huge}, tokens=None)
+    np.testing.assert_array_equal(getattr(big, field), huge)
+    for bad in (np.inf, -np.inf, np.nan):
+        worse = huge.copy()
+        worse.flat[1] = bad
+        with pytest.raises(sg.ProblemError, match=f"'{field}' of ConstraintSet must be finite"):
+            dataclasses.replace(cs, **{field: worse}, tokens=None)
