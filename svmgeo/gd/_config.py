@@ -136,8 +136,10 @@ class StopStatus(enum.StrEnum):
       logit overflows float64), or the gradient at the iterate is not finite (an entry, or
       its scale, overflowed float64: huge data, a trained head grown that far, or, in the
       log-domain weights, a query whose only weights are denormal rounding residues of
-      exactly tied keys); the step was not taken and the parameters stay finite. Lower
-      ``step_size``, or rescale ``init`` (or the data).
+      exactly tied keys), or Adam's direction left float64 (``adam_eps=0`` with an entry
+      whose second moment is 0 while its first is not, or with a gradient that shrinks
+      faster than :math:`\hat v` forgets it); the step was not taken and the parameters stay
+      finite. Lower ``step_size``, or rescale ``init`` (or the data); raise ``adam_eps``.
     * ``NON_FINITE``: a step would have produced NaN; it was not taken (a bug guard: no known
       input reaches it).
     """
@@ -281,9 +283,26 @@ _RULE = ("loss", "head", "v", "V", "lam", "step_size", "n_steps", "record_every"
          "backend", "param", "m", "seed", "attention")  # fmt: skip
 
 
-def _rule(name: str, summary: str, *own: str) -> Optimizer:
+def _rule(
+    name: str,
+    summary: str,
+    *own: str,
+    messages: Mapping[StopStatus | tuple[StopStatus, bool], str] | None = None,
+) -> Optimizer:
     """An entry for a rule of :mod:`svmgeo.gd._steepest` (numba kernels, options ``_RULE``)."""
-    return Optimizer(name, summary, DEFAULT_BACKEND, True, (*_RULE, *own), min_steps=1)
+    rule_options = (*_RULE, *own)
+    return Optimizer(name, summary, DEFAULT_BACKEND, True, rule_options, 1, dict(messages or {}))
+
+
+_ADAM_OVERFLOW = (
+    "stopped after {n} steps: the next step would have taken the weights (or the initial "
+    "weights are) past the largest norm float64 represents here (||W||_F <= 1e150, less for "
+    "large data), or the gradient there is not finite, or Adam's direction m_hat / "
+    "(sqrt(v_hat) + adam_eps) left float64 (with adam_eps = 0: an entry whose second moment "
+    "is 0 while its first is not, or a gradient that shrinks faster than v_hat forgets it, "
+    "adam_beta2 below adam_beta1); the step was not taken. Lower step_size, or raise "
+    "adam_eps or adam_beta2"
+)
 
 
 OPTIMIZERS.update(
@@ -309,9 +328,11 @@ OPTIMIZERS.update(
             "adam_beta1",
             "adam_beta2",
             "adam_eps",
+            messages={StopStatus.OVERFLOW: _ADAM_OVERFLOW},
         ),
     }
 )
+
 #: The update rules of :mod:`svmgeo.gd._steepest` (the rest of :data:`OPTIMIZERS` is "gd",
 #: "mirror").
 STEEPEST_RULES = ("sign", "steepest", "spectral", "adam")

@@ -277,8 +277,9 @@ def adam_direction(
     With :math:`m = e^{a}\hat m`, :math:`v = e^{b}\hat v` and :math:`r = \log\varepsilon - b/2`
     the step is :math:`e^{a-b/2}\,\frac{\hat m/c_1}{\sqrt{\hat v/c_2} + e^{r}}`, formed as
     :math:`e^{a-b/2-r}\frac{\hat m/c_1}{e^{-r}\sqrt{\hat v/c_2} + 1}` when :math:`r > 0`
-    (:math:`\varepsilon` dominates), so no factor overflows; entries with :math:`\hat m = 0`
-    step 0 (also for :math:`\varepsilon = 0`).
+    (:math:`\varepsilon` dominates), so no factor overflows (a factor :math:`e^{x}` that
+    would is applied through logarithms); entries with :math:`\hat m = 0` step 0 (also for
+    :math:`\varepsilon = 0`).
 
     Parameters
     ----------
@@ -295,6 +296,14 @@ def adam_direction(
         The moment decays, in [0, 1) (``adam_beta1``, ``adam_beta2`` of :func:`svmgeo.train`).
     eps : float
         :math:`\varepsilon \ge 0`, finite (``adam_eps``).
+
+    Returns
+    -------
+    D : ndarray
+        The step's direction, :math:`\pm\infty` in entries beyond float64 (with
+        :math:`\varepsilon = 0`: where :math:`\hat v = 0 \ne \hat m`).
+    moments : AdamMoments
+        The new moments.
 
     Raises
     ------
@@ -359,12 +368,23 @@ def _adam_direction(
     mh = m / (1.0 - beta1**t)
     root = np.sqrt(v / (1.0 - beta2**t))
     r = math.log(eps) - 0.5 * b if eps > 0.0 else -math.inf
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if r > 0.0:
-            ratio = math.exp(a - 0.5 * b - r) * mh / (math.exp(-r) * root + 1.0)
+            ratio = _exp_times(a - 0.5 * b - r, mh, math.exp(-r) * root + 1.0)
         else:
-            ratio = math.exp(a - 0.5 * b) * mh / (root + math.exp(r))
+            ratio = _exp_times(a - 0.5 * b, mh, root + math.exp(r))
     return np.where(mh == 0.0, 0.0, ratio), new
+
+
+def _exp_times(x: float, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    r""":math:`e^x\,\mathrm{num}/\mathrm{den}`, also where :math:`e^x` alone overflows
+    (then through logarithms); entries beyond float64 are :math:`\pm\infty`, a direction no
+    step can take (the run stops ``OVERFLOW``). The caller ignores numpy's overflow and
+    division warnings."""
+    try:
+        return math.exp(x) * num / den
+    except OverflowError:
+        return np.sign(num) * np.exp(x + np.log(np.abs(num)) - np.log(den))
 
 
 class SteepestState(NamedTuple):

@@ -109,6 +109,28 @@ def test_adam_direction_in_the_log_domain() -> None:
     np.testing.assert_allclose(D, math.exp(-400.0) * G / eps, rtol=1e-9)
 
 
+def test_adam_direction_beyond_the_exponential_range() -> None:
+    """Where e^(a - b/2) alone overflows, the step is e^(a - b/2) m_hat / sqrt(v_hat) all the
+    same: finite where that is, +-inf where float64 cannot hold it (it raised OverflowError)."""
+    m, v = np.array([[1e-10, -1.0]]), np.ones((1, 2))
+    # no new gradient (M = -inf): m_hat = e^712 m, v_hat = 1 at t = 1 with beta = 0.5
+    D, _ = adam_direction(
+        np.zeros((1, 2)), -math.inf, AdamMoments(m, 712.0, v, 0.0, 0), 0.5, 0.5, 0.0
+    )
+    np.testing.assert_allclose(D[0, 0], math.exp(712.0 + math.log(1e-10)), rtol=1e-12)
+    assert D[0, 1] == -math.inf
+
+
+def test_adam_whose_direction_leaves_float64_stops_overflow() -> None:
+    """Adam with adam_eps = 0 and adam_beta2 = 0 (step m_hat / |g|) blows up on this run; it
+    stops OVERFLOW with a message naming Adam's options (it raised a bare OverflowError)."""
+    data = sg.random_data(6, 8, 10, seed=0)
+    r = sg.train(data, optimizer="adam", adam_beta2=0.0, adam_eps=0.0, n_steps=300)
+    assert r.status == sg.StopStatus.OVERFLOW
+    assert "adam_eps" in r.message and "adam_beta2" in r.message
+    assert np.all(np.isfinite(r.W))
+
+
 # -- each rule against its step by hand -------------------------------------------------------
 
 
