@@ -552,11 +552,15 @@ def _no_vector_solution(vector: ConstraintSet) -> TensorSVM:
                          "infeasible: Farkas vector y >= 0 (margin rows) with U^T y = 0 and "
                          "c^T y > 0, proved in exact arithmetic (svmgeo.check_feasibility)",
                          farkas=np.asarray(verdict.farkas))  # fmt: skip
+    # the verdict is the vector rows' u_j, which only round a ConstraintSet's vec(a_j b_j^T)
     if verdict.proof == "exact" and verdict.feasible:
-        why = ("the rows are feasible (proved by svmgeo.check_feasibility), but the optimal w "
-               "is too large for the NNLS's accuracy (an ill-conditioned SVM); "
-               "svmgeo.att_svm on the ConstraintSet solves it")  # fmt: skip
+        why = ("the vector rows u_j are feasible (proved by svmgeo.check_feasibility on them), "
+               "but the optimal w is too large for the NNLS's accuracy (an ill-conditioned "
+               "SVM); svmgeo.solve_svm on the ConstraintSet the rows came from solves it")  # fmt: skip
     else:
-        why = f"svmgeo.check_feasibility did not prove a verdict either ({verdict.status})"
+        why = (f"svmgeo.check_feasibility did not prove a verdict on the vector rows u_j "
+               f"either ({verdict.status}); on the ConstraintSet the rows came from it decides "
+               "on the token rows (a_j, b_j), of which u_j = vec(a_j b_j^T) is only the "
+               "rounded product")  # fmt: skip
     return TensorSVM(False, None, None, None, None, np.inf, np.inf,
                      f"undecided: the NNLS gave no w meeting every row; {why}")  # fmt: skip

@@ -345,3 +345,33 @@ def test_tensor_data_checks_its_fields(fields: dict, match: str) -> None:
     TensorData(**good)
     with pytest.raises(sg.ProblemError, match=match):
         TensorData(**{**good, **fields})
+
+
+def test_an_undecided_vector_svm_says_whose_rows_its_verdict_is_on() -> None:
+    """Collinear tokens (found by a differential fuzz): the NNLS gives no w, and
+    check_feasibility proves the *vector* rows u_j = vec(a_j b_j^T) (rounded products)
+    feasible while, on the token rows, it decides nothing. The message said "the rows are
+    feasible (proved by svmgeo.check_feasibility)", contradicting check_feasibility(cs)."""
+    base = np.array([[3.14278032731522, 1.754347944888472, -0.5544208322974209, 1.5761274541555939],
+                     [1.924845178910844, 1.0744779565091205, -0.33956374769823067, 0.9653240174352561],
+                     [0.15892172500213372, 0.08871253241355173, -0.02803553092146725, 0.07970041420349812],
+                     [3.2167334101808245, 1.7956296844411286, -0.5674669651743994, 1.613215469251926],
+                     [-2.765947960244904, -1.5439943662462063, 0.48794348013510513, -1.3871432498853118],
+                     [0.9435926908296199, 0.5267278414533272, -0.1664600737291841, 0.47321867603377904],
+                     [2.700280312529017, 1.5073376830492482, -0.47635898866262677, 1.354210441468745],
+                     [0.02355977405173532, 0.01315142545295467, -0.00415620189071909, 0.01181540000549907],
+                     [-2.3235052876800135, -1.2970161137100957, 0.40989175229548436, -1.1652549947442918],
+                     [2.07351741914554, 1.1574690700943695, -0.36579115737559015, 1.0398842396270813],
+                     [2.6945738135012833, 1.5041522281974404, -0.47535229980405064, 1.351348590226216],
+                     [-0.3258489565285188, -0.18189386075170103, 0.05748332077543503, -0.16341564882178264]])  # fmt: skip
+    Z = np.array([[-0.5707990165728887, 1.0090867950370355, 1.8745882840859731, -0.470638904827322],
+                  [-0.866794943397124, -0.38815472167161275, -0.14811575728247142, 1.3674072256473473],
+                  [-0.11223856338222483, -1.1117706419179765, -0.28647445498072244, 0.13843700255553815]])  # fmt: skip
+    data = sg.TokenData(base.reshape(3, 4, 4), Y=np.array([-1.0, 1.0, 1.0]), v=np.ones(4), Z=Z)
+    cs = sg.att_svm_constraints(data, np.array([0, 2, 2]))
+    vec = tensor_svm(tensor_rows(cs))
+    assert not vec.feasible and vec.farkas is None  # undecided
+    with pytest.warns(sg.InaccurateSolutionWarning):  # nothing proved on the token rows
+        assert sg.check_feasibility(cs).proof is None
+    assert "the vector rows u_j are feasible" in vec.message
+    assert "the rows are feasible" not in vec.message
