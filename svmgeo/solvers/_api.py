@@ -37,7 +37,7 @@ from ..data import TokenData
 from ..selection import check_data, optimal_tokens, query_label, scores_full
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry, farkas_residual
-from ._exact import exact_dot_signs
+from ._exact import exact_dot_signs, exact_multiple
 from ._feasibility import Distinct, check_feasibility, decide_feasibility
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import (
@@ -95,8 +95,15 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     )
     if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
         return replaced(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
-    W = np.asarray(feas.point)
+    proved = exact_multiple(req.cs, np.asarray(feas.point))  # float margins can mislead here
+    W = np.asarray(feas.point) if proved is None else proved
     value = req.geometry.value(W)
+    bound = (
+        f"an upper bound {value:.6g} on the optimal value (its exact margins meet every row)"
+        if proved is not None
+        else f"{value:.6g}, an upper bound on the optimal value only as far as its float "
+        "margins meet the rows (no multiple of it was proved to meet them exactly)"
+    )
     return finish(
         req.cs,
         W,
@@ -104,8 +111,7 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         norm=req.geometry,
         tol=req.tol,
         status=Status.OPTIMAL_INACCURATE,
-        message=f"{note}; W is only that feasible point, an upper bound {value:.6g} on the "
-        "optimal value (no dual: the certificate fails)",
+        message=f"{note}; W is only that feasible point, {bound} (no dual: the certificate fails)",
         solver=res.solver,
         objective=value,
         rank=res.rank,

@@ -167,7 +167,10 @@ class SVMResult:
     extras : dict
         Raw native output of the backend; ``extras["feasible_point_only"]`` is True when W
         is only the verified feasibility point, an upper bound put in place of a failed
-        solve (not an approximate optimum: its margins say nothing of the support).
+        solve (not an approximate optimum: its margins say nothing of the support); scaled
+        where need be so that its *exact* margins meet every row
+        (:func:`~._exact.exact_multiple`; else the message says the bound holds only as far
+        as its float margins do).
     proof : {"exact", "float"} or None
         How the *feasibility verdict* behind this result was checked (as
         :attr:`FeasibilityResult.proof`); the optimality certificate is a floating-point check.

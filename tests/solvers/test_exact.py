@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -468,3 +469,52 @@ def test_a_solve_on_an_unproved_feasibility_verdict_is_not_certified() -> None:
     # exact=False: the float verdict, labelled as such, and the solve certified on it
     res = sg.solve_svm(cs, exact=False)
     assert res.status is Status.OPTIMAL and res.proof == "float", res.message
+
+
+# collinear tokens (a differential fuzz's case): the float margins of a W of norm ~1e17
+# cancel; W's are 1.43 in floats but 0.858 exactly, and att_svm's IPM fails there
+_COLLINEAR_X = np.array([[[0.5391308094754258, -0.7777172509720821, -0.32035101204897987], [0.8367388844272193, -1.2070285235810578, -0.49718944593021286], [-0.10343089383209533, 0.14920310433557038, 0.06145853832483047]], [[-0.07878289091158894, 0.1136473973784041, 0.0468127185315724], [-0.15325512039100372, 0.22107649726762588, 0.09106404615739944], [-0.27899772833615827, 0.4024651207008103, 0.16578018369756806]], [[-1.0780316091402893, 1.5551027038083072, 0.6405653524882134], [-1.5706405865805197, 2.2657103949394277, 0.9332731363763905], [0.09291973265977732, -0.13404034378138568, -0.05521281639578998]]])  # fmt: skip
+_COLLINEAR_Z = np.array([[0.48070647619785856, -0.3815542267940831, 0.4750337873139068], [1.1817719940449416, 1.2508435212676974, 0.11227928803041025], [0.816119189279922, 0.38095522022661493, -0.586870829948763]])  # fmt: skip
+_COLLINEAR_W = np.array([[float.fromhex(h) for h in row] for row in (
+    ("0x1.1faed4bf7f683p+56", "-0x1.07eeab5cde1eep+57", "-0x1.2f1d8e0a541edp+56"),
+    ("0x1.b1e78b4b63cfcp+55", "-0x1.216cb999d7f62p+57", "-0x1.7ade915948ffdp+55"),
+    ("-0x1.54588201c67d8p+53", "0x1.0274aa1f51c92p+57", "-0x1.91dd7e9e9d10dp+53"),
+)])  # fmt: skip
+
+
+def _fraction_margins(W: np.ndarray, alpha: list[int]) -> list[Fraction]:
+    """a_j^T W b_j in fractions, from the tokens (a_j = x_alpha - x_t, b_j = z), t != alpha."""
+    X, Z = _COLLINEAR_X, _COLLINEAR_Z
+    Wf = [[Fraction(float(w)) for w in row] for row in W]
+    out = []
+    for i, a_i in enumerate(alpha):
+        for t in range(X.shape[1]):
+            if t == a_i:
+                continue
+            a = [
+                Fraction(float(p)) - Fraction(float(q))
+                for p, q in zip(X[i, a_i], X[i, t], strict=True)
+            ]
+            z = [Fraction(float(c)) for c in Z[i]]
+            out.append(sum(a[r] * Wf[r][s] * z[s] for r in range(3) for s in range(3)))
+    return out
+
+
+def test_a_point_reported_as_an_upper_bound_meets_its_rows_exactly() -> None:
+    """exact_multiple scales a W whose float margins meet the rows but whose exact ones do
+    not (0.858) until the exact ones do; att_svm's feasible-point answer calls its value an
+    upper bound only then (it printed the float point's 3.00906e+17, not an upper bound)."""
+    from svmgeo.solvers._exact import exact_multiple
+
+    alpha = [0, 1, 0]
+    cs = sg.att_svm_constraints(sg.TokenData(_COLLINEAR_X, Z=_COLLINEAR_Z), alpha)
+    assert np.min(cs.apply(_COLLINEAR_W)) >= 1.0  # the float margins meet every row
+    assert min(_fraction_margins(_COLLINEAR_W, alpha)) < 1  # the exact ones do not
+    W = exact_multiple(cs, _COLLINEAR_W)
+    assert W is not None and min(_fraction_margins(W, alpha)) >= 1
+    with warnings.catch_warnings():  # inaccurate (said in the message), or not on another CPU
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = sg.att_svm(sg.TokenData(_COLLINEAR_X, Z=_COLLINEAR_Z), alpha)
+    if res.extras.get("feasible_point_only"):  # the IPM fails on these rows (this machine)
+        assert min(_fraction_margins(res.W, alpha)) >= 1
+        assert "its exact margins meet every row" in res.message
