@@ -176,41 +176,61 @@ def prompt_logits(data: TokenData, p: np.ndarray) -> np.ndarray:
     return np.where(visible, np.broadcast_to(logits[:, None, :], visible.shape), -np.inf)
 
 
-def largest_logits(data: TokenData, logits: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
-    r"""The key of each query's largest logit, or the queries where it is tied.
+def largest_logits(
+    data: TokenData, theta: np.ndarray
+) -> tuple[np.ndarray | None, list[str], list[str]]:
+    r"""The key of each query's largest logit at W (or at a prompt vector p), or the queries
+    where there is no one such key: a tie, or logits that are not finite.
 
     .. math::
 
-        \alpha_{ik} = \arg\max_{t \text{ visible}} u_{ikt},
+        \alpha_{ik} = \arg\max_{t \text{ visible}} u_{ikt}, \qquad
+        u_{ikt} = x_{it}^\top W z_{ik} \quad \big(x_{it}^\top p \text{ for a prompt vector}\big),
 
     tied where two or more keys reach the largest logit up to :data:`TIE_RTOL`
-    (:func:`tied_maxima`). An internal helper, not in ``__all__``: the one tie rule of a final
-    selection, shared by :func:`svmgeo.verify` (which refuses a tie) and the experiments
-    (which report it).
+    (:func:`tied_maxima`), undefined where a visible key's logit is NaN or ±inf (a W with such
+    entries, or logits beyond float64): an argmax there would be a guess. An internal helper,
+    not in ``__all__``: the one rule of a final selection, shared by :func:`svmgeo.verify`
+    (which refuses both) and the experiments (which report them).
 
     Parameters
     ----------
     data : TokenData
-    logits : array of shape (n, K, T)
-        ``-inf`` on hidden keys.
+    theta : array of shape (d, d), or a prompt vector p of shape (d,)
+        p scores every query's keys alike (``param="p"``, the queries unused).
 
     Returns
     -------
     alpha : ndarray of int64, shape ``data.selection_shape``, or None
-        The selection; None when some query is tied.
+        The selection; None when some query is tied or has a non-finite logit.
     tied : list of str
-        Every tied query and its tied keys, e.g. ``"sequence 3: tokens [1, 4]"``; empty
-        without ties.
+        Every tied query (with finite logits) and its tied keys, e.g.
+        ``"sequence 3: tokens [1, 4]"``; empty without ties.
+    non_finite : list of str
+        Every query with a non-finite visible logit, e.g. ``"sequence 3: non-finite logits"``;
+        empty when all are finite.
     """
-    tied = tied_maxima(logits)
-    where = np.argwhere(tied.sum(axis=2) > 1)
-    listed = [
-        f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}" for i, k in where
+    theta = np.asarray(theta, dtype=float)
+    visible = np.asarray(data.visible)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf are reported below
+        if theta.ndim == 1:
+            logits = prompt_logits(data, theta)
+        else:
+            X, Q = np.asarray(data.X), np.asarray(data.queries)
+            logits = np.where(visible, np.einsum("ntd,de,nke->nkt", X, theta, Q), -np.inf)
+    undefined = np.any(visible & ~np.isfinite(logits), axis=2)
+    tied = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits))
+    non_finite = [
+        f"{query_label(data, i, k)}: non-finite logits" for i, k in np.argwhere(undefined)
     ]
-    if listed:
-        return None, listed
+    listed = [
+        f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}"
+        for i, k in np.argwhere(tied.sum(axis=2) > 1)
+    ]
+    if listed or non_finite:
+        return None, listed, non_finite
     alpha = np.argmax(logits, axis=2).astype(np.int64)
-    return (alpha[:, 0] if data.single_query else alpha), []
+    return (alpha[:, 0] if data.single_query else alpha), [], []
 
 
 def score_size_table(data: TokenData) -> np.ndarray:

@@ -9,9 +9,12 @@ over the keys visible to query k of sequence i. The query is *tied* when two or 
 reach :math:`u_{ikt} \ge u_{ik\star} - \mathrm{tol}\cdot\max(|u_{ikt}|, |u_{ik\star}|)`
 (:func:`svmgeo.selection.tied_maxima`, tol = :data:`svmgeo.selection.TIE_RTOL`: the rule
 by which :func:`svmgeo.verify` refuses a tied final selection and
-:func:`svmgeo.optimal_tokens` calls scores tied). A tied query selects no one token, so the
-Att-SVM of a selection is not defined there: the experiments then solve no such SVM (NaN) and
-name the tied queries in their rows and headlines.
+:func:`svmgeo.optimal_tokens` calls scores tied). A tied query selects no one token, and
+neither does a query with a NaN or ±inf logit (a W with such entries, or logits beyond
+float64, where an argmax would be a guess), so the Att-SVM of a selection is not defined
+there: the experiments then solve no such SVM (NaN) and name those queries in their rows and
+headlines (the ``tied`` column: ``"sequence 3: tokens [1, 4]"``, ``"sequence 3: non-finite
+logits"``).
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import TokenData
-from ..selection import largest_logits, prompt_logits
+from ..selection import largest_logits
 
 __all__ = ["final_selection"]
 
 
 def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, str]:
     r"""The key of each query's largest logit at W (or at a prompt vector p), or the queries
-    where it is tied.
+    where there is no one such key (tied, or non-finite logits).
 
     .. math::
 
@@ -42,15 +45,13 @@ def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, 
     Returns
     -------
     alpha : ndarray of shape ``data.selection_shape``, or None
-        The selection; None when some query is tied (no selection to solve an SVM for).
+        The selection; None when some query is tied or has a non-finite logit (no selection
+        to solve an SVM for).
     tied : str
-        ``""`` without ties, else every tied query and its tied keys, e.g.
-        ``"sequence 3: tokens [1, 4]"``, joined by ``"; "``.
+        ``""`` when alpha is a selection, else every query without one and why: its
+        non-finite logits, e.g. ``"sequence 3: non-finite logits"``, then its tied keys, e.g.
+        ``"sequence 0: tokens [1, 4]"``, joined by ``"; "``
+        (:func:`svmgeo.selection.largest_logits`).
     """
-    if np.ndim(W) == 1:
-        logits = prompt_logits(data, W)
-    else:
-        logits = np.einsum("ntd,de,nke->nkt", np.asarray(data.X), W, np.asarray(data.queries))
-        logits = np.where(np.asarray(data.visible), logits, -np.inf)
-    alpha, tied = largest_logits(data, logits)
-    return alpha, "; ".join(tied)
+    alpha, tied, non_finite = largest_logits(data, W)
+    return alpha, "; ".join(non_finite + tied)

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._errors import TieError
+from .._errors import ProblemError, TieError
 from ..data import TokenData
 from ..gd import GDRun, StopStatus, random_init, run_mirror_descent, train
-from ..selection import first_five, largest_logits, prompt_logits
+from ..selection import first_five, largest_logits
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
 
@@ -81,30 +81,46 @@ def _recorded(value: np.ndarray | None, name: str) -> np.ndarray:
 def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndarray:
     r"""The token of each query's largest final logit (:math:`x_{it}^\top W z_{ik}`, or
     :math:`x_{it}^\top p` for the prompt vector p) as a selection: (n,) for one query per
-    sequence, else (n, K).
+    sequence, else (n, K) (:func:`~svmgeo.selection.largest_logits`).
 
     Raises
     ------
+    ProblemError
+        Where a query's final logits are not finite (NaN or ±inf: parameters with such
+        entries, or logits beyond float64): no token is the largest, and an argmax would be
+        a guess.
     TieError
         Where a query's largest logit is shared (:func:`~svmgeo.selection.tied_maxima`'s rule,
         that of :func:`~svmgeo.optimal_tokens`): identical tokens, or a stationary run such as
         K = Q = 0. A selection is one token per query; SPEC §2: ties are reported, never
-        broken silently. ``stopped`` opens the message: why the run stopped early (a run
-        stopped at its start by an overflow ends tied at W = 0).
+        broken silently.
+
+    ``stopped`` opens either message: why the run stopped early (a run stopped at its start
+    by an overflow ends tied at W = 0).
     """
-    logits = (
-        prompt_logits(data, final) if final.ndim == 1 else _logits(data, final[None])[0]
-    )  # the prompt vector: the same logits for every query
-    alpha, tied = largest_logits(data, logits)
+    alpha, tied, non_finite = largest_logits(data, final)
+    if non_finite:
+        raise ProblemError(
+            f"{stopped}GD's final parameters give non-finite logits (NaN or inf) for "
+            f"{_queries(non_finite)}: {first_five(non_finite)}, so they select no token "
+            "(an argmax over them would be a guess). The final W (or p) has NaN or inf "
+            "entries, or its logits exceed float64: rescale the data (e.g. TokenData(X / s)) "
+            "or take fewer or smaller steps."
+        )
     if alpha is None:
         raise TieError(
-            f"{stopped}GD's final selection is tied for {len(tied)} quer"
-            f"{'y' if len(tied) == 1 else 'ies'}: {first_five(tied)} (equal largest logits at "
-            "the final parameters: identical tokens, or a stationary start such as K = Q = 0). "
-            "A selection is one token per query: merge or perturb identical tokens, start "
-            "elsewhere (e.g. init=('random', 0.1)), or compare with gen_svm's selected sets."
+            f"{stopped}GD's final selection is tied for {_queries(tied)}: {first_five(tied)} "
+            "(equal largest logits at the final parameters: identical tokens, or a stationary "
+            "start such as K = Q = 0). A selection is one token per query: merge or perturb "
+            "identical tokens, start elsewhere (e.g. init=('random', 0.1)), or compare with "
+            "gen_svm's selected sets."
         )
     return alpha
+
+
+def _queries(listed: list[str]) -> str:
+    """``"1 query"`` or ``"N queries"``: how many ``listed`` names."""
+    return f"{len(listed)} quer{'y' if len(listed) == 1 else 'ies'}"
 
 
 def _seeded(options: dict[str, Any]) -> dict[str, Any]:
