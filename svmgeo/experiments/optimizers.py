@@ -15,7 +15,9 @@ are then not solved, NaN, and ``tied`` names the queries) and
 optimal solutions: for them the correlation is the best one over the optimal face
 (:func:`~svmgeo.solvers.optimal_face_alignment`; ``face_lower_bounds`` names those that are
 only a lower bound on it, printed "≥ x"), and the correlation with the one returned solution
-is kept next to it (``returned_corr_*``). *Closest* is the SVM of largest correlation.
+is kept next to it (``returned_corr_*``). *Closest* is the SVM of largest correlation,
+marked ``"x?"`` where another SVM's correlation is only a lower bound and so may exceed it
+(:func:`closest`: not decided).
 
 The linear-model theorems (Gunasekar, Lee, Soudry, Srebro 2018; Fan, Schmidt, Thrampoulidis
 2025) predict each steepest descent's own norm; for attention these are conjectures
@@ -144,17 +146,30 @@ def svm_correlations(
     bound on the face's best (:attr:`~svmgeo.solvers.FaceAlignment.maximum` False).
     """
     cache = {} if cache is None else cache
-    corr: dict[str, float] = {}
-    returned: dict[str, float] = {}
+    solved: dict[str, Any] = {}
     for label, norm in norms.items():
         if alpha is None:
-            res = None
-        else:
-            key = (label, alpha.tobytes())
-            if key not in cache:
-                solved = att_svm(data, alpha, norm=norm)
-                cache[key] = solved if solved.success and solved.W is not None else None
-            res = cache[key]
+            solved[label] = None
+            continue
+        key = (label, alpha.tobytes())
+        if key not in cache:
+            res = att_svm(data, alpha, norm=norm)
+            cache[key] = res if res.success and res.W is not None else None
+        solved[label] = cache[key]
+    return _correlations(W, solved, face, lower_bounds)
+
+
+def _correlations(
+    W: np.ndarray, solved: dict[str, Any], face: frozenset[str], lower_bounds: set[str] | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """:func:`svm_correlations` of SVMs already solved (label → a result with ``W``, or None:
+    NaN): the correlations, the face's best for the labels in ``face`` (then also the
+    returned solution's, the second dict), and the labels whose face correlation is only a
+    lower bound added to ``lower_bounds`` (:attr:`~svmgeo.solvers.FaceAlignment.maximum`
+    False)."""
+    corr: dict[str, float] = {}
+    returned: dict[str, float] = {}
+    for label, res in solved.items():
         if res is None:
             corr[label] = math.nan
             if label in face:
@@ -191,17 +206,27 @@ def _corr_text(row: dict[str, Any], k: str, fmt: str = ".3f") -> str:
     return f"{'≥ ' if k in bounds else ''}{row[f'corr_{k}']:{fmt}}"
 
 
-def closest(corr: dict[str, float]) -> str:
+def closest(corr: dict[str, float], lower_bounds: frozenset[str] | set[str] = frozenset()) -> str:
     """The label of the largest correlation that is not NaN (the first when tied); ``"none"``
-    when every one is NaN (no SVM has a solution)."""
+    when every one is NaN (no SVM has a solution).
+
+    ``lower_bounds`` names the labels whose value is only a lower bound on their best (a face
+    correlation, :func:`face_lower_bounds`). When another label than the largest is one, its
+    best may exceed the largest, so the closest is not decided: the label is returned with
+    ``"?"``, e.g. ``"fro?"`` (the largest shown, not shown to be the closest). The largest
+    label's own bound only raises it, and decides nothing against it."""
     known = {k: v for k, v in corr.items() if not math.isnan(v)}
-    return max(known, key=known.__getitem__) if known else "none"
+    if not known:
+        return "none"
+    best = max(known, key=known.__getitem__)
+    return f"{best}?" if any(k in lower_bounds for k in known if k != best) else best
 
 
 def trial(seed: int, param: str, optimizer: str, n_steps: int) -> dict[str, Any]:
     r"""One optimizer on ``random_data(6, 8, 10, seed)``: the final correlation with every SVM
     of :data:`SVMS` (``corr_<svm>``; the optimal face's for :data:`FACE_SVMS`, and
-    ``returned_corr_<svm>`` with the returned solution), the closest SVM, ``feasible`` (every
+    ``returned_corr_<svm>`` with the returned solution), the closest SVM (``"x?"`` where a
+    lower bound leaves it undecided, :func:`closest`), ``feasible`` (every
     SVM solved; None where the selection is tied), ``face_lower_bounds`` (the labels whose
     face correlation is a lower bound on the face's best, ``"none"``; see
     :func:`face_lower_bounds`) and ``tied`` (:func:`final_selection`'s tied queries, ``""``
@@ -212,7 +237,7 @@ def trial(seed: int, param: str, optimizer: str, n_steps: int) -> dict[str, Any]
     corr, returned = svm_correlations(data, W, alpha, SVMS, lower_bounds=bounds)
     row: dict[str, Any] = {f"corr_{k}": v for k, v in corr.items()}
     row.update({f"returned_corr_{k}": v for k, v in returned.items()})
-    row["closest"] = closest(corr)
+    row["closest"] = closest(corr, bounds)
     row["feasible"] = None if tied else not any(math.isnan(v) for v in corr.values())
     row["face_lower_bounds"] = _lower_bound_cell(bounds)
     row["tied"] = tied
@@ -245,13 +270,19 @@ def _span(rows: Rows, k: str, fmt: str = ".3f") -> str:
 
 
 def _marks(rows: Rows, tag: str, fmt: str = ".3f") -> dict[str, str]:
-    """Headline entries of a group of rows: its face correlations that are lower bounds and
-    its tied selections, each only when there is one."""
+    """Headline entries of a group of rows: its face correlations that are lower bounds, the
+    seeds whose closest SVM they leave undecided (:func:`closest`'s ``"x?"``) and its tied
+    selections, each only when there is one."""
     out = {}
     bounds = [f"seed {r['seed']} {k} {_corr_text(r, k, fmt)}"
               for r in rows for k in sorted(face_lower_bounds(r) or ())]  # fmt: skip
     if bounds:
         out[f"{tag}: face lower bounds (≥)"] = "; ".join(bounds)
+    undecided = [f"seed {r['seed']}" for r in rows if str(r["closest"]).endswith("?")]
+    if undecided:
+        out[f"{tag}: closest undecided (x?: a face lower bound may exceed x)"] = ", ".join(
+            undecided
+        )
     out.update(tied_entry(rows, f"{tag}: tied final selection (no SVM)"))
     return out
 
@@ -412,7 +443,8 @@ def linear_trial(seed: int, optimizer: str, n_steps: int) -> dict[str, Any]:
     :data:`SVMS` of linear attention (``att_svm(data, attention="linear", norm=...)``; the
     optimal face's for :data:`FACE_SVMS`), the margin ratio :func:`margin_ratio` in every norm
     (``ratio_<svm>``, and at a tenth of the steps, ``own_ratio_tenth``), the closest SVM by
-    each measure, the step, and ``face_lower_bounds`` (the labels whose face correlation is
+    each measure (by correlation ``"x?"`` where a face lower bound leaves it undecided,
+    :func:`closest`; the margin ratios are exact), the step, and ``face_lower_bounds`` (the labels whose face correlation is
     only a lower bound on the face's best, ``"none"``; :func:`face_lower_bounds`)."""
     data = random_data(N, T, D, seed=seed)
     options, own, _ = LINEAR_OPTIMIZERS[optimizer]
@@ -426,24 +458,19 @@ def linear_trial(seed: int, optimizer: str, n_steps: int) -> dict[str, Any]:
                 record_every=max(1, n_steps // 10), **options)  # fmt: skip
     assert run.W is not None  # param "W" always gives W
     row: dict[str, Any] = {"own": own, "step": eta, "stop": str(run.status)}
-    ratio = {}
     bounds: set[str] = set()
+    corr, _ = _correlations(run.W, svms, FACE_SVMS, bounds)
+    ratio = {}
     for k, res in svms.items():
-        if k in FACE_SVMS:
-            aligned = optimal_face_alignment(res, run.W)
-            row[f"corr_{k}"] = aligned.correlation
-            if not aligned.maximum:
-                bounds.add(k)
-        else:
-            row[f"corr_{k}"] = correlation(run.W, res.W)
+        row[f"corr_{k}"] = corr[k]
         ratio[k] = margin_ratio(rows, run.W, SVMS[k], float(res.objective or math.nan))
         row[f"ratio_{k}"] = ratio[k]
     assert run.history.W is not None  # the steepest rules record W
     W_tenth = run.history.W[1]
     optimum = float(svms[own].objective or math.nan)
     row["own_ratio_tenth"] = margin_ratio(rows, W_tenth, SVMS[own], optimum)
-    row["closest"] = closest({k: row[f"corr_{k}"] for k in SVMS})
-    row["closest_margin"] = closest(ratio)
+    row["closest"] = closest(corr, bounds)
+    row["closest_margin"] = closest(ratio)  # margin ratios are exact: no lower bound
     row["face_lower_bounds"] = _lower_bound_cell(bounds)
     return row
 

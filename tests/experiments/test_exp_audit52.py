@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Session 52: a final selection is never guessed. Non-finite logits leave no selection
-(reported, and refused by verify)."""
+(reported, and refused by verify), and a closest SVM that a face lower bound may overturn is
+marked undecided."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 import svmgeo as sg
 from svmgeo.experiments import optimizers
 from svmgeo.experiments._selection import final_selection
+
+from .test_exp_audit51 import _as_lower_bounds
 
 ALL_NON_FINITE = "; ".join(f"sequence {i}: non-finite logits" for i in range(3))
 
@@ -112,3 +115,41 @@ def test_optimizers_row_names_non_finite_logits(monkeypatch: pytest.MonkeyPatch)
     assert row["tied"] == "sequence 4: non-finite logits"
     assert all(math.isnan(row[f"corr_{k}"]) for k in optimizers.SVMS)
     assert row["closest"] == "none" and row["feasible"] is None
+
+
+# --- closest with face lower bounds ---------------------------------------------------------
+
+
+def test_closest_is_undecided_where_another_value_is_a_lower_bound() -> None:
+    """Before: closest took no lower bounds and called fro the closest, though linf's best
+    over its face (at least 0.8) may exceed 0.9."""
+    corr = {"fro": 0.9, "linf": 0.8, "nuc": math.nan}
+    assert optimizers.closest(corr, {"linf"}) == "fro?"
+    assert optimizers.closest(corr, {"fro"}) == "fro"  # its own bound only raises it
+    assert optimizers.closest(corr, frozenset()) == "fro"
+    assert optimizers.closest(corr, {"nuc"}) == "fro"  # no value, nothing to exceed
+    assert optimizers.closest({"fro": math.nan}, {"fro"}) == "none"
+
+
+def test_optimizers_row_and_headline_mark_an_undecided_closest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _as_lower_bounds(monkeypatch, optimizers)
+    row = optimizers.trial(seed=0, param="W", optimizer="sign", n_steps=200)
+    corr = {k: row[f"corr_{k}"] for k in optimizers.SVMS}
+    best = max(corr, key=corr.__getitem__)
+    assert row["closest"] == f"{best}?"
+    headline, _ = optimizers.summarize([{"param": "W", "optimizer": "sign", "seed": 0, **row}])
+    assert headline["W sign: closest, seeds 0-0"] == f"{best}?"
+    undecided = "W sign: closest undecided (x?: a face lower bound may exceed x)"
+    assert headline[undecided] == "seed 0"
+
+
+def test_calibration_marks_an_undecided_closest_by_correlation_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The margin ratios are exact: closest_margin takes no mark."""
+    _as_lower_bounds(monkeypatch, optimizers)
+    row = optimizers.linear_trial(seed=1, optimizer="sign", n_steps=100)
+    assert row["closest"].endswith("?")
+    assert not row["closest_margin"].endswith("?")
