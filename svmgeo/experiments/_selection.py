@@ -19,12 +19,16 @@ logits"``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from .._errors import TieError
 from ..data import TokenData
 from ..selection import largest_logits
 
-__all__ = ["final_selection"]
+__all__ = ["final_selection", "verified_or_tied"]
 
 
 def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, str]:
@@ -55,3 +59,43 @@ def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, 
     """
     alpha, tied, non_finite = largest_logits(data, W)
     return alpha, "; ".join(non_finite + tied)
+
+
+def verified_or_tied(
+    verify: Callable[..., Any], train: Callable[..., Any], data: TokenData, options: dict[str, Any]
+) -> tuple[Any, Any, str]:
+    """``verify(data, **options)``, or where it refuses the run for a tied final selection
+    (:class:`~svmgeo.TieError`), the same run again and its tied queries, for an experiment
+    to report (SPEC §2) rather than fail on.
+
+    Parameters
+    ----------
+    verify : callable
+        :func:`svmgeo.verify` or :func:`svmgeo.verify_mirror`.
+    train : callable
+        The engine's entry point that runs the same run from the same ``options``
+        (:func:`svmgeo.train`, :func:`svmgeo.train_mirror`).
+    data : TokenData
+    options : dict
+        Keyword arguments that both take and that fix the run.
+
+    Returns
+    -------
+    report, run, tied : tuple
+        ``(report, None, "")``; or ``(None, run, tied)`` for a tied run, ``tied`` as
+        :func:`final_selection` names it.
+
+    Raises
+    ------
+    TieError
+        verify's, if the run again ends untied (it cannot: one run, one rule,
+        :func:`svmgeo.selection.largest_logits`).
+    """
+    try:
+        return verify(data, **options), None, ""
+    except TieError:
+        run = train(data, **options)
+        alpha, tied = final_selection(data, np.asarray(run.W))
+        if alpha is not None:  # pragma: no cover - the same run, the same rule
+            raise
+        return None, run, tied

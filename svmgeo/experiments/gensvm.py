@@ -19,8 +19,21 @@ from typing import Any
 import numpy as np
 
 from ..data import random_data
+from ..gd import DEFAULT_BACKEND, train
 from ._registry import Experiment, register
-from ._rows import Rows, as_float, final_parts, finite, group, mean, median, seeds
+from ._rows import (
+    Rows,
+    as_float,
+    final_parts,
+    finite,
+    group,
+    mean,
+    median,
+    seeds,
+    tied_entry,
+    unknown,
+)
+from ._selection import verified_or_tied
 
 __all__ = ["EXPERIMENT", "GAMMA_SMALL", "grid", "plot", "summarize", "trial"]
 
@@ -42,8 +55,29 @@ def _verify_rows(rep: Any) -> list[dict[str, Any]]:
             "gamma": as_float(rep.gamma),
             "max_selected": None if sizes is None else int(sizes.sum(axis=1).max()),
             "n_ambiguous": rep.n_ambiguous,
+            "tied": "",
         }
         for k, step in enumerate(rep.steps)
+    ]
+
+
+def _tied_rows(steps: np.ndarray, tied: str) -> list[dict[str, Any]]:
+    """The rows of a run whose final selection is tied: ``verify`` refuses it, so neither
+    the one-token Att-SVM nor Gen-SVM (nor its Γ and selected sets) is computed: NaN / None,
+    ``tied`` naming the queries."""
+    nan = float("nan")
+    return [
+        {
+            "step": int(step),
+            "one_minus_corr_eq": nan,
+            "one_minus_corr_dir": nan,
+            "one_minus_corr_svm": nan,
+            "gamma": nan,
+            "max_selected": None,
+            "n_ambiguous": None,
+            "tied": tied,
+        }
+        for step in steps
     ]
 
 
@@ -62,22 +96,27 @@ def trial(
     (``v_sign="ones"``, the head of SPEC §1) or alternates +1, −1 (``"alt"``). One row per recorded step:
     1 − corr of W(t) with W^eq = W^fin + R(t) W^svm (Gen-SVM of the final softmax's selected
     sets), with W^svm, and with the one-token Att-SVM of GD's argmax selection; Γ of the final
-    softmax.
+    softmax; ``tied``: ``""``, or the queries where the final largest logit is tied
+    (``verify`` refuses such a run, so it is run again by ``train`` with the same options
+    and reported, :func:`~svmgeo.experiments._selection.verified_or_tied`: every SVM cell
+    NaN).
     """
     from ..verify import verify
 
     data = random_data(n, T, d, seed=seed)
     V = np.random.default_rng([seed, 3]).standard_normal((d, d))
-    rep = verify(
-        data,
+    options: dict[str, Any] = dict(
         head="relu",
         V=V,
         v=np.ones(d) if v_sign == "ones" else np.where(np.arange(d) % 2 == 0, 1.0, -1.0),
         step_size=0.1,
+        normalized=True,
+        backend=DEFAULT_BACKEND,
         n_steps=n_steps,
         record_every=max(1, n_steps // n_records),
     )
-    return _verify_rows(rep)
+    rep, run, tied = verified_or_tied(verify, train, data, options)
+    return _verify_rows(rep) if rep is not None else _tied_rows(run.history.step, tied)
 
 
 def grid(quick: bool) -> dict[str, Any]:
@@ -94,7 +133,10 @@ def grid(quick: bool) -> dict[str, Any]:
 
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
-    """Median 1 − corr per (v, d, step); per (v, d) how often Gen-SVM is defined and predicts."""
+    """Median 1 − corr per (v, d, step); per (v, d) how often Gen-SVM is defined and predicts,
+    and the seeds whose final selection is tied (when any; verify refuses them, so Gen-SVM is
+    not computed: counted among the trials, not as defined). A row without ``tied`` (a table
+    written before it) counts as unknown."""
     summary = []
     for (v_sign, d, step), g in sorted(group(rows, ("v_sign", "d", "step")).items()):
         summary.append(
@@ -108,13 +150,15 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
                 "median_1m_corr_svm": median(r["one_minus_corr_svm"] for r in g),
             }
         )
-    headline: dict[str, Any] = {}
-    for (v_sign, d), g in sorted(group(final_parts(rows), ("v_sign", "d")).items()):
+    last = final_parts(rows)
+    headline: dict[str, Any] = unknown(last, ["tied"])
+    for (v_sign, d), g in sorted(group(last, ("v_sign", "d")).items()):
         key = f"v={v_sign} d={d}"
         defined = [r for r in g if math.isfinite(r["one_minus_corr_eq"])]
         mixed = [r for r in defined if r["max_selected"] > 1 and r["n_ambiguous"] == 0]
         eq = [1.0 - r["one_minus_corr_eq"] for r in defined]
         headline[f"{key}: Gen-SVM defined / trials"] = f"{len(defined)}/{len(g)}"
+        headline.update(tied_entry(g, f"{key}: tied final selection (no SVM)"))
         headline[f"{key}: median corr(W, W_eq)"] = median(eq)
         headline[f"{key}: share corr(W, W_eq) > 0.99"] = mean(c > 0.99 for c in eq)
         headline[f"{key}: |O_i| >= 2 without ambiguous tokens: n, median corr(W, W_eq)"] = (

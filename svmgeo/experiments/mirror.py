@@ -26,10 +26,11 @@ import numpy as np
 
 from .._linalg import correlation
 from ..data import random_data
-from ..gd import sparsity
+from ..gd import sparsity, train_mirror
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, median, seeds
+from ._rows import Rows, final_parts, finite, group, median, seeds, tied_entry, unknown
+from ._selection import verified_or_tied
 
 __all__ = ["EXPERIMENT", "PS", "STEP_SIZES", "grid", "plot", "summarize", "trial"]
 
@@ -54,39 +55,50 @@ def trial(
 
     One row per recorded step: 1 − corr(W_t, W^mm_{p,α}) (``one_minus_corr``), 1 − corr with
     the ℓ_q SVM of the same α for every q in :data:`PS` (``one_minus_corr_pQ``, NaN when
-    Att-SVM(α) is infeasible), the sparsity of W_t and of W^mm_{p,α}, and whether α (the
+    Att-SVM(α) is infeasible), the sparsity of W_t and of W^mm_{p,α}, whether α (the
     final selection) is optimal and locally optimal for the ℓp SVM (``alpha_is_lot``: None
-    when the LOT test is undecided).
+    when the LOT test is undecided), and ``tied``: ``""``, or the queries where the final
+    largest logit is tied (``verify_mirror`` refuses such a run, so it is run again by
+    ``train_mirror`` with the same options and reported,
+    :func:`~svmgeo.experiments._selection.verified_or_tied`: no α, every SVM cell NaN,
+    ``alpha_is_opt`` and ``alpha_is_lot`` None).
     """
     from ..verify import verify_mirror
 
     data = random_data(n, T, d, seed=seed)
-    rep = verify_mirror(
-        data,
-        exponent=p,
-        step_size=STEP_SIZES[steps],
-        normalized=steps == "normalized",
-        n_steps=n_steps,
-        record_every=max(1, n_steps // N_RECORDS),
-        backend="numpy",
-    )
-    assert rep.mirror_run is not None and rep.corr_lp is not None and rep.lot is not None
-    assert rep.mirror_run.history.W is not None  # a mirror run records W
-    norms: dict[float, Any] = {q: ("lp", q) for q in PS}
-    svms = {q: att_svm(data, rep.selection, norm=norms[q]).W for q in PS} if rep.feasible else {}
+    options: dict[str, Any] = dict(
+        exponent=p, step_size=STEP_SIZES[steps], normalized=steps == "normalized",
+        n_steps=n_steps, record_every=max(1, n_steps // N_RECORDS), backend="numpy",
+    )  # fmt: skip
     nan = float("nan")
+    rep, run, tied = verified_or_tied(verify_mirror, train_mirror, data, options)
+    if rep is None:  # a tied final selection: no α, no SVM (SPEC §2)
+        assert run.history.W is not None  # a mirror run records W
+        steps_, Ws, corr = run.history.step, run.history.W, np.full(len(run.history.step), nan)
+        svms: dict[float, Any] = {}
+        W_lp, is_opt, is_lot, stop = None, None, None, str(run.status)
+    else:
+        assert rep.mirror_run is not None and rep.corr_lp is not None and rep.lot is not None
+        assert rep.mirror_run.history.W is not None  # a mirror run records W
+        norms: dict[float, Any] = {q: ("lp", q) for q in PS}
+        svms = (
+            {q: att_svm(data, rep.selection, norm=norms[q]).W for q in PS} if rep.feasible else {}
+        )
+        steps_, Ws, corr = rep.steps, rep.mirror_run.history.W, rep.corr_lp
+        W_lp, is_opt, is_lot, stop = rep.W_lp, rep.is_optimal, rep.lot.answer, rep.status
     rows = []
-    for step, W, c in zip(rep.steps, rep.mirror_run.history.W, rep.corr_lp, strict=True):
+    for step, W, c in zip(steps_, Ws, corr, strict=True):
         row: dict[str, Any] = {"step": int(step), "one_minus_corr": 1.0 - float(c)}
         for q in PS:
             Wq = svms.get(q)
             row[_key(q)] = nan if Wq is None else 1.0 - correlation(W, Wq)
         row.update(
             sparsity_W=sparsity(W),
-            sparsity_svm=nan if rep.W_lp is None else sparsity(rep.W_lp),
-            alpha_is_opt=rep.is_optimal,
-            alpha_is_lot=rep.lot.answer,  # None: the LOT test is undecided
-            stop=rep.status,
+            sparsity_svm=nan if W_lp is None else sparsity(W_lp),
+            alpha_is_opt=is_opt,
+            alpha_is_lot=is_lot,  # None: the LOT test is undecided (or no selection)
+            stop=stop,
+            tied=tied,
         )
         rows.append(row)
     return rows
@@ -104,10 +116,11 @@ def grid(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
-def _closest(row: dict[str, Any]) -> float:
-    """The q of :data:`PS` whose ℓ_q SVM is closest in direction to the row's W."""
-    gaps = {q: finite([row[_key(q)]]) for q in PS}
-    return min(PS, key=lambda q: gaps[q][0] if gaps[q] else float("inf"))
+def _closest(row: dict[str, Any]) -> float | None:
+    """The q of :data:`PS` whose ℓ_q SVM is closest in direction to the row's W; None when
+    no ℓ_q SVM was solved (Att-SVM(α) infeasible, or no selection α)."""
+    gaps = {q: v[0] for q in PS if (v := finite([row[_key(q)]]))}
+    return min(gaps, key=gaps.__getitem__) if gaps else None
 
 
 def _span(values: Any) -> str:
@@ -123,8 +136,10 @@ _LOT_NOTE = {True: "", False: " (not a LOT)", None: " (LOT test undecided)"}
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Per (steps, p, step): median and max over seeds of 1 − corr(W_t, W^mm_p) and median
     sparsity of W_t; headline: the final 1 − corr of every seed, the closest other ℓ_q SVM,
-    the sparsity of W_T and W^mm_p, and the selections that are not optimal (marked "not a
-    LOT", or "LOT test undecided" where the LOT test could not decide)."""
+    the sparsity of W_T and W^mm_p, the selections that are not optimal (marked "not a
+    LOT", or "LOT test undecided" where the LOT test could not decide), and the seeds whose
+    final selection is tied (when any; no α: neither opt nor not, and no closest SVM). A row
+    without ``tied`` (a table written before it) counts as unknown."""
     nan = float("nan")
     summary = []
     for (kind, p, step), g in sorted(group(rows, ("steps", "p", "step")).items()):
@@ -140,8 +155,8 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
                 "median_sparsity_svm": median(r["sparsity_svm"] for r in g),
             }
         )
-    headline: dict[str, Any] = {}
     last = final_parts(rows)
+    headline: dict[str, Any] = unknown(last, ["tied"])
     for (kind, p), g in group(last, ("steps", "p")).items():
         g = sorted(g, key=lambda r: r["seed"])
         tag = f"{kind} p={p:g}"
@@ -164,8 +179,9 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
             f"{_span(r['sparsity_W'] for r in g)} [{_span(r['sparsity_svm'] for r in g)}]"
         )
         odd = [f"{r['seed']}{_LOT_NOTE[r['alpha_is_lot']]}" for r in g
-               if not r["alpha_is_opt"]]  # fmt: skip
+               if not r.get("tied") and not r["alpha_is_opt"]]  # fmt: skip
         headline[f"{tag}: seeds whose final selection is not opt"] = ", ".join(odd) or "none"
+        headline.update(tied_entry(g, f"{tag}: tied final selection (no SVM)"))
     return headline, summary
 
 

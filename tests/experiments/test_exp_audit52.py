@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Session 52: a final selection is never guessed. Non-finite logits leave no selection
-(reported, and refused by verify), and a closest SVM that a face lower bound may overturn is
-marked undecided."""
+(reported, and refused by verify), a closest SVM that a face lower bound may overturn is
+marked undecided, and the mirror and gensvm experiments report a tied final selection in a
+``tied`` column (as variants, stability, optimizers, local, global and companion_single do)
+instead of an error row."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.experiments import optimizers
+from svmgeo.experiments import gensvm, mirror, optimizers
 from svmgeo.experiments._selection import final_selection
 
 from .test_exp_audit51 import _as_lower_bounds
@@ -153,3 +155,75 @@ def test_calibration_marks_an_undecided_closest_by_correlation_only(
     row = optimizers.linear_trial(seed=1, optimizer="sign", n_steps=100)
     assert row["closest"].endswith("?")
     assert not row["closest_margin"].endswith("?")
+
+
+# --- mirror and gensvm: a tied final selection is a row, not an error -----------------------
+
+
+def _identical_tokens(n: int, T: int, d: int, seed: int) -> sg.TokenData:
+    """``random_data(n, T, d, seed)`` with every token of sequence 0 the same: any W ties
+    them all."""
+    data = sg.random_data(n, T, d, seed=seed)
+    X = np.array(data.X)
+    X[0, :] = X[0, 0]
+    return sg.TokenData(X, Y=data.Y, v=data.v, Z=data.Z)
+
+
+def _tagged(rows: list[dict[str, Any]], **params: Any) -> list[dict[str, Any]]:
+    return [dict(r, **params, part=k, n_parts=len(rows)) for k, r in enumerate(rows)]
+
+
+def test_mirror_reports_a_tied_final_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: verify_mirror's TieError ended the trial (an error row)."""
+    tie = "sequence 0: tokens [0, 1, 2, 3, 4]"
+    monkeypatch.setattr(mirror, "random_data", lambda *a, **k: _identical_tokens(4, 5, 10, 0))
+    rows = mirror.trial(4, 5, 10, seed=0, p=1.5, steps="normalized", n_steps=40)
+    assert len(rows) == 41 and {r["tied"] for r in rows} == {tie}
+    keys = ["one_minus_corr", "sparsity_svm", *(mirror._key(q) for q in mirror.PS)]
+    assert all(math.isnan(r[k]) for r in rows for k in keys)
+    assert all(0.0 <= r["sparsity_W"] <= 1.0 for r in rows)  # the run is still measured
+    assert rows[-1]["alpha_is_opt"] is None and rows[-1]["alpha_is_lot"] is None
+    headline, _ = mirror.summarize(_tagged(rows, seed=0, p=1.5, steps="normalized"))
+    tag = "normalized p=1.5"
+    assert headline[f"{tag}: tied final selection (no SVM)"] == f"seed 0: {tie}"
+    assert headline[f"{tag}: seeds whose final selection is not opt"] == "none"
+    assert headline[f"{tag}: seeds whose closest of the 4 SVMs is W_mm_p"] == "0/1"
+
+
+def test_mirror_rows_without_an_svm_have_no_closest_svm() -> None:
+    """Before: a row with every 1 − corr NaN counted as closest to W_mm_1.1 (the first p)."""
+    row = {"step": 0, "one_minus_corr": math.nan, "sparsity_W": 0.5, "sparsity_svm": math.nan,
+           "alpha_is_opt": False, "alpha_is_lot": False, "stop": "max_steps", "tied": ""}  # fmt: skip
+    row.update({mirror._key(q): math.nan for q in mirror.PS})
+    headline, _ = mirror.summarize(_tagged([row], seed=0, p=1.1, steps="plain"))
+    assert headline["plain p=1.1: seeds whose closest of the 4 SVMs is W_mm_p"] == "0/1"
+
+
+def test_mirror_rows_of_an_older_table_are_unknown() -> None:
+    rows = mirror.trial(4, 5, 10, seed=0, p=2.0, steps="normalized", n_steps=20)
+    old = [{k: v for k, v in r.items() if k != "tied"} for r in rows]
+    headline, _ = mirror.summarize(_tagged(old, seed=0, p=2.0, steps="normalized"))
+    assert headline["tied: unknown"].startswith("1 of 1 rows lack the column")
+    assert {r["tied"] for r in rows} == {""}
+
+
+def test_gensvm_reports_a_tied_final_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: verify's TieError ended the trial (an error row)."""
+    tie = "sequence 0: tokens [0, 1, 2, 3]"
+    monkeypatch.setattr(gensvm, "random_data", lambda *a, **k: _identical_tokens(3, 4, 4, 0))
+    rows = gensvm.trial(3, 4, 4, seed=0, n_steps=30, n_records=3)
+    assert [r["step"] for r in rows] == [0, 10, 20, 30]
+    assert {r["tied"] for r in rows} == {tie}
+    cells = ["one_minus_corr_eq", "one_minus_corr_dir", "one_minus_corr_svm", "gamma"]
+    assert all(math.isnan(r[k]) for r in rows for k in cells)
+    headline, _ = gensvm.summarize(_tagged(rows, seed=0, d=4, v_sign="ones"))
+    assert headline["v=ones d=4: tied final selection (no SVM)"] == f"seed 0: {tie}"
+    assert headline["v=ones d=4: Gen-SVM defined / trials"] == "0/1"
+
+
+def test_gensvm_rows_of_an_older_table_are_unknown() -> None:
+    rows = gensvm.trial(3, 4, 4, seed=0, n_steps=30, n_records=3)
+    assert {r["tied"] for r in rows} == {""}
+    old = [{k: v for k, v in r.items() if k != "tied"} for r in rows]
+    headline, _ = gensvm.summarize(_tagged(old, seed=0, d=4, v_sign="ones"))
+    assert headline["tied: unknown"].startswith("1 of 1 rows lack the column")
