@@ -82,15 +82,30 @@ def train_map(data: TokenData, attention: str, n_steps: int, seed: int = 0) -> G
 def limit_direction(data: TokenData, attention: str, W: np.ndarray) -> np.ndarray | None:
     """The SVM direction the radius is predicted to tend to: softmax's Att-SVM of the largest
     logits at W, linear attention's one-row SVM, None for normalized linear attention and for
-    softmax where W's largest logit is tied (:func:`final_selection`: no selection)."""
+    softmax where W selects no one key per query (tied or non-finite logits,
+    :func:`final_selection`)."""
+    return _limit(data, attention, _softmax_selection(data, attention, W)[0])
+
+
+def _softmax_selection(
+    data: TokenData, attention: str, W: np.ndarray
+) -> tuple[np.ndarray | None, str]:
+    """softmax's final selection at W and its queries without one (:func:`final_selection`);
+    ``(None, "")`` for the linear maps, whose limits use no selection."""
+    if attention in ("linear", "normalized_linear"):
+        return None, ""
+    return final_selection(data, W)
+
+
+def _limit(data: TokenData, attention: str, alpha: np.ndarray | None) -> np.ndarray | None:
+    """:func:`limit_direction` of the selection ``alpha`` (:func:`_softmax_selection`)."""
     if attention == "normalized_linear":
         return None
     if attention == "linear":
         res = att_svm(data, attention="linear")
+    elif alpha is None:
+        return None
     else:
-        alpha, _ = final_selection(data, W)
-        if alpha is None:
-            return None
         res = att_svm(data, alpha)
     return res.W if res.success else None
 
@@ -101,15 +116,16 @@ def trial(seed: int, attention: str, quick: bool) -> list[dict[str, Any]]:
     ``lip_W_bound``, NaN when there is none), the smallest radius ``radius_min``, its predicted
     limit ``radius_svm_min`` and ``radius_gap = max_i |r_i − r_i(W̄)|``, ``corr_limit``,
     the correlation of W with the limit direction W̄ (NaN without one), and ``tied``, the
-    queries whose largest logit is tied at softmax's final W (:func:`final_selection`; ``""``
-    without, and for the linear maps, whose limit uses no selection), the same on every row."""
+    queries whose largest logit is tied (or not finite) at softmax's final W
+    (:func:`final_selection`; ``""`` without, and for the linear maps, whose limit uses no
+    selection), the same on every row."""
     data = random_data(N, T, D, seed=seed)
     steps = marks(quick)
     run = train_map(data, attention, steps[-1], seed=seed)
     hist = {int(t): k for k, t in enumerate(run.history.step)}
-    limit = limit_direction(data, attention, np.asarray(run.W))
     # softmax's limit is the Att-SVM of its selection; the linear maps' limits do not use one
-    tied = final_selection(data, np.asarray(run.W))[1] if attention == "softmax" else ""
+    alpha, tied = _softmax_selection(data, attention, np.asarray(run.W))
+    limit = _limit(data, attention, alpha)
     r_svm = robustness_radius(data, limit, svm=False).radius if limit is not None else None
     Ws, losses = run.history.W, run.history.loss
     assert Ws is not None and losses is not None  # recorded by default

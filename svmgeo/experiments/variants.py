@@ -82,8 +82,15 @@ N, T, D = 6, 8, 10
 
 def svm_solutions(data: TokenData, W: np.ndarray) -> dict[str, np.ndarray | None]:
     """Each SVM of :data:`SVMS` at what W ends on (None where it has no solution, and for
-    ``fro``, ``nuc`` where W's largest logit is tied: :func:`final_selection`)."""
-    alpha, _ = final_selection(data, W)
+    ``fro``, ``nuc`` where W selects no one key per query, tied or non-finite logits:
+    :func:`final_selection`)."""
+    return _svm_solutions(data, W, final_selection(data, W)[0])
+
+
+def _svm_solutions(
+    data: TokenData, W: np.ndarray, alpha: np.ndarray | None
+) -> dict[str, np.ndarray | None]:
+    """:func:`svm_solutions` with W's final selection ``alpha`` given (None: no selection)."""
     solves = {
         "fro": lambda: att_svm(data, alpha),
         "nuc": lambda: att_svm(data, alpha, norm="nuc"),
@@ -93,7 +100,7 @@ def svm_solutions(data: TokenData, W: np.ndarray) -> dict[str, np.ndarray | None
     }
     out: dict[str, np.ndarray | None] = {}
     for name, solve in solves.items():
-        if alpha is None and name in ("fro", "nuc"):  # a tied selection: no Att-SVM
+        if alpha is None and name in ("fro", "nuc"):  # no selection: no Att-SVM
             out[name] = None
             continue
         try:
@@ -118,7 +125,8 @@ def _stuck_verdict(lot: PatternOptimality) -> str:
 def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
     r"""One map on ``random_data(6, 8, 10, seed)``: ``corr_<svm>`` for every SVM of
     :data:`SVMS`, ``own`` and ``corr_own``, ``closest``, ``tied`` (the queries whose final
-    largest logit is tied, :func:`final_selection`; ``""`` without); for sigmoid also
+    largest logit is tied or not finite, :func:`final_selection`; ``""`` without); for
+    sigmoid also
     ``n_stuck``, the
     stuck keys (``stuck``: ``seq:key m=margin``, the margin at the pattern's SVM) and
     ``stuck_verdict`` of :func:`~svmgeo.is_locally_optimal_pattern` ("none", "stays",
@@ -126,7 +134,8 @@ def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
     data = random_data(N, T, D, seed=seed)
     run = train_map(data, attention, n_steps, seed=seed)
     W = np.asarray(run.W)
-    sols = svm_solutions(data, W)
+    alpha, tied = final_selection(data, W)
+    sols = _svm_solutions(data, W, alpha)
     corr = {k: math.nan if v is None else correlation(W, v) for k, v in sols.items()}
     own = OWN[attention]
     assert run.history.loss is not None  # recorded by default
@@ -135,7 +144,7 @@ def trial(seed: int, attention: str, n_steps: int) -> dict[str, Any]:
         own=own or "none",
         corr_own=math.nan if own is None else corr[own],
         closest=closest(corr),
-        tied=final_selection(data, W)[1],
+        tied=tied,
         loss=float(run.history.loss[-1]),
         n_stuck=math.nan,
         stuck="",
