@@ -262,14 +262,13 @@ def test_bad_prune_threshold_is_a_clear_error(bad: object) -> None:
 
 
 def test_an_undecided_feasibility_is_no_verdict() -> None:
-    """Two tokens equal up to rounding: the check ends INFEASIBLE_INACCURATE (undecided; the
-    float rows are feasible through a W of norm ~1e16). study said feasible=False with no note,
-    and called its LOT count inexact only by a work counter."""
+    """Tokens collinear up to rounding (products s_t b, each rounded): the check ends
+    INFEASIBLE_INACCURATE (undecided). study said feasible=False with no note, and called its
+    LOT count inexact only by a work counter."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((2, 3, 4))
-    X[0, 1] = X[0, 0] * (1 + 1e-15)
-    scores = np.array([[1.0, 0.0, -1.0], [1.0, 0.0, -1.0]])
-    data = sg.TokenData(X, Z=rng.standard_normal((2, 4)), scores=scores)
+    X = rng.standard_normal((3, 4, 1)) * rng.standard_normal(4)
+    scores = np.array([[1.0, 0.0, -1.0, -2.0]] * 3)
+    data = sg.TokenData(X, Z=rng.standard_normal((3, 4)), scores=scores)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
         feas = sg.feasibility(data, sg.optimal_tokens(data))

@@ -38,7 +38,7 @@ from ..selection import check_data, optimal_tokens, query_label, scores_full
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry, farkas_residual
 from ._exact import exact_dot_signs, exact_multiple
-from ._feasibility import Distinct, check_feasibility, decide_feasibility
+from ._feasibility import Distinct, check_feasibility, decide_feasibility, with_roundoff_note
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import (
     NORMS,
@@ -341,8 +341,11 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         # and geometry there
         sub_geo, sub_feas, classes = distinct[0]
         res = _solve_checked(dataclasses.replace(req, cs=sub_geo.cs), sub_geo, sub_feas, start)
-        return on_every_row(res, cs, classes, time.perf_counter() - start)
-    return _solve_checked(req, geo, feas, start)
+        res = on_every_row(res, cs, classes, time.perf_counter() - start)
+    else:
+        res = _solve_checked(req, geo, feas, start)
+    roundoff = feas.extras.get("roundoff_rows")  # the check's note, on the SVM's result too
+    return res if roundoff is None else with_roundoff_note(res, cs, roundoff)
 
 
 def _solve_checked(

@@ -31,7 +31,7 @@ import math
 import sys
 import time
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -49,7 +49,6 @@ from ._certificates import (
     farkas_residual,
     lift_factor,
     point_violations,
-    unit_farkas,
     zero_row_farkas,
 )
 from ._exact import identical_rows, prove_verdict
@@ -58,6 +57,7 @@ from ._qp import gradient_start, interior_point, polish_active_set
 from ._result import (
     EVERY_ROW_TIGHT,
     FeasibilityResult,
+    SVMResult,
     on_every_row,
     replaced,
     warns_if_inaccurate,
@@ -66,7 +66,7 @@ from ._scale import Scale, unit_rows
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
-__all__ = ["Distinct", "check_feasibility", "decide_feasibility"]
+__all__ = ["Distinct", "check_feasibility", "decide_feasibility", "with_roundoff_note"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 """HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
@@ -75,23 +75,53 @@ GRADIENT_FROM = 450
 through the QP's support (:func:`~._qp.gradient_start` and the active-set polish) instead of
 the Cholesky factor of all of G; below it the factor is cheaper than the gradient steps."""
 _ROUNDOFF = 1e-13
-"""Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are treated as round-off."""
+"""Rows below this fraction of the largest row (in ‖a‖ or ‖b‖) are at the round-off level."""
 
 
-def _roundoff_row(cs: ConstraintSet) -> np.ndarray | None:
-    r"""A positive-rhs row whose :math:`a_j` or :math:`b_j` is round-off next to the others'.
+_Answer = TypeVar("_Answer", SVMResult, FeasibilityResult)
 
-    :math:`\|a_j\| \le 10^{-13} \max_k \|a_k\|` (or the same for :math:`b`): e.g. two
-    identical tokens after a rotation, whose difference is ~1e-16 instead of 0. Such a row
-    can only be met by a :math:`W` of norm ~1e13 of the data scale, an artefact of rounding.
-    Returns :math:`e_j / c_j` (an unverified Farkas vector: the answer is inaccurate), or None.
-    """
+
+def _row_label(cs: ConstraintSet, j: int) -> tuple[str, bool]:
+    """``"sequence i, query k, tokens p vs q"`` of row ``j``, and whether the row compares
+    two tokens (else it is a row of a map's SVM, without a compared token)."""
+    pair = bool(cs.pref[j] != NO_TOKEN and cs.comp[j] != NO_TOKEN)
+    tokens = f", tokens {int(cs.pref[j])} vs {int(cs.comp[j])}" if pair else ""
+    return f"sequence {int(cs.seq[j])}, query {int(cs.query[j])}{tokens}", pair
+
+
+def _roundoff_rows(cs: ConstraintSet) -> np.ndarray:
+    r"""The positive-rhs rows at the round-off level of the others, not zero:
+    :math:`0 < \|a_j\| \le 10^{-13}\max_k\|a_k\|` (or the same for :math:`b`)."""
     na, nb = cs._row_norms
     tiny = (na <= _ROUNDOFF * na.max(initial=0.0)) | (nb <= _ROUNDOFF * nb.max(initial=0.0))
-    bad = tiny & cs._positive_rows
-    if not np.any(bad):
-        return None
-    return unit_farkas(cs, int(np.flatnonzero(bad)[0]))
+    return np.flatnonzero(tiny & cs._positive_rows & ~cs._zero_rows)  # zero rows: their own
+
+
+def with_roundoff_note(res: _Answer, cs: ConstraintSet, rows: np.ndarray) -> _Answer:
+    r"""``res`` with a note on ``rows`` (:func:`_roundoff_rows` of ``cs``), the rows at the
+    round-off level of the others, where there are any (``extras["roundoff_rows"]``).
+
+    The verdict stays that of the floats as given: a row of sequences at other scales (one
+    at 1e8, one at 1e-8, say) is a row like any other, decided and proved exactly. But two
+    identical tokens after a rotation differ by ~1e-16 instead of 0, and their row is met
+    only by a :math:`W` ~1e13 times the data's scale, where the rows of exactly identical
+    tokens would be infeasible: the note names the first such row, so that a caller who meant
+    them identical can tell. (Before session 52 such rows made every verdict
+    ``INFEASIBLE_INACCURATE`` at once, undecided, on mixed-scale data too.) The compiled
+    route of every row tight takes no such rows, so its verdicts need no note.
+    """
+    if rows.size == 0:
+        return res
+    label, pair = _row_label(cs, int(rows[0]))
+    meant = "its tokens are meant identical" if pair else "it is meant zero (a zero query, say)"
+    note = (
+        f"; note: {rows.size} row(s) at the round-off level of the others (below "
+        f"{_ROUNDOFF:.0e} of the largest), e.g. {label}: decided on these floats as given; if "
+        f"{meant} up to rounding, the rows as meant are infeasible"
+    )
+    message = res.message if note in res.message else res.message + note  # once (a result
+    # built on a verdict's message has it)
+    return replaced(res, message=message, extras={**res.extras, "roundoff_rows": rows})
 
 
 def _rescale_point(cs: ConstraintSet, W: np.ndarray) -> tuple[np.ndarray, float] | None:
@@ -469,11 +499,13 @@ def decide_feasibility(
         if (verdict := compiled_path().tight_verdict(given, exact, start)) is not None:
             return verdict  # else decided below, on the G and factor it adopted
     prove = exact  # exact-proof hook (issue 11): `exact` is rebound by a loop below
+    roundoff = _roundoff_rows(cs)  # decided as given, with a note
 
     def result(**kw: object) -> FeasibilityResult:
         elapsed = time.perf_counter() - start
         res = FeasibilityResult(constraints=cs, solve_time=elapsed, **kw)  # type: ignore[arg-type]
-        return prove_verdict(res) if prove else replaced(res, proof="float")
+        res = prove_verdict(res) if prove else replaced(res, proof="float")
+        return with_roundoff_note(res, cs, roundoff)
 
     def verified(point: tuple[np.ndarray, float], message: str, **kw: object) -> FeasibilityResult:
         """FEASIBLE with a point that :func:`_rescale_point` verified (and its residual)."""
@@ -494,33 +526,20 @@ def decide_feasibility(
             point=np.zeros((d, d)),
             solver="svmgeo",
         )
-    for exact, lam0 in ((True, zero_row_farkas(cs)), (False, _roundoff_row(cs))):
-        if lam0 is None:
-            continue
+    if (lam0 := zero_row_farkas(cs)) is not None:
         j = int(np.flatnonzero(lam0)[0])
-        pair = cs.pref[j] != NO_TOKEN and cs.comp[j] != NO_TOKEN  # else a row of a map's SVM
+        label, pair = _row_label(cs, j)
         cause = (
             "a zero query or two identical tokens"
             if pair
             else "a zero query, or a zero weighted sum of its keys: no active key, say"
         )
-        why = (
-            f"= 0 ({cause})"
-            if exact
-            else f"at the round-off level of the other rows (below {_ROUNDOFF:.0e} of the "
-            f"largest: {cause} up to rounding?)"
-        )
-        tokens = f", tokens {int(cs.pref[j])} vs {int(cs.comp[j])}" if pair else ""
         return result(
             feasible=False,
-            status=Status.INFEASIBLE if exact else Status.INFEASIBLE_INACCURATE,
-            message=(
-                f"row {j} (sequence {int(cs.seq[j])}, query {int(cs.query[j])}{tokens}) has "
-                f"a_j b_j^T {why} but needs {cs.rhs[j]:g}"
-                + ("" if exact else "; only a W of norm ~1/round-off would meet it")
-            ),
+            status=Status.INFEASIBLE,
+            message=f"row {j} ({label}) has a_j b_j^T = 0 ({cause}) but needs {cs.rhs[j]:g}",
             farkas=lam0,
-            residual=0.0 if exact else farkas_residual(cs, lam0),
+            residual=0.0,
             solver="svmgeo",
         )
     geo = RowGeometry(cs) if given is None else given
@@ -559,6 +578,8 @@ def decide_feasibility(
         if distinct is not None:
             distinct.append((sub_geo, sub, classes))
         res = on_every_row(sub, cs, classes, time.perf_counter() - start)
+        if roundoff.size:  # the note is the distinct rows'; the rows are every copy
+            res = replaced(res, extras={**res.extras, "roundoff_rows": roundoff})
         if res.farkas is None:
             return res
         return replaced(res, residual=max(sub.residual, farkas_residual(cs, res.farkas)))

@@ -329,8 +329,9 @@ def feasible_point(
         W = gW_0 \ \text{with every}\ a_j^\top W b_j \ge 1 ,
 
     as :func:`~._feasibility.check_feasibility` decides it: the rows must all be margin rows
-    with :math:`c_j = 1` and none at the round-off level (``_roundoff_row``: :math:`\|a_j\| \le
-    10^{-13}\max_k\|a_k\|`, the same for b; zero rows included); G must have a Cholesky factor;
+    with :math:`c_j = 1` and none at the round-off level (:math:`\|a_j\| \le
+    10^{-13}\max_k\|a_k\|`, the same for b; zero rows included: those the Python path decides,
+    :func:`~._feasibility.with_roundoff_note`); G must have a Cholesky factor;
     every margin of :math:`W_0` must be positive, the lift is :func:`_lift` with
     :data:`~._certificates.ULPS` and then :data:`~._certificates.DECADES`, and every row must
     hold up to :math:`10^{-9}\|a_j\|\|W\|_F\|b_j\|` (``_rescale_point``). The verdict is

@@ -11,7 +11,7 @@ import pytest
 import svmgeo as sg
 from svmgeo.constraints import EQUALITY, pair_constraints
 from svmgeo.solvers import Status, check_feasibility, farkas_residual
-from svmgeo.testing import assert_farkas, assert_feasible_point
+from svmgeo.testing import assert_farkas, assert_feasible_point, exact_margins
 
 
 def _hull_data() -> sg.TokenData:
@@ -251,7 +251,9 @@ def test_a_feasibility_verdict_on_other_rows_is_refused_by_solve_nuclear():
 
 def test_the_verdict_is_none_where_undecided() -> None:
     """FeasibilityResult.verdict: feasible where verified or proved, None for an undecided
-    (INFEASIBLE_INACCURATE) check of tokens equal up to rounding."""
+    (INFEASIBLE_INACCURATE) check of tokens collinear up to rounding (products s_t b, each
+    rounded: infeasible were they exactly collinear, where sequence 0's selected scale is
+    not the extreme one)."""
     import warnings
 
     feasible = sg.random_data(3, 4, 6, seed=0)
@@ -260,12 +262,12 @@ def test_the_verdict_is_none_where_undecided() -> None:
     line = sg.TokenData(X, Z=np.array([[1.0]]), Y=np.array([1.0]), v=np.array([1.0]))
     assert sg.feasibility(line, [1]).verdict is False
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((2, 3, 4))
-    X[0, 1] = X[0, 0] * (1 + 1e-15)
-    tied = sg.TokenData(X, Z=rng.standard_normal((2, 4)), scores=np.array([[1.0, 0.0, -1.0]] * 2))
+    X = rng.standard_normal((3, 4, 1)) * rng.standard_normal(4)
+    scores = np.array([[1.0, 0.0, -1.0, -2.0]] * 3)
+    collinear = sg.TokenData(X, Z=rng.standard_normal((3, 4)), scores=scores)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
-        undecided = sg.feasibility(tied, [0, 0])
+        undecided = sg.feasibility(collinear, [0, 0, 0])
     assert undecided.status is sg.Status.INFEASIBLE_INACCURATE and undecided.verdict is None
     assert undecided.feasible is False  # the float answer, which verdict does not trust
 
@@ -334,3 +336,44 @@ def test_check_feasibility_names_a_geometry_that_is_not_one() -> None:
         sg.ProblemError, match=r"'geometry' parameter of check_feasibility.*got int"
     ):
         check_feasibility(cs, geometry=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sequences_at_far_apart_scales_are_decided_and_solved(seed: int) -> None:
+    """One sequence's tokens at 1e8, another's at 1e-8: rows 1e-16 apart in size, which the
+    check called round-off and left undecided (INFEASIBLE_INACCURATE, found by a differential
+    fuzz). They are decided and proved on the floats as given, solved and certified; the
+    message notes the rows at the round-off level."""
+    base = sg.random_data(4, 5, 6, seed=seed)
+    X = np.array(base.X)
+    X[0] *= 1e8
+    X[1] *= 1e-8
+    data = sg.TokenData(X, Y=base.Y, v=base.v, Z=base.Z)
+    alpha = sg.optimal_tokens(data)
+    cs = sg.att_svm_constraints(data, alpha)
+    feas = sg.check_feasibility(cs)
+    assert feas.status is sg.Status.OPTIMAL and feas.proof == "exact"
+    assert "round-off level" in feas.message and feas.extras["roundoff_rows"].size > 0
+    assert np.all(cs.seq[feas.extras["roundoff_rows"]] == 1)  # the 1e-8 sequence's rows
+    res = sg.att_svm(data, alpha)
+    assert res.status is sg.Status.OPTIMAL and res.certificate.passed
+    assert np.min(exact_margins(cs, res.W)) >= 1 - 1e-9
+    assert "round-off level" in res.message
+
+
+def test_tokens_equal_up_to_rounding_are_decided_as_given_with_a_note() -> None:
+    """Two tokens one ulp apart: the rows are feasible as given (a W of norm ~1e16 meets
+    them), proved; the note names the row and its tokens, which as identical tokens would be
+    infeasible (it was an undecided INFEASIBLE_INACCURATE)."""
+    base = sg.random_data(4, 5, 6, seed=0)
+    X = np.array(base.X)
+    X[0, 2] = X[0, 1] * (1 + 2.0**-52)
+    data = sg.TokenData(X, Y=base.Y, v=base.v, Z=base.Z)
+    alpha = np.array(sg.optimal_tokens(data, ties="first"))
+    alpha[0] = 1
+    feas = sg.check_feasibility(sg.att_svm_constraints(data, alpha))
+    assert feas.feasible and feas.proof == "exact"
+    assert "tokens 1 vs 2" in feas.message and "meant identical" in feas.message
+    X[0, 2] = X[0, 1]  # identical: an exact zero row, infeasible, and no round-off note
+    same = sg.check_feasibility(sg.att_svm_constraints(sg.TokenData(X, Z=base.Z), alpha))
+    assert same.status is sg.Status.INFEASIBLE and "round-off" not in same.message
