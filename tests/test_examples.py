@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -91,8 +92,6 @@ def test_normalized_mirror_descent_beats_plain_at_the_same_budget() -> None:
 def test_normalized_ntp_fin_error_scales_with_the_step() -> None:
     """docs/beyond.md's O(eta) statement, quick form (seed 0, 3000 steps): halving the
     normalized step halves the fin error."""
-    import numpy as np
-
     stdout = _run_example("ntp_normalized_fin_error.py", "--quick", "--etas", "0.1", "0.05")
     fin = {float(r[0]): float(r[3]) for r in (line.split() for line in stdout.splitlines())
            if len(r) == 5 and r[1] == "0"}  # fmt: skip
@@ -211,3 +210,19 @@ def test_tiny_margin_verdicts() -> None:
     assert ", 0 undecided" in lines["float"], text
     assert lines["exact"].startswith("exact: 294 instances, 0 wrong (0 feasible"), text
     assert "0 infeasible called feasible), 0 undecided" in lines["exact"], text
+
+
+def _table_rows(text: str, first_cell: str) -> list[list[str]]:
+    """The cells of the markdown rows of ``text`` whose first cell is ``first_cell``."""
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("|")]  # fmt: skip
+    return [r for r in rows if r[0] == first_cell]
+
+
+def test_spectral_vs_cvxpy_seed_1() -> None:
+    """docs/spectral.md's table on its second instance: svmgeo's spectral SVM equals the naive
+    cvxpy model's optimum to 1e-8, with svmgeo's own gap at most 1e-9."""
+    pytest.importorskip("cvxpy")
+    (row,) = _table_rows(_bench("spectral_vs_cvxpy.py", "--instances", "1"), "`seed=1`")
+    assert row[1:3] == ["42", "(10, 6)"], row
+    assert float(row[4]) <= 1e-8 and float(row[5]) <= 1e-9, row
