@@ -226,3 +226,11 @@ def test_spectral_vs_cvxpy_seed_1() -> None:
     (row,) = _table_rows(_bench("spectral_vs_cvxpy.py", "--instances", "1"), "`seed=1`")
     assert row[1:3] == ["42", "(10, 6)"], row
     assert float(row[4]) <= 1e-8 and float(row[5]) <= 1e-9, row
+
+
+def test_rates_calibration_short_run() -> None:
+    """docs/optimizers.md's fit_rates calibration, on 2000 steps: the fits converge, the norm
+    slope is within 5 % of ||w_mm|| = 0.5 and the direction error decays (lambda > 0)."""
+    (row,) = _table_rows(_bench("rates_calibration.py", "--steps", "2000"), "2000")
+    np.testing.assert_allclose(float(row[2].split()[0]), 0.5, rtol=0.05)
+    assert float(row[4].split()[0]) > 0.0 and row[-1] == "fits converged", row
