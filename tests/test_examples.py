@@ -234,3 +234,17 @@ def test_rates_calibration_short_run() -> None:
     (row,) = _table_rows(_bench("rates_calibration.py", "--steps", "2000"), "2000")
     np.testing.assert_allclose(float(row[2].split()[0]), 0.5, rtol=0.05)
     assert float(row[4].split()[0]) > 0.0 and row[-1] == "fits converged", row
+
+
+def test_global_details_agree_with_the_headline(tmp_path: Path) -> None:
+    """docs/experiments.md's global details, on the quick run's table: one row per (param, d),
+    each with the headline's % reached, % norm within 1 % and % selecting opt."""
+    import svmgeo as sg
+
+    res = sg.reproduce("global", quick=True, out=tmp_path, workers=0)
+    text = _bench("global_details.py", "details", str(tmp_path / "global-quick.csv"))
+    rows = _table_rows(text, "KQ") + _table_rows(text, "W")
+    assert len(rows) == 4, text
+    for param, _, _, d, *cells in rows:
+        key = f"{param} d={d}: % reached, % norm within 1%, % selecting opt, (B.1 %)"
+        assert res.headline[key].split(" (")[0] == ", ".join(cells[2:5]), (key, cells)
