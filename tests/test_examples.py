@@ -248,3 +248,24 @@ def test_global_details_agree_with_the_headline(tmp_path: Path) -> None:
     for param, _, _, d, *cells in rows:
         key = f"{param} d={d}: % reached, % norm within 1%, % selecting opt, (B.1 %)"
         assert res.headline[key].split(" (")[0] == ", ".join(cells[2:5]), (key, cells)
+
+
+def test_optimizers_linear_table_rows(tmp_path: Path) -> None:
+    """docs/optimizers.md's per-trial calibration table, from a two-trial table of the
+    experiment's trial function: one row per trial, the own norm's ratio in bold and the same
+    digits as the table, and --check names the row count that differs from the docs."""
+    import svmgeo as sg
+    from svmgeo.experiments.optimizers import SVMS, linear_trial
+
+    grid = [{"seed": 0, "optimizer": name, "n_steps": 50} for name in ("gd", "sign")]
+    trials = sg.sweep(linear_trial, grid, out=tmp_path / "t.csv", workers=0, progress=False)
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "optimizers_linear_table.py"), str(tmp_path / "t.csv"),
+         "--check"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert "--check: 1 difference(s)" in out.stdout and "4 in the run" in out.stdout, out.stdout
+    for trial, own in zip(trials.rows, ("fro", "linf"), strict=True):
+        (row,) = _table_rows(out.stdout, trial["optimizer"])
+        assert row[3 + list(SVMS).index(own)] == f"**{trial[f'ratio_{own}']:.4f}**", row
