@@ -44,7 +44,7 @@ def main() -> int:
                 bounds: set[str] = set()
                 corr, _ = svm_correlations(data, W, alpha, SVMS, lower_bounds=bounds)
                 cells = " | ".join(f"{'≥ ' if k in bounds else ''}{corr[k]:.3f}" for k in SVMS)
-                print(f"| {name} | {n} | {seed} | {cells} | {closest(corr)} |", flush=True)
+                print(f"| {name} | {n} | {seed} | {cells} | {closest(corr, bounds)} |", flush=True)
             print(f"  {name} seed {seed}: cpu {time.process_time() - t:.1f}s", file=sys.stderr)
     return 0
 
