@@ -102,17 +102,17 @@ def test_feasibility_reports_certificate_rows_on_saved_data(tmp_path, capsys):
 
 
 def test_an_undecided_feasibility_is_null_and_exits_1(tmp_path, capsys):
-    """Tokens equal up to rounding: INFEASIBLE_INACCURATE, undecided. It printed
-    "feasible": false with certificate rows, and exit 0, as for a proved verdict."""
+    """Tokens collinear up to rounding (products s_t b, each rounded): INFEASIBLE_INACCURATE,
+    undecided. It printed "feasible": false with certificate rows, and exit 0, as for a proved
+    verdict."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((2, 3, 4))
-    X[0, 1] = X[0, 0] * (1 + 1e-15)
-    scores = np.array([[1.0, 0.0, -1.0], [1.0, 0.0, -1.0]])
+    X = rng.standard_normal((3, 4, 1)) * rng.standard_normal(4)
+    scores = np.array([[1.0, 0.0, -1.0, -2.0]] * 3)
     path = tmp_path / "d.npz"
-    sg.TokenData(X, Z=rng.standard_normal((2, 4)), scores=scores).save(path)
+    sg.TokenData(X, Z=rng.standard_normal((3, 4)), scores=scores).save(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
-        rc = main(["feasibility", "--data", str(path), "--alpha", "0,0", "--json"])
+        rc = main(["feasibility", "--data", str(path), "--alpha", "0,0,0", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "infeasible_inaccurate"  # the case itself
     assert rc == 1 and out["feasible"] is None and "certificate_rows" not in out
