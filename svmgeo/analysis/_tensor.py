@@ -556,7 +556,8 @@ def _no_vector_solution(vector: ConstraintSet) -> TensorSVM:
     if verdict.proof == "exact" and verdict.feasible:
         why = ("the vector rows u_j are feasible (proved by svmgeo.check_feasibility on them), "
                "but the optimal w is too large for the NNLS's accuracy (an ill-conditioned "
-               "SVM); svmgeo.solve_svm on the ConstraintSet the rows came from solves it")  # fmt: skip
+               "SVM); try svmgeo.solve_svm on the ConstraintSet the rows came from (it "
+               "decides on the token rows, which u_j only rounds)")  # fmt: skip
     else:
         why = (f"svmgeo.check_feasibility did not prove a verdict on the vector rows u_j "
                f"either ({verdict.status}); on the ConstraintSet the rows came from it decides "

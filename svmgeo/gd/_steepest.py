@@ -377,14 +377,22 @@ def _adam_direction(
 
 
 def _exp_times(x: float, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    r""":math:`e^x\,\mathrm{num}/\mathrm{den}`, also where :math:`e^x` alone overflows
-    (then through logarithms); entries beyond float64 are :math:`\pm\infty`, a direction no
-    step can take (the run stops ``OVERFLOW``). The caller ignores numpy's overflow and
+    r""":math:`e^x\,\mathrm{num}/\mathrm{den}`, through logarithms where :math:`e^x` alone, or
+    its product with num, overflows; entries beyond float64 are :math:`\pm\infty`, a direction
+    no step can take (the run stops ``OVERFLOW``). The caller ignores numpy's overflow and
     division warnings."""
     try:
-        return math.exp(x) * num / den
+        out = math.exp(x) * num / den
     except OverflowError:
-        return np.sign(num) * np.exp(x + np.log(np.abs(num)) - np.log(den))
+        return _exp_times_by_logs(x, num, den)
+    if np.isfinite(out).all():
+        return out
+    return np.where(np.isfinite(out), out, _exp_times_by_logs(x, num, den))
+
+
+def _exp_times_by_logs(x: float, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """:func:`_exp_times` as sign(num) exp(x + log|num| - log den)."""
+    return np.sign(num) * np.exp(x + np.log(np.abs(num)) - np.log(den))
 
 
 class SteepestState(NamedTuple):

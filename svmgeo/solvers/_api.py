@@ -98,6 +98,8 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     proved = exact_multiple(req.cs, np.asarray(feas.point))  # float margins can mislead here
     W = np.asarray(feas.point) if proved is None else proved
     value = req.geometry.value(W)
+    same = np.array_equal(W, feas.point)
+    point = "that feasible point" if same else "a multiple of that feasible point"
     bound = (
         f"an upper bound {value:.6g} on the optimal value (its exact margins meet every row)"
         if proved is not None
@@ -111,7 +113,7 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         norm=req.geometry,
         tol=req.tol,
         status=Status.OPTIMAL_INACCURATE,
-        message=f"{note}; W is only that feasible point, {bound} (no dual: the certificate fails)",
+        message=f"{note}; W is only {point}, {bound} (no dual: the certificate fails)",
         solver=res.solver,
         objective=value,
         rank=res.rank,

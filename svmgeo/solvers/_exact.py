@@ -972,31 +972,31 @@ def exact_multiple(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
     if not np.all(np.isfinite(W)):
         return None
     rows = ExactRows.build(cs)
+    c = [Fraction(float(x)) for x in cs.rhs]
 
-    def meets(t: Fraction, V: np.ndarray) -> bool:
-        m = rows.margins(V)
+    def meets(t: Fraction, m: _Limbs) -> bool:
+        """Whether t times the exact margins ``m`` meet every row."""
         values = [t * _fraction(int(x), m.exp) for x in m.ints()]
-        c = [Fraction(float(x)) for x in cs.rhs]
         return all(
             (v >= c[j]) if cs.kind[j] == MARGIN else (v == c[j]) for j, v in enumerate(values)
         )
 
     W = np.asarray(W, dtype=float)
-    if meets(Fraction(1), W):
-        return W
     m = rows.margins(W)
+    if meets(Fraction(1), m):
+        return W
     t = _scale_interval(cs, m.ints(), m.exp)
     if t is None:
         return None
     with np.errstate(over="ignore"):
         scaled = float(t) * (1.0 + 2.0**-40) * W
-        if np.all(np.isfinite(scaled)) and meets(Fraction(1), scaled):
+        if np.all(np.isfinite(scaled)) and meets(Fraction(1), rows.margins(scaled)):
             return scaled
         k = max(0, t.numerator.bit_length() - t.denominator.bit_length() - 1)
         while Fraction(2) ** k < t:
             k += 1
         doubled = np.ldexp(W, k)
-    if np.all(np.isfinite(doubled)) and meets(Fraction(2) ** k, W):
+    if np.all(np.isfinite(doubled)) and meets(Fraction(2) ** k, m):
         return doubled
     return None
 

@@ -104,9 +104,9 @@ def with_roundoff_note(res: _Answer, cs: ConstraintSet, rows: np.ndarray) -> _An
     The verdict stays that of the floats as given: a row of sequences at other scales (one
     at 1e8, one at 1e-8, say) is a row like any other, decided and proved exactly. But two
     identical tokens after a rotation differ by ~1e-16 instead of 0, and their row is met
-    only by a :math:`W` ~1e13 times the data's scale, where the rows of exactly identical
-    tokens would be infeasible: the note names the first such row, so that a caller who meant
-    them identical can tell. (Before session 52 such rows made every verdict
+    only by a huge :math:`W` (~1e16 times the data's scale for tokens one ulp apart), where
+    the rows of exactly identical tokens would be infeasible: the note names the first such
+    row, so that a caller who meant them identical can tell. (Before session 52 such rows made every verdict
     ``INFEASIBLE_INACCURATE`` at once, undecided, on mixed-scale data too.) The compiled
     route of every row tight takes no such rows, so its verdicts need no note.
     """
@@ -114,10 +114,10 @@ def with_roundoff_note(res: _Answer, cs: ConstraintSet, rows: np.ndarray) -> _An
         return res
     label, pair = _row_label(cs, int(rows[0]))
     meant = "its tokens are meant identical" if pair else "it is meant zero (a zero query, say)"
-    note = (
-        f"; note: {rows.size} row(s) at the round-off level of the others (below "
-        f"{_ROUNDOFF:.0e} of the largest), e.g. {label}: decided on these floats as given; if "
-        f"{meant} up to rounding, the rows as meant are infeasible"
+    note = (  # no count: the note of the distinct rows of a set with copies is the same
+        f"; note: rows at the round-off level of the others (below {_ROUNDOFF:.0e} of the "
+        f"largest; extras['roundoff_rows']), e.g. {label}: decided on these floats as given; "
+        f"if {meant} up to rounding, the rows as meant are infeasible"
     )
     message = res.message if note in res.message else res.message + note  # once (a result
     # built on a verdict's message has it)

@@ -375,3 +375,4 @@ def test_an_undecided_vector_svm_says_whose_rows_its_verdict_is_on() -> None:
         assert sg.check_feasibility(cs).proof is None
     assert "the vector rows u_j are feasible" in vec.message
     assert "the rows are feasible" not in vec.message
+    assert "solves it" not in vec.message  # solve_svm(cs) decides nothing here either

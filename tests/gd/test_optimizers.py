@@ -119,6 +119,12 @@ def test_adam_direction_beyond_the_exponential_range() -> None:
     )
     np.testing.assert_allclose(D[0, 0], math.exp(712.0 + math.log(1e-10)), rtol=1e-12)
     assert D[0, 1] == -math.inf
+    # e^709.5 fits, e^709.5 * 2 does not, e^709.5 * 2 / sqrt(4) does (it read inf)
+    m, v = np.array([[2.0, 1e-10]]), np.array([[4.0, 1.0]])
+    D, _ = adam_direction(
+        np.zeros((1, 2)), -math.inf, AdamMoments(m, 709.5, v, 0.0, 0), 0.5, 0.5, 0.0
+    )
+    np.testing.assert_allclose(D, [[math.exp(709.5), math.exp(709.5) * 1e-10]], rtol=1e-12)
 
 
 def test_adam_whose_direction_leaves_float64_stops_overflow() -> None:

@@ -518,3 +518,34 @@ def test_a_point_reported_as_an_upper_bound_meets_its_rows_exactly() -> None:
     if res.extras.get("feasible_point_only"):  # the IPM fails on these rows (this machine)
         assert min(_fraction_margins(res.W, alpha)) >= 1
         assert "its exact margins meet every row" in res.message
+
+
+@pytest.mark.parametrize("proved", [True, False])
+def test_the_feasible_point_fallback_says_what_its_bound_is(monkeypatch, proved: bool) -> None:
+    """A solver that fails (forced here, so that every CPU reaches the fallback) leaves the
+    verified feasible point: scaled until its exact margins meet every row and called an
+    upper bound; where no multiple is proved (exact_multiple forced to None), an upper bound
+    only as far as its float margins meet the rows."""
+    import dataclasses
+
+    from svmgeo.solvers import _api, _norms
+    from svmgeo.solvers._result import no_solution
+
+    def fail(req, geo, feas):
+        return no_solution(req.cs, Status.SOLVER_ERROR, "forced", norm="fro", solver="test")
+
+    monkeypatch.setitem(_norms.NORMS, "fro", dataclasses.replace(_norms.NORMS["fro"], solve=fail))
+    if not proved:
+        monkeypatch.setattr(_api, "exact_multiple", lambda cs, W: None)
+    alpha = [0, 1, 0]
+    data = sg.TokenData(_COLLINEAR_X, Z=_COLLINEAR_Z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        res = sg.solve_svm(sg.att_svm_constraints(data, alpha), method="fast")
+    assert res.status is Status.OPTIMAL_INACCURATE and res.extras["feasible_point_only"]
+    if proved:
+        assert "a multiple of that feasible point" in res.message
+        assert "its exact margins meet every row" in res.message
+        assert min(_fraction_margins(res.W, alpha)) >= 1
+    else:
+        assert "only as far as its float margins meet the rows" in res.message

@@ -377,3 +377,29 @@ def test_tokens_equal_up_to_rounding_are_decided_as_given_with_a_note() -> None:
     X[0, 2] = X[0, 1]  # identical: an exact zero row, infeasible, and no round-off note
     same = sg.check_feasibility(sg.att_svm_constraints(sg.TokenData(X, Z=base.Z), alpha))
     assert same.status is sg.Status.INFEASIBLE and "round-off" not in same.message
+
+
+@pytest.mark.parametrize("infeasible", [False, True])
+def test_a_round_off_row_among_copies_is_noted_once(infeasible: bool) -> None:
+    """Rows with copies (decided on the distinct rows) and a row at the round-off level: one
+    note, and extras["roundoff_rows"] naming every copy (the distinct rows' note counted 1
+    row, the SVM's added a second note counting 2, found by a review)."""
+    from svmgeo.constraints import rows_without_tokens
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((6, 4)), rng.standard_normal((6, 4))
+    A[5] *= 1e-15
+    if infeasible:  # a row that contradicts row 0
+        A, B = np.vstack([A, -A[:1]]), np.vstack([B, B[:1]])
+    A, B = np.vstack([A, A[:6]]), np.vstack([B, B[:6]])  # copies of the first six rows
+    N = A.shape[0]
+    cs = rows_without_tokens(A, B, np.zeros(N, dtype=np.int64), np.ones(N))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        feas = sg.check_feasibility(cs)
+        res = sg.solve_svm(cs, norm="fro")
+    assert feas.feasible is not infeasible
+    copies = [5, N - 1]
+    for answer in (feas, res):
+        assert answer.message.count("round-off level") == 1
+        np.testing.assert_array_equal(answer.extras["roundoff_rows"], copies)
