@@ -40,7 +40,7 @@ from ._face import FaceAlignment, FaceUniqueness, optimal_face_alignment, optimu
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._joint import JointSVMResult, joint_svm
-from ._norms import NORMS, NormEntry, parse_norm
+from ._norms import NORMS, NormEntry, faces, parse_norm
 from ._result import (
     CONJECTURE,
     Certificate,
@@ -69,6 +69,7 @@ __all__ = [
     "Status",
     "att_svm",
     "check_feasibility",
+    "faces",
     "farkas_residual",
     "feasibility",
     "finish_gen_svm",

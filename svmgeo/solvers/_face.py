@@ -357,7 +357,7 @@ def optimal_face_alignment(
     returned W is checked by svmgeo to be in the face (its norm and rows recomputed,
     :func:`_in_face`). When the optimum is unique this is the returned solution's
     correlation, up to :math:`O(\sqrt\tau)` (:math:`O((p\tau)^{1/p})` for :math:`\ell_p`,
-    p > 2, see :func:`optimum_uniqueness`); on a face of optima (ℓ1, ℓ∞, spectral) it can be
+    p > 2, see :func:`optimum_uniqueness`); on a face of optima (nuclear, ℓ1, ℓ∞, spectral) it can be
     much larger: compare a GD direction with the face, not with one point of it.
 
     Parameters

@@ -70,6 +70,7 @@ __all__ = [
     "NormEntry",
     "Request",
     "cli_norm",
+    "faces",
     "norm_choices",
     "on_unit_rows",
     "parse_norm",
@@ -625,6 +626,15 @@ def parse_norm(norm: Any, where: str) -> tuple[NormEntry, float | None]:
     if not isinstance(norm, str) or norm not in NORMS or NORMS[norm].parameter is not None:
         raise _norm_error(norm, where)
     return NORMS[norm], None
+
+
+def faces(norms: dict[str, Any]) -> frozenset[str]:
+    r"""The labels of ``norms`` (label → ``norm`` of :func:`~svmgeo.solve_svm`) whose optimum
+    need not be unique (:attr:`NormEntry.unique_optimum` False: every norm but the strictly
+    convex Frobenius and :math:`\ell_p`, :math:`1 < p < \infty`): a direction is compared
+    with their optimal face, not with one returned solution."""
+    parsed = {k: parse_norm(v, "faces") for k, v in norms.items()}
+    return frozenset(k for k, (entry, p) in parsed.items() if not entry.unique_optimum(p))
 
 
 def cli_norm(text: str) -> str | tuple[str, float]:

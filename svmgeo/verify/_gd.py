@@ -22,7 +22,7 @@ from ..analysis import fit_rates, gen_svm, selected_sets
 from ..data import TokenData
 from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
 from ..ntp import NextTokenData
-from ..solvers import Status, SVMResult, att_svm, joint_svm, optimal_face_alignment
+from ..solvers import Status, SVMResult, att_svm, faces, joint_svm, optimal_face_alignment
 from ._judge import Verdict, head_scores, judge, scored
 from ._options import refuse_options
 from ._protocol import Comparison, Prediction, closest, compare
@@ -44,7 +44,7 @@ OPTIMIZER_SVMS: dict[str, Any] = {
     "fro": "fro", "nuc": "nuc", "l1": ("lp", 1.0), "linf": ("lp", math.inf),
     "spectral": "spectral",
 }  # fmt: skip
-FACE_SVMS = ("l1", "linf", "spectral")
+FACE_SVMS = faces(OPTIMIZER_SVMS)
 _OWN = (
     "param", "m", "loss", "head", "v", "V", "lam", "step_size", "n_steps", "normalized", "init",
     "alpha", "cone_radius", "cone_noise", "backend", "seed", "record_every", "threshold",
@@ -404,7 +404,7 @@ def _verify_optimizer(
     for name, res in svms.items():
         if res is None:
             face[name] = math.nan
-        elif name in FACE_SVMS:
+        elif name in FACE_SVMS and res.rank is None:  # a rank bound's optima: no convex face
             aligned = optimal_face_alignment(res, trajectory.final)
             face[name] = aligned.correlation
             if not aligned.maximum:

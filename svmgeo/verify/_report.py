@@ -216,8 +216,9 @@ class VerifyReport:
         :math:`\mathrm{corr}(W(t), \cdot)` with the returned solutions.
     face_corr : dict of str to float or None
         Another optimizer: the final correlation with each SVM, the best over its optimal
-        face for ``l1``, ``linf``, ``spectral`` (:func:`~svmgeo.solvers.optimal_face_alignment`:
-        those optima need not be unique); ``converged_to`` is the largest of these.
+        face for ``nuc`` (without a rank bound; since session 52), ``l1``, ``linf``,
+        ``spectral`` (:func:`~svmgeo.solvers.optimal_face_alignment`: those optima need not be
+        unique); ``converged_to`` is the largest of these.
     face_lower_bounds : tuple of str or None
         Another optimizer: the SVMs of ``face_corr`` whose face value is only a lower bound on
         the face's best (:attr:`~svmgeo.solvers.FaceAlignment.maximum` False: e.g. the face
@@ -415,7 +416,8 @@ class VerifyReport:
             bounds = self.face_lower_bounds or ()
             head += [(f"corr(W, W_mm {k}{'' if k == 'lp' else ' face'})",
                       ("≥ " if k in bounds else "") + num(c))
-                     for k, c in self.face_corr.items() if k not in ("fro", "nuc")]  # fmt: skip
+                     for k, c in self.face_corr.items()
+                     if k != "fro" and not (k == "nuc" and self.nuc_rank)]  # fmt: skip
         if self.mirror_p is not None and self.corr_lp is not None:  # mirror descent
             head[3] = ("MD stop", f"{self.status} after {int(self.steps[-1])} steps (p = "
                        f"{self.mirror_p:g} mirror descent)")  # fmt: skip

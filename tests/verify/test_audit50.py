@@ -201,7 +201,7 @@ def test_a_face_correlation_that_is_a_lower_bound_is_marked(
     monkeypatch.setattr(_gd, "optimal_face_alignment", missed)
     rep = sg.verify(data, optimizer="sign", n_steps=100, backend="numpy")
     assert rep.face_corr is not None and rep.face_lower_bounds is not None
-    faces = [k for k in ("l1", "linf", "spectral") if np.isfinite(rep.face_corr[k])]
+    faces = [k for k in _gd.FACE_SVMS if np.isfinite(rep.face_corr[k])]
     assert faces and set(rep.face_lower_bounds) == set(faces)
     text = str(rep)
     for k in faces:
