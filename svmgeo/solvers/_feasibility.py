@@ -106,9 +106,10 @@ def with_roundoff_note(res: _Answer, cs: ConstraintSet, rows: np.ndarray) -> _An
     identical tokens after a rotation differ by ~1e-16 instead of 0, and their row is met
     only by a huge :math:`W` (~1e16 times the data's scale for tokens one ulp apart), where
     the rows of exactly identical tokens would be infeasible: the note names the first such
-    row, so that a caller who meant them identical can tell. (Before session 52 such rows made every verdict
-    ``INFEASIBLE_INACCURATE`` at once, undecided, on mixed-scale data too.) The compiled
-    route of every row tight takes no such rows, so its verdicts need no note.
+    row, so that a caller who meant them identical can tell. (Before session 52 such rows
+    made every verdict ``INFEASIBLE_INACCURATE`` at once, undecided, on mixed-scale data
+    too.) The compiled route of every row tight takes no such rows, so its verdicts need no
+    note.
     """
     if rows.size == 0:
         return res
