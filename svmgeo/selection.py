@@ -168,6 +168,13 @@ def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL, size: np.ndarray | None = 
     return visible & (top - tol * np.maximum(sizes, top_size) <= S)
 
 
+def weight_logits(data: TokenData, W: np.ndarray) -> np.ndarray:
+    r"""The logits :math:`u_{ikt} = x_{it}^\top W z_{ik}` of a W of shape (d, d), shape
+    (n, K, T), ``-inf`` on hidden keys (an internal helper, not in ``__all__``)."""
+    logits = np.einsum("ntd,de,nke->nkt", np.asarray(data.X), W, np.asarray(data.queries))
+    return np.where(np.asarray(data.visible), logits, -np.inf)
+
+
 def prompt_logits(data: TokenData, p: np.ndarray) -> np.ndarray:
     r"""The logits :math:`u_{ikt} = x_{it}^\top p` of a prompt vector p, the same for every
     query, shape (n, K, T), ``-inf`` on hidden keys (an internal helper, not in ``__all__``)."""
@@ -213,11 +220,7 @@ def largest_logits(
     theta = np.asarray(theta, dtype=float)
     visible = np.asarray(data.visible)
     with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf are reported below
-        if theta.ndim == 1:
-            logits = prompt_logits(data, theta)
-        else:
-            X, Q = np.asarray(data.X), np.asarray(data.queries)
-            logits = np.where(visible, np.einsum("ntd,de,nke->nkt", X, theta, Q), -np.inf)
+        logits = prompt_logits(data, theta) if theta.ndim == 1 else weight_logits(data, theta)
     undefined = np.any(visible & ~np.isfinite(logits), axis=2)
     tied = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits))
     non_finite = [

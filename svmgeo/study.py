@@ -42,7 +42,7 @@ from .analysis import (
     support_tokens,
 )
 from .data import TokenData
-from .selection import optimal_tokens, scores_full, selection_space
+from .selection import optimal_tokens, scores_full, selection_space, weight_logits
 from .solvers import att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
@@ -308,15 +308,9 @@ def _support_counts(mask: Any) -> str:
     return f"min {counts.min()}, median {np.median(counts):g}, max {counts.max()}"
 
 
-def _logits(data: TokenData, W: np.ndarray) -> np.ndarray:
-    """(n, K, T) logits :math:`x_{it}^\top W z_{ik}`, -inf on hidden keys."""
-    logits = np.einsum("ntd,de,nke->nkt", data.X, W, data.queries)
-    return np.where(data.visible, logits, -np.inf)
-
-
 def _softmax(data: TokenData, W: np.ndarray) -> np.ndarray:
     """(n·K, T) attention of ``W``, hidden keys 0."""
-    logits = _logits(data, W)
+    logits = weight_logits(data, W)
     e = np.exp(logits - logits.max(axis=2, keepdims=True))
     return (e / e.sum(axis=2, keepdims=True)).reshape(-1, data.T)
 
@@ -604,7 +598,7 @@ def study(
             "TokenData a head v=... (with values=..., if any) or scores=...."
         )
     Wt = _trained_matrix(W, K, Q, data.d)
-    trained_logits = None if Wt is None else _logits(data, Wt)
+    trained_logits = None if Wt is None else weight_logits(data, Wt)
     if (
         Wt is not None
         and trained_logits is not None
