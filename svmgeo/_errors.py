@@ -7,6 +7,8 @@ Every error about a *value* the user passed subclasses :class:`ValueError`, so
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BackendError",
     "ConvergenceWarning",
@@ -29,7 +31,19 @@ class ProblemError(SvmgeoError, ValueError):
 
 
 class TieError(ProblemError):
-    """Optimal tokens are not unique and the caller did not say how to break ties."""
+    """Optimal tokens are not unique and the caller did not say how to break ties.
+
+    Attributes
+    ----------
+    run : GDRun or None
+        The run whose final selection is tied, where one was trained (:func:`svmgeo.verify`,
+        :func:`svmgeo.verify_mirror`), so a caller can report it without training it again;
+        else None.
+    """
+
+    def __init__(self, *args: object, run: Any = None) -> None:
+        super().__init__(*args)
+        self.run = run
 
 
 class SolverNotFound(SvmgeoError, ImportError):

@@ -27,7 +27,7 @@ from ._errors import ProblemError
 from ._linalg import row_norms
 from ._validation import check_array, check_bool, check_int, read_only_state
 from .data import TokenData
-from .selection import check_data, check_selection, scores_full
+from .selection import bilinear_logits, check_data, check_selection, scores_full
 
 __all__ = [
     "EQUALITY",
@@ -676,7 +676,7 @@ def _logits(data: TokenData, W: Any) -> np.ndarray:
             f"pattern= given as W must be a finite array of shape ({data.d}, {data.d}); got "
             f"{got}. Pass the W of a run (run.W), the run itself, or a sign array."
         )
-    return np.einsum("ntd,de,nke->nkt", np.asarray(data.X), Wa, np.asarray(data.queries))
+    return bilinear_logits(data, Wa)
 
 
 def check_map_svm(attention: Any, where: str, *, softmax: bool = False) -> None:

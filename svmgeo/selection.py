@@ -168,11 +168,17 @@ def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL, size: np.ndarray | None = 
     return visible & (top - tol * np.maximum(sizes, top_size) <= S)
 
 
+def bilinear_logits(data: TokenData, W: np.ndarray) -> np.ndarray:
+    r"""The logits :math:`u_{ikt} = x_{it}^\top W z_{ik}` of every key, hidden ones included,
+    of a W of shape (d, d) (shape (n, K, T)) or of a stack of them (R, d, d) (shape
+    (R, n, K, T)) (an internal helper, not in ``__all__``)."""
+    return np.einsum("ntd,...de,nke->...nkt", np.asarray(data.X), W, np.asarray(data.queries))
+
+
 def weight_logits(data: TokenData, W: np.ndarray) -> np.ndarray:
-    r"""The logits :math:`u_{ikt} = x_{it}^\top W z_{ik}` of a W of shape (d, d), shape
-    (n, K, T), ``-inf`` on hidden keys (an internal helper, not in ``__all__``)."""
-    logits = np.einsum("ntd,de,nke->nkt", np.asarray(data.X), W, np.asarray(data.queries))
-    return np.where(np.asarray(data.visible), logits, -np.inf)
+    r""":func:`bilinear_logits` with ``-inf`` on hidden keys: the logits softmax attends over
+    (an internal helper, not in ``__all__``)."""
+    return np.where(np.asarray(data.visible), bilinear_logits(data, W), -np.inf)
 
 
 def prompt_logits(data: TokenData, p: np.ndarray) -> np.ndarray:

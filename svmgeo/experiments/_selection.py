@@ -62,22 +62,19 @@ def final_selection(data: TokenData, W: np.ndarray) -> tuple[np.ndarray | None, 
 
 
 def verified_or_tied(
-    verify: Callable[..., Any], train: Callable[..., Any], data: TokenData, options: dict[str, Any]
+    verify: Callable[..., Any], data: TokenData, options: dict[str, Any]
 ) -> tuple[Any, Any, str]:
     """``verify(data, **options)``, or where it refuses the run for a tied final selection
-    (:class:`~svmgeo.TieError`), the same run again and its tied queries, for an experiment
-    to report (SPEC §2) rather than fail on.
+    (:class:`~svmgeo.TieError`), the run it refused (the error's ``run``) and its tied
+    queries, for an experiment to report (SPEC §2) rather than fail on.
 
     Parameters
     ----------
     verify : callable
         :func:`svmgeo.verify` or :func:`svmgeo.verify_mirror`.
-    train : callable
-        The engine's entry point that runs the same run from the same ``options``
-        (:func:`svmgeo.train`, :func:`svmgeo.train_mirror`).
     data : TokenData
     options : dict
-        Keyword arguments that both take and that fix the run.
+        Its keyword arguments.
 
     Returns
     -------
@@ -88,14 +85,14 @@ def verified_or_tied(
     Raises
     ------
     TieError
-        verify's, if the run again ends untied (it cannot: one run, one rule,
-        :func:`svmgeo.selection.largest_logits`).
+        verify's, where it carries no run.
     """
     try:
         return verify(data, **options), None, ""
-    except TieError:
-        run = train(data, **options)
-        alpha, tied = final_selection(data, np.asarray(run.W))
+    except TieError as error:
+        if error.run is None:  # pragma: no cover - verify's ties carry their run
+            raise
+        alpha, tied = final_selection(data, np.asarray(error.run.W))
         if alpha is not None:  # pragma: no cover - the same run, the same rule
             raise
-        return None, run, tied
+        return None, error.run, tied

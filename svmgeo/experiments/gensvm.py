@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..data import random_data
-from ..gd import DEFAULT_BACKEND, train
+from ..gd import DEFAULT_BACKEND
 from ._registry import Experiment, register
 from ._rows import (
     Rows,
@@ -63,22 +63,12 @@ def _verify_rows(rep: Any) -> list[dict[str, Any]]:
 
 def _tied_rows(steps: np.ndarray, tied: str) -> list[dict[str, Any]]:
     """The rows of a run whose final selection is tied: ``verify`` refuses it, so neither
-    the one-token Att-SVM nor Gen-SVM (nor its Γ and selected sets) is computed: NaN / None,
-    ``tied`` naming the queries."""
+    the one-token Att-SVM nor Gen-SVM (nor its Γ and selected sets) is computed: NaN / None
+    in :func:`_verify_rows`'s columns, ``tied`` naming the queries."""
     nan = float("nan")
-    return [
-        {
-            "step": int(step),
-            "one_minus_corr_eq": nan,
-            "one_minus_corr_dir": nan,
-            "one_minus_corr_svm": nan,
-            "gamma": nan,
-            "max_selected": None,
-            "n_ambiguous": None,
-            "tied": tied,
-        }
-        for step in steps
-    ]
+    unsolved = {"one_minus_corr_eq": nan, "one_minus_corr_dir": nan, "one_minus_corr_svm": nan,
+                "gamma": nan, "max_selected": None, "n_ambiguous": None}  # fmt: skip
+    return [{"step": int(step), **unsolved, "tied": tied} for step in steps]
 
 
 def trial(
@@ -97,9 +87,8 @@ def trial(
     1 − corr of W(t) with W^eq = W^fin + R(t) W^svm (Gen-SVM of the final softmax's selected
     sets), with W^svm, and with the one-token Att-SVM of GD's argmax selection; Γ of the final
     softmax; ``tied``: ``""``, or the queries where the final largest logit is tied
-    (``verify`` refuses such a run, so it is run again by ``train`` with the same options
-    and reported, :func:`~svmgeo.experiments._selection.verified_or_tied`: every SVM cell
-    NaN).
+    (``verify`` refuses such a run; its error carries the run, reported here,
+    :func:`~svmgeo.experiments._selection.verified_or_tied`: every SVM cell NaN).
     """
     from ..verify import verify
 
@@ -115,7 +104,7 @@ def trial(
         n_steps=n_steps,
         record_every=max(1, n_steps // n_records),
     )
-    rep, run, tied = verified_or_tied(verify, train, data, options)
+    rep, run, tied = verified_or_tied(verify, data, options)
     return _verify_rows(rep) if rep is not None else _tied_rows(run.history.step, tied)
 
 

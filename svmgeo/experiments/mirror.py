@@ -26,7 +26,7 @@ import numpy as np
 
 from .._linalg import correlation
 from ..data import random_data
-from ..gd import sparsity, train_mirror
+from ..gd import sparsity
 from ..solvers import att_svm
 from ._registry import Experiment, register
 from ._rows import Rows, final_parts, finite, group, median, seeds, tied_entry, unknown
@@ -58,9 +58,9 @@ def trial(
     Att-SVM(α) is infeasible), the sparsity of W_t and of W^mm_{p,α}, whether α (the
     final selection) is optimal and locally optimal for the ℓp SVM (``alpha_is_lot``: None
     when the LOT test is undecided), and ``tied``: ``""``, or the queries where the final
-    largest logit is tied (``verify_mirror`` refuses such a run, so it is run again by
-    ``train_mirror`` with the same options and reported,
-    :func:`~svmgeo.experiments._selection.verified_or_tied`: no α, every SVM cell NaN,
+    largest logit is tied (``verify_mirror`` refuses such a run; its error carries the run,
+    reported here, :func:`~svmgeo.experiments._selection.verified_or_tied`: no α, every SVM
+    cell NaN,
     ``alpha_is_opt`` and ``alpha_is_lot`` None).
     """
     from ..verify import verify_mirror
@@ -71,7 +71,7 @@ def trial(
         n_steps=n_steps, record_every=max(1, n_steps // N_RECORDS), backend="numpy",
     )  # fmt: skip
     nan = float("nan")
-    rep, run, tied = verified_or_tied(verify_mirror, train_mirror, data, options)
+    rep, run, tied = verified_or_tied(verify_mirror, data, options)
     if rep is None:  # a tied final selection: no α, no SVM (SPEC §2)
         assert run.history.W is not None  # a mirror run records W
         steps_, Ws, corr = run.history.step, run.history.W, np.full(len(run.history.step), nan)

@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 from .._errors import ProblemError, TieError
 from ..data import TokenData
 from ..gd import GDRun, StopStatus, random_init, run_mirror_descent, train
-from ..selection import first_five, largest_logits
+from ..selection import first_five, largest_logits, weight_logits
 
 __all__ = ["Trajectory", "run_gd", "run_mirror", "run_steepest"]
 
@@ -78,7 +78,7 @@ def _recorded(value: np.ndarray | None, name: str) -> np.ndarray:
     return value
 
 
-def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndarray:
+def _selection(data: TokenData, final: np.ndarray, run: GDRun) -> np.ndarray:
     r"""The token of each query's largest final logit (:math:`x_{it}^\top W z_{ik}`, or
     :math:`x_{it}^\top p` for the prompt vector p) as a selection: (n,) for one query per
     sequence, else (n, K) (:func:`~svmgeo.selection.largest_logits`).
@@ -95,9 +95,11 @@ def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndar
         K = Q = 0. A selection is one token per query; SPEC §2: ties are reported, never
         broken silently.
 
-    ``stopped`` opens either message: why the run stopped early (a run stopped at its start
-    by an overflow ends tied at W = 0).
+    Either message opens with why ``run`` stopped early, if it did (a run stopped at its
+    start by an overflow ends tied at W = 0); the TieError carries ``run`` (its ``run``
+    attribute), for a caller that reports a tied run rather than fails on it.
     """
+    stopped = _early_stop(run)
     alpha, tied, non_finite = largest_logits(data, final)
     if non_finite:
         raise ProblemError(
@@ -113,7 +115,8 @@ def _selection(data: TokenData, final: np.ndarray, stopped: str = "") -> np.ndar
             "(equal largest logits at the final parameters: identical tokens, or a stationary "
             "start such as K = Q = 0). A selection is one token per query: merge or perturb "
             "identical tokens, start elsewhere (e.g. init=('random', 0.1)), or compare with "
-            "gen_svm's selected sets."
+            "gen_svm's selected sets.",
+            run=run,
         )
     return alpha
 
@@ -182,7 +185,7 @@ def run_gd(
         steps=steps,
         iterates=iterates,
         final=final,
-        selection=_selection(data, np.asarray(final, dtype=float), _early_stop(run)),
+        selection=_selection(data, np.asarray(final, dtype=float), run),
         max_softmax=max_prob.reshape(len(hist.step), -1).min(axis=1),
         norm=norm,
         status=str(run.status),
@@ -213,16 +216,9 @@ _EARLY_STOPS = frozenset(
 """Stops after which a tied final selection says more about the run than about the data."""
 
 
-def _logits(data: TokenData, Ws: np.ndarray) -> np.ndarray:
-    r""":math:`x_{it}^\top W z_{ik}` for each W of ``Ws`` (R, d, d), shape (R, n, K, T);
-    ``-inf`` on hidden keys."""
-    X, Q, vis = np.asarray(data.X), np.asarray(data.queries), np.asarray(data.visible)
-    return np.where(vis[None], np.einsum("ntd,rde,nke->rnkt", X, Ws, Q), -np.inf)
-
-
 def _min_max_softmax(data: TokenData, Ws: np.ndarray) -> np.ndarray:
     r""":math:`\min_{i,k}\max_t s_{ikt}(W)` for each W of ``Ws`` (R, d, d), in log-sum-exp."""
-    logits = _logits(data, Ws)
+    logits = weight_logits(data, Ws)
     log_top = logits.max(axis=-1) - logsumexp(logits, axis=-1)
     return np.exp(log_top.reshape(len(Ws), -1).min(axis=1))
 
@@ -266,7 +262,7 @@ def _weight_trajectory(data: TokenData, run: GDRun, options: dict[str, Any]) -> 
         steps=np.asarray(run.history.step, dtype=np.int64),
         iterates=Ws,
         final=final,
-        selection=_selection(data, np.asarray(final, dtype=float), _early_stop(run)),
+        selection=_selection(data, np.asarray(final, dtype=float), run),
         max_softmax=_min_max_softmax(data, Ws),
         norm=np.array([float(np.linalg.norm(W)) for W in Ws]),
         status=str(run.status),

@@ -227,3 +227,39 @@ def test_gensvm_rows_of_an_older_table_are_unknown() -> None:
     old = [{k: v for k, v in r.items() if k != "tied"} for r in rows]
     headline, _ = gensvm.summarize(_tagged(old, seed=0, d=4, v_sign="ones"))
     assert headline["tied: unknown"].startswith("1 of 1 rows lack the column")
+
+
+# --- session 53: a tied run is trained once (the TieError carries it) ------------------------
+
+
+def test_verify_tie_error_carries_the_run() -> None:
+    """Before: the TieError had no run; the experiments trained the tied run a second time."""
+    data = _identical_tokens(3, 4, 4, 0)
+    with pytest.raises(sg.TieError) as caught:
+        sg.verify(data, n_steps=30)
+    run = caught.value.run
+    assert isinstance(run, sg.GDRun) and run.W is not None
+    np.testing.assert_array_equal(run.W, sg.train(data, n_steps=30).W)
+
+
+@pytest.mark.parametrize("experiment", ["mirror", "gensvm"])
+def test_a_tied_trial_trains_once(monkeypatch: pytest.MonkeyPatch, experiment: str) -> None:
+    """Before: two runs per tied trial (verify's, then train's to report it)."""
+    from svmgeo.gd import _engine, _mirror
+
+    calls = []
+    for module in (_engine, _mirror):  # every run of train, train_mirror and verify ends here
+        original = module.run_loop
+
+        def counted(*a: Any, _original: Any = original, **k: Any) -> Any:
+            calls.append(1)
+            return _original(*a, **k)
+
+        monkeypatch.setattr(module, "run_loop", counted)
+    if experiment == "mirror":
+        monkeypatch.setattr(mirror, "random_data", lambda *a, **k: _identical_tokens(4, 5, 10, 0))
+        rows = mirror.trial(4, 5, 10, seed=0, p=1.5, steps="normalized", n_steps=40)
+    else:
+        monkeypatch.setattr(gensvm, "random_data", lambda *a, **k: _identical_tokens(3, 4, 4, 0))
+        rows = gensvm.trial(3, 4, 4, seed=0, n_steps=30, n_records=3)
+    assert rows[0]["tied"] and len(calls) == 1
