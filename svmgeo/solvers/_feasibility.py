@@ -405,8 +405,9 @@ def check_feasibility(
     Returns
     -------
     FeasibilityResult
-        Feasible: ``point`` is a verified :math:`W` with margins :math:`\ge c_j` (scaled so the
-        smallest margin row meets its bound). Infeasible: ``farkas`` is a verified Farkas
+        Feasible: ``point`` is a :math:`W` with margins :math:`\ge c_j` in floating point
+        (scaled so the smallest margin row meets its bound; the exact proof is of a positive
+        multiple, :attr:`FeasibilityResult.point`). Infeasible: ``farkas`` is a verified Farkas
         vector and ``residual`` its :func:`farkas_residual`; a certificate that does not verify
         to 1e-9 gives ``INFEASIBLE_INACCURATE``. Rows or bounds far from unit size are decided
         on rows and bounds of unit size (powers of two: exact; ``extras["row_scale"]``,

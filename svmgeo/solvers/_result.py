@@ -284,7 +284,10 @@ class FeasibilityResult:
     message : str
     constraints : ConstraintSet
     point : ndarray of shape (d, d) or None
-        A verified feasible W.
+        A feasible W, its margins checked in floating point (``residual``); with
+        ``proof="exact"`` some positive multiple of it is proved to meet every row exactly,
+        while the point itself can miss a row in exact arithmetic by a rounding error
+        (docs/certificates.md).
     farkas : ndarray of shape (N,) or None
         The Farkas vector of an infeasible set.
     residual : float
