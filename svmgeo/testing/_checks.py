@@ -176,6 +176,8 @@ def conditioning(cs: sg.ConstraintSet) -> float:
 
 
 def well_conditioned(cs: sg.ConstraintSet) -> bool:
+    r""":math:`|t^\star| \ge` :data:`ILL_CONDITIONED` (:func:`conditioning`): the solvers
+    must decide ``cs`` (an inaccurate status is not acceptable)."""
     return abs(conditioning(cs)) >= ILL_CONDITIONED
 
 
@@ -370,6 +372,9 @@ def visible_scores(data: sg.TokenData) -> np.ndarray:
 
 
 def loss(u: np.ndarray, name: str) -> np.ndarray:
+    r""":math:`\ell(u)`: :math:`\log(1 + e^{-u})` (``"logistic"``), :math:`e^{-u}`
+    (``"exponential"``), else :math:`-u` (``"correlation"``), written independently of
+    :mod:`svmgeo.losses`."""
     if name == "logistic":
         return np.logaddexp(0.0, -u)
     if name == "exponential":
