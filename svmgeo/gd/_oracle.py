@@ -237,14 +237,16 @@ class RiskOracle:
         :math:`\mathrm{log1p}(\mathrm{expm1}(\Delta)\,\sigma(-\gamma))` (logistic); for a
         user loss the difference :math:`\ell(\gamma - \Delta) - \ell(\gamma)` as computed
         (it loses relative accuracy once it nears float64's resolution of :math:`\ell`).
-        ``-inf`` when :math:`L = L_\star` exactly (every query puts all its mass on optimal keys).
+        ``-inf`` when :math:`L = L_\star` exactly (every query puts all its mass on optimal keys);
+        finite wherever :math:`L - L_\star` is, also where :math:`\Delta` is past the range
+        of :math:`\exp` (:math:`\log\mathrm{expm1}(\Delta) = \Delta` there).
         """
         if self._gamma is None:
             raise ProblemError("log_excess_risk is defined for head='linear' only.")
         ls = self._log_softmax(self._weights(W, "log_excess_risk"))  # (n, K, T)
         top = self._gamma.max(axis=2)
         delta = top[:, :, None] - self._gamma
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # hidden keys (gamma = -inf, so delta = +inf and ls = -inf) add nothing
             gap = np.isfinite(delta) & (delta > 0.0)
             terms = np.where(gap, ls + np.log(np.where(gap, delta, 1.0)), -np.inf)
@@ -254,7 +256,9 @@ class RiskOracle:
             log_d = np.where(np.isfinite(hi), log_d, -np.inf)
             dlt = np.exp(log_d)
             ratio = np.where(dlt > 0.0, np.expm1(dlt) / np.where(dlt > 0.0, dlt, 1.0), 1.0)
-            log_em1 = log_d + np.log(ratio)  # log expm1(Delta)
+            # log expm1(Delta); where expm1 overflows (Delta > log of float64's largest) it is
+            # Delta itself to float64's precision
+            log_em1 = np.where(np.isinf(ratio), dlt, log_d + np.log(ratio))
             if isinstance(self.loss_id, LossSpec):  # a user loss: the difference, as it comes
                 gap = self.loss_id.value(top - dlt) - self.loss_id.value(top)
                 lq = np.log(np.where(gap > 0.0, gap, 0.0))
@@ -265,7 +269,11 @@ class RiskOracle:
             else:
                 la = log_em1 - np.logaddexp(0.0, top)
                 a = np.exp(la)
-                lq = la + np.log(np.where(a > 0.0, np.log1p(a) / np.where(a > 0.0, a, 1.0), 1.0))
+                log_log1p = la + np.log(
+                    np.where(a > 0.0, np.log1p(a) / np.where(a > 0.0, a, 1.0), 1.0)
+                )
+                # where e^la overflows, log1p(e^la) is la itself to float64's precision
+                lq = np.where(np.isinf(a), np.log(la), log_log1p)
             lq = lq.ravel()
             mx = lq.max()
             if not np.isfinite(mx):
