@@ -358,7 +358,11 @@ def _checked_moments(moments: Any, shape: tuple[int, ...], where: str) -> AdamMo
 def _adam_direction(
     G: np.ndarray, M: float, moments: AdamMoments, beta1: float, beta2: float, eps: float
 ) -> tuple[np.ndarray, AdamMoments]:
-    """:func:`adam_direction` without its checks (the rule's step, on checked arrays)."""
+    """:func:`adam_direction` without its checks (the rule's step, on checked arrays; a G
+    whose square leaves float64's normal range is rescaled first, the same gradient e^M G)."""
+    top = float(np.max(np.abs(G), initial=0.0))
+    if top > 0.0 and math.isfinite(top) and not _ADAM_G_RANGE[0] <= top <= _ADAM_G_RANGE[1]:
+        G, M = G / top, M + math.log(top)  # the kernels' G has the data's scale (huge data)
     t = moments.t + 1
     m, a = scaled_ema(moments.m, moments.a, G, M, beta1, 1.0 - beta1)
     v, b = scaled_ema(moments.v, moments.b, G * G, 2.0 * M, beta2, 1.0 - beta2)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Regressions of session 53's audit of the training engine: the Polyak step's excess risk
-past the range of ``exp``."""
+past the range of ``exp``, and Adam on gradients whose order-one factor is not of order one."""
 
 from __future__ import annotations
 
@@ -36,3 +36,39 @@ def test_polyak_step_where_the_excess_risk_is_past_exp_range(loss: str) -> None:
     assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == 1
     # GD's Polyak step: W - (L - L*) / ||grad||_F^2 grad
     np.testing.assert_allclose(run.W, W0 - excess / np.sum(grad**2) * grad, rtol=1e-12)
+
+
+def test_adam_on_data_at_the_edge_of_float64() -> None:
+    """Tokens of norm ~1e150 (inside TokenData's range): the kernels' G carries the data's
+    scale (max|G| ~ 1e149), Adam squared it past float64 and the run stopped NON_FINITE (the
+    bug guard) after one step. Adam is invariant under g -> g/s, eps -> eps/s, so the
+    reference runs in units of s = 1e150."""
+    data = _scaled(1e150)
+    eta, s, n = 0.1, 1e150, 3
+    run = sg.train(data, optimizer="adam", step_size=eta, n_steps=n, record_every=1)
+    assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == n
+    W = np.zeros((data.d, data.d))
+    m, v = np.zeros_like(W), np.zeros_like(W)
+    for t in range(1, n + 1):
+        g = loss_and_grad(data, W)[1] / s
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g**2
+        W = W - eta * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8 / s)
+        np.testing.assert_allclose(run.history.W[t], W, rtol=1e-12, atol=1e-14)
+
+
+def test_adam_without_eps_on_tiny_factors() -> None:
+    """K, Q of entries ~1e-160: the factor gradient G Q (~1e-160) squared underflowed to 0,
+    so with adam_eps=0 the first step was m/0 and the run stopped OVERFLOW at the start;
+    Adam's first step is eta sign(g) (m_hat / sqrt(v_hat) = g / |g|)."""
+    data = sg.random_data(4, 5, 6, seed=1)
+    rng = np.random.default_rng(0)
+    K0, Q0 = rng.normal(0.0, 1e-160, (6, 6)), rng.normal(0.0, 1e-160, (6, 6))
+    _, (gK, gQ) = loss_and_grad(data, (K0, Q0))
+    assert np.all(gK != 0.0) and np.all(gQ != 0.0)
+    run = sg.train(
+        data, optimizer="adam", adam_eps=0.0, param="KQ", init=(K0, Q0), n_steps=1, step_size=0.1
+    )
+    assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == 1
+    np.testing.assert_allclose(run.K, K0 - 0.1 * np.sign(gK), rtol=1e-12)
+    np.testing.assert_allclose(run.Q, Q0 - 0.1 * np.sign(gQ), rtol=1e-12)
