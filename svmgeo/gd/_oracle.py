@@ -74,6 +74,13 @@ class RiskValue(NamedTuple):
     M: float
 
 
+_FIRST_ORDER_BELOW = 2.0**-26
+r"""Up to this :math:`\Delta` a user loss's excess :math:`\ell(\gamma - \Delta) - \ell(\gamma)`
+is taken as its first-order term :math:`-\ell'(\gamma)\Delta` (relative error about
+:math:`\Delta|\ell''/2\ell'|`), above it as the difference (relative error about
+:math:`2u|\ell/\ell'|/\Delta`, u = 2^-53): the two meet near :math:`\sqrt u = 2^{-26.5}`."""
+
+
 class RiskOracle:
     r"""Evaluate :math:`L(W)` and :math:`\nabla L(W)` of one dataset, as :func:`svmgeo.train` does.
 
@@ -236,7 +243,11 @@ class RiskOracle:
         :math:`e^{-\gamma}\,\mathrm{expm1}(\Delta)` (exponential),
         :math:`\mathrm{log1p}(\mathrm{expm1}(\Delta)\,\sigma(-\gamma))` (logistic); for a
         user loss the difference :math:`\ell(\gamma - \Delta) - \ell(\gamma)` as computed
-        (it loses relative accuracy once it nears float64's resolution of :math:`\ell`).
+        where :math:`\Delta > 2^{-26}` (:data:`_FIRST_ORDER_BELOW`), else (and where the
+        difference cancels to :math:`\le 0`) its first-order term
+        :math:`-\ell'(\gamma)\,\Delta`, where :math:`\ell'(\gamma) < 0`: the difference
+        loses relative accuracy as :math:`\Delta` shrinks (a saturating run), the first order
+        gains it.
         ``-inf`` when :math:`L = L_\star` exactly (every query puts all its mass on optimal keys);
         finite wherever :math:`L - L_\star` is, also where :math:`\Delta` is past the range
         of :math:`\exp` (:math:`\log\mathrm{expm1}(\Delta) = \Delta` there).
@@ -261,7 +272,10 @@ class RiskOracle:
             log_em1 = np.where(np.isinf(ratio), dlt, log_d + np.log(ratio))
             if isinstance(self.loss_id, LossSpec):  # a user loss: the difference, as it comes
                 gap = self.loss_id.value(top - dlt) - self.loss_id.value(top)
-                lq = np.log(np.where(gap > 0.0, gap, 0.0))
+                # for a small Delta, or where the difference cancels, -l'(gamma) Delta
+                log_abs_d1, flip = _xp.dloss_parts(top, self.loss_id, np)
+                first = (dlt > 0.0) & (flip > 0.0) & ((dlt <= _FIRST_ORDER_BELOW) | (gap <= 0.0))
+                lq = np.where(first, log_abs_d1 + log_d, np.log(np.where(gap > 0.0, gap, 0.0)))
             elif self.loss_id == CORRELATION_LOSS:
                 lq = log_d
             elif self.loss_id == EXPONENTIAL_LOSS:

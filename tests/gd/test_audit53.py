@@ -72,3 +72,25 @@ def test_adam_without_eps_on_tiny_factors() -> None:
     assert run.status is sg.StopStatus.MAX_STEPS and run.n_steps == 1
     np.testing.assert_allclose(run.K, K0 - 0.1 * np.sign(gK), rtol=1e-12)
     np.testing.assert_allclose(run.Q, Q0 - 0.1 * np.sign(gQ), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_polyak_with_a_user_loss_follows_the_builtin(backend: str) -> None:
+    """A user's logistic loss: its excess l(gamma - Delta) - l(gamma) cancelled to 0 once the
+    run saturated, log_excess_risk read L = L*, and the run stopped at step 38 as STATIONARY
+    ("the gradient is exactly zero", max|grad L| ~ 1e-18). Below Delta = 2^-26 (and where
+    the difference cancels) it is now -l'(gamma) Delta: the built-in's run to round-off."""
+    data = sg.random_data(4, 5, 6, seed=1)
+    user = sg.LossSpec(
+        "my-logistic", LOSSES["logistic"], lambda u: -0.5 * (1.0 + np.tanh(-0.5 * u))
+    )
+    opts = dict(step_size="polyak", n_steps=300, backend=backend)
+    ref = sg.train(data, loss="logistic", **opts)
+    run = sg.train(data, loss=user, **opts)
+    assert run.status is ref.status is sg.StopStatus.MAX_STEPS
+    np.testing.assert_allclose(run.W, ref.W, rtol=0, atol=1e-9 * np.abs(ref.W).max())
+    oracle_user, oracle = RiskOracle(data, loss=user), RiskOracle(data, loss="logistic")
+    for W in (0.0 * ref.W, 0.05 * ref.W, 0.1 * ref.W, ref.W):  # Delta above and below 2^-26
+        np.testing.assert_allclose(
+            oracle_user.log_excess_risk(W), oracle.log_excess_risk(W), rtol=1e-9
+        )
