@@ -183,8 +183,10 @@ class RiskOracle:
     @property
     def optimal_risk(self) -> float:
         r""":math:`L_\star = \frac1n\sum_{i,k}\ell(\gamma_{ik,\mathrm{opt}})`, a lower bound of
-        :math:`L` for the linear head (:math:`\gamma_{ikt} = Y_{ik} v^\top x_{it}`), and its
-        infimum when Att-SVM(opt) is feasible (:attr:`infimum_attained`)."""
+        :math:`L` for the linear head (:math:`\gamma_{ikt} = Y_{ik} v^\top x_{it}`) where
+        :math:`\ell` decreases on each query's interval of scores (the built-in losses do
+        everywhere; the square loss only below 1), and its infimum when Att-SVM(opt) is
+        feasible (:attr:`infimum_attained`)."""
         if self._gamma is None:
             raise ProblemError("optimal_risk is defined for head='linear' only.")
         top = self._gamma.max(axis=2)

@@ -62,6 +62,8 @@ import numpy as np
 from .._errors import ProblemError
 from .._linalg import entrywise_norm, singular_value_rank
 from .._validation import check_array, check_float_array, check_int, check_option, check_real
+from ..losses import LossSpec
+from ..selection import query_name
 from . import _xp
 from ._backend import check_loss_for, get_kernels
 from ._config import ATTENTIONS, CODE_OF, RUNNING, GDConfig, StopStatus, check_rule_option
@@ -422,6 +424,18 @@ def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
             f"(softmax attention's does, for head='linear'; got attention={config.attention!r}, "
             f"head={config.head!r}); pass a float step_size."
         )
+    rises = _loss_rises(risk)
+    if rises is not None:
+        name, i, k, u, lo, hi = rises
+        where = query_name(risk.scores.shape[1] == 1, i, k)  # type: ignore[attr-defined]
+        raise ProblemError(
+            "step_size='polyak' steps towards L* = (1/n) sum l(gamma_opt), a lower bound of the "
+            "risk only where the loss decreases on each query's scores (TF-SVM, Lemma 2's "
+            f"Assumption A); loss {name!r} has l'(u) >= 0 at u = {u:.6g}, inside the scores' "
+            f"interval [{lo:.6g}, {hi:.6g}] of {where} (a grid of {_POLYAK_GRID} points), so L "
+            "can fall below L* and the Polyak steps aim wrong. Pass a float step_size, or a "
+            "loss that decreases there (e.g. loss='logistic')."
+        )
     if not attained:
         raise ProblemError(
             "step_size='polyak' steps towards L* = (1/n) sum l(gamma_opt), which is the "
@@ -429,6 +443,32 @@ def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
             "svmgeo.check_feasibility does not find it feasible, so the risk stays above L* and "
             "the Polyak steps overshoot. Pass a float step_size."
         )
+
+
+_POLYAK_GRID = 65
+"""Points of each query's score interval where the Polyak step checks a user loss's l' < 0."""
+
+
+def _loss_rises(risk: Risk) -> tuple[str, int, int, float, float, float] | None:
+    r"""Where a user loss has :math:`\ell'(u) \ge 0` on a query's score interval
+    :math:`[\min_t \gamma_{ikt}, \max_t \gamma_{ikt}]` (visible keys), the one :math:`Y f`
+    spans: ``(name, i, k, u, lo, hi)`` of the first such grid point, or None (the built-in
+    losses decrease everywhere; a query whose keys score alike has :math:`Y f` fixed). On a grid of :data:`_POLYAK_GRID` points: a measurement, a
+    proof for a convex loss (:math:`\ell'` increases, so :math:`\ell'(\max_t \gamma) < 0`
+    settles it)."""
+    loss, gamma = getattr(risk, "loss_id", None), getattr(risk, "scores", None)
+    if not isinstance(loss, LossSpec) or gamma is None:
+        return None
+    visible = np.isfinite(gamma)
+    lo = np.where(visible, gamma, np.inf).min(axis=2)
+    hi = np.where(visible, gamma, -np.inf).max(axis=2)
+    u = lo[..., None] + (hi - lo)[..., None] * np.linspace(0.0, 1.0, _POLYAK_GRID)
+    with np.errstate(all="ignore"):
+        rises = ~(np.asarray(loss.d1(u), dtype=float) < 0.0) & (hi > lo)[..., None]
+    if not rises.any():
+        return None
+    i, k, j = (int(x) for x in np.argwhere(rises)[0])
+    return loss.name, i, k, float(u[i, k, j]), float(lo[i, k]), float(hi[i, k])
 
 
 class SteepestDescent:

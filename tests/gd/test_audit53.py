@@ -94,3 +94,18 @@ def test_polyak_with_a_user_loss_follows_the_builtin(backend: str) -> None:
         np.testing.assert_allclose(
             oracle_user.log_excess_risk(W), oracle.log_excess_risk(W), rtol=1e-9
         )
+
+
+def test_polyak_refuses_a_loss_that_rises_on_the_scores() -> None:
+    """The square loss rises past u = 1: with scores up to ~1.1 (tokens x3), L fell below
+    L* = (1/n) sum l(gamma_opt) and the Polyak run stopped as STATIONARY ("the gradient is
+    exactly zero") with L - L* = -0.77. Below 1 it decreases, and the step runs."""
+    d0 = sg.random_data(4, 5, 6, seed=1)
+    square = sg.LOSS_SPECS["square"]
+    scaled = sg.TokenData(d0.X * 3.0, Y=d0.Y, Z=d0.Z, v=d0.v)
+    gamma = d0.Y[:, None] * (d0.X @ d0.v)  # (n, T): one query per sequence
+    assert np.max(3.0 * gamma) > 1.0 > np.max(gamma)
+    with pytest.warns(sg.LossWarning), pytest.raises(sg.ProblemError, match="Assumption A"):
+        sg.train(scaled, loss=square, step_size="polyak", n_steps=30)
+    run = sg.train(d0, loss=square, step_size="polyak", n_steps=30)
+    assert run.status is sg.StopStatus.MAX_STEPS
