@@ -18,12 +18,14 @@ import numpy as np
 from ._errors import ProblemError
 
 __all__ = [
+    "MAX_ITERATIONS",
     "MAX_SCALE",
     "available_bytes",
     "check_array",
     "check_bool",
     "check_float_array",
     "check_int",
+    "check_iterations",
     "check_option",
     "check_real",
     "check_scale",
@@ -37,6 +39,11 @@ __all__ = [
 # The solvers' Gram entries are squares of such scales (up to 4e302 for token differences), and
 # sums of up to ~1e5 of them stay below float64's 1.8e308.
 MAX_SCALE = 1e151
+
+MAX_ITERATIONS = 2**31 - 1
+"""Largest iteration limit (``max_iter``, ``max_rounds``) the solvers take: scipy's SLSQP
+counts in a 32-bit int (a limit of 2**32 + 5 ran 5 iterations, 2**31 none, 2**63 raised a bare
+``SystemError``) and Clarabel's ``max_iter`` is unsigned 32-bit."""
 
 
 def _shape_text(shape: Iterable[Any]) -> str:
@@ -224,6 +231,11 @@ def check_int(
     if (low is not None and x < low) or (high is not None and x > high):
         raise ProblemError(_int_message(value, name, low, high, where))
     return x
+
+
+def check_iterations(value: Any, name: str, *, where: str) -> int:
+    """Check that ``value`` is an iteration limit: an int in [1, :data:`MAX_ITERATIONS`]."""
+    return check_int(value, name, low=1, high=MAX_ITERATIONS, where=where)
 
 
 def _int_message(value: Any, name: str, low: int | None, high: int | None, where: str) -> str:

@@ -219,8 +219,9 @@ def solve_svm(
         Random restarts of the rank-constrained solver (default 10); needs ``rank``.
     max_iter : int, optional
         Iteration limit of svmgeo's Frobenius interior point, or SLSQP iterations per start of
-        the rank-constrained solver (default 300). Not with ``method="cvxpy"``, with
-        ``norm="nuc"`` without ``rank``, nor with ``("lp", p)``.
+        the rank-constrained solver (default 300), at most 2**31 - 1 (SLSQP counts in 32
+        bits). Not with ``method="cvxpy"``, with ``norm="nuc"`` without ``rank``, nor with
+        ``("lp", p)``.
     exact : bool, default True
         Prove the feasibility verdict in exact rational arithmetic (``proof="exact"``; see
         :func:`check_feasibility` and docs/certificates.md for the cost).

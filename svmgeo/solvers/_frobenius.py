@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ProblemError, SolverError
-from .._validation import check_int, check_real
+from .._validation import check_iterations, check_real
 from ..constraints import ConstraintSet, check_constraint_set
 from ._certificates import FRO, lift_kkt_pair
 from ._feasibility import compiled_path
@@ -100,9 +100,9 @@ def solve_frobenius(
         Tolerance of svmgeo's certificate check (relative residuals, SPEC §6); the inner
         methods stop at their own, tighter tolerances.
     max_iter : int, default 100
-        Interior-point iterations.
+        Interior-point iterations (and Clarabel's, its fallback), at most 2**31 - 1.
     max_rounds : int, default 30
-        Active-set rounds of the fast path and of the polish.
+        Active-set rounds of the fast path and of the polish, at most 2**31 - 1.
     geometry : RowGeometry, optional
         The rows' Gram matrix / features (and its cached factor) when already computed for
         ``cs`` (e.g. by :func:`check_feasibility`); built here otherwise, and not used when
@@ -140,8 +140,8 @@ def solve_frobenius(
     where = "solve_frobenius"
     cs = check_constraint_set(cs, where)
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where=where)
-    max_iter = check_int(max_iter, "max_iter", low=1, where=where)
-    max_rounds = check_int(max_rounds, "max_rounds", low=1, where=where)
+    max_iter = check_iterations(max_iter, "max_iter", where=where)
+    max_rounds = check_iterations(max_rounds, "max_rounds", where=where)
     rows, scale = unit_rows(cs, where)
     if not scale.identity:  # rows and bounds of unit size, as solve_svm solves them
         if warm_start is not None and np.shape(warm_start) == (cs.N,):  # else refused there

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import balanced_factors
-from .._validation import check_int, check_option, check_real
+from .._validation import check_int, check_iterations, check_option, check_real
 from ..constraints import MARGIN, ConstraintSet, check_constraint_set
 from ._certificates import (
     DECADES,
@@ -219,7 +219,7 @@ def solve_lowrank(
     tol : float in (0, 1], default 1e-8
         Tolerance of svmgeo's certificate (KKT residuals of the factored problem).
     max_iter : int, default 300
-        SLSQP iterations per start.
+        SLSQP iterations per start, at most 2**31 - 1 (SLSQP counts in 32 bits).
     solver : {"clarabel", "scs", "auto"}, default "auto"
         Backend of the convex lower bound.
 
@@ -245,7 +245,7 @@ def solve_lowrank(
     m = check_int(rank, "rank", low=1, where="solve_lowrank")
     n_restarts = check_int(n_restarts, "n_restarts", low=0, where="solve_lowrank")
     tol = check_real(tol, "tol", low=0.0, high=1.0, low_open=True, where="solve_lowrank")
-    max_iter = check_int(max_iter, "max_iter", low=1, where="solve_lowrank")
+    max_iter = check_iterations(max_iter, "max_iter", where="solve_lowrank")
     solver = check_option(solver, "solver", ("clarabel", "scs", "auto"), where="solve_lowrank")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 

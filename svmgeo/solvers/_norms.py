@@ -34,7 +34,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._linalg import balanced_factors, numerical_rank
-from .._validation import check_bool, check_int, check_option, check_real
+from .._validation import check_bool, check_int, check_iterations, check_option, check_real
 from ..constraints import ConstraintSet
 from ._backends import CvxpyBackend
 from ._certificates import (
@@ -743,6 +743,6 @@ def request(
         n_restarts=10
         if n_restarts is None
         else check_int(n_restarts, "n_restarts", low=1, where=where),
-        max_iter=None if max_iter is None else check_int(max_iter, "max_iter", low=1, where=where),
+        max_iter=None if max_iter is None else check_iterations(max_iter, "max_iter", where=where),
         seed=None if seed is None else check_int(seed, "seed", low=0, where=where),
     )

@@ -183,6 +183,19 @@ def test_options_the_path_uses_are_accepted(cs):
     assert scs.solver == "cvxpy-scs"
 
 
+@pytest.mark.parametrize("limit", [2**31, 2**32 + 1, 2**63])
+def test_iteration_limits_beyond_32_bits_are_errors(cs, limit):
+    """SLSQP counts its iterations in 32 bits: max_iter=2**32 + 1 ran 1 iteration per start
+    and reported MAX_ITER "at its limit of max_iter = 4294967297", 2**31 ran none, 2**63 raised
+    a bare SystemError; Clarabel's limit is unsigned 32-bit (a bare OverflowError)."""
+    match = r"'max_iter' parameter of solve_svm must be an int in \[1, 2147483647\]"
+    with pytest.raises(sg.ProblemError, match=match):
+        solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1, max_iter=limit)
+    for name in ("max_iter", "max_rounds"):
+        with pytest.raises(sg.ProblemError, match=f"'{name}' parameter of solve_frobenius"):
+            sg.solvers.solve_frobenius(cs, **{name: limit})
+
+
 def test_wrong_shape_warm_start_is_an_error(cs):
     with pytest.raises(sg.ProblemError, match=r"'warm_start' parameter of solve_frobenius"):
         sg.solvers.solve_frobenius(cs, warm_start=np.zeros(cs.N + 1))
