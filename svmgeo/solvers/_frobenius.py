@@ -95,7 +95,9 @@ def solve_frobenius(
     ----------
     cs : ConstraintSet
         The rows. The problem is assumed feasible (:func:`solve_svm` checks first); when it is
-        not, a non-success status is returned, never an exception.
+        not, a non-success status is returned, never an exception. Nothing is proved here
+        (``proof`` is None): ``OPTIMAL`` is the floating-point certificate alone, which rows
+        inconsistent by one ulp pass (docs/certificates.md, "What proof means").
     tol : float in (0, 1], default 1e-8
         Tolerance of svmgeo's certificate check (relative residuals, SPEC §6); the inner
         methods stop at their own, tighter tolerances.

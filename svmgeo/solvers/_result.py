@@ -174,6 +174,8 @@ class SVMResult:
     proof : {"exact", "float"} or None
         How the *feasibility verdict* behind this result was checked (as
         :attr:`FeasibilityResult.proof`); the optimality certificate is a floating-point check.
+        None also on :func:`~svmgeo.solvers.solve_frobenius`'s results, which decide no
+        verdict (an ``OPTIMAL`` there is the certificate alone).
     p : ndarray of shape (d,) or None
         The prompt vector of a p-SVM (``att_svm(..., param="p")``): :math:`p = W e_1`, the
         solution being :math:`W = p\,e_1^\top` (docs/companion.md). None for every other SVM.
