@@ -366,7 +366,7 @@ def optimal_face_alignment(
         A solved convex SVM (any norm of the table; not a binding rank bound).
     direction : array of shape (d, d)
         D, e.g. the last GD iterate (its scale does not matter).
-    tol : float in (0, 1), default 1e-6
+    tol : float in (0, 1], default 1e-6
         :math:`\tau`.
 
     Returns
@@ -377,7 +377,7 @@ def optimal_face_alignment(
     ------
     ProblemError
         ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
-        not finite, ``tol`` outside (0, 1); a face point float64 cannot hold on ``res``'s
+        not finite, ``tol`` outside (0, 1]; a face point float64 cannot hold on ``res``'s
         rows, or a ``res.W`` too far from the size of an answer on them to be solved with
         (naming ``rhs`` and the rows of ``res``, :class:`~._scale.Scale`).
     SolverError
@@ -471,7 +471,7 @@ def optimum_uniqueness(
     ----------
     res : SVMResult
         A solved convex SVM (any norm of the table).
-    tol : float in (0, 1), default 1e-6
+    tol : float in (0, 1], default 1e-6
         :math:`\tau`.
     n_directions : int, default 2
     seed : int, default 0
