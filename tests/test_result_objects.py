@@ -102,3 +102,19 @@ def test_the_ntp_report_summary_and_html_flag_an_uncertified_graph_svm() -> None
     bad_svm = dataclasses.replace(rep.svm, status=Status.OPTIMAL_INACCURATE, message="...")
     bad = dataclasses.replace(rep, svm=bad_svm)
     assert "not certified" in bad.summary() and "not certified" in bad._repr_html_()
+
+
+def test_svm_summary_says_what_backs_its_verdict() -> None:
+    """Before: SVMResult.summary() had no proof line, so a verdict proved exactly, one checked
+    in floats (exact=False) and solve_frobenius's (no verdict) read the same."""
+    from svmgeo.solvers import solve_frobenius
+
+    data = sg.random_data(4, 5, 6, seed=0)
+    alpha = sg.optimal_tokens(data)
+    lines = {
+        "proved exactly": sg.att_svm(data, alpha).summary(),
+        "checked in floats": sg.att_svm(data, alpha, exact=False).summary(),
+        "not proved": solve_frobenius(sg.att_svm_constraints(data, alpha)).summary(),
+    }
+    for how, text in lines.items():
+        assert f"\n  proof      feasibility verdict {how}\n" in text

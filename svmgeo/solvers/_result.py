@@ -125,6 +125,11 @@ def _shape(x: np.ndarray | None) -> str:
     return "None" if x is None else str(tuple(np.shape(x)))
 
 
+def _proof_text(proof: str | None) -> str:
+    """How a verdict was checked (``proof``), in a summary's words."""
+    return {"exact": "proved exactly", "float": "checked in floats"}.get(str(proof), "not proved")
+
+
 def _value(x: float | None) -> str:
     return "None" if x is None else f"{x:.6g}"
 
@@ -231,7 +236,8 @@ class SVMResult:
         )
 
     def summary(self) -> str:
-        """A few lines for a human: status and message, objective, the certificate's residuals."""
+        """A few lines for a human: status and message, what backs the feasibility verdict
+        (``proof``), objective, the certificate's residuals."""
         norm = {"fro": "||W||_F", "nuc": "||W||_*", "spectral": "||W||_2"}.get(self.norm, self.norm)
         # a vector SVM (p-SVM, head SVM) solved as W = w e1^T: ||W|| = ||w|| in each norm
         vector = "p" if self.p is not None else self.extras.get("param")
@@ -245,6 +251,7 @@ class SVMResult:
             f"  status     {self.status.value} ({self.solver}, {self.solve_time:.3g} s, "
             f"{self.n_iter} iterations)",
             f"  message    {self.message}",
+            f"  proof      feasibility verdict {_proof_text(self.proof)}",
             f"  objective  {norm} = {_value(self.objective)}",
         ]
         if self.lower_bound is not None:
@@ -342,9 +349,7 @@ class FeasibilityResult:
     def summary(self) -> str:
         """A few lines for a human: the verdict ("undecided" when :attr:`verdict` is None),
         what backs it (``proof``: "exact", "float" or not proved) and the message."""
-        how = {"exact": "proved exactly", "float": "checked in floats"}.get(
-            str(self.proof), "not proved"
-        )
+        how = _proof_text(self.proof)
         if self.verdict is None:
             verdict = (
                 f"undecided (the float check leans {'feasible' if self.feasible else 'infeasible'})"
