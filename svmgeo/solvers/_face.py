@@ -159,6 +159,13 @@ def _geometry(res: SVMResult, where: str) -> NormGeometry:
             f"The 'res' parameter of {where} must hold a solution; got status "
             f"{res.status.value} without W. Solve a feasible SVM first."
         )
+    if res.extras.get("feasible_point_only"):
+        raise ProblemError(
+            f"The 'res' parameter of {where} holds only a feasible point "
+            f"(extras['feasible_point_only']: the solve failed, status {res.status.value}); its "
+            "value is an upper bound on the optimum, not the optimum, so it defines no optimal "
+            "face. Solve again (e.g. another method=, or rescaled data) for an optimum."
+        )
     slack = 1.0 + (res.certificate.tol if res.certificate is not None else 1e-8)
     if (
         res.rank is not None
@@ -376,10 +383,11 @@ def optimal_face_alignment(
     Raises
     ------
     ProblemError
-        ``res`` without a solution or rank-bounded, ``direction`` of the wrong shape, zero or
-        not finite, ``tol`` outside (0, 1]; a face point float64 cannot hold on ``res``'s
-        rows, or a ``res.W`` too far from the size of an answer on them to be solved with
-        (naming ``rhs`` and the rows of ``res``, :class:`~._scale.Scale`).
+        ``res`` without a solution, with a feasible point only, or rank-bounded, ``direction``
+        of the wrong shape, zero or not finite, ``tol`` outside (0, 1]; a face point float64
+        cannot hold on ``res``'s rows, or a ``res.W`` too far from the size of an answer on
+        them to be solved with (naming ``rhs`` and the rows of ``res``,
+        :class:`~._scale.Scale`).
     SolverError
         When Clarabel and then SCS fail on a face problem, or give a point that svmgeo's
         check puts outside the face, and the returned solution is not in the face either.

@@ -110,3 +110,19 @@ def test_face_at_a_large_lp_exponent(p: float) -> None:
     for W in (verdict.W_max, verdict.W_min):
         _assert_in_face(res, W, verdict.tol)
     assert verdict.unique
+
+
+@pytest.mark.parametrize("face_function", [optimal_face_alignment, optimum_uniqueness])
+def test_a_feasible_point_only_defines_no_face(face_function: Any) -> None:
+    """Before: a failed solve's fallback (a feasible point, its value an upper bound) was taken
+    as the optimum, and the 'face' {||W|| <= (1 + tau) * that bound} is no optimal face."""
+    import dataclasses
+
+    data = sg.random_data(4, 5, 6, seed=0)
+    res = sg.att_svm(data, sg.optimal_tokens(data), norm=("lp", 1.0))
+    fallback = dataclasses.replace(
+        res, status=sg.Status.OPTIMAL_INACCURATE, extras={**res.extras, "feasible_point_only": True}
+    )
+    args = (fallback, res.W) if face_function is optimal_face_alignment else (fallback,)
+    with pytest.raises(sg.ProblemError, match="only a feasible point"):
+        face_function(*args)
