@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import ProblemError
-from .._linalg import row_norms
+from .._linalg import frobenius_norm, row_norms
 from .._summary import summarized
 from .._validation import check_array, check_bool, check_int, check_option
 from ..attention_maps import AttentionMap, get_attention_map
@@ -142,7 +142,7 @@ def _jacobian(
 
 
 def _norm(x: np.ndarray) -> float:
-    return float(np.linalg.norm(x))
+    return frobenius_norm(x)  # no overflow of the squares at entries beyond 1e154
 
 
 def _spectral(M: np.ndarray) -> float:
@@ -405,8 +405,15 @@ def lipschitz(
             np.asarray(data.X[i]) @ Wc @ data.queries[i, k], data.visible[i, k]
         ) @ np.asarray(data.X[i]) for i in range(n) for k in range(K)])  # fmt: skip
         Zs = np.repeat(np.asarray(data.queries).reshape(n * K, data.d), data.d_values, axis=0)
-        G = (C @ C.T) * (Zs @ Zs.T)
-        overall = math.sqrt(max(float(np.linalg.eigvalsh(G)[-1]), 0.0))
+        # each factor scaled by its largest entry: the Gram's squares neither overflow (LinAlgError)
+        # nor underflow to 0 (an overall constant of 0 beside nonzero per-query ones)
+        c_top, z_top = float(np.abs(C).max(initial=0.0)), float(np.abs(Zs).max(initial=0.0))
+        if c_top == 0.0 or z_top == 0.0:
+            overall = 0.0
+        else:
+            Cs, Zn = C / c_top, Zs / z_top
+            G = (Cs @ Cs.T) * (Zn @ Zn.T)
+            overall = c_top * z_top * math.sqrt(max(float(np.linalg.eigvalsh(G)[-1]), 0.0))
     bound = None
     bound_all = None
     cert = None
@@ -428,7 +435,7 @@ def lipschitz(
                     * _spectral(np.asarray(data.X[i])[vis])
                     * _norm(data.queries[i, k])
                 )
-        bound_all = float(np.sqrt(np.sum(bound**2)))
+        bound_all = frobenius_norm(bound)  # (sum b^2)^(1/2), without overflow of the squares
         reason = (
             f"||U^T J X||_2 ||z|| <= sup||J||_2 ||U||_2 ||X||_2 ||z|| with sup||J||_2 = "
             f"{amap.jacobian_bound:g}: {amap.bound_reason}; stacked: ||[M_1; ...]||_2 <= "
@@ -599,10 +606,9 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
         k = int(np.argmin(per_query[i]))
         if np.isfinite(m[i, k]) and m[i, k] > 0.0 and gn[i, k] > 0.0:
             g = gn[i, k]
-            if 1e-150 < g < 1e150:
-                step = m[i, k] * G[i, k] / (2.0 * g**2)
-            else:  # g^2 would overflow or underflow
-                step = (m[i, k] / (2.0 * g)) * (G[i, k] / g)
+            # m g / (2 ||g||^2) as (m / (2 ||g||)) (g / ||g||): m <= 2 max||x|| ||g||, so neither
+            # factor overflows (m g and ||g||^2 can, at large tokens and W)
+            step = (m[i, k] / (2.0 * g)) * (G[i, k] / g)
             pert[i, comp[i, k]] += step
             pert[i, sel[i, k]] -= step
     svm_q = np.full((n, data.K), np.nan)
