@@ -4,11 +4,16 @@ regularization path's log-gap objective for the logistic loss with large scores.
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
+from scipy.optimize import minimize
 
 import svmgeo as sg
-from svmgeo.analysis import lipschitz, robustness_radius
+from svmgeo.analysis import lipschitz, regularization_path, robustness_radius
+from svmgeo.analysis._regpath import _Objective, _SelectionGap
 
 
 def _cross(seed: int, scale: float = 1.0) -> tuple[sg.TokenData, np.ndarray]:
@@ -44,3 +49,56 @@ def test_robustness_perturbation_attains_the_radius_for_large_tokens_and_w() -> 
     for i in range(data.n):  # just past the radius, the selection of some query changes
         logits = (data.X[i] + 1.000001 * rad.perturbation[i]) @ (W * 1e60) @ data.queries[i].T
         assert not np.array_equal(logits.argmax(axis=0), rad.selected[i])
+
+
+def _scored(seed: int, scale: float) -> sg.TokenData:
+    rng = np.random.default_rng(seed)
+    X, Z = rng.normal(size=(2, 3, 2)), rng.normal(size=(2, 2))
+    return sg.TokenData(X, Z=Z, scores=rng.normal(size=(2, 3)) * scale)
+
+
+def _risk(data: sg.TokenData, W: np.ndarray) -> float:
+    """The logistic risk, naively in float64 (accurate where it is of order one or more)."""
+    total = 0.0
+    for i in range(data.n):
+        u = data.X[i] @ W @ data.queries[i, 0]
+        s = np.exp(u - u.max())
+        total += float(np.logaddexp(0.0, -(s / s.sum()) @ data.scores[i].ravel()))
+    return total / data.n
+
+
+@pytest.mark.parametrize("seed", [3, 4, 7])
+def test_the_logistic_selection_gap_matches_a_direct_computation(seed: int) -> None:
+    # log|L(W) - L_beta| for scores of size 40-200 against float64's plain difference (whose
+    # terms are of order 10-100 here). Before: log1p(expm1(D) sigma(-gamma)) cancelled to
+    # log1p(-1) = -inf past D, gamma < -37, and the gap came out with the wrong sign or size.
+    rng = np.random.default_rng(100 + seed)
+    data = _scored(seed, float(rng.choice([40.0, 200.0])))
+    W = rng.normal(size=(2, 2)) * 0.3
+    beta = rng.integers(0, 3, size=(2, 1))
+    sign, log_gap = _SelectionGap(_Objective(data, "logistic", "linear", None, None, None),
+                                  beta).log_gap(W)  # fmt: skip
+    gamma = np.asarray(data.scores).reshape(2, 3)
+    L_beta = float(np.mean(np.logaddexp(0.0, -gamma[np.arange(2), beta[:, 0]])))
+    gap = _risk(data, W) - L_beta
+    assert abs(gap) > 1e-3
+    assert sign == math.copysign(1.0, gap)
+    np.testing.assert_allclose(log_gap, math.log(abs(gap)), rtol=1e-9)
+
+
+@pytest.mark.parametrize(("seed", "scale"), [(4, 40.0), (0, 1000.0), (5, 1000.0)])
+def test_the_logistic_path_reaches_the_minimum_with_large_scores(seed: int, scale: float) -> None:
+    # Before: a loss 1.6-2.2 times the minimum over the ball (seeds 4, 5) or OverflowError
+    # (seed 0), from the wrong gap above. The reference: SLSQP from 8 starts on the ball.
+    data = _scored(seed, scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.ConvergenceWarning)
+        path = regularization_path(data, [1.0], loss="logistic", max_iter=2000)
+    rng = np.random.default_rng(seed)
+    best = min(
+        minimize(lambda w: _risk(data, w.reshape(2, 2)), x0, method="SLSQP",
+                 constraints=[{"type": "ineq", "fun": lambda w: 1.0 - w @ w}]).fun
+        for x0 in rng.normal(size=(8, 4)) * 0.3
+    )  # fmt: skip
+    assert bool(path.converged[0])
+    assert path.loss[0] <= best * (1 + 1e-6) + 1e-12
