@@ -238,6 +238,18 @@ class _SelectionGap:
         return F, math.exp(r.M - np.logaddexp(self.log_scale, lg)) * r.G
 
 
+def _reference_selection(oracle: RiskOracle, W: np.ndarray) -> np.ndarray:
+    r"""The selection β of the linear head's gap :math:`L - L_\beta` at W, shape (n, K): the
+    tokens W selects, and at W = 0, where every logit ties and W selects nothing, the optimal
+    tokens (:math:`L_\beta = L_\star`). A tie broken by index can put :math:`L_\beta` far
+    from L, and :math:`\nabla F = \nabla L/(s + |g|)` then passes for stationary at the start
+    (``tol`` met at W = 0 with the risk still 1e62 times its minimum over the ball)."""
+    sets = oracle.optimal_sets
+    if sets is not None and not np.any(W):
+        return np.argmax(sets, axis=-1)
+    return oracle(W).selected
+
+
 def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
     r"""Projection onto the ball :math:`\|x\| \le \rho` (onto the sphere with ``sphere``)."""
     nx = float(np.linalg.norm(x))
@@ -487,7 +499,7 @@ def regularization_path(
     :math:`F = \mathrm{sign}(g)\log(1 + |g|/s)` of the signed gap
     :math:`g = L - L_\beta`, :math:`L_\beta = \frac1n\sum_{i,k}\ell(\gamma_{ik\beta_{ik}})`,
     with β = α (local path) or the tokens the current W selects (``"W"``, re-chosen per
-    radius) and :math:`s = |g|` at each radius's start. F is increasing in L, so its minimizers are
+    radius; the optimal tokens at W = 0, where every logit ties) and :math:`s = |g|` at each radius's start. F is increasing in L, so its minimizers are
     L's; g is formed in the log domain (positive and negative parts apart) and
     :math:`\nabla F = \nabla L/(s + |g|)` from the GD module's log-domain gradient.
     ``"KQ"`` minimizes :math:`\log(L - L_\star)`
@@ -660,7 +672,7 @@ def _path_w(
     else:
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
 
-    gap = _SelectionGap(obj, obj.oracle(x).selected) if obj.log_gap else None
+    gap = _SelectionGap(obj, _reference_selection(obj.oracle, x)) if obj.log_gap else None
 
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
         if gap is not None:
@@ -706,12 +718,12 @@ def _on_ball(
     there while that measure says "not yet"."""
     if gap is not None:
         W = to_W(x)
-        gap.select(gap.oracle(W).selected)
+        gap.select(_reference_selection(gap.oracle, W))
         gap.reset(W)
     xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap)
     while gap is not None:
         W = to_W(xv)
-        gap.select(gap.oracle(W).selected)
+        gap.select(_reference_selection(gap.oracle, W))
         gap.reset(W)
         rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
         if rr <= tol or it >= max_iter:

@@ -102,3 +102,13 @@ def test_the_logistic_path_reaches_the_minimum_with_large_scores(seed: int, scal
     )  # fmt: skip
     assert bool(path.converged[0])
     assert path.loss[0] <= best * (1 + 1e-6) + 1e-12
+
+
+def test_the_path_from_zero_is_not_called_stationary_on_a_tie_broken_selection() -> None:
+    # scores of 1e3: at W = 0 every logit ties and the token W "selects" (index 0) is far
+    # from optimal; |L - L_beta| ~ 446 made grad F ~ 1e-10 < tol at the start, and the path
+    # stopped there, converged, at a risk 1e62 times SLSQP's on the ball
+    data = _scored(2, 1000.0)
+    path = regularization_path(data, [1.0], loss="logistic", max_iter=2000)
+    assert np.any(path.W[0])
+    assert path.loss[0] < 1e-60 * _risk(data, np.zeros((2, 2)))
