@@ -123,6 +123,13 @@ class _Objective:
         self.oracle = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam)
         self.log_gap = head == "linear"
 
+    def values(self, W: np.ndarray) -> tuple[float, float]:
+        r"""``(L, log(L - L_star))`` at W (the second NaN for non-linear heads): what a path
+        reports, without the gradient (whose scale :math:`e^M/(L - L_\star)` can leave
+        float64 where the values do not: scores of size 1e30)."""
+        loss = self.oracle(W).loss
+        return loss, self.oracle.log_excess_risk(W) if self.log_gap else math.nan
+
     def __call__(self, W: np.ndarray) -> tuple[float, np.ndarray, float, float]:
         """``(F, grad F, L, log(L - L_star))`` at W (the last NaN for non-linear heads)."""
         r = self.oracle(W)
@@ -632,15 +639,15 @@ def _result(
     eps: float | None = None,
     local_set: str | None = None,
 ) -> RegularizationPath:
-    vals = [obj(W) for W in Ws]
+    vals = [obj.values(W) for W in Ws]
     W = np.stack(Ws)
     return RegularizationPath(
         radii=r,
         W=W,
         K=None if Ks is None else np.stack(Ks),
         Q=None if Qs is None else np.stack(Qs),
-        loss=np.array([v[2] for v in vals]),
-        log_loss_gap=np.array([v[3] for v in vals]),
+        loss=np.array([v[0] for v in vals]),
+        log_loss_gap=np.array([v[1] for v in vals]),
         stationarity=np.array(res),
         converged=np.array(res) <= tol,
         n_iter=np.array(its, dtype=np.int64),

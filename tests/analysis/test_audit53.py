@@ -14,6 +14,7 @@ from scipy.optimize import minimize
 import svmgeo as sg
 from svmgeo.analysis import lipschitz, regularization_path, robustness_radius
 from svmgeo.analysis._regpath import _Objective, _SelectionGap
+from svmgeo.gd import RiskOracle
 
 
 def _cross(seed: int, scale: float = 1.0) -> tuple[sg.TokenData, np.ndarray]:
@@ -112,3 +113,16 @@ def test_the_path_from_zero_is_not_called_stationary_on_a_tie_broken_selection()
     path = regularization_path(data, [1.0], loss="logistic", max_iter=2000)
     assert np.any(path.W[0])
     assert path.loss[0] < 1e-60 * _risk(data, np.zeros((2, 2)))
+
+
+def test_the_path_reports_its_values_where_the_gradient_scale_leaves_float64() -> None:
+    """Scores of size 1e30: the path itself converged, but reporting its values called the
+    objective with its gradient, whose scale e^M / (L - L*) overflowed: a bare OverflowError.
+    The values are reported without the gradient now."""
+    d0 = sg.random_data(3, 4, 4, seed=0)
+    data = sg.TokenData(d0.X, Y=d0.Y, Z=d0.Z, v=d0.v * 1e30)
+    path = regularization_path(data, radii=[1.0, 2.0])
+    assert path.converged.all()
+    oracle = RiskOracle(data)
+    for W, gap in zip(path.W, path.log_loss_gap, strict=True):
+        np.testing.assert_allclose(gap, oracle.log_excess_risk(W), rtol=1e-15)
