@@ -35,13 +35,12 @@ from .._linalg import correlation
 from .._summary import summarized
 from .._validation import check_array, check_int, check_option, check_real, check_width
 from ..data import TokenData
-from ..gd import CORRELATION_LOSS, EXPONENTIAL_LOSS, HEADS, LOSSES, RiskOracle
+from ..gd import HEADS, LOSSES, RiskOracle
 
 __all__ = ["RegularizationPath", "regularization_path"]
 
 _WHERE = "regularization_path"
 _EPS = float(np.finfo(np.float64).eps)
-_LOG_HALF = math.log(0.5)
 
 
 @summarized
@@ -171,11 +170,9 @@ class _SelectionGap:
     selection α. With :math:`D_{ik} = \gamma_{ik\alpha} - Y_{ik}f_{ik}
     = \sum_t s_{ikt}(\gamma_{ik\alpha} - \gamma_{ikt})`, split into its low-score (positive) and
     high-score (negative) parts, each formed in the log domain from the log-softmax, query
-    (i, k) contributes :math:`\ell(\gamma_\alpha - D) - \ell(\gamma_\alpha)` (:math:`D`,
-    :math:`e^{-\gamma_\alpha}\mathrm{expm1}(D)`, :math:`\mathrm{log1p}(\mathrm{expm1}(D)
-    \sigma(-\gamma_\alpha))` for the correlation, exponential, logistic loss; the last as
-    :math:`\log(\sigma(\gamma_\alpha) + e^D\sigma(-\gamma_\alpha))` where its argument of
-    log1p is at least 1/2 in size), summed with signs in the log domain. :math:`\varphi_s`
+    (i, k) contributes :math:`\ell(\gamma_\alpha - D) - \ell(\gamma_\alpha)`, in the log
+    domain without cancellation (:meth:`~svmgeo.gd.RiskOracle.log_loss_change`), summed with
+    signs in the log domain. :math:`\varphi_s`
     is increasing, so the minimizers are those of L; the scale s is reset to :math:`|g|` at
     each radius's start, so F is of order one there however small g is.
     :math:`\nabla F = \nabla L/(s + |g|)` with :math:`\nabla L = e^M G` from the GD module's
@@ -206,27 +203,7 @@ class _SelectionGap:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             terms = np.where(self.sign != 0.0, ls + self.log_diff, -np.inf)
             sd, log_d = _signed_logsumexp(self.sign, terms, axis=2)  # D per query
-            d = sd * np.exp(log_d)
-            # log|expm1(D)|, same sign as D: log|D| where D underflows, D + log(1 - e^-D) for
-            # D > 0 (expm1 overflows past 709), log(1 - e^D) for D < 0
-            log_em1 = np.where(
-                np.abs(d) > 1e-200,
-                np.where(d > 0.0, d + np.log(-np.expm1(-d)), np.log(-np.expm1(d))),
-                log_d,
-            )
-            if o.loss_id == CORRELATION_LOSS:
-                lq = log_d
-            elif o.loss_id == EXPONENTIAL_LOSS:
-                lq = -self.ga + log_em1
-            else:  # LOGISTIC_LOSS: log1p(a), a = expm1(D) sigma(-gamma_alpha)
-                la = log_em1 - np.logaddexp(0.0, self.ga)  # log|a|
-                small = la < _LOG_HALF
-                a = sd * np.exp(np.minimum(la, _LOG_HALF))
-                r = np.where(np.abs(a) > 1e-200, np.log1p(a) / np.where(a != 0.0, a, 1.0), 1.0)
-                # |a| >= 1/2: log1p(a) = log(sigma(gamma) + e^D sigma(-gamma)), of size >= 0.4,
-                # without forming a (1 + a cancels for a near -1, and a overflows for D > 709)
-                whole = np.logaddexp(-np.logaddexp(0.0, -self.ga), d - np.logaddexp(0.0, self.ga))
-                lq = np.where(small, la + np.log(r), np.log(np.abs(whole)))
+            lq = o.log_loss_change(self.ga, sd, log_d)  # log|l(ga - D) - l(ga)|
         s, lg = _signed_logsumexp(sd.ravel(), lq.ravel(), axis=0)
         return float(s), float(lg) - math.log(o.problem.n)
 

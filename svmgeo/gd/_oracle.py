@@ -74,6 +74,9 @@ class RiskValue(NamedTuple):
     M: float
 
 
+_LOG_HALF = math.log(0.5)
+"""Where :meth:`RiskOracle.log_loss_change` takes the logistic's log1p(a), a < 0, whole."""
+
 _FIRST_ORDER_BELOW = 2.0**-26
 r"""Up to this :math:`\Delta` a user loss's excess :math:`\ell(\gamma - \Delta) - \ell(\gamma)`
 is taken as its first-order term :math:`-\ell'(\gamma)\Delta` (relative error about
@@ -267,31 +270,62 @@ class RiskOracle:
             safe = np.where(np.isfinite(hi), hi, 0.0)
             log_d = safe + np.log(np.sum(np.exp(terms - safe[..., None]), axis=2))
             log_d = np.where(np.isfinite(hi), log_d, -np.inf)
-            dlt = np.exp(log_d)
-            ratio = np.where(dlt > 0.0, np.expm1(dlt) / np.where(dlt > 0.0, dlt, 1.0), 1.0)
-            # log expm1(Delta); where expm1 overflows (Delta > log of float64's largest) it is
-            # Delta itself to float64's precision
-            log_em1 = np.where(np.isinf(ratio), dlt, log_d + np.log(ratio))
             if isinstance(self.loss_id, LossSpec):  # a user loss: the difference, as it comes
+                dlt = np.exp(log_d)
                 gap = self.loss_id.value(top - dlt) - self.loss_id.value(top)
                 # for a small Delta, or where the difference cancels, -l'(gamma) Delta
                 log_abs_d1, flip = _xp.dloss_parts(top, self.loss_id, np)
                 first = (dlt > 0.0) & (flip > 0.0) & ((dlt <= _FIRST_ORDER_BELOW) | (gap <= 0.0))
                 lq = np.where(first, log_abs_d1 + log_d, np.log(np.where(gap > 0.0, gap, 0.0)))
-            elif self.loss_id == CORRELATION_LOSS:
-                lq = log_d
-            elif self.loss_id == EXPONENTIAL_LOSS:
-                lq = -top + log_em1
             else:
-                la = log_em1 - np.logaddexp(0.0, top)
-                a = np.exp(la)
-                log_log1p = la + np.log(
-                    np.where(a > 0.0, np.log1p(a) / np.where(a > 0.0, a, 1.0), 1.0)
-                )
-                # where e^la overflows, log1p(e^la) is la itself to float64's precision
-                lq = np.where(np.isinf(a), np.log(la), log_log1p)
+                lq = self.log_loss_change(top, np.ones_like(top), log_d)
             lq = lq.ravel()
             mx = lq.max()
             if not np.isfinite(mx):
                 return -math.inf
             return float(mx + np.log(np.sum(np.exp(lq - mx))) - math.log(self.problem.n))
+
+    def log_loss_change(self, gamma: np.ndarray, sign: np.ndarray, log_d: np.ndarray) -> np.ndarray:
+        r""":math:`\log|\ell(\gamma - D) - \ell(\gamma)|` elementwise, for a built-in loss and
+        :math:`D = \mathrm{sign}\cdot e^{\log|D|}` (the change has D's sign: the built-ins
+        decrease), free of cancellation and overflow.
+
+        .. math::
+
+            \ell(\gamma - D) - \ell(\gamma) = D\ \text{(correlation)},\quad
+            e^{-\gamma}\,\mathrm{expm1}(D)\ \text{(exponential)},\quad
+            \mathrm{log1p}\big(\mathrm{expm1}(D)\,\sigma(-\gamma)\big)\ \text{(logistic)}.
+
+        :math:`\log|\mathrm{expm1}(D)|` is :math:`\log D + \log(\mathrm{expm1}(D)/D)` for
+        D > 0 (D itself past exp's range), :math:`\log(-\mathrm{expm1}(D))` for D < 0,
+        :math:`\log|D|` where D is below 1e-200. The logistic's :math:`\mathrm{log1p}(a)`,
+        :math:`a = \mathrm{expm1}(D)\sigma(-\gamma)`: through :math:`\mathrm{log1p}(a)/a`
+        for a > 0 (:math:`\log a` itself where a overflows) and for :math:`-1/2 < a < 0`;
+        for :math:`a \le -1/2` as :math:`\log(\sigma(\gamma) + e^D\sigma(-\gamma))`,
+        without forming 1 + a. The excess risk (D > 0, :meth:`log_excess_risk`) and the
+        regularization path's signed gap (:mod:`svmgeo.analysis`) share it.
+        """
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            d = sign * np.exp(log_d)
+            up = d > 0.0
+            ratio = np.where(up, np.expm1(d) / np.where(up, d, 1.0), 1.0)
+            log_em1 = np.where(
+                up,
+                np.where(np.isinf(ratio), d, log_d + np.log(ratio)),
+                np.where(np.abs(d) > 1e-200, np.log(-np.expm1(np.minimum(d, 0.0))), log_d),
+            )
+            if self.loss_id == CORRELATION_LOSS:
+                return log_d
+            if self.loss_id == EXPONENTIAL_LOSS:
+                return -gamma + log_em1
+            la = log_em1 - np.logaddexp(0.0, gamma)  # log|a|
+            a = np.exp(la)  # a > 0 (D > 0): log1p(a) / a, and la itself where e^la overflows
+            shrink = np.where(a > 0.0, np.log1p(a) / np.where(a > 0.0, a, 1.0), 1.0)
+            rise = np.where(np.isinf(a), np.log(la), la + np.log(shrink))
+            fall_a = -np.exp(np.minimum(la, _LOG_HALF))  # a < 0
+            r = np.where(
+                fall_a < -1e-200, np.log1p(fall_a) / np.where(fall_a != 0.0, fall_a, 1.0), 1.0
+            )
+            whole = np.logaddexp(-np.logaddexp(0.0, -gamma), d - np.logaddexp(0.0, gamma))
+            fall = np.where(la < _LOG_HALF, la + np.log(r), np.log(np.abs(whole)))
+            return np.where(up, rise, fall)
