@@ -235,6 +235,16 @@ def check_int(
 
 def check_iterations(value: Any, name: str, *, where: str) -> int:
     """Check that ``value`` is an iteration limit: an int in [1, :data:`MAX_ITERATIONS`]."""
+    if (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, bool)
+        and value > MAX_ITERATIONS
+    ):
+        raise ProblemError(
+            f"{_int_message(value, name, 1, MAX_ITERATIONS, where)} The solvers count "
+            f"iterations in 32 bits (scipy's SLSQP, Clarabel); pass {name}={MAX_ITERATIONS} "
+            "or less."
+        )
     return check_int(value, name, low=1, high=MAX_ITERATIONS, where=where)
 
 

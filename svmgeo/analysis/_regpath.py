@@ -126,7 +126,7 @@ class _Objective:
         r"""``(L, log(L - L_star))`` at W (the second NaN for non-linear heads): what a path
         reports, without the gradient (whose scale :math:`e^M/(L - L_\star)` can leave
         float64 where the values do not: scores of size 1e30)."""
-        loss = self.oracle(W).loss
+        loss = self.oracle.value(W)
         return loss, self.oracle.log_excess_risk(W) if self.log_gap else math.nan
 
     def __call__(self, W: np.ndarray) -> tuple[float, np.ndarray, float, float]:
@@ -138,7 +138,24 @@ class _Objective:
         F = self.oracle.log_excess_risk(W)
         if not np.isfinite(r.M) or not np.isfinite(F):
             return F, np.zeros_like(r.G), r.loss, F
-        return F, math.exp(r.M - F) * r.G, r.loss, F
+        return F, _scaled_gradient(r.M - F, r.G), r.loss, F
+
+
+_LOG_GRADIENT_MAX = 300.0
+"""The log of the largest entry :func:`_scaled_gradient` gives (e^300 ~ 2e130: squares of
+its gradients, in the projected-gradient steps, stay finite)."""
+
+
+def _scaled_gradient(log_scale: float, G: np.ndarray) -> np.ndarray:
+    r""":math:`e^{\text{log\_scale}} G`, capped where an entry would pass :math:`e^{300}`: the gradient of a
+    log-domain objective (:math:`\nabla L/(L - L_\star)` and the like) can leave float64
+    where its direction does not (scores of size 1e30, :math:`L - L_\star \sim e^{-10^{28}}`);
+    the projected-gradient steps and the residual inside the ball (which reads 1 there) need
+    only that direction."""
+    top = float(np.max(np.abs(G), initial=0.0))
+    if not 0.0 < top < math.inf:
+        return math.exp(min(float(log_scale), _LOG_GRADIENT_MAX)) * G
+    return math.exp(min(float(log_scale), _LOG_GRADIENT_MAX - math.log(top))) * G
 
 
 def _signed_logsumexp(sign: np.ndarray, logabs: np.ndarray, axis: int) -> tuple[Any, Any]:
@@ -219,19 +236,29 @@ class _SelectionGap:
         F = sgn * float(np.logaddexp(0.0, lg - self.log_scale)) if np.isfinite(lg) else 0.0
         if not np.isfinite(r.M):
             return F, np.zeros_like(r.G)
-        return F, math.exp(r.M - np.logaddexp(self.log_scale, lg)) * r.G
+        return F, _scaled_gradient(r.M - np.logaddexp(self.log_scale, lg), r.G)
 
 
-def _reference_selection(oracle: RiskOracle, W: np.ndarray) -> np.ndarray:
-    r"""The selection β of the linear head's gap :math:`L - L_\beta` at W, shape (n, K): the
-    tokens W selects, and at W = 0, where every logit ties and W selects nothing, the optimal
-    tokens (:math:`L_\beta = L_\star`). A tie broken by index can put :math:`L_\beta` far
-    from L, and :math:`\nabla F = \nabla L/(s + |g|)` then passes for stationary at the start
-    (``tol`` met at W = 0 with the risk still 1e62 times its minimum over the ball)."""
-    sets = oracle.optimal_sets
-    if sets is not None and not np.any(W):
-        return np.argmax(sets, axis=-1)
-    return oracle(W).selected
+def _reference_selection(gap: _SelectionGap, W: np.ndarray) -> None:
+    r"""Set the gap's selection β (:math:`g = L - L_\beta`) at W: of the tokens W selects and
+    the optimal tokens (:math:`L_\beta = L_\star`), the one whose risk is nearer L(W), the
+    smaller :math:`|g|` (the optimal ones on a tie, and alone at W = 0, where every logit
+    ties and W selects nothing). F's minimizers are L's for any β, but its gradient
+    :math:`\nabla F = \nabla L/(s + |g|)` is not scale-free: a β whose risk is far from L
+    (a tie broken by index at W = 0, or a selection away from opt at large scores, 446 apart)
+    made :math:`\nabla F` underflow and pass for stationary inside the ball."""
+    sets = gap.oracle.optimal_sets
+    candidates = [] if sets is None else [np.argmax(sets, axis=-1)]
+    if np.any(W) or not candidates:
+        candidates.append(gap.oracle(W).selected)
+    best: tuple[float, np.ndarray] | None = None
+    for beta in candidates:
+        gap.select(beta)
+        _, lg = gap.log_gap(W)
+        if best is None or lg < best[0]:
+            best = (lg, beta)
+    assert best is not None  # at least one candidate
+    gap.select(best[1])
 
 
 def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
@@ -483,7 +510,8 @@ def regularization_path(
     :math:`F = \mathrm{sign}(g)\log(1 + |g|/s)` of the signed gap
     :math:`g = L - L_\beta`, :math:`L_\beta = \frac1n\sum_{i,k}\ell(\gamma_{ik\beta_{ik}})`,
     with β = α (local path) or the tokens the current W selects (``"W"``, re-chosen per
-    radius; the optimal tokens at W = 0, where every logit ties) and :math:`s = |g|` at each radius's start. F is increasing in L, so its minimizers are
+    radius, or the optimal tokens where their risk is nearer L, and at W = 0, where every
+    logit ties) and :math:`s = |g|` at each radius's start. F is increasing in L, so its minimizers are
     L's; g is formed in the log domain (positive and negative parts apart) and
     :math:`\nabla F = \nabla L/(s + |g|)` from the GD module's log-domain gradient.
     ``"KQ"`` minimizes :math:`\log(L - L_\star)`
@@ -656,7 +684,9 @@ def _path_w(
     else:
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
 
-    gap = _SelectionGap(obj, _reference_selection(obj.oracle, x)) if obj.log_gap else None
+    gap = _SelectionGap(obj, obj.oracle(x).selected) if obj.log_gap else None
+    if gap is not None:
+        _reference_selection(gap, x)
 
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
         if gap is not None:
@@ -702,12 +732,12 @@ def _on_ball(
     there while that measure says "not yet"."""
     if gap is not None:
         W = to_W(x)
-        gap.select(_reference_selection(gap.oracle, W))
+        _reference_selection(gap, W)
         gap.reset(W)
     xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap)
     while gap is not None:
         W = to_W(xv)
-        gap.select(_reference_selection(gap.oracle, W))
+        _reference_selection(gap, W)
         gap.reset(W)
         rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
         if rr <= tol or it >= max_iter:

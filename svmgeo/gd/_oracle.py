@@ -275,7 +275,9 @@ class RiskOracle:
                 gap = self.loss_id.value(top - dlt) - self.loss_id.value(top)
                 # for a small Delta, or where the difference cancels, -l'(gamma) Delta
                 log_abs_d1, flip = _xp.dloss_parts(top, self.loss_id, np)
-                first = (dlt > 0.0) & (flip > 0.0) & ((dlt <= _FIRST_ORDER_BELOW) | (gap <= 0.0))
+                first = (
+                    np.isfinite(log_d) & (flip > 0.0) & ((dlt <= _FIRST_ORDER_BELOW) | (gap <= 0.0))
+                )
                 lq = np.where(first, log_abs_d1 + log_d, np.log(np.where(gap > 0.0, gap, 0.0)))
             else:
                 lq = self.log_loss_change(top, np.ones_like(top), log_d)

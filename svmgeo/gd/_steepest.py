@@ -286,9 +286,10 @@ def adam_direction(
     Parameters
     ----------
     G : ndarray
-        The gradient's order-one factor, a finite real array (1-D to 3-D) with
-        :math:`2^{-511} \le \max|G| \le 2^{511}` (or zero), so that :math:`G^2` is a
-        normal float64.
+        The gradient's order-one factor, a finite real array (1-D to 3-D); where
+        :math:`\max|G|` is outside :math:`[2^{-511}, 2^{511}]`, so that :math:`G^2` would
+        leave float64's normal range, it is rescaled first (the same gradient
+        :math:`e^M G`).
     M : float
         Its log-scale, ``-inf`` for a zero gradient (not ``+inf`` or NaN).
     moments : AdamMoments
@@ -315,13 +316,6 @@ def adam_direction(
     where = "adam_direction"
     G = check_float_array(G, f"'G' of {where}", ndim=(1, 2, 3))
     M = check_real(M, "M", high=math.inf, high_open=True, where=where)
-    top = float(np.max(np.abs(G), initial=0.0))
-    if not (top == 0.0 or _ADAM_G_RANGE[0] <= top <= _ADAM_G_RANGE[1]):
-        raise ProblemError(
-            f"'G' of {where} is the order-one factor of the gradient e^M G, and Adam squares "
-            f"it; got max|G| = {top!r}, whose square is beyond float64's normal range. Pass "
-            "G / s with M + log(s) instead, e.g. s = np.abs(G).max() (the same gradient)."
-        )
     moments = _checked_moments(moments, G.shape, where)
     beta1 = check_rule_option(beta1, "adam_beta1", where, "beta1")
     beta2 = check_rule_option(beta2, "adam_beta2", where, "beta2")
@@ -330,7 +324,8 @@ def adam_direction(
 
 
 _ADAM_G_RANGE = (2.0**-511, 2.0**511)
-"""The max|G| that :func:`adam_direction` takes: G * G neither overflows nor underflows."""
+"""The max|G| that Adam squares as it comes (G * G neither overflows nor underflows); a G
+outside is rescaled first (:func:`_adam_direction`)."""
 
 
 def _checked_moments(moments: Any, shape: tuple[int, ...], where: str) -> AdamMoments:
@@ -415,8 +410,10 @@ class SteepestState(NamedTuple):
 
 def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
     """A :class:`ProblemError` unless ``risk`` gives the infimum :math:`L_\\star` the Polyak
-    step aims at: softmax attention with the linear head, and Att-SVM(opt) feasible (else L
-    stays above :math:`L_\\star` and the steps overshoot)."""
+    step aims at: softmax attention with the linear head, a loss that does not rise on any
+    query's interval of scores (else L can fall below :math:`L_\\star`, :func:`_loss_rises`),
+    and Att-SVM(opt) feasible (else L stays above :math:`L_\\star` and the steps
+    overshoot)."""
     attained = getattr(risk, "infimum_attained", None)
     if attained is None:
         raise ProblemError(
@@ -430,8 +427,8 @@ def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
         where = query_name(risk.scores.shape[1] == 1, i, k)  # type: ignore[attr-defined]
         raise ProblemError(
             "step_size='polyak' steps towards L* = (1/n) sum l(gamma_opt), a lower bound of the "
-            "risk only where the loss decreases on each query's scores (TF-SVM, Lemma 2's "
-            f"Assumption A); loss {name!r} has l'(u) >= 0 at u = {u:.6g}, inside the scores' "
+            "risk only where the loss does not rise on each query's scores (TF-SVM, Lemma 2's "
+            f"Assumption A); loss {name!r} has l'(u) > 0 at u = {u:.6g}, inside the scores' "
             f"interval [{lo:.6g}, {hi:.6g}] of {where} (a grid of {_POLYAK_GRID} points), so L "
             "can fall below L* and the Polyak steps aim wrong. Pass a float step_size, or a "
             "loss that decreases there (e.g. loss='logistic')."
@@ -446,25 +443,27 @@ def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
 
 
 _POLYAK_GRID = 65
-"""Points of each query's score interval where the Polyak step checks a user loss's l' < 0."""
+"""Points of each query's score interval where the Polyak step checks a user loss's l' <= 0."""
 
 
 def _loss_rises(risk: Risk) -> tuple[str, int, int, float, float, float] | None:
-    r"""Where a user loss has :math:`\ell'(u) \ge 0` on a query's score interval
+    r"""Where a user loss rises, :math:`\ell'(u) > 0`, on a query's score interval
     :math:`[\min_t \gamma_{ikt}, \max_t \gamma_{ikt}]` (visible keys), the one :math:`Y f`
     spans: ``(name, i, k, u, lo, hi)`` of the first such grid point, or None (the built-in
-    losses decrease everywhere; a query whose keys score alike has :math:`Y f` fixed). On a grid of :data:`_POLYAK_GRID` points: a measurement, a
-    proof for a convex loss (:math:`\ell'` increases, so :math:`\ell'(\max_t \gamma) < 0`
-    settles it)."""
+    losses decrease everywhere; a query whose keys score alike has :math:`Y f` fixed).
+    :math:`L \ge L_\star` needs only :math:`\ell` non-increasing there (an :math:`\ell'`
+    that underflows to 0 does no harm). On a grid of :data:`_POLYAK_GRID` points, both ends
+    included: a measurement, a proof for a convex loss (:math:`\ell'` increases, so
+    :math:`\ell'(\max_t \gamma) \le 0` settles it)."""
     loss, gamma = getattr(risk, "loss_id", None), getattr(risk, "scores", None)
     if not isinstance(loss, LossSpec) or gamma is None:
         return None
     visible = np.isfinite(gamma)
     lo = np.where(visible, gamma, np.inf).min(axis=2)
     hi = np.where(visible, gamma, -np.inf).max(axis=2)
-    u = lo[..., None] + (hi - lo)[..., None] * np.linspace(0.0, 1.0, _POLYAK_GRID)
+    u = np.linspace(lo, hi, _POLYAK_GRID, axis=-1)
     with np.errstate(all="ignore"):
-        rises = ~(np.asarray(loss.d1(u), dtype=float) < 0.0) & (hi > lo)[..., None]
+        rises = (np.asarray(loss.d1(u), dtype=float) > 0.0) & (hi > lo)[..., None]
     if not rises.any():
         return None
     i, k, j = (int(x) for x in np.argwhere(rises)[0])

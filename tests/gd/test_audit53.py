@@ -4,6 +4,8 @@ past the range of ``exp``, and Adam on gradients whose order-one factor is not o
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -90,14 +92,15 @@ def test_polyak_with_a_user_loss_follows_the_builtin(backend: str) -> None:
     assert run.status is ref.status is sg.StopStatus.MAX_STEPS
     np.testing.assert_allclose(run.W, ref.W, rtol=0, atol=1e-9 * np.abs(ref.W).max())
     oracle_user, oracle = RiskOracle(data, loss=user), RiskOracle(data, loss="logistic")
-    for W in (0.0 * ref.W, 0.05 * ref.W, 0.1 * ref.W, ref.W):  # Delta above and below 2^-26
+    # Delta above and below 2^-26, and below float64's range (10 W: log Delta ~ -3000)
+    for W in (0.0 * ref.W, 0.05 * ref.W, 0.1 * ref.W, ref.W, 10.0 * ref.W):
         np.testing.assert_allclose(
             oracle_user.log_excess_risk(W), oracle.log_excess_risk(W), rtol=1e-9
         )
 
 
 def test_polyak_refuses_a_loss_that_rises_on_the_scores() -> None:
-    """The square loss rises past u = 1: with scores up to ~1.1 (tokens x3), L fell below
+    """The square loss rises past u = 1: with scores up to ~2.2 (tokens x3), L fell below
     L* = (1/n) sum l(gamma_opt) and the Polyak run stopped as STATIONARY ("the gradient is
     exactly zero") with L - L* = -0.77. Below 1 it decreases, and the step runs."""
     d0 = sg.random_data(4, 5, 6, seed=1)
@@ -109,3 +112,26 @@ def test_polyak_refuses_a_loss_that_rises_on_the_scores() -> None:
         sg.train(scaled, loss=square, step_size="polyak", n_steps=30)
     run = sg.train(d0, loss=square, step_size="polyak", n_steps=30)
     assert run.status is sg.StopStatus.MAX_STEPS
+    # a decreasing loss whose l' underflows to 0 on the scores (tokens x100) is not refused
+    user = sg.LossSpec(
+        "my-logistic", LOSSES["logistic"], lambda u: -0.5 * (1.0 + np.tanh(-0.5 * u))
+    )
+    large = sg.TokenData(d0.X * 100.0, Y=d0.Y, Z=d0.Z, v=d0.v)
+    assert np.max(user.d1(100.0 * gamma)) == 0.0
+    with pytest.warns(sg.LossWarning, match="l'"):  # the grid's l' underflows: a warning only
+        run = sg.train(large, loss=user, step_size="polyak", n_steps=30)
+    assert run.status is sg.StopStatus.MAX_STEPS
+
+
+def test_public_adam_direction_takes_a_gradient_factor_of_any_scale() -> None:
+    """Before: adam_direction refused a G with max|G| outside [2^-511, 2^511] and asked the
+    caller to rescale it, which the engine's own steps now do: the same gradient e^M G in
+    other units gives the same step."""
+    from svmgeo.gd import AdamMoments, adam_direction
+
+    G = np.random.default_rng(0).standard_normal((3, 3))
+    start = AdamMoments(np.zeros_like(G), -np.inf, np.zeros_like(G), -np.inf, 0)
+    ref, _ = adam_direction(G, 0.0, start, 0.9, 0.999, 1e-8)
+    for s in (1e200, 1e-200):
+        D, _ = adam_direction(G * s, -math.log(s), start, 0.9, 0.999, 1e-8)
+        np.testing.assert_allclose(D, ref, rtol=1e-13)
