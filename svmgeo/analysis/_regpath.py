@@ -147,15 +147,14 @@ its gradients, in the projected-gradient steps, stay finite)."""
 
 
 def _scaled_gradient(log_scale: float, G: np.ndarray) -> np.ndarray:
-    r""":math:`e^{\text{log\_scale}} G`, capped where an entry would pass :math:`e^{300}`: the gradient of a
-    log-domain objective (:math:`\nabla L/(L - L_\star)` and the like) can leave float64
-    where its direction does not (scores of size 1e30, :math:`L - L_\star \sim e^{-10^{28}}`);
+    r""":math:`e^{\text{log\_scale}} G`, capped where an entry would pass :math:`e^{300}`: the
+    gradient of a log-domain objective (:math:`\nabla L/(L - L_\star)` and the like) can
+    leave float64 where its direction does not (scores of size 1e30, :math:`L - L_\star \sim e^{-10^{28}}`);
     the projected-gradient steps and the residual inside the ball (which reads 1 there) need
     only that direction."""
     top = float(np.max(np.abs(G), initial=0.0))
-    if not 0.0 < top < math.inf:
-        return math.exp(min(float(log_scale), _LOG_GRADIENT_MAX)) * G
-    return math.exp(min(float(log_scale), _LOG_GRADIENT_MAX - math.log(top))) * G
+    cap = _LOG_GRADIENT_MAX - (math.log(top) if 0.0 < top < math.inf else 0.0)
+    return math.exp(min(float(log_scale), cap)) * G
 
 
 def _signed_logsumexp(sign: np.ndarray, logabs: np.ndarray, axis: int) -> tuple[Any, Any]:
@@ -251,14 +250,12 @@ def _reference_selection(gap: _SelectionGap, W: np.ndarray) -> None:
     candidates = [] if sets is None else [np.argmax(sets, axis=-1)]
     if np.any(W) or not candidates:
         candidates.append(gap.oracle(W).selected)
-    best: tuple[float, np.ndarray] | None = None
-    for beta in candidates:
+
+    def log_size(beta: np.ndarray) -> float:
         gap.select(beta)
-        _, lg = gap.log_gap(W)
-        if best is None or lg < best[0]:
-            best = (lg, beta)
-    assert best is not None  # at least one candidate
-    gap.select(best[1])
+        return gap.log_gap(W)[1]
+
+    gap.select(min(candidates, key=log_size))  # the first of equals: the optimal tokens
 
 
 def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
@@ -685,8 +682,6 @@ def _path_w(
         x = check_array(init, "init", ndim=2, shape=(d, d), hint="init is a (d, d) matrix W.")
 
     gap = _SelectionGap(obj, obj.oracle(x).selected) if obj.log_gap else None
-    if gap is not None:
-        _reference_selection(gap, x)
 
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
         if gap is not None:
