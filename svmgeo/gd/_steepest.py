@@ -423,8 +423,7 @@ def _check_polyak_target(config: GDConfig, risk: Risk) -> None:
         )
     rises = _loss_rises(risk)
     if rises is not None:
-        name, i, k, u, lo, hi = rises
-        where = query_name(risk.scores.shape[1] == 1, i, k)  # type: ignore[attr-defined]
+        name, where, u, lo, hi = rises
         raise ProblemError(
             "step_size='polyak' steps towards L* = (1/n) sum l(gamma_opt), a lower bound of the "
             "risk only where the loss does not rise on each query's scores (TF-SVM, Lemma 2's "
@@ -446,10 +445,10 @@ _POLYAK_GRID = 65
 """Points of each query's score interval where the Polyak step checks a user loss's l' <= 0."""
 
 
-def _loss_rises(risk: Risk) -> tuple[str, int, int, float, float, float] | None:
+def _loss_rises(risk: Risk) -> tuple[str, str, float, float, float] | None:
     r"""Where a user loss rises, :math:`\ell'(u) > 0`, on a query's score interval
     :math:`[\min_t \gamma_{ikt}, \max_t \gamma_{ikt}]` (visible keys), the one :math:`Y f`
-    spans: ``(name, i, k, u, lo, hi)`` of the first such grid point, or None (the built-in
+    spans: ``(name, query, u, lo, hi)`` of the first such grid point, or None (the built-in
     losses decrease everywhere; a query whose keys score alike has :math:`Y f` fixed).
     :math:`L \ge L_\star` needs only :math:`\ell` non-increasing there (an :math:`\ell'`
     that underflows to 0 does no harm). On a grid of :data:`_POLYAK_GRID` points, both ends
@@ -467,7 +466,8 @@ def _loss_rises(risk: Risk) -> tuple[str, int, int, float, float, float] | None:
     if not rises.any():
         return None
     i, k, j = (int(x) for x in np.argwhere(rises)[0])
-    return loss.name, i, k, float(u[i, k, j]), float(lo[i, k]), float(hi[i, k])
+    query = query_name(gamma.shape[1] == 1, i, k)
+    return loss.name, query, float(u[i, k, j]), float(lo[i, k]), float(hi[i, k])
 
 
 class SteepestDescent:
