@@ -216,7 +216,9 @@ def solve_svm(
     seed : int, optional
         Randomness of the rank-constrained (nonconvex) solver; needs ``rank``.
     n_restarts : int, optional
-        Random restarts of the rank-constrained solver (default 10); needs ``rank``.
+        Random starts of the rank-constrained solver in addition to its truncated-SVD start
+        (default 10; 0 runs that start alone, and ``seed`` then changes nothing); needs
+        ``rank``.
     max_iter : int, optional
         Iteration limit of svmgeo's Frobenius interior point, or SLSQP iterations per start of
         the rank-constrained solver (default 300), at most 2**31 - 1 (SLSQP counts in 32

@@ -213,7 +213,7 @@ def solve_lowrank(
     rank : int
         The rank bound :math:`m \ge 1`.
     n_restarts : int, default 5
-        Random starts in addition to the truncated-SVD start.
+        Random starts in addition to the truncated-SVD start (0 runs that start alone).
     seed : int or Generator, optional
         Randomness of the restarts.
     tol : float in (0, 1], default 1e-8

@@ -742,7 +742,7 @@ def request(
         req,
         n_restarts=10
         if n_restarts is None
-        else check_int(n_restarts, "n_restarts", low=1, where=where),
+        else check_int(n_restarts, "n_restarts", low=0, where=where),
         max_iter=None if max_iter is None else check_iterations(max_iter, "max_iter", where=where),
         seed=None if seed is None else check_int(seed, "seed", low=0, where=where),
     )

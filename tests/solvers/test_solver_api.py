@@ -11,6 +11,7 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.solvers import STATUS_MAP, Status, _norms, solve_svm
+from svmgeo.solvers._lowrank import solve_lowrank
 from svmgeo.testing import assert_farkas, assert_feasible_point
 
 
@@ -133,7 +134,7 @@ def test_infeasible_problem_returns_certificate_not_exception():
         ({"tol": 0.0}, "tol"),
         ({"rank": 2}, "norm='nuc'"),
         ({"norm": "nuc", "rank": 1, "method": "cvxpy"}, "nonconvex"),
-        ({"norm": "nuc", "rank": 1, "n_restarts": 0}, "'n_restarts' parameter .* in"),
+        ({"norm": "nuc", "rank": 1, "n_restarts": -1}, r"'n_restarts' parameter .* in \[0, inf\]"),
         ({"norm": "nuc", "rank": 1, "max_iter": 0}, "'max_iter' parameter"),
         ({"solver": 3}, "solver"),
     ],
@@ -181,6 +182,18 @@ def test_options_the_path_uses_are_accepted(cs):
     # the cvxpy path takes a cvxpy solver name
     scs = solve_svm(cs, method="cvxpy", solver="SCS")
     assert scs.solver == "cvxpy-scs"
+
+
+def test_zero_restarts_run_the_svd_start_alone(cs):
+    """n_restarts counts the random starts beyond the truncated-SVD start in solve_svm as in
+    solve_lowrank, which takes 0 (that start alone); solve_svm refused 0 ("must be an int in
+    [1, inf]")."""
+    direct = solve_lowrank(cs, 1, n_restarts=0)
+    assert direct.W is not None, direct.message
+    for seed in (0, 5):  # no random start, so the seed changes nothing
+        res = solve_svm(cs, norm="nuc", rank=1, n_restarts=0, seed=seed)
+        assert res.status is direct.status, res.message
+        np.testing.assert_allclose(res.W, direct.W, rtol=1e-12, atol=0.0)
 
 
 @pytest.mark.parametrize("limit", [2**31, 2**32 + 1, 2**63])
