@@ -222,30 +222,42 @@ def _real_message(
 
 
 def check_int(
-    value: Any, name: str, *, low: int | None = None, high: int | None = None, where: str = ""
+    value: Any,
+    name: str,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    where: str = "",
+    above_high: str = "",
 ) -> int:
-    """Check that ``value`` is an integer in ``[low, high]`` (bounds optional)."""
+    """Check that ``value`` is an integer in ``[low, high]`` (bounds optional).
+
+    ``above_high`` ends the message of an integer above ``high``: why the bound, and the fix.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ProblemError(_int_message(value, name, low, high, where))
     x = int(value)
-    if (low is not None and x < low) or (high is not None and x > high):
+    if low is not None and x < low:
         raise ProblemError(_int_message(value, name, low, high, where))
+    if high is not None and x > high:
+        reason = f" {above_high}" if above_high else ""
+        raise ProblemError(_int_message(value, name, low, high, where) + reason)
     return x
 
 
 def check_iterations(value: Any, name: str, *, where: str) -> int:
     """Check that ``value`` is an iteration limit: an int in [1, :data:`MAX_ITERATIONS`]."""
-    if (
-        isinstance(value, (int, np.integer))
-        and not isinstance(value, bool)
-        and value > MAX_ITERATIONS
-    ):
-        raise ProblemError(
-            f"{_int_message(value, name, 1, MAX_ITERATIONS, where)} The solvers count "
-            f"iterations in 32 bits (scipy's SLSQP, Clarabel); pass {name}={MAX_ITERATIONS} "
-            "or less."
-        )
-    return check_int(value, name, low=1, high=MAX_ITERATIONS, where=where)
+    return check_int(
+        value,
+        name,
+        low=1,
+        high=MAX_ITERATIONS,
+        where=where,
+        above_high=(
+            "The solvers count iterations in 32 bits (scipy's SLSQP, Clarabel); pass "
+            f"{name}={MAX_ITERATIONS} or less."
+        ),
+    )
 
 
 def _int_message(value: Any, name: str, low: int | None, high: int | None, where: str) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo._validation import check_int
 from svmgeo.solvers import STATUS_MAP, Status, _norms, solve_svm
 from svmgeo.solvers._lowrank import solve_lowrank
 from svmgeo.testing import assert_farkas, assert_feasible_point
@@ -201,12 +202,32 @@ def test_iteration_limits_beyond_32_bits_are_errors(cs, limit):
     """SLSQP counts its iterations in 32 bits: max_iter=2**32 + 1 ran 1 iteration per start
     and reported MAX_ITER "at its limit of max_iter = 4294967297", 2**31 ran none, 2**63 raised
     a bare SystemError; Clarabel's limit is unsigned 32-bit (a bare OverflowError)."""
-    match = r"'max_iter' parameter of solve_svm must be an int in \[1, 2147483647\]"
+    match = (
+        r"'max_iter' parameter of solve_svm must be an int in \[1, 2147483647\]\. Got \d+ "
+        r"instead\. The solvers count iterations in 32 bits .*; pass max_iter=2147483647 or less"
+    )
     with pytest.raises(sg.ProblemError, match=match):
         solve_svm(cs, norm="nuc", rank=1, seed=0, n_restarts=1, max_iter=limit)
     for name in ("max_iter", "max_rounds"):
         with pytest.raises(sg.ProblemError, match=f"'{name}' parameter of solve_frobenius"):
             sg.solvers.solve_frobenius(cs, **{name: limit})
+
+
+def test_check_int_gives_its_reason_only_above_the_high_bound(cs):
+    """check_int(above_high=...) ends the message of a value above ``high`` (check_iterations's
+    32-bit reason, which repeated check_int's integer test to add it); a value below ``low``
+    or not an int keeps the plain message."""
+    reason = "The limit is why; pass 10 or less."
+    with pytest.raises(sg.ProblemError) as above:
+        check_int(11, "k", low=1, high=10, where="f", above_high=reason)
+    assert str(above.value).endswith(f"Got 11 instead. {reason}")
+    for bad in (0, 2.5, True):
+        with pytest.raises(sg.ProblemError, match=r"'k' parameter of f must be an int") as err:
+            check_int(bad, "k", low=1, high=10, where="f", above_high=reason)
+        assert reason not in str(err.value)
+    with pytest.raises(sg.ProblemError) as low:
+        solve_svm(cs, norm="nuc", rank=1, max_iter=0)
+    assert "32 bits" not in str(low.value)
 
 
 def test_wrong_shape_warm_start_is_an_error(cs):
