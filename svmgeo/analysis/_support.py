@@ -57,6 +57,8 @@ class SupportTokens:
     farkas : ndarray or None
         Farkas vector (per row of ``svm.constraints``) when infeasible.
     tol, dual_tol : float
+        The tolerances of the two decisions above (margin, multiplier); the solve's own
+        certificate tolerance is ``svm.certificate.tol``.
     unique_optimum : bool
         Whether the optimum is unique by the norm (strictly convex: ``"fro"``). False for
         ``"nuc"``: the optimum may be a face, and these are the support tokens of the
@@ -260,14 +262,19 @@ def support_tokens(
         (``unique_optimum`` False). Other norms of :func:`~svmgeo.solve_svm` (spectral,
         :math:`\ell_1`, :math:`\ell_\infty`: faces of optima) are refused.
     tol : float in (0, 1), default 1e-6
-        Relative tolerance on the margin.
+        Relative tolerance of the margin decision ("= 1" above), and of nothing else
+        (:func:`~svmgeo.joint_svm` calls the same rule's tolerance ``support_tol``). It does
+        not reach the solve: Att-SVM(α) is solved and certified at
+        :func:`~svmgeo.solve_svm`'s default tolerance, 1e-8 (``sup.svm.certificate.tol``),
+        whatever ``tol`` is, so that margins are decided well above the solver's error.
     dual_tol : float in (0, 1), default 1e-9
         A multiplier counts as positive when its weight in
         :math:`W = \sum_j \lambda_j a_j b_j^\top`, :math:`\lambda_j\|a_j\|\|b_j\|`, is above
         ``dual_tol`` times the largest weight (a row's own scale: with sequences of very
         different scales, a bare multiplier against the largest one misjudged rows).
     **solve_kwargs
-        Passed to :func:`~svmgeo.solve_svm` (``method``, ``solver``, ``rank``...).
+        Passed to :func:`~svmgeo.solve_svm` (``method``, ``solver``, ``rank``...); not its
+        ``tol`` (see ``tol``).
 
     Returns
     -------

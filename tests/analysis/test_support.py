@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import numpy as np
 import pytest
@@ -117,6 +118,23 @@ def test_infeasible_alpha_gives_certificate_not_exception() -> None:
 def test_bad_tolerances(kwargs: dict[str, float], match: str) -> None:
     with pytest.raises(sg.ProblemError, match=match):
         sg.support_tokens(triangle([3.0, 1.0, 2.0]), [0], **kwargs)
+
+
+def test_tol_decides_the_margins_and_leaves_the_solve_alone() -> None:
+    """support_tokens' tol is the margin decision's only (its docstring): the solve keeps
+    solve_svm's certificate tolerance. Token 2 of alpha = 0 has margin 3/2 (see above), within
+    tol = 0.5 relative of 1."""
+    data = triangle([3.0, 1.0, 2.0])
+    default = sg.support_tokens(data, [0])
+    loose = sg.support_tokens(data, [0], tol=0.5)
+    solve_tol = inspect.signature(sg.solve_svm).parameters["tol"].default
+    for sup in (default, loose):
+        np.testing.assert_allclose(sup.svm.certificate.tol, solve_tol, rtol=0.0)
+    np.testing.assert_allclose(loose.svm.W, default.svm.W, rtol=0.0, atol=0.0)
+    np.testing.assert_allclose(loose.svm.margins, [1.0, 1.5], rtol=1e-12)
+    np.testing.assert_array_equal(default.mask, [[False, True, False]])
+    np.testing.assert_array_equal(loose.mask, [[False, True, True]])
+    assert loose.tol == 0.5
 
 
 def test_bad_alpha_and_data() -> None:
