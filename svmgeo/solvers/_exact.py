@@ -19,8 +19,10 @@ computed exactly by *limb arithmetic*: every float array is written as
 of integers below :math:`2^{53}` — exact in float64 BLAS, in any summation order. A Farkas
 vector is re-solved exactly on its support (the null space of the exact Gram matrix
 :math:`G_{SS} = (A_SA_S^\top)\circ(B_SB_S^\top)`, python-flint's ``fmpz_mat`` / ``fmpq_mat``).
-A verdict whose proof fails is repaired once (an exact point on the float support) and
-otherwise reported as undecided — never as a proved verdict.
+A verdict whose proof fails is repaired once (an exact point on the float support); a
+feasible one is then checked for the opposite answer (an exact Farkas vector: rows
+inconsistent by one ulp, which float solvers meet) and otherwise reported as undecided — never
+as a verdict that is not proved.
 """
 
 from __future__ import annotations
@@ -918,37 +920,56 @@ def _projection_by_rows(
 
 _ALL_ROWS = 100
 """Largest N for the second Farkas attempt on every row (an exact N×N null space)."""
+_HIGHS_SMALLEST = 1e-9
+"""HiGHS's ``small_matrix_value``: constraint entries below it in magnitude are dropped."""
 
 
-def _farkas_on_all_rows(rows: ExactRows) -> np.ndarray | None:
-    r"""A float Farkas vector :math:`\lambda = Nt` from an LP over the *exact* null space N of G.
+def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
+    r"""A float Farkas vector :math:`\lambda = Nt` on the rows S from an LP over the *exact*
+    null space N of :math:`G_{SS}`:
 
-    The float solve may drop a row whose weight is at its tolerance (e.g. 1e-12 of the
-    others); on the exact null space that row is forced back. The LP's vertex has a minimal
-    support, which :func:`_prove_farkas` then re-solves exactly.
+    .. math::
+
+        \text{find } t:\quad (Nt)_j \ge 0\ (j \in S \cap \mathcal M),\qquad
+        s\,c_S^\top N t = s,
+
+    with :math:`s = 1`, or where the largest entry of :math:`c_S^\top N` is below
+    :data:`_HIGHS_SMALLEST` (HiGHS would drop the whole row: rows inconsistent by one ulp,
+    :math:`c_S^\top N \sim 2^{-52}`) the power of two that brings it into [1, 2), an exact
+    scaling. The float solve may drop a row whose weight is at its tolerance (e.g. 1e-12 of
+    the others); on the exact null space that row is forced back. The LP's vertex has a
+    minimal support, which :func:`_prove_farkas` then re-solves exactly.
     """
     cs = rows.cs
-    allr = np.arange(cs.N)
-    G, _ = rows.gram(allr, allr)
+    G, _ = rows.gram(S, S)
     basis, nullity = flint.fmpz_mat([[int(x) for x in row] for row in G]).nullspace()
     if nullity == 0:
         return None
-    Nb = np.empty((cs.N, nullity))
+    Nb = np.empty((S.size, nullity))
     for t in range(nullity):  # each column scaled to max ~1 (its entries may exceed floats)
-        col = [int(basis[i, t]) for i in range(cs.N)]
+        col = [int(basis[i, t]) for i in range(S.size)]
         unit = 1 << max(0, max(abs(x) for x in col).bit_length() - 1)
         Nb[:, t] = [x / unit for x in col]
-    margin = cs.kind == MARGIN
+    cN = cs.rhs[S] @ Nb
+    top = float(np.abs(cN).max())
+    if top == 0.0 or not np.isfinite(top):
+        return None
+    s = 1.0 if top >= _HIGHS_SMALLEST else math.ldexp(1.0, 1 - math.frexp(top)[1])
+    margin = cs.kind[S] == MARGIN
     lp = HiGHSBackend.linprog(
         np.zeros(nullity),
         "the exact Farkas search over the null space",
         A_ub=-Nb[margin] if margin.any() else None,
         b_ub=np.zeros(int(margin.sum())) if margin.any() else None,
-        A_eq=(cs.rhs @ Nb)[None, :],
-        b_eq=[1.0],
+        A_eq=(cN * s)[None, :],
+        b_eq=[s],
         bounds=[(None, None)] * nullity,
     )
-    return None if lp.status != 0 else np.asarray(Nb @ lp.x)
+    if lp.status != 0:
+        return None
+    lam = np.zeros(cs.N)
+    lam[S] = Nb @ lp.x
+    return lam
 
 
 def exact_multiple(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
@@ -1039,20 +1060,45 @@ def meet_margins(cs: ConstraintSet, W: np.ndarray) -> np.ndarray:
     return scaled if np.all(np.isfinite(scaled)) else W
 
 
-def _farkas_everywhere(rows: ExactRows) -> tuple[np.ndarray, str] | None:
-    """A Farkas vector proved exactly from the LP over the exact null space of all of G
-    (:func:`_farkas_on_all_rows`), or None."""
-    wider = _farkas_on_all_rows(rows)
+def _farkas_everywhere(
+    rows: ExactRows, S: np.ndarray | None = None
+) -> tuple[np.ndarray, str] | None:
+    """A Farkas vector proved exactly from the LP over the exact null space of :math:`G_{SS}`
+    (:func:`_farkas_in_null_space`; S every row by default), or None."""
+    wider = _farkas_in_null_space(rows, np.arange(rows.cs.N) if S is None else S)
     return None if wider is None else _prove_farkas(rows, wider)
 
 
 def _proved_infeasible(
     done: Callable[..., FeasibilityResult], farkas: tuple[np.ndarray, str], message: str
 ) -> FeasibilityResult:
-    """The verdict INFEASIBLE with a Farkas vector proved exactly (residual 0)."""
+    """The verdict INFEASIBLE with a Farkas vector proved exactly (residual 0; no point)."""
     return done(
-        proof="exact", status=Status.INFEASIBLE, farkas=farkas[0], residual=0.0, message=message
+        feasible=False,
+        proof="exact",
+        status=Status.INFEASIBLE,
+        point=None,
+        farkas=farkas[0],
+        residual=0.0,
+        message=message,
     )
+
+
+def _farkas_beside_point(rows: ExactRows, W: np.ndarray) -> tuple[np.ndarray, str] | None:
+    r"""A Farkas vector proved exactly for rows whose float point ``W`` failed its exact
+    proof and repair (rows inconsistent by one ulp: :math:`W_{11} \ge 1`,
+    :math:`-W_{11} \ge -1 + 2^{-52}`, which float solvers meet), or None.
+
+    Sought on the exact null space of :math:`G_{SS}` (:func:`_farkas_everywhere`): S every
+    row when :math:`N \le` :data:`_ALL_ROWS`, else the rows ``W`` holds tight
+    (:func:`_tightest_rows`) when at most :data:`_ALL_ROWS`. A Farkas vector's support is
+    tight at every point that nearly meets the rows:
+    :math:`\sum_j \lambda_j (a_j^\top W b_j - c_j) = -c^\top\lambda < 0` with
+    :math:`\lambda \ge 0` on margin rows and every slack at least its rounding.
+    """
+    cs = rows.cs
+    S = np.arange(cs.N) if cs.N <= _ALL_ROWS else np.sort(_tightest_rows(cs, W))
+    return _farkas_everywhere(rows, S) if 0 < S.size <= _ALL_ROWS else None
 
 
 def _decide_on_all_rows(
@@ -1060,7 +1106,7 @@ def _decide_on_all_rows(
 ) -> FeasibilityResult:
     """A ``NUMERICAL_ERROR`` verdict (no point, no Farkas vector; N <= :data:`_ALL_ROWS`)
     decided exactly where one of two cheap attempts succeeds: a Farkas vector from the LP over
-    the exact null space of all of G (:func:`_farkas_on_all_rows`), or an exact point that
+    the exact null space of all of G (:func:`_farkas_in_null_space`), or an exact point that
     makes the first independent rows tight (equality rows first, then by decreasing
     :math:`|c_j|`) and meets every row (the reported point is its float rounding, as for a
     feasible verdict; the message says whether that rounding is itself proved); else it stays
@@ -1090,7 +1136,9 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
     r"""Re-check a float verdict exactly; return it with ``proof="exact"`` or as undecided.
 
     * feasible: the exact margins of ``res.point`` (a positive multiple meets every row), else
-      an exact point on the rows the float point holds tightest;
+      an exact point on the rows the float point holds tightest, else (the verdict turned to
+      INFEASIBLE) an exact Farkas vector on those rows or every row
+      (:func:`_farkas_beside_point`);
     * infeasible: an exact Farkas vector on the float certificate's support, else an exact
       point that makes that support tight (the rows a huge-norm W barely meets);
     * otherwise, and whenever no proof is found: ``proof=None`` with an
@@ -1129,6 +1177,14 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         if repaired is not None:
             proved = f"{res.message}; proved: {repaired[1]}"
             return done(proof="exact", point=repaired[0], message=proved)
+        farkas = _farkas_beside_point(rows, res.point)
+        if farkas is not None:
+            return _proved_infeasible(
+                done,
+                farkas,
+                f"infeasible: {farkas[1]} (the float check: {res.message}, but its point "
+                f"failed in exact arithmetic: {why})",
+            )
         return done(
             proof=None,
             status=Status.OPTIMAL_INACCURATE,

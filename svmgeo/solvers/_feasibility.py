@@ -398,7 +398,9 @@ def check_feasibility(
         Cholesky factor cached for a later :func:`solve_frobenius`).
     exact : bool, default True
         Prove the verdict in exact rational arithmetic (``proof="exact"``); a verdict whose
-        proof fails becomes undecided (``*_INACCURATE``). False: the floating-point check
+        proof fails becomes undecided (``*_INACCURATE``), or the opposite verdict where that
+        one is proved (rows inconsistent by one ulp, met by the float solves: an exact
+        Farkas vector). False: the floating-point check
         only (``proof="float"``). The rows are formed exactly from ``cs.tokens`` when
         known. Cost: docs/certificates.md.
 

@@ -445,18 +445,26 @@ def test_a_subnormal_margin_does_not_overflow_the_rescaling() -> None:
     np.testing.assert_allclose(res.residual, 1.0)  # margins 5e-324 against c = 1
 
 
-def test_a_solve_on_an_unproved_feasibility_verdict_is_not_certified() -> None:
+def test_a_solve_on_an_unproved_feasibility_verdict_is_not_certified(monkeypatch) -> None:
     """Regression: two equality rows with the same a_j b_j^T and right-hand sides 1 and the
     next float above 1 are infeasible in exact arithmetic but feasible to every float check.
-    The verdict is undecided (proof=None); solve_svm reported OPTIMAL with proof=None beside
-    it (its float certificate holds), against docs/statuses.md. Now OPTIMAL_INACCURATE."""
+    The verdict was undecided (proof=None); solve_svm reported OPTIMAL with proof=None beside
+    it (its float certificate holds), against docs/statuses.md. Now OPTIMAL_INACCURATE where
+    the verdict is undecided; since session 54 the exact Farkas vector λ ∝ (1, −1) decides
+    it (its search is switched off below, to keep an undecided verdict)."""
     from svmgeo.constraints import EQUALITY, pair_constraints
+    from svmgeo.solvers import _exact
 
     data = sg.random_data(1, 3, 3, seed=0)
     cs = pair_constraints(
         data, [0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 1, 2], kind=[EQUALITY, EQUALITY, MARGIN],
         rhs=[1.0, np.nextafter(1.0, 2.0), 1.0],
     )  # fmt: skip
+    proved = check_feasibility(cs)
+    assert proved.status is Status.INFEASIBLE and proved.proof == "exact", proved.message
+    _assert_exact_farkas(cs, proved.farkas, data)
+    assert sg.solve_svm(cs).status is Status.INFEASIBLE
+    monkeypatch.setattr(_exact, "_farkas_beside_point", lambda rows, W: None)
     with pytest.warns(sg.InaccurateSolutionWarning):
         feas = check_feasibility(cs)
     assert feas.status is Status.OPTIMAL_INACCURATE and feas.proof is None, feas.message

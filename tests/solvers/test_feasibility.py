@@ -403,3 +403,93 @@ def test_a_round_off_row_among_copies_is_noted_once(infeasible: bool) -> None:
     for answer in (feas, res):
         assert answer.message.count("round-off level") == 1
         np.testing.assert_array_equal(answer.extras["roundoff_rows"], copies)
+
+
+def _exact_farkas_holds(cs: sg.ConstraintSet, lam: np.ndarray) -> bool:
+    """Σ λ_j a_j b_jᵀ = 0, cᵀλ > 0 and λ ≥ 0 on margin rows, in fractions on the float rows
+    (rows without tokens: a_j, b_j are exactly the floats of A, B)."""
+    from fractions import Fraction
+
+    lamf = [Fraction(float(x)) for x in lam]
+    total = [
+        sum((lamf[j] * Fraction(float(cs.A[j, p])) * Fraction(float(cs.B[j, q]))
+             for j in range(cs.N)), Fraction(0))
+        for p in range(cs.d)
+        for q in range(cs.d)
+    ]  # fmt: skip
+    ctl = sum((lamf[j] * Fraction(float(cs.rhs[j])) for j in range(cs.N)), Fraction(0))
+    signs = all(lamf[j] >= 0 for j in range(cs.N) if cs.kind[j] == sg.MARGIN)
+    return all(x == 0 for x in total) and ctl > 0 and signs
+
+
+def _ulp_inconsistent(family: str) -> sg.ConstraintSet:
+    """Rows that a combination with weights of one sign cancels exactly, whose bounds that
+    combination exceeds by one ulp: infeasible in exact arithmetic (λ ∝ (1, 1) or (1, 1, 1)),
+    met by floating-point solvers (W₁₁ ≥ 1, −W₁₁ ≥ −1 + 2⁻⁵², say)."""
+    from svmgeo.constraints import rows_without_tokens
+
+    e1 = np.array([1.0, 0.0])
+    a = np.array([1.0, 0.3, -0.7])
+    b = np.array([0.2, 1.0, 0.5])
+    a1, a2 = np.array([0.5, 0.25, -0.75]), np.array([0.25, -0.5, 1.0])
+    below = np.nextafter(-1.0, 0.0)
+    kind = np.full(3, sg.MARGIN, dtype=np.int8)
+    rows = {
+        "W11": ([e1, -e1], [e1, e1], [1.0, -1.0 + 2.0**-52]),
+        "W11 half ulp": ([e1, -e1], [e1, e1], [1.0, -1.0 + 2.0**-53]),
+        "W11 ulp above": ([e1, -e1], [e1, e1], [1.0 + 2.0**-52, -1.0]),
+        "negation": ([a, -a], [b, b], [1.0, below]),
+        "scaled negation": ([a, -2.0 * a], [b, b / 2.0], [1.0, below]),
+        "equality": ([a, -a], [b, b], [1.0, below]),
+        "three rows": ([a1, a2, -(a1 + a2)], [b, b, b], [1.0, 1.0, np.nextafter(-2.0, 0.0)]),
+    }[family]
+    N = len(rows[0])
+    kinds = kind[:N].copy()
+    if family == "equality":
+        kinds[0] = EQUALITY
+    return rows_without_tokens(np.array(rows[0]), np.array(rows[1]), kinds, np.array(rows[2]))
+
+
+@pytest.mark.parametrize(
+    "family",
+    ["W11", "W11 half ulp", "W11 ulp above", "negation", "scaled negation", "equality",
+     "three rows"],
+)  # fmt: skip
+def test_rows_inconsistent_by_one_ulp_are_proved_infeasible(family: str) -> None:
+    """The float solves meet these rows (a point verified in floats), whose exact proof
+    fails; the Farkas vector λ ∝ (1, 1) proves them infeasible exactly. The check answered
+    OPTIMAL_INACCURATE, undecided, and looked for no Farkas vector (session 53's audit)."""
+    cs = _ulp_inconsistent(family)
+    assert check_feasibility(cs, exact=False).feasible  # what the floats say
+    res = check_feasibility(cs)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+    assert res.verdict is False and res.point is None and res.residual == 0.0
+    assert _exact_farkas_holds(cs, res.farkas)
+    assert_farkas(cs, res.farkas)
+    assert "failed in exact arithmetic" in res.message
+
+
+def test_rows_inconsistent_by_one_ulp_among_many_are_proved_on_the_tight_rows() -> None:
+    """N > 100 (no exact null space of every row): the Farkas vector is sought on the rows
+    the float point holds tight, which hold its support. 148 rows met by a planted W and a
+    pair W-inconsistent by one ulp."""
+    from svmgeo.constraints import rows_without_tokens
+
+    rng = np.random.default_rng(4)
+    N, d = 150, 4
+    planted = rng.standard_normal((d, d))
+    A, B = rng.standard_normal((N, d)), rng.standard_normal((N, d))
+    margins = np.einsum("jd,de,je->j", A, planted, B)
+    A *= (np.sign(margins) * (1.0 + rng.random(N)) / np.abs(margins))[:, None]
+    c = np.ones(N)
+    A[1], B[1], c[1] = -A[0], B[0], np.nextafter(-1.0, 0.0)
+    cs = rows_without_tokens(A, B, np.full(N, sg.MARGIN, dtype=np.int8), c)
+    assert check_feasibility(cs, exact=False).feasible
+    res = check_feasibility(cs)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+    assert _exact_farkas_holds(cs, res.farkas)
+    np.testing.assert_array_equal(np.flatnonzero(res.farkas), [0, 1])
+    # without row 1's ulp the rows are feasible, and stay proved so
+    c[1] = -1.0
+    ok = check_feasibility(rows_without_tokens(A, B, cs.kind, c))
+    assert ok.status is Status.OPTIMAL and ok.proof == "exact", ok.message
