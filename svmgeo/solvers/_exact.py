@@ -920,8 +920,9 @@ def _projection_by_rows(
 
 _ALL_ROWS = 100
 """Largest N for the second Farkas attempt on every row (an exact N×N null space)."""
-_HIGHS_SMALLEST = 1e-9
-"""HiGHS's ``small_matrix_value``: constraint entries below it in magnitude are dropped."""
+_HIGHS_SMALLEST, _HIGHS_LARGEST = 1e-9, 1e15
+"""HiGHS's ``small_matrix_value`` and ``large_matrix_value``: constraint entries below the
+first in magnitude are dropped, a model with one at or above the second is refused."""
 
 
 def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
@@ -931,14 +932,15 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
     .. math::
 
         \text{find } t:\quad (Nt)_j \ge 0\ (j \in S \cap \mathcal M),\qquad
-        s\,c_S^\top N t = s,
+        s\,c_S^\top N t = 1, \qquad \lambda = s\,Nt,
 
     with :math:`s = 1`, or where the largest entry of :math:`c_S^\top N` is below
     :data:`_HIGHS_SMALLEST` (HiGHS would drop the whole row: rows inconsistent by one ulp,
-    :math:`c_S^\top N \sim 2^{-52}`) the power of two that brings it into [1, 2), an exact
-    scaling. The float solve may drop a row whose weight is at its tolerance (e.g. 1e-12 of
-    the others); on the exact null space that row is forced back. The LP's vertex has a
-    minimal support, which :func:`_prove_farkas` then re-solves exactly.
+    :math:`c_S^\top N \sim 2^{-52}`) or not below :data:`_HIGHS_LARGEST` (HiGHS would refuse
+    the model: bounds of 1e200 one ulp apart) the power of two that brings it into [1, 2), an
+    exact scaling. The float solve may drop a row whose weight is at its tolerance (e.g.
+    1e-12 of the others); on the exact null space that row is forced back. The LP's vertex
+    has a minimal support, which :func:`_prove_farkas` then re-solves exactly.
     """
     cs = rows.cs
     G, _ = rows.gram(S, S)
@@ -954,7 +956,8 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
     top = float(np.abs(cN).max())
     if top == 0.0 or not np.isfinite(top):
         return None
-    s = 1.0 if top >= _HIGHS_SMALLEST else math.ldexp(1.0, 1 - math.frexp(top)[1])
+    kept = _HIGHS_SMALLEST <= top < _HIGHS_LARGEST  # else 2^-e: largest entry in [1, 2)
+    s = 1.0 if kept else math.ldexp(1.0, 1 - math.frexp(top)[1])
     margin = cs.kind[S] == MARGIN
     lp = HiGHSBackend.linprog(
         np.zeros(nullity),
@@ -962,13 +965,13 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
         A_ub=-Nb[margin] if margin.any() else None,
         b_ub=np.zeros(int(margin.sum())) if margin.any() else None,
         A_eq=(cN * s)[None, :],
-        b_eq=[s],
+        b_eq=[1.0],
         bounds=[(None, None)] * nullity,
     )
     if lp.status != 0:
         return None
     lam = np.zeros(cs.N)
-    lam[S] = Nb @ lp.x
+    lam[S] = (Nb @ lp.x) * s  # c^T lam = 1 again (a power of two: exact where it stays normal)
     return lam
 
 

@@ -438,6 +438,8 @@ def _ulp_inconsistent(family: str) -> sg.ConstraintSet:
         "W11": ([e1, -e1], [e1, e1], [1.0, -1.0 + 2.0**-52]),
         "W11 half ulp": ([e1, -e1], [e1, e1], [1.0, -1.0 + 2.0**-53]),
         "W11 ulp above": ([e1, -e1], [e1, e1], [1.0 + 2.0**-52, -1.0]),
+        "rows at 1e100": ([1e100 * e1, -1e100 * e1], [e1, e1], [1e-100, np.nextafter(-1e-100, 0)]),
+        "bounds at 1e200": ([e1, -e1], [e1, e1], [1e200, np.nextafter(-1e200, 0.0)]),
         "negation": ([a, -a], [b, b], [1.0, below]),
         "scaled negation": ([a, -2.0 * a], [b, b / 2.0], [1.0, below]),
         "equality": ([a, -a], [b, b], [1.0, below]),
@@ -452,8 +454,8 @@ def _ulp_inconsistent(family: str) -> sg.ConstraintSet:
 
 @pytest.mark.parametrize(
     "family",
-    ["W11", "W11 half ulp", "W11 ulp above", "negation", "scaled negation", "equality",
-     "three rows"],
+    ["W11", "W11 half ulp", "W11 ulp above", "rows at 1e100", "bounds at 1e200", "negation",
+     "scaled negation", "equality", "three rows"],
 )  # fmt: skip
 def test_rows_inconsistent_by_one_ulp_are_proved_infeasible(family: str) -> None:
     """The float solves meet these rows (a point verified in floats), whose exact proof
