@@ -26,6 +26,7 @@ from numba.extending import intrinsic, overload
 from .._errors import ProblemError
 from .._jit import njit
 from ..losses import LossSpec, is_numba_function, raw_function
+from ._exp import exp
 from ._problem import (
     EXPONENTIAL_LOSS,
     LINEAR_ATT,
@@ -63,8 +64,8 @@ def kernel_att(att_id: int) -> int | None:
 @njit()
 def _softplus(x: float) -> float:
     if x > 0.0:
-        return x + math.log1p(math.exp(-x))
-    return math.log1p(math.exp(x))
+        return x + math.log1p(exp(-x))
+    return math.log1p(exp(x))
 
 
 def _log_abs_dloss(u: float, loss_id: Any) -> float:
@@ -849,7 +850,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
         for t in range(T):
             if vis[i, k, t]:
                 x = a[t] - top
-                st = math.exp(x) if x > LOG_EXP_MIN else 0.0
+                st = exp(x) if x > LOG_EXP_MIN else 0.0
                 sv[t] = st
                 ssum += st
         lse = top + math.log(ssum)
@@ -905,7 +906,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     if gap > -600.0:
                         rel = sv[t] / sv[t2]
                     else:
-                        rel = math.exp(a[t] - a[t2])
+                        rel = exp(a[t] - a[t2])
                     w = rel * e * flip
                     lw[i, k, t] = w
                     if abs(w) > big:
@@ -950,7 +951,7 @@ def _grad_one(W, inst, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                         gq[j], X[i], lw[i, k], Y[i, k], sg[i, k, 0], shift, m, cw, keys
                     )
             else:  # one query after another
-                scale = -Y[i, k] * math.exp(sg[i, k, 0] - shift)
+                scale = -Y[i, k] * exp(sg[i, k, 0] - shift)
                 for p in range(d):
                     g1[p] = 0.0
                 for t in range(T):

@@ -11,7 +11,8 @@ that each arithmetic operation of the scalar kernel becomes one operation on a v
 exactly the operations of the scalar kernel, in the same order, on its own instance: IEEE
 arithmetic on a vector is the same correctly rounded arithmetic per lane, numba compiles
 without fastmath (no reassociation, no FMA contraction), branches become selects of the same
-values, and ``exp`` / ``log`` / ``log1p`` / ``sqrt`` are the same scalar libm calls per lane.
+values, ``log`` / ``log1p`` / ``sqrt`` are the same scalar libm calls per lane, and ``exp`` is
+the scalar kernel's :func:`svmgeo.gd._exp.exp`, on every lane at once.
 So the trajectories are those of the scalar kernel bit for bit.
 
 numba ships with LLVM's SLP vectorizer off, and its loop vectorizer does not see loops over a
@@ -35,6 +36,7 @@ from numba import types
 from numba.extending import intrinsic, models, overload, register_model
 
 from .._jit import njit
+from ._exp import emit_exp, exp_in_range
 from ._numba import (
     _block_finite,
     _block_log_norm,
@@ -218,13 +220,20 @@ def _ov_neg(a):
 # ----------------------------------------------------------------------------- lane helpers
 
 
+#: the table method of :mod:`svmgeo.gd._exp` on every lane
+_exp_table_lanes = _unary(emit_exp, Lanes)
+
+
 @njit(inline="always")
 def _exp_on(x, on):
-    """``math.exp`` of the lanes ``on`` of x (a scalar libm call each), 0.0 elsewhere."""
-    out = splat(0.0)
-    for j in range(LANES):
-        if lane(on, j):
-            out = with_lane(out, j, math.exp(lane(x, j)))
+    """:func:`svmgeo.gd._exp.exp` of the lanes ``on`` of x (the table method on every lane at
+    once, a scalar ``math.exp`` on a lane ``on`` out of its range), 0.0 elsewhere."""
+    out = where(on, _exp_table_lanes(x), splat(0.0))
+    off = on & ~exp_in_range(vabs(x), x)
+    if _any(off):
+        for j in range(LANES):
+            if lane(off, j):
+                out = with_lane(out, j, math.exp(lane(x, j)))
     return out
 
 
@@ -349,14 +358,11 @@ def _grad_lanes(W, lay, g, loss_id, log_domain, G, ws):
                 upd = vt & (m != float(t)) & ((t2 < 0.0) | (at > a2))
                 t2 = where(upd, splat(float(t)), t2)
                 a2 = where(upd, at, a2)
-            # the probabilities' numerators: the exps of every key and lane in one pass of
-            # scalar calls (no vector live across them), then the sum
+            # the probabilities' numerators, then their sum
             for t in range(T):
-                vstore(sv, t * L, vload(a, t * L) - top)
-            visq = vis.reshape(-1)[q0 * T * L : (q0 + 1) * T * L]
-            for e in range(T * L):
-                x = sv[e]
-                sv[e] = math.exp(x) if visq[e] != 0.0 and x > LOG_EXP_MIN else 0.0
+                x = vload(a, t * L) - top
+                live = (vload(vis, (q0 * T + t) * L) != 0.0) & (x > LOG_EXP_MIN)
+                vstore(sv, t * L, _exp_on(x, live))
             ssum = zero
             for t in range(T):
                 vt = vload(vis, (q0 * T + t) * L) != 0.0
