@@ -63,7 +63,8 @@ class RegularizationPath:
         (linear head, where :math:`L_\star` is the infimum of :math:`L`); NaN for other heads.
         It stays exact where ``loss`` no longer changes in float64.
     stationarity : ndarray of shape (r,)
-        First-order residual, in [0, 1] (see :func:`regularization_path`, Notes).
+        First-order residual, in [0, 1] (see :func:`regularization_path`, Notes); ``inf``
+        where float64 cannot resolve the objective to ``tol`` (Notes, *Resolution*).
     converged : ndarray of bool, shape (r,)
         ``stationarity <= tol``.
     n_iter : ndarray of int, shape (r,)
@@ -150,8 +151,8 @@ def _scaled_gradient(log_scale: float, G: np.ndarray) -> np.ndarray:
     r""":math:`e^{\text{log\_scale}} G`, capped where an entry would pass :math:`e^{300}`: the
     gradient of a log-domain objective (:math:`\nabla L/(L - L_\star)` and the like) can
     leave float64 where its direction does not (scores of size 1e30, :math:`L - L_\star \sim e^{-10^{28}}`);
-    the projected-gradient steps and the residual inside the ball (which reads 1 there) need
-    only that direction."""
+    the projected-gradient steps need only that direction (the residual inside the ball reads
+    1 there, and :func:`_verdict` reports such a radius as unresolved)."""
     top = float(np.max(np.abs(G), initial=0.0))
     cap = _LOG_GRADIENT_MAX - (math.log(top) if 0.0 < top < math.inf else 0.0)
     return math.exp(min(float(log_scale), cap)) * G
@@ -499,7 +500,9 @@ def regularization_path(
     tol : float, default 1e-6
         Stop when the stationarity residual is at most ``tol``. Residuals below about
         1e-7 are out of reach: a step that turns W by an angle θ changes F by about
-        θ², which float64 stops resolving near θ ~ 1e-8 (times problem constants).
+        θ², which float64 stops resolving near θ ~ 1e-8 (times problem constants). A radius
+        whose log-gap float64 represents more coarsely than ``tol`` is not converged (Notes,
+        *Resolution*).
     max_iter : int, default 20000
         Iterations per radius.
 
@@ -516,7 +519,8 @@ def regularization_path(
     Warns
     -----
     ConvergenceWarning
-        A radius whose residual stayed above ``tol``.
+        A radius whose residual stayed above ``tol``, or whose objective float64 cannot
+        resolve to ``tol`` (its stationarity is then ``inf``).
 
     Notes
     -----
@@ -557,6 +561,21 @@ def regularization_path(
     :math:`\nabla F` scale alike for F = L; the log-domain F does not change at all) and when
     W's units change (tokens times a: W → W/a, ρ → ρ/a), so neither a tiny loss landscape
     reads as converged nor a huge one as never converged.
+
+    **Resolution** (linear head). F is a function of the log-gap
+    :math:`\lambda = \log|L - L_\beta|` (and of :math:`\log s`, a value of it), and the
+    residual measures changes of λ (inside the ball, ρ‖∇F‖ is half the first-order change of
+    λ across the radius). Where float64 spaces its numbers near λ more widely than ``tol``,
+    :math:`\mathrm{ulp}(\lambda) > \mathrm{tol}` (for tol = 1e-6:
+    :math:`|\lambda| \ge 2^{33} \approx 8.6\cdot 10^9`, e.g. scores of 1e30, where λ ~ -1e28,
+    or radii of 1e10 on scores of order one, where λ ~ -R·margin), no change of F of the
+    size ``tol`` asks for is representable, and the gradient's scale
+    :math:`e^{M - \lambda}` (a difference of two such numbers) is lost (at scores of 1e100 it
+    came out 0 and read as stationary). Such a radius reports ``stationarity = inf``,
+    ``converged = False`` and a :class:`ConvergenceWarning` that says to rescale; it is
+    measured at the radius's solution, not refused up front, since λ grows with R and a
+    path's smaller radii may be resolved. Other heads: F = L, whose residual is relative to
+    |L|, is resolved to float64's relative spacing :math:`2^{-52}`; no check.
 
     References
     ----------
@@ -645,13 +664,35 @@ def regularization_path(
     return _path_kq(r, obj, ref, init, d, m, seed, tol, max_iter, loss, head)
 
 
-def _warn(radius: float, res: float, tol: float, n_iter: int) -> None:
-    warnings.warn(
-        f"regularization_path did not converge at radius {radius:g}: stationarity residual "
-        f"{res:.2e} > tol={tol:g} after {n_iter} iterations; increase max_iter or tol.",
-        ConvergenceWarning,
-        stacklevel=4,
-    )
+def _verdict(
+    radius: float, res: float, tol: float, n_iter: int, gap: _SelectionGap | None, W: np.ndarray
+) -> float:
+    r"""The stationarity a radius reports: ``res``, or ``inf`` where float64 cannot resolve
+    the log-domain objective at W to ``tol`` (:math:`\mathrm{ulp}(\log|L(W) - L_\beta|) >`
+    ``tol``: F is a function of that log-gap, and the residual measures its changes); a
+    :class:`ConvergenceWarning` for either failure."""
+    log_gap = -math.inf if gap is None else gap.log_gap(W)[1]
+    if math.isfinite(log_gap) and math.ulp(log_gap) > tol:
+        limit = math.ldexp(1.0, math.frexp(tol)[1] + 52)  # the least |x| with ulp(x) > tol
+        warnings.warn(
+            f"regularization_path cannot resolve its objective at radius {radius:g}: the "
+            f"log-gap log|L - L_beta| = {log_gap:.3g} is represented in float64 only to "
+            f"{math.ulp(log_gap):.2g}, coarser than tol={tol:g} (float64 resolves it to tol "
+            f"below |log-gap| = {limit:.3g}); stationarity is reported as inf. Rescale the "
+            "data (smaller scores or tokens), or pass smaller radii or a larger tol.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+        return math.inf
+    if res > tol:
+        warnings.warn(
+            f"regularization_path did not converge at radius {radius:g}: stationarity "
+            f"residual {res:.2e} > tol={tol:g} after {n_iter} iterations; increase max_iter "
+            "or tol.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return res
 
 
 def _result(
@@ -729,9 +770,8 @@ def _path_w(
         xv, rr, it = _on_ball(
             fun, x.ravel(), float(R), gap, lambda v: v.reshape(d, d), tol, max_iter, obj.log_gap
         )
-        if rr > tol:
-            _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)
+        rr = _verdict(float(R), rr, tol, it, gap, x)
         Ws.append(x.copy())
         res.append(rr)
         its.append(it)
@@ -829,13 +869,11 @@ def _path_kq(
         if prev is not None:
             x = x * math.sqrt(R / prev)
         x, rr, it = _on_ball(fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap)
-        if rr > tol:
-            _warn(float(R), rr, tol, it)
         K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
         Ks.append(K)
         Qs.append(Q)
         Ws.append(K @ Q.T)
-        res.append(rr)
+        res.append(_verdict(float(R), rr, tol, it, gap, Ws[-1]))
         its.append(it)
         prev = R
     return _result(r, Ws, obj, res, its, tol, ref, loss, head, "KQ", Ks, Qs)
@@ -1145,11 +1183,9 @@ def _path_local(
             if np.array_equal(xn, xv) or fun(xn)[0] > fun(xv)[0]:
                 break  # no descent left at float64 resolution
             xv = xn
-        if rr > tol:
-            _warn(float(R), rr, tol, it)
         x = xv.reshape(d, d)
         Ws.append(x.copy())
-        res.append(rr)
+        res.append(_verdict(float(R), rr, tol, it, gap, x))
         its.append(it)
         prev = R
     cm = [cone.margin(W) / float(np.linalg.norm(W)) for W in Ws]
