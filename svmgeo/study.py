@@ -42,7 +42,14 @@ from .analysis import (
     support_tokens,
 )
 from .data import TokenData
-from .selection import optimal_tokens, scores_full, selection_space, weight_logits
+from .selection import (
+    TIE_RTOL,
+    optimal_tokens,
+    scores_full,
+    selection_space,
+    tied_maxima,
+    weight_logits,
+)
 from .solvers import att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
@@ -717,13 +724,16 @@ def study(
     attention: dict[str, np.ndarray] = {}
     if Wt is not None and trained_logits is not None:
         t0 = step(steps[4])
-        logits = trained_logits
-        sel = logits.argmax(axis=2)
-        tied = np.count_nonzero(logits == logits.max(axis=2, keepdims=True), axis=2) > 1
+        # the top logits up to round-off (TIE_RTOL, the rule of every final selection):
+        # logits a rounding apart select by rounding, so they are tied, not decided
+        top = tied_maxima(trained_logits)
+        sel = top.argmax(axis=2)  # the only maximizer, or the first of the tied ones
+        tied = top.sum(axis=2) > 1
         if np.any(tied):
             notes.append(
-                f"trained W ties the top logits of {int(tied.sum())} of {tied.size} queries; "
-                "their selected token is the first of the tied ones"
+                f"trained W ties the top logits of {int(tied.sum())} of {tied.size} queries "
+                f"(equal up to a relative {TIE_RTOL:g}); their selected token is the first of "
+                "the tied ones"
             )
         sel = sel[:, 0] if data.single_query else sel
         lot = is_locally_optimal(data, sel)

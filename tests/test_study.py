@@ -147,6 +147,25 @@ def test_tied_trained_logits_are_noted() -> None:
     assert any("ties the top logits of 3 of 3 queries" in n for n in rep.notes)
 
 
+@pytest.mark.filterwarnings("ignore::svmgeo.InaccurateSolutionWarning")  # the LOT test's SVMs
+def test_trained_logits_a_rounding_apart_are_tied() -> None:
+    # token 1 is token 0 scaled by 1 + 2e-16: their logits under W differ by rounding alone,
+    # in either direction, so the selection among them is no decision of W's (the rule of
+    # largest_logits / verify: equal up to a relative 1e-12 is a tie)
+    rng = np.random.default_rng(1)
+    X, Z = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 8))
+    X[:, 1] = X[:, 0] * (1 + 2e-16)
+    W = sum(np.outer(X[i, 0], Z[i]) for i in range(3))
+    logits = np.einsum("ntd,de,ne->nt", X, W, Z)
+    assert np.all(logits[:, :2].max(axis=1) == logits.max(axis=1))  # tokens 0, 1 on top
+    np.testing.assert_allclose(logits[:, 1], logits[:, 0], rtol=1e-14)
+    assert np.any(logits[:, 1] > logits[:, 0])  # a plain argmax would pick token 1 somewhere
+    data = sg.TokenData(X, Z=Z, v=rng.standard_normal(8))
+    rep = sg.study(data, W=W, max_lot_selections=1, progress=False)
+    assert rep.trained is not None and rep.trained["selection"] == [0, 0, 0]  # first of tied
+    assert any("ties the top logits of 3 of 3 queries" in n for n in rep.notes), rep.notes
+
+
 # -- issue 24: the write-up's three claims, measured ------------------------------------------
 
 
