@@ -66,6 +66,36 @@ def _one_head(head: Any, H: int) -> int:
     return int(head)
 
 
+def _forward_parameters(module: Any) -> set[str]:
+    """The parameter names of ``module.forward`` (empty where they cannot be read)."""
+    import inspect
+
+    try:
+        return set(inspect.signature(module.forward).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def check_bilinear(attn: Any, config: Any, where: str) -> None:
+    """A ProblemError where the attention maps its queries and keys nonlinearly (norms,
+    clamping) or caps its logits: then no W reproduces the logits."""
+    for name in ("q_norm", "k_norm", "q_layernorm", "k_layernorm"):
+        if getattr(attn, name, None) is not None:
+            raise ProblemError(
+                f"{where}: the attention normalizes queries/keys ({name}), a nonlinear map: "
+                "the logit is not bilinear in the tokens, so no W exists."
+            )
+    if getattr(config, "clip_qkv", None):
+        raise ProblemError(
+            f"{where}: clip_qkv clamps the queries and keys, a nonlinear map: the logit is "
+            "not bilinear in the tokens, so no W exists."
+        )
+    if getattr(config, "attn_logit_softcapping", None):
+        raise ProblemError(
+            f"{where}: attn_logit_softcapping applies tanh to the logits; no W reproduces them."
+        )
+
+
 def _head_maps(
     module: Any, head: int | None
 ) -> tuple[np.ndarray, np.ndarray, Any, Any, float, int]:
@@ -92,32 +122,46 @@ def _head_maps(
         return Wq, Wk, bq, bk, 1.0 / np.sqrt(hd), head
     q, k = getattr(module, "q_proj", None), getattr(module, "k_proj", None)
     if isinstance(q, torch.nn.Linear) and isinstance(k, torch.nn.Linear):
+        check_bilinear(module, getattr(module, "config", None), "from_torch")
+        if "position_embeddings" in _forward_parameters(module) and getattr(
+            module, "use_rope", True
+        ):
+            raise ProblemError(
+                f"from_torch: {type(module).__name__} applies rotary position embeddings (its "
+                "forward takes position_embeddings): the logit of query position m over key "
+                "position n depends on the pair, so no single W exists, and from_torch reads "
+                "no rotation. Read the model with sg.from_transformers(model, inputs, "
+                "layer=..., head=..., rope='offsets' or 'positions')."
+            )
         Wq, Wk = _numpy(q.weight, "q_proj.weight"), _numpy(k.weight, "k_proj.weight")
         bq = None if q.bias is None else _numpy(q.bias, "q_proj.bias")
         bk = None if k.bias is None else _numpy(k.bias, "k_proj.bias")
-        H = int(getattr(module, "num_heads", None) or 1)
-        if H == 1:
-            head = _one_head(head, 1)
+        # the heads: num_heads, or, where Hugging Face's modules keep only head_dim and the
+        # config (transformers >= 4.48), config.num_attention_heads
+        config_heads = getattr(getattr(module, "config", None), "num_attention_heads", None)
+        H = int(getattr(module, "num_heads", None) or config_heads or 1)
+        hd = int(getattr(module, "head_dim", None) or Wq.shape[0] // H)
+        head = _one_head(head, H)
+        if H == 1 and hd == Wq.shape[0]:
             if Wq.shape != Wk.shape:
                 raise ProblemError(
                     f"from_torch: q_proj and k_proj must map to the same width; got {Wq.shape} "
                     f"and {Wk.shape}."
                 )
-            return Wq, Wk, bq, bk, 1.0 / np.sqrt(Wq.shape[0]), head
-        # several heads in one projection (Hugging Face's layout): rows h*hd..(h+1)*hd, the
-        # key rows of the head's group when keys are shared (grouped queries)
-        head = _one_head(head, H)
-        hd = int(getattr(module, "head_dim", None) or Wq.shape[0] // H)
-        groups = Wk.shape[0] // hd if hd else 0
-        if hd * H != Wq.shape[0] or groups * hd != Wk.shape[0] or not groups or H % groups:
-            raise ProblemError(
-                f"from_torch: q_proj ({Wq.shape[0]} rows) and k_proj ({Wk.shape[0]} rows) do "
-                f"not split into num_heads={H} heads of width {hd}; slice one head's rows "
-                "yourself and pass a module with those q_proj/k_proj."
-            )
-        rq = slice(head * hd, (head + 1) * hd)
-        kv = head // (H // groups)
-        rk = slice(kv * hd, (kv + 1) * hd)
+            rq = rk = slice(None)
+        else:
+            # several heads in one projection (Hugging Face's layout): rows h*hd..(h+1)*hd,
+            # the key rows of the head's group when keys are shared (grouped queries)
+            groups = Wk.shape[0] // hd if hd else 0
+            if hd * H != Wq.shape[0] or groups * hd != Wk.shape[0] or not groups or H % groups:
+                raise ProblemError(
+                    f"from_torch: q_proj ({Wq.shape[0]} rows) and k_proj ({Wk.shape[0]} rows) "
+                    f"do not split into num_heads={H} heads of width {hd}; slice one head's "
+                    "rows yourself and pass a module with those q_proj/k_proj."
+                )
+            rq = slice(head * hd, (head + 1) * hd)
+            kv = head // (H // groups)
+            rk = slice(kv * hd, (kv + 1) * hd)
         scale = float(getattr(module, "scaling", None) or 1.0 / np.sqrt(hd))
         return (
             Wq[rq],
@@ -209,10 +253,13 @@ def from_torch(
     ----------
     module : torch.nn.MultiheadAttention or torch.nn.Module
         A MultiheadAttention (``in_proj_weight``; one head at a time) or a module with
-        ``q_proj`` and ``k_proj`` linear layers: one head, or, with an attribute
-        ``num_heads`` > 1, Hugging Face's layout (head h in rows h·hd..(h+1)·hd, ``head_dim``
-        hd, keys shared by groups of heads when ``k_proj`` is narrower, logit scale
-        ``scaling`` when the module has one).
+        ``q_proj`` and ``k_proj`` linear layers: one head, or, with ``num_heads`` > 1 (an
+        attribute, else the module's ``config.num_attention_heads``), Hugging Face's layout
+        (head h in rows h·hd..(h+1)·hd, ``head_dim`` hd, keys shared by groups of heads when
+        ``k_proj`` is narrower). The logit scale is the module's ``scaling`` when it has one
+        (one head or several). Refused: a module whose ``forward`` takes
+        ``position_embeddings`` (rotary: use :func:`~svmgeo.from_transformers`), query/key
+        norms, ``clip_qkv`` and logit soft-capping (no W reproduces their logits).
     inputs : tensor or array of shape (n, T, E)
         The key tokens of every sequence (batch first).
     queries : tensor or array of shape (n, E) or (n, K, E), optional
@@ -229,8 +276,8 @@ def from_torch(
     head : int, optional
         Which head (required when the module has several).
     scale : float, optional
-        The logit scale :math:`s`, finite and > 0; default :math:`1/\sqrt{h}` with :math:`h`
-        the head width (PyTorch's scaled dot product).
+        The logit scale :math:`s`, finite and > 0; default the module's ``scaling``, else
+        :math:`1/\sqrt{h}` with :math:`h` the head width (PyTorch's scaled dot product).
     **data_kwargs
         Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...).
 
@@ -245,8 +292,8 @@ def from_torch(
     SolverNotFound
         torch is not installed.
     ProblemError
-        An unsupported module, inconsistent shapes, a ``scale`` that is not finite and
-        positive, non-finite weights, or a float ``attn_mask`` with entries other than 0 and
+        An unsupported module (rotary, nonlinear query/key maps), inconsistent shapes or
+        heads, a ``scale`` that is not finite and positive, non-finite weights, or a float ``attn_mask`` with entries other than 0 and
         :math:`-\infty`.
     """
     try:

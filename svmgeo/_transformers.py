@@ -54,7 +54,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
-from ._torch import from_torch
+from ._torch import check_bilinear, from_torch
 from .data import TokenData
 
 __all__ = ["from_transformers"]
@@ -148,21 +148,7 @@ def _head_maps(
             f"{_WHERE}: block {layer} has no LLaMA-style self_attn.q_proj/k_proj; got "
             f"{type(attn).__name__}."
         )
-    for name in ("q_norm", "k_norm", "q_layernorm", "k_layernorm"):
-        if getattr(attn, name, None) is not None:
-            raise ProblemError(
-                f"{_WHERE}: the attention normalizes queries/keys ({name}), a nonlinear map: "
-                "the logit is not bilinear in the tokens, so no W exists."
-            )
-    if getattr(config, "clip_qkv", None):
-        raise ProblemError(
-            f"{_WHERE}: clip_qkv clamps the queries and keys, a nonlinear map: the logit is "
-            "not bilinear in the tokens, so no W exists."
-        )
-    if getattr(config, "attn_logit_softcapping", None):
-        raise ProblemError(
-            f"{_WHERE}: attn_logit_softcapping applies tanh to the logits; no W reproduces them."
-        )
+    check_bilinear(attn, config, _WHERE)
     H, H_kv = config.num_attention_heads, config.num_key_value_heads
     hd = attn.head_dim
     h = _check_index(head, "head", H, f"the model has {H} query heads")

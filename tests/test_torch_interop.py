@@ -207,3 +207,52 @@ def test_multihead_attention_with_a_zero_key_is_refused() -> None:
     mha = torch.nn.MultiheadAttention(8, 2, batch_first=True, add_zero_attn=True)
     with pytest.raises(sg.ProblemError, match="add_zero_attn=True"):
         sg.from_torch(mha, torch.randn(2, 5, 8), head=0)
+
+
+def _q_k_module(E: int, width: int, seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    module = torch.nn.Module()
+    module.q_proj = torch.nn.Linear(E, width).double()
+    module.k_proj = torch.nn.Linear(E, width).double()
+    return module
+
+
+def test_module_scaling_is_the_logit_scale_of_a_single_head() -> None:
+    """A one-head module's own ``scaling`` was ignored for 1/sqrt(width) (W 4x too large
+    here), although several heads read it."""
+    module = _q_k_module(4, 3, seed=4)
+    module.scaling = 0.1
+    X = torch.randn(2, 5, 4, dtype=torch.float64)
+    data, W = sg.from_torch(module, X, query="all")
+    logits = 0.1 * torch.einsum("nth,nsh->nst", module.k_proj(X), module.q_proj(X))
+    ref = torch.softmax(logits, dim=2).detach().numpy()
+    np.testing.assert_allclose(_svmgeo_attention(data, W), ref, atol=1e-12)
+
+
+def test_heads_are_read_from_the_config_without_num_heads() -> None:
+    """Hugging Face's attention modules keep head_dim and config.num_attention_heads, not
+    num_heads (transformers >= 4.48): the two heads were read as one head of width 8, the
+    sum of both heads' products at scale 1/sqrt(8), and head=1 was refused."""
+    from types import SimpleNamespace
+
+    module = _q_k_module(6, 8, seed=5)
+    module.head_dim, module.scaling = 4, 0.5
+    module.config = SimpleNamespace(num_attention_heads=2)
+    X = torch.randn(2, 5, 6, dtype=torch.float64)
+    q = module.q_proj(X).reshape(2, 5, 2, 4)
+    k = module.k_proj(X).reshape(2, 5, 2, 4)
+    for h in range(2):
+        data, W = sg.from_torch(module, X, query="all", head=h)
+        logits = 0.5 * torch.einsum("nth,nsh->nst", k[:, :, h], q[:, :, h])
+        ref = torch.softmax(logits, dim=2).detach().numpy()
+        np.testing.assert_allclose(_svmgeo_attention(data, W), ref, atol=1e-12)
+    with pytest.raises(sg.ProblemError, match=r"pass head=0\.\.1"):
+        sg.from_torch(module, X)
+
+
+def test_nonlinear_query_key_maps_are_refused_by_from_torch() -> None:
+    """A module that normalizes its queries (Qwen3's q_norm) was read as the bilinear W."""
+    module = _q_k_module(4, 4, seed=6)
+    module.q_norm = torch.nn.LayerNorm(4)
+    with pytest.raises(sg.ProblemError, match=r"from_torch: .*\(q_norm\), a nonlinear map"):
+        sg.from_torch(module, torch.randn(2, 5, 4))

@@ -217,6 +217,14 @@ def test_llama_rope_is_refused_with_the_reason() -> None:
         from_transformers(_model("llama"), _inputs(False), layer=0, head=0)
 
 
+def test_llama_attention_module_is_refused_by_from_torch() -> None:
+    """LlamaAttention has q_proj/k_proj but applies RoPE: from_torch read it as one W
+    without rotation (and, having no num_heads attribute, its two heads as one head)."""
+    attn = _decoder("LlamaConfig", "LlamaModel").layers[0].self_attn  # 2 heads, no groups
+    with pytest.raises(sg.ProblemError, match=r"from_torch: LlamaAttention applies rotary"):
+        sg.from_torch(attn, torch.randn(N, T, attn.q_proj.in_features), head=0)
+
+
 def test_llama_custom_positions_are_refused_for_offsets() -> None:
     model = _model("llama")
     spread = {**_inputs(False), "position_ids": torch.tensor([[0, 1, 3, 4, 8, 9]] * N)}
