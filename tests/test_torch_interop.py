@@ -218,7 +218,7 @@ def _q_k_module(E: int, width: int, seed: int) -> torch.nn.Module:
 
 
 def test_module_scaling_is_the_logit_scale_of_a_single_head() -> None:
-    """A one-head module's own ``scaling`` was ignored for 1/sqrt(width) (W 4x too large
+    """A one-head module's own ``scaling`` was ignored for 1/sqrt(width) (W 5.8x too large
     here), although several heads read it."""
     module = _q_k_module(4, 3, seed=4)
     module.scaling = 0.1
