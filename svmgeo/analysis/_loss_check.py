@@ -65,7 +65,9 @@ class LossCheck:
         loss); a maximum repels it instead.
     sup_d1, lip_d1 : ndarray of shape (n, K)
         :math:`\sup|\ell'|` and :math:`\sup|\ell''|` (the Lipschitz constant of :math:`\ell'`)
-        over :math:`I_{ik}`.
+        over :math:`I_{ik}`: exact for the built-ins; for a user's loss ``lip_d1`` is
+        :math:`M_2` and ``sup_d1`` the grid's bound :math:`\max_j (|\ell'(u_j)| +
+        |\ell'(u_{j+1})|)/2 + M_2 h/2` (upper bounds when ``proved``, else measurements).
     L_W : float
         The step-size bound of :func:`~svmgeo.analysis.gradient_lipschitz_bound`'s formula
         with these suprema (for prompt-attention data, without queries, the bound in p:
@@ -179,10 +181,6 @@ def check_loss(
     # a query is not decided by the grid (below), never a false stationary point
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         g1 = spec.d1(U)
-        if spec.sup_d1 is not None:
-            sup1 = spec.sup_d1(lo, hi)
-        else:
-            sup1 = np.abs(g1).max(axis=2)
         proved = d2_bound is not None or spec.sup_d2 is not None
         if d2_bound is not None:
             M2 = np.full_like(lo, d2_bound)
@@ -201,6 +199,12 @@ def check_loss(
             else M2[..., None]
         )
         cells = np.maximum(g1[..., :-1], g1[..., 1:]) + M2_cells * (h / 2.0)[..., None]
+        if spec.sup_d1 is not None:
+            sup1 = spec.sup_d1(lo, hi)
+        else:  # |l'| <= (|l'(u_j)| + |l'(u_j+1)|)/2 + M2 h/2 on a cell: a bound where M2 is one
+            size = np.abs(g1)
+            peaks = 0.5 * (size[..., :-1] + size[..., 1:]) + M2_cells * (h / 2.0)[..., None]
+            sup1 = np.nan_to_num(peaks.max(axis=2), nan=np.inf)  # inf - inf: beyond float64
     # a built-in with log|l'| in closed form (logistic, exponential, correlation) has
     # l' = -exp(log|l'|) < 0 at every u: decreasing on any interval, proved without the grid,
     # whose cells cannot prove it once h ~ 1 (e^{-h} < h/2) nor hold l' beyond float64

@@ -240,3 +240,19 @@ def test_a_stationary_maximum_is_not_said_to_hold_y_f() -> None:
     bowl = check_loss("square", _scaled(0, 3.0))
     flagged = int(np.isfinite(bowl.stationary).sum())
     assert flagged > 0 and f"on {flagged} of them, where GD holds Y f" in bowl.message
+
+
+def test_a_user_loss_sup_d1_bounds_a_peak_between_grid_points() -> None:
+    # |l'| peaks at u = a, off the grid; with a valid d2_bound the verdict is proved, so sup_d1
+    # (and L_W from it) must be an upper bound: the grid's own largest |l'| is below the peak
+    data = sg.random_data(4, 5, 6, seed=0)
+    a, w = 0.2079, 0.01
+    d1 = lambda u: -(1.0 + 0.9 * np.exp(-(((u - a) / w) ** 2)))  # noqa: E731
+    M2 = 0.9 * np.sqrt(2.0) * np.exp(-0.5) / w * 1.01  # > sup|l''| = 0.9 sqrt(2) e^(-1/2) / w
+    for grid in (17, 2049):
+        chk = check_loss((lambda u: -u, d1), data, grid=grid, d2_bound=M2)
+        assert chk.proved
+        u = np.linspace(chk.lo, chk.hi, 400_001, axis=-1)
+        true_sup = np.abs(d1(u)).max(axis=-1)  # independent: a fine grid through the peak
+        assert np.all(chk.sup_d1 >= true_sup)
+        np.testing.assert_allclose(chk.sup_d1, true_sup, rtol=M2 * (chk.hi - chk.lo).max() / grid)
