@@ -204,9 +204,11 @@ class LipschitzResult:
     bound_overall : float or None
         The global bound for the stacked outputs, :math:`(\sum_{ik} b_{ik}^2)^{1/2}`.
     bound_reason : str
-        The one-line reason for the bound, or why there is none.
+        The one-line reason for the bound, why there is none, or that it is not decided for
+        these data (no query has a growing family).
     certificate : UnboundednessCertificate or None
-        When there is no global bound: W's with growing local constants.
+        When there is no global bound: W's with growing local constants (None where no
+        query has such a family).
     label : str
         :data:`RECONSTRUCTION`.
     """
@@ -332,7 +334,10 @@ def lipschitz(
     :func:`attention_jacobian`. The W-bound is :math:`\tfrac12\|X_i\|_2^2\|z_{ik}\|` for
     softmax without values (reason in ``bound_reason``). There is no global bound in X for any
     map, nor in W for normalized linear attention: ``certificate`` then holds an explicit
-    family of W with growing local constants. *svmgeo's derivation* (reconstruction of the
+    family of W with growing local constants, for the first query (from the largest constant
+    down) that has one; where no query has one (e.g. every :math:`z_{ik} = 0`, or softmax
+    over equal tokens, where :math:`U_i^\top J = 0` at every W) ``bound_reason`` says the
+    bound is not decided for these data. *svmgeo's derivation* (reconstruction of the
     abstract of Chen et al., ICLR 2024 submission 4416; docs/attention-maps.md).
 
     ReLU is not differentiable where a visible :math:`u_t = 0` (W = 0, for one): there the
@@ -443,16 +448,28 @@ def lipschitz(
         )
     else:
         if wrt == "W":
-            reason = f"no global bound in W: {amap.bound_reason}"
+            claim, why = "no global bound in W", amap.bound_reason
+        else:
+            claim = "no global bound in X over all W"
+            why = (
+                "the term U^T J e_t (W z)^T of the Jacobian grows with ||W z|| wherever J "
+                "stays away from 0"
+            )
+        # the queries from the largest constant down: the first family that grows (a query
+        # can have none: z_ik = 0, or softmax over equal tokens, where U^T J = 0 at every W)
+        for flat in np.argsort(-per_query, axis=None, kind="stable"):
+            i, k = divmod(int(flat), K)
+            cert = _certificate(data, Wc, i, k, amap, wrt)
+            if cert is not None:
+                break
+        if cert is not None:
+            reason = f"{claim}: {why} (see certificate)"
         else:
             reason = (
-                "no global bound in X over all W: the term U^T J e_t (W z)^T of the Jacobian "
-                "grows with ||W z|| wherever J stays away from 0 (see certificate)"
+                f"not decided for these data ({claim} in general: {why}): no query has a "
+                "family of W with growing constants here (e.g. z = 0, or softmax over equal "
+                "tokens); the constants above are local"
             )
-        i, k = (int(a) for a in np.unravel_index(int(np.argmax(per_query)), per_query.shape))
-        cert = _certificate(data, Wc, i, k, amap, wrt)
-        if cert is None:
-            reason += "; no growing family was found for these data (not shown here)"
     return LipschitzResult(
         attention=amap.name,
         wrt=wrt,

@@ -331,3 +331,46 @@ def test_one_visible_key_has_a_global_bound_for_maps_summing_to_one(name: str, w
     for other in ("linear", "relu", "sigmoid"):  # unbounded in X: their certificates grow
         cert = lipschitz(data, np.eye(3), other, wrt="X").certificate
         assert cert is not None and np.all(np.diff(cert.constants) > 0)
+
+
+@pytest.mark.parametrize("name", ["softmax", "sigmoid", "relu", "linear"])
+def test_the_certificate_is_looked_for_on_every_query(name: str) -> None:
+    """Regression: the family was tried only on the query with the largest constant. Here
+    sequence 0 has z = 0 (its logits are 0 at every W) and ties or leads at W = 0, so
+    wrt="X" said "no growing family was found for these data" although sequence 1 has one."""
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(2, 3))
+    Z[0] = 0.0
+    data = sg.TokenData(
+        rng.normal(size=(2, 4, 3)), Y=np.array([1.0, -1.0]), v=rng.normal(size=3), Z=Z
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # ReLU at W = 0 sits on its kink
+        cert = lipschitz(data, np.zeros((3, 3)), name, wrt="X").certificate
+    assert cert is not None and (cert.seq, cert.query) == (1, 0)
+    assert np.all(np.diff(cert.constants) > 0) and cert.constants[-1] > 10 * cert.constants[0]
+    for W, c in zip(cert.Ws, cert.constants, strict=True):  # the exact constants at its W's
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            np.testing.assert_allclose(lipschitz(data, W, name, wrt="X").per_query[1, 0], c)
+
+
+@pytest.mark.parametrize("case", ["zero queries", "equal tokens"])
+def test_no_global_bound_is_not_claimed_where_the_constants_are_bounded(case: str) -> None:
+    """Regression: with every z = 0 (logits 0 at every W), or softmax over sequences of equal
+    tokens (U^T J = 0 at every W), the constants in X are the same at every W, yet the reason
+    said "no global bound in X over all W". It now says the bound is not decided."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2, 4, 3))
+    Z = rng.normal(size=(2, 3))
+    if case == "zero queries":
+        Z = np.zeros((2, 3))
+    else:
+        X = np.repeat(X[:, :1], 4, axis=1)
+    data = sg.TokenData(X, Y=np.array([1.0, -1.0]), v=rng.normal(size=3), Z=Z)
+    lip = lipschitz(data, np.eye(3), "softmax", wrt="X")
+    for c in (1e1, 1e3):  # the same constants far out: bounded over W on these data
+        far = lipschitz(data, c * rng.normal(size=(3, 3)), "softmax", wrt="X")
+        np.testing.assert_allclose(far.per_query, lip.per_query, rtol=1e-12)
+    assert lip.certificate is None and lip.bound_per_query is None
+    assert lip.bound_reason.startswith("not decided for these data")
