@@ -267,43 +267,24 @@ def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
     return x * (rho / nx)
 
 
-def _objective_scale(f: float, normalized: bool) -> float:
-    r"""Φ, the scale of the objective F the residuals and the steps measure against: 1 for
-    the log-domain objectives (``normalized``: F is in units of :math:`\log|g|`, and
-    :math:`\nabla F = \tfrac12\nabla\log|g|` where s = |g|), |F| = |L| for F = L (other
-    heads). A residual measuring :math:`\|\nabla F\|` against the floor Φ/ρ (the slope of a
-    change of F by Φ across the radius ρ) is invariant when the loss is multiplied by a
-    constant (Φ and :math:`\nabla F` scale alike; the log-domain F does not change) and when
-    W's units change (W → W/a, ρ → ρ/a)."""
-    return 1.0 if normalized else abs(f)
-
-
 def _ball_residual(
-    x: np.ndarray,
-    g: np.ndarray,
-    f: float,
-    rho: float,
-    normalized: bool = True,
-    sphere: bool = False,
+    x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True, sphere: bool = False
 ) -> float:
-    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho` at x, with
-    :math:`g = \nabla F(x)`, :math:`f = F(x)` and the floor :math:`\gamma = \Phi/\rho`
-    (:func:`_objective_scale`): inside, :math:`\|g\|/\max(\|g\|, \gamma)
-    = \min(1, \rho\|g\|/\Phi)`; on the sphere :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|`
-    (``normalized``: the log-domain objectives) or :math:`\min_{\mu \ge 0}\|g + \mu\hat x\|
-    / \max(\|g\|, \gamma)` (F = L). With ``sphere`` (:math:`\|x\| = \rho`) the multiplier is
-    free: the tangential part :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
+    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
+    :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
+    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside. With
+    ``sphere`` (:math:`\|x\| = \rho`) the multiplier is free: the tangential part
+    :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
-    floor = _objective_scale(f, normalized) / rho
     nx = float(np.linalg.norm(x))
     if nx < rho * (1.0 - 1e-10) and not sphere:
-        return ng / max(ng, floor)
+        return ng / max(1.0, ng)
     gh, xh = g / ng, x / nx
     c = float(np.vdot(gh, xh))
     sine = float(np.linalg.norm(gh - c * xh)) if (c < 0.0 or sphere) else 1.0
-    return sine if normalized else sine * ng / max(ng, floor)
+    return sine if normalized else sine * ng / max(1.0, ng)
 
 
 def _spg(
@@ -326,7 +307,7 @@ def _spg(
     """
     x = _ball(x0, rho, sphere)
     f, g = fun(x)
-    res = _ball_residual(x, g, f, rho, normalized, sphere)
+    res = _ball_residual(x, g, rho, normalized, sphere)
     ng = float(np.linalg.norm(g))
     t = rho / ng if ng > 0.0 else 1.0
     it = 0
@@ -359,8 +340,8 @@ def _spg(
             # BB step if F stays within rounding of f and the residual improves.
             xn, dx, fn, gn = first
             accepted = (
-                fn <= f + 8.0 * _EPS * max(_objective_scale(f, normalized), abs(f))
-                and _ball_residual(xn, gn, fn, rho, normalized, sphere) < 0.5 * res
+                fn <= f + 8.0 * _EPS * max(1.0, abs(f))
+                and _ball_residual(xn, gn, rho, normalized, sphere) < 0.5 * res
             )
         if not accepted:
             break  # no progress left at float64 resolution
@@ -369,7 +350,7 @@ def _spg(
         x, f, g = xn, fn, gn
         ng = float(np.linalg.norm(g))
         t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
-        res = _ball_residual(x, g, f, rho, normalized, sphere)
+        res = _ball_residual(x, g, rho, normalized, sphere)
     return x, res, it
 
 
@@ -541,31 +522,20 @@ def regularization_path(
     **Method** (``"W"``, ``"KQ"``). Spectral projected gradient on the ball (Barzilai–Borwein
     steps, Armijo backtracking on F along the projection arc), warm-started along the radii.
 
-    **Stationarity.** The ball's KKT residual, in [0, 1], measured against the floor
-    :math:`\Phi/\rho` (ρ the radius: R, or :math:`\sqrt{2R}` for the factors) with Φ the
-    objective's scale: Φ = 1 for the log-domain F of the linear head (F is in units of
-    :math:`\log|g|`: where s = |g|, as when the residual is measured,
-    :math:`\nabla F = \tfrac12\nabla\log|L - L_\beta|`), Φ = |L| for the other heads
-    (F = L). Linear head and local path: with the gradient normalized,
-    :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere
+    **Stationarity.** The ball's KKT residual. Linear head and local path: with the gradient
+    normalized, :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere
     (:math:`\hat g = \nabla F/\|\nabla F\|`, :math:`\hat x = x/\|x\|`: the sine of the angle
     between :math:`-\nabla F` and x), scale free, so meaningful where :math:`\nabla L` is
     1e-300; for the local path the same with the active cone rows' unit normals (nonnegative
     multipliers, NNLS). Other heads (F = L, whose gradient may be small at a genuine
-    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(\|\nabla F\|, \Phi/\rho)`.
-    Inside the ball (and the cone): :math:`\|\nabla F\| / \max(\|\nabla F\|, \Phi/\rho)
-    = \min(1, \rho\|\nabla F\|/\Phi)`, the first-order change of F across the radius in
-    units of its scale: for the linear head, the relative change of the gap
-    :math:`|L - L_\beta|` (halved), for the others the relative change of L. *Why this scale*:
-    the residual is then invariant when the loss is multiplied by a constant (Φ and
-    :math:`\nabla F` scale alike for F = L; the log-domain F does not change at all) and when
-    W's units change (tokens times a: W → W/a, ρ → ρ/a), so neither a tiny loss landscape
-    reads as converged nor a huge one as never converged.
+    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(1, \|\nabla F\|)`.
+    Inside the ball: :math:`\|\nabla F\| / \max(1, \|\nabla F\|)`.
 
     **Resolution** (linear head). F is a function of the log-gap
     :math:`\lambda = \log|L - L_\beta|` (and of :math:`\log s`, a value of it), and the
-    residual measures changes of λ (inside the ball, ρ‖∇F‖ is half the first-order change of
-    λ across the radius). Where float64 spaces its numbers near λ more widely than ``tol``,
+    residual measures changes of λ (:math:`\nabla F = \tfrac12\nabla\lambda` where
+    s = |g|, as when the residual is measured). Where float64 spaces its numbers near λ more
+    widely than ``tol``,
     :math:`\mathrm{ulp}(\lambda) > \mathrm{tol}` (for tol = 1e-6:
     :math:`|\lambda| \ge 2^{33} \approx 8.6\cdot 10^9`, e.g. scores of 1e30, where λ ~ -1e28,
     or radii of 1e10 on scores of order one, where λ ~ -R·margin), no change of F of the
@@ -574,8 +544,7 @@ def regularization_path(
     came out 0 and read as stationary). Such a radius reports ``stationarity = inf``,
     ``converged = False`` and a :class:`ConvergenceWarning` that says to rescale; it is
     measured at the radius's solution, not refused up front, since λ grows with R and a
-    path's smaller radii may be resolved. Other heads: F = L, whose residual is relative to
-    |L|, is resolved to float64's relative spacing :math:`2^{-52}`; no check.
+    path's smaller radii may be resolved. Other heads (F = L): no such check.
 
     References
     ----------
@@ -805,8 +774,7 @@ def _on_ball(
         W = to_W(xv)
         _reference_selection(gap, W)
         gap.reset(W)
-        F, g = fun(xv)
-        rr = _ball_residual(xv, g, F, radius, log_gap)
+        rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
         if rr <= tol or it >= max_iter:
             break
         xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap)
@@ -923,21 +891,20 @@ class _Cone:
         return np.array(A).reshape(-1, self.X.shape[2]), np.array(B).reshape(-1, self.X.shape[2])
 
 
-def _kkt_residual(g: np.ndarray, f: float, normals: list[np.ndarray], rho: float) -> float:
-    r""":math:`\min_{\lambda \ge 0}\|\hat g - \sum_j \lambda_j \hat n_j\|`, :math:`\hat g = g/\|g\|`,
-    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients) of
-    the local path's log-domain objective; with none active, :math:`\min(1, \rho\|g\|)`
-    (:func:`_objective_scale`, as :func:`_ball_residual` inside the ball)."""
+def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], normalized: bool = True) -> float:
+    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(1, \|g\|)`
+    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients);
+    with ``normalized`` the gradient is :math:`\hat g = g/\|g\|` instead."""
     from scipy.optimize import nnls
 
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     if not normals:
-        return ng / max(ng, _objective_scale(f, True) / rho)
+        return ng / max(1.0, ng)
     N = np.stack([nv / np.linalg.norm(nv) for nv in normals], axis=1)
     _, res = nnls(N, g / ng)
-    return float(res)
+    return float(res) if normalized else float(res) * ng / max(1.0, ng)
 
 
 def _solve_local(
@@ -1030,7 +997,7 @@ def _local_residual(
     """KKT residual at x of the ball (the sphere, whose multiplier is free in sign) and the
     cone rows of x's witnesses (active within 1e-7)."""
     d = cone.X.shape[2]
-    f, g = fun(x)
+    _, g = fun(x)
     A, B = cone.rows(x.reshape(d, d))
     P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], d * d)  # no rows: (0, d²)
     u = x / R
@@ -1041,7 +1008,7 @@ def _local_residual(
     normals = [J[j] for j in range(c.size) if c[j] <= 1e-7]
     if sphere:
         normals.append(2.0 * u)  # an equality: both signs
-    return _kkt_residual(g, f, normals, R)
+    return _kkt_residual(g, normals)
 
 
 def _path_local(
