@@ -1094,10 +1094,11 @@ def _farkas_beside_point(rows: ExactRows, W: np.ndarray) -> tuple[np.ndarray, st
 
     Sought on the exact null space of :math:`G_{SS}` (:func:`_farkas_everywhere`): S every
     row when :math:`N \le` :data:`_ALL_ROWS`, else the rows ``W`` holds tight
-    (:func:`_tightest_rows`) when at most :data:`_ALL_ROWS`. A Farkas vector's support is
-    tight at every point that nearly meets the rows:
-    :math:`\sum_j \lambda_j (a_j^\top W b_j - c_j) = -c^\top\lambda < 0` with
-    :math:`\lambda \ge 0` on margin rows and every slack at least its rounding.
+    (:func:`_tightest_rows`) when at most :data:`_ALL_ROWS`: a heuristic (the proof is
+    exact). Where the slacks :math:`s_j = a_j^\top W b_j - c_j` are at least
+    :math:`-\varepsilon_j`, :math:`\sum_j \lambda_j s_j = -c^\top\lambda < 0` bounds a
+    support row's slack by :math:`\sum_k \lambda_k \varepsilon_k / \lambda_j`: small, so the
+    row tight, unless :math:`\lambda_j` is small against the others.
     """
     cs = rows.cs
     S = np.arange(cs.N) if cs.N <= _ALL_ROWS else np.sort(_tightest_rows(cs, W))
