@@ -311,3 +311,16 @@ def test_pruning_at_threshold_zero_keeps_only_visible_keys() -> None:
 def test_a_ragged_w_is_a_problem_error() -> None:
     with pytest.raises(sg.ProblemError, match="study: W must be a real array of shape"):
         sg.study(sg.random_data(3, 3, 4, seed=0), [[1.0, 2.0], [3.0]], progress=False)
+
+
+def test_an_infeasible_dataset_within_theorem_1s_sizes_is_named_an_exception() -> None:
+    # Theorem 1 (arXiv:2308.16898) holds for almost every dataset: a zero query makes
+    # Att-SVM(opt) infeasible at any d, and the summary must not leave "condition: True"
+    # beside "infeasible" unexplained
+    d0 = sg.random_data(2, 3, 5, seed=0)
+    Z = np.array(d0.Z, dtype=float)
+    Z[0] = 0.0
+    rep = sg.study(sg.TokenData(d0.X, Y=d0.Y, Z=Z, v=d0.v))
+    assert rep.theorem1["holds"] and rep.status == "infeasible"
+    assert any("one of its exceptions" in note for note in rep.notes)
+    assert "one of its exceptions" in rep.summary()
