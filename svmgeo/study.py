@@ -662,9 +662,10 @@ def study(
             notes.append(f"feasibility of Att-SVM(opt) undecided ({feas.status}): {feas.message}")
         elif decided is False and theorem1["holds"]:
             notes.append(
-                f"Att-SVM(opt) is infeasible although d >= {bound}: Theorem 1 holds for almost "
-                "every dataset, and these data are one of its exceptions (a null set; a zero "
-                "query is one)"
+                f"Att-SVM(opt) is infeasible although d >= {bound}: Theorem 1 "
+                "(arXiv:2308.16898; svmgeo's extension for K > 1) holds for almost every "
+                "dataset, and these data are one of its exceptions (a null set; a zero query "
+                "is one)"
             )
     timings[steps[0]] = time.perf_counter() - t0
     bar.update()
