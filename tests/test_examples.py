@@ -229,11 +229,16 @@ def test_spectral_vs_cvxpy_seed_1() -> None:
 
 
 def test_rates_calibration_short_run() -> None:
-    """docs/optimizers.md's fit_rates calibration, on 2000 steps: the fits converge, the norm
-    slope is within 5 % of ||w_mm|| = 0.5 and the direction error decays (lambda > 0)."""
-    (row,) = _table_rows(_bench("rates_calibration.py", "--steps", "2000"), "2000")
+    """docs/optimizers.md's fit_rates calibration, its 2*10^4-step row: the fits converge, the
+    norm slope is within 5 % of ||w_mm|| = 0.5 and the direction error decays (lambda > 0);
+    2000 steps, the docs' pre-asymptotic case, read "fits converged" before session 54 and now
+    name the drift of lambda (its window is too short for (log t)^-lambda)."""
+    text = _bench("rates_calibration.py", "--steps", "2000", "20000")
+    (row,) = _table_rows(text, "20000")
     np.testing.assert_allclose(float(row[2].split()[0]), 0.5, rtol=0.05)
     assert float(row[4].split()[0]) > 0.0 and row[-1] == "fits converged", row
+    (short,) = _table_rows(text, "2000")
+    assert short[-1].startswith("not converged: 1 - corr is neither a power of log t"), short
 
 
 def test_global_details_agree_with_the_headline(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from ._gensvm import GenSVMResult, SelectedSets, gen_svm, selected_sets
 from ._initial_gradient import InitialGradient, good_initial_gradient
 from ._local import LocalOptimality, LOTViolation, is_locally_optimal
 from ._loss_check import LOSS_SPECS, LossCheck, LossSpec, check_loss
-from ._rates import Rates, fit_rates
+from ._rates import LackOfFit, Rates, fit_rates
 from ._regpath import RegularizationPath, regularization_path
 from ._sign_pattern import PatternOptimality, StuckKey, is_locally_optimal_pattern
 from ._stability import (
@@ -30,6 +30,7 @@ __all__ = [
     "InitialGradient",
     "LOTEnumeration",
     "LOTViolation",
+    "LackOfFit",
     "LipschitzResult",
     "LocalOptimality",
     "LossCheck",

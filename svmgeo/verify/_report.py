@@ -227,8 +227,9 @@ class VerifyReport:
         :func:`~svmgeo.fit_rates` of the run against each SVM prediction (``"fro"``,
         ``"nuc"``, and ``"l1"``, ``"linf"``, ``"spectral"``, ``"lp"`` for another optimizer),
         each in its own norm: the norm growth :math:`\|W(t)\| \approx a + b\log t` and the
-        decay of :math:`1 - \mathrm{corr}`, with bootstrap intervals and a verdict (None
-        where too few records; not serialized). W and (K, Q) runs of softmax attention.
+        decay of :math:`1 - \mathrm{corr}`, with bootstrap intervals, lack-of-fit checks and
+        a verdict (None where too few records; not serialized). W and (K, Q) runs of softmax
+        attention.
     svm_l1, svm_linf, svm_spectral : SVMResult or None
         The solves behind those fields (not serialized).
 
