@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -120,14 +121,112 @@ def _zero_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
 
 
 # -- normalized linear ----------------------------------------------------------------------
-def _total(u: Array, visible: Array | None) -> Array:
-    S = np.sum(np.where(_vis(u, visible), u, 0.0), axis=-1, keepdims=True)
-    if np.any(S == 0.0):
-        raise ProblemError(
-            "normalized linear attention u / (1^T u) is undefined where 1^T u = 0 (at W = 0 in "
-            "particular); got a query whose visible logits sum to 0. Evaluate it at a W with "
-            "1^T X_i W z_ik != 0, or use attention='linear' or 'softmax'."
+UNIT_ROUNDOFF = 2.0**-53
+"""float64's unit roundoff u: a rounded operation's relative error is at most u."""
+
+
+def gamma(n: Any) -> Any:
+    r""":math:`\gamma_n = n u / (1 - n u)`: a value that passes through ``n`` rounded
+    operations carries a relative error of at most :math:`\gamma_n` (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, 2nd ed., Lemma 3.1)."""
+    return n * UNIT_ROUNDOFF / (1.0 - n * UNIT_ROUNDOFF)
+
+
+def visible_sum(u: Array, visible: Array | None) -> Array:
+    r""":math:`\mathbf 1^\top u` over the visible keys (keeping the last axis), as the
+    normalized linear map divides by it."""
+    return np.sum(np.where(_vis(u, visible), u, 0.0), axis=-1, keepdims=True)
+
+
+def logit_sum_bound(X: Any, W: Any, Z: Any, visible: Any, xp: Any = np) -> Any:
+    r"""Bound on the rounding error of :math:`\mathbf 1^\top u` with
+    :math:`u_t = x_t^\top (W z)` over the visible keys, as computed in float64.
+
+    .. math::
+
+        |\widehat{\mathbf 1^\top u} - \mathbf 1^\top X W z|
+        \le \gamma_{d_z + d + T_v - 1} \sum_{t\ \mathrm{visible}} |x_t|^\top |W|\,|z|
+
+    for any order of the sums: each product :math:`x_{ta} W_{ab} z_b` passes through the
+    :math:`d_z` roundings of the inner product :math:`(Wz)_a`, the :math:`d` of
+    :math:`x_t^\top (Wz)` and the :math:`T_v - 1` of the sum over the :math:`T_v` visible
+    keys (Higham, Lemmas 3.1 and 3.3; an FMA only removes roundings). The bound is itself
+    computed in float64, to a relative :math:`\gamma_{T + d + d_z}` (negligible).
+
+    Parameters
+    ----------
+    X : array (..., T, d)
+        Each sequence's keys.
+    W : array (..., d, d_z)
+        Broadcasting against X's leading axes.
+    Z : array (..., K, d_z)
+        Each sequence's queries.
+    visible : bool array (..., K, T)
+    xp : array namespace, default numpy
+
+    Returns
+    -------
+    array (..., K)
+    """
+    Wz_abs = xp.abs(Z) @ xp.swapaxes(xp.abs(W), -1, -2)  # (..., K, d): |W||z| per query
+    keys_abs = xp.where(visible, 1.0, 0.0) @ xp.abs(X)  # (..., K, d): sum_t |x_t| visible
+    n = W.shape[-1] + X.shape[-1] + xp.sum(visible, axis=-1) - 1
+    return gamma(n) * xp.sum(keys_abs * Wz_abs, axis=-1)
+
+
+def refuse_undetermined_sums(
+    S: Any, bound: Any, axes: tuple[str, ...] = (), fix: str = "", which: str = ""
+) -> None:
+    r"""ProblemError where :math:`|\widehat{\mathbf 1^\top u}| \le` its rounding error
+    bound: there the exact sum may be 0 (where :math:`u / \mathbf 1^\top u` is undefined) or
+    of the other sign, and float64 does not determine :math:`u / \mathbf 1^\top u`; an exact
+    zero is refused whatever the bound.
+
+    ``S`` and ``bound`` have the same shape; the message names the first such query by
+    ``axes`` (the names of their axes), or as ``which`` when given; ``fix`` replaces the
+    default advice.
+    """
+    bad = np.abs(S) <= bound
+    if not np.any(bad):
+        return
+    where = tuple(int(j) for j in np.argwhere(bad)[0])
+    S0, b0 = float(S[where]), float(bound[where])
+    if not which:
+        names = axes if len(axes) == len(where) else ("index",) * len(where)
+        which = ", ".join(f"{a} {j}" for a, j in zip(names, where, strict=True)) or "the query"
+    raise ProblemError(undetermined_sum_message(S0, b0, which, fix))
+
+
+def undetermined_sum_message(S: float, bound: float, which: str, fix: str = "") -> str:
+    """The message of :func:`refuse_undetermined_sums` for the query ``which``."""
+    return (
+        "normalized linear attention u / (1^T u) is undefined where the visible logits of a "
+        "query sum to 0, and not determined by float64 where their computed sum is within its "
+        f"rounding error of 0: {which} has 1^T u = {S:.3g}"
+        + (
+            ", exactly (its rounding error bound is 0). "
+            if bound == 0.0
+            else f", and its rounding error can reach {bound:.3g} (gamma_n sum|terms|, see "
+            "docs/attention-maps.md): the exact sum may be 0 or of the other sign. "
         )
+        + (
+            fix
+            or "Move W off the hyperplane 1^T X_i W z_ik = 0 (to a W where |1^T X_i W z_ik| is "
+            "well above that bound; rescaling W does not help, the bound scales with it), or "
+            "use attention='linear' or 'softmax'."
+        )
+    )
+
+
+def _total(u: Array, visible: Array | None) -> Array:
+    r""":math:`\mathbf 1^\top u`, refused where it is within :math:`\gamma_{T_v - 1}
+    \sum_t |u_t|` of 0 (the rounding error bound of a sum of :math:`T_v` given floats)."""
+    S = visible_sum(u, visible)
+    vis = _vis(u, visible)
+    bound = gamma(np.sum(vis, axis=-1, keepdims=True) - 1) * np.sum(
+        np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True
+    )
+    refuse_undetermined_sums(S[..., 0], bound[..., 0])
     return S
 
 

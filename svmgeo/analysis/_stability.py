@@ -30,7 +30,13 @@ from .._errors import ProblemError
 from .._linalg import frobenius_norm, row_norms
 from .._summary import summarized
 from .._validation import check_array, check_bool, check_int, check_option
-from ..attention_maps import AttentionMap, get_attention_map
+from ..attention_maps import (
+    AttentionMap,
+    get_attention_map,
+    logit_sum_bound,
+    refuse_undetermined_sums,
+    visible_sum,
+)
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..solvers import att_svm
@@ -118,6 +124,20 @@ def attention_jacobian(
     return _jacobian(data, Wc, i, k, amap, wrt)
 
 
+def _logits(data: TokenData, W: np.ndarray, i: int, k: int) -> np.ndarray:
+    r""":math:`u = X_i (W z_{ik})`, in this order wherever a map is evaluated at them."""
+    return np.asarray(data.X[i]) @ (W @ np.asarray(data.queries[i, k]))
+
+
+def _sum_and_bound(data: TokenData, W: np.ndarray, i: int, k: int) -> tuple[float, float]:
+    r""":math:`\mathbf 1^\top u` over the visible keys as computed from :func:`_logits`, and
+    the bound on its rounding error (:func:`~svmgeo.attention_maps.logit_sum_bound`)."""
+    vis = np.asarray(data.visible[i, k])
+    S = float(visible_sum(_logits(data, W, i, k), vis)[0])
+    z = np.asarray(data.queries[i, k])
+    return S, float(logit_sum_bound(np.asarray(data.X[i]), W, z[None], vis[None])[0])
+
+
 def _jacobian(
     data: TokenData, W: np.ndarray, i: int, k: int, amap: AttentionMap, wrt: str
 ) -> np.ndarray:
@@ -125,7 +145,10 @@ def _jacobian(
     U = np.asarray(data.values[i])
     z = np.asarray(data.queries[i, k])
     vis = np.asarray(data.visible[i, k])
-    u = X @ (W @ z)
+    u = _logits(data, W, i, k)
+    if amap.name == "normalized_linear":  # 1^T u from X, W, z: its own rounding error too
+        S, bound = _sum_and_bound(data, W, i, k)
+        refuse_undetermined_sums(np.array(S), np.array(bound), which=f"sequence {i}, query {k}")
     J = amap.jacobian(u, vis)  # (T, T), zero rows/cols off the visible keys
     if wrt == "W":
         return np.kron(U.T @ J @ X, z[None, :])
@@ -300,6 +323,8 @@ def _certificate(
         values = scale * np.logspace(0, -4, 5)
         Ws = np.stack([W + np.outer(g0 + v * e / e2 - g, z) / z2 for v in values])
         param, why = "eps", "J = (I - a 1^T) / (1^T u) with 1^T u = eps -> 0"
+        if any(abs(S) <= bound for S, bound in (_sum_and_bound(data, Wk, i, k) for Wk in Ws)):
+            return None  # a member's 1^T u is not determined by float64: no exact constants
     else:
         base = _certificate_base(data, W, i, k, amap)
         if base is None:
@@ -363,7 +388,8 @@ def lipschitz(
     ------
     ProblemError
         For an unknown map or ``wrt``, W of the wrong shape, or normalized linear attention
-        where :math:`\mathbf 1^\top u = 0`.
+        where :math:`\mathbf 1^\top u` is 0 or within its rounding error bound of 0
+        (:func:`~svmgeo.attention_maps.logit_sum_bound`), where float64 does not determine it.
 
     Examples
     --------
@@ -407,7 +433,7 @@ def lipschitz(
     else:
         # stacked rows (C_ik ⊗ z_ik^T): Gram (C C'^T) * (z . z'), of the smaller size
         C = np.concatenate([np.asarray(data.values[i]).T @ amap.jacobian(
-            np.asarray(data.X[i]) @ Wc @ data.queries[i, k], data.visible[i, k]
+            _logits(data, Wc, i, k), data.visible[i, k]
         ) @ np.asarray(data.X[i]) for i in range(n) for k in range(K)])  # fmt: skip
         Zs = np.repeat(np.asarray(data.queries).reshape(n * K, data.d), data.d_values, axis=0)
         # each factor scaled by its largest entry: the Gram's squares neither overflow (LinAlgError)

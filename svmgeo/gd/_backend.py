@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import BackendError
+from .._errors import BackendError, ProblemError
+from ..attention_maps import undetermined_sum_message
 from ..losses import LossSpec, check_user_loss, warn_nonnegative_derivative
 from . import _xp
 from ._config import GDConfig
@@ -175,9 +176,13 @@ class NumbaKernels(Kernels):
         G, M = np.empty_like(W), np.empty(B)
         Gv, Mv = np.zeros((B, 1, self.problem.d_u)), np.empty(B)
         args = (W, prob, kernel_att(self.problem.att_id), self.problem.head_id, loss_id)
-        in_threads(
-            grad_batch, B, _parallel(self.problem, 1), *args, log_domain, train_head, G, M, Gv, Mv
-        )
+        try:
+            in_threads(
+                grad_batch, B, _parallel(self.problem, 1), *args, log_domain, train_head, G, M,
+                Gv, Mv,
+            )  # fmt: skip
+        except ProblemError as exc:
+            raise explain(exc, W, self.problem) from None
         return G, M, ((Gv, Mv) if train_head else None)
 
     def advance(
@@ -211,11 +216,34 @@ class NumbaKernels(Kernels):
             log_tol,
             *cfg.eps_blocks,
         )
-        in_threads(
-            advance, P.B, _parallel(P, n), P1, P2, head, _prob(P), opts, n, status, steps,
-            P.max_norm, kernel_att(P.att_id),
-        )  # fmt: skip
+        try:
+            in_threads(
+                advance, P.B, _parallel(P, n), P1, P2, head, _prob(P), opts, n, status, steps,
+                P.max_norm, kernel_att(P.att_id),
+            )  # fmt: skip
+        except ProblemError as exc:  # the iterates where it was raised are P1 (P2)
+            raise explain(exc, self.weights(P1, P2, is_kq), P) from None
         return P1, P2, head
+
+
+def explain(exc: ProblemError, W: np.ndarray, P: Problem) -> ProblemError:
+    r"""The error to raise for the compiled kernels' ``exc``: for a query whose
+    :math:`\mathbf 1^\top u` is within its rounding error of 0
+    (:data:`svmgeo.gd._numba.UNDETERMINED_SUM`), the reference check's message at the
+    iterates W (B, d, d_z), naming the instance; where its sums, added in another order,
+    happen to pass, the kernel's own sum and bound. Any other ``exc`` as it came."""
+    from ._numba import UNDETERMINED_SUM
+
+    if exc.args[:1] != (UNDETERMINED_SUM,):
+        return exc
+    _, i, k, S, bound = exc.args
+    a = _xp.arrays(P, np)
+    which = f"sequence {i}, query {k}" + (" (of one of the instances)" if P.B > 1 else "")
+    try:
+        _xp.check_normalized_sums(W, _xp.map_logits(W, a, np), a, np)
+    except ProblemError as detailed:
+        return detailed
+    return ProblemError(undetermined_sum_message(S, bound, which))
 
 
 def lanes_fit(P: Problem, cfg: GDConfig) -> bool:

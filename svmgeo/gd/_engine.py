@@ -334,16 +334,15 @@ class GradientDescent:
 
 
 def _check_normalized_start(W0: np.ndarray, problem: Problem) -> None:
-    """Refuse a start where normalized linear attention u / (1^T u) is undefined."""
-    sums = np.einsum("bntd,bde,bnke,bnkt->bnk", problem.X, W0, problem.Z, problem.vis)
-    if np.any(sums == 0.0):
-        b, i, k = (int(j) for j in np.argwhere(sums == 0.0)[0])
-        raise ProblemError(
-            "attention='normalized_linear' (u / 1^T u) is undefined where the visible logits "
-            f"of a query sum to 0; at the initial W, instance {b}, sequence {i}, query {k} has "
-            "1^T X_i W z_ik = 0 (init='zero' always does). Start from init=('random', 0.1) "
-            "(with a seed) or an array W."
-        )
+    """Refuse a start where normalized linear attention u / (1^T u) is undefined, or not
+    determined by float64 (:func:`svmgeo.gd._xp.check_normalized_sums`)."""
+    a = _xp.arrays(problem, np)
+    _xp.check_normalized_sums(
+        W0, _xp.map_logits(W0, a, np), a, np,
+        fix="This is the initial W (init='zero' always gives 1^T u = 0): start from "
+        "init=('random', 0.1) (with a seed) or an array W off the hyperplane "
+        "1^T X_i W z_ik = 0.",
+    )  # fmt: skip
 
 
 def _record_keys(cfg: GDConfig) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from numba.extending import intrinsic, overload
 
 from .._errors import ProblemError
 from .._jit import njit
+from ..attention_maps import gamma
 from ..losses import LossSpec, is_numba_function, raw_function
 from ._exp import exp
 from ._problem import (
@@ -51,6 +52,10 @@ __all__ = [
 ]
 
 _NEG_INF = -np.inf
+_gamma = njit()(gamma)
+UNDETERMINED_SUM = "normalized linear attention: a query's 1^T u is within its rounding error of 0"
+"""The first argument of the kernels' ProblemError for such a query (then i, k, the sum and
+its bound), which the backend turns into the message (:func:`svmgeo.gd._backend.explain`)."""
 
 
 def kernel_att(att_id: int) -> int | None:
@@ -605,6 +610,41 @@ def _head_grad(Y, lv, rq, log_domain, Gv):
 
 
 @njit()
+def _refuse_undetermined_sum(W, x, z, vis, S, scratch, i, k):
+    r"""Raise ``ProblemError(UNDETERMINED_SUM, i, k, S, bound)`` where the computed
+    :math:`\mathbf 1^\top u` of query (i, k) is within its rounding error bound
+    :math:`\gamma_{d_z + d + T_v - 1} \sum_t |x_t|^\top |W|\,|z|` of 0
+    (:func:`svmgeo.attention_maps.logit_sum_bound`, here in loops; ``scratch`` (d,) is
+    overwritten); the backend names the query in the message."""
+    d, dz = W.shape
+    for p in range(d):
+        scratch[p] = 0.0
+    n_vis = 0
+    for t in range(x.shape[0]):
+        if vis[t]:
+            n_vis += 1
+            for p in range(d):  # independent sums: no chain of dependent adds
+                scratch[p] += abs(x[t, p])
+    total = 0.0
+    for p in range(d):
+        s0 = s1 = s2 = s3 = 0.0  # four chains (the order of a bound's sum is free)
+        q = 0
+        while q + 4 <= dz:
+            s0 += abs(W[p, q]) * abs(z[q])
+            s1 += abs(W[p, q + 1]) * abs(z[q + 1])
+            s2 += abs(W[p, q + 2]) * abs(z[q + 2])
+            s3 += abs(W[p, q + 3]) * abs(z[q + 3])
+            q += 4
+        while q < dz:
+            s0 += abs(W[p, q]) * abs(z[q])
+            q += 1
+        total += scratch[p] * ((s0 + s1) + (s2 + s3))
+    bound = _gamma(dz + d + n_vis - 1) * total
+    if abs(S) <= bound:
+        raise ProblemError(UNDETERMINED_SUM, i, k, S, bound)
+
+
+@njit()
 def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
     r""":func:`_grad_one` for an attention map other than softmax (``att_id``): per key the
     coefficient ``lw[i, k, t]`` :math:`= c_t` and log-scale ``sg[i, k, t]``
@@ -625,6 +665,8 @@ def _grad_map(W, inst, att_id, head_id, loss_id, log_domain, G, ws, want_v, Gv):
                     S += a[t]
                 else:
                     a[t] = 0.0
+            if att_id == NORMALIZED_ATT:
+                _refuse_undetermined_sum(W, X[i], Z[i, k], vis[i, k], S, g, i, k)
             for t in range(T):
                 x = a[t]
                 if not vis[i, k, t]:

@@ -54,7 +54,12 @@ from typing import Any
 
 import numpy as np
 
-from ..attention_maps import ATTENTION_MAPS
+from ..attention_maps import (
+    ATTENTION_MAPS,
+    logit_sum_bound,
+    refuse_undetermined_sums,
+    visible_sum,
+)
 from ..losses import LossSpec
 from ._problem import (
     EXPONENTIAL_LOSS,
@@ -75,6 +80,7 @@ _MAP_NAMES = tuple(ATTENTION_MAPS)  # by id: the order of the table
 
 __all__ = [
     "UNDERFLOW",
+    "check_normalized_sums",
     "combine",
     "dloss_parts",
     "forward",
@@ -84,6 +90,7 @@ __all__ = [
     "log_abs_dloss",
     "loss_key",
     "loss_value",
+    "map_logits",
     "observe",
     "step",
     "with_head",
@@ -238,12 +245,30 @@ def forward(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
     return {"ls": ls, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}
 
 
+def map_logits(W: Any, a: dict[str, Any], xp: Any) -> Any:
+    r"""The logits :math:`x_t^\top (W z)` (B, n, K, T) of a map other than softmax, 0 on
+    hidden keys."""
+    wz = xp.einsum("bde,bnke->bnkd", W, a["Z"])
+    return xp.where(a["vis"], xp.einsum("bntd,bnkd->bnkt", a["X"], wz), 0.0)
+
+
+def check_normalized_sums(W: Any, logits: Any, a: dict[str, Any], xp: Any, fix: str = "") -> None:
+    r"""ProblemError where a query's :math:`\mathbf 1^\top u` (of :func:`map_logits` at W) is
+    0 or within its rounding error bound of 0
+    (:func:`svmgeo.attention_maps.refuse_undetermined_sums`)."""
+    vis = a["vis"]
+    S = visible_sum(logits, vis)[..., 0]
+    bound = logit_sum_bound(a["X"], W[:, None], a["Z"], vis, xp)
+    refuse_undetermined_sums(S, bound, ("instance", "sequence", "query"), fix)
+
+
 def _forward_map(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, Any]:
     """:func:`forward` for a map other than softmax: logits ``logits`` (0 on hidden keys),
     weights ``s`` = phi(logits), largest logit ``m``, head value and gradient."""
-    X, vis = a["X"], a["vis"]
-    wz = xp.einsum("bde,bnke->bnkd", W, a["Z"])
-    logits = xp.where(vis, xp.einsum("bntd,bnkd->bnkt", X, wz), 0.0)
+    vis = a["vis"]
+    logits = map_logits(W, a, xp)
+    if P.att_id == NORMALIZED_ATT:
+        check_normalized_sums(W, logits, a, xp)
     with _quiet(xp):
         s = ATTENTION_MAPS[_MAP_NAMES[P.att_id]].phi(logits, vis)
     m = xp.argmax(xp.where(vis, logits, -xp.inf), axis=-1)
