@@ -534,8 +534,8 @@ def regularization_path(
     **Resolution** (linear head). F is a function of the log-gap
     :math:`\lambda = \log|L - L_\beta|` (and of :math:`\log s`, a value of it), and the
     residual measures changes of λ (:math:`\nabla F = \tfrac12\nabla\lambda` where
-    s = |g|, as when the residual is measured). Where float64 spaces its numbers near λ more
-    widely than ``tol``,
+    :math:`s = |g|`, as when the residual is measured). Where float64 spaces its numbers
+    near λ more widely than ``tol``,
     :math:`\mathrm{ulp}(\lambda) > \mathrm{tol}` (for tol = 1e-6:
     :math:`|\lambda| \ge 2^{33} \approx 8.6\cdot 10^9`, e.g. scores of 1e30, where λ ~ -1e28,
     or radii of 1e10 on scores of order one, where λ ~ -R·margin), no change of F of the
