@@ -25,7 +25,8 @@ Why: the batched lanes (:mod:`svmgeo.gd._numba_lanes`) evaluate the numerators o
 :data:`~svmgeo.gd._numba_lanes.LANES` instances at once; a scalar libm call per lane spills
 every vector around it. :func:`emit_exp` builds the same operations on an LLVM vector, and
 :func:`exp` on one float64 for the scalar kernel, so the lanes and the scalar kernel compute
-one function by construction and the trajectories are those of the libm ``exp`` before.
+one function by construction on every libm, and, where the libm is glibc >= 2.28 with FMA,
+the trajectories are those of its ``exp`` before (``benchmarks/check_gd_bits.py``).
 """
 
 from __future__ import annotations
