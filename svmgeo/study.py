@@ -50,7 +50,7 @@ from .selection import (
     tied_maxima,
     weight_logits,
 )
-from .solvers import att_svm, feasibility
+from .solvers import Status, att_svm, feasibility
 
 __all__ = ["StudyReport", "study"]
 
@@ -472,6 +472,13 @@ _NO_ROWS = (
 )
 
 
+def _note_unsolved(notes: list[str], what: str, res: Any) -> None:
+    """Append ``what: status: message`` to ``notes`` when the solve ``res`` is not certified
+    optimal (its numbers, or their absence, are then not the SVM's)."""
+    if res is not None and not res.success:
+        notes.append(f"{what}: {res.status.value}: {res.message}")
+
+
 def _direction_corr(W: np.ndarray, W_svm: np.ndarray | None) -> float | None:
     """corr(W, W_svm); None without an SVM solution or when one of them is 0 (no direction)."""
     if W_svm is None or not np.any(W_svm) or not np.any(W):
@@ -657,6 +664,7 @@ def study(
     if opt is not None:
         feas = feasibility(data, opt)
         res = att_svm(data, opt) if feas.feasible else None
+        _note_unsolved(notes, "Att-SVM(opt)", res)
         decided = feas.verdict  # None for an *_INACCURATE or failed check: noted
         if decided is None:
             notes.append(f"feasibility of Att-SVM(opt) undecided ({feas.status}): {feas.message}")
@@ -695,8 +703,7 @@ def study(
 
     t0 = step(steps[2])
     nuc = att_svm(data, opt, norm="nuc") if res is not None else None
-    if nuc is not None and not nuc.success:
-        notes.append(f"nuclear Att-SVM(opt): {nuc.status}: {nuc.message}")
+    _note_unsolved(notes, "nuclear Att-SVM(opt)", nuc)
     timings[steps[2]] = time.perf_counter() - t0
     bar.update()
 
@@ -744,8 +751,13 @@ def study(
             )
         sel = sel[:, 0] if data.single_query else sel
         lot = is_locally_optimal(data, sel)
+        if lot.answer is None:
+            notes.append(f"LOT verdict of the trained selection undecided: {lot.reason}")
         svm_fro = att_svm(data, sel)
         svm_nuc = att_svm(data, sel, norm="nuc") if svm_fro.W is not None else None
+        if svm_fro.status is not Status.INFEASIBLE:  # proved infeasible: noted below
+            _note_unsolved(notes, "Att-SVM of the trained selection", svm_fro)
+        _note_unsolved(notes, "nuclear Att-SVM of the trained selection", svm_nuc)
         trained = {
             "selection": _as_list(sel),
             "is_optimal": None if opt is None else bool(np.array_equal(sel, opt)),
@@ -776,7 +788,10 @@ def study(
             scale = trained["norm"] / norm_svm if norm_svm > 0.0 else 0.0
             attention["svm"] = _softmax(data, scale * svm_fro.W)
         else:
-            notes.append("Att-SVM of the trained selection is infeasible: it is not a LOT")
+            if svm_fro.status is Status.INFEASIBLE:
+                notes.append(
+                    "Att-SVM of the trained selection is infeasible (proved): it is not a LOT"
+                )
             attention["svm"] = np.zeros_like(attention["trained"])
         timings[steps[4]] = time.perf_counter() - t0
         bar.update()

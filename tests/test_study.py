@@ -324,3 +324,35 @@ def test_an_infeasible_dataset_within_theorem_1s_sizes_is_named_an_exception() -
     assert rep.theorem1["holds"] and rep.status == "infeasible"
     assert any("one of its exceptions" in note for note in rep.notes)
     assert "one of its exceptions" in rep.summary()
+
+
+def test_an_unsettled_svm_of_the_trained_selection_is_noted_not_called_infeasible(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trained selection whose Att-SVM solve ends undecided (infeasible_inaccurate, no W) was
+    noted "is infeasible: it is not a LOT", a verdict no proof backed; an inaccurate nuclear
+    solve was not noted at all. The solves are replaced by undecided ones here (float data
+    whose W selects a token make the real solve feasible)."""
+    import dataclasses
+    import importlib
+
+    study_module = importlib.import_module("svmgeo.study")  # sg.study is the function
+
+    data = sg.random_data(3, 4, 5, seed=1)
+    opt = sg.optimal_tokens(data)
+    W = 3.0 * sg.att_svm(data, opt).W  # selects opt
+    real = study_module.att_svm
+
+    def undecided(*args: object, **kwargs: object) -> object:
+        res = real(*args, **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(
+            res, W=None, status=sg.Status.INFEASIBLE_INACCURATE, message="undecided (test)"
+        )
+
+    monkeypatch.setattr(study_module, "att_svm", undecided)
+    rep = sg.study(data, W, progress=False)
+    assert rep.trained is not None and rep.trained["selection"] == list(opt)
+    assert not any("not a LOT" in note for note in rep.notes)
+    expected = "Att-SVM of the trained selection: infeasible_inaccurate: undecided (test)"
+    assert expected in rep.notes
+    assert "Att-SVM(opt): infeasible_inaccurate: undecided (test)" in rep.notes
