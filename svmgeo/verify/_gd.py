@@ -314,7 +314,9 @@ def _rates(
     (``norms``): norm growth against :math:`t` for steps of a fixed length (``fixed_length``:
     normalized or steepest steps of a constant size), against :math:`\log t` otherwise, and
     the decay of :math:`1 - \mathrm{corr}`; None where the SVM has no solution or the run
-    recorded too few steps to fit."""
+    recorded too few steps to fit. The engine's run is fitted (its recorded W(t), the
+    trajectory's iterates), so each :class:`~svmgeo.Rates` carries its stop status
+    (``run_status``) and the verdict names an early stop."""
     growth = "linear" if fixed_length else "log"
     out: dict[str, Any] = {}
     for name, res in svms.items():
@@ -322,9 +324,7 @@ def _rates(
             out[name] = None
             continue
         try:
-            out[name] = fit_rates(
-                (trajectory.steps, trajectory.iterates), res.W, norm=norms[name], growth=growth
-            )
+            out[name] = fit_rates(trajectory.run, res.W, norm=norms[name], growth=growth)
         except ProblemError:  # fewer than 3 records past sqrt(t_max)
             out[name] = None
     return out
