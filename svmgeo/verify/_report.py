@@ -224,11 +224,24 @@ class VerifyReport:
         the face's best (:attr:`~svmgeo.solvers.FaceAlignment.maximum` False: e.g. the face
         problem's point missed the face); the report prints them "≥ x".
     rates : dict of str to Rates or None
-        :func:`~svmgeo.fit_rates` of the run against each SVM prediction (``"fro"``,
-        ``"nuc"``, and ``"l1"``, ``"linf"``, ``"spectral"``, ``"lp"`` for another optimizer),
-        each in its own norm: the norm growth :math:`\|W(t)\| \approx a + b\log t` and the
-        decay of :math:`1 - \mathrm{corr}`, with bootstrap intervals, lack-of-fit checks and
-        a verdict (None where too few records; not serialized). W and (K, Q) runs of softmax
+        :math:`\|W(t)\| \approx a + b\,t` (``growth="linear"``) or :math:`a + b\log t`
+        (``growth="log"``), and
+        :math:`\log(1 - \mathrm{corr}(W(t), \bar W)) \approx \log c - \kappa\log t`
+        and :math:`\approx \log c' - \lambda\log\log t`: :func:`~svmgeo.fit_rates` of the
+        run against each SVM prediction :math:`\bar W` (``"fro"``, ``"nuc"``, and ``"l1"``,
+        ``"linf"``, ``"spectral"``, ``"lp"`` for another optimizer), each in its own norm, by
+        least squares over the records with :math:`t \ge \max(3, \sqrt{t_{\max}})`. The
+        norm is fitted against :math:`t` for steps of a fixed length, those of a constant
+        step size that are normalized (GD's default) or of another rule (sign, :math:`\ell_q`
+        steepest, spectral, Adam); against :math:`\log t` otherwise (GD with
+        ``normalized=False``, the Polyak step). Both error lines are fitted under either
+        growth, and the verdict reads the decay off :math:`\lambda` where its line fits, else
+        off :math:`\kappa`. Each slope has a bootstrap interval and each line a lack-of-fit
+        check (an added square of its abscissa: :math:`t^2` or :math:`(\log t)^2` for the
+        norm, :math:`(\log t)^2` for :math:`\kappa`, :math:`(\log\log t)^2` for
+        :math:`\lambda`); ``run_status`` is the run's :class:`~svmgeo.gd.StopStatus` value,
+        and the verdict names a stop before ``n_steps``. None where the SVM has no solution
+        or too few records were fitted; not serialized. W and (K, Q) runs of softmax
         attention.
     svm_l1, svm_linf, svm_spectral : SVMResult or None
         The solves behind those fields (not serialized).
