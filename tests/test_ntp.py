@@ -633,3 +633,20 @@ def test_retrieval_loss_keeps_its_relative_accuracy_far_out() -> None:
         value = sg.ntp_loss_and_grad(data, W, loss="retrieval")[0]
         assert 0.0 < value < 1e-12 and math.copysign(1.0, value) == 1.0
         np.testing.assert_allclose(value, np.mean(rest), rtol=1e-12)
+
+
+def test_all_zero_embeddings_are_an_infeasible_result_not_a_zero_division() -> None:
+    """Every embedding zero: a_j b_j^T = 0 on every row, so the Graph-SVM is infeasible (a
+    one-row Farkas vector, proved). The next-token rewording divided by the largest embedding
+    norm, 0, and graph_svm, verify_ntp and verify_ntp_training raised ZeroDivisionError."""
+    data = sg.NextTokenData([[0, 1]], np.array([1]), np.zeros((2, 1)))
+    res = sg.graph_svm(data)
+    assert res.status is sg.Status.INFEASIBLE and res.farkas is not None
+    assert np.count_nonzero(res.farkas) == 1  # one row alone: its a_j b_j^T vanishes
+    assert "every embedding is zero" in res.message
+    for call in (
+        lambda: sg.verify_ntp(data, np.zeros((1, 1))),
+        lambda: sg.ntp.verify_ntp_training(data, n_steps=2),
+    ):
+        with pytest.raises(sg.ProblemError, match="Give the tokens nonzero, distinct embeddings"):
+            call()

@@ -148,8 +148,19 @@ class TensorData:
         A = check_array(self.A, f"'A' of {where}", ndim=4, shape=(None, None, None, d * d),
                         hint=hint)  # fmt: skip
         n, K, T, _ = A.shape
+        if min(n, K, T) < 1:  # risk and gradient would be 0/0 (n = 0) or empty sums
+            raise ProblemError(
+                f"'A' of {where} must have n, K, T >= 1 (shape (n, K, T, d*d)); got shape "
+                f"{A.shape}. {hint}"
+            )
         visible = check_array(self.visible, f"'visible' of {where}", ndim=3, shape=(n, K, T),
                               dtype=bool, hint=hint)  # fmt: skip
+        if not np.all(visible.any(axis=2)):  # softmax over no key: 0/0
+            i, k = (int(x) for x in np.argwhere(~visible.any(axis=2))[0])
+            raise ProblemError(
+                f"'visible' of {where} hides every key from query {k} of sequence {i}; each "
+                f"query must see at least one token. {hint}"
+            )
         gamma = None if self.gamma is None else check_array(
             self.gamma, f"'gamma' of {where}", ndim=3, shape=(n, K, T), hint=hint
         )  # fmt: skip

@@ -203,9 +203,11 @@ def unmeetable_edge(
     def norm(x: np.ndarray) -> float:
         return max_row_norm(x[None])  # no underflow of tiny embeddings
 
-    a, b = norm(E[i] - E[j]), norm(E[k])
+    a, b, top = norm(E[i] - E[j]), norm(E[k]), max_row_norm(E)
     # which factor of a_j b_j^T is small: the pair's difference next to its tokens, or the query
-    if a <= max(norm(E[i]), norm(E[j])) * b / max_row_norm(E):
+    if top == 0.0:
+        cause, fix = "every embedding is zero", "Give the tokens nonzero, distinct embeddings"
+    elif a <= max(norm(E[i]), norm(E[j])) * b / top:
         cause = f"tokens {i} and {j} " + (
             "share an embedding"
             if a == 0.0

@@ -376,3 +376,22 @@ def test_an_undecided_vector_svm_says_whose_rows_its_verdict_is_on() -> None:
     assert "the vector rows u_j are feasible" in vec.message
     assert "the rows are feasible" not in vec.message
     assert "solves it" not in vec.message  # solve_svm(cs) decides nothing here either
+
+
+@pytest.mark.parametrize(
+    ("shape", "visible", "match"),
+    [
+        ((0, 1, 2), None, r"n, K, T >= 1 .* got shape \(0, 1, 2, 4\)"),
+        ((1, 0, 2), None, r"n, K, T >= 1 .* got shape \(1, 0, 2, 4\)"),
+        ((1, 1, 0), None, r"n, K, T >= 1 .* got shape \(1, 1, 0, 4\)"),
+        ((2, 1, 2), np.array([[[True, True]], [[False, False]]]), "every key from query 0 of seq"),
+    ],
+)
+def test_tensor_data_without_tokens_is_a_clear_error(
+    shape: tuple[int, int, int], visible: np.ndarray | None, match: str
+) -> None:
+    """n = 0 gave risk NaN (0/0) and K = 0 risk 0 with a zero gradient, silently; a query that
+    sees no key is a softmax over nothing."""
+    vis = np.ones(shape, dtype=bool) if visible is None else visible
+    with pytest.raises(sg.ProblemError, match=match):
+        TensorData(A=np.ones((*shape, 4)), gamma=np.ones(shape), visible=vis, d=2)
