@@ -322,8 +322,9 @@ class SweepResult:
     ----------
     rows : list of dict
         One dict per row, every row with all ``columns``; rows of this grid's trials only,
-        sorted by grid order (then ``part``). Values read back exactly as
-        :func:`read_results` gives them.
+        sorted by grid order (then ``part``). The parameters are the grid's values, of the
+        types the grid gave (the string ``"007"`` stays a string, in new and resumed rows
+        alike); the other columns read back exactly as :func:`read_results` gives them.
     columns : list of str
         ``trial_id``, the parameters, the results, ``part``, ``n_parts``, ``status``
         (``"ok"`` or ``"error"``), ``elapsed`` (seconds in ``trial_fn``), ``error``.
@@ -893,7 +894,12 @@ def sweep(
     order = {tid: k for k, tid in enumerate(ids)}
     mine = [r for r in store.rows if r["trial_id"] in order]
     mine.sort(key=lambda r: (order[r["trial_id"]], r["part"]))
-    rows = [{h: parse_cell(format_cell(r.get(h))) for h in columns} for r in mine]
+    # results read as the table gives them; parameters as the grid gave them (a cell cannot
+    # tell the string "007" from the int 7, but the trial id, a hash of the typed values, can)
+    rows = [
+        {h: parse_cell(format_cell(r.get(h))) for h in columns} | params_of[r["trial_id"]]
+        for r in mine
+    ]
     return SweepResult(
         rows=rows,
         columns=columns,
