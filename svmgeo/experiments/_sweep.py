@@ -14,6 +14,7 @@ without recomputing or losing finished trials.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import functools
 import hashlib
@@ -61,6 +62,8 @@ _THREAD_VARS = (
     "VECLIB_MAXIMUM_THREADS",
 )
 _MAX_ERROR = 2000
+_SEED_COLUMN = "trial_seed"
+"""The column that holds the seed passed to ``trial_fn`` when :func:`sweep` derives it."""
 
 _Outcome = tuple[list[dict[str, Any]] | None, float, str | None]
 """What a worker sends back for one trial: (rows or None, seconds in trial_fn, error text)."""
@@ -106,7 +109,8 @@ def trial_seed(params: Mapping[str, Any]) -> int:
     """A 63-bit seed derived from a trial's parameters (SHA-256 of the canonical JSON).
 
     Trials that differ in any parameter get unrelated seeds; the same parameters always get
-    the same seed. Used by :func:`sweep` with ``derive_seeds=True``.
+    the same seed. Used by :func:`sweep` with ``derive_seeds=True``, which records it in each
+    row's ``trial_seed`` column.
     """
     digest = hashlib.sha256(_canonical(params).encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
@@ -326,7 +330,8 @@ class SweepResult:
         types the grid gave (the string ``"007"`` stays a string, in new and resumed rows
         alike); the other columns read back exactly as :func:`read_results` gives them.
     columns : list of str
-        ``trial_id``, the parameters, the results, ``part``, ``n_parts``, ``status``
+        ``trial_id``, the parameters, ``trial_seed`` (with ``derive_seeds=True`` only: the
+        seed passed to ``trial_fn``), the results, ``part``, ``n_parts``, ``status``
         (``"ok"`` or ``"error"``), ``elapsed`` (seconds in ``trial_fn``), ``error``.
     path : Path or None
         The CSV table (None when ``out=None``).
@@ -569,6 +574,8 @@ def _rows_of(
     out: _Outcome,
     store: ResultStore,
 ) -> list[dict[str, Any]]:
+    """The rows of one finished trial; ``params`` are the table's parameter columns (the
+    grid's, and the derived seed's column when there is one)."""
     results, elapsed, error = out
     base = {"trial_id": tid, **params}
     if results is not None:
@@ -635,31 +642,33 @@ def _pickled(value: Any) -> bytes:
         return repr(type(value)).encode()
 
 
-def _check_settings(
-    out: Path,
-    trial_fn: Callable[..., Any],
-    seed_key: str | None,
-    derive_seeds: bool,
-    params: list[str],
-    resuming: Any,
-) -> None:
-    """Refuse to resume the table ``out`` with other settings than it was written with (a
-    sidecar ``<out>.sweep.json``: the trial function's name and :func:`trial_digest`,
-    ``seed_key``, ``derive_seeds`` and the grid's parameter names), which trial ids and the
-    header alone do not tell apart
-    (a table over parameters (a, seed) read by a grid over (a) takes ``seed`` for a result);
-    then record this sweep's. A sidecar written before a setting was recorded is not
-    checked on it."""
+def _settings(
+    trial_fn: Callable[..., Any], seed_key: str | None, derive_seeds: bool, params: list[str]
+) -> dict[str, Any]:
+    """What ``<out>.sweep.json`` records of a sweep (see :func:`_check_settings`)."""
     name = f"{getattr(trial_fn, '__module__', '?')}.{getattr(trial_fn, '__qualname__', '?')}"
-    settings = {
+    return {
         "trial_fn": name,
         "trial_digest": trial_digest(trial_fn),
         "seed_key": seed_key,
         "derive_seeds": derive_seeds,
         "params": params,
     }
-    side = out.with_name(out.name + ".sweep.json")
-    if resuming and side.is_file():
+
+
+def _sidecar(out: Path) -> Path:
+    return out.with_name(out.name + ".sweep.json")
+
+
+def _check_settings(out: Path, settings: dict[str, Any]) -> None:
+    """Refuse to resume the table ``out`` with other settings than it was written with (a
+    sidecar ``<out>.sweep.json``: the trial function's name and :func:`trial_digest`,
+    ``seed_key``, ``derive_seeds`` and the grid's parameter names), which trial ids and the
+    header alone do not tell apart
+    (a table over parameters (a, seed) read by a grid over (a) takes ``seed`` for a result).
+    A sidecar written before a setting was recorded is not checked on it."""
+    side = _sidecar(out)
+    if side.is_file():
         try:
             stored = json.loads(side.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -679,9 +688,35 @@ def _check_settings(
                 "be resumed as if they were this sweep's. Pass resume=False to rerun every "
                 "trial, or another 'out'."
             )
+
+
+def _record_settings(out: Path, settings: dict[str, Any]) -> None:
+    """Write ``settings`` to the sidecar of ``out`` (atomically)."""
+    side = _sidecar(out)
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(settings), encoding="utf-8")
     os.replace(tmp, side)
+
+
+def _refuse_table_without_seeds(out: Path, settings: dict[str, Any]) -> None:
+    """Raise a :class:`ProblemError` that says why a table of a ``derive_seeds=True`` sweep
+    cannot be resumed when its header lacks the seed column (nothing when it has it): it was
+    written by another sweep (the sidecar says which setting differs) or before tables
+    recorded the derived seed."""
+    try:
+        with out.open(newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return
+    names = settings["params"]
+    if header[1 : 1 + len(names)] != names or _SEED_COLUMN in header:
+        return
+    _check_settings(out, settings)  # derive_seeds False -> True: say so
+    raise ProblemError(
+        f"{out} was written by a sweep with derive_seeds=True before tables recorded each "
+        f"trial's derived seed (the {_SEED_COLUMN!r} column, svmgeo 0.2.0); resuming it would "
+        "leave its rows without it. Pass resume=False to rerun every trial, or another 'out'."
+    )
 
 
 def sweep(
@@ -705,6 +740,9 @@ def sweep(
 
         \text{rows} = \{\, (\text{trial\_id}(p),\ p,\ \text{trial\_fn}(**p),\ \text{status},
         \ \text{elapsed}) : p \in \text{grid} \,\}
+
+    (with ``derive_seeds=True``, ``trial_fn`` gets the seed :math:`\text{trial\_seed}(p)`,
+    recorded in the row beside :math:`p`).
 
     Each finished trial is appended to the CSV table ``out`` (flushed and ``fsync``'d). With
     ``resume=True`` (default) trials already in the table are not run again, so an
@@ -744,7 +782,10 @@ def sweep(
     derive_seeds : bool, default False
         Pass ``seed_key=trial_seed(params)`` to ``trial_fn`` instead of the grid's value, so
         that trials differing in any parameter get unrelated random streams. The table
-        records the grid's value.
+        records the grid's value under ``seed_key`` and the seed passed in the column
+        ``trial_seed`` (after the parameters, error rows included): ``trial_fn(**{**params,
+        seed_key: row["trial_seed"]})`` reruns a row on its own. A grid parameter may not
+        be named ``trial_seed`` then.
     threads : int or None, default 1
         Threads per worker for numba, OpenMP and BLAS (set in workers before the trials
         import them, so that ``workers`` processes do not oversubscribe the cores). None
@@ -833,27 +874,41 @@ def sweep(
             f"derive_seeds=True needs a {seed_key!r} parameter in the grid (seed_key="
             f"{seed_key!r}); the grid has {names}."
         )
+    if derive_seeds and _SEED_COLUMN in names:
+        raise ProblemError(
+            f"With derive_seeds=True the table records each trial's derived seed in the column "
+            f"{_SEED_COLUMN!r}; rename the grid parameter {_SEED_COLUMN!r}."
+        )
     if scheduler is None and n_workers > 0:
         _check_picklable(trial_fn)
 
-    store = ResultStore(out, names)
-    store.open(resume=resume)
+    ids = [trial_id(t) for t in trials]
+    # the table's parameter columns: the grid's, then the seed trial_fn gets when derived
+    columns_of = [{**t, _SEED_COLUMN: trial_seed(t)} for t in trials] if derive_seeds else trials
+    params_of = dict(zip(ids, columns_of, strict=True))
+    table = None if out is None else Path(out)
+    settings = {} if table is None else _settings(trial_fn, seed_key, derive_seeds, names)
+    store = ResultStore(table, list(columns_of[0]))
     try:
-        if out is not None:  # under the table's lock
-            _check_settings(
-                Path(out), trial_fn, seed_key, derive_seeds, list(names), resume and store.rows
-            )
-        ids = [trial_id(t) for t in trials]
-        store.check_ids(trials, ids)
+        store.open(resume=resume)
+    except ProblemError:
+        if table is not None and resume and derive_seeds:
+            _refuse_table_without_seeds(table, settings)
+        raise
+    try:
+        if table is not None:  # under the table's lock
+            if resume and store.rows:
+                _check_settings(table, settings)
+            _record_settings(table, settings)
+        store.check_ids(columns_of, ids)
         done = store.done_ids(retry_errors=retry_errors)
-        params_of = dict(zip(ids, trials, strict=True))
         tasks = []
-        for tid, t in zip(ids, trials, strict=True):
+        for tid, t in zip(ids, columns_of, strict=True):
             if tid in done:
                 continue
-            kwargs = dict(t)
+            kwargs = {k: t[k] for k in names}
             if derive_seeds and seed_key is not None:
-                kwargs[seed_key] = trial_seed(t)
+                kwargs[seed_key] = t[_SEED_COLUMN]
             tasks.append((tid, kwargs))
         n_resumed = len(trials) - len(tasks)
         n_run = 0
@@ -903,7 +958,7 @@ def sweep(
     return SweepResult(
         rows=rows,
         columns=columns,
-        path=None if out is None else Path(out),
+        path=table,
         n_trials=len(trials),
         n_run=n_run,
         n_resumed=n_resumed,

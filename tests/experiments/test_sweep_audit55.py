@@ -4,9 +4,19 @@ its row, and a per-trial timeout (local worker processes) ends a hung trial as a
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import svmgeo as sg
 from svmgeo.experiments import read_results, sweep
+
+from . import _trials
+
+
+def _values(rows: list[dict]) -> list[dict]:
+    """Rows without the seconds a trial took (they vary between runs)."""
+    return [{k: v for k, v in r.items() if k != "elapsed"} for r in rows]
+
 
 NUMBER_LIKE = ["1e3", "007", "inf", "-0", "True", "", "nan"]
 """Strings that the table's cell rule (``parse_cell``) reads as other values."""
@@ -51,3 +61,76 @@ def test_mixed_types_that_write_alike_stay_apart(tmp_path) -> None:
     assert sorted(map(repr, (r["a"] for r in read_results(path)))) == sorted(
         ["1", "1", "1.0", "True", "True", "None", "None"]
     )
+
+
+# --------------------------------------------------------------------------------------
+# the derived seed of every trial is in its row
+# --------------------------------------------------------------------------------------
+def _seed_echo(a: int, seed: int) -> dict:
+    """What trial_fn received as its seed, and a draw from it."""
+    return {"got": seed, "draw": float(np.random.default_rng(seed).random())}
+
+
+def _odd_fails(a: int, seed: int) -> dict:
+    if a % 2:
+        raise ValueError(f"odd a={a}")
+    return {"got": seed}
+
+
+def test_derived_seeds_are_in_the_table_and_rerun_each_row_alone(tmp_path) -> None:
+    """Regression: with derive_seeds=True the table held the grid's seed only, not the seed
+    trial_fn received, so no row could be rerun on its own without recomputing the hash."""
+    out = tmp_path / "d.csv"
+    grid = {"a": [1, 2], "b": [0.5, 0.25], "seed": [0, 3]}
+    res = sweep(_trials.arith_trial, grid, out=out, workers=0, progress=False, derive_seeds=True)
+    assert res.columns[: res.columns.index("total")] == ["trial_id", "a", "b", "seed", "trial_seed"]
+    assert [r["trial_seed"] for r in read_results(out)] == res.column("trial_seed")
+    results = ["total", "draw", "label", "even"]
+    for row in res.rows:
+        params = {"a": row["a"], "b": row["b"], "seed": row["trial_seed"]}
+        alone = _trials.arith_trial(**params)  # the trial rerun by hand from its row
+        assert float(alone["total"]).hex() == row["total"].hex()
+        assert alone["draw"].hex() == row["draw"].hex()
+        assert (alone["label"], alone["even"]) == (row["label"], row["even"])
+        # ... and as a one-trial sweep that passes the recorded seed as given
+        again = sweep(_trials.arith_trial, [params], workers=0, progress=False)
+        assert [again.rows[0][k] for k in results] == [row[k] for k in results]
+        assert again.rows[0]["draw"].hex() == row["draw"].hex()
+    assert len(set(res.column("trial_seed"))) == len(res.rows)  # unrelated streams
+
+
+def test_the_seed_column_is_the_seed_trial_fn_received(tmp_path) -> None:
+    """Measured in the trial, on error rows too, in new and resumed rows."""
+    out = tmp_path / "e.csv"
+    grid = {"a": [1, 2, 3], "seed": [5]}
+    res = sweep(_seed_echo, grid, out=out, workers=0, progress=False, derive_seeds=True)
+    assert res.column("got") == res.column("trial_seed")
+    assert all(g != 5 for g in res.column("got"))  # derived, not the grid's
+    again = sweep(_seed_echo, grid, out=out, workers=0, progress=False, derive_seeds=True)
+    assert again.n_resumed == 3 and _values(again.rows) == _values(res.rows)
+    errs = sweep(_odd_fails, grid, workers=0, progress=False, derive_seeds=True)
+    assert errs.column("status") == ["error", "ok", "error"]
+    assert errs.column("trial_seed") == res.column("trial_seed")  # error rows carry it too
+    assert errs.rows[1]["got"] == errs.rows[1]["trial_seed"]
+    # not derived: the grid's seed is the seed used; no second column
+    plain = sweep(_seed_echo, grid, workers=0, progress=False)
+    assert "trial_seed" not in plain.columns and plain.column("got") == [5, 5, 5]
+
+
+def test_a_table_of_derived_seeds_without_the_column_is_refused(tmp_path) -> None:
+    """A derive_seeds table written before the column existed: a clear refusal, not "holds a
+    sweep over parameters [a, seed, got]"; a grid parameter with the column's name too."""
+    out = tmp_path / "old.csv"
+    out.write_text(
+        "trial_id,a,seed,got,draw,part,n_parts,status,elapsed,error\n"
+        "t0000000000000000,1,5,7,0.5,0,1,ok,0.1,\n"
+    )
+    with pytest.raises(sg.ProblemError, match="before tables recorded each trial's derived seed"):
+        sweep(_seed_echo, {"a": [1], "seed": [5]}, out=out, workers=0, progress=False,
+              derive_seeds=True)  # fmt: skip
+    fresh = sweep(_seed_echo, {"a": [1], "seed": [5]}, out=out, workers=0, progress=False,
+                  derive_seeds=True, resume=False)  # fmt: skip
+    assert fresh.column("got") == fresh.column("trial_seed")
+    with pytest.raises(sg.ProblemError, match="rename the grid parameter 'trial_seed'"):
+        sweep(lambda trial_seed, seed: {}, {"trial_seed": [1], "seed": [0]}, workers=0,
+              progress=False, derive_seeds=True)  # fmt: skip
