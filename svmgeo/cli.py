@@ -85,6 +85,7 @@ _step = _real(0.0, True, "a finite number > 0")
 _scale = _real(0.0, False, "a finite number >= 0")
 _exponent = _real(1.0, True, "a finite number > 1")
 _fraction = _real(0.0, False, "a number in [0, 1]", high=1.0)
+_seconds = _real(0.0, True, "a finite number of seconds > 0")
 
 
 def _path(text: str) -> str:
@@ -663,11 +664,13 @@ def add_sweep_arguments(
     default_out: str | None = None,
     out_help: str = "results CSV (appended; resumable)",
     retry_errors: bool = True,
+    timeout: bool = True,
 ) -> None:
     """Add the sweep options (``--out``, ``--workers``, ``--scheduler``, ...) to a parser.
 
     Pair with :func:`sweep_options`, which turns the parsed namespace into keyword arguments
-    of :func:`svmgeo.sweep`. ``retry_errors=False`` leaves out ``--retry-errors``.
+    of :func:`svmgeo.sweep`. ``retry_errors=False`` leaves out ``--retry-errors``,
+    ``timeout=False`` leaves out ``--timeout``.
     """
     g = parser.add_argument_group("sweep execution")
     g.add_argument("--out", type=_path, default=default_out, help=out_help)
@@ -685,7 +688,18 @@ def add_sweep_arguments(
     )
     g.add_argument("--no-resume", action="store_true", help="recompute trials already in the table")
     if retry_errors:
-        g.add_argument("--retry-errors", action="store_true", help="rerun trials stored as errors")
+        g.add_argument(
+            "--retry-errors", action="store_true", help="rerun trials stored as errors or timeouts"
+        )
+    if timeout:
+        g.add_argument(
+            "--timeout",
+            type=_seconds,
+            default=None,
+            metavar="SECONDS",
+            help="stop a trial running longer and record it as status 'timeout' (local worker "
+            "processes only; default: no limit)",
+        )
     g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -702,6 +716,7 @@ def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
         "scheduler": args.scheduler,
         "resume": not args.no_resume,
         "retry_errors": getattr(args, "retry_errors", False),
+        "timeout": getattr(args, "timeout", None),
         "progress": not args.no_progress,
     }
 
@@ -733,7 +748,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         )
         return 2
     options = sweep_options(args)
-    del options["retry_errors"]  # not an option of reproduce
+    del options["retry_errors"], options["timeout"]  # not options of reproduce
     try:
         result = reproduce(args.name, quick=args.quick, **options)
     except SweepError as exc:  # the trials ran and none finished (or a worker died)
@@ -1187,6 +1202,7 @@ def build_parser() -> argparse.ArgumentParser:
         default_out="svmgeo-results",
         out_help="output directory for tables/figures (created if missing)",
         retry_errors=False,
+        timeout=False,
     )
     p = _add_command(
         sub,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._errors import BackendError, ProblemError, SvmgeoError
-from .._validation import check_bool, check_int
+from .._validation import check_bool, check_int, check_real
 from ._store import META_AFTER, ResultStore, data_frame, format_cell, parse_cell
 
 __all__ = [
@@ -67,6 +68,10 @@ _SEED_COLUMN = "trial_seed"
 
 _Outcome = tuple[list[dict[str, Any]] | None, float, str | None]
 """What a worker sends back for one trial: (rows or None, seconds in trial_fn, error text)."""
+
+_Finished = tuple[str, _Outcome, bool]
+"""What a runner yields for one trial: (trial id, outcome, whether it was stopped at the
+timeout)."""
 
 
 class SweepError(SvmgeoError, RuntimeError):
@@ -332,12 +337,13 @@ class SweepResult:
     columns : list of str
         ``trial_id``, the parameters, ``trial_seed`` (with ``derive_seeds=True`` only: the
         seed passed to ``trial_fn``), the results, ``part``, ``n_parts``, ``status``
-        (``"ok"`` or ``"error"``), ``elapsed`` (seconds in ``trial_fn``), ``error``.
+        (``"ok"``, ``"error"`` or ``"timeout"``), ``elapsed`` (seconds in ``trial_fn``),
+        ``error``.
     path : Path or None
         The CSV table (None when ``out=None``).
     n_trials, n_run, n_resumed, n_errors : int
         Trials in the grid; run by this call; found finished in the table; with status
-        ``"error"``.
+        ``"error"`` or ``"timeout"``.
     elapsed : float
         Wall-clock seconds of this call.
     """
@@ -356,7 +362,7 @@ class SweepResult:
 
     @property
     def errors(self) -> list[dict[str, Any]]:
-        """The rows with status ``"error"``."""
+        """The rows with status ``"error"`` or ``"timeout"``."""
         return [r for r in self.rows if r["status"] != "ok"]
 
     def column(self, name: str) -> list[Any]:
@@ -425,15 +431,36 @@ def _mp_context() -> Any:
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def _worker_died() -> SweepError:
+    """The error of a local worker process that ended while it held a trial."""
+    return SweepError(
+        "A worker process died abruptly: it was killed, ran out of memory, crashed "
+        "in native code, or could not import trial_fn's module (worker processes "
+        "import it by name, so it must be on sys.path / PYTHONPATH; the worker's "
+        "traceback is on stderr). The rows of finished trials are saved; rerun the "
+        "same sweep to resume. A trial that crashes its process every time must be "
+        "fixed or left out of the grid (workers=0 runs it in this process)."
+    )
+
+
+def _worker_cannot_run(error: str) -> SweepError:
+    """The error of a local worker process that could not load trial_fn (``error``)."""
+    return SweepError(
+        f"A worker process could not run trial_fn: {error}. Worker "
+        "processes import trial_fn's module by name: make sure it is importable "
+        "(on sys.path / PYTHONPATH) and defined at module level."
+    )
+
+
 def _run_local(
     fn: Callable[..., Any],
     tasks: list[tuple[str, dict[str, Any]]],
     workers: int,
     threads: int | None,
-) -> Generator[tuple[str, _Outcome], None, None]:
+) -> Generator[_Finished, None, None]:
     if workers == 0:
         for tid, kwargs in tasks:
-            yield tid, _run_trial(fn, kwargs, None)
+            yield tid, _run_trial(fn, kwargs, None), False
         return
     ctx = _mp_context()
     parent_alive, alive = ctx.Pipe(duplex=False)  # workers read; only this process writes
@@ -450,27 +477,128 @@ def _run_local(
             try:
                 out = fut.result()
             except BrokenProcessPool as exc:
-                raise SweepError(
-                    "A worker process died abruptly: it was killed, ran out of memory, crashed "
-                    "in native code, or could not import trial_fn's module (worker processes "
-                    "import it by name, so it must be on sys.path / PYTHONPATH; the worker's "
-                    "traceback is on stderr). The rows of finished trials are saved; rerun the "
-                    "same sweep to resume. A trial that crashes its process every time must be "
-                    "fixed or left out of the grid (workers=0 runs it in this process)."
-                ) from exc
+                raise _worker_died() from exc
             except Exception as exc:  # trial errors are caught in _run_trial: this is setup
-                raise SweepError(
-                    f"A worker process could not run trial_fn: {_error_text(exc)}. Worker "
-                    "processes import trial_fn's module by name: make sure it is importable "
-                    "(on sys.path / PYTHONPATH) and defined at module level."
-                ) from exc
-            yield futures[fut], out
+                raise _worker_cannot_run(_error_text(exc)) from exc
+            yield futures[fut], out, False
         finished = True
     finally:
         # every trial done: the idle workers exit cleanly; stopped early (an error, an
         # interrupt): cancel the queued trials and end the running ones now
         ex.shutdown(wait=finished, cancel_futures=not finished)
         alive.close()  # EOF: a worker still running a trial ends now
+        parent_alive.close()
+
+
+def _serve_trials(conn: Connection, threads: int | None, parent_alive: Connection) -> None:
+    """Main of a worker process of a sweep with a ``timeout``: run the trials sent on
+    ``conn`` one at a time, saying when each starts (its clock starts then, not while the
+    worker starts up or imports trial_fn's module) and what it gave. EOF on ``conn``: done."""
+    _init_worker(threads, parent_alive)
+    while True:
+        try:
+            fn, kwargs = conn.recv()
+        except EOFError:
+            return
+        except Exception as exc:  # unpickling trial_fn: its module does not import here
+            conn.send(("setup", _error_text(exc)))
+            return
+        conn.send(("start", None))
+        conn.send(("done", _run_trial(fn, kwargs, threads)))
+
+
+@dataclasses.dataclass(eq=False)
+class _Worker:
+    """One worker process of a sweep with a ``timeout``, and the trial it runs."""
+
+    process: Any
+    conn: Connection
+    tid: str = ""  # "" while idle
+    started: float | None = None  # time.monotonic() when its trial began
+
+
+def _start_worker(ctx: Any, threads: int | None, parent_alive: Connection) -> _Worker:
+    conn, child = ctx.Pipe()
+    process = ctx.Process(
+        target=_serve_trials, args=(child, threads, parent_alive), name="svmgeo-sweep-worker"
+    )
+    process.start()
+    child.close()  # the worker holds the only other end: its exit is EOF here
+    return _Worker(process, conn)
+
+
+def _run_local_timeout(
+    fn: Callable[..., Any],
+    tasks: list[tuple[str, dict[str, Any]]],
+    workers: int,
+    threads: int | None,
+    timeout: float,
+) -> Generator[_Finished, None, None]:
+    """:func:`_run_local` with a limit of ``timeout`` seconds per trial.
+
+    ``ProcessPoolExecutor`` cannot stop one task (killing a worker breaks the whole pool), so
+    these workers are processes of their own, one pipe each: a trial still running
+    ``timeout`` seconds after it started has its process killed (native code included) and
+    a fresh worker takes the next trial.
+    """
+    ctx = _mp_context()
+    parent_alive, alive = ctx.Pipe(duplex=False)  # workers read; only this process writes
+    queue = tasks[::-1]
+    pool: list[_Worker] = []
+    finished = False
+    try:
+        pool = [_start_worker(ctx, threads, parent_alive) for _ in range(min(workers, len(tasks)))]
+        while True:
+            for w in pool:
+                if not w.tid and queue:
+                    w.tid, kwargs = queue.pop()
+                    try:
+                        w.conn.send((fn, kwargs))
+                    except OSError as exc:  # it died idle
+                        raise _worker_died() from exc
+            busy = [w for w in pool if w.tid]
+            if not busy:
+                break
+            ends = [w.started + timeout for w in busy if w.started is not None]
+            wait_s = max(0.0, min(ends) - time.monotonic()) if ends else None
+            ready = wait_ready([w.conn for w in busy], timeout=wait_s)
+            for w in busy:
+                if w.conn in ready:
+                    try:
+                        kind, value = w.conn.recv()
+                    except (EOFError, OSError) as exc:
+                        raise _worker_died() from exc
+                    if kind == "setup":
+                        raise _worker_cannot_run(value)
+                    if kind == "start":
+                        w.started = time.monotonic()
+                        continue
+                    tid, w.tid, w.started = w.tid, "", None
+                    yield tid, value, False
+                elif w.started is not None and time.monotonic() - w.started >= timeout:
+                    elapsed = time.monotonic() - w.started
+                    w.process.kill()
+                    w.process.join()
+                    w.conn.close()
+                    pool.remove(w)
+                    if queue:
+                        pool.append(_start_worker(ctx, threads, parent_alive))
+                    error = (
+                        f"timed out: trial_fn ran {elapsed:.3g} s, past timeout={timeout:g} s; "
+                        "its worker process was killed"
+                    )
+                    yield w.tid, (None, elapsed, error), True
+        finished = True
+    finally:
+        # every trial done: the idle workers read EOF and exit; stopped early (an error, an
+        # interrupt): the running trials end now
+        for w in pool:
+            if not finished:
+                w.process.kill()
+            w.conn.close()
+        for w in pool:
+            w.process.join()
+        alive.close()
         parent_alive.close()
 
 
@@ -541,7 +669,7 @@ def _run_dask(
     tasks: list[tuple[str, dict[str, Any]]],
     scheduler: Any,
     threads: int | None,
-) -> Generator[tuple[str, _Outcome], None, None]:
+) -> Generator[_Finished, None, None]:
     from distributed import as_completed as dask_completed
 
     client, own = _connect(scheduler)
@@ -560,7 +688,7 @@ def _run_dask(
             except Exception as exc:  # e.g. KilledWorker: the trial took its workers down
                 out = (None, math.nan, _error_text(exc))
             fut.release()
-            yield tid, out
+            yield tid, out, False
     finally:
         for _, fut in futures.values():
             fut.cancel()
@@ -573,6 +701,7 @@ def _rows_of(
     params: dict[str, Any],
     out: _Outcome,
     store: ResultStore,
+    timed_out: bool,
 ) -> list[dict[str, Any]]:
     """The rows of one finished trial; ``params`` are the table's parameter columns (the
     grid's, and the derived seed's column when there is one)."""
@@ -581,8 +710,9 @@ def _rows_of(
     if results is not None:
         error = store.check_results(results[0])
     if results is None or error is not None:
+        status = "timeout" if timed_out else "error"
         return [
-            {**base, "part": 0, "n_parts": 1, "status": "error", "elapsed": elapsed, "error": error}
+            {**base, "part": 0, "n_parts": 1, "status": status, "elapsed": elapsed, "error": error}
         ]
     n = len(results)
     return [
@@ -732,6 +862,7 @@ def sweep(
     seed_key: str | None = "seed",
     derive_seeds: bool = False,
     threads: int | None = 1,
+    timeout: float | None = None,
     desc: str = "sweep",
 ) -> SweepResult:
     r"""Run ``trial_fn`` on every trial of a grid; one row per trial, saved as each finishes.
@@ -747,8 +878,8 @@ def sweep(
     Each finished trial is appended to the CSV table ``out`` (flushed and ``fsync``'d). With
     ``resume=True`` (default) trials already in the table are not run again, so an
     interrupted sweep is finished by calling it again with the same arguments. A trial that
-    raises becomes a row with ``status="error"`` and the exception in ``error``; the sweep
-    goes on.
+    raises becomes a row with ``status="error"`` and the exception in ``error``, one that
+    runs past ``timeout`` a row with ``status="timeout"``; the sweep goes on.
 
     Parameters
     ----------
@@ -790,6 +921,14 @@ def sweep(
         Threads per worker for numba, OpenMP and BLAS (set in workers before the trials
         import them, so that ``workers`` processes do not oversubscribe the cores). None
         leaves the workers' defaults. Not applied with ``workers=0``.
+    timeout : float or None, default None
+        Seconds one trial may run (from its start in a worker, not counting the worker's
+        start-up); None: no limit. A trial still running then has its worker process killed
+        and becomes a row with ``status="timeout"`` (its parameters, ``trial_seed`` when
+        derived, ``elapsed`` and why in ``error``); the sweep goes on with a fresh worker.
+        Local worker processes only: refused with ``workers=0`` (a trial running in this
+        process cannot be stopped) and with ``scheduler`` (Dask cannot stop a running task:
+        cancelling its future leaves it running on the worker).
     desc : str, default "sweep"
         Label of the progress bar.
 
@@ -802,7 +941,8 @@ def sweep(
     ------
     ProblemError
         Bad grid, a non-callable or unpicklable ``trial_fn``, non-integer seeds, a table at
-        ``out`` holding another sweep's parameters, or one being written by another sweep.
+        ``out`` holding another sweep's parameters, or one being written by another sweep;
+        ``timeout`` not a number in (0, inf), or given with ``workers=0`` or ``scheduler``.
     BackendError
         ``scheduler`` given but dask.distributed missing, or no scheduler at the address.
     SweepError
@@ -843,6 +983,24 @@ def sweep(
     n_workers = _default_workers() if workers is None else check_int(workers, "workers", low=0)
     if threads is not None:
         check_int(threads, "threads", low=1, where="sweep")
+    if timeout is not None:
+        timeout = check_real(
+            timeout, "timeout", low=0.0, low_open=True, high_open=True, where="sweep"
+        )
+        if scheduler is not None:
+            raise ProblemError(
+                "The 'timeout' parameter of sweep is not available with a Dask scheduler: Dask "
+                "cannot stop a running task (cancelling its future leaves it running, and the "
+                "worker queues later trials behind it), so a timed-out trial would go on "
+                "holding its worker. Run with local worker processes (workers=N) to use "
+                "timeout, or bound the work inside trial_fn."
+            )
+        if n_workers == 0:
+            raise ProblemError(
+                "The 'timeout' parameter of sweep needs worker processes: with workers=0 the "
+                "trials run in this process, where a running trial cannot be stopped. Pass "
+                "workers=1 or more (or leave workers out: one per core)."
+            )
     for name, flag in (
         ("progress", progress),
         ("resume", resume),
@@ -925,14 +1083,15 @@ def sweep(
                 dynamic_ncols=True,
             )
             n_err = 0
-            runs = (
-                _run_local(trial_fn, tasks, n_workers, threads)
-                if scheduler is None
-                else _run_dask(trial_fn, tasks, scheduler, threads)
-            )
+            if scheduler is not None:
+                runs = _run_dask(trial_fn, tasks, scheduler, threads)
+            elif timeout is not None:
+                runs = _run_local_timeout(trial_fn, tasks, n_workers, threads, timeout)
+            else:
+                runs = _run_local(trial_fn, tasks, n_workers, threads)
             try:
-                for tid, result in runs:
-                    rows = _rows_of(tid, params_of[tid], result, store)
+                for tid, result, timed_out in runs:
+                    rows = _rows_of(tid, params_of[tid], result, store, timed_out)
                     store.append(rows)
                     n_run += 1
                     if rows[0]["status"] != "ok":

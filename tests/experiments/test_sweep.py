@@ -624,6 +624,7 @@ def test_cli_helpers():
         "scheduler": None,
         "resume": True,
         "retry_errors": False,
+        "timeout": None,
         "progress": True,
     }
     opts = sweep_options(

@@ -4,11 +4,20 @@ its row, and a per-trial timeout (local worker processes) ends a hung trial as a
 
 from __future__ import annotations
 
+import argparse
+import functools
+import math
+import os
+import sys
+import time
+import types
+
 import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.experiments import read_results, sweep
+from svmgeo.cli import add_sweep_arguments, sweep_options
+from svmgeo.experiments import SweepError, read_results, sweep
 
 from . import _trials
 
@@ -134,3 +143,94 @@ def test_a_table_of_derived_seeds_without_the_column_is_refused(tmp_path) -> Non
     with pytest.raises(sg.ProblemError, match="rename the grid parameter 'trial_seed'"):
         sweep(lambda trial_seed, seed: {}, {"trial_seed": [1], "seed": [0]}, workers=0,
               progress=False, derive_seeds=True)  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------
+# a per-trial timeout
+# --------------------------------------------------------------------------------------
+def _sleepy(k: int, seed: int, log: str) -> dict:
+    """Log this process and the seed received, sleep 2 s for k == 1, log the end."""
+    with open(log, "a") as fh:
+        fh.write(f"start {k} {os.getpid()} {seed}\n")
+    if k == 1:
+        time.sleep(2.0)
+    with open(log, "a") as fh:
+        fh.write(f"end {k}\n")
+    return {"k2": 2 * k}
+
+
+def test_a_hung_trial_becomes_a_timeout_row_and_the_others_finish(tmp_path) -> None:
+    """Regression: there was no per-trial limit, so one hung trial held the sweep forever.
+    With timeout=0.5 the trial sleeping 2 s is killed after 0.5 s and recorded, with its seed;
+    the other trials' rows are all there."""
+    log = tmp_path / "log"
+    out = tmp_path / "t.csv"
+    fn = functools.partial(_sleepy, log=str(log))
+    grid = {"k": [0, 1, 2, 3], "seed": [7]}
+    res = sweep(fn, grid, out=out, workers=2, timeout=0.5, derive_seeds=True, progress=False)
+    assert res.column("status") == ["ok", "timeout", "ok", "ok"]
+    assert res.column("k2") == [0, None, 4, 6] and res.n_errors == 1
+    hung = res.rows[1]
+    assert 0.5 <= hung["elapsed"] < 2.0  # stopped at the limit, before the trial's end
+    assert "timeout=0.5 s" in hung["error"] and "killed" in hung["error"]
+    lines = log.read_text().split("\n")
+    start = next(ln.split() for ln in lines if ln.startswith("start 1 "))
+    assert "end 1" not in lines
+    assert int(start[3]) == hung["trial_seed"]  # the seed the hung trial received
+    with pytest.raises(ProcessLookupError):  # its worker is gone, not left sleeping
+        os.kill(int(start[2]), 0)
+    assert [r["status"] for r in read_results(out)].count("timeout") == 1
+    # resumed like an error row: kept, not rerun (retry_errors=True would rerun it)
+    again = sweep(fn, grid, out=out, workers=2, timeout=0.5, derive_seeds=True, progress=False)
+    assert (again.n_run, again.n_resumed) == (0, 4)
+    assert _values(again.rows) == _values(res.rows)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, math.nan, math.inf, "1", True])
+def test_timeout_values_are_checked(value) -> None:
+    with pytest.raises(sg.ProblemError, match=r"'timeout' parameter of sweep must be a float"):
+        sweep(_trials.failing_trial, {"k": [0]}, workers=1, timeout=value, progress=False)
+
+
+def test_timeout_is_refused_where_a_trial_cannot_be_stopped() -> None:
+    with pytest.raises(sg.ProblemError, match="needs worker processes: with workers=0"):
+        sweep(_trials.failing_trial, {"k": [0]}, workers=0, timeout=1.0, progress=False)
+    pytest.importorskip("distributed")
+    with pytest.raises(sg.ProblemError, match="not available with a Dask scheduler"):
+        sweep(_trials.failing_trial, {"k": [0]}, scheduler="tcp://127.0.0.1:1", timeout=1.0,
+              progress=False)  # fmt: skip
+
+
+def test_timeout_workers_that_die_or_cannot_import_are_sweep_errors(tmp_path) -> None:
+    """The timeout's own worker processes keep the runner's contract: a worker that dies is a
+    SweepError with the finished rows saved; trial_fn's module missing there is one too."""
+    out = tmp_path / "crash.csv"
+    with pytest.raises(SweepError, match="died abruptly"):
+        sweep(_trials.crash_trial, {"k": [0, 1]}, out=out, workers=1, timeout=30.0,
+              progress=False)  # fmt: skip
+    assert [r["k_out"] for r in read_results(out)] == [0]
+    mod = types.ModuleType("svmgeo_phantom_trials55")
+    exec("def phantom(k):\n    return {'k2': 2 * k}\n", mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    try:
+        with pytest.raises(SweepError, match="trial_fn's module"):
+            sweep(mod.phantom, {"k": [1]}, workers=1, timeout=30.0, progress=False)
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_timeout_on_the_command_line(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_sweep_arguments(parser)
+    assert sweep_options(parser.parse_args(["--timeout", "2.5"]))["timeout"] == 2.5
+    assert sweep_options(parser.parse_args([]))["timeout"] is None
+    for bad in ("0", "-1", "inf", "nan", "soon"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--timeout", bad])
+        assert "--timeout: expected a finite number of seconds > 0" in capsys.readouterr().err
+    # `svmgeo reproduce` has no --timeout (svmgeo.reproduce takes none): timeout=False
+    quiet = argparse.ArgumentParser()
+    add_sweep_arguments(quiet, timeout=False)
+    assert sweep_options(quiet.parse_args([]))["timeout"] is None
+    with pytest.raises(SystemExit):
+        quiet.parse_args(["--timeout", "1"])
