@@ -21,6 +21,12 @@ PyTorch *adds* a float ``attn_mask`` to the logits. svmgeo's model,
 bias could only enter as extra coordinates of the tokens and queries, which would make it a
 trainable block of :math:`W` and change every SVM. So a float mask must hold only 0 (visible)
 and :math:`-\infty` (hidden), read as a boolean mask; finite nonzero biases are refused.
+
+A ``MultiheadAttention`` built with ``batch_first=False`` (PyTorch's default) takes tensors of
+shape (seq, batch, embed); svmgeo's are (batch, seq, embed). A 3-D tensor of shape (a, b, E)
+reads either way (a sequences of b tokens, or b sequences of a tokens: no shape check fails when
+a = b, or when no mask or queries pin the sizes), so for such a module ``from_torch`` asks which
+layout its tensors are in (``batch_first=``) rather than guess, and transposes them when told.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
-from ._validation import check_array, check_real
+from ._validation import check_array, check_bool, check_int, check_real
 from .data import TokenData
 
 __all__ = ["from_torch"]
@@ -64,6 +70,48 @@ def _one_head(head: Any, H: int) -> int:
     if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < H:
         raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head!r}.")
     return int(head)
+
+
+def check_query(query: Any, T: int, where: str) -> int | Literal["all"]:
+    """A self-attention query position of sequences of ``T`` tokens: ``"all"``, or an int in
+    ``[-T, T - 1]`` read as Python indexes a sequence (``-1`` the last token), returned in
+    ``0..T-1``; a ProblemError naming ``query`` and ``where`` otherwise."""
+    if isinstance(query, str) and query == "all":
+        return "all"
+    try:
+        q = check_int(query, "query", low=-T, high=T - 1, where=where)
+    except ProblemError as exc:
+        raise ProblemError(
+            f"{exc} The sequences have {T} tokens: query is a token position, negative ones "
+            "counting from the end (-1 the last token), or 'all' (every token a query)."
+        ) from None
+    return q % T
+
+
+def _batch_first(module: Any, batch_first: Any, shape: tuple[int, ...]) -> bool:
+    """Whether the 3-D tensors given (``inputs`` of ``shape``) are (batch, seq, embed):
+    ``batch_first`` when given, else the module's own ``batch_first`` where it is True or
+    absent; a module with ``batch_first=False`` and no ``batch_first=`` is refused (both
+    readings fit the shapes)."""
+    if batch_first is not None:
+        return check_bool(batch_first, "batch_first", where="from_torch")
+    own = getattr(module, "batch_first", None)
+    if own is None or bool(own):
+        return True
+    a, b = shape[:2]
+    readings = (
+        f"both of its first axes have length {a}"
+        if a == b
+        else f"{a} sequences of {b} tokens batch first, or {b} sequences of {a} tokens in the "
+        "module's layout"
+    )
+    raise ProblemError(
+        f"from_torch: the module ({type(module).__name__}) has batch_first=False: it takes "
+        "tensors of shape (seq, batch, embed), while svmgeo's are (batch, seq, embed). inputs of "
+        f"shape {shape} read either way ({readings}), so from_torch does not guess. Pass "
+        "batch_first=False if inputs and queries are in the module's layout, (T, n, E) and "
+        "(K, n, E), or batch_first=True if they are (n, T, E) and (n, K, E)."
+    )
 
 
 def _forward_parameters(module: Any) -> set[str]:
@@ -237,6 +285,7 @@ def from_torch(
     attn_mask: Any = None,
     head: int | None = None,
     scale: float | None = None,
+    batch_first: bool | None = None,
     **data_kwargs: Any,
 ) -> tuple[TokenData, np.ndarray]:
     r"""Tokens, queries, mask and :math:`W = s\,W_K^\top W_Q` of one attention head.
@@ -260,12 +309,16 @@ def from_torch(
         (one head or several). Refused: a module whose ``forward`` takes
         ``position_embeddings`` (rotary: use :func:`~svmgeo.from_transformers`), query/key
         norms, ``clip_qkv`` and logit soft-capping (no W reproduces their logits).
-    inputs : tensor or array of shape (n, T, E)
-        The key tokens of every sequence (batch first).
-    queries : tensor or array of shape (n, E) or (n, K, E), optional
-        Given queries (cross-attention). Exclusive with ``query``.
+    inputs : tensor or array of shape (n, T, E), or (T, n, E) with ``batch_first=False``
+        The key tokens of every sequence.
+    queries : tensor or array, optional
+        Given queries (cross-attention): shape (n, E), one per sequence (either layout), or
+        ``K`` per sequence, (n, K, E), or (K, n, E) with ``batch_first=False``. Exclusive
+        with ``query``.
     query : int or "all", optional
-        Self-attention: token ``query`` of each sequence is the query, or every token.
+        Self-attention: token ``query`` of each sequence is the query (an int in
+        ``[-T, T - 1]``, negative positions counting from the end as Python's indexing:
+        ``-1`` is the last token; stored as ``query % T``), or every token.
         Default: ``"all"`` when ``queries`` is None.
     attn_mask : bool or float tensor/array, optional
         PyTorch's convention, shape (K, T), (n, K, T) or MultiheadAttention's per-head
@@ -278,8 +331,16 @@ def from_torch(
     scale : float, optional
         The logit scale :math:`s`, finite and > 0; default the module's ``scaling``, else
         :math:`1/\sqrt{h}` with :math:`h` the head width (PyTorch's scaled dot product).
+    batch_first : bool, optional
+        The layout of ``inputs`` and 3-D ``queries``: True for (batch, seq, embed), False for
+        (seq, batch, embed) (transposed here). Default: the module's own ``batch_first``
+        when it is True or the module has none (Hugging Face's modules: batch first); a
+        module with ``batch_first=False`` (``MultiheadAttention``'s default) needs it given,
+        since a 3-D tensor reads either way (module notes). ``attn_mask`` has the same layout
+        in both (PyTorch's).
     **data_kwargs
-        Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...).
+        Passed to :class:`~svmgeo.TokenData` (``Y``, ``v``, ``scores``, ...), in svmgeo's
+        order: one entry per sequence first.
 
     Returns
     -------
@@ -293,8 +354,9 @@ def from_torch(
         torch is not installed.
     ProblemError
         An unsupported module (rotary, nonlinear query/key maps), inconsistent shapes or
-        heads, a ``scale`` that is not finite and positive, non-finite weights, or a float ``attn_mask`` with entries other than 0 and
-        :math:`-\infty`.
+        heads, a ``query`` outside ``[-T, T - 1]``, a ``scale`` that is not finite and
+        positive, a module with ``batch_first=False`` and no ``batch_first=``, non-finite
+        weights, or a float ``attn_mask`` with entries other than 0 and :math:`-\infty`.
     """
     try:
         import torch  # noqa: F401
@@ -315,14 +377,22 @@ def from_torch(
     X = _numpy(inputs, "inputs")
     if X.ndim != 3 or X.shape[2] != Wq.shape[1]:
         raise ProblemError(
-            f"from_torch: inputs must have shape (n, T, E) with E = {Wq.shape[1]}; got "
-            f"{X.shape}. Pass the batch first."
+            f"from_torch: inputs must have shape (n, T, E) with E = {Wq.shape[1]}, or (T, n, E) "
+            f"with batch_first=False (one axis for the sequences, one for the tokens); got "
+            f"{X.shape}."
         )
+    first = _batch_first(module, batch_first, X.shape)
     if queries is not None and query is not None:
         raise ProblemError("from_torch: give queries (cross-attention) or query (self), not both.")
+    Z = None if queries is None else _numpy(queries, "queries")
+    if not first:  # (seq, batch, embed) -> svmgeo's (batch, seq, embed)
+        X = X.transpose(1, 0, 2)
+        if Z is not None and Z.ndim == 3:
+            Z = Z.transpose(1, 0, 2)
+    if Z is None:
+        query = check_query("all" if query is None else query, X.shape[1], "from_torch")
     E0 = X.shape[2]
     W = s * Wk.T @ Wq
-    Z = None if queries is None else _numpy(queries, "queries")
     if bq is not None and np.any(bq != 0):
         E = X.shape[2]
         Wt = np.zeros((E + 1, E + 1))
@@ -352,11 +422,12 @@ def from_torch(
         if Z is not None:
             data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
         else:
-            data = TokenData(X, query="all" if query is None else query, mask=mask, **data_kwargs)
+            data = TokenData(X, query=query, mask=mask, **data_kwargs)
     except ProblemError as exc:
         raise ProblemError(
             f"from_torch: {exc} (X holds the inputs, Z the queries, mask the negated attn_mask"
             + (", with the constant coordinate of the query bias" if X.shape[2] > E0 else "")
+            + ("" if first else ", inputs and 3-D queries transposed to batch first")
             + ")"
         ) from exc
     return data, W

@@ -54,7 +54,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
-from ._torch import check_bilinear, from_torch
+from ._torch import check_bilinear, check_query, from_torch
 from .data import TokenData
 
 __all__ = ["from_transformers"]
@@ -359,7 +359,10 @@ def from_transformers(
     head : int
         The (query) head of that block.
     query : int or "all", default "all"
-        Every token is a query (:math:`K = T`), or only token ``query`` of each sequence.
+        Every token is a query (:math:`K = T`), or only token ``query`` of each sequence: an
+        int in ``[-T, T - 1]``, negative positions counting from the end as Python's indexing
+        (``-1`` is the last token, padding included); stored as ``query % T``, as
+        :func:`~svmgeo.from_torch` reads it.
     rope : {"raise", "offsets", "positions"}, default "raise"
         For models with rotary position embeddings: refuse (no single W exists), or return
         one W per position offset or per position pair (module notes). Models without
@@ -428,14 +431,15 @@ def from_transformers(
     X = _array(seen["hidden"])
     n, T, _ = X.shape
     visible = _visible(seen["mask"], n, T, bool(getattr(attn, "is_causal", False)))
+    query = check_query(query, T, _WHERE)
     if query != "all":
-        q = _check_index(query, "query", T, f"the sequences have {T} tokens")
-        visible = visible[:, q : q + 1]
+        visible = visible[:, query : query + 1]
     blind = np.argwhere(~visible.any(axis=2))
     if blind.size:
         i, k = blind[0]
+        position = k if query == "all" else query  # the token's position, not its row
         raise ProblemError(
-            f"{_WHERE}: query {k} of sequence {i} sees no key under the model's mask (left "
+            f"{_WHERE}: query {position} of sequence {i} sees no key under the model's mask (left "
             "padding with a causal mask). Pad on the right (tokenizer.padding_side='right') or "
             "pass query= a position every sequence fills."
         )

@@ -256,3 +256,81 @@ def test_nonlinear_query_key_maps_are_refused_by_from_torch() -> None:
     module.q_norm = torch.nn.LayerNorm(4)
     with pytest.raises(sg.ProblemError, match=r"from_torch: .*\(q_norm\), a nonlinear map"):
         sg.from_torch(module, torch.randn(2, 5, 4))
+
+
+def _seq_first_mha_and_inputs() -> tuple[Any, Any, Any, Any]:
+    """MultiheadAttention with batch_first=False (PyTorch's default), 2 heads, nonzero biases,
+    and tensors in its layout (seq, batch, embed) with n = T = K = 3: both readings fit."""
+    torch.manual_seed(7)
+    E, n, T = 4, 3, 3
+    mha = torch.nn.MultiheadAttention(E, 2).double()
+    assert not mha.batch_first
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+    X = torch.randn(T, n, E, dtype=torch.float64)
+    Z = torch.randn(T, n, E, dtype=torch.float64)  # K = 3 queries per sequence
+    blocked = torch.zeros(n * 2, T, T, dtype=torch.bool)  # per head: (n * num_heads, K, T)
+    blocked[0, 0, 1] = blocked[3, 2, 0] = blocked[5, 1, 2] = True
+    return mha, X, Z, blocked
+
+
+@pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
+def test_seq_first_multihead_attention_is_read_in_its_own_layout(cross: bool) -> None:
+    """batch_first=False reads (T, n, E) tensors as the module does: the weights equal the
+    module's own per-head ones, given in its layout (batch_first=False) or transposed
+    (batch_first=True)."""
+    mha, X, Z, blocked = _seq_first_mha_and_inputs()
+    q = Z if cross else X
+    _, ref = mha(q, X, X, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+    for h in range(2):
+        want = ref[:, h].detach().numpy()  # (n, K, T), batch first
+        for first, x, z in ((False, X, Z), (True, X.transpose(0, 1), Z.transpose(0, 1))):
+            kw = {"queries": z} if cross else {}
+            data, W = sg.from_torch(mha, x, attn_mask=blocked, head=h, batch_first=first, **kw)
+            np.testing.assert_allclose(_svmgeo_attention(data, W), want, atol=1e-12, rtol=0)
+            np.testing.assert_allclose(data.X[:, :, :4], X.transpose(0, 1).numpy(), rtol=0, atol=0)
+
+
+def test_seq_first_multihead_attention_without_a_layout_is_refused() -> None:
+    """from_torch read every 3-D tensor batch first: a batch_first=False module's own (T, n, E)
+    tensors were read as T sequences of n tokens with no error (here T = n: head 0's weights
+    0.33 off the module's); now it asks for batch_first=."""
+    mha, X, _, _ = _seq_first_mha_and_inputs()
+    with pytest.raises(sg.ProblemError, match=r"batch_first=False.*\(3, 3, 4\).*does not guess"):
+        sg.from_torch(mha, X, head=0)
+    _, ref = mha(X, X, X, need_weights=True, average_attn_weights=False)
+    misread, W = sg.from_torch(mha, X, head=0, batch_first=True)  # the old reading
+    gap = np.abs(_svmgeo_attention(misread, W) - ref[:, 0].detach().numpy()).max()
+    assert gap > 0.1
+    with pytest.raises(sg.ProblemError, match=r"'batch_first' parameter of from_torch"):
+        sg.from_torch(mha, X, head=0, batch_first=0)
+    # a batch-first module keeps its reading without the argument
+    first = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    a, W_a = sg.from_torch(first, X, head=1)
+    b, W_b = sg.from_torch(first, X, head=1, batch_first=True)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(W_a, W_b)
+
+
+@pytest.mark.parametrize("query", [-1, -3, 2, 0, -5])
+def test_negative_query_counts_from_the_end(query: int) -> None:
+    """query=q in [-T, T - 1] is Python's index of a token (-1 the last), as in
+    from_transformers; the weights are the module's own row q % T."""
+    mha, X, _ = _mha_and_inputs()  # T = 5
+    _, ref = mha(X, X, X, need_weights=True)
+    data, W = sg.from_torch(mha, X, query=query)
+    assert data.query == query % 5 and data.single_query
+    np.testing.assert_allclose(
+        _svmgeo_attention(data, W)[:, 0], ref[:, query].detach().numpy(), atol=1e-12, rtol=0
+    )
+
+
+@pytest.mark.parametrize("query", [5, -6, 1.0, True, "last"])
+def test_query_outside_the_sequence_names_from_torch(query: Any) -> None:
+    """Out of range, the error named TokenData's parameter (an argument the caller never
+    passed) instead of from_torch's."""
+    mha, X, _ = _mha_and_inputs()
+    with pytest.raises(
+        sg.ProblemError, match=r"^The 'query' parameter of from_torch .*\[-5, 4\].*5 tokens"
+    ):
+        sg.from_torch(mha, X, query=query)

@@ -414,3 +414,53 @@ def test_hugging_face_multi_head_q_proj_modules_are_read_one_head_at_a_time() ->
         np.testing.assert_allclose(_svmgeo_probs(data, W), ref[:, head], atol=1e-6, rtol=0)
     with pytest.raises(sg.ProblemError, match=r"num_heads=2; pass head=0\.\.1"):
         sg.from_torch(attn, x)
+
+
+def _single_query_probs(data: sg.TokenData, W: np.ndarray, m: int) -> np.ndarray:
+    """Probabilities of query position m (one per sequence) over the keys, for one W or one
+    W per position pair (rotary, rope="positions")."""
+    Wm = W[m] if W.ndim == 4 else np.broadcast_to(W, (data.T, *W.shape))
+    logits = np.einsum("ntd,tde,ne->nt", data.X, Wm, data.queries[:, 0])
+    logits = np.where(data.visible[:, 0], logits, -np.inf)
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+@pytest.mark.parametrize("query", [-1, -T, 2 - T])
+def test_negative_query_counts_from_the_end(kind: str, query: int) -> None:
+    """query=-1 is the last token, as in from_torch (Python's indexing); it was refused
+    ("query must be in 0..5")."""
+    model = _model(kind)
+    inputs = _inputs(True)
+    kw = {"rope": "positions"} if kind == "llama" else {}
+    ref = _reference(model, inputs)[1]
+    data, W = from_transformers(model, inputs, layer=1, head=2, query=query, **kw)
+    m = query % T
+    assert data.query == m and data.single_query
+    np.testing.assert_allclose(
+        _single_query_probs(data, W, m),
+        ref[:, 2, m],
+        atol=1e-10 if kind == "gpt2" else 1e-6,
+        rtol=0,
+    )
+
+
+@pytest.mark.parametrize("query", [T, -T - 1, 1.0, "last"])
+def test_query_outside_the_sequence_is_named(query: object) -> None:
+    with pytest.raises(
+        sg.ProblemError,
+        match=rf"^The 'query' parameter of from_transformers .*\[-{T}, {T - 1}\].*{T} tokens",
+    ):
+        from_transformers(_model("gpt2"), _inputs(False), layer=0, head=0, query=query)
+
+
+def test_a_blind_single_query_is_named_by_its_position() -> None:
+    """Left padding hides every key from positions 0 and 1 of sequence 0 (causal mask): the
+    error for query=1 said "query 0" (the row of the one query kept), and query=-5 is the same
+    position."""
+    inputs = _inputs(False)
+    inputs["attention_mask"][0, :2] = 0
+    for query in (1, 1 - T):
+        with pytest.raises(sg.ProblemError, match="query 1 of sequence 0 sees no key"):
+            from_transformers(_model("gpt2"), inputs, layer=0, head=0, query=query)
