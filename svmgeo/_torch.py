@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
-from ._validation import check_array, check_bool, check_int, check_real
+from ._validation import check_array, check_bool, check_query, check_real
 from .data import TokenData
 
 __all__ = ["from_torch"]
@@ -70,22 +70,6 @@ def _one_head(head: Any, H: int) -> int:
     if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < H:
         raise ProblemError(f"from_torch: head must be in 0..{H - 1}; got {head!r}.")
     return int(head)
-
-
-def check_query(query: Any, T: int, where: str) -> int | Literal["all"]:
-    """A self-attention query position of sequences of ``T`` tokens: ``"all"``, or an int in
-    ``[-T, T - 1]`` read as Python indexes a sequence (``-1`` the last token), returned in
-    ``0..T-1``; a ProblemError naming ``query`` and ``where`` otherwise."""
-    if isinstance(query, str) and query == "all":
-        return "all"
-    try:
-        q = check_int(query, "query", low=-T, high=T - 1, where=where)
-    except ProblemError as exc:
-        raise ProblemError(
-            f"{exc} The sequences have {T} tokens: query is a token position, negative ones "
-            "counting from the end (-1 the last token), or 'all' (every token a query)."
-        ) from None
-    return q % T
 
 
 def _batch_first(module: Any, batch_first: Any, shape: tuple[int, ...]) -> bool:

@@ -54,7 +54,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ._errors import ProblemError, SolverNotFound
-from ._torch import check_bilinear, check_query, from_torch
+from ._torch import check_bilinear, from_torch
+from ._validation import check_query
 from .data import TokenData
 
 __all__ = ["from_transformers"]

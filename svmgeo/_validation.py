@@ -11,7 +11,7 @@ import math
 import os
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -243,6 +243,22 @@ def check_int(
         reason = f" {above_high}" if above_high else ""
         raise ProblemError(_int_message(value, name, low, high, where) + reason)
     return x
+
+
+def check_query(query: Any, T: int, where: str) -> int | Literal["all"]:
+    """A self-attention query position of sequences of ``T`` tokens: ``"all"``, or an int in
+    ``[-T, T - 1]`` read as Python indexes a sequence (``-1`` the last token), returned in
+    ``0..T-1``; a ProblemError naming ``query`` and ``where`` otherwise."""
+    if isinstance(query, str) and query == "all":
+        return "all"
+    try:
+        q = check_int(query, "query", low=-T, high=T - 1, where=where)
+    except ProblemError as exc:
+        raise ProblemError(
+            f"{exc} The sequences have {T} tokens: query is a token position, negative ones "
+            "counting from the end (-1 the last token), or 'all' (every token a query)."
+        ) from None
+    return q % T
 
 
 def check_iterations(value: Any, name: str, *, where: str) -> int:

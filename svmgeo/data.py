@@ -26,6 +26,7 @@ from ._errors import ProblemError
 from ._validation import (
     check_array,
     check_int,
+    check_query,
     check_real,
     check_scale,
     check_seed,
@@ -175,16 +176,7 @@ class TokenData:
             queries = X
             self._query = "all"
         else:
-            if (
-                isinstance(query, str)
-                or isinstance(query, bool)
-                or not isinstance(query, (int, np.integer))
-            ):
-                raise ProblemError(
-                    f"query must be an int in [-{T}, {T - 1}] or 'all'; got {query!r}."
-                )
-            q = check_int(query, "query", low=-T, high=T - 1, where="TokenData")
-            q = q % T
+            q = int(check_query(query, T, "TokenData"))  # not "all": handled above
             self._single = True
             self._Z_given = None
             queries = X[:, q : q + 1, :]

@@ -85,9 +85,9 @@ API_ERRORS = [
     _err(lambda: TD(X, v=V, Z=Z * 1e-200), "too small for float64", "Z-1e-200"),
     _err(lambda: TD(X, v=V, query=4), "'query' parameter", "query-high"),
     _err(lambda: TD(X, v=V, query=-5), "'query' parameter", "query-low"),
-    _err(lambda: TD(X, v=V, query=1.0), "query must be an int", "query-float"),
-    _err(lambda: TD(X, v=V, query=True), "query must be an int", "query-bool"),
-    _err(lambda: TD(X, v=V, query="first"), "query must be an int", "query-str"),
+    _err(lambda: TD(X, v=V, query=1.0), "'query' parameter of TokenData", "query-float"),
+    _err(lambda: TD(X, v=V, query=True), "'query' parameter of TokenData", "query-bool"),
+    _err(lambda: TD(X, v=V, query="first"), "'query' parameter of TokenData", "query-str"),
     # labels and head
     _err(lambda: TD(X, Y=np.ones(2), v=V, Z=Z), "Y must have shape", "Y-short"),
     _err(lambda: TD(X, Y=np.ones((3, 2)), v=V, Z=Z), "Y must have shape", "Y-K"),

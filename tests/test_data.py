@@ -68,7 +68,7 @@ def test_general_mask_broadcast():
         ({"X": _X(), "Z": np.ones((3, 6))}, r"Z must have shape \(3, 5\)"),
         ({"X": _X(), "Z": np.ones((2, 1, 5))}, r"Z must have shape \(n, K, d\)"),
         ({"X": _X(), "query": 4}, "'query' parameter of TokenData must be an int in"),
-        ({"X": _X(), "query": "first"}, "query must be an int"),
+        ({"X": _X(), "query": "first"}, "'query' parameter of TokenData must be an int"),
         ({"X": _X(), "query": 0, "Y": [1, 0, 1]}, r"labels in \{-1, \+1\}.*2 \* y - 1"),
         ({"X": _X(), "query": 0, "Y": [1, 1]}, r"Y must have shape \(3,\)"),
         ({"X": _X(), "query": 0, "Y": [1, np.inf, 1]}, "Y must be finite"),
