@@ -25,12 +25,25 @@ Popoviciu's inequality bounds a variance by a quarter of the squared range, here
 Chen, Guo, Li, Song, Zhou (ICLR 2024 submission 4416, withdrawn); see docs/attention-maps.md.
 
 Every function takes logits ``u`` of shape ``(..., T)`` and an optional boolean ``visible``
-of the same shape (keys a query does not see get weight 0 and no derivative), is plain numpy,
-and broadcasts over the leading axes, so the training loop can reuse the table.
+of the same shape (keys a query does not see get weight 0 and no derivative, whatever their
+logits, -inf included), is plain numpy, and broadcasts over the leading axes, so the training
+loop can reuse the table. The logits of the visible keys (and the Hessian's weights ``g``) must
+be finite: a NaN or an infinity there is refused (a :class:`~svmgeo.ProblemError` naming the
+argument and the first such entry), not carried into the result; a key is hidden with
+``visible``, not with a -inf logit. Numpy input is checked (one min and one max per call); the
+training engine's CuPy arrays, whose logits it bounds itself, are not.
+
+Shared internals, not public API: ``UNIT_ROUNDOFF``, ``gamma``, ``visible_sum``,
+``logit_sum_bound``, ``refuse_undetermined_sums`` and ``undetermined_sum_message`` implement
+the refusal of normalized linear sums within their rounding error of 0 (docs/attention-maps.md)
+for this module, the training engine (:mod:`svmgeo.gd`) and :mod:`svmgeo.analysis`; they are
+not in ``__all__`` and may change without notice (their names carry no underscore because
+those subpackages import them).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +91,60 @@ def _vis(u: Array, visible: Array | None) -> Array:
     return mask
 
 
+def _finite_on_visible(u: Any, visible: Any, name: str, *, every: bool = False) -> Any:
+    """``u`` as an array (a list made numpy, hidden keys' NaN and infinities made 0), or a
+    ProblemError naming ``name`` where an entry of a visible key (any entry with ``every``) is
+    NaN or infinite; CuPy arrays (the engine's) pass unchecked."""
+    if getattr(u, "dtype", None) is None:  # a list or a scalar: numpy's
+        u = np.asarray(u)
+    if not isinstance(u, np.ndarray) or u.size == 0:  # no key at all: _vis says so
+        return u
+    if u.dtype.kind not in "biuf":
+        raise ProblemError(
+            f"{name} must be a real numeric array; got dtype {u.dtype}. Pass it as floats, "
+            f"e.g. np.asarray({name}, dtype=float)."
+        )
+    if u.dtype.kind != "f" or (np.isfinite(u.min()) and np.isfinite(u.max())):  # NaN: both
+        return u
+    nonfinite = ~np.isfinite(u)
+    bad = nonfinite if every else nonfinite & _vis(u, visible)
+    if np.any(bad):
+        where = tuple(int(j) for j in np.argwhere(bad)[0])
+        if every:
+            raise ProblemError(
+                f"{name} must be finite; found {u[where]} at index {where}. Look for the "
+                "NaN or infinity where it was computed."
+            )
+        raise ProblemError(
+            f"{name} (the logits) must be finite on the visible keys; found {u[where]} at index "
+            f"{where}. To leave a key out, pass visible (a boolean mask, False = hidden, e.g. "
+            "visible=np.isfinite(u)) instead of a -inf logit; a NaN or inf that came from an "
+            "overflow is fixed where u was computed (rescale its inputs)."
+        )
+    return np.where(nonfinite, 0.0, u)  # hidden keys' logits are ignored, -inf and NaN too
+
+
+def _checked(f: Callable[..., Array]) -> Callable[..., Array]:
+    """The map function ``f(u, visible=None)`` for users: ``u`` checked first."""
+
+    @functools.wraps(f)
+    def checked(u: Any, visible: Any = None) -> Array:
+        return f(_finite_on_visible(u, visible, "u"), visible)
+
+    return checked
+
+
+def _checked_hessian(f: Callable[..., Array]) -> Callable[..., Array]:
+    """The Hessian ``f(u, g, visible=None)`` for users: ``u`` and ``g`` checked first."""
+
+    @functools.wraps(f)
+    def checked(u: Any, g: Any, visible: Any = None) -> Array:
+        u = _finite_on_visible(u, visible, "u")
+        return f(u, _finite_on_visible(g, visible, "g", every=True), visible)
+
+    return checked
+
+
 def _outer(a: Array, b: Array) -> Array:
     return a[..., :, None] * b[..., None, :]
 
@@ -91,7 +158,8 @@ def _softmax(u: Array, visible: Array | None = None) -> Array:
     m = _vis(u, visible)
     uu = np.where(m, u, -np.inf)
     top = uu.max(axis=-1, keepdims=True)
-    e = np.where(m, np.exp(uu - top), 0.0)
+    with np.errstate(over="ignore"):  # a gap beyond float64's range: -inf, a weight of 0
+        e = np.where(m, np.exp(uu - top), 0.0)
     return e / e.sum(axis=-1, keepdims=True)
 
 
@@ -279,6 +347,12 @@ def _relu_jac(u: Array, visible: Array | None = None) -> Array:
 class AttentionMap:
     r"""One attention map :math:`\varphi` and its derivatives.
 
+    ``phi``, ``jacobian`` and ``hessian`` take logits ``u`` of shape ``(..., T)`` and an
+    optional boolean mask ``visible`` (False: a hidden key, weight 0 and no derivative,
+    whatever its logit). A NaN or an infinity among the visible keys' logits, or in the
+    Hessian's ``g``, is a :class:`~svmgeo.ProblemError` naming the argument and the entry;
+    hide a key with ``visible`` (e.g. ``visible=np.isfinite(u)``), not with a -inf logit.
+
     Attributes
     ----------
     name : str
@@ -325,9 +399,9 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
         AttentionMap(
             "softmax",
             "exp(u_t) / sum_s exp(u_s) over visible keys",
-            _softmax,
-            _softmax_jac,
-            _softmax_hess,
+            _checked(_softmax),
+            _checked(_softmax_jac),
+            _checked_hessian(_softmax_hess),
             0.5,
             "diag(s) - s s^T is the covariance of a one-hot draw e_tau, tau ~ s; for a unit w, "
             "Var(w_tau) <= (max w - min w)^2 / 4 <= 1/2 (Popoviciu), attained at s = (1/2, 1/2, 0..)",
@@ -336,18 +410,18 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
         AttentionMap(
             "linear",
             "u_t (no normalization)",
-            _linear,
-            _linear_jac,
-            _zero_hess,
+            _checked(_linear),
+            _checked(_linear_jac),
+            _checked_hessian(_zero_hess),
             1.0,
             "J = I on the visible keys",
         ),
         AttentionMap(
             "normalized_linear",
             "u_t / sum_s u_s, where sum_s u_s != 0",
-            _normalized,
-            _normalized_jac,
-            _normalized_hess,
+            _checked(_normalized),
+            _checked(_normalized_jac),
+            _checked_hessian(_normalized_hess),
             None,
             "J = (I - a 1^T) / (1^T u) with a = u / 1^T u: unbounded as 1^T u -> 0, undefined at 0",
             scale_invariant=True,
@@ -356,18 +430,18 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
         AttentionMap(
             "sigmoid",
             "1 / (1 + exp(-u_t)) entrywise",
-            _sigmoid,
-            _sigmoid_jac,
-            _sigmoid_hess,
+            _checked(_sigmoid),
+            _checked(_sigmoid_jac),
+            _checked_hessian(_sigmoid_hess),
             0.25,
             "J = diag(sigma'(u)) and sigma' = sigma (1 - sigma) <= 1/4, attained at u = 0",
         ),
         AttentionMap(
             "relu",
             "max(u_t, 0) entrywise",
-            _relu,
-            _relu_jac,
-            _zero_hess,
+            _checked(_relu),
+            _checked(_relu_jac),
+            _checked_hessian(_zero_hess),
             1.0,
             "J = diag(1[u > 0]) where it exists (off u_t = 0), a 0/1 diagonal",
         ),
