@@ -114,6 +114,12 @@ def attention_jacobian(
     Returns
     -------
     ndarray of shape (d_u, d*d) or (d_u, T*d)
+        Entries beyond float64's range are inf (in X, at a W near its largest numbers).
+
+    Raises
+    ------
+    ProblemError
+        As :func:`lipschitz`.
     """
     data = _check_data(data, "attention_jacobian")
     Wc = _check_W(W, data.d, "attention_jacobian")
@@ -121,47 +127,148 @@ def attention_jacobian(
     check_option(wrt, "wrt", ("W", "X"), where="attention_jacobian")
     i = check_int(i, "i", low=0, high=data.n - 1, where="attention_jacobian")
     k = check_int(k, "k", low=0, high=data.K - 1, where="attention_jacobian")
-    return _jacobian(data, Wc, i, k, amap, wrt)
+    Ws, e = _factored(Wc, amap)
+    M, f = _jacobian(data, Ws, e, i, k, amap, wrt, "attention_jacobian")
+    return _times_power_of_two(M, f)
 
 
-def _logits(data: TokenData, W: np.ndarray, i: int, k: int) -> np.ndarray:
-    r""":math:`u = X_i (W z_{ik})`, in this order wherever a map is evaluated at them."""
-    return np.asarray(data.X[i]) @ (W @ np.asarray(data.queries[i, k]))
+def _split(W: np.ndarray) -> tuple[np.ndarray, int]:
+    r"""W as :math:`2^e W_s`: ``(W, 0)`` where :math:`\max|W|` is 0 or within
+    :math:`[2^{-256}, 2^{256}]`, else :math:`W_s = 2^{-e} W` with :math:`2^{e-1} \le \max|W| <
+    2^e` (exact for the entries above :math:`2^{e - 1075}`: a power of two). Logits and
+    :math:`\|W z\|` leave float64's normal range for a W near the ends of it (the radius, which
+    does not depend on W's scale, had relative errors of 2.6e-9 and 5e-4 at :math:`\max|W|
+    \approx 10^{-315}` and :math:`10^{-320}` before it was computed from :math:`W_s`)."""
+    top = float(np.abs(W).max(initial=0.0))
+    if top == 0.0 or 2.0**-256 <= top <= 2.0**256:
+        return W, 0
+    e = math.frexp(top)[1]
+    return np.ldexp(W, -e), e
+
+
+def _degree(amap: AttentionMap) -> int | None:
+    r"""p where the map is positively homogeneous of degree p, :math:`\varphi(cu) =
+    c^p\varphi(u)` for :math:`c > 0` (so :math:`J_\varphi(cu) = c^{p-1} J_\varphi(u)`):
+    0 for normalized linear attention, 1 for linear and ReLU; None for softmax and sigmoid."""
+    return 0 if amap.scale_invariant else {"linear": 1, "relu": 1}.get(amap.name)
+
+
+def _factored(W: np.ndarray, amap: AttentionMap) -> tuple[np.ndarray, int]:
+    """:func:`_split` where it serves the map: at both ends for a homogeneous map (evaluated
+    at :math:`W_s`'s logits), only above :math:`2^{256}` for the others (a tiny W's logits
+    and Jacobians are within range as they are)."""
+    Ws, e = _split(W)
+    return (W, 0) if e < 0 and _degree(amap) is None else (Ws, e)
+
+
+def _times_power_of_two(x: Any, f: int) -> Any:
+    r""":math:`2^f x`, rounded: inf where it exceeds float64's range (the value does)."""
+    if f == 0:
+        return x
+    with np.errstate(over="ignore", under="ignore"):
+        return np.ldexp(x, f)
+
+
+def _logits(data: TokenData, W: np.ndarray, i: int, k: int, e: int = 0) -> np.ndarray:
+    r""":math:`u = 2^e X_i (W z_{ik})`, in this order wherever a map is evaluated at them
+    (:math:`\pm\infty` where :math:`2^e` times a logit exceeds float64's range)."""
+    return _times_power_of_two(np.asarray(data.X[i]) @ (W @ np.asarray(data.queries[i, k])), e)
 
 
 def _sum_and_bound(data: TokenData, W: np.ndarray, i: int, k: int) -> tuple[float, float]:
     r""":math:`\mathbf 1^\top u` over the visible keys as computed from :func:`_logits`, and
-    the bound on its rounding error (:func:`~svmgeo.attention_maps.logit_sum_bound`)."""
+    the bound on its rounding error (``svmgeo.attention_maps.logit_sum_bound``)."""
     vis = np.asarray(data.visible[i, k])
     S = float(visible_sum(_logits(data, W, i, k), vis)[0])
     z = np.asarray(data.queries[i, k])
     return S, float(logit_sum_bound(np.asarray(data.X[i]), W, z[None], vis[None])[0])
 
 
+def _map_at(
+    data: TokenData, Ws: np.ndarray, e: int, i: int, k: int, amap: AttentionMap, where: str
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    r"""``(u, J, f_J, f_phi)`` for :math:`W = 2^e W_s`: the logits the map is evaluated at,
+    its Jacobian there, and the powers of two with :math:`J_\varphi(u_{ik}) = 2^{f_J} J` and
+    :math:`\varphi(u_{ik}) = 2^{f_\varphi}\varphi(u)`. A homogeneous map of degree p
+    (:func:`_degree`) is evaluated at :math:`W_s`'s logits (:math:`f_J = (p - 1)e`,
+    :math:`f_\varphi = pe`); the others at :math:`2^e X_i (W_s z_{ik})`, refused where a
+    visible one exceeds float64's range."""
+    vis = np.asarray(data.visible[i, k])
+    p = _degree(amap)
+    if p is not None:
+        u, f_J, f_phi = _logits(data, Ws, i, k), (p - 1) * e, p * e
+        if amap.name == "normalized_linear":  # 1^T u from X, W, z: its own rounding error too
+            S, bound = _sum_and_bound(data, Ws, i, k)
+            refuse_undetermined_sums(np.array(S), np.array(bound), which=f"sequence {i}, query {k}")
+    else:
+        u, f_J, f_phi = _logits(data, Ws, i, k, e), 0, 0
+        if not np.all(np.isfinite(u[vis])):
+            top = float(np.abs(_logits(data, Ws, i, k)[vis]).max())
+            raise ProblemError(
+                f"{where}: at this W the logits u = X_i W z_ik of sequence {i}, query {k} reach "
+                f"10^{math.log10(top) + e * math.log10(2.0):.1f}, beyond float64's largest "
+                f"number (1.8e308): {amap.name} attention and its Jacobian cannot be evaluated "
+                "there. Rescale W (e.g. W / np.abs(W).max()) to a scale whose logits float64 "
+                "holds: this map's constants depend on W's scale (those of the homogeneous "
+                "maps, linear, ReLU and normalized linear attention, are computed at any W)."
+            )
+    return u, amap.jacobian(u, vis), f_J, f_phi  # J: (T, T), 0 off the visible keys
+
+
 def _jacobian(
-    data: TokenData, W: np.ndarray, i: int, k: int, amap: AttentionMap, wrt: str
-) -> np.ndarray:
+    data: TokenData,
+    Ws: np.ndarray,
+    e: int,
+    i: int,
+    k: int,
+    amap: AttentionMap,
+    wrt: str,
+    where: str = "",
+) -> tuple[np.ndarray, int]:
+    r"""``(M, f)`` with :math:`2^f M` the Jacobian of :func:`attention_jacobian` at
+    :math:`W = 2^e W_s` (:func:`_factored`); :math:`f = 0` wherever the Jacobian is within
+    float64's range."""
     X = np.asarray(data.X[i])
     U = np.asarray(data.values[i])
     z = np.asarray(data.queries[i, k])
     vis = np.asarray(data.visible[i, k])
-    u = _logits(data, W, i, k)
-    if amap.name == "normalized_linear":  # 1^T u from X, W, z: its own rounding error too
-        S, bound = _sum_and_bound(data, W, i, k)
-        refuse_undetermined_sums(np.array(S), np.array(bound), which=f"sequence {i}, query {k}")
-    J = amap.jacobian(u, vis)  # (T, T), zero rows/cols off the visible keys
+    u, J, f_J, f_phi = _map_at(data, Ws, e, i, k, amap, where)
     if wrt == "W":
-        return np.kron(U.T @ J @ X, z[None, :])
-    g = W @ z
+        return np.kron(U.T @ J @ X, z[None, :]), f_J
+    # the terms in J W and J (W z) carry 2^(f_J + e) (W = 2^e W_s), phi_t I carries 2^f_phi
+    f_g = f_J + e
     T, d = X.shape
-    Jx = np.einsum("at,s->ats", U.T @ J, g)  # (d_u, T, d): U^T J e_t g^T
-    if not data.has_values:
-        phi = amap.phi(u, vis)
-        Jx += phi[None, :, None] * np.eye(d)[:, None, :]
+    Jg = np.einsum("at,s->ats", U.T @ J, Ws @ z)  # (d_u, T, d): U^T J e_t g^T, over 2^f_g
+    phi = None if data.has_values else amap.phi(u, vis)
     q = _query_token(data, k)
-    if q is not None:
-        Jx[:, q, :] += U.T @ J @ X @ W
-    return Jx.reshape(U.shape[1], T * d)
+    Jq = None if q is None else U.T @ J @ X @ Ws
+
+    def summed(c: int) -> np.ndarray:  # 2^-c times the Jacobian
+        Jx = np.array(_times_power_of_two(Jg, f_g - c))  # a copy: Jg serves both scales
+        if phi is not None:
+            Jx += _times_power_of_two(phi, f_phi - c)[None, :, None] * np.eye(d)[:, None, :]
+        if Jq is not None:
+            Jx[:, q, :] += _times_power_of_two(Jq, f_g - c)
+        return Jx.reshape(U.shape[1], T * d)
+
+    c = max(f_g, f_phi)  # the scale of its largest terms
+    if c > 0:  # as it is where float64 holds it
+        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: not held either
+            Jx = summed(0)
+        if np.all(np.isfinite(Jx)):
+            return Jx, 0
+    return summed(c), c
+
+
+def _stacked(parts: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, int]:
+    """The rows of ``2^f M`` for each ``(M, f)`` as one ``(M, f)``, at the largest f."""
+    top = max(f for _, f in parts)
+    return np.concatenate([_times_power_of_two(M, f - top) for M, f in parts], axis=0), top
+
+
+def _constant(M: np.ndarray, f: int) -> float:
+    r""":math:`\|2^f M\|_2`: inf where it exceeds float64's range."""
+    return float(_times_power_of_two(_spectral(M), f))
 
 
 def _norm(x: np.ndarray) -> float:
@@ -213,7 +320,7 @@ class LipschitzResult:
     attention, wrt : str
         The map and the variable (``"W"`` or ``"X"``).
     per_query : ndarray of shape (n, K)
-        :math:`\|\partial y_{ik}\|_2`.
+        :math:`\|\partial y_{ik}\|_2` (inf where it exceeds float64's range).
     per_sequence : ndarray of shape (n,)
         The constant of the stacked outputs :math:`(y_{i1}, \dots, y_{iK})` of sequence i.
     overall : float
@@ -335,7 +442,7 @@ def _certificate(
         values = np.logspace(0, 4, 5)
         Ws = np.stack([c * Wstar for c in values])
         param = "scale"
-    consts = np.array([_spectral(_jacobian(data, Wk, i, k, amap, wrt)) for Wk in Ws])
+    consts = np.array([_constant(*_jacobian(data, Wk, 0, i, k, amap, wrt)) for Wk in Ws])
     if not (np.all(np.diff(consts) > 0.0) and consts[-1] > 10.0 * consts[0]):
         return None  # the family does not grow here: it certifies nothing
     return UnboundednessCertificate(i, k, param, values, Ws, consts, why)
@@ -365,6 +472,13 @@ def lipschitz(
     bound is not decided for these data. *svmgeo's derivation* (reconstruction of the
     abstract of Chen et al., ICLR 2024 submission 4416; docs/attention-maps.md).
 
+    Every W float64 holds is taken: the homogeneous maps (linear and ReLU, of degree 1, and
+    normalized linear, of degree 0) are evaluated at :math:`2^{-e} W` for W beyond
+    :math:`2^{\pm 256}` and their constants scaled back by the power of two (a constant beyond
+    float64's range is inf, e.g. linear attention's in X at :math:`\max|W| = 10^{308}`); softmax
+    and sigmoid attention are evaluated at the logits :math:`X_i W z_{ik}` themselves, refused
+    where one exceeds float64's range.
+
     ReLU is not differentiable where a visible :math:`u_t = 0` (W = 0, for one): there the
     Jacobian takes the one-sided derivative :math:`\mathbb 1[u_t > 0] = 0`, and the constants
     there are not the local Lipschitz constant: they can understate it (a ``UserWarning``
@@ -387,9 +501,12 @@ def lipschitz(
     Raises
     ------
     ProblemError
-        For an unknown map or ``wrt``, W of the wrong shape, or normalized linear attention
-        where :math:`\mathbf 1^\top u` is 0 or within its rounding error bound of 0
-        (:func:`~svmgeo.attention_maps.logit_sum_bound`), where float64 does not determine it.
+        For an unknown map or ``wrt``, W of the wrong shape or not finite, softmax or sigmoid
+        attention at a W whose logits :math:`X_i W z_{ik}` exceed float64's range (the message
+        names the query and says how to rescale), or normalized linear attention where
+        :math:`\mathbf 1^\top u` is 0 or within its rounding error bound of 0, where float64
+        does not determine it (the bound: docs/attention-maps.md, "Normalized linear attention
+        where 1^T u is within its rounding error of 0").
 
     Examples
     --------
@@ -405,14 +522,10 @@ def lipschitz(
     amap = get_attention_map(attention, "lipschitz")
     check_option(wrt, "wrt", ("W", "X"), where="lipschitz")
     n, K = data.n, data.K
+    Ws, e = _factored(Wc, amap)  # W = 2^e W_s: W_s's logits and Jacobians, scaled as W's
     if amap.name == "relu":
         kinks = sum(
-            bool(
-                np.any(
-                    np.asarray(data.visible[i, k])
-                    & (np.asarray(data.X[i]) @ Wc @ data.queries[i, k] == 0.0)
-                )
-            )
+            bool(np.any(np.asarray(data.visible[i, k]) & (_logits(data, Ws, i, k) == 0.0)))
             for i in range(n)
             for k in range(K)
         )
@@ -425,16 +538,21 @@ def lipschitz(
                 UserWarning,
                 stacklevel=2,
             )
-    jac = [[_jacobian(data, Wc, i, k, amap, wrt) for k in range(K)] for i in range(n)]
-    per_query = np.array([[_spectral(J) for J in row] for row in jac])
-    per_sequence = np.array([_spectral(np.concatenate(row, axis=0)) for row in jac])
+    jac = [
+        [_jacobian(data, Ws, e, i, k, amap, wrt, "lipschitz") for k in range(K)] for i in range(n)
+    ]
+    per_query = np.array([[_constant(*J) for J in row] for row in jac])
+    per_sequence = np.array([_constant(*_stacked(row)) for row in jac])
     if wrt == "X":
         overall = float(per_sequence.max())
     else:
         # stacked rows (C_ik ⊗ z_ik^T): Gram (C C'^T) * (z . z'), of the smaller size
-        C = np.concatenate([np.asarray(data.values[i]).T @ amap.jacobian(
-            _logits(data, Wc, i, k), data.visible[i, k]
-        ) @ np.asarray(data.X[i]) for i in range(n) for k in range(K)])  # fmt: skip
+        rows, f = [], 0  # every J_ik is 2^f times the J here: f = -e (normalized linear), else 0
+        for i in range(n):
+            for k in range(K):
+                _, J, f, _ = _map_at(data, Ws, e, i, k, amap, "lipschitz")
+                rows.append(np.asarray(data.values[i]).T @ J @ np.asarray(data.X[i]))
+        C = np.concatenate(rows)
         Zs = np.repeat(np.asarray(data.queries).reshape(n * K, data.d), data.d_values, axis=0)
         # each factor scaled by its largest entry: the Gram's squares neither overflow (LinAlgError)
         # nor underflow to 0 (an overall constant of 0 beside nonzero per-query ones)
@@ -444,7 +562,8 @@ def lipschitz(
         else:
             Cs, Zn = C / c_top, Zs / z_top
             G = (Cs @ Cs.T) * (Zn @ Zn.T)
-            overall = c_top * z_top * math.sqrt(max(float(np.linalg.eigvalsh(G)[-1]), 0.0))
+            top = c_top * z_top * math.sqrt(max(float(np.linalg.eigvalsh(G)[-1]), 0.0))
+            overall = float(_times_power_of_two(top, f))
     bound = None
     bound_all = None
     cert = None
@@ -483,9 +602,11 @@ def lipschitz(
             )
         # the queries from the largest constant down: the first family that grows (a query
         # can have none: z_ik = 0, or softmax over equal tokens, where U^T J = 0 at every W)
+        # (from W_s: the families depend on W's direction only, or, for the scale-invariant map,
+        # start at W_s, whose constants are W's up to the factor 2^e)
         for flat in np.argsort(-per_query, axis=None, kind="stable"):
             i, k = divmod(int(flat), K)
-            cert = _certificate(data, Wc, i, k, amap, wrt)
+            cert = _certificate(data, Ws, i, k, amap, wrt)
             if cert is not None:
                 break
         if cert is not None:
@@ -579,19 +700,6 @@ def _radius_values(m: np.ndarray, gn: np.ndarray) -> np.ndarray:
     return np.where(np.isinf(m), np.inf, np.where((m == 0.0) | (gn == 0.0), 0.0, r))
 
 
-def _power_of_two_scaled(W: np.ndarray) -> np.ndarray:
-    r""":math:`2^{-e} W` with :math:`2^{e-1} \le \max|W| < 2^e` (exact: a power of two) when
-    :math:`\max|W|` is outside :math:`[2^{-256}, 2^{256}]`, else W itself. The radius does not
-    depend on W's scale, but its logits and :math:`\|W z\|` leave float64's normal range for
-    a W near the ends of it (before this, relative errors of 2.6e-9 and 5e-4 at
-    :math:`\max|W| \approx 10^{-315}` and :math:`10^{-320}` against the radius of the same
-    stored W scaled by a power of two)."""
-    top = float(np.abs(W).max(initial=0.0))
-    if top == 0.0 or 2.0**-256 <= top <= 2.0**256:
-        return W
-    return np.ldexp(W, -math.frexp(top)[1])
-
-
 def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> RobustnessRadius:
     r"""Per sequence, the exact smallest perturbation of its tokens that changes softmax's
     selected token, the perturbation that attains it, and its predicted SVM limit.
@@ -632,7 +740,7 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     data = _check_data(data, "robustness_radius")
     Wc = _check_W(W, data.d, "robustness_radius")
     svm = check_bool(svm, "svm", where="robustness_radius")
-    Wc = _power_of_two_scaled(Wc)
+    Wc = _split(Wc)[0]  # the radius does not depend on W's scale
     if data.is_self_attention:
         raise ProblemError(
             "robustness_radius is derived for cross-attention, where the query z_ik stays fixed "
