@@ -5,8 +5,10 @@ Layout: one header line, then one physical line per row (every cell is a scalar 
 holds a line break, so a process killed mid-write leaves at most one incomplete last line,
 which :class:`ResultStore` drops when it reopens the file). Columns, in order:
 
-``trial_id``, the parameters (grid order), the results (fixed by the first successful trial),
-``part``, ``n_parts``, ``status``, ``elapsed``, ``error``.
+``trial_id``, the parameters (grid order; then ``trial_seed``, the seed passed to the trial,
+when ``sweep(..., derive_seeds=True)`` derives it), the results (fixed by the first successful
+trial), ``part``, ``n_parts``, ``status`` (``"ok"``, ``"error"`` or ``"timeout"``),
+``elapsed``, ``error``.
 
 Cells are written with :func:`repr` for floats (exact round trip), ``True``/``False`` for
 booleans and an empty cell for ``None``; :func:`read_results` converts them back by the rule
