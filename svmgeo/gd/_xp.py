@@ -269,10 +269,10 @@ def _forward_map(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, An
     logits = map_logits(W, a, xp)
     if P.att_id == NORMALIZED_ATT:
         check_normalized_sums(W, logits, a, xp)
-    with _quiet(xp):
+    with _quiet(xp):  # an overflow (unnormalized weights of huge logits) is the OVERFLOW stop
         s = ATTENTION_MAPS[_MAP_NAMES[P.att_id]].phi(logits, vis)
+        r, f, u, gt = _readout(s, P, a, xp)
     m = xp.argmax(xp.where(vis, logits, -xp.inf), axis=-1)
-    r, f, u, gt = _readout(s, P, a, xp)
     return {"logits": logits, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}
 
 

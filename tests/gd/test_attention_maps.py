@@ -6,6 +6,7 @@ numba against numpy to round-off, numerical safety at large norms, and the refus
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -284,3 +285,18 @@ def test_sigmoid_map_keeps_relative_accuracy_far_out() -> None:
     step = ten.direction(W, "logistic", "sigmoid")
     grad = loss_and_grad(data, W, attention="sigmoid")[1]
     np.testing.assert_allclose(step, -grad.ravel() / np.linalg.norm(grad), rtol=1e-10)
+
+
+@pytest.mark.parametrize("attention", ["linear", "relu"])
+def test_an_overflowing_readout_is_the_overflow_stop_without_numpy_warnings(attention: str) -> None:
+    """Unnormalized weights of logits near 1e300 overflow the head's read-out: the run stops
+    with OVERFLOW, and numpy's 'overflow/invalid value encountered' warnings (four per run on
+    the numpy backend) no longer leak to the user beside that status."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = sg.train(
+            data, attention=attention, backend="numpy", init=np.full((5, 5), 1e300), n_steps=3
+        )
+    assert run.status is sg.StopStatus.OVERFLOW
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
