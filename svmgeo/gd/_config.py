@@ -724,7 +724,13 @@ class GDConfig:
                 f"The 'seed' parameter of {where} must be None or a non-negative int (numpy's "
                 f"seeds are); got {self.seed!r}."
             )
-        if self.seed is not None and not random_init(self.init):
+        names_random = (  # ("random", ...) of another length: the init check names that
+            isinstance(self.init, (tuple, list))
+            and len(self.init) > 0
+            and isinstance(self.init[0], str)
+            and self.init[0] == "random"
+        )
+        if self.seed is not None and not names_random:
             given = (
                 repr(self.init) if isinstance(self.init, str) else f"<{type(self.init).__name__}>"
             )

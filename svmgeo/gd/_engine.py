@@ -973,8 +973,9 @@ def loss_and_grad(
     if ridge > 0.0:  # (0 * an overflowed ||K||^2 was NaN)
         P = [k.to_numpy(B)[0] for B in (state.P1, *([state.P2] if is_kq else []),
                                          *([state.head] if train_head else []))]  # fmt: skip
+        loss_finite = math.isfinite(value)  # an infinite risk is the loss's, not the ridge's
         value += _ridge_term(ridge, P)
-        if not (math.isfinite(value) and all(np.all(np.isfinite(g)) for g in out)):
+        if loss_finite and not (math.isfinite(value) and all(np.all(np.isfinite(g)) for g in out)):
             raise _ridge_beyond_float64(ridge, P)
     if param == "p":
         out[0] = out[0][:, 0]

@@ -193,7 +193,8 @@ class RiskOracle:
         if self._gamma is None:
             raise ProblemError("optimal_risk is defined for head='linear' only.")
         top = self._gamma.max(axis=2)
-        return float(np.sum(_xp.loss_value(top, self.loss_id, np)) / self.problem.n)
+        values = _xp.loss_value(top, self.loss_id, np).reshape(1, -1)
+        return float(_xp.mean_loss(values, self.problem.n, np)[0])
 
     @property
     def scores(self) -> np.ndarray | None:

@@ -91,6 +91,7 @@ __all__ = [
     "loss_key",
     "loss_value",
     "map_logits",
+    "mean_loss",
     "observe",
     "step",
     "with_head",
@@ -135,6 +136,19 @@ def loss_value(u: Any, loss_id: LossKey, xp: Any) -> Any:
     if loss_id == EXPONENTIAL_LOSS:
         return xp.exp(-u)
     return -u
+
+
+def mean_loss(values: Any, n: int, xp: Any) -> Any:
+    r"""The risk :math:`\frac1n\sum_j \ell_j` of each row of ``values`` (shape (B, N), the
+    N = nK per-query losses of an instance) over n sequences: the sum, then the division,
+    except where the sum overflows while its terms are finite; there :math:`\sum_j
+    (\ell_j / n)`, finite when the mean is (its terms then near float64's largest, where the
+    quotients lose nothing that matters). Callers silence floating-point warnings."""
+    total = xp.sum(values, axis=1) / n
+    over = xp.isinf(total) & xp.all(xp.isfinite(values), axis=1)
+    if bool(xp.any(over)):
+        total = xp.where(over, xp.sum(values / n, axis=1), total)
+    return total
 
 
 def _log_loss_difference(u: Any, w: Any, loss_id: LossKey, xp: Any) -> tuple[Any, Any]:
@@ -605,7 +619,7 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: LossKey, xp: Any) ->
     if P.att_id != SOFTMAX_ATT:
         B, n = X.shape[0], X.shape[1]
         with _quiet(xp):
-            loss = xp.sum(loss_value(Y * fw["f"], loss_id, xp).reshape(B, -1), axis=1) / n
+            loss = mean_loss(loss_value(Y * fw["f"], loss_id, xp).reshape(B, -1), n, xp)
         return {
             "loss": loss,
             "log_loss_gap": xp.full(B, xp.nan),
@@ -646,7 +660,7 @@ def observe(W: Any, P: Problem, a: dict[str, Any], loss_id: LossKey, xp: Any) ->
         gap = xp.where(tot > 0.0, tsafe + xp.log(xp.abs(tot)) - math.log(n), xp.nan)
         # every term exactly 0: L = L_sel; an overflowed term (a user loss's): unknown
         gap = xp.where(xp.isfinite(top), gap, xp.where(top == -xp.inf, -xp.inf, xp.nan))
-        loss = xp.sum(loss_value(Y * f, loss_id, xp).reshape(B, -1), axis=1) / n
+        loss = mean_loss(loss_value(Y * f, loss_id, xp).reshape(B, -1), n, xp)
     return {
         "loss": loss,
         "log_loss_gap": gap,

@@ -75,3 +75,49 @@ def test_train_names_an_unknown_option_as_train_batch_does() -> None:
             call(tol=1e-3, bogus=1)
     with pytest.raises(sg.ProblemError, match=r"valid options are optimizer, .*adam_eps"):
         sg.train(data, adam_epsilon=0.0)
+
+
+def _four_equal_losses_near_float64_max() -> sg.TokenData:
+    """Four sequences, each one query whose two keys score -707 and -711 (v), at W = 0 equal
+    weights: every exponential loss e^709 (8.2e307), their sum 4 e^709 beyond float64."""
+    X = np.zeros((4, 2, 2))
+    X[:, 0, 0] = X[:, 1, 1] = 1.0
+    return sg.TokenData(X, v=np.array([-707.0, -711.0]), Z=np.ones((4, 2)))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_finite_mean_of_losses_whose_sum_overflows_is_finite(backend: str) -> None:
+    """The risk (1/n) sum of losses was the sum, then the division: inf where the sum
+    overflowed and the mean did not (loss_and_grad, history.loss)."""
+    data = _four_equal_losses_near_float64_max()
+    f = -0.5 * (707.0 + 711.0)  # the head's value at W = 0 (equal weights)
+    L, G = loss_and_grad(data, np.zeros((2, 2)), loss="exponential", backend=backend)
+    np.testing.assert_allclose(L, np.exp(-f), rtol=1e-14)
+    assert np.all(np.isfinite(G))
+    run = sg.train(data, loss="exponential", n_steps=2, backend=backend)
+    assert np.all(np.isfinite(run.history.loss))
+    np.testing.assert_allclose(run.history.loss[0], np.exp(-f), rtol=1e-14)
+
+
+def test_an_infinite_risk_is_not_blamed_on_the_ridge() -> None:
+    """A risk beyond float64 with a ridge > 0 raised 'ridge=1e-300 puts the objective beyond
+    float64's range ... pass a ridge in [0, 1.8e308]' (the ridge it refused); the ridge adds
+    nothing there, so the answer is the ridge-free one, inf."""
+    data = sg.TokenData(
+        _four_equal_losses_near_float64_max().X, v=np.array([-7.0e4, -7.1e4]), Z=np.ones((4, 2))
+    )
+    W = np.zeros((2, 2))
+    W[0, 0] = 1e-3
+    plain = loss_and_grad(data, W, loss="exponential")[0]
+    assert plain == np.inf  # e^(7e4) is beyond float64: the case itself
+    assert loss_and_grad(data, W, loss="exponential", ridge=1e-300)[0] == np.inf
+
+
+def test_a_random_init_without_its_scale_is_named_before_the_seed() -> None:
+    """init=('random',) with a seed was refused for the seed ('would not change init=<tuple>'),
+    which hid the real mistake, the missing scale."""
+    data = sg.random_data(3, 4, 5, seed=0)
+    with pytest.raises(sg.ProblemError, match=r"init=\(name, scale\) takes two entries"):
+        sg.train(data, n_steps=2, init=("random",), seed=0)
+    with pytest.raises(sg.ProblemError, match="seeds the random start"):  # still refused there
+        sg.train(data, n_steps=2, init="zeros", seed=0)
