@@ -121,7 +121,6 @@ class _Objective:
         self, data: TokenData, loss: str, head: str, v: Any, V: Any, lam: float | None
     ) -> None:
         self.oracle = RiskOracle(data, loss=loss, head=head, v=v, V=V, lam=lam)
-        self.loss = loss
         self.log_gap = head == "linear"
 
     def values(self, W: np.ndarray) -> tuple[float, float]:
@@ -268,151 +267,24 @@ def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
     return x * (rho / nx)
 
 
-def _diameters(P: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    r""":math:`\max_{t, \tau}\|p_t - p_\tau\|` over each sequence's ``keys`` (P of shape
-    (n, T, d), keys bool (n, T)): 0 with fewer than two."""
-    out = np.zeros(P.shape[0])
-    for t in range(P.shape[1] - 1):  # key t against the later ones: O(n T d) memory
-        dist = np.linalg.norm(P[:, t + 1 :] - P[:, t : t + 1], axis=-1)
-        both = keys[:, t : t + 1] & keys[:, t + 1 :]
-        out = np.maximum(out, np.max(np.where(both, dist, 0.0), axis=1))
-    return out
-
-
-def _ranges(a: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """``max - min`` of ``a`` (n, T, ...) along its keys axis over each sequence's ``keys``
-    (n, T): shape (n, ...), 0 without keys."""
-    shape = keys.shape + (1,) * (a.ndim - 2)
-    hi = np.max(np.where(keys.reshape(shape), a, -np.inf), axis=1)
-    lo = np.min(np.where(keys.reshape(shape), a, np.inf), axis=1)
-    return np.where(np.isfinite(hi), hi - lo, 0.0)
-
-
-def _score_ranges(P: Any, head: str, keys: np.ndarray) -> np.ndarray:
-    r""":math:`E_i \ge \sup_{r \in \mathrm{hull}_i}\max_{t,\tau}\nabla h(r)^\top(u_{it} - u_{i\tau})`
-    per sequence (values u, the ``keys`` (n, T) of each): concave head,
-    :math:`\nabla h(r) = v - 2\lambda r` and the range over t of :math:`\nabla h(r)^\top u_t`
-    is convex in r, so its supremum is at a vertex: :math:`\max_\kappa \mathrm{range}_t
-    (v - 2\lambda u_\kappa)^\top u_t`, exact; ReLU head :math:`h = w^\top\mathrm{ReLU}(V^\top r)`,
-    :math:`\nabla h = \sum_j m_j w_j V_j` with :math:`m_j \in \{0, 1\}`:
-    :math:`\sum_j |w_j|\,\mathrm{range}_t V_j^\top u_t`."""
-    U = P.U[0]
-    if head == "relu":
-        return np.asarray(_ranges(U @ P.hV[0], keys) @ np.abs(P.hw[0]))
-    out = np.zeros(U.shape[0])
-    for i in range(U.shape[0]):
-        u = U[i][keys[i]]
-        if u.shape[0] > 1:  # centred (the range is blind to a shift of the u_t)
-            a = (P.hv[0] - 2.0 * float(P.lam[0]) * u) @ (u - u.mean(axis=0)).T
-            out[i] = float(np.max(np.ptp(a, axis=1)))
-    return out
-
-
-@dataclass(frozen=True)
-class _Scale:
-    r"""The natural size of :math:`\nabla F` that the stationarity residual measures against
-    (*svmgeo's derivation*): :math:`\|\nabla_W F\| \le \sigma\Phi` with
-
-    .. math::
-
-        \sigma = \max_{i,k}\|z_{ik}\|\,D_i, \qquad
-        \Phi = \Lambda(L)\,\max_i E_i/4 \ \ (F = L), \qquad \Phi = 1 \ \ (\text{log domain}),
-
-    :math:`D_i = \max_{t,\tau}\|x_{it} - x_{i\tau}\|` over the keys some query of sequence i
-    sees, so that a change of W by :math:`\Delta` moves no logit difference
-    :math:`(x_{it} - x_{i\tau})^\top W z_{ik}` by more than :math:`\sigma\|\Delta\|`: σ is
-    W's unit, the logits are numbers. Φ is in units of F.
-
-    *Derivation* (F = L: the ReLU and concave heads). With :math:`\ell_{ikt}` the logits,
-    :math:`r = \sum_t s_t u_t` and :math:`e_t = \nabla h(r)^\top(u_t - r)`,
-    :math:`\partial f_{ik}/\partial\ell_{ikt} = s_t e_t`, a vector summing to 0, so
-    :math:`\nabla_W f_{ik} = (\sum_t s_t e_t x_t) z_{ik}^\top` has norm at most
-    :math:`\tfrac12\sum_t s_t|e_t|\,D_i\|z_{ik}\|` (its positive and negative parts have
-    equal mass, so :math:`\sum_t s_t e_t x_t` is that mass times a difference of two points of
-    the keys' hull). The :math:`\nabla h(r)^\top u_t` lie in an
-    interval of length :math:`E_i \ge \sup_{r \in \mathrm{hull}}\mathrm{range}_t
-    \nabla h(r)^\top u_t` (:func:`_score_ranges`), and :math:`e_t` are their deviations from
-    their s-mean: :math:`\sum_t s_t|e_t| \le E_i/2`. With :math:`L = \frac1n\sum_{i,k}
-    \ell(Y_{ik}f_{ik})`, :math:`\|\nabla L\| \le \sigma\,\tfrac{\max_i E_i}{4}\,
-    \frac1n\sum_{i,k}|\ell'|` and :math:`\frac1n\sum_{i,k}|\ell'| \le \Lambda(L)` = K
-    (correlation, :math:`|\ell'| = 1`; K the queries per sequence), :math:`\min(K, L)` (logistic,
-    :math:`|\ell'(u)| = 1/(1 + e^u) \le \min(1, \ell(u))`), L (exponential,
-    :math:`|\ell'| = \ell`). On random data the gradients measured 1–21 % of the bound
-    (ad hoc; the bound itself is tested). **Log domain** (linear head): F is a
-    function of the log-gap :math:`\log|L - L_\beta|`, a number; near a selection its logit
-    derivatives are softmax weights, and :math:`\|\nabla F\|` is of the order of σ: Φ = 1.
-    **Factors** (K, Q): :math:`\|(\nabla F\,Q, \nabla F^\top K)\| \le \|\nabla_W F\|\,
-    \|(K, Q)\|`, the scale :math:`\sigma\Phi\|(K, Q)\|`.
-
-    *Why this scale.* It does not involve the radius, nor L except through
-    :math:`\Lambda`, which follows :math:`\ell'` where the loss flattens. So the residual is the
-    same when the loss is multiplied by a constant (the correlation loss with v and λ, or
-    the ReLU's output weights, times c: Φ and ∇F scale alike) and when W changes units (the
-    keys times c, the head compensating, W → W/c: σ and ∇F scale alike); an optimum with
-    L ≈ 0 keeps a floor of its gradients' size (an earlier floor :math:`|L|/\rho` vanished
-    there) and a small radius none larger (a floor :math:`1/\rho` called W = 0 stationary).
-    The absolute floor 1 it replaces was in W's units: keys times :math:`2^{-20}` stopped a
-    linear-head path at W = 0, "converged", correlation 0.
-    """
-
-    sigma: float
-    head_size: float  # max_i E_i (_score_ranges); 0 for the log-domain objectives
-    loss: str
-    K: int
-    log_domain: bool
-    factors: bool = False
-
-    @classmethod
-    def of(cls, obj: _Objective, factors: bool = False) -> _Scale:
-        """The scale of ``obj``'s data, head and loss (``factors``: the (K, Q) variables)."""
-        P = obj.oracle.problem
-        vis = np.asarray(P.vis[0], dtype=bool)  # (n, K, T)
-        keys = np.asarray(vis.any(axis=1))  # (n, T): the keys some query sees
-        zmax = np.max(np.linalg.norm(P.Z[0], axis=-1) * vis.any(axis=2), axis=1)  # (n,)
-        sigma = float(np.max(zmax * _diameters(P.X[0], keys), initial=0.0))
-        head_size = 0.0
-        if not obj.log_gap:
-            head_size = float(np.max(_score_ranges(P, obj.oracle.head, keys), initial=0.0))
-        return cls(sigma, head_size, obj.loss, P.K, obj.log_gap, factors)
-
-    def phi(self, f: float) -> float:
-        r""":math:`\Phi` at :math:`F = f`: F's change per unit change of the logits."""
-        if self.log_domain:
-            return 1.0
-        slope = {"correlation": float(self.K), "logistic": min(float(self.K), abs(f))}
-        return slope.get(self.loss, abs(f)) * self.head_size / 4.0
-
-    def floor(self, x: np.ndarray, f: float) -> float:
-        r""":math:`\sigma\Phi` at x with :math:`F(x) = f` (times :math:`\|x\|` for the factors)."""
-        out = self.sigma * self.phi(f)
-        return out * float(np.linalg.norm(x)) if self.factors else out
-
-
 def _ball_residual(
-    x: np.ndarray,
-    g: np.ndarray,
-    rho: float,
-    floor: float,
-    normalized: bool = True,
-    sphere: bool = False,
+    x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True, sphere: bool = False
 ) -> float:
-    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`, with ``floor`` the
-    natural size of :math:`g = \nabla F` at x (:meth:`_Scale.floor`):
+    r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
     :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
-    :math:`\|g\|/\max(\|g\|, \mathrm{floor})` otherwise),
-    :math:`\|g\|/\max(\|g\|, \mathrm{floor})` inside. With ``sphere``
-    (:math:`\|x\| = \rho`) the multiplier is free: the tangential part
+    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside. With
+    ``sphere`` (:math:`\|x\| = \rho`) the multiplier is free: the tangential part
     :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     nx = float(np.linalg.norm(x))
     if nx < rho * (1.0 - 1e-10) and not sphere:
-        return ng / max(floor, ng)
+        return ng / max(1.0, ng)
     gh, xh = g / ng, x / nx
     c = float(np.vdot(gh, xh))
     sine = float(np.linalg.norm(gh - c * xh)) if (c < 0.0 or sphere) else 1.0
-    return sine if normalized else sine * ng / max(floor, ng)
+    return sine if normalized else sine * ng / max(1.0, ng)
 
 
 def _spg(
@@ -421,26 +293,21 @@ def _spg(
     rho: float,
     tol: float,
     max_iter: int,
-    scale: _Scale,
     feasible: Callable[[np.ndarray], bool] | None = None,
+    normalized: bool = True,
     sphere: bool = False,
 ) -> tuple[np.ndarray, float, int]:
     r"""Spectral projected gradient on the ball :math:`\|x\| \le \rho` (Birgin, Martínez,
     Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc. With
     ``sphere`` the projection is onto :math:`\|x\| = \rho` (a retraction: the same iteration
-    on the sphere). ``scale`` gives the residual's floor (:func:`_ball_residual`).
+    on the sphere).
 
     ``feasible``, when given, rejects trial points outside it like a failed Armijo test; after
     20 such rejections the iteration ends (the local path then switches to SLSQP). Returns ``(x, residual, n_iter)``.
     """
-    normalized = scale.log_domain
-
-    def residual(x: np.ndarray, f: float, g: np.ndarray) -> float:
-        return _ball_residual(x, g, rho, scale.floor(x, f), normalized, sphere)
-
     x = _ball(x0, rho, sphere)
     f, g = fun(x)
-    res = residual(x, f, g)
+    res = _ball_residual(x, g, rho, normalized, sphere)
     ng = float(np.linalg.norm(g))
     t = rho / ng if ng > 0.0 else 1.0
     it = 0
@@ -473,8 +340,8 @@ def _spg(
             # BB step if F stays within rounding of f and the residual improves.
             xn, dx, fn, gn = first
             accepted = (
-                fn <= f + 8.0 * _EPS * max(scale.phi(f), abs(f))
-                and residual(xn, fn, gn) < 0.5 * res
+                fn <= f + 8.0 * _EPS * max(1.0, abs(f))
+                and _ball_residual(xn, gn, rho, normalized, sphere) < 0.5 * res
             )
         if not accepted:
             break  # no progress left at float64 resolution
@@ -483,7 +350,7 @@ def _spg(
         x, f, g = xn, fn, gn
         ng = float(np.linalg.norm(g))
         t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
-        res = residual(x, f, g)
+        res = _ball_residual(x, g, rho, normalized, sphere)
     return x, res, it
 
 
@@ -661,19 +528,8 @@ def regularization_path(
     between :math:`-\nabla F` and x), scale free, so meaningful where :math:`\nabla L` is
     1e-300; for the local path the same with the active cone rows' unit normals (nonnegative
     multipliers, NNLS). Other heads (F = L, whose gradient may be small at a genuine
-    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(\|\nabla F\|, \sigma\Phi)`.
-    Inside the ball (and the cone): :math:`\|\nabla F\| / \max(\|\nabla F\|, \sigma\Phi)`,
-    with :math:`\sigma\Phi` the natural size of :math:`\nabla F`:
-    :math:`\sigma = \max_{i,k}\|z_{ik}\|\max_{t,\tau}\|x_{it} - x_{i\tau}\|` turns W into
-    logit differences, and Φ is F's change per unit of the logits: 1 for the linear head's
-    log-domain F, and for F = L the bound :math:`\Lambda(L)\max_i E_i/4` with
-    :math:`E_i` the range of the head's slopes :math:`\nabla h(r)^\top u_t` over sequence i's
-    values and :math:`\Lambda` = K (correlation), :math:`\min(K, L)` (logistic), L
-    (exponential), so that :math:`\|\nabla L\| \le \sigma\Phi` everywhere (for the factors
-    (K, Q) times :math:`\|(K, Q)\|`). The residual is then the same when the loss is
-    multiplied by a constant or W changes units (keys times c, W → W/c), and neither the
-    radius nor L's value sets it (until session 55 the floor was an absolute 1, in W's
-    units: keys times :math:`2^{-20}` stopped the path at W = 0, "converged").
+    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(1, \|\nabla F\|)`.
+    Inside the ball: :math:`\|\nabla F\| / \max(1, \|\nabla F\|)`.
 
     **Resolution** (linear head). F is a function of the log-gap
     :math:`\lambda = \log|L - L_\beta|` (and of :math:`\log s`, a value of it), and the
@@ -877,12 +733,11 @@ def _path_w(
 
     Ws, res, its = [], [], []
     prev = None
-    scale = _Scale.of(obj)
     for R in r:
         if prev is not None:
             x = x * (R / prev)
         xv, rr, it = _on_ball(
-            fun, x.ravel(), float(R), gap, lambda v: v.reshape(d, d), tol, max_iter, scale
+            fun, x.ravel(), float(R), gap, lambda v: v.reshape(d, d), tol, max_iter, obj.log_gap
         )
         x = xv.reshape(d, d)
         rr = _verdict(float(R), rr, tol, it, gap, x)
@@ -901,7 +756,7 @@ def _on_ball(
     to_W: Callable[[np.ndarray], np.ndarray],
     tol: float,
     max_iter: int,
-    scale: _Scale,
+    log_gap: bool,
 ) -> tuple[np.ndarray, float, int]:
     r""":func:`_spg` of ``fun`` over :math:`\|x\| \le` ``radius`` from x: (x, KKT residual,
     iterations). With the linear head's ``gap`` (the objective :math:`\varphi_s(L -
@@ -914,16 +769,15 @@ def _on_ball(
         W = to_W(x)
         _reference_selection(gap, W)
         gap.reset(W)
-    xv, rr, it = _spg(fun, x, radius, tol, max_iter, scale)
+    xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap)
     while gap is not None:
         W = to_W(xv)
         _reference_selection(gap, W)
         gap.reset(W)
-        F, g = fun(xv)
-        rr = _ball_residual(xv, g, radius, scale.floor(xv, F), scale.log_domain)
+        rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
         if rr <= tol or it >= max_iter:
             break
-        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, scale)
+        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap)
         it += more
         if np.array_equal(xn, xv):
             break  # no step left at float64 resolution
@@ -979,11 +833,10 @@ def _path_kq(
 
     Ws, Ks, Qs, res, its = [], [], [], [], []
     prev = None
-    scale = _Scale.of(obj, factors=True)
     for R in r:
         if prev is not None:
             x = x * math.sqrt(R / prev)
-        x, rr, it = _on_ball(fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, scale)
+        x, rr, it = _on_ball(fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap)
         K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
         Ks.append(K)
         Qs.append(Q)
@@ -1038,21 +891,20 @@ class _Cone:
         return np.array(A).reshape(-1, self.X.shape[2]), np.array(B).reshape(-1, self.X.shape[2])
 
 
-def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], floor: float) -> float:
-    r""":math:`\min_{\lambda \ge 0}\|\hat g - \sum_j \lambda_j \hat n_j\|`,
-    :math:`\hat g = g/\|g\|`, over the active constraints :math:`c_j \ge 0`
-    (:math:`\hat n_j` their unit gradients); with none active
-    :math:`\|g\|/\max(\|g\|, \mathrm{floor})`, as :func:`_ball_residual` inside the ball."""
+def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], normalized: bool = True) -> float:
+    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(1, \|g\|)`
+    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients);
+    with ``normalized`` the gradient is :math:`\hat g = g/\|g\|` instead."""
     from scipy.optimize import nnls
 
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     if not normals:
-        return ng / max(floor, ng)
+        return ng / max(1.0, ng)
     N = np.stack([nv / np.linalg.norm(nv) for nv in normals], axis=1)
     _, res = nnls(N, g / ng)
-    return float(res)
+    return float(res) if normalized else float(res) * ng / max(1.0, ng)
 
 
 def _solve_local(
@@ -1062,7 +914,6 @@ def _solve_local(
     R: float,
     tol: float,
     max_iter: int,
-    scale: _Scale,
     sphere: bool = False,
 ) -> tuple[np.ndarray, float, int]:
     """SLSQP over the ball (the sphere with ``sphere``) and the cone's rows with the witnesses
@@ -1124,7 +975,7 @@ def _solve_local(
         x = xn
         if same:
             break
-    return x, _local_residual(fun, cone, x, R, scale, sphere), n_iter
+    return x, _local_residual(fun, cone, x, R, sphere), n_iter
 
 
 def _unit_gap(u: np.ndarray) -> np.ndarray:
@@ -1141,13 +992,12 @@ def _local_residual(
     cone: _Cone,
     x: np.ndarray,
     R: float,
-    scale: _Scale,
     sphere: bool = False,
 ) -> float:
     """KKT residual at x of the ball (the sphere, whose multiplier is free in sign) and the
-    cone rows of x's witnesses (active within 1e-7); ``scale`` gives its floor."""
+    cone rows of x's witnesses (active within 1e-7)."""
     d = cone.X.shape[2]
-    f, g = fun(x)
+    _, g = fun(x)
     A, B = cone.rows(x.reshape(d, d))
     P = np.einsum("jd,je->jde", A, B).reshape(A.shape[0], d * d)  # no rows: (0, d²)
     u = x / R
@@ -1158,7 +1008,7 @@ def _local_residual(
     normals = [J[j] for j in range(c.size) if c[j] <= 1e-7]
     if sphere:
         normals.append(2.0 * u)  # an equality: both signs
-    return _kkt_residual(g, normals, scale.floor(x, f))
+    return _kkt_residual(g, normals)
 
 
 def _path_local(
@@ -1253,16 +1103,15 @@ def _path_local(
     prev = None
 
     sphere = local_set == "sphere"
-    scale = _Scale.of(obj)
 
     def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
-        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, scale, inside, sphere)
+        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
-            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, scale, sphere)
+            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, sphere)
             it += it2
             if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
-                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, scale, inside, sphere)
+                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside, True, sphere)
                 it += it3
                 margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
                 if rs < rr and margin > 1e-9 * R:
@@ -1290,10 +1139,10 @@ def _path_local(
                     xv, rr = xw, rw
         if not sphere and prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
             xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
-            rr = _local_residual(fun, cone, xv, float(R), scale)
+            rr = _local_residual(fun, cone, xv, float(R))
         while gap is not None:  # as the W path: measure at the gap's own scale, go on
             gap.reset(xv.reshape(d, d))
-            rr = _local_residual(fun, cone, xv, float(R), scale, sphere)
+            rr = _local_residual(fun, cone, xv, float(R), sphere)
             if rr <= tol or it >= max_iter:
                 break
             xn, _, more = solve(xv, float(R))
