@@ -36,9 +36,10 @@ training engine's CuPy arrays, whose logits it bounds itself, are not.
 Shared internals, not public API: ``UNIT_ROUNDOFF``, ``gamma``, ``visible_sum``,
 ``logit_sum_bound``, ``refuse_undetermined_sums`` and ``undetermined_sum_message`` implement
 the refusal of normalized linear sums within their rounding error of 0 (docs/attention-maps.md)
-for this module, the training engine (:mod:`svmgeo.gd`) and :mod:`svmgeo.analysis`; they are
-not in ``__all__`` and may change without notice (their names carry no underscore because
-those subpackages import them).
+for this module, the training engine (:mod:`svmgeo.gd`) and :mod:`svmgeo.analysis`;
+``UNCHECKED_PHI`` holds the maps without the finite-logit check, for the engine, whose
+overflowed logits are its OVERFLOW stop. They are not in ``__all__`` and may change without
+notice (their names carry no underscore because those subpackages import them).
 """
 
 from __future__ import annotations
@@ -448,6 +449,17 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
     )
 }
 """The attention maps by name, in the order of the table above."""
+
+UNCHECKED_PHI: dict[str, Callable[..., Array]] = {
+    "softmax": _softmax,
+    "linear": _linear,
+    "normalized_linear": _normalized,
+    "sigmoid": _sigmoid,
+    "relu": _relu,
+}
+"""Each map's :math:`\varphi` without the finite-logit check, for the training engine: its
+logits overflow to inf or NaN at a W beyond float64's reach, which it reports as the OVERFLOW
+stop (a shared internal, as those named in the module docstring)."""
 
 
 def get_attention_map(attention: object, where: str = "") -> AttentionMap:

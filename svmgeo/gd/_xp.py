@@ -56,6 +56,7 @@ import numpy as np
 
 from ..attention_maps import (
     ATTENTION_MAPS,
+    UNCHECKED_PHI,
     logit_sum_bound,
     refuse_undetermined_sums,
     visible_sum,
@@ -284,7 +285,7 @@ def _forward_map(W: Any, P: Problem, a: dict[str, Any], xp: Any) -> dict[str, An
     if P.att_id == NORMALIZED_ATT:
         check_normalized_sums(W, logits, a, xp)
     with _quiet(xp):  # an overflow (unnormalized weights of huge logits) is the OVERFLOW stop
-        s = ATTENTION_MAPS[_MAP_NAMES[P.att_id]].phi(logits, vis)
+        s = UNCHECKED_PHI[_MAP_NAMES[P.att_id]](logits, vis)
         r, f, u, gt = _readout(s, P, a, xp)
     m = xp.argmax(xp.where(vis, logits, -xp.inf), axis=-1)
     return {"logits": logits, "s": s, "m": m, "r": r, "f": f, "u": u, "gt": gt}

@@ -300,3 +300,22 @@ def test_an_overflowing_readout_is_the_overflow_stop_without_numpy_warnings(atte
         )
     assert run.status is sg.StopStatus.OVERFLOW
     assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("attention", ["linear", "relu", "sigmoid"])
+def test_logits_that_overflow_at_the_start_are_the_overflow_stop(
+    attention: str, backend: str
+) -> None:
+    """The engine evaluates the maps without their finite-logit check (UNCHECKED_PHI): a start
+    whose logits overflow stops with OVERFLOW, as before the user-facing maps refused
+    non-finite logits (they raised 'u (the logits) must be finite' here, blaming logits the
+    user never passed)."""
+    run = sg.train(
+        sg.random_data(3, 4, 3, seed=0),
+        attention=attention,
+        backend=backend,
+        init=np.full((3, 3), 1e308),
+        n_steps=5,
+    )
+    assert run.status is sg.StopStatus.OVERFLOW
