@@ -763,6 +763,8 @@ def _cmd_atlas(args: argparse.Namespace) -> int:
 
     from .atlas import ATLAS_TOLERANCE, atlas_markdown, page_differences
 
+    if args.write is not None:
+        _check_output(args.write, "--write")  # before the runs, not after
     page = atlas_markdown()
     if args.check is not None:
         path = Path(args.check)
@@ -1235,8 +1237,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``svmgeo`` command; returns the exit status.
 
-    0: done; 1: the computation ran but found no answer (e.g. a solver failure); 2: bad input
-    (one line on stderr); 130: interrupted.
+    0: done; 1: the computation ran but found no answer (e.g. a solver failure), or the reader
+    of stdout closed it early (a pipe into ``head``); 2: bad input (one line on stderr); 130:
+    interrupted.
     """
     try:
         args = build_parser().parse_args(argv)
@@ -1247,6 +1250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SvmgeoError as exc:
         print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout stopped (| head): not bad input
+        try:  # flush nothing more into the closed pipe at exit (Python's documented recipe)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is no file (captured): nothing to redirect
+            pass
+        return 1
     except OSError as exc:  # a file that vanished or a full disk after the checks
         print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2

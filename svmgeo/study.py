@@ -152,14 +152,7 @@ class StudyReport:
             f"Att-SVM(opt): {self.status}"
             + (f", max-min margin {self.margin:.4g}" if self.margin is not None else ""),
             f"ranks: W^mm {self.rank_fro}, W^mm_* {self.rank_nuc}",
-            "LOTs: "
-            + (
-                f"{self.lots['count']} of {_fmt_count(self.lots['space'])} selections"
-                + ("" if self.lots["exact"] else " (not exact: see notes)")
-                if self.lots["count"] is not None
-                else f"not enumerated ({_fmt_count(self.lots['space'])} selections > cap "
-                f"{self.lots['cap']})"
-            ),
+            f"LOTs: {_lots_text(self.lots)}",
         ]
         if self.trained is not None:
             t = self.trained
@@ -203,18 +196,7 @@ class StudyReport:
             ("max-min margin 1/‖W^mm‖", _fmt(self.margin)),
             ("support tokens per query", _support_counts(self.support)),
             ("rank W^mm / W^mm_*", f"{self.rank_fro} / {self.rank_nuc}"),
-            (
-                "LOTs",
-                f"{self.lots['count']} of {_fmt_count(self.lots['space'])} ("
-                + (
-                    "exact"
-                    if self.lots["exact"]
-                    else "not exact: see notes"
-                    if self.lots["count"] is not None
-                    else f"not enumerated: over the cap {self.lots['cap']}"
-                )
-                + ")",
-            ),
+            ("LOTs", _lots_text(self.lots)),
         ]
         if self.trained is not None:
             t = self.trained
@@ -470,6 +452,17 @@ _NO_ROWS = (
     "no constraint rows (every query sees a single token): W^mm = 0, every W is optimal, the "
     "max-min margin is unbounded (inf) and correlations with W^mm are undefined (None)"
 )
+
+
+def _lots_text(lots: dict[str, Any]) -> str:
+    """The LOT count of a report in words: "N of S selections" (exact or not), or why it is
+    not there (over the cap)."""
+    space = _fmt_count(lots["space"])
+    if lots["count"] is None:
+        return f"not enumerated ({space} selections > cap {lots['cap']})"
+    return f"{lots['count']} of {space} selections" + (
+        " (exact)" if lots["exact"] else " (not exact: see notes)"
+    )
 
 
 def _note_unsolved(notes: list[str], what: str, res: Any) -> None:

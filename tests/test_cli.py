@@ -227,3 +227,31 @@ def test_study_writes_the_report_files(tmp_path, capsys):
     assert "is a file" in capsys.readouterr().err
     assert main(["study", str(path), "--weights", str(path), "--out", str(out_dir)]) == 2
     assert "none of the arrays W, K, Q" in capsys.readouterr().err
+
+
+def test_atlas_refuses_an_unwritable_target_before_its_runs(tmp_path, capsys, monkeypatch):
+    """'svmgeo atlas --write nodir/atlas.md' ran every atlas run (about 20 s), then failed on
+    the path; output paths are checked first, as the other commands do."""
+    import svmgeo.atlas
+
+    def runs_nothing() -> str:
+        raise AssertionError("the atlas ran before its output path was checked")
+
+    monkeypatch.setattr(svmgeo.atlas, "atlas_markdown", runs_nothing)
+    assert main(["atlas", "--write", str(tmp_path / "nodir" / "atlas.md")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["atlas", "--write", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_a_closed_stdout_is_not_reported_as_bad_input(monkeypatch, capsys):
+    """'svmgeo solve --json | head -c 10': the reader closing the pipe printed 'error: [Errno
+    32] Broken pipe' and exited 2, the status of bad input."""
+    import svmgeo.cli as cli
+
+    def closed_pipe(args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "_cmd_solve", closed_pipe)
+    assert main(["solve"]) == 1
+    assert "error" not in capsys.readouterr().err

@@ -356,3 +356,11 @@ def test_an_unsettled_svm_of_the_trained_selection_is_noted_not_called_infeasibl
     expected = "Att-SVM of the trained selection: infeasible_inaccurate: undecided (test)"
     assert expected in rep.notes
     assert "Att-SVM(opt): infeasible_inaccurate: undecided (test)" in rep.notes
+
+
+def test_the_markdown_report_words_an_lot_count_over_the_cap_as_the_summary_does() -> None:
+    """to_markdown printed '| LOTs | None of 256 (not enumerated: over the cap 2) |'."""
+    rep = sg.study(sg.random_data(4, 4, 6, seed=1), max_lot_selections=2, progress=False)
+    line = next(row for row in rep.to_markdown().splitlines() if row.startswith("| LOTs |"))
+    assert "None" not in line and "not enumerated (256 selections > cap 2)" in line
+    assert "LOTs: not enumerated (256 selections > cap 2)" in rep.summary()
