@@ -928,7 +928,8 @@ def sweep(
         derived, ``elapsed`` and why in ``error``); the sweep goes on with a fresh worker.
         Local worker processes only: refused with ``workers=0`` (a trial running in this
         process cannot be stopped) and with ``scheduler`` (Dask cannot stop a running task:
-        cancelling its future leaves it running on the worker).
+        cancelling its future leaves it running on the worker). Only the worker process is
+        killed: processes the trial started itself (``subprocess``) keep running.
     desc : str, default "sweep"
         Label of the progress bar.
 
