@@ -1074,7 +1074,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=_path,
         required=True,
-        help="report directory (created if missing; checked first)",
+        help="report directory (created if missing, inside an existing directory; checked first)",
     )
     p.add_argument(
         "--weights",
