@@ -184,11 +184,12 @@ def _rounding_bound(data: TokenData, loss: str) -> np.ndarray:
     vis = np.asarray(data.visible)
     count = vis.sum(axis=2)
     mean = np.where(vis, S, 0.0).sum(axis=2) / count
-    with np.errstate(over="ignore"):
-        M0, _ = _loss_bounds(loss, mean, mean)
     weight = np.where(vis, (np.abs(S) + np.abs(mean)[:, :, None]) / count[:, :, None], 0.0)
-    weight = weight * M0[:, :, None]
-    terms = np.einsum("ikt,ita,ikb->ab", weight, np.abs(data.X), np.abs(data.queries)) / data.n
+    with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller says it overflowed
+        M0, _ = _loss_bounds(loss, mean, mean)
+        weight = weight * M0[:, :, None]
+        terms = np.einsum("ikt,ita,ikb->ab", weight, np.abs(data.X), np.abs(data.queries))
+    terms = terms / data.n
     m = 2 * data.T + data.n * data.K + 8
     return m * float(np.finfo(float).eps) * terms
 
@@ -277,7 +278,16 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
         ) * float(np.vdot(np.abs(G0) + err, np.abs(W_mm)))
         if np.any(np.abs(G0) > err):
             corr = correlation(-G0, W_mm)
-        if not abs(inner) > bound:
+        if not (math.isfinite(inner) and math.isfinite(bound)):
+            decided = False  # not "may be 0": the terms overflowed
+            failed.append(
+                f"<grad L(0), W_mm> decided in float64: the loss derivative at the mean scores "
+                f"overflows (inner = {inner:.3g}, rounding bound {bound:.3g}; the exponential "
+                "loss at scores below about -709.8), so the sign is undecided here. With "
+                "loss='exponential' a shift of every score by c only scales grad L(0) by "
+                "e^-c: shift the scores up (scores=S + c), or use loss='logistic'"
+            )
+        elif not abs(inner) > bound:
             decided = False
             failed.append(
                 f"<grad L(0), W_mm> decided beyond round-off: |inner| = {abs(inner):.3g} is "

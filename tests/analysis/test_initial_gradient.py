@@ -135,3 +135,20 @@ def test_multi_query_and_masked_data_are_outside_the_theorem(kwargs, said) -> No
     assert math.isfinite(chk.inner) and chk.W_mm is not None
     single = sg.good_initial_gradient(sg.random_data(3, 4, 6, seed=0))
     assert single.hypotheses == () and single.good == (single.inner < 0.0)
+
+
+@pytest.mark.parametrize("shift", [-710.0, -1000.0])
+def test_an_overflowed_initial_gradient_is_not_called_possibly_zero(shift: float) -> None:
+    """Exponential loss at scores near -710: l'(mean score) overflows, and the verdict said
+    '|inner| is within the rounding bound inf of its terms, so grad L(0) may be 0'; shifting
+    every score only scales grad L(0) by e^-c, so the gradient is not 0 (the unshifted data
+    decide the sign: good)."""
+    rng = np.random.default_rng(0)
+    X, Z = rng.standard_normal((3, 3, 2)), rng.standard_normal((3, 2))
+    S = np.eye(3)
+    base = sg.good_initial_gradient(sg.TokenData(X, scores=S, Z=Z), loss="exponential")
+    assert base.decided and base.good  # the shift-invariant truth
+    res = sg.good_initial_gradient(sg.TokenData(X, scores=S + shift, Z=Z), loss="exponential")
+    assert not res.decided and not res.good
+    assert not any("may be 0" in h for h in res.hypotheses)
+    assert any("overflows" in h and "scores=S + c" in h for h in res.hypotheses)

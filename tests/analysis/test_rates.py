@@ -278,3 +278,16 @@ def test_verdict_says_the_run_stopped_early() -> None:
     assert r.verdict == ref.verdict + "; the run stopped early (callback) after 600 of 3000 steps"
     assert r.run_status == "callback" and ref.run_status == "max_steps"
     assert "stopped" not in ref.verdict
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_a_norm_that_does_not_change_is_not_a_fitted_rate(width: int) -> None:
+    """Bit-equal norms gave slope 0 with the interval [0, 0], 'narrow' by 0 <= 0.25 * 0, and
+    read 'fits converged' (a direction equal to the iterates added 'final corr 1'), while the
+    same constant norm with round-off in its centred values read 'not converged' (wide)."""
+    t = np.arange(100, 5001, 100)
+    iterates = np.ones((t.size, width))
+    for rates in (sg.fit_rates((t, iterates)), sg.fit_rates((t, iterates), np.ones(width))):
+        assert rates.norm_slope == 0.0 and rates.norm_slope_ci == (0.0, 0.0)  # the case
+        assert not rates.converged
+        assert rates.verdict.startswith("not converged: the norm slope is 0 [0, 0]")
