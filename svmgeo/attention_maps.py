@@ -299,43 +299,23 @@ def _total(u: Array, visible: Array | None) -> Array:
     return S
 
 
-def _sum_scale(u: Array) -> float:
-    r"""Where the sum of the finite logits ``u`` overflows float64, the power of two c with
-    :math:`\max_t |c\,u_t|` in [1/2, 1) (1.0 elsewhere, for non-finite u and for arrays other
-    than numpy's): :math:`u / \mathbf 1^\top u` is scale-invariant, so the map is evaluated at
-    c u, exactly the same weights, its Jacobian times c and its Hessian times :math:`c^2`.
-    Entries below :math:`2^{-1074}/c` become 0 in c u; their weights :math:`u_t / \mathbf
-    1^\top u` are below float64's smallest subnormal then."""
-    if not isinstance(u, np.ndarray) or u.size == 0:  # the engine's CuPy logits: bounded
-        return 1.0
-    top = float(np.max(np.abs(u)))
-    if not top < np.inf or top * u.shape[-1] < 2.0**1020:
-        return 1.0
-    return 2.0 ** -int(np.frexp(top)[1])  # max |c u| in [1/2, 1): S^3 of the Hessian fits
-
-
 def _normalized(u: Array, visible: Array | None = None) -> Array:
-    u = u * _sum_scale(u)
     return _linear(u, visible) / _total(u, visible)
 
 
 def _normalized_jac(u: Array, visible: Array | None = None) -> Array:
-    c = _sum_scale(u)
-    u = u * c
     m = _vis(u, visible).astype(float)
     S = _total(u, visible)
     a = _linear(u, visible) / S
-    return c * ((_diag(m) - _outer(a, m)) / S[..., None])
+    return (_diag(m) - _outer(a, m)) / S[..., None]
 
 
 def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
-    c = _sum_scale(u)
-    u = u * c
     m = _vis(u, visible).astype(float)
     S = _total(u, visible)[..., None]
     gm = g * m
     gu = np.sum(gm * u, axis=-1, keepdims=True)[..., None]
-    return (c * c) * (-(_outer(gm, m) + _outer(m, gm)) / S**2 + 2.0 * gu * _outer(m, m) / S**3)
+    return -(_outer(gm, m) + _outer(m, gm)) / S**2 + 2.0 * gu * _outer(m, m) / S**3
 
 
 # -- sigmoid --------------------------------------------------------------------------------
