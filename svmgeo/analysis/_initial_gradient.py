@@ -281,9 +281,9 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
         if not (math.isfinite(inner) and math.isfinite(bound)):
             decided = False  # not "may be 0": the terms overflowed
             failed.append(
-                f"<grad L(0), W_mm> decided in float64: the loss derivative at the mean scores "
+                f"<grad L(0), W_mm> decided in float64: grad L(0) or its rounding bound "
                 f"overflows (inner = {inner:.3g}, rounding bound {bound:.3g}; the exponential "
-                "loss at scores below about -709.8), so the sign is undecided here. With "
+                "loss at scores near -710 and below), so the sign is undecided here. With "
                 "loss='exponential' a shift of every score by c only scales grad L(0) by "
                 "e^-c: shift the scores up (scores=S + c), or use loss='logistic'"
             )

@@ -419,8 +419,8 @@ def fit_rates(
 
     def narrow(name: str, value: float, ci: tuple[float, float]) -> None:
         width = ci[1] - ci[0]
-        if value == 0.0:  # a rate of 0 (bit-equal records) is no fitted rate; the round-off
-            # of equal values (an interval about 0 that is wide) reads the same
+        if value == 0.0 and ci[0] == ci[1] == 0.0:  # bit-equal records: no fitted rate (the
+            # round-off of equal values, an interval about 0, reads "wide": not converged too)
             why.append(f"{name} is 0 [{ci[0]:.3g}, {ci[1]:.3g}]: no change on these records")
         elif not np.isfinite(width) or width > max_rel_width * abs(value):
             why.append(f"the interval of {name} [{ci[0]:.3g}, {ci[1]:.3g}] is wide")

@@ -973,9 +973,11 @@ def loss_and_grad(
     if ridge > 0.0:  # (0 * an overflowed ||K||^2 was NaN)
         P = [k.to_numpy(B)[0] for B in (state.P1, *([state.P2] if is_kq else []),
                                          *([state.head] if train_head else []))]  # fmt: skip
-        loss_finite = math.isfinite(value)  # an infinite risk is the loss's, not the ridge's
-        value += _ridge_term(ridge, P)
-        if loss_finite and not (math.isfinite(value) and all(np.all(np.isfinite(g)) for g in out)):
+        term = _ridge_term(ridge, P)
+        value += term
+        with np.errstate(over="ignore"):
+            ridge_finite = math.isfinite(term) and all(np.all(np.isfinite(ridge * A)) for A in P)
+        if not ridge_finite:  # the ridge's own term or gradient overflows (the loss's may not)
             raise _ridge_beyond_float64(ridge, P)
     if param == "p":
         out[0] = out[0][:, 0]

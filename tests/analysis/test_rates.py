@@ -291,3 +291,14 @@ def test_a_norm_that_does_not_change_is_not_a_fitted_rate(width: int) -> None:
         assert rates.norm_slope == 0.0 and rates.norm_slope_ci == (0.0, 0.0)  # the case
         assert not rates.converged
         assert rates.verdict.startswith("not converged: the norm slope is 0 [0, 0]")
+
+
+def test_a_least_squares_slope_of_zero_on_changing_norms_is_a_wide_interval() -> None:
+    """V-shaped norms have a least-squares slope of exactly 0 but change: 'no change on these
+    records' is said only of an interval [0, 0] (bit-equal records); these read 'wide'."""
+    t = np.arange(100, 2001, 100)
+    y = 1.0 + 0.5 * np.abs(np.arange(t.size) - 9.5)
+    iterates = np.stack([y, np.zeros_like(y)], axis=1)
+    rates = sg.fit_rates((t, iterates), growth="linear")
+    assert rates.norm_slope == 0.0 and rates.norm_slope_ci != (0.0, 0.0)  # the case
+    assert "no change" not in rates.verdict and "is wide" in rates.verdict

@@ -121,3 +121,21 @@ def test_a_random_init_without_its_scale_is_named_before_the_seed() -> None:
         sg.train(data, n_steps=2, init=("random",), seed=0)
     with pytest.raises(sg.ProblemError, match="seeds the random start"):  # still refused there
         sg.train(data, n_steps=2, init="zeros", seed=0)
+
+
+@pytest.mark.parametrize("w00", [1e-6, 0.0])
+def test_a_loss_gradient_beyond_float64_is_not_blamed_on_a_tiny_ridge(w00: float) -> None:
+    """The exponential loss's gradient overflows here (inf with ridge = 0); ridge = 1e-300
+    was refused as 'puts the objective beyond float64 ... Pass a ridge in [0, 1.8e308]' (at
+    W = 0 a bare 'math domain error'): the ridge's own term and gradient are finite, so the
+    answer is the ridge-free one plus the ridge."""
+    X = np.zeros((4, 2, 2))
+    X[:, 0, 0] = X[:, 1, 1] = 10.0
+    data = sg.TokenData(X, v=np.array([-70.7, -71.1]), Z=100.0 * np.ones((4, 2)))
+    W = np.zeros((2, 2))
+    W[0, 0] = w00
+    plain_value, plain_grad = loss_and_grad(data, W, loss="exponential")
+    assert math.isfinite(plain_value) and np.all(np.isinf(plain_grad))  # the case itself
+    value, grad = loss_and_grad(data, W, loss="exponential", ridge=1e-300)
+    assert value == plain_value + 1e-300 * w00**2 / 2
+    np.testing.assert_array_equal(grad, plain_grad)
