@@ -152,8 +152,8 @@ def _scaled_gradient(log_scale: float, G: np.ndarray) -> np.ndarray:
     r""":math:`e^{\text{log\_scale}} G`, capped where an entry would pass :math:`e^{300}`: the
     gradient of a log-domain objective (:math:`\nabla L/(L - L_\star)` and the like) can
     leave float64 where its direction does not (scores of size 1e30, :math:`L - L_\star \sim e^{-10^{28}}`);
-    the projected-gradient steps need only that direction (the residual inside the ball reads
-    1 there, and :func:`_verdict` reports such a radius as unresolved)."""
+    the projected-gradient steps need only that direction (:func:`_verdict` reports such a
+    radius as unresolved)."""
     top = float(np.max(np.abs(G), initial=0.0))
     cap = _LOG_GRADIENT_MAX - (math.log(top) if 0.0 < top < math.inf else 0.0)
     return math.exp(min(float(log_scale), cap)) * G
@@ -403,8 +403,10 @@ class _RelativeGradient:
                 + log_vec
             ).ravel()
             terms = terms[np.isfinite(terms)]
-            if size == 0.0 or not math.isfinite(M) or terms.size == 0:
+            if size == 0.0 or M == -math.inf or terms.size == 0:
                 return 0.0  # exactly no gradient, or no term: stationary
+            if not math.isfinite(M):
+                return 1.0  # a gradient that is not finite is not stationary
             top = float(np.max(terms))
             log_n = top + math.log(float(np.sum(np.exp(terms - top)))) - math.log(self.X.shape[0])
             return math.exp(min(0.0, M + math.log(size) - log_n))
