@@ -22,7 +22,6 @@ Losses, heads and gradients are those of :mod:`svmgeo.gd` (:class:`svmgeo.gd.Ris
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -152,8 +151,8 @@ def _scaled_gradient(log_scale: float, G: np.ndarray) -> np.ndarray:
     r""":math:`e^{\text{log\_scale}} G`, capped where an entry would pass :math:`e^{300}`: the
     gradient of a log-domain objective (:math:`\nabla L/(L - L_\star)` and the like) can
     leave float64 where its direction does not (scores of size 1e30, :math:`L - L_\star \sim e^{-10^{28}}`);
-    the projected-gradient steps need only that direction (:func:`_verdict` reports such a
-    radius as unresolved)."""
+    the projected-gradient steps need only that direction (the residual inside the ball reads
+    1 there, and :func:`_verdict` reports such a radius as unresolved)."""
     top = float(np.max(np.abs(G), initial=0.0))
     cap = _LOG_GRADIENT_MAX - (math.log(top) if 0.0 < top < math.inf else 0.0)
     return math.exp(min(float(log_scale), cap)) * G
@@ -269,147 +268,23 @@ def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
 
 
 def _ball_residual(
-    x: np.ndarray,
-    g: np.ndarray,
-    rho: float,
-    relative: Callable[[], float],
-    normalized: bool = True,
-    sphere: bool = False,
+    x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True, sphere: bool = False
 ) -> float:
     r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
     :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
-    the relative gradient :math:`\rho_\nabla` = ``relative()`` otherwise), :math:`\rho_\nabla`
-    inside (:class:`_RelativeGradient`). With ``sphere`` (:math:`\|x\| = \rho`) the
-    multiplier is free: the tangential part :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
+    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside. With
+    ``sphere`` (:math:`\|x\| = \rho`) the multiplier is free: the tangential part
+    :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     nx = float(np.linalg.norm(x))
     if nx < rho * (1.0 - 1e-10) and not sphere:
-        return relative()
+        return ng / max(1.0, ng)
     gh, xh = g / ng, x / nx
     c = float(np.vdot(gh, xh))
     sine = float(np.linalg.norm(gh - c * xh)) if (c < 0.0 or sphere) else 1.0
-    return sine if normalized else sine * relative()
-
-
-class _RelativeGradient:
-    r"""The gradient's norm relative to the sum of its terms' sizes, at W (at (K, Q) with
-    :math:`W = KQ^\top`): the residual inside the ball.
-
-    .. math::
-
-        \rho_\nabla(W) = \frac{\|\nabla L\|}{\max(\|\nabla L\|, N)},\qquad
-        \nabla_W L = \frac1n\sum_{i,k}\sum_{t<t'} c_{ikt t'}\,(x_{it} - x_{it'})\,z_{ik}^\top,
-        \qquad
-        N = \frac1n\sum_{i,k}\sum_{t<t'} \bar c_{ikt t'}\,\|x_{it} - x_{it'}\|\,\|z_{ik}\|,
-
-    :math:`c_{ikt t'} = \ell'(Y_{ik}f_{ik})\,Y_{ik}\,s_{ikt}s_{ikt'}\,\nabla h(r_{ik})^\top
-    (u_{it} - u_{it'})`: the softmax's Jacobian written as a covariance,
-    :math:`\sum_t s_t e_t (x_t - \bar x) = \tfrac12\sum_{t,t'} s_t s_{t'}(\tilde\gamma_t -
-    \tilde\gamma_{t'})(x_t - x_{t'})` with :math:`\tilde\gamma_t = \nabla h(r)^\top u_t`
-    (no cancellation of :math:`x_t - \bar x` at saturation). :math:`\bar c \ge |c|` takes the
-    head's slope :math:`|\nabla h(r)^\top(u_{it} - u_{it'})|` at its largest over the convex
-    hull of the query's visible values (the r it can reach): :math:`|\gamma_t - \gamma_{t'}|`
-    itself for the linear head; :math:`\max_j |(v - 2\lambda u_{ij})^\top(u_{it} - u_{it'})|`
-    for the concave head (linear in r: a vertex); for the ReLU head
-    :math:`\max(\sum_p (w_p V_p^\top\Delta)^+, \sum_p (w_p V_p^\top\Delta)^-)`, every unit on.
-    So N does not vanish where a query's :math:`\nabla h(r)` does (the concave head at its
-    peak: an optimum with :math:`L^\star = 0` whose terms vanish one by one rather than
-    cancel). For ``(K, Q)`` the terms are those of :math:`(\nabla_W L\,Q, \nabla_W L^\top K)`,
-    of sizes :math:`\bar c\,(\|a\|^2\|Q^\top z\|^2 + \|z\|^2\|K^\top a\|^2)^{1/2}`,
-    :math:`a = x_t - x_{t'}`.
-
-    In [0, 1] (triangle inequality); 0 where the gradient vanishes, of order one where its
-    terms neither cancel nor shrink (W = 0 on a small radius). Free of the units of keys,
-    queries and values, of a factor on the loss, of L's value and of a factor on F (the
-    log-domain objectives' :math:`1/(s + |g|)`), and each term is a query's own, so a
-    sequence in other units adds its own terms' sizes (no bound taken across sequences).
-    Formed in the log domain (log-softmax, :math:`\log|\ell'|`, the engine's log-domain
-    gradient), so meaningful where :math:`\nabla L` underflows.
-    """
-
-    def __init__(self, oracle: RiskOracle, loss: str) -> None:
-        self.oracle, self.loss = oracle, loss
-        P = oracle.problem
-        self.vis = np.asarray(P.vis[0], dtype=bool)
-        self.Y = np.asarray(P.Y[0], dtype=float)
-        self.X = np.asarray(P.X[0], dtype=float)
-        self.Z = np.asarray(P.Z[0], dtype=float)
-        self.U = np.asarray(P.U[0], dtype=float)
-        T = self.vis.shape[-1]
-        pair = self.vis[..., :, None] & self.vis[..., None, :] & np.triu(np.ones((T, T), bool), 1)
-        du = self.U[:, :, None, :] - self.U[:, None, :, :]  # (n, T, T, p)
-        gam = oracle.scores
-        if gam is not None:  # the linear head: |gamma_t - gamma_t'|, labels included
-            g0 = np.where(self.vis, gam, 0.0)
-            spread = np.abs(g0[..., :, None] - g0[..., None, :])
-        elif oracle.head == "relu":
-            wd = P.hw[0] * np.einsum("itsp,pq->itsq", du, P.hV[0])  # w_p V_p' (u_t - u_t')
-            up = np.maximum(wd, 0.0).sum(axis=-1)
-            spread = np.abs(self.Y)[..., None, None] * np.maximum(up, up - wd.sum(axis=-1))[:, None]
-        else:  # concave: max over the visible values u_j of |(v - 2 lam u_j)'(u_t - u_t')|
-            slopes = P.hv[0] - 2.0 * P.lam[0] * self.U  # (n, T, p): the gradient at r = u_j
-            spread = np.zeros(pair.shape)
-            for j in range(T):
-                at_j = np.abs(np.einsum("ip,itsp->its", slopes[:, j], du))[:, None]
-                spread = np.maximum(spread, np.where(self.vis[:, :, j, None, None], at_j, 0.0))
-            spread = np.abs(self.Y)[..., None, None] * spread
-        with np.errstate(divide="ignore"):
-            self.log_spread = np.where(pair & (spread > 0.0), np.log(spread), -np.inf)
-            self.a = self.X[:, :, None, :] - self.X[:, None, :, :]  # (n, T, T, d)
-            self.log_a = np.log(np.linalg.norm(self.a, axis=-1))[:, None]  # (n, 1, T, T)
-            self.log_z = np.log(np.linalg.norm(self.Z, axis=-1))[..., None, None]
-
-    def _log_dloss(self, W: np.ndarray, ls: np.ndarray) -> np.ndarray:
-        r""":math:`\log|\ell'(Y_{ik}f_{ik})|` at W (n, K): :math:`-\log(1 + e^u)` (logistic),
-        :math:`-u` (exponential), 0 (correlation)."""
-        if self.loss == "correlation":
-            return np.zeros(self.Y.shape)
-        P, gam = self.oracle.problem, self.oracle.scores
-        s = np.where(self.vis, np.exp(ls), 0.0)
-        if gam is not None:  # Y f = sum_t s_t gamma_t
-            yf = np.sum(s * np.where(self.vis, gam, 0.0), axis=-1)
-        else:
-            r = np.einsum("ikt,itp->ikp", s, self.U)
-            if self.oracle.head == "relu":
-                f = np.maximum(r @ P.hV[0], 0.0) @ P.hw[0]
-            else:  # concave: v'r - lam ||r||^2
-                f = r @ P.hv[0] - P.lam[0] * np.sum(r * r, axis=-1)
-            yf = self.Y * f
-        return -np.logaddexp(0.0, yf) if self.loss == "logistic" else -yf
-
-    def __call__(
-        self, W: np.ndarray, K: np.ndarray | None = None, Q: np.ndarray | None = None
-    ) -> float:
-        ls = self.oracle.log_softmax(W)  # (n, K, T), -inf on hidden keys
-        G, M = self.oracle.log_grad(W)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            if K is None or Q is None:
-                log_vec = self.log_a + self.log_z
-                size = float(np.linalg.norm(G))
-            else:
-                qz = np.log(np.linalg.norm(self.Z @ Q, axis=-1))[..., None, None]
-                ka = np.log(np.linalg.norm(np.einsum("itsd,dm->itsm", self.a, K), axis=-1))
-                log_vec = 0.5 * np.logaddexp(
-                    2.0 * (self.log_a + qz), 2.0 * (self.log_z + ka[:, None])
-                )
-                size = math.hypot(float(np.linalg.norm(G @ Q)), float(np.linalg.norm(G.T @ K)))
-            terms = (
-                self._log_dloss(W, ls)[..., None, None]
-                + ls[..., :, None]
-                + ls[..., None, :]
-                + self.log_spread
-                + log_vec
-            ).ravel()
-            terms = terms[np.isfinite(terms)]
-            if size == 0.0 or M == -math.inf or terms.size == 0:
-                return 0.0  # exactly no gradient, or no term: stationary
-            if not math.isfinite(M):
-                return 1.0  # a gradient that is not finite is not stationary
-            top = float(np.max(terms))
-            log_n = top + math.log(float(np.sum(np.exp(terms - top)))) - math.log(self.X.shape[0])
-            return math.exp(min(0.0, M + math.log(size) - log_n))
+    return sine if normalized else sine * ng / max(1.0, ng)
 
 
 def _spg(
@@ -421,8 +296,6 @@ def _spg(
     feasible: Callable[[np.ndarray], bool] | None = None,
     normalized: bool = True,
     sphere: bool = False,
-    *,
-    relative: Callable[[np.ndarray], float],
 ) -> tuple[np.ndarray, float, int]:
     r"""Spectral projected gradient on the ball :math:`\|x\| \le \rho` (Birgin, Martínez,
     Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc. With
@@ -430,17 +303,11 @@ def _spg(
     on the sphere).
 
     ``feasible``, when given, rejects trial points outside it like a failed Armijo test; after
-    20 such rejections the iteration ends (the local path then switches to SLSQP).
-    ``relative(x)`` is :class:`_RelativeGradient` at x (for :func:`_ball_residual`). Returns
-    ``(x, residual, n_iter)``.
+    20 such rejections the iteration ends (the local path then switches to SLSQP). Returns ``(x, residual, n_iter)``.
     """
-
-    def resid(x: np.ndarray, g: np.ndarray) -> float:
-        return _ball_residual(x, g, rho, lambda: relative(x), normalized, sphere)
-
     x = _ball(x0, rho, sphere)
     f, g = fun(x)
-    res = resid(x, g)
+    res = _ball_residual(x, g, rho, normalized, sphere)
     ng = float(np.linalg.norm(g))
     t = rho / ng if ng > 0.0 else 1.0
     it = 0
@@ -472,7 +339,10 @@ def _spg(
             # Below F's float64 resolution the Armijo test cannot see a decrease: take the
             # BB step if F stays within rounding of f and the residual improves.
             xn, dx, fn, gn = first
-            accepted = fn <= f + 8.0 * _EPS * max(1.0, abs(f)) and resid(xn, gn) < 0.5 * res
+            accepted = (
+                fn <= f + 8.0 * _EPS * max(1.0, abs(f))
+                and _ball_residual(xn, gn, rho, normalized, sphere) < 0.5 * res
+            )
         if not accepted:
             break  # no progress left at float64 resolution
         s, y = dx, gn - g
@@ -480,7 +350,7 @@ def _spg(
         x, f, g = xn, fn, gn
         ng = float(np.linalg.norm(g))
         t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
-        res = resid(x, g)
+        res = _ball_residual(x, g, rho, normalized, sphere)
     return x, res, it
 
 
@@ -658,19 +528,8 @@ def regularization_path(
     between :math:`-\nabla F` and x), scale free, so meaningful where :math:`\nabla L` is
     1e-300; for the local path the same with the active cone rows' unit normals (nonnegative
     multipliers, NNLS). Other heads (F = L, whose gradient may be small at a genuine
-    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(\|\nabla F\|, N)`, and
-    inside the ball (every head) :math:`\|\nabla L\| / \max(\|\nabla L\|, N)`, where
-    :math:`\nabla L = \frac1n\sum_{i,k}\sum_{t<t'} c_{ikt t'}(x_{it} - x_{it'})z_{ik}^\top`,
-    :math:`c = \ell'(Y_{ik}f_{ik})Y_{ik}s_{ikt}s_{ikt'}\nabla h(r_{ik})^\top(u_{it} - u_{it'})`,
-    and :math:`N = \frac1n\sum \bar c\,\|x_{it} - x_{it'}\|\,\|z_{ik}\|` the sum of the terms'
-    sizes, :math:`\bar c` with the head's slope :math:`|\nabla h(r)^\top(u_{it} - u_{it'})|`
-    at its largest over the query's values (:math:`|\gamma_{ikt} - \gamma_{ikt'}|` itself for
-    the linear head); for ``"KQ"`` the terms of :math:`(\nabla L\,Q, \nabla L^\top K)`.
-    In [0, 1]; 0 where the terms cancel or vanish (a stationary point: an interior optimum
-    with :math:`L^\star = 0` too), of order one where they do not (W = 0 on a small radius);
-    free of the units of keys, queries and values, of a factor on the loss or on F, of L's
-    value, and of sequences in units of their own (each term is a query's own); formed in
-    the log domain.
+    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(1, \|\nabla F\|)`.
+    Inside the ball: :math:`\|\nabla F\| / \max(1, \|\nabla F\|)`.
 
     **Resolution** (linear head). F is a function of the log-gap
     :math:`\lambda = \log|L - L_\beta|` (and of :math:`\log s`, a value of it), and the
@@ -872,22 +731,13 @@ def _path_w(
             F, g, _, _ = obj(w.reshape(d, d))
         return F, g.ravel()
 
-    relative = _RelativeGradient(obj.oracle, loss)
     Ws, res, its = [], [], []
     prev = None
     for R in r:
         if prev is not None:
             x = x * (R / prev)
         xv, rr, it = _on_ball(
-            fun,
-            x.ravel(),
-            float(R),
-            gap,
-            lambda v: v.reshape(d, d),
-            tol,
-            max_iter,
-            obj.log_gap,
-            lambda v: relative(v.reshape(d, d)),
+            fun, x.ravel(), float(R), gap, lambda v: v.reshape(d, d), tol, max_iter, obj.log_gap
         )
         x = xv.reshape(d, d)
         rr = _verdict(float(R), rr, tol, it, gap, x)
@@ -907,7 +757,6 @@ def _on_ball(
     tol: float,
     max_iter: int,
     log_gap: bool,
-    relative: Callable[[np.ndarray], float],
 ) -> tuple[np.ndarray, float, int]:
     r""":func:`_spg` of ``fun`` over :math:`\|x\| \le` ``radius`` from x: (x, KKT residual,
     iterations). With the linear head's ``gap`` (the objective :math:`\varphi_s(L -
@@ -920,15 +769,15 @@ def _on_ball(
         W = to_W(x)
         _reference_selection(gap, W)
         gap.reset(W)
-    xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap, relative=relative)
+    xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap)
     while gap is not None:
         W = to_W(xv)
         _reference_selection(gap, W)
         gap.reset(W)
-        rr = _ball_residual(xv, fun(xv)[1], radius, functools.partial(relative, xv), log_gap)
+        rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
         if rr <= tol or it >= max_iter:
             break
-        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap, relative=relative)
+        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap)
         it += more
         if np.array_equal(xn, xv):
             break  # no step left at float64 resolution
@@ -982,20 +831,12 @@ def _path_kq(
             F, g, _, _ = obj(K @ Q.T)
         return F, np.concatenate([(g @ Q).ravel(), (g.T @ K).ravel()])
 
-    rel = _RelativeGradient(obj.oracle, loss)
-
-    def relative(z: np.ndarray) -> float:
-        K, Q = z[:dm].reshape(d, m), z[dm:].reshape(d, m)
-        return rel(K @ Q.T, K, Q)
-
     Ws, Ks, Qs, res, its = [], [], [], [], []
     prev = None
     for R in r:
         if prev is not None:
             x = x * math.sqrt(R / prev)
-        x, rr, it = _on_ball(
-            fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap, relative
-        )
+        x, rr, it = _on_ball(fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap)
         K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
         Ks.append(K)
         Qs.append(Q)
@@ -1050,21 +891,20 @@ class _Cone:
         return np.array(A).reshape(-1, self.X.shape[2]), np.array(B).reshape(-1, self.X.shape[2])
 
 
-def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], relative: Callable[[], float]) -> float:
-    r""":math:`\min_{\lambda \ge 0}\|\hat g - \sum_j \lambda_j \hat n_j\|`,
-    :math:`\hat g = g/\|g\|`, over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j`
-    their unit gradients); with none active, the relative gradient ``relative()``
-    (:class:`_RelativeGradient`)."""
+def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], normalized: bool = True) -> float:
+    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(1, \|g\|)`
+    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients);
+    with ``normalized`` the gradient is :math:`\hat g = g/\|g\|` instead."""
     from scipy.optimize import nnls
 
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     if not normals:
-        return relative()
+        return ng / max(1.0, ng)
     N = np.stack([nv / np.linalg.norm(nv) for nv in normals], axis=1)
     _, res = nnls(N, g / ng)
-    return float(res)
+    return float(res) if normalized else float(res) * ng / max(1.0, ng)
 
 
 def _solve_local(
@@ -1074,7 +914,6 @@ def _solve_local(
     R: float,
     tol: float,
     max_iter: int,
-    relative: Callable[[np.ndarray], float],
     sphere: bool = False,
 ) -> tuple[np.ndarray, float, int]:
     """SLSQP over the ball (the sphere with ``sphere``) and the cone's rows with the witnesses
@@ -1136,7 +975,7 @@ def _solve_local(
         x = xn
         if same:
             break
-    return x, _local_residual(fun, cone, x, R, relative, sphere), n_iter
+    return x, _local_residual(fun, cone, x, R, sphere), n_iter
 
 
 def _unit_gap(u: np.ndarray) -> np.ndarray:
@@ -1153,7 +992,6 @@ def _local_residual(
     cone: _Cone,
     x: np.ndarray,
     R: float,
-    relative: Callable[[np.ndarray], float],
     sphere: bool = False,
 ) -> float:
     """KKT residual at x of the ball (the sphere, whose multiplier is free in sign) and the
@@ -1170,7 +1008,7 @@ def _local_residual(
     normals = [J[j] for j in range(c.size) if c[j] <= 1e-7]
     if sphere:
         normals.append(2.0 * u)  # an equality: both signs
-    return _kkt_residual(g, normals, lambda: relative(x))
+    return _kkt_residual(g, normals)
 
 
 def _path_local(
@@ -1259,11 +1097,6 @@ def _path_local(
     def inside(w: np.ndarray) -> bool:
         return cone.contains(w.reshape(d, d))
 
-    rel = _RelativeGradient(obj.oracle, loss)
-
-    def relative(w: np.ndarray) -> float:
-        return rel(w.reshape(d, d))
-
     Ws, res, its = [], [], []
     norm0 = float(np.linalg.norm(x))
     x = x * (r[0] / norm0) if norm0 > 0.0 else x
@@ -1272,15 +1105,13 @@ def _path_local(
     sphere = local_set == "sphere"
 
     def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
-        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere, relative=relative)
+        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
-            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, relative, sphere)
+            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, sphere)
             it += it2
             if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
-                xs, rs, it3 = _spg(
-                    fun, xv, R, tol, max_iter, inside, True, sphere, relative=relative
-                )
+                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside, True, sphere)
                 it += it3
                 margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
                 if rs < rr and margin > 1e-9 * R:
@@ -1308,10 +1139,10 @@ def _path_local(
                     xv, rr = xw, rw
         if not sphere and prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
             xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
-            rr = _local_residual(fun, cone, xv, float(R), relative)
+            rr = _local_residual(fun, cone, xv, float(R))
         while gap is not None:  # as the W path: measure at the gap's own scale, go on
             gap.reset(xv.reshape(d, d))
-            rr = _local_residual(fun, cone, xv, float(R), relative, sphere)
+            rr = _local_residual(fun, cone, xv, float(R), sphere)
             if rr <= tol or it >= max_iter:
                 break
             xn, _, more = solve(xv, float(R))
