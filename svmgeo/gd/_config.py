@@ -53,14 +53,20 @@ __all__ = [
 ]
 
 
-def random_init(init: Any) -> bool:
-    """Is ``init`` a random start, ``("random", scale)`` (the one that ``seed`` seeds)?"""
+def _names_random(init: Any) -> bool:
+    """Does ``init`` name the random start, a tuple or list whose first entry is
+    ``"random"`` (of any length: the init check names a wrong one)?"""
     return (
         isinstance(init, (tuple, list))
-        and len(init) == 2
+        and len(init) > 0
         and isinstance(init[0], str)
         and init[0] == "random"
     )
+
+
+def random_init(init: Any) -> bool:
+    """Is ``init`` a random start, ``("random", scale)`` (the one that ``seed`` seeds)?"""
+    return _names_random(init) and len(init) == 2
 
 
 MAX_STEPS = 2**62
@@ -724,13 +730,7 @@ class GDConfig:
                 f"The 'seed' parameter of {where} must be None or a non-negative int (numpy's "
                 f"seeds are); got {self.seed!r}."
             )
-        names_random = (  # ("random", ...) of another length: the init check names that
-            isinstance(self.init, (tuple, list))
-            and len(self.init) > 0
-            and isinstance(self.init[0], str)
-            and self.init[0] == "random"
-        )
-        if self.seed is not None and not names_random:
+        if self.seed is not None and not _names_random(self.init):
             given = (
                 repr(self.init) if isinstance(self.init, str) else f"<{type(self.init).__name__}>"
             )
