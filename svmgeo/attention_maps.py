@@ -303,6 +303,13 @@ def _normalized(u: Array, visible: Array | None = None) -> Array:
     return _linear(u, visible) / _total(u, visible)
 
 
+def _normalized_unchecked(u: Array, visible: Array | None = None) -> Array:
+    """:func:`_normalized` without its sum check, for the engine, which refuses the same sums
+    before with a bound at least as large (:func:`logit_sum_bound` covers the roundings of
+    the logits too)."""
+    return _linear(u, visible) / visible_sum(u, visible)
+
+
 def _normalized_jac(u: Array, visible: Array | None = None) -> Array:
     m = _vis(u, visible).astype(float)
     S = _total(u, visible)
@@ -453,13 +460,14 @@ ATTENTION_MAPS: dict[str, AttentionMap] = {
 UNCHECKED_PHI: dict[str, Callable[..., Array]] = {
     "softmax": _softmax,
     "linear": _linear,
-    "normalized_linear": _normalized,
+    "normalized_linear": _normalized_unchecked,
     "sigmoid": _sigmoid,
     "relu": _relu,
 }
 """Each map's :math:`\varphi` without the finite-logit check, for the training engine: its
 logits overflow to inf or NaN at a W beyond float64's reach, which it reports as the OVERFLOW
-stop (a shared internal, as those named in the module docstring)."""
+stop (a shared internal, as those named in the module docstring). Normalized linear attention
+without its sum check too: the engine checks the sums first (``check_normalized_sums``)."""
 
 
 def get_attention_map(attention: object, where: str = "") -> AttentionMap:
