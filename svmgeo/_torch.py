@@ -307,9 +307,14 @@ def from_torch(
     attn_mask : bool or float tensor/array, optional
         PyTorch's convention, shape (K, T), (n, K, T) or MultiheadAttention's per-head
         (n * num_heads, K, T), of which ``head``'s masks are read: a bool mask marks with True a key
-        the query may NOT attend to; a float mask is added to the logits and must hold only
+        the query may NOT attend to (``MultiheadAttention``'s convention;
+        ``torch.nn.functional.scaled_dot_product_attention`` reads True as "may attend": pass
+        its mask negated); a float mask is added to the logits and must hold only
         0 and :math:`-\infty` (svmgeo's model has no additive bias: module notes). Converted
-        to svmgeo's visibility mask (True = visible).
+        to svmgeo's visibility mask (True = visible). With ``query=q`` (an int), ``K`` is 1,
+        or the module's own self-attention mask, (T, T), (n, T, T) or (n * num_heads, T, T)
+        (with a ``key_padding_mask`` merged in, True where either hides the key), of which
+        only row ``q`` is read: the keys query ``q`` sees.
     head : int, optional
         Which head (required when the module has several).
     scale : float, optional
@@ -338,9 +343,10 @@ def from_torch(
         torch is not installed.
     ProblemError
         An unsupported module (rotary, nonlinear query/key maps), inconsistent shapes or
-        heads, a ``query`` outside ``[-T, T - 1]``, a ``scale`` that is not finite and
-        positive, a module with ``batch_first=False`` and no ``batch_first=``, non-finite
-        weights, or a float ``attn_mask`` with entries other than 0 and :math:`-\infty`.
+        heads, a ``query`` outside ``[-T, T - 1]`` or whose mask row hides every key, a
+        ``scale`` that is not finite and positive, a module with ``batch_first=False`` and no
+        ``batch_first=``, non-finite weights, or a float ``attn_mask`` with entries other than
+        0 and :math:`-\infty`.
     """
     try:
         import torch  # noqa: F401
@@ -373,8 +379,9 @@ def from_torch(
         X = X.transpose(1, 0, 2)
         if Z is not None and Z.ndim == 3:
             Z = Z.transpose(1, 0, 2)
+    T = X.shape[1]
     if Z is None:
-        query = check_query("all" if query is None else query, X.shape[1], "from_torch")
+        query = check_query("all" if query is None else query, T, "from_torch")
     E0 = X.shape[2]
     W = s * Wk.T @ Wq
     if bq is not None and np.any(bq != 0):
@@ -401,6 +408,17 @@ def from_torch(
         if hidden.ndim == 3 and H > 1 and hidden.shape[0] == X.shape[0] * H:
             # MultiheadAttention's per-head layout (n * num_heads, K, T): this head's masks
             hidden = hidden.reshape(X.shape[0], H, *hidden.shape[1:])[:, head]
+        if isinstance(query, int) and hidden.ndim in (2, 3) and hidden.shape[-2] == T:
+            # the module's full self-attention mask (T, T) or (n, T, T): query q reads its row
+            hidden = hidden[..., query : query + 1, :]
+            blind = np.argwhere(hidden.all(axis=-1)).ravel()
+            if blind.size:
+                seq = f" of sequence {blind[0]}" if hidden.ndim == 3 else ""
+                raise ProblemError(
+                    f"from_torch: query {query}{seq} sees no key: row {query} of attn_mask hides "
+                    "every key. Pass query= a position that sees at least one key, or a mask "
+                    "whose row for it leaves one visible."
+                )
         mask = ~hidden
     try:
         if Z is not None:

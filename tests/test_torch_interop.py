@@ -334,3 +334,95 @@ def test_query_outside_the_sequence_names_from_torch(query: Any) -> None:
         sg.ProblemError, match=r"^The 'query' parameter of from_torch .*\[-5, 4\].*5 tokens"
     ):
         sg.from_torch(mha, X, query=query)
+
+
+def _self_attention_masks(T: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A causal and a random (T, T) bool mask (True = hidden, MultiheadAttention's
+    convention), every row leaving at least its own key visible."""
+    rng = np.random.default_rng(seed)
+    causal = np.triu(np.ones((T, T), dtype=bool), 1)
+    scattered = rng.random((T, T)) < 0.5
+    np.fill_diagonal(scattered, False)
+    return causal, scattered
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+@pytest.mark.parametrize("pattern", ["causal", "scattered"])
+@pytest.mark.parametrize("query", [0, 2, -1])
+def test_full_self_attention_mask_is_read_at_the_query_row(
+    kind: str, pattern: str, query: int
+) -> None:
+    """query=q with the module's own (T, T) self-attention mask was refused ("mask must have
+    shape (1, 5) or (3, 1, 5)"), although query q reads only row q; the weights now equal the
+    module's own row q, for a bool mask (True = hidden) and a float mask of 0 and -inf."""
+    torch.manual_seed(3)
+    n, T, E, H = 3, 5, 4, 2
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+    X = torch.randn(n, T, E, dtype=torch.float64)
+    causal, scattered = _self_attention_masks(T, seed=3)
+    hidden = causal if pattern == "causal" else scattered
+    mask = torch.from_numpy(hidden)
+    if kind == "float":
+        mask = torch.zeros(T, T, dtype=torch.float64).masked_fill(mask, -torch.inf)
+    _, ref = mha(X, X, X, attn_mask=mask, need_weights=True, average_attn_weights=False)
+    for h in range(H):
+        data, W = sg.from_torch(mha, X, query=query, attn_mask=mask, head=h)
+        assert data.single_query and data.query == query % T
+        np.testing.assert_array_equal(data.visible[:, 0], np.broadcast_to(~hidden[query], (n, T)))
+        np.testing.assert_allclose(
+            _svmgeo_attention(data, W)[:, 0], ref[:, h, query].detach().numpy(), atol=1e-12, rtol=0
+        )
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_full_mask_with_key_padding_merged_is_read_at_the_query_row(heads: int) -> None:
+    """A per-sequence (n, T, T) or per-head (n * num_heads, T, T) mask, the module's attn_mask
+    with its key_padding_mask merged in (True where either hides the key), read at row q: the
+    module, given the two masks apart, is the oracle."""
+    torch.manual_seed(4)
+    n, T, E = 3, 5, 4
+    mha = torch.nn.MultiheadAttention(E, heads, batch_first=True).double()
+    X = torch.randn(n, T, E, dtype=torch.float64)
+    # (n * heads, T, T): head h of sequence i at index i * heads + h (PyTorch's layout)
+    per_head = np.stack([_self_attention_masks(T, seed=10 + s)[1] for s in range(n * heads)])
+    padding = np.zeros((n, T), dtype=bool)
+    padding[0, 3:] = padding[2, 4] = True  # sequence 0 has 3 tokens, sequence 2 has 4
+    attn = per_head if heads > 1 else per_head[:n]
+    _, ref = mha(
+        X,
+        X,
+        X,
+        attn_mask=torch.from_numpy(attn),
+        key_padding_mask=torch.from_numpy(padding),
+        need_weights=True,
+        average_attn_weights=False,
+    )
+    merged = attn | np.repeat(padding, heads, axis=0)[:, None, :]
+    query = 1  # sees itself in every sequence: no padded query, no row hiding every key
+    for h in range(heads):
+        data, W = sg.from_torch(
+            mha, X, query=query, attn_mask=merged, head=h if heads > 1 else None
+        )
+        np.testing.assert_allclose(
+            _svmgeo_attention(data, W)[:, 0], ref[:, h, query].detach().numpy(), atol=1e-12, rtol=0
+        )
+        own = attn.reshape(n, heads, T, T)[:, h, query] | padding
+        np.testing.assert_array_equal(data.visible[:, 0], ~own)
+
+
+def test_query_row_hiding_every_key_names_the_query() -> None:
+    """query=q whose row of the (T, T) mask hides every key: an error naming query q and the
+    row (TokenData's own message would name query 0, the stored row)."""
+    mha, X, _ = _mha_and_inputs()
+    mask = np.zeros((5, 5), dtype=bool)
+    mask[3] = True
+    with pytest.raises(sg.ProblemError, match=r"^from_torch: query 3 sees no key: row 3 of attn"):
+        sg.from_torch(mha, X, query=-2, attn_mask=mask)
+    per_sequence = np.zeros((3, 5, 5), dtype=bool)
+    per_sequence[1, 3] = True
+    with pytest.raises(sg.ProblemError, match=r"query 3 of sequence 1 sees no key"):
+        sg.from_torch(mha, X, query=3, attn_mask=per_sequence)
+    data, _ = sg.from_torch(mha, X, query=2, attn_mask=per_sequence)  # other rows do not matter
+    assert data.visible.all()
