@@ -22,7 +22,7 @@ from .._summary import html_summary
 from .._validation import check_bool, check_option
 from ._rows import Rows, ok_rows
 from ._store import data_frame, parse_cell
-from ._sweep import SweepError, SweepResult, check_scheduler, sweep
+from ._sweep import SweepError, SweepResult, check_scheduler, check_timeout, sweep
 
 __all__ = [
     "EXPERIMENTS",
@@ -224,6 +224,7 @@ def reproduce(
     workers: int | None = None,
     progress: bool = True,
     resume: bool = True,
+    timeout: float | None = None,
 ) -> ReproduceResult:
     r"""Run one of the paper's experiments: trials, tables, figure and headline numbers.
 
@@ -248,6 +249,12 @@ def reproduce(
         Local worker processes (``0``: in this process); default one per core.
     progress, resume : bool
         Passed to :func:`~svmgeo.experiments.sweep`.
+    timeout : float, optional
+        Seconds one trial may run, passed to :func:`~svmgeo.experiments.sweep`: a trial still
+        running then has its worker process killed and becomes a row with
+        ``status="timeout"``, counted in ``n_errors`` and left out of the summary. Local
+        worker processes only: refused with ``workers=0`` and with ``scheduler``, as by
+        :func:`~svmgeo.experiments.sweep`. Default None: no limit.
 
     Returns
     -------
@@ -257,7 +264,9 @@ def reproduce(
     ------
     ProblemError
         Unknown ``name``; ``quick`` not a bool; ``out`` not a path, a file, under a file or
-        not writable; a malformed ``scheduler`` address. All checked before any trial runs.
+        not writable; a malformed ``scheduler`` address; ``timeout`` not a number in
+        (0, inf), or given with ``workers=0`` or ``scheduler``. All checked before any trial
+        runs.
     SweepError
         No trial finished (every one raised; the sweep's CSV holds their errors), or a worker
         died. No summary is written.
@@ -266,6 +275,7 @@ def reproduce(
     quick = check_bool(quick, "quick", where="reproduce")
     exp = EXPERIMENTS[name]
     check_scheduler(scheduler)
+    timeout = check_timeout(timeout, workers, scheduler, where="reproduce")
     out_dir = _writable_dir(out)
     stem = f"{name}-quick" if quick else name
     result = sweep(
@@ -276,6 +286,7 @@ def reproduce(
         workers=workers,
         progress=progress,
         resume=resume,
+        timeout=timeout,
         desc=name,
     )
     rows = ok_rows(result.rows)

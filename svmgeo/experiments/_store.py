@@ -12,17 +12,20 @@ trial), ``part``, ``n_parts``, ``status`` (``"ok"``, ``"error"`` or ``"timeout"`
 
 Cells are written with :func:`repr` for floats (exact round trip), ``True``/``False`` for
 booleans and an empty cell for ``None``; :func:`read_results` converts them back by the rule
-in :func:`parse_cell`.
+in :func:`parse_cell`, except the cells of a string parameter that no other type of that
+parameter's grid values writes alike (the sidecar ``<out>.sweep.json``, :func:`sidecar`, records
+those types: :func:`typed_cell`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -30,11 +33,15 @@ from .._errors import BackendError, ProblemError
 
 __all__ = [
     "META_AFTER",
+    "PARAM_TYPES",
     "ResultStore",
     "data_frame",
     "format_cell",
+    "param_types",
     "parse_cell",
     "read_results",
+    "sidecar",
+    "typed_cell",
 ]
 
 META_AFTER = ("part", "n_parts", "status", "elapsed", "error")
@@ -77,12 +84,36 @@ def parse_cell(text: str) -> Any:
     return text
 
 
+def typed_cell(text: str, kinds: Collection[str]) -> Any:
+    """Value of one cell of a parameter whose grid values had the types named ``kinds``
+    (``type(v).__name__``: ``"str"``, ``"int"``, ``"float"``, ``"bool"``, ``"NoneType"``).
+
+    A value of any of these types but ``str`` round-trips exactly through
+    :func:`format_cell` and :func:`parse_cell`, so such a type writes the text ``c`` exactly
+    when ``parse_cell(c)`` is of that type and ``format_cell(parse_cell(c)) == c``. The cell
+    is that value when ``str`` is not among ``kinds`` or such a type is (the text cannot tell
+    the string ``"7"`` from the int 7: :func:`parse_cell`'s rule), and the text itself
+    otherwise (``"007"`` of a grid of strings, or of strings and ints, is the string).
+    """
+    value = parse_cell(text)
+    if "str" in kinds and not (type(value).__name__ in kinds and format_cell(value) == text):
+        return text
+    return value
+
+
 _TEXT_COLUMNS = ("trial_id", "status", "error")
 
 
-def _row(header: list[str], cells: list[str]) -> dict[str, Any]:
-    """One row as a dict; the bookkeeping text columns are never read as numbers."""
-    row = {h: parse_cell(c) for h, c in zip(header, cells, strict=True)}
+def _row(
+    header: list[str], cells: list[str], types: Mapping[str, Collection[str]] | None = None
+) -> dict[str, Any]:
+    """One row as a dict; the bookkeeping text columns are never read as numbers, the
+    parameters in ``types`` by :func:`typed_cell`."""
+    types = types or {}
+    row = {
+        h: parse_cell(c) if h not in types else typed_cell(c, types[h])
+        for h, c in zip(header, cells, strict=True)
+    }
     for h in _TEXT_COLUMNS:
         row[h] = cells[header.index(h)] or None
     return row
@@ -131,6 +162,33 @@ def _read_raw(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
     return header, rows, truncated
 
 
+PARAM_TYPES = "param_types"
+"""The sidecar's key for the type names of each parameter's values (:func:`param_types`)."""
+
+
+def sidecar(path: Path) -> Path:
+    """The settings file ``<table>.sweep.json`` that :func:`~svmgeo.sweep` writes beside its
+    table ``path``."""
+    return path.with_name(path.name + ".sweep.json")
+
+
+def param_types(path: Path) -> dict[str, list[str]] | None:
+    """The type names (``type(v).__name__``) of each parameter's values over the sweeps that
+    wrote the table ``path``, as its sidecar records them; None where it records none (no
+    sidecar, one written before svmgeo 0.2.0 recorded them, or one that does not read as
+    such a mapping)."""
+    try:
+        stored = json.loads(sidecar(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    types = stored.get(PARAM_TYPES) if isinstance(stored, dict) else None
+    if not isinstance(types, dict) or not all(
+        isinstance(v, list) and all(isinstance(k, str) for k in v) for v in types.values()
+    ):
+        return None
+    return types
+
+
 def data_frame(rows: list[dict[str, Any]], columns: Sequence[str], *, where: str, hint: str) -> Any:
     """``rows`` as a :class:`pandas.DataFrame` with ``columns`` in order (pandas is optional).
 
@@ -159,8 +217,13 @@ def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any
     """Load a sweep table written by :func:`~svmgeo.sweep`, one dict per row in file order.
 
     Cells are converted back to ``None``/``int``/``float``/``bool``/``str`` (see
-    :func:`parse_cell`). An incomplete last line (a killed writer) is ignored; the file is
-    not modified.
+    :func:`parse_cell`). The parameters are read with the types of the grid's values where
+    the sidecar ``<path>.sweep.json`` records them (sweeps of svmgeo 0.2.0 on): a string
+    parameter reads back as the string written (``"007"``, not 7) unless another type among
+    that parameter's values writes the same text (the grid ``[7, "7"]``: the cell ``7`` is
+    read by :func:`parse_cell`'s rule, as it is in every cell of a table without such a
+    sidecar). Results are read by :func:`parse_cell`'s rule (their types are not recorded).
+    An incomplete last line (a killed writer) is ignored; the file is not modified.
 
     Parameters
     ----------
@@ -195,7 +258,8 @@ def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any
     if not p.is_file():
         raise ProblemError(f"No sweep table at {str(p)!r}. Check the path (the 'out' of sweep).")
     header, rows, _ = _read_raw(p)
-    records = [] if header is None else [_row(header, row) for row in rows]
+    types = param_types(p)
+    records = [] if header is None else [_row(header, row, types) for row in rows]
     if as_frame:
         return data_frame(
             records,
@@ -212,12 +276,20 @@ class ResultStore:
     Every :meth:`append` writes whole lines, flushes and ``fsync``\\ s before returning. The
     result columns are fixed by the first successful trial; while only error rows exist the
     file is rewritten (atomically, via a temporary file and :func:`os.replace`) once that
-    trial arrives.
+    trial arrives. ``params`` are the columns before the results: the grid's parameters,
+    then the ``derived`` ones among them (``trial_seed``, computed from the parameters), which
+    messages name apart.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, params: Sequence[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        params: Sequence[str],
+        derived: Sequence[str] = (),
+    ) -> None:
         self.path = None if path is None else Path(path)
         self.params = list(params)
+        self.derived = list(derived)
         self.results: list[str] | None = None
         self.rows: list[dict[str, Any]] = []
         self._fh: io.TextIOWrapper | None = None
@@ -227,14 +299,25 @@ class ResultStore:
     def header(self) -> list[str]:
         return ["trial_id", *self.params, *(self.results or []), *META_AFTER]
 
+    def _grid_params(self) -> str:
+        """This sweep's parameter columns in words: the grid's, then the derived ones."""
+        grid = [p for p in self.params if p not in self.derived]
+        text = f"parameters {grid!r}"
+        for name in self.derived:
+            text += (
+                f", then the column {name!r} (each trial's seed, derived from its parameters "
+                "with derive_seeds=True)"
+            )
+        return text
+
     def _split_header(self, header: list[str]) -> None:
         n_meta = len(META_AFTER)
         stored = header[1 : len(header) - n_meta]
         if stored[: len(self.params)] != self.params:
             raise ProblemError(
-                f"{self.path} holds a sweep over parameters {stored[: len(self.params)]!r}..., "
-                f"but this grid has parameters {self.params!r}. Pass another 'out', or "
-                "resume=False to replace the file."
+                f"{self.path} holds a sweep whose columns after trial_id start "
+                f"{stored[: len(self.params)]!r}, but this sweep has {self._grid_params()}. "
+                "Pass another 'out', or resume=False to replace the file."
             )
         res = stored[len(self.params) :]
         self.results = res or None
@@ -313,7 +396,8 @@ class ResultStore:
             if known is not None:
                 raise ProblemError(
                     f"{self.path} has a row with parameters "
-                    f"{ {p: row[p] for p in self.params} } under trial id {row['trial_id']}, "
+                    f"{ {p: row[p] for p in self.params if p not in self.derived} } under "
+                    f"trial id {row['trial_id']}, "
                     f"but this grid gives that trial the id {known}: the table was written by a "
                     "sweep over other parameters (its columns are "
                     f"{self.header}). Pass another 'out', or resume=False to replace the file."

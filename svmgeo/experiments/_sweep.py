@@ -43,12 +43,22 @@ from threadpoolctl import threadpool_limits
 
 from .._errors import BackendError, ProblemError, SvmgeoError
 from .._validation import check_bool, check_int, check_real
-from ._store import META_AFTER, ResultStore, data_frame, format_cell, parse_cell
+from ._store import (
+    META_AFTER,
+    PARAM_TYPES,
+    ResultStore,
+    data_frame,
+    format_cell,
+    param_types,
+    parse_cell,
+    sidecar,
+)
 
 __all__ = [
     "SweepError",
     "SweepResult",
     "check_scheduler",
+    "check_timeout",
     "expand_grid",
     "sweep",
     "trial_id",
@@ -402,6 +412,31 @@ def _default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         return os.cpu_count() or 1
+
+
+def check_timeout(timeout: Any, workers: int | None, scheduler: Any, *, where: str) -> float | None:
+    """``timeout`` (seconds a trial may run, or None) checked for :func:`sweep` with
+    ``workers`` local processes (None: the default, one per core) or a Dask ``scheduler``: a
+    number in (0, inf), refused with ``workers=0`` or ``scheduler`` (neither can stop a
+    running trial); a ProblemError naming the parameter of ``where`` otherwise."""
+    if timeout is None:
+        return None
+    timeout = check_real(timeout, "timeout", low=0.0, low_open=True, high_open=True, where=where)
+    if scheduler is not None:
+        raise ProblemError(
+            f"The 'timeout' parameter of {where} is not available with a Dask scheduler: Dask "
+            "cannot stop a running task (cancelling its future leaves it running, and the "
+            "worker queues later trials behind it), so a timed-out trial would go on "
+            "holding its worker. Run with local worker processes (workers=N) to use "
+            "timeout, or bound the work inside trial_fn."
+        )
+    if workers == 0:
+        raise ProblemError(
+            f"The 'timeout' parameter of {where} needs worker processes: with workers=0 the "
+            "trials run in this process, where a running trial cannot be stopped. Pass "
+            "workers=1 or more (or leave workers out: one per core)."
+        )
+    return timeout
 
 
 def _check_picklable(fn: Callable[..., Any]) -> None:
@@ -786,10 +821,6 @@ def _settings(
     }
 
 
-def _sidecar(out: Path) -> Path:
-    return out.with_name(out.name + ".sweep.json")
-
-
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     """Refuse to resume the table ``out`` with other settings than it was written with (a
     sidecar ``<out>.sweep.json``: the trial function's name and :func:`trial_digest`,
@@ -797,7 +828,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     header alone do not tell apart
     (a table over parameters (a, seed) read by a grid over (a) takes ``seed`` for a result).
     A sidecar written before a setting was recorded is not checked on it."""
-    side = _sidecar(out)
+    side = sidecar(out)
     if side.is_file():
         try:
             stored = json.loads(side.read_text(encoding="utf-8"))
@@ -820,12 +851,35 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
             )
 
 
-def _record_settings(out: Path, settings: dict[str, Any]) -> None:
-    """Write ``settings`` to the sidecar of ``out`` (atomically)."""
-    side = _sidecar(out)
+def _record_settings(
+    out: Path, settings: dict[str, Any], types: dict[str, list[str]] | None
+) -> None:
+    """Write ``settings`` to the sidecar of ``out`` (atomically), with the type names of
+    each parameter's values in the table (``types``; left out when unknown), which
+    :func:`~svmgeo.experiments.read_results` reads and resuming does not check (a grid may
+    grow by values of another type)."""
+    side = sidecar(out)
     tmp = side.with_name(side.name + ".tmp")
-    tmp.write_text(json.dumps(settings), encoding="utf-8")
+    recorded = settings if types is None else {**settings, PARAM_TYPES: types}
+    tmp.write_text(json.dumps(recorded), encoding="utf-8")
     os.replace(tmp, side)
+
+
+def _table_types(
+    out: Path, trials: list[dict[str, Any]], resumed: bool
+) -> dict[str, list[str]] | None:
+    """The type names of each parameter's values in the table ``out`` once this grid's rows
+    are added: the grid's, with those the sidecar records of the rows kept from earlier
+    sweeps (``resumed``); None when those rows' types are not recorded (a table written
+    before svmgeo 0.2.0 recorded them)."""
+    types = {name: {type(t[name]).__name__ for t in trials} for name in trials[0]}
+    if resumed:
+        stored = param_types(out)
+        if stored is None or not set(types) <= set(stored):
+            return None
+        for name in types:
+            types[name] |= set(stored[name])
+    return {name: sorted(kinds) for name, kinds in types.items()}
 
 
 def _refuse_table_without_seeds(out: Path, settings: dict[str, Any]) -> None:
@@ -984,24 +1038,7 @@ def sweep(
     n_workers = _default_workers() if workers is None else check_int(workers, "workers", low=0)
     if threads is not None:
         check_int(threads, "threads", low=1, where="sweep")
-    if timeout is not None:
-        timeout = check_real(
-            timeout, "timeout", low=0.0, low_open=True, high_open=True, where="sweep"
-        )
-        if scheduler is not None:
-            raise ProblemError(
-                "The 'timeout' parameter of sweep is not available with a Dask scheduler: Dask "
-                "cannot stop a running task (cancelling its future leaves it running, and the "
-                "worker queues later trials behind it), so a timed-out trial would go on "
-                "holding its worker. Run with local worker processes (workers=N) to use "
-                "timeout, or bound the work inside trial_fn."
-            )
-        if n_workers == 0:
-            raise ProblemError(
-                "The 'timeout' parameter of sweep needs worker processes: with workers=0 the "
-                "trials run in this process, where a running trial cannot be stopped. Pass "
-                "workers=1 or more (or leave workers out: one per core)."
-            )
+    timeout = check_timeout(timeout, n_workers, scheduler, where="sweep")
     for name, flag in (
         ("progress", progress),
         ("resume", resume),
@@ -1047,7 +1084,7 @@ def sweep(
     params_of = dict(zip(ids, columns_of, strict=True))
     table = None if out is None else Path(out)
     settings = {} if table is None else _settings(trial_fn, seed_key, derive_seeds, names)
-    store = ResultStore(table, list(columns_of[0]))
+    store = ResultStore(table, list(columns_of[0]), [_SEED_COLUMN] if derive_seeds else [])
     try:
         store.open(resume=resume)
     except ProblemError:
@@ -1056,9 +1093,10 @@ def sweep(
         raise
     try:
         if table is not None:  # under the table's lock
-            if resume and store.rows:
+            resumed = resume and bool(store.rows)
+            if resumed:
                 _check_settings(table, settings)
-            _record_settings(table, settings)
+            _record_settings(table, settings, _table_types(table, trials, resumed))
         store.check_ids(columns_of, ids)
         done = store.done_ids(retry_errors=retry_errors)
         tasks = []
