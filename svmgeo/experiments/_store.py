@@ -175,7 +175,7 @@ def sidecar(path: Path) -> Path:
 def param_types(path: Path) -> dict[str, list[str]] | None:
     """The type names (``type(v).__name__``) of each parameter's values over the sweeps that
     wrote the table ``path``, as its sidecar records them; None where it records none (no
-    sidecar, one written before svmgeo 0.2.0 recorded them, or one that does not read as
+    sidecar, one written before this version recorded them, or one that does not read as
     such a mapping)."""
     try:
         stored = json.loads(sidecar(path).read_text(encoding="utf-8"))
@@ -218,11 +218,11 @@ def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any
 
     Cells are converted back to ``None``/``int``/``float``/``bool``/``str`` (see
     :func:`parse_cell`). The parameters are read with the types of the grid's values where
-    the sidecar ``<path>.sweep.json`` records them (sweeps of svmgeo 0.2.0 on): a string
-    parameter reads back as the string written (``"007"``, not 7) unless another type among
-    that parameter's values writes the same text (the grid ``[7, "7"]``: the cell ``7`` is
-    read by :func:`parse_cell`'s rule, as it is in every cell of a table without such a
-    sidecar). Results are read by :func:`parse_cell`'s rule (their types are not recorded).
+    the sidecar ``<path>.sweep.json`` records them (sweeps written by this version on): a
+    string parameter reads back as the string written (``"007"``, not 7) unless another type
+    among that parameter's values in the table writes the same text (the grid ``[7, "7"]``:
+    the cell ``7`` is read by :func:`parse_cell`'s rule, as it is in every cell of a table
+    without such a sidecar). Results are read by :func:`parse_cell`'s rule (their types are not recorded).
     An incomplete last line (a killed writer) is ignored; the file is not modified.
 
     Parameters
@@ -345,7 +345,8 @@ class ResultStore:
                 self._fh.truncate(0)
                 return
             self._split_header(header)
-            self.rows = [_row(header, row) for row in raw]
+            types = param_types(self.path)  # the rows' parameters as read_results reads them
+            self.rows = [_row(header, row, types) for row in raw]
             if truncated:
                 self._rewrite()
         except BaseException:

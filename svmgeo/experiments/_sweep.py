@@ -852,7 +852,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
 
 
 def _record_settings(
-    out: Path, settings: dict[str, Any], types: dict[str, list[str]] | None
+    out: Path, settings: dict[str, Any], types: dict[str, set[str]] | None
 ) -> None:
     """Write ``settings`` to the sidecar of ``out`` (atomically), with the type names of
     each parameter's values in the table (``types``; left out when unknown), which
@@ -860,26 +860,35 @@ def _record_settings(
     grow by values of another type)."""
     side = sidecar(out)
     tmp = side.with_name(side.name + ".tmp")
-    recorded = settings if types is None else {**settings, PARAM_TYPES: types}
+    recorded = dict(settings)
+    if types is not None:
+        recorded[PARAM_TYPES] = {name: sorted(kinds) for name, kinds in types.items()}
     tmp.write_text(json.dumps(recorded), encoding="utf-8")
     os.replace(tmp, side)
 
 
-def _table_types(
-    out: Path, trials: list[dict[str, Any]], resumed: bool
-) -> dict[str, list[str]] | None:
-    """The type names of each parameter's values in the table ``out`` once this grid's rows
-    are added: the grid's, with those the sidecar records of the rows kept from earlier
-    sweeps (``resumed``); None when those rows' types are not recorded (a table written
-    before svmgeo 0.2.0 recorded them)."""
-    types = {name: {type(t[name]).__name__ for t in trials} for name in trials[0]}
-    if resumed:
-        stored = param_types(out)
-        if stored is None or not set(types) <= set(stored):
-            return None
-        for name in types:
-            types[name] |= set(stored[name])
-    return {name: sorted(kinds) for name, kinds in types.items()}
+def _kept_types(out: Path, names: list[str], resumed: bool) -> dict[str, set[str]] | None:
+    """The type names of each parameter's values in the table ``out`` as opened: none for a
+    table started afresh, those its sidecar records for the rows kept from earlier sweeps
+    (``resumed``); None when those rows' types are not recorded (a sidecar written before
+    this version recorded them)."""
+    if not resumed:
+        return {name: set() for name in names}
+    stored = param_types(out)
+    if stored is None or not set(names) <= set(stored):
+        return None
+    return {name: set(stored[name]) for name in names}
+
+
+def _widen_types(types: dict[str, set[str]], trial: dict[str, Any]) -> bool:
+    """Add the type names of ``trial``'s values to ``types``; whether any was new."""
+    new = False
+    for name, kinds in types.items():
+        kind = type(trial[name]).__name__
+        if kind not in kinds:
+            kinds.add(kind)
+            new = True
+    return new
 
 
 def _refuse_table_without_seeds(out: Path, settings: dict[str, Any]) -> None:
@@ -1084,6 +1093,7 @@ def sweep(
     params_of = dict(zip(ids, columns_of, strict=True))
     table = None if out is None else Path(out)
     settings = {} if table is None else _settings(trial_fn, seed_key, derive_seeds, names)
+    types: dict[str, set[str]] | None = None  # of the parameters' values in the table
     store = ResultStore(table, list(columns_of[0]), [_SEED_COLUMN] if derive_seeds else [])
     try:
         store.open(resume=resume)
@@ -1096,7 +1106,10 @@ def sweep(
             resumed = resume and bool(store.rows)
             if resumed:
                 _check_settings(table, settings)
-            _record_settings(table, settings, _table_types(table, trials, resumed))
+            # the types of the rows in the table, widened below only as rows are written: a
+            # sweep refused or stopped before its first row leaves them as they were
+            types = _kept_types(table, names, resumed)
+            _record_settings(table, settings, types)
         store.check_ids(columns_of, ids)
         done = store.done_ids(retry_errors=retry_errors)
         tasks = []
@@ -1131,6 +1144,14 @@ def sweep(
             try:
                 for tid, result, timed_out in runs:
                     rows = _rows_of(tid, params_of[tid], result, store, timed_out)
+                    if (
+                        table is not None
+                        and types is not None
+                        and _widen_types(types, params_of[tid])
+                    ):
+                        # before the rows: the record may hold more types than the table
+                        # (read_results then falls back to the CSV rule), never fewer
+                        _record_settings(table, settings, types)
                     store.append(rows)
                     n_run += 1
                     if rows[0]["status"] != "ok":

@@ -91,6 +91,40 @@ def test_tables_without_the_record_read_as_before(tmp_path) -> None:
     assert [r["tag"] for r in read_results(out)] == [7, 9]
 
 
+def test_a_refused_sweep_leaves_the_recorded_types(tmp_path) -> None:
+    """Regression (review of session 56): the record was widened by the grid's types before
+    the row-id check, so a resume refused for a clash (the int 7 and the string "7" write
+    one cell) made the string rows read back as ints. The refusal names the row as the table
+    holds it: the string "7"."""
+    out = tmp_path / "c.csv"
+    sweep(_echo, {"tag": ["7", "x"], "seed": [0]}, out=out, workers=0, progress=False)
+    with pytest.raises(sg.ProblemError, match="under trial id") as info:
+        sweep(_echo, {"tag": [7], "seed": [0]}, out=out, workers=0, progress=False)
+    assert _typed(read_results(out), "tag") == [(str, "7"), (str, "x")]
+    assert "with parameters {'tag': '7', 'seed': 0} under" in str(info.value)
+
+
+def _interrupted(tag: object, seed: int) -> dict:
+    """Ctrl-C on the int values (a KeyboardInterrupt is not a trial error: it stops sweep)."""
+    if isinstance(tag, int):
+        raise KeyboardInterrupt
+    return {"kind": type(tag).__name__}
+
+
+def test_a_sweep_stopped_before_a_row_of_a_new_type_leaves_the_recorded_types(tmp_path) -> None:
+    """Types are recorded as rows are written: a sweep over ["7", 5] stopped (Ctrl-C) after
+    the row of "7", before any int row, records only str, so "7" reads back as the string
+    (with int recorded too it would read as the int 7); so does resuming it, stopped again."""
+    out = tmp_path / "k.csv"
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            sweep(_interrupted, {"tag": ["7", 5], "seed": [0]}, out=out, workers=0,
+                  progress=False)  # fmt: skip
+        assert _typed(read_results(out), "tag") == [(str, "7")]
+    side = json.loads((tmp_path / "k.csv.sweep.json").read_text())
+    assert side["param_types"] == {"tag": ["str"], "seed": ["int"]}
+
+
 # --------------------------------------------------------------------------------------
 # resume messages: trial_seed is a derived column, not a parameter
 # --------------------------------------------------------------------------------------
