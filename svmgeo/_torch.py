@@ -260,6 +260,78 @@ def _hidden_keys(attn_mask: Any) -> np.ndarray:
     return np.asarray(arr == -np.inf)
 
 
+def _hidden_of_head(
+    hidden: np.ndarray,
+    n: int,
+    T: int,
+    K: int,
+    H: int,
+    head: int,
+    query: int | str | None,
+    query_given: Any,
+) -> np.ndarray:
+    """The keys hidden from each of the ``K`` queries of ``n`` sequences of ``T`` tokens,
+    shape (K, T) or (n, K, T), read from ``hidden`` (PyTorch's ``attn_mask`` as
+    :func:`_hidden_keys` gives it) for head ``head`` of ``H``.
+
+    ``hidden`` may be (K, T), (n, K, T) or, with ``H`` > 1, MultiheadAttention's per-head
+    (n * H, K, T); with an int ``query`` (position ``query``, as passed ``query_given``;
+    K = 1) also the full self-attention mask (T, T), (n, T, T) or (n * H, T, T), of which
+    row ``query`` is read. Shapes TokenData does not know (per head, full) are checked here
+    against every accepted one; TokenData checks the others.
+    """
+    q = query if isinstance(query, int) else None
+    per_query = q is not None
+    if per_query or H > 1:
+        shapes = {(K, T): "every sequence's", (n, K, T): "per sequence"}
+        if H > 1:
+            shapes.setdefault((n * H, K, T), "per sequence and head, MultiheadAttention's layout")
+        full: dict[tuple[int, ...], str] = {}
+        if per_query:
+            full = {(T, T): "every sequence's", (n, T, T): "per sequence"}
+            if H > 1:
+                full[(n * H, T, T)] = "per sequence and head"
+            full = {shape: what for shape, what in full.items() if shape not in shapes}
+        if hidden.shape not in shapes and hidden.shape not in full:
+            listed = ", ".join(f"{s} ({what})" for s, what in shapes.items())
+            if full:
+                listed += (
+                    f"; or the full self-attention mask, of which query={query_given} reads "
+                    f"row {q}: " + ", ".join(f"{s} ({what})" for s, what in full.items())
+                )
+            raise ProblemError(
+                f"from_torch: attn_mask must have one of the shapes {listed}; got "
+                f"{hidden.shape} (n = {n} sequences of T = {T} tokens, K = {K} queries per "
+                f"sequence, num_heads = {H}). A key_padding_mask (n, T) is no attn_mask: "
+                "merge it into an (n, T, T) or per-query mask (True where either hides the "
+                "key)."
+            )
+    per_head = hidden.ndim == 3 and H > 1 and hidden.shape[0] == n * H
+    if per_head:  # this head's masks
+        hidden = hidden.reshape(n, H, *hidden.shape[1:])[:, head]
+    if q is None:
+        return hidden
+    row = 0
+    if hidden.shape[-2] == T:  # the full self-attention mask: query q reads row q
+        row = q
+        hidden = hidden[..., row : row + 1, :]
+    blind = np.argwhere(hidden.all(axis=-1)).ravel()
+    if blind.size:
+        said = f"query={query_given}" + (f" (position {q})" if query_given != q else "")
+        if hidden.ndim == 2:
+            where, seq = "attn_mask", ""
+        else:
+            i = int(blind[0])
+            seq = f" of sequence {i}" + (f" in head {head}" if per_head else "")
+            where = f"attn_mask[{i * H + head}]" if per_head else f"attn_mask[{i}]"
+        raise ProblemError(
+            f"from_torch: {said}{seq} sees no key: row {row} of {where} hides every key. "
+            "Pass query= a position that sees at least one key, or a mask whose row for it "
+            "leaves one visible."
+        )
+    return hidden
+
+
 def from_torch(
     module: Any,
     inputs: Any,
@@ -312,9 +384,13 @@ def from_torch(
         its mask negated); a float mask is added to the logits and must hold only
         0 and :math:`-\infty` (svmgeo's model has no additive bias: module notes). Converted
         to svmgeo's visibility mask (True = visible). With ``query=q`` (an int), ``K`` is 1,
-        or the module's own self-attention mask, (T, T), (n, T, T) or (n * num_heads, T, T)
-        (with a ``key_padding_mask`` merged in, True where either hides the key), of which
-        only row ``q`` is read: the keys query ``q`` sees.
+        or the module's own self-attention mask, (T, T), (n, T, T) or (n * num_heads, T, T),
+        of which only row ``q`` is read: the keys query ``q`` sees. A ``key_padding_mask``
+        (n, T) is not an ``attn_mask``: never pass it as is, but merge it into an (n, T, T)
+        mask (or an (n, K, T) per-query one), True where either hides the key. An (n, T)
+        array is read as the (T, T) mask when ``n == T``, or the (K, T) mask when
+        ``n == K``, shared by every sequence (the shapes cannot be told apart), and refused
+        otherwise; so is any shape not listed here.
     head : int, optional
         Which head (required when the module has several).
     scale : float, optional
@@ -380,6 +456,7 @@ def from_torch(
         if Z is not None and Z.ndim == 3:
             Z = Z.transpose(1, 0, 2)
     T = X.shape[1]
+    query_given = query
     if Z is None:
         query = check_query("all" if query is None else query, T, "from_torch")
     E0 = X.shape[2]
@@ -403,23 +480,14 @@ def from_torch(
         )
     mask = None
     if attn_mask is not None:
-        hidden = _hidden_keys(attn_mask)
+        if Z is None:
+            K = T if query == "all" else 1
+        else:
+            K = Z.shape[1] if Z.ndim == 3 else 1  # another Z is TokenData's to refuse
         H = int(getattr(module, "num_heads", 1))
-        if hidden.ndim == 3 and H > 1 and hidden.shape[0] == X.shape[0] * H:
-            # MultiheadAttention's per-head layout (n * num_heads, K, T): this head's masks
-            hidden = hidden.reshape(X.shape[0], H, *hidden.shape[1:])[:, head]
-        if isinstance(query, int) and hidden.ndim in (2, 3) and hidden.shape[-2] == T:
-            # the module's full self-attention mask (T, T) or (n, T, T): query q reads its row
-            hidden = hidden[..., query : query + 1, :]
-            blind = np.argwhere(hidden.all(axis=-1)).ravel()
-            if blind.size:
-                seq = f" of sequence {blind[0]}" if hidden.ndim == 3 else ""
-                raise ProblemError(
-                    f"from_torch: query {query}{seq} sees no key: row {query} of attn_mask hides "
-                    "every key. Pass query= a position that sees at least one key, or a mask "
-                    "whose row for it leaves one visible."
-                )
-        mask = ~hidden
+        mask = ~_hidden_of_head(
+            _hidden_keys(attn_mask), X.shape[0], T, K, H, head, query, query_given
+        )
     try:
         if Z is not None:
             data = TokenData(X, Z=Z, mask=mask, **data_kwargs)

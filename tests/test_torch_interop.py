@@ -418,11 +418,90 @@ def test_query_row_hiding_every_key_names_the_query() -> None:
     mha, X, _ = _mha_and_inputs()
     mask = np.zeros((5, 5), dtype=bool)
     mask[3] = True
-    with pytest.raises(sg.ProblemError, match=r"^from_torch: query 3 sees no key: row 3 of attn"):
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_torch: query=-2 \(position 3\) sees no key: row 3 of attn_mask hides",
+    ):
         sg.from_torch(mha, X, query=-2, attn_mask=mask)
     per_sequence = np.zeros((3, 5, 5), dtype=bool)
     per_sequence[1, 3] = True
-    with pytest.raises(sg.ProblemError, match=r"query 3 of sequence 1 sees no key"):
+    with pytest.raises(
+        sg.ProblemError, match=r"query=3 of sequence 1 sees no key: row 3 of attn_mask\[1\] "
+    ):
         sg.from_torch(mha, X, query=3, attn_mask=per_sequence)
     data, _ = sg.from_torch(mha, X, query=2, attn_mask=per_sequence)  # other rows do not matter
     assert data.visible.all()
+
+
+def test_query_row_hiding_every_key_of_a_head_names_the_head() -> None:
+    """Review of session 56: with a per-head (n * num_heads, T, T) mask the error named the
+    sequence alone; it now names the head and the mask's own index, i * num_heads + head.
+    The same for a per-head (n * num_heads, 1, T) mask (row 0), which TokenData had
+    refused as "query 0" (the stored row, not query 3)."""
+    mha, X, _ = _mha_and_inputs(heads=2)
+    full = np.zeros((6, 5, 5), dtype=bool)
+    full[2 * 2 + 1, 3] = True  # sequence 2, head 1, row 3
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_torch: query=3 of sequence 2 in head 1 sees no key: row 3 of "
+        r"attn_mask\[5\] hides every key",
+    ):
+        sg.from_torch(mha, X, query=3, attn_mask=full, head=1)
+    data, _ = sg.from_torch(mha, X, query=3, attn_mask=full, head=0)  # head 0 sees every key
+    assert data.visible.all()
+    one_row = np.zeros((6, 1, 5), dtype=bool)
+    one_row[1 * 2 + 0] = True  # sequence 1, head 0
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_torch: query=-2 \(position 3\) of sequence 1 in head 0 sees no key: "
+        r"row 0 of attn_mask\[2\]",
+    ):
+        sg.from_torch(mha, X, query=-2, attn_mask=one_row, head=0)
+
+
+@pytest.mark.parametrize(
+    ("shape", "heads"),
+    [((2, 5, 5), 2), ((5, 6), 2), ((3, 5), 2), ((4, 5, 5), 1), ((5,), 1), ((3, 2, 5), 2)],
+)
+def test_wrong_mask_shape_with_an_int_query_names_the_shape_given(
+    shape: tuple[int, ...], heads: int
+) -> None:
+    """Review of session 56: the mask was cut to row q before its shape was checked, so a
+    (2, 5, 5) mask (n = 3, T = 5, num_heads = 2, query=1) was refused as "got (2, 1, 5)" and
+    a (5, 6) one as "got (1, 6)", with two of the six accepted shapes listed. The error names
+    the shape passed and lists every accepted one (per head only with num_heads > 1); a
+    key_padding_mask passed as is, (n, T) = (3, 5), is told to be merged."""
+    mha, X, _ = _mha_and_inputs(heads=heads)
+    n, T, H = 3, 5, heads
+    accepted = [(1, T), (n, 1, T), (T, T), (n, T, T)]
+    if H > 1:
+        accepted += [(n * H, 1, T), (n * H, T, T)]
+    with pytest.raises(sg.ProblemError) as info:
+        sg.from_torch(mha, X, query=1, attn_mask=np.zeros(shape, dtype=bool), head=0)
+    text = str(info.value)
+    assert text.startswith("from_torch: attn_mask must have one of the shapes ")
+    assert f"; got {shape} (n = 3 sequences of T = 5 tokens" in text
+    listed = text.split("; got")[0]
+    for ok in accepted:
+        assert str(ok) in listed
+    assert (str((n * 2, 1, T)) in listed) == (H > 1)  # no per-head shape with one head
+    assert "; or the full self-attention mask, of which query=1 reads row 1: (5, 5)" in text
+    assert "key_padding_mask (n, T) is no attn_mask: merge it" in text
+
+
+def test_an_n_by_T_mask_with_n_equal_to_T_reads_as_the_self_attention_mask() -> None:
+    """Documented: with n == T an (n, T) array has the (T, T) shape and is read as the
+    self-attention mask (row q, every sequence), not per sequence; the module, given it as
+    its attn_mask, agrees."""
+    torch.manual_seed(6)
+    n = T = 4
+    mha = torch.nn.MultiheadAttention(4, 1, batch_first=True).double()
+    X = torch.randn(n, T, 4, dtype=torch.float64)
+    hidden = np.zeros((n, T), dtype=bool)
+    hidden[2, [0, 3]] = True  # as a key_padding_mask: sequence 2 pads keys 0 and 3
+    data, W = sg.from_torch(mha, X, query=2, attn_mask=hidden)
+    np.testing.assert_array_equal(data.visible[:, 0], np.broadcast_to(~hidden[2], (n, T)))
+    _, ref = mha(X, X, X, attn_mask=torch.from_numpy(hidden), need_weights=True)
+    np.testing.assert_allclose(
+        _svmgeo_attention(data, W)[:, 0], ref[:, 2].detach().numpy(), atol=1e-12, rtol=0
+    )
