@@ -18,6 +18,7 @@ import json
 import math
 import numbers
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -40,10 +41,23 @@ _GENERATOR = {"n": 20, "T": 10, "d": 20, "seed": 0}
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with svmgeo's error contract: exit status 2 and one line on stderr."""
+    """argparse with svmgeo's error contract: exit status 2 and one line on stderr.
+
+    A value that starts with a minus sign and a digit is a value, not an option (svmgeo has
+    no option spelled so): ``--alpha -1,0,0,0`` read "expected one argument", since argparse
+    takes only plain numbers (``-1``, ``-0.5``) for values.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"-\.?\d")  # argparse reads it with match
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see '{self.prog} --help')\n")
+        hint = ""
+        if message.endswith("expected one argument"):  # a value that starts with '-'
+            option = message.removeprefix("argument ").partition(":")[0].split("/")[-1]
+            hint = f"; a value that starts with '-' is passed as {option}=VALUE"
+        self.exit(2, f"{self.prog}: error: {_one_line(message)}{hint} (see '{self.prog} --help')\n")
 
 
 def _one_line(text: object) -> str:
@@ -1234,6 +1248,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# keywords of the library functions the commands call -> the command line's options that set
+# them, spelled alike (a value of one reads the same on both sides); the generator's only
+# when it built the data (with --data, n, T, d and query are the file's)
+_KEYWORDS = {
+    **{k: f"--{k}" for k in ("seed", "m", "rank", "param", "attention", "loss", "backend")},
+    "exponent": "--exponent",
+    "step_size": "--step-size",
+    "n_steps": "--steps",
+    "normalize_eps": "--normalize-eps",
+    "max_selections": "--max-selections",
+    "max_lot_selections": "--max-lot-selections",
+    "prune_threshold": "--prune-threshold",
+}
+_GENERATOR_KEYWORDS = {k: f"--{k}" for k in ("n", "T", "d", "query")}
+
+
+def _in_cli_terms(message: str, args: argparse.Namespace) -> str:
+    """A library error in the command line's terms: "The 'query' parameter of random_data
+    must be ..." reads "--query must be ...", ``param='KQ'`` reads ``--param KQ`` and "Drop m"
+    "Drop --m", for the keywords an option of this command sets (:data:`_KEYWORDS`); a call
+    whose arguments are all options, ``random_data(--n 5, --T 3, --d 4)``, reads as them."""
+    options = {
+        keyword: option
+        for keyword, option in _KEYWORDS.items()
+        if option[2:].replace("-", "_") in vars(args)
+    }
+    if getattr(args, "data", "file") is None:  # the built-in generator made the data
+        options |= _GENERATOR_KEYWORDS
+    if not options:
+        return message
+    names = "|".join(sorted(map(re.escape, options), key=len, reverse=True))
+    message = re.sub(rf"\bThe '({names})' parameter of [\w.]+", lambda m: options[m[1]], message)
+    message = re.sub(
+        rf"(?<![\w.-])({names})=('[^']*'|\"[^\"]*\"|[-+\w.]+)",
+        lambda m: f"{options[m[1]]} {m[2].strip(chr(39) + chr(34))}",
+        message,
+    )
+    message = re.sub(rf"\b([Dd]rop) ({names})\b(?!=)", lambda m: f"{m[1]} {options[m[2]]}", message)
+    return re.sub(r"\b\w+\(((?:--[\w-]+ [^,()]+)(?:, --[\w-]+ [^,()]+)*)\)", r"\1", message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``svmgeo`` command; returns the exit status.
 
@@ -1248,7 +1303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except SvmgeoError as exc:
-        print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{args.prog}: error: {_one_line(_in_cli_terms(str(exc), args))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader of stdout stopped (| head): not bad input
         try:  # flush nothing more into the closed pipe at exit (Python's documented recipe)

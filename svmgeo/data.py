@@ -579,8 +579,9 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     ------
     ProblemError
         When the file is missing or unreadable, is not an svmgeo dataset (not an ``.npz``
-        archive, a truncated one, pickled objects, missing or malformed entries), or was
-        written by a newer svmgeo (format version above this one's).
+        archive, a truncated one, pickled objects, missing or malformed entries), or carries
+        a format version this svmgeo does not read: above this one's (a newer svmgeo wrote
+        it), or below 1 (no svmgeo writes it).
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
@@ -612,10 +613,18 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
             raise ProblemError(
                 f"{what}: svmgeo_format must be an integer; got {version!r}. The file is damaged."
             )
-        if int(version) > _FORMAT_VERSION or int(version) < 1:
+        if int(version) > _FORMAT_VERSION:
             raise ProblemError(
-                f"{what}: dataset format version {int(version)}; this svmgeo reads version "
-                f"{_FORMAT_VERSION}. Upgrade svmgeo (pip install -U svmgeo) to read it."
+                f"{what}: dataset format version {int(version)}, written by a newer svmgeo; "
+                f"this svmgeo reads version {_FORMAT_VERSION}. Upgrade svmgeo (pip install -U "
+                "svmgeo) to read it."
+            )
+        if int(version) < 1:  # the first format is 1: no svmgeo wrote a lower one
+            raise ProblemError(
+                f"{what}: dataset format version {int(version)}, which no svmgeo writes (the "
+                f"formats start at 1; this svmgeo reads version {_FORMAT_VERSION}): the file "
+                "is damaged or was not written by svmgeo. Write it again with TokenData.save "
+                "(svmgeo.save_data)."
             )
         known = ("svmgeo_format", "X", *_OPTIONAL_ENTRIES, "query")
         unknown = sorted(set(f.files) - set(known))

@@ -44,6 +44,8 @@ from .analysis import (
 from .data import TokenData
 from .selection import (
     TIE_RTOL,
+    first_five,
+    largest_logits,
     optimal_tokens,
     scores_full,
     selection_space,
@@ -96,9 +98,15 @@ class StudyReport:
     lots : dict
         ``count`` (None when the space exceeds the cap), ``space``, ``cap``, ``exact``.
     trained : dict or None
-        For given weights: ``selection``, ``is_optimal``, ``is_lot`` (None when the verdict is
-        undecided, :func:`~svmgeo.is_locally_optimal`), ``corr_fro``, ``corr_nuc``
-        (correlation with the SVMs of the trained selection), ``norm``.
+        For given weights: ``selection``, ``tied``, ``is_optimal``, ``is_lot`` (None when the
+        verdict is undecided, :func:`~svmgeo.is_locally_optimal`), ``corr_fro``, ``corr_nuc``
+        (correlation with the SVMs of the trained selection), ``norm``. A query whose largest
+        logits tie up to round-off (:data:`~svmgeo.selection.TIE_RTOL`, the rule of
+        :func:`svmgeo.verify`) selects no one token, so W then makes no selection:
+        ``selection`` is None, ``tied`` names those queries and their tied keys
+        (``"sequence 0: tokens [1, 3]"``; ``[]`` without ties), and ``is_optimal``,
+        ``is_lot``, ``corr_fro`` and ``corr_nuc`` are None (undetermined; no SVM of a
+        selection is solved).
     timings : dict
         Wall seconds of each step.
     notes : list of str
@@ -154,7 +162,12 @@ class StudyReport:
             f"ranks: W^mm {self.rank_fro}, W^mm_* {self.rank_nuc}",
             f"LOTs: {_lots_text(self.lots)}",
         ]
-        if self.trained is not None:
+        if self.trained is not None and self.trained["selection"] is None:
+            lines.append(
+                f"trained W: no selection (its top logits tie at {len(self.trained['tied'])} "
+                "queries; see notes): optimal and LOT undetermined, no correlation"
+            )
+        elif self.trained is not None:
             t = self.trained
             lines.append(
                 f"trained W: selection optimal={t['is_optimal']}, LOT={t['is_lot']}, "
@@ -200,9 +213,20 @@ class StudyReport:
         ]
         if self.trained is not None:
             t = self.trained
+            tied = t["selection"] is None
             rows += [
-                ("trained selection", _fmt_selection(t["selection"])),
-                ("… is optimal / a LOT", f"{t['is_optimal']} / {t['is_lot']}"),
+                (
+                    "trained selection",
+                    f"none: the top logits tie at {len(t['tied'])} queries (see notes)"
+                    if tied
+                    else _fmt_selection(t["selection"]),
+                ),
+                (
+                    "… is optimal / a LOT",
+                    "undetermined (tied) / undetermined (tied)"
+                    if tied
+                    else f"{t['is_optimal']} / {t['is_lot']}",
+                ),
                 (
                     "corr(W, W^mm) / corr(W, W^mm_*)",
                     f"{_fmt(t['corr_fro'])} / {_fmt(t['corr_nuc'])}",
@@ -390,15 +414,13 @@ def _pruning(
     data: TokenData,
     Wt: np.ndarray,
     attn: np.ndarray,
-    sel: np.ndarray,
+    selected: np.ndarray,
     support: np.ndarray | None,
     threshold: float,
 ) -> dict[str, Any]:
-    """The two prunings of the trained W's attention, each keeping the selected token."""
+    """The two prunings of the trained W's attention, each keeping the selected token (the
+    mask ``selected``, shape (n, K, T): every tied top key of a tied query)."""
     n, K, T = attn.shape
-    sel3 = sel.reshape(n, K)
-    selected = np.zeros((n, K, T), dtype=bool)
-    selected[np.arange(n)[:, None], np.arange(K)[None, :], sel3] = True
     out: dict[str, Any] = {"status": MEASUREMENT, "threshold": threshold}
     if support is not None:
         keep = selected | np.asarray(support, dtype=bool).reshape(n, K, T)
@@ -561,8 +583,9 @@ def study(
     ``status``; none is a theorem): ``sparsity`` (mass on the top-1/2/3 keys per query),
     ``spectrum`` (numerical rank and singular values of W against :math:`W^{mm}` and
     :math:`W^{mm}_\star` of W's selection) and ``pruning``. Pruning keeps, per query, the
-    selected key :math:`\alpha_{ik}` and either the support tokens of Att-SVM of W's selection
-    (``support``) or the keys of attention :math:`\ge` ``prune_threshold`` (``mass``),
+    selected key :math:`\alpha_{ik}` (every tied top key where W's top logits tie, W then
+    making no selection) and either the support tokens of Att-SVM of W's selection
+    (``support``; None without a selection) or the keys of attention :math:`\ge` ``prune_threshold`` (``mass``),
     renormalizes the softmax over the kept keys, and measures the change of the attention
     output :math:`o_{ik} = \sum_t s_{ikt} u_{it}` and of the prediction
     :math:`Y_{ik} f_{ik} = \sum_t s_{ikt} \gamma_{ikt}`. With :math:`m_{ik}` the dropped
@@ -731,40 +754,48 @@ def study(
     attention: dict[str, np.ndarray] = {}
     if Wt is not None and trained_logits is not None:
         t0 = step(steps[4])
-        # the top logits up to round-off (TIE_RTOL, the rule of every final selection):
-        # logits a rounding apart select by rounding, so they are tied, not decided
-        top = tied_maxima(trained_logits)
-        sel = top.argmax(axis=2)  # the only maximizer, or the first of the tied ones
-        tied = top.sum(axis=2) > 1
-        if np.any(tied):
+        # the one rule of a final selection (largest_logits, shared with verify and the
+        # experiments): a query whose top logits tie up to round-off (TIE_RTOL) selects no one
+        # token, so W makes no selection there: its verdicts are undetermined, not False, and
+        # no SVM of a selection is solved (its logits are finite: checked above)
+        sel, tied, _ = largest_logits(data, Wt)
+        top = tied_maxima(trained_logits)  # the selected key, or every tied top key
+        svm_fro = svm_nuc = None
+        if sel is None:
             notes.append(
-                f"trained W ties the top logits of {int(tied.sum())} of {tied.size} queries "
-                f"(equal up to a relative {TIE_RTOL:g}); their selected token is the first of "
-                "the tied ones"
+                f"trained W ties the top logits of {len(tied)} of {data.n * data.K} queries "
+                f"(equal up to a relative {TIE_RTOL:g}; {first_five(tied)}): it selects no "
+                "one token there, so it makes no selection; whether it is optimal or a LOT is "
+                "undetermined and no SVM of its selection is solved (None)"
             )
-        sel = sel[:, 0] if data.single_query else sel
-        lot = is_locally_optimal(data, sel)
-        if lot.answer is None:
-            notes.append(f"LOT verdict of the trained selection undecided: {lot.reason}")
-        svm_fro = att_svm(data, sel)
-        svm_nuc = att_svm(data, sel, norm="nuc") if svm_fro.W is not None else None
-        if svm_fro.status is not Status.INFEASIBLE:  # proved infeasible: noted below
-            _note_unsolved(notes, "Att-SVM of the trained selection", svm_fro)
-        _note_unsolved(notes, "nuclear Att-SVM of the trained selection", svm_nuc)
+            lot_answer = None
+        else:
+            lot = is_locally_optimal(data, sel)
+            lot_answer = lot.answer
+            if lot.answer is None:
+                notes.append(f"LOT verdict of the trained selection undecided: {lot.reason}")
+            svm_fro = att_svm(data, sel)
+            svm_nuc = att_svm(data, sel, norm="nuc") if svm_fro.W is not None else None
+            if svm_fro.status is not Status.INFEASIBLE:  # proved infeasible: noted below
+                _note_unsolved(notes, "Att-SVM of the trained selection", svm_fro)
+            _note_unsolved(notes, "nuclear Att-SVM of the trained selection", svm_nuc)
+        W_fro = None if svm_fro is None else svm_fro.W
+        W_nuc = None if svm_nuc is None else svm_nuc.W
         trained = {
             "selection": _as_list(sel),
-            "is_optimal": None if opt is None else bool(np.array_equal(sel, opt)),
-            "is_lot": lot.answer,  # None: undecided (lot.reason)
-            "corr_fro": _direction_corr(Wt, svm_fro.W),
-            "corr_nuc": _direction_corr(Wt, None if svm_nuc is None else svm_nuc.W),
+            "tied": tied,
+            "is_optimal": None if opt is None or sel is None else bool(np.array_equal(sel, opt)),
+            "is_lot": lot_answer,  # None: undecided (lot.reason) or tied
+            "corr_fro": _direction_corr(Wt, W_fro),
+            "corr_nuc": _direction_corr(Wt, W_nuc),
             "norm": frobenius_norm(Wt),
         }
         attention["trained"] = _softmax(data, Wt)
         attn = attention["trained"].reshape(data.n, data.K, data.T)
         sparsity = _sparsity(attn)
-        spectrum = _spectrum(Wt, svm_fro.W, None if svm_nuc is None else svm_nuc.W)
+        spectrum = _spectrum(Wt, W_fro, W_nuc)
         sup_mask = None
-        if svm_fro.W is not None:
+        if svm_fro is not None and svm_fro.W is not None:
             sup_mask = support_from_result(
                 data,
                 np.asarray(sel).reshape(data.n, data.K),
@@ -773,15 +804,15 @@ def study(
                 dual_tol=1e-9,
                 warn=False,
             ).mask
-        pruning = _pruning(data, Wt, attn, np.asarray(sel), sup_mask, prune_threshold)
-        if svm_fro.W is not None:
-            norm_svm = frobenius_norm(svm_fro.W)
+        pruning = _pruning(data, Wt, attn, top, sup_mask, prune_threshold)
+        if W_fro is not None:
+            norm_svm = frobenius_norm(W_fro)
             if norm_svm == 0.0 and _NO_ROWS not in notes:
                 notes.append(_NO_ROWS)
             scale = trained["norm"] / norm_svm if norm_svm > 0.0 else 0.0
-            attention["svm"] = _softmax(data, scale * svm_fro.W)
+            attention["svm"] = _softmax(data, scale * W_fro)
         else:
-            if svm_fro.status is Status.INFEASIBLE:
+            if svm_fro is not None and svm_fro.status is Status.INFEASIBLE:
                 notes.append(
                     "Att-SVM of the trained selection is infeasible (proved): it is not a LOT"
                 )

@@ -142,7 +142,7 @@ def test_factors_give_the_same_report_as_their_product() -> None:
 def test_tied_trained_logits_are_noted() -> None:
     data = sg.random_data(3, 4, 5, seed=1)
     rep = sg.study(data, W=np.zeros((5, 5)), progress=False)  # every logit 0: all tied
-    assert rep.trained is not None and rep.trained["selection"] == [0, 0, 0]
+    assert rep.trained is not None and rep.trained["selection"] is None  # no selection
     assert rep.trained["corr_fro"] is None  # W = 0 has no direction
     assert any("ties the top logits of 3 of 3 queries" in n for n in rep.notes)
 
@@ -162,7 +162,8 @@ def test_trained_logits_a_rounding_apart_are_tied() -> None:
     assert np.any(logits[:, 1] > logits[:, 0])  # a plain argmax would pick token 1 somewhere
     data = sg.TokenData(X, Z=Z, v=rng.standard_normal(8))
     rep = sg.study(data, W=W, max_lot_selections=1, progress=False)
-    assert rep.trained is not None and rep.trained["selection"] == [0, 0, 0]  # first of tied
+    assert rep.trained is not None and rep.trained["selection"] is None  # tied: no selection
+    assert rep.trained["tied"] == [f"sequence {i}: tokens [0, 1]" for i in range(3)]
     assert any("ties the top logits of 3 of 3 queries" in n for n in rep.notes), rep.notes
 
 

@@ -141,14 +141,35 @@ def loss_value(u: Any, loss_id: LossKey, xp: Any) -> Any:
 
 def mean_loss(values: Any, n: int, xp: Any) -> Any:
     r"""The risk :math:`\frac1n\sum_j \ell_j` of each row of ``values`` (shape (B, N), the
-    N = nK per-query losses of an instance) over n sequences: the sum, then the division,
-    except where the sum overflows while its terms are finite; there :math:`\sum_j
-    (\ell_j / n)`, finite when the mean is (its terms then near float64's largest, where the
-    quotients lose nothing that matters). Callers silence floating-point warnings."""
+    N = nK per-query losses of an instance) over n sequences: the sum, then the division, on
+    every row whose result is finite (bit for bit that), and otherwise:
+
+    * where the sum overflows while its terms are finite, :math:`\sum_j (\ell_j / n)`, and
+      where that overflows too (n small beside N, terms of both signs near float64's largest:
+      :math:`[M, M, -M]` with n = 1), :math:`2^k\sum_j (2^{-k}\ell_j) / n`,
+      :math:`2^k \ge N` (exact scalings; the scaled sum cannot overflow): finite when the
+      mean is;
+    * where the sum reads NaN while no term is NaN and the infinite terms share one sign,
+      that infinity: finite terms overflowing to the other one met it (:math:`[M, M,
+      -\infty]`, a user loss's :math:`-\infty`, has mean :math:`-\infty`); terms
+      :math:`+\infty` and :math:`-\infty` together stay NaN (no mean).
+
+    Callers silence floating-point warnings."""
     total = xp.sum(values, axis=1) / n
-    over = xp.isinf(total) & xp.all(xp.isfinite(values), axis=1)
+    if bool(xp.all(xp.isfinite(total))):  # every row of a finite risk: the plain mean
+        return total
+    finite = xp.all(xp.isfinite(values), axis=1)
+    over = xp.isinf(total) & finite
     if bool(xp.any(over)):
         total = xp.where(over, xp.sum(values / n, axis=1), total)
+        still = over & xp.isinf(total)
+        if bool(xp.any(still)):
+            scale = 2.0 ** -math.ceil(math.log2(values.shape[1]))
+            total = xp.where(still, xp.sum(values * scale, axis=1) / n / scale, total)
+    lost = xp.isnan(total) & ~xp.any(xp.isnan(values), axis=1)
+    if bool(xp.any(lost)):
+        up, down = xp.any(values == xp.inf, axis=1), xp.any(values == -xp.inf, axis=1)
+        total = xp.where(lost & (up != down), xp.where(up, xp.inf, -xp.inf), total)
     return total
 
 

@@ -110,4 +110,4 @@ def test_cli_train_refuses_a_width_past_memory(capsys) -> None:  # type: ignore[
     columns until the process was killed; it is one line naming 'm' and exit status 2."""
     args = ["train", "--n", "2", "--T", "3", "--d", "2", "--param", "KQ", "--steps", "3"]
     assert main([*args, "--m", str(10**15)]) == 2
-    assert "The 'm' parameter of train" in capsys.readouterr().err
+    assert "--m asks for factors K, Q" in capsys.readouterr().err
