@@ -54,9 +54,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         hint = ""
-        if message.endswith("expected one argument"):  # a value that starts with '-'
+        if message.endswith("expected one argument"):  # perhaps a value that starts with '-'
             option = message.removeprefix("argument ").partition(":")[0].split("/")[-1]
-            hint = f"; a value that starts with '-' is passed as {option}=VALUE"
+            hint = f"; if the value starts with '-', pass it as {option}=VALUE"
         self.exit(2, f"{self.prog}: error: {_one_line(message)}{hint} (see '{self.prog} --help')\n")
 
 
@@ -1008,7 +1008,7 @@ def _add_command(
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.set_defaults(func=func, prog=p.prog)
+    p.set_defaults(func=func, prog=p.prog, parser=p)  # parser: _in_cli_terms reads its options
     return p
 
 
@@ -1253,7 +1253,7 @@ def build_parser() -> argparse.ArgumentParser:
 # when it built the data (with --data, n, T, d and query are the file's)
 _KEYWORDS = {
     **{k: f"--{k}" for k in ("seed", "m", "rank", "param", "attention", "loss", "backend")},
-    "exponent": "--exponent",
+    **{k: f"--{k}" for k in ("optimizer", "exponent")},
     "step_size": "--step-size",
     "n_steps": "--steps",
     "normalize_eps": "--normalize-eps",
@@ -1262,31 +1262,83 @@ _KEYWORDS = {
     "prune_threshold": "--prune-threshold",
 }
 _GENERATOR_KEYWORDS = {k: f"--{k}" for k in ("n", "T", "d", "query")}
+# keywords set by a flag -> (the flag, the keyword's value with the flag)
+_FLAGS = {"normalized": ("--plain", False), "train_head": ("--train-head", True)}
+# a library keyword with its value (none: "needs exponent=, the p ..."), after a verb
+_ASSIGNMENT = re.compile(
+    r"(?:\b([Uu]se|[Pp]ass|or) )?(?<![\w.-])([A-Za-z_]\w*)=(?!=)"
+    r"('[^']*'|\"[^\"]*\"|[-+\w]+(?:\.[-+\w]+)*|(?=[,.;)]|$))"
+)
 
 
 def _in_cli_terms(message: str, args: argparse.Namespace) -> str:
-    """A library error in the command line's terms: "The 'query' parameter of random_data
-    must be ..." reads "--query must be ...", ``param='KQ'`` reads ``--param KQ`` and "Drop m"
-    "Drop --m", for the keywords an option of this command sets (:data:`_KEYWORDS`); a call
-    whose arguments are all options, ``random_data(--n 5, --T 3, --d 4)``, reads as them."""
-    options = {
-        keyword: option
-        for keyword, option in _KEYWORDS.items()
-        if option[2:].replace("-", "_") in vars(args)
-    }
+    """A library error in the command line's terms, or as it is where it cannot be said so.
+
+    "The 'query' parameter of random_data must be ..." reads "--query must be ...",
+    ``param='KQ'`` reads ``--param KQ``, "Drop m" "Drop --m", ``normalized=False``
+    ``--plain``, ``rank=None`` (after "use", "pass" or "or") "drop --rank", for the keywords
+    an option of this command sets (:data:`_KEYWORDS`, :data:`_FLAGS`); a call whose arguments
+    are all options, ``random_data(--n 5, --T 3, --d 4)``, reads as them. A keyword with a
+    value that its option does not take (``param='p'`` where ``--param`` takes W or KQ,
+    ``init=('random', 0.1)``), or of no option, leaves the whole message in library terms:
+    half of it in each would misread.
+    """
+    actions = args.parser._option_string_actions
+    table = {k: (o, None) for k, o in _KEYWORDS.items()} | {k: f for k, f in _FLAGS.items()}
     if getattr(args, "data", "file") is None:  # the built-in generator made the data
-        options |= _GENERATOR_KEYWORDS
+        table |= {k: (o, None) for k, o in _GENERATOR_KEYWORDS.items()}
+    options = {k: entry for k, entry in table.items() if entry[0] in actions}
+
+    def assignment(match: re.Match[str]) -> str:
+        verb, keyword, value = match[1], match[2], match[3]
+        if keyword not in options:
+            raise LookupError(keyword)
+        option, flag_value = options[keyword]
+        action, text = actions[option], value.strip("'\"")
+        drop = False
+        if action.nargs == 0:  # a flag: the keyword's value with it, or without it
+            if text not in ("True", "False"):
+                raise LookupError(keyword)
+            drop = (text == "True") != flag_value
+        elif text == "None" and action.default is None:
+            drop = True
+        elif value and (text == "None" or not _takes(action, text)):
+            raise LookupError(keyword)
+        if drop and verb is None:  # "got rank=None" says no verb to drop --rank with
+            raise LookupError(keyword)
+        said = f"{'drop' if verb[0].islower() else 'Drop'} {option}" if drop else option
+        said += f" {text}" if value and action.nargs != 0 and not drop else ""
+        return said if verb is None or (drop and verb != "or") else f"{verb} {said}"
+
+    def named(match: re.Match[str]) -> str:
+        if match[1] not in options:
+            raise LookupError(match[1])
+        return options[match[1]][0]
+
+    try:
+        message = re.sub(r"\bThe '(\w+)' parameter of [\w.]+", named, message)
+        message = _ASSIGNMENT.sub(assignment, message)
+    except LookupError:
+        return message
     if not options:
         return message
     names = "|".join(sorted(map(re.escape, options), key=len, reverse=True))
-    message = re.sub(rf"\bThe '({names})' parameter of [\w.]+", lambda m: options[m[1]], message)
     message = re.sub(
-        rf"(?<![\w.-])({names})=('[^']*'|\"[^\"]*\"|[-+\w.]+)",
-        lambda m: f"{options[m[1]]} {m[2].strip(chr(39) + chr(34))}",
-        message,
+        rf"\b([Dd]rop) ({names})\b(?!=)", lambda m: f"{m[1]} {options[m[2]][0]}", message
     )
-    message = re.sub(rf"\b([Dd]rop) ({names})\b(?!=)", lambda m: f"{m[1]} {options[m[2]]}", message)
+    if "query" in options:  # the option takes all too (the library's message is of an int)
+        message = re.sub(r"(--query must be an int in \[[^\]]*\])", r"\1 or all", message)
     return re.sub(r"\b\w+\(((?:--[\w-]+ [^,()]+)(?:, --[\w-]+ [^,()]+)*)\)", r"\1", message)
+
+
+def _takes(action: argparse.Action, text: str) -> bool:
+    """Whether the option of ``action`` takes the value ``text``: its type reads it, and it is
+    one of its choices where it has them."""
+    try:
+        value = action.type(text) if callable(action.type) else text
+    except (argparse.ArgumentTypeError, TypeError, ValueError):
+        return False
+    return action.choices is None or value in action.choices
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -164,8 +164,8 @@ class StudyReport:
         ]
         if self.trained is not None and self.trained["selection"] is None:
             lines.append(
-                f"trained W: no selection (its top logits tie at {len(self.trained['tied'])} "
-                "queries; see notes): optimal and LOT undetermined, no correlation"
+                f"trained W: no selection (its top logits tie at {_queries(self.trained)}; "
+                "see notes): optimal and LOT undetermined, no correlation"
             )
         elif self.trained is not None:
             t = self.trained
@@ -217,7 +217,7 @@ class StudyReport:
             rows += [
                 (
                     "trained selection",
-                    f"none: the top logits tie at {len(t['tied'])} queries (see notes)"
+                    f"none: the top logits tie at {_queries(t)} (see notes)"
                     if tied
                     else _fmt_selection(t["selection"]),
                 ),
@@ -441,6 +441,12 @@ def _pruning(
     return out
 
 
+def _queries(trained: dict[str, Any]) -> str:
+    """The number of queries whose top logits tie under the trained W, as words."""
+    count = len(trained["tied"])
+    return f"{count} {'query' if count == 1 else 'queries'}"
+
+
 def _measurement_lines(rep: StudyReport) -> list[str]:
     lines: list[str] = []
     if rep.sparsity is not None:
@@ -451,11 +457,17 @@ def _measurement_lines(rep: StudyReport) -> list[str]:
         )
     if rep.spectrum is not None:
         sp = rep.spectrum
-        ranks = [
-            f"{name} {sp[key]['rank'] if sp[key] is not None else '—'}"
-            for key, name in (("W", "trained W"), ("fro", "W^mm"), ("nuc", "W^mm_*"))
-        ]
-        lines.append("measured numerical ranks (trained selection): " + ", ".join(ranks))
+        if rep.trained is not None and rep.trained["selection"] is None:  # no SVM to rank
+            lines.append(
+                f"measured numerical rank: trained W {sp['W']['rank']} (no selection, so no "
+                "W^mm or W^mm_* of one)"
+            )
+        else:
+            ranks = [
+                f"{name} {sp[key]['rank'] if sp[key] is not None else '—'}"
+                for key, name in (("W", "trained W"), ("fro", "W^mm"), ("nuc", "W^mm_*"))
+            ]
+            lines.append("measured numerical ranks (trained selection): " + ", ".join(ranks))
     if rep.pruning is not None:
         for key, label in (("support", "non-support tokens"), ("mass", "low-mass tokens")):
             p = rep.pruning[key]
@@ -585,8 +597,8 @@ def study(
     :math:`W^{mm}_\star` of W's selection) and ``pruning``. Pruning keeps, per query, the
     selected key :math:`\alpha_{ik}` (every tied top key where W's top logits tie, W then
     making no selection) and either the support tokens of Att-SVM of W's selection
-    (``support``; None without a selection) or the keys of attention :math:`\ge` ``prune_threshold`` (``mass``),
-    renormalizes the softmax over the kept keys, and measures the change of the attention
+    (``support``; None without a selection) or the keys of attention :math:`\ge`
+    ``prune_threshold`` (``mass``), renormalizes the softmax over the kept keys, and measures the change of the attention
     output :math:`o_{ik} = \sum_t s_{ikt} u_{it}` and of the prediction
     :math:`Y_{ik} f_{ik} = \sum_t s_{ikt} \gamma_{ikt}`. With :math:`m_{ik}` the dropped
     mass, :math:`o - o' = m_{ik}(o_D - o')` gives the bounds ``output_bound`` :math:`= m_{ik}

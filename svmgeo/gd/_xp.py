@@ -144,11 +144,13 @@ def mean_loss(values: Any, n: int, xp: Any) -> Any:
     N = nK per-query losses of an instance) over n sequences: the sum, then the division, on
     every row whose result is finite (bit for bit that), and otherwise:
 
-    * where the sum overflows while its terms are finite, :math:`\sum_j (\ell_j / n)`, and
-      where that overflows too (n small beside N, terms of both signs near float64's largest:
-      :math:`[M, M, -M]` with n = 1), :math:`2^k\sum_j (2^{-k}\ell_j) / n`,
-      :math:`2^k \ge N` (exact scalings; the scaled sum cannot overflow): finite when the
-      mean is;
+    * where the sum overflows, or reads NaN (a pairwise sum's partial sums overflowing to
+      :math:`+\infty` and :math:`-\infty`: N = 16 with M at 0 and 8, -M at 1 and 9, M =
+      float64's largest), while its terms are finite, :math:`\sum_j (\ell_j / n)`, and where
+      that is not finite either (n small beside N, terms of both signs near float64's
+      largest: :math:`[M, M, -M]` with n = 1), :math:`2^k\sum_j (2^{-k}\ell_j) / n`,
+      :math:`2^k \ge N` (exact scalings; no partial sum of the scaled terms, in any order,
+      exceeds M): finite when the mean is;
     * where the sum reads NaN while no term is NaN and the infinite terms share one sign,
       that infinity: finite terms overflowing to the other one met it (:math:`[M, M,
       -\infty]`, a user loss's :math:`-\infty`, has mean :math:`-\infty`); terms
@@ -159,10 +161,10 @@ def mean_loss(values: Any, n: int, xp: Any) -> Any:
     if bool(xp.all(xp.isfinite(total))):  # every row of a finite risk: the plain mean
         return total
     finite = xp.all(xp.isfinite(values), axis=1)
-    over = xp.isinf(total) & finite
+    over = ~xp.isfinite(total) & finite
     if bool(xp.any(over)):
         total = xp.where(over, xp.sum(values / n, axis=1), total)
-        still = over & xp.isinf(total)
+        still = over & ~xp.isfinite(total)
         if bool(xp.any(still)):
             scale = 2.0 ** -math.ceil(math.log2(values.shape[1]))
             total = xp.where(still, xp.sum(values * scale, axis=1) / n / scale, total)

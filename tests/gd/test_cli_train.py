@@ -62,7 +62,7 @@ def test_cli_train_optimizer_mirror_is_train_mirror(capsys) -> None:  # type: ig
     np.testing.assert_allclose(out["norm_W"], np.linalg.norm(ref.W), rtol=1e-15)
     np.testing.assert_allclose(out["final_loss"], ref.history.loss[-1], rtol=1e-15)
     assert main([*args, "--optimizer", "mirror"]) == 2  # no exponent
-    assert "needs exponent=" in capsys.readouterr().err
+    assert "needs --exponent," in capsys.readouterr().err
     assert main([*args, "--exponent", "1.5"]) == 2  # an exponent for GD
     assert "--optimizer gd does not take --exponent" in capsys.readouterr().err
 
