@@ -45,6 +45,7 @@ notice (their names carry no underscore because those subpackages import them).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -244,39 +245,76 @@ def logit_sum_bound(X: Any, W: Any, Z: Any, visible: Any, xp: Any = np) -> Any:
 
 
 def refuse_undetermined_sums(
-    S: Any, bound: Any, axes: tuple[str, ...] = (), fix: str = "", which: str = ""
+    S: Any,
+    bound: Any,
+    axes: tuple[str, ...] = (),
+    fix: str = "",
+    which: str = "",
+    scale_exp: Any = None,
 ) -> None:
     r"""ProblemError where :math:`|\widehat{\mathbf 1^\top u}| \le` its rounding error
     bound: there the exact sum may be 0 (where :math:`u / \mathbf 1^\top u` is undefined) or
     of the other sign, and float64 does not determine :math:`u / \mathbf 1^\top u`; an exact
-    zero is refused whatever the bound.
+    zero is refused whatever the bound, and so is an infinite sum or bound (an overflow: the
+    message says so). A NaN sum passes (the engine's overflowed logits, its OVERFLOW stop).
 
     ``S`` and ``bound`` have the same shape; the message names the first such query by
     ``axes`` (the names of their axes), or as ``which`` when given; ``fix`` replaces the
-    default advice.
+    default advice; ``scale_exp`` (integers of ``S``'s shape, optional) holds the k of the
+    queries whose ``S`` and ``bound`` are those of :math:`2^{-k} u`.
     """
     bad = np.abs(S) <= bound
     if not np.any(bad):
         return
     where = tuple(int(j) for j in np.argwhere(bad)[0])
     S0, b0 = float(S[where]), float(bound[where])
+    k = 0 if scale_exp is None else int(scale_exp[where])
     if not which:
         names = axes if len(axes) == len(where) else ("index",) * len(where)
         which = ", ".join(f"{a} {j}" for a, j in zip(names, where, strict=True)) or "the query"
-    raise ProblemError(undetermined_sum_message(S0, b0, which, fix))
+    raise ProblemError(undetermined_sum_message(S0, b0, which, fix, k))
 
 
-def undetermined_sum_message(S: float, bound: float, which: str, fix: str = "") -> str:
-    """The message of :func:`refuse_undetermined_sums` for the query ``which``."""
+def _times_two_to(x: float, k: int) -> str:
+    """:math:`2^k x` for a message: the number where float64 holds it, else ``x * 2^k``."""
+    try:
+        return f"{math.ldexp(x, k):.3g}"
+    except OverflowError:
+        return f"{x:.3g} * 2^{k}"
+
+
+def undetermined_sum_message(
+    S: float, bound: float, which: str, fix: str = "", scale_exp: int = 0
+) -> str:
+    """The message of :func:`refuse_undetermined_sums` for the query ``which`` (``S`` and
+    ``bound`` those of :math:`2^{-k} u` for ``scale_exp`` k)."""
+    if not (math.isfinite(S) and math.isfinite(bound)):
+        return (
+            f"normalized linear attention u / (1^T u) cannot be evaluated for {which}: its "
+            f"visible logits' sum 1^T u = {S:.3g} or the bound on its rounding error, "
+            f"{bound:.3g} (gamma_n sum|terms|, see docs/attention-maps.md), overflows float64; "
+            "the logits u = X_i W z_ik at this W, or the terms x_ta W_ab z_b they add, reach "
+            "beyond float64's range (1.8e308). "
+            "u / (1^T u) does not change when W is multiplied by c > 0: scale W (or init) down, "
+            "e.g. W / np.abs(W).max()."
+        )
+    k = scale_exp
+    scaled = (
+        f" (its terms' magnitudes sum beyond float64's range: computed as 2^{k} times the "
+        f"sum of 2^-{k} u, which changes no weight)"
+        if k
+        else ""
+    )
     return (
         "normalized linear attention u / (1^T u) is undefined where the visible logits of a "
         "query sum to 0, and not determined by float64 where their computed sum is within its "
-        f"rounding error of 0: {which} has 1^T u = {S:.3g}"
+        f"rounding error of 0: {which} has 1^T u = {_times_two_to(S, k)}{scaled}"
         + (
             ", exactly (its rounding error bound is 0). "
             if bound == 0.0
-            else f", and its rounding error can reach {bound:.3g} (gamma_n sum|terms|, see "
-            "docs/attention-maps.md): the exact sum may be 0 or of the other sign. "
+            else f", and its rounding error can reach {_times_two_to(bound, k)} (gamma_n "
+            "sum|terms|, see docs/attention-maps.md): the exact sum may be 0 or of the other "
+            "sign. "
         )
         + (
             fix
@@ -287,20 +325,49 @@ def undetermined_sum_message(S: float, bound: float, which: str, fix: str = "") 
     )
 
 
-def _total(u: Array, visible: Array | None) -> Array:
-    r""":math:`\mathbf 1^\top u`, refused where it is within :math:`\gamma_{T_v - 1}
-    \sum_t |u_t|` of 0 (the rounding error bound of a sum of :math:`T_v` given floats)."""
-    S = visible_sum(u, visible)
+def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
+    r"""``(S, k)`` per query (keeping the last axis): :math:`S = \mathbf 1^\top (2^{-k} u)`
+    over the visible keys, refused where it is within :math:`\gamma_{T_v - 1} \sum_t
+    2^{-k}|u_t|` of 0 (the rounding error bound of a sum of :math:`T_v` given floats).
+
+    k = 0 (``S`` the plain sum) unless that sum or its bound overflows; then k > 0, from the
+    exponent of the largest visible :math:`|u_t|` and :math:`T_v`, keeps this query's sum of
+    magnitudes below half float64's largest number: an exact scaling of its row only
+    (:math:`u / \mathbf 1^\top u` is the same at :math:`2^{-k} u`). Such a query's kept sum
+    has :math:`|\mathbf 1^\top u| \gtrsim \gamma_1 \cdot 1.8\times 10^{308}`, so the weights
+    of its entries that the scaling takes below the normal range are below float64's
+    range either way."""
     vis = _vis(u, visible)
-    bound = gamma(np.sum(vis, axis=-1, keepdims=True) - 1) * np.sum(
-        np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True
-    )
-    refuse_undetermined_sums(S[..., 0], bound[..., 0])
-    return S
+    n = np.sum(vis, axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):  # an overflow: the query is evaluated at 2^-k u below
+        S = visible_sum(u, vis)
+        bound = gamma(n - 1) * np.sum(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
+    k = np.zeros(S.shape, dtype=np.int64)
+    over = ~(np.isfinite(S) & np.isfinite(bound))
+    if np.any(over):
+        # sum_t |u_t| 2^-k < T_v 2^(e - k) <= 2^(maxexp - 1), e the exponent of max_t |u_t|
+        top = np.max(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
+        need = np.frexp(top)[1] + np.ceil(np.log2(n)).astype(np.int64) + 1
+        k = np.where(over, np.maximum(need - np.finfo(S.dtype).maxexp, 1), 0)
+        down = _down(u, k)
+        S = np.where(over, visible_sum(down, vis), S)
+        bound = np.where(
+            over,
+            gamma(n - 1) * np.sum(np.where(vis, np.abs(down), 0.0), axis=-1, keepdims=True),
+            bound,
+        )
+    refuse_undetermined_sums(S[..., 0], bound[..., 0], scale_exp=k[..., 0])
+    return S, k
+
+
+def _down(x: Array, k: Array) -> Array:
+    """:math:`2^{-k} x` (exact where it stays normal); ``x`` itself where every k is 0."""
+    return np.ldexp(x, -k) if np.any(k) else x
 
 
 def _normalized(u: Array, visible: Array | None = None) -> Array:
-    return _linear(u, visible) / _total(u, visible)
+    S, k = _total(u, visible)
+    return _linear(_down(u, k), visible) / S
 
 
 def _normalized_unchecked(u: Array, visible: Array | None = None) -> Array:
@@ -312,17 +379,35 @@ def _normalized_unchecked(u: Array, visible: Array | None = None) -> Array:
 
 def _normalized_jac(u: Array, visible: Array | None = None) -> Array:
     m = _vis(u, visible).astype(float)
-    S = _total(u, visible)
-    a = _linear(u, visible) / S
-    return (_diag(m) - _outer(a, m)) / S[..., None]
+    S, k = _total(u, visible)
+    a = _linear(_down(u, k), visible) / S
+    return _down(_diag(m) - _outer(a, m), k[..., None]) / S[..., None]
 
 
 def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
     m = _vis(u, visible).astype(float)
-    S = _total(u, visible)[..., None]
+    S, k = _total(u, visible)
     gm = g * m
-    gu = np.sum(gm * u, axis=-1, keepdims=True)[..., None]
-    return -(_outer(gm, m) + _outer(m, gm)) / S**2 + 2.0 * gu * _outer(m, m) / S**3
+    if not np.any(k):
+        S = S[..., None]
+        gu = np.sum(gm * u, axis=-1, keepdims=True)[..., None]
+        return -(_outer(gm, m) + _outer(m, gm)) / S**2 + 2.0 * gu * _outer(m, m) / S**3
+    # queries whose sum overflowed (|1^T u| > 2e292, S that of 2^-k u): the same Hessian as
+    # 2 p 1 1^T - (r 1^T + 1 r^T) with r = g / (1^T u)^2 and p = sum_t (g_t / 1^T u)
+    # (a_t / 1^T u), a = u / 1^T u, each division by 1^T u = 2^k S as 2^-k x / S: no term
+    # leaves float64's range on the way (g near its largest number included); the other
+    # queries as above, bit for bit
+    over = k > 0
+    gm0, Sk = np.where(over, 0.0, gm), np.where(over, 1.0, S)[..., None]
+    gu = np.sum(gm0 * u, axis=-1, keepdims=True)[..., None]
+    H = -(_outer(gm0, m) + _outer(m, gm0)) / Sk**2 + 2.0 * gu * _outer(m, m) / Sk**3
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # kept: `over` rows
+        g_S = _down(gm, k) / S
+        a_S = _down(_linear(_down(u, k), visible) / S, k) / S
+        p = np.sum(g_S * a_S, axis=-1, keepdims=True)[..., None]
+        r = _down(g_S, k) / S
+        Hk = 2.0 * p * _outer(m, m) - (_outer(r, m) + _outer(m, r))
+    return np.where(over[..., None], Hk, H)
 
 
 # -- sigmoid --------------------------------------------------------------------------------

@@ -292,11 +292,13 @@ def map_logits(W: Any, a: dict[str, Any], xp: Any) -> Any:
 
 def check_normalized_sums(W: Any, logits: Any, a: dict[str, Any], xp: Any, fix: str = "") -> None:
     r"""ProblemError where a query's :math:`\mathbf 1^\top u` (of :func:`map_logits` at W) is
-    0 or within its rounding error bound of 0
-    (:func:`svmgeo.attention_maps.refuse_undetermined_sums`)."""
+    0 or within its rounding error bound of 0, or where it or its bound overflows
+    (:func:`svmgeo.attention_maps.refuse_undetermined_sums`; a NaN sum, of logits that
+    overflowed, passes: the OVERFLOW stop)."""
     vis = a["vis"]
-    S = visible_sum(logits, vis)[..., 0]
-    bound = logit_sum_bound(a["X"], W[:, None], a["Z"], vis, xp)
+    with _quiet(xp):  # an overflow of the sum or of the bound's products: said by the refusal
+        S = visible_sum(logits, vis)[..., 0]
+        bound = logit_sum_bound(a["X"], W[:, None], a["Z"], vis, xp)
     refuse_undetermined_sums(S, bound, ("instance", "sequence", "query"), fix)
 
 
@@ -326,7 +328,8 @@ def _map_weights(fw: dict[str, Any], P: Problem, vis: Any, xp: Any) -> tuple[Any
     if P.att_id == LINEAR_ATT:
         return xp.where(vis, 0.0, -xp.inf), gt
     if P.att_id == SIGMOID_ATT:
-        return xp.where(vis, -_softplus(u, xp) - _softplus(-u, xp), -xp.inf), gt
+        with _quiet(xp):  # NaN logits (an overflow in X W z): the OVERFLOW stop
+            return xp.where(vis, -_softplus(u, xp) - _softplus(-u, xp), -xp.inf), gt
     if P.att_id == RELU_ATT:
         return xp.where(vis & (u > 0.0), 0.0, -xp.inf), gt
     assert P.att_id == NORMALIZED_ATT  # internal invariant: the ids of ATTENTION_IDS
