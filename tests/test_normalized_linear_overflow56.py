@@ -19,7 +19,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+import svmgeo as sg
 from svmgeo import ProblemError
+from svmgeo.analysis import lipschitz
 from svmgeo.attention_maps import ATTENTION_MAPS, UNIT_ROUNDOFF
 
 NL = ATTENTION_MAPS["normalized_linear"]
@@ -140,3 +142,32 @@ def test_a_cancelling_sum_beyond_range_stays_refused_and_says_so() -> None:
     want = float(gamma2 * (2 * Fraction(1e308) + 1))
     np.testing.assert_allclose(reach, want, rtol=5e-3)
     assert math.isfinite(reach)
+
+
+def _large_tokens() -> sg.TokenData:
+    rng = np.random.default_rng(0)
+    return sg.TokenData(rng.normal(size=(2, 3, 2)) * 1e150, Z=rng.normal(size=(2, 2)), v=np.ones(2))
+
+
+@pytest.mark.parametrize("wrt", ["W", "X"])
+def test_lipschitz_certificate_for_tokens_times_w_beyond_1e150(wrt: str) -> None:
+    """Tokens of 1e150 and max|W| = 2^200 (kept as it is: within [2^-256, 2^256]). The family
+    of the reference W_s = 2^-200 W, times 2^200, is W's; its constants carry over as
+    L^W(cW) = L^W(W) / c and L^X(cW) = L^X(W) (degree 0)."""
+    data = _large_tokens()
+    Ws = np.random.default_rng(3).normal(size=(2, 2))
+    Ws /= 2.0 ** math.ceil(math.log2(np.abs(Ws).max()))
+    W = np.ldexp(Ws, 200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = lipschitz(data, W, "normalized_linear", wrt)
+    ref = lipschitz(data, Ws, "normalized_linear", wrt)
+    assert got.certificate is not None and ref.certificate is not None
+    assert (got.certificate.seq, got.certificate.query) == (ref.certificate.seq,
+                                                            ref.certificate.query)  # fmt: skip
+    np.testing.assert_allclose(got.certificate.Ws, np.ldexp(ref.certificate.Ws, 200), rtol=1e-12)
+    f = -200 if wrt == "W" else 0
+    np.testing.assert_allclose(
+        got.certificate.constants, np.ldexp(ref.certificate.constants, f), rtol=1e-9
+    )
+    assert np.all(np.diff(got.certificate.constants) > 0.0)

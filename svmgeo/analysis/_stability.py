@@ -406,6 +406,15 @@ def _certificate_base(
     return gs, why
 
 
+def _along(v: float, e: np.ndarray, e2: float) -> np.ndarray:
+    r""":math:`v\, e / \|e\|^2` as ``v * e / e2``; as ``v * (e / e2)`` where that product
+    overflows (tokens times W beyond about 1e150; the other order rounds differently, so
+    it serves only there)."""
+    with np.errstate(over="ignore"):
+        out = v * e / e2
+    return out if np.all(np.isfinite(out)) else v * (e / e2)
+
+
 def _certificate(
     data: TokenData, W: np.ndarray, i: int, k: int, amap: AttentionMap, wrt: str
 ) -> UnboundednessCertificate | None:
@@ -428,7 +437,7 @@ def _certificate(
             g0 = basis[-1] if basis.shape[0] > 1 else g0
         scale = max(_norm(Xv @ g0), 1.0)
         values = scale * np.logspace(0, -4, 5)
-        Ws = np.stack([W + np.outer(g0 + v * e / e2 - g, z) / z2 for v in values])
+        Ws = np.stack([W + np.outer(g0 + _along(v, e, e2) - g, z) / z2 for v in values])
         param, why = "eps", "J = (I - a 1^T) / (1^T u) with 1^T u = eps -> 0"
         if any(abs(S) <= bound for S, bound in (_sum_and_bound(data, Wk, i, k) for Wk in Ws)):
             return None  # a member's 1^T u is not determined by float64: no exact constants
