@@ -195,11 +195,18 @@ UNIT_ROUNDOFF = 2.0**-53
 """float64's unit roundoff u: a rounded operation's relative error is at most u."""
 
 
-def gamma(n: Any) -> Any:
+def gamma(n: Any, unit_roundoff: float = UNIT_ROUNDOFF) -> Any:
     r""":math:`\gamma_n = n u / (1 - n u)`: a value that passes through ``n`` rounded
     operations carries a relative error of at most :math:`\gamma_n` (Higham, *Accuracy and
-    Stability of Numerical Algorithms*, 2nd ed., Lemma 3.1)."""
-    return n * UNIT_ROUNDOFF / (1.0 - n * UNIT_ROUNDOFF)
+    Stability of Numerical Algorithms*, 2nd ed., Lemma 3.1); u is float64's unless
+    ``unit_roundoff`` gives another precision's (:func:`_unit_roundoff`)."""
+    return n * unit_roundoff / (1.0 - n * unit_roundoff)
+
+
+def _unit_roundoff(dtype: Any) -> float:
+    """The unit roundoff of a float dtype (float64's is :data:`UNIT_ROUNDOFF`, float32's
+    :math:`2^{-24}`, float16's :math:`2^{-11}`): half its machine epsilon."""
+    return float(np.finfo(dtype).eps) / 2.0
 
 
 def visible_sum(u: Array, visible: Array | None) -> Array:
@@ -261,7 +268,8 @@ def refuse_undetermined_sums(
     ``S`` and ``bound`` have the same shape; the message names the first such query by
     ``axes`` (the names of their axes), or as ``which`` when given; ``fix`` replaces the
     default advice; ``scale_exp`` (integers of ``S``'s shape, optional) holds the k of the
-    queries whose ``S`` and ``bound`` are those of :math:`2^{-k} u`.
+    queries whose ``S`` and ``bound`` are those of :math:`2^{-k} u`. The message names the
+    precision of ``S`` (float64, or float32 for such logits).
     """
     bad = np.abs(S) <= bound
     if not np.any(bad):
@@ -272,7 +280,7 @@ def refuse_undetermined_sums(
     if not which:
         names = axes if len(axes) == len(where) else ("index",) * len(where)
         which = ", ".join(f"{a} {j}" for a, j in zip(names, where, strict=True)) or "the query"
-    raise ProblemError(undetermined_sum_message(S0, b0, which, fix, k))
+    raise ProblemError(undetermined_sum_message(S0, b0, which, fix, k, S.dtype.name))
 
 
 def _times_two_to(x: float, k: int) -> str:
@@ -284,30 +292,38 @@ def _times_two_to(x: float, k: int) -> str:
 
 
 def undetermined_sum_message(
-    S: float, bound: float, which: str, fix: str = "", scale_exp: int = 0
+    S: float,
+    bound: float,
+    which: str,
+    fix: str = "",
+    scale_exp: int = 0,
+    precision: str = "float64",
 ) -> str:
     """The message of :func:`refuse_undetermined_sums` for the query ``which`` (``S`` and
-    ``bound`` those of :math:`2^{-k} u` for ``scale_exp`` k)."""
+    ``bound`` those of :math:`2^{-k} u` for ``scale_exp`` k, the sum computed in
+    ``precision``)."""
+    top = f"{float(np.finfo(precision).max):.2g}".replace("e+", "e")  # 1.8e308, 3.4e38
     if not (math.isfinite(S) and math.isfinite(bound)):
         return (
             f"normalized linear attention u / (1^T u) cannot be evaluated for {which}: its "
             f"visible logits' sum 1^T u = {S:.3g} or the bound on its rounding error, "
-            f"{bound:.3g} (gamma_n sum|terms|, see docs/attention-maps.md), overflows float64; "
-            "the logits u = X_i W z_ik at this W, or the terms x_ta W_ab z_b they add, reach "
-            "beyond float64's range (1.8e308). "
+            f"{bound:.3g} (gamma_n sum|terms|, see docs/attention-maps.md), overflows "
+            f"{precision}; the logits u = X_i W z_ik at this W, or the terms x_ta W_ab z_b "
+            f"they add, reach beyond {precision}'s range ({top}). "
             "u / (1^T u) does not change when W is multiplied by c > 0: scale W (or init) down, "
             "e.g. W / np.abs(W).max()."
         )
     k = scale_exp
     scaled = (
-        f" (its terms' magnitudes sum beyond float64's range: computed as 2^{k} times the "
-        f"sum of 2^-{k} u, which changes no weight)"
+        f" (its terms' magnitudes sum beyond {precision}'s range: computed as 2^{k} times "
+        f"the sum of 2^-{k} u, which changes no weight)"
         if k
         else ""
     )
     return (
         "normalized linear attention u / (1^T u) is undefined where the visible logits of a "
-        "query sum to 0, and not determined by float64 where their computed sum is within its "
+        f"query sum to 0, and not determined by {precision} where their computed sum is "
+        "within its "
         f"rounding error of 0: {which} has 1^T u = {_times_two_to(S, k)}{scaled}"
         + (
             ", exactly (its rounding error bound is 0). "
@@ -328,20 +344,25 @@ def undetermined_sum_message(
 def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
     r"""``(S, k)`` per query (keeping the last axis): :math:`S = \mathbf 1^\top (2^{-k} u)`
     over the visible keys, refused where it is within :math:`\gamma_{T_v - 1} \sum_t
-    2^{-k}|u_t|` of 0 (the rounding error bound of a sum of :math:`T_v` given floats).
+    2^{-k}|u_t|` of 0 (the rounding error bound of a sum of :math:`T_v` given floats, with the
+    unit roundoff of the precision the sum is computed in: float32 logits are summed in
+    float32, and their :math:`u = 2^{-24}`).
 
     k = 0 (``S`` the plain sum) unless that sum or its bound overflows; then k > 0, from the
     exponent of the largest visible :math:`|u_t|` and :math:`T_v`, keeps this query's sum of
-    magnitudes below half float64's largest number: an exact scaling of its row only
+    magnitudes below half its precision's largest number: an exact scaling of its row only
     (:math:`u / \mathbf 1^\top u` is the same at :math:`2^{-k} u`). Such a query's kept sum
     has :math:`|\mathbf 1^\top u| \gtrsim \gamma_1 \cdot 1.8\times 10^{308}`, so the weights
     of its entries that the scaling takes below the normal range are below float64's
     range either way."""
     vis = _vis(u, visible)
     n = np.sum(vis, axis=-1, keepdims=True)
-    with np.errstate(over="ignore"):  # an overflow: the query is evaluated at 2^-k u below
+    # an overflow (inf, or NaN where partial sums of both signs overflow): the query is
+    # evaluated at 2^-k u below
+    with np.errstate(over="ignore", invalid="ignore"):
         S = visible_sum(u, vis)
-        bound = gamma(n - 1) * np.sum(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
+        ur = _unit_roundoff(S.dtype)  # the sum is rounded in u's precision (float32 ...)
+        bound = gamma(n - 1, ur) * np.sum(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
     k = np.zeros(S.shape, dtype=np.int64)
     over = ~(np.isfinite(S) & np.isfinite(bound))
     if np.any(over):
@@ -353,7 +374,7 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
         S = np.where(over, visible_sum(down, vis), S)
         bound = np.where(
             over,
-            gamma(n - 1) * np.sum(np.where(vis, np.abs(down), 0.0), axis=-1, keepdims=True),
+            gamma(n - 1, ur) * np.sum(np.where(vis, np.abs(down), 0.0), axis=-1, keepdims=True),
             bound,
         )
     refuse_undetermined_sums(S[..., 0], bound[..., 0], scale_exp=k[..., 0])
@@ -385,29 +406,55 @@ def _normalized_jac(u: Array, visible: Array | None = None) -> Array:
 
 
 def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
-    m = _vis(u, visible).astype(float)
+    r""":math:`H_{ts} = (2 g^\top a - g_t - g_s) / (\mathbf 1^\top u)^2` (a = u / 1^T u)
+    on the visible keys, as :math:`-(g \mathbf 1^\top + \mathbf 1 g^\top) / S^2 + 2 (g^\top
+    u) \mathbf 1 \mathbf 1^\top / S^3`; a query where that leaves the floats' range (its
+    :math:`S^2` or :math:`S^3` not a normal number, or an entry not finite), or whose sum
+    overflowed (:func:`_total`'s k > 0), by :func:`_normalized_hess_scaled` instead: every
+    other query bit for bit as the formula above."""
+    vis = _vis(u, visible)
+    m = vis.astype(float)
     S, k = _total(u, visible)
     gm = g * m
-    if not np.any(k):
-        S = S[..., None]
+    # a warning here comes from a query that leaves the range: each is computed again below
+    with np.errstate(all="ignore"):
+        S2, S3 = S[..., None] ** 2, S[..., None] ** 3
         gu = np.sum(gm * u, axis=-1, keepdims=True)[..., None]
-        return -(_outer(gm, m) + _outer(m, gm)) / S**2 + 2.0 * gu * _outer(m, m) / S**3
-    # queries whose sum overflowed (|1^T u| > 2e292, S that of 2^-k u): the same Hessian as
-    # 2 p 1 1^T - (r 1^T + 1 r^T) with r = g / (1^T u)^2 and p = sum_t (g_t / 1^T u)
-    # (a_t / 1^T u), a = u / 1^T u, each division by 1^T u = 2^k S as 2^-k x / S: no term
-    # leaves float64's range on the way (g near its largest number included); the other
-    # queries as above, bit for bit
-    over = k > 0
-    gm0, Sk = np.where(over, 0.0, gm), np.where(over, 1.0, S)[..., None]
-    gu = np.sum(gm0 * u, axis=-1, keepdims=True)[..., None]
-    H = -(_outer(gm0, m) + _outer(m, gm0)) / Sk**2 + 2.0 * gu * _outer(m, m) / Sk**3
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # kept: `over` rows
-        g_S = _down(gm, k) / S
-        a_S = _down(_linear(_down(u, k), visible) / S, k) / S
-        p = np.sum(g_S * a_S, axis=-1, keepdims=True)[..., None]
-        r = _down(g_S, k) / S
-        Hk = 2.0 * p * _outer(m, m) - (_outer(r, m) + _outer(m, r))
-    return np.where(over[..., None], Hk, H)
+        H = -(_outer(gm, m) + _outer(m, gm)) / S2 + 2.0 * gu * _outer(m, m) / S3
+    tiny = np.finfo(S.dtype).tiny
+    normal = (S2 >= tiny) & np.isfinite(S2) & (np.abs(S3) >= tiny) & np.isfinite(S3)
+    redo = (k[..., None] > 0) | ~normal | ~np.all(np.isfinite(H), axis=(-2, -1), keepdims=True)
+    if not np.any(redo):
+        return H
+    rows = np.broadcast_to(redo[..., 0, 0], H.shape[:-2])
+    keys = (*H.shape[:-2], u.shape[-1])
+    one = (*H.shape[:-2], 1)
+    H[rows] = _normalized_hess_scaled(
+        np.broadcast_to(u, keys)[rows],
+        np.broadcast_to(gm, keys)[rows],
+        np.broadcast_to(vis, keys)[rows],
+        np.broadcast_to(S, one)[rows],
+        np.broadcast_to(k, one)[rows],
+    )
+    return H
+
+
+def _normalized_hess_scaled(u: Array, gm: Array, vis: Array, S: Array, k: Array) -> Array:
+    r"""The Hessian of :func:`_normalized_hess` as :math:`(2 \tilde g^\top a - \tilde g_t -
+    \tilde g_s) / \mathbf 1^\top u` with :math:`\tilde g = g / \mathbf 1^\top u`, for
+    queries ``(q, T)`` whose ``S`` is the sum of :math:`2^{-k} u` (:func:`_total`), each
+    division by :math:`\mathbf 1^\top u = 2^k S` as :math:`2^{-k} x / S`. Its intermediates
+    are :math:`\tilde g`, the weights a, :math:`\tilde g^\top a` and the numerator, on the
+    scale of :math:`\tilde g` times a, not of :math:`S^2` or :math:`S^3` (where the sum
+    overflowed, :math:`|\mathbf 1^\top u| > \gamma_1 \cdot 1.8 \times 10^{308}` leaves
+    :math:`|\tilde g| < 10^{16}`, g near float64's largest number included); a result beyond
+    the range is an infinity. ``gm`` is g with the hidden keys' entries 0."""
+    m = vis.astype(float)
+    g_S = _down(gm, k) / S
+    a = np.where(vis, _down(u, k), 0.0) / S
+    q = np.sum(g_S * a, axis=-1, keepdims=True)[..., None]
+    w = 2.0 * q * _outer(m, m) - (_outer(g_S, m) + _outer(m, g_S))
+    return _down(w, k[..., None]) / S[..., None]
 
 
 # -- sigmoid --------------------------------------------------------------------------------
