@@ -303,13 +303,19 @@ def undetermined_sum_message(
     ``bound`` those of :math:`2^{-k} u` for ``scale_exp`` k, the sum computed in
     ``precision``)."""
     top = f"{float(np.finfo(precision).max):.2g}".replace("e+", "e")  # 1.8e308, 3.4e38
+    wider = (
+        ""
+        if precision == "float64"
+        else f"Pass float64 logits, u.astype(np.float64) (float64's range and unit roundoff "
+        f"2^-53, not {precision}'s). Else: "
+    )
     if not (math.isfinite(S) and math.isfinite(bound)):
         return (
             f"normalized linear attention u / (1^T u) cannot be evaluated for {which}: its "
             f"visible logits' sum 1^T u = {S:.3g} or the bound on its rounding error, "
             f"{bound:.3g} (gamma_n sum|terms|, see docs/attention-maps.md), overflows "
             f"{precision}; the logits u = X_i W z_ik at this W, or the terms x_ta W_ab z_b "
-            f"they add, reach beyond {precision}'s range ({top}). "
+            f"they add, reach beyond {precision}'s range ({top}). {wider}"
             "u / (1^T u) does not change when W is multiplied by c > 0: scale W (or init) down, "
             "e.g. W / np.abs(W).max()."
         )
@@ -332,6 +338,7 @@ def undetermined_sum_message(
             "sum|terms|, see docs/attention-maps.md): the exact sum may be 0 or of the other "
             "sign. "
         )
+        + wider
         + (
             fix
             or "Move W off the hyperplane 1^T X_i W z_ik = 0 (to a W where |1^T X_i W z_ik| is "
@@ -346,7 +353,10 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
     over the visible keys, refused where it is within :math:`\gamma_{T_v - 1} \sum_t
     2^{-k}|u_t|` of 0 (the rounding error bound of a sum of :math:`T_v` given floats, with the
     unit roundoff of the precision the sum is computed in: float32 logits are summed in
-    float32, and their :math:`u = 2^{-24}`).
+    float32, and their :math:`u = 2^{-24}`). :math:`\gamma_n = n u / (1 - n u)` holds while
+    :math:`n u < 1`: a query of float32 or float16 logits with :math:`(T_v - 1) u \ge 1/2`
+    (more than 1024 visible keys in float16) is summed in float64, with float64's bound, and
+    ``S`` is then float64 (the other queries' sums, held exactly, unchanged).
 
     k = 0 (``S`` the plain sum) unless that sum or its bound overflows; then k > 0, from the
     exponent of the largest visible :math:`|u_t|` and :math:`T_v`, keeps this query's sum of
@@ -359,17 +369,23 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
     n = np.sum(vis, axis=-1, keepdims=True)
     # an overflow (inf, or NaN where partial sums of both signs overflow): the query is
     # evaluated at 2^-k u below
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         S = visible_sum(u, vis)
-        ur = _unit_roundoff(S.dtype)  # the sum is rounded in u's precision (float32 ...)
+        dt = S.dtype
+        ur = _unit_roundoff(dt)  # the sum is rounded in u's precision (float32 ...)
         bound = gamma(n - 1, ur) * np.sum(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
+    wide = _too_long(n, dt)
+    if np.any(wide):  # float64's sum and bound (float16 or float32 u: no overflow)
+        u64 = u.astype(np.float64)
+        S = np.where(wide, visible_sum(u64, vis), S)
+        bound = np.where(wide, gamma(n - 1) * visible_sum(np.abs(u64), vis), bound)
     k = np.zeros(S.shape, dtype=np.int64)
     over = ~(np.isfinite(S) & np.isfinite(bound))
     if np.any(over):
         # sum_t |u_t| 2^-k < T_v 2^(e - k) <= 2^(maxexp - 1), e the exponent of max_t |u_t|
         top = np.max(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
         need = np.frexp(top)[1] + np.ceil(np.log2(n)).astype(np.int64) + 1
-        k = np.where(over, np.maximum(need - np.finfo(S.dtype).maxexp, 1), 0)
+        k = np.where(over, np.maximum(need - np.finfo(dt).maxexp, 1), 0)
         down = _down(u, k)
         S = np.where(over, visible_sum(down, vis), S)
         bound = np.where(
@@ -381,6 +397,12 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
     return S, k
 
 
+def _too_long(n: Array, dtype: Any) -> Array:
+    r"""The queries of ``n`` visible keys whose sum :func:`_total` takes in float64: where
+    :math:`(n - 1) u \ge 1/2` for ``dtype``'s unit roundoff u (float32, float16)."""
+    return (n - 1) * _unit_roundoff(dtype) >= 0.5
+
+
 def _down(x: Array, k: Array) -> Array:
     """:math:`2^{-k} x` (exact where it stays normal); ``x`` itself where every k is 0."""
     return np.ldexp(x, -k) if np.any(k) else x
@@ -388,7 +410,8 @@ def _down(x: Array, k: Array) -> Array:
 
 def _normalized(u: Array, visible: Array | None = None) -> Array:
     S, k = _total(u, visible)
-    return _linear(_down(u, k), visible) / S
+    a = _linear(_down(u, k), visible)
+    return (a / S).astype(a.dtype, copy=False)  # one rounding to u's dtype: S float64 or not
 
 
 def _normalized_unchecked(u: Array, visible: Array | None = None) -> Array:
@@ -401,7 +424,8 @@ def _normalized_unchecked(u: Array, visible: Array | None = None) -> Array:
 def _normalized_jac(u: Array, visible: Array | None = None) -> Array:
     m = _vis(u, visible).astype(float)
     S, k = _total(u, visible)
-    a = _linear(_down(u, k), visible) / S
+    a = _linear(_down(u, k), visible)
+    a = (a / S).astype(a.dtype, copy=False)  # as phi's (S float64 where _total widened it)
     return _down(_diag(m) - _outer(a, m), k[..., None]) / S[..., None]
 
 
@@ -409,21 +433,29 @@ def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
     r""":math:`H_{ts} = (2 g^\top a - g_t - g_s) / (\mathbf 1^\top u)^2` (a = u / 1^T u)
     on the visible keys, as :math:`-(g \mathbf 1^\top + \mathbf 1 g^\top) / S^2 + 2 (g^\top
     u) \mathbf 1 \mathbf 1^\top / S^3`; a query where that leaves the floats' range (its
-    :math:`S^2` or :math:`S^3` not a normal number, or an entry not finite), or whose sum
-    overflowed (:func:`_total`'s k > 0), by :func:`_normalized_hess_scaled` instead: every
+    :math:`S^2` or :math:`S^3` not a normal number, an entry not finite, or a nonzero product
+    :math:`g_t u_t` or :math:`g^\top u` below the normal range, whose absolute rounding
+    error :math:`S^3` would magnify), whose sum overflowed (:func:`_total`'s k > 0) or was
+    taken in float64 (:func:`_too_long`), by :func:`_normalized_hess_scaled` instead: every
     other query bit for bit as the formula above."""
     vis = _vis(u, visible)
     m = vis.astype(float)
     S, k = _total(u, visible)
+    Sd = S.astype(np.result_type(u, 0.0), copy=False)[..., None]  # u's precision (float16 ...)
     gm = g * m
     # a warning here comes from a query that leaves the range: each is computed again below
     with np.errstate(all="ignore"):
-        S2, S3 = S[..., None] ** 2, S[..., None] ** 3
-        gu = np.sum(gm * u, axis=-1, keepdims=True)[..., None]
+        S2, S3 = Sd**2, Sd**3
+        gmu = gm * u
+        gu = np.sum(gmu, axis=-1, keepdims=True)[..., None]
         H = -(_outer(gm, m) + _outer(m, gm)) / S2 + 2.0 * gu * _outer(m, m) / S3
-    tiny = np.finfo(S.dtype).tiny
+    tiny, tiny_gu = np.finfo(Sd.dtype).tiny, np.finfo(gu.dtype).tiny
     normal = (S2 >= tiny) & np.isfinite(S2) & (np.abs(S3) >= tiny) & np.isfinite(S3)
+    sub = np.any((gm != 0) & (u != 0) & (np.abs(gmu) < tiny_gu), axis=-1)[..., None, None]
+    sub |= (gu != 0) & (np.abs(gu) < tiny_gu)
+    wide = _too_long(np.sum(vis, axis=-1), Sd.dtype)[..., None, None]
     redo = (k[..., None] > 0) | ~normal | ~np.all(np.isfinite(H), axis=(-2, -1), keepdims=True)
+    redo |= sub | wide
     if not np.any(redo):
         return H
     rows = np.broadcast_to(redo[..., 0, 0], H.shape[:-2])
@@ -439,7 +471,9 @@ def _normalized_hess(u: Array, g: Array, visible: Array | None = None) -> Array:
     return H
 
 
-def _normalized_hess_scaled(u: Array, gm: Array, vis: Array, S: Array, k: Array) -> Array:
+def _normalized_hess_scaled(
+    u: Array, gm: Array, vis: Array, S: Array, k: Array, again: bool = True
+) -> Array:
     r"""The Hessian of :func:`_normalized_hess` as :math:`(2 \tilde g^\top a - \tilde g_t -
     \tilde g_s) / \mathbf 1^\top u` with :math:`\tilde g = g / \mathbf 1^\top u`, for
     queries ``(q, T)`` whose ``S`` is the sum of :math:`2^{-k} u` (:func:`_total`), each
@@ -447,14 +481,26 @@ def _normalized_hess_scaled(u: Array, gm: Array, vis: Array, S: Array, k: Array)
     are :math:`\tilde g`, the weights a, :math:`\tilde g^\top a` and the numerator, on the
     scale of :math:`\tilde g` times a, not of :math:`S^2` or :math:`S^3` (where the sum
     overflowed, :math:`|\mathbf 1^\top u| > \gamma_1 \cdot 1.8 \times 10^{308}` leaves
-    :math:`|\tilde g| < 10^{16}`, g near float64's largest number included); a result beyond
-    the range is an infinity. ``gm`` is g with the hidden keys' entries 0."""
+    :math:`|\tilde g| < 10^{16}`, g near float64's largest number included). A query whose
+    steps leave the range all the same (:math:`\tilde g^\top a` beyond it while H is not:
+    ``hessian([1e23, -1e23 + 1e8], g=[1e308, -1e308])``, H about 3.9e307) is computed
+    ``again`` at :math:`2^{-j} g`, :math:`2^j` the power of two of its largest
+    :math:`|g_t|` (H is linear in g), and scaled back: a result beyond the range is an
+    infinity. ``gm`` is g with the hidden keys' entries 0."""
     m = vis.astype(float)
-    g_S = _down(gm, k) / S
-    a = np.where(vis, _down(u, k), 0.0) / S
-    q = np.sum(g_S * a, axis=-1, keepdims=True)[..., None]
-    w = 2.0 * q * _outer(m, m) - (_outer(g_S, m) + _outer(m, g_S))
-    return _down(w, k[..., None]) / S[..., None]
+    with np.errstate(over="ignore", invalid="ignore"):  # such queries are computed again
+        g_S = _down(gm, k) / S
+        a = np.where(vis, _down(u, k), 0.0) / S
+        q = np.sum(g_S * a, axis=-1, keepdims=True)[..., None]
+        w = 2.0 * q * _outer(m, m) - (_outer(g_S, m) + _outer(m, g_S))
+        H = _down(w, k[..., None]) / S[..., None]
+    bad = ~np.all(np.isfinite(H), axis=(-2, -1))
+    if again and np.any(bad):
+        j = np.frexp(np.max(np.abs(gm[bad]), axis=-1, keepdims=True))[1]
+        Hj = _normalized_hess_scaled(u[bad], np.ldexp(gm[bad], -j), vis[bad], S[bad], k[bad], False)
+        with np.errstate(over="ignore"):  # H beyond the range: an infinity
+            H[bad] = np.ldexp(Hj, j[..., None])
+    return H
 
 
 # -- sigmoid --------------------------------------------------------------------------------

@@ -77,7 +77,9 @@ def _gamma(n: int, u: Fraction = U64) -> Fraction:
     return n * u / (1 - n * u)
 
 
-def _tolerances(u: np.ndarray, g: np.ndarray, vis: np.ndarray) -> tuple[np.ndarray, ...]:
+def _tolerances(
+    u: np.ndarray, g: np.ndarray, vis: np.ndarray, textbook: bool
+) -> tuple[np.ndarray, ...]:
     r"""Bounds on the errors of phi, J and H of one query (T <= 64), exact rationals.
 
     Write :math:`\sigma = \mathbf 1^\top u` (exact), :math:`\hat\sigma` = 2^k S the
@@ -97,13 +99,14 @@ def _tolerances(u: np.ndarray, g: np.ndarray, vis: np.ndarray) -> tuple[np.ndarr
     - H, either formula: the terms :math:`(|g_t| + |g_s|)/\sigma^2` and
       :math:`2 \sum |g u| / |\sigma|^3` (M) pass through at most :math:`T_v + 5` roundings and
       three divisions by :math:`\hat\sigma`: :math:`((1 + \theta)^3 (1 + \gamma_{T_v + 5})
-      - 1) M`. Absolute terms: the textbook formula's :math:`T_v` products :math:`g_t u_t`
-      and two divisions, :math:`T_v \eta / |\sigma|^3 + 2\eta`; the scaled one's
+      - 1) M`. Absolute terms of the formula the query takes (``textbook``:
+      :func:`_textbook_in_range`): the textbook formula's two divisions, :math:`2\eta` (its
+      products :math:`g_t u_t` and their sum are 0 or normal numbers there: no absolute
+      error); the scaled one's
       :math:`\tilde g` and a (errors :math:`\eta_1 = \eta(1 + 1/s)` each) in
       :math:`w = 2 \tilde g^\top a - \tilde g_t - \tilde g_s`, :math:`2 \sum_t (
       (|a_t| + |\tilde g_t|)\eta_1 + \eta_1^2 + \eta) + 2 \eta_1`, divided by
-      :math:`\hat\sigma`, then :math:`\eta(1 + 1/s)` of 2^-k w / S. Both are added (the
-      test does not assume which formula a query takes).
+      :math:`\hat\sigma`, then :math:`\eta(1 + 1/s)` of 2^-k w / S.
     """
     T = u.shape[0]
     uf = [Fraction(float(x)) if v else Fraction(0) for x, v in zip(u, vis, strict=True)]
@@ -125,7 +128,7 @@ def _tolerances(u: np.ndarray, g: np.ndarray, vis: np.ndarray) -> tuple[np.ndarr
     rel_H = (1 + theta) ** 3 * (1 + _gamma(n + 5)) - 1
     gu = 2 * sum(abs(x * y) for x, y in zip(gf, uf, strict=True)) / abs(sigma) ** 3
     w_abs = 2 * sum((x + y) * eta1 + eta1**2 + eta for x, y in zip(a, gt, strict=True)) + 2 * eta1
-    abs_H = n * eta / abs(sigma) ** 3 + 2 * eta + w_abs * (1 + theta) / abs(sigma) + eta1
+    abs_H = 2 * eta if textbook else w_abs * (1 + theta) / abs(sigma) + eta1
     for t in range(T):
         for s in range(T):
             if vis[t] and vis[s]:
@@ -159,9 +162,10 @@ def _check_exact(
     got: tuple[np.ndarray, ...], u: np.ndarray, g: np.ndarray, vis: np.ndarray, what: str
 ) -> None:
     """phi, J and H of each query of ``u`` (..., T) against exact rationals."""
+    textbook = _textbook_in_range(u, g, vis)
     for i in np.ndindex(u.shape[:-1]):
         want = _exact(u[i], g[i], vis[i])
-        tols = _tolerances(u[i], g[i], vis[i])
+        tols = _tolerances(u[i], g[i], vis[i], bool(textbook[i]))
         for name, have, x, e in zip(("phi", "J", "H"), got, want, tols, strict=True):
             _assert_within(have[i], x, e, f"{what} query {i} {name}")
 
@@ -240,13 +244,18 @@ def test_partial_sums_of_both_signs_that_overflow_are_evaluated_quietly() -> Non
 
 def _textbook_in_range(u: np.ndarray, g: np.ndarray, vis: np.ndarray) -> np.ndarray:
     """The queries where the textbook Hessian stays in float64's range: S^2 and S^3 normal
-    numbers and every entry finite (the map computes those by it, bit for bit)."""
-    S = np.sum(np.where(vis, u, 0.0), axis=-1)
+    numbers, every entry finite, each product g_t u_t of nonzero factors and g^T u 0 or a
+    normal number (the map computes those by it, bit for bit)."""
     tiny = np.finfo(float).tiny
     with np.errstate(all="ignore"):
+        S = np.sum(np.where(vis, u, 0.0), axis=-1)
         H = _naive(u, g, vis)[2]
         normal = (np.abs(S) ** 2 >= tiny) & (np.abs(S) ** 3 >= tiny) & np.isfinite(S**3)
-    return normal & np.all(np.isfinite(H), axis=(-2, -1))
+        gu = np.where(vis, g * u, 0.0)
+        gsum = np.sum(gu, axis=-1)
+    small = (gu != 0) & (np.abs(gu) < tiny) | vis & (g != 0) & (u != 0) & (gu == 0)
+    small = np.any(small, axis=-1) | (gsum != 0) & (np.abs(gsum) < tiny)
+    return normal & ~small & np.all(np.isfinite(H), axis=(-2, -1))
 
 
 def test_ordinary_inputs_are_bit_for_bit_the_textbook_formulas() -> None:
@@ -287,6 +296,14 @@ def test_ordinary_inputs_are_bit_for_bit_the_textbook_formulas() -> None:
         ([1e200, 3e200], [1e300, -1e300]),  # S^2 = inf: was NaN (exact -1.9e-101)
         ([1e308, 3e307], [1e300, -1e300]),  # was NaN; the result is subnormal
         ([1e-160, -3e-160, 5e-161], [1e-300, 2e-300, -1e-300]),  # S^2 = 0: was NaN
+        # products g_t u_t below the normal range, S^3 normal: 1.2% off, and of the wrong sign
+        ([1e-103, 2e-103], [1e-220, -1e-220]),
+        ([1e-103, 2e-103], [1e-222, 3e-222]),  # was H00 = -2.2e-17, exact +2.96e-17
+        # the scaled formula's own steps beyond the range (2 g~^T a): was inf, NaN; H11 is
+        # beyond it (exact 2.55e308), H00 and H01 are not (0.85e308, 1.7e308)
+        ([3.0, -1.0], [1.7e308, -1.7e308]),
+        ([1.0, -0.5], [1.7e308, 1.7e308]),  # exact 0 (g constant)
+        ([1.0, -0.5], [1.7e308, 1.6e308]),  # was NaN; exact [[0.8, 1.2], [1.2, 1.6]] 1e308
     ],
 )
 def test_the_hessian_where_s2_or_s3_leaves_float64s_range(u: list, g: list) -> None:
@@ -295,9 +312,11 @@ def test_the_hessian_where_s2_or_s3_leaves_float64s_range(u: list, g: list) -> N
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         H = NL.hessian(uu, gg)
-    want, tol = _exact(uu, gg, vis)[2], _tolerances(uu, gg, vis)[2]
-    _assert_within(H, want, tol, "H")
-    assert np.all(np.isfinite(H))
+    textbook = bool(_textbook_in_range(uu, gg, vis))
+    want, tol = _exact(uu, gg, vis)[2], _tolerances(uu, gg, vis, textbook)[2]
+    _assert_within(H, want, tol, "H")  # an infinity only where the exact H is beyond range
+    in_range = np.vectorize(lambda x, e: abs(x) + e <= BIGGEST, otypes=[bool])(want, tol)
+    assert np.all(np.isfinite(H[in_range]))
 
 
 def test_float32_logits_keep_their_dtype() -> None:
@@ -342,6 +361,52 @@ def test_float32_and_float16_sums_are_refused_by_their_own_rounding_error(
     for have, x in zip(got, v, strict=True):
         want = Fraction(float(x)) / sigma
         assert abs(Fraction(float(have)) - want) <= rel * abs(want), (have, float(want))
+
+
+def test_the_hessian_where_g_tilde_times_a_overflows() -> None:
+    """hessian([1e23, -1e23 + 1e8], g=[1e308, -1e308]) was inf; g~^T a is about 1e315, H
+    about 3.92e307. The sum is exact here (Sterbenz), so _tolerances' bound on it (gamma_1
+    2e23) is no use; the other steps at 2^-1024 g (g~, a, g~^T a, 2 q - g~_t - g~_s, the
+    division) are 6 roundings without cancellation: relative error below 6u (1e-14 kept)."""
+    u, g = np.array([1e23, -1e23 + 1e8]), np.array([1e308, -1e308])
+    H = NL.hessian(u, g)
+    want = _exact(u, g, np.ones(2, dtype=bool))[2]
+    np.testing.assert_allclose(H, want.astype(float), rtol=1e-14)
+
+
+def test_float16_rows_beyond_1024_visible_keys_are_summed_in_float64() -> None:
+    """gamma_n = n u / (1 - n u) holds while n u < 1: float16's u = 2^-11 made it inf at
+    2049 keys (refused as an "overflow") and negative beyond (nothing refused: a sum of
+    exactly 0 gave [inf, -inf, ...] with a divide-by-zero warning). Such a row's sum is now
+    float64's, with float64's bound; the other rows are float16's, bit for bit."""
+    zero = np.tile(np.float16([1.0, -1.0]), 1100)  # sums to 0 exactly
+    with pytest.raises(ProblemError, match=r"not determined by float64 .* has 1\^T u = 0,"):
+        NL.phi(zero)
+    long = np.tile(np.float16([1.0, -1.0]), 1025)[:-1]  # 2049 keys, sum 1: phi = u exactly
+    short = np.float16([1.5, -0.25, 3.0, 1e-3] + [0.0] * 2045)
+    vis = np.ones((2, 2049), dtype=bool)
+    vis[1, 4:] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = NL.phi(np.stack([long, short]), vis)
+        J = NL.jacobian(long)
+        H = NL.hessian(long, np.arange(2049.0).astype(np.float16))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got[0], long)
+    np.testing.assert_array_equal(got[1], NL.phi(short[:4]).tolist() + [0.0] * 2045)
+    # J = (I - a 1^T) / 1^T u and H = 2 g^T a - g_t - g_s (1^T u = 1, a = u): exact in float64
+    a = long.astype(np.float64)
+    np.testing.assert_array_equal(J, np.eye(2049) - a[:, None])
+    gg = np.arange(2049.0).astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(H, 2.0 * (gg @ a) - gg[:, None] - gg[None, :])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_float32_or_float16_refusal_says_pass_float64_first(dtype: type) -> None:
+    with pytest.raises(ProblemError, match=r"sign\. Pass float64 logits, u\.astype\(np\.float64\)"):
+        NL.phi(np.array([1.0, 2.0, -3.0], dtype=dtype))
+    with pytest.raises(ProblemError, match=r"sign\. Pass float64 logits, u\.astype\(np\.float64\)"):
+        NL.phi(np.array([1.0, -1.0], dtype=dtype) * np.finfo(dtype).max)  # beyond its range
 
 
 def test_a_cancelling_sum_beyond_range_stays_refused_and_says_so() -> None:
