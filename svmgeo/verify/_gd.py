@@ -23,7 +23,7 @@ from ..data import TokenData
 from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
 from ..ntp import NextTokenData
 from ..solvers import Status, SVMResult, att_svm, faces, joint_svm, optimal_face_alignment
-from ._judge import Verdict, head_scores, judge, scored
+from ._judge import Verdict, judge, scored
 from ._options import refuse_options
 from ._protocol import Comparison, Prediction, closest, compare
 from ._report import VerifyReport, assemble, svm_prediction
@@ -240,7 +240,7 @@ def verify(
             data, param=param, train_head=bool(train_head), threshold=threshold,
             options={**options, "init": init},
         )  # fmt: skip
-    sdata = scored(data, _scores(data, head, v, V, lam))
+    sdata = _scored(data, head, v, V, lam)
     width = data.d if m is None else m
     if isinstance(init, str) and init == "cone":
         init = _cone_start(sdata, alpha, param, width, cone_radius, cone_noise, seed)
@@ -371,7 +371,7 @@ def _verify_optimizer(
             f"SVMs, with the linear head; got {', '.join(refused)}. Drop it, or verify GD "
             "(optimizer='gd')."
         )
-    sdata = scored(data, head_scores(data, "linear", options["v"], None, None))
+    sdata = scored(data, v=options["v"])
     width = data.d if options["m"] is None else options["m"]
     if isinstance(init, str) and init == "cone":
         init = _cone_start(sdata, alpha, param, width, cone[0], cone[1], options["seed"])
@@ -477,15 +477,16 @@ def _check_prompt_options(param: str, head: str, init: Any, alpha: Any) -> None:
         )
 
 
-def _scores(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> np.ndarray:
-    """The token scores of the head GD trains, after checking the head has its parameters."""
+def _scored(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> TokenData:
+    """:func:`~svmgeo.verify._judge.scored` by the head GD trains, after checking the head has
+    its parameters."""
     if head == "relu" and V is None:
         raise ProblemError(
             f"head='relu' needs V of shape ({data.d}, p): h(x) = vᵀReLU(Vᵀx) with V fixed."
         )
     if head == "concave" and lam is None:
         raise ProblemError("head='concave' needs lam, the λ of h(x) = vᵀx − λ‖x‖²; pass lam=0.1.")
-    return head_scores(data, head, v, V, lam)
+    return scored(data, head, v, V, lam)
 
 
 # -- step 2: the start of training -------------------------------------------------------------
@@ -620,7 +621,7 @@ def _verify_prompt(
     head_v = options["v"]
     if joint is not None:
         head_v = joint.v if joint.v is not None else trajectory.head
-    sdata = scored(data, head_scores(data, "linear", head_v, None, None), prompt=param == "p")
+    sdata = scored(data, v=head_v, prompt=param == "p")
     verdict = judge(sdata, selection, prompt=param == "p")
     svm = verdict.lot.support.svm if verdict.feasible else None
     target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
@@ -816,7 +817,7 @@ def _verify_map(
         data, param=param, head="linear", train_head=False,
         options={**options, "attention": attention},
     )  # fmt: skip
-    sdata = scored(data, head_scores(data, "linear", options["v"], None, None))
+    sdata = scored(data, v=options["v"])
     verdict = judge(sdata, trajectory.selection)
     rank = _rank(data, param, data.d if options["m"] is None else options["m"])
     predictions, svms = _svm_predictions(sdata, verdict, rank=rank)

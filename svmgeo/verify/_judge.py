@@ -22,7 +22,7 @@ from ..analysis import LocalOptimality, is_locally_optimal
 from ..data import TokenData
 from ..selection import optimal_token_sets
 
-__all__ = ["Verdict", "head_scores", "judge", "scored"]
+__all__ = ["Verdict", "judge", "scored"]
 
 
 def _weights(value: Any, name: str, size: int, where: str) -> np.ndarray:
@@ -39,81 +39,95 @@ def _weights(value: Any, name: str, size: int, where: str) -> np.ndarray:
     return w
 
 
-def head_scores(
-    data: TokenData, head: str, v: Any, V: Any, lam: Any, *, where: str = "verify"
-) -> np.ndarray:
-    r"""Token scores :math:`\gamma_{ikt} = Y_{ik} h(u_{it})` of the head the run trains, (n, K, T).
+def _head_features(
+    data: TokenData, head: str, v: Any, V: Any, lam: Any, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Features :math:`\tilde u_{it}` and weights :math:`w` with :math:`h(u_{it}) = w^\top
+    \tilde u_{it}` for a head given its parameters: :math:`(u, v)` (linear),
+    :math:`(\mathrm{ReLU}(V^\top u), v)` (relu), :math:`([u; \|u\|^2], [v; -\lambda])`
+    (concave)."""
+    U = np.asarray(data.values)
+    if head == "relu":
+        Va = check_array(V, f"'V' of {where}", ndim=2, shape=(U.shape[2], None))
+        w = np.ones(Va.shape[1]) if v is None else _weights(v, "v", Va.shape[1], where)
+        return np.maximum(U @ Va, 0.0), w
+    if v is None:
+        if data.v is None:
+            raise ProblemError(
+                f"{where} needs the head's weights v for head={head!r}: build the data with "
+                "v=... or pass v=."
+            )
+        vv = np.asarray(data.v)
+    else:
+        vv = _weights(v, "v", U.shape[2], where)
+    if head == "concave":
+        lam = check_real(lam, "lam", low=0.0, high_open=True, where=where)
+        squares = np.sum(U * U, axis=2, keepdims=True)
+        return np.concatenate([U, squares], axis=2), np.append(vv, -lam)
+    return U, vv
+
+
+def scored(
+    data: TokenData,
+    head: str = "linear",
+    v: Any = None,
+    V: Any = None,
+    lam: Any = None,
+    *,
+    prompt: bool = False,
+    where: str = "verify",
+) -> TokenData:
+    r"""The same attention problem, its tokens scored by the head the run trains.
 
     .. math::
 
+        \gamma_{ikt} = Y_{ik}\,h(u_{it}),\qquad
         h(u) = v^\top u\ (\text{linear}),\quad v^\top\mathrm{ReLU}(V^\top u)\ (\text{relu}),
-        \quad v^\top u - \lambda\|u\|^2\ (\text{concave})
+        \quad v^\top u - \lambda\|u\|^2\ (\text{concave}),
 
-    on the head features :math:`u_{it}` (``data.values``; the tokens when not given).
+    each written as a linear head :math:`w^\top \tilde u_{it}` on features
+    :math:`\tilde u_{it}` (:math:`u_{it}`; :math:`\mathrm{ReLU}(V^\top u_{it})`;
+    :math:`[u_{it}; \|u_{it}\|^2]` with :math:`w = [v; -\lambda]`), so that
+    :func:`~svmgeo.optimal_token_sets` and :func:`~svmgeo.is_locally_optimal` of the result
+    compare the scores on their own rule: sizes
+    :math:`|Y_{ik}|\,|w|^\top|\tilde u_{it}|`, the sizes of the score's terms (the ReLU
+    features are taken as the head features, as given ``values`` are). Without ``v``, the
+    linear head is the data's own (its ``v``, or its given ``scores``, compared on their own
+    :math:`|\gamma|`): the result's optimal tokens and LOT verdicts are the data's.
 
     Parameters
     ----------
     data : TokenData
     head : {"linear", "relu", "concave"}
     v, V, lam
-        The head's parameters (``v`` defaults to ``data.v``; the ReLU head's to ones).
+        The head's parameters (``v`` defaults to ``data.v``; the ReLU head's to ones); a
+        trained head's final ``v`` for joint training.
+    prompt : bool
+        Every query :math:`z_{ik} = e_1`, so that Att-SVM of the result is the p-SVM (its
+        solution :math:`p^{\mathrm{mm}} e_1^\top`) and its LOT test that of prompt attention.
     where : str
         The function the user called, which errors name.
 
     Returns
     -------
-    ndarray of shape (n, K, T)
-        ``data.scores`` when the linear head has no ``v`` and the data carries scores.
+    TokenData
 
     Raises
     ------
     ProblemError
-        The data has neither ``v`` nor scores, and none was passed.
+        The data has neither ``v`` nor scores and none was passed, or a parameter of the
+        wrong shape.
     """
-    X = np.asarray(data.values)
-    Y = np.asarray(data.labels)[:, :, None]
-    if head == "relu":
-        Va = check_array(V, f"'V' of {where}", ndim=2, shape=(X.shape[2], None))
-        w = np.ones(Va.shape[1]) if v is None else _weights(v, "v", Va.shape[1], where)
-        h = np.maximum(X @ Va, 0.0) @ w
+    scores = None
+    if head == "linear" and v is None:  # the data's own head: its scores and their sizes
+        if data.v is None and data.scores is None:
+            raise ProblemError(
+                f"{where} needs token scores for the head: build the data with v=... or pass v=."
+            )
+        values, w = (np.asarray(data.values) if data.has_values else None), data.v
+        scores = data.scores
     else:
-        if v is None:
-            if data.v is None:
-                if data.scores is None:
-                    raise ProblemError(
-                        "verify needs token scores for the head: build the data with v=... or "
-                        "pass v=."
-                    )
-                return np.asarray(data.scores)
-            vv = np.asarray(data.v)
-        else:
-            vv = _weights(v, "v", X.shape[2], where)
-        h = X @ vv
-        if head == "concave":
-            lam = check_real(lam, "lam", low=0.0, high_open=True, where=where)
-            h = h - lam * np.sum(X * X, axis=2)
-    return Y * h[:, None, :]
-
-
-def scored(data: TokenData, scores: np.ndarray, prompt: bool = False) -> TokenData:
-    r"""The same attention problem with explicit token scores (queries passed as Z).
-
-    .. math::
-
-        (X, Z, \gamma) \quad\text{or, for prompt attention,}\quad (X, e_1, \gamma)
-
-    Parameters
-    ----------
-    data : TokenData
-    scores : ndarray of shape (n, K, T)
-    prompt : bool
-        Every query :math:`z_{ik} = e_1`, so that Att-SVM of the result is the p-SVM (its
-        solution :math:`p^{\mathrm{mm}} e_1^\top`) and its LOT test that of prompt attention.
-
-    Returns
-    -------
-    TokenData
-    """
+        values, w = _head_features(data, head, v, V, lam, where)
     if prompt:  # prompt data may have no queries (TokenData without Z or query)
         Z = np.zeros((data.n, data.K, data.d))
         Z[..., 0] = 1.0
@@ -124,7 +138,9 @@ def scored(data: TokenData, scores: np.ndarray, prompt: bool = False) -> TokenDa
         Y=np.asarray(data.Y),
         Z=Z[:, 0] if data.single_query else Z,
         mask=None if data.mask is None else np.asarray(data.mask),
-        scores=scores[:, 0] if data.single_query else scores,
+        values=values,
+        v=w,
+        scores=scores,
     )
 
 

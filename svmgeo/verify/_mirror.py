@@ -23,7 +23,7 @@ from .._validation import check_real
 from ..data import TokenData
 from ..gd import DEFAULT_BACKEND
 from ..solvers import att_svm
-from ._judge import head_scores, judge, scored
+from ._judge import judge, scored
 from ._options import refuse_options
 from ._protocol import compare
 from ._report import VerifyReport, assemble, svm_prediction
@@ -134,7 +134,7 @@ def verify_mirror(
     threshold = check_real(threshold, "threshold", low=-1.0, high=1.0, where=where)
     if isinstance(init, str) and init == "cone":
         raise ProblemError(f"{where}: init='cone' is for verify (GD); pass 'zero' or an array.")
-    sdata = scored(data, head_scores(data, "linear", v, None, None, where="verify_mirror"))
+    sdata = scored(data, v=v, where="verify_mirror")
     train = dict(
         loss=loss, v=v, step_size=step_size, normalized=normalized, n_steps=n_steps,
         record_every=record_every, init=init, backend=backend,

@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Audit J (session 56): verify judges ties on the rule of optimal_token_sets.
+
+A computed score :math:`Y v^\\top u` is compared with the others up to ``TIE_RTOL`` times its
+size :math:`|Y|\\,|v|^\\top|u|` (``svmgeo.optimal_token_sets``, ``is_locally_optimal``). verify
+judged the data re-scored with explicit scores, whose sizes are their own :math:`|\\gamma|`: on
+scores that cancel to round-off (:math:`2.2\\cdot10^{-16}` against 0) it saw no tie where
+optimal_token_sets saw one, and called a selection a LOT that is_locally_optimal refuses. Each
+test compares verify's verdict with optimal_token_sets / is_locally_optimal on the same data and
+selection, or, for the heads whose scores those functions cannot compute (ReLU, concave), with
+the documented rule evaluated in exact rationals.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.selection import TIE_RTOL
+
+Z1 = np.array([[1.0, 0.5]])
+V_PM = np.array([1.0, -1.0])
+
+
+def _near_tie() -> np.ndarray:
+    """Tokens 0 and 1 score 2.2e-16 and 0 under v = (1, -1): tied to round-off (sizes 2.6, 0.6)."""
+    return np.array([[[np.nextafter(1.3, 2.0), 1.3], [0.3, 0.3], [-1.0, 1.0]]])
+
+
+def _mirrored() -> np.ndarray:
+    """Token 0 scores 0.1 + 0.2 - 0.3 = 5.6e-17, token 1 scores 0: tied to round-off."""
+    X = _near_tie()
+    X[0, 0] = [0.1 + 0.2, 0.3]
+    X[0, 1] = [1.3, 1.3]
+    return X
+
+
+def _ties(sets: np.ndarray) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """(sequence, query, tokens) of every row of ``sets`` (n, T) with more than one True."""
+    return tuple(
+        (int(i), 0, tuple(int(t) for t in np.flatnonzero(row)))
+        for i, row in enumerate(sets)
+        if row.sum() > 1
+    )
+
+
+def _agrees(rep: sg.VerifyReport, data: sg.TokenData, norm: object = "fro") -> None:
+    """verify's optimality, ties and LOT verdict are those of optimal_token_sets and
+    is_locally_optimal on the same data and selection."""
+    sel = np.asarray(rep.selection)
+    sets = sg.optimal_token_sets(data)
+    assert rep.is_optimal == bool(np.all(sets[np.arange(data.n), sel]))
+    assert rep.optimal_ties == _ties(sets)
+    lot = sg.is_locally_optimal(data, sel, norm=norm)  # type: ignore[arg-type]
+    assert (rep.is_lot, rep.lot_decided) == (bool(lot), lot.decided), lot.reason
+
+
+@pytest.mark.parametrize("make", [_near_tie, _mirrored], ids=["nextafter", "0.1+0.2"])
+def test_verify_ties_as_optimal_token_sets(make):
+    data = sg.TokenData(make(), v=V_PM, Z=Z1)
+    assert sg.optimal_token_sets(data)[0].tolist() == [True, True, False]  # the reference
+    rep = sg.verify(data, n_steps=100, backend="numpy")
+    _agrees(rep, data)
+    assert rep.optimal_ties == ((0, 0, (0, 1)),)
+    assert rep.is_optimal  # either tied token is optimal
+    assert not rep.is_lot  # the other tied token is a support token scoring >= the selected
+
+
+def test_verify_mirror_ties_as_optimal_token_sets():
+    data = sg.TokenData(_near_tie(), v=V_PM, Z=Z1)
+    rep = sg.verify_mirror(data, exponent=1.5, n_steps=100, backend="numpy")
+    _agrees(rep, data, norm=("lp", 1.5))
+    assert rep.optimal_ties == ((0, 0, (0, 1)),)
+
+
+def test_prompt_and_kq_paths_tie_as_optimal_token_sets():
+    """param='p' (data scored with queries e_1) and param='KQ' judge on the same rule."""
+    X = _near_tie()
+    prompt = sg.verify(sg.TokenData(X, v=V_PM), param="p", n_steps=100, backend="numpy")
+    _agrees(prompt, sg.TokenData(X, v=V_PM, Z=np.array([[1.0, 0.0]])))  # the p-SVM's data
+    data = sg.TokenData(X, v=V_PM, Z=Z1)
+    kq = sg.verify(data, param="KQ", init=("random", 0.1), seed=0, n_steps=100, backend="numpy")
+    _agrees(kq, data)
+
+
+def test_given_scores_keep_their_own_sizes():
+    """Data with given scores are judged as optimal_token_sets judges them: sizes |gamma|."""
+    data = sg.TokenData(_near_tie(), Z=Z1, scores=np.array([[2.220446049250313e-16, 0.0, -2.0]]))
+    assert sg.optimal_token_sets(data)[0].tolist() == [True, False, False]  # 2.2e-16 > 0
+    rep = sg.verify(data, n_steps=100, backend="numpy")
+    _agrees(rep, data)
+
+
+def _exact_rule(scores: list[list[Fraction]], sizes: list[list[Fraction]]) -> list[list[bool]]:
+    """The tie rule of optimal_token_sets in exact rationals: t is optimal when
+    gamma_t >= gamma_* - TIE_RTOL * max(s_t, s_*), s_* the largest size at the top score."""
+    tol = Fraction(TIE_RTOL)
+    out = []
+    for g, s in zip(scores, sizes, strict=True):
+        top = max(g)
+        s_top = max(si for gi, si in zip(g, s, strict=True) if gi == top)
+        out.append([gi >= top - tol * max(si, s_top) for gi, si in zip(g, s, strict=True)])
+    return out
+
+
+def test_relu_head_ties_by_its_terms():
+    """h(u) = v^T ReLU(V^T u) with V = I and u >= 0 on the tied tokens: the linear scores'
+    tie, seen through the sizes |v|^T ReLU(V^T u) of the score's terms."""
+    X = _near_tie()
+    data = sg.TokenData(X, v=V_PM, Z=Z1)
+    rep = sg.verify(data, head="relu", V=np.eye(2), v=V_PM, n_steps=100, backend="numpy")
+    feats = [[[Fraction(max(float(c), 0.0)) for c in x] for x in seq] for seq in X]
+    w = [Fraction(float(c)) for c in V_PM]
+    scores = [[sum(wj * fj for wj, fj in zip(w, f, strict=True)) for f in seq] for seq in feats]
+    sizes = [[sum(abs(wj) * fj for wj, fj in zip(w, f, strict=True)) for f in seq] for seq in feats]
+    expected = _exact_rule(scores, sizes)
+    assert expected == [[True, True, False]]
+    assert rep.optimal_ties == _ties(np.array(expected))
+
+
+def test_concave_head_ties_by_its_terms():
+    """h(u) = v^T u - lam ||u||^2 cancels on u = (0.1, 0.2), v = (1, 0), lam = 2 (exactly in
+    decimals, to -1.4e-17 in floats) and is exactly 0 on u = 0: a tie up to round-off by the
+    sizes |v|^T|u| + lam ||u||^2 of the score's terms, not by |gamma| = 1.4e-17."""
+    U = np.array([[[0.0, 0.0], [0.1, 0.2], [-1.0, 0.0]]])
+    v, lam = np.array([1.0, 0.0]), 2.0
+    data = sg.TokenData(U, v=v, Z=Z1)
+    rep = sg.verify(data, head="concave", lam=lam, n_steps=100, backend="numpy")
+    Ue = [[[Fraction(float(c)) for c in u] for u in seq] for seq in U]
+    ve, le = [Fraction(float(c)) for c in v], Fraction(lam)
+    sq = [[sum(c * c for c in u) for u in seq] for seq in Ue]
+    lin = [[sum(a * b for a, b in zip(ve, u, strict=True)) for u in seq] for seq in Ue]
+    absl = [[sum(abs(a) * abs(b) for a, b in zip(ve, u, strict=True)) for u in seq] for seq in Ue]
+    scores = [[x - le * q for x, q in zip(a, b, strict=True)] for a, b in zip(lin, sq, strict=True)]
+    sizes = [[x + le * q for x, q in zip(a, b, strict=True)] for a, b in zip(absl, sq, strict=True)]
+    expected = _exact_rule(scores, sizes)
+    assert expected == [[True, True, False]]  # the exact scores differ: a round-off tie
+    assert scores[0][0] != scores[0][1]
+    assert rep.optimal_ties == _ties(np.array(expected))
+    assert rep.is_optimal
+
+
+def _tiny(seed: int) -> sg.TokenData:
+    """A random tiny integer instance (n = 2, T = 3, d = 2, distinct tokens in a sequence); odd
+    seeds get a round-off tie at the top of sequence 0 (scores 0 and about 1e-16 under
+    v = (a, -a))."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-2, 3, size=(2, 3, 2)).astype(float)
+    while any(len({tuple(x) for x in seq}) < 3 for seq in X):
+        X = rng.integers(-2, 3, size=(2, 3, 2)).astype(float)
+    v = rng.choice([-2.0, -1.0, 1.0, 2.0], size=2)
+    Z = rng.integers(-2, 3, size=(2, 2)).astype(float)
+    Z[np.all(Z == 0, axis=1), 0] = 1.0
+    Y = rng.choice([-1.0, 1.0], size=2)
+    if seed % 2:
+        a = float(rng.choice([1.0, 2.0]))
+        v = np.array([a, -a])
+        c = float(rng.choice([0.7, 1.3, 2.1]))
+        X[0, 0] = [np.nextafter(c, 3.0), c] if seed % 4 == 1 else [0.1 + 0.2, 0.3]
+        X[0, 1] = [-c, -c] if seed % 4 == 1 else [c, c]
+        X[0, 2] = [-Y[0], Y[0]]  # Y v^T x = -2a: below the tie
+    return sg.TokenData(X, Y=Y, v=v, Z=Z)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_verify_agrees_with_optimal_token_sets_on_tiny_instances(seed):
+    data = _tiny(seed)
+    rep = sg.verify(data, n_steps=60, backend="numpy", init=("random", 0.1), seed=seed)
+    _agrees(rep, data)
+    if seed % 2:
+        assert (0, 0, (0, 1)) in rep.optimal_ties  # the round-off tie is seen
