@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "Rows",
     "as_float",
+    "coverage",
     "final_parts",
     "finite",
     "group",
@@ -28,6 +29,7 @@ __all__ = [
     "ok_rows",
     "quantile",
     "seeds",
+    "span",
     "tied_entry",
     "unknown",
 ]
@@ -56,6 +58,43 @@ def group(rows: Iterable[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple[A
 def finite(values: Iterable[Any]) -> list[float]:
     """The finite values as floats (``None``, NaN and ±inf left out)."""
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def coverage(kept: int, total: int, why: str, unit: str = "seed") -> str:
+    """What a statistic over a subset covers, to append to it: ``""`` when it covers all
+    ``total`` rows, else e.g. ``" (1 of 2 seeds; 1 NaN: no SVM solution)"``, ``why`` saying
+    why the others are missing.
+
+    Examples
+    --------
+    >>> coverage(2, 2, "NaN"), coverage(1, 2, "NaN: infeasible")
+    ('', ' (1 of 2 seeds; 1 NaN: infeasible)')
+    """
+    if kept == total:
+        return ""
+    return f" ({kept} of {total} {unit}{'' if total == 1 else 's'}; {total - kept} {why})"
+
+
+def span(values: Iterable[Any], fmt: str, why: str, unit: str = "seed") -> str:
+    r"""``min-max`` of the finite values in format ``fmt`` (``-`` when there are none), with
+    how many values it covers and why the others are missing when some are (``None``, NaN,
+    ±inf; :func:`coverage`): a span over a subset never reads as one over every row.
+
+    .. math::
+
+        \big[\min F,\ \max F\big],\qquad F = \{x \in v : x \text{ finite}\}
+
+    Examples
+    --------
+    >>> span([0.5, float("nan"), 0.25], ".2f", "NaN: no SVM solution")
+    '0.25-0.50 (2 of 3 seeds; 1 NaN: no SVM solution)'
+    >>> span([0.5, 0.25], ".2f", "NaN"), span([None], ".2f", "NaN: infeasible")
+    ('0.25-0.50', '- (0 of 1 seed; 1 NaN: infeasible)')
+    """
+    values = list(values)
+    v = finite(values)
+    text = f"{min(v):{fmt}}-{max(v):{fmt}}" if v else "-"
+    return text + coverage(len(v), len(values), why, unit)
 
 
 def mean(values: Iterable[Any]) -> float:

@@ -29,7 +29,18 @@ from ..data import random_data
 from ..gd import sparsity
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, median, seeds, tied_entry, unknown
+from ._rows import (
+    Rows,
+    coverage,
+    final_parts,
+    finite,
+    group,
+    median,
+    seeds,
+    span,
+    tied_entry,
+    unknown,
+)
 from ._selection import verified_or_tied
 
 __all__ = ["EXPERIMENT", "PS", "STEP_SIZES", "grid", "plot", "summarize", "trial"]
@@ -123,11 +134,8 @@ def _closest(row: dict[str, Any]) -> float | None:
     return min(gaps, key=gaps.__getitem__) if gaps else None
 
 
-def _span(values: Any) -> str:
-    """``min-max`` of the finite values, two decimals (``-`` when there are none)."""
-    v = finite(values)
-    return f"{min(v):.2f}-{max(v):.2f}" if v else "-"
-
+#: Why a seed has no ℓ_q SVM (its SVM cells NaN), for the headline's coverage counts.
+_NO_SVM = "without an SVM (Att-SVM(α) infeasible, or a tied selection)"
 
 #: The note on a seed whose final selection is not opt, by ``alpha_is_lot`` (None: undecided).
 _LOT_NOTE = {True: "", False: " (not a LOT)", None: " (LOT test undecided)"}
@@ -163,20 +171,23 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         headline[f"{tag}: 1-corr(W_T, W_mm_p), seeds {g[0]['seed']}-{g[-1]['seed']}"] = ", ".join(
             f"{r['one_minus_corr']:.1e}" for r in g
         )
-        others = finite(r[_key(q)] for r in g for q in PS if q != p)
-        headline[f"{tag}: min 1-corr(W_T, W_mm_q), q != p"] = f"{min(others, default=nan):.2g}"
-        ratios = finite(
-            math.log10(min(finite(r[_key(q)] for q in PS if q != p)) / r["one_minus_corr"])
-            for r in g
-            if finite([r["one_minus_corr"]]) and r["one_minus_corr"] > 0
+        others = [finite(r[_key(q)] for q in PS if q != p) for r in g]
+        nearest = min((x for o in others for x in o), default=nan)
+        headline[f"{tag}: min 1-corr(W_T, W_mm_q), q != p"] = f"{nearest:.2g}" + coverage(
+            sum(1 for o in others if o), len(g), _NO_SVM
         )
-        headline[f"{tag}: log10(nearest other / own 1-corr), min-max"] = (
-            f"{min(ratios, default=nan):.1f}-{max(ratios, default=nan):.1f}"
+        ratios = [
+            math.log10(min(o) / own) if o and min(o) > 0 and math.isfinite(own) and own > 0 else nan
+            for o, own in zip(others, (r["one_minus_corr"] for r in g), strict=True)
+        ]
+        headline[f"{tag}: log10(nearest other / own 1-corr), min-max"] = span(
+            ratios, ".1f", f"{_NO_SVM}, or a 1-corr <= 0"
         )
         closest = [_closest(r) == p for r in g]
         headline[f"{tag}: seeds whose closest of the 4 SVMs is W_mm_p"] = f"{sum(closest)}/{len(g)}"
         headline[f"{tag}: sparsity W_T [W_mm_p], min-max"] = (
-            f"{_span(r['sparsity_W'] for r in g)} [{_span(r['sparsity_svm'] for r in g)}]"
+            f"{span((r['sparsity_W'] for r in g), '.2f', 'NaN')} "
+            f"[{span((r['sparsity_svm'] for r in g), '.2f', _NO_SVM)}]"
         )
         odd = [f"{r['seed']}{_LOT_NOTE[r['alpha_is_lot']]}" for r in g
                if not r.get("tied") and not r["alpha_is_opt"]]  # fmt: skip

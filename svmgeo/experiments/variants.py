@@ -46,7 +46,7 @@ from ..analysis import PatternOptimality, is_locally_optimal_pattern
 from ..data import TokenData, random_data
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, finite, group, median, seeds, tied_entry, unknown
+from ._rows import Rows, group, median, seeds, span, tied_entry, unknown
 from ._selection import final_selection
 from .optimizers import closest
 from .stability import train_map
@@ -166,11 +166,27 @@ def grid(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+def _why(svm: str) -> str:
+    """Why a correlation with ``svm`` is missing (NaN): the SVM has no solution at W_T, or,
+    for ``fro`` and ``nuc``, the final selection is tied (no Att-SVM)."""
+    tied = ", or a tied selection" if svm in ("fro", "nuc") else ""
+    return f"NaN: no {svm} SVM solution{tied}"
+
+
+def _closest_text(row: dict[str, Any]) -> str:
+    """A row's closest SVM and its correlation, e.g. ``"sigmoid 0.663"`` (``"none"``)."""
+    best = row["closest"]
+    return best if best == "none" else f"{best} {row[f'corr_{best}']:.3f}"
+
+
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Summary: one row per (map, seed), every seed listed. Headline per map: the closest SVM
-    of every seed, 1 − corr with its own SVM (min–max), the min–max of every correlation; the
-    seeds whose final selection is tied (when any); and the stuck sigmoid keys with their
-    verdicts. A row without ``tied`` (a table written before it) counts as unknown."""
+    of every seed (the largest correlation, no threshold) with its correlation, 1 − corr with
+    its own SVM (min–max), the min–max of every correlation, each span saying how many seeds
+    it covers and why the others are missing where some are (NaN: no solution;
+    :func:`~svmgeo.experiments._rows.span`); the seeds whose final selection is tied (when
+    any); and the stuck sigmoid keys with their verdicts. A row without ``tied`` (a table
+    written before it) counts as unknown."""
     order = {a: k for k, a in enumerate(MAPS)}
     keys = ["attention", "seed", *(f"corr_{k}" for k in SVMS), "own", "corr_own", "closest",
             "tied", "loss", "n_stuck", "stuck", "stuck_verdict"]  # fmt: skip
@@ -179,17 +195,19 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     headline: dict[str, Any] = unknown(ordered, ["tied"])
     for (att,), g in group(ordered, ("attention",)).items():
         tag = f"{att}, seeds {g[0]['seed']}-{g[-1]['seed']}"
-        headline[f"{tag}: closest"] = " ".join(r["closest"] for r in g)
-        headline.update(tied_entry(g, f"{tag}: tied final selection (no fro, nuc)"))
-        gaps = finite(1 - r["corr_own"] for r in g)
-        headline[f"{tag}: 1 - corr(own {g[0]['own']})"] = (
-            f"{min(gaps):.1e}-{max(gaps):.1e}" if gaps else "-"
+        headline[f"{tag}: closest (largest corr, no threshold)"] = ", ".join(
+            _closest_text(r) for r in g
         )
-        spans = []
-        for k in SVMS:
-            v = finite(r[f"corr_{k}"] for r in g)
-            spans.append(f"{k} {min(v):.3f}-{max(v):.3f}" if v else f"{k} -")
-        headline[f"{tag}: corr min-max"] = ", ".join(spans)
+        headline.update(tied_entry(g, f"{tag}: tied final selection (no fro, nuc)"))
+        own = g[0]["own"]
+        headline[f"{tag}: 1 - corr(own {own})"] = (
+            span((1 - r["corr_own"] for r in g), ".1e", _why(own))
+            if own != "none"
+            else "- (no own SVM)"
+        )
+        headline[f"{tag}: corr min-max"] = ", ".join(
+            f"{k} {span((r[f'corr_{k}'] for r in g), '.3f', _why(k))}" for k in SVMS
+        )
         if att == "sigmoid":
             headline[f"{tag}: stuck keys"] = (
                 "; ".join(
