@@ -111,7 +111,7 @@ TIE_RTOL = 1e-12
 """Default relative tie tolerance of :func:`optimal_token_sets` (about 4,500 ulps of the size)."""
 
 
-def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
+def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL, sizes: Any = None) -> np.ndarray:
     r"""All maximizers of the visible scores, up to a tolerance relative to the scores compared.
 
     .. math::
@@ -134,16 +134,21 @@ def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL) -> np.ndarray:
     data : TokenData
     tol : float in [0, 1), default 1e-12
         Relative tolerance for a tie; 0 ties exactly equal scores only.
+    sizes : array of shape (n, T) or (n, K, T), optional
+        The sizes :math:`s` of given ``scores`` computed elsewhere (finite, :math:`\ge 0`): the
+        sizes of their terms, e.g. :func:`svmgeo.verify`'s for a ReLU or concave head. Default:
+        :math:`|Y_{ik}|\,|v|^\top|u_{it}|` for computed scores, :math:`|\gamma|` for given ones.
 
     Returns
     -------
     ndarray of bool, shape (n, T) or (n, K, T)
         True at every optimal token; more than one True in a row means a tie.
     """
-    data = check_data(data, "optimal_token_sets")
-    tol = check_real(tol, "tol", low=0.0, high=1.0, high_open=True, where="optimal_token_sets")
+    where = "optimal_token_sets"
+    data = check_data(data, where)
+    tol = check_real(tol, "tol", low=0.0, high=1.0, high_open=True, where=where)
     S = np.where(data.visible, scores_full(data), -np.inf)
-    sets = tied_maxima(S, tol, _score_sizes(data))
+    sets = tied_maxima(S, tol, sizes_full(data, sizes, where))
     return sets[:, 0, :] if data.single_query else sets
 
 
@@ -247,6 +252,25 @@ def score_size_table(data: TokenData) -> np.ndarray:
     computed scores, :math:`|\gamma|` of given ones; what :func:`at_least` compares with."""
     sizes = _score_sizes(data)
     return np.abs(scores_full(data)) if sizes is None else sizes
+
+
+def sizes_full(data: TokenData, sizes: Any, where: str) -> np.ndarray:
+    r"""The sizes of :func:`scores_full`'s scores, shape (n, K, T): the caller's ``sizes``
+    (shape (n, T) for one query per sequence, or (n, K, T); finite, :math:`\ge 0`), or
+    :func:`score_size_table` when None."""
+    if sizes is None:
+        return score_size_table(data)
+    full = (data.n, data.K, data.T)
+    shapes = [(data.n, data.T), full] if data.single_query else [full]
+    s = check_array(sizes, f"'sizes' of {where}", ndim=(2, 3))
+    if s.shape not in shapes or np.any(s < 0):
+        raise ProblemError(
+            f"The 'sizes' of {where} must be non-negative, of shape "
+            f"{' or '.join(map(str, shapes))} (one per score); got shape {s.shape}"
+            f"{', with negative entries' if s.shape in shapes else ''}. Pass the sizes of the "
+            "scores' terms, or leave sizes out."
+        )
+    return s.reshape(full)
 
 
 def at_least(

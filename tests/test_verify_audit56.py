@@ -108,7 +108,8 @@ def _exact_rule(scores: list[list[Fraction]], sizes: list[list[Fraction]]) -> li
 
 def test_relu_head_ties_by_its_terms():
     """h(u) = v^T ReLU(V^T u) with V = I and u >= 0 on the tied tokens: the linear scores'
-    tie, seen through the sizes |v|^T ReLU(V^T u) of the score's terms."""
+    tie, seen through the sizes |v|^T (a * |V|^T |u|) of the score's terms (a: the active
+    units, V^T u >= 0; with V = I and u >= 0 these are |v|^T ReLU(V^T u))."""
     X = _near_tie()
     data = sg.TokenData(X, v=V_PM, Z=Z1)
     rep = sg.verify(data, head="relu", V=np.eye(2), v=V_PM, n_steps=100, backend="numpy")
@@ -172,3 +173,104 @@ def test_verify_agrees_with_optimal_token_sets_on_tiny_instances(seed):
     _agrees(rep, data)
     if seed % 2:
         assert (0, 0, (0, 1)) in rep.optimal_ties  # the round-off tie is seen
+
+
+def _report_key(rep: sg.VerifyReport) -> tuple[object, ...]:
+    return (np.asarray(rep.selection).tolist(), rep.is_optimal, rep.is_lot, rep.optimal_ties)
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e155], ids=["V*1e-160", "V*1e155"])
+def test_relu_head_at_extreme_scales_is_judged(scale):
+    """Scores and sizes are passed to the judge as they are: no head features are rebuilt as
+    TokenData values (whose scale check refused norms outside [1e-151, 1e151]). Scaling V by a
+    positive factor c (and v by 1/c where c is large) scales every score and size alike: the
+    verdict is the one at scale 1."""
+    d = sg.random_data(3, 4, 3, seed=0)
+    R = np.random.default_rng(1).standard_normal((3, 4))
+    v = np.full(4, 1.0 / scale) if scale > 1 else None
+    kw = dict(head="relu", n_steps=50, backend="numpy")
+    rep = sg.verify(d, V=R * scale, v=v, **kw)
+    ref = sg.verify(d, V=R, v=None, **kw)
+    assert _report_key(rep)[1:] == _report_key(ref)[1:]
+
+
+def test_concave_head_with_large_squares_is_judged():
+    """||u||^2 reaches 1e160 (beyond the values' scale check) with lam = 1e-100: each score is
+    Y (v^T x - 1e60 ||x||^2) on unit tokens x, so every token is tied to 1e-60 relative."""
+    d = sg.random_data(3, 4, 3, seed=0)
+    X, Z, v = np.asarray(d.X), np.asarray(d.Z), np.asarray(d.v)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=2), 1.0, rtol=1e-15)  # unit tokens
+    data = sg.TokenData(X * 1e80, Z=Z * 1e-80, v=v * 1e-80)
+    rep = sg.verify(data, head="concave", lam=1e-100, n_steps=50, backend="numpy")
+    assert rep.optimal_ties == tuple((i, 0, (0, 1, 2, 3)) for i in range(3))
+    assert rep.is_optimal
+
+
+def test_relu_head_ties_when_the_cancellation_is_inside_V():
+    """u = (nextafter(1.3, 2), 1.3, 0) and (0.3, 0.3, 0): V^T u cancels in its first unit to
+    2.2e-16 and 0; the ReLU head's scores are bit-identical to the linear head's
+    (v = (1, -1, -1)), whose tie optimal_token_sets sees; the sizes |v|^T(|V|^T|u|) on the
+    active units see it too."""
+    X = np.array([[[np.nextafter(1.3, 2.0), 1.3, 0.0], [0.3, 0.3, 0.0], [0.0, 0.0, 1.0]]])
+    Z = np.array([[1.0, 0.5, 0.2]])
+    data = sg.TokenData(X, v=np.array([1.0, -1.0, -1.0]), Z=Z)
+    lin = sg.verify(data, n_steps=100, backend="numpy")
+    V = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
+    relu = sg.verify(data, head="relu", V=V, v=[1.0, -1.0], n_steps=100, backend="numpy")
+    assert lin.optimal_ties == ((0, 0, (0, 1)),)  # the reference
+    # the documented rule in exact rationals: s = |v|^T (a * |V|^T |u|), a: V^T u >= 0
+    Xe = [[Fraction(float(c)) for c in x] for x in X[0]]
+    Ve = [[Fraction(float(c)) for c in row] for row in V]
+    w = [Fraction(1), Fraction(-1)]
+    pre = [[sum(x[i] * Ve[i][j] for i in range(3)) for j in range(2)] for x in Xe]
+    mag = [[sum(abs(x[i]) * abs(Ve[i][j]) for i in range(3)) for j in range(2)] for x in Xe]
+    scores = [[sum(w[j] * max(p[j], Fraction(0)) for j in range(2)) for p in pre]]
+    sizes = [
+        [
+            sum(abs(w[j]) * (m[j] if p[j] >= 0 else 0) for j in range(2))
+            for p, m in zip(pre, mag, strict=True)
+        ]
+    ]
+    expected = _exact_rule(scores, sizes)
+    assert expected == [[True, True, False]]
+    assert relu.optimal_ties == _ties(np.array(expected))
+    assert relu.is_optimal and not relu.is_lot  # as the linear head's verdict
+    assert (relu.is_optimal, relu.is_lot) == (lin.is_optimal, lin.is_lot)
+
+
+def test_concave_head_on_given_scores_names_the_scores():
+    """Data with explicit scores and no v: the concave head is refused for the scores (the
+    message that tells what to do), not for a missing v."""
+    data = sg.TokenData(_near_tie(), Z=Z1, scores=np.array([[1.0, 0.0, -1.0]]))
+    with pytest.raises(sg.ProblemError, match="head='concave' cannot use them"):
+        sg.verify(data, head="concave", lam=0.1, n_steps=10, backend="numpy")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_concave_scores_are_v_dot_u_minus_lam_squares(seed):
+    """The judged scores are Y (v^T u - lam ||u||^2), evaluated in that order (bit-identical)."""
+    from svmgeo.verify._judge import scored
+
+    d = sg.random_data(4, 5, 3, seed=seed)
+    U, v, lam = np.asarray(d.values), np.asarray(d.v), 0.37
+    sdata, sizes = scored(d, "concave", None, None, lam)
+    h = U @ v - lam * np.sum(U * U, axis=2)
+    np.testing.assert_array_equal(sg.token_scores(sdata), np.asarray(d.labels) * h)
+    expected = np.abs(np.asarray(d.labels)) * (np.abs(U) @ np.abs(v) + lam * np.sum(U * U, 2))
+    np.testing.assert_allclose(sizes[:, 0, :], expected, rtol=1e-15)
+
+
+def test_sizes_argument_sets_the_round_off_and_is_checked():
+    """Given scores 2.2e-16 and 0 are distinct at their own sizes |gamma|, tied at sizes 1;
+    sizes of the wrong shape or sign are refused naming the argument."""
+    data = sg.TokenData(_near_tie(), Z=Z1, scores=np.array([[2.220446049250313e-16, 0.0, -2.0]]))
+    assert sg.optimal_token_sets(data)[0].tolist() == [True, False, False]
+    ones = np.ones((1, 3))
+    assert sg.optimal_token_sets(data, sizes=ones)[0].tolist() == [True, True, False]
+    assert sg.optimal_token_sets(data, sizes=ones[:, None, :])[0].tolist() == [True, True, False]
+    assert not sg.is_locally_optimal(data, [0], sizes=ones)  # token 1 ties it, and is support
+    for bad in (np.ones((1, 2)), -ones):
+        with pytest.raises(sg.ProblemError, match="'sizes' of optimal_token_sets"):
+            sg.optimal_token_sets(data, sizes=bad)
+        with pytest.raises(sg.ProblemError, match="'sizes' of is_locally_optimal"):
+            sg.is_locally_optimal(data, [0], sizes=bad)

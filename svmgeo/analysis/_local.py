@@ -18,7 +18,7 @@ from .._errors import ProblemError, SolverError
 from .._summary import summarized
 from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
-from ..selection import at_least, check_selection, first_five, query_label, score_size_table
+from ..selection import at_least, check_selection, first_five, query_label, sizes_full
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
 from ..solvers import SVMResult, solve_for
@@ -236,6 +236,7 @@ def is_locally_optimal(
     norm: Literal["fro", "nuc"] = "fro",
     tol: float = 1e-6,
     dual_tol: float = 1e-9,
+    sizes: Any = None,
     **solve_kwargs: Any,
 ) -> LocalOptimality:
     r"""Is the selection :math:`\alpha` locally optimal (a LOT)?
@@ -273,6 +274,9 @@ def is_locally_optimal(
         four extra convex solves.
     tol, dual_tol, **solve_kwargs
         As in :func:`support_tokens`.
+    sizes : array of shape (n, T) or (n, K, T), optional
+        The sizes of the scores, for the round-off of the comparison (as in
+        :func:`~svmgeo.optimal_token_sets`; default the data's own).
 
     Returns
     -------
@@ -309,6 +313,7 @@ def is_locally_optimal(
     tol, dual_tol = check_tolerances(tol, dual_tol, where)
     check_lot_norm(norm, where)
     scores = _scores_full(data)  # fail early when the dataset has no scores
+    score_size = sizes_full(data, sizes, where)
     res = solve_for(att_svm_constraints(data, a), where=where, norm=norm, **solve_kwargs)
     sup = support_from_result(data, a, res, tol=tol, dual_tol=dual_tol)
-    return lot_from_support(data, scores, score_size_table(data), sup)
+    return lot_from_support(data, scores, score_size, sup)

@@ -77,8 +77,10 @@ def coverage(kept: int, total: int, why: str, unit: str = "seed") -> str:
 
 def span(values: Iterable[Any], fmt: str, why: str, unit: str = "seed") -> str:
     r"""``min-max`` of the finite values in format ``fmt`` (``-`` when there are none), with
-    how many values it covers and why the others are missing when some are (``None``, NaN,
-    ±inf; :func:`coverage`): a span over a subset never reads as one over every row.
+    how many values it covers and why the others are missing when some are (:func:`coverage`):
+    a span over a subset never reads as one over every row. The missing values are named by
+    kind: ``NaN`` when all are NaN, else ``missing`` with a count of each kind (``None``,
+    ``NaN``, ``inf``, ``-inf``); ``why`` (may be empty) says why.
 
     .. math::
 
@@ -86,15 +88,23 @@ def span(values: Iterable[Any], fmt: str, why: str, unit: str = "seed") -> str:
 
     Examples
     --------
-    >>> span([0.5, float("nan"), 0.25], ".2f", "NaN: no SVM solution")
+    >>> span([0.5, float("nan"), 0.25], ".2f", "no SVM solution")
     '0.25-0.50 (2 of 3 seeds; 1 NaN: no SVM solution)'
-    >>> span([0.5, 0.25], ".2f", "NaN"), span([None], ".2f", "NaN: infeasible")
-    ('0.25-0.50', '- (0 of 1 seed; 1 NaN: infeasible)')
+    >>> span([0.5, 0.25], ".2f", ""), span([None, float("inf")], ".2f", "infeasible")
+    ('0.25-0.50', '- (0 of 2 seeds; 2 missing (1 None, 1 inf): infeasible)')
     """
     values = list(values)
     v = finite(values)
     text = f"{min(v):{fmt}}-{max(v):{fmt}}" if v else "-"
-    return text + coverage(len(v), len(values), why, unit)
+    kinds: dict[str, int] = {}
+    for x in values:
+        kind = "None" if x is None else str(float(x)).replace("nan", "NaN")
+        if x is None or not math.isfinite(float(x)):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    label = "NaN" if set(kinds) <= {"NaN"} else (
+        "missing (" + ", ".join(f"{n} {k}" for k, n in kinds.items()) + ")"
+    )  # fmt: skip
+    return text + coverage(len(v), len(values), f"{label}: {why}" if why else label, unit)
 
 
 def mean(values: Iterable[Any]) -> float:

@@ -135,7 +135,7 @@ def _closest(row: dict[str, Any]) -> float | None:
 
 
 #: Why a seed has no ℓ_q SVM (its SVM cells NaN), for the headline's coverage counts.
-_NO_SVM = "without an SVM (Att-SVM(α) infeasible, or a tied selection)"
+_NO_SVM = "no SVM (Att-SVM(α) infeasible, or a tied selection)"
 
 #: The note on a seed whose final selection is not opt, by ``alpha_is_lot`` (None: undecided).
 _LOT_NOTE = {True: "", False: " (not a LOT)", None: " (LOT test undecided)"}
@@ -174,7 +174,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         others = [finite(r[_key(q)] for q in PS if q != p) for r in g]
         nearest = min((x for o in others for x in o), default=nan)
         headline[f"{tag}: min 1-corr(W_T, W_mm_q), q != p"] = f"{nearest:.2g}" + coverage(
-            sum(1 for o in others if o), len(g), _NO_SVM
+            sum(1 for o in others if o), len(g), f"missing: {_NO_SVM}"
         )
         ratios = [
             math.log10(min(o) / own) if o and min(o) > 0 and math.isfinite(own) and own > 0 else nan
@@ -186,7 +186,7 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         closest = [_closest(r) == p for r in g]
         headline[f"{tag}: seeds whose closest of the 4 SVMs is W_mm_p"] = f"{sum(closest)}/{len(g)}"
         headline[f"{tag}: sparsity W_T [W_mm_p], min-max"] = (
-            f"{span((r['sparsity_W'] for r in g), '.2f', 'NaN')} "
+            f"{span((r['sparsity_W'] for r in g), '.2f', '')} "
             f"[{span((r['sparsity_svm'] for r in g), '.2f', _NO_SVM)}]"
         )
         odd = [f"{r['seed']}{_LOT_NOTE[r['alpha_is_lot']]}" for r in g

@@ -167,10 +167,10 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 
 def _why(svm: str) -> str:
-    """Why a correlation with ``svm`` is missing (NaN): the SVM has no solution at W_T, or,
-    for ``fro`` and ``nuc``, the final selection is tied (no Att-SVM)."""
+    """Why a correlation with ``svm`` is missing (NaN, :func:`span`): the SVM has no solution
+    at W_T, or, for ``fro`` and ``nuc``, the final selection is tied (no Att-SVM)."""
     tied = ", or a tied selection" if svm in ("fro", "nuc") else ""
-    return f"NaN: no {svm} SVM solution{tied}"
+    return f"no {svm} SVM solution{tied}"
 
 
 def _closest_text(row: dict[str, Any]) -> str:

@@ -240,7 +240,7 @@ def verify(
             data, param=param, train_head=bool(train_head), threshold=threshold,
             options={**options, "init": init},
         )  # fmt: skip
-    sdata = _scored(data, head, v, V, lam)
+    sdata, sizes = _scored(data, head, v, V, lam)
     width = data.d if m is None else m
     if isinstance(init, str) and init == "cone":
         init = _cone_start(sdata, alpha, param, width, cone_radius, cone_noise, seed)
@@ -250,7 +250,7 @@ def verify(
         data, param=param, head=head, train_head=False,
         options={**options, "V": V, "lam": lam, "init": init},
     )  # fmt: skip
-    verdict = judge(sdata, trajectory.selection)
+    verdict = judge(sdata, trajectory.selection, sizes=sizes)
     predictions, svms = _svm_predictions(sdata, verdict, rank=_rank(data, param, width))
     extra: dict[str, Any] = {}
     if head != "linear":
@@ -371,7 +371,7 @@ def _verify_optimizer(
             f"SVMs, with the linear head; got {', '.join(refused)}. Drop it, or verify GD "
             "(optimizer='gd')."
         )
-    sdata = scored(data, v=options["v"])
+    sdata, sizes = scored(data, v=options["v"])
     width = data.d if options["m"] is None else options["m"]
     if isinstance(init, str) and init == "cone":
         init = _cone_start(sdata, alpha, param, width, cone[0], cone[1], options["seed"])
@@ -382,7 +382,7 @@ def _verify_optimizer(
     trajectory = run_steepest(
         data, optimizer=rule if q is None else ("steepest", q), param=param, options=train
     )
-    verdict = judge(sdata, trajectory.selection)
+    verdict = judge(sdata, trajectory.selection, sizes=sizes)
     norms = dict(OPTIMIZER_SVMS)
     if q is not None and q not in (1.0, 2.0, math.inf):
         norms["lp"] = ("lp", q)
@@ -477,7 +477,7 @@ def _check_prompt_options(param: str, head: str, init: Any, alpha: Any) -> None:
         )
 
 
-def _scored(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> TokenData:
+def _scored(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> tuple[TokenData, np.ndarray]:
     """:func:`~svmgeo.verify._judge.scored` by the head GD trains, after checking the head has
     its parameters."""
     if head == "relu" and V is None:
@@ -621,8 +621,8 @@ def _verify_prompt(
     head_v = options["v"]
     if joint is not None:
         head_v = joint.v if joint.v is not None else trajectory.head
-    sdata = scored(data, v=head_v, prompt=param == "p")
-    verdict = judge(sdata, selection, prompt=param == "p")
+    sdata, sizes = scored(data, v=head_v, prompt=param == "p")
+    verdict = judge(sdata, selection, sizes=sizes, prompt=param == "p")
     svm = verdict.lot.support.svm if verdict.feasible else None
     target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
     svm_nuc = att_svm(sdata, selection, norm="nuc") if verdict.feasible and key == "W" else None
@@ -817,8 +817,8 @@ def _verify_map(
         data, param=param, head="linear", train_head=False,
         options={**options, "attention": attention},
     )  # fmt: skip
-    sdata = scored(data, v=options["v"])
-    verdict = judge(sdata, trajectory.selection)
+    sdata, sizes = scored(data, v=options["v"])
+    verdict = judge(sdata, trajectory.selection, sizes=sizes)
     rank = _rank(data, param, data.d if options["m"] is None else options["m"])
     predictions, svms = _svm_predictions(sdata, verdict, rank=rank)
     own: SVMResult | None = None

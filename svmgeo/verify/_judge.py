@@ -20,7 +20,7 @@ from .._errors import ProblemError
 from .._validation import check_array, check_real
 from ..analysis import LocalOptimality, is_locally_optimal
 from ..data import TokenData
-from ..selection import optimal_token_sets
+from ..selection import optimal_token_sets, score_sizes
 
 __all__ = ["Verdict", "judge", "scored"]
 
@@ -39,34 +39,6 @@ def _weights(value: Any, name: str, size: int, where: str) -> np.ndarray:
     return w
 
 
-def _head_features(
-    data: TokenData, head: str, v: Any, V: Any, lam: Any, where: str
-) -> tuple[np.ndarray, np.ndarray]:
-    r"""Features :math:`\tilde u_{it}` and weights :math:`w` with :math:`h(u_{it}) = w^\top
-    \tilde u_{it}` for a head given its parameters: :math:`(u, v)` (linear),
-    :math:`(\mathrm{ReLU}(V^\top u), v)` (relu), :math:`([u; \|u\|^2], [v; -\lambda])`
-    (concave)."""
-    U = np.asarray(data.values)
-    if head == "relu":
-        Va = check_array(V, f"'V' of {where}", ndim=2, shape=(U.shape[2], None))
-        w = np.ones(Va.shape[1]) if v is None else _weights(v, "v", Va.shape[1], where)
-        return np.maximum(U @ Va, 0.0), w
-    if v is None:
-        if data.v is None:
-            raise ProblemError(
-                f"{where} needs the head's weights v for head={head!r}: build the data with "
-                "v=... or pass v=."
-            )
-        vv = np.asarray(data.v)
-    else:
-        vv = _weights(v, "v", U.shape[2], where)
-    if head == "concave":
-        lam = check_real(lam, "lam", low=0.0, high_open=True, where=where)
-        squares = np.sum(U * U, axis=2, keepdims=True)
-        return np.concatenate([U, squares], axis=2), np.append(vv, -lam)
-    return U, vv
-
-
 def scored(
     data: TokenData,
     head: str = "linear",
@@ -76,8 +48,9 @@ def scored(
     *,
     prompt: bool = False,
     where: str = "verify",
-) -> TokenData:
-    r"""The same attention problem, its tokens scored by the head the run trains.
+) -> tuple[TokenData, np.ndarray]:
+    r"""The same attention problem with the token scores of the head the run trains, and the
+    sizes of those scores.
 
     .. math::
 
@@ -85,15 +58,21 @@ def scored(
         h(u) = v^\top u\ (\text{linear}),\quad v^\top\mathrm{ReLU}(V^\top u)\ (\text{relu}),
         \quad v^\top u - \lambda\|u\|^2\ (\text{concave}),
 
-    each written as a linear head :math:`w^\top \tilde u_{it}` on features
-    :math:`\tilde u_{it}` (:math:`u_{it}`; :math:`\mathrm{ReLU}(V^\top u_{it})`;
-    :math:`[u_{it}; \|u_{it}\|^2]` with :math:`w = [v; -\lambda]`), so that
-    :func:`~svmgeo.optimal_token_sets` and :func:`~svmgeo.is_locally_optimal` of the result
-    compare the scores on their own rule: sizes
-    :math:`|Y_{ik}|\,|w|^\top|\tilde u_{it}|`, the sizes of the score's terms (the ReLU
-    features are taken as the head features, as given ``values`` are). Without ``v``, the
-    linear head is the data's own (its ``v``, or its given ``scores``, compared on their own
-    :math:`|\gamma|`): the result's optimal tokens and LOT verdicts are the data's.
+    on the head features :math:`u_{it}` (``data.values``; the tokens when not given), with
+    sizes, the sizes of the score's terms (their round-off is at most a small multiple of
+    :math:`u\,s_{ikt}`), by which :func:`~svmgeo.optimal_token_sets` and
+    :func:`~svmgeo.is_locally_optimal` compare them (``sizes=``):
+
+    .. math::
+
+        s_{ikt} = |Y_{ik}|\,|v|^\top|u_{it}|,\quad
+        |Y_{ik}|\,|v|^\top\big(a_{it}\odot |V|^\top|u_{it}|\big),\quad
+        |Y_{ik}|\,\big(|v|^\top|u_{it}| + \lambda\|u_{it}\|^2\big),
+
+    with :math:`a_{it}` the ReLU's active units, :math:`V^\top u_{it} \ge 0` (a unit at
+    exactly 0 counts, conservatively). Without ``v``, the linear head is the data's own: its
+    ``v``, or its given ``scores`` with sizes :math:`|\gamma|` (the sizes of
+    :func:`~svmgeo.optimal_token_sets` on the data itself).
 
     Parameters
     ----------
@@ -111,6 +90,9 @@ def scored(
     Returns
     -------
     TokenData
+        The data with explicit ``scores`` :math:`\gamma` (queries passed as Z).
+    ndarray of shape (n, K, T)
+        The sizes :math:`s` of the scores.
 
     Raises
     ------
@@ -118,30 +100,55 @@ def scored(
         The data has neither ``v`` nor scores and none was passed, or a parameter of the
         wrong shape.
     """
-    scores = None
-    if head == "linear" and v is None:  # the data's own head: its scores and their sizes
-        if data.v is None and data.scores is None:
-            raise ProblemError(
-                f"{where} needs token scores for the head: build the data with v=... or pass v=."
-            )
-        values, w = (np.asarray(data.values) if data.has_values else None), data.v
-        scores = data.scores
-    else:
-        values, w = _head_features(data, head, v, V, lam, where)
+    scores, sizes = _head_scores(data, head, v, V, lam, where)
     if prompt:  # prompt data may have no queries (TokenData without Z or query)
         Z = np.zeros((data.n, data.K, data.d))
         Z[..., 0] = 1.0
     else:
         Z = np.asarray(data.queries)
-    return TokenData(
+    sdata = TokenData(
         np.asarray(data.X),
         Y=np.asarray(data.Y),
         Z=Z[:, 0] if data.single_query else Z,
         mask=None if data.mask is None else np.asarray(data.mask),
-        values=values,
-        v=w,
-        scores=scores,
+        scores=scores[:, 0] if data.single_query else scores,
     )
+    return sdata, sizes
+
+
+def _head_scores(
+    data: TokenData, head: str, v: Any, V: Any, lam: Any, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`scored`'s scores and sizes, both (n, K, T)."""
+    labels = np.asarray(data.labels)
+    U = np.asarray(data.values)
+    if head == "relu":
+        Va = check_array(V, f"'V' of {where}", ndim=2, shape=(U.shape[2], None))
+        w = np.ones(Va.shape[1]) if v is None else _weights(v, "v", Va.shape[1], where)
+        pre = U @ Va
+        h = np.maximum(pre, 0.0) @ w
+        active = np.where(pre >= 0.0, np.abs(U) @ np.abs(Va), 0.0)  # |V|^T|u| on active units
+        return labels[:, :, None] * h[:, None, :], score_sizes(labels, active, w)
+    if v is None:
+        if data.v is None:
+            if data.scores is None:
+                raise ProblemError(
+                    f"{where} needs token scores for the head: build the data with v=... or "
+                    "pass v=."
+                )
+            scores = np.asarray(data.scores)  # the data's own, as optimal_token_sets sizes them
+            return scores, np.abs(scores)
+        vv = np.asarray(data.v)
+    else:
+        vv = _weights(v, "v", U.shape[2], where)
+    h = U @ vv
+    sizes = score_sizes(labels, U, vv)
+    if head == "concave":
+        lam = check_real(lam, "lam", low=0.0, high_open=True, where=where)
+        squares = np.sum(U * U, axis=2)
+        h = h - lam * squares
+        sizes = sizes + np.abs(labels)[:, :, None] * (lam * squares)[:, None, :]
+    return labels[:, :, None] * h[:, None, :], sizes
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,7 +181,12 @@ class Verdict:
 
 
 def judge(
-    sdata: TokenData, selection: np.ndarray, norm: Any = "fro", *, prompt: bool = False
+    sdata: TokenData,
+    selection: np.ndarray,
+    norm: Any = "fro",
+    *,
+    sizes: np.ndarray,
+    prompt: bool = False,
 ) -> Verdict:
     r"""Judge the selection α of a run on the scored data.
 
@@ -187,6 +199,8 @@ def judge(
     ----------
     sdata : TokenData
         The data with the run's token scores (:func:`scored`).
+    sizes : ndarray of shape (n, K, T)
+        The sizes of those scores (:func:`scored`), for ties up to round-off.
     selection : ndarray of int, shape (n,) or (n, K)
         The run's final argmax selection α.
     norm : "fro" or ("lp", p)
@@ -200,10 +214,10 @@ def judge(
     Verdict
     """
     full = np.asarray(selection).reshape(sdata.n, sdata.K)
-    opt_sets = optimal_token_sets(sdata)
+    opt_sets = optimal_token_sets(sdata, sizes=sizes)
     opt_full = opt_sets[:, None, :] if sdata.single_query else opt_sets
     is_optimal = bool(np.all(np.take_along_axis(opt_full, full[:, :, None], axis=2)))
-    lot = is_locally_optimal(sdata, selection, norm=norm)
+    lot = is_locally_optimal(sdata, selection, norm=norm, sizes=sizes)
     if prompt:  # Att-SVM of the queries e_1 is the p-SVM
         lot = replace(lot, reason=lot.reason.replace("Att-SVM(alpha)", "p-SVM(alpha)"))
     feasible = bool(lot.support.feasible)

@@ -134,7 +134,7 @@ def verify_mirror(
     threshold = check_real(threshold, "threshold", low=-1.0, high=1.0, where=where)
     if isinstance(init, str) and init == "cone":
         raise ProblemError(f"{where}: init='cone' is for verify (GD); pass 'zero' or an array.")
-    sdata = scored(data, v=v, where="verify_mirror")
+    sdata, sizes = scored(data, v=v, where="verify_mirror")
     train = dict(
         loss=loss, v=v, step_size=step_size, normalized=normalized, n_steps=n_steps,
         record_every=record_every, init=init, backend=backend,
@@ -143,7 +143,7 @@ def verify_mirror(
     trajectory = run_mirror(data, exponent=exponent, options=train)
     exponent = trajectory.run.config.exponent
     lp: Any = ("lp", exponent)
-    verdict = judge(sdata, trajectory.selection, norm=lp)
+    verdict = judge(sdata, trajectory.selection, norm=lp, sizes=sizes)
     feasible = verdict.feasible
     svms = {
         "lp": verdict.lot.support.svm if feasible else None,

@@ -67,9 +67,10 @@ def test_mirror_headline_counts_the_seeds_without_an_svm():
     )
     headline, _ = mirror.summarize(rows)
     tag = "normalized p=1.5"
-    count = "(1 of 2 seeds; 1 without an SVM"
-    assert headline[f"{tag}: min 1-corr(W_T, W_mm_q), q != p"] == f"{0.05:.2g} {count}" + (
-        " (Att-SVM(α) infeasible, or a tied selection))"
+    why = "no SVM (Att-SVM(α) infeasible, or a tied selection)"
+    count = f"(1 of 2 seeds; 1 NaN: {why}"
+    assert headline[f"{tag}: min 1-corr(W_T, W_mm_q), q != p"] == (
+        f"{0.05:.2g} (1 of 2 seeds; 1 missing: {why})"
     )
     ratio = math.log10(0.05 / 1e-3)
     assert headline[f"{tag}: log10(nearest other / own 1-corr), min-max"].startswith(
@@ -82,11 +83,13 @@ def test_mirror_headline_counts_the_seeds_without_an_svm():
 
 
 def test_span_names_what_it_leaves_out():
-    """None, NaN and inf are missing values; a span over every value carries no count."""
+    """None, NaN and inf are missing values, counted by kind (not all called NaN); a span over
+    every value carries no count."""
     from svmgeo.experiments._rows import span  # new in session 56
 
-    assert span([0.25, 0.5], ".2f", "NaN") == "0.25-0.50"
-    assert span([0.25, None, NAN, math.inf], ".2f", "NaN: no SVM") == (
-        "0.25-0.25 (1 of 4 seeds; 3 NaN: no SVM)"
+    assert span([0.25, 0.5], ".2f", "no SVM") == "0.25-0.50"
+    assert span([0.25, None, NAN, math.inf, -math.inf, None], ".2f", "no SVM") == (
+        "0.25-0.25 (1 of 6 seeds; 5 missing (2 None, 1 NaN, 1 inf, 1 -inf): no SVM)"
     )
-    assert span([NAN], ".1e", "NaN: infeasible") == "- (0 of 1 seed; 1 NaN: infeasible)"
+    assert span([NAN], ".1e", "infeasible") == "- (0 of 1 seed; 1 NaN: infeasible)"
+    assert span([None], ".1e", "") == "- (0 of 1 seed; 1 missing (1 None))"
