@@ -135,8 +135,9 @@ def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL, sizes: Any = N
     tol : float in [0, 1), default 1e-12
         Relative tolerance for a tie; 0 ties exactly equal scores only.
     sizes : array of shape (n, T) or (n, K, T), optional
-        The sizes :math:`s` of given ``scores`` computed elsewhere (finite, :math:`\ge 0`): the
-        sizes of their terms, e.g. :func:`svmgeo.verify`'s for a ReLU or concave head. Default:
+        The sizes :math:`s` of the scores (finite, :math:`\ge 0`), the sizes of their terms,
+        e.g. :func:`svmgeo.verify`'s for a ReLU or concave head computed elsewhere; when given
+        they replace the default for every score, those computed from ``v`` too. Default:
         :math:`|Y_{ik}|\,|v|^\top|u_{it}|` for computed scores, :math:`|\gamma|` for given ones.
 
     Returns
@@ -265,8 +266,8 @@ def sizes_full(data: TokenData, sizes: Any, where: str) -> np.ndarray:
     s = check_array(sizes, f"'sizes' of {where}", ndim=(2, 3))
     if s.shape not in shapes or np.any(s < 0):
         raise ProblemError(
-            f"The 'sizes' of {where} must be non-negative, of shape "
-            f"{' or '.join(map(str, shapes))} (one per score); got shape {s.shape}"
+            f"The 'sizes' of {where} must have shape {' or '.join(map(str, shapes))} (one per "
+            f"score) and be non-negative; got shape {s.shape}"
             f"{', with negative entries' if s.shape in shapes else ''}. Pass the sizes of the "
             "scores' terms, or leave sizes out."
         )

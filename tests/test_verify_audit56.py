@@ -13,6 +13,7 @@ the documented rule evaluated in exact rationals.
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -274,3 +275,64 @@ def test_sizes_argument_sets_the_round_off_and_is_checked():
             sg.optimal_token_sets(data, sizes=bad)
         with pytest.raises(sg.ProblemError, match="'sizes' of is_locally_optimal"):
             sg.is_locally_optimal(data, [0], sizes=bad)
+
+
+def _relu_rounding_case() -> tuple[sg.TokenData, np.ndarray, np.ndarray]:
+    """Token 0's first unit V^T u = 1e-17 - 2^-60 > 0 exactly, but its computed value may
+    round below 0 (-3 + 1e-17 + 3 ...); token 1's unit is that exact value, token 2 scores
+    below both (w = (1, -1))."""
+    u0 = [-3.0, 1e-17, 3.0, -(2.0**-60), 0.0]
+    e = float(sum(Fraction(x) for x in u0))
+    X = np.array([[u0, [e, 0, 0, 0, 0], [0, 0, 0, 0, 1.0]]])
+    V = np.array([[1, 0], [1, 0], [1, 0], [1, 0], [0, 1.0]])
+    data = sg.TokenData(X, v=np.array([1, 1, 1, 1, -1.0]), Z=np.array([[1, 0.5, 0.25, 0.125, 0.3]]))
+    return data, V, np.array([1.0, -1.0])
+
+
+def test_relu_size_bounds_the_rounding_of_its_units():
+    """A unit whose exact V^T u is > 0 but computes slightly negative contributed 0 to the
+    size: the size of token 0 is at least the error of its computed score (exact rationals),
+    and verify ties tokens 0 and 1 as the linear head on the same data does."""
+    from svmgeo.verify._judge import scored
+
+    data, V, w = _relu_rounding_case()
+    sdata, sizes = scored(data, "relu", w, V)
+    got = sg.token_scores(sdata)[0]
+    Ve = [[Fraction(float(c)) for c in row] for row in V]
+    for t, x in enumerate(np.asarray(data.X)[0]):
+        pre = [sum(Fraction(float(x[i])) * Ve[i][j] for i in range(5)) for j in range(2)]
+        exact = sum(Fraction(float(w[j])) * max(pre[j], Fraction(0)) for j in range(2))
+        assert sizes[0, 0, t] >= abs(Fraction(float(got[t])) - exact), t
+    relu = sg.verify(data, head="relu", V=V, v=w, n_steps=100, backend="numpy")
+    lin = sg.verify(data, n_steps=100, backend="numpy")
+    assert lin.optimal_ties == ((0, 0, (0, 1)),)  # the reference
+    assert relu.optimal_ties == lin.optimal_ties
+    assert relu.is_optimal
+
+
+def _overflow_case() -> sg.TokenData:
+    X = np.array(
+        [[[1, 1, 0.5], [1, 1, -0.3], [1, 1, 0.1]], [[1, 1, -0.2], [1, 1, 0.4], [1, 1, 0.0]]]
+    )
+    Z = np.array([[1, 0.5, 0.3], [0.2, 1, -0.4]])
+    return sg.TokenData(X, v=np.array([0, 0, 1.0]), Z=Z)
+
+
+@pytest.mark.parametrize(
+    ("kw", "names"),
+    [
+        (dict(head="relu", V=np.array([[1e308, 0], [-1e308, 0], [0, 1.0]]), v=[1.0, 1.0]), "V"),
+        (dict(v=[1e308, -1e308, 1.0]), "v"),
+        (dict(head="concave", v=[1e308, -1e308, 1.0], lam=0.1), "v or lam"),
+    ],
+    ids=["relu", "linear", "concave"],
+)
+def test_term_sizes_that_overflow_are_refused_naming_the_parameter(kw, names):
+    """Scores that cancel (1e308 - 1e308) are finite, their term sizes are not: by the tie rule
+    an infinite size ties every token, so verify refuses, naming what to scale down, without
+    RuntimeWarnings (it failed on the 'sizes' of optimal_token_sets, never passed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(sg.ProblemError, match="overflow float64") as err:
+            sg.verify(_overflow_case(), n_steps=50, backend="numpy", **kw)
+    assert f"Scale {names}" in str(err.value) and "'sizes'" not in str(err.value)

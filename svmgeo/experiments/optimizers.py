@@ -38,7 +38,7 @@ from ..data import TokenData, random_data
 from ..gd import train
 from ..solvers import att_svm, faces, optimal_face_alignment
 from ._registry import Experiment, register
-from ._rows import Rows, group, seeds, tied_entry, unknown
+from ._rows import Rows, coverage, group, seeds, span, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -258,17 +258,23 @@ def grid(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+#: Why a seed has no correlation with an SVM (NaN, for the headline's counts).
+_NO_SVM = "NaN: no SVM solution (Att-SVM(α) infeasible, or a tied selection)"
+
+
 def _span(rows: Rows, k: str, fmt: str = ".3f") -> str:
     """The min–max over ``rows`` of ``corr_<k>`` ("-" when all NaN): the min "≥ x" where the
     row that attains it holds a lower bound on the face's best, the max "≥ x" where any row
-    does (a row's true value, above its bound, may exceed the max of the values shown)."""
+    does (a row's true value, above its bound, may exceed the max of the values shown); with
+    how many seeds it covers when some are NaN (:func:`~svmgeo.experiments._rows.coverage`)."""
     g = [r for r in rows if not math.isnan(r[f"corr_{k}"])]
     if not g:
-        return "-"
+        return "-" + coverage(0, len(rows), _NO_SVM)
     lo = min(g, key=lambda r: r[f"corr_{k}"])
     hi = max(g, key=lambda r: r[f"corr_{k}"])
     bounded = any(k in (face_lower_bounds(r) or ()) for r in g)
-    return f"{_corr_text(lo, k, fmt)}-{'≥ ' if bounded else ''}{hi[f'corr_{k}']:{fmt}}"
+    text = f"{_corr_text(lo, k, fmt)}-{'≥ ' if bounded else ''}{hi[f'corr_{k}']:{fmt}}"
+    return text + coverage(len(g), len(rows), _NO_SVM)
 
 
 def _marks(rows: Rows, tag: str, fmt: str = ".3f") -> dict[str, str]:
@@ -525,7 +531,7 @@ def linear_summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         )
         own_r = [r[f"ratio_{own}"] for r in g]
         headline[f"{tag}: measured own margin ratio, own corr min-max"] = (
-            f"{min(own_r):.4f}-{max(own_r):.4f}, {_span(g, own, '.4f')}"
+            f"{span(own_r, '.4f', '')}, {_span(g, own, '.4f')}"
         )
         headline.update(_marks(g, tag, ".4f"))
     return headline, summary

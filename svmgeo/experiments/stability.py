@@ -37,7 +37,7 @@ from ..data import TokenData, random_data
 from ..gd import GDRun, train
 from ..solvers import att_svm
 from ._registry import Experiment, register
-from ._rows import Rows, final_parts, finite, group, seeds, tied_entry, unknown
+from ._rows import Rows, final_parts, finite, group, seeds, span, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -157,15 +157,19 @@ def grid(quick: bool) -> list[dict[str, Any]]:
     return [{"seed": s, "attention": a, "quick": quick} for a in MAPS for s in seeds(quick, 2, 4)]
 
 
-def _span(values: list[Any], fmt: str) -> str:
-    v = finite(values)
-    return f"{min(v):{fmt}}-{max(v):{fmt}}" if v else "-"
+#: Why a seed has no radius gap or correlation with the limit (NaN, for the headline's counts).
+_NO_LIMIT = (
+    "no limit direction (normalized linear attention; softmax's final selection tied, or its "
+    "Att-SVM infeasible)"
+)
 
 
 def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
     """Summary: every (map, seed, step) row. Headline per map, at the last step and over the
     seeds: L_X, L_X / ‖W‖, L_W, the radius gap to the SVM-limit prediction and the loss, each
-    as min–max, with the seeds listed; and the seeds whose final selection is tied (when any).
+    as min–max over the seeds with a finite value (how many and why the others are missing
+    when some are, :func:`~svmgeo.experiments._rows.span`), with the seeds listed; and the
+    seeds whose final selection is tied (when any).
     A row without ``tied`` (a table written before it) counts as unknown."""
     order = {a: k for k, a in enumerate(MAPS)}
     keys = ["attention", "seed", "step", "loss", "W_norm", "lip_W", "lip_W_bound", "lip_X",
@@ -177,12 +181,14 @@ def summarize(rows: Rows) -> tuple[dict[str, Any], Rows]:
         g = sorted(g, key=lambda r: r["seed"])
         tag = f"{att} at step {g[0]['step']}, seeds {g[0]['seed']}-{g[-1]['seed']}"
         headline.update(tied_entry(g, f"{tag}: tied final selection"))
-        headline[f"{tag}: L_X"] = _span([r["lip_X"] for r in g], ".4g")
-        headline[f"{tag}: L_X/||W||"] = _span([r["lip_X"] / r["W_norm"] for r in g], ".3g")
-        headline[f"{tag}: L_W"] = _span([r["lip_W"] for r in g], ".3g")
-        headline[f"{tag}: max |r - r_svm|"] = _span([r["radius_gap"] for r in g], ".2e")
-        headline[f"{tag}: 1 - corr(W, limit)"] = _span([1 - r["corr_limit"] for r in g], ".1e")
-        headline[f"{tag}: loss"] = _span([r["loss"] for r in g], ".3g")
+        headline[f"{tag}: L_X"] = span([r["lip_X"] for r in g], ".4g", "")
+        headline[f"{tag}: L_X/||W||"] = span([r["lip_X"] / r["W_norm"] for r in g], ".3g", "")
+        headline[f"{tag}: L_W"] = span([r["lip_W"] for r in g], ".3g", "")
+        gaps = [r["radius_gap"] for r in g]
+        headline[f"{tag}: max |r - r_svm|"] = span(gaps, ".2e", _NO_LIMIT)
+        off = [1 - r["corr_limit"] for r in g]
+        headline[f"{tag}: 1 - corr(W, limit)"] = span(off, ".1e", _NO_LIMIT)
+        headline[f"{tag}: loss"] = span([r["loss"] for r in g], ".3g", "")
     return headline, summary
 
 

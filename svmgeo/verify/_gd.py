@@ -180,7 +180,9 @@ def verify(
         Invalid options (including unknown ``train_options``), data that is not a
         TokenData (a NextTokenData: the message names the function to call),
         ``optimizer="mirror"`` (use :func:`~svmgeo.verify_mirror`), ``init="cone"`` without
-        ``alpha`` or with an infeasible Att-SVM(alpha), or data without scores for the head.
+        ``alpha`` or with an infeasible Att-SVM(alpha), data without scores for the head, or
+        a head whose score terms overflow float64 (:math:`|v|^\top(|V|^\top|u|)` for ReLU;
+        the tie rule cannot judge infinite sizes: scale ``V``, ``v`` or ``lam`` down).
     TieError
         When GD's final selection is tied (a query's largest final logit shared by several
         tokens: identical tokens, or a stationary run such as K = Q = 0).

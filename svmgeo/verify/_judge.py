@@ -19,6 +19,7 @@ import numpy as np
 from .._errors import ProblemError
 from .._validation import check_array, check_real
 from ..analysis import LocalOptimality, is_locally_optimal
+from ..attention_maps import gamma
 from ..data import TokenData
 from ..selection import optimal_token_sets, score_sizes
 
@@ -69,8 +70,11 @@ def scored(
         |Y_{ik}|\,|v|^\top\big(a_{it}\odot |V|^\top|u_{it}|\big),\quad
         |Y_{ik}|\,\big(|v|^\top|u_{it}| + \lambda\|u_{it}\|^2\big),
 
-    with :math:`a_{it}` the ReLU's active units, :math:`V^\top u_{it} \ge 0` (a unit at
-    exactly 0 counts, conservatively). Without ``v``, the linear head is the data's own: its
+    with :math:`a_{it}` the units that may be active exactly: those whose computed
+    :math:`V^\top u_{it}` is at least :math:`-\gamma_{d_u+1}\,|V|^\top|u_{it}|`, its rounding
+    bound (:math:`\gamma_k = k u/(1 - k u)`, Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., §3.1; one more than the :math:`d_u` terms for the rounding of
+    :math:`|V|^\top|u|` itself); units below it are inactive exactly too. Without ``v``, the linear head is the data's own: its
     ``v``, or its given ``scores`` with sizes :math:`|\gamma|` (the sizes of
     :func:`~svmgeo.optimal_token_sets` on the data itself).
 
@@ -97,8 +101,9 @@ def scored(
     Raises
     ------
     ProblemError
-        The data has neither ``v`` nor scores and none was passed, or a parameter of the
-        wrong shape.
+        The data has neither ``v`` nor scores and none was passed, a parameter of the wrong
+        shape, or sizes that overflow float64 (by the tie rule an infinite size would tie
+        every token; the message names the parameters to scale down).
     """
     scores, sizes = _head_scores(data, head, v, V, lam, where)
     if prompt:  # prompt data may have no queries (TokenData without Z or query)
@@ -125,10 +130,15 @@ def _head_scores(
     if head == "relu":
         Va = check_array(V, f"'V' of {where}", ndim=2, shape=(U.shape[2], None))
         w = np.ones(Va.shape[1]) if v is None else _weights(v, "v", Va.shape[1], where)
-        pre = U @ Va
-        h = np.maximum(pre, 0.0) @ w
-        active = np.where(pre >= 0.0, np.abs(U) @ np.abs(Va), 0.0)  # |V|^T|u| on active units
-        return labels[:, :, None] * h[:, None, :], score_sizes(labels, active, w)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+            pre = U @ Va
+            h = np.maximum(pre, 0.0) @ w
+            mag = np.abs(U) @ np.abs(Va)
+            # a unit within V^T u's rounding bound of 0 may be active exactly: count its terms
+            active = np.where(pre >= -gamma(U.shape[2] + 1) * mag, mag, 0.0)
+            sizes = score_sizes(labels, active, w)
+        _check_terms(sizes, "V (or v)", "the ReLU head's terms |v|ᵀ(|V|ᵀ|u|)", where)
+        return labels[:, :, None] * h[:, None, :], sizes
     if v is None:
         if data.v is None:
             if data.scores is None:
@@ -141,14 +151,36 @@ def _head_scores(
         vv = np.asarray(data.v)
     else:
         vv = _weights(v, "v", U.shape[2], where)
-    h = U @ vv
-    sizes = score_sizes(labels, U, vv)
     if head == "concave":
         lam = check_real(lam, "lam", low=0.0, high_open=True, where=where)
-        squares = np.sum(U * U, axis=2)
-        h = h - lam * squares
-        sizes = sizes + np.abs(labels)[:, :, None] * (lam * squares)[:, None, :]
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+        h = U @ vv
+        sizes = score_sizes(labels, U, vv)
+        if head == "concave":
+            squares = np.sum(U * U, axis=2)
+            h = h - lam * squares
+            sizes = sizes + np.abs(labels)[:, :, None] * (lam * squares)[:, None, :]
+    names = "v" if v is not None else "the data's X or v"
+    if head == "concave":
+        names, terms = f"{names} or lam", "the concave head's terms |v|ᵀ|u| + λ‖u‖²"
+    else:
+        terms = "the linear head's terms |v|ᵀ|u|"
+    _check_terms(sizes, names, terms, where)
     return labels[:, :, None] * h[:, None, :], sizes
+
+
+def _check_terms(sizes: np.ndarray, names: str, terms: str, where: str) -> None:
+    r"""Refuse a head whose term sizes :math:`s` overflow float64: by the tie rule an infinite
+    size would tie every token of its query, so no honest verdict exists; ``names`` are the
+    arguments to scale down."""
+    bad = np.argwhere(~np.isfinite(sizes))
+    if bad.size:
+        i, _, t = (int(j) for j in bad[0])
+        raise ProblemError(
+            f"In {where}, {terms} overflow float64 ({len(bad)} score(s), the first at "
+            f"sequence {i}, token {t}): ties cannot be judged at that scale. Scale {names} "
+            "down."
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,12 +231,12 @@ def judge(
     ----------
     sdata : TokenData
         The data with the run's token scores (:func:`scored`).
-    sizes : ndarray of shape (n, K, T)
-        The sizes of those scores (:func:`scored`), for ties up to round-off.
     selection : ndarray of int, shape (n,) or (n, K)
         The run's final argmax selection α.
     norm : "fro" or ("lp", p)
         The norm of the LOT test.
+    sizes : ndarray of shape (n, K, T)
+        The sizes of those scores (:func:`scored`), for ties up to round-off.
     prompt : bool
         ``sdata`` is :func:`scored` with ``prompt=True``: its Att-SVM is the p-SVM, and the
         LOT reason names it so.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from svmgeo.experiments import mirror, variants
+from svmgeo.experiments import mirror, optimizers, stability, variants
 
 NAN = math.nan
 
@@ -93,3 +93,47 @@ def test_span_names_what_it_leaves_out():
     )
     assert span([NAN], ".1e", "infeasible") == "- (0 of 1 seed; 1 NaN: infeasible)"
     assert span([None], ".1e", "") == "- (0 of 1 seed; 1 missing (1 None))"
+
+
+def _stability_row(seed: int, gap: float, corr: float) -> dict[str, Any]:
+    """The final row of one softmax stability run (one recorded step)."""
+    return {
+        "attention": "softmax", "seed": seed, "step": 2000, "part": 0, "n_parts": 1,
+        "loss": 0.1 + seed, "W_norm": 2.0, "lip_W": 1.5, "lip_W_bound": NAN, "lip_X": 3.0 + seed,
+        "radius_min": 0.2, "radius_svm_min": NAN, "radius_gap": gap, "corr_limit": corr,
+        "tied": "",
+    }  # fmt: skip
+
+
+def test_stability_headline_counts_the_seeds_without_a_limit():
+    """Seed 1 has no limit direction (NaN gap and correlation): the spans said '0.01-0.01'
+    as if over both seeds; the all-finite spans are unchanged."""
+    rows = [_stability_row(0, 0.01, 0.99), _stability_row(1, NAN, NAN)]
+    headline, _ = stability.summarize(rows)
+    tag = "softmax at step 2000, seeds 0-1"
+    count = f"(1 of 2 seeds; 1 NaN: {stability._NO_LIMIT})"
+    assert headline[f"{tag}: max |r - r_svm|"] == f"{0.01:.2e}-{0.01:.2e} {count}"
+    off = 1 - 0.99
+    assert headline[f"{tag}: 1 - corr(W, limit)"] == f"{off:.1e}-{off:.1e} {count}"
+    assert headline[f"{tag}: L_X"] == f"{3.0:.4g}-{4.0:.4g}"  # every seed: no count
+    assert headline[f"{tag}: loss"] == f"{0.1:.3g}-{1.1:.3g}"
+
+
+def _optimizers_row(seed: int, l1: float) -> dict[str, Any]:
+    """A W gd row of the optimizers table: every correlation 0.5 but ``corr_l1``."""
+    row: dict[str, Any] = {"param": "W", "optimizer": "gd", "seed": seed, "closest": "fro",
+                           "tied": "", "face_lower_bounds": "none"}  # fmt: skip
+    for k in optimizers.SVMS:
+        row[f"corr_{k}"] = row[f"returned_corr_{k}"] = 0.5
+    row["corr_l1"] = l1
+    return row
+
+
+def test_optimizers_headline_counts_the_seeds_without_an_svm():
+    """Seed 1 has no l1 SVM (NaN): 'l1 0.900-0.900' read as a span over both seeds."""
+    headline, _ = optimizers.summarize([_optimizers_row(0, 0.9), _optimizers_row(1, NAN)])
+    spans = headline["W gd: corr min-max"]
+    assert f"l1 {0.9:.3f}-{0.9:.3f} (1 of 2 seeds; 1 {optimizers._NO_SVM})" in spans, spans
+    assert f"fro {0.5:.3f}-{0.5:.3f}," in spans, spans  # every seed: no count
+    headline, _ = optimizers.summarize([_optimizers_row(0, NAN)])
+    assert f"l1 - (0 of 1 seed; 1 {optimizers._NO_SVM})" in headline["W gd: corr min-max"]
