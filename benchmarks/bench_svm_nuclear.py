@@ -24,6 +24,11 @@ same rows plus the reverse of row 0 (infeasible), in this process, and of its fl
 feasibility check (``check_feasibility(exact=False)``: the Phase-1 LP on the null space of the
 rows' Gram matrix) against the same check with that LP switched off (the HiGHS LP with
 rank(G) equality rows, after the interior-point QP), same run.
+With ``--parallel-queries``: ``solve_nuclear(cs)`` (solver="auto", what ``att_svm(data,
+norm="nuc")`` calls) against ``solve_nuclear(cs, solver="clarabel")`` alone, same process,
+on many rows and a tiny compressed W: random tokens and head, every query a positive multiple
+of one random vector (r2 = 1), α = optimal tokens (session 55's audit instance at
+(2000, 3, 2), seed 0); the path that answered, both wall times and their ratio.
 Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment
 variable is needed: svmgeo runs small dense solves with one BLAS thread (threadpoolctl) itself.
 Timings on a shared machine are noisy: wall and CPU time are both printed.
@@ -127,6 +132,34 @@ def _infeasible(n: int, T: int, d: int, seed: int) -> list[str]:
     return lines
 
 
+def _parallel_queries(n: int, T: int, d: int, seed: int) -> str:
+    """``solve_nuclear`` (auto) against Clarabel alone on the parallel-query rows."""
+    import numpy as np
+
+    import svmgeo as sg
+    from svmgeo.solvers._nuclear import solve_nuclear
+
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=d)
+    X = rng.normal(size=(n, T, d))
+    Z = np.tile(rng.normal(size=d), (n, 1)) * rng.uniform(0.5, 2.0, size=(n, 1))
+    data = sg.TokenData(X, v=v, Z=Z)
+    cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    auto, wall, _ = _timed(lambda: solve_nuclear(cs))
+    clar, clar_wall, _ = _timed(lambda: solve_nuclear(cs, solver="clarabel"))
+    if auto.objective is None or clar.objective is None:
+        return (
+            f"{(n, T, d)!s:>15} seed {seed}: auto {auto.status.value}, clarabel {clar.status.value}"
+        )
+    diff = abs(auto.objective - clar.objective) / clar.objective
+    return (
+        f"{(n, T, d)!s:>15} seed {seed}: auto {auto.status.value} by {auto.solver} "
+        f"{wall:.2f} s; clarabel alone {clar.status.value} {clar_wall:.2f} s; "
+        f"ratio {wall / clar_wall:.1f}x; objective {auto.objective:.10g}, "
+        f"rel. diff {diff:.1e}"
+    )
+
+
 def _row(size: tuple[int, int, int], seed: int, path: str, r: dict[str, object]) -> str:
     if "wall" not in r:
         return f"{size!s:>15} {seed:>4} {path:>8} {r['status']}"
@@ -187,6 +220,11 @@ def main() -> None:
         action="store_true",
         help="only time solve_nuclear on infeasible rows (each size and seed)",
     )
+    parser.add_argument(
+        "--parallel-queries",
+        action="store_true",
+        help="only time solve_nuclear (auto) against Clarabel alone on parallel-query rows",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -195,6 +233,11 @@ def main() -> None:
 
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [_size(s) for s in args.sizes]
+    if args.parallel_queries:
+        for size in sizes:
+            for seed in seeds:
+                print(_parallel_queries(*size, seed), flush=True)
+        return
     if args.infeasible:
         for size in sizes:
             for seed in seeds:
