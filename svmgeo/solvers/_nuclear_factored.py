@@ -366,19 +366,24 @@ def _rounding_level(PS: np.ndarray, RS: np.ndarray, lamS: np.ndarray, Q: np.ndar
         \bar\Lambda = \sum_{j\in S}|\lambda_j||\tilde a_j||\tilde b_j|^\top,
 
     with :math:`\gamma_n = nu/(1 - nu)`, :math:`u` the unit roundoff and :math:`n = |S| + p
-    + q + k` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.5). On
+    + q + k` (after Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.5; a
+    first-order level, not a rigorous bound: :math:`\Lambda` enters twice, so the factor can
+    be up to twice this; it only decides when Newton may stop, the certificate still judges
+    the answer). A non-finite level (diverged iterates) reads 0. On
     well-scaled rows it is far below 1e-12; where the terms of :math:`\Lambda` cancel it is
     not: measured on the (n, T, d) = (2000, 3, 2) instance of ``test_nuclear_audit56.py``
     (objective 524, multipliers 449 and 75, :math:`c_j = 1`) it is 6.5e-9 and Newton's
     residual stalls between 1e-11 and 2e-10, so a fixed 1e-12 cannot be met there.
     """
     absP, absR, absQ = np.abs(PS), np.abs(RS), np.abs(Q)
-    lam_bar = absP.T @ (np.abs(lamS)[:, None] * absR)
-    block = float(((lam_bar.T @ lam_bar) @ absQ + absQ).max(initial=0.0))
-    row = np.einsum("jk,jk->j", absP @ lam_bar @ absQ, absR @ absQ)
+    with np.errstate(over="ignore", invalid="ignore"):  # diverged iterates: level 0 below
+        lam_bar = absP.T @ (np.abs(lamS)[:, None] * absR)
+        block = float(((lam_bar.T @ lam_bar) @ absQ + absQ).max(initial=0.0))
+        row = np.einsum("jk,jk->j", absP @ lam_bar @ absQ, absR @ absQ)
     n = PS.shape[0] + PS.shape[1] + Q.shape[0] + Q.shape[1]
     u = 0.5 * float(np.finfo(float).eps)
-    return n * u / (1.0 - n * u) * max(block, float(row.max(initial=0.0)))
+    level = n * u / (1.0 - n * u) * max(block, float(row.max(initial=0.0)))
+    return level if math.isfinite(level) else 0.0  # no level: the fixed 1e-12 alone decides
 
 
 def _kkt_newton(
