@@ -258,6 +258,8 @@ def refuse_undetermined_sums(
     fix: str = "",
     which: str = "",
     scale_exp: Any = None,
+    precision: Any = None,
+    float64_passes: Any = None,
 ) -> None:
     r"""ProblemError where :math:`|\widehat{\mathbf 1^\top u}| \le` its rounding error
     bound: there the exact sum may be 0 (where :math:`u / \mathbf 1^\top u` is undefined) or
@@ -269,7 +271,10 @@ def refuse_undetermined_sums(
     ``axes`` (the names of their axes), or as ``which`` when given; ``fix`` replaces the
     default advice; ``scale_exp`` (integers of ``S``'s shape, optional) holds the k of the
     queries whose ``S`` and ``bound`` are those of :math:`2^{-k} u`. The message names the
-    precision of ``S`` (float64, or float32 for such logits).
+    precision each query's sum was computed in: ``precision`` (dtype names of ``S``'s shape,
+    optional), else ``S``'s dtype. A query summed in a narrower precision than float64 is
+    told to pass float64 logits only where ``float64_passes`` (booleans of ``S``'s shape,
+    optional: does float64's sum of its logits pass float64's check?) holds, or is not given.
     """
     bad = np.abs(S) <= bound
     if not np.any(bad):
@@ -280,7 +285,9 @@ def refuse_undetermined_sums(
     if not which:
         names = axes if len(axes) == len(where) else ("index",) * len(where)
         which = ", ".join(f"{a} {j}" for a, j in zip(names, where, strict=True)) or "the query"
-    raise ProblemError(undetermined_sum_message(S0, b0, which, fix, k, S.dtype.name))
+    name = S.dtype.name if precision is None else str(precision[where])
+    offer = True if float64_passes is None else bool(float64_passes[where])
+    raise ProblemError(undetermined_sum_message(S0, b0, which, fix, k, name, offer))
 
 
 def _times_two_to(x: float, k: int) -> str:
@@ -298,14 +305,16 @@ def undetermined_sum_message(
     fix: str = "",
     scale_exp: int = 0,
     precision: str = "float64",
+    float64_passes: bool = True,
 ) -> str:
     """The message of :func:`refuse_undetermined_sums` for the query ``which`` (``S`` and
     ``bound`` those of :math:`2^{-k} u` for ``scale_exp`` k, the sum computed in
-    ``precision``)."""
+    ``precision``); a sum in a precision other than float64 is told to pass float64 logits
+    where ``float64_passes`` (float64's sum of its logits passes float64's check)."""
     top = f"{float(np.finfo(precision).max):.2g}".replace("e+", "e")  # 1.8e308, 3.4e38
     wider = (
         ""
-        if precision == "float64"
+        if precision == "float64" or not float64_passes
         else f"Pass float64 logits, u.astype(np.float64) (float64's range and unit roundoff "
         f"2^-53, not {precision}'s). Else: "
     )
@@ -393,7 +402,18 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
             gamma(n - 1, ur) * np.sum(np.where(vis, np.abs(down), 0.0), axis=-1, keepdims=True),
             bound,
         )
-    refuse_undetermined_sums(S[..., 0], bound[..., 0], scale_exp=k[..., 0])
+    if dt == np.float64:
+        refuse_undetermined_sums(S[..., 0], bound[..., 0], scale_exp=k[..., 0])
+    elif np.any(np.abs(S) <= bound):  # each query's precision; would float64's sum pass?
+        u64 = np.where(vis, u, 0.0).astype(np.float64)  # float32's range: no overflow
+        passes = np.abs(visible_sum(u64, vis)) > gamma(n - 1) * visible_sum(np.abs(u64), vis)
+        refuse_undetermined_sums(
+            S[..., 0],
+            bound[..., 0],
+            scale_exp=k[..., 0],
+            precision=np.where(wide, "float64", dt.name)[..., 0],
+            float64_passes=passes[..., 0],
+        )
     return S, k
 
 

@@ -27,7 +27,7 @@ import pytest
 import svmgeo as sg
 from svmgeo import ProblemError
 from svmgeo.analysis import lipschitz
-from svmgeo.attention_maps import ATTENTION_MAPS, UNIT_ROUNDOFF
+from svmgeo.attention_maps import ATTENTION_MAPS, UNIT_ROUNDOFF, undetermined_sum_message
 
 NL = ATTENTION_MAPS["normalized_linear"]
 
@@ -401,12 +401,90 @@ def test_float16_rows_beyond_1024_visible_keys_are_summed_in_float64() -> None:
     np.testing.assert_array_equal(H, 2.0 * (gg @ a) - gg[:, None] - gg[None, :])
 
 
+def _float64_passes(u: np.ndarray) -> bool:
+    """Does float64's sum of ``u`` pass float64's check, |1^T u| > gamma_{n-1} sum|u|? Exact
+    rationals: every partial sum of the inputs below is a float64 number, so float64's
+    computed sum is the exact one."""
+    terms = [Fraction(float(x)) for x in u]
+    return abs(sum(terms)) > _gamma(len(terms) - 1) * sum(abs(t) for t in terms)
+
+
+_PASS64 = r"Pass float64 logits, u\.astype\(np\.float64\)"
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_a_float32_or_float16_refusal_says_pass_float64_first(dtype: type) -> None:
-    with pytest.raises(ProblemError, match=r"sign\. Pass float64 logits, u\.astype\(np\.float64\)"):
-        NL.phi(np.array([1.0, 2.0, -3.0], dtype=dtype))
-    with pytest.raises(ProblemError, match=r"sign\. Pass float64 logits, u\.astype\(np\.float64\)"):
-        NL.phi(np.array([1.0, -1.0], dtype=dtype) * np.finfo(dtype).max)  # beyond its range
+def test_a_float32_or_float16_refusal_says_pass_float64_where_float64_passes(dtype: type) -> None:
+    """[2^p, 3, -2^p] (p + 1 the significand bits) sums to 3, within float32's (float16's)
+    rounding error of 0 but not float64's; [m, -m'] (m the largest number, m' the one below)
+    sums to m's ulp, within the rounding error of the narrow sum taken at 2^-k u."""
+    top = 2 ** (np.finfo(dtype).nmant + 1)
+    big = np.finfo(dtype).max
+    for u in (
+        np.array([top, 3, -top], dtype=dtype),
+        np.array([big, -np.nextafter(big, dtype(0))], dtype=dtype),
+    ):
+        assert _float64_passes(u)
+        with pytest.raises(ProblemError, match=r"sign\. " + _PASS64):
+            NL.phi(u)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_no_float64_advice_where_float64_refuses_too(dtype: type) -> None:
+    """Sums of exactly 0 (also float64's, which refuses them): before, "Pass float64 logits"
+    was offered for [1, -1], [1, 2, -3] and [m, -m] in float32 and float16."""
+    big = np.finfo(dtype).max
+    name = np.dtype(dtype).name
+    for u in (
+        np.array([1.0, -1.0], dtype=dtype),
+        np.array([1.0, 2.0, -3.0], dtype=dtype),
+        np.array([big, -big], dtype=dtype),
+    ):
+        assert not _float64_passes(u)
+        with pytest.raises(ProblemError, match=f"not determined by {name} ") as info:
+            NL.phi(u)
+        assert "Pass float64" not in str(info.value), str(info.value)
+        with pytest.raises(ProblemError, match="not determined by float64 "):
+            NL.phi(u.astype(np.float64))
+
+
+def test_a_short_float16_row_beside_a_float64_summed_one_names_float16() -> None:
+    """A float16 batch with a row of 1100 visible keys (summed in float64) and a row of 2,
+    [1, -1], refused: before, the short row's message said "not determined by float64" with
+    float16's bound gamma_1(2^-11) * 2; now float16, as when the row comes alone."""
+    u = np.ones((2, 1100), np.float16)
+    u[0, :2] = [1, -1]
+    vis = np.ones((2, 1100), dtype=bool)
+    vis[0, 2:] = False
+    with pytest.raises(ProblemError) as batch:
+        NL.phi(u, vis)
+    with pytest.raises(ProblemError) as alone:
+        NL.phi(u[:1], vis[:1])
+    msg = str(batch.value)
+    assert "not determined by float16 " in msg and "Pass float64" not in msg, msg
+    bound = float(_gamma(1, Fraction(2**-11)) * 2)
+    assert f"can reach {bound:.3g} " in msg, msg
+    assert msg == str(alone.value)
+
+
+@pytest.mark.parametrize(
+    "u",
+    [[1.0, -1.0], [1.0, 2.0, -3.0], [2.0**53, 1.0, -(2.0**53)], [0.5, -0.25, -0.25]],
+)
+def test_float64_refusals_name_float64_and_the_derived_sum_and_bound(u: list[float]) -> None:
+    """Float64 messages as before session 56's change: the default message of the computed
+    sum (exact rationals here, every partial sum a float64 number, but 2^53 + 1 which rounds
+    to 2^53) and of gamma_{n-1} sum|u|, with no float64 advice."""
+    x = np.array(u)
+    terms = [Fraction(t) for t in u]
+    partial = Fraction(0)
+    for t in terms:  # numpy's sum of fewer than 8 terms adds left to right
+        partial = Fraction(float(partial + t))
+    bound = float(_gamma(len(u) - 1) * sum(abs(t) for t in terms))
+    with pytest.raises(ProblemError) as info:
+        NL.phi(x)
+    assert str(info.value) == undetermined_sum_message(float(partial), bound, "the query")
+    assert "not determined by float64 " in str(info.value)
+    assert "Pass float64" not in str(info.value)
 
 
 def test_a_cancelling_sum_beyond_range_stays_refused_and_says_so() -> None:
