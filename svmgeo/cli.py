@@ -762,7 +762,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         )
         return 2
     options = sweep_options(args)
-    del options["retry_errors"], options["timeout"]  # not options of reproduce
+    del options["retry_errors"]  # not an option of reproduce
     try:
         result = reproduce(args.name, quick=args.quick, **options)
     except SweepError as exc:  # the trials ran and none finished (or a worker died)
@@ -1218,7 +1218,6 @@ def build_parser() -> argparse.ArgumentParser:
         default_out="svmgeo-results",
         out_help="output directory for tables/figures (created if missing)",
         retry_errors=False,
-        timeout=False,
     )
     p = _add_command(
         sub,
@@ -1253,7 +1252,7 @@ def build_parser() -> argparse.ArgumentParser:
 # when it built the data (with --data, n, T, d and query are the file's)
 _KEYWORDS = {
     **{k: f"--{k}" for k in ("seed", "m", "rank", "param", "attention", "loss", "backend")},
-    **{k: f"--{k}" for k in ("optimizer", "exponent")},
+    **{k: f"--{k}" for k in ("optimizer", "exponent", "timeout", "workers", "scheduler")},
     "step_size": "--step-size",
     "n_steps": "--steps",
     "normalize_eps": "--normalize-eps",

@@ -255,3 +255,49 @@ def test_a_closed_stdout_is_not_reported_as_bad_input(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_cmd_solve", closed_pipe)
     assert main(["solve"]) == 1
     assert "error" not in capsys.readouterr().err
+
+
+def test_reproduce_passes_timeout_on(monkeypatch, tmp_path, capsys) -> None:
+    """`svmgeo reproduce` had no --timeout (an argparse usage error) though
+    sg.reproduce(timeout=) has one: now --timeout SECONDS reaches reproduce, and no
+    --timeout passes None (no limit), as before."""
+    import svmgeo.experiments as experiments
+
+    seen: list[dict] = []
+
+    class _Done:
+        n_errors = 0
+
+    def fake(name: str, **kwargs):  # the library itself is tested in tests/experiments
+        seen.append({"name": name, **kwargs})
+        return _Done()
+
+    monkeypatch.setattr(experiments, "reproduce", fake)
+    out = str(tmp_path / "r")
+    assert main(["reproduce", "global", "--quick", "--out", out, "--timeout", "2.5"]) == 0
+    assert main(["reproduce", "global", "--quick", "--out", out, "--workers", "2"]) == 0
+    assert [(s["name"], s["timeout"], s["workers"]) for s in seen] == [
+        ("global", 2.5, None),
+        ("global", None, 2),
+    ]
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--timeout", "0"], "argument --timeout: expected a finite number of seconds > 0"),
+        (["--timeout", "nan"], "argument --timeout: expected a finite number of seconds > 0"),
+        (
+            ["--timeout", "1", "--workers", "0"],
+            "--timeout needs worker processes: with --workers 0",
+        ),
+        (["--timeout", "1", "--scheduler", "tcp://127.0.0.1:1"], "--timeout is not available"),
+    ],
+)
+def test_reproduce_refuses_a_bad_timeout_naming_it(tmp_path, capsys, args, said) -> None:
+    """Refused before any trial runs (exit 2, one line naming --timeout); no table written."""
+    out = tmp_path / "r"
+    assert main(["reproduce", "global", "--quick", "--out", str(out), *args]) == 2
+    assert said in capsys.readouterr().err
+    assert not out.exists()

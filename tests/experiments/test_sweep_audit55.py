@@ -228,7 +228,7 @@ def test_timeout_on_the_command_line(capsys) -> None:
         with pytest.raises(SystemExit):
             parser.parse_args(["--timeout", bad])
         assert "--timeout: expected a finite number of seconds > 0" in capsys.readouterr().err
-    # `svmgeo reproduce` has no --timeout (svmgeo.reproduce takes none): timeout=False
+    # timeout=False leaves --timeout out (for a command whose runner takes none)
     quiet = argparse.ArgumentParser()
     add_sweep_arguments(quiet, timeout=False)
     assert sweep_options(quiet.parse_args([]))["timeout"] is None
