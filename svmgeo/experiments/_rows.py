@@ -96,6 +96,20 @@ def span(values: Iterable[Any], fmt: str, why: str, unit: str = "seed") -> str:
     values = list(values)
     v = finite(values)
     text = f"{min(v):{fmt}}-{max(v):{fmt}}" if v else "-"
+    return text + missing_note(values, why, unit)
+
+
+def missing_note(values: Iterable[Any], why: str, unit: str = "seed") -> str:
+    """:func:`coverage` of the finite ``values``, the others named by kind as in :func:`span`
+    (``NaN`` when all are NaN, else ``missing`` with a count of each kind); ``""`` when every
+    value is finite.
+
+    Examples
+    --------
+    >>> missing_note([0.5, None, float("nan")], "no SVM solution")
+    ' (1 of 3 seeds; 2 missing (1 None, 1 NaN): no SVM solution)'
+    """
+    values = list(values)
     kinds: dict[str, int] = {}
     for x in values:
         kind = "None" if x is None else str(float(x)).replace("nan", "NaN")
@@ -104,7 +118,8 @@ def span(values: Iterable[Any], fmt: str, why: str, unit: str = "seed") -> str:
     label = "NaN" if set(kinds) <= {"NaN"} else (
         "missing (" + ", ".join(f"{n} {k}" for k, n in kinds.items()) + ")"
     )  # fmt: skip
-    return text + coverage(len(v), len(values), f"{label}: {why}" if why else label, unit)
+    kept = len(values) - sum(kinds.values())
+    return coverage(kept, len(values), f"{label}: {why}" if why else label, unit)
 
 
 def mean(values: Iterable[Any]) -> float:

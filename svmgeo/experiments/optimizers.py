@@ -38,7 +38,7 @@ from ..data import TokenData, random_data
 from ..gd import train
 from ..solvers import att_svm, faces, optimal_face_alignment
 from ._registry import Experiment, register
-from ._rows import Rows, coverage, group, seeds, span, tied_entry, unknown
+from ._rows import Rows, finite, group, missing_note, seeds, span, tied_entry, unknown
 from ._selection import final_selection
 
 __all__ = [
@@ -259,22 +259,24 @@ def grid(quick: bool) -> list[dict[str, Any]]:
 
 
 #: Why a seed has no correlation with an SVM (NaN, for the headline's counts).
-_NO_SVM = "NaN: no SVM solution (Att-SVM(α) infeasible, or a tied selection)"
+_NO_SVM = "no SVM solution (Att-SVM(α) infeasible, or a tied selection)"
 
 
 def _span(rows: Rows, k: str, fmt: str = ".3f") -> str:
-    """The min–max over ``rows`` of ``corr_<k>`` ("-" when all NaN): the min "≥ x" where the
-    row that attains it holds a lower bound on the face's best, the max "≥ x" where any row
-    does (a row's true value, above its bound, may exceed the max of the values shown); with
-    how many seeds it covers when some are NaN (:func:`~svmgeo.experiments._rows.coverage`)."""
-    g = [r for r in rows if not math.isnan(r[f"corr_{k}"])]
+    """The min–max over ``rows`` of the finite ``corr_<k>`` ("-" when there are none): the
+    min "≥ x" where the row that attains it holds a lower bound on the face's best, the max
+    "≥ x" where any row does (a row's true value, above its bound, may exceed the max of the
+    values shown); with how many seeds it covers when some are missing (None, NaN, ±inf,
+    counted by kind as by :func:`~svmgeo.experiments._rows.span`)."""
+    values = [r[f"corr_{k}"] for r in rows]
+    g = [r for r, x in zip(rows, values, strict=True) if finite([x])]
     if not g:
-        return "-" + coverage(0, len(rows), _NO_SVM)
+        return "-" + missing_note(values, _NO_SVM)
     lo = min(g, key=lambda r: r[f"corr_{k}"])
     hi = max(g, key=lambda r: r[f"corr_{k}"])
     bounded = any(k in (face_lower_bounds(r) or ()) for r in g)
     text = f"{_corr_text(lo, k, fmt)}-{'≥ ' if bounded else ''}{hi[f'corr_{k}']:{fmt}}"
-    return text + coverage(len(g), len(rows), _NO_SVM)
+    return text + missing_note(values, _NO_SVM)
 
 
 def _marks(rows: Rows, tag: str, fmt: str = ".3f") -> dict[str, str]:

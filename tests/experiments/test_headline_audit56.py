@@ -129,11 +129,23 @@ def _optimizers_row(seed: int, l1: float) -> dict[str, Any]:
     return row
 
 
+def test_optimizers_headline_counts_a_none_correlation_by_kind():
+    """A None cell (a CSV field read back empty) crashed _span with math.isnan(None); now
+    missing, counted by kind as by _rows.span, beside a NaN one. All-finite spans unchanged."""
+    rows = [_optimizers_row(0, 0.9), _optimizers_row(1, None), _optimizers_row(2, NAN)]  # type: ignore[arg-type]
+    spans = optimizers.summarize(rows)[0]["W gd: corr min-max"]
+    want = f"l1 {0.9:.3f}-{0.9:.3f} (1 of 3 seeds; 2 missing (1 None, 1 NaN): {optimizers._NO_SVM})"
+    assert want in spans, spans
+    assert f"fro {0.5:.3f}-{0.5:.3f}," in spans, spans  # every seed: no count
+    spans = optimizers.summarize([_optimizers_row(0, None)])[0]["W gd: corr min-max"]  # type: ignore[arg-type]
+    assert f"l1 - (0 of 1 seed; 1 missing (1 None): {optimizers._NO_SVM})" in spans, spans
+
+
 def test_optimizers_headline_counts_the_seeds_without_an_svm():
     """Seed 1 has no l1 SVM (NaN): 'l1 0.900-0.900' read as a span over both seeds."""
     headline, _ = optimizers.summarize([_optimizers_row(0, 0.9), _optimizers_row(1, NAN)])
     spans = headline["W gd: corr min-max"]
-    assert f"l1 {0.9:.3f}-{0.9:.3f} (1 of 2 seeds; 1 {optimizers._NO_SVM})" in spans, spans
+    assert f"l1 {0.9:.3f}-{0.9:.3f} (1 of 2 seeds; 1 NaN: {optimizers._NO_SVM})" in spans, spans
     assert f"fro {0.5:.3f}-{0.5:.3f}," in spans, spans  # every seed: no count
     headline, _ = optimizers.summarize([_optimizers_row(0, NAN)])
-    assert f"l1 - (0 of 1 seed; 1 {optimizers._NO_SVM})" in headline["W gd: corr min-max"]
+    assert f"l1 - (0 of 1 seed; 1 NaN: {optimizers._NO_SVM})" in headline["W gd: corr min-max"]
