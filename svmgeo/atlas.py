@@ -551,12 +551,22 @@ def _lines_agree(a: str, b: str, atol: float) -> bool:
     ca, cb = a.split("|"), b.split("|")
     if len(ca) != len(cb):
         return False
-    for x, y in zip(ca, cb, strict=True):
-        if x.strip() == y.strip():
-            continue
-        try:
-            if abs(float(x) - float(y)) > atol:
-                return False
-        except ValueError:
-            return False
-    return True
+    return all(_cells_agree(x.strip(), y.strip(), atol) for x, y in zip(ca, cb, strict=True))
+
+
+def _cells_agree(x: str, y: str, atol: float) -> bool:
+    # A numeric cell may carry the lower-bound mark "≥ " (a face correlation only bounded
+    # below): cells agree when both carry it, or neither, and their numbers are within atol;
+    # NaN agrees only with NaN.
+    if x == y:
+        return True
+    bound_x, bound_y = x.startswith("≥"), y.startswith("≥")
+    if bound_x != bound_y:
+        return False
+    try:
+        u, v = float(x.removeprefix("≥")), float(y.removeprefix("≥"))
+    except ValueError:
+        return False
+    if u != u or v != v:
+        return u != u and v != v
+    return abs(u - v) <= atol
