@@ -268,3 +268,22 @@ def test_html_is_text_only_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -
     markup = rep._repr_html_()
     assert "<img" not in markup and html.escape(rep.summary()) in markup
     _parsed(markup)
+
+
+@pytest.mark.parametrize("param", ["W", "p"])
+def test_lp_summary_names_q(param: str) -> None:
+    """norm=("lp", q): the summary read "Att-SVM (lp)" and "objective  lp = ..." (p-SVM:
+    "||p||_q"), without q; it names q, and the objective is the entrywise q-norm."""
+    q = 1.5
+    res = sg.att_svm(SMALL, sg.optimal_tokens(SMALL), param=param, norm=("lp", q))
+    assert res.success
+    x = res.p if param == "p" else res.W
+    value = float(np.sum(np.abs(np.asarray(x)) ** q) ** (1 / q))
+    np.testing.assert_allclose(res.objective, value, rtol=1e-9)
+    lines = res.summary().splitlines()
+    name = "p-SVM" if param == "p" else "Att-SVM"
+    assert lines[0].startswith(f"{name} (lp, q = 1.5) over ")
+    label = "||p||_1.5" if param == "p" else "entrywise ||W||_1.5"
+    (objective,) = [ln for ln in lines if ln.startswith("  objective  ")]
+    assert objective.startswith(f"  objective  {label} = ")
+    np.testing.assert_allclose(float(objective.split(" = ")[1]), value, rtol=1e-5)

@@ -238,15 +238,22 @@ class SVMResult:
     def summary(self) -> str:
         """A few lines for a human: status and message, what backs the feasibility verdict
         (``proof``), objective, the certificate's residuals."""
-        norm = {"fro": "||W||_F", "nuc": "||W||_*", "spectral": "||W||_2"}.get(self.norm, self.norm)
+        q = self.extras.get("p") if self.norm == "lp" else None
+        q_text = "q" if q is None else f"{q:g}"
+        norm = {"fro": "||W||_F", "nuc": "||W||_*", "spectral": "||W||_2"}.get(
+            self.norm, f"entrywise ||W||_{q_text}" if self.norm == "lp" else self.norm
+        )
         # a vector SVM (p-SVM, head SVM) solved as W = w e1^T: ||W|| = ||w|| in each norm
         vector = "p" if self.p is not None else self.extras.get("param")
         name = {"p": "p-SVM", "v": "Head SVM"}.get(str(vector), "Att-SVM")
         if vector in ("p", "v"):
             two = f"||{vector}||_2"  # ||w e1^T|| = ||w||_2 in the three matrix norms
-            norm = {"fro": two, "nuc": two, "spectral": two}.get(self.norm, f"||{vector}||_q")
+            norm = {"fro": two, "nuc": two, "spectral": two}.get(
+                self.norm, f"||{vector}||_{q_text}"
+            )
+        head = self.norm if q is None else f"{self.norm}, q = {q_text}"
         lines = [
-            f"{name} ({self.norm}{'' if self.rank is None else f', rank <= {self.rank}'}) "
+            f"{name} ({head}{'' if self.rank is None else f', rank <= {self.rank}'}) "
             f"over {self.constraints!r}",
             f"  status     {self.status.value} ({self.solver}, {self.solve_time:.3g} s, "
             f"{self.n_iter} iterations)",
