@@ -48,6 +48,30 @@ def test_case_repr_rebuilds_the_dataset() -> None:
     np.testing.assert_array_equal(rebuilt.data.visible, case.data.visible)
 
 
+@pytest.mark.parametrize("kind", sgt.KINDS)
+def test_case_K_is_the_datas_and_the_repr_still_rebuilds_it(kind: str) -> None:
+    # build_case("masked", ..., K=2, seed=0) picks query="all" (T = 5 queries): Case.K read 2
+    # while case.data.K was 5; likewise cross/self (1) and causal (T).
+    expected = {"cross": 1, "self": 1, "multi": 2, "causal": 5}
+    seen = set()
+    for seed in range(4):
+        case = sgt.build_case(kind, "generic", n=2, T=5, d=3, K=2, seed=seed)
+        assert case.K == case.data.K
+        if kind in expected:
+            assert case.K == expected[kind]
+        seen.add(case.K)
+        rebuilt = eval(repr(case), {"svmgeo": sys.modules["svmgeo"]})
+        assert rebuilt == case
+        for name in ("X", "Y", "v", "queries", "visible"):
+            np.testing.assert_array_equal(getattr(rebuilt.data, name), getattr(case.data, name))
+    if kind == "masked":  # both branches: K = 2 given queries and query="all" (T = 5)
+        assert seen == {2, 5}
+    b2 = sgt.build_b2_case(kind, n=2, T=5, d=3, K=2, seed=0)
+    assert b2.K == b2.data.K
+    rebuilt_b2 = eval(repr(b2), {"svmgeo": sys.modules["svmgeo"]})
+    np.testing.assert_array_equal(rebuilt_b2.data.X, b2.data.X)
+
+
 PLANTED = """
 from hypothesis import given, settings
 from svmgeo import testing as sgt

@@ -88,7 +88,10 @@ class Case:
     kind, variant : str
         Attention kind (:data:`KINDS`) and geometric variant (:data:`VARIANTS`).
     n, T, d, K : int
-        Sequences, tokens per sequence, dimension, queries per sequence (multi/masked kinds).
+        Sequences, tokens per sequence, dimension, and queries per sequence of ``data``
+        (``data.K``: 1 for cross/self-attention, T for causal data and for masked data over
+        every token, whatever ``K`` :func:`build_case` was given; that ``K`` is not used by
+        those kinds' draws, so the repr, with this one, rebuilds the same data).
     seed : int
         Seed of ``numpy.random.default_rng`` that draws every array.
     sigma : float
@@ -138,7 +141,12 @@ class Case:
 
 
 def n_queries(kind: str, T: int, K: int) -> int:
-    """Queries per sequence of an attention kind (``"masked"`` counts as K given queries or T)."""
+    """Queries per sequence of an attention kind's data with K given queries: 1 for
+    cross/self-attention, T for causal, K otherwise.
+
+    ``"masked"`` data built by :func:`build_case` has K given queries or, when its seed picks
+    ``query="all"``, T: this function counts K; :attr:`Case.K` is the built data's.
+    """
     if kind in SINGLE_QUERY:
         return 1
     if kind == "causal":
@@ -267,7 +275,7 @@ def build_case(
         Z = Z[:, 0, :]
     labels = Y[:, 0] if Kq == 1 else Y
     data = sg.TokenData(X, Y=labels, v=v, Z=Z, query=query, mask=mask)
-    return Case(kind, variant, n, T, d, K, seed, sigma, data)
+    return Case(kind, variant, n, T, d, data.K, seed, sigma, data)
 
 
 MIN_SCALE_RATIO = 1e-6
@@ -497,7 +505,7 @@ def build_b2_case(kind: str, *, n: int, T: int, d: int, K: int = 2, seed: int = 
     elif kind == "masked":
         kw["mask"] = vis
     out = sg.TokenData(X, **kw)
-    return Case(kind, "b2", n, T, d, K, seed, 0.0, out)
+    return Case(kind, "b2", n, T, d, out.K, seed, 0.0, out)
 
 
 def build_b1_case(kind: str, *, n: int, T: int, d: int, seed: int = 0) -> Case | None:
