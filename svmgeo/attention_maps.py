@@ -382,12 +382,13 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
         S = visible_sum(u, vis)
         dt = S.dtype
         ur = _unit_roundoff(dt)  # the sum is rounded in u's precision (float32 ...)
-        bound = gamma(n - 1, ur) * np.sum(np.where(vis, np.abs(u), 0.0), axis=-1, keepdims=True)
+        bound = _rounding_bound(u, vis, n, ur)
+    in_float64 = None  # float64's sum and bound of every query (float32 or float16 u)
     wide = _too_long(n, dt)
     if np.any(wide):  # float64's sum and bound (float16 or float32 u: no overflow)
-        u64 = u.astype(np.float64)
-        S = np.where(wide, visible_sum(u64, vis), S)
-        bound = np.where(wide, gamma(n - 1) * visible_sum(np.abs(u64), vis), bound)
+        in_float64 = _sum_in_float64(u, vis, n)
+        S = np.where(wide, in_float64[0], S)
+        bound = np.where(wide, in_float64[1], bound)
     k = np.zeros(S.shape, dtype=np.int64)
     over = ~(np.isfinite(S) & np.isfinite(bound))
     if np.any(over):
@@ -397,16 +398,12 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
         k = np.where(over, np.maximum(need - np.finfo(dt).maxexp, 1), 0)
         down = _down(u, k)
         S = np.where(over, visible_sum(down, vis), S)
-        bound = np.where(
-            over,
-            gamma(n - 1, ur) * np.sum(np.where(vis, np.abs(down), 0.0), axis=-1, keepdims=True),
-            bound,
-        )
+        bound = np.where(over, _rounding_bound(down, vis, n, ur), bound)
     if dt == np.float64:
         refuse_undetermined_sums(S[..., 0], bound[..., 0], scale_exp=k[..., 0])
     elif np.any(np.abs(S) <= bound):  # each query's precision; would float64's sum pass?
-        u64 = np.where(vis, u, 0.0).astype(np.float64)  # float32's range: no overflow
-        passes = np.abs(visible_sum(u64, vis)) > gamma(n - 1) * visible_sum(np.abs(u64), vis)
+        S64, bound64 = _sum_in_float64(u, vis, n) if in_float64 is None else in_float64
+        passes = np.abs(S64) > bound64
         refuse_undetermined_sums(
             S[..., 0],
             bound[..., 0],
@@ -415,6 +412,19 @@ def _total(u: Array, visible: Array | None) -> tuple[Array, Array]:
             float64_passes=passes[..., 0],
         )
     return S, k
+
+
+def _rounding_bound(x: Array, vis: Array, n: Array, unit_roundoff: float) -> Array:
+    r""":math:`\gamma_{T_v - 1} \sum_t |x_t|` over the ``n`` visible keys (keeping the last
+    axis): the rounding error bound of their sum, in the precision of ``unit_roundoff``."""
+    return gamma(n - 1, unit_roundoff) * visible_sum(np.abs(x), vis)
+
+
+def _sum_in_float64(u: Array, vis: Array, n: Array) -> tuple[Array, Array]:
+    """Each query's visible sum of ``u`` (float32 or float16: float64 holds it without
+    overflow) taken in float64, with float64's :func:`_rounding_bound`."""
+    u64 = u.astype(np.float64)
+    return visible_sum(u64, vis), _rounding_bound(u64, vis, n, UNIT_ROUNDOFF)
 
 
 def _too_long(n: Array, dtype: Any) -> Array:
