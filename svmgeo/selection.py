@@ -69,12 +69,38 @@ def scores_full(data: TokenData) -> np.ndarray:
     return data.labels[:, :, None] * (data.values @ data.v)[:, None, :]
 
 
+SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
+r"""float64's smallest normal number :math:`\mu = 2^{-1022}`. A product that lands below it is
+rounded to the subnormal grid (spacing :math:`2u\mu`), off by up to :math:`u\mu`, not
+:math:`u` times itself; sums of such are exact. So each rounded product of a score adds
+:math:`\mu` to its size (:func:`term_sizes`)."""
+
+
+def term_sizes(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    r"""The size of the inner products :math:`w^\top u` of ``values`` (..., d_u) with ``weights``
+    (d_u,) or (d_u, p), underflow included:
+
+    .. math::
+
+        |w|^\top|u| + d_u\,\mu,
+
+    :math:`\mu` = :data:`SMALLEST_NORMAL`. A computed :math:`w^\top u` is within
+    :math:`\gamma_{d_u+1}` times it of the exact one (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 2nd ed., §3.1, with each of the :math:`d_u` products off by up to
+    :math:`u\mu` more where it underflows). Without the :math:`d_u\mu` a query whose products
+    underflow would be judged on round-off: scores ``1.5 * 2**-1074`` computed as
+    :math:`2^{-1073}` and :math:`2^{-1074}` would read untied. It changes no size of
+    :math:`2^{53} d_u \mu \approx 2\cdot 10^{-292} d_u` or more."""
+    return np.abs(values) @ np.abs(weights) + values.shape[-1] * SMALLEST_NORMAL
+
+
 def score_sizes(labels: np.ndarray, values: np.ndarray, v: np.ndarray) -> np.ndarray:
-    r"""The sizes :math:`|Y_{ik}|\,|v|^\top|u_{it}|` of the linear head's scores
+    r"""The sizes :math:`|Y_{ik}|\,(|v|^\top|u_{it}| + d_u\mu)` of the linear head's scores
     :math:`Y_{ik} v^\top u_{it}` (labels (n, K), values (n, T, d_u), v (d_u,); shape
-    (n, K, T)), which bound their round-off up to a factor: :func:`tied_maxima`'s sizes, for
-    :func:`optimal_token_sets` and :class:`svmgeo.gd.RiskOracle`."""
-    return np.abs(labels)[:, :, None] * (np.abs(values) @ np.abs(v))[:, None, :]
+    (n, K, T); :func:`term_sizes`), which bound their round-off up to a factor, underflow
+    included: :func:`tied_maxima`'s sizes, for :func:`optimal_token_sets` and
+    :class:`svmgeo.gd.RiskOracle`."""
+    return np.abs(labels)[:, :, None] * term_sizes(values, v)[:, None, :]
 
 
 def _score_sizes(data: TokenData) -> np.ndarray | None:
@@ -121,11 +147,14 @@ def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL, sizes: Any = N
         \qquad \gamma_{ik\star} = \max_\tau \gamma_{ik\tau},
 
     with :math:`\tau` over the tokens visible to query :math:`k` of sequence :math:`i`,
-    :math:`s_{ikt} = |Y_{ik}|\,|v|^\top|u_{it}|` the size of a computed score (its round-off
-    is at most a small multiple of :math:`u\,s_{ikt}`; :math:`|\gamma_{ikt}|` for given
-    ``scores``) and :math:`s_{ik\star}` the largest size among the tokens scoring
-    :math:`\gamma_{ik\star}`. Multiplying the data by any positive factor (``X * 1e-13`` or
-    ``X * 1e13``) keeps the same optimal tokens; only scores that agree to ``tol`` relative to
+    :math:`s_{ikt} = |Y_{ik}|\,(|v|^\top|u_{it}| + d_u\mu)` the size of a computed score
+    (its round-off is at most a small multiple of :math:`u\,s_{ikt}`; :math:`\mu = 2^{-1022}`,
+    float64's smallest normal, for the products that underflow: :func:`term_sizes`;
+    :math:`|\gamma_{ikt}|` for given ``scores``) and :math:`s_{ik\star}` the largest size
+    among the tokens scoring :math:`\gamma_{ik\star}`. Multiplying the data by any positive
+    factor (``X * 1e-13`` or ``X * 1e13``) keeps the same optimal tokens, as long as the scores'
+    sizes stay far above :math:`d_u\mu` (below, scores that differ by round-off of underflowed
+    products tie); only scores that agree to ``tol`` relative to
     their own sizes (round-off) count as tied, and a token far below the top (a masked key's
     score imputed as -1e9, say) widens no other token's tolerance.
 
@@ -138,7 +167,8 @@ def optimal_token_sets(data: TokenData, *, tol: float = TIE_RTOL, sizes: Any = N
         The sizes :math:`s` of the scores (finite, :math:`\ge 0`), the sizes of their terms,
         e.g. :func:`svmgeo.verify`'s for a ReLU or concave head computed elsewhere; when given
         they replace the default for every score, those computed from ``v`` too. Default:
-        :math:`|Y_{ik}|\,|v|^\top|u_{it}|` for computed scores, :math:`|\gamma|` for given ones.
+        :math:`|Y_{ik}|\,(|v|^\top|u_{it}| + d_u\mu)` for computed scores, :math:`|\gamma|`
+        for given ones.
 
     Returns
     -------

@@ -23,7 +23,7 @@ from ..data import TokenData
 from ..gd import ATTENTIONS, DEFAULT_BACKEND, HEADS, PARAMS, STEEPEST_RULES, resolve_optimizer
 from ..ntp import NextTokenData
 from ..solvers import Status, SVMResult, att_svm, faces, joint_svm, optimal_face_alignment
-from ._judge import Verdict, judge, scored
+from ._judge import Scored, Verdict, judge, scored
 from ._options import refuse_options
 from ._protocol import Comparison, Prediction, closest, compare
 from ._report import VerifyReport, assemble, svm_prediction
@@ -242,18 +242,18 @@ def verify(
             data, param=param, train_head=bool(train_head), threshold=threshold,
             options={**options, "init": init},
         )  # fmt: skip
-    sdata, sizes = _scored(data, head, v, V, lam)
+    sc = _scored(data, head, v, V, lam)
     width = data.d if m is None else m
     if isinstance(init, str) and init == "cone":
-        init = _cone_start(sdata, alpha, param, width, cone_radius, cone_noise, seed)
+        init = _cone_start(sc.data, alpha, param, width, cone_radius, cone_noise, seed)
     elif alpha is not None:
         raise ProblemError("alpha is used only with init='cone'; got alpha with another init.")
     trajectory = run_gd(
         data, param=param, head=head, train_head=False,
         options={**options, "V": V, "lam": lam, "init": init},
     )  # fmt: skip
-    verdict = judge(sdata, trajectory.selection, sizes=sizes)
-    predictions, svms = _svm_predictions(sdata, verdict, rank=_rank(data, param, width))
+    verdict = judge(sc, trajectory.selection)
+    predictions, svms = _svm_predictions(sc.data, verdict, rank=_rank(data, param, width))
     extra: dict[str, Any] = {}
     if head != "linear":
         extra, gen_predictions = _gen_svm_predictions(data, trajectory)
@@ -373,10 +373,10 @@ def _verify_optimizer(
             f"SVMs, with the linear head; got {', '.join(refused)}. Drop it, or verify GD "
             "(optimizer='gd')."
         )
-    sdata, sizes = scored(data, v=options["v"])
+    sc = scored(data, v=options["v"])
     width = data.d if options["m"] is None else options["m"]
     if isinstance(init, str) and init == "cone":
-        init = _cone_start(sdata, alpha, param, width, cone[0], cone[1], options["seed"])
+        init = _cone_start(sc.data, alpha, param, width, cone[0], cone[1], options["seed"])
     elif alpha is not None:
         raise ProblemError("alpha is used only with init='cone'; got alpha with another init.")
     train = {k: val for k, val in options.items() if val is not None or k == "v"}
@@ -384,7 +384,7 @@ def _verify_optimizer(
     trajectory = run_steepest(
         data, optimizer=rule if q is None else ("steepest", q), param=param, options=train
     )
-    verdict = judge(sdata, trajectory.selection, sizes=sizes)
+    verdict = judge(sc, trajectory.selection)
     norms = dict(OPTIMIZER_SVMS)
     if q is not None and q not in (1.0, 2.0, math.inf):
         norms["lp"] = ("lp", q)
@@ -396,7 +396,7 @@ def _verify_optimizer(
         elif name == "fro":
             svms[name] = verdict.lot.support.svm
         else:
-            solved = att_svm(sdata, verdict.selection, norm=norm,
+            solved = att_svm(sc.data, verdict.selection, norm=norm,
                              rank=rank if name == "nuc" else None)  # fmt: skip
             svms[name] = solved if solved.W is not None else None
     predictions = [svm_prediction(name, s) for name, s in svms.items()]
@@ -479,7 +479,7 @@ def _check_prompt_options(param: str, head: str, init: Any, alpha: Any) -> None:
         )
 
 
-def _scored(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> tuple[TokenData, np.ndarray]:
+def _scored(data: TokenData, head: str, v: Any, V: Any, lam: Any) -> Scored:
     """:func:`~svmgeo.verify._judge.scored` by the head GD trains, after checking the head has
     its parameters."""
     if head == "relu" and V is None:
@@ -623,11 +623,11 @@ def _verify_prompt(
     head_v = options["v"]
     if joint is not None:
         head_v = joint.v if joint.v is not None else trajectory.head
-    sdata, sizes = scored(data, v=head_v, prompt=param == "p")
-    verdict = judge(sdata, selection, sizes=sizes, prompt=param == "p")
+    sc = scored(data, v=head_v, prompt=param == "p")
+    verdict = judge(sc, selection, prompt=param == "p")
     svm = verdict.lot.support.svm if verdict.feasible else None
     target = None if svm is None or svm.W is None else (svm.W[:, 0] if key == "p" else svm.W)
-    svm_nuc = att_svm(sdata, selection, norm="nuc") if verdict.feasible and key == "W" else None
+    svm_nuc = att_svm(sc.data, selection, norm="nuc") if verdict.feasible and key == "W" else None
     predictions = [svm_prediction("fro", svm, target), svm_prediction("nuc", svm_nuc)]
     extra: dict[str, Any] = {}
     trajectories = {"theta": trajectory.iterates}
@@ -819,16 +819,16 @@ def _verify_map(
         data, param=param, head="linear", train_head=False,
         options={**options, "attention": attention},
     )  # fmt: skip
-    sdata, sizes = scored(data, v=options["v"])
-    verdict = judge(sdata, trajectory.selection, sizes=sizes)
+    sc = scored(data, v=options["v"])
+    verdict = judge(sc, trajectory.selection)
     rank = _rank(data, param, data.d if options["m"] is None else options["m"])
-    predictions, svms = _svm_predictions(sdata, verdict, rank=rank)
+    predictions, svms = _svm_predictions(sc.data, verdict, rank=rank)
     own: SVMResult | None = None
     if attention != "normalized_linear":
         pattern = None if attention == "linear" else trajectory.final
         try:
             own = att_svm(
-                sdata, attention=attention, pattern=pattern,
+                sc.data, attention=attention, pattern=pattern,
                 norm="nuc" if param == "KQ" else "fro", rank=rank if param == "KQ" else None,
             )  # fmt: skip
         except ProblemError:  # a key exactly at logit 0: no sign pattern to build on

@@ -12,7 +12,7 @@ and :func:`~svmgeo.is_locally_optimal` on the data scored with :math:`\gamma`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,9 +21,9 @@ from .._validation import check_array, check_real
 from ..analysis import LocalOptimality, is_locally_optimal
 from ..attention_maps import gamma
 from ..data import TokenData
-from ..selection import optimal_token_sets, score_sizes
+from ..selection import SMALLEST_NORMAL, optimal_token_sets, score_sizes, term_sizes
 
-__all__ = ["Verdict", "judge", "scored"]
+__all__ = ["Scored", "Verdict", "judge", "scored"]
 
 
 def _weights(value: Any, name: str, size: int, where: str) -> np.ndarray:
@@ -40,6 +40,17 @@ def _weights(value: Any, name: str, size: int, where: str) -> np.ndarray:
     return w
 
 
+class Scored(NamedTuple):
+    r""":func:`scored`'s result: the data with the head's token scores :math:`\gamma` and
+    their sizes :math:`s`, which :func:`judge` reads together (a NamedTuple, so it unpacks
+    as the pair ``sdata, sizes``)."""
+
+    data: TokenData
+    r"""The data with explicit ``scores`` :math:`\gamma` (queries passed as Z)."""
+    sizes: np.ndarray
+    """The sizes :math:`s` of the scores, shape (n, K, T)."""
+
+
 def scored(
     data: TokenData,
     head: str = "linear",
@@ -49,7 +60,7 @@ def scored(
     *,
     prompt: bool = False,
     where: str = "verify",
-) -> tuple[TokenData, np.ndarray]:
+) -> Scored:
     r"""The same attention problem with the token scores of the head the run trains, and the
     sizes of those scores.
 
@@ -66,17 +77,22 @@ def scored(
 
     .. math::
 
-        s_{ikt} = |Y_{ik}|\,|v|^\top|u_{it}|,\quad
-        |Y_{ik}|\,|v|^\top\big(a_{it}\odot |V|^\top|u_{it}|\big),\quad
-        |Y_{ik}|\,\big(|v|^\top|u_{it}| + \lambda\|u_{it}\|^2\big),
+        s_{ikt} = |Y_{ik}|\,m_{it},\quad
+        |Y_{ik}|\,\big(|v|^\top(a_{it}\odot M_{it}) + p\,\mu\big),\quad
+        |Y_{ik}|\,\big(m_{it} + \lambda(\|u_{it}\|^2 + d_u\mu) + \mu\big),
 
-    with :math:`a_{it}` the units that may be active exactly: those whose computed
-    :math:`V^\top u_{it}` is at least :math:`-\gamma_{d_u+1}\,|V|^\top|u_{it}|`, its rounding
-    bound (:math:`\gamma_k = k u/(1 - k u)`, Higham, *Accuracy and Stability of Numerical
-    Algorithms*, 2nd ed., §3.1; one more than the :math:`d_u` terms for the rounding of
-    :math:`|V|^\top|u|` itself); units below it are inactive exactly too. Without ``v``, the linear head is the data's own: its
-    ``v``, or its given ``scores`` with sizes :math:`|\gamma|` (the sizes of
-    :func:`~svmgeo.optimal_token_sets` on the data itself).
+    :math:`m_{it} = |v|^\top|u_{it}| + d_u\mu`, :math:`M_{it} = |V|^\top|u_{it}| + d_u\mu`,
+    with :math:`\mu = 2^{-1022}` (float64's smallest normal) for each of the products that may
+    underflow (:func:`~svmgeo.selection.term_sizes`; without it scores whose products
+    underflow, tokens near :math:`2^{-474}` times weights near :math:`2^{-600}`, were judged
+    on their round-off: two tied exactly read untied), :math:`p` the ReLU head's width and :math:`a_{it}` its units that
+    may be active exactly: those whose computed :math:`V^\top u_{it}` is at least
+    :math:`-\gamma_{d_u+1} M_{it}`, its rounding bound (:math:`\gamma_k = k u/(1 - k u)`,
+    Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1; one more than the
+    :math:`d_u` terms for the rounding of :math:`M` itself); units below it are inactive
+    exactly too. Without ``v``, the linear head is the data's own: its ``v``, or its given
+    ``scores`` with sizes :math:`|\gamma|` (the sizes of :func:`~svmgeo.optimal_token_sets` on
+    the data itself).
 
     Parameters
     ----------
@@ -93,17 +109,18 @@ def scored(
 
     Returns
     -------
-    TokenData
-        The data with explicit ``scores`` :math:`\gamma` (queries passed as Z).
-    ndarray of shape (n, K, T)
-        The sizes :math:`s` of the scores.
+    Scored
+        ``data``: the data with explicit ``scores`` :math:`\gamma` (queries passed as Z);
+        ``sizes``: the sizes :math:`s` of the scores, shape (n, K, T).
 
     Raises
     ------
     ProblemError
         The data has neither ``v`` nor scores and none was passed, a parameter of the wrong
-        shape, or sizes that overflow float64 (by the tie rule an infinite size would tie
-        every token; the message names the parameters to scale down).
+        shape, or scores or sizes that overflow float64 (by the tie rule an infinite size
+        would tie every token, and a NaN score, the ReLU head's :math:`V^\top u` of terms
+        beyond float64 of both signs, has no rank; the message names the parameters to scale
+        down).
     """
     scores, sizes = _head_scores(data, head, v, V, lam, where)
     if prompt:  # prompt data may have no queries (TokenData without Z or query)
@@ -118,7 +135,7 @@ def scored(
         mask=None if data.mask is None else np.asarray(data.mask),
         scores=scores[:, 0] if data.single_query else scores,
     )
-    return sdata, sizes
+    return Scored(sdata, sizes)
 
 
 def _head_scores(
@@ -133,12 +150,13 @@ def _head_scores(
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
             pre = U @ Va
             h = np.maximum(pre, 0.0) @ w
-            mag = np.abs(U) @ np.abs(Va)
+            mag = term_sizes(U, Va)  # |V|ᵀ|u| + d_u μ: V^T u's products may underflow
             # a unit within V^T u's rounding bound of 0 may be active exactly: count its terms
             active = np.where(pre >= -gamma(U.shape[2] + 1) * mag, mag, 0.0)
             sizes = score_sizes(labels, active, w)
-        _check_terms(sizes, "V (or v)", "the ReLU head's terms |v|ᵀ(|V|ᵀ|u|)", where)
-        return labels[:, :, None] * h[:, None, :], sizes
+            scores = labels[:, :, None] * h[:, None, :]
+        _check_terms(scores, sizes, "V (or v)", "the ReLU head's terms |v|ᵀ(|V|ᵀ|u|)", where)
+        return scores, sizes
     if v is None:
         if data.v is None:
             if data.scores is None:
@@ -159,21 +177,26 @@ def _head_scores(
         if head == "concave":
             squares = np.sum(U * U, axis=2)
             h = h - lam * squares
-            sizes = sizes + np.abs(labels)[:, :, None] * (lam * squares)[:, None, :]
+            # d_u products in the squares, one in lam times them: each may underflow
+            lam_terms = lam * (squares + U.shape[2] * SMALLEST_NORMAL) + SMALLEST_NORMAL
+            sizes = sizes + np.abs(labels)[:, :, None] * lam_terms[:, None, :]
+        scores = labels[:, :, None] * h[:, None, :]
     names = "v" if v is not None else "the data's X or v"
     if head == "concave":
         names, terms = f"{names} or lam", "the concave head's terms |v|ᵀ|u| + λ‖u‖²"
     else:
         terms = "the linear head's terms |v|ᵀ|u|"
-    _check_terms(sizes, names, terms, where)
-    return labels[:, :, None] * h[:, None, :], sizes
+    _check_terms(scores, sizes, names, terms, where)
+    return scores, sizes
 
 
-def _check_terms(sizes: np.ndarray, names: str, terms: str, where: str) -> None:
-    r"""Refuse a head whose term sizes :math:`s` overflow float64: by the tie rule an infinite
-    size would tie every token of its query, so no honest verdict exists; ``names`` are the
-    arguments to scale down."""
-    bad = np.argwhere(~np.isfinite(sizes))
+def _check_terms(scores: np.ndarray, sizes: np.ndarray, names: str, terms: str, where: str) -> None:
+    r"""Refuse a head whose scores or term sizes :math:`s` overflow float64: by the tie rule an
+    infinite size would tie every token of its query, and a score that is not finite (the
+    ReLU head's :math:`V^\top u` with terms beyond float64 of both signs reads NaN, whose unit
+    the size rule counts inactive) has no place in the order, so no honest verdict exists;
+    ``names`` are the arguments to scale down."""
+    bad = np.argwhere(~(np.isfinite(sizes) & np.isfinite(scores)))
     if bad.size:
         i, _, t = (int(j) for j in bad[0])
         raise ProblemError(
@@ -213,11 +236,10 @@ class Verdict:
 
 
 def judge(
-    sdata: TokenData,
+    scored_data: Scored,
     selection: np.ndarray,
     norm: Any = "fro",
     *,
-    sizes: np.ndarray,
     prompt: bool = False,
 ) -> Verdict:
     r"""Judge the selection α of a run on the scored data.
@@ -229,22 +251,22 @@ def judge(
 
     Parameters
     ----------
-    sdata : TokenData
-        The data with the run's token scores (:func:`scored`).
+    scored_data : Scored
+        The data with the run's token scores and their sizes, for ties up to round-off
+        (:func:`scored`).
     selection : ndarray of int, shape (n,) or (n, K)
         The run's final argmax selection α.
     norm : "fro" or ("lp", p)
         The norm of the LOT test.
-    sizes : ndarray of shape (n, K, T)
-        The sizes of those scores (:func:`scored`), for ties up to round-off.
     prompt : bool
-        ``sdata`` is :func:`scored` with ``prompt=True``: its Att-SVM is the p-SVM, and the
+        ``scored_data`` is :func:`scored` with ``prompt=True``: its Att-SVM is the p-SVM, and the
         LOT reason names it so.
 
     Returns
     -------
     Verdict
     """
+    sdata, sizes = scored_data
     full = np.asarray(selection).reshape(sdata.n, sdata.K)
     opt_sets = optimal_token_sets(sdata, sizes=sizes)
     opt_full = opt_sets[:, None, :] if sdata.single_query else opt_sets

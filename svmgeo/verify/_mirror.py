@@ -134,7 +134,7 @@ def verify_mirror(
     threshold = check_real(threshold, "threshold", low=-1.0, high=1.0, where=where)
     if isinstance(init, str) and init == "cone":
         raise ProblemError(f"{where}: init='cone' is for verify (GD); pass 'zero' or an array.")
-    sdata, sizes = scored(data, v=v, where="verify_mirror")
+    sc = scored(data, v=v, where="verify_mirror")
     train = dict(
         loss=loss, v=v, step_size=step_size, normalized=normalized, n_steps=n_steps,
         record_every=record_every, init=init, backend=backend,
@@ -143,12 +143,12 @@ def verify_mirror(
     trajectory = run_mirror(data, exponent=exponent, options=train)
     exponent = trajectory.run.config.exponent
     lp: Any = ("lp", exponent)
-    verdict = judge(sdata, trajectory.selection, norm=lp, sizes=sizes)
+    verdict = judge(sc, trajectory.selection, norm=lp)
     feasible = verdict.feasible
     svms = {
         "lp": verdict.lot.support.svm if feasible else None,
-        "fro": att_svm(sdata, verdict.selection) if feasible else None,
-        "nuc": att_svm(sdata, verdict.selection, norm="nuc") if feasible else None,
+        "fro": att_svm(sc.data, verdict.selection) if feasible else None,
+        "nuc": att_svm(sc.data, verdict.selection, norm="nuc") if feasible else None,
     }
     predictions = [svm_prediction(name, s) for name, s in svms.items()]
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
