@@ -240,7 +240,8 @@ def largest_logits(
     (:func:`tied_maxima`), undefined where a visible key's logit is NaN or ±inf (a W with such
     entries, or logits beyond float64): an argmax there would be a guess. An internal helper,
     not in ``__all__``: the one rule of a final selection, shared by :func:`svmgeo.verify`
-    (which refuses both) and the experiments (which report them).
+    (which refuses both) and the experiments (which report them); :func:`logit_selection`
+    applies it to logits already computed.
 
     Parameters
     ----------
@@ -260,22 +261,48 @@ def largest_logits(
         empty when all are finite.
     """
     theta = np.asarray(theta, dtype=float)
-    visible = np.asarray(data.visible)
     with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf are reported below
         logits = prompt_logits(data, theta) if theta.ndim == 1 else weight_logits(data, theta)
+    alpha, tied, non_finite, _ = logit_selection(data, logits)
+    return alpha, tied, non_finite
+
+
+def logit_selection(
+    data: TokenData, logits: np.ndarray
+) -> tuple[np.ndarray | None, list[str], list[str], np.ndarray]:
+    r""":func:`largest_logits` of the logits :math:`u_{ikt}` (shape (n, K, T), ``-inf`` on
+    hidden keys: :func:`weight_logits`, :func:`prompt_logits`) already computed, and the mask
+    of each query's largest-logit keys (an internal helper, not in ``__all__``).
+
+    .. math::
+
+        \mathrm{top}_{ikt} = \big[\, u_{ikt} \ge u_{ik\star} - \mathrm{TIE\_RTOL}\cdot
+        \max(|u_{ikt}|, |u_{ik\star}|) \,\big]
+
+    (:func:`tied_maxima`), all False at a query with a non-finite visible logit.
+
+    Returns
+    -------
+    alpha, tied, non_finite
+        As :func:`largest_logits`.
+    top : ndarray of bool, shape (n, K, T)
+        The selected key of each query, or every tied top key; none at a query whose logits
+        are not all finite.
+    """
+    visible = np.asarray(data.visible)
     undefined = np.any(visible & ~np.isfinite(logits), axis=2)
-    tied = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits))
+    top = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits))
     non_finite = [
         f"{query_label(data, i, k)}: non-finite logits" for i, k in np.argwhere(undefined)
     ]
     listed = [
-        f"{query_label(data, i, k)}: tokens {np.flatnonzero(tied[i, k]).tolist()}"
-        for i, k in np.argwhere(tied.sum(axis=2) > 1)
+        f"{query_label(data, i, k)}: tokens {np.flatnonzero(top[i, k]).tolist()}"
+        for i, k in np.argwhere(top.sum(axis=2) > 1)
     ]
     if listed or non_finite:
-        return None, listed, non_finite
+        return None, listed, non_finite, top
     alpha = np.argmax(logits, axis=2).astype(np.int64)
-    return (alpha[:, 0] if data.single_query else alpha), [], []
+    return (alpha[:, 0] if data.single_query else alpha), [], [], top
 
 
 def score_size_table(data: TokenData) -> np.ndarray:

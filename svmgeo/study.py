@@ -45,11 +45,10 @@ from .data import TokenData
 from .selection import (
     TIE_RTOL,
     first_five,
-    largest_logits,
+    logit_selection,
     optimal_tokens,
     scores_full,
     selection_space,
-    tied_maxima,
     weight_logits,
 )
 from .solvers import Status, att_svm, feasibility
@@ -323,9 +322,13 @@ def _support_counts(mask: Any) -> str:
 
 def _softmax(data: TokenData, W: np.ndarray) -> np.ndarray:
     """(n·K, T) attention of ``W``, hidden keys 0."""
-    logits = weight_logits(data, W)
+    return _attention(weight_logits(data, W))
+
+
+def _attention(logits: np.ndarray) -> np.ndarray:
+    """(n·K, T) softmax of the logits (n, K, T) (``-inf`` on hidden keys, which get 0)."""
     e = np.exp(logits - logits.max(axis=2, keepdims=True))
-    return (e / e.sum(axis=2, keepdims=True)).reshape(-1, data.T)
+    return (e / e.sum(axis=2, keepdims=True)).reshape(-1, logits.shape[2])
 
 
 def _stats(a: np.ndarray) -> dict[str, float]:
@@ -769,9 +772,9 @@ def study(
         # the one rule of a final selection (largest_logits, shared with verify and the
         # experiments): a query whose top logits tie up to round-off (TIE_RTOL) selects no one
         # token, so W makes no selection there: its verdicts are undetermined, not False, and
-        # no SVM of a selection is solved (its logits are finite: checked above)
-        sel, tied, _ = largest_logits(data, Wt)
-        top = tied_maxima(trained_logits)  # the selected key, or every tied top key
+        # no SVM of a selection is solved (its logits are finite: checked above). top: the
+        # selected key, or every tied top key
+        sel, tied, _, top = logit_selection(data, trained_logits)
         svm_fro = svm_nuc = None
         if sel is None:
             notes.append(
@@ -802,7 +805,7 @@ def study(
             "corr_nuc": _direction_corr(Wt, W_nuc),
             "norm": frobenius_norm(Wt),
         }
-        attention["trained"] = _softmax(data, Wt)
+        attention["trained"] = _attention(trained_logits)
         attn = attention["trained"].reshape(data.n, data.K, data.T)
         sparsity = _sparsity(attn)
         spectrum = _spectrum(Wt, W_fro, W_nuc)
