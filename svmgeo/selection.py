@@ -69,6 +69,8 @@ def scores_full(data: TokenData) -> np.ndarray:
     return data.labels[:, :, None] * (data.values @ data.v)[:, None, :]
 
 
+# gd's mirror descent has the same number as a private _TINY (gd sits above selection, so
+# selection cannot import it); gd's UNDERFLOW is another bound (tiny * 2^52)
 SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
 r"""float64's smallest normal number :math:`\mu = 2^{-1022}`. A product that lands below it is
 rounded to the subnormal grid (spacing :math:`2u\mu`), off by up to :math:`u\mu`, not
@@ -89,8 +91,11 @@ def term_sizes(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     Numerical Algorithms*, 2nd ed., §3.1, with each of the :math:`d_u` products off by up to
     :math:`u\mu` more where it underflows). Without the :math:`d_u\mu` a query whose products
     underflow would be judged on round-off: scores ``1.5 * 2**-1074`` computed as
-    :math:`2^{-1073}` and :math:`2^{-1074}` would read untied. It changes no size of
-    :math:`2^{53} d_u \mu \approx 2\cdot 10^{-292} d_u` or more."""
+    :math:`2^{-1073}` and :math:`2^{-1074}` would read untied. It leaves every
+    :math:`|w|^\top|u|` of :math:`2^{54} d_u \mu \approx 4\cdot 10^{-292} d_u` or more as it
+    was (:math:`d_u\mu` is below half its ulp); a size that multiplies these by a large
+    weight (the ReLU head's :math:`|v|`, the concave head's :math:`\lambda`) changes wherever
+    the products underflow, at normal sizes too."""
     return np.abs(values) @ np.abs(weights) + values.shape[-1] * SMALLEST_NORMAL
 
 
@@ -193,7 +198,7 @@ def tied_maxima(S: np.ndarray, tol: float = TIE_RTOL, size: np.ndarray | None = 
         S_t \ge S_\star - \mathrm{tol}\cdot\max(s_t, s_\star),
 
     :math:`S_\star` the row's largest score, :math:`s` the scores' sizes (``size``, e.g.
-    :math:`|Y|\,|v|^\top|u_t|` for computed scores, whose round-off it bounds up to a factor;
+    :func:`score_sizes` for computed scores, whose round-off they bound up to a factor;
     :math:`|S_t|` when None) and :math:`s_\star` the largest size among the tokens scoring
     :math:`S_\star`. Tokens far below the top (a masked key's score imputed as -1e9, say)
     do not widen the tolerance of the others."""

@@ -36,10 +36,30 @@ def _naive_top(logits: np.ndarray, visible: np.ndarray) -> np.ndarray:
     return top
 
 
+def _naive_selection(data: sg.TokenData, logits: np.ndarray) -> tuple:
+    """largest_logits' rule by a loop over the queries: the one top key of each query (by
+    :func:`_naive_top`), else the query listed as tied (its top keys) or as non-finite."""
+    top = _naive_top(logits, np.asarray(data.visible))
+    alpha = np.zeros(logits.shape[:2], dtype=np.int64)
+    tied, non_finite = [], []
+    for i, k in np.ndindex(*logits.shape[:2]):
+        keys = [t for t in range(logits.shape[2]) if top[i, k, t]]
+        if not keys:
+            non_finite.append(f"{selection.query_label(data, i, k)}: non-finite logits")
+        elif len(keys) > 1:
+            tied.append(f"{selection.query_label(data, i, k)}: tokens {keys}")
+        else:
+            alpha[i, k] = keys[0]
+    if tied or non_finite:
+        return None, tied, non_finite
+    return (alpha[:, 0] if data.single_query else alpha), [], []
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_logit_selection_is_largest_logits_with_its_mask(seed):
-    """logit_selection of weight_logits is largest_logits (selection, tied and non-finite
-    lists), and its mask is every key within TIE_RTOL of the top (a naive loop)."""
+    """logit_selection of weight_logits gives the selection, tied and non-finite lists of a
+    naive loop over the queries (and of largest_logits, which wraps it), and its mask is
+    every key within TIE_RTOL of the top (the loop's)."""
     from svmgeo.selection import logit_selection
 
     rng = np.random.default_rng(seed)
@@ -50,11 +70,11 @@ def test_logit_selection_is_largest_logits_with_its_mask(seed):
     with np.errstate(invalid="ignore", over="ignore"):
         logits = selection.weight_logits(data, W)
     alpha, tied, non_finite, top = logit_selection(data, logits)
-    ref = selection.largest_logits(data, W)
-    assert (tied, non_finite) == (ref[1], ref[2])
-    assert (alpha is None) == (ref[0] is None)
-    if alpha is not None:
-        np.testing.assert_array_equal(alpha, ref[0])
+    for ref in (_naive_selection(data, logits), selection.largest_logits(data, W)):
+        assert (tied, non_finite) == (ref[1], ref[2])
+        assert (alpha is None) == (ref[0] is None)
+        if alpha is not None:
+            np.testing.assert_array_equal(alpha, ref[0])
     np.testing.assert_array_equal(top, _naive_top(logits, np.asarray(data.visible)))
 
 

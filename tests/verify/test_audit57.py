@@ -162,3 +162,22 @@ def test_scored_is_a_record_that_judge_reads_whole():
     np.testing.assert_array_equal(verdict.optimal_sets, sg.optimal_token_sets(sdata, sizes=sizes))
     assert verdict.is_optimal
     assert verdict.lot.answer is sg.is_locally_optimal(sdata, [1], sizes=sizes).answer
+
+
+def test_concave_scores_whose_squares_underflow_do_not_rank_by_round_off():
+    """The concave head :math:`u - \\lambda u^2` with lam = 1e200 and u = 1e-170, 0, -1: u²
+    underflows to 0, so token 0 computes 1e-170 > 0 = token 1, while exactly (rationals of
+    the same floats) token 1 is the strict top (1e-170 - 1e200·1e-340 < 0). The scores'
+    sizes, lam times products that underflow, are normal (lam μ ≈ 2e-108): the optimal sets
+    keep token 1 (tied with token 0 up to that round-off), not token 0 alone."""
+    U = np.array([[[1e-170], [0.0], [-1.0]]])
+    lam = 1e200
+    exact = [Fraction(float(u)) - Fraction(lam) * Fraction(float(u)) ** 2 for u in U[0, :, 0]]
+    assert _exact_sets(exact) == [False, True, False]  # the premise: token 1 alone
+    sdata, sizes = scored(
+        sg.TokenData(X3, Z=Z1, values=U, v=np.array([1.0])), "concave", None, None, lam
+    )
+    got = sg.token_scores(sdata)[0]
+    assert got[0] > got[1]  # round-off of the underflowed square inverts the order
+    sets = sg.optimal_token_sets(sdata, sizes=sizes)[0]
+    assert sets.tolist() == [True, True, False]  # the exact top is kept; token 2 is far below
