@@ -10,7 +10,12 @@ pass of ``model(**inputs)`` in evaluation mode (stopped right there):
   layer norm (``ln_1``, ``input_layernorm``), BERT's the previous block's output (BERT normalizes
   after the sublayer); these are the tokens :math:`x_{it}` (and queries, self-attention);
 * the attention mask the model itself passes to that module (causal for GPT-2 and LLaMA, the
-  ``attention_mask`` padding, sliding windows): a key is visible where the additive mask is 0;
+  ``attention_mask`` padding, sliding windows): a key is visible where the additive mask is 0,
+  or where a bool mask (sdpa's) is True; a 4-D mask is read as the attention broadcasts it
+  over (n, 1, T, T) (a 4-D ``attention_mask`` given to the model reaches the attention as it
+  is: a padding mask (n, 1, 1, T) hides its keys from every query). Eager attention adds its
+  mask to the logits, so a bool mask there is refused (True adds 1), and so are the masks of
+  flash (2-D padding, its kernel applies the causal pattern) and flex attention (BlockMask);
 * for rotary models the ``(cos, sin)`` position embeddings passed to the module.
 
 Head ``h``'s query and key maps and the model's own scale :math:`s` are read from the weights:
@@ -211,20 +216,58 @@ def _capture(model: Any, module: Any, inputs: Any) -> dict[str, Any]:
     return seen
 
 
-def _visible(mask: Any, n: int, T: int, is_causal: bool) -> np.ndarray:
-    """svmgeo's visibility (n, T, T) from the mask the model passed to the attention."""
+def _visible(mask: Any, n: int, T: int, is_causal: bool, implementation: Any = None) -> np.ndarray:
+    """svmgeo's visibility (n, T, T) from the mask the model passed to the attention.
+
+    A 4-D mask is read as the attention broadcasts it over (n, 1, T, T): shape (n or 1, 1,
+    T or 1, T). transformers builds (n, 1, T, T) masks for its eager and sdpa attention, and
+    hands a 4-D ``attention_mask`` given to the model on as it is, e.g. a padding mask
+    (n, 1, 1, T) that hides the same keys from every query. ``implementation`` is the model's
+    ``config._attn_implementation``, for the messages and for bool masks under eager attention,
+    which adds them to the logits.
+    """
     import torch
 
     if mask is None:
         causal = np.tril(np.ones((T, T), dtype=bool))
         return np.broadcast_to(causal if is_causal else np.ones((T, T), dtype=bool), (n, T, T))
-    m = mask.detach().cpu()
-    if m.dim() != 4 or m.shape[1] != 1 or tuple(m.shape[2:]) != (T, T):
+    switch = (
+        "Read the model with its eager or sdpa attention: call "
+        "model.set_attn_implementation('sdpa') (or 'eager') first."
+    )
+    if not isinstance(mask, torch.Tensor):  # flex attention's BlockMask
         raise ProblemError(
-            f"{_WHERE}: the model passed an attention mask of shape {tuple(m.shape)}; expected "
-            f"(n, 1, {T}, {T})."
+            f"{_WHERE}: the model passed its attention a {type(mask).__name__}, not a tensor "
+            f"mask (attn_implementation={implementation!r}); svmgeo reads the tensor masks "
+            f"of the eager and sdpa attention. {switch}"
+        )
+    m = mask.detach().cpu()
+    shape = tuple(m.shape)
+    if m.dim() == 2:
+        raise ProblemError(
+            f"{_WHERE}: the model passed its attention a 2-D mask of shape {shape} "
+            f"(attn_implementation={implementation!r}): a padding mask whose kernel applies "
+            "the causal and sliding-window patterns itself (flash attention's), so it does "
+            f"not say which keys each query sees. {switch}"
+        )
+    fits = m.dim() == 4 and shape[0] in (1, n) and shape[1] == 1
+    if not (fits and shape[2] in (1, T) and shape[3] == T):
+        raise ProblemError(
+            f"{_WHERE}: the model passed its attention a mask of shape {shape}; expected "
+            f"(n, 1, T, T) = ({n}, 1, {T}, {T}) or a shape that broadcasts to it over the "
+            f"sequences and the queries, ({n} or 1, 1, {T} or 1, {T}) (a padding mask "
+            f"(n, 1, 1, T) hides the same keys from every query)."
         )
     if m.dtype == torch.bool:
+        if implementation == "eager":
+            raise ProblemError(
+                f"{_WHERE}: the model's eager attention adds its mask to the logits, and a "
+                "bool mask (transformers builds float ones for eager: this one was passed to "
+                "the model) adds 1 where it is True and hides no key, so no visibility mask "
+                "reproduces it. Pass a float mask of 0 (visible) and -inf or "
+                "torch.finfo(dtype).min (hidden), or use sdpa attention, which reads a bool "
+                "mask as True = visible (model.set_attn_implementation('sdpa'))."
+            )
         vis = m[:, 0].numpy()
     else:
         a = m[:, 0].double().numpy()
@@ -385,7 +428,9 @@ def from_transformers(
         torch or transformers is not installed.
     ProblemError
         An unsupported model or head, a rotary model with ``rope="raise"``, a mask that hides
-        every key from a query (left padding with a causal mask: pad on the right).
+        every key from a query (left padding with a causal mask: pad on the right), a mask
+        that is not read (flash or flex attention's, a bool mask under eager attention, a
+        shape that does not broadcast to (n, 1, T, T)).
 
     Examples
     --------
@@ -431,7 +476,13 @@ def from_transformers(
     seen = _capture(model, attn, inputs)
     X = _array(seen["hidden"])
     n, T, _ = X.shape
-    visible = _visible(seen["mask"], n, T, bool(getattr(attn, "is_causal", False)))
+    visible = _visible(
+        seen["mask"],
+        n,
+        T,
+        bool(getattr(attn, "is_causal", False)),
+        getattr(config, "_attn_implementation", None),
+    )
     query = check_query(query, T, _WHERE)
     if query != "all":
         visible = visible[:, query : query + 1]

@@ -464,3 +464,95 @@ def test_a_blind_single_query_is_named_by_its_position() -> None:
     for query in (1, 1 - T):
         with pytest.raises(sg.ProblemError, match="query 1 of sequence 0 sees no key"):
             from_transformers(_model("gpt2"), inputs, layer=0, head=0, query=query)
+
+
+def _padding_hidden() -> np.ndarray:
+    """The keys _inputs(True) pads, shape (n, T): True where hidden."""
+    return _inputs(True)["attention_mask"].numpy() == 0
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
+@pytest.mark.parametrize("shape", ["n11T", "11TT"])
+def test_a_4d_mask_given_to_the_model_is_read_as_the_attention_broadcasts_it(
+    kind: str, shape: str
+) -> None:
+    """Session 57: transformers hands a 4-D attention_mask given to the model on to the
+    attention as it is, and eager attention broadcasts it: a padding mask (n, 1, 1, T) hides
+    its keys from every query, a (1, 1, T, T) mask is every sequence's. svmgeo refused every
+    shape but (n, 1, T, T). The model's own probabilities (every layer, head and query) are
+    the oracle; no causal pattern is added (the model adds none to a 4-D mask)."""
+    model = _model(kind)
+    inputs = _inputs(False)
+    if shape == "n11T":  # transformers' 4.x extended mask: finfo.min where padded
+        hidden = _padding_hidden()[:, None, None, :]
+        fill = torch.finfo(torch.float64).min
+    else:  # a scattered pattern, the diagonal visible, hidden with -inf
+        hidden = np.random.default_rng(5).random((1, 1, T, T)) < 0.4
+        hidden[0, 0, np.arange(T), np.arange(T)] = False
+        fill = -torch.inf
+    mask = torch.zeros(hidden.shape, dtype=torch.float64).masked_fill(
+        torch.from_numpy(hidden), fill
+    )
+    inputs["attention_mask"] = mask
+    kw = {"rope": "positions"} if kind == "llama" else {}
+    _check_all_heads(model, inputs, **kw)
+    data, _ = from_transformers(model, inputs, layer=1, head=0, **kw)
+    np.testing.assert_array_equal(data.visible, np.broadcast_to(~hidden[:, 0], (N, T, T)))
+
+
+def test_sdpa_reads_a_bool_4d_padding_mask_as_eager_reads_the_float_one() -> None:
+    """The same padding as a bool (n, 1, 1, T) mask (True = attend, sdpa's convention) under
+    sdpa and as a float one under eager: the model's outputs agree (so the masks mean the
+    same), and so do svmgeo's readings."""
+    model = _model("bert")
+    hidden = torch.from_numpy(_padding_hidden())[:, None, None, :]
+    eager = {**_inputs(False), "attention_mask": torch.zeros(hidden.shape).double()}
+    eager["attention_mask"].masked_fill_(hidden, -torch.inf)
+    sdpa = {**_inputs(False), "attention_mask": ~hidden}
+    with torch.no_grad():
+        out_eager = model(**eager).last_hidden_state.numpy()
+    data_eager, W_eager = from_transformers(model, eager, layer=1, head=2)
+    model.config._attn_implementation = "sdpa"
+    with torch.no_grad():
+        out_sdpa = model(**sdpa).last_hidden_state.numpy()
+    np.testing.assert_allclose(out_sdpa, out_eager, atol=1e-10, rtol=0)
+    data, W = from_transformers(model, sdpa, layer=1, head=2)
+    np.testing.assert_array_equal(data.visible, data_eager.visible)
+    np.testing.assert_allclose(W, W_eager, rtol=0, atol=0)
+
+
+def test_a_bool_mask_under_eager_attention_is_refused() -> None:
+    """Eager attention adds its mask to the logits: a bool mask given to the model adds 1
+    where it is True and hides nothing (the model's own probabilities on the padded keys are
+    not 0). svmgeo read it as a visibility mask, hiding keys the model attends to."""
+    model = _model("bert")
+    visible = torch.from_numpy(~_padding_hidden())[:, None, None, :].expand(N, 1, T, T)
+    inputs = {**_inputs(False), "attention_mask": visible}
+    probs = _reference(model, inputs)[0]
+    assert probs[1, 0, 0, 4] > 0.01  # sequence 1's padded key 4 is attended
+    with pytest.raises(sg.ProblemError, match="adds 1 where it is True and hides no key"):
+        from_transformers(model, inputs, layer=0, head=0)
+
+
+def _flash_mask_attention(*args: object, **kwargs: object) -> None:
+    raise AssertionError("svmgeo stops the forward pass before the attention runs")
+
+
+transformers.AttentionInterface.register("svmgeo_flash_mask", _flash_mask_attention)
+transformers.masking_utils.AttentionMaskInterface.register(
+    "svmgeo_flash_mask", transformers.masking_utils.flash_attention_mask
+)  # flash attention's 2-D padding mask, on CPU
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert"])
+def test_flash_and_flex_masks_are_refused_naming_the_implementation(kind: str) -> None:
+    """Flash attention's mask is the 2-D padding (n, T) (its kernel applies the causal
+    pattern), flex attention's a BlockMask: svmgeo refused the first by its shape alone and
+    crashed on the second (AttributeError: no detach)."""
+    model = _model(kind)
+    model.config._attn_implementation = "svmgeo_flash_mask"
+    with pytest.raises(sg.ProblemError, match=r"2-D mask of shape \(3, 6\).*'sdpa'"):
+        from_transformers(model, _inputs(True), layer=0, head=0)
+    model.config._attn_implementation = "flex_attention"
+    with pytest.raises(sg.ProblemError, match=r"a BlockMask, not a tensor mask.*'sdpa'"):
+        from_transformers(model, _inputs(True), layer=0, head=0)
