@@ -209,8 +209,9 @@ def _head_maps(
     )
 
 
-def _hidden_keys(attn_mask: Any) -> np.ndarray:
-    """PyTorch's ``attn_mask`` as a boolean array, True where the key is hidden.
+def _hidden_keys(attn_mask: Any, name: str = "attn_mask") -> np.ndarray:
+    """PyTorch's ``attn_mask`` (or ``key_padding_mask``, ``name``) as a boolean array, True
+    where the key is hidden.
 
     A bool mask is PyTorch's "True = may not attend"; a float mask is added to the logits, so
     only 0 (visible) and -inf (hidden) have a boolean meaning (module notes); 0/1 integers are
@@ -223,7 +224,7 @@ def _hidden_keys(attn_mask: Any) -> np.ndarray:
             kind, arr = "bool", attn_mask.detach().cpu().numpy()
         else:
             kind = "float" if attn_mask.is_floating_point() else "int"
-            arr = _numpy(attn_mask, "attn_mask")
+            arr = _numpy(attn_mask, name)
     else:
         arr = np.asarray(attn_mask)
         if arr.dtype == bool:
@@ -234,7 +235,7 @@ def _hidden_keys(attn_mask: Any) -> np.ndarray:
             kind = "int"
         else:
             raise ProblemError(
-                "from_torch: attn_mask must be a bool or float tensor/array (PyTorch's "
+                f"from_torch: {name} must be a bool or float tensor/array (PyTorch's "
                 f"convention); got dtype {arr.dtype}."
             )
     if kind == "bool":
@@ -242,7 +243,7 @@ def _hidden_keys(attn_mask: Any) -> np.ndarray:
     if kind == "int":
         if not np.all((arr == 0) | (arr == 1)):
             raise ProblemError(
-                "from_torch: an integer attn_mask must hold 0/1 (1 = the key is hidden, as "
+                f"from_torch: an integer {name} must hold 0/1 (1 = the key is hidden, as "
                 "PyTorch's bool masks); pass a bool mask, or a float mask of 0 and -inf."
             )
         return np.asarray(arr != 0)
@@ -250,7 +251,7 @@ def _hidden_keys(attn_mask: Any) -> np.ndarray:
     if np.any(soft):
         where = tuple(int(b) for b in np.argwhere(soft)[0])
         raise ProblemError(
-            f"from_torch: attn_mask is a float mask with the entry {float(arr[where])!r} at "
+            f"from_torch: {name} is a float mask with the entry {float(arr[where])!r} at "
             f"index {where}. PyTorch adds a float mask to the logits; svmgeo's attention "
             "softmax(x^T W z) has no fixed additive bias (folded into W it would become a "
             "trained part of W and change the SVMs), so only 0 (visible) and -inf (hidden) are "
@@ -269,6 +270,7 @@ def _hidden_of_head(
     head: int,
     query: int | str | None,
     query_given: Any,
+    strict: bool = False,
 ) -> np.ndarray:
     """The keys hidden from each of the ``K`` queries of ``n`` sequences of ``T`` tokens,
     shape (K, T) or (n, K, T), read from ``hidden`` (PyTorch's ``attn_mask`` as
@@ -277,12 +279,13 @@ def _hidden_of_head(
     ``hidden`` may be (K, T), (n, K, T) or, with ``H`` > 1, MultiheadAttention's per-head
     (n * H, K, T); with an int ``query`` (position ``query``, as passed ``query_given``;
     K = 1) also the full self-attention mask (T, T), (n, T, T) or (n * H, T, T), of which
-    row ``query`` is read. Shapes TokenData does not know (per head, full) are checked here
-    against every accepted one; TokenData checks the others.
+    row ``query`` is read. Shapes TokenData does not know (per head, full, not 2-D or 3-D) are
+    checked here against every accepted one, and every shape when ``strict`` (a
+    ``key_padding_mask`` is merged in); TokenData checks the others.
     """
     q = query if isinstance(query, int) else None
     per_query = q is not None
-    if per_query or H > 1:
+    if per_query or H > 1 or strict or hidden.ndim not in (2, 3):
         shapes = {(K, T): "every sequence's", (n, K, T): "per sequence"}
         if H > 1:
             shapes.setdefault((n * H, K, T), "per sequence and head, MultiheadAttention's layout")
@@ -299,12 +302,18 @@ def _hidden_of_head(
                     f"; or the full self-attention mask, of which query={query_given} reads "
                     f"row {q}: " + ", ".join(f"{s} ({what})" for s, what in full.items())
                 )
+            keys = (
+                "MultiheadAttention takes no 1-D attn_mask; keys hidden from every query of a "
+                f"sequence are its key_padding_mask, of shape (n, T) = ({n}, {T}) (one row "
+                "for every sequence: np.broadcast_to(mask, (n, T))): pass it as "
+                "key_padding_mask="
+                if hidden.ndim == 1
+                else "A key_padding_mask (n, T) is no attn_mask: pass it as key_padding_mask="
+            )
             raise ProblemError(
                 f"from_torch: attn_mask must have one of the shapes {listed}; got "
                 f"{hidden.shape} (n = {n} sequences of T = {T} tokens, K = {K} queries per "
-                f"sequence, num_heads = {H}). A key_padding_mask (n, T) is no attn_mask: "
-                "merge it into an (n, T, T) or per-query mask (True where either hides the "
-                "key)."
+                f"sequence, num_heads = {H}). {keys}."
             )
     per_head = hidden.ndim == 3 and H > 1 and hidden.shape[0] == n * H
     if per_head:  # this head's masks
@@ -332,6 +341,19 @@ def _hidden_of_head(
     return hidden
 
 
+def _padding(key_padding_mask: Any, n: int, T: int) -> np.ndarray:
+    """MultiheadAttention's ``key_padding_mask`` as the keys hidden in each sequence, (n, T)."""
+    hidden = _hidden_keys(key_padding_mask, "key_padding_mask")
+    if hidden.shape != (n, T):
+        raise ProblemError(
+            f"from_torch: key_padding_mask must have shape (n, T) = ({n}, {T}), one row per "
+            "sequence (True, or -inf in a float mask, where the key is padding), in either "
+            f"batch_first (PyTorch's layout too); got {hidden.shape} (n = {n} sequences of "
+            f"T = {T} tokens)."
+        )
+    return hidden
+
+
 def from_torch(
     module: Any,
     inputs: Any,
@@ -339,6 +361,7 @@ def from_torch(
     queries: Any = None,
     query: int | Literal["all"] | None = None,
     attn_mask: Any = None,
+    key_padding_mask: Any = None,
     head: int | None = None,
     scale: float | None = None,
     batch_first: bool | None = None,
@@ -386,11 +409,19 @@ def from_torch(
         to svmgeo's visibility mask (True = visible). With ``query=q`` (an int), ``K`` is 1,
         or the module's own self-attention mask, (T, T), (n, T, T) or (n * num_heads, T, T),
         of which only row ``q`` is read: the keys query ``q`` sees. A ``key_padding_mask``
-        (n, T) is not an ``attn_mask``: never pass it as is, but merge it into an (n, T, T)
-        mask (or an (n, K, T) per-query one), True where either hides the key. An (n, T)
-        array is read as the (T, T) mask when ``n == T``, or the (K, T) mask when
-        ``n == K``, shared by every sequence (the shapes cannot be told apart), and refused
-        otherwise; so is any shape not listed here.
+        (n, T) is not an ``attn_mask``: pass it as ``key_padding_mask=``. An (n, T) array
+        given as ``attn_mask`` is read as the (T, T) mask when ``n == T``, or the (K, T)
+        mask when ``n == K``, shared by every sequence (the shapes cannot be told apart),
+        and refused otherwise; so is any shape not listed here, a 1-D one included
+        (MultiheadAttention takes none).
+    key_padding_mask : bool or float tensor/array of shape (n, T), optional
+        MultiheadAttention's ``key_padding_mask``, its convention: True (bool) or
+        :math:`-\infty` (float) where token ``t`` of sequence ``i`` is padding, hidden from
+        every query of that sequence; one row per sequence in either ``batch_first``
+        (PyTorch's layout too). Merged with ``attn_mask`` as MultiheadAttention merges them,
+        by adding the two as float masks: a key is hidden where either hides it, in every
+        head. A float mask must hold only 0 and :math:`-\infty`, as ``attn_mask``. Read for
+        any module (the keys hidden in each sequence).
     head : int, optional
         Which head (required when the module has several).
     scale : float, optional
@@ -421,8 +452,9 @@ def from_torch(
         An unsupported module (rotary, nonlinear query/key maps), inconsistent shapes or
         heads, a ``query`` outside ``[-T, T - 1]`` or whose mask row hides every key, a
         ``scale`` that is not finite and positive, a module with ``batch_first=False`` and no
-        ``batch_first=``, non-finite weights, or a float ``attn_mask`` with entries other than
-        0 and :math:`-\infty`.
+        ``batch_first=``, non-finite weights, a float ``attn_mask`` or ``key_padding_mask``
+        with entries other than 0 and :math:`-\infty`, a ``key_padding_mask`` of another
+        shape than (n, T), or one that (with ``attn_mask``) hides every key from a query.
     """
     try:
         import torch  # noqa: F401
@@ -478,16 +510,36 @@ def from_torch(
             "module's query/key weights or biases hold NaN or inf, or are too large for float64. "
             "Check the module's parameters (e.g. torch.isfinite(p).all() for each)."
         )
-    mask = None
+    n = X.shape[0]
+    if Z is None:
+        K = T if query == "all" else 1
+    else:
+        K = Z.shape[1] if Z.ndim == 3 else 1  # another Z is TokenData's to refuse
+    hidden = None
     if attn_mask is not None:
-        if Z is None:
-            K = T if query == "all" else 1
-        else:
-            K = Z.shape[1] if Z.ndim == 3 else 1  # another Z is TokenData's to refuse
         H = int(getattr(module, "num_heads", 1))
-        mask = ~_hidden_of_head(
-            _hidden_keys(attn_mask), X.shape[0], T, K, H, head, query, query_given
+        strict = key_padding_mask is not None
+        hidden = _hidden_of_head(
+            _hidden_keys(attn_mask), n, T, K, H, head, query, query_given, strict
         )
+    if key_padding_mask is not None:  # MultiheadAttention adds it to attn_mask: either hides
+        padding = _padding(key_padding_mask, n, T)[:, None, :]
+        hidden = np.broadcast_to(padding if hidden is None else hidden | padding, (n, K, T))
+        blind = np.argwhere(hidden.all(axis=2))
+        if blind.size:
+            i, k = (int(x) for x in blind[0])
+            who = f"query {k}"
+            if isinstance(query, int):
+                who = f"query={query_given}" + (
+                    f" (position {query})" if query_given != query else ""
+                )
+            raise ProblemError(
+                f"from_torch: {who} of sequence {i} sees no key: key_padding_mask[{i}]"
+                + ("" if attn_mask is None else " with attn_mask")
+                + " hides every key (MultiheadAttention returns NaN for it). Leave one key of "
+                "the sequence visible, or drop the sequence."
+            )
+    mask = None if hidden is None else ~hidden
     try:
         if Z is not None:
             data = TokenData(X, Z=Z, mask=mask, **data_kwargs)
@@ -496,6 +548,7 @@ def from_torch(
     except ProblemError as exc:
         raise ProblemError(
             f"from_torch: {exc} (X holds the inputs, Z the queries, mask the negated attn_mask"
+            + ("" if key_padding_mask is None else " with key_padding_mask merged in")
             + (", with the constant coordinate of the query bias" if X.shape[2] > E0 else "")
             + ("" if first else ", inputs and 3-D queries transposed to batch first")
             + ")"

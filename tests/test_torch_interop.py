@@ -470,7 +470,8 @@ def test_wrong_mask_shape_with_an_int_query_names_the_shape_given(
     (2, 5, 5) mask (n = 3, T = 5, num_heads = 2, query=1) was refused as "got (2, 1, 5)" and
     a (5, 6) one as "got (1, 6)", with two of the six accepted shapes listed. The error names
     the shape passed and lists every accepted one (per head only with num_heads > 1); a
-    key_padding_mask passed as is, (n, T) = (3, 5), is told to be merged."""
+    key_padding_mask passed as is, (n, T) = (3, 5), or a 1-D one, is told to pass it as
+    key_padding_mask=."""
     mha, X, _ = _mha_and_inputs(heads=heads)
     n, T, H = 3, 5, heads
     accepted = [(1, T), (n, 1, T), (T, T), (n, T, T)]
@@ -486,7 +487,8 @@ def test_wrong_mask_shape_with_an_int_query_names_the_shape_given(
         assert str(ok) in listed
     assert (str((n * 2, 1, T)) in listed) == (H > 1)  # no per-head shape with one head
     assert "; or the full self-attention mask, of which query=1 reads row 1: (5, 5)" in text
-    assert "key_padding_mask (n, T) is no attn_mask: merge it" in text
+    told = "MultiheadAttention takes no 1-D" if len(shape) == 1 else "(n, T) is no attn_mask"
+    assert told in text and "pass it as key_padding_mask=" in text
 
 
 def test_an_n_by_T_mask_with_n_equal_to_T_reads_as_the_self_attention_mask() -> None:
@@ -505,3 +507,170 @@ def test_an_n_by_T_mask_with_n_equal_to_T_reads_as_the_self_attention_mask() -> 
     np.testing.assert_allclose(
         _svmgeo_attention(data, W)[:, 0], ref[:, 2].detach().numpy(), atol=1e-12, rtol=0
     )
+
+
+def _key_padding(n: int, T: int) -> np.ndarray:
+    """Right padding (True = padding, MultiheadAttention's convention): sequence 0 has 3
+    tokens, sequence 2 has 4, sequence 1 none padded."""
+    padding = np.zeros((n, T), dtype=bool)
+    padding[0, 3:] = padding[2, 4] = True
+    return padding
+
+
+def _as_float(hidden: np.ndarray) -> Any:
+    return torch.zeros(hidden.shape, dtype=torch.float64).masked_fill(
+        torch.from_numpy(hidden), -torch.inf
+    )
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("kind", ["bool", "float"])
+@pytest.mark.parametrize("attn", [None, "shared", "per-head", "queries"])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_key_padding_mask_is_merged_as_multihead_attention_merges_it(
+    heads: int, kind: str, attn: str | None, batch_first: bool
+) -> None:
+    """Session 57: key_padding_mask= (n, T), MultiheadAttention's own argument, merged with
+    attn_mask as the module merges them (added as float masks: a key hidden where either
+    hides it, in every head). The module, given both, is the oracle: its per-head and its
+    head-averaged weights, every query (padded ones too), self- and cross-attention
+    (attn="queries": K = 2 given queries per sequence) and batch_first=False (its (T, n, E)
+    inputs, the (n, T) padding in either layout). from_torch took no key_padding_mask."""
+    torch.manual_seed(8)
+    n, T, E = 3, 5, 4
+    mha = torch.nn.MultiheadAttention(E, heads, batch_first=batch_first).double()
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+    X = torch.randn(n, T, E, dtype=torch.float64)
+    Z = torch.randn(n, 2, E, dtype=torch.float64) if attn == "queries" else X
+    K = Z.shape[1]
+    padding = _key_padding(n, T)
+    rng = np.random.default_rng(9)
+    hidden = None  # attn_mask, True = hidden, key 0 (never padded) visible in every row
+    if attn == "shared" or attn == "queries":
+        hidden = rng.random((K, T)) < 0.5
+    elif attn == "per-head":
+        hidden = rng.random((n * heads, K, T)) < 0.5
+    if hidden is not None:
+        hidden[..., 0] = False
+    mask = None if hidden is None else torch.from_numpy(hidden)
+    kpm = torch.from_numpy(padding) if kind == "bool" else _as_float(padding)
+    if kind == "float" and mask is not None:
+        mask = _as_float(hidden)
+    # the module's layout: (T, n, E) without batch_first; key_padding_mask (n, T) in both
+    q, x = (Z, X) if batch_first else (Z.transpose(0, 1), X.transpose(0, 1))
+    outs = {
+        avg: mha(q, x, x, attn_mask=mask, key_padding_mask=kpm, average_attn_weights=avg)[1]
+        for avg in (False, True)
+    }
+    per_head, averaged = outs[False].detach().numpy(), outs[True].detach().numpy()
+    probs = []
+    for h in range(heads):
+        kw: dict[str, Any] = {"queries": q} if attn == "queries" else {"query": "all"}
+        data, W = sg.from_torch(
+            mha, x, attn_mask=mask, key_padding_mask=kpm, head=h if heads > 1 else None,
+            batch_first=batch_first, **kw,
+        )  # fmt: skip
+        p = _svmgeo_attention(data, W)
+        np.testing.assert_allclose(p, per_head[:, h], atol=1e-12, rtol=0)
+        expected = padding[:, None, :] | (
+            np.zeros((K, T), dtype=bool)
+            if hidden is None
+            else hidden
+            if hidden.ndim == 2
+            else hidden.reshape(n, heads, K, T)[:, h]
+        )
+        np.testing.assert_array_equal(data.visible, ~np.broadcast_to(expected, (n, K, T)))
+        probs.append(p)
+    np.testing.assert_allclose(np.mean(probs, axis=0), averaged, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("query", [1, -1])
+def test_key_padding_mask_with_an_int_query_reads_the_row_it_merges_into(query: int) -> None:
+    """query=q with the module's (T, T) attn_mask and a key_padding_mask: row q of their
+    merge; the module is the oracle."""
+    mha, X, _ = _mha_and_inputs(heads=2)
+    n, T = 3, 5
+    causal, _ = _self_attention_masks(T, seed=1)
+    padding = _key_padding(n, T)
+    _, ref = mha(
+        X, X, X, attn_mask=torch.from_numpy(causal), key_padding_mask=torch.from_numpy(padding),
+        average_attn_weights=False,
+    )  # fmt: skip
+    for h in range(2):
+        data, W = sg.from_torch(
+            mha, X, query=query, attn_mask=causal, key_padding_mask=padding, head=h
+        )
+        np.testing.assert_array_equal(data.visible[:, 0], ~(causal[query] | padding))
+        np.testing.assert_allclose(
+            _svmgeo_attention(data, W)[:, 0], ref[:, h, query].detach().numpy(), atol=1e-12
+        )
+
+
+@pytest.mark.parametrize(
+    "shape", [(5, 3), (5,), (3, 5, 1), (6, 5), (1, 5)], ids=lambda s: "x".join(map(str, s))
+)
+def test_key_padding_mask_of_a_wrong_shape_names_the_shape_passed_and_the_one_accepted(
+    shape: tuple[int, ...],
+) -> None:
+    """(T, n) (a batch_first=False habit), (T,), (n, T, 1), per head (n * H, T), one row:
+    refused naming key_padding_mask, the shape passed and (n, T) = (3, 5)."""
+    mha, X, _ = _mha_and_inputs(heads=2)
+    with pytest.raises(sg.ProblemError) as info:
+        sg.from_torch(mha, X, key_padding_mask=np.zeros(shape, dtype=bool), head=0)
+    text = str(info.value)
+    assert text.startswith("from_torch: key_padding_mask must have shape (n, T) = (3, 5)")
+    assert f"; got {shape}" in text
+
+
+def test_key_padding_mask_hiding_every_key_or_holding_a_bias_is_refused() -> None:
+    """A sequence padded throughout: the module returns NaN for its queries, svmgeo refuses
+    naming the query, the sequence and key_padding_mask; a float key_padding_mask holding a
+    finite bias is refused as attn_mask's is."""
+    mha, X, Z = _mha_and_inputs()
+    padding = np.zeros((3, 5), dtype=bool)
+    padding[1] = True
+    _, ref = mha(X, X, X, key_padding_mask=torch.from_numpy(padding))
+    assert torch.isnan(ref[1]).all() and not torch.isnan(ref[0]).any()
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_torch: query 0 of sequence 1 sees no key: key_padding_mask\[1\] hides",
+    ):
+        sg.from_torch(mha, X, key_padding_mask=padding)
+    causal, _ = _self_attention_masks(5, seed=1)  # query 0 sees key 0 only
+    padding = np.zeros((3, 5), dtype=bool)
+    padding[2, 0] = True
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_torch: query=-5 \(position 0\) of sequence 2 sees no key: "
+        r"key_padding_mask\[2\] with attn_mask hides every key",
+    ):
+        sg.from_torch(mha, X, query=-5, attn_mask=causal, key_padding_mask=padding)
+    with pytest.raises(
+        sg.ProblemError, match=r"^from_torch: query 1 of sequence 2 sees no key: key_padding_"
+    ):
+        sg.from_torch(mha, X, queries=Z, attn_mask=np.array([[0, 0, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=bool),
+                      key_padding_mask=padding)  # fmt: skip
+    biased = np.zeros((3, 5))
+    biased[0, 2] = -1.0
+    with pytest.raises(
+        sg.ProblemError, match=r"key_padding_mask is a float mask with the entry -1\.0 at index"
+    ):
+        sg.from_torch(mha, X, key_padding_mask=biased)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("kw", ["all", "int", "queries"])
+def test_a_1d_attn_mask_is_refused_pointing_to_key_padding_mask(heads: int, kw: str) -> None:
+    """MultiheadAttention takes no 1-D attn_mask, nor does from_torch; with one head and
+    query="all" or given queries TokenData refused it as "mask must be a 2-D or 3-D array"
+    ((K, T) = (5, 5) ...), naming neither attn_mask nor key_padding_mask."""
+    mha, X, Z = _mha_and_inputs(heads=heads)
+    extra: dict[str, Any] = {"all": {}, "int": {"query": 1}, "queries": {"queries": Z}}[kw]
+    with pytest.raises(sg.ProblemError) as info:
+        sg.from_torch(mha, X, attn_mask=np.zeros(5, dtype=bool), head=0, **extra)
+    text = str(info.value)
+    assert text.startswith("from_torch: attn_mask must have one of the shapes ")
+    assert "; got (5,) (n = 3 sequences of T = 5 tokens" in text
+    assert "MultiheadAttention takes no 1-D attn_mask" in text
+    assert "pass it as key_padding_mask=" in text
