@@ -13,9 +13,13 @@ pass of ``model(**inputs)`` in evaluation mode (stopped right there):
   ``attention_mask`` padding, sliding windows): a key is visible where the additive mask is 0,
   or where a bool mask (sdpa's) is True; a 4-D mask is read as the attention broadcasts it
   over (n, 1, T, T) (a 4-D ``attention_mask`` given to the model reaches the attention as it
-  is: a padding mask (n, 1, 1, T) hides its keys from every query). Eager attention adds its
-  mask to the logits, so a bool mask there is refused (True adds 1), and so are the masks of
-  flash (2-D padding, its kernel applies the causal pattern) and flex attention (BlockMask);
+  is: a padding mask (n, 1, 1, T) hides its keys from every query). A bool mask is read only
+  under sdpa attention (torch's ``scaled_dot_product_attention`` reads True as visible); eager
+  attention, and any other implementation that adds its mask to the logits, would add 1 where
+  it is True and hide no key, so there it is refused, as is an integer mask. Flash and flex
+  attention (an implementation whose name holds "flash" or "flex", or registered with
+  transformers' flash or flex mask) are refused by name, whatever mask they are handed: their
+  kernels apply the causal, sliding-window and padding patterns themselves;
 * for rotary models the ``(cos, sin)`` position embeddings passed to the module.
 
 Head ``h``'s query and key maps and the model's own scale :math:`s` are read from the weights:
@@ -216,6 +220,31 @@ def _capture(model: Any, module: Any, inputs: Any) -> dict[str, Any]:
     return seen
 
 
+def _check_implementation(implementation: Any) -> None:
+    """Refuse flash and flex attention, by name or by the mask transformers makes for them.
+
+    Their kernels apply the causal, sliding-window and padding patterns themselves and are
+    handed a 2-D padding mask, a BlockMask, or None when no token is padded (which would read
+    as a plain causal mask, whatever window the kernel applies).
+    """
+    from transformers import masking_utils
+
+    try:
+        maker = masking_utils.ALL_MASK_ATTENTION_FUNCTIONS.get(implementation)
+    except TypeError:  # not a name
+        maker = None
+    kernel_masks = (masking_utils.flash_attention_mask, masking_utils.flex_attention_mask)
+    name = str(implementation).lower()
+    if "flash" in name or "flex" in name or any(maker is f for f in kernel_masks):
+        raise ProblemError(
+            f"{_WHERE}: the model runs attn_implementation={implementation!r}, flash or flex "
+            "attention: its kernel applies the causal, sliding-window and padding patterns "
+            "itself and is handed a 2-D padding mask, a BlockMask or nothing, none of which says "
+            "which keys each query sees. Read the model with its sdpa attention: call "
+            "model.set_attn_implementation('sdpa') first (or 'eager')."
+        )
+
+
 def _visible(mask: Any, n: int, T: int, is_causal: bool, implementation: Any = None) -> np.ndarray:
     """svmgeo's visibility (n, T, T) from the mask the model passed to the attention.
 
@@ -223,8 +252,8 @@ def _visible(mask: Any, n: int, T: int, is_causal: bool, implementation: Any = N
     T or 1, T). transformers builds (n, 1, T, T) masks for its eager and sdpa attention, and
     hands a 4-D ``attention_mask`` given to the model on as it is, e.g. a padding mask
     (n, 1, 1, T) that hides the same keys from every query. ``implementation`` is the model's
-    ``config._attn_implementation``, for the messages and for bool masks under eager attention,
-    which adds them to the logits.
+    ``config._attn_implementation`` (flash and flex refused before): a bool mask is read only
+    under ``"sdpa"``; every other implementation is taken to add its mask to the logits.
     """
     import torch
 
@@ -235,7 +264,7 @@ def _visible(mask: Any, n: int, T: int, is_causal: bool, implementation: Any = N
         "Read the model with its eager or sdpa attention: call "
         "model.set_attn_implementation('sdpa') (or 'eager') first."
     )
-    if not isinstance(mask, torch.Tensor):  # flex attention's BlockMask
+    if not isinstance(mask, torch.Tensor):  # e.g. a BlockMask, of an unknown implementation
         raise ProblemError(
             f"{_WHERE}: the model passed its attention a {type(mask).__name__}, not a tensor "
             f"mask (attn_implementation={implementation!r}); svmgeo reads the tensor masks "
@@ -245,10 +274,10 @@ def _visible(mask: Any, n: int, T: int, is_causal: bool, implementation: Any = N
     shape = tuple(m.shape)
     if m.dim() == 2:
         raise ProblemError(
-            f"{_WHERE}: the model passed its attention a 2-D mask of shape {shape} "
-            f"(attn_implementation={implementation!r}): a padding mask whose kernel applies "
-            "the causal and sliding-window patterns itself (flash attention's), so it does "
-            f"not say which keys each query sees. {switch}"
+            f"{_WHERE}: the model's attention (attn_implementation={implementation!r}) was "
+            f"passed a 2-D mask of shape {shape}: a padding mask, which leaves the causal and "
+            "sliding-window patterns to the attention itself, so it does not say which keys "
+            f"each query sees. {switch}"
         )
     fits = m.dim() == 4 and shape[0] in (1, n) and shape[1] == 1
     if not (fits and shape[2] in (1, T) and shape[3] == T):
@@ -258,17 +287,26 @@ def _visible(mask: Any, n: int, T: int, is_causal: bool, implementation: Any = N
             f"sequences and the queries, ({n} or 1, 1, {T} or 1, {T}) (a padding mask "
             f"(n, 1, 1, T) hides the same keys from every query)."
         )
+    fix = (
+        "Pass a float mask of 0 (visible) and -inf or torch.finfo(dtype).min (hidden), or a "
+        "bool mask (True = visible) under sdpa attention (model.set_attn_implementation('sdpa'))."
+    )
     if m.dtype == torch.bool:
-        if implementation == "eager":
+        if implementation != "sdpa":
             raise ProblemError(
-                f"{_WHERE}: the model's eager attention adds its mask to the logits, and a "
-                "bool mask (transformers builds float ones for eager: this one was passed to "
-                "the model) adds 1 where it is True and hides no key, so no visibility mask "
-                "reproduces it. Pass a float mask of 0 (visible) and -inf or "
-                "torch.finfo(dtype).min (hidden), or use sdpa attention, which reads a bool "
-                "mask as True = visible (model.set_attn_implementation('sdpa'))."
+                f"{_WHERE}: the model passed its attention (attn_implementation="
+                f"{implementation!r}) a bool mask; svmgeo reads bool masks under sdpa "
+                "attention only (True = visible). Eager attention, and other implementations "
+                "that add their mask to the logits, add 1 where it is True and hide no key, so "
+                f"no visibility mask reproduces it. {fix}"
             )
         vis = m[:, 0].numpy()
+    elif not m.is_floating_point():
+        raise ProblemError(
+            f"{_WHERE}: the model passed its attention (attn_implementation={implementation!r}) "
+            f"a mask of dtype {m.dtype}; an attention that adds its mask to the logits adds "
+            f"these integers (1 hides no key), so svmgeo reads float and bool masks only. {fix}"
+        )
     else:
         a = m[:, 0].double().numpy()
         vis = a == 0
@@ -428,9 +466,10 @@ def from_transformers(
         torch or transformers is not installed.
     ProblemError
         An unsupported model or head, a rotary model with ``rope="raise"``, a mask that hides
-        every key from a query (left padding with a causal mask: pad on the right), a mask
-        that is not read (flash or flex attention's, a bool mask under eager attention, a
-        shape that does not broadcast to (n, 1, T, T)).
+        every key from a query (left padding with a causal mask: pad on the right), flash or
+        flex attention (read the model after ``model.set_attn_implementation("sdpa")``), a
+        mask that is not read (a bool mask under any attention but sdpa, an integer mask, a
+        2-D mask, a shape that does not broadcast to (n, 1, T, T)).
 
     Examples
     --------
@@ -473,16 +512,12 @@ def from_transformers(
             f"attention ({exc}); this architecture is not read. Read its attention with "
             "sg.from_torch."
         ) from None
+    implementation = getattr(config, "_attn_implementation", None)
+    _check_implementation(implementation)
     seen = _capture(model, attn, inputs)
     X = _array(seen["hidden"])
     n, T, _ = X.shape
-    visible = _visible(
-        seen["mask"],
-        n,
-        T,
-        bool(getattr(attn, "is_causal", False)),
-        getattr(config, "_attn_implementation", None),
-    )
+    visible = _visible(seen["mask"], n, T, bool(getattr(attn, "is_causal", False)), implementation)
     query = check_query(query, T, _WHERE)
     if query != "all":
         visible = visible[:, query : query + 1]

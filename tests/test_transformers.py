@@ -478,9 +478,11 @@ def test_a_4d_mask_given_to_the_model_is_read_as_the_attention_broadcasts_it(
 ) -> None:
     """Session 57: transformers hands a 4-D attention_mask given to the model on to the
     attention as it is, and eager attention broadcasts it: a padding mask (n, 1, 1, T) hides
-    its keys from every query, a (1, 1, T, T) mask is every sequence's. svmgeo refused every
-    shape but (n, 1, T, T). The model's own probabilities (every layer, head and query) are
-    the oracle; no causal pattern is added (the model adds none to a 4-D mask)."""
+    its keys from every query, a (1, 1, T, T) mask is every sequence's. svmgeo refused the
+    masks with one query row, (n or 1, 1, 1, T) ("expected (n, 1, T, T)"); (1, 1, T, T) was
+    read before too, and is kept here as a check. The model's own probabilities (every layer,
+    head and query) are the oracle; no causal pattern is added (the model adds none to a 4-D
+    mask)."""
     model = _model(kind)
     inputs = _inputs(False)
     if shape == "n11T":  # transformers' 4.x extended mask: finfo.min where padded
@@ -521,16 +523,44 @@ def test_sdpa_reads_a_bool_4d_padding_mask_as_eager_reads_the_float_one() -> Non
     np.testing.assert_allclose(W, W_eager, rtol=0, atol=0)
 
 
-def test_a_bool_mask_under_eager_attention_is_refused() -> None:
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+@pytest.mark.parametrize("rows", [1, T])
+def test_a_bool_mask_under_an_attention_that_adds_it_is_refused(kind: str, rows: int) -> None:
     """Eager attention adds its mask to the logits: a bool mask given to the model adds 1
     where it is True and hides nothing (the model's own probabilities on the padded keys are
-    not 0). svmgeo read it as a visibility mask, hiding keys the model attends to."""
-    model = _model("bert")
-    visible = torch.from_numpy(~_padding_hidden())[:, None, None, :].expand(N, 1, T, T)
+    not 0). svmgeo read it as a visibility mask, hiding keys the model attends to; then
+    refused it under the implementation named "eager" only, and still read it under LLaMA's
+    "svmgeo_eager64" (registered with eager_mask: probabilities off by 0.078). Bool masks are
+    read under "sdpa" only."""
+    model = _model(kind)  # LLaMA: "svmgeo_eager64"; BERT, GPT-2: "eager"
+    visible = torch.from_numpy(~_padding_hidden())[:, None, None, :].expand(N, 1, rows, T)
     inputs = {**_inputs(False), "attention_mask": visible}
     probs = _reference(model, inputs)[0]
-    assert probs[1, 0, 0, 4] > 0.01  # sequence 1's padded key 4 is attended
-    with pytest.raises(sg.ProblemError, match="adds 1 where it is True and hides no key"):
+    assert probs[1, 0, T - 1, 4] > 0.01  # sequence 1's padded key 4 is attended
+    kw = {"rope": "positions"} if kind == "llama" else {}
+    implementation = model.config._attn_implementation
+    with pytest.raises(
+        sg.ProblemError,
+        match=rf"\(attn_implementation='{implementation}'\) a bool mask; svmgeo reads bool "
+        r"masks under sdpa attention only.*add 1 where it is True and hide no key",
+    ):
+        from_transformers(model, inputs, layer=0, head=0, **kw)
+
+
+@pytest.mark.parametrize("rows", [1, T])
+def test_an_integer_4d_mask_is_refused_naming_its_dtype(rows: int) -> None:
+    """Review of session 57: a 4-D integer attention_mask (1 = attend, as the 2-D one) reaches
+    the attention as it is, which adds it to the logits (the padded keys are attended);
+    svmgeo crashed in torch.finfo (TypeError), for (n, 1, T, T) on the base already."""
+    model = _model("bert")
+    attend = torch.from_numpy(~_padding_hidden())[:, None, None, :].expand(N, 1, rows, T)
+    inputs = {**_inputs(False), "attention_mask": attend.long()}
+    assert _reference(model, inputs)[0][1, 0, 0, 4] > 0.01  # padded key 4 attended
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"a mask of dtype torch\.int64; .* Pass a float mask of 0 \(visible\) and -inf.*"
+        r"or a bool mask \(True = visible\) under sdpa attention",
+    ):
         from_transformers(model, inputs, layer=0, head=0)
 
 
@@ -542,6 +572,13 @@ transformers.AttentionInterface.register("svmgeo_flash_mask", _flash_mask_attent
 transformers.masking_utils.AttentionMaskInterface.register(
     "svmgeo_flash_mask", transformers.masking_utils.flash_attention_mask
 )  # flash attention's 2-D padding mask, on CPU
+transformers.AttentionInterface.register("svmgeo_flash_kernel", _flash_mask_attention)
+transformers.masking_utils.AttentionMaskInterface.register(
+    "svmgeo_flash_kernel", transformers.masking_utils.sdpa_mask
+)  # as transformers registers some hub flash kernels: sdpa's mask
+
+
+_KERNEL = r"attn_implementation='{}', flash or flex attention.*set_attn_implementation\('sdpa'\)"
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "bert"])
@@ -550,9 +587,48 @@ def test_flash_and_flex_masks_are_refused_naming_the_implementation(kind: str) -
     pattern), flex attention's a BlockMask: svmgeo refused the first by its shape alone and
     crashed on the second (AttributeError: no detach)."""
     model = _model(kind)
-    model.config._attn_implementation = "svmgeo_flash_mask"
-    with pytest.raises(sg.ProblemError, match=r"2-D mask of shape \(3, 6\).*'sdpa'"):
-        from_transformers(model, _inputs(True), layer=0, head=0)
-    model.config._attn_implementation = "flex_attention"
-    with pytest.raises(sg.ProblemError, match=r"a BlockMask, not a tensor mask.*'sdpa'"):
-        from_transformers(model, _inputs(True), layer=0, head=0)
+    for name in ("svmgeo_flash_mask", "flex_attention"):
+        model.config._attn_implementation = name
+        with pytest.raises(sg.ProblemError, match=_KERNEL.format(name)):
+            from_transformers(model, _inputs(True), layer=0, head=0)
+
+
+def test_flash_attention_is_refused_when_nothing_is_padded() -> None:
+    """Review of session 57: flash attention's mask is None when no token is padded, and
+    svmgeo read None as the plain causal mask, while the kernel applies the sliding window
+    (Mistral, sliding_window=2: the eager model's row 5 sees keys 4 and 5 only; svmgeo read
+    all six). Flash and flex are refused by their name, or by the mask registered for them,
+    whatever mask they are handed."""
+    model = _decoder("MistralConfig", "MistralModel", sliding_window=2).double().eval()
+    ids = _inputs(False)["input_ids"]
+    model.config._attn_implementation = "eager"
+    seen = _reference(model, {"input_ids": ids})[0][:, :, T - 1] > 0
+    np.testing.assert_array_equal(seen, np.broadcast_to(np.arange(T) >= T - 2, seen.shape))
+    model.config._attn_implementation = "svmgeo_flash_mask"  # registered with flash's mask
+    with pytest.raises(sg.ProblemError, match=_KERNEL.format("svmgeo_flash_mask")):
+        from_transformers(model, {"input_ids": ids}, layer=0, head=0, rope="positions")
+    model.config._attn_implementation = "svmgeo_flash_kernel"  # by its name: sdpa's mask
+    with pytest.raises(sg.ProblemError, match=_KERNEL.format("svmgeo_flash_kernel")):
+        from_transformers(model, {"input_ids": ids}, layer=0, head=0, rope="positions")
+
+
+def test_a_2d_mask_is_refused_naming_the_implementation_in_use() -> None:
+    """Review of session 57: the 2-D mask refusal blamed flash attention whatever the
+    implementation. Flash and flex are now refused before the forward pass, so a 2-D mask
+    comes from another attention: here a hook hands eager attention the 2-D padding."""
+    model = _model("gpt2")
+    attn = model.h[0].attn
+    pad = _inputs(True)["attention_mask"].bool()
+
+    def two_d(_: object, args: tuple, kwargs: dict) -> tuple:
+        return args, {**kwargs, "attention_mask": pad}
+
+    handle = attn.register_forward_pre_hook(two_d, with_kwargs=True)
+    try:
+        with pytest.raises(sg.ProblemError) as info:
+            from_transformers(model, _inputs(True), layer=0, head=0)
+    finally:
+        handle.remove()
+    text = str(info.value)
+    assert "(attn_implementation='eager') was passed a 2-D mask of shape (3, 6)" in text
+    assert "flash" not in text
