@@ -302,14 +302,20 @@ def _hidden_of_head(
                     f"; or the full self-attention mask, of which query={query_given} reads "
                     f"row {q}: " + ", ".join(f"{s} ({what})" for s, what in full.items())
                 )
-            keys = (
-                "MultiheadAttention takes no 1-D attn_mask; keys hidden from every query of a "
-                f"sequence are its key_padding_mask, of shape (n, T) = ({n}, {T}) (one row "
-                "for every sequence: np.broadcast_to(mask, (n, T))): pass it as "
-                "key_padding_mask="
-                if hidden.ndim == 1
-                else "A key_padding_mask (n, T) is no attn_mask: pass it as key_padding_mask="
+            # with a key_padding_mask given (strict), no advice to pass one
+            there = (
+                "hide those keys in the key_padding_mask= given"
+                if strict
+                else "pass it as key_padding_mask="
             )
+            if hidden.ndim == 1:
+                keys = (
+                    "MultiheadAttention takes no 1-D attn_mask; keys hidden from every query of "
+                    f"a sequence are its key_padding_mask, of shape (n, T) = ({n}, {T}) (one "
+                    f"row for every sequence: np.broadcast_to(mask, (n, T))): {there}"
+                )
+            else:
+                keys = f"A key_padding_mask (n, T) is no attn_mask: {there}"
             raise ProblemError(
                 f"from_torch: attn_mask must have one of the shapes {listed}; got "
                 f"{hidden.shape} (n = {n} sequences of T = {T} tokens, K = {K} queries per "

@@ -674,3 +674,26 @@ def test_a_1d_attn_mask_is_refused_pointing_to_key_padding_mask(heads: int, kw: 
     assert "; got (5,) (n = 3 sequences of T = 5 tokens" in text
     assert "MultiheadAttention takes no 1-D attn_mask" in text
     assert "pass it as key_padding_mask=" in text
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5,)])
+def test_a_wrong_attn_mask_with_a_key_padding_mask_given_is_not_told_to_pass_one(
+    shape: tuple[int, ...],
+) -> None:
+    """Review of session 57: with key_padding_mask= given, an attn_mask of the shape (n, T)
+    or (T,) was refused telling the user to "pass it as key_padding_mask=", the argument
+    they had passed. The message now says to hide those keys in the key_padding_mask given."""
+    mha, X, _ = _mha_and_inputs(heads=2)
+    with pytest.raises(sg.ProblemError) as info:
+        sg.from_torch(
+            mha,
+            X,
+            attn_mask=np.zeros(shape, dtype=bool),
+            key_padding_mask=_key_padding(3, 5),
+            head=0,
+        )
+    text = str(info.value)
+    assert text.startswith("from_torch: attn_mask must have one of the shapes ")
+    assert f"; got {shape} (n = 3 sequences of T = 5 tokens" in text
+    assert "pass it as key_padding_mask=" not in text
+    assert text.endswith("hide those keys in the key_padding_mask= given.")
