@@ -229,11 +229,19 @@ def _check_implementation(implementation: Any) -> None:
     """
     from transformers import masking_utils
 
+    registry = getattr(masking_utils, "ALL_MASK_ATTENTION_FUNCTIONS", {})
     try:
-        maker = masking_utils.ALL_MASK_ATTENTION_FUNCTIONS.get(implementation)
+        maker = registry.get(implementation)
     except TypeError:  # not a name
         maker = None
-    kernel_masks = (masking_utils.flash_attention_mask, masking_utils.flex_attention_mask)
+    # looked up by name: a transformers that renames them still refuses by the name test below
+    kernel_masks = [
+        f
+        for f in (
+            getattr(masking_utils, k, None) for k in ("flash_attention_mask", "flex_attention_mask")
+        )
+        if f is not None
+    ]
     name = str(implementation).lower()
     if "flash" in name or "flex" in name or any(maker is f for f in kernel_masks):
         raise ProblemError(
