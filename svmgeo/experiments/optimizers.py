@@ -27,6 +27,7 @@ The linear-model theorems (Gunasekar, Lee, Soudry, Srebro 2018; Fan, Schmidt, Th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -208,16 +209,19 @@ def _corr_text(row: dict[str, Any], k: str, fmt: str = ".3f") -> str:
     return f"{'≥ ' if k in bounds else ''}{row[f'corr_{k}']:{fmt}}"
 
 
-def closest(corr: dict[str, float], lower_bounds: frozenset[str] | set[str] = frozenset()) -> str:
-    """The label of the largest correlation that is not NaN (the first when tied); ``"none"``
-    when every one is NaN (no SVM has a solution).
+def closest(
+    corr: Mapping[str, float | None], lower_bounds: frozenset[str] | set[str] = frozenset()
+) -> str:
+    """The label of the largest finite correlation (the first when tied); ``"none"`` when
+    there is none (no SVM has a solution). A missing value, None (a table's empty cell) or
+    NaN, counts as no correlation, as in the headline's spans (``_span``).
 
     ``lower_bounds`` names the labels whose value is only a lower bound on their best (a face
     correlation, :func:`face_lower_bounds`). When another label than the largest is one, its
     best may exceed the largest, so the closest is not decided: the label is returned with
     ``"?"``, e.g. ``"fro?"`` (the largest shown, not shown to be the closest). The largest
     label's own bound only raises it, and decides nothing against it."""
-    known = {k: v for k, v in corr.items() if not math.isnan(v)}
+    known = {k: x for k, v in corr.items() for x in finite([v])}
     if not known:
         return "none"
     best = max(known, key=known.__getitem__)
