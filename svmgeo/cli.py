@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
-from ._errors import ProblemError, SvmgeoError
+from ._errors import ProblemError, SvmgeoError, TieError
 from .gd import ATTENTIONS, BACKENDS, DEFAULT_BACKEND, LOSSES
 from .solvers import NORMS
 
@@ -38,6 +38,8 @@ __all__ = ["add_sweep_arguments", "build_parser", "main", "sweep_options"]
 
 # the built-in generator's defaults (None on the parser: "given" is told apart from "default")
 _GENERATOR = {"n": 20, "T": 10, "d": 20, "seed": 0}
+# the most entries of a selection that a refusal spells out as an --alpha to pass
+_ALPHA_EXAMPLE = 40
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +96,25 @@ def _real(low: float, strict: bool, what: str, high: float = math.inf) -> Callab
 
 
 _positive = _integer(1, "an integer >= 1")
+# the most steps --steps takes: 10^8 steps of the default sizes take ~3 h (about 1e-4 s a
+# step on 2 cores, over 20,000 steps, ad hoc in session 57), and Ctrl-C waits for a
+# recording chunk of steps/100 in the compiled kernels; longer runs go through Python
+_MAX_STEPS = 10**8
+
+
+def _steps(text: str) -> int:
+    """``--steps``: an integer in [1, :data:`_MAX_STEPS`] (10^14 was taken, a run of years)."""
+    value = _positive(text)
+    if value > _MAX_STEPS:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {_MAX_STEPS} steps (10^8 already take hours at the default "
+            f"sizes); got {value}. For a longer run call svmgeo.train or svmgeo.verify with "
+            "n_steps=N in Python"
+        )
+    return value
+
+
+_steps.__name__ = "number of steps"
 _nonnegative = _integer(0, "an integer >= 0")
 _step = _real(0.0, True, "a finite number > 0")
 _scale = _real(0.0, False, "a finite number >= 0")
@@ -161,7 +182,10 @@ def _selection(args: argparse.Namespace, data: TokenData) -> np.ndarray:
 
     text = args.alpha
     if text is None:
-        return optimal_tokens(data)
+        try:
+            return optimal_tokens(data)
+        except TieError as exc:  # its hint names Python calls (optimal_tokens, alpha=)
+            raise ProblemError(_tie_hint(args, data, exc)) from None
     n, K = data.n, data.K
     form = (
         f"{n} token indices, one per sequence (e.g. --alpha {','.join(['0'] * min(n, 4))}"
@@ -200,6 +224,26 @@ def _selection(args: argparse.Namespace, data: TokenData) -> np.ndarray:
     alpha = np.array(values, dtype=np.int64).reshape(data.selection_shape)
     check_selection(data, alpha, name="--alpha")
     return alpha
+
+
+def _tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -> str:
+    """The command line's refusal of a default selection (the optimal tokens) that ties: the
+    tied queries as :func:`~svmgeo.optimal_tokens` lists them, and ``--alpha`` to pass (the
+    lowest tied index, spelled out when short) or other data."""
+    from .selection import optimal_tokens
+
+    tied = str(exc).partition(" Take ")[0]  # "optimal tokens are not unique for ...: ... ."
+    lowest = optimal_tokens(data, ties="first").reshape(data.n, data.K)
+    example = ""
+    if lowest.size <= _ALPHA_EXAMPLE:
+        rows = [",".join(str(int(t)) for t in row) for row in lowest]
+        spelled = ",".join(rows) if data.single_query else repr(";".join(rows))  # quoted: ';'
+        example = f" (e.g. --alpha {spelled}: each query's optimal token, the lowest where tied)"
+    other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
+    return (
+        f"{tied} The default selection is one optimal token per query: choose among the tied "
+        f"tokens with --alpha{example}, or use {other}."
+    )
 
 
 def _check_output(path: str, option: str) -> str:
@@ -613,20 +657,20 @@ def _check_optimizer_flags(args: argparse.Namespace, rule: str, takes: tuple[str
     """Refuse, in the command line's spelling, the flags of ``svmgeo train`` that the rule
     ``--optimizer`` names does not take (``takes``: its options in :data:`svmgeo.gd.OPTIMIZERS`).
 
-    Each flag stands for the keyword of ``train`` the rule must take; ``--init-scale`` starts
-    from seeded random weights, so it needs a rule that takes ``seed``.
+    A flag is given when its value is not the parser's default; it stands for the keyword of
+    ``train`` that :data:`_KEYWORDS` and :data:`_FLAGS` map to it (:data:`_RULE_KEYWORDS`
+    names those some rule does not take). ``--init-scale`` above 0 starts from seeded random
+    weights, so it needs a rule that takes ``seed``.
     """
-    given = {
-        "--param": ("param", args.param != "W"),
-        "--m": ("m", args.m is not None),
-        "--attention": ("attention", args.attention != "softmax"),
-        "--train-head": ("train_head", args.train_head),
-        "--normalize-eps": ("normalize_eps", args.normalize_eps != 0.0),
-        "--plain": ("normalized", args.plain),
-        "--exponent": ("exponent", args.exponent is not None),
-        "--init-scale": ("seed", bool(args.init_scale)),
-    }
-    foreign = [flag for flag, (option, on) in given.items() if on and option not in takes]
+    actions = args.parser._option_string_actions
+    options = _KEYWORDS | {k: flag for k, (flag, _) in _FLAGS.items()}
+    foreign = []
+    for keyword in _RULE_KEYWORDS:
+        action = actions[options[keyword]]
+        if keyword not in takes and getattr(args, action.dest) != action.default:
+            foreign.append(options[keyword])
+    if args.init_scale and "seed" not in takes:
+        foreign.append("--init-scale")
     if foreign:
         spelled = rule if isinstance(args.optimizer, str) else f"{rule}:{args.optimizer[1]:g}"
         raise ProblemError(
@@ -641,7 +685,15 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if args.figure:
         _check_figure(args.figure)
     data = _load(args)
-    report = verify(data, **_gd_options(args))
+    try:
+        report = verify(data, **_gd_options(args))
+    except TieError as exc:  # its hint names Python keywords (init=) and functions
+        tied = str(exc).partition(" A selection is one token per query")[0]
+        other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
+        raise ProblemError(
+            f"{tied} A selection is one token per query: use {other}, or start elsewhere "
+            "(e.g. --init-scale 0.1)."
+        ) from None
     if args.json:
         print(report.to_json())
     else:
@@ -917,7 +969,10 @@ def _add_train_arguments(p: argparse.ArgumentParser, params: tuple[str, ...] = (
     )
     g.add_argument("--step-size", type=_step, default=0.1, help="step size eta > 0 (default 0.1)")
     g.add_argument(
-        "--steps", type=_positive, default=2000, help="number of GD steps (default 2000)"
+        "--steps",
+        type=_steps,
+        default=2000,
+        help=f"number of GD steps, at most {_MAX_STEPS} (default 2000)",
     )
     g.add_argument(
         "--attention",
@@ -1263,6 +1318,17 @@ _KEYWORDS = {
 _GENERATOR_KEYWORDS = {k: f"--{k}" for k in ("n", "T", "d", "query")}
 # keywords set by a flag -> (the flag, the keyword's value with the flag)
 _FLAGS = {"normalized": ("--plain", False), "train_head": ("--train-head", True)}
+# the keywords of train whose options some --optimizer rules do not take, in the order
+# _check_optimizer_flags names them
+_RULE_KEYWORDS = (
+    "param",
+    "m",
+    "attention",
+    "train_head",
+    "normalize_eps",
+    "normalized",
+    "exponent",
+)
 # a library keyword with its value (none: "needs exponent=, the p ..."), after a verb
 _ASSIGNMENT = re.compile(
     r"(?:\b([Uu]se|[Pp]ass|or) )?(?<![\w.-])([A-Za-z_]\w*)=(?!=)"
@@ -1314,9 +1380,9 @@ def _in_cli_terms(message: str, args: argparse.Namespace) -> str:
             raise LookupError(match[1])
         return options[match[1]][0]
 
-    try:
-        message = re.sub(r"\bThe '(\w+)' parameter of [\w.]+", named, message)
-        message = _ASSIGNMENT.sub(assignment, message)
+    try:  # all or nothing: a term of no option returns the message as it came
+        said = re.sub(r"\bThe '(\w+)' parameter of [\w.]+", named, message)
+        message = _ASSIGNMENT.sub(assignment, said)
     except LookupError:
         return message
     if not options:

@@ -277,10 +277,21 @@ def _exit_with_parent(parent_alive: Connection) -> None:
     threading.Thread(target=watch, name="svmgeo-parent-watch", daemon=True).start()
 
 
-def _init_worker(threads: int | None, parent_alive: Connection) -> None:
-    """Initializer of a local worker process: thread limits and the parent watch."""
+def _init_worker(threads: int | None, parent_alive: Connection, start_method: str) -> None:
+    """Initializer of a local worker process: thread limits, the parent watch, and the
+    sweep's process's default start method (``start_method``), as trials have with
+    ``workers=0``.
+
+    A process of the forkserver context defaults to forkserver, and a lock made with the
+    default context is then a named semaphore that the resource tracker holds until the
+    process ends cleanly: numba's threading layer makes one on its first parallel call, so
+    each worker killed at a timeout leaked one ("There appear to be 6 leaked semaphore
+    objects to clean up at shutdown" from ``svmgeo reproduce global --quick --timeout 2``).
+    With the fork default (Linux before Python 3.14) such a lock is unlinked as it is made.
+    """
     _exit_with_parent(parent_alive)
     _limit_threads(threads)
+    mp.set_start_method(start_method, force=True)
 
 
 def _clean_results(out: Any) -> list[dict[str, Any]]:
@@ -422,19 +433,21 @@ def check_timeout(timeout: Any, workers: int | None, scheduler: Any, *, where: s
     if timeout is None:
         return None
     timeout = check_real(timeout, "timeout", low=0.0, low_open=True, high_open=True, where=where)
+    # spelled in the forms the command line's options translate ("workers=4", "drop timeout")
     if scheduler is not None:
+        bound = " and bound the work inside trial_fn" if where == "sweep" else ""
         raise ProblemError(
             f"The 'timeout' parameter of {where} is not available with a Dask scheduler: Dask "
             "cannot stop a running task (cancelling its future leaves it running, and the "
             "worker queues later trials behind it), so a timed-out trial would go on "
-            "holding its worker. Run with local worker processes (workers=N) to use "
-            "timeout, or bound the work inside trial_fn."
+            "holding its worker. Drop scheduler to run on local worker processes, which can "
+            f"be stopped (one per core, or e.g. workers=4), or drop timeout{bound}."
         )
     if workers == 0:
         raise ProblemError(
             f"The 'timeout' parameter of {where} needs worker processes: with workers=0 the "
             "trials run in this process, where a running trial cannot be stopped. Pass "
-            "workers=1 or more (or leave workers out: one per core)."
+            "workers=1 or more, or drop workers (one per core)."
         )
     return timeout
 
@@ -464,6 +477,12 @@ def _check_picklable(fn: Callable[..., Any]) -> None:
 def _mp_context() -> Any:
     methods = mp.get_all_start_methods()
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _start_method() -> str:
+    """This process's default start method, without fixing it (the first of
+    :func:`multiprocessing.get_all_start_methods` until one is set)."""
+    return mp.get_start_method(allow_none=True) or mp.get_all_start_methods()[0]
 
 
 def _worker_died() -> SweepError:
@@ -503,7 +522,7 @@ def _run_local(
         max_workers=min(workers, len(tasks)),
         mp_context=ctx,
         initializer=_init_worker,
-        initargs=(threads, parent_alive),
+        initargs=(threads, parent_alive, _start_method()),
     )
     finished = False
     try:
@@ -525,11 +544,13 @@ def _run_local(
         parent_alive.close()
 
 
-def _serve_trials(conn: Connection, threads: int | None, parent_alive: Connection) -> None:
+def _serve_trials(
+    conn: Connection, threads: int | None, parent_alive: Connection, start_method: str
+) -> None:
     """Main of a worker process of a sweep with a ``timeout``: run the trials sent on
     ``conn`` one at a time, saying when each starts (its clock starts then, not while the
     worker starts up or imports trial_fn's module) and what it gave. EOF on ``conn``: done."""
-    _init_worker(threads, parent_alive)
+    _init_worker(threads, parent_alive, start_method)
     while True:
         try:
             fn, kwargs = conn.recv()
@@ -550,16 +571,28 @@ class _Worker:
     conn: Connection
     tid: str = ""  # "" while idle
     started: float | None = None  # time.monotonic() when its trial began
+    served: int = 0  # trials it finished: 0 while its first trial runs
 
 
 def _start_worker(ctx: Any, threads: int | None, parent_alive: Connection) -> _Worker:
     conn, child = ctx.Pipe()
     process = ctx.Process(
-        target=_serve_trials, args=(child, threads, parent_alive), name="svmgeo-sweep-worker"
+        target=_serve_trials,
+        args=(child, threads, parent_alive, _start_method()),
+        name="svmgeo-sweep-worker",
     )
     process.start()
     child.close()  # the worker holds the only other end: its exit is EOF here
     return _Worker(process, conn)
+
+
+#: What a timeout on a fresh worker's first trial adds: its time counts one-time work.
+_FIRST_TRIAL = (
+    ". It was the first trial of a fresh worker process, whose time counts the work done once "
+    "per process on first use (imports inside trial_fn, numba compiling the kernels it calls: "
+    "seconds to a minute on a busy machine), which the fresh worker taking the next trial "
+    "does again; a timeout above that lets the trials after it run without it"
+)
 
 
 def _run_local_timeout(
@@ -609,6 +642,7 @@ def _run_local_timeout(
                         w.started = time.monotonic()
                         continue
                     tid, w.tid, w.started = w.tid, "", None
+                    w.served += 1
                     yield tid, value, False
                 elif w.started is not None and time.monotonic() - w.started >= timeout:
                     elapsed = time.monotonic() - w.started
@@ -620,7 +654,7 @@ def _run_local_timeout(
                         pool.append(_start_worker(ctx, threads, parent_alive))
                     error = (
                         f"timed out: trial_fn ran {elapsed:.3g} s, past timeout={timeout:g} s; "
-                        "its worker process was killed"
+                        f"its worker process was killed{'' if w.served else _FIRST_TRIAL}"
                     )
                     yield w.tid, (None, elapsed, error), True
         finished = True
