@@ -100,21 +100,23 @@ _positive = _integer(1, "an integer >= 1")
 # step on 2 cores, over 20,000 steps, ad hoc in session 57), and Ctrl-C waits for a
 # recording chunk of steps/100 in the compiled kernels; longer runs go through Python
 _MAX_STEPS = 10**8
+_STEPS_RANGE = f"an integer from 1 to {_MAX_STEPS} (10^8)"
+_steps_from_1 = _integer(1, _STEPS_RANGE)
 
 
 def _steps(text: str) -> int:
     """``--steps``: an integer in [1, :data:`_MAX_STEPS`] (10^14 was taken, a run of years)."""
-    value = _positive(text)
+    value = _steps_from_1(text)
     if value > _MAX_STEPS:
         raise argparse.ArgumentTypeError(
-            f"expected at most {_MAX_STEPS} steps (10^8 already take hours at the default "
-            f"sizes); got {value}. For a longer run call svmgeo.train or svmgeo.verify with "
-            "n_steps=N in Python"
+            f"expected {_STEPS_RANGE}, which already take hours at the default sizes; got "
+            f"{value}. For a longer run call svmgeo.train or svmgeo.verify with n_steps=N in "
+            "Python"
         )
     return value
 
 
-_steps.__name__ = "number of steps"
+_steps.__name__ = _STEPS_RANGE
 _nonnegative = _integer(0, "an integer >= 0")
 _step = _real(0.0, True, "a finite number > 0")
 _scale = _real(0.0, False, "a finite number >= 0")
@@ -688,12 +690,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     try:
         report = verify(data, **_gd_options(args))
     except TieError as exc:  # its hint names Python keywords (init=) and functions
-        tied = str(exc).partition(" A selection is one token per query")[0]
-        other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
-        raise ProblemError(
-            f"{tied} A selection is one token per query: use {other}, or start elsewhere "
-            "(e.g. --init-scale 0.1)."
-        ) from None
+        raise ProblemError(_verify_tie_hint(args, exc)) from None
     if args.json:
         print(report.to_json())
     else:
@@ -705,6 +702,37 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"figure written to {path}")
     return 0
+
+
+def _verify_tie_hint(args: argparse.Namespace, exc: TieError) -> str:
+    """The message of ``verify``'s tied final selection (``exc``) in the command line's terms.
+
+    The library's message ends with a hint in Python terms (``init=('random', 0.1)``,
+    ``gen_svm``), replaced by options; a run that stopped at a stationary point opens with
+    ``train``'s message of that stop, in Python terms too (``param='KQ'``, ``init=``) and with
+    the case where no start helps (every query sees one key, so none is tied), replaced by the
+    stop itself. The suggested start is one the run did not have: ``--init-scale 0.1`` from
+    the zero start, ten times the run's scale from a random one (or, with ``--data``, another
+    ``--seed``, which seeds the start only).
+    """
+    head, tie, rest = str(exc).partition("GD's final selection is tied")
+    tied = tie + rest.partition(" A selection is one token per query")[0]
+    run = exc.run
+    if head and run is not None and str(run.status) == "stationary":
+        head = (
+            f"The run stopped with status 'stationary' after {run.n_steps} steps: the "
+            "gradient is exactly zero there. "
+        )
+    init = _gd_options(args)["init"]
+    if init == "zero":
+        start = "--init-scale 0.1"
+    else:
+        start = f"--init-scale {10 * init[1]:g}" + (" or another --seed" if args.data else "")
+    other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
+    return (
+        f"{head}{tied} A selection is one token per query: use {other}, or start elsewhere "
+        f"(e.g. {start})."
+    )
 
 
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -1329,10 +1357,11 @@ _RULE_KEYWORDS = (
     "normalized",
     "exponent",
 )
-# a library keyword with its value (none: "needs exponent=, the p ..."), after a verb
+# a library keyword with its value (none: "needs exponent=, the p ..."; a tuple, which no
+# option takes: "init=('random', 0.1)"), after a verb
 _ASSIGNMENT = re.compile(
     r"(?:\b([Uu]se|[Pp]ass|or) )?(?<![\w.-])([A-Za-z_]\w*)=(?!=)"
-    r"('[^']*'|\"[^\"]*\"|[-+\w]+(?:\.[-+\w]+)*|(?=[,.;)]|$))"
+    r"('[^']*'|\"[^\"]*\"|[-+\w]+(?:\.[-+\w]+)*|\([^()]*\)|(?=[,.;)]|$))"
 )
 
 

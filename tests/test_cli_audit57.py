@@ -83,3 +83,44 @@ def test_tied_final_selection_of_verify_names_options(capsys) -> None:
     err = capsys.readouterr().err
     assert "final selection is tied" in err and "--init-scale 0.1" in err
     assert "init=" not in err and "gen_svm" not in err
+
+
+@pytest.mark.parametrize("value", ["0", "abc"])
+def test_steps_refusals_state_the_upper_bound(value, capsys) -> None:
+    """Review: --steps 0 and --steps abc said "expected an integer >= 1", not the cap of 10^8."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--steps", value])
+    assert f"expected an integer from 1 to {10**8} (10^8); got" in capsys.readouterr().err
+
+
+def test_a_tuple_value_leaves_the_message_whole() -> None:
+    """Review: "init=('random', 0.1)" was not read as a keyword with a value, so "param='KQ'"
+    beside it was translated and the message came back half in each."""
+    text = "Use param='KQ', or init=('random', 0.1)."
+    assert _in_cli_terms(text, build_parser().parse_args(["verify"])) == text
+
+
+VERIFY_TIED = ["verify", "--n", "2", "--T", "2", "--d", "1", "--steps", "50", "--backend", "numpy"]
+
+
+def test_tied_final_selection_after_a_stationary_start_reads_in_options(capsys) -> None:
+    """Review: from the zero start of linear attention (stationary on this instance) the
+    message opened with train's stop "K = Q = 0 with --param KQ, which init=('random', 0.1)
+    avoids; ... every W is stationary and no start helps" (half translated, and against the
+    hint to start elsewhere), then hinted --init-scale 0.1."""
+    assert main([*VERIFY_TIED, "--attention", "linear"]) == 2
+    err = capsys.readouterr().err
+    assert "status 'stationary' after 0 steps: the gradient is exactly zero" in err
+    assert "final selection is tied" in err and "start elsewhere (e.g. --init-scale 0.1)" in err
+    assert "init=" not in err and "param=" not in err and "no start helps" not in err
+
+
+@pytest.mark.parametrize(("given", "scale"), [(["--init-scale", "0.1"], 0.1), (["--param", "KQ"], 0.1),
+                                              (["--init-scale", "0.5"], 0.5)])  # fmt: skip
+def test_tied_final_selection_suggests_a_start_the_run_did_not_have(given, scale, capsys) -> None:
+    """Review: the hint was --init-scale 0.1 after a run that had started from it (given, or
+    --param KQ's default); it names ten times the run's scale."""
+    assert main([*VERIFY_TIED, "--attention", "linear", *given]) == 2
+    err = capsys.readouterr().err
+    assert "final selection is tied" in err
+    assert f"start elsewhere (e.g. --init-scale {10 * scale:g})" in err

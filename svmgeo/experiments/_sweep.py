@@ -288,6 +288,10 @@ def _init_worker(threads: int | None, parent_alive: Connection, start_method: st
     each worker killed at a timeout leaked one ("There appear to be 6 leaked semaphore
     objects to clean up at shutdown" from ``svmgeo reproduce global --quick --timeout 2``).
     With the fork default (Linux before Python 3.14) such a lock is unlinked as it is made.
+    Where the default is forkserver or spawn (Python 3.14 on Linux, macOS, Windows, or a
+    caller's ``mp.set_start_method``), a killed worker's lock is still left to the resource
+    tracker, which unlinks it at shutdown with that warning (killing a worker lets it run no
+    clean-up: its trial may be in native code).
     """
     _exit_with_parent(parent_alive)
     _limit_threads(threads)
@@ -589,9 +593,9 @@ def _start_worker(ctx: Any, threads: int | None, parent_alive: Connection) -> _W
 #: What a timeout on a fresh worker's first trial adds: its time counts one-time work.
 _FIRST_TRIAL = (
     ". It was the first trial of a fresh worker process, whose time counts the work done once "
-    "per process on first use (imports inside trial_fn, numba compiling the kernels it calls: "
-    "seconds to a minute on a busy machine), which the fresh worker taking the next trial "
-    "does again; a timeout above that lets the trials after it run without it"
+    "per process on first use (imports, loading or compiling the numba kernels the trial "
+    "calls: seconds to a minute on a busy machine), which the fresh worker taking the next "
+    "trial does again; a timeout above that lets the trials after it run without it"
 )
 
 
