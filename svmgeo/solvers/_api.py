@@ -38,7 +38,13 @@ from ..selection import check_data, optimal_tokens, query_label, scores_full
 from ._backends import CvxpyBackend
 from ._certificates import NormGeometry, farkas_residual
 from ._exact import exact_dot_signs, exact_multiple
-from ._feasibility import Distinct, check_feasibility, decide_feasibility, with_roundoff_note
+from ._feasibility import (
+    Distinct,
+    check_feasibility,
+    decide_feasibility,
+    row_label,
+    with_roundoff_note,
+)
 from ._geometry import RowGeometry, dense_dimension
 from ._norms import (
     NORMS,
@@ -61,6 +67,7 @@ from ._result import (
     replaced,
     warns_if_inaccurate,
 )
+from ._scale import LARGEST_EXPONENT
 from ._status import Status
 from ._threads import blas_threads
 
@@ -100,12 +107,17 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     value = req.geometry.value(W)
     same = np.array_equal(W, feas.point)
     point = "that feasible point" if same else "a multiple of that feasible point"
-    bound = (
-        f"an upper bound {value:.6g} on the optimal value (its exact margins meet every row)"
-        if proved is not None
-        else f"{value:.6g}, an upper bound on the optimal value only as far as its float "
-        "margins meet the rows (no multiple of it was proved to meet them exactly)"
-    )
+    if proved is not None:
+        bound = (
+            f"an upper bound {value:.6g} on the optimal value (its exact margins meet every row)"
+        )
+    elif np.all(req.cs.apply(W)[req.cs._positive_rows] > 0.0):
+        bound = (
+            f"{value:.6g}, an upper bound on the optimal value only as far as its float "
+            "margins meet the rows (no multiple of it was proved to meet them exactly)"
+        )
+    else:  # _unmet_claim takes the W away
+        bound = f"{value:.6g}, no upper bound: its float margins miss a row at every scale"
     return finish(
         req.cs,
         W,
@@ -122,16 +134,70 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     )
 
 
+ROUNDOFF_SHORTFALL = 2.0**-52
+r"""A failed W that meets a row :math:`c_j > 0` by less than this share of its bound,
+:math:`0 < a_j^\top W b_j < 2^{-52} c_j`, left that row at its round-off (a row 200 decades
+below the others, which the solve never resolved): no approximate optimum
+(:func:`_no_approximate_optimum`)."""
+
+
 def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult) -> bool:
     r"""A failed answer with no W, or whose W misses a positive bound at every scale (a margin
-    :math:`\le 0` where :math:`c_j > 0`), where a verified feasible point exists. A W that
-    misses its rows by less (a certificate failed by a small residual) stays: a rescaling
-    makes it feasible, and it is nearer the optimum than an arbitrary feasible point."""
+    :math:`\le 0` where :math:`c_j > 0`) or meets one only at its round-off (a margin below
+    :data:`ROUNDOFF_SHORTFALL` :math:`c_j`: a multiple meeting it is :math:`2^{52}` times
+    W, no nearer the optimum than the feasible point), where a verified feasible point
+    exists. A W that misses its rows by less (a certificate failed by a small residual)
+    stays: a rescaling makes it feasible, and it is nearer the optimum than an arbitrary
+    feasible point. (Before session 57 a MAX_ITER W with margins (5e-201, 1) on rows
+    1e-200 and 1 was kept, no upper bound given, while the rows were proved feasible.)"""
     if res.success or feas.point is None:
         return False
     if res.W is None:
         return True
-    return bool(np.any(cs.apply(res.W)[cs._positive_rows] <= 0.0))
+    positive = cs._positive_rows
+    margins = cs.apply(res.W)[positive]
+    return bool(np.any(margins < ROUNDOFF_SHORTFALL * cs.rhs[positive]))
+
+
+def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
+    r"""``res`` unless it claims a solution (``status.has_solution``) with a W that misses a
+    row :math:`c_j > 0` at every scale (margin :math:`a_j^\top W b_j \le 0`): no positive
+    multiple of that W meets the row, so its norm bounds nothing. Such a result becomes
+    ``NUMERICAL_ERROR`` without W (nor its margins, multipliers, objective, factors or
+    ``p``; the W is kept in ``extras["unmet_W"]``), its message naming the row; where one
+    row alone needs :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz)
+    beyond float64's range, it says so. A certified W has no such margin at ``tol`` < 1;
+    the feasibility point put in place of a failed solve can: rows (0, -5e-324) and (1, -1)
+    (with :math:`b = (0, 1)`) are feasible, proved exactly, but only by a W of
+    :math:`\|W\| \sim 10^{323}`, and the float rounding of that exact point had margins
+    (5e-324, 0) (returned ``OPTIMAL_INACCURATE``, objective 1.41, before session 57)."""
+    if not res.status.has_solution or res.W is None:
+        return res
+    margins = cs.apply(res.W) if res.margins is None else np.asarray(res.margins)
+    missed = np.flatnonzero(cs._positive_rows & ~(margins > 0.0))
+    if missed.size == 0:
+        return res
+    j = int(missed[0])
+    na, nb = cs._row_norms
+    message = (
+        f"{res.message}; but that W misses {missed.size} row(s) with a positive bound at "
+        f"every scale (e.g. row {j}, {row_label(cs, j)[0]}: margin {margins[j]:.3g} against "
+        f"the bound {cs.rhs[j]:.3g}; no positive multiple of W meets it), so it is no "
+        "solution and its norm bounds nothing: no W returned (extras['unmet_W'])"
+    )
+    positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
+    log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
+    far = np.flatnonzero(log_need >= LARGEST_EXPONENT)
+    if far.size:
+        k = int(positive[far[0]])
+        message += (
+            f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) = 2^{log_need[far[0]]:.0f} "
+            "(Cauchy-Schwarz), beyond float64's range (2^1024): W's spectral norm itself "
+            "cannot be represented in float64"
+        )
+    gone = dict.fromkeys(("W", "dual", "margins", "objective", "K", "Q", "p"))  # W's, all
+    extras = {**res.extras, "unmet_W": res.W}
+    return replaced(res, status=Status.NUMERICAL_ERROR, message=message, extras=extras, **gone)
 
 
 def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float) -> SVMResult:
@@ -233,7 +299,11 @@ def solve_svm(
     SVMResult
         Never ``INFEASIBLE`` on rows whose feasibility point was verified: should a solver
         answer so (an ill-conditioned problem), the verified point is returned as
-        ``OPTIMAL_INACCURATE`` (an upper bound, with a failing certificate).
+        ``OPTIMAL_INACCURATE`` (an upper bound, with a failing certificate). Never a status
+        with a solution (``status.has_solution``) whose W misses a row :math:`c_j > 0` at
+        every scale (margin :math:`\le 0`): that is ``NUMERICAL_ERROR``, without W or
+        objective (the W in ``extras["unmet_W"]``), the message saying why (rows feasible
+        only by a W beyond float64's range, say).
 
     Raises
     ------
@@ -332,9 +402,10 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         # past the dense Gram: solve matrix-free; a certified optimum proves feasibility
         res = on_unit_rows(req, entry.solve, None, None)
         note = "" if res.success else "; feasibility not decided (the dense check would not fit)"
-        return replaced(
+        res = replaced(
             res, rank=rank, message=res.message + note, solve_time=time.perf_counter() - start
         )
+        return _unmet_claim(cs, res)
     geo = RowGeometry(cs)
     if req.entry.gram_qp and req.method != "cvxpy":  # svmgeo's Frobenius solve follows
         geo.polish_tol = req.tol
@@ -349,6 +420,7 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         res = on_every_row(res, cs, classes, time.perf_counter() - start)
     else:
         res = _solve_checked(req, geo, feas, start)
+    res = _unmet_claim(cs, res)
     roundoff = feas.extras.get("roundoff_rows")  # the check's note, on the SVM's result too
     return res if roundoff is None else with_roundoff_note(res, cs, roundoff)
 

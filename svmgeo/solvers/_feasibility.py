@@ -66,7 +66,13 @@ from ._scale import Scale, unit_rows
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
-__all__ = ["Distinct", "check_feasibility", "decide_feasibility", "with_roundoff_note"]
+__all__ = [
+    "Distinct",
+    "check_feasibility",
+    "decide_feasibility",
+    "row_label",
+    "with_roundoff_note",
+]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 """HiGHS's own (backend) tolerances; the verdict is verified by svmgeo afterwards."""
@@ -81,7 +87,7 @@ _ROUNDOFF = 1e-13
 _Answer = TypeVar("_Answer", SVMResult, FeasibilityResult)
 
 
-def _row_label(cs: ConstraintSet, j: int) -> tuple[str, bool]:
+def row_label(cs: ConstraintSet, j: int) -> tuple[str, bool]:
     """``"sequence i, query k, tokens p vs q"`` of row ``j``, and whether the row compares
     two tokens (else it is a row of a map's SVM, without a compared token)."""
     pair = bool(cs.pref[j] != NO_TOKEN and cs.comp[j] != NO_TOKEN)
@@ -113,7 +119,7 @@ def with_roundoff_note(res: _Answer, cs: ConstraintSet, rows: np.ndarray) -> _An
     """
     if rows.size == 0:
         return res
-    label, pair = _row_label(cs, int(rows[0]))
+    label, pair = row_label(cs, int(rows[0]))
     meant = "its tokens are meant identical" if pair else "it is meant zero (a zero query, say)"
     note = (  # no count: the note of the distinct rows of a set with copies is the same
         f"; note: rows at the round-off level of the others (below {_ROUNDOFF:.0e} of the "
@@ -532,7 +538,7 @@ def decide_feasibility(
         )
     if (lam0 := zero_row_farkas(cs)) is not None:
         j = int(np.flatnonzero(lam0)[0])
-        label, pair = _row_label(cs, j)
+        label, pair = row_label(cs, j)
         cause = (
             "a zero query or two identical tokens"
             if pair

@@ -303,7 +303,10 @@ class FeasibilityResult:
         A feasible W, its margins checked in floating point (``residual``); with
         ``proof="exact"`` some positive multiple of it is proved to meet every row exactly,
         while the point itself can miss a row in exact arithmetic by a rounding error
-        (docs/certificates.md).
+        (docs/certificates.md). Except where the message calls the point "not itself
+        proved": the verdict was proved by an exact rational point, of which ``point`` is
+        the float rounding, and that rounding can miss a row by all of its bound (rows
+        feasible only by a W beyond float64's range: margins (5e-324, 0) against bounds 1).
     farkas : ndarray of shape (N,) or None
         The Farkas vector of an infeasible set.
     residual : float

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regressions of audit 57 (F1, F2): rows whose sizes lie hundreds of decades apart. A result
+that claims a solution must meet its rows at some positive scale, and a failed solve on rows
+proved feasible gives the proved feasible point rather than a W left at a row's round-off."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.constraints import ConstraintSet
+
+Status = sg.Status
+
+
+def _two_rows(eps: float) -> ConstraintSet:
+    r"""Rows :math:`a_0 = (0, -\varepsilon)`, :math:`a_1 = (1, -1)`, :math:`b = (0, 1)`, bounds 1:
+    :math:`-\varepsilon W_{11} \ge 1` and :math:`W_{01} - W_{11} \ge 1`, whose Frobenius
+    optimum is :math:`W_{11} = -1/\varepsilon`, every other entry 0 (row 1 then holds with
+    slack :math:`1/\varepsilon - 1`): feasible, of value :math:`1/\varepsilon`."""
+    return ConstraintSet(
+        A=np.array([[0.0, -eps], [1.0, -1.0]]),
+        B=np.array([[0.0, 1.0], [0.0, 1.0]]),
+        kind=np.zeros(2, np.int8),
+        rhs=np.ones(2),
+        seq=np.array([0, 1]),
+        query=np.zeros(2, dtype=np.int64),
+        pref=np.zeros(2, dtype=np.int64),
+        comp=np.ones(2, dtype=np.int64),
+        n=2,
+        K=1,
+        T=2,
+    )
+
+
+def _exact_margins(cs: ConstraintSet, W: np.ndarray) -> list[Fraction]:
+    """:math:`a_j^\\top W b_j` in rational arithmetic on the floats as given (the oracle)."""
+    d = cs.d
+    return [
+        sum(
+            (
+                Fraction(float(a[p])) * Fraction(float(W[p, q])) * Fraction(float(b[q]))
+                for p in range(d)
+                for q in range(d)
+            ),
+            Fraction(0),
+        )
+        for a, b in zip(cs.A, cs.B, strict=True)
+    ]
+
+
+def _quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.InaccurateSolutionWarning)
+        return fn(*args, **kwargs)
+
+
+def _subnormal_graph() -> sg.NextTokenData:
+    """One sequence [0, 1, 2], next token 0; token 1's embedding differs from token 0's by
+    the smallest subnormal, 2^-1074 (audit 57, F2)."""
+    E = np.array([[1.0, 0.0], [1.0, 5e-324], [0.0, 1.0]])
+    return sg.NextTokenData([[0, 1, 2]], [0], E)
+
+
+@pytest.mark.parametrize("solve", ["graph_svm", "solve_svm"])
+def test_a_point_missing_a_row_at_every_scale_is_no_solution(solve: str) -> None:
+    """F2: the rows are feasible only by a W of norm 2^1074 (beyond float64); the check's float
+    point had margins (5e-324, 0) against bounds 1 and was returned OPTIMAL_INACCURATE, objective
+    1.41, as an upper bound. A W with a zero margin on a row c = 1 meets it at no scale: no
+    solution, no objective, and the message says why."""
+    if solve == "graph_svm":
+        res = _quiet(sg.graph_svm, _subnormal_graph())
+        cs = res.constraints
+    else:
+        cs = _two_rows(5e-324)
+        res = _quiet(sg.solve_svm, cs)
+    # every result that claims a solution must meet each row c_j > 0 at some positive scale
+    if res.status.has_solution:  # pragma: no cover - the failure before session 57
+        margins = _exact_margins(cs, np.asarray(res.W))
+        assert all(m > 0 for m, c in zip(margins, cs.rhs, strict=True) if c > 0), margins
+    assert res.status is Status.NUMERICAL_ERROR, (res.status, res.message)
+    assert res.W is None and res.objective is None and res.margins is None
+    W = res.extras["unmet_W"]
+    assert min(_exact_margins(cs, W)) <= 0  # why it was taken away: exactly, not in floats
+    need = round(-math.log2(5e-324))  # ||W||_2 >= 1 / (||a|| ||b||) = 2^1074
+    assert f"2^{need}" in res.message and "no W returned" in res.message, res.message
+
+
+@pytest.mark.parametrize("eps", [1e-200, 1e-250])
+def test_a_failed_solve_leaving_a_row_at_round_off_gives_the_proved_point(eps: float) -> None:
+    """F1: at eps = 1e-200 the solve stopped at MAX_ITER with margins (5e-201, 1): a W that
+    meets row 0 only after scaling by 2e200, no answer and no upper bound, while the rows
+    were proved feasible. Now the proved feasible point is returned as an upper bound: its exact
+    margins meet every row, and its norm is at least the exact optimum 1/eps."""
+    X = np.array([[[1.0, 0.0], [1.0, eps], [0.0, 1.0]]])
+    data = sg.TokenData(X, Z=np.array([[0.0, 1.0]]), scores=np.array([[3.0, 2.0, 1.0]]))
+    res = _quiet(sg.att_svm, data, [0])
+    assert res.status.has_solution, (res.status, res.message)
+    assert res.status is Status.OPTIMAL_INACCURATE and res.extras["feasible_point_only"]
+    assert all(m >= 1 for m in _exact_margins(res.constraints, np.asarray(res.W)))
+    optimum = 1 / Fraction(eps)  # row 0 is -eps W_11 >= 1; W_11 = -1/eps meets row 1 too
+    assert Fraction(res.objective) >= optimum * (1 - Fraction(1, 2**50))
+    assert Fraction(res.objective) <= 2 * optimum  # an upper bound, and not a vacuous one
+    assert "an upper bound" in res.message
+
+
+def test_rows_the_solver_resolves_are_solved_as_before() -> None:
+    """F1's boundary: at eps = 1e-150 the solver certifies the optimum 1/eps (the fallback of
+    F1 is for failed solves only)."""
+    res = _quiet(sg.solve_svm, _two_rows(1e-150))
+    assert res.status is Status.OPTIMAL and not res.extras.get("feasible_point_only")
+    np.testing.assert_allclose(res.objective, 1 / 1e-150, rtol=1e-12)
