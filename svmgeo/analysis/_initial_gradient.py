@@ -244,6 +244,13 @@ def good_initial_gradient(data: TokenData, *, loss: str = "logistic") -> Initial
             "Build one with svmgeo.TokenData(X, Y=..., v=...) or svmgeo.random_data(...)."
         )
     check_option(loss, "loss", LOSSES, where=_WHERE)
+    if data.scores is None and data.v is None:  # before loss_and_grad, which names train
+        raise ProblemError(
+            f"{_WHERE} needs the linear head's token scores, but this TokenData has neither v "
+            f"nor scores. Build the data with TokenData(..., v=...) (v of shape "
+            f"({data.values.shape[-1]},), one weight per value feature) or with "
+            f"TokenData(..., scores=...) (shape (n, T) = ({data.n}, {data.T}), or (n, K, T))."
+        )
     d = data.d
     _, G0 = loss_and_grad(data, np.zeros((d, d)), loss=loss)
     G0 = np.asarray(G0)

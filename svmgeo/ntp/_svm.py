@@ -167,18 +167,21 @@ def ntp_message(data: NextTokenData, res: SVMResult) -> tuple[str, tuple[str, st
     :func:`unmeetable_edge`'s (cause, fix) when one edge alone makes it infeasible.
 
     The generic solver names a row by (sequence, query, tokens); a Graph-SVM row's ``seq``
-    holds its last token k: "(last token k, edge i -> j)" instead. The cause is appended
+    holds its last token k: "last token k, edge i -> j" instead. The cause is appended
     once (the message of :func:`graph_svm` has it already).
     """
-    message = _ROW.sub(r"(last token \1, edge \2 -> \3)", res.message)
+    message = _ROW.sub(r"last token \1, edge \2 -> \3", res.message)
     edge = None if res.farkas is None else unmeetable_edge(data, res.constraints, res.farkas)
     if edge is not None and edge[0] not in message:
         message += f"; in next-token terms: {edge[0]}"
     return message, edge
 
 
-_ROW = re.compile(r"\(sequence (\d+), query 0, tokens (\d+) vs (\d+)\)")
-"""How the generic solver names a constraint row (:func:`graph_svm` rewords it)."""
+_ROW = re.compile(r"\bsequence (\d+), query 0, tokens (\d+) vs (\d+)")
+"""How the generic solver names a constraint row (``row_label`` of ``solvers._feasibility``)
+(:func:`graph_svm` rewords it), in parentheses or not: "row 3 (sequence 2, query 0, tokens 0
+vs 1)", "e.g. sequence 2, query 0, tokens 0 vs 1:" (before session 57 only the first was
+reworded, and the second spoke of sequence 2 on one-sequence data)."""
 
 
 def unmeetable_edge(
