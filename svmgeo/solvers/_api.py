@@ -93,31 +93,40 @@ STATUS_MAP: dict[Any, Status] = CvxpyBackend.STATUS_MAP
 
 
 def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult) -> SVMResult:
-    """The verified feasibility point as an ``OPTIMAL_INACCURATE`` upper bound, after a solver
-    wrongly answered INFEASIBLE, or failed with no W or one no scaling makes feasible (or
-    ``NUMERICAL_ERROR`` when there is no point)."""
+    """The smaller proved upper bound of the verified feasibility point and the solver's own W,
+    each scaled to a multiple whose exact margins meet every row (:func:`exact_multiple`), as
+    ``OPTIMAL_INACCURATE`` with ``extras["feasible_point_only"]``, after a solver wrongly
+    answered INFEASIBLE, or failed (:func:`_no_approximate_optimum`); the feasibility point as
+    it is when neither is proved (``NUMERICAL_ERROR`` by :func:`_unmet_claim` where its float
+    margins miss a row at every float64 scale; ``NUMERICAL_ERROR`` here when there is no
+    point)."""
     note = (
         f"{res.message}; but the rows are feasible (a point was verified), so the solver failed "
         "numerically (an ill-conditioned problem?)"
     )
     if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
         return replaced(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
-    proved = exact_multiple(req.cs, np.asarray(feas.point))  # float margins can mislead here
-    W = np.asarray(feas.point) if proved is None else proved
+    source, name = np.asarray(feas.point), "that feasible point"
+    proved = exact_multiple(req.cs, source)  # float margins can mislead here
+    own = None if res.W is None else exact_multiple(req.cs, np.asarray(res.W))
+    if own is not None and (proved is None or req.geometry.value(own) < req.geometry.value(proved)):
+        source, name, proved = np.asarray(res.W), "the solver's W", own  # a smaller bound
+    W = source if proved is None else proved
     value = req.geometry.value(W)
-    same = np.array_equal(W, feas.point)
-    point = "that feasible point" if same else "a multiple of that feasible point"
+    point = name if np.array_equal(W, source) else f"a multiple of {name}"
     if proved is not None:
         bound = (
-            f"an upper bound {value:.6g} on the optimal value (its exact margins meet every row)"
+            f"W is only {point}, an upper bound {value:.6g} on the optimal value (its exact "
+            "margins meet every row)"
         )
-    elif np.all(req.cs.apply(W)[req.cs._positive_rows] > 0.0):
+    elif _unmet_rows(req.cs, W, req.cs.apply(W)).size == 0:
         bound = (
-            f"{value:.6g}, an upper bound on the optimal value only as far as its float "
-            "margins meet the rows (no multiple of it was proved to meet them exactly)"
+            f"W is only {point}, {value:.6g}, an upper bound on the optimal value only as far "
+            "as its float margins meet the rows (no multiple of it was proved to meet them "
+            "exactly)"
         )
-    else:  # _unmet_claim takes the W away
-        bound = f"{value:.6g}, no upper bound: its float margins miss a row at every scale"
+    else:  # _unmet_claim takes this W away
+        bound = f"the one W at hand is {point} ({value:.6g}), no multiple of it proved"
     return finish(
         req.cs,
         W,
@@ -125,7 +134,7 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         norm=req.geometry,
         tol=req.tol,
         status=Status.OPTIMAL_INACCURATE,
-        message=f"{note}; W is only {point}, {bound} (no dual: the certificate fails)",
+        message=f"{note}; {bound} (no dual: the certificate fails)",
         solver=res.solver,
         objective=value,
         rank=res.rank,
@@ -142,14 +151,16 @@ below the others, which the solve never resolved): no approximate optimum
 
 
 def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult) -> bool:
-    r"""A failed answer with no W, or whose W misses a positive bound at every scale (a margin
-    :math:`\le 0` where :math:`c_j > 0`) or meets one only at its round-off (a margin below
-    :data:`ROUNDOFF_SHORTFALL` :math:`c_j`: a multiple meeting it is :math:`2^{52}` times
-    W, no nearer the optimum than the feasible point), where a verified feasible point
-    exists. A W that misses its rows by less (a certificate failed by a small residual)
-    stays: a rescaling makes it feasible, and it is nearer the optimum than an arbitrary
-    feasible point. (Before session 57 a MAX_ITER W with margins (5e-201, 1) on rows
-    1e-200 and 1 was kept, no upper bound given, while the rows were proved feasible.)"""
+    r"""A failed answer (any status but ``OPTIMAL``: ``OPTIMAL_INACCURATE``, ``MAX_ITER``,
+    ``NUMERICAL_ERROR``, ...) with no W, or whose W misses a positive bound at every scale (a
+    margin :math:`\le 0` where :math:`c_j > 0`) or meets one only at its round-off (a margin
+    below :data:`ROUNDOFF_SHORTFALL` :math:`c_j`: a multiple meeting it is :math:`2^{52}`
+    times W), where a verified feasible point exists: :func:`_feasible_point_result` replaces
+    it by the smaller proved bound of that point and of W. A W that misses its rows by less
+    (a certificate failed by a small residual) stays: a rescaling makes it feasible, and it
+    is nearer the optimum than an arbitrary feasible point. (Before session 57 a MAX_ITER W
+    with margins (5e-201, 1) on rows 1e-200 and 1 was kept, no upper bound given, while the
+    rows were proved feasible.)"""
     if res.success or feas.point is None:
         return False
     if res.W is None:
@@ -159,31 +170,49 @@ def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: Feasibility
     return bool(np.any(margins < ROUNDOFF_SHORTFALL * cs.rhs[positive]))
 
 
+def _unmet_rows(cs: ConstraintSet, W: np.ndarray, margins: np.ndarray) -> np.ndarray:
+    r"""The rows :math:`c_j > 0` that no positive multiple of ``W`` in float64 meets: a margin
+    :math:`a_j^\top W b_j \le 0`, or one so small that the multiple :math:`t W`,
+    :math:`t = c_j / (a_j^\top W b_j)`, has an entry beyond :math:`2^{1024}`."""
+    positive = cs._positive_rows
+    short = positive & (margins > 0.0) & (margins < cs.rhs)
+    top = float(np.max(np.abs(W))) if W.size else 0.0
+    beyond = np.zeros_like(short)
+    if short.any() and top > 0.0:
+        log_t = np.log2(cs.rhs[short]) - np.log2(margins[short])
+        beyond[short] = log_t + np.log2(top) >= LARGEST_EXPONENT
+    return np.flatnonzero((positive & ~(margins > 0.0)) | beyond)
+
+
 def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
-    r"""``res`` unless it claims a solution (``status.has_solution``) with a W that misses a
-    row :math:`c_j > 0` at every scale (margin :math:`a_j^\top W b_j \le 0`): no positive
-    multiple of that W meets the row, so its norm bounds nothing. Such a result becomes
+    r"""``res`` unless it claims a solution (``status.has_solution``) with a W that no positive
+    multiple in float64 makes meet a row :math:`c_j > 0` (a margin
+    :math:`a_j^\top W b_j \le 0`, or one needing a multiple beyond :math:`2^{1024}`:
+    :func:`_unmet_rows`), so that its norm bounds nothing. Such a result becomes
     ``NUMERICAL_ERROR`` without W (nor its margins, multipliers, objective, factors or
-    ``p``; the W is kept in ``extras["unmet_W"]``), its message naming the row; where one
-    row alone needs :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz)
-    beyond float64's range, it says so. A certified W has no such margin at ``tol`` < 1;
-    the feasibility point put in place of a failed solve can: rows (0, -5e-324) and (1, -1)
-    (with :math:`b = (0, 1)`) are feasible, proved exactly, but only by a W of
+    ``p``, nor ``extras["feasible_point_only"]``; the d x d W is kept in
+    ``extras["unmet_W"]``), its message naming the row; where one row alone needs
+    :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz) beyond float64's
+    range, it says so. A certified W has no such margin at ``tol`` < 1; the feasibility point
+    put in place of a failed solve can: rows (0, -5e-324) and (1, -1) (with
+    :math:`b = (0, 1)`) are feasible, proved exactly, but only by a W of
     :math:`\|W\| \sim 10^{323}`, and the float rounding of that exact point had margins
     (5e-324, 0) (returned ``OPTIMAL_INACCURATE``, objective 1.41, before session 57)."""
     if not res.status.has_solution or res.W is None:
         return res
-    margins = cs.apply(res.W) if res.margins is None else np.asarray(res.margins)
-    missed = np.flatnonzero(cs._positive_rows & ~(margins > 0.0))
+    W = np.asarray(res.W)
+    margins = cs.apply(W) if res.margins is None else np.asarray(res.margins)
+    missed = _unmet_rows(cs, W, margins)
     if missed.size == 0:
         return res
     j = int(missed[0])
     na, nb = cs._row_norms
     message = (
         f"{res.message}; but that W misses {missed.size} row(s) with a positive bound at "
-        f"every scale (e.g. row {j}, {row_label(cs, j)[0]}: margin {margins[j]:.3g} against "
-        f"the bound {cs.rhs[j]:.3g}; no positive multiple of W meets it), so it is no "
-        "solution and its norm bounds nothing: no W returned (extras['unmet_W'])"
+        f"every scale in float64 (e.g. row {j}, {row_label(cs, j)[0]}: margin "
+        f"{margins[j]:.3g} against the bound {cs.rhs[j]:.3g}; no multiple of W with finite "
+        "entries meets it), so it is no solution and its norm bounds nothing: no W returned "
+        "(extras['unmet_W'])"
     )
     positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
     log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
@@ -196,7 +225,8 @@ def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
             "cannot be represented in float64"
         )
     gone = dict.fromkeys(("W", "dual", "margins", "objective", "K", "Q", "p"))  # W's, all
-    extras = {**res.extras, "unmet_W": res.W}
+    extras = {k: v for k, v in res.extras.items() if k != "feasible_point_only"}
+    extras["unmet_W"] = W
     return replaced(res, status=Status.NUMERICAL_ERROR, message=message, extras=extras, **gone)
 
 

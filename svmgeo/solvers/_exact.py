@@ -50,6 +50,9 @@ from ._status import Status
 
 __all__ = ["SCREEN_PROOF", "ExactRows", "exact_multiple", "meet_margins", "prove_verdict"]
 
+_LARGEST_FLOAT = Fraction(float(np.finfo(np.float64).max))
+"""float64's largest finite value, exactly: a scale :math:`t` above it has no float."""
+
 
 def _ulp_exp(x: np.ndarray) -> int:
     """Exponent e of the smallest ulp among the nonzero entries: every entry is a multiple of 2^e."""
@@ -989,9 +992,9 @@ def exact_multiple(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
     else :math:`2^k W` with :math:`2^k \ge t^\star` (exact: every margin is :math:`2^k`
     times W's) where that meets every row. None when no multiple is found (no positive
     :math:`t` meets the rows, or neither multiple does: equality rows with :math:`c_j \ne 0`,
-    say). Limb arithmetic on every row: for a point reported as the answer (an upper bound on
-    the optimum), not for the solves' own path. Float margins can miss the exact ones by far
-    more than the rows' size where :math:`\|W\|` is huge and the margins cancel (collinear
+    say, or a multiple beyond float64's range). Limb arithmetic on every row: for a point
+    reported as the answer (an upper bound on the optimum), not for the solves' own path.
+    Float margins can miss the exact ones by far more than the rows' size where :math:`\|W\|` is huge and the margins cancel (collinear
     tokens, :math:`\|W\| \sim 10^{17}`: 1.43 in floats, 0.858 exactly)."""
     if not np.all(np.isfinite(W)):
         return None
@@ -1013,9 +1016,10 @@ def exact_multiple(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
     if t is None:
         return None
     with np.errstate(over="ignore"):
-        scaled = float(t) * (1.0 + 2.0**-40) * W
-        if np.all(np.isfinite(scaled)) and meets(Fraction(1), rows.margins(scaled)):
-            return scaled
+        if t <= _LARGEST_FLOAT:  # float(t) beyond it raises (np.errstate spares Python floats)
+            scaled = float(t) * (1.0 + 2.0**-40) * W
+            if np.all(np.isfinite(scaled)) and meets(Fraction(1), rows.margins(scaled)):
+                return scaled
         k = max(0, t.numerator.bit_length() - t.denominator.bit_length() - 1)
         while Fraction(2) ** k < t:
             k += 1

@@ -89,6 +89,8 @@ def test_a_point_missing_a_row_at_every_scale_is_no_solution(solve: str) -> None
     assert min(_exact_margins(cs, W)) <= 0  # why it was taken away: exactly, not in floats
     need = round(-math.log2(5e-324))  # ||W||_2 >= 1 / (||a|| ||b||) = 2^1074
     assert f"2^{need}" in res.message and "no W returned" in res.message, res.message
+    # no W, so nothing called a feasible point or an upper bound (review of session 57)
+    assert "feasible_point_only" not in res.extras and "W is only" not in res.message
 
 
 @pytest.mark.parametrize("eps", [1e-200, 1e-250])
@@ -115,3 +117,68 @@ def test_rows_the_solver_resolves_are_solved_as_before() -> None:
     res = _quiet(sg.solve_svm, _two_rows(1e-150))
     assert res.status is Status.OPTIMAL and not res.extras.get("feasible_point_only")
     np.testing.assert_allclose(res.objective, 1 / 1e-150, rtol=1e-12)
+
+
+def test_rows_feasible_only_beyond_float64_give_no_w_and_no_crash() -> None:
+    """Review of F1's fallback: row 0 is x_0 - x_1 = (0, 1e-318, 0) against z = (1, 0, 1), so
+    every feasible W has ||W||_2 >= 1 / (1e-318 sqrt(2)) > 2^1024 (Cauchy-Schwarz): no float64
+    W meets it. The fallback scaled the feasibility point by a Fraction beyond float64 and
+    raised OverflowError (the base returned MAX_ITER); the float point (value 3.18, margins
+    2.6e-318 and 1.6e-16 against 1) is no upper bound either: NUMERICAL_ERROR, no W."""
+    X = np.array(
+        [
+            [
+                [-0.865637773, 0.0, -0.0491614146],
+                [-0.865637773, -1e-318, -0.0491614146],
+                [-1.71609833, -1.34218515, -0.464943525],
+            ]
+        ]
+    )
+    z = np.array([1.0, 0.0, 1.0])
+    gap = [Fraction(float(p)) - Fraction(float(q)) for p, q in zip(X[0, 0], X[0, 1], strict=True)]
+    norm_sq = sum(g * g for g in gap) * sum(Fraction(float(v)) ** 2 for v in z)
+    assert 1 / norm_sq > Fraction(2) ** 2048  # ||W||_2^2 >= 1 / (||a||^2 ||b||^2)
+    data = sg.TokenData(X, Z=z[None, :], scores=np.array([[3.0, 2.0, 1.0]]))
+    res = _quiet(sg.att_svm, data, [0])
+    assert res.status is Status.NUMERICAL_ERROR, (res.status, res.message)
+    assert res.W is None and res.objective is None
+    assert "feasible_point_only" not in res.extras and "no W returned" in res.message
+
+
+def _lp_value(W: np.ndarray, p: Fraction) -> float:
+    """Entrywise l_p norm (the ``("lp", p)`` objective), in floats."""
+    return float(np.sum(np.abs(W) ** float(p)) ** (1 / float(p)))
+
+
+def test_the_fallback_keeps_the_smaller_proved_bound() -> None:
+    """Review of F1's fallback: ("lp", 1.5) on rows 1e-32 apart fails (OPTIMAL_INACCURATE,
+    margins far below 1). The base returned that W, objective 1.4e-32, as if a solution; the
+    fallback returned the proved feasibility point (2.69e32) although a multiple of the
+    solver's own W meets every row exactly at a smaller value (2.46e32, this machine). Now:
+    a W whose exact margins meet every row, no larger than the feasibility point scaled by
+    the least t with t m_j >= c_j (exact margins m_j; a norm is homogeneous)."""
+    X = np.array(
+        [
+            [
+                [1.4046727116820945, 0.0],
+                [1.4046727116820945, -1e-32],
+                [-0.73858189286713827, -0.46835698872813891],
+            ]
+        ]
+    )
+    Z = np.array([[0.16327068702202432, 0.3967845460631201]])
+    data = sg.TokenData(X, Z=Z, scores=np.array([[3.0, 2.0, 1.0]]))
+    res = _quiet(sg.att_svm, data, [0], norm=("lp", 1.5))
+    cs = res.constraints
+    assert res.status.has_solution, (res.status, res.message)
+    margins = _exact_margins(cs, np.asarray(res.W))
+    assert all(m >= Fraction(float(c)) for m, c in zip(margins, cs.rhs, strict=True))
+    point = np.asarray(sg.check_feasibility(cs).point)
+    pm = _exact_margins(cs, point)
+    t = max(Fraction(float(c)) / m for m, c in zip(pm, cs.rhs, strict=True) if c > 0)
+    assert all(m > 0 for m in pm)
+    point_bound = float(t) * _lp_value(point, Fraction(3, 2))
+    np.testing.assert_allclose(
+        res.objective, _lp_value(np.asarray(res.W), Fraction(3, 2)), rtol=1e-12
+    )
+    assert res.objective < point_bound * (1 - 1e-3), (res.objective, point_bound)
