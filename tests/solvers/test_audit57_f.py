@@ -181,4 +181,7 @@ def test_the_fallback_keeps_the_smaller_proved_bound() -> None:
     np.testing.assert_allclose(
         res.objective, _lp_value(np.asarray(res.W), Fraction(3, 2)), rtol=1e-12
     )
-    assert res.objective < point_bound * (1 - 1e-3), (res.objective, point_bound)
+    # no larger than the point's own bound (on the test machine the solver's W gave 2.46e32
+    # against 2.69e32; which one is smaller depends on the solver's float path, so the test
+    # asks only that the smaller is kept)
+    assert res.objective <= point_bound * (1 + 1e-12), (res.objective, point_bound)
