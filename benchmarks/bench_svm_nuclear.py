@@ -28,7 +28,8 @@ With ``--parallel-queries``: ``solve_nuclear(cs)`` (solver="auto", what ``att_sv
 norm="nuc")`` calls) against ``solve_nuclear(cs, solver="clarabel")`` alone, same process,
 on many rows and a tiny compressed W: random tokens and head, every query a positive multiple
 of one random vector (r2 = 1), α = optimal tokens (session 55's audit instance at
-(2000, 3, 2), seed 0); the path that answered, both wall times and their ratio.
+(2000, 3, 2), seed 0); the path that answered (with the factored path's L-BFGS iterations,
+deterministic), both wall times and their ratio.
 Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment
 variable is needed: svmgeo runs small dense solves with one BLAS thread (threadpoolctl) itself.
 Timings on a shared machine are noisy: wall and CPU time are both printed.
@@ -152,8 +153,10 @@ def _parallel_queries(n: int, T: int, d: int, seed: int) -> str:
             f"{(n, T, d)!s:>15} seed {seed}: auto {auto.status.value}, clarabel {clar.status.value}"
         )
     diff = abs(auto.objective - clar.objective) / clar.objective
+    its = auto.extras.get("lbfgs_iterations")
+    work = f" ({its} L-BFGS iterations)" if its is not None else ""
     return (
-        f"{(n, T, d)!s:>15} seed {seed}: auto {auto.status.value} by {auto.solver} "
+        f"{(n, T, d)!s:>15} seed {seed}: auto {auto.status.value} by {auto.solver}{work} "
         f"{wall:.2f} s; clarabel alone {clar.status.value} {clar_wall:.2f} s; "
         f"ratio {wall / clar_wall:.1f}x; objective {auto.objective:.10g}, "
         f"rel. diff {diff:.1e}"
