@@ -31,6 +31,17 @@ def _parallel_queries(n: int, T: int, d: int, seed: int) -> sg.ConstraintSet:
     return sg.att_svm_constraints(data, sg.optimal_tokens(data))
 
 
+def assert_certificate_from_definitions(cs: sg.ConstraintSet, res: sg.SVMResult) -> None:
+    """svmgeo's nuclear certificate recomputed here from the definitions (SPEC §6, nuclear) on
+    margin rows with :math:`c_j = 1`: W feasible, λ ≥ 0 dual feasible, gap at most ``GAP_TOL``."""
+    W, lam = res.W, res.dual
+    assert np.einsum("ja,ab,jb->j", cs.A, W, cs.B).min() >= 1.0 - 1e-12
+    assert lam.min() >= 0.0
+    assert np.linalg.norm(np.einsum("j,ja,jb->ab", lam, cs.A, cs.B), 2) <= 1.0 + 1e-12
+    nuc = np.linalg.svd(W, compute_uv=False).sum()
+    np.testing.assert_allclose(lam.sum(), nuc, rtol=GAP_TOL)
+
+
 def test_factored_path_certifies_where_the_kkt_residual_floor_is_above_1e_12() -> None:
     """Before: the reduced KKT Newton stalled at residuals 1e-11..2e-10 (the rounding of
     :math:`\\Lambda QQ^\\top` with cancelling multipliers) against a fixed 1e-12, the polish
@@ -44,10 +55,4 @@ def test_factored_path_certifies_where_the_kkt_residual_floor_is_above_1e_12() -
     _, status, value, _ = solve_naive_cvxpy(cs, "nuc", solver="CLARABEL", **TIGHT)
     assert status == "optimal"
     np.testing.assert_allclose(res.objective, value, rtol=1e-6)
-    # the certificate recomputed here from the definitions (SPEC §6, nuclear)
-    W, lam = res.W, res.dual
-    assert np.einsum("ja,ab,jb->j", cs.A, W, cs.B).min() >= 1.0 - 1e-12
-    assert lam.min() >= 0.0
-    assert np.linalg.norm(np.einsum("j,ja,jb->ab", lam, cs.A, cs.B), 2) <= 1.0 + 1e-12
-    nuc = np.linalg.svd(W, compute_uv=False).sum()
-    np.testing.assert_allclose(lam.sum(), nuc, rtol=GAP_TOL)
+    assert_certificate_from_definitions(cs, res)

@@ -24,18 +24,12 @@ from svmgeo.solvers import Status
 from svmgeo.solvers._nuclear import solve_nuclear
 from svmgeo.solvers._nuclear_factored import _MAX_LBFGS, GAP_TOL, _lbfgs
 
+from .test_nuclear_audit56 import (  # the benchmark's --parallel-queries rows
+    _parallel_queries,
+    assert_certificate_from_definitions,
+)
+
 TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
-
-
-def _parallel_queries(n: int, T: int, d: int, seed: int) -> sg.ConstraintSet:
-    """Random tokens and head, queries ``s_i z`` with one random ``z`` and ``s_i`` in [0.5, 2]
-    (the benchmark's ``--parallel-queries`` rows), α the optimal tokens."""
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=d)
-    X = rng.normal(size=(n, T, d))
-    Z = np.tile(rng.normal(size=d), (n, 1)) * rng.uniform(0.5, 2.0, size=(n, 1))
-    data = sg.TokenData(X, v=v, Z=Z)
-    return sg.att_svm_constraints(data, sg.optimal_tokens(data))
 
 
 def _oracle(cs: sg.ConstraintSet) -> float:
@@ -63,13 +57,7 @@ def test_parallel_queries_no_subproblem_spins_to_its_cap(seed: int) -> None:
     assert res.extras["lbfgs_iterations"] < _MAX_LBFGS
     assert res.certificate.passed and res.certificate.duality_gap <= GAP_TOL
     np.testing.assert_allclose(res.objective, _oracle(cs), rtol=1e-6)
-    # the certificate recomputed here from the definitions (SPEC §6, nuclear)
-    W, lam = res.W, res.dual
-    assert np.einsum("ja,ab,jb->j", cs.A, W, cs.B).min() >= 1.0 - 1e-12
-    assert lam.min() >= 0.0
-    assert np.linalg.norm(np.einsum("j,ja,jb->ab", lam, cs.A, cs.B), 2) <= 1.0 + 1e-12
-    nuc = np.linalg.svd(W, compute_uv=False).sum()
-    np.testing.assert_allclose(lam.sum(), nuc, rtol=GAP_TOL)
+    assert_certificate_from_definitions(cs, res)
 
 
 def test_lbfgs_still_steps_where_f_no_longer_resolves_the_decrease() -> None:
