@@ -172,10 +172,12 @@ def _lbfgs(
     in compact form (:func:`_inverse_hessian_times`), a few matrix products per step.
     Curvature pairs with :math:`s^\top y \le 0` (the factored problem is nonconvex) are
     skipped. A step that leaves :math:`z` unchanged (Armijo met only because the step fell
-    below :math:`z`'s rounding) or raises :math:`f` (the backtracking's last resort) is not
-    taken: the pairs are dropped and the next step is along :math:`-\nabla f`; when that step
-    fails so too, :math:`f` is at its rounding floor along :math:`-\nabla f` as well and the
-    run ends there, short of ``gtol``. A step that moves :math:`z` where :math:`f` shows no
+    below :math:`z`'s rounding) is not taken: the pairs are dropped and the next step is
+    along :math:`-\nabla f`; when that step fails so too, :math:`f` is at its rounding floor
+    along :math:`-\nabla f` as well and the run ends there, short of ``gtol``. A step that
+    raises :math:`f` by its rounding (the backtracking's last resort) is taken as before:
+    refusing it too changed the answer's last bits and cost thousands of iterations on
+    ordinary instances (review, ad hoc). A step that moves :math:`z` where :math:`f` shows no
     decrease (its rounding) is taken: its pair still informs the model, and on a stiff
     quadratic such steps take the gradient far below what :math:`f` resolves (see
     ``tests/solvers/test_nuclear_audit57.py``). (Before, the null step was taken and
@@ -212,8 +214,8 @@ def _lbfgs(
                 break
             t *= 0.5
         s, y = z_new - z, g_new - g
-        if f_new > f or not s.any():  # a null step (or a rise): the pairs' model is stale,
-            if not used:  # or f is at its rounding floor along -g too: nothing left to gain
+        if not s.any():  # a null step: the pairs' model is stale, or f is at its rounding
+            if not used:  # floor along -g too: nothing left to gain
                 break
             used = 0
             continue
