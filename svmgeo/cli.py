@@ -232,20 +232,50 @@ def _tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -> str:
     """The command line's refusal of a default selection (the optimal tokens) that ties: the
     tied queries as :func:`~svmgeo.optimal_tokens` lists them, and ``--alpha`` to pass (the
     lowest tied index, spelled out when short) or other data."""
-    from .selection import optimal_tokens
-
     tied = str(exc).partition(" Take ")[0]  # "optimal tokens are not unique for ...: ... ."
-    lowest = optimal_tokens(data, ties="first").reshape(data.n, data.K)
-    example = ""
-    if lowest.size <= _ALPHA_EXAMPLE:
-        rows = [",".join(str(int(t)) for t in row) for row in lowest]
-        spelled = ",".join(rows) if data.single_query else repr(";".join(rows))  # quoted: ';'
-        example = f" (e.g. --alpha {spelled}: each query's optimal token, the lowest where tied)"
     other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
     return (
         f"{tied} The default selection is one optimal token per query: choose among the tied "
-        f"tokens with --alpha{example}, or use {other}."
+        f"tokens with --alpha{_lowest_alpha(data)}, or use {other}."
     )
+
+
+def _lowest_alpha(data: TokenData) -> str:
+    """`` (e.g. --alpha ...: ...)``: the ``--alpha`` of each query's optimal token, the lowest
+    where tied, when it is short enough to spell out; else the empty string."""
+    from .selection import optimal_tokens
+
+    lowest = optimal_tokens(data, ties="first").reshape(data.n, data.K)
+    if lowest.size > _ALPHA_EXAMPLE:
+        return ""
+    rows = [",".join(str(int(t)) for t in row) for row in lowest]
+    spelled = ",".join(rows) if data.single_query else repr(";".join(rows))  # quoted: ';'
+    return f" (e.g. --alpha {spelled}: each query's optimal token, the lowest where tied)"
+
+
+def _study_tie_hint(args: argparse.Namespace, data: TokenData, report: Any) -> Any:
+    """``report`` with its note on tied optimal tokens in the command line's terms: the
+    library's hint (``optimal_tokens(data, ties='first')``, ``alpha=``) gives way to the
+    commands that take ``--alpha`` on these data; the report as it came without a tie."""
+    import dataclasses
+    import shlex
+
+    from .selection import optimal_tokens
+
+    try:
+        optimal_tokens(data)
+    except TieError as exc:
+        library = str(exc)
+    else:
+        return report
+    tied = library.partition(" Take ")[0]  # "optimal tokens are not unique for ...: ... ."
+    said = (
+        f"{tied} The study takes one optimal token per query: study a choice among the tied "
+        f"tokens with svmgeo solve (or support, feasibility) --data {shlex.quote(args.dataset)} "
+        f"--alpha{_lowest_alpha(data)}, or perturb the data."
+    )
+    notes = [note.replace(library, said) for note in report.notes]
+    return dataclasses.replace(report, notes=notes)
 
 
 def _check_output(path: str, option: str) -> str:
@@ -509,6 +539,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         **weights,
     )
+    rep = _study_tie_hint(args, data, rep)
     os.makedirs(args.out, exist_ok=True)  # a missing report directory is created
     rep.to_markdown(report)
     paths = [report, str(rep.to_json(os.path.join(args.out, "study.json")))]
@@ -846,7 +877,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         result = reproduce(args.name, quick=args.quick, **options)
     except SweepError as exc:  # the trials ran and none finished (or a worker died)
-        print(f"svmgeo reproduce: {_one_line(exc)}", file=sys.stderr)
+        print(f"svmgeo reproduce: {_one_line(_in_cli_terms(str(exc), args))}", file=sys.stderr)
         return 1
     print(result)
     return 1 if result.n_errors else 0

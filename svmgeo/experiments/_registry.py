@@ -58,8 +58,8 @@ class Experiment:
         return html_summary(self)
 
 
-#: The summary table's last column: the trials of the sweep that raised, which no row of the
-#: summary counts (the trial table holds their errors).
+#: The summary table's last column: the trials of the sweep that raised or timed out, which no
+#: row of the summary counts (the trial table holds their errors).
 FAILED_TRIALS = "failed_trials"
 
 #: The registered experiments by name, in registration (the paper's) order.
@@ -92,7 +92,8 @@ class ReproduceResult:
     headline : dict
         The headline numbers (printed by ``str(result)``).
     n_errors : int
-        Trials that raised (their rows have ``status="error"``).
+        Trials that raised or ran past the timeout (their rows have ``status="error"`` or
+        ``"timeout"``).
     sweep : SweepResult
     """
 
@@ -215,6 +216,25 @@ def _writable_dir(out: str | os.PathLike[str]) -> Path:
     return out_dir
 
 
+def _no_summary(result: SweepResult, timeout: float | None) -> str:
+    """Why a sweep gave nothing to summarize: its trials counted by status (each trial's
+    ``part`` 0 row), the table that holds their rows, and more time where trials timed out."""
+    trials = [r["status"] for r in result.rows if r["part"] == 0]
+    counts = [
+        f"{trials.count(status)} {said}"
+        for status, said in (("timeout", "timed out"), ("error", "raised"), ("ok", "finished"))
+        if status in trials
+    ]
+    head = "no trial finished" if "ok" not in trials else "nothing to summarize"
+    more = (
+        f"; give each trial more time than timeout={timeout:g} s"
+        if "timeout" in trials and timeout is not None
+        else ""
+    )
+    held = "their errors are" if set(trials) - {"ok"} else "the rows are"
+    return f"{head} ({', '.join(counts)}); {held} in {result.path}{more}"
+
+
 def reproduce(
     name: str,
     *,
@@ -268,8 +288,8 @@ def reproduce(
         (0, inf), or given with ``workers=0`` or ``scheduler``. All checked before any trial
         runs.
     SweepError
-        No trial finished (every one raised; the sweep's CSV holds their errors), or a worker
-        died. No summary is written.
+        No trial finished (each one raised or ran past ``timeout``; the message counts each,
+        the sweep's CSV holds their errors), or a worker died. No summary is written.
     """
     name = check_option(name, "name", EXPERIMENTS, where="reproduce")
     quick = check_bool(quick, "quick", where="reproduce")
@@ -291,11 +311,8 @@ def reproduce(
     )
     rows = ok_rows(result.rows)
     headline, summary = exp.summarize(rows)
-    if not summary:  # the trials ran and raised: no answer (not bad input), nothing summarized
-        raise SweepError(
-            f"experiment {name!r}: no trial finished (each one raised); their errors are in "
-            f"{result.path}"
-        )
+    if not summary:  # the trials ran and failed: no answer (not bad input), nothing summarized
+        raise SweepError(f"experiment {name!r}: {_no_summary(result, timeout)}")
     summary_path = out_dir / f"{stem}_summary.csv"
     # the table alone says whether it leaves trials out (their rows are in the trial table)
     _write_csv(summary_path, [{**row, FAILED_TRIALS: result.n_errors} for row in summary])
