@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Session 57 (H): errors and notes of ``svmgeo reproduce`` and ``svmgeo study`` in the
-command line's terms: a dead worker's "workers=0" reads "--workers 0"; a study of tied data
-hints the commands taking --alpha, not ``optimal_tokens(data, ties='first')``."""
+command line's terms: a study of tied data hints the commands taking --alpha, not
+``optimal_tokens(data, ties='first')`` (the dead worker's "--workers 0" is in
+tests/experiments/test_registry_audit57.py)."""
 
 from __future__ import annotations
 
@@ -11,29 +12,6 @@ import numpy as np
 
 import svmgeo as sg
 from svmgeo.cli import main
-from svmgeo.experiments import Experiment
-from svmgeo.experiments._registry import EXPERIMENTS  # registered for one test, then removed
-from tests.experiments import _trials
-
-
-def test_reproduce_worker_died_names_the_workers_option(tmp_path, monkeypatch, capsys) -> None:
-    """Regression: reproduce printed the SweepError of a dead worker as the library wrote it,
-    "(workers=0 runs it in this process)"; it now reads "--workers 0", as other errors do."""
-    exp = Experiment(
-        name="_audit57_crash",
-        title="trial k=1 kills its process",
-        trial=_trials.crash_trial,
-        grid=lambda quick: {"k": [1]},
-        summarize=lambda rows: ({}, []),
-        plot=lambda rows, summary, path: [],
-    )
-    monkeypatch.setitem(EXPERIMENTS, exp.name, exp)
-    code = main(["reproduce", exp.name, "--quick", "--out", str(tmp_path), "--workers", "1",
-                 "--no-progress"])  # fmt: skip
-    err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1, err
-    assert "worker process died" in err and "(--workers 0 runs it in this process)" in err, err
-    assert "workers=0" not in err, err
 
 
 def _tied_data() -> tuple[sg.TokenData, list[int]]:

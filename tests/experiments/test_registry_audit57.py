@@ -12,6 +12,8 @@ from svmgeo.cli import main
 from svmgeo.experiments import Experiment, SweepError, reproduce
 from svmgeo.experiments._registry import EXPERIMENTS  # registered for one test, then removed
 
+from . import _trials
+
 
 def _raise_or_hang(k: int) -> dict:
     """k == 0 raises at once; every other k sleeps far past the tests' timeout."""
@@ -60,3 +62,23 @@ def test_cli_says_the_timeout_as_its_option(tmp_path, monkeypatch, capsys) -> No
     assert code == 1 and err.count("\n") == 1, err
     assert "(2 timed out, 1 raised)" in err and "more time than --timeout 2 s" in err, err
     assert "timeout=" not in err, err
+
+
+def test_reproduce_worker_died_names_the_workers_option(tmp_path, monkeypatch, capsys) -> None:
+    """Regression: reproduce printed the SweepError of a dead worker as the library wrote it,
+    "(workers=0 runs it in this process)"; it now reads "--workers 0", as other errors do."""
+    exp = Experiment(
+        name="_audit57_crash",
+        title="trial k=1 kills its process",
+        trial=_trials.crash_trial,
+        grid=lambda quick: {"k": [1]},
+        summarize=lambda rows: ({}, []),
+        plot=lambda rows, summary, path: [],
+    )
+    monkeypatch.setitem(EXPERIMENTS, exp.name, exp)
+    code = main(["reproduce", exp.name, "--quick", "--out", str(tmp_path), "--workers", "1",
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert "worker process died" in err and "(--workers 0 runs it in this process)" in err, err
+    assert "workers=0" not in err, err
