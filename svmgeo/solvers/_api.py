@@ -97,8 +97,9 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     each scaled to a multiple whose exact margins meet every row (:func:`exact_multiple`), as
     ``OPTIMAL_INACCURATE`` with ``extras["feasible_point_only"]``, after a solver wrongly
     answered INFEASIBLE, or failed (:func:`_no_approximate_optimum`); the feasibility point as
-    it is when neither is proved (``NUMERICAL_ERROR`` by :func:`_unmet_claim` where its float
-    margins miss a row at every float64 scale; ``NUMERICAL_ERROR`` here when there is no
+    it is when neither is proved with a finite norm (:func:`_bounded_multiple`;
+    ``NUMERICAL_ERROR`` by :func:`_unmet_claim` where its float margins miss a row at every
+    float64 scale or its norm is not finite; ``NUMERICAL_ERROR`` here when there is no
     point)."""
     note = (
         f"{res.message}; but the rows are feasible (a point was verified), so the solver failed "
@@ -107,26 +108,28 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
         return replaced(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
     source, name = np.asarray(feas.point), "that feasible point"
-    proved = exact_multiple(req.cs, source)  # float margins can mislead here
-    own = None if res.W is None else exact_multiple(req.cs, np.asarray(res.W))
-    if own is not None and (proved is None or req.geometry.value(own) < req.geometry.value(proved)):
+    proved = _bounded_multiple(req, source)  # float margins can mislead here
+    own = None if res.W is None else _bounded_multiple(req, np.asarray(res.W))
+    if own is not None and (proved is None or own[1] < proved[1]):
         source, name, proved = np.asarray(res.W), "the solver's W", own  # a smaller bound
-    W = source if proved is None else proved
-    value = req.geometry.value(W)
+    W, value = (source, req.geometry.value(source)) if proved is None else proved
     point = name if np.array_equal(W, source) else f"a multiple of {name}"
     if proved is not None:
         bound = (
             f"W is only {point}, an upper bound {value:.6g} on the optimal value (its exact "
             "margins meet every row)"
         )
-    elif _unmet_rows(req.cs, W, req.cs.apply(W)).size == 0:
+    elif np.isfinite(value) and _unmet_rows(req.cs, W, req.cs.apply(W)).size == 0:
         bound = (
             f"W is only {point}, {value:.6g}, an upper bound on the optimal value only as far "
             "as its float margins meet the rows (no multiple of it was proved to meet them "
             "exactly)"
         )
     else:  # _unmet_claim takes this W away
-        bound = f"the one W at hand is {point} ({value:.6g}), no multiple of it proved"
+        bound = (
+            f"the one W at hand is {point} ({value:.6g}), no multiple of it with a norm in "
+            "float64 proved"
+        )
     return finish(
         req.cs,
         W,
@@ -141,6 +144,19 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         n_iter=res.n_iter,
         extras={**res.extras, "feasible_point_only": True},
     )
+
+
+def _bounded_multiple(req: Request, W: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """``(M, value)``: :func:`exact_multiple`'s multiple M of ``W`` (exact margins meeting every
+    row) and its norm, where that norm is finite in float64; None otherwise. A multiple whose
+    entries are floats but whose norm overflows (rows 1e-308 apart: entries 1.4e308, norm
+    beyond 2^1024) bounds nothing in float64, as no multiple does (before session 57 it was
+    returned as "an upper bound inf")."""
+    M = exact_multiple(req.cs, W)
+    if M is None:
+        return None
+    value = req.geometry.value(M)
+    return (M, value) if np.isfinite(value) else None
 
 
 ROUNDOFF_SHORTFALL = 2.0**-52
@@ -188,7 +204,8 @@ def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
     r"""``res`` unless it claims a solution (``status.has_solution``) with a W that no positive
     multiple in float64 makes meet a row :math:`c_j > 0` (a margin
     :math:`a_j^\top W b_j \le 0`, or one needing a multiple beyond :math:`2^{1024}`:
-    :func:`_unmet_rows`), so that its norm bounds nothing. Such a result becomes
+    :func:`_unmet_rows`), or whose norm (``objective``) is not finite, so that its norm
+    bounds nothing. Such a result becomes
     ``NUMERICAL_ERROR`` without W (nor its margins, multipliers, objective, factors or
     ``p``, nor ``extras["feasible_point_only"]``; the d x d W is kept in
     ``extras["unmet_W"]``), its message naming the row; where one row alone needs
@@ -203,17 +220,24 @@ def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
     W = np.asarray(res.W)
     margins = cs.apply(W) if res.margins is None else np.asarray(res.margins)
     missed = _unmet_rows(cs, W, margins)
-    if missed.size == 0:
+    overflow = res.objective is not None and not np.isfinite(res.objective)
+    if missed.size == 0 and not overflow:
         return res
-    j = int(missed[0])
     na, nb = cs._row_norms
-    message = (
-        f"{res.message}; but that W misses {missed.size} row(s) with a positive bound at "
-        f"every scale in float64 (e.g. row {j}, {row_label(cs, j)[0]}: margin "
-        f"{margins[j]:.3g} against the bound {cs.rhs[j]:.3g}; no multiple of W with finite "
-        "entries meets it), so it is no solution and its norm bounds nothing: no W returned "
-        "(extras['unmet_W'])"
-    )
+    if missed.size:
+        j = int(missed[0])
+        message = (
+            f"{res.message}; but that W misses {missed.size} row(s) with a positive bound at "
+            f"every scale in float64 (e.g. row {j}, {row_label(cs, j)[0]}: margin "
+            f"{margins[j]:.3g} against the bound {cs.rhs[j]:.3g}; no multiple of W with "
+            "finite entries meets it), so it is no solution and its norm bounds nothing: no "
+            "W returned (extras['unmet_W'])"
+        )
+    else:
+        message = (
+            f"{res.message}; but that W's norm ({res.objective}) is beyond float64's range, "
+            "so it bounds nothing: no W returned (extras['unmet_W'])"
+        )
     positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
     log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
     far = np.flatnonzero(log_need >= LARGEST_EXPONENT)

@@ -119,12 +119,17 @@ def test_rows_the_solver_resolves_are_solved_as_before() -> None:
     np.testing.assert_allclose(res.objective, 1 / 1e-150, rtol=1e-12)
 
 
-def test_rows_feasible_only_beyond_float64_give_no_w_and_no_crash() -> None:
+_BEYOND_NORMS = ["fro", "nuc", ("lp", 1.5)]  # each >= the spectral norm on d x d matrices
+
+
+@pytest.mark.parametrize("norm", _BEYOND_NORMS)
+def test_rows_feasible_only_beyond_float64_give_no_w_and_no_crash(norm: object) -> None:
     """Review of F1's fallback: row 0 is x_0 - x_1 = (0, 1e-318, 0) against z = (1, 0, 1), so
     every feasible W has ||W||_2 >= 1 / (1e-318 sqrt(2)) > 2^1024 (Cauchy-Schwarz): no float64
     W meets it. The fallback scaled the feasibility point by a Fraction beyond float64 and
-    raised OverflowError (the base returned MAX_ITER); the float point (value 3.18, margins
-    2.6e-318 and 1.6e-16 against 1) is no upper bound either: NUMERICAL_ERROR, no W."""
+    raised OverflowError (the base returned MAX_ITER; with "nuc" and ("lp", 1.5) base 4e19dee
+    raised OverflowError); the float point (value 3.18, margins 2.6e-318 and 1.6e-16 against
+    1) is no upper bound either: NUMERICAL_ERROR, no W."""
     X = np.array(
         [
             [
@@ -139,10 +144,46 @@ def test_rows_feasible_only_beyond_float64_give_no_w_and_no_crash() -> None:
     norm_sq = sum(g * g for g in gap) * sum(Fraction(float(v)) ** 2 for v in z)
     assert 1 / norm_sq > Fraction(2) ** 2048  # ||W||_2^2 >= 1 / (||a||^2 ||b||^2)
     data = sg.TokenData(X, Z=z[None, :], scores=np.array([[3.0, 2.0, 1.0]]))
-    res = _quiet(sg.att_svm, data, [0])
+    res = _quiet(sg.att_svm, data, [0], norm=norm)
     assert res.status is Status.NUMERICAL_ERROR, (res.status, res.message)
     assert res.W is None and res.objective is None
     assert "feasible_point_only" not in res.extras and "no W returned" in res.message
+
+
+@pytest.mark.parametrize("norm", _BEYOND_NORMS)
+def test_a_proved_multiple_whose_norm_overflows_is_no_bound(norm: object) -> None:
+    """Review of session 57's fallback: row 0 is x_0 - x_1 = (1e-308, 0, 0) against z (norm
+    0.504), so every feasible W has ||W||_2 >= 1 / (1e-308 ||z||) ~ 2e308 > 2^1024
+    (Cauchy-Schwarz; each norm here is at least the spectral one). The rows are feasible, and
+    a float W (entries 1.39e308) meets them exactly, but its norm overflows: the fallback
+    returned it as OPTIMAL_INACCURATE, "an upper bound inf on the optimal value", with
+    feasible_point_only. The rule for rows feasible only beyond float64: NUMERICAL_ERROR, no
+    W (kept in extras["unmet_W"]), the message saying the optimum is beyond float64."""
+    X = np.array(
+        [
+            [
+                [0.0, -2.5556650313141818, 0.41809884672577885],
+                [-1e-308, -2.5556650313141818, 0.41809884672577885],
+                [-2.019986129147251, -0.23193237764418947, -0.8652130762749417],
+            ]
+        ]
+    )
+    z = np.array([0.22578661322792176, -0.3526307943415954, -0.2812874181513504])
+    gap = [Fraction(float(p)) - Fraction(float(q)) for p, q in zip(X[0, 0], X[0, 1], strict=True)]
+    norm_sq = sum(g * g for g in gap) * sum(Fraction(float(v)) ** 2 for v in z)
+    assert 1 / norm_sq > Fraction(2) ** 2048  # ||W||_2^2 >= 1 / (||a||^2 ||b||^2)
+    data = sg.TokenData(X, Z=z[None, :], scores=np.array([[3.0, 2.0, 1.0]]))
+    res = _quiet(sg.att_svm, data, [0], norm=norm)
+    assert res.status is Status.NUMERICAL_ERROR, (res.status, res.objective, res.message)
+    assert res.W is None and res.objective is None and "feasible_point_only" not in res.extras
+    assert "no W returned" in res.message and "beyond float64" in res.message, res.message
+    assert "upper bound inf" not in res.message
+    # what was taken away does meet every row exactly: the rows are feasible, its norm is not
+    unmet = np.asarray(res.extras["unmet_W"])
+    assert np.all(np.isfinite(unmet))
+    cs = res.constraints
+    margins = _exact_margins(cs, unmet)
+    assert all(m >= Fraction(float(c)) for m, c in zip(margins, cs.rhs, strict=True))
 
 
 def _lp_value(W: np.ndarray, p: Fraction) -> float:
