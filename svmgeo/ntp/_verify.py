@@ -210,13 +210,20 @@ def solution(svm: SVMResult, where: str, data: NextTokenData) -> np.ndarray:
     terms: :func:`~svmgeo.ntp._svm.ntp_message`)."""
     if svm.W is None:
         message, edge = ntp_message(data, svm)
-        fix = (
-            "Raise the embedding dimension d or use orthonormal embeddings "
-            "(random_next_token_data(..., orthonormal=True) needs d >= V); "
-            "graph_svm(data).farkas weighs the margin rows that conflict."
-            if edge is None
-            else edge[1]
-        )
+        if edge is not None:
+            fix = edge[1]
+        elif svm.status.is_infeasible:
+            fix = (
+                "Raise the embedding dimension d or use orthonormal embeddings "
+                "(random_next_token_data(..., orthonormal=True) needs d >= V); "
+                "graph_svm(data).farkas weighs the margin rows that conflict."
+            )
+        else:  # feasible (or undecided) rows the solver failed on: no conflict to weigh
+            fix = (
+                "The solver failed on these rows (its message says why; nearly dependent rows, "
+                "e.g. near-duplicate embeddings, are the usual cause): separate the embeddings "
+                "(random_next_token_data(..., orthonormal=True) needs d >= V)."
+            )
         raise ProblemError(
             f"{where}: the Graph-SVM has no solution ({svm.status}: {message}), so there is "
             f"no direction to compare with. {fix}"
