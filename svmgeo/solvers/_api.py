@@ -204,8 +204,9 @@ def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
     r"""``res`` unless it claims a solution (``status.has_solution``) with a W that no positive
     multiple in float64 makes meet a row :math:`c_j > 0` (a margin
     :math:`a_j^\top W b_j \le 0`, or one needing a multiple beyond :math:`2^{1024}`:
-    :func:`_unmet_rows`), or whose norm (``objective``) is not finite, so that its norm
-    bounds nothing. Such a result becomes
+    :func:`_unmet_rows`, confirmed in exact arithmetic: :func:`exact_multiple` finds no
+    multiple), or whose norm (``objective``) is not finite, so that its norm bounds
+    nothing. Such a result becomes
     ``NUMERICAL_ERROR`` without W (nor its margins, multipliers, objective, factors or
     ``p``, nor ``extras["feasible_point_only"]``; the d x d W is kept in
     ``extras["unmet_W"]``), its message naming the row; where one row alone needs
@@ -220,6 +221,11 @@ def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
     W = np.asarray(res.W)
     margins = cs.apply(W) if res.margins is None else np.asarray(res.margins)
     missed = _unmet_rows(cs, W, margins)
+    if missed.size and exact_multiple(cs, W) is not None:
+        # float margins that cancel are no verdict (collinear tokens, ||W|| ~ 5e16: a margin
+        # of -2.92 in floats, while W's exact margins meet every row): a float64 multiple of W
+        # is proved to meet them
+        missed = missed[:0]
     overflow = res.objective is not None and not np.isfinite(res.objective)
     if missed.size == 0 and not overflow:
         return res

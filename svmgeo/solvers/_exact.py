@@ -994,8 +994,9 @@ def exact_multiple(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
     :math:`t` meets the rows, or neither multiple does: equality rows with :math:`c_j \ne 0`,
     say, or a multiple beyond float64's range). Limb arithmetic on every row: for a point
     reported as the answer (an upper bound on the optimum), not for the solves' own path.
-    Float margins can miss the exact ones by far more than the rows' size where :math:`\|W\|` is huge and the margins cancel (collinear
-    tokens, :math:`\|W\| \sim 10^{17}`: 1.43 in floats, 0.858 exactly)."""
+    Float margins can miss the exact ones by far more than the rows' size where
+    :math:`\|W\|` is huge and the margins cancel (collinear tokens,
+    :math:`\|W\| \sim 10^{17}`: 1.43 in floats, 0.858 exactly)."""
     if not np.all(np.isfinite(W)):
         return None
     rows = ExactRows.build(cs)

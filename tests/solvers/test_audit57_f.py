@@ -226,3 +226,36 @@ def test_the_fallback_keeps_the_smaller_proved_bound() -> None:
     # against 2.69e32; which one is smaller depends on the solver's float path, so the test
     # asks only that the smaller is kept)
     assert res.objective <= point_bound * (1 + 1e-12), (res.objective, point_bound)
+
+
+def test_a_proved_w_whose_float_margins_cancel_is_kept() -> None:
+    """Found by the README's test run (hypothesis, unseeded): collinear tokens, where the
+    fallback's proved multiple of the feasibility point (||W|| ~ 5e16) has exact margins
+    meeting every row but a float margin of -2.92 (cancellation). The float check took that
+    proved bound away (numerical_error, and gen_svm raised SolverError); base 4e19dee returned
+    it as optimal_inaccurate. A float miss is now confirmed in exact arithmetic first."""
+    import svmgeo.testing
+
+    data = svmgeo.testing.build_case("cross", "collinear", n=1, T=3, d=3, K=1, seed=0).data
+    res = _quiet(sg.att_svm, data, [2])
+    assert res.status is sg.Status.OPTIMAL_INACCURATE, (res.status, res.message)
+    # the rows' exact margins (x_2 - x_tau)^T W z from the tokens themselves (the rows' float
+    # differences round: they are not the problem's rows)
+    X, z, W = data.X[0], data.Z[0], np.asarray(res.W)
+
+    def exact(u: np.ndarray, v: np.ndarray) -> Fraction:
+        return sum(
+            (Fraction(float(u[p])) * Fraction(float(W[p, q])) * Fraction(float(v[q]))
+             for p in range(3) for q in range(3)),
+            Fraction(0),
+        )  # fmt: skip
+
+    for tau in (0, 1):
+        assert exact(X[2], z) - exact(X[tau], z) >= 1, tau
+    assert np.min(res.constraints.apply(W)) < 0.0  # the float margins that cancel
+    np.testing.assert_allclose(res.objective, np.linalg.norm(W), rtol=1e-12)
+    selected = np.array([[False, False, True]])
+    probs = np.array([[1e-9, 1e-9, 1.0 - 2e-9]])
+    gen = _quiet(sg.gen_svm, data, selected, probs=probs)
+    assert gen.svm.status is sg.Status.OPTIMAL_INACCURATE
+    np.testing.assert_array_equal(gen.svm.W, res.W)
