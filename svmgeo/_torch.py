@@ -31,6 +31,7 @@ layout its tensors are in (``batch_first=``) rather than guess, and transposes t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -330,21 +331,44 @@ def _hidden_of_head(
     if hidden.shape[-2] == T:  # the full self-attention mask: query q reads row q
         row = q
         hidden = hidden[..., row : row + 1, :]
-    blind = np.argwhere(hidden.all(axis=-1)).ravel()
-    if blind.size:
-        said = f"query={query_given}" + (f" (position {q})" if query_given != q else "")
+
+    def row_of(i: int) -> tuple[str, str]:
         if hidden.ndim == 2:
-            where, seq = "attn_mask", ""
+            seq, where = "", "attn_mask"
         else:
-            i = int(blind[0])
             seq = f" of sequence {i}" + (f" in head {head}" if per_head else "")
             where = f"attn_mask[{i * H + head}]" if per_head else f"attn_mask[{i}]"
-        raise ProblemError(
-            f"from_torch: {said}{seq} sees no key: row {row} of {where} hides every key. "
-            "Pass query= a position that sees at least one key, or a mask whose row for it "
-            "leaves one visible."
+        return seq, (
+            f"row {row} of {where} hides every key. Pass query= a position that sees at least "
+            "one key, or a mask whose row for it leaves one visible."
         )
+
+    _refuse_blind(hidden, q, query_given, row_of)
     return hidden
+
+
+def _refuse_blind(
+    hidden: np.ndarray,
+    query: int | str | None,
+    query_given: Any,
+    why: Callable[[int], tuple[str, str]],
+) -> None:
+    """A ProblemError for the first query that ``hidden`` (True = hidden, shape (K, T) or
+    (n, K, T)) hides every key from, if any: its softmax is over no key.
+
+    The query is named as the user gave it (``query=-1 (position 5)`` for an int ``query``,
+    else ``query k``); ``why(i)``, for its sequence ``i`` (0 for a 2-D mask), gives the words
+    after the query and after "sees no key: ", (sequence, cause).
+    """
+    blind = np.argwhere(hidden.all(axis=-1))
+    if not blind.size:
+        return
+    *seq, k = (int(x) for x in blind[0])
+    said = f"query {k}"
+    if isinstance(query, int):
+        said = f"query={query_given}" + (f" (position {query})" if query_given != query else "")
+    where, cause = why(seq[0] if seq else 0)
+    raise ProblemError(f"from_torch: {said}{where} sees no key: {cause}")
 
 
 def _padding(key_padding_mask: Any, n: int, T: int) -> np.ndarray:
@@ -531,20 +555,17 @@ def from_torch(
     if key_padding_mask is not None:  # MultiheadAttention adds it to attn_mask: either hides
         padding = _padding(key_padding_mask, n, T)[:, None, :]
         hidden = np.broadcast_to(padding if hidden is None else hidden | padding, (n, K, T))
-        blind = np.argwhere(hidden.all(axis=2))
-        if blind.size:
-            i, k = (int(x) for x in blind[0])
-            who = f"query {k}"
-            if isinstance(query, int):
-                who = f"query={query_given}" + (
-                    f" (position {query})" if query_given != query else ""
-                )
-            raise ProblemError(
-                f"from_torch: {who} of sequence {i} sees no key: key_padding_mask[{i}]"
-                + ("" if attn_mask is None else " with attn_mask")
-                + " hides every key (MultiheadAttention returns NaN for it). Leave one key of "
-                "the sequence visible, or drop the sequence."
-            )
+        merged = "" if attn_mask is None else " with attn_mask"
+        _refuse_blind(
+            hidden,
+            query,
+            query_given,
+            lambda i: (
+                f" of sequence {i}",
+                f"key_padding_mask[{i}]{merged} hides every key (MultiheadAttention returns "
+                "NaN for it). Leave one key of the sequence visible, or drop the sequence.",
+            ),
+        )
     mask = None if hidden is None else ~hidden
     try:
         if Z is not None:
