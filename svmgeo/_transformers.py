@@ -19,7 +19,9 @@ pass of ``model(**inputs)`` in evaluation mode (stopped right there):
   it is True and hide no key, so there it is refused, as is an integer mask. Flash and flex
   attention (an implementation whose name holds "flash" or "flex", or registered with
   transformers' flash or flex mask) are refused by name, whatever mask they are handed: their
-  kernels apply the causal, sliding-window and padding patterns themselves;
+  kernels apply the causal, sliding-window and padding patterns themselves; so is an
+  implementation with no mask registered with transformers (``AttentionMaskInterface``), e.g.
+  one registered with ``AttentionInterface`` only, which transformers hands no mask at all;
 * for rotary models the ``(cos, sin)`` position embeddings passed to the module.
 
 Head ``h``'s query and key maps and the model's own scale :math:`s` are read from the weights:
@@ -221,17 +223,24 @@ def _capture(model: Any, module: Any, inputs: Any) -> dict[str, Any]:
 
 
 def _check_implementation(implementation: Any) -> None:
-    """Refuse flash and flex attention, by name or by the mask transformers makes for them.
+    """Refuse an attention whose mask does not say which keys each query sees.
 
-    Their kernels apply the causal, sliding-window and padding patterns themselves and are
-    handed a 2-D padding mask, a BlockMask, or None when no token is padded (which would read
-    as a plain causal mask, whatever window the kernel applies).
+    Flash and flex attention, by name or by the mask transformers makes for them: their
+    kernels apply the causal, sliding-window and padding patterns themselves and are handed a
+    2-D padding mask, a BlockMask, or None when no token is padded (which would read as a plain
+    causal mask, whatever window the kernel applies). And an implementation with no mask
+    registered (``AttentionMaskInterface``), e.g. one registered with ``AttentionInterface``
+    only: transformers hands it no mask at all (None, whatever ``attention_mask`` the model was
+    given; ``masking_utils._preprocess_mask_arguments``), so the patterns are its own too.
     """
     from transformers import masking_utils
 
-    registry = getattr(masking_utils, "ALL_MASK_ATTENTION_FUNCTIONS", {})
+    registry = masking_utils.ALL_MASK_ATTENTION_FUNCTIONS
+    # transformers looks the implementation up in the class-wide mapping (registered with
+    # AttentionMaskInterface.register) and hands no mask where it is absent
+    registered = getattr(registry, "_global_mapping", registry)
     try:
-        maker = registry.get(implementation)
+        maker = registered.get(implementation)
     except TypeError:  # not a name
         maker = None
     # looked up by name: a transformers that renames them still refuses by the name test below
@@ -242,14 +251,27 @@ def _check_implementation(implementation: Any) -> None:
         )
         if f is not None
     ]
+    switch = (
+        "Read the model with its sdpa attention: call model.set_attn_implementation('sdpa') "
+        "first (or 'eager')"
+    )
     name = str(implementation).lower()
     if "flash" in name or "flex" in name or any(maker is f for f in kernel_masks):
         raise ProblemError(
             f"{_WHERE}: the model runs attn_implementation={implementation!r}, flash or flex "
             "attention: its kernel applies the causal, sliding-window and padding patterns "
             "itself and is handed a 2-D padding mask, a BlockMask or nothing, none of which says "
-            "which keys each query sees. Read the model with its sdpa attention: call "
-            "model.set_attn_implementation('sdpa') first (or 'eager')."
+            f"which keys each query sees. {switch}."
+        )
+    if maker is None:
+        raise ProblemError(
+            f"{_WHERE}: the model runs attn_implementation={implementation!r}, which has no "
+            "attention mask registered with transformers (transformers.AttentionMaskInterface):"
+            " transformers hands such an attention no mask, whatever attention_mask the model "
+            "was given, and leaves the causal and padding patterns to it, so nothing says which "
+            f"keys each query sees. {switch}, or register the mask your attention applies, "
+            f"e.g. transformers.AttentionMaskInterface.register({implementation!r}, "
+            "transformers.masking_utils.eager_mask) for eager's additive mask."
         )
 
 
@@ -475,7 +497,8 @@ def from_transformers(
     ProblemError
         An unsupported model or head, a rotary model with ``rope="raise"``, a mask that hides
         every key from a query (left padding with a causal mask: pad on the right), flash or
-        flex attention (read the model after ``model.set_attn_implementation("sdpa")``), a
+        flex attention or an attention implementation with no mask registered with
+        transformers (read the model after ``model.set_attn_implementation("sdpa")``), a
         mask that is not read (a bool mask under any attention but sdpa, an integer mask, a
         2-D mask, a shape that does not broadcast to (n, 1, T, T)).
 

@@ -632,3 +632,29 @@ def test_a_2d_mask_is_refused_naming_the_implementation_in_use() -> None:
     text = str(info.value)
     assert "(attn_implementation='eager') was passed a 2-D mask of shape (3, 6)" in text
     assert "flash" not in text
+
+
+transformers.AttentionInterface.register("svmgeo_no_mask", _eager64)  # and no mask registered
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
+def test_an_attention_with_no_registered_mask_is_refused(kind: str) -> None:
+    """Review of session 58: transformers hands an attention registered with
+    AttentionInterface alone no mask (None), whatever attention_mask the model is given;
+    svmgeo read None as the causal (GPT-2, LLaMA) or all-visible (BERT) mask. This eager
+    attention, handed nothing, attends every key: the padded ones (BERT's reading counted
+    them as visible, the padding given to the model ignored) and, in GPT-2 and LLaMA, the later
+    ones that svmgeo's causal reading hid."""
+    model = _model(kind)
+    inputs = _inputs(True)
+    model.config._attn_implementation = "svmgeo_no_mask"
+    probs = _reference(model, inputs)[0]
+    assert probs[1, 0, 0, 4] > 0.01  # query 0 attends padded key 4 (a later key, too)
+    kw = {"rope": "positions"} if kind == "llama" else {}
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_transformers: the model runs attn_implementation='svmgeo_no_mask', which "
+        r"has no attention mask registered .*set_attn_implementation\('sdpa'\).*"
+        r"AttentionMaskInterface\.register\('svmgeo_no_mask', ",
+    ):
+        from_transformers(model, inputs, layer=0, head=0, **kw)
