@@ -332,18 +332,18 @@ def _hidden_of_head(
         row = q
         hidden = hidden[..., row : row + 1, :]
 
-    def row_of(i: int) -> tuple[str, str]:
+    def attn_mask_words(i: int) -> tuple[str, str]:
         if hidden.ndim == 2:
-            seq, where = "", "attn_mask"
+            in_sequence, mask_named = "", "attn_mask"
         else:
-            seq = f" of sequence {i}" + (f" in head {head}" if per_head else "")
-            where = f"attn_mask[{i * H + head}]" if per_head else f"attn_mask[{i}]"
-        return seq, (
-            f"row {row} of {where} hides every key. Pass query= a position that sees at least "
-            "one key, or a mask whose row for it leaves one visible."
+            in_sequence = f" of sequence {i}" + (f" in head {head}" if per_head else "")
+            mask_named = f"attn_mask[{i * H + head}]" if per_head else f"attn_mask[{i}]"
+        return in_sequence, (
+            f"row {row} of {mask_named} hides every key. Pass query= a position that sees at "
+            "least one key, or a mask whose row for it leaves one visible."
         )
 
-    _refuse_blind(hidden, q, query_given, row_of)
+    _refuse_blind(hidden, q, query_given, attn_mask_words)
     return hidden
 
 
@@ -351,24 +351,25 @@ def _refuse_blind(
     hidden: np.ndarray,
     query: int | str | None,
     query_given: Any,
-    why: Callable[[int], tuple[str, str]],
+    words: Callable[[int], tuple[str, str]],
 ) -> None:
     """A ProblemError for the first query that ``hidden`` (True = hidden, shape (K, T) or
     (n, K, T)) hides every key from, if any: its softmax is over no key.
 
     The query is named as the user gave it (``query=-1 (position 5)`` for an int ``query``,
-    else ``query k``); ``why(i)``, for its sequence ``i`` (0 for a 2-D mask), gives the words
-    after the query and after "sees no key: ", (sequence, cause).
+    else ``query k``); ``words(i)``, for its sequence ``i`` (0 for a 2-D mask), gives
+    ``(in_sequence, cause)``: the words after the query (e.g. " of sequence 1") and those
+    after "sees no key: ".
     """
     blind = np.argwhere(hidden.all(axis=-1))
     if not blind.size:
         return
-    *seq, k = (int(x) for x in blind[0])
+    *sequence, k = (int(x) for x in blind[0])  # sequence: [i], or [] for a 2-D mask
     said = f"query {k}"
     if isinstance(query, int):
         said = f"query={query_given}" + (f" (position {query})" if query_given != query else "")
-    where, cause = why(seq[0] if seq else 0)
-    raise ProblemError(f"from_torch: {said}{where} sees no key: {cause}")
+    in_sequence, cause = words(sequence[0] if sequence else 0)
+    raise ProblemError(f"from_torch: {said}{in_sequence} sees no key: {cause}")
 
 
 def _padding(key_padding_mask: Any, n: int, T: int) -> np.ndarray:
