@@ -21,7 +21,9 @@ pass of ``model(**inputs)`` in evaluation mode (stopped right there):
   transformers' flash or flex mask) are refused by name, whatever mask they are handed: their
   kernels apply the causal, sliding-window and padding patterns themselves; so is an
   implementation with no mask registered with transformers (``AttentionMaskInterface``), e.g.
-  one registered with ``AttentionInterface`` only, which transformers hands no mask at all;
+  transformers' own "paged|eager" or one registered with ``AttentionInterface`` only, which
+  transformers hands no mask at all, and a model with no implementation set or one that is not
+  a registered attention;
 * for rotary models the ``(cos, sin)`` position embeddings passed to the module.
 
 Head ``h``'s query and key maps and the model's own scale :math:`s` are read from the weights:
@@ -225,24 +227,45 @@ def _capture(model: Any, module: Any, inputs: Any) -> dict[str, Any]:
 def _check_implementation(implementation: Any) -> None:
     """Refuse an attention whose mask does not say which keys each query sees.
 
-    Flash and flex attention, by name or by the mask transformers makes for them: their
-    kernels apply the causal, sliding-window and padding patterns themselves and are handed a
-    2-D padding mask, a BlockMask, or None when no token is padded (which would read as a plain
-    causal mask, whatever window the kernel applies). And an implementation with no mask
-    registered (``AttentionMaskInterface``), e.g. one registered with ``AttentionInterface``
-    only: transformers hands it no mask at all (None, whatever ``attention_mask`` the model was
-    given; ``masking_utils._preprocess_mask_arguments``), so the patterns are its own too.
+    No implementation set (None), and a name that is not a registered attention (neither
+    ``"eager"`` nor a name in ``AttentionInterface``; the model raises KeyError). Flash and
+    flex attention, by name or by the mask transformers makes for them: their kernels apply the
+    causal, sliding-window and padding patterns themselves and are handed a 2-D padding mask, a
+    BlockMask, or None when no token is padded (which would read as a plain causal mask,
+    whatever window the kernel applies). And an implementation with no mask registered
+    (``AttentionMaskInterface``), e.g. transformers' own ``"paged|eager"`` or one registered
+    with ``AttentionInterface`` only: transformers hands it no mask at all (None, whatever
+    ``attention_mask`` the model was given; ``masking_utils._preprocess_mask_arguments``), so
+    the patterns are its own too.
     """
-    from transformers import masking_utils
+    from transformers import masking_utils, modeling_utils
 
+    switch = "model.set_attn_implementation('sdpa') first (or 'eager')"
+    if implementation is None:
+        raise ProblemError(
+            f"{_WHERE}: the model has no attention implementation set "
+            "(config._attn_implementation is None), and transformers hands its attention no "
+            f"mask, whatever attention_mask the model was given. Call {switch}."
+        )
+    # transformers' own lookup (AttentionInterface.get_interface): "eager" is built in, and a
+    # "paged|" prefix other than "paged|eager"'s is dropped (deprecated) before the lookup
+    name = implementation
+    if isinstance(name, str) and name.startswith("paged|") and name != "paged|eager":
+        name = name.removeprefix("paged|")
+    if not isinstance(name, str) or not (
+        name == "eager" or name in modeling_utils.ALL_ATTENTION_FUNCTIONS
+    ):
+        raise ProblemError(
+            f"{_WHERE}: the model runs attn_implementation={implementation!r}, which is not a "
+            "registered attention implementation (neither 'eager' nor a name registered with "
+            "transformers.AttentionInterface; the model itself raises KeyError). "
+            f"Call {switch}, or register your attention with "
+            "transformers.AttentionInterface.register and the mask it applies with "
+            "transformers.AttentionMaskInterface.register."
+        )
     registry = masking_utils.ALL_MASK_ATTENTION_FUNCTIONS
-    # transformers looks the implementation up in the class-wide mapping (registered with
-    # AttentionMaskInterface.register) and hands no mask where it is absent
-    registered = getattr(registry, "_global_mapping", registry)
-    try:
-        maker = registered.get(implementation)
-    except TypeError:  # not a name
-        maker = None
+    # the mask the model makes: the instance's own (local) mapping first, as transformers' lookup
+    maker = registry.get(implementation)
     # looked up by name: a transformers that renames them still refuses by the name test below
     kernel_masks = [
         f
@@ -251,25 +274,23 @@ def _check_implementation(implementation: Any) -> None:
         )
         if f is not None
     ]
-    switch = (
-        "Read the model with its sdpa attention: call model.set_attn_implementation('sdpa') "
-        "first (or 'eager')"
-    )
-    name = str(implementation).lower()
-    if "flash" in name or "flex" in name or any(maker is f for f in kernel_masks):
+    lowered = implementation.lower()
+    if "flash" in lowered or "flex" in lowered or any(maker is f for f in kernel_masks):
         raise ProblemError(
             f"{_WHERE}: the model runs attn_implementation={implementation!r}, flash or flex "
             "attention: its kernel applies the causal, sliding-window and padding patterns "
             "itself and is handed a 2-D padding mask, a BlockMask or nothing, none of which says "
-            f"which keys each query sees. {switch}."
+            f"which keys each query sees. Read the model with its sdpa attention: call {switch}."
         )
-    if maker is None:
+    # but whether a mask is made at all is decided by the class-wide mapping (registered with
+    # AttentionMaskInterface.register): transformers hands no mask where the name is absent
+    if implementation not in getattr(registry, "_global_mapping", registry):
         raise ProblemError(
             f"{_WHERE}: the model runs attn_implementation={implementation!r}, which has no "
             "attention mask registered with transformers (transformers.AttentionMaskInterface):"
             " transformers hands such an attention no mask, whatever attention_mask the model "
             "was given, and leaves the causal and padding patterns to it, so nothing says which "
-            f"keys each query sees. {switch}, or register the mask your attention applies, "
+            f"keys each query sees. Call {switch}, or register the mask your attention applies, "
             f"e.g. transformers.AttentionMaskInterface.register({implementation!r}, "
             "transformers.masking_utils.eager_mask) for eager's additive mask."
         )
@@ -497,10 +518,11 @@ def from_transformers(
     ProblemError
         An unsupported model or head, a rotary model with ``rope="raise"``, a mask that hides
         every key from a query (left padding with a causal mask: pad on the right), flash or
-        flex attention or an attention implementation with no mask registered with
-        transformers (read the model after ``model.set_attn_implementation("sdpa")``), a
-        mask that is not read (a bool mask under any attention but sdpa, an integer mask, a
-        2-D mask, a shape that does not broadcast to (n, 1, T, T)).
+        flex attention, an attention implementation with no mask registered with
+        transformers (e.g. "paged|eager"), none set, or one not registered (read the model
+        after ``model.set_attn_implementation("sdpa")``), a mask that is not read (a bool mask
+        under any attention but sdpa, an integer mask, a 2-D mask, a shape that does not
+        broadcast to (n, 1, T, T)).
 
     Examples
     --------

@@ -8,6 +8,7 @@ weights), eager attention, every layer and head; skipped without torch or transf
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -637,24 +638,76 @@ def test_a_2d_mask_is_refused_naming_the_implementation_in_use() -> None:
 transformers.AttentionInterface.register("svmgeo_no_mask", _eager64)  # and no mask registered
 
 
+@pytest.mark.parametrize("name", ["svmgeo_no_mask", "paged|eager"])
 @pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
-def test_an_attention_with_no_registered_mask_is_refused(kind: str) -> None:
-    """Review of session 58: transformers hands an attention registered with
-    AttentionInterface alone no mask (None), whatever attention_mask the model is given;
-    svmgeo read None as the causal (GPT-2, LLaMA) or all-visible (BERT) mask. This eager
-    attention, handed nothing, attends every key: the padded ones (BERT's reading counted
-    them as visible, the padding given to the model ignored) and, in GPT-2 and LLaMA, the later
-    ones that svmgeo's causal reading hid."""
+def test_an_attention_with_no_registered_mask_is_refused(kind: str, name: str) -> None:
+    """Review of session 58: transformers hands an attention with no mask registered in
+    AttentionMaskInterface no mask (None), whatever attention_mask the model is given: one
+    registered with AttentionInterface alone, and transformers' own "paged|eager", which
+    model.set_attn_implementation accepts. svmgeo read None as the causal (GPT-2, LLaMA) or
+    all-visible (BERT) mask. These eager attentions, handed nothing, attend every key: the
+    padded ones (BERT's reading counted them as visible, the padding given to the model
+    ignored) and, in GPT-2 and LLaMA, the later ones that svmgeo's causal reading hid."""
     model = _model(kind)
     inputs = _inputs(True)
-    model.config._attn_implementation = "svmgeo_no_mask"
+    if name == "paged|eager":
+        model.set_attn_implementation(name)
+    else:
+        model.config._attn_implementation = name
     probs = _reference(model, inputs)[0]
     assert probs[1, 0, 0, 4] > 0.01  # query 0 attends padded key 4 (a later key, too)
     kw = {"rope": "positions"} if kind == "llama" else {}
+    quoted = re.escape(repr(name))
     with pytest.raises(
         sg.ProblemError,
-        match=r"^from_transformers: the model runs attn_implementation='svmgeo_no_mask', which "
+        match=rf"^from_transformers: the model runs attn_implementation={quoted}, which "
         r"has no attention mask registered .*set_attn_implementation\('sdpa'\).*"
-        r"AttentionMaskInterface\.register\('svmgeo_no_mask', ",
+        rf"AttentionMaskInterface\.register\({quoted}, ",
     ):
         from_transformers(model, inputs, layer=0, head=0, **kw)
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_no_implementation_and_an_unregistered_one_are_refused_as_such(kind: str) -> None:
+    """Review of session 58: with config._attn_implementation None transformers runs eager
+    attention handed no mask (query 0 attends later, padded keys; svmgeo read the causal
+    mask); a name that is not a registered attention ("sdpa_paged") makes the model raise
+    KeyError, while svmgeo, which stops the forward pass before the attention runs, read it.
+    Each is refused in its own words, not with advice to register a mask for None."""
+    model = _model(kind)
+    inputs = _inputs(True)
+    kw = {"rope": "positions"} if kind == "llama" else {}
+    model.config._attn_implementation = None
+    assert _reference(model, inputs)[0][1, 0, 0, 4] > 0.01  # query 0 sees later padded key 4
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_transformers: the model has no attention implementation set "
+        r"\(config\._attn_implementation is None\).*"
+        r"Call model\.set_attn_implementation\('sdpa'\)",
+    ) as info:
+        from_transformers(model, inputs, layer=0, head=0, **kw)
+    assert "register" not in str(info.value)
+    model.config._attn_implementation = "sdpa_paged"
+    with pytest.raises(KeyError, match="sdpa_paged"):  # the model cannot run it
+        _reference(model, inputs)
+    with pytest.raises(
+        sg.ProblemError,
+        match=r"^from_transformers: the model runs attn_implementation='sdpa_paged', which is "
+        r"not a registered attention implementation .*set_attn_implementation\('sdpa'\)",
+    ):
+        from_transformers(model, inputs, layer=0, head=0, **kw)
+
+
+def test_a_local_flash_mask_override_is_refused() -> None:
+    """Review of session 58: transformers makes an implementation's mask with the mask
+    mapping's own (local) entry first; a local override to flash attention's mask hands the
+    attention flash's 2-D padding mask. The branch's first fix looked the maker up in the
+    class-wide mapping only and missed it (then refused the 2-D mask with no word of flash)."""
+    model = _model("llama")  # runs "svmgeo_eager64", registered with eager's mask
+    registry = transformers.masking_utils.ALL_MASK_ATTENTION_FUNCTIONS
+    registry["svmgeo_eager64"] = transformers.masking_utils.flash_attention_mask
+    try:
+        with pytest.raises(sg.ProblemError, match=_KERNEL.format("svmgeo_eager64")):
+            from_transformers(model, _inputs(True), layer=0, head=0, rope="positions")
+    finally:
+        del registry["svmgeo_eager64"]
