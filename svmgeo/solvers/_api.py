@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import time
 from typing import Any, Literal
 
@@ -97,10 +98,15 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     each scaled to a multiple whose exact margins meet every row (:func:`exact_multiple`), as
     ``OPTIMAL_INACCURATE`` with ``extras["feasible_point_only"]``, after a solver wrongly
     answered INFEASIBLE, or failed (:func:`_no_approximate_optimum`); the feasibility point as
-    it is when neither is proved with a finite norm (:func:`_bounded_multiple`;
-    ``NUMERICAL_ERROR`` by :func:`_unmet_claim` where its float margins miss a row at every
-    float64 scale or its norm is not finite; ``NUMERICAL_ERROR`` here when there is no
-    point)."""
+    it is when neither is proved with a finite norm (:func:`_bounded_multiple`) but its float
+    margins meet every row (a bound only as far as they do, the message says) or a multiple
+    of it with entries in float64 was proved (a norm beyond float64). ``NUMERICAL_ERROR``
+    without W (:func:`_without_w`, the point in ``extras["unmet_W"]``) where its float margins
+    miss a row at every float64 scale, confirmed exactly, or its norm is not finite: the
+    verdict :func:`_unmet_claim` would reach, reached once here, and the message says what
+    was established (no certificate is checked on a W that is not returned). A
+    ``feasible_point_only`` result is judged here: :func:`_unmet_claim` keeps it.
+    ``NUMERICAL_ERROR`` too when there is no point."""
     note = (
         f"{res.message}; but the rows are feasible (a point was verified), so the solver failed "
         "numerically (an ill-conditioned problem?)"
@@ -108,10 +114,13 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     if feas.point is None:  # pragma: no cover - a feasible verdict always carries its point
         return replaced(res, status=Status.NUMERICAL_ERROR, farkas=None, message=note)
     source, name = np.asarray(feas.point), "that feasible point"
-    proved = _bounded_multiple(req, source)  # float margins can mislead here
-    own = None if res.W is None else _bounded_multiple(req, np.asarray(res.W))
-    if own is not None and (proved is None or own[1] < proved[1]):
-        source, name, proved = np.asarray(res.W), "the solver's W", own  # a smaller bound
+    multiple = exact_multiple(req.cs, source)  # float margins can mislead here
+    proved = _bounded_multiple(req, multiple)
+    if res.W is not None:
+        solver_W = np.asarray(res.W)
+        own = _bounded_multiple(req, exact_multiple(req.cs, solver_W))
+        if own is not None and (proved is None or own[1] < proved[1]):
+            source, name, proved = solver_W, "the solver's W", own  # a smaller bound
     W, value = (source, req.geometry.value(source)) if proved is None else proved
     point = name if np.array_equal(W, source) else f"a multiple of {name}"
     if proved is not None:
@@ -119,17 +128,35 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
             f"W is only {point}, an upper bound {value:.6g} on the optimal value (its exact "
             "margins meet every row)"
         )
-    elif np.isfinite(value) and _unmet_rows(req.cs, W, req.cs.apply(W)).size == 0:
-        bound = (
-            f"W is only {point}, {value:.6g}, an upper bound on the optimal value only as far "
-            "as its float margins meet the rows (no multiple of it was proved to meet them "
-            "exactly)"
-        )
-    else:  # _unmet_claim takes this W away
-        bound = (
-            f"the one W at hand is {point} ({value:.6g}), no multiple of it with a norm in "
-            "float64 proved"
-        )
+    else:  # the point itself: the verdict _unmet_claim would reach on it
+        margins = req.cs.apply(W)
+        float_missed = _unmet_rows(req.cs, W, margins)
+        # a float miss stands unless a multiple of W with float entries was proved
+        missed = float_missed if multiple is None else float_missed[:0]
+        if missed.size or not np.isfinite(value):
+            established = (
+                f"{name} {_missed_text(req.cs, missed, margins)}"
+                if missed.size
+                else f"the norm of {name} ({value:.6g}) is beyond float64's range"
+                + ("" if multiple is None else " (so is that of its multiple meeting every row)")
+            )
+            message = (
+                f"{note}; but no W with a norm in float64 was proved to meet the rows: "
+                f"{established}: no W returned (extras['unmet_W']){_beyond_note(req.cs)}"
+            )
+            failed = replaced(res, farkas=None, certificate=None, lower_bound=None)
+            return _without_w(failed, W, message)
+        if float_missed.size == 0:
+            bound = (
+                f"W is only {point}, {value:.6g}, an upper bound on the optimal value only as "
+                "far as its float margins meet the rows (no multiple of it was proved to meet "
+                "them exactly)"
+            )
+        else:  # its float margins cancel: a multiple with float entries, its norm beyond
+            bound = (
+                f"the one W at hand is {point} ({value:.6g}), no multiple of it with a norm in "
+                "float64 proved"
+            )
     return finish(
         req.cs,
         W,
@@ -146,44 +173,49 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     )
 
 
-def _bounded_multiple(req: Request, W: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """``(M, value)``: :func:`exact_multiple`'s multiple M of ``W`` (exact margins meeting every
-    row) and its norm, where that norm is finite in float64; None otherwise. A multiple whose
-    entries are floats but whose norm overflows (rows 1e-308 apart: entries 1.4e308, norm
-    beyond 2^1024) bounds nothing in float64, as no multiple does (before session 57 it was
-    returned as "an upper bound inf")."""
-    M = exact_multiple(req.cs, W)
+def _bounded_multiple(req: Request, M: np.ndarray | None) -> tuple[np.ndarray, float] | None:
+    """``(M, value)``: :func:`exact_multiple`'s multiple ``M`` of a W (exact margins meeting
+    every row; None: none found) and its norm, where that norm is finite in float64; None
+    otherwise. A multiple whose entries are floats but whose norm overflows (rows 1e-308
+    apart: entries 1.4e308, norm beyond 2^1024) bounds nothing in float64, as no multiple
+    does (before session 57 it was returned as "an upper bound inf")."""
     if M is None:
         return None
     value = req.geometry.value(M)
     return (M, value) if np.isfinite(value) else None
 
 
-ROUNDOFF_SHORTFALL = 2.0**-52
+SHORTFALL = 0.5
 r"""A failed W that meets a row :math:`c_j > 0` by less than this share of its bound,
-:math:`0 < a_j^\top W b_j < 2^{-52} c_j`, left that row at its round-off (a row 200 decades
-below the others, which the solve never resolved): no approximate optimum
-(:func:`_no_approximate_optimum`)."""
+:math:`a_j^\top W b_j < c_j / 2` in floats, is no approximate optimum
+(:func:`_no_approximate_optimum`): the least multiple of W that meets the rows is more than
+twice W, so its norm is no approximation of a bound on the optimal value (a row a millionth
+of the others, which the solve never resolved, say)."""
 
 
 def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult) -> bool:
     r"""A failed answer (any status but ``OPTIMAL``: ``OPTIMAL_INACCURATE``, ``MAX_ITER``,
     ``NUMERICAL_ERROR``, ...) with no W, or whose W misses a positive bound at every scale (a
-    margin :math:`\le 0` where :math:`c_j > 0`) or meets one only at its round-off (a margin
-    below :data:`ROUNDOFF_SHORTFALL` :math:`c_j`: a multiple meeting it is :math:`2^{52}`
-    times W), where a verified feasible point exists: :func:`_feasible_point_result` replaces
-    it by the smaller proved bound of that point and of W. A W that misses its rows by less
-    (a certificate failed by a small residual) stays: a rescaling makes it feasible, and it
-    is nearer the optimum than an arbitrary feasible point. (Before session 57 a MAX_ITER W
-    with margins (5e-201, 1) on rows 1e-200 and 1 was kept, no upper bound given, while the
-    rows were proved feasible.)"""
+    margin :math:`\le 0` where :math:`c_j > 0`) or by more than half of it (a margin below
+    :data:`SHORTFALL` :math:`c_j`: the least multiple meeting it is more than twice W), where
+    a verified feasible point exists: :func:`_feasible_point_result` replaces it by the
+    smaller proved bound of that point and of W. So the objective of a failed result is a
+    proved upper bound on the optimal value (``extras["feasible_point_only"]``), or that of
+    a W whose float margins meet every row :math:`c_j > 0` to within half its bound (a
+    certificate failed by a smaller residual): a rescaling by at most 2 makes it feasible,
+    and it is nearer the optimum than an arbitrary feasible point. (Before session 57 a
+    MAX_ITER W with margins (5e-201, 1) on rows 1e-200 and 1 was kept, no upper bound given;
+    before session 58 a row :math:`10^{-10}` of its bound: rows (1, 0) and
+    (:math:`10^{-300}`, 0) against :math:`b = (1, 0)` and (:math:`10^{-10}`, 0), bounds 1
+    and :math:`10^{-300}`, gave ``OPTIMAL_INACCURATE`` with objective 1, the optimum being
+    :math:`10^{10}`.)"""
     if res.success or feas.point is None:
         return False
     if res.W is None:
         return True
     positive = cs._positive_rows
     margins = cs.apply(res.W)[positive]
-    return bool(np.any(margins < ROUNDOFF_SHORTFALL * cs.rhs[positive]))
+    return bool(np.any(margins < SHORTFALL * cs.rhs[positive]))
 
 
 def _unmet_rows(cs: ConstraintSet, W: np.ndarray, margins: np.ndarray) -> np.ndarray:
@@ -200,23 +232,61 @@ def _unmet_rows(cs: ConstraintSet, W: np.ndarray, margins: np.ndarray) -> np.nda
     return np.flatnonzero((positive & ~(margins > 0.0)) | beyond)
 
 
+def _missed_text(cs: ConstraintSet, missed: np.ndarray, margins: np.ndarray) -> str:
+    """What :func:`_unmet_rows` found, as a message: how many rows, the first one's margin."""
+    j = int(missed[0])
+    return (
+        f"misses {missed.size} row(s) with a positive bound at every scale in float64 (e.g. "
+        f"row {j}, {row_label(cs, j)[0]}: margin {margins[j]:.3g} against the bound "
+        f"{cs.rhs[j]:.3g}; no multiple of W with finite entries meets it)"
+    )
+
+
+def _beyond_note(cs: ConstraintSet) -> str:
+    r"""A note where one row :math:`c_j > 0` alone needs
+    :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz) beyond float64's range
+    (the exponent rounded down to two decimals: 2^1024.14, not 2^1024); "" otherwise."""
+    na, nb = cs._row_norms
+    positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
+    log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
+    far = np.flatnonzero(log_need >= LARGEST_EXPONENT)
+    if far.size == 0:
+        return ""
+    k, exponent = int(positive[far[0]]), math.floor(100.0 * float(log_need[far[0]])) / 100.0
+    return (
+        f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) >= 2^{exponent:.2f} "
+        "(Cauchy-Schwarz), beyond float64's range (2^1024): W's spectral norm itself "
+        "cannot be represented in float64"
+    )
+
+
+def _without_w(res: SVMResult, W: np.ndarray, message: str) -> SVMResult:
+    """``res`` as ``NUMERICAL_ERROR`` without W (nor its margins, multipliers, objective,
+    factors or ``p``, nor ``extras["feasible_point_only"]``), the d x d ``W`` kept in
+    ``extras["unmet_W"]``."""
+    gone = dict.fromkeys(("W", "dual", "margins", "objective", "K", "Q", "p"))  # W's, all
+    extras = {k: v for k, v in res.extras.items() if k != "feasible_point_only"}
+    extras["unmet_W"] = W
+    return replaced(res, status=Status.NUMERICAL_ERROR, message=message, extras=extras, **gone)
+
+
 def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
     r"""``res`` unless it claims a solution (``status.has_solution``) with a W that no positive
     multiple in float64 makes meet a row :math:`c_j > 0` (a margin
     :math:`a_j^\top W b_j \le 0`, or one needing a multiple beyond :math:`2^{1024}`:
     :func:`_unmet_rows`, confirmed in exact arithmetic: :func:`exact_multiple` finds no
     multiple), or whose norm (``objective``) is not finite, so that its norm bounds
-    nothing. Such a result becomes
-    ``NUMERICAL_ERROR`` without W (nor its margins, multipliers, objective, factors or
-    ``p``, nor ``extras["feasible_point_only"]``; the d x d W is kept in
-    ``extras["unmet_W"]``), its message naming the row; where one row alone needs
+    nothing. Such a result becomes ``NUMERICAL_ERROR`` without W (:func:`_without_w`), its
+    message naming the row; where one row alone needs
     :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz) beyond float64's
-    range, it says so. A certified W has no such margin at ``tol`` < 1; the feasibility point
-    put in place of a failed solve can: rows (0, -5e-324) and (1, -1) (with
-    :math:`b = (0, 1)`) are feasible, proved exactly, but only by a W of
-    :math:`\|W\| \sim 10^{323}`, and the float rounding of that exact point had margins
-    (5e-324, 0) (returned ``OPTIMAL_INACCURATE``, objective 1.41, before session 57)."""
-    if not res.status.has_solution or res.W is None:
+    range, it says so (:func:`_beyond_note`). A certified W has no such margin at ``tol`` <
+    1; the feasibility point put in place of a failed solve can, and
+    :func:`_feasible_point_result` judges it itself (a ``feasible_point_only`` result is
+    kept here): rows (0, -5e-324) and (1, -1) (with :math:`b = (0, 1)`) are feasible, proved
+    exactly, but only by a W of :math:`\|W\| \sim 10^{323}`, and the float rounding of that
+    exact point had margins (5e-324, 0) (returned ``OPTIMAL_INACCURATE``, objective 1.41,
+    before session 57)."""
+    if not res.status.has_solution or res.W is None or res.extras.get("feasible_point_only"):
         return res
     W = np.asarray(res.W)
     margins = cs.apply(W) if res.margins is None else np.asarray(res.margins)
@@ -229,35 +299,17 @@ def _unmet_claim(cs: ConstraintSet, res: SVMResult) -> SVMResult:
     overflow = res.objective is not None and not np.isfinite(res.objective)
     if missed.size == 0 and not overflow:
         return res
-    na, nb = cs._row_norms
     if missed.size:
-        j = int(missed[0])
         message = (
-            f"{res.message}; but that W misses {missed.size} row(s) with a positive bound at "
-            f"every scale in float64 (e.g. row {j}, {row_label(cs, j)[0]}: margin "
-            f"{margins[j]:.3g} against the bound {cs.rhs[j]:.3g}; no multiple of W with "
-            "finite entries meets it), so it is no solution and its norm bounds nothing: no "
-            "W returned (extras['unmet_W'])"
+            f"{res.message}; but that W {_missed_text(cs, missed, margins)}, so it is no "
+            "solution and its norm bounds nothing: no W returned (extras['unmet_W'])"
         )
     else:
         message = (
             f"{res.message}; but that W's norm ({res.objective}) is beyond float64's range, "
             "so it bounds nothing: no W returned (extras['unmet_W'])"
         )
-    positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
-    log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
-    far = np.flatnonzero(log_need >= LARGEST_EXPONENT)
-    if far.size:
-        k = int(positive[far[0]])
-        message += (
-            f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) = 2^{log_need[far[0]]:.0f} "
-            "(Cauchy-Schwarz), beyond float64's range (2^1024): W's spectral norm itself "
-            "cannot be represented in float64"
-        )
-    gone = dict.fromkeys(("W", "dual", "margins", "objective", "K", "Q", "p"))  # W's, all
-    extras = {k: v for k, v in res.extras.items() if k != "feasible_point_only"}
-    extras["unmet_W"] = W
-    return replaced(res, status=Status.NUMERICAL_ERROR, message=message, extras=extras, **gone)
+    return _without_w(res, W, message + _beyond_note(cs))
 
 
 def _infeasible_result(req: Request, feas: FeasibilityResult, solve_time: float) -> SVMResult:

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regressions of session 58 (solve_svm's leftovers of session 57): the objective of a failed
+solve whose W meets a row far short of its bound, the message of a W taken away, the
+Cauchy-Schwarz exponent, and the fallback's verdict on its point computed once."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+import svmgeo.solvers._api as api
+from svmgeo.constraints import ConstraintSet, rows_without_tokens
+from svmgeo.testing import exact_margins
+
+from .test_audit57_f import _quiet
+
+Status = sg.Status
+_NORMS = ["fro", "nuc", ("lp", 1.5)]
+
+
+def _far_row() -> ConstraintSet:
+    r"""Rows :math:`a_0 = b_0 = (1, 0)`, bound 1, and :math:`a_1 = (10^{-300}, 0)`,
+    :math:`b_1 = (10^{-10}, 0)`, bound :math:`10^{-300}`: both read :math:`W_{00} \ge` a
+    constant, the second :math:`W_{00} \ge 1/\mathrm{fl}(10^{-10}) \approx 10^{10}`; in each
+    norm here the optimum is :math:`W = W_{00} e_0 e_0^\top` of that value."""
+    return rows_without_tokens(
+        np.array([[1.0, 0.0], [1e-300, 0.0]]),
+        np.array([[1.0, 0.0], [1e-10, 0.0]]),
+        np.zeros(2, np.int8),
+        np.array([1.0, 1e-300]),
+    )
+
+
+@pytest.mark.parametrize("norm", _NORMS)
+def test_a_failed_w_far_short_of_a_row_reports_a_proved_bound(norm: object) -> None:
+    """Item 1: the solve leaves row 1 at margin 1e-310 against its bound 1e-300 (positive, so
+    no multiple is ruled out, and above 2^-52 of the bound) and returned OPTIMAL_INACCURATE
+    with objective 1 while the optimum is 1e10. A failed W meeting a row by less than half
+    its bound is no approximate optimum: the result is the proved bound, a W whose exact
+    margins meet every row, its objective no less than the exact optimum."""
+    cs = _far_row()
+    res = _quiet(sg.solve_svm, cs, norm=norm)
+    optimum = 1 / Fraction(1e-10)  # the exact optimum of W_00 (rows 0 and 1 above)
+    assert res.status.has_solution, (res.status, res.message)
+    W = np.asarray(res.W)
+    margins = exact_margins(cs, W)
+    assert all(m >= Fraction(float(c)) for m, c in zip(margins, cs.rhs, strict=True))
+    value = {"fro": np.linalg.norm(W), "nuc": np.linalg.norm(W, "nuc")}.get(
+        str(norm), float(np.sum(np.abs(W) ** 1.5) ** (1 / 1.5))
+    )
+    np.testing.assert_allclose(res.objective, value, rtol=1e-12)
+    assert res.objective >= float(optimum) * (1 - 1e-15), (res.objective, res.message)
+    # and it is the least multiple found (exact_multiple's 1 + 2^-40 of margin), not far above
+    np.testing.assert_allclose(res.objective, float(optimum), rtol=1e-9)
+    assert res.extras.get("feasible_point_only") is True
+    assert "upper bound" in res.message
+
+
+def _overflow_data() -> sg.TokenData:
+    """Session 57's case: x_0 - x_1 = (1e-308, 0, 0) against z (norm 0.504), so every feasible
+    W has ||W||_2 >= 1 / (1e-308 ||z||) = 2^1024.14... (Cauchy-Schwarz)."""
+    X = np.array(
+        [
+            [
+                [0.0, -2.5556650313141818, 0.41809884672577885],
+                [-1e-308, -2.5556650313141818, 0.41809884672577885],
+                [-2.019986129147251, -0.23193237764418947, -0.8652130762749417],
+            ]
+        ]
+    )
+    z = np.array([0.22578661322792176, -0.3526307943415954, -0.2812874181513504])
+    return sg.TokenData(X, Z=z[None, :], scores=np.array([[3.0, 2.0, 1.0]]))
+
+
+@pytest.mark.parametrize("norm", _NORMS)
+def test_a_w_taken_away_leaves_no_nan_residuals_and_a_true_exponent(norm: object) -> None:
+    """Items 2 and 3: the fallback's point (norm beyond float64) was certified before being
+    taken away, and the message carried "stationarity nan"; the Cauchy-Schwarz note printed
+    2^1024 (a .0f format) for 2^1024.14. Now the message says what was established, with no
+    NaN residuals and no certificate of a W that is not returned, and the exponent as it is
+    (rounded down to two decimals), derived here in exact arithmetic."""
+    data = _overflow_data()
+    res = _quiet(sg.att_svm, data, [0], norm=norm)
+    assert res.status is Status.NUMERICAL_ERROR and res.W is None, (res.status, res.message)
+    assert "nan" not in res.message and res.certificate is None, res.message
+    assert "no W with a norm in float64 was proved to meet the rows" in res.message
+    X, z = data.X[0], data.Z[0]
+    gap = [Fraction(float(p)) - Fraction(float(q)) for p, q in zip(X[0], X[1], strict=True)]
+    norm_sq = sum(g * g for g in gap) * sum(Fraction(float(v)) ** 2 for v in z)
+    # log2(1 / (||a|| ||b||)) = -log2(||a||^2 ||b||^2) / 2, from the exact integers
+    need = (math.log2(norm_sq.denominator) - math.log2(norm_sq.numerator)) / 2
+    assert 1024.1 < need < 1024.2, need  # away from a rounding boundary of two decimals
+    assert f"2^{math.floor(100 * need) / 100:.2f} (Cauchy-Schwarz)" in res.message, res.message
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
+    """Record each call of ``exact_multiple`` and ``_unmet_rows`` in ``solvers._api`` by the W
+    it was given; a W that ``exact_multiple`` returned counts as given to it too (its
+    verdict on that W is known: it meets every row)."""
+    calls: list[tuple[str, bytes]] = []
+    exact, unmet = api.exact_multiple, api._unmet_rows
+
+    def counted_exact(cs: ConstraintSet, W: np.ndarray) -> np.ndarray | None:
+        calls.append(("exact_multiple", np.asarray(W, dtype=float).tobytes()))
+        M = exact(cs, W)
+        if M is not None and not np.array_equal(M, W):
+            calls.append(("exact_multiple", np.asarray(M).tobytes()))
+        return M
+
+    def counted_unmet(cs: ConstraintSet, W: np.ndarray, margins: np.ndarray) -> np.ndarray:
+        calls.append(("_unmet_rows", np.asarray(W).tobytes()))
+        return unmet(cs, W, margins)
+
+    monkeypatch.setattr(api, "exact_multiple", counted_exact)
+    monkeypatch.setattr(api, "_unmet_rows", counted_unmet)
+    return calls
+
+
+def _beyond_data() -> sg.TokenData:
+    """Session 57's rows 1e-318 apart: the feasibility point's float rounding misses row 0
+    (margin 2.6e-318 against 1) and no multiple of it is proved: taken away."""
+    X = np.array(
+        [
+            [
+                [-0.865637773, 0.0, -0.0491614146],
+                [-0.865637773, -1e-318, -0.0491614146],
+                [-1.71609833, -1.34218515, -0.464943525],
+            ]
+        ]
+    )
+    return sg.TokenData(X, Z=np.array([[1.0, 0.0, 1.0]]), scores=np.array([[3.0, 2.0, 1.0]]))
+
+
+def _collinear_data() -> sg.TokenData:
+    """Session 57's collinear tokens: the proved multiple's float margins cancel (-2.92)."""
+    import svmgeo.testing
+
+    return svmgeo.testing.build_case("cross", "collinear", n=1, T=3, d=3, K=1, seed=0).data
+
+
+@pytest.mark.parametrize(
+    ("case", "alpha", "status"),
+    [
+        (_beyond_data, [0], Status.NUMERICAL_ERROR),
+        (_collinear_data, [2], Status.OPTIMAL_INACCURATE),
+    ],
+)
+def test_the_fallback_judges_its_point_once(
+    monkeypatch: pytest.MonkeyPatch, case, alpha: list[int], status: Status
+) -> None:
+    """Item 4: on a point with no proved multiple, the fallback ran ``exact_multiple`` and
+    ``_unmet_rows`` on it and ``_unmet_claim`` ran both again on the same W; on a proved
+    multiple whose float margins cancel, ``_unmet_claim`` ran ``exact_multiple`` again on
+    the multiple it had returned. Each verdict on a W is now reached once."""
+    data = case()
+    calls = _counted(monkeypatch)
+    res = _quiet(sg.att_svm, data, alpha)
+    assert res.status is status, (res.status, res.message)
+    repeated = [name for name, count in _tally(calls).items() if count > 1]
+    assert not repeated, repeated
+
+
+def _tally(calls: list[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
+    tally: dict[tuple[str, bytes], int] = {}
+    for call in calls:
+        tally[call] = tally.get(call, 0) + 1
+    return tally
