@@ -414,7 +414,8 @@ def gen_svm(
         ``fit_to`` without ``probs``; neither ``selected`` nor ``probs``; ``drop_zero_cost``
         without ``head`` and ``probs``; head parameters that do not fit.
     SolverError
-        A solve returned neither a solution nor an infeasibility verdict.
+        A solve returned neither a solution nor an infeasibility verdict, or only a feasible
+        point in place of a failed solve (``extras["feasible_point_only"]``: no optimum).
 
     References
     ----------
@@ -490,8 +491,7 @@ def gen_svm(
         cs = cs.subset(keep)
         note += "; zero-cost margin rows dropped (svmgeo's extension, not the paper's Gen-SVM)"
     res = solve_for(cs, where="gen_svm", norm=norm, **solve_kwargs)
-    if not (res.status.has_solution or res.status.is_infeasible):
-        raise SolverError(f"Gen-SVM directional solve failed ({res.status}: {res.message}).")
+    _check_solved(res, "directional")
     feasible = res.status.has_solution
     W_dir = res.W if feasible else None
     directional = cs.n_margin > 0  # without margin rows W_svm = 0: a finite prediction
@@ -505,10 +505,8 @@ def gen_svm(
         fin = _finite_component(
             data, S, P, **{k: x for k, x in solve_kwargs.items() if k != "rank"}
         )
-        if fin.status.has_solution:
-            W_fin = fin.W
-        elif not fin.status.is_infeasible:
-            raise SolverError(f"Gen-SVM finite solve failed ({fin.status}: {fin.message}).")
+        _check_solved(fin, "finite")
+        W_fin = fin.W if fin.status.has_solution else None
         if F is not None and W_fin is not None and W_dir is not None:
             if directional:
                 R = max(0.0, float(np.vdot(F - W_fin, W_dir) / np.vdot(W_dir, W_dir)))
@@ -538,6 +536,21 @@ def gen_svm(
         dropped=shaped(costs[2]) if drop_zero_cost and costs is not None else None,
         note=note,
     )
+
+
+def _check_solved(res: SVMResult, which: str) -> None:
+    """A SolverError unless the Gen-SVM's ``which`` ("directional", "finite") solve ``res``
+    returned a solution or an infeasibility verdict. A feasible point put in place of a
+    failed solve (``extras["feasible_point_only"]``, ``OPTIMAL_INACCURATE``) is no solution:
+    its W is not the minimum-norm direction the prediction is built from (before session 58
+    gen_svm returned it as ``W_dir``), as :func:`~svmgeo.support_from_result` refuses it."""
+    point_only = bool(res.extras.get("feasible_point_only"))
+    if point_only or not (res.status.has_solution or res.status.is_infeasible):
+        what = " (only a feasible point in place of a failed solve)" if point_only else ""
+        raise SolverError(
+            f"Gen-SVM {which} solve failed ({res.status}{what}: {res.message}). Try "
+            "method='cvxpy' or another solver=, or rescale the data."
+        )
 
 
 def _head_params(

@@ -206,29 +206,38 @@ def check_finite_component(
 
 
 def solution(svm: SVMResult, where: str, data: NextTokenData) -> np.ndarray:
-    """The Graph-SVM's W, else a ProblemError naming ``where`` with the fixes (in next-token
-    terms: :func:`~svmgeo.ntp._svm.ntp_message`)."""
-    if svm.W is None:
-        message, edge = ntp_message(data, svm)
-        if edge is not None:
-            fix = edge[1]
-        elif svm.status.is_infeasible:
-            fix = (
-                "Raise the embedding dimension d or use orthonormal embeddings "
-                "(random_next_token_data(..., orthonormal=True) needs d >= V); "
-                "graph_svm(data).farkas weighs the margin rows that conflict."
-            )
-        else:  # feasible (or undecided) rows the solver failed on: no conflict to weigh
-            fix = (
-                "The solver failed on these rows (its message says why; nearly dependent rows, "
-                "e.g. near-duplicate embeddings, are the usual cause): separate the embeddings "
-                "(random_next_token_data(..., orthonormal=True) needs d >= V)."
-            )
-        raise ProblemError(
-            f"{where}: the Graph-SVM has no solution ({svm.status}: {message}), so there is "
-            f"no direction to compare with. {fix}"
+    r"""The Graph-SVM's W where it is a solution (``status.has_solution``, not
+    ``extras["feasible_point_only"]``), else a ProblemError naming ``where`` with the fixes
+    (in next-token terms: :func:`~svmgeo.ntp._svm.ntp_message`). A feasible point put in
+    place of a failed solve, or a W the solver stopped at (``MAX_ITER``), is not the
+    direction :math:`W^{\mathrm{svm}}` (before session 58 its W was compared with)."""
+    point_only = bool(svm.extras.get("feasible_point_only"))
+    if svm.W is not None and svm.status.has_solution and not point_only:
+        return svm.W
+    message, edge = ntp_message(data, svm)
+    if edge is not None:
+        fix = edge[1]
+    elif svm.status.is_infeasible:
+        fix = (
+            "Raise the embedding dimension d or use orthonormal embeddings "
+            "(random_next_token_data(..., orthonormal=True) needs d >= V); "
+            "graph_svm(data).farkas weighs the margin rows that conflict."
         )
-    return svm.W
+    else:  # feasible (or undecided) rows the solver failed on: no conflict to weigh
+        fix = (
+            "The solver failed on these rows (its message says why; nearly dependent rows, "
+            "e.g. near-duplicate embeddings, are the usual cause): separate the embeddings "
+            "(random_next_token_data(..., orthonormal=True) needs d >= V)."
+        )
+    what = (
+        " (its W only a feasible point in place of a failed solve)"
+        if point_only
+        else ("" if svm.W is None else " (its W is where the solver stopped)")
+    )
+    raise ProblemError(
+        f"{where}: the Graph-SVM has no solution ({svm.status}{what}: {message}), so there "
+        f"is no direction to compare with. {fix}"
+    )
 
 
 def _compare(

@@ -19,6 +19,7 @@ import dataclasses
 import inspect
 import math
 import time
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -97,8 +98,12 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
     """The smaller proved upper bound of the verified feasibility point and the solver's own W,
     each scaled to a multiple whose exact margins meet every row (:func:`exact_multiple`), as
     ``OPTIMAL_INACCURATE`` with ``extras["feasible_point_only"]``, after a solver wrongly
-    answered INFEASIBLE, or failed (:func:`_no_approximate_optimum`); the feasibility point as
-    it is when neither is proved with a finite norm (:func:`_bounded_multiple`) but its float
+    answered INFEASIBLE, or failed (:func:`_no_approximate_optimum`). Where neither is proved
+    with a finite norm (:func:`_bounded_multiple`; rows with equalities, which an exact check
+    never proves a float W to meet, say), ``res`` as it is when its W meets every row
+    :math:`c_j > 0` by :data:`ROUNDOFF_SHORTFALL` of its bound or more (a W short by more
+    than half gives way to a proved bound only: the solver's status stands, so a
+    ``MAX_ITER`` stays no solution); else the feasibility point as it is where its float
     margins meet every row (a bound only as far as they do, the message says) or a multiple
     of it with entries in float64 was proved (a norm beyond float64). ``NUMERICAL_ERROR``
     without W (:func:`_without_w`, the point in ``extras["unmet_W"]``) where its float margins
@@ -121,6 +126,10 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
         own = _bounded_multiple(req, exact_multiple(req.cs, solver_W))
         if own is not None and (proved is None or own[1] < proved[1]):
             source, name, proved = solver_W, "the solver's W", own  # a smaller bound
+    if proved is None and not (
+        res.status.is_infeasible or _no_approximate_optimum(req.cs, res, feas, ROUNDOFF_SHORTFALL)
+    ):
+        return res  # a W short of a row by more than half: only a proved bound replaces it
     W, value = (source, req.geometry.value(source)) if proved is None else proved
     point = name if np.array_equal(W, source) else f"a multiple of {name}"
     if proved is not None:
@@ -141,7 +150,7 @@ def _feasible_point_result(req: Request, feas: FeasibilityResult, res: SVMResult
                 + ("" if multiple is None else " (so is that of its multiple meeting every row)")
             )
             message = (
-                f"{note}; but no W with a norm in float64 was proved to meet the rows: "
+                f"{note}; yet no W with a norm in float64 was proved to meet the rows: "
                 f"{established}: no W returned (extras['unmet_W']){_beyond_note(req.cs)}"
             )
             failed = replaced(res, farkas=None, certificate=None, lower_bound=None)
@@ -190,24 +199,33 @@ r"""A failed W that meets a row :math:`c_j > 0` by less than this share of its b
 :math:`a_j^\top W b_j < c_j / 2` in floats, is no approximate optimum
 (:func:`_no_approximate_optimum`): the least multiple of W that meets the rows is more than
 twice W, so its norm is no approximation of a bound on the optimal value (a row a millionth
-of the others, which the solve never resolved, say)."""
+of the others, which the solve never resolved, say). A proved bound replaces it
+(:func:`_feasible_point_result`); where none is proved, it stays unless it is short of
+:data:`ROUNDOFF_SHORTFALL`."""
+
+ROUNDOFF_SHORTFALL = 2.0**-52
+r"""A failed W that meets a row :math:`c_j > 0` by less than this share of its bound left that
+row at its round-off (a row 200 decades below the others, which the solve never resolved):
+where no bound is proved, :func:`_feasible_point_result` puts the feasibility point as it is
+in its place, as for no W or a margin :math:`\le 0`. A W short of a row by less (but more
+than :data:`SHORTFALL`) then stays as the solver returned it: status, W and norm."""
 
 
-def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult) -> bool:
+def _no_approximate_optimum(
+    cs: ConstraintSet, res: SVMResult, feas: FeasibilityResult, share: float = SHORTFALL
+) -> bool:
     r"""A failed answer (any status but ``OPTIMAL``: ``OPTIMAL_INACCURATE``, ``MAX_ITER``,
     ``NUMERICAL_ERROR``, ...) with no W, or whose W misses a positive bound at every scale (a
     margin :math:`\le 0` where :math:`c_j > 0`) or by more than half of it (a margin below
-    :data:`SHORTFALL` :math:`c_j`: the least multiple meeting it is more than twice W), where
-    a verified feasible point exists: :func:`_feasible_point_result` replaces it by the
-    smaller proved bound of that point and of W. So the objective of a failed result is a
-    proved upper bound on the optimal value (``extras["feasible_point_only"]``), or that of
-    a W whose float margins meet every row :math:`c_j > 0` to within half its bound (a
-    certificate failed by a smaller residual): a rescaling by at most 2 makes it feasible,
-    and it is nearer the optimum than an arbitrary feasible point. (Before session 57 a
-    MAX_ITER W with margins (5e-201, 1) on rows 1e-200 and 1 was kept, no upper bound given;
-    before session 58 a row :math:`10^{-10}` of its bound: rows (1, 0) and
-    (:math:`10^{-300}`, 0) against :math:`b = (1, 0)` and (:math:`10^{-10}`, 0), bounds 1
-    and :math:`10^{-300}`, gave ``OPTIMAL_INACCURATE`` with objective 1, the optimum being
+    ``share`` (:data:`SHORTFALL`) :math:`c_j`: the least multiple meeting it is more than
+    twice W), where a verified feasible point exists: :func:`_feasible_point_result` replaces
+    it by the smaller proved bound of that point and of W, where one is proved. A W that
+    misses its rows by less (a certificate failed by a small residual) stays: a rescaling by
+    at most 2 makes it feasible in floats, and it is nearer the optimum than an arbitrary
+    feasible point. (Before session 57 a MAX_ITER W with margins (5e-201, 1) on rows 1e-200
+    and 1 was kept, no upper bound given; before session 58 a row :math:`10^{-10}` of its
+    bound: rows (1, 0) and (:math:`10^{-300}`, 0) against :math:`b = (1, 0)` and
+    (:math:`10^{-10}`, 0), bounds 1 and :math:`10^{-300}`, gave ``OPTIMAL_INACCURATE`` with objective 1, the optimum being
     :math:`10^{10}`.)"""
     if res.success or feas.point is None:
         return False
@@ -215,7 +233,7 @@ def _no_approximate_optimum(cs: ConstraintSet, res: SVMResult, feas: Feasibility
         return True
     positive = cs._positive_rows
     margins = cs.apply(res.W)[positive]
-    return bool(np.any(margins < SHORTFALL * cs.rhs[positive]))
+    return bool(np.any(margins < share * cs.rhs[positive]))
 
 
 def _unmet_rows(cs: ConstraintSet, W: np.ndarray, margins: np.ndarray) -> np.ndarray:
@@ -245,19 +263,37 @@ def _missed_text(cs: ConstraintSet, missed: np.ndarray, margins: np.ndarray) -> 
 def _beyond_note(cs: ConstraintSet) -> str:
     r"""A note where one row :math:`c_j > 0` alone needs
     :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz) beyond float64's range
-    (the exponent rounded down to two decimals: 2^1024.14, not 2^1024); "" otherwise."""
+    (the exponent rounded down to two decimals, :func:`_hundredths_below`: 2^1024.14, not
+    2^1024); "" otherwise."""
     na, nb = cs._row_norms
     positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
     log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
     far = np.flatnonzero(log_need >= LARGEST_EXPONENT)
     if far.size == 0:
         return ""
-    k, exponent = int(positive[far[0]]), math.floor(100.0 * float(log_need[far[0]])) / 100.0
+    k = int(positive[far[0]])
+    h = _hundredths_below(cs.rhs[k], cs.A[k], cs.B[k], float(log_need[far[0]]))
     return (
-        f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) >= 2^{exponent:.2f} "
+        f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) >= 2^{h // 100}.{h % 100:02d} "
         "(Cauchy-Schwarz), beyond float64's range (2^1024): W's spectral norm itself "
         "cannot be represented in float64"
     )
+
+
+def _hundredths_below(c: float, a: np.ndarray, b: np.ndarray, log_need: float) -> int:
+    r"""The largest integer :math:`h \le \lfloor 100\,\ell \rfloor` (``log_need`` =
+    :math:`\ell`, the float estimate of :math:`\log_2 (c / (\|a\|\,\|b\|))`) with
+    :math:`2^{h/100} \le c / (\|a\|\,\|b\|)`, decided in exact arithmetic:
+    :math:`2^{2h} (\|a\|^2 \|b\|^2)^{100} \le c^{200}`. So the two decimals never
+    overstate the bound; ``floor(100 * x) / 100`` in floats printed 2^1024.01 for
+    :math:`c = 4.0278222002268750`, :math:`a = b = (2^{-511}, 0)`, whose exponent is below
+    1024.01 (both :math:`\log_2` and :math:`100x` round)."""
+    h = math.floor(100 * Fraction(log_need))
+    squares = sum(Fraction(float(x)) ** 2 for x in a) * sum(Fraction(float(x)) ** 2 for x in b)
+    need = (Fraction(float(c)) ** 2 / squares) ** 100  # (c / (||a|| ||b||))^200
+    while Fraction(2) ** (2 * h) > need:
+        h -= 1  # the float logarithm rounded up past a hundredth (never more than one or two)
+    return h
 
 
 def _without_w(res: SVMResult, W: np.ndarray, message: str) -> SVMResult:

@@ -169,3 +169,107 @@ def _tally(calls: list[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
     for call in calls:
         tally[call] = tally.get(call, 0) + 1
     return tally
+
+
+# Session 58's review (S2): a W short of a row by more than half, with no proved bound to put
+# in its place, and the callers of a feasible point put in place of a failed solve.
+
+
+def _equality_rows() -> ConstraintSet:
+    """The review's selected-set rows: four margin rows and two equality rows of random
+    tokens (seed 3), feasible; an exact check never proves a float W meets the equalities."""
+    rng = np.random.default_rng(3)
+    A, B = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    kind = np.array([0, 0, 0, 0, 1, 1], np.int8)
+    return rows_without_tokens(A, B, kind, np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0]))
+
+
+def _stopping_solver(monkeypatch: pytest.MonkeyPatch, scale: float | None) -> list[np.ndarray]:
+    """Make the Frobenius solve (no fallback) stop at MAX_ITER with ``scale`` times its W (no
+    W for None); returns the Ws it handed back."""
+    import dataclasses
+
+    from svmgeo.solvers import _norms
+    from svmgeo.solvers._result import replaced
+
+    entry, handed = _norms.NORMS["fro"], []
+
+    def stop(req, geo, feas):  # type: ignore[no-untyped-def]
+        res = entry.solve(req, geo, feas)
+        W = None if scale is None or res.W is None else np.asarray(res.W) * scale
+        handed.append(W)
+        return replaced(
+            res, status=Status.MAX_ITER, W=W, objective=None, margins=None, message="stopped"
+        )
+
+    monkeypatch.setitem(_norms.NORMS, "fro", dataclasses.replace(entry, solve=stop, fallback=None))
+    return handed
+
+
+def test_a_w_short_of_a_row_keeps_its_status_where_no_bound_is_proved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A MAX_ITER W of 0.4 times the optimum (every margin row at 0.4 of its bound) on rows
+    with equalities, where no multiple of the feasibility point is proved: the previous
+    commit put that point in its place as OPTIMAL_INACCURATE (a solution status, objective
+    1.07, the optimum 0.53, no bound proved), so gen_svm took it for its direction. Only a
+    proved bound replaces such a W; here the solver's result stands, as before session 58."""
+    from svmgeo.solvers._exact import exact_multiple
+
+    cs = _equality_rows()
+    feas = sg.check_feasibility(cs)
+    assert feas.feasible and exact_multiple(cs, np.asarray(feas.point)) is None
+    handed = _stopping_solver(monkeypatch, 0.4)
+    res = _quiet(sg.solve_svm, cs, method="fast")
+    (W,) = handed
+    assert W is not None and np.min(cs.apply(W)[:4]) < 0.5  # short by more than half
+    assert res.status is Status.MAX_ITER and not res.status.has_solution, res.message
+    assert "feasible_point_only" not in res.extras
+    np.testing.assert_array_equal(res.W, W)
+
+
+def test_gen_svm_refuses_a_feasible_point_for_its_direction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A directional solve that failed (no W) on feasible rows returns the feasibility point
+    (OPTIMAL_INACCURATE, ``feasible_point_only``); gen_svm checked ``has_solution`` only and
+    returned that point as W_dir, which is no minimum-norm direction. Now a SolverError, as
+    support_from_result gives."""
+    data = sg.TokenData(
+        np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]]), Z=np.array([[1.0, 0.0]])
+    )
+    _stopping_solver(monkeypatch, None)
+    directional = _quiet(sg.solve_svm, sg.selected_set_constraints(data, [[True, True, False]]))
+    assert directional.extras.get("feasible_point_only") is True, directional.message
+    with pytest.raises(sg.SolverError, match="only a feasible point"):
+        _quiet(sg.gen_svm, data, [[True, True, False]])
+
+
+def test_verify_ntp_refuses_a_feasible_point_for_w_svm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for the Graph-SVM: verify_ntp compared GD's W with a feasible point put in
+    place of a failed solve as if it were W_svm."""
+    data = sg.random_next_token_data(12, 4, 5, 6, tier_size=2, seed=3)
+    _stopping_solver(monkeypatch, None)
+    svm = _quiet(sg.graph_svm, data)
+    assert svm.extras.get("feasible_point_only") is True, svm.message
+    with pytest.raises(sg.ProblemError, match="only a feasible point"):
+        sg.ntp.verify_ntp(data, np.eye(data.d), svm=svm)
+
+
+def test_the_cauchy_schwarz_exponent_never_overstates() -> None:
+    """``floor(100 x) / 100`` in floats printed 2^1024.01 for a row whose need
+    :math:`c / (\\|a\\|\\,\\|b\\|) = c\\,2^{1022}`, c = 4.0278222002268750, is below
+    :math:`2^{1024.01}` (the float logarithm and 100 x round up). The printed exponent h/100
+    is checked here in integers: :math:`2^{2h} \\le (c^2 / (\\|a\\|^2 \\|b\\|^2))^{100}`, and
+    the next hundredth is not (rounded down, by less than 0.01)."""
+    c, s = 4.0278222002268750, 2.0**-511
+    cs = rows_without_tokens(
+        np.array([[s, 0.0]]), np.array([[s, 0.0]]), np.zeros(1, np.int8), np.array([c])
+    )
+    note = api._beyond_note(cs)
+    printed = note.split(">= 2^")[1].split(" ")[0]
+    h = int(printed.replace(".", ""))
+    assert len(printed.split(".")[1]) == 2, note
+    need_200 = (Fraction(c) ** 2 / Fraction(s) ** 4) ** 100  # (c / (||a|| ||b||))^200
+    assert Fraction(2) ** (2 * h) <= need_200, note
+    assert Fraction(2) ** (2 * (h + 1)) > need_200, note

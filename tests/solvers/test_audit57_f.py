@@ -254,8 +254,10 @@ def test_a_proved_w_whose_float_margins_cancel_is_kept() -> None:
         assert exact(X[2], z) - exact(X[tau], z) >= 1, tau
     assert np.min(res.constraints.apply(W)) < 0.0  # the float margins that cancel
     np.testing.assert_allclose(res.objective, np.linalg.norm(W), rtol=1e-12)
+    assert res.extras["feasible_point_only"] is True
+    # gen_svm took this point for its direction W_dir until session 58; it is no minimum-norm
+    # direction, and gen_svm refuses it as support_from_result does (test_api_audit58.py)
     selected = np.array([[False, False, True]])
     probs = np.array([[1e-9, 1e-9, 1.0 - 2e-9]])
-    gen = _quiet(sg.gen_svm, data, selected, probs=probs)
-    assert gen.svm.status is sg.Status.OPTIMAL_INACCURATE
-    np.testing.assert_array_equal(gen.svm.W, res.W)
+    with pytest.raises(sg.SolverError, match="only a feasible point"):
+        _quiet(sg.gen_svm, data, selected, probs=probs)
