@@ -543,13 +543,22 @@ def _check_solved(res: SVMResult, which: str) -> None:
     returned a solution or an infeasibility verdict. A feasible point put in place of a
     failed solve (``extras["feasible_point_only"]``, ``OPTIMAL_INACCURATE``) is no solution:
     its W is not the minimum-norm direction the prediction is built from (before session 58
-    gen_svm returned it as ``W_dir``), as :func:`~svmgeo.support_from_result` refuses it."""
+    gen_svm returned it as ``W_dir``), as :func:`~svmgeo.support_from_result` refuses it.
+    The hint names the fix measured to work on session 57's collinear tokens (perturbing
+    them by 1e-8 gave ``optimal``), not ``method='cvxpy'``, another ``solver=`` (cvxpy with
+    Clarabel or SCS returned the same point) or a rescaling (X times 1e3 or 1e-3 did too)."""
     point_only = bool(res.extras.get("feasible_point_only"))
     if point_only or not (res.status.has_solution or res.status.is_infeasible):
-        what = " (only a feasible point in place of a failed solve)" if point_only else ""
+        what = (
+            " (its W is only a feasible point in place of a failed solve: the rows are "
+            "feasible, their optimum was not found in float64)"
+            if point_only
+            else ""
+        )
         raise SolverError(
-            f"Gen-SVM {which} solve failed ({res.status}{what}: {res.message}). Try "
-            "method='cvxpy' or another solver=, or rescale the data."
+            f"Gen-SVM {which} solve failed ({res.status}{what}: {res.message}). Nearly "
+            "collinear or near-duplicate tokens, whose feasible cone is too narrow to solve "
+            "in float64, are the usual cause: perturb the data to separate them."
         )
 
 

@@ -131,15 +131,15 @@ def verify_ntp(
         check_frobenius(svm)
     if fin is not None:
         check_finite_component(fin, data, top_positions(data, graphs), loss)
-    if svm is None:
-        svm = graph_svm(data)
-        if svm.status.is_inaccurate:  # (one passed in was warned about by graph_svm)
-            report_inaccurate(
-                f"verify_ntp: W_svm = graph_svm(data) is {svm.status.value}, not certified; "
-                f"corr_svm and R are measured against it ({svm.message})",
-                2,
-            )
-    Ws = solution(svm, where, data)
+    computed = svm is None
+    svm = graph_svm(data) if svm is None else svm
+    Ws = solution(svm, where, data)  # refused before any warning that it is measured against
+    if computed and svm.status.is_inaccurate:  # (one passed in was warned about by graph_svm)
+        report_inaccurate(
+            f"verify_ntp: W_svm = graph_svm(data) is {svm.status.value}, not certified; "
+            f"corr_svm and R are measured against it ({svm.message})",
+            2,
+        )
     fin = finite_component(data, loss=loss or "ce") if fin is None else fin
     return _compare(data, W, Ws, fin)
 
@@ -230,7 +230,7 @@ def solution(svm: SVMResult, where: str, data: NextTokenData) -> np.ndarray:
             "(random_next_token_data(..., orthonormal=True) needs d >= V)."
         )
     what = (
-        " (its W only a feasible point in place of a failed solve)"
+        " (its W is only a feasible point in place of a failed solve)"
         if point_only
         else ("" if svm.W is None else " (its W is where the solver stopped)")
     )

@@ -262,30 +262,33 @@ def _missed_text(cs: ConstraintSet, missed: np.ndarray, margins: np.ndarray) -> 
 
 def _beyond_note(cs: ConstraintSet) -> str:
     r"""A note where one row :math:`c_j > 0` alone needs
-    :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|)` (Cauchy–Schwarz) beyond float64's range
-    (the exponent rounded down to two decimals, :func:`_hundredths_below`: 2^1024.14, not
-    2^1024); "" otherwise."""
+    :math:`\|W\|_2 \ge c_j / (\|a_j\|\,\|b_j\|) \ge 2^{1024}` (Cauchy–Schwarz), beyond
+    float64's range, decided and printed with the exact exponent rounded down to two decimals
+    (:func:`_hundredths_below`: 2^1024.14, not 2^1024); "" otherwise. (Before session 58 the
+    float :math:`\log_2` decided: :math:`c_j` the largest float64 and :math:`a_j = b_j =
+    (1, 0)` read 1024.0 and printed ">= 2^1023.99 ..., beyond float64's range".)"""
     na, nb = cs._row_norms
     positive = np.flatnonzero(cs._positive_rows & (na > 0.0) & (nb > 0.0))
     log_need = np.log2(cs.rhs[positive]) - np.log2(na[positive]) - np.log2(nb[positive])
-    far = np.flatnonzero(log_need >= LARGEST_EXPONENT)
-    if far.size == 0:
-        return ""
-    k = int(positive[far[0]])
-    h = _hundredths_below(cs.rhs[k], cs.A[k], cs.B[k], float(log_need[far[0]]))
-    return (
-        f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) >= 2^{h // 100}.{h % 100:02d} "
-        "(Cauchy-Schwarz), beyond float64's range (2^1024): W's spectral norm itself "
-        "cannot be represented in float64"
-    )
+    # the float logarithm only picks the candidates (it errs by far less than a hundredth)
+    for i in np.flatnonzero(log_need >= LARGEST_EXPONENT - 0.01):
+        k = int(positive[i])
+        h = _hundredths_below(cs.rhs[k], cs.A[k], cs.B[k], float(log_need[i]))
+        if h >= 100 * LARGEST_EXPONENT:
+            return (
+                f"; row {k} alone needs ||W||_2 >= c_j/(||a_j|| ||b_j||) >= "
+                f"2^{h // 100}.{h % 100:02d} (Cauchy-Schwarz), beyond float64's range "
+                "(2^1024): W's spectral norm itself cannot be represented in float64"
+            )
+    return ""
 
 
 def _hundredths_below(c: float, a: np.ndarray, b: np.ndarray, log_need: float) -> int:
-    r"""The largest integer :math:`h \le \lfloor 100\,\ell \rfloor` (``log_need`` =
-    :math:`\ell`, the float estimate of :math:`\log_2 (c / (\|a\|\,\|b\|))`) with
-    :math:`2^{h/100} \le c / (\|a\|\,\|b\|)`, decided in exact arithmetic:
-    :math:`2^{2h} (\|a\|^2 \|b\|^2)^{100} \le c^{200}`. So the two decimals never
-    overstate the bound; ``floor(100 * x) / 100`` in floats printed 2^1024.01 for
+    r"""The largest integer :math:`h` with :math:`2^{h/100} \le c / (\|a\|\,\|b\|)`,
+    decided in exact arithmetic, :math:`2^{2h} (\|a\|^2 \|b\|^2)^{100} \le c^{200}`, from
+    :math:`\lfloor 100\,\ell \rfloor` (``log_need`` = :math:`\ell`, the float estimate of
+    :math:`\log_2 (c / (\|a\|\,\|b\|))`) up or down. So the two decimals never overstate
+    the bound; ``floor(100 * x) / 100`` in floats printed 2^1024.01 for
     :math:`c = 4.0278222002268750`, :math:`a = b = (2^{-511}, 0)`, whose exponent is below
     1024.01 (both :math:`\log_2` and :math:`100x` round)."""
     h = math.floor(100 * Fraction(log_need))
@@ -293,6 +296,8 @@ def _hundredths_below(c: float, a: np.ndarray, b: np.ndarray, log_need: float) -
     need = (Fraction(float(c)) ** 2 / squares) ** 100  # (c / (||a|| ||b||))^200
     while Fraction(2) ** (2 * h) > need:
         h -= 1  # the float logarithm rounded up past a hundredth (never more than one or two)
+    while Fraction(2) ** (2 * (h + 1)) <= need:
+        h += 1  # or down past one
     return h
 
 

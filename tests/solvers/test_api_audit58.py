@@ -273,3 +273,77 @@ def test_the_cauchy_schwarz_exponent_never_overstates() -> None:
     need_200 = (Fraction(c) ** 2 / Fraction(s) ** 4) ** 100  # (c / (||a|| ||b||))^200
     assert Fraction(2) ** (2 * h) <= need_200, note
     assert Fraction(2) ** (2 * (h + 1)) > need_200, note
+
+
+# Session 58's second review (S3): a max_iter Graph-SVM, the warning before a refusal, the
+# Cauchy-Schwarz note decided by its exact exponent, and gen_svm's hint.
+
+
+def test_verify_ntp_refuses_a_graph_svm_stopped_at_max_iter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Graph-SVM solve stopped at MAX_ITER with 0.9 times its W (every margin row above half
+    its bound, so the W stays as the solver returned it): before session 58 verify_ntp
+    compared GD's W with it as W_svm (corr_svm 0.104), and verify_ntp_training trained
+    against it. Both now refuse it before any measuring (or training)."""
+    data = sg.random_next_token_data(12, 4, 5, 6, tier_size=2, seed=3)
+    handed = _stopping_solver(monkeypatch, 0.9)
+    svm = _quiet(sg.graph_svm, data)
+    assert svm.status is Status.MAX_ITER and svm.W is not None, (svm.status, svm.message)
+    np.testing.assert_array_equal(svm.W, handed[-1])
+    for call in (
+        lambda: sg.ntp.verify_ntp(data, np.eye(data.d), svm=svm),
+        lambda: sg.ntp.verify_ntp(data, np.eye(data.d)),
+        lambda: sg.ntp.verify_ntp_training(data, n_steps=5),
+    ):
+        with pytest.raises(sg.ProblemError, match="its W is where the solver stopped"):
+            _quiet(call)
+
+
+def test_verify_ntp_does_not_warn_before_refusing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``svm`` omitted and a Graph-SVM that is only a feasible point in place of a failed
+    solve (OPTIMAL_INACCURATE), verify_ntp warned "corr_svm and R are measured against it"
+    and then refused it: now the refusal alone."""
+    import warnings
+
+    data = sg.random_next_token_data(12, 4, 5, 6, tier_size=2, seed=3)
+    _stopping_solver(monkeypatch, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(sg.ProblemError, match="its W is only a feasible point"):
+            sg.ntp.verify_ntp(data, np.eye(data.d))
+    measured = [str(w.message) for w in caught if "measured against it" in str(w.message)]
+    assert not measured, measured
+
+
+def test_the_cauchy_schwarz_note_is_decided_by_its_exact_exponent() -> None:
+    """The note decided "beyond 2^1024" with the float logarithm and printed the exact
+    exponent: c the largest float64 (below 2^1024) and a = b = (1, 0) read log2 1024.0 and
+    printed ">= 2^1023.99 ... beyond float64's range". Now no note there; c = 2^1023 with
+    a = (1/2, 0), b = (1, 0) needs exactly 2^1024, which is beyond, printed 2^1024.00."""
+    one = np.array([[1.0, 0.0]])
+
+    def note(a: list[float], c: float) -> str:
+        return api._beyond_note(rows_without_tokens(np.array([a]), one, np.zeros(1, np.int8), [c]))
+
+    largest = float(np.nextafter(np.inf, 0.0))
+    assert Fraction(largest) < 2**1024
+    assert note([1.0, 0.0], largest) == ""
+    assert ">= 2^1024.00 (Cauchy-Schwarz)" in note([0.5, 0.0], 2.0**1023)
+
+
+def test_gen_svm_hints_at_a_fix_that_works() -> None:
+    """gen_svm's SolverError on session 57's collinear tokens (only a feasible point) advised
+    "Try method='cvxpy' or another solver=", which returns the same point there. It now
+    advises perturbing the data, which is checked to work here: tokens moved by 1e-8 give
+    an optimal Gen-SVM direction."""
+    data = _collinear_data()
+    selected = np.array([[False, False, True]])
+    probs = np.array([[1e-9, 1e-9, 1.0 - 2e-9]])
+    with pytest.raises(sg.SolverError, match="only a feasible point") as err:
+        _quiet(sg.gen_svm, data, selected, probs=probs)
+    assert "method='cvxpy'" not in str(err.value) and "perturb the data" in str(err.value)
+    moved = np.random.default_rng(0).normal(size=data.X.shape)
+    perturbed = sg.TokenData(data.X + 1e-8 * moved, Z=data.Z, scores=data.scores)
+    gen = _quiet(sg.gen_svm, perturbed, selected, probs=probs)
+    assert gen.svm.status is Status.OPTIMAL, (gen.svm.status, gen.svm.message)
