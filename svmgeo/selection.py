@@ -75,20 +75,30 @@ SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
 r"""float64's smallest normal number :math:`\mu = 2^{-1022}`. A product that lands below it is
 rounded to the subnormal grid (spacing :math:`2u\mu`), off by up to :math:`u\mu`, not
 :math:`u` times itself; sums of such are exact. So each rounded product of a score adds
-:math:`\mu` to its size (:func:`term_sizes`)."""
+:math:`\mu` to its size (:func:`underflow_size`)."""
 
 
-def term_sizes(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def underflow_size(products: Any) -> Any:
+    r"""The size :math:`m\mu` that :math:`m` rounded products which may underflow add to the
+    size of the value they make up, :math:`\mu` = :data:`SMALLEST_NORMAL`: each is off by up
+    to :math:`u\mu` more where it lands below :math:`\mu`, whatever its own size; a product
+    whose rounding a later factor :math:`c` multiplies counts :math:`|c|` times. The one place
+    of this rule, for :func:`term_sizes` (and so the scores' sizes), :func:`logit_sizes` and
+    the concave head's :math:`\lambda\|u\|^2` in :func:`svmgeo.verify`."""
+    return products * SMALLEST_NORMAL
+
+
+def term_sizes(values: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     r"""The size of the inner products :math:`w^\top u` of ``values`` (..., d_u) with ``weights``
-    (d_u,) or (d_u, p), underflow included:
+    (d_u,) or (d_u, p), underflow included, or with None of each :math:`u` with itself:
 
     .. math::
 
-        |w|^\top|u| + d_u\,\mu,
+        |w|^\top|u| + d_u\,\mu, \qquad \|u\|^2 + d_u\,\mu\ \ (\text{weights None}),
 
-    :math:`\mu` = :data:`SMALLEST_NORMAL`. A computed :math:`w^\top u` is within
-    :math:`\gamma_{d_u+1}` times it of the exact one (Higham, *Accuracy and Stability of
-    Numerical Algorithms*, 2nd ed., §3.1, with each of the :math:`d_u` products off by up to
+    :math:`\mu` = :data:`SMALLEST_NORMAL` (:func:`underflow_size`). A computed :math:`w^\top u`
+    is within :math:`\gamma_{d_u+1}` times it of the exact one (Higham, *Accuracy and Stability
+    of Numerical Algorithms*, 2nd ed., §3.1, with each of the :math:`d_u` products off by up to
     :math:`u\mu` more where it underflows). Without the :math:`d_u\mu` a query whose products
     underflow would be judged on round-off: scores ``1.5 * 2**-1074`` computed as
     :math:`2^{-1073}` and :math:`2^{-1074}` would read untied. It leaves every
@@ -96,7 +106,10 @@ def term_sizes(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     was (:math:`d_u\mu` is below half its ulp); a size that multiplies these by a large
     weight (the ReLU head's :math:`|v|`, the concave head's :math:`\lambda`) changes wherever
     the products underflow, at normal sizes too."""
-    return np.abs(values) @ np.abs(weights) + values.shape[-1] * SMALLEST_NORMAL
+    exact = (
+        np.sum(values * values, axis=-1) if weights is None else np.abs(values) @ np.abs(weights)
+    )
+    return exact + underflow_size(values.shape[-1])
 
 
 def score_sizes(labels: np.ndarray, values: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -241,8 +254,8 @@ def largest_logits(
         \alpha_{ik} = \arg\max_{t \text{ visible}} u_{ikt}, \qquad
         u_{ikt} = x_{it}^\top W z_{ik} \quad \big(x_{it}^\top p \text{ for a prompt vector}\big),
 
-    tied where two or more keys reach the largest logit up to :data:`TIE_RTOL`
-    (:func:`tied_maxima`), undefined where a visible key's logit is NaN or ±inf (a W with such
+    tied where two or more keys reach the largest logit up to :data:`TIE_RTOL` relative to
+    their sizes, underflow included (:func:`logit_sizes`, :func:`tied_maxima`), undefined where a visible key's logit is NaN or ±inf (a W with such
     entries, or logits beyond float64): an argmax there would be a guess. An internal helper,
     not in ``__all__``: the one rule of a final selection, shared by :func:`svmgeo.verify`
     (which refuses both) and the experiments (which report them); :func:`logit_selection`
@@ -268,23 +281,61 @@ def largest_logits(
     theta = np.asarray(theta, dtype=float)
     with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf are reported below
         logits = prompt_logits(data, theta) if theta.ndim == 1 else weight_logits(data, theta)
-    alpha, tied, non_finite, _ = logit_selection(data, logits)
+    alpha, tied, non_finite, _ = logit_selection(data, logits, prompt=theta.ndim == 1)
     return alpha, tied, non_finite
 
 
+def logit_sizes(data: TokenData, logits: np.ndarray, *, prompt: bool = False) -> np.ndarray:
+    r"""The sizes of computed logits (shape (n, K, T)), by which :func:`logit_selection`
+    calls them tied: their magnitudes and the products of each that may underflow
+    (:func:`underflow_size`), for :func:`weight_logits` and, with ``prompt``,
+    :func:`prompt_logits` (an internal helper, not in ``__all__``):
+
+    .. math::
+
+        |u_{ikt}| + \mu\,(d\,\|z_{ik}\|_1 + d^2), \qquad |u_{ikt}| + d\,\mu,
+
+    :math:`\mu` = :data:`SMALLEST_NORMAL`. :func:`bilinear_logits` sums the :math:`d^2`
+    products :math:`(x_{itd} W_{de})\, z_{ike}` (``np.einsum`` without ``optimize``
+    multiplies its operands left to right): each may underflow, and so may each
+    :math:`x_{itd} W_{de}`, whose rounding :math:`z_{ike}` then multiplies; the prompt's
+    :math:`x_{it}^\top p` has :math:`d` products. Without the :math:`\mu` term a W or p whose
+    products land below :math:`\mu` (entries near ``1e-300`` and tokens near ``1e-10``, say)
+    had its logits ranked on round-off: tokens (1.5, 0, 0, 0) and (0.46875, ...) under
+    p = ``2**-1074`` ones computed :math:`2^{-1073}` and 0 (exactly :math:`1.5` and
+    :math:`1.875` times :math:`2^{-1074}`), and token 0 was selected. Logits of :math:`2^{54}`
+    times the :math:`\mu` term or more keep their magnitude as size (the term is below half
+    their ulp)."""
+    d = data.d
+    if prompt:
+        return np.abs(logits) + underflow_size(d)
+    z_norms = np.abs(np.asarray(data.queries)).sum(axis=2)  # (n, K)
+    return np.abs(logits) + underflow_size(d * z_norms + d * d)[:, :, None]
+
+
 def logit_selection(
-    data: TokenData, logits: np.ndarray
+    data: TokenData, logits: np.ndarray, *, prompt: bool = False
 ) -> tuple[np.ndarray | None, list[str], list[str], np.ndarray]:
     r""":func:`largest_logits` of the logits :math:`u_{ikt}` (shape (n, K, T), ``-inf`` on
-    hidden keys: :func:`weight_logits`, :func:`prompt_logits`) already computed, and the mask
-    of each query's largest-logit keys (an internal helper, not in ``__all__``).
+    hidden keys: :func:`weight_logits`, or :func:`prompt_logits` with ``prompt=True``)
+    already computed, and the mask of each query's largest-logit keys (an internal helper,
+    not in ``__all__``).
 
     .. math::
 
         \mathrm{top}_{ikt} = \big[\, u_{ikt} \ge u_{ik\star} - \mathrm{TIE\_RTOL}\cdot
-        \max(|u_{ikt}|, |u_{ik\star}|) \,\big]
+        \max(s_{ikt}, s_{ik\star}) \,\big]
 
-    (:func:`tied_maxima`), all False at a query with a non-finite visible logit.
+    (:func:`tied_maxima`), :math:`s` the logits' sizes (:func:`logit_sizes`: their
+    magnitudes, and the products that may underflow), all False at a query with a
+    non-finite visible logit.
+
+    Parameters
+    ----------
+    data : TokenData
+    logits : ndarray of shape (n, K, T)
+    prompt : bool, default False
+        The logits are a prompt vector's (:func:`prompt_logits`), not a W's.
 
     Returns
     -------
@@ -296,7 +347,8 @@ def logit_selection(
     """
     visible = np.asarray(data.visible)
     undefined = np.any(visible & ~np.isfinite(logits), axis=2)
-    top = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits))
+    sizes = logit_sizes(data, logits, prompt=prompt)
+    top = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits), TIE_RTOL, sizes)
     non_finite = [
         f"{query_label(data, i, k)}: non-finite logits" for i, k in np.argwhere(undefined)
     ]

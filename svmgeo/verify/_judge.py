@@ -21,7 +21,7 @@ from .._validation import check_array, check_real
 from ..analysis import LocalOptimality, is_locally_optimal
 from ..attention_maps import gamma
 from ..data import TokenData
-from ..selection import SMALLEST_NORMAL, optimal_token_sets, score_sizes, term_sizes
+from ..selection import optimal_token_sets, score_sizes, term_sizes, underflow_size
 
 __all__ = ["Scored", "Verdict", "judge", "scored"]
 
@@ -175,10 +175,9 @@ def _head_scores(
         h = U @ vv
         sizes = score_sizes(labels, U, vv)
         if head == "concave":
-            squares = np.sum(U * U, axis=2)
-            h = h - lam * squares
-            # d_u products in the squares, one in lam times them: each may underflow
-            lam_terms = lam * (squares + U.shape[2] * SMALLEST_NORMAL) + SMALLEST_NORMAL
+            h = h - lam * np.sum(U * U, axis=2)
+            # the squares' sizes ‖u‖² + d_u μ, and one product more, lam times them
+            lam_terms = lam * term_sizes(U) + underflow_size(1)
             sizes = sizes + np.abs(labels)[:, :, None] * lam_terms[:, None, :]
         scores = labels[:, :, None] * h[:, None, :]
     names = "v" if v is not None else "the data's X or v"

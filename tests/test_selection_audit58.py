@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Session 58: logit ties judged with the products that underflow, against exact rationals.
+
+Before (f315a3c) ``largest_logits`` called logits tied by their magnitudes alone, so a W (or
+prompt vector) whose products :math:`x_{itd} W_{de}` land below float64's smallest normal had
+its logits ranked on round-off: an exact tie read strict, and a key below the exact maximum
+was selected. The oracle is the exact logits, :class:`fractions.Fraction` on the same floats:
+every exact maximizer must be among a query's top keys (:func:`logit_selection`'s mask).
+"""
+
+from __future__ import annotations
+
+import importlib
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+from svmgeo.attention_maps import gamma
+
+selection = importlib.import_module("svmgeo.selection")
+
+TINY = 2.0**-1074  # float64's smallest subnormal
+
+
+def _exact_logits(data: sg.TokenData, theta: np.ndarray) -> list[list[list[Fraction]]]:
+    """The logits x^T W z (or x^T p) of every query and key in exact rationals."""
+    X, n, K, T, d = np.asarray(data.X), data.n, data.K, data.T, data.d
+    if theta.ndim == 1:
+        weights = [[Fraction(float(q)) for q in theta]] * K
+        return [
+            [[sum(Fraction(float(X[i, t, a])) * weights[k][a] for a in range(d)) for t in range(T)]
+             for k in range(K)]
+            for i in range(n)
+        ]  # fmt: skip
+    Z = np.asarray(data.queries)
+    out = []
+    for i in range(n):
+        rows = []
+        for k in range(K):
+            wz = [sum(Fraction(float(theta[a, e])) * Fraction(float(Z[i, k, e])) for e in range(d))
+                  for a in range(d)]  # fmt: skip
+            rows.append(
+                [sum(Fraction(float(X[i, t, a])) * wz[a] for a in range(d)) for t in range(T)]
+            )
+        out.append(rows)
+    return out
+
+
+def _check_against_exact(data: sg.TokenData, theta: np.ndarray) -> tuple[int, int]:
+    """Every exact maximizer of each query is among its top keys, and a selection, when
+    there is one, is the exact argmax; returns (queries with one top key, exact ties)."""
+    exact = _exact_logits(data, theta)
+    with np.errstate(under="ignore"):
+        if theta.ndim == 1:
+            logits = selection.prompt_logits(data, theta)
+        else:
+            logits = selection.weight_logits(data, theta)
+        alpha, tied, non_finite, top = selection.logit_selection(
+            data, logits, prompt=theta.ndim == 1
+        )
+        ref = selection.largest_logits(data, theta)
+    assert ref[1:] == (tied, non_finite) and (ref[0] is None) == (alpha is None)
+    assert non_finite == []
+    single, ties = 0, 0
+    for i, k in np.ndindex(data.n, data.K):
+        best = max(exact[i][k])
+        argmax = [t for t in range(data.T) if exact[i][k][t] == best]
+        keys = np.flatnonzero(top[i, k]).tolist()
+        assert set(argmax) <= set(keys), (i, k, argmax, keys, exact[i][k], logits[i, k])
+        single += len(keys) == 1
+        ties += len(argmax) > 1
+    if alpha is not None:
+        full = np.asarray(alpha).reshape(data.n, data.K)
+        for i, k in np.ndindex(data.n, data.K):
+            assert exact[i][k][full[i, k]] == max(exact[i][k])
+    return single, ties
+
+
+def test_prompt_logits_ranked_on_round_off_select_no_token():
+    """Keys (1.5, 0, 0, 0) and (0.46875, ...) under p = 2^-1074 ones: exactly 1.5 and 1.875
+    subnormal units, computed 2 and 0 units; key 0 was selected (strictly) over the exact
+    maximum, key 1. Now the two tie (their difference is round-off)."""
+    X = np.array([[[1.5, 0.0, 0.0, 0.0], [0.46875] * 4]])
+    data = sg.TokenData(X, scores=np.zeros((1, 2)))
+    p = np.full(4, TINY)
+    alpha, tied, non_finite = selection.largest_logits(data, p)
+    assert (alpha, tied, non_finite) == (None, ["sequence 0: tokens [0, 1]"], [])
+    _check_against_exact(data, p)
+
+
+@pytest.mark.parametrize(
+    ("w", "z"),
+    [(TINY, 2.0**300), (2.0**-1000, 2.0**-74)],
+    ids=["x W underflows, z multiplies it", "(x W) z underflows"],
+)
+def test_an_exact_tie_of_underflowed_products_reads_tied(w, z):
+    """Keys (1.5, 0) and (1.25, 0.25) under W with first column (w, w) and z = (z, 0): both
+    logits exactly 1.5 * w * z, computed 2 and 1 times w * z / 1.5 rounded (x_d W_de on
+    the subnormal grid, then times 2^300: normal logits near 2^-773; or x_d W_de normal and
+    their products with 2^-74 on the grid). Read strict before, with key 0 selected; the
+    first also with an underflow term d_u mu alone (without z's norm), the second with one
+    of z's norm alone (without d^2 mu for the products with z)."""
+    X = np.array([[[1.5, 0.0], [1.25, 0.25]]])
+    W = np.array([[w, 0.0], [w, 0.0]])
+    data = sg.TokenData(X, Z=np.array([[z, 0.0]]), scores=np.zeros((1, 2)))
+    logits = selection.weight_logits(data, W)[0, 0]
+    assert logits[0] == 2 * logits[1]  # round-off alone tells them apart
+    alpha, tied, _ = selection.largest_logits(data, W)
+    assert (alpha, tied) == (None, ["sequence 0: tokens [0, 1]"])
+    assert _check_against_exact(data, W)[1] == 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("bits", [0, 40])
+@pytest.mark.parametrize("scale", [0, 300, -20])
+def test_random_subnormal_W_never_misses_an_exact_maximizer(seed, bits, scale):
+    """Dyadic keys (eighths in [0, 2)) and queries (integers 1..3 times 2^scale) with W and p
+    of integers below 2^(bits+2) times 2^-1074: products x_d W_de round to the subnormal grid
+    (and with scale -20 so do their products with z). Every exact maximizer is a top key and
+    a selection is the exact argmax; with W near 2^(bits-1074) = 2^-1034 and z not shrinking
+    them, the rule still tells queries apart (one top key)."""
+    rng = np.random.default_rng(seed)
+    n, T, d = 6, 5, 3
+    X = rng.integers(0, 16, size=(n, T, d)) / 8.0
+    Z = rng.integers(1, 4, size=(n, d)) * 2.0**scale
+    data = sg.TokenData(X, Z=Z, scores=np.zeros((n, T)))
+    W = rng.integers(0, 2 ** (bits + 2), size=(d, d)).astype(float) * TINY
+    single, _ = _check_against_exact(data, W)
+    p = rng.integers(0, 2 ** (bits + 2), size=d).astype(float) * TINY
+    single_p, _ = _check_against_exact(data, p)
+    if bits and scale >= 0:
+        assert single >= n // 2 and single_p >= n // 2  # not all tied: the rule still ranks
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_normal_scale_logits_keep_their_exact_order(seed):
+    """The same dyadic data with W of integers times 2^-20 (no product underflows, every
+    product and sum exact): the top keys are exactly the exact maximizers, as before."""
+    rng = np.random.default_rng(seed)
+    n, T, d = 6, 5, 3
+    X = rng.integers(0, 16, size=(n, T, d)) / 8.0
+    data = sg.TokenData(X, Z=rng.integers(1, 4, size=(n, d)) * 1.0, scores=np.zeros((n, T)))
+    W = rng.integers(0, 4, size=(d, d)) * 2.0**-20
+    exact = _exact_logits(data, W)
+    _, _, _, top = selection.logit_selection(data, selection.weight_logits(data, W))
+    for i in range(n):
+        best = max(exact[i][0])
+        np.testing.assert_array_equal(top[i, 0], [x == best for x in exact[i][0]])
+
+
+@pytest.mark.parametrize("exponent", [-530, -520, 0])
+def test_self_term_sizes_bound_the_squares(exponent):
+    """term_sizes(U), the size of each u's square ||u||^2 with its d_u products that may
+    underflow (the concave head's), bounds the round-off of the computed squares against
+    exact rationals, at 2^-530 too, where u_i^2 lands below float64's smallest normal; and
+    it is ||u||^2 + d_u mu."""
+    rng = np.random.default_rng(exponent + 1000)
+    U = rng.normal(size=(4, 6, 5)) * 2.0**exponent
+    with np.errstate(under="ignore"):
+        squares = np.sum(U * U, axis=2)
+        sizes = selection.term_sizes(U)
+    np.testing.assert_array_equal(sizes, squares + 5 * selection.SMALLEST_NORMAL)
+    for i, t in np.ndindex(4, 6):
+        exact = sum(Fraction(float(x)) ** 2 for x in U[i, t])
+        error = abs(Fraction(float(squares[i, t])) - exact)
+        assert error <= Fraction(gamma(6)) * Fraction(float(sizes[i, t]))
