@@ -255,11 +255,12 @@ def largest_logits(
         u_{ikt} = x_{it}^\top W z_{ik} \quad \big(x_{it}^\top p \text{ for a prompt vector}\big),
 
     tied where two or more keys reach the largest logit up to :data:`TIE_RTOL` relative to
-    their sizes, underflow included (:func:`logit_sizes`, :func:`tied_maxima`), undefined where a visible key's logit is NaN or ±inf (a W with such
-    entries, or logits beyond float64): an argmax there would be a guess. An internal helper,
-    not in ``__all__``: the one rule of a final selection, shared by :func:`svmgeo.verify`
-    (which refuses both) and the experiments (which report them); :func:`logit_selection`
-    applies it to logits already computed.
+    their sizes (:func:`logit_sizes`: their terms' magnitudes, and the products that may
+    underflow; :func:`tied_maxima`), undefined where a visible key's logit is NaN or ±inf (a
+    W with such entries, or logits beyond float64): an argmax there would be a guess. An
+    internal helper, not in ``__all__``: the one rule of a final selection, shared by
+    :func:`svmgeo.verify` (which refuses both) and the experiments (which report them);
+    :func:`logit_selection` applies it to logits already computed.
 
     Parameters
     ----------
@@ -281,43 +282,67 @@ def largest_logits(
     theta = np.asarray(theta, dtype=float)
     with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf are reported below
         logits = prompt_logits(data, theta) if theta.ndim == 1 else weight_logits(data, theta)
-    alpha, tied, non_finite, _ = logit_selection(data, logits, prompt=theta.ndim == 1)
+    alpha, tied, non_finite, _ = logit_selection(data, logits, theta)
     return alpha, tied, non_finite
 
 
-def logit_sizes(data: TokenData, logits: np.ndarray, *, prompt: bool = False) -> np.ndarray:
-    r"""The sizes of computed logits (shape (n, K, T)), by which :func:`logit_selection`
-    calls them tied: their magnitudes and the products of each that may underflow
-    (:func:`underflow_size`), for :func:`weight_logits` and, with ``prompt``,
-    :func:`prompt_logits` (an internal helper, not in ``__all__``):
+def logit_sizes(data: TokenData, theta: np.ndarray) -> np.ndarray:
+    r"""The sizes of the logits of a W (:func:`weight_logits`) or a prompt vector p
+    (:func:`prompt_logits`), shape (n, K, T), by which :func:`logit_selection` calls them
+    tied: the magnitudes of their terms, and the products that may underflow
+    (:func:`underflow_size`) (an internal helper, not in ``__all__``):
 
     .. math::
 
-        |u_{ikt}| + \mu\,(d\,\|z_{ik}\|_1 + d^2), \qquad |u_{ikt}| + d\,\mu,
+        |x_{it}|^\top |W|\, |z_{ik}| + \mu\,(d\,\|z_{ik}\|_1 + d^2), \qquad
+        |x_{it}|^\top |p| + d\,\mu,
 
-    :math:`\mu` = :data:`SMALLEST_NORMAL`. :func:`bilinear_logits` sums the :math:`d^2`
-    products :math:`(x_{itd} W_{de})\, z_{ike}` (``np.einsum`` without ``optimize``
-    multiplies its operands left to right): each may underflow, and so may each
+    :math:`\mu` = :data:`SMALLEST_NORMAL` (the shape of :func:`term_sizes` for the scores).
+    A computed logit is within :math:`\gamma_{d^2+1}` times the first term of the exact one
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1), however its
+    terms cancel, plus the underflow: :func:`bilinear_logits` sums the :math:`d^2` products
+    :math:`(x_{itd} W_{de})\, z_{ike}` (``np.einsum`` without ``optimize`` multiplies its
+    operands left to right), each of which may underflow, and so may each
     :math:`x_{itd} W_{de}`, whose rounding :math:`z_{ike}` then multiplies; the prompt's
-    :math:`x_{it}^\top p` has :math:`d` products. Without the :math:`\mu` term a W or p whose
-    products land below :math:`\mu` (entries near ``1e-300`` and tokens near ``1e-10``, say)
-    had its logits ranked on round-off: tokens (1.5, 0, 0, 0) and (0.46875, ...) under
-    p = ``2**-1074`` ones computed :math:`2^{-1073}` and 0 (exactly :math:`1.5` and
-    :math:`1.875` times :math:`2^{-1074}`), and token 0 was selected. Logits of :math:`2^{54}`
-    times the :math:`\mu` term or more keep their magnitude as size (the term is below half
-    their ulp)."""
+    :math:`x_{it}^\top p` has :math:`d` products. With the logits' magnitudes alone, terms
+    that cancel and products that underflow had logits ranked on round-off: keys
+    :math:`(2^{53}, 1, -2^{53})` and :math:`(0.5, 0, 0)` under :math:`W = I`,
+    :math:`z = (1, 1, 1)` (exact logits 1 and 0.5) computed 0 and 0.5, and key 1 was
+    selected; keys (1.5, 0, 0, 0) and (0.46875, ...) under p = ``2**-1074`` ones computed
+    :math:`2^{-1073}` and 0 (exactly :math:`1.5` and :math:`1.875` times
+    :math:`2^{-1074}`), and key 0 was selected. A logit whose terms have one sign and are
+    :math:`2^{54}` times the :math:`\mu` term or more has its magnitude as size."""
+    theta = np.abs(np.asarray(theta, dtype=float))
+    prompt = theta.ndim == 1
+    X = np.abs(np.asarray(data.X))
+    with np.errstate(over="ignore", invalid="ignore"):  # as the logits: reported by the caller
+        if prompt:
+            terms = (X @ theta)[:, None, :]  # (n, 1, T), the same for every query
+        else:
+            terms = np.abs(np.asarray(data.queries)) @ np.swapaxes(X @ theta, 1, 2)
+    sizes = terms + _logit_underflow(data, prompt)
+    return np.broadcast_to(sizes, (data.n, data.K, data.T))
+
+
+def _logit_underflow(data: TokenData, prompt: bool) -> np.ndarray:
+    r"""The underflow term of :func:`logit_sizes`, shape (n, K, 1): :math:`\mu\,(d\,
+    \|z_{ik}\|_1 + d^2)` for a W, :math:`d\,\mu` for a prompt vector."""
     d = data.d
     if prompt:
-        return np.abs(logits) + underflow_size(d)
+        return np.full((data.n, data.K, 1), underflow_size(d))
     z_norms = np.abs(np.asarray(data.queries)).sum(axis=2)  # (n, K)
-    return np.abs(logits) + underflow_size(d * z_norms + d * d)[:, :, None]
+    return underflow_size(d * z_norms + d * d)[:, :, None]
 
 
 def logit_selection(
-    data: TokenData, logits: np.ndarray, *, prompt: bool = False
+    data: TokenData,
+    logits: np.ndarray,
+    theta: np.ndarray | None = None,
+    *,
+    prompt: bool | None = None,
 ) -> tuple[np.ndarray | None, list[str], list[str], np.ndarray]:
-    r""":func:`largest_logits` of the logits :math:`u_{ikt}` (shape (n, K, T), ``-inf`` on
-    hidden keys: :func:`weight_logits`, or :func:`prompt_logits` with ``prompt=True``)
+    r""":func:`largest_logits` of the logits :math:`u_{ikt}` of ``theta`` (shape (n, K, T),
+    ``-inf`` on hidden keys: :func:`weight_logits` of a W, :func:`prompt_logits` of a p)
     already computed, and the mask of each query's largest-logit keys (an internal helper,
     not in ``__all__``).
 
@@ -326,16 +351,21 @@ def logit_selection(
         \mathrm{top}_{ikt} = \big[\, u_{ikt} \ge u_{ik\star} - \mathrm{TIE\_RTOL}\cdot
         \max(s_{ikt}, s_{ik\star}) \,\big]
 
-    (:func:`tied_maxima`), :math:`s` the logits' sizes (:func:`logit_sizes`: their
-    magnitudes, and the products that may underflow), all False at a query with a
-    non-finite visible logit.
+    (:func:`tied_maxima`), :math:`s` the logits' sizes (:func:`logit_sizes` of ``theta``:
+    their terms' magnitudes, and the products that may underflow), all False at a query with
+    a non-finite visible logit.
 
     Parameters
     ----------
     data : TokenData
     logits : ndarray of shape (n, K, T)
-    prompt : bool, default False
-        The logits are a prompt vector's (:func:`prompt_logits`), not a W's.
+    theta : array of shape (d, d) or (d,), optional
+        The W or p of the logits, for their sizes. Without it the sizes are the logits'
+        magnitudes and the same underflow term, which bound the round-off only where a
+        logit's terms do not cancel.
+    prompt : bool, optional
+        Without ``theta``: the logits are a prompt vector's (:func:`prompt_logits`), not a
+        W's. Default: when the data have no queries (:attr:`~svmgeo.TokenData.has_queries`).
 
     Returns
     -------
@@ -347,7 +377,11 @@ def logit_selection(
     """
     visible = np.asarray(data.visible)
     undefined = np.any(visible & ~np.isfinite(logits), axis=2)
-    sizes = logit_sizes(data, logits, prompt=prompt)
+    if theta is not None:
+        sizes = logit_sizes(data, theta)
+    else:
+        prompt = not data.has_queries if prompt is None else prompt
+        sizes = np.abs(logits) + _logit_underflow(data, prompt)
     top = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits), TIE_RTOL, sizes)
     non_finite = [
         f"{query_label(data, i, k)}: non-finite logits" for i, k in np.argwhere(undefined)

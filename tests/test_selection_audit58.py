@@ -4,8 +4,10 @@
 Before (f315a3c) ``largest_logits`` called logits tied by their magnitudes alone, so a W (or
 prompt vector) whose products :math:`x_{itd} W_{de}` land below float64's smallest normal had
 its logits ranked on round-off: an exact tie read strict, and a key below the exact maximum
-was selected. The oracle is the exact logits, :class:`fractions.Fraction` on the same floats:
-every exact maximizer must be among a query's top keys (:func:`logit_selection`'s mask).
+was selected. The same held for logits whose terms cancel (2^53 + 1 - 2^53), at any scale:
+logits now have the sizes of their terms with the underflow term (``logit_sizes``). The
+oracle is the exact logits, :class:`fractions.Fraction` on the same floats: every exact
+maximizer must be among a query's top keys (:func:`logit_selection`'s mask).
 """
 
 from __future__ import annotations
@@ -57,9 +59,7 @@ def _check_against_exact(data: sg.TokenData, theta: np.ndarray) -> tuple[int, in
             logits = selection.prompt_logits(data, theta)
         else:
             logits = selection.weight_logits(data, theta)
-        alpha, tied, non_finite, top = selection.logit_selection(
-            data, logits, prompt=theta.ndim == 1
-        )
+        alpha, tied, non_finite, top = selection.logit_selection(data, logits, theta)
         ref = selection.largest_logits(data, theta)
     assert ref[1:] == (tied, non_finite) and (ref[0] is None) == (alpha is None)
     assert non_finite == []
@@ -166,3 +166,64 @@ def test_self_term_sizes_bound_the_squares(exponent):
         exact = sum(Fraction(float(x)) ** 2 for x in U[i, t])
         error = abs(Fraction(float(squares[i, t])) - exact)
         assert error <= Fraction(gamma(6)) * Fraction(float(sizes[i, t]))
+
+
+# Session 58, after review: terms that cancel. Sizes of the logits' magnitudes with the
+# underflow term did not bound the round-off where a logit's terms cancel (as on f315a3c).
+
+
+@pytest.mark.parametrize(
+    ("X", "Z", "W"),
+    [
+        ([[2.0**53, 1.0, -(2.0**53)], [0.5, 0.0, 0.0]], [1.0, 1.0, 1.0], np.eye(3)),
+        ([[1.0 + 2.0**-52, 1.0], [2.1e-16, 0.0]], [1.0, 1.0], np.diag([1e16, -1e16])),
+    ],
+    ids=["2**53 + 1 - 2**53", "diag(1e16, -1e16)"],
+)
+def test_logits_whose_terms_cancel_are_not_ranked_on_round_off(X, Z, W):
+    """Keys (2^53, 1, -2^53) and (0.5, 0, 0) under W = I, z = (1, 1, 1): exact logits 1 and
+    0.5, computed 0 and 0.5; keys (1 + 2^-52, 1) and (2.1e-16, 0) under diag(1e16, -1e16),
+    z = (1, 1): exact 2.2204... and 2.1000..., computed 2 and 2.1. Key 1 was selected
+    strictly over the exact maximum, key 0; now the two tie (their difference is below the
+    round-off of the terms 2^53, 1e16 that cancel)."""
+    data = sg.TokenData(np.array([X]), Z=np.array([Z]), scores=np.zeros((1, 2)))
+    exact = _exact_logits(data, W)[0][0]
+    assert exact[0] > exact[1]  # key 0 is the exact maximum
+    logits = selection.weight_logits(data, W)[0, 0]
+    assert logits[0] < logits[1]  # computed, key 1 is above it
+    alpha, tied, non_finite = selection.largest_logits(data, W)
+    assert (alpha, tied, non_finite) == (None, ["sequence 0: tokens [0, 1]"], [])
+    _check_against_exact(data, W)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_cancelling_terms_never_miss_an_exact_maximizer(seed):
+    """Keys (a, b, -a) with entries of both signs from 1 to 2^60 under integer queries and a W
+    whose rows 0 and 2 agree (p with p_0 = p_2): the terms of a cancel exactly, so the exact
+    logits are the small integers b (W z)_1, but their computed sums round at the scale of a.
+    Every exact maximizer is a top key and a selection is the exact argmax."""
+    rng = np.random.default_rng(seed)
+    n, T, d = 8, 4, 3
+    X = rng.choice([-1.0, 1.0], size=(n, T, d)) * 2.0 ** rng.integers(0, 61, size=(n, T, d))
+    X[:, :, 1] = rng.integers(-8, 9, size=(n, T))
+    X[:, :, 2] = -X[:, :, 0]
+    data = sg.TokenData(X, Z=rng.integers(-3, 4, size=(n, d)) * 1.0, scores=np.zeros((n, T)))
+    W = rng.integers(-3, 4, size=(d, d)) * 1.0
+    W[2] = W[0]
+    _check_against_exact(data, W)
+    p = rng.integers(-3, 4, size=d) * 1.0
+    p[2] = p[0]
+    _check_against_exact(data, p)
+
+
+def test_logit_selection_of_prompt_logits_needs_no_flag():
+    """logit_selection of a prompt vector's logits without theta or prompt, on data built
+    without queries: its default (prompt when the data have no queries) gives the selection
+    of largest_logits. After f46f92c it read the data's queries and raised."""
+    data = sg.TokenData(np.array([[[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]]), v=np.array([1.0, 0.0]))
+    p = np.array([1.0, 0.0])
+    alpha, tied, non_finite, top = selection.logit_selection(data, selection.prompt_logits(data, p))
+    np.testing.assert_array_equal(alpha, [0])
+    assert (tied, non_finite) == ([], [])
+    np.testing.assert_array_equal(top, [[[True, False, False]]])
+    np.testing.assert_array_equal(selection.largest_logits(data, p)[0], alpha)

@@ -6,10 +6,11 @@ r"""The selection a trained W ends on, with its ties reported, never broken (SPE
     \alpha_{ik} = \arg\max_t u_{ikt}, \qquad u_{ikt} = x_{it}^\top W z_{ik},
 
 over the keys visible to query k of sequence i. The query is *tied* when two or more keys
-reach :math:`u_{ikt} \ge u_{ik\star} - \mathrm{tol}\cdot\max(|u_{ikt}|, |u_{ik\star}|)`
-(:func:`svmgeo.selection.tied_maxima`, tol = :data:`svmgeo.selection.TIE_RTOL`: the rule
-by which :func:`svmgeo.verify` refuses a tied final selection and
-:func:`svmgeo.optimal_tokens` calls scores tied). A tied query selects no one token, and
+reach :math:`u_{ikt} \ge u_{ik\star} - \mathrm{tol}\cdot\max(s_{ikt}, s_{ik\star})`,
+:math:`s` the logits' sizes (the magnitudes of their terms, and the products that may
+underflow: :func:`svmgeo.selection.logit_sizes`; :func:`svmgeo.selection.tied_maxima`, tol =
+:data:`svmgeo.selection.TIE_RTOL`): the rule by which :func:`svmgeo.verify` refuses a tied
+final selection. A tied query selects no one token, and
 neither does a query with a NaN or ±inf logit (a W with such entries, or logits beyond
 float64, where an argmax would be a guess), so the Att-SVM of a selection is not defined
 there: the experiments then solve no such SVM (NaN) and name those queries in their rows and
