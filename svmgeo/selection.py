@@ -286,11 +286,12 @@ def largest_logits(
     return alpha, tied, non_finite
 
 
-def logit_sizes(data: TokenData, theta: np.ndarray) -> np.ndarray:
-    r"""The sizes of the logits of a W (:func:`weight_logits`) or a prompt vector p
-    (:func:`prompt_logits`), shape (n, K, T), by which :func:`logit_selection` calls them
-    tied: the magnitudes of their terms, and the products that may underflow
-    (:func:`underflow_size`) (an internal helper, not in ``__all__``):
+def logit_sizes(data: TokenData, theta: np.ndarray, tol: float = 1.0) -> np.ndarray:
+    r"""``tol`` times the sizes of the logits of a W (:func:`weight_logits`) or a prompt
+    vector p (:func:`prompt_logits`), shape (n, K, T), by which :func:`logit_selection` calls
+    them tied (with ``tol`` = :data:`TIE_RTOL`): the magnitudes of their terms, and the
+    products that may underflow (:func:`underflow_size`) (an internal helper, not in
+    ``__all__``):
 
     .. math::
 
@@ -311,17 +312,60 @@ def logit_sizes(data: TokenData, theta: np.ndarray) -> np.ndarray:
     selected; keys (1.5, 0, 0, 0) and (0.46875, ...) under p = ``2**-1074`` ones computed
     :math:`2^{-1073}` and 0 (exactly :math:`1.5` and :math:`1.875` times
     :math:`2^{-1074}`), and key 0 was selected. A logit whose terms have one sign and are
-    :math:`2^{54}` times the :math:`\mu` term or more has its magnitude as size."""
+    :math:`2^{54}` times the :math:`\mu` term or more has its magnitude as size.
+
+    The sizes are computed as :math:`|Z|\,(|X|\,|W|)^\top`; where that overflows (a sum
+    over :math:`d` beyond float64 before the :math:`z_{ike}`, which may be 0, or sizes
+    beyond it: terms near float64's largest that cancel), they are summed again term by
+    term, each term's mantissa and power of two apart (:func:`_scaled_sum`), and scaled by
+    ``tol`` before their power of two, so that ``tol`` times them is finite wherever the
+    logits of :func:`bilinear_logits` are (each of their terms is, and ``tol``
+    :math:`d^2 < 1`). Before, keys
+    :math:`(1.5, 1.5)\cdot 10^{150}` twice under :math:`W` with rows
+    :math:`(\pm 10^{158}, 1)`, :math:`z = (0, 1)` had NaN sizes and no top key (an exact
+    tie read as a selection), and a size beyond float64 tied every key of its query."""
     theta = np.abs(np.asarray(theta, dtype=float))
     prompt = theta.ndim == 1
     X = np.abs(np.asarray(data.X))
-    with np.errstate(over="ignore", invalid="ignore"):  # as the logits: reported by the caller
-        if prompt:
+    Z = np.abs(np.asarray(data.queries)) if not prompt else None
+    with np.errstate(over="ignore", invalid="ignore"):  # summed again below
+        if Z is None:
             terms = (X @ theta)[:, None, :]  # (n, 1, T), the same for every query
         else:
-            terms = np.abs(np.asarray(data.queries)) @ np.swapaxes(X @ theta, 1, 2)
-    sizes = terms + _logit_underflow(data, prompt)
-    return np.broadcast_to(sizes, (data.n, data.K, data.T))
+            terms = Z @ np.swapaxes(X @ theta, 1, 2)
+        sizes = tol * (terms + _logit_underflow(data, prompt))
+    sizes = np.array(np.broadcast_to(sizes, (data.n, data.K, data.T)))
+    again = np.argwhere(~np.isfinite(sizes))  # (i, k, t) of each size that overflowed
+    chunks = -(-len(again) * data.d**2 // 2**20)  # about 2**20 products a chunk, 0 if none
+    for i, k, t in (chunk.T for chunk in np.array_split(again, max(chunks, 1))[:chunks]):
+        total, power = _scaled_sum(
+            [X[i, t], theta] if Z is None else [X[i, t][:, :, None], theta, Z[i, k][:, None, :]]
+        )
+        with np.errstate(over="ignore"):  # beyond float64: tol times the size only
+            size = np.ldexp(total, power) + _logit_underflow(data, prompt)[i, k, 0]
+            sizes[i, k, t] = np.where(np.isfinite(size), tol * size, np.ldexp(tol * total, power))
+    return sizes
+
+
+def _scaled_sum(factors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    r"""The sums :math:`\sum_j \prod_f a_{fj} = s\, 2^e` of the products of ``factors``
+    (nonnegative, broadcast to shape (m, ...), summed over all axes but the first), as
+    :math:`s` and the integer :math:`e` (shape (m,)), without overflow: each factor's
+    mantissa and power of two apart (``np.frexp``), each product's mantissa scaled by its
+    power of two over the largest (:math:`s \le` the number of products). Products below
+    :math:`2^{-1074}` times the largest are lost (round-off to the sum). An internal
+    helper of :func:`logit_sizes`."""
+    mantissa: Any = 1.0
+    power: Any = 0
+    for factor in factors:
+        m, e = np.frexp(factor)
+        mantissa, power = mantissa * m, power + e.astype(np.int64)
+    mantissa, power = np.broadcast_arrays(mantissa, power)
+    mantissa = mantissa.reshape(len(mantissa), -1)
+    power = np.where(mantissa > 0, power.reshape(len(mantissa), -1), np.iinfo(np.int32).min)
+    top = power.max(axis=1)
+    top = np.where(top == np.iinfo(np.int32).min, 0, top)  # every product 0: any power
+    return np.ldexp(mantissa, power - top[:, None]).sum(axis=1), top
 
 
 def _logit_underflow(data: TokenData, prompt: bool) -> np.ndarray:
@@ -352,8 +396,8 @@ def logit_selection(
         \max(s_{ikt}, s_{ik\star}) \,\big]
 
     (:func:`tied_maxima`), :math:`s` the logits' sizes (:func:`logit_sizes` of ``theta``:
-    their terms' magnitudes, and the products that may underflow), all False at a query with
-    a non-finite visible logit.
+    their terms' magnitudes, and the products that may underflow; ``TIE_RTOL`` times them
+    finite wherever the logits are), all False at a query with a non-finite visible logit.
 
     Parameters
     ----------
@@ -364,8 +408,9 @@ def logit_selection(
         magnitudes and the same underflow term, which bound the round-off only where a
         logit's terms do not cancel.
     prompt : bool, optional
-        Without ``theta``: the logits are a prompt vector's (:func:`prompt_logits`), not a
-        W's. Default: when the data have no queries (:attr:`~svmgeo.TokenData.has_queries`).
+        The logits are a prompt vector's (:func:`prompt_logits`), not a W's. Default: with
+        ``theta``, when it is a vector (another value raises ``ValueError``); without it,
+        when the data have no queries (:attr:`~svmgeo.TokenData.has_queries`).
 
     Returns
     -------
@@ -378,11 +423,19 @@ def logit_selection(
     visible = np.asarray(data.visible)
     undefined = np.any(visible & ~np.isfinite(logits), axis=2)
     if theta is not None:
-        sizes = logit_sizes(data, theta)
+        theta = np.asarray(theta, dtype=float)
+        if prompt is not None and prompt != (theta.ndim == 1):
+            raise ValueError(
+                f"logit_selection: prompt={prompt}, but theta has shape {theta.shape} (a W "
+                "is (d, d), a prompt vector p (d,)); leave prompt out when theta is given"
+            )
+        tolerances = logit_sizes(data, theta, TIE_RTOL)
     else:
         prompt = not data.has_queries if prompt is None else prompt
-        sizes = np.abs(logits) + _logit_underflow(data, prompt)
-    top = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits), TIE_RTOL, sizes)
+        tolerances = TIE_RTOL * (np.abs(logits) + _logit_underflow(data, prompt))
+    # tol 1 on TIE_RTOL times the sizes: the same bits as TIE_RTOL on the sizes (rounding
+    # is monotone), and no overflow where a size is beyond float64
+    top = tied_maxima(np.where(undefined[:, :, None], -np.inf, logits), 1.0, tolerances)
     non_finite = [
         f"{query_label(data, i, k)}: non-finite logits" for i, k in np.argwhere(undefined)
     ]

@@ -198,20 +198,27 @@ def test_logits_whose_terms_cancel_are_not_ranked_on_round_off(X, Z, W):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_cancelling_terms_never_miss_an_exact_maximizer(seed):
-    """Keys (a, b, -a) with entries of both signs from 1 to 2^60 under integer queries and a W
-    whose rows 0 and 2 agree (p with p_0 = p_2): the terms of a cancel exactly, so the exact
-    logits are the small integers b (W z)_1, but their computed sums round at the scale of a.
-    Every exact maximizer is a top key and a selection is the exact argmax."""
+    """Keys (a, b, -a) with a = +-2^50..2^60 and b = +-1..8 under queries and a W (p) of
+    nonzero integers +-1..3 whose rows 0 and 2 agree (p_0 = p_2): the terms of a cancel
+    exactly, so the exact logits are the small integers b (W z)_1 (b p_1), but their
+    computed sums round at the scale of a, whose ulp is above them. Every exact maximizer is
+    a top key and a selection is the exact argmax. (With a from 2^0 and zeros among b, z, W,
+    as in 132ae7c, half of these seeds missed an exact maximizer on f315a3c; now all 12
+    do, ad hoc.)"""
     rng = np.random.default_rng(seed)
     n, T, d = 8, 4, 3
-    X = rng.choice([-1.0, 1.0], size=(n, T, d)) * 2.0 ** rng.integers(0, 61, size=(n, T, d))
-    X[:, :, 1] = rng.integers(-8, 9, size=(n, T))
+
+    def signed(low, high, size):
+        return rng.choice([-1.0, 1.0], size=size) * rng.integers(low, high, size=size)
+
+    X = rng.choice([-1.0, 1.0], size=(n, T, d)) * 2.0 ** rng.integers(50, 61, size=(n, T, d))
+    X[:, :, 1] = signed(1, 9, (n, T))
     X[:, :, 2] = -X[:, :, 0]
-    data = sg.TokenData(X, Z=rng.integers(-3, 4, size=(n, d)) * 1.0, scores=np.zeros((n, T)))
-    W = rng.integers(-3, 4, size=(d, d)) * 1.0
+    data = sg.TokenData(X, Z=signed(1, 4, (n, d)), scores=np.zeros((n, T)))
+    W = signed(1, 4, (d, d))
     W[2] = W[0]
     _check_against_exact(data, W)
-    p = rng.integers(-3, 4, size=d) * 1.0
+    p = signed(1, 4, d)
     p[2] = p[0]
     _check_against_exact(data, p)
 
@@ -227,3 +234,123 @@ def test_logit_selection_of_prompt_logits_needs_no_flag():
     assert (tied, non_finite) == ([], [])
     np.testing.assert_array_equal(top, [[[True, False, False]]])
     np.testing.assert_array_equal(selection.largest_logits(data, p)[0], alpha)
+
+
+def test_logit_selection_refuses_a_theta_of_the_other_kind():
+    """prompt=True with a W (or False with a p) contradicts theta's shape: refused, naming
+    both; prompt that agrees, or left out, gives largest_logits' selection."""
+    data = sg.TokenData(np.array([[[1.0, 0.0], [0.0, 1.0]]]), Z=np.array([[1.0, 0.0]]))
+    W, p = np.eye(2), np.array([1.0, 0.0])
+    for theta, prompt, logits in (
+        (W, True, selection.weight_logits(data, W)),
+        (p, False, selection.prompt_logits(data, p)),
+    ):
+        with pytest.raises(ValueError, match=r"prompt=.*theta has shape"):
+            selection.logit_selection(data, logits, theta, prompt=prompt)
+        alpha = selection.logit_selection(data, logits, theta, prompt=not prompt)[0]
+        np.testing.assert_array_equal(alpha, [0])
+        np.testing.assert_array_equal(selection.largest_logits(data, theta)[0], alpha)
+
+
+# Session 58, second review: sizes that overflow while the logits are finite. 132ae7c summed
+# |X| |W| over d before multiplying by |z| (inf * 0 = NaN: no top key at all), and sizes of
+# terms near float64's largest that cancel overflowed (inf: every key tied).
+
+
+def _exact_tolerances(data: sg.TokenData, theta: np.ndarray) -> list[list[list[Fraction]]]:
+    """TIE_RTOL times the logits' sizes in exact rationals: sum |x| |W| |z| (|x| |p|) plus
+    the underflow term mu (d ||z||_1 + d^2) (d mu)."""
+    mu, d, rtol = Fraction(selection.SMALLEST_NORMAL), data.d, Fraction(selection.TIE_RTOL)
+    queries = None if theta.ndim == 1 else np.abs(np.asarray(data.queries))
+    absolute = sg.TokenData(
+        np.abs(np.asarray(data.X)), Z=queries, scores=np.zeros((data.n, data.T))
+    )
+    terms = _exact_logits(absolute, np.abs(theta))
+    under = [
+        [d * mu if queries is None else mu * (d * sum(Fraction(float(e)) for e in queries[i, k]) + d * d)
+         for k in range(data.K)]
+        for i in range(data.n)
+    ]  # fmt: skip
+    return [[[rtol * (s + under[i][k]) for s in row] for k, row in enumerate(rows)]
+            for i, rows in enumerate(terms)]  # fmt: skip
+
+
+def test_an_exact_tie_whose_sizes_overflowed_reads_tied():
+    """Two identical keys (1.5e150, 1.5e150) under W with rows (1e158, 1) and (-1e158, 1),
+    z = (0, 1): logits exactly 3e150 each (the 1e158 terms meet z_0 = 0), but the sum of
+    |x_d| |W_d0| over d is 3e308, inf, and inf * 0 is NaN: on 132ae7c both sizes were NaN,
+    no key was a top key and the selection was key 0. Now the tie, and TIE_RTOL times the
+    exact sizes."""
+    X = np.array([[[1.5e150, 1.5e150], [1.5e150, 1.5e150]]])
+    data = sg.TokenData(X, Z=np.array([[0.0, 1.0]]), scores=np.zeros((1, 2)))
+    W = np.array([[1e158, 1.0], [-1e158, 1.0]])
+    assert np.all(np.isfinite(selection.weight_logits(data, W)))
+    assert selection.largest_logits(data, W) == (None, ["sequence 0: tokens [0, 1]"], [])
+    assert _check_against_exact(data, W)[1] == 1
+    exact = _exact_tolerances(data, W)[0][0]
+    np.testing.assert_allclose(
+        selection.logit_sizes(data, W, selection.TIE_RTOL)[0, 0], [float(e) for e in exact],
+        rtol=1e-15,
+    )  # fmt: skip
+
+
+def test_sizes_beyond_float64_do_not_tie_a_whole_query():
+    """Keys (1e150, 1e150), (1e150, 1e150 - 1e140), (-1e150, 0) under p = (1.5e158,
+    -1.5e158): exact logits 0, about 1.5e298 and -1.5e308, sizes 3e308 (beyond float64),
+    3e308 and 1.5e308. Key 1 is the exact maximum by 1.5e298, above TIE_RTOL times the
+    exact sizes (3e296): the rule in exact arithmetic selects key 1 alone. On 132ae7c the
+    sizes were inf and every key tied (the one at -1.5e308 too). TIE_RTOL times the sizes
+    is finite and exact to rounding; the sizes themselves are beyond float64."""
+    X = np.array([[[1e150, 1e150], [1e150, 1e150 - 1e140], [-1e150, 0.0]]])
+    data = sg.TokenData(X, scores=np.zeros((1, 3)))
+    p = np.array([1.5e158, -1.5e158])
+    exact, tolerances = _exact_logits(data, p)[0][0], _exact_tolerances(data, p)[0][0]
+    best = max(range(3), key=lambda t: exact[t])
+    expected = [
+        t for t in range(3) if exact[best] - exact[t] <= max(tolerances[t], tolerances[best])
+    ]
+    assert expected == [1]  # the rule, in exact arithmetic
+    alpha, tied, non_finite = selection.largest_logits(data, p)
+    np.testing.assert_array_equal(alpha, expected)
+    assert (tied, non_finite) == ([], [])
+    _check_against_exact(data, p)
+    np.testing.assert_allclose(
+        selection.logit_sizes(data, p, selection.TIE_RTOL)[0, 0], [float(e) for e in tolerances],
+        rtol=1e-15,
+    )  # fmt: skip
+    assert np.all(np.isinf(selection.logit_sizes(data, p)[0, 0, :2]))  # beyond float64
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sizes_near_float64s_largest_stay_finite(seed):
+    """Keys of +-2^496..2^498 (TokenData's largest scale) and W (p) of +-2^523..2^525 with
+    queries of 0 and +-1: products up to 2^1023 of float64's 2^1024, their sums over d (and
+    the sizes) often beyond it, the logits often not. Wherever a query's logits are finite,
+    TIE_RTOL times its sizes is finite and that of exact rationals to rounding, and every
+    exact maximizer is a top key."""
+    rng = np.random.default_rng(seed)
+    n, T, d = 6, 4, 3
+
+    def big(low, size):
+        return rng.choice([-1.0, 1.0], size=size) * 2.0 ** rng.integers(low, low + 3, size=size)
+
+    data = sg.TokenData(big(496, (n, T, d)), Z=rng.integers(-1, 2, size=(n, d)) * 1.0,
+                        scores=np.zeros((n, T)))  # fmt: skip
+    for theta in (big(523, (d, d)), big(523, d)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            logits = (selection.prompt_logits if theta.ndim == 1 else selection.weight_logits)(
+                data, theta
+            )
+        top = selection.logit_selection(data, logits, theta)[3]
+        exact, exact_tol = _exact_logits(data, theta), _exact_tolerances(data, theta)
+        finite = np.all(np.isfinite(logits), axis=2)
+        assert finite.any()
+        for i, k in np.argwhere(finite):
+            best = max(exact[i][k])
+            argmax = {t for t in range(T) if exact[i][k][t] == best}
+            assert argmax <= set(np.flatnonzero(top[i, k]).tolist())
+        tolerances = selection.logit_sizes(data, theta, selection.TIE_RTOL)
+        for i, k in np.argwhere(finite):
+            np.testing.assert_allclose(
+                tolerances[i, k], [float(e) for e in exact_tol[i][k]], rtol=1e-14
+            )
