@@ -774,12 +774,13 @@ def study(
         # token, so W makes no selection there: its verdicts are undetermined, not False, and
         # no SVM of a selection is solved (its logits are finite: checked above). top: the
         # selected key, or every tied top key
-        sel, tied, _, top = logit_selection(data, trained_logits)
+        sel, tied, _, top = logit_selection(data, trained_logits, Wt)
         svm_fro = svm_nuc = None
         if sel is None:
             notes.append(
                 f"trained W ties the top logits of {len(tied)} of {data.n * data.K} queries "
-                f"(equal up to a relative {TIE_RTOL:g}; {first_five(tied)}): it selects no "
+                f"(equal up to round-off: {TIE_RTOL:g} times the sizes of their terms, "
+                f"underflow included; {first_five(tied)}): it selects no "
                 "one token there, so it makes no selection; whether it is optimal or a LOT is "
                 "undetermined and no SVM of its selection is solved (None)"
             )

@@ -151,7 +151,7 @@ def test_tied_trained_logits_are_noted() -> None:
 def test_trained_logits_a_rounding_apart_are_tied() -> None:
     # token 1 is token 0 scaled by 1 + 2e-16: their logits under W differ by rounding alone,
     # in either direction, so the selection among them is no decision of W's (the rule of
-    # largest_logits / verify: equal up to a relative 1e-12 is a tie)
+    # largest_logits / verify: equal up to 1e-12 times the sizes of their terms is a tie)
     rng = np.random.default_rng(1)
     X, Z = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 8))
     X[:, 1] = X[:, 0] * (1 + 2e-16)
