@@ -336,7 +336,9 @@ def logit_sizes(data: TokenData, theta: np.ndarray, tol: float = 1.0) -> np.ndar
         sizes = tol * (terms + _logit_underflow(data, prompt))
     sizes = np.array(np.broadcast_to(sizes, (data.n, data.K, data.T)))
     again = np.argwhere(~np.isfinite(sizes))  # (i, k, t) of each size that overflowed
-    chunks = -(-len(again) * data.d**2 // 2**20)  # about 2**20 products a chunk, 0 if none
+    products = data.d if prompt else data.d**2  # per size
+    # about 2**20 products a chunk, at most one chunk per size (d > 1024), 0 if none
+    chunks = min(len(again), -(-len(again) * products // 2**20))
     for i, k, t in (chunk.T for chunk in np.array_split(again, max(chunks, 1))[:chunks]):
         total, power = _scaled_sum(
             [X[i, t], theta] if Z is None else [X[i, t][:, :, None], theta, Z[i, k][:, None, :]]

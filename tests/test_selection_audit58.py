@@ -321,6 +321,44 @@ def test_sizes_beyond_float64_do_not_tie_a_whole_query():
     assert np.all(np.isinf(selection.logit_sizes(data, p)[0, 0, :2]))  # beyond float64
 
 
+@pytest.mark.parametrize("prompt", [True, False])
+def test_sizes_summed_again_at_d_beyond_1024(prompt):
+    """The sizes summed again in chunks of about 2^20 products: at d = 1025 a W's size has
+    more (d^2 > 2^20), and 7488983 split the overflowed sizes into more chunks than sizes
+    and crashed on an empty one (ValueError: cannot reshape). The overflowing cases above,
+    padded with zeros to d = 1025, keep their d = 2 answers."""
+    d = 1025
+    if prompt:
+        X = np.zeros((1, 3, d))
+        X[0, :2, :2] = [[1e150, 1e150], [1e150, 1e150 - 1e140]]
+        X[0, 2, 0] = -1e150
+        data = sg.TokenData(X, scores=np.zeros((1, 3)))
+        theta = np.zeros(d)
+        theta[:2] = [1.5e158, -1.5e158]
+        expected = selection.largest_logits(
+            sg.TokenData(X[:, :, :2], scores=np.zeros((1, 3))), theta[:2]
+        )
+    else:
+        X = np.zeros((1, 2, d))
+        X[0, :, :2] = 1.5e150
+        Z = np.zeros((1, d))
+        Z[0, 1] = 1.0
+        data = sg.TokenData(X, v=np.eye(d)[0], Z=Z)
+        theta = np.zeros((d, d))
+        theta[:2, :2] = [[1e158, 1.0], [-1e158, 1.0]]
+        expected = selection.largest_logits(
+            sg.TokenData(X[:, :, :2], v=[1.0, 0.0], Z=Z[:, :2]), theta[:2, :2]
+        )
+    alpha, tied, non_finite = selection.largest_logits(data, theta)
+    if prompt:  # key 1 alone, as at d = 2
+        np.testing.assert_array_equal(expected[0], [1])
+        np.testing.assert_array_equal(alpha, [1])
+    else:  # the exact tie, as at d = 2
+        assert expected[0] is None and alpha is None
+    assert (tied, non_finite) == (expected[1], expected[2])
+    assert np.all(np.isfinite(selection.logit_sizes(data, theta, selection.TIE_RTOL)))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_random_sizes_near_float64s_largest_stay_finite(seed):
     """Keys of +-2^496..2^498 (TokenData's largest scale) and W (p) of +-2^523..2^525 with
