@@ -494,9 +494,136 @@ class TokenData:
 
 _FORMAT_VERSION = 1
 
+#: The format-version entry of each kind of svmgeo data file -> (what the file holds, the
+#: method and the function that write it, the function that reads it): a loader given the
+#: other kind's file names the right reader.
+ARCHIVE_KINDS = {
+    "svmgeo_format": ("a token dataset (TokenData)", "TokenData.save", "save_data", "load_data"),
+    "svmgeo_next_token_format": (
+        "a next-token dataset (NextTokenData)",
+        "NextTokenData.save",
+        "save_next_token_data",
+        "load_next_token_data",
+    ),
+}
+
+
+def write_archive(
+    arrays: dict[str, np.ndarray], path: str | os.PathLike[str], writer: str, reader: str
+) -> None:
+    """Write ``arrays`` to ``path`` with :func:`numpy.savez` (plain arrays, no pickle), every
+    bad path a ProblemError naming ``writer`` (and ``reader``, which reads the file back):
+    the file format of :func:`save_data`, shared by
+    :func:`~svmgeo.ntp.save_next_token_data` (an internal helper, not in ``__all__``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProblemError(
+            f"{writer} takes a file path (str or os.PathLike), as {reader} does; got "
+            f"{type(path).__name__}."
+        )
+    if not os.fspath(path):
+        raise ProblemError(
+            f"The 'path' parameter of {writer} must be a file name; got '' (numpy would write "
+            "'.npz' in the working directory). Give a name, e.g. 'data.npz'."
+        )
+    if os.path.isdir(path):
+        raise ProblemError(
+            f"{writer}({os.fspath(path)!r}): is a directory (numpy would write "
+            f"{os.fspath(path)!r}.npz beside it, which {reader} of the same path does not "
+            "read); give a file name, e.g. os.path.join(path, 'data.npz')."
+        )
+    try:
+        np.savez(path, **arrays)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise ProblemError(
+            f"{writer} cannot write {os.fspath(path)!r}: {exc.strerror or exc}. Give a path in "
+            "an existing, writable directory."
+        ) from exc
+
+
+def read_archive(
+    path: str | os.PathLike[str],
+    marker: str,
+    version: int,
+    required: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+) -> tuple[str, dict[str, np.ndarray]]:
+    """The entries of an svmgeo data file, checked as :func:`load_data` checks a dataset file
+    (an internal helper, not in ``__all__``, shared by
+    :func:`~svmgeo.ntp.load_next_token_data`).
+
+    The file (``path``, or ``path.npz`` as ``numpy.savez`` wrote it) must be an ``.npz``
+    archive of plain arrays holding the integer format version ``marker`` (from 1 to
+    ``version``; :data:`ARCHIVE_KINDS` names its writer and reader), every entry of
+    ``required`` and no entry outside ``required`` and ``optional``. Returns the opening of
+    the reader's messages (``"load_data('file.npz')"``) and the entries but ``marker``; every
+    failure is a ProblemError that the reader opens.
+    """
+    _, method, writer, reader = ARCHIVE_KINDS[marker]
+    if not isinstance(path, (str, os.PathLike)):
+        raise ProblemError(f"{reader} takes a file path; got {type(path).__name__}.")
+    if not os.fspath(path):
+        raise ProblemError(
+            f"The 'path' parameter of {reader} must be a file name; got '' (it read '.npz' in "
+            f"the working directory). Give the file written by {writer}, e.g. 'data.npz'."
+        )
+    name = npz_path(os.fsdecode(path))  # numpy.savez appends .npz; load the file it wrote
+    what = f"{reader}({name!r})"
+    if not os.path.exists(name):
+        raise ProblemError(f"{what}: no such file. Write a dataset with {method} first.")
+    if os.path.isdir(name):
+        raise ProblemError(f"{what}: is a directory; give the .npz file written by {writer}.")
+    noun = "dataset" if marker == "svmgeo_format" else "next-token dataset"
+    kind = f"an svmgeo {noun} (an .npz archive written by {method} / svmgeo.{writer})"
+    archive = open_npz(name, what, kind)
+    with archive as f:
+        if marker not in f.files or any(key not in f.files for key in required):
+            expected = ", ".join((marker, *required)) + (" and more" if optional else "")
+            said = f"{what}: not {kind}: keys {sorted(f.files)}, expected {expected}."
+            for other, (holds, _, _, other_reader) in ARCHIVE_KINDS.items():
+                if other != marker and other in f.files:
+                    said += f" It holds {holds}: read it with svmgeo.{other_reader}."
+            raise ProblemError(said)
+
+        def entry(key: str) -> np.ndarray:
+            return npz_entry(f, key, what)
+
+        found = entry(marker)
+        if found.shape != () or not np.issubdtype(found.dtype, np.integer):
+            raise ProblemError(
+                f"{what}: {marker} must be an integer; got {found!r}. The file is damaged."
+            )
+        if int(found) > version:
+            raise ProblemError(
+                f"{what}: dataset format version {int(found)}, written by a newer svmgeo; "
+                f"this svmgeo reads version {version}. Upgrade svmgeo (pip install -U "
+                "svmgeo) to read it."
+            )
+        if int(found) < 1:  # the first format is 1: no svmgeo wrote a lower one
+            raise ProblemError(
+                f"{what}: dataset format version {int(found)}, which no svmgeo writes (the "
+                f"formats start at 1; this svmgeo reads version {version}): the file "
+                f"is damaged or was not written by svmgeo. Write it again with {method} "
+                f"(svmgeo.{writer})."
+            )
+        known = (marker, *required, *optional)
+        unknown = sorted(set(f.files) - set(known))
+        if unknown:  # a misspelt entry ('y') would be dropped without a word
+            raise ProblemError(
+                f"{what}: unknown entries {unknown}; a dataset file holds {list(known)}. "
+                "Rename them (entries are case-sensitive), or write the file with "
+                f"{method}."
+            )
+        return what, {key: entry(key) for key in f.files if key != marker}
+
 
 def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
     """Write ``data`` to ``path`` as a ``.npz`` archive of plain arrays (no pickle).
+
+    The archive holds the integer ``svmgeo_format`` (the format version, 1), ``X``, ``Y``
+    and, where the dataset has them, ``v``, ``values``, ``Z`` (cross-attention), ``query``
+    (the text ``"all"`` or the token index, e.g. ``"0"``), ``mask`` (bool, shape (n, K, T):
+    ``"causal"`` is written as its array) and ``scores``. A file written by hand in this
+    layout is read too; there ``mask`` may also be the text ``"causal"``.
 
     Parameters
     ----------
@@ -515,22 +642,6 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
     """
     if not isinstance(data, TokenData):
         raise ProblemError(f"save_data takes a svmgeo.TokenData; got {type(data).__name__}.")
-    if not isinstance(path, (str, os.PathLike)):
-        raise ProblemError(
-            f"save_data takes a file path (str or os.PathLike), as load_data does; got "
-            f"{type(path).__name__}."
-        )
-    if not os.fspath(path):
-        raise ProblemError(
-            "The 'path' parameter of save_data must be a file name; got '' (numpy would write "
-            "'.npz' in the working directory). Give a name, e.g. 'data.npz'."
-        )
-    if os.path.isdir(path):
-        raise ProblemError(
-            f"save_data({os.fspath(path)!r}): is a directory (numpy would write "
-            f"{os.fspath(path)!r}.npz beside it, which load_data of the same path does not "
-            "read); give a file name, e.g. os.path.join(path, 'data.npz')."
-        )
     arrays: dict[str, np.ndarray] = {
         "svmgeo_format": np.array(_FORMAT_VERSION),
         "X": np.asarray(data.X),
@@ -548,18 +659,12 @@ def save_data(data: TokenData, path: str | os.PathLike[str]) -> None:
         arrays["mask"] = np.asarray(data.mask)
     if data.scores is not None:
         arrays["scores"] = np.asarray(data.scores if not data.single_query else data.scores[:, 0])
-    try:
-        np.savez(path, **arrays)  # type: ignore[arg-type]
-    except OSError as exc:
-        raise ProblemError(
-            f"save_data cannot write {os.fspath(path)!r}: {exc.strerror or exc}. Give a path in "
-            "an existing, writable directory."
-        ) from exc
+    write_archive(arrays, path, "save_data", "load_data")
 
 
 _OPTIONAL_ENTRIES = ("Y", "v", "Z", "mask", "values", "scores")
 """The arrays of a dataset file passed to :class:`TokenData` as they are (besides X and the
-format version; ``query`` is read from its text)."""
+format version; ``query`` is read from its text, ``mask`` from its text where it is one)."""
 
 
 def load_data(path: str | os.PathLike[str]) -> TokenData:
@@ -569,7 +674,8 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     ----------
     path : path-like
         The ``.npz`` file; as with :func:`save_data`, ``.npz`` may be left out (``path.npz``
-        is then read when it exists, as :func:`save_data` wrote it).
+        is then read when it exists, as :func:`save_data` wrote it). A file written by hand
+        in :func:`save_data`'s layout is read too, ``mask`` the text ``"causal"`` included.
 
     Returns
     -------
@@ -579,68 +685,35 @@ def load_data(path: str | os.PathLike[str]) -> TokenData:
     ------
     ProblemError
         When the file is missing or unreadable, is not an svmgeo dataset (not an ``.npz``
-        archive, a truncated one, pickled objects, missing or malformed entries), or carries
+        archive, a truncated one, pickled objects, missing or malformed entries, or a
+        next-token dataset, which :func:`~svmgeo.load_next_token_data` reads), or carries
         a format version this svmgeo does not read: above this one's (a newer svmgeo wrote
         it), or below 1 (no svmgeo writes it).
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise ProblemError(f"load_data takes a file path; got {type(path).__name__}.")
-    if not os.fspath(path):
-        raise ProblemError(
-            "The 'path' parameter of load_data must be a file name; got '' (it read '.npz' in "
-            "the working directory). Give the file written by save_data, e.g. 'data.npz'."
-        )
-    name = npz_path(os.fsdecode(path))  # save_data appends .npz; load the file it wrote
-    what = f"load_data({name!r})"
-    if not os.path.exists(name):
-        raise ProblemError(f"{what}: no such file. Write a dataset with TokenData.save first.")
-    if os.path.isdir(name):
-        raise ProblemError(f"{what}: is a directory; give the .npz file written by save_data.")
-    kind = "an svmgeo dataset (an .npz archive written by TokenData.save / svmgeo.save_data)"
-    not_ours = f"{what}: not {kind}"
-    archive = open_npz(name, what, kind)
-    with archive as f:
-        if "svmgeo_format" not in f.files or "X" not in f.files:
+    what, entries = read_archive(
+        path,
+        "svmgeo_format",
+        _FORMAT_VERSION,
+        required=("X",),
+        optional=(*_OPTIONAL_ENTRIES, "query"),
+    )
+    X = entries.pop("X")
+    kwargs: dict[str, Any] = entries
+    if "query" in kwargs:
+        q = str(kwargs["query"])
+        if q != "all" and re.fullmatch(r"-?[0-9]+", q) is None:
+            raise ProblemError(f"{what}: entry 'query' must be an integer or 'all'; got {q!r}.")
+        kwargs["query"] = "all" if q == "all" else int(q)
+    mask = kwargs.get("mask")
+    if mask is not None and mask.dtype.kind in "US":  # text, as TokenData(mask="causal") takes
+        text = str(mask) if mask.shape == () else None
+        if text != "causal":
             raise ProblemError(
-                f"{not_ours}: keys {sorted(f.files)}, expected svmgeo_format, X and more."
+                f"{what}: entry 'mask' must be a bool array of shape (K, T) or (n, K, T), or "
+                f"the text 'causal'; got {mask!r}. Write it as numpy.savez(..., "
+                "mask='causal') or as a bool array (mask[k, t]: query k sees key t)."
             )
-
-        def entry(key: str) -> np.ndarray:
-            return npz_entry(f, key, what)
-
-        version = entry("svmgeo_format")
-        if version.shape != () or not np.issubdtype(version.dtype, np.integer):
-            raise ProblemError(
-                f"{what}: svmgeo_format must be an integer; got {version!r}. The file is damaged."
-            )
-        if int(version) > _FORMAT_VERSION:
-            raise ProblemError(
-                f"{what}: dataset format version {int(version)}, written by a newer svmgeo; "
-                f"this svmgeo reads version {_FORMAT_VERSION}. Upgrade svmgeo (pip install -U "
-                "svmgeo) to read it."
-            )
-        if int(version) < 1:  # the first format is 1: no svmgeo wrote a lower one
-            raise ProblemError(
-                f"{what}: dataset format version {int(version)}, which no svmgeo writes (the "
-                f"formats start at 1; this svmgeo reads version {_FORMAT_VERSION}): the file "
-                "is damaged or was not written by svmgeo. Write it again with TokenData.save "
-                "(svmgeo.save_data)."
-            )
-        known = ("svmgeo_format", "X", *_OPTIONAL_ENTRIES, "query")
-        unknown = sorted(set(f.files) - set(known))
-        if unknown:  # a misspelt entry ('y') would be dropped without a word
-            raise ProblemError(
-                f"{what}: unknown entries {unknown}; a dataset file holds {list(known)}. "
-                "Rename them (entries are case-sensitive), or write the file with "
-                "TokenData.save."
-            )
-        kwargs: dict[str, Any] = {k: entry(k) for k in _OPTIONAL_ENTRIES if k in f.files}
-        if "query" in f.files:
-            q = str(entry("query"))
-            if q != "all" and re.fullmatch(r"-?[0-9]+", q) is None:
-                raise ProblemError(f"{what}: entry 'query' must be an integer or 'all'; got {q!r}.")
-            kwargs["query"] = "all" if q == "all" else int(q)
-        X = entry("X")
+        kwargs["mask"] = text
     try:
         return TokenData(X, **kwargs)
     except ProblemError as exc:

@@ -34,14 +34,20 @@ attention restricted to its top-priority tokens (those in the SCC of its label),
 subspace :math:`S_{\mathrm{fin}} = \mathrm{span}\{(e_i - e_j)e_k^\top : i, j \text{ in one SCC
 of } G^{(k)}\}`, which is orthogonal to :math:`W^{\mathrm{svm}}`.
 
-The wing, by concept: data (:class:`NextTokenData`, :func:`random_next_token_data`), graphs
+The wing, by concept: data (:class:`NextTokenData`, :func:`random_next_token_data`,
+:func:`save_next_token_data`, :func:`load_next_token_data`), graphs
 (:func:`token_priority_graphs`), the Graph-SVM (:func:`graph_svm`), the risk
 (:func:`ntp_loss_and_grad`, :class:`NextTokenRisk`), training (:func:`train_ntp`, in the one
 loop of :mod:`svmgeo.gd`), the finite component (:func:`finite_component`) and verification
 (:func:`verify_ntp`, :func:`verify_ntp_training`).
 """
 
-from ._data import NextTokenData, random_next_token_data
+from ._data import (
+    NextTokenData,
+    load_next_token_data,
+    random_next_token_data,
+    save_next_token_data,
+)
 from ._finite import FiniteComponent, finite_component
 from ._graphs import TokenPriorityGraph, token_priority_graphs
 from ._risk import NextTokenRisk, ntp_loss_and_grad
@@ -59,8 +65,10 @@ __all__ = [
     "finite_component",
     "graph_svm",
     "graph_svm_constraints",
+    "load_next_token_data",
     "ntp_loss_and_grad",
     "random_next_token_data",
+    "save_next_token_data",
     "token_priority_graphs",
     "train_ntp",
     "verify_ntp",

@@ -4,6 +4,7 @@ r"""Next-token data: token ids over a vocabulary with embeddings, and a syntheti
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -17,8 +18,16 @@ from .._validation import (
     check_seed,
     max_row_norm,
 )
+from ..data import read_archive, write_archive
 
-__all__ = ["NextTokenData", "check_data", "check_weights", "random_next_token_data"]
+__all__ = [
+    "NextTokenData",
+    "check_data",
+    "check_weights",
+    "load_next_token_data",
+    "random_next_token_data",
+    "save_next_token_data",
+]
 
 _MAX_RANDOM_VOCABULARY = 2**14
 """Largest V of :func:`random_next_token_data` (its V x V table of tiers: 1 GiB at int32)."""
@@ -117,6 +126,108 @@ class NextTokenData:
 
     def __repr__(self) -> str:
         return f"NextTokenData(n={self.n}, T={self.T}, V={self.V}, d={self.d})"
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the samples to a ``.npz`` file (no pickle). See :func:`save_next_token_data`."""
+        save_next_token_data(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> NextTokenData:
+        """Read samples written by :meth:`save`. See :func:`load_next_token_data`."""
+        return load_next_token_data(path)
+
+
+_FORMAT_VERSION = 1
+
+
+def save_next_token_data(data: NextTokenData, path: str | os.PathLike[str]) -> None:
+    """Write ``data`` to ``path`` as a ``.npz`` archive of plain arrays (no pickle), as
+    :func:`svmgeo.save_data` writes a :class:`~svmgeo.TokenData`.
+
+    The archive holds the integer ``svmgeo_next_token_format`` (the format version, 1),
+    ``tokens`` (int64, shape (n, T): each sequence padded with -1 on the left, as
+    :attr:`NextTokenData.tokens`), ``labels`` (int64, shape (n,)) and ``embeddings`` (float64,
+    shape (V, d)); :func:`load_next_token_data` reads it back with every array equal.
+
+    Parameters
+    ----------
+    data : NextTokenData
+    path : path-like
+        Output file (numpy appends ``.npz`` when missing).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ProblemError
+        When ``data`` is not a NextTokenData, or ``path`` cannot be written (missing
+        directory, a directory, no permission).
+    """
+    check_data(data, "save_next_token_data")
+    arrays = {
+        "svmgeo_next_token_format": np.array(_FORMAT_VERSION),
+        "tokens": np.asarray(data.tokens),
+        "labels": np.asarray(data.labels),
+        "embeddings": np.asarray(data.embeddings),
+    }
+    write_archive(arrays, path, "save_next_token_data", "load_next_token_data")
+
+
+def load_next_token_data(path: str | os.PathLike[str]) -> NextTokenData:
+    """Read a :class:`NextTokenData` written by :func:`save_next_token_data`.
+
+    Each row of ``tokens`` is a sequence after its left padding of -1 (the padding must be a
+    prefix: a row is -1 up to its first token, then token ids); the samples are then checked
+    as :class:`NextTokenData` checks them.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.npz`` file; ``.npz`` may be left out (``path.npz`` is then read when it exists,
+        as :func:`save_next_token_data` wrote it).
+
+    Returns
+    -------
+    NextTokenData
+
+    Raises
+    ------
+    ProblemError
+        When the file is missing or unreadable, is not an svmgeo next-token dataset (not an
+        ``.npz`` archive, pickled objects, missing, unknown or malformed entries, or a token
+        dataset, which :func:`svmgeo.load_data` reads), or carries a format version this
+        svmgeo does not read.
+    """
+    what, entries = read_archive(
+        path, "svmgeo_next_token_format", _FORMAT_VERSION, ("tokens", "labels", "embeddings")
+    )
+    tokens = entries["tokens"]
+    if tokens.ndim != 2 or tokens.shape[1] < 1 or not np.issubdtype(tokens.dtype, np.integer):
+        raise ProblemError(
+            f"{what}: entry 'tokens' must be an int array of shape (n, T), T >= 1, one sequence "
+            f"per row padded with -1 on the left; got {tokens.dtype} array of shape "
+            f"{tokens.shape}. Write the file with NextTokenData.save."
+        )
+    real = tokens != -1
+    # padding only before a row's first token: once real, a row stays real to its end
+    gaps = np.flatnonzero(np.any(real[:, :-1] & ~real[:, 1:], axis=1) | ~real[:, -1])
+    if gaps.size:
+        i = int(gaps[0])
+        raise ProblemError(
+            f"{what}: row {i} of entry 'tokens' is {tokens[i].tolist()}: -1 pads a sequence "
+            "on the left only, and its last entry is a token (the query). Write the file with "
+            "NextTokenData.save."
+        )
+    sequences = [row[keep] for row, keep in zip(tokens, real, strict=True)]
+    try:
+        return NextTokenData(sequences, entries["labels"], entries["embeddings"])
+    except ProblemError as exc:
+        raise ProblemError(
+            f"{what}: {exc} Here sequences[i] is row i of the entry 'tokens' without its -1 "
+            "padding."
+        ) from exc
 
 
 def check_data(data: Any, where: str) -> NextTokenData:
