@@ -255,26 +255,21 @@ def _lowest_alpha(data: TokenData) -> str:
 
 def _study_tie_hint(args: argparse.Namespace, data: TokenData, report: Any) -> Any:
     """``report`` with its note on tied optimal tokens in the command line's terms: the
-    library's hint (``optimal_tokens(data, ties='first')``, ``alpha=``) gives way to the
-    commands that take ``--alpha`` on these data; the report as it came without a tie."""
+    library's hint (:data:`svmgeo.study.TIE_HINT`: ``sg.att_svm(data, alpha)``,
+    ``optimal_tokens(data, ties='first')``) gives way to the commands that take ``--alpha``
+    on these data; the report as it came without a tie."""
     import dataclasses
     import shlex
 
-    from .selection import optimal_tokens
+    from .study import TIE_HINT
 
-    try:
-        optimal_tokens(data)
-    except TieError as exc:
-        library = str(exc)
-    else:
+    if not any(TIE_HINT in note for note in report.notes):
         return report
-    tied = library.partition(" Take ")[0]  # "optimal tokens are not unique for ...: ... ."
     said = (
-        f"{tied} The study takes one optimal token per query: study a choice among the tied "
-        f"tokens with svmgeo solve (or support, feasibility) --data {shlex.quote(args.dataset)} "
-        f"--alpha{_lowest_alpha(data)}, or perturb the data."
+        f"Study a choice among the tied tokens with svmgeo solve (or support, feasibility) "
+        f"--data {shlex.quote(args.dataset)} --alpha{_lowest_alpha(data)}, or perturb the data."
     )
-    notes = [note.replace(library, said) for note in report.notes]
+    notes = [note.replace(TIE_HINT, said) for note in report.notes]
     return dataclasses.replace(report, notes=notes)
 
 
@@ -667,7 +662,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "data": repr(data),
         "param": args.param,
         "status": str(run.status),
-        "message": run.message,
+        "message": _stop_message(args, data, run),
         "steps": run.n_steps,
         "solve_time_s": run.solve_time,
         f"norm_{name}": norm(weights),
@@ -721,7 +716,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     try:
         report = verify(data, **_gd_options(args))
     except TieError as exc:  # its hint names Python keywords (init=) and functions
-        raise ProblemError(_verify_tie_hint(args, exc)) from None
+        raise ProblemError(_verify_tie_hint(args, data, exc)) from None
     if args.json:
         print(report.to_json())
     else:
@@ -735,35 +730,127 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_tie_hint(args: argparse.Namespace, exc: TieError) -> str:
-    """The message of ``verify``'s tied final selection (``exc``) in the command line's terms.
+def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -> str:
+    """The message of ``verify``'s tied final selection (``exc``) in the command line's terms,
+    with the cause that applies (:func:`_tie_causes`) and its remedy.
 
-    The library's message ends with a hint in Python terms (``init=('random', 0.1)``,
-    ``gen_svm``), replaced by options; a run that stopped at a stationary point opens with
-    ``train``'s message of that stop, in Python terms too (``param='KQ'``, ``init=``) and with
-    the case where no start helps (every query sees one key, so none is tied), replaced by the
-    stop itself. The suggested start is one the run did not have: ``--init-scale 0.1`` from
-    the zero start, ten times the run's scale from a random one (or, with ``--data``, another
-    ``--seed``, which seeds the start only).
+    The library's message lists both causes (identical tokens, a stationary start) and ends
+    with a hint in Python terms (``init=('random', 0.1)``, ``gen_svm``); a run that stopped at
+    a stationary point opens with ``train``'s message of that stop, in Python terms too,
+    replaced by the stop itself. Identical tied tokens tie under every W: other (or
+    perturbed) data, not another start. Distinct tied tokens are left unseparated by the run's
+    final W: a start the run did not have (:func:`_other_start`), or other data.
     """
+    import numpy as np
+
+    from .selection import first_five
+
     head, tie, rest = str(exc).partition("GD's final selection is tied")
-    tied = tie + rest.partition(" A selection is one token per query")[0]
     run = exc.run
-    if head and run is not None and str(run.status) == "stationary":
+    if not tie or run is None or run.W is None:  # not the tie of a final W: as it came
+        return str(exc)
+    tied = tie + rest.partition(" (equal largest logits")[0]
+    if head and str(run.status) == "stationary":
         head = (
             f"The run stopped with status 'stationary' after {run.n_steps} steps: the "
             "gradient is exactly zero there. "
         )
+    forced, distinct = _tie_causes(data, run.W)
+    other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
+    start = _other_start(args)
+    w = "W = 0" if not np.any(run.W) else "the final W"
+    if not distinct:
+        why = f"{_every_w(forced)}: every W gives the tied tokens equal logits"
+        fix = f"use {other}; another start ties them again"
+    elif not forced:
+        why = f"distinct tokens that {w} gives equal logits"
+        fix = f"start elsewhere (e.g. {start}), or use {other}"
+    else:
+        at_forced, at_distinct = first_five(list(forced)), first_five(distinct)
+        why = (
+            f"{_every_w(forced)} at {at_forced}, tied by every W; distinct tokens that {w} "
+            f"gives equal logits at {at_distinct}"
+        )
+        fix = (
+            f"use {other}, the only fix at {at_forced}; starting elsewhere (e.g. {start}) may "
+            f"untie {at_distinct}"
+        )
+    return f"{head}{tied} ({why}). A selection is one token per query: {fix}."
+
+
+def _tie_causes(data: TokenData, W: np.ndarray) -> tuple[dict[str, str], list[str]]:
+    r"""The queries whose largest logits :math:`x_{it}^\top W z_{ik}` tie at ``W``
+    (:func:`~svmgeo.selection.logit_selection`, the rule of verify's final selection), split
+    by cause: those that every W ties, as :math:`(x_{it} - x_{is}) z_{ik}^\top = 0` for their
+    tied keys t, s (identical tokens, or a zero query), each with its cause in words; and the
+    others (distinct tokens that this W does not separate)."""
+    import numpy as np
+
+    from .selection import logit_selection, query_label, weight_logits
+
+    *_, top = logit_selection(data, weight_logits(data, np.asarray(W, dtype=float)))
+    X, Z = np.asarray(data.X), np.asarray(data.queries)
+    forced: dict[str, str] = {}
+    distinct: list[str] = []
+    for i, k in np.argwhere(top.sum(axis=2) > 1):
+        keys = np.flatnonzero(top[i, k])
+        if not np.any(Z[i, k]):
+            forced[query_label(data, i, k)] = "a zero query"
+        elif np.all(X[i, keys] == X[i, keys[0]]):
+            forced[query_label(data, i, k)] = "identical tokens"
+        else:
+            distinct.append(query_label(data, i, k))
+    return forced, distinct
+
+
+def _every_w(forced: dict[str, str]) -> str:
+    """The causes of ties that every W has (:func:`_tie_causes`), in words."""
+    causes = sorted(set(forced.values()), reverse=True)  # identical tokens first
+    return " or ".join(causes)
+
+
+def _other_start(args: argparse.Namespace) -> str:
+    """A start the run did not have: ``--init-scale 0.1`` from the zero start, ten times the
+    run's scale from a random one (or, with ``--data``, another ``--seed``, which seeds the
+    start only)."""
     init = _gd_options(args)["init"]
     if init == "zero":
-        start = "--init-scale 0.1"
-    else:
-        start = f"--init-scale {10 * init[1]:g}" + (" or another --seed" if args.data else "")
-    other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
-    return (
-        f"{head}{tied} A selection is one token per query: use {other}, or start elsewhere "
-        f"(e.g. {start})."
-    )
+        return "--init-scale 0.1"
+    return f"--init-scale {10 * init[1]:g}" + (" or another --seed" if args.data else "")
+
+
+def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
+    """Why ``svmgeo train``'s run stopped, in the command line's terms.
+
+    A stationary stop of a rule that takes a random start gets the cause that applies in
+    place of the library's list of examples in Python terms (``param='KQ'``,
+    ``init=('random', 0.1)``): every query sees one key (every W is stationary), K = Q = 0
+    of ``--param KQ`` from the zero start, or a point that another start avoids. Other
+    messages are the library's.
+    """
+    import numpy as np
+
+    from .gd import OPTIMIZERS
+
+    rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
+    if str(run.status) != "stationary" or "seed" not in OPTIMIZERS[rule].options:
+        return str(run.message)
+    said = f"stopped after {run.n_steps} steps: the gradient is exactly zero, a stationary point"
+    single = np.asarray(data.visible).sum(axis=2) == 1
+    zero = np.zeros_like(single)  # a zero query z: x^T W z = 0 for every W (p reads no z)
+    if data.has_queries and args.param != "p":
+        zero = ~np.any(np.asarray(data.queries), axis=2)
+    if np.all(single | zero):  # no query's logits depend on W, or none has two keys
+        causes = [c for c, where in (("sees a single key (T = 1 or the data's mask)", single),
+                                     ("is the zero vector", zero)) if np.any(where)]  # fmt: skip
+        return (
+            f"{said}: every query {' or '.join(causes)}, so every "
+            f"{'p' if args.param == 'p' else 'W'} is stationary and no start changes that"
+        )
+    if run.K is not None and not np.any(run.K) and not np.any(run.Q):
+        return f"{said}: K = Q = 0 of --param KQ, which --init-scale 0.1 avoids"
+    w = " (W = 0)" if run.W is not None and not np.any(run.W) else ""
+    return f"{said}{w}; start elsewhere (e.g. {_other_start(args)})"
 
 
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -59,6 +59,20 @@ RANK_RTOL = 1e-6  # singular values above RANK_RTOL * sigma_1 count towards the 
 TOP_K = (1, 2, 3)  # the top-k attention masses measured
 MEASUREMENT = "measurement (not a theorem): measured on the given data and trained W"
 
+# why Att-SVM(opt) is missing where the optimal tokens tie (the report's message then)
+_NOT_STUDIED = "Att-SVM(opt) is not studied: the study takes one optimal token per query"
+_TIED_MESSAGE = (
+    "Att-SVM(opt) is not studied (the study takes one optimal token per query, and some "
+    "queries have several; see notes)"
+)
+#: What a study's user can do about tied optimal tokens, in Python (the note's last sentence,
+#: which the command line replaces with its own commands; an internal constant).
+TIE_HINT = (
+    "Study a choice among the tied tokens with sg.att_svm(data, alpha) (or sg.feasibility, "
+    "sg.support_tokens), e.g. alpha = sg.optimal_tokens(data, ties='first') (each query's "
+    "lowest tied token), or perturb the data."
+)
+
 
 def _rank(W: np.ndarray | None) -> int | None:
     if W is None:
@@ -85,7 +99,9 @@ class StudyReport:
     feasible : bool or None
         Verdict of Att-SVM(opt), where it is verified (``OPTIMAL``) or proved (``INFEASIBLE``);
         None when the scores tie or the check is undecided (an ``*_INACCURATE`` or failed
-        status, with a note); ``status`` and ``message`` of the feasibility check.
+        status, with a note); ``status`` and ``message`` of the feasibility check, or, where
+        the optimal tokens tie, ``"no optimal selection (tie)"`` and why Att-SVM(opt) is not
+        studied (the note names the tied queries and what to do).
     margin : float or None
         Max-min margin :math:`1/\|W^{mm}\|_F` of the optimal selection.
     support : list or None
@@ -689,7 +705,8 @@ def study(
         opt = optimal_tokens(data)
     except TieError as exc:
         opt = None
-        notes.append(f"optimal tokens tie ({exc}); Att-SVM(opt) is not studied")
+        listed = str(exc).partition(" Take ")[0]  # "optimal tokens are not unique for ...: ..."
+        notes.append(f"{listed} {_NOT_STUDIED}. {TIE_HINT}")
     feas = res = None
     decided = None
     if opt is not None:
@@ -843,7 +860,7 @@ def study(
         opt=_as_list(opt),
         feasible=decided,
         status=status,
-        message="" if feas is None else feas.message,
+        message=_TIED_MESSAGE if feas is None else feas.message,
         margin=margin,
         support=support,
         margins=margins,

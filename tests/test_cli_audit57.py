@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import _in_cli_terms, build_parser, main
+from svmgeo.cli import _in_cli_terms, _other_start, build_parser, main
 from svmgeo.selection import optimal_token_sets
 
 
@@ -77,11 +77,12 @@ def test_tied_default_selection_names_alpha(command, sizes, query, capsys) -> No
 
 
 def test_tied_final_selection_of_verify_names_options(capsys) -> None:
-    """Regression: verify's tied final selection hinted "init=('random', 0.1)" and gen_svm."""
+    """Regression: verify's tied final selection hinted "init=('random', 0.1)" and gen_svm.
+    (Session 58: these tokens are identical, so the hint is other data, not another start.)"""
     argv = ["verify", "--n", "2", "--T", "2", "--d", "1", "--steps", "20", "--backend", "numpy"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "final selection is tied" in err and "--init-scale 0.1" in err
+    assert "final selection is tied" in err and "another --seed" in err
     assert "init=" not in err and "gen_svm" not in err
 
 
@@ -111,16 +112,17 @@ def test_tied_final_selection_after_a_stationary_start_reads_in_options(capsys) 
     assert main([*VERIFY_TIED, "--attention", "linear"]) == 2
     err = capsys.readouterr().err
     assert "status 'stationary' after 0 steps: the gradient is exactly zero" in err
-    assert "final selection is tied" in err and "start elsewhere (e.g. --init-scale 0.1)" in err
+    assert "final selection is tied" in err and "elsewhere (e.g. --init-scale 0.1)" in err
     assert "init=" not in err and "param=" not in err and "no start helps" not in err
 
 
 @pytest.mark.parametrize(("given", "scale"), [(["--init-scale", "0.1"], 0.1), (["--param", "KQ"], 0.1),
                                               (["--init-scale", "0.5"], 0.5)])  # fmt: skip
-def test_tied_final_selection_suggests_a_start_the_run_did_not_have(given, scale, capsys) -> None:
+def test_tied_final_selection_suggests_a_start_the_run_did_not_have(given, scale) -> None:
     """Review: the hint was --init-scale 0.1 after a run that had started from it (given, or
-    --param KQ's default); it names ten times the run's scale."""
-    assert main([*VERIFY_TIED, "--attention", "linear", *given]) == 2
-    err = capsys.readouterr().err
-    assert "final selection is tied" in err
-    assert f"start elsewhere (e.g. --init-scale {10 * scale:g})" in err
+    --param KQ's default); it names ten times the run's scale. (Session 58: from these random
+    starts the run ends tied only at identical tokens, whose hint is other data, so the start
+    the hint names is checked on its own; tests/test_cli_audit58.py has it in the message
+    after the zero start.)"""
+    args = build_parser().parse_args([*VERIFY_TIED, "--attention", "linear", *given])
+    assert _other_start(args) == f"--init-scale {10 * scale:g}"
