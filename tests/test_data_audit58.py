@@ -121,3 +121,27 @@ def test_load_data_refuses_other_mask_text_saying_how_to_write_it(tmp_path, mask
         sg.ProblemError, match=r"entry 'mask' must be a bool array .* or the text 'causal'"
     ):
         sg.load_data(tmp_path / "c.npz")
+
+
+@pytest.mark.parametrize(
+    ("entries", "match"),
+    [
+        ({"labels": [[1]]}, r"labels must be an int array of shape \(1,\)"),
+        ({"embeddings": np.array([[1.0, np.nan], [0.0, 1.0]])}, r"embeddings must be a finite"),
+    ],
+)
+def test_load_next_token_data_explains_sequences_only_where_it_names_them(
+    tmp_path, entries, match
+) -> None:
+    """Regression (review): every error of a loaded file ended with "Here sequences[i] is row
+    i of the entry 'tokens'...", also those of labels and embeddings, which name no sequence."""
+    good = {
+        "svmgeo_next_token_format": 1,
+        "tokens": [[0, 1]],
+        "labels": [1],
+        "embeddings": np.eye(2),
+    }
+    np.savez(tmp_path / "f.npz", **{k: np.asarray(v) for k, v in {**good, **entries}.items()})
+    with pytest.raises(sg.ProblemError, match=match) as info:
+        sg.load_next_token_data(tmp_path / "f.npz")
+    assert "sequences[" not in str(info.value) and "row i of the entry" not in str(info.value)

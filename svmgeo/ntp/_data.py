@@ -223,11 +223,9 @@ def load_next_token_data(path: str | os.PathLike[str]) -> NextTokenData:
     sequences = [row[keep] for row, keep in zip(tokens, real, strict=True)]
     try:
         return NextTokenData(sequences, entries["labels"], entries["embeddings"])
-    except ProblemError as exc:
-        raise ProblemError(
-            f"{what}: {exc} Here sequences[i] is row i of the entry 'tokens' without its -1 "
-            "padding."
-        ) from exc
+    except ProblemError as exc:  # NextTokenData's words: sequences[i] is a row of 'tokens'
+        rows = " Here sequences[i] is row i of the entry 'tokens' without its -1 padding."
+        raise ProblemError(f"{what}: {exc}{rows if 'sequences[' in str(exc) else ''}") from exc
 
 
 def check_data(data: Any, where: str) -> NextTokenData:
