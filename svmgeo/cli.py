@@ -228,11 +228,22 @@ def _selection(args: argparse.Namespace, data: TokenData) -> np.ndarray:
     return alpha
 
 
+_LIBRARY_TIE_CAUSES = " (equal largest logits"
+"""Where the library's message of a tied final selection (:func:`svmgeo.verify`) turns from
+the tied queries to its causes and hint in Python terms, which :func:`_verify_tie_hint`
+replaces (tests/test_cli_audit58.py checks that the library still says it)."""
+
+_LIBRARY_TIE_HINT = " Take "
+"""Where :func:`~svmgeo.optimal_tokens`' message of tied optimal tokens turns from the tied
+queries to its hint in Python terms, which :func:`_tie_hint` replaces (checked as
+:data:`_LIBRARY_TIE_CAUSES` is)."""
+
+
 def _tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -> str:
     """The command line's refusal of a default selection (the optimal tokens) that ties: the
     tied queries as :func:`~svmgeo.optimal_tokens` lists them, and ``--alpha`` to pass (the
     lowest tied index, spelled out when short) or other data."""
-    tied = str(exc).partition(" Take ")[0]  # "optimal tokens are not unique for ...: ... ."
+    tied = str(exc).partition(_LIBRARY_TIE_HINT)[0]  # "optimal tokens are not unique ...: ... ."
     other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
     return (
         f"{tied} The default selection is one optimal token per query: choose among the tied "
@@ -737,9 +748,11 @@ def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -
     The library's message lists both causes (identical tokens, a stationary start) and ends
     with a hint in Python terms (``init=('random', 0.1)``, ``gen_svm``); a run that stopped at
     a stationary point opens with ``train``'s message of that stop, in Python terms too,
-    replaced by the stop itself. Identical tied tokens tie under every W: other (or
-    perturbed) data, not another start. Distinct tied tokens are left unseparated by the run's
-    final W: a start the run did not have (:func:`_other_start`), or other data.
+    replaced by the stop itself. Tied tokens that every W ties (identical ones, up to
+    round-off, or a zero query) need other (or perturbed) data, not another start; distinct
+    tied tokens are left unseparated by the run's final W: a start the run did not have
+    (:func:`_other_start`), or other data; identical tokens tied with distinct ones need
+    both: a start can let a distinct one win, but identical ones that win tie again.
     """
     import numpy as np
 
@@ -749,64 +762,142 @@ def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -
     run = exc.run
     if not tie or run is None or run.W is None:  # not the tie of a final W: as it came
         return str(exc)
-    tied = tie + rest.partition(" (equal largest logits")[0]
+    tied = tie + rest.partition(_LIBRARY_TIE_CAUSES)[0]
     if head and str(run.status) == "stationary":
         head = (
             f"The run stopped with status 'stationary' after {run.n_steps} steps: the "
             "gradient is exactly zero there. "
         )
-    forced, distinct = _tie_causes(data, run.W)
+    forced, mixed, distinct = _tie_causes(data, run.W)
     other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
     start = _other_start(args)
     w = "W = 0" if not np.any(run.W) else "the final W"
-    if not distinct:
-        why = f"{_every_w(forced)}: every W gives the tied tokens equal logits"
+    twins = first_five([f"{q} (tokens {' and '.join(map(str, c))})" for q, c in mixed.items()])
+    if not (mixed or distinct):
+        rounded = " up to round-off" if "tokens equal up to round-off" in forced.values() else ""
+        why = f"{_every_w(forced)}: every W gives the tied tokens equal logits{rounded}"
         fix = f"use {other}; another start ties them again"
-    elif not forced:
+    elif not (forced or distinct):
+        why = (
+            f"identical tokens among distinct ones at {twins}: every W ties the identical "
+            f"ones, and {w} leaves the others unseparated"
+        )
+        fix = (
+            f"starting elsewhere (e.g. {start}) can let a distinct token win, but identical "
+            f"tokens that win tie again: use {other} for those"
+        )
+    elif not (forced or mixed):
         why = f"distinct tokens that {w} gives equal logits"
         fix = f"start elsewhere (e.g. {start}), or use {other}"
     else:
-        at_forced, at_distinct = first_five(list(forced)), first_five(distinct)
-        why = (
-            f"{_every_w(forced)} at {at_forced}, tied by every W; distinct tokens that {w} "
-            f"gives equal logits at {at_distinct}"
-        )
-        fix = (
-            f"use {other}, the only fix at {at_forced}; starting elsewhere (e.g. {start}) may "
-            f"untie {at_distinct}"
-        )
+        whys, fixes = [], []
+        if forced:
+            at = first_five(list(forced))
+            whys.append(f"{_every_w(forced)} at {at}, tied by every W")
+            fixes.append(f"use {other}, the only fix at {at}")
+        if mixed:
+            at = first_five(list(mixed))
+            whys.append(f"identical tokens among distinct ones at {twins}")
+            fixes.append(
+                f"at {at} a start can let a distinct token win, and {other} fixes identical "
+                "tokens that win"
+            )
+        if distinct:
+            at = first_five(distinct)
+            whys.append(f"distinct tokens that {w} gives equal logits at {at}")
+            fixes.append(f"starting elsewhere (e.g. {start}) may untie {at}")
+        why, fix = "; ".join(whys), "; ".join(fixes)
     return f"{head}{tied} ({why}). A selection is one token per query: {fix}."
 
 
-def _tie_causes(data: TokenData, W: np.ndarray) -> tuple[dict[str, str], list[str]]:
+def _tie_causes(
+    data: TokenData, W: np.ndarray
+) -> tuple[dict[str, str], dict[str, list[list[int]]], list[str]]:
     r"""The queries whose largest logits :math:`x_{it}^\top W z_{ik}` tie at ``W``
     (:func:`~svmgeo.selection.logit_selection`, the rule of verify's final selection), split
-    by cause: those that every W ties, as :math:`(x_{it} - x_{is}) z_{ik}^\top = 0` for their
-    tied keys t, s (identical tokens, or a zero query), each with its cause in words; and the
-    others (distinct tokens that this W does not separate)."""
+    by cause (:func:`_tied_by_every_w`, the rule :func:`_stop_message` applies too).
+
+    Returns
+    -------
+    forced : dict
+        The queries whose tied keys every W ties (identical tokens, up to round-off, or a
+        zero query), each with its cause in words.
+    mixed : dict
+        The others whose tied keys include identical ones (up to round-off): each with its
+        groups of identical tokens, e.g. ``[[0, 1]]`` for tokens 0, 1 tied with a distinct 2.
+    distinct : list of str
+        The rest: distinct tokens that this W does not separate.
+    """
     import numpy as np
 
     from .selection import logit_selection, query_label, weight_logits
 
     *_, top = logit_selection(data, weight_logits(data, np.asarray(W, dtype=float)))
-    X, Z = np.asarray(data.X), np.asarray(data.queries)
     forced: dict[str, str] = {}
+    mixed: dict[str, list[list[int]]] = {}
     distinct: list[str] = []
     for i, k in np.argwhere(top.sum(axis=2) > 1):
-        keys = np.flatnonzero(top[i, k])
-        if not np.any(Z[i, k]):
-            forced[query_label(data, i, k)] = "a zero query"
-        elif np.all(X[i, keys] == X[i, keys[0]]):
-            forced[query_label(data, i, k)] = "identical tokens"
+        keys = np.flatnonzero(top[i, k]).tolist()
+        label = query_label(data, i, k)
+        cause = _tied_by_every_w(data, i, k, keys)
+        twins = [c for c in _identical_groups(np.asarray(data.X)[i], keys) if len(c) > 1]
+        if cause is not None:
+            forced[label] = cause
+        elif twins:
+            mixed[label] = twins
         else:
-            distinct.append(query_label(data, i, k))
-    return forced, distinct
+            distinct.append(label)
+    return forced, mixed, distinct
+
+
+def _tied_by_every_w(
+    data: TokenData, i: int, k: int, keys: list[int], prompt: bool = False
+) -> str | None:
+    r"""Why every W (every p, with ``prompt``) gives the keys ``keys`` (two or more) of query
+    k of sequence i equal logits :math:`x_{it}^\top W z_{ik}` (:math:`x_{it}^\top p`), or
+    None where some W separates them: ``"a zero query"`` (:math:`z_{ik} = 0`; p reads no
+    query), ``"identical tokens"``, or ``"tokens equal up to round-off"``
+    (:func:`_identical_groups`)."""
+    import numpy as np
+
+    X = np.asarray(data.X)[i, keys]
+    if not prompt and data.has_queries and not np.any(np.asarray(data.queries)[i, k]):
+        return "a zero query"
+    if np.all(X == X[0]):
+        return "identical tokens"
+    if len(_identical_groups(X, list(range(len(keys))))) == 1:
+        return "tokens equal up to round-off"
+    return None
+
+
+def _identical_groups(X: np.ndarray, keys: list[int]) -> list[list[int]]:
+    r"""The tokens ``X[keys]`` grouped by equality up to round-off, each with the first of its
+    group: token b joins a's group when every entry ties with a's under
+    :func:`~svmgeo.selection.tied_maxima`'s rule (the selection's, tolerance
+    :data:`~svmgeo.selection.TIE_RTOL`), :math:`|x_{bj} - x_{aj}| \le \mathrm{TIE\_RTOL}
+    \max(|x_{aj}|, |x_{bj}|)`. Then for every W and z the logits differ by at most TIE_RTOL
+    times the size :math:`|x_a|^\top |W z|` of their terms (the triangle inequality), below
+    what their round-off resolves: no W separates them beyond round-off (exactly equal
+    tokens not at all)."""
+    import numpy as np
+
+    from .selection import tied_maxima
+
+    groups: list[list[int]] = []
+    for t in keys:
+        for group in groups:
+            if np.all(tied_maxima(np.stack([X[group[0]], X[t]], axis=-1))):
+                group.append(t)
+                break
+        else:
+            groups.append([t])
+    return groups
 
 
 def _every_w(forced: dict[str, str]) -> str:
     """The causes of ties that every W has (:func:`_tie_causes`), in words."""
-    causes = sorted(set(forced.values()), reverse=True)  # identical tokens first
-    return " or ".join(causes)
+    order = ("identical tokens", "tokens equal up to round-off", "a zero query")
+    return " or ".join(c for c in order if c in forced.values())
 
 
 def _other_start(args: argparse.Namespace) -> str:
@@ -824,9 +915,10 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
 
     A stationary stop of a rule that takes a random start gets the cause that applies in
     place of the library's list of examples in Python terms (``param='KQ'``,
-    ``init=('random', 0.1)``): every query sees one key (every W is stationary), K = Q = 0
-    of ``--param KQ`` from the zero start, or a point that another start avoids. Other
-    messages are the library's.
+    ``init=('random', 0.1)``): every query sees a single key or keys that every W (or p)
+    ties (:func:`_tied_by_every_w`, the rule of verify's tie hint: identical tokens, up to
+    round-off, or a zero query), so no start helps; K = Q = 0 of ``--param KQ`` from the
+    zero start; or a point that another start avoids. Other messages are the library's.
     """
     import numpy as np
 
@@ -836,16 +928,34 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
     if str(run.status) != "stationary" or "seed" not in OPTIMIZERS[rule].options:
         return str(run.message)
     said = f"stopped after {run.n_steps} steps: the gradient is exactly zero, a stationary point"
-    single = np.asarray(data.visible).sum(axis=2) == 1
-    zero = np.zeros_like(single)  # a zero query z: x^T W z = 0 for every W (p reads no z)
-    if data.has_queries and args.param != "p":
-        zero = ~np.any(np.asarray(data.queries), axis=2)
-    if np.all(single | zero):  # no query's logits depend on W, or none has two keys
-        causes = [c for c, where in (("sees a single key (T = 1 or the data's mask)", single),
-                                     ("is the zero vector", zero)) if np.any(where)]  # fmt: skip
+    visible = np.asarray(data.visible)
+    causes = set()
+    for i, k in np.ndindex(visible.shape[:2]):
+        keys = np.flatnonzero(visible[i, k]).tolist()
+        cause = "one" if len(keys) == 1 else _tied_by_every_w(data, i, k, keys, args.param == "p")
+        if cause is None:  # some W separates this query's keys
+            break
+        causes.add(cause)
+    else:
+        sees = [
+            words
+            for cause, words in (
+                ("one", "a single key (T = 1 or the data's mask)"),
+                ("identical tokens", "identical keys"),
+                ("tokens equal up to round-off", "keys equal up to round-off"),
+            )
+            if cause in causes
+        ]
+        every = "every query " + " or ".join(
+            ([f"sees {' or '.join(sees)}"] if sees else [])
+            + (["is the zero vector"] if "a zero query" in causes else [])
+        )
+        stationary = "stationary" + (
+            " up to round-off" if "tokens equal up to round-off" in causes else ""
+        )
         return (
-            f"{said}: every query {' or '.join(causes)}, so every "
-            f"{'p' if args.param == 'p' else 'W'} is stationary and no start changes that"
+            f"{said}: {every}, so every {'p' if args.param == 'p' else 'W'} is {stationary} "
+            "and no start changes that"
         )
     if run.K is not None and not np.any(run.K) and not np.any(run.Q):
         return f"{said}: K = Q = 0 of --param KQ, which --init-scale 0.1 avoids"

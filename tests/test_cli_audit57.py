@@ -123,6 +123,6 @@ def test_tied_final_selection_suggests_a_start_the_run_did_not_have(given, scale
     --param KQ's default); it names ten times the run's scale. (Session 58: from these random
     starts the run ends tied only at identical tokens, whose hint is other data, so the start
     the hint names is checked on its own; tests/test_cli_audit58.py has it in the message
-    after the zero start.)"""
+    after the zero start and after random ones, on data whose tied tokens are distinct.)"""
     args = build_parser().parse_args([*VERIFY_TIED, "--attention", "linear", *given])
     assert _other_start(args) == f"--init-scale {10 * scale:g}"
