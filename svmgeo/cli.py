@@ -741,6 +741,17 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+_NEAR = "tokens equal within the tie tolerance"
+"""The cause of :func:`_tied_by_every_w` for tokens that :func:`_tied_tokens` ties but that are
+not exactly equal."""
+
+_NEAR_MEANS = (
+    " Tokens equal within the tie tolerance: each entry within TIE_RTOL = 1e-12 of the "
+    "other's (relative), so under every W their logits differ by at most 1e-12 times the "
+    "size of their terms, which the selection reads as tied except where the terms cancel."
+)
+
+
 def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -> str:
     """The message of ``verify``'s tied final selection (``exc``) in the command line's terms,
     with the cause that applies (:func:`_tie_causes`) and its remedy.
@@ -748,11 +759,13 @@ def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -
     The library's message lists both causes (identical tokens, a stationary start) and ends
     with a hint in Python terms (``init=('random', 0.1)``, ``gen_svm``); a run that stopped at
     a stationary point opens with ``train``'s message of that stop, in Python terms too,
-    replaced by the stop itself. Tied tokens that every W ties (identical ones, up to
-    round-off, or a zero query) need other (or perturbed) data, not another start; distinct
-    tied tokens are left unseparated by the run's final W: a start the run did not have
-    (:func:`_other_start`), or other data; identical tokens tied with distinct ones need
-    both: a start can let a distinct one win, but identical ones that win tie again.
+    replaced by the stop itself. Tied tokens that every W ties (identical ones, or a zero
+    query; tokens equal within the tie tolerance, except where their terms cancel: see
+    :func:`_tied_tokens`) tie again whenever they win, under any start: other (or perturbed)
+    data unties them. Distinct tied tokens are left unseparated by the run's final W: a start
+    the run did not have (:func:`_other_start`), or other data; identical tokens tied with
+    distinct ones need both: a start can let a distinct one win, but identical ones that win
+    tie again.
     """
     import numpy as np
 
@@ -768,23 +781,26 @@ def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -
             f"The run stopped with status 'stationary' after {run.n_steps} steps: the "
             "gradient is exactly zero there. "
         )
-    forced, mixed, distinct = _tie_causes(data, run.W)
+    forced, mixed, distinct, near = _tie_causes(data, run.W)
+    near_forced = _NEAR in forced.values()
     other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
     start = _other_start(args)
     w = "W = 0" if not np.any(run.W) else "the final W"
     twins = first_five([f"{q} (tokens {' and '.join(map(str, c))})" for q, c in mixed.items()])
+    alike = _NEAR if near else "identical tokens"  # near: of the twins among distinct ones
+    cancel = ", except where their terms cancel"
     if not (mixed or distinct):
-        rounded = " up to round-off" if "tokens equal up to round-off" in forced.values() else ""
-        why = f"{_every_w(forced)}: every W gives the tied tokens equal logits{rounded}"
-        fix = f"use {other}; another start ties them again"
+        ties = "ties them" + cancel if near_forced else "gives them equal logits"
+        why = f"{_every_w(forced)}: every W {ties}"
+        fix = f"use {other}; under any start they tie again whenever they win"
     elif not (forced or distinct):
         why = (
-            f"identical tokens among distinct ones at {twins}: every W ties the identical "
-            f"ones, and {w} leaves the others unseparated"
+            f"{alike} among distinct ones at {twins}: every W ties the equal ones{cancel if near else ''}, "
+            f"and {w} leaves the others unseparated"
         )
         fix = (
-            f"starting elsewhere (e.g. {start}) can let a distinct token win, but identical "
-            f"tokens that win tie again: use {other} for those"
+            f"starting elsewhere (e.g. {start}) can let a distinct token win, but {alike} "
+            f"that win tie again: use {other} for those"
         )
     elif not (forced or mixed):
         why = f"distinct tokens that {w} gives equal logits"
@@ -793,26 +809,29 @@ def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -
         whys, fixes = [], []
         if forced:
             at = first_five(list(forced))
-            whys.append(f"{_every_w(forced)} at {at}, tied by every W")
-            fixes.append(f"use {other}, the only fix at {at}")
+            whys.append(
+                f"{_every_w(forced)} at {at}, tied by every W{cancel if near_forced else ''}"
+            )
+            fixes.append(f"use {other} at {at}, whose tied tokens tie again whenever they win")
         if mixed:
             at = first_five(list(mixed))
-            whys.append(f"identical tokens among distinct ones at {twins}")
+            whys.append(f"{alike} among distinct ones at {twins}")
             fixes.append(
-                f"at {at} a start can let a distinct token win, and {other} fixes identical "
-                "tokens that win"
+                f"at {at} a start can let a distinct token win, and {other} unties {alike} that win"
             )
         if distinct:
             at = first_five(distinct)
             whys.append(f"distinct tokens that {w} gives equal logits at {at}")
             fixes.append(f"starting elsewhere (e.g. {start}) may untie {at}")
         why, fix = "; ".join(whys), "; ".join(fixes)
-    return f"{head}{tied} ({why}). A selection is one token per query: {fix}."
+    return f"{head}{tied} ({why}). A selection is one token per query: {fix}." + (
+        _NEAR_MEANS if near or near_forced else ""
+    )
 
 
 def _tie_causes(
     data: TokenData, W: np.ndarray
-) -> tuple[dict[str, str], dict[str, list[list[int]]], list[str]]:
+) -> tuple[dict[str, str], dict[str, list[list[int]]], list[str], bool]:
     r"""The queries whose largest logits :math:`x_{it}^\top W z_{ik}` tie at ``W``
     (:func:`~svmgeo.selection.logit_selection`, the rule of verify's final selection), split
     by cause (:func:`_tied_by_every_w`, the rule :func:`_stop_message` applies too).
@@ -820,44 +839,52 @@ def _tie_causes(
     Returns
     -------
     forced : dict
-        The queries whose tied keys every W ties (identical tokens, up to round-off, or a
-        zero query), each with its cause in words.
+        The queries whose tied keys every W ties (:func:`_tied_by_every_w`: identical
+        tokens, or a zero query; tokens equal within the tie tolerance, except where their
+        terms cancel), each with its cause.
     mixed : dict
-        The others whose tied keys include identical ones (up to round-off): each with its
-        groups of identical tokens, e.g. ``[[0, 1]]`` for tokens 0, 1 tied with a distinct 2.
+        The others whose tied keys include equal ones (:func:`_twin_groups`): each with its
+        groups of equal tokens, e.g. ``[[0, 1]]`` for tokens 0, 1 tied with a distinct 2.
     distinct : list of str
         The rest: distinct tokens that this W does not separate.
+    near : bool
+        Whether some group of ``mixed`` is equal within the tie tolerance but not exactly.
     """
     import numpy as np
 
     from .selection import logit_selection, query_label, weight_logits
 
     *_, top = logit_selection(data, weight_logits(data, np.asarray(W, dtype=float)))
+    X = np.asarray(data.X)
     forced: dict[str, str] = {}
     mixed: dict[str, list[list[int]]] = {}
     distinct: list[str] = []
+    near = False
     for i, k in np.argwhere(top.sum(axis=2) > 1):
-        keys = np.flatnonzero(top[i, k]).tolist()
+        keys = np.flatnonzero(top[i, k])
         label = query_label(data, i, k)
-        cause = _tied_by_every_w(data, i, k, keys)
-        twins = [c for c in _identical_groups(np.asarray(data.X)[i], keys) if len(c) > 1]
+        cause = _tied_by_every_w(data, i, k, keys.tolist())
         if cause is not None:
             forced[label] = cause
-        elif twins:
+            continue
+        twins = [keys[g].tolist() for g in _twin_groups(X[i, keys])]
+        if twins:
             mixed[label] = twins
+            near = near or any(bool(np.any(X[i, g] != X[i, g[0]])) for g in twins)
         else:
             distinct.append(label)
-    return forced, mixed, distinct
+    return forced, mixed, distinct, near
 
 
 def _tied_by_every_w(
     data: TokenData, i: int, k: int, keys: list[int], prompt: bool = False
 ) -> str | None:
-    r"""Why every W (every p, with ``prompt``) gives the keys ``keys`` (two or more) of query
-    k of sequence i equal logits :math:`x_{it}^\top W z_{ik}` (:math:`x_{it}^\top p`), or
-    None where some W separates them: ``"a zero query"`` (:math:`z_{ik} = 0`; p reads no
-    query), ``"identical tokens"``, or ``"tokens equal up to round-off"``
-    (:func:`_identical_groups`)."""
+    r"""Why every W (every p, with ``prompt``) ties the keys ``keys`` (two or more) of query
+    k of sequence i, :math:`x_{it}^\top W z_{ik}` (:math:`x_{it}^\top p`), or None where some
+    W separates them: ``"a zero query"`` (:math:`z_{ik} = 0`; p reads no query) or
+    ``"identical tokens"`` (equal logits under every W), or :data:`_NEAR` (each token ties
+    the first by :func:`_tied_tokens`: the selection reads their logits as tied except where
+    their terms cancel)."""
     import numpy as np
 
     X = np.asarray(data.X)[i, keys]
@@ -865,38 +892,66 @@ def _tied_by_every_w(
         return "a zero query"
     if np.all(X == X[0]):
         return "identical tokens"
-    if len(_identical_groups(X, list(range(len(keys))))) == 1:
-        return "tokens equal up to round-off"
+    if np.all(_tied_tokens(X[0], X)):
+        return _NEAR
     return None
 
 
-def _identical_groups(X: np.ndarray, keys: list[int]) -> list[list[int]]:
-    r"""The tokens ``X[keys]`` grouped by equality up to round-off, each with the first of its
-    group: token b joins a's group when every entry ties with a's under
-    :func:`~svmgeo.selection.tied_maxima`'s rule (the selection's, tolerance
-    :data:`~svmgeo.selection.TIE_RTOL`), :math:`|x_{bj} - x_{aj}| \le \mathrm{TIE\_RTOL}
-    \max(|x_{aj}|, |x_{bj}|)`. Then for every W and z the logits differ by at most TIE_RTOL
-    times the size :math:`|x_a|^\top |W z|` of their terms (the triangle inequality), below
-    what their round-off resolves: no W separates them beyond round-off (exactly equal
-    tokens not at all)."""
+def _tied_tokens(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    r"""Whether tokens ``A`` and ``B`` (broadcast, tokens along the last axis) tie entrywise
+    by :func:`~svmgeo.selection.tied_maxima`'s rule (the selection's, tolerance
+    :data:`~svmgeo.selection.TIE_RTOL`): :math:`|a_j - b_j| \le \mathrm{TIE\_RTOL}
+    \max(|a_j|, |b_j|)` for every j. Then for every W and z their logits differ by at most
+    TIE_RTOL times the size :math:`\sum_j \max(|a_j|, |b_j|)\,|(Wz)_j|` of their terms (the
+    triangle inequality), which the selection reads as tied except where the terms cancel:
+    a W that gives :math:`a = (1, 1)` the logit 0 separates it from :math:`(1, 1 + 10^{-15})`."""
     import numpy as np
 
     from .selection import tied_maxima
 
-    groups: list[list[int]] = []
-    for t in keys:
-        for group in groups:
-            if np.all(tied_maxima(np.stack([X[group[0]], X[t]], axis=-1))):
-                group.append(t)
-                break
-        else:
-            groups.append([t])
-    return groups
+    A, B = np.broadcast_arrays(A, B)
+    return np.all(tied_maxima(np.stack([A, B], axis=-1)), axis=(-2, -1))
+
+
+def _twin_groups(X: np.ndarray) -> list[list[int]]:
+    r"""The groups of two or more tokens among the rows of ``X`` (shape (m, d)) that tie
+    (:func:`_tied_tokens`) the first of their group, rows in order: each row joins the first
+    group whose first row it ties, else starts one.
+
+    Rows that tie tie in every entry, so in the entry c with the most distinct values within
+    :math:`|c_a - c_b| \le \mathrm{TIE\_RTOL} \max(|c_a|, |c_b|) \le 2\,\mathrm{TIE\_RTOL}
+    |c_a|`: sorted by that entry, each row's candidates lie in a window found by bisection,
+    and only those pairs are checked in full. Only rows that tie another take a step of the
+    grouping.
+    """
+    import numpy as np
+
+    from .selection import TIE_RTOL
+
+    m, d = X.shape
+    j = int(np.argmax([len(np.unique(X[:, j])) for j in range(d)]))
+    order = np.argsort(X[:, j], kind="stable")
+    c = X[order, j]
+    window = 2 * TIE_RTOL * np.abs(c)
+    count = np.searchsorted(c, c + window, side="right") - np.arange(m) - 1  # rows after
+    a = np.repeat(np.arange(m), count)
+    b = a + 1 + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+    a, b = order[a], order[b]
+    tied = _tied_tokens(X[a], X[b])
+    a, b = np.concatenate([a[tied], b[tied]]), np.concatenate([b[tied], a[tied]])
+    first = np.full(m, -1)
+    for t in np.unique(a):  # rows that tie another, in order
+        if first[t] < 0:  # t starts a group: the rows it ties that no earlier group took
+            joins = b[a == t]
+            first[t] = t
+            first[joins[first[joins] < 0]] = t
+    groups = [np.flatnonzero(first == t) for t in np.unique(first[first >= 0])]
+    return [g.tolist() for g in groups if len(g) > 1]
 
 
 def _every_w(forced: dict[str, str]) -> str:
     """The causes of ties that every W has (:func:`_tie_causes`), in words."""
-    order = ("identical tokens", "tokens equal up to round-off", "a zero query")
+    order = ("identical tokens", _NEAR, "a zero query")
     return " or ".join(c for c in order if c in forced.values())
 
 
@@ -910,14 +965,30 @@ def _other_start(args: argparse.Namespace) -> str:
     return f"--init-scale {10 * init[1]:g}" + (" or another --seed" if args.data else "")
 
 
+def _scores_alike(args: argparse.Namespace, data: TokenData) -> bool:
+    r"""Whether every query's visible keys score alike, :math:`v^\top x_{it}` exactly equal,
+    under an attention whose weights sum to 1 (softmax, normalized_linear) and a fixed linear
+    head (no ``--train-head``): then the output :math:`\sum_t \varphi_t\, v^\top x_{it}`, hence
+    the loss, is the same at every W (or p), and every W is stationary."""
+    import numpy as np
+
+    if args.train_head or args.attention not in ("softmax", "normalized_linear") or data.v is None:
+        return False
+    scores = (np.asarray(data.X) @ np.asarray(data.v))[:, None, :]
+    visible = np.asarray(data.visible)
+    top = np.where(visible, scores, -np.inf).max(axis=2)
+    return bool(np.all(np.where(visible, scores, top[:, :, None]) == top[:, :, None]))
+
+
 def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
     """Why ``svmgeo train``'s run stopped, in the command line's terms.
 
     A stationary stop of a rule that takes a random start gets the cause that applies in
     place of the library's list of examples in Python terms (``param='KQ'``,
     ``init=('random', 0.1)``): every query sees a single key or keys that every W (or p)
-    ties (:func:`_tied_by_every_w`, the rule of verify's tie hint: identical tokens, up to
-    round-off, or a zero query), so no start helps; K = Q = 0 of ``--param KQ`` from the
+    ties (:func:`_tied_by_every_w`, the rule of verify's tie hint), so no start helps;
+    every query's visible keys score alike under softmax or normalized_linear
+    (:func:`_scores_alike`), so every W is stationary; K = Q = 0 of ``--param KQ`` from the
     zero start; or a point that another start avoids. Other messages are the library's.
     """
     import numpy as np
@@ -928,6 +999,7 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
     if str(run.status) != "stationary" or "seed" not in OPTIMIZERS[rule].options:
         return str(run.message)
     said = f"stopped after {run.n_steps} steps: the gradient is exactly zero, a stationary point"
+    every_w = f"every {'p' if args.param == 'p' else 'W'}"
     visible = np.asarray(data.visible)
     causes = set()
     for i, k in np.ndindex(visible.shape[:2]):
@@ -942,7 +1014,7 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
             for cause, words in (
                 ("one", "a single key (T = 1 or the data's mask)"),
                 ("identical tokens", "identical keys"),
-                ("tokens equal up to round-off", "keys equal up to round-off"),
+                (_NEAR, "keys equal within the tie tolerance (TIE_RTOL = 1e-12, entrywise)"),
             )
             if cause in causes
         ]
@@ -950,12 +1022,18 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
             ([f"sees {' or '.join(sees)}"] if sees else [])
             + (["is the zero vector"] if "a zero query" in causes else [])
         )
-        stationary = "stationary" + (
-            " up to round-off" if "tokens equal up to round-off" in causes else ""
-        )
+        if _NEAR in causes:
+            return (
+                f"{said}: {every}, so under {every_w} those keys' logits differ by at most "
+                "1e-12 times the size of their terms, which the selection reads as tied "
+                "except where the terms cancel: another start does not separate them"
+            )
+        return f"{said}: {every}, so {every_w} is stationary and no start changes that"
+    if _scores_alike(args, data):
         return (
-            f"{said}: {every}, so every {'p' if args.param == 'p' else 'W'} is {stationary} "
-            "and no start changes that"
+            f"{said}: every query's visible keys score alike (equal v^T x) and "
+            f"{args.attention}'s weights sum to 1, so the output, hence the loss, is the same "
+            f"at {every_w}: {every_w} is stationary and no start changes that"
         )
     if run.K is not None and not np.any(run.K) and not np.any(run.Q):
         return f"{said}: K = Q = 0 of --param KQ, which --init-scale 0.1 avoids"
