@@ -645,6 +645,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from ._linalg import frobenius_norm as norm
     from .gd import OPTIMIZERS, train
+    from .selection import first_five, largest_logits
 
     rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
     _check_optimizer_flags(args, rule, OPTIMIZERS[rule].options)
@@ -682,8 +683,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["norm_v"] = norm(run.v)
     if run.history.loss is not None:
         summary["final_loss"] = float(run.history.loss[-1])
-    if run.history.selected is not None:
-        summary["selection"] = ",".join(str(int(t)) for t in np.ravel(run.history.selected[-1]))
+    if run.history.selected is not None:  # the library's rule of a final selection
+        alpha, tied, non_finite = largest_logits(data, weights)
+        no_one = None if args.json else "none"  # the summary: "none", not Python's None
+        summary["selection"] = no_one if alpha is None else ",".join(map(str, np.ravel(alpha)))
+        for key, queries in (("tied", tied), ("non_finite", non_finite)):
+            if queries:  # JSON: every query; the summary: the first five, and how many more
+                summary[key] = queries if args.json else first_five(queries)
     if save is not None:
         factors: dict[str, Any] = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
         np.savez(save, **trained, **factors)
@@ -781,6 +787,8 @@ def _verify_tie_hint(args: argparse.Namespace, data: TokenData, exc: TieError) -
             f"The run stopped with status 'stationary' after {run.n_steps} steps: the "
             "gradient is exactly zero there. "
         )
+    elif head:  # the run's own stop message (overflow) names Python keywords
+        head = _stop_in_cli_terms(head, args)
     forced, mixed, distinct, near = _tie_causes(data, run.W)
     near_forced = _NEAR in forced.values()
     other = "other data (e.g. another --seed)" if args.data is None else "perturbed data"
@@ -989,7 +997,8 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
     ties (:func:`_tied_by_every_w`, the rule of verify's tie hint), so no start helps;
     every query's visible keys score alike under softmax or normalized_linear
     (:func:`_scores_alike`), so every W is stationary; K = Q = 0 of ``--param KQ`` from the
-    zero start; or a point that another start avoids. Other messages are the library's.
+    zero start; or a point that another start avoids. Other messages are the library's, their
+    remedies in Python terms said in the command line's (:func:`_stop_in_cli_terms`).
     """
     import numpy as np
 
@@ -997,7 +1006,7 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
 
     rule = args.optimizer if isinstance(args.optimizer, str) else args.optimizer[0]
     if str(run.status) != "stationary" or "seed" not in OPTIMIZERS[rule].options:
-        return str(run.message)
+        return _stop_in_cli_terms(str(run.message), args)
     said = f"stopped after {run.n_steps} steps: the gradient is exactly zero, a stationary point"
     every_w = f"every {'p' if args.param == 'p' else 'W'}"
     visible = np.asarray(data.visible)
@@ -1039,6 +1048,54 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
         return f"{said}: K = Q = 0 of --param KQ, which --init-scale 0.1 avoids"
     w = " (W = 0)" if run.W is not None and not np.any(run.W) else ""
     return f"{said}{w}; start elsewhere (e.g. {_other_start(args)})"
+
+
+# phrases of the library's stop messages in Python terms (svmgeo.gd._results and the rules'
+# own, svmgeo.gd.OPTIMIZERS[...].messages), each in a message of one status and rule; the tests
+# produce each by a run (or find it in the library's message) and find no Python term left
+_OVERFLOW_REMEDY = "Lower step_size or rescale init"  # gd, sign, steepest, spectral
+_ADAM_REMEDY = "Lower step_size, or raise adam_eps or adam_beta2"
+_MIRROR_REMEDY = "Lower step_size, use plain steps, or raise the exponent"
+_UNDERFLOW_EPS = "with normalize_eps > 0 the step eta ||g|| / (||g|| + eps)"  # gd's underflow
+_UNDERFLOW_GOES_ON = "Exactly normalized steps (normalize_eps=0) with log_domain=True go on"
+_MIRROR_NORMALIZED = "A normalized step (normalized=True)"  # mirror, plain steps
+_MIRROR_INIT = "Start from a smaller init or take a larger step_size"  # mirror, normalized
+_MIRROR_SIZE = "(|W|^(p-1), set by the init)"  # the same message
+
+
+def _stop_in_cli_terms(message: str, args: argparse.Namespace) -> str:
+    """A library stop message of ``svmgeo train`` (or of ``verify``'s run, in its tie refusal)
+    with its Python terms (``step_size``, ``init``, ``normalize_eps``, ``normalized=True``,
+    ``log_domain=True``) in the command line's: ``--step-size``, ``--init-scale`` where the
+    run started from random weights (from zero there is nothing to rescale),
+    ``--normalize-eps``, ``--plain``, ``--exponent``.
+    ``adam_eps`` and ``adam_beta2`` have no option (Python only), ``log_domain`` none either:
+    the command line's gradients are always log-domain (train's default). Mirror descent
+    starts from W = 0 on the command line, so its remedy "a smaller init" is gone.
+    """
+    random_start = _gd_options(args)["init"] != "zero"
+    lower = "Lower --step-size" + (" or --init-scale" if random_start else "")
+    plain = "" if getattr(args, "plain", False) else " use plain steps (--plain),"
+    for phrase, said in (
+        (_OVERFLOW_REMEDY, lower),
+        (
+            _ADAM_REMEDY,
+            f"{lower} (adam_eps and adam_beta2 have no option here: raise them in Python, "
+            "svmgeo.train(..., optimizer='adam', adam_eps=..., adam_beta2=...))",
+        ),
+        (_MIRROR_REMEDY, f"Lower --step-size,{plain} or raise --exponent"),
+        (_UNDERFLOW_EPS, "with --normalize-eps EPS above 0 the step eta ||g|| / (||g|| + EPS)"),
+        (
+            _UNDERFLOW_GOES_ON,
+            "Exactly normalized steps (the default: neither --plain nor --normalize-eps above "
+            "0; the command line always takes log-domain gradients) go on",
+        ),
+        (_MIRROR_NORMALIZED, "A normalized step (without --plain)"),
+        (_MIRROR_INIT, "Take a larger --step-size"),
+        (_MIRROR_SIZE, "(|W|^(p-1))"),
+    ):
+        message = message.replace(phrase, said)
+    return message
 
 
 def _gd_options(args: argparse.Namespace) -> dict[str, Any]:
