@@ -974,15 +974,18 @@ def _other_start(args: argparse.Namespace) -> str:
 
 
 def _scores_alike(args: argparse.Namespace, data: TokenData) -> bool:
-    r"""Whether every query's visible keys score alike, :math:`v^\top x_{it}` exactly equal,
-    under an attention whose weights sum to 1 (softmax, normalized_linear) and a fixed linear
-    head (no ``--train-head``): then the output :math:`\sum_t \varphi_t\, v^\top x_{it}`, hence
-    the loss, is the same at every W (or p), and every W is stationary."""
+    r"""Whether every query's visible keys score alike, :math:`\gamma_{ikt} = Y_{ik}\, v^\top
+    u_{it}` exactly equal (:func:`~svmgeo.selection.scores_full`; u the values, X unless
+    given), under an attention whose weights sum to 1 (softmax, normalized_linear) and a fixed
+    linear head (no ``--train-head``): then the output :math:`\sum_t \varphi_t\, v^\top
+    u_{it}`, hence the loss, is the same at every W (or p), and every W is stationary."""
     import numpy as np
+
+    from .selection import scores_full
 
     if args.train_head or args.attention not in ("softmax", "normalized_linear") or data.v is None:
         return False
-    scores = (np.asarray(data.X) @ np.asarray(data.v))[:, None, :]
+    scores = scores_full(data)  # (n, K, T)
     visible = np.asarray(data.visible)
     top = np.where(visible, scores, -np.inf).max(axis=2)
     return bool(np.all(np.where(visible, scores, top[:, :, None]) == top[:, :, None]))
@@ -1039,8 +1042,9 @@ def _stop_message(args: argparse.Namespace, data: TokenData, run: Any) -> str:
             )
         return f"{said}: {every}, so {every_w} is stationary and no start changes that"
     if _scores_alike(args, data):
+        u = "u, u the values" if data.has_values else "x"
         return (
-            f"{said}: every query's visible keys score alike (equal v^T x) and "
+            f"{said}: every query's visible keys score alike (equal v^T {u}) and "
             f"{args.attention}'s weights sum to 1, so the output, hence the loss, is the same "
             f"at {every_w}: {every_w} is stationary and no start changes that"
         )

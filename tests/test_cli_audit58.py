@@ -324,3 +324,24 @@ def test_train_says_every_w_is_stationary_where_each_query_s_keys_score_alike(
     assert main([*argv, "--attention", "relu"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] != "stationary" and "score alike" not in out["message"]
+
+
+def test_keys_score_alike_by_their_values_not_their_tokens(tmp_path, capsys) -> None:
+    """Regression (final reread): the scores that make softmax's output constant are
+    Y v^T u, u the values where given; _scores_alike read v^T x. Tokens whose v^T x differ
+    (0 and 1, checked) with values whose v^T u are equal (1 and 1, checked): the output, hence
+    the loss, is the same at every W; train said "start elsewhere (e.g. --init-scale 0.1)"."""
+    X = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]])
+    U = np.array([[[1.0, 0.0], [1.0, 5.0]], [[1.0, -2.0], [1.0, 3.0]]])
+    v = np.array([1.0, 0.0])
+    assert np.all(U @ v == 1.0) and not np.all(X @ v == (X @ v)[:, :1])
+    path = tmp_path / "alike_values.npz"
+    sg.TokenData(X, values=U, v=v, Y=[1, -1], Z=[[1, 1], [1, -1]]).save(path)
+    assert main(["train", "--data", str(path), "--steps", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "stationary" and out["steps"] == 0
+    assert out["message"].endswith(
+        "every query's visible keys score alike (equal v^T u, u the values) and softmax's "
+        "weights sum to 1, so the output, hence the loss, is the same at every W: every W is "
+        "stationary and no start changes that"
+    )
