@@ -862,7 +862,8 @@ def _tie_causes(
 
     from .selection import logit_selection, query_label, weight_logits
 
-    *_, top = logit_selection(data, weight_logits(data, np.asarray(W, dtype=float)))
+    W = np.asarray(W, dtype=float)
+    *_, top = logit_selection(data, weight_logits(data, W), W)  # verify's rule, W's terms
     X = np.asarray(data.X)
     forced: dict[str, str] = {}
     mixed: dict[str, list[list[int]]] = {}

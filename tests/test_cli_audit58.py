@@ -11,7 +11,7 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.cli import _LIBRARY_TIE_CAUSES, _LIBRARY_TIE_HINT, _tie_causes, main
-from svmgeo.selection import TIE_RTOL
+from svmgeo.selection import TIE_RTOL, largest_logits
 
 TINY = ["--n", "2", "--T", "2", "--d", "1", "--steps", "50", "--backend", "numpy"]
 
@@ -345,3 +345,20 @@ def test_keys_score_alike_by_their_values_not_their_tokens(tmp_path, capsys) -> 
         "weights sum to 1, so the output, hence the loss, is the same at every W: every W is "
         "stationary and no start changes that"
     )
+
+
+def test_tie_causes_reads_the_ties_verify_refused() -> None:
+    """Regression (final reread): _tie_causes recomputed the tied keys without W, so by the
+    logits' magnitudes alone, not by the sizes of their terms as verify's final selection
+    (largest_logits) does. Keys (2^53, 1, -2^53) and (0.5, 0, 0) under W = I, z = (1, 1, 1):
+    exact logits 1 and 0.5, computed 0 and 0.5; verify reads them tied, _tie_causes found no
+    tied query and the hint named no cause."""
+    data = sg.TokenData(
+        np.array([[[2.0**53, 1.0, -(2.0**53)], [0.5, 0.0, 0.0]]]),
+        v=np.array([1.0, 0.0, 0.0]),
+        Z=np.ones((1, 3)),
+    )
+    W = np.eye(3)
+    alpha, tied, _ = largest_logits(data, W)
+    assert alpha is None and len(tied) == 1
+    assert _tie_causes(data, W) == ({}, {}, ["sequence 0"], False)
