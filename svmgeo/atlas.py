@@ -506,8 +506,8 @@ def atlas_markdown(rows: Sequence[dict[str, Any]] | None = None) -> str:
         "steps) is `svmgeo reproduce optimizers`; these are finite runs, measurements, not "
         f"proofs. Reproducible to ±{ATLAS_TOLERANCE} across machines: (K, Q) spectral descent "
         "amplifies round-off (a 1e-15 relative change of X moves its correlations by up to "
-        "1e-2; every W run by less than 3e-6), and `svmgeo atlas --check` allows that much, and a *closest* "
-        "that such moves can swap.",
+        "1e-2; every W run by less than 3e-6), and `svmgeo atlas --check` allows that much, "
+        "and a *closest* within that much of the largest on both pages.",
         "",
         f"| # | param | optimizer | seed | {labels} | closest | predicted |",
         "|---|---|---|---|" + "---|" * len(SVMS) + "---|---|",
@@ -540,11 +540,12 @@ def page_differences(
     that a run's *closest* SVM (in its evidence row and in the first table's evidence cell)
     may differ where round-off can swap it: the committed label's correlation is within
     ``atol`` of the largest in the generated row, and the generated label's within ``atol``
-    of the largest in the committed row (both undecided, ``x?``, or neither).
+    of the largest in the committed row (either may be undecided, ``x?``).
     """
     old, new = current.splitlines(), page.splitlines()
-    swapped = _swappable_closest(_evidence_rows(old), _evidence_rows(new), atol)
-    read = [_with_committed_closest(line, swapped, _evidence_rows(new)) for line in new]
+    generated = _evidence_rows(new)
+    swapped = _swappable_closest(_evidence_rows(old), generated, atol)
+    read = [_with_committed_closest(line, swapped, generated) for line in new]
     diffs = [
         (k + 1, a, b)
         for k, (a, b, r) in enumerate(zip(old, new, read, strict=False))
@@ -576,7 +577,7 @@ def _evidence_rows(lines: list[str]) -> _EvidenceRows:
             "predicted",
         ]:
             labels = [c.removesuffix(" (face)") for c in cells[4:-2]]
-        elif labels is not None and len(cells) == len(labels) + 6 and cells[3].isdigit():
+        elif labels is not None and len(cells) == len(labels) + 6 and cells[3].isdecimal():
             rows[(cells[1], cells[2], cells[3])] = (
                 dict(zip(labels, cells[4:-2], strict=True)),
                 cells[-2],
@@ -595,7 +596,7 @@ def _near_largest(correlations: dict[str, str], label: str, atol: float) -> bool
 
     values = [v for v in map(value, correlations.values()) if v == v]
     own = value(correlations.get(label.removesuffix("?"), "nan"))
-    return bool(values) and own >= max(values) - atol
+    return bool(values) and max(values) - own <= atol
 
 
 def _swappable_closest(
@@ -606,12 +607,7 @@ def _swappable_closest(
     swapped = {}
     for key in old.keys() & new.keys():
         (was, a), (now, b) = old[key], new[key]
-        if (
-            a != b
-            and a.endswith("?") == b.endswith("?")
-            and _near_largest(now, a, atol)
-            and _near_largest(was, b, atol)
-        ):
+        if a != b and _near_largest(now, a, atol) and _near_largest(was, b, atol):
             swapped[key] = (a, b)
     return swapped
 
@@ -622,8 +618,8 @@ def _with_committed_closest(
     """A generated line with each swappable closest label put back to the committed one: in
     an evidence row (its closest cell), and in a first-table evidence cell
     (``"param optimizer: label label; ..."``, labels in seed order)."""
-    if not swapped:
-        return line
+    if not swapped or not (line.strip().startswith("|") and line.strip().endswith("|")):
+        return line  # (atlas_markdown's table rows begin and end with "|")
     cells = line.split("|")
     inner = _cells(line)
     key = (inner[1], inner[2], inner[3]) if len(inner) > 3 else None
