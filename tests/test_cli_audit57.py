@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import _in_cli_terms, _other_start, build_parser, main
+from svmgeo._cli_messages import _in_cli_terms, _other_start
+from svmgeo.cli import build_parser, main
 from svmgeo.selection import optimal_token_sets
 
 

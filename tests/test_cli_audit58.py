@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.cli import _LIBRARY_TIE_CAUSES, _LIBRARY_TIE_HINT, _tie_causes, main
+from svmgeo._cli_messages import _LIBRARY_TIE_CAUSES, _LIBRARY_TIE_HINT, _tie_causes
+from svmgeo.cli import main
 from svmgeo.selection import TIE_RTOL, largest_logits
 
 TINY = ["--n", "2", "--T", "2", "--d", "1", "--steps", "50", "--backend", "numpy"]

@@ -105,7 +105,7 @@ def test_mirror_normalized_underflow_in_cli_terms() -> None:
     W = 0 there, and a step of eta on coordinates grown by at most eta a step stays above
     their rounding for 2^53 steps, past --steps' 10^8), so its remedy is translated
     directly; "a smaller init" is no option there."""
-    from svmgeo.cli import _MIRROR_INIT, _MIRROR_SIZE, _stop_in_cli_terms
+    from svmgeo._cli_messages import _MIRROR_INIT, _MIRROR_SIZE, _stop_in_cli_terms
 
     library = OPTIMIZERS["mirror"].messages[(StopStatus.GRADIENT_UNDERFLOW, True)]
     assert _MIRROR_INIT in library and _MIRROR_SIZE in library
