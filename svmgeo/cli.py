@@ -635,13 +635,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["norm_v"] = norm(run.v)
     if run.history.loss is not None:
         summary["final_loss"] = float(run.history.loss[-1])
-    if run.history.selected is not None:  # the library's rule of a final selection
-        alpha, tied, non_finite = largest_logits(data, weights)
-        no_one = None if args.json else "none"  # the summary: "none", not Python's None
-        summary["selection"] = no_one if alpha is None else ",".join(map(str, np.ravel(alpha)))
-        for key, queries in (("tied", tied), ("non_finite", non_finite)):
-            if queries:  # JSON: every query; the summary: the first five, and how many more
-                summary[key] = queries if args.json else first_five(queries)
+    # the final selection by the library's rule, from the final W (or p) of every optimizer
+    # (the run's history records an argmax of GD's only)
+    alpha, tied, non_finite = largest_logits(data, weights)
+    no_one = None if args.json else "none"  # the summary: "none", not Python's None
+    summary["selection"] = no_one if alpha is None else ",".join(map(str, np.ravel(alpha)))
+    for key, queries in (("tied", tied), ("non_finite", non_finite)):
+        if queries:  # JSON: every query; the summary: the first five, and how many more
+            summary[key] = queries if args.json else first_five(queries)
     if save is not None:
         factors: dict[str, Any] = {} if run.K is None or run.Q is None else {"K": run.K, "Q": run.Q}
         np.savez(save, **trained, **factors)
