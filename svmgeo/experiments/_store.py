@@ -7,8 +7,8 @@ which :class:`ResultStore` drops when it reopens the file). Columns, in order:
 
 ``trial_id``, the parameters (grid order; then ``trial_seed``, the seed passed to the trial,
 when ``sweep(..., derive_seeds=True)`` derives it), the results (fixed by the first successful
-trial), ``part``, ``n_parts``, ``status`` (``"ok"``, ``"error"`` or ``"timeout"``),
-``elapsed``, ``error``.
+trial in grid order), ``part``, ``n_parts``, ``status`` (``"ok"``, ``"error"`` or
+``"timeout"``), ``elapsed``, ``error``.
 
 Cells are written with :func:`repr` for floats (exact round trip), ``True``/``False`` for
 booleans and an empty cell for ``None``; :func:`read_results` converts them back by the rule
@@ -274,11 +274,12 @@ class ResultStore:
     """Append-only CSV writer for one sweep (``path=None`` keeps rows in memory only).
 
     Every :meth:`append` writes whole lines, flushes and ``fsync``\\ s before returning. The
-    result columns are fixed by the first successful trial; while only error rows exist the
-    file is rewritten (atomically, via a temporary file and :func:`os.replace`) once that
-    trial arrives. ``params`` are the columns before the results: the grid's parameters,
-    then the ``derived`` ones among them (``trial_seed``, computed from the parameters), which
-    messages name apart.
+    result columns are fixed by the first successful row appended, or set anew by
+    :meth:`replace` (:func:`~svmgeo.sweep` makes them the keys of the first successful trial
+    in grid order); while only error rows exist the file is rewritten (atomically, via a
+    temporary file and :func:`os.replace`) once a successful row arrives. ``params`` are the
+    columns before the results: the grid's parameters, then the ``derived`` ones among them
+    (``trial_seed``, computed from the parameters), which messages name apart.
     """
 
     def __init__(
@@ -424,17 +425,23 @@ class ResultStore:
         return done
 
     # -- writing -------------------------------------------------------------------------
+    def clash(self, keys: Iterable[str]) -> str | None:
+        """``None`` when no key of ``keys`` is a parameter or bookkeeping column, else the
+        reason (such keys can be no table's result columns)."""
+        clash = sorted(set(keys) & ({"trial_id", *self.params, *META_AFTER}))
+        if clash:
+            return (
+                f"trial_fn returned keys {clash} that clash with parameter or bookkeeping "
+                "column names; rename them"
+            )
+        return None
+
     def check_results(self, keys: Iterable[str]) -> str | None:
         """``None`` when ``keys`` fit the table's result columns, else the reason they do not."""
         keys = list(keys)
-        if self.results is None:
-            clash = sorted(set(keys) & ({"trial_id", *self.params, *META_AFTER}))
-            if clash:
-                return (
-                    f"trial_fn returned keys {clash} that clash with parameter or bookkeeping "
-                    "column names; rename them"
-                )
-            return None
+        clash = self.clash(keys)
+        if clash is not None or self.results is None:
+            return clash
         extra = [k for k in keys if k not in self.results]
         missing = [k for k in self.results if k not in keys]
         if not extra and not missing:
@@ -446,7 +453,7 @@ class ResultStore:
             text.append(f"missing keys {missing}")
         return (
             f"trial_fn returned {' and '.join(text)}; every trial must return the keys of the "
-            f"first successful trial, {self.results}"
+            f"first successful trial in grid order, {self.results}"
         )
 
     def append(self, rows: list[dict[str, Any]]) -> None:
@@ -462,6 +469,14 @@ class ResultStore:
             self._rewrite()  # the error rows written so far lack the result columns
         else:
             self._write_lines([] if had_rows else [self.header], rows)
+
+    def replace(self, results: list[str], rows: list[dict[str, Any]]) -> None:
+        """Take ``results`` as the result columns and ``rows`` in place of the rows of their
+        trials, and rewrite the table (atomically)."""
+        tids = {r["trial_id"] for r in rows}
+        self.results = list(results)
+        self.rows = [r for r in self.rows if r["trial_id"] not in tids] + rows
+        self._rewrite()
 
     def _cells(self, row: dict[str, Any]) -> list[str]:
         return [format_cell(row.get(h)) for h in self.header]

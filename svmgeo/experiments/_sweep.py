@@ -14,6 +14,7 @@ without recomputing or losing finished trials.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import functools
@@ -36,7 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -259,6 +260,107 @@ def _limit_threads(threads: int | None) -> None:
     threadpool_limits(threads)
 
 
+_PROCESS_TOKEN = uuid.uuid4().hex
+"""Drawn when this module is imported: with the process id it tells the sweep's own process
+from a worker process (forked ones share the token, processes on other machines may share
+the id)."""
+
+
+def _process_key() -> tuple[int, str]:
+    """This process's key, which :func:`_run_trial` compares with the sweep's (``home``)."""
+    return os.getpid(), _PROCESS_TOKEN
+
+
+class _HeldLimit:
+    """threadpoolctl's limit of ``threads`` on the loaded BLAS / OpenMP libraries, set and
+    restored by a thread of its own.
+
+    threadpoolctl lets one thread at a time set the count of a process-wide pool (OpenBLAS
+    with pthreads; others' calls do nothing): the thread that sets it must restore it, which
+    the trials (on threads that start and end in any order) cannot promise. Where another
+    thread holds that control (a caller's ``with threadpool_limits(...)`` around the sweep),
+    its setting stays.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self._entered = threading.Event()
+        self._leave = threading.Event()
+        self._thread = threading.Thread(
+            target=self._hold, args=(threads,), name="svmgeo-thread-limit", daemon=True
+        )
+        self._thread.start()
+        self._entered.wait()
+
+    def _hold(self, threads: int) -> None:
+        try:
+            with threadpool_limits(threads):
+                self._entered.set()
+                self._leave.wait()
+        finally:
+            self._entered.set()
+
+    def release(self) -> None:
+        """Restore the counts as they were."""
+        self._leave.set()
+        self._thread.join()
+
+
+class _Scope:
+    """The thread limit of the trials running in the sweep's own process (an in-process Dask
+    client's worker threads), held while any of them runs."""
+
+    lock = threading.Lock()
+    depth = 0  # trials inside the limit now
+    environ: ClassVar[dict[str, str | None]] = {}  # the variables before the first
+    limit: _HeldLimit | None = None
+
+
+@contextlib.contextmanager
+def _scoped_threads(threads: int | None) -> Generator[None, None, None]:
+    """Cap BLAS / OpenMP / numba threads at ``threads`` while a trial runs in the sweep's own
+    process, and restore them afterwards (None: leave alone).
+
+    The environment variables and the BLAS / OpenMP libraries' counts belong to the process:
+    the first of the trials running at once sets them and the last restores them (the
+    libraries' through :class:`_HeldLimit`), so that concurrent trials (a Dask worker's
+    threads) never restore them under one another; the process's other threads run under
+    the limit meanwhile. numba's count belongs to the
+    thread and is set and restored per trial, when numba is imported already:
+    ``NUMBA_NUM_THREADS`` is not set, since numba reads it once, on import, for the rest of
+    the session. A BLAS or OpenMP library first loaded by a trial reads the variables then
+    and keeps that count.
+    """
+    if threads is None:
+        yield
+        return
+    with _Scope.lock:
+        if _Scope.depth == 0:
+            _Scope.environ = {var: os.environ.get(var) for var in _THREAD_VARS}
+            for var in _THREAD_VARS:
+                os.environ[var] = str(threads)
+            _Scope.limit = _HeldLimit(threads)
+        _Scope.depth += 1
+    numba = sys.modules.get("numba")
+    numba_threads = None if numba is None else numba.get_num_threads()
+    try:
+        if numba is not None:
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        yield
+    finally:
+        if numba is not None and numba_threads is not None:
+            numba.set_num_threads(numba_threads)
+        with _Scope.lock:
+            _Scope.depth -= 1
+            if _Scope.depth == 0 and _Scope.limit is not None:
+                _Scope.limit.release()
+                _Scope.limit = None
+                for var, value in _Scope.environ.items():
+                    if value is None:
+                        os.environ.pop(var, None)
+                    else:
+                        os.environ[var] = value
+
+
 def _exit_with_parent(parent_alive: Connection) -> None:
     """End this worker process as soon as the sweep's process is gone.
 
@@ -334,9 +436,27 @@ def _error_text(exc: BaseException) -> str:
     return text[:_MAX_ERROR]
 
 
-def _run_trial(fn: Callable[..., Any], kwargs: dict[str, Any], threads: int | None) -> _Outcome:
-    """Run one trial; return (rows, seconds, error text). Exceptions become error text."""
+def _run_trial(
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    threads: int | None,
+    home: tuple[int, str] | None = None,
+) -> _Outcome:
+    """Run one trial; return (rows, seconds, error text). Exceptions become error text.
+
+    ``threads`` caps the threads for the rest of a worker process's life, and for the trial
+    alone when it runs in the sweep's own process (its key is ``home``: an in-process Dask
+    client), whose caller keeps its own settings.
+    """
+    if home == _process_key():
+        with _scoped_threads(threads):
+            return _timed_trial(fn, kwargs)
     _limit_threads(threads)
+    return _timed_trial(fn, kwargs)
+
+
+def _timed_trial(fn: Callable[..., Any], kwargs: dict[str, Any]) -> _Outcome:
+    """Run one trial as it is; return (rows, seconds, error text)."""
     start = time.perf_counter()
     try:
         rows = _clean_results(fn(**kwargs))
@@ -751,7 +871,13 @@ def _run_dask(
         futures = {}
         for tid, kwargs in tasks:
             fut = client.submit(
-                _run_trial, fn, kwargs, threads, key=f"svmgeo-trial-{tid}-{tag}", pure=False
+                _run_trial,
+                fn,
+                kwargs,
+                threads,
+                _process_key(),
+                key=f"svmgeo-trial-{tid}-{tag}",
+                pure=False,
             )
             futures[fut.key] = (tid, fut)
         for fut in dask_completed([f for _, f in futures.values()], loop=client.loop):
@@ -792,6 +918,84 @@ def _rows_of(
         {**base, **r, "part": k, "n_parts": n, "status": "ok", "elapsed": elapsed, "error": None}
         for k, r in enumerate(results)
     ]
+
+
+class _Recorder:
+    """Appends the rows of each trial to ``store`` as it finishes, under the result columns
+    of the first successful trial in grid order (``order``: the trial ids to run, in grid
+    order), whatever order the trials finish in.
+
+    Until the table has result columns (a fresh table, or one of error rows only), the first
+    trial to succeed fixes them provisionally, and every finished trial is still appended at
+    once (a sweep stopped now resumes without rerunning it). The outcomes are kept in memory
+    until every trial before the one whose keys are the columns has finished: a trial before
+    it that succeeds with other keys (or the same keys in another order) takes its place,
+    and the rows of the kept trials are derived again under its columns and the table
+    rewritten. A table that has result columns keeps them (resumed rows stay as they were).
+    """
+
+    def __init__(
+        self, store: ResultStore, params_of: dict[str, dict[str, Any]], order: Sequence[str]
+    ) -> None:
+        self.store = store
+        self.params_of = params_of
+        self.position = {tid: k for k, tid in enumerate(order)}
+        self.finished = [False] * len(order)
+        self.first_open = 0  # position of the first trial not finished
+        self.fixer: int | None = None  # position of the trial whose keys are the columns
+        # tid -> (outcome, timed out, whether its rows are errors), while the columns may change
+        self.kept: dict[str, tuple[_Outcome, bool, bool]] | None = (
+            None if store.results is not None else {}
+        )
+        self.n_errors = 0  # trials recorded by this call whose rows are errors
+
+    def record(self, tid: str, outcome: _Outcome, timed_out: bool) -> None:
+        """Append the rows of the finished trial ``tid``."""
+        pos = self.position[tid]
+        self.finished[pos] = True
+        while self.first_open < len(self.finished) and self.finished[self.first_open]:
+            self.first_open += 1
+        results = outcome[0]
+        keys = None if results is None else list(results[0])
+        if (
+            self.kept is not None
+            and keys is not None
+            and self.fixer is not None
+            and pos < self.fixer
+            and keys != self.store.results
+            and self.store.clash(keys) is None
+        ):
+            self.fixer = pos
+            self.kept[tid] = (outcome, timed_out, False)
+            self._refix(keys, self.kept)
+        else:
+            failed = self._append(tid, outcome, timed_out)
+            if self.kept is not None:
+                self.kept[tid] = (outcome, timed_out, failed)
+                if not failed and (self.fixer is None or pos < self.fixer):
+                    self.fixer = pos
+        if self.kept is not None and self.fixer is not None and self.first_open > self.fixer:
+            self.kept = None  # every trial before it has finished: the columns are final
+
+    def _append(self, tid: str, outcome: _Outcome, timed_out: bool) -> bool:
+        """Append the rows of ``tid`` under the current columns; whether they are errors."""
+        rows = _rows_of(tid, self.params_of[tid], outcome, self.store, timed_out)
+        self.store.append(rows)
+        failed = rows[0]["status"] != "ok"
+        self.n_errors += failed
+        return failed
+
+    def _refix(self, keys: list[str], kept: dict[str, tuple[_Outcome, bool, bool]]) -> None:
+        """Make ``keys`` the result columns and derive the ``kept`` trials' rows again."""
+        self.store.results = keys  # the columns _rows_of checks the results against
+        rows = []
+        for tid, (outcome, timed_out, failed) in kept.items():
+            redone = _rows_of(tid, self.params_of[tid], outcome, self.store, timed_out)
+            now = redone[0]["status"] != "ok"
+            self.n_errors += now - failed
+            kept[tid] = (outcome, timed_out, now)
+            rows.extend(redone)
+        self.store.replace(keys, rows)
 
 
 def trial_digest(fn: Any) -> str:
@@ -987,7 +1191,8 @@ def sweep(
     trial_fn : callable
         ``trial_fn(**params) -> dict`` of scalar results (or a list of dicts: several rows,
         numbered by ``part``). Every trial must return the same keys (the keys of the first
-        successful trial fix the table's result columns; others make an error row). With
+        successful trial in grid order fix the table's result columns, whatever order the
+        trials finish in; a resumed table keeps its columns; others make an error row). With
         worker processes or Dask it must be a module-level function of an importable module.
     grid : dict of str → list, or list of dict
         Parameters; see :func:`expand_grid`.
@@ -1021,7 +1226,9 @@ def sweep(
     threads : int or None, default 1
         Threads per worker for numba, OpenMP and BLAS (set in workers before the trials
         import them, so that ``workers`` processes do not oversubscribe the cores). None
-        leaves the workers' defaults. Not applied with ``workers=0``.
+        leaves the workers' defaults. Not applied with ``workers=0``. Trials that a Dask
+        client runs in this process (``Client(processes=False)``) run under it and this
+        process gets its settings back when they end.
     timeout : float or None, default None
         Seconds one trial may run (from its start in a worker, not counting the worker's
         start-up); None: no limit. A trial still running then has its worker process killed
@@ -1172,7 +1379,7 @@ def sweep(
                 file=sys.stderr,
                 dynamic_ncols=True,
             )
-            n_err = 0
+            recorder = _Recorder(store, params_of, [tid for tid, _ in tasks])
             if scheduler is not None:
                 runs = _run_dask(trial_fn, tasks, scheduler, threads)
             elif timeout is not None:
@@ -1181,7 +1388,6 @@ def sweep(
                 runs = _run_local(trial_fn, tasks, n_workers, threads)
             try:
                 for tid, result, timed_out in runs:
-                    rows = _rows_of(tid, params_of[tid], result, store, timed_out)
                     if (
                         table is not None
                         and types is not None
@@ -1190,11 +1396,11 @@ def sweep(
                         # before the rows: the record may hold more types than the table
                         # (read_results then falls back to the CSV rule), never fewer
                         _record_settings(table, settings, types)
-                    store.append(rows)
+                    n_err = recorder.n_errors
+                    recorder.record(tid, result, timed_out)
                     n_run += 1
-                    if rows[0]["status"] != "ok":
-                        n_err += 1
-                        bar.set_postfix(errors=n_err, refresh=False)
+                    if recorder.n_errors != n_err:
+                        bar.set_postfix(errors=recorder.n_errors, refresh=False)
                     bar.update(1)
             finally:
                 runs.close()  # stops the workers or cancels the cluster's futures now
