@@ -270,6 +270,11 @@ def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any
     return records
 
 
+def _temporary(path: Path) -> Path:
+    """The temporary file a table is rewritten into before it is moved over the table."""
+    return path.with_name(path.name + ".tmp")
+
+
 class ResultStore:
     """Append-only CSV writer for one sweep (``path=None`` keeps rows in memory only).
 
@@ -277,7 +282,8 @@ class ResultStore:
     result columns are fixed by the first successful row appended, or set anew by
     :meth:`replace` (:func:`~svmgeo.sweep` makes them the keys of the first successful trial
     in grid order); while only error rows exist the file is rewritten (atomically, via a
-    temporary file and :func:`os.replace`) once a successful row arrives. ``params`` are the
+    temporary file ``<table>.tmp`` and :func:`os.replace`; one that a stopped rewrite left is
+    removed when the table is opened) once a successful row arrives. ``params`` are the
     columns before the results: the grid's parameters, then the ``derived`` ones among them
     (``trial_seed``, computed from the parameters), which messages name apart.
     """
@@ -341,6 +347,11 @@ class ResultStore:
             ) from None
         self._take_lock()  # before reading, so that two sweeps never share a table
         try:
+            # a rewrite interrupted before its os.replace left this; only the lock's holder
+            # writes it, and the table itself is whole
+            stale = _temporary(self.path)
+            if stale.is_file():
+                stale.unlink(missing_ok=True)
             header, raw, truncated = _read_raw(self.path) if resume else (None, [], False)
             if header is None or not raw:  # nothing, or a header alone: start afresh
                 self._fh.truncate(0)
@@ -493,7 +504,7 @@ class ResultStore:
         """Write header and all rows to a temporary file and move it over the table."""
         if self.path is None:
             return
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp = _temporary(self.path)
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             if self.rows:
                 fh.write(_line(self.header))

@@ -14,7 +14,6 @@ without recomputing or losing finished trials.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import functools
@@ -37,7 +36,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -271,96 +270,6 @@ def _process_key() -> tuple[int, str]:
     return os.getpid(), _PROCESS_TOKEN
 
 
-class _HeldLimit:
-    """threadpoolctl's limit of ``threads`` on the loaded BLAS / OpenMP libraries, set and
-    restored by a thread of its own.
-
-    threadpoolctl lets one thread at a time set the count of a process-wide pool (OpenBLAS
-    with pthreads; others' calls do nothing): the thread that sets it must restore it, which
-    the trials (on threads that start and end in any order) cannot promise. Where another
-    thread holds that control (a caller's ``with threadpool_limits(...)`` around the sweep),
-    its setting stays.
-    """
-
-    def __init__(self, threads: int) -> None:
-        self._entered = threading.Event()
-        self._leave = threading.Event()
-        self._thread = threading.Thread(
-            target=self._hold, args=(threads,), name="svmgeo-thread-limit", daemon=True
-        )
-        self._thread.start()
-        self._entered.wait()
-
-    def _hold(self, threads: int) -> None:
-        try:
-            with threadpool_limits(threads):
-                self._entered.set()
-                self._leave.wait()
-        finally:
-            self._entered.set()
-
-    def release(self) -> None:
-        """Restore the counts as they were."""
-        self._leave.set()
-        self._thread.join()
-
-
-class _Scope:
-    """The thread limit of the trials running in the sweep's own process (an in-process Dask
-    client's worker threads), held while any of them runs."""
-
-    lock = threading.Lock()
-    depth = 0  # trials inside the limit now
-    environ: ClassVar[dict[str, str | None]] = {}  # the variables before the first
-    limit: _HeldLimit | None = None
-
-
-@contextlib.contextmanager
-def _scoped_threads(threads: int | None) -> Generator[None, None, None]:
-    """Cap BLAS / OpenMP / numba threads at ``threads`` while a trial runs in the sweep's own
-    process, and restore them afterwards (None: leave alone).
-
-    The environment variables and the BLAS / OpenMP libraries' counts belong to the process:
-    the first of the trials running at once sets them and the last restores them (the
-    libraries' through :class:`_HeldLimit`), so that concurrent trials (a Dask worker's
-    threads) never restore them under one another; the process's other threads run under
-    the limit meanwhile. numba's count belongs to the
-    thread and is set and restored per trial, when numba is imported already:
-    ``NUMBA_NUM_THREADS`` is not set, since numba reads it once, on import, for the rest of
-    the session. A BLAS or OpenMP library first loaded by a trial reads the variables then
-    and keeps that count.
-    """
-    if threads is None:
-        yield
-        return
-    with _Scope.lock:
-        if _Scope.depth == 0:
-            _Scope.environ = {var: os.environ.get(var) for var in _THREAD_VARS}
-            for var in _THREAD_VARS:
-                os.environ[var] = str(threads)
-            _Scope.limit = _HeldLimit(threads)
-        _Scope.depth += 1
-    numba = sys.modules.get("numba")
-    numba_threads = None if numba is None else numba.get_num_threads()
-    try:
-        if numba is not None:
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        yield
-    finally:
-        if numba is not None and numba_threads is not None:
-            numba.set_num_threads(numba_threads)
-        with _Scope.lock:
-            _Scope.depth -= 1
-            if _Scope.depth == 0 and _Scope.limit is not None:
-                _Scope.limit.release()
-                _Scope.limit = None
-                for var, value in _Scope.environ.items():
-                    if value is None:
-                        os.environ.pop(var, None)
-                    else:
-                        os.environ[var] = value
-
-
 def _exit_with_parent(parent_alive: Connection) -> None:
     """End this worker process as soon as the sweep's process is gone.
 
@@ -444,19 +353,13 @@ def _run_trial(
 ) -> _Outcome:
     """Run one trial; return (rows, seconds, error text). Exceptions become error text.
 
-    ``threads`` caps the threads for the rest of a worker process's life, and for the trial
-    alone when it runs in the sweep's own process (its key is ``home``: an in-process Dask
-    client), whose caller keeps its own settings.
+    ``threads`` caps the threads of a worker process for the rest of its life; it is not
+    applied when the trial runs in the sweep's own process (its key is ``home``: an
+    in-process Dask client), since the limit is process-wide and would reach the caller's
+    own threads (as with ``workers=0``, the trial runs with the caller's settings).
     """
-    if home == _process_key():
-        with _scoped_threads(threads):
-            return _timed_trial(fn, kwargs)
-    _limit_threads(threads)
-    return _timed_trial(fn, kwargs)
-
-
-def _timed_trial(fn: Callable[..., Any], kwargs: dict[str, Any]) -> _Outcome:
-    """Run one trial as it is; return (rows, seconds, error text)."""
+    if home != _process_key():
+        _limit_threads(threads)
     start = time.perf_counter()
     try:
         rows = _clean_results(fn(**kwargs))
@@ -1192,8 +1095,9 @@ def sweep(
         ``trial_fn(**params) -> dict`` of scalar results (or a list of dicts: several rows,
         numbered by ``part``). Every trial must return the same keys (the keys of the first
         successful trial in grid order fix the table's result columns, whatever order the
-        trials finish in; a resumed table keeps its columns; others make an error row). With
-        worker processes or Dask it must be a module-level function of an importable module.
+        trials finish in; a resumed table keeps the result columns it has; others make an
+        error row). With worker processes or Dask it must be a module-level function of an
+        importable module.
     grid : dict of str → list, or list of dict
         Parameters; see :func:`expand_grid`.
     out : str or PathLike, optional
@@ -1226,9 +1130,10 @@ def sweep(
     threads : int or None, default 1
         Threads per worker for numba, OpenMP and BLAS (set in workers before the trials
         import them, so that ``workers`` processes do not oversubscribe the cores). None
-        leaves the workers' defaults. Not applied with ``workers=0``. Trials that a Dask
-        client runs in this process (``Client(processes=False)``) run under it and this
-        process gets its settings back when they end.
+        leaves the workers' defaults. Not applied to trials that run in this process:
+        ``workers=0``, and an in-process Dask client (``Client(processes=False)``), whose
+        trials run with the caller's thread settings (the limit is process-wide and would
+        stay on the caller's own threads).
     timeout : float or None, default None
         Seconds one trial may run (from its start in a worker, not counting the worker's
         start-up); None: no limit. A trial still running then has its worker process killed

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
-import threading
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_info
 
+from svmgeo import ProblemError
 from svmgeo.experiments import read_results, sweep
 
 _WAIT_S = 30.0  # a guard against a hang only: the trials waited for finish at once
@@ -105,73 +109,116 @@ def test_rows_on_an_in_process_dask_client_follow_grid_order(tmp_path: Path) -> 
 _VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 
 
-def probe_trial(k: int, sync: str) -> dict:
-    """The thread settings a trial sees; both trials wait until both have started, so that
-    they run at once (one restoring the settings must not undo the other's limit)."""
-    (Path(sync) / str(k)).touch()
-    _wait_for([Path(sync) / "0", Path(sync) / "1"])
+def probe_trial(k: int) -> dict:
+    """The thread settings a trial sees."""
     blas = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
-    env = {var: os.environ.get(var) for var in _VARS}
-    time.sleep(0.05)  # the other trial reads its settings before this one ends
     return {
         "blas_max": max(blas, default=-1),
-        "omp": env["OMP_NUM_THREADS"],
-        "mkl": env["MKL_NUM_THREADS"],
+        "omp": os.environ.get("OMP_NUM_THREADS"),
+        "mkl": os.environ.get("MKL_NUM_THREADS"),
     }
 
 
-def _blas_settable_from_a_thread() -> bool:
-    """Whether a new thread's threadpoolctl limit reaches the BLAS libraries: threadpoolctl
-    lets only the thread that set OpenBLAS's process-wide count change it (a test before
-    this one may have made this thread that one), and then a trial's limit is not set."""
-    seen: list[list[int]] = []
-
-    def probe() -> None:
-        with threadpool_limits(limits=1, user_api="blas"):
-            seen.append([lib["num_threads"] for lib in threadpool_info()])
-
-    thread = threading.Thread(target=probe)
-    thread.start()
-    thread.join()
-    return all(n == 1 for n in seen[0])
-
-
 def test_an_in_process_dask_sweep_leaves_the_callers_threads_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Regression: each trial ran threadpool_limits(1) outside a context manager and set
     OMP_NUM_THREADS etc. to "1" in the caller's process, so after a sweep on
     Client(processes=False) the caller's OpenBLAS ran one thread (2 before) for good. The
-    trials still run under threads=1; afterwards the variables are as they were (set or
-    unset) and the BLAS libraries have their counts back, also when two trials overlap
-    (the first to end must not restore them under the other)."""
+    limit is process-wide, so trials in the caller's process (as with workers=0) now run
+    with the caller's settings, and the caller has them unchanged afterwards."""
     distributed = pytest.importorskip("distributed")
     for var in _VARS:
         monkeypatch.setenv(var, "2")
     monkeypatch.delenv("MKL_NUM_THREADS")
-    sync = tmp_path / "sync"
-    sync.mkdir()
     before = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info()]
+    blas_before = max(
+        (lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"),
+        default=-1,
+    )
     with distributed.Client(
         processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None
     ) as client:
-        res = sweep(
-            functools.partial(probe_trial, sync=str(sync)),
-            {"k": [0, 1]},
-            scheduler=client,
-            threads=1,
-            progress=False,
-        )
+        res = sweep(probe_trial, {"k": [0, 1]}, scheduler=client, threads=1, progress=False)
     after = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info()]
     assert res.column("status") == ["ok", "ok"], res.errors
-    assert res.column("omp") == [1, 1]  # the limit held inside the trials
-    assert res.column("mkl") == [1, 1]
-    if any(n > 1 for _, n in before) and _blas_settable_from_a_thread():
-        assert res.column("blas_max") == [1, 1]
+    assert res.column("omp") == [2, 2]  # the caller's settings, inside the trials too
+    assert res.column("mkl") == [None, None]
+    assert res.column("blas_max") == [blas_before, blas_before]
     assert after == before
     assert {var: os.environ.get(var) for var in _VARS} == {
         var: None if var == "MKL_NUM_THREADS" else "2" for var in _VARS
     }
+
+
+def numba_import_trial(a: int) -> dict:
+    """a == 0 imports numba (the first import, which takes a while); the others run meanwhile."""
+    if a == 0:
+        import numba  # noqa: F401
+    else:
+        time.sleep(0.02)
+    return {"x": 1.0}
+
+
+def test_in_process_dask_trials_run_while_one_imports_numba() -> None:
+    """Regression (d1756ff, which held the limit per trial in the caller's process): a trial
+    starting while another was importing numba read the partially initialized module from
+    sys.modules and called numba.get_num_threads(): AttributeError in trials 1-5, and the
+    limit's count stuck, so OMP_NUM_THREADS etc. stayed "1" for the session. Run in a fresh
+    interpreter, where numba is not imported yet."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("numba")
+    root = Path(__file__).resolve().parents[2]
+    script = textwrap.dedent(
+        """
+        import json, os, sys
+        import distributed
+        from svmgeo.experiments import sweep
+        from tests.experiments.test_sweep_audit59 import numba_import_trial
+        fresh = "numba" not in sys.modules
+        os.environ["OMP_NUM_THREADS"] = "2"
+        with distributed.Client(processes=False, n_workers=1, threads_per_worker=2,
+                                dashboard_address=None) as client:
+            res = sweep(numba_import_trial, {"a": [0, 1, 2, 3, 4, 5]}, scheduler=client,
+                        threads=1, progress=False)
+        print(json.dumps([fresh, res.column("status"), res.column("error"),
+                          os.environ.get("OMP_NUM_THREADS")]))
+        """
+    )
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", script], cwd=root,
+                          env={**os.environ, "PYTHONPATH": path}, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    fresh, status, errors, omp = json.loads(proc.stdout.splitlines()[-1])
+    assert fresh, "numba was imported before the sweep: the case is not exercised"
+    assert status == ["ok"] * 6, errors
+    assert omp == "2"
+
+
+def test_a_stale_temporary_table_is_removed_when_the_table_is_opened(tmp_path: Path) -> None:
+    """A rewrite stopped between writing <table>.tmp and moving it over the table left the
+    temporary file behind for good; the sweep that next takes the table's lock removes it
+    (the table itself is whole: os.replace had not run). A sweep refused the lock leaves it."""
+    from svmgeo.experiments._store import ResultStore
+
+    out = tmp_path / "t.csv"
+    first = sweep(keyed_trial, _GRID, out=out, workers=0, progress=False)
+    stale = tmp_path / "t.csv.tmp"
+    holder = ResultStore(out, ["a", "seed"])
+    holder.open(resume=True)
+    try:
+        stale.write_text("trial_id,a\n")
+        with pytest.raises(ProblemError, match="being written by another sweep"):
+            sweep(keyed_trial, _GRID, out=out, workers=0, progress=False)
+        assert stale.exists()
+    finally:
+        holder.close()
+    stale.write_text("trial_id,a\n")
+    again = sweep(keyed_trial, _GRID, out=out, workers=0, progress=False)
+    assert not stale.exists()
+    assert (again.n_run, again.n_resumed) == (0, 3)
+    assert _table(again.rows) == _table(first.rows)
 
 
 def clash_trial(a: int) -> dict:
