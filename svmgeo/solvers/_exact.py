@@ -666,6 +666,50 @@ def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
     return index[order], position[inverse.reshape(-1)]
 
 
+_OPPOSITE_TRIES = 8
+"""Most pairs of opposite rows :func:`_farkas_from_opposite_rows` tries to prove."""
+
+
+def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
+    r"""Pairs (j, k), j < k, whose float rows are opposite, :math:`(a_k, b_k) = (-a_j, b_j)`
+    or :math:`(a_j, -b_j)`, with :math:`\lambda_j = \lambda_k = 1/(c_j + c_k)` a candidate
+    Farkas vector: :math:`c_j + c_k > 0`, or :math:`\ne 0` for two equality rows. Shape (m, 2).
+
+    A candidate only: a token difference swapped (:math:`x_q - x_p` against
+    :math:`x_p - x_q`, same query) is opposite exactly, since float subtraction rounds
+    symmetrically, but the proof (:func:`_prove_farkas`) decides on the exact rows."""
+    A, B = cs.A + 0.0, cs.B + 0.0  # + 0.0: -0.0 becomes 0.0, one key for both
+    keys = np.vstack([np.hstack([A, B]), np.hstack([-A + 0.0, B]), np.hstack([A, -B + 0.0])])
+    inverse = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+    first = np.full(keys.shape[0], -1)
+    first[inverse[: cs.N][::-1]] = np.arange(cs.N)[::-1]  # each row class's first row
+    j = np.tile(np.arange(cs.N), 2)
+    k = first[inverse[cs.N :]]
+    s = cs.rhs[j] + cs.rhs[np.maximum(k, 0)]
+    equalities = (cs.kind[j] != MARGIN) & (cs.kind[np.maximum(k, 0)] != MARGIN)
+    keep = (k > j) & ((s > 0) | (equalities & (s != 0)))
+    return np.column_stack([j[keep], k[keep]])
+
+
+def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None:
+    r"""An exact Farkas vector on two opposite rows (:func:`_opposite_rows`; the first
+    :data:`_OPPOSITE_TRIES` pairs), :math:`a_jb_j^\top + a_kb_k^\top = 0` exactly and
+    :math:`c_j + c_k > 0`: a row and its negation both required (a sequence twice, once
+    selecting another token), or None.
+
+    The Phase-1 LP's own vector can miss them: on rows that are nearly dependent (queries
+    parallel up to rounding) it finds a float certificate on many rows that no exact vector
+    on those rows is near."""
+    cs = rows.cs
+    for j, k in _opposite_rows(cs)[:_OPPOSITE_TRIES]:
+        lam = np.zeros(cs.N)
+        lam[[j, k]] = 1.0 / (float(cs.rhs[j]) + float(cs.rhs[k]))
+        found = _prove_farkas(rows, lam)
+        if found is not None:
+            return found
+    return None
+
+
 def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | None:
     r"""An exact Farkas vector on the support of the float ``lam``, or None.
 
@@ -1206,6 +1250,11 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         farkas = _prove_farkas(rows, lam)
         if farkas is None and cs.N <= _ALL_ROWS:
             farkas = _farkas_everywhere(rows)
+        if farkas is None:  # a row and its negation, say (the LP's vector may miss them)
+            farkas = _farkas_from_opposite_rows(rows)
+        support = np.flatnonzero(lam)
+        if farkas is None and cs.N > _ALL_ROWS and 0 < support.size <= _ALL_ROWS:
+            farkas = _farkas_everywhere(rows, support)  # a vertex of the exact null space there
         if farkas is not None:
             return _proved_infeasible(
                 done,

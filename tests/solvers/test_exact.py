@@ -164,8 +164,10 @@ def test_a_farkas_vector_on_the_wrong_support_is_reproved_or_undecided(monkeypat
     assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
     _assert_exact_farkas(cs, out.farkas, data)
     np.testing.assert_allclose(out.farkas, [0.5, 0.5], rtol=1e-15)
-    # without that attempt, nothing is proved: undecided, never INFEASIBLE
+    # without that attempt (nor the search for opposite rows, which finds these two: (-1, 0)
+    # and (1, 0)), nothing is proved: undecided, never INFEASIBLE
     monkeypatch.setattr(_exact, "_ALL_ROWS", 0)
+    monkeypatch.setattr(_exact, "_OPPOSITE_TRIES", 0)
     out = prove_verdict(bogus)
     assert out.status is Status.INFEASIBLE_INACCURATE and out.proof is None
     assert out.message.startswith("undecided")
