@@ -673,22 +673,33 @@ _OPPOSITE_TRIES = 8
 def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
     r"""Pairs (j, k), j < k, whose float rows are opposite, :math:`(a_k, b_k) = (-a_j, b_j)`
     or :math:`(a_j, -b_j)`, with :math:`\lambda_j = \lambda_k = 1/(c_j + c_k)` a candidate
-    Farkas vector: :math:`c_j + c_k > 0`, or :math:`\ne 0` for two equality rows. Shape (m, 2).
+    Farkas vector: :math:`c_j + c_k > 0`, or :math:`\ne 0` for two equality rows, and
+    :math:`1/(c_j + c_k)` finite and nonzero. Each row is paired with the row of largest
+    :math:`c` among those opposite to it (the first such row on ties), so a margin row finds
+    a partner wherever one exists. Shape (m, 2).
 
     A candidate only: a token difference swapped (:math:`x_q - x_p` against
     :math:`x_p - x_q`, same query) is opposite exactly, since float subtraction rounds
     symmetrically, but the proof (:func:`_prove_farkas`) decides on the exact rows."""
+    N = cs.N
     A, B = cs.A + 0.0, cs.B + 0.0  # + 0.0: -0.0 becomes 0.0, one key for both
     keys = np.vstack([np.hstack([A, B]), np.hstack([-A + 0.0, B]), np.hstack([A, -B + 0.0])])
     inverse = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
-    first = np.full(keys.shape[0], -1)
-    first[inverse[: cs.N][::-1]] = np.arange(cs.N)[::-1]  # each row class's first row
-    j = np.tile(np.arange(cs.N), 2)
-    k = first[inverse[cs.N :]]
-    s = cs.rhs[j] + cs.rhs[np.maximum(k, 0)]
-    equalities = (cs.kind[j] != MARGIN) & (cs.kind[np.maximum(k, 0)] != MARGIN)
-    keep = (k > j) & ((s > 0) | (equalities & (s != 0)))
-    return np.column_stack([j[keep], k[keep]])
+    preference = np.lexsort((np.arange(N), -cs.rhs))  # largest c first, then the first row
+    best = np.full(keys.shape[0], N)  # per class of rows: the best rank among its rows
+    np.minimum.at(best, inverse[:N][preference], np.arange(N))
+    rank = best[inverse[N:]]
+    j = np.tile(np.arange(N), 2)
+    k = np.where(rank < N, preference[np.minimum(rank, N - 1)], -1)
+    partner = np.maximum(k, 0)
+    with np.errstate(over="ignore", divide="ignore"):
+        s = cs.rhs[j] + cs.rhs[partner]
+        weight = 1.0 / s
+    equalities = (cs.kind[j] != MARGIN) & (cs.kind[partner] != MARGIN)
+    usable = np.isfinite(weight) & (weight != 0)
+    keep = (k >= 0) & (k != j) & usable & ((s > 0) | (equalities & (s != 0)))
+    pairs = np.sort(np.column_stack([j[keep], k[keep]]), axis=1)
+    return np.unique(pairs, axis=0) if pairs.size else pairs.reshape(0, 2)
 
 
 def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None:

@@ -145,3 +145,57 @@ def test_scaled_negation_is_proved_on_a_vertex_of_the_lp_support(n: int, seed: i
     res = check_feasibility(cs)
     assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
     _assert_exact_farkas(data, cs, res.farkas)
+
+
+def test_opposite_rows_pair_each_row_with_the_largest_bound_opposite_to_it(monkeypatch):
+    """Rows 0 and 2 have the same float row (c = -5 and 1), row 1 is their negation (c = 1):
+    ``_opposite_rows`` paired row 1 with the first of its class only, row 0, whose sum
+    -5 + 1 <= 0 is no candidate, and missed (1, 2), a Farkas vector (1/2, 1/2) (review of
+    66d89c6). With the LP over every row off, only this search can prove it."""
+    from svmgeo.constraints import pair_constraints
+    from svmgeo.solvers import FeasibilityResult, _exact
+
+    X = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 2.0]]))
+    zero = np.zeros(3, dtype=int)
+    rows = (np.array([0, 1, 0]), np.array([1, 0, 1]))
+    cs = pair_constraints(data, zero, zero, *rows, rhs=np.array([-5.0, 1.0, 1.0]))
+    assert _exact._opposite_rows(cs).tolist() == [[1, 2]]
+    monkeypatch.setattr(_exact, "_ALL_ROWS", 0)
+    bogus = FeasibilityResult(
+        feasible=False,
+        status=Status.INFEASIBLE,
+        message="infeasible",
+        constraints=cs,
+        farkas=np.array([1.0, 0.0, 0.0]),
+    )
+    out = _exact.prove_verdict(bogus)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    lam = [Fraction(x) for x in out.farkas]
+    assert lam == [0, Fraction(1, 2), Fraction(1, 2)]
+    # exactly: sum_j lam_j a_j b_j^T = 0 and c^T lam = 1 > 0, from the tokens
+    a = [
+        [Fraction(p) - Fraction(q) for p, q in zip(X[0, i], X[0, j], strict=True)]
+        for i, j in zip(*rows, strict=True)
+    ]
+    z = [Fraction(1), Fraction(2)]
+    assert (
+        sum(lam[r] * a[r][u] * z[w] for r in range(3) for u in range(2) for w in range(2) if u == w)
+        == 0
+    )
+    assert all(sum(lam[r] * a[r][u] for r in range(3)) == 0 for u in range(2))
+    assert sum(lam[r] * Fraction(c) for r, c in enumerate((-5.0, 1.0, 1.0))) == 1
+
+
+def test_opposite_rows_skip_bounds_whose_weight_is_not_finite():
+    """c = 1.5e308 twice sums to inf: 1/inf = 0 is no candidate (it wasted a try)."""
+    from svmgeo.constraints import pair_constraints
+    from svmgeo.solvers import _exact
+
+    X = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 2.0]]))
+    zero = np.zeros(2, dtype=int)
+    cs = pair_constraints(
+        data, zero, zero, np.array([0, 1]), np.array([1, 0]), rhs=np.array([1.5e308, 1.5e308])
+    )
+    assert _exact._opposite_rows(cs).tolist() == []
