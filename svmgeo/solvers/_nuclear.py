@@ -58,7 +58,7 @@ from ._factored import Compressed, FactoredProblem, compress
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
-from ._nuclear_factored import polish_nuclear, solve_nuclear_factored, trivial_nuclear
+from ._nuclear_factored import GAP_TOL, polish_nuclear, solve_nuclear_factored, trivial_nuclear
 from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_solution, replaced
 from ._status import Status
 from ._threads import one_blas_thread_when_small
@@ -217,6 +217,40 @@ def _farkas(cs: ConstraintSet, lam: np.ndarray) -> np.ndarray | None:
     return lam
 
 
+_SDP_FIRST_K = 4
+"""Largest min(r1, r2) for which solver="auto" tries Clarabel's split SDP first."""
+_SDP_FIRST_ENTRIES = 100_000
+"""Largest N * r1 * r2 (the entries of the SDP's dense row block) for Clarabel first."""
+
+
+def _sdp_first(cs: ConstraintSet, comp: Compressed) -> bool:
+    r"""Whether ``solver="auto"`` runs Clarabel's split SDP before the factored path.
+
+    :math:`k = \min(r_1, r_2) \le 4`, more rows than compressed unknowns
+    (:math:`N > r_1 r_2`: the rows are linearly dependent, the regime where the factored
+    path's augmented Lagrangian stalls) and :math:`N r_1 r_2 \le 10^5`. Measured (session 58,
+    ad hoc, docs/performance.md): Clarabel alone faster than the factored path alone on 49 of
+    the 50 grid instances inside the rule (1.2-150x CPU); outside it the factored path is
+    2.6-100x faster from k = 10 and at N r1 r2 > 1e5, and the two within a few milliseconds on
+    the tiny cross-attention instances (N <= r1 r2, k <= 5).
+    """
+    k, r_long = comp.short.shape[1], comp.long.shape[1]
+    entries = r_long * k
+    return k <= _SDP_FIRST_K and cs.N > entries and cs.N * entries <= _SDP_FIRST_ENTRIES
+
+
+def _clarabel_first(
+    cs: ConstraintSet, comp: Compressed, tol: float, options: dict[str, Any], start: float
+) -> SVMResult | None:
+    """Clarabel's answer when it meets the factored path's own bar (``OPTIMAL``, recomputed
+    gap at most ``min(tol, GAP_TOL)``), else None: the usual chain then runs unchanged."""
+    early = _attempt(cs, comp, "clarabel", tol, options, start, [])
+    certificate = early.certificate
+    if early.success and certificate is not None and certificate.duality_gap <= min(tol, GAP_TOL):
+        return early
+    return None
+
+
 def _rank_one_rows(cs: ConstraintSet) -> bool:
     r""":math:`\min(r_1, r_2) \le 1` (the ranks of the rows' A and B): every feasible W has
     rank one, so the Frobenius optimum is the nuclear one."""
@@ -318,7 +352,10 @@ def solve_nuclear(
     solver : {"clarabel", "scs", "auto"}, default "auto"
         ``"auto"`` (what :func:`~svmgeo.att_svm` uses): rows that the floating-point
         :func:`~svmgeo.solvers.check_feasibility` proves infeasible return ``INFEASIBLE``
-        at once; otherwise the factored path
+        at once; rows with :math:`\min(r_1, r_2) \le 4`, :math:`N > r_1 r_2` and
+        :math:`N r_1 r_2 \le 10^5` (:func:`_sdp_first`) are first solved by Clarabel's split
+        SDP, before that check, and its answer is kept when it meets the factored path's bar
+        below; otherwise the factored path
         (:func:`~svmgeo.solvers._nuclear_factored.solve_nuclear_factored`) runs, and its
         answer is kept when it is ``OPTIMAL`` (recomputed gap at most 1e-9). Else the SDP:
         SCS first and Clarabel only when
@@ -401,9 +438,25 @@ def solve_nuclear(
             f"on these rows (the same ConstraintSet object, N = {cs.N}); got one on other "
             f"rows (N = {feasibility.constraints.N}). Drop it to let solve_nuclear decide."
         )
+    # small, redundant rows: Clarabel's split SDP first (_sdp_first), before the float
+    # feasibility check, which costs as much as the SDP there; a verdict already given
+    # decides first, for free
+    sdp_first = _sdp_first(cs, comp)
+    if (
+        sdp_first
+        and feasibility is None
+        and (early := _clarabel_first(cs, comp, tol, options, start))
+    ):
+        return early
     infeasible = _infeasible(cs, start, feasibility)
     if infeasible is not None:
         return infeasible
+    if (
+        sdp_first
+        and feasibility is not None
+        and (early := _clarabel_first(cs, comp, tol, options, start))
+    ):
+        return early
     # the factored primal with its dual certificate first (seconds where the SDP takes
     # minutes); the SDP chain is the fallback and the reference, and takes the backend options
     try:

@@ -22,7 +22,7 @@ import svmgeo as sg
 from svmgeo.constraints import MARGIN
 from svmgeo.solvers import Status
 from svmgeo.solvers._nuclear import solve_nuclear
-from svmgeo.solvers._nuclear_factored import _MAX_LBFGS, GAP_TOL, _lbfgs
+from svmgeo.solvers._nuclear_factored import _MAX_LBFGS, GAP_TOL, _lbfgs, solve_nuclear_factored
 
 from .test_nuclear_audit56 import (  # the benchmark's --parallel-queries rows
     _parallel_queries,
@@ -47,10 +47,15 @@ def _oracle(cs: sg.ConstraintSet) -> float:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_parallel_queries_no_subproblem_spins_to_its_cap(seed: int) -> None:
-    """The factored path answers (as before) without an L-BFGS run to its cap: fewer
-    iterations in all than one subproblem's cap (before: 6052 / 8045 / 6039, seeds 1-3)."""
+    """The factored path answers without an L-BFGS run to its cap: fewer iterations in all
+    than one subproblem's cap (before: 6052 / 8045 / 6039, seeds 1-3). Run directly, with the
+    arguments ``solve_nuclear`` passes it: since session 59 ``solver="auto"`` answers these
+    rows by Clarabel first (``_sdp_first``), which must be certified too."""
     cs = _parallel_queries(2000, 3, 2, seed)
-    res = solve_nuclear(cs)
+    auto = solve_nuclear(cs)
+    assert auto.status is Status.OPTIMAL and auto.certificate.passed, auto.message
+    assert_certificate_from_definitions(cs, auto)
+    res = solve_nuclear_factored(cs, tol=1e-8)  # solve_nuclear's default tol
     assert res.status is Status.OPTIMAL, res.message
     assert res.solver == "svmgeo-factored"
     assert (res.extras["r1"], res.extras["r2"]) == (2, 1)
