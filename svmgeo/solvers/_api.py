@@ -9,8 +9,9 @@ r"""The public solver API: :func:`solve_svm`, :func:`att_svm`, :func:`feasibilit
 with :math:`\|\cdot\|` the Frobenius norm (``norm="fro"``, Att-SVM), the nuclear norm
 (``norm="nuc"``, Att-SVM⋆) or the entrywise :math:`\ell_p` norm (``norm=("lp", p)``): an
 entry of the table of norms (``_norms.py``), which validates the call, solves, and falls
-back. Feasibility is always decided first, exactly, so an infeasible problem is a result with
-a Farkas certificate, never an exception.
+back. Feasibility is always decided exactly, first (or, on Att-SVM⋆ rows that Clarabel
+answers first, by proving the certified W a feasible point), so an infeasible problem is a
+result with a Farkas certificate, never an exception.
 """
 
 from __future__ import annotations
@@ -392,7 +393,11 @@ def solve_svm(
         \ \mathrm{rank}(W) \le m .
 
     Feasibility is decided first (:func:`check_feasibility`); an infeasible problem returns
-    status ``INFEASIBLE`` with ``W=None`` and the Farkas vector in ``farkas``.
+    status ``INFEASIBLE`` with ``W=None`` and the Farkas vector in ``farkas``. (One
+    exception, same verdict: Att-SVM⋆ rows that ``solver="auto"`` gives Clarabel first,
+    :math:`\min(r_1, r_2) \le 4`, :math:`N > r_1 r_2`, :math:`N r_1 r_2 \le 10^5`, are
+    solved first, and a certified answer's W is the feasible point, proved exactly, in
+    ``extras["feasibility"]``; else the check decides first.)
 
     Parameters
     ----------
@@ -562,8 +567,18 @@ def _solve_feasible_first(req: Request) -> SVMResult:
     geo = RowGeometry(cs)
     if req.entry.gram_qp and req.method != "cvxpy":  # svmgeo's Frobenius solve follows
         geo.polish_tol = req.tol
+    # the nuclear norm's Clarabel-first rows: solved before the check, whose LP then tries
+    # the certified W as its point first (and, past the LP, solve_nuclear would give it too)
+    first = (
+        None
+        if req.method == "cvxpy" or req.entry.solve_first is None
+        else req.entry.solve_first(req)
+    )
+    candidate = None if first is None or first.W is None else (first.W, first.solver)
     distinct: list[Distinct] = []
-    feas = decide_feasibility(cs, geo, req.exact, distinct=distinct, where=req.where)
+    feas = decide_feasibility(
+        cs, geo, req.exact, distinct=distinct, where=req.where, candidate=candidate
+    )
     if feas.feasible and distinct:
         # the check met copies of rows (repeated sequences, say): so do the solvers, whose
         # factors they make singular; solved on the distinct rows, with the check's verdict
@@ -571,23 +586,31 @@ def _solve_feasible_first(req: Request) -> SVMResult:
         sub_geo, sub_feas, classes = distinct[0]
         res = _solve_checked(dataclasses.replace(req, cs=sub_geo.cs), sub_geo, sub_feas, start)
         res = on_every_row(res, cs, classes, time.perf_counter() - start)
-    else:
-        res = _solve_checked(req, geo, feas, start)
+    else:  # the answer found first, where there is one, is the one the solve would give
+        res = _solve_checked(req, geo, feas, start, solved=first)
     res = _unmet_claim(cs, res)
     roundoff = feas.extras.get("roundoff_rows")  # the check's note, on the SVM's result too
     return res if roundoff is None else with_roundoff_note(res, cs, roundoff)
 
 
 def _solve_checked(
-    req: Request, geo: RowGeometry, feas: FeasibilityResult, start: float
+    req: Request,
+    geo: RowGeometry,
+    feas: FeasibilityResult,
+    start: float,
+    solved: SVMResult | None = None,
 ) -> SVMResult:
     """The entry's solver, reference model or fallback after the feasibility verdict ``feas``
-    on ``req.cs`` (decided on ``geo``); ``start``: the solve's ``perf_counter`` start."""
+    on ``req.cs`` (decided on ``geo``); ``start``: the solve's ``perf_counter`` start;
+    ``solved``: the entry's answer when it ran first (:attr:`NormEntry.solve_first`), the
+    answer its solver gives on these rows after a feasible verdict."""
     rank, entry = req.rank, req.entry
     if not feas.feasible:
         res = _infeasible_result(req, feas, time.perf_counter() - start)
         return replaced(res, proof=feas.proof)
-    if req.method == "cvxpy":
+    if solved is not None:
+        res = solved
+    elif req.method == "cvxpy":
         res = on_unit_rows(req, _reference, geo, feas)
     else:
         res = on_unit_rows(req, entry.solve, geo, feas)

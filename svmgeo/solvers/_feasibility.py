@@ -479,6 +479,7 @@ def decide_feasibility(
     *,
     distinct: list[Distinct] | None = None,
     where: str = "check_feasibility",
+    candidate: tuple[np.ndarray, str] | None = None,
 ) -> FeasibilityResult:
     """:func:`check_feasibility` for svmgeo's own callers: ``cs`` already checked, the
     caller's BLAS limit kept (:func:`~._threads.blas_threads`), no warning of its own.
@@ -487,7 +488,13 @@ def decide_feasibility(
     decided there is appended to ``distinct`` (when given): a solve that follows takes it
     instead of deciding again, on a geometry with ``geometry.polish_tol``. Rows or bounds far
     from unit size are decided on rows and bounds of unit size and proved on ``cs``
-    (:func:`_on_caller_scale`); ``where`` names the function called in its errors."""
+    (:func:`_on_caller_scale`); ``where`` names the function called in its errors.
+
+    ``candidate``: a solver's certified W and the solver's name (Att-SVM⋆ rows solved
+    before the check, :attr:`~._norms.NormEntry.solve_first`), tried as the feasible point
+    before the Phase-1 LP, where the check would reach that LP on ``cs`` itself: kept when it
+    verifies (:func:`_rescale_point`) and, with ``exact``, its exact proof holds; else the
+    LP decides as without it."""
     start = time.perf_counter()
     rows, to_caller = unit_rows(cs, where)
     if not to_caller.identity:
@@ -593,6 +600,11 @@ def decide_feasibility(
         if res.farkas is None:
             return res
         return replaced(res, residual=max(sub.residual, farkas_residual(cs, res.farkas)))
+    if candidate is not None and (ok := _rescale_point(cs, candidate[0])) is not None:
+        message = f"feasible: {candidate[1]}'s certified W meets every row"
+        given_point = verified(ok, message, solver=candidate[1])
+        if given_point.status is Status.OPTIMAL and (given_point.proof == "exact" or not prove):
+            return given_point  # else (its exact proof failed) the LP decides, as without it
     # the LP decides on rows scaled to unit size when that keeps feasibility (homogeneous
     # rows): a tiny row must not drown in the tolerances of a large one
     normalized = _normalized_rows(cs)

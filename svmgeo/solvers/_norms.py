@@ -56,7 +56,7 @@ from ._frobenius_matfree import (
 from ._geometry import RowGeometry
 from ._lowrank import factored_certificate, solve_lowrank
 from ._lp_norm import lp_fast, lp_reference
-from ._nuclear import solve_nuclear
+from ._nuclear import solve_nuclear, solve_sdp_first
 from ._reference import solve_reference
 from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_solution, replaced
 from ._scale import SCALE_BAND, check_rows, unit_rows
@@ -171,6 +171,14 @@ class NormEntry:
         norm's support tokens (Att-SVM and Att-SVM⋆, TF-SVM's definition); the others are
         refused there (the spectral optimum, for one, is not unique, MATH-NOTES §7, so its
         support tokens would depend on the answer the solver returns).
+    solve_first : callable ``Request -> SVMResult | None``, optional
+        svmgeo's answer before the feasibility check, on rows where its solver costs less
+        than the check's Phase-1 LP (None: the check first, as for every other request),
+        and the same answer ``solve`` gives there after a feasible verdict. Its W is the
+        check's first candidate point before that LP
+        (:func:`~._feasibility.decide_feasibility`, proved exactly with ``exact=True``);
+        the answer is kept after a feasible verdict on the rows as given, else the check and
+        the solve run as usual. Absent: never.
     scale_band : float or None
         Rows are scaled to unit size (:func:`~._scale.unit_rows`) when
         :math:`\\max|a|\\max|b|` lies outside [1/band, band]: :data:`SCALE_BAND` when None;
@@ -201,6 +209,7 @@ class NormEntry:
     lot: bool = False
     unique_optimum: Callable[[float | None], bool] = field(default=lambda parameter: False)
     scale_band: float | None = None
+    solve_first: Callable[[Request], SVMResult | None] | None = None
 
     def check_options(self, req: Request, values: dict[str, Any]) -> None:
         """Raise :class:`ProblemError` for every given option that ``req`` would ignore."""
@@ -418,6 +427,21 @@ def _solve_nuc(req: Request, geo: RowGeometry | None, feas: FeasibilityResult | 
     return _with_factors(req, solve_nuclear(req.cs, solver=backend, tol=req.tol, feasibility=feas))
 
 
+def _solve_nuc_first(req: Request) -> SVMResult | None:
+    """The convex Att-SVM⋆ (``solver="auto"``, no binding rank bound) where
+    :func:`~._nuclear.solve_nuclear` answers by Clarabel first
+    (:func:`~._nuclear.solve_sdp_first`) on rows that need no scaling
+    (:func:`on_unit_rows` would solve them as given), factors attached as by
+    :func:`_solve_nuc`; else None."""
+    if req.binding or (req.solver or "auto").lower() != "auto":
+        return None
+    band = SCALE_BAND if req.entry.scale_band is None else req.entry.scale_band
+    if not unit_rows(req.cs, req.where, band)[1].identity:
+        return None
+    res = solve_sdp_first(req.cs, req.tol)
+    return None if res is None else _with_factors(req, res)
+
+
 def _with_factors(req: Request, res: SVMResult) -> SVMResult:
     """``res`` of the convex Att-SVM⋆ with a vacuous rank bound m: its factors K, Q of width m
     and ``lower_bound`` (the convex optimum is the rank-m optimum, so its value is also the
@@ -549,6 +573,7 @@ NORMS: dict[str, NormEntry] = {
         title="nuclear norm (Att-SVM*)",
         geometry=lambda _: NUC,
         solve=_solve_nuc,
+        solve_first=_solve_nuc_first,
         reference=_reference,
         applies=_applies_nuc,
         backends=("auto", "clarabel", "scs"),

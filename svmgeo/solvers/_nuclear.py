@@ -63,7 +63,7 @@ from ._result import FeasibilityResult, SVMResult, better_answer, finish, no_sol
 from ._status import Status
 from ._threads import one_blas_thread_when_small
 
-__all__ = ["solve_nuclear"]
+__all__ = ["solve_nuclear", "solve_sdp_first"]
 
 _SQRT2 = math.sqrt(2.0)
 _MAX_NEWTON = 3000
@@ -249,6 +249,30 @@ def _clarabel_first(
     if early.success and certificate is not None and certificate.duality_gap <= min(tol, GAP_TOL):
         return early
     return None
+
+
+@one_blas_thread_when_small
+def solve_sdp_first(cs: ConstraintSet, tol: float) -> SVMResult | None:
+    r"""``solve_nuclear(cs, tol=tol)``'s answer where ``solver="auto"`` takes Clarabel's split
+    SDP first and keeps it, before any feasibility check; else None.
+
+    .. math::
+
+        \min_W \|W\|_* \quad\text{s.t. the rows of } cs, \qquad
+        \min(r_1, r_2) \le 4,\quad N > r_1 r_2,\quad N r_1 r_2 \le 10^5
+
+    (:func:`_sdp_first`), kept when ``OPTIMAL`` with recomputed gap at most
+    ``min(tol, GAP_TOL)`` (:func:`_clarabel_first`): the same answer as
+    :func:`solve_nuclear` gives after a feasible verdict, whose own check then never ran.
+    :func:`~svmgeo.solve_svm` calls it before its feasibility check on such rows, whose
+    Phase-1 LP costs more than the SDP there, and which tries the answer's W as its point
+    before that LP (:func:`~._feasibility.decide_feasibility`). ``cs`` already checked.
+    """
+    start = time.perf_counter()
+    comp = compress(cs)
+    if cs.N == 0 or comp.short.shape[1] == 0 or zero_is_feasible(cs) or not _sdp_first(cs, comp):
+        return None  # solve_nuclear decides these otherwise (trivially, or factored first)
+    return _clarabel_first(cs, comp, tol, {}, start)
 
 
 def _rank_one_rows(cs: ConstraintSet) -> bool:
