@@ -55,7 +55,7 @@ from ._certificates import (
     zero_is_feasible,
 )
 from ._factored import Compressed, FactoredProblem, compress
-from ._feasibility import check_feasibility
+from ._feasibility import _rescale_point, check_feasibility
 from ._frobenius import solve_frobenius
 from ._frobenius_matfree import use_matrix_free
 from ._nuclear_factored import GAP_TOL, polish_nuclear, solve_nuclear_factored, trivial_nuclear
@@ -379,7 +379,9 @@ def solve_nuclear(
         at once; rows with :math:`\min(r_1, r_2) \le 4`, :math:`N > r_1 r_2` and
         :math:`N r_1 r_2 \le 10^5` (:func:`_sdp_first`) are first solved by Clarabel's split
         SDP, before that check, and its answer is kept when it meets the factored path's bar
-        below; otherwise the factored path
+        below and its W passes the check's own test of a feasible point (else the check
+        runs, and the answer is kept unless the rows are proved infeasible); otherwise the
+        factored path
         (:func:`~svmgeo.solvers._nuclear_factored.solve_nuclear_factored`) runs, and its
         answer is kept when it is ``OPTIMAL`` (recomputed gap at most 1e-9). Else the SDP:
         SCS first and Clarabel only when
@@ -463,23 +465,22 @@ def solve_nuclear(
             f"rows (N = {feasibility.constraints.N}). Drop it to let solve_nuclear decide."
         )
     # small, redundant rows: Clarabel's split SDP first (_sdp_first), before the float
-    # feasibility check, which costs as much as the SDP there; a verdict already given
-    # decides first, for free
+    # feasibility check, which costs as much as the SDP there; its answer is kept at once
+    # only when its W is the feasible point the check itself would accept (_rescale_point):
+    # a certified W that misses a row by rounding must not overrule the check's Farkas
+    # vector. A verdict already given decides first, for free.
     sdp_first = _sdp_first(cs, comp)
-    if (
-        sdp_first
-        and feasibility is None
-        and (early := _clarabel_first(cs, comp, tol, options, start))
-    ):
-        return early
+    early = None
+    if sdp_first and feasibility is None:
+        early = _clarabel_first(cs, comp, tol, options, start)
+        if early is not None and early.W is not None and _rescale_point(cs, early.W) is not None:
+            return early
     infeasible = _infeasible(cs, start, feasibility)
     if infeasible is not None:
         return infeasible
-    if (
-        sdp_first
-        and feasibility is not None
-        and (early := _clarabel_first(cs, comp, tol, options, start))
-    ):
+    if sdp_first and feasibility is not None:
+        early = _clarabel_first(cs, comp, tol, options, start)
+    if early is not None:  # not proved infeasible: Clarabel's answer, solved once
         return early
     # the factored primal with its dual certificate first (seconds where the SDP takes
     # minutes); the SDP chain is the fallback and the reference, and takes the backend options

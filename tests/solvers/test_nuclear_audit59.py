@@ -24,7 +24,9 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
+from svmgeo.constraints import rows_without_tokens
 from svmgeo.solvers import Status, farkas_residual
+from svmgeo.solvers._lowrank import solve_lowrank
 from svmgeo.solvers._nuclear import solve_nuclear
 
 from .test_nuclear_audit56 import _parallel_queries, assert_certificate_from_definitions
@@ -153,3 +155,38 @@ def test_rows_far_from_unit_size_keep_the_objective_of_solve_nuclear() -> None:
     data = sg.TokenData(base.X * 1e-8, v=base.v, Z=base.queries[:, 0])
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
     _objective_agrees(cs, data, unscaled * 1e8)
+
+
+@pytest.mark.parametrize(("eps", "delta"), [(1e-3, 1e-8), (1e-2, 1e-8), (3e-3, 3e-9), (3e-4, 3e-9)])
+def test_rows_infeasible_by_a_hair_stay_infeasible_after_clarabel_first(
+    eps: float, delta: float
+) -> None:
+    r"""d = 2, N = 6 (inside ``_sdp_first``'s rule): :math:`W_{11} \ge 1`,
+    :math:`-W_{11} + \epsilon W_{21} \ge 1` and :math:`-W_{21} \ge -K` with
+    :math:`\epsilon K = 2 - \delta`, plus three random rows with right-hand side -10K.
+    The first two give :math:`\epsilon W_{21} \ge 2 > \epsilon K`: infeasible, by the
+    Farkas vector :math:`(1, 1, \epsilon, 0, 0, 0)/\delta` (checked below in exact
+    rationals). Before (d6f1559): Clarabel ran before the float check and its certified W,
+    which misses the third row by about 5e-9 relative, was kept: ``solve_nuclear`` and
+    ``solve_lowrank`` said OPTIMAL where the check (and main, c20d809) proves INFEASIBLE."""
+    K = (2 - delta) / eps
+    e1, e2 = np.eye(2)
+    rng = np.random.default_rng(0)
+    A = np.array([e1, -e1 + eps * e2, -e2, *rng.normal(size=(3, 2))])
+    B = np.array([e1, e1, e1, *rng.normal(size=(3, 2))])
+    rhs = np.array([1.0, 1.0, -K, -10 * K, -10 * K, -10 * K])
+    cs = rows_without_tokens(A, B, np.zeros(6, np.int8), rhs)
+    # the oracle: sum_j lam_j a_j b_j^T = 0 and rhs . lam > 0 in exact rationals
+    lam = [Fraction(1), Fraction(1), Fraction(eps), 0, 0, 0]
+    fa = [[Fraction(float(x)) for x in a] for a in A]
+    fb = [[Fraction(float(x)) for x in b] for b in B]
+    gram = [
+        [sum(lam[j] * fa[j][r] * fb[j][s] for j in range(6)) for s in range(2)] for r in range(2)
+    ]
+    assert gram == [[0, 0], [0, 0]]
+    assert sum(lam[j] * Fraction(float(rhs[j])) for j in range(6)) > 0
+    for res in (solve_nuclear(cs), solve_lowrank(cs, 1, seed=0)):
+        assert res.status is Status.INFEASIBLE and res.W is None, res.message
+        assert res.farkas is not None and res.farkas.min() >= 0.0
+        np.testing.assert_allclose(cs.rhs @ res.farkas, 1.0)
+        assert farkas_residual(cs, res.farkas) <= 1e-9
