@@ -68,12 +68,28 @@ def test_small_redundant_rows_are_answered_by_clarabel_first(
     assert_certificate_from_definitions(cs, res)
 
 
-def test_infeasible_rows_inside_the_rule_keep_the_feasibility_verdict() -> None:
-    """Clarabel runs first, finds no solution, and the float feasibility check decides as
-    before: the same status, solver and Farkas vector as the check alone gives."""
+def test_infeasible_rows_inside_the_rule_keep_the_feasibility_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Clarabel runs first (once, the only backend), finds no solution, and the float
+    feasibility check decides as before: the same status, solver and Farkas vector as the
+    check alone gives."""
+    import svmgeo.solvers._nuclear as nuclear_module
+
     data = sg.random_data(50, 3, 2, seed=0)  # 100 rows in d = 2: no W separates them
     cs = sg.att_svm_constraints(data, sg.optimal_tokens(data))
+    backends: list[tuple[str, Status]] = []
+    solve_with = nuclear_module._solve_with
+
+    def spy(*args: Any) -> sg.SVMResult:
+        res = solve_with(*args)
+        backends.append((args[2], res.status))
+        return res
+
+    monkeypatch.setattr(nuclear_module, "_solve_with", spy)
     res = solve_nuclear(cs)
+    assert len(backends) == 1 and backends[0][0] == "clarabel", backends
+    assert not backends[0][1].has_solution, backends
     alone = check_feasibility(cs, exact=False)
     assert alone.status is Status.INFEASIBLE
     assert res.status is Status.INFEASIBLE and res.W is None, res.message
