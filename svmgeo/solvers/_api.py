@@ -397,7 +397,8 @@ def solve_svm(
     exception, same verdict: Att-SVM⋆ rows that ``solver="auto"`` gives Clarabel first,
     :math:`\min(r_1, r_2) \le 4`, :math:`N > r_1 r_2`, :math:`N r_1 r_2 \le 10^5`, are
     solved first, and a certified answer's W is the feasible point, proved exactly, in
-    ``extras["feasibility"]``; else the check decides first.)
+    ``extras["feasibility"]``; where the SDP gives no such W, infeasible rows say, the check
+    decides after it, so those rows pay for the SDP as well.)
 
     Parameters
     ----------
