@@ -38,6 +38,13 @@ from ..attention_maps import (
     visible_sum,
 )
 from ..data import TokenData
+from ..selection import (
+    TIE_RTOL,
+    logit_selection,
+    tied_maxima,
+    underflow_size,
+    weight_logits,
+)
 from ..selection import check_data as _check_data
 from ..solvers import att_svm
 
@@ -56,8 +63,6 @@ RECONSTRUCTION = (
     "submission 4416, withdrawn); formulas are svmgeo's derivations, see docs/attention-maps.md"
 )
 """The label every result of this paper's analyses carries."""
-
-_TIE_RTOL = 1e-12
 
 
 def _check_W(W: Any, d: int, where: str) -> np.ndarray:
@@ -648,12 +653,15 @@ class RobustnessRadius:
     Attributes
     ----------
     selected : ndarray of int, shape (n, K)
-        :math:`\alpha_{ik} = \arg\max_t x_{it}^\top W z_{ik}` (visible keys).
+        :math:`\alpha_{ik} = \arg\max_t x_{it}^\top W z_{ik}` (visible keys), decided as
+        in :func:`robustness_radius` (verify's selection wherever that is one key; one of
+        the tied keys at a tie).
     competitor : ndarray of int, shape (n, K)
         The :math:`\tau` attaining the minimum (-1 when a query sees one key).
     per_query : ndarray of shape (n, K)
         :math:`r_{ik} = \min_\tau (x_{i\alpha} - x_{i\tau})^\top W z_{ik} / (\sqrt2\|W z_{ik}\|)`
-        (0 at a tie or at :math:`W z_{ik} = 0`; inf when a query sees one key).
+        (0 at a tie, a gap within its round-off bound of 0, or at :math:`W z_{ik} = 0`; inf
+        when a query sees one key).
     radius : ndarray of shape (n,)
         :math:`r_i = \min_k r_{ik}`: the infimum of :math:`\|\Delta X_i\|_F` over perturbations
         of sequence i's tokens that change some query's selection.
@@ -684,23 +692,86 @@ class RobustnessRadius:
 
 
 def _radii(data: TokenData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(selected, competitor, margin m, ||W z||), each of shape (n, K)."""
-    X = np.asarray(data.X)
-    G = np.einsum("de,nke->nkd", W, np.asarray(data.queries))  # W z_ik
-    U = np.einsum("ntd,nkd->nkt", X, G)
+    r"""(selected, competitor, margin m, :math:`\|W z\|`), each of shape (n, K).
+
+    :math:`\alpha` is the key of :func:`svmgeo.verify`'s selection rule on the logits
+    (:func:`~svmgeo.selection.logit_selection` with W: the largest logit, up to
+    ``TIE_RTOL`` of the logits' sizes) wherever that rule selects one key. Where it finds a
+    tie (or logits beyond float64), the logits are compared through the tokens'
+    differences, :math:`u_\tau - u_\alpha = -(x_{i\alpha} - x_{i\tau})^\top g_{ik}`,
+    :math:`g_{ik} = W z_{ik}`, by :func:`~svmgeo.selection.tied_maxima` with the sizes of
+    :func:`_gap_sizes` (:func:`_gaps`): :math:`\alpha` moves to a key that beats it beyond
+    that bound (a larger exact logit: T - 1 moves at most) until none does, and the query
+    is a tie (m = 0) where another key is within the bound. The gaps
+    :math:`m_\tau = (x_{i\alpha} - x_{i\tau})^\top g_{ik}` are those differences, exact
+    where the tokens' difference is (a common large component cancels before the product).
+    Before, they were differences of the rounded logits, tied below :math:`10^{-12}
+    \max_t |u_t|`: tokens :math:`(10^{13}, 1, 0), (10^{13}, 0, 0.3), (10^{13}, -1, 0.1)`
+    with exact gaps 0.85 and 1.95 read as a tie (radius 0), and at :math:`10^8` the radius
+    was off by 7e-9 relative."""
     vis = np.asarray(data.visible)
-    Uv = np.where(vis, U, -np.inf)
-    sel = Uv.argmax(axis=2)
-    top = np.take_along_axis(Uv, sel[..., None], axis=2)
-    gap = np.where(vis, top - U, np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite logits: decided below
+        logits = weight_logits(data, W)
+    top_logits = logit_selection(data, logits, W)[3]
+    decided = top_logits.sum(axis=2) == 1  # verify's rule selects one key: the largest logit
+    sel = np.where(vis & ~np.isnan(logits), logits, -np.inf).argmax(axis=2)
+    X = np.asarray(data.X)
+    Z = np.asarray(data.queries)
+    G = np.einsum("de,nke->nkd", W, Z)  # W z_ik
+    A = np.einsum("de,nke->nkd", np.abs(W), np.abs(Z))  # |W| |z_ik|, for the gaps' sizes
+    gap, top = _gaps(X, G, A, sel, vis)
+    for _ in range(data.T - 1):
+        beaten = ~decided & ~np.take_along_axis(top, sel[..., None], axis=2)[..., 0]
+        if not np.any(beaten):  # every other key's gap is positive, or within its bound
+            break
+        sel = np.where(beaten, np.where(top, -gap, -np.inf).argmax(axis=2), sel)
+        gap, top = _gaps(X, G, A, sel, vis)
+    tied = ~decided & (top.sum(axis=2) > 1)
     np.put_along_axis(gap, sel[..., None], np.inf, axis=2)
-    comp = gap.argmin(axis=2)
+    others = top & (np.arange(data.T) != sel[..., None])
+    comp = np.where(tied, others.argmax(axis=2), gap.argmin(axis=2))
     m = np.take_along_axis(gap, comp[..., None], axis=2)[..., 0]
     comp = np.where(np.isfinite(m), comp, -1)
-    gn = row_norms(G, axis=2)  # ||W z||, at any scale of W
-    scale = np.abs(np.where(vis, U, 0.0)).max(axis=2)
-    m = np.where(np.isfinite(m) & (m <= _TIE_RTOL * scale), 0.0, m)
-    return sel, comp, m, gn
+    return sel, comp, np.where(tied, 0.0, m), row_norms(G, axis=2)  # ||W z||, any scale
+
+
+def _gaps(
+    X: np.ndarray, G: np.ndarray, A: np.ndarray, sel: np.ndarray, vis: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The gaps :math:`(x_{i\alpha} - x_{i\tau})^\top g_{ik}` of every key :math:`\tau`
+    (0 at :math:`\alpha`, :math:`+\infty` hidden), and the keys whose logit is the largest
+    up to round-off: :func:`~svmgeo.selection.tied_maxima` of :math:`u_\tau - u_\alpha =
+    -m_\tau` with the sizes of :func:`_gap_sizes`; shape (n, K, T) each, computed key by key
+    (memory n K d, not n K T d)."""
+    n, K = sel.shape
+    Xa = X[np.arange(n)[:, None], sel]  # (n, K, d): x_i,alpha_ik
+    T = X.shape[1]
+    gap = np.empty((n, K, T))
+    size = np.empty((n, K, T))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(T):
+            D = Xa - X[:, t][:, None, :]
+            gap[:, :, t] = np.einsum("nkd,nkd->nk", D, G)
+            size[:, :, t] = _gap_sizes(D, A)
+    gap = np.where(vis, gap, np.inf)
+    ranked = np.where(vis & np.isfinite(gap), -gap, -np.inf)  # u_tau - u_alpha
+    return gap, tied_maxima(ranked, TIE_RTOL, np.where(vis, size, 0.0))
+
+
+def _gap_sizes(D: np.ndarray, A: np.ndarray) -> np.ndarray:
+    r"""The sizes :math:`|x_\alpha - x_\tau|^\top |W|\,|z| + \mu\,(d\,\|x_\alpha -
+    x_\tau\|_1 + d)` of the computed gaps (``D`` the differences, ``A`` = :math:`|W|\,|z|`,
+    shape (..., d)): the computed :math:`\mathrm{fl}(x_\alpha - x_\tau)^\top
+    \mathrm{fl}(W z)` is within :math:`\gamma_{2d+1}` times the first term of the exact gap
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1: :math:`u` for
+    the subtraction, :math:`\gamma_d` for each of the two inner products), however its terms
+    cancel, plus :math:`u\mu` for each of the products that may underflow (the :math:`d`
+    of each :math:`(W z)_j`, which :math:`|x_{\alpha j} - x_{\tau j}|` multiplies, and the
+    :math:`d` of the gap; :func:`~svmgeo.selection.underflow_size`): the shape of
+    :func:`~svmgeo.selection.logit_sizes` with the tokens' difference for the token."""
+    d = D.shape[-1]
+    absD = np.abs(D)
+    return np.einsum("...d,...d->...", absD, A) + underflow_size(d * absD.sum(axis=-1) + d)
 
 
 def _radius_values(m: np.ndarray, gn: np.ndarray) -> np.ndarray:
@@ -710,8 +781,9 @@ def _radius_values(m: np.ndarray, gn: np.ndarray) -> np.ndarray:
 
 
 def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> RobustnessRadius:
-    r"""Per sequence, the exact smallest perturbation of its tokens that changes softmax's
-    selected token, the perturbation that attains it, and its predicted SVM limit.
+    r"""Per sequence, the smallest perturbation of its tokens that changes softmax's selected
+    token (to the precision below), the perturbation that attains it, and its predicted SVM
+    limit.
 
     .. math::
 
@@ -728,6 +800,19 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     :math:`W \to cW`, so along directional convergence to :math:`W^{\mathrm{mm}}` it tends to
     the same formula at :math:`W^{\mathrm{mm}}`, i.e. :math:`1/(\sqrt2\|W^{\mathrm{mm}}
     z_{ik}\|)` when query (i, k) has a support token.
+
+    Precision: :math:`\alpha_{ik}` is :func:`svmgeo.verify`'s selection where its rule on the
+    logits selects one key; where that rule finds a tie, the keys are compared through the
+    gaps, which are computed from the tokens' differences, :math:`\mathrm{fl}(x_{i\alpha} -
+    x_{i\tau})^\top \mathrm{fl}(W z_{ik})`, within :math:`\gamma_{2d+1}\, s_\tau` of the
+    exact gap, :math:`s_\tau = |x_{i\alpha} - x_{i\tau}|^\top |W|\,|z_{ik}|` (plus the
+    underflow of tiny products), so a large component common to the tokens cancels exactly.
+    A gap within :math:`10^{-12} s_\tau` of 0 (``selection.TIE_RTOL``), on a query that
+    verify's rule also calls tied, is reported as a tie (radius 0: the exact radius is below
+    about :math:`10^{-12} s_\tau / \|W z_{ik}\|`). Otherwise :math:`r_{ik}` is within a
+    relative error of about :math:`(2d + 1)\,u\, s_\tau / m_\tau + d\,u\, \|\,|W|\,
+    |z_{ik}|\,\| / \|W z_{ik}\|` of the exact radius (:math:`u = 2^{-53}`): to a few ulps
+    where neither the terms of the gap nor those of :math:`W z_{ik}` cancel.
 
     Parameters
     ----------
