@@ -32,6 +32,7 @@ from .._summary import summarized
 from .._validation import check_array, check_bool, check_int, check_option
 from ..attention_maps import (
     AttentionMap,
+    gamma,
     get_attention_map,
     logit_sum_bound,
     refuse_undetermined_sums,
@@ -708,52 +709,131 @@ def _radii(data: TokenData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     Before, they were differences of the rounded logits, tied below :math:`10^{-12}
     \max_t |u_t|`: tokens :math:`(10^{13}, 1, 0), (10^{13}, 0, 0.3), (10^{13}, -1, 0.1)`
     with exact gaps 0.85 and 1.95 read as a tie (radius 0), and at :math:`10^8` the radius
-    was off by 7e-9 relative."""
-    vis = np.asarray(data.visible)
-    with np.errstate(over="ignore", invalid="ignore"):  # non-finite logits: decided below
-        logits = weight_logits(data, W)
-    top_logits = logit_selection(data, logits, W)[3]
-    decided = top_logits.sum(axis=2) == 1  # verify's rule selects one key: the largest logit
-    sel = np.where(vis & ~np.isnan(logits), logits, -np.inf).argmax(axis=2)
+    was off by 7e-9 relative.
+
+    Verify's rule (an unoptimized three-way ``einsum``) runs only on the sequences of the
+    queries that :func:`_clear` leaves in doubt; at the others its one key is the largest
+    of the logits :math:`x_{it}^\top g_{ik}`, proved there."""
     X = np.asarray(data.X)
     Z = np.asarray(data.queries)
+    vis = np.asarray(data.visible)
     G = np.einsum("de,nke->nkd", W, Z)  # W z_ik
-    A = np.einsum("de,nke->nkd", np.abs(W), np.abs(Z))  # |W| |z_ik|, for the gaps' sizes
-    gap, top = _gaps(X, G, A, sel, vis)
-    for _ in range(data.T - 1):
-        beaten = ~decided & ~np.take_along_axis(top, sel[..., None], axis=2)[..., 0]
-        if not np.any(beaten):  # every other key's gap is positive, or within its bound
-            break
-        sel = np.where(beaten, np.where(top, -gap, -np.inf).argmax(axis=2), sel)
-        gap, top = _gaps(X, G, A, sel, vis)
-    tied = ~decided & (top.sum(axis=2) > 1)
+    with np.errstate(over="ignore", invalid="ignore"):  # only where _clear's b >= 2^1000
+        logits = np.where(vis, np.einsum("ntd,nkd->nkt", X, G), -np.inf)
+    sel = logits.argmax(axis=2)  # a candidate for verify's key, which _clear proves or not
+    gap = _gaps(X, G, sel, vis)[0]
+    decided = _clear(X, Z, W, vis, gap, sel)
+    tied = np.zeros(decided.shape, dtype=bool)
+    tie_comp = np.zeros(sel.shape, dtype=sel.dtype)
+    rows = np.flatnonzero(~decided.all(axis=1))  # the sequences of the queries in doubt
+    if rows.size:  # verify's rule reads each query alone: the same keys as on all the data
+        sub = _sequences(data, rows)
+        with np.errstate(over="ignore", invalid="ignore"):  # non-finite logits: undecided
+            sub_logits = weight_logits(sub, W)
+        sure = logit_selection(sub, sub_logits, W)[3].sum(axis=2) == 1  # its one key
+        s = np.where(np.isnan(sub_logits), -np.inf, sub_logits).argmax(axis=2)
+        Xr, Gr, vr = X[rows], G[rows], vis[rows]
+        A = np.einsum("de,nke->nkd", np.abs(W), np.abs(Z[rows]))  # |W| |z_ik|: gaps' sizes
+        g, top = _gaps(Xr, Gr, s, vr, A)
+        for _ in range(data.T - 1):
+            beaten = ~sure & ~np.take_along_axis(top, s[..., None], axis=2)[..., 0]
+            if not np.any(beaten):  # every other key's gap is positive, or within its bound
+                break
+            s = np.where(beaten, np.where(top, -g, -np.inf).argmax(axis=2), s)
+            g, top = _gaps(Xr, Gr, s, vr, A)
+        sel[rows], gap[rows], decided[rows] = s, g, sure
+        tied[rows] = ~sure & (top.sum(axis=2) > 1)
+        tie_comp[rows] = (top & (np.arange(data.T) != s[..., None])).argmax(axis=2)
     np.put_along_axis(gap, sel[..., None], np.inf, axis=2)
-    others = top & (np.arange(data.T) != sel[..., None])
-    comp = np.where(tied, others.argmax(axis=2), gap.argmin(axis=2))
+    comp = np.where(tied, tie_comp, gap.argmin(axis=2))
     m = np.take_along_axis(gap, comp[..., None], axis=2)[..., 0]
     comp = np.where(np.isfinite(m), comp, -1)
     return sel, comp, np.where(tied, 0.0, m), row_norms(G, axis=2)  # ||W z||, any scale
 
 
+def _clear(
+    X: np.ndarray,
+    Z: np.ndarray,
+    W: np.ndarray,
+    vis: np.ndarray,
+    gap: np.ndarray,
+    sel: np.ndarray,
+) -> np.ndarray:
+    r"""The queries (n, K) where :func:`svmgeo.verify`'s rule selects the key ``sel`` alone,
+    proved from the gaps :math:`m_\tau` of :func:`_gaps` without verify's logits: those
+    where ``sel`` is visible, :math:`b_{ik} < 2^{1000}` and every other visible key has
+
+    .. math::
+
+        m_\tau > 2 c\, b_{ik}, \qquad c = 2\,\mathrm{TIE\_RTOL} + \gamma_{2d+1}
+        + \gamma_{d^2+1}, \qquad b_{ik} = \xi_i\, (\mathbf 1^\top |W|\,|z_{ik}| + d^2 \mu)
+        + \mu\,(d\,\|z_{ik}\|_1 + d^2 + d),
+
+    :math:`\xi_i = \max_{t, j} |x_{itj}|`, :math:`\mu` = ``selection.SMALLEST_NORMAL``
+    (:func:`~svmgeo.selection.underflow_size`), :math:`\gamma_n = n u / (1 - n u)`.
+
+    Proof. :math:`b_{ik}` bounds the size :math:`s_t = |x_t|^\top |W|\,|z| + \mu(d\|z\|_1 +
+    d^2)` of each of verify's logits :math:`u_t` (:func:`~svmgeo.selection.logit_sizes`),
+    and :math:`2 b_{ik}` the size :math:`|x_\alpha - x_\tau|^\top |W|\,|z| + \mu(d
+    \|x_\alpha - x_\tau\|_1 + d)` of each gap (:func:`_gap_sizes`), to a factor :math:`1 +
+    O(d u)` for the rounding of these sizes. The exact gap :math:`M_\tau = L_\alpha -
+    L_\tau` is within :math:`\gamma_{2d+1}` times its size of :math:`m_\tau`, and each
+    :math:`u_t` within :math:`\gamma_{d^2+1} s_t` of the exact :math:`L_t`, so
+    :math:`u_\alpha - u_\tau \ge M_\tau - \gamma_{d^2+1}(s_\alpha + s_\tau) > (2\,
+    \mathrm{TIE\_RTOL} - O(d u))\, 2 b_{ik} > \mathrm{TIE\_RTOL}\,\max(s_\alpha, s_\tau)`,
+    verify's tolerance (one ``TIE_RTOL`` of room for the :math:`O(d u)` and the rounding of
+    this test). So :math:`u_\alpha` is the one largest logit and no other is within
+    verify's tolerance of it (:func:`~svmgeo.selection.tied_maxima`): verify selects
+    :math:`\alpha` alone, and :math:`M_\tau > 0`: the exact largest logit. Verify's
+    logits are finite there: each of their partial sums is at most about :math:`s_t \le
+    b_{ik} < 2^{1000}` in magnitude. A query that sees one key is clear where
+    :math:`b_{ik} < 2^{1000}` (and its key is ``sel``). :math:`b_{ik}` is looser than the
+    sizes (the largest entry of the sequence for each entry of its tokens), which only sends
+    more queries to verify's rule; it costs n (T d + K d), the test n K T, and verify's
+    logits n K T :math:`d^2`."""
+    T, d = X.shape[1:]
+    xi = np.maximum(X.max(axis=(1, 2)), -X.min(axis=(1, 2)))[:, None]  # (n, 1): max |x_itj|
+    Za = np.abs(Z)
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite: not clear
+        z_w = Za @ np.abs(W).sum(axis=0) + underflow_size(d * d)  # 1^T |W| |z| + d^2 mu
+        b = xi * z_w + underflow_size(d * Za.sum(axis=2) + (d * d + d))  # (n, K)
+        c = 2.0 * TIE_RTOL + gamma(2 * d + 1) + gamma(d * d + 1)
+        beyond = gap > (2.0 * c * b)[..., None]  # False where either is NaN
+    others = vis & (np.arange(T) != sel[..., None])
+    seen = np.take_along_axis(vis, sel[..., None], axis=2)[..., 0]
+    return seen & (b < 2.0**1000) & np.all(~others | beyond, axis=2)
+
+
+def _sequences(data: TokenData, rows: np.ndarray) -> TokenData:
+    """The sequences ``rows`` of ``data``, their queries as Z and their visible keys as the
+    mask: what :func:`~svmgeo.selection.weight_logits` and
+    :func:`~svmgeo.selection.logit_selection` read (no labels or head)."""
+    mask = None if data.mask is None else np.asarray(data.visible)[rows]
+    return TokenData(np.asarray(data.X)[rows], Z=np.asarray(data.queries)[rows], mask=mask)
+
+
 def _gaps(
-    X: np.ndarray, G: np.ndarray, A: np.ndarray, sel: np.ndarray, vis: np.ndarray
+    X: np.ndarray, G: np.ndarray, sel: np.ndarray, vis: np.ndarray, A: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The gaps :math:`(x_{i\alpha} - x_{i\tau})^\top g_{ik}` of every key :math:`\tau`
-    (0 at :math:`\alpha`, :math:`+\infty` hidden), and the keys whose logit is the largest
-    up to round-off: :func:`~svmgeo.selection.tied_maxima` of :math:`u_\tau - u_\alpha =
-    -m_\tau` with the sizes of :func:`_gap_sizes`; shape (n, K, T) each, computed key by key
-    (memory n K d, not n K T d)."""
+    (0 at :math:`\alpha`, :math:`+\infty` hidden) and, given ``A`` = :math:`|W|\,|z_{ik}|`,
+    the keys whose logit is the largest up to round-off: :func:`~svmgeo.selection.tied_maxima`
+    of :math:`u_\tau - u_\alpha = -m_\tau` with the sizes of :func:`_gap_sizes` (all False
+    without ``A``); shape (n, K, T) each, computed key by key (memory n K d, not n K T d)."""
     n, K = sel.shape
     Xa = X[np.arange(n)[:, None], sel]  # (n, K, d): x_i,alpha_ik
     T = X.shape[1]
     gap = np.empty((n, K, T))
-    size = np.empty((n, K, T))
+    size = None if A is None else np.empty((n, K, T))
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(T):
             D = Xa - X[:, t][:, None, :]
             gap[:, :, t] = np.einsum("nkd,nkd->nk", D, G)
-            size[:, :, t] = _gap_sizes(D, A)
+            if A is not None and size is not None:
+                size[:, :, t] = _gap_sizes(D, A)
     gap = np.where(vis, gap, np.inf)
+    if size is None:  # gaps only
+        return gap, np.zeros(gap.shape, dtype=bool)
     ranked = np.where(vis & np.isfinite(gap), -gap, -np.inf)  # u_tau - u_alpha
     return gap, tied_maxima(ranked, TIE_RTOL, np.where(vis, size, 0.0))
 
@@ -847,15 +927,16 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     n, T, d = data.n, data.T, data.d
     pert = np.zeros((n, T, d))
     G = np.einsum("de,nke->nkd", Wc, np.asarray(data.queries))
-    for i in range(n):
-        k = int(np.argmin(per_query[i]))
-        if np.isfinite(m[i, k]) and m[i, k] > 0.0 and gn[i, k] > 0.0:
-            g = gn[i, k]
-            # m g / (2 ||g||^2) as (m / (2 ||g||)) (g / ||g||): m <= 2 max||x|| ||g||, so neither
-            # factor overflows (m g and ||g||^2 can, at large tokens and W)
-            step = (m[i, k] / (2.0 * g)) * (G[i, k] / g)
-            pert[i, comp[i, k]] += step
-            pert[i, sel[i, k]] -= step
+    i = np.arange(n)
+    k = np.argmin(per_query, axis=1)  # each sequence's smallest radius
+    mk, gk = m[i, k], gn[i, k]
+    i = i[np.isfinite(mk) & (mk > 0.0) & (gk > 0.0)]  # a perturbation to move
+    k, mk, gk = k[i], mk[i], gk[i, None]
+    # m g / (2 ||g||^2) as (m / (2 ||g||)) (g / ||g||): m <= 2 max||x|| ||g||, so neither
+    # factor overflows (m g and ||g||^2 can, at large tokens and W)
+    step = (mk[:, None] / (2.0 * gk)) * (G[i, k] / gk)
+    pert[i, comp[i, k]] = step  # comp != sel where m > 0
+    pert[i, sel[i, k]] = -step
     svm_q = np.full((n, data.K), np.nan)
     W_mm = None
     message = "radii of W; Att-SVM not solved (svm=False)"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import svmgeo as sg
-from svmgeo.analysis import robustness_radius
+from svmgeo.analysis import _stability, robustness_radius
 from svmgeo.selection import largest_logits
 
 ROWS = [(1.0, 0.0), (0.0, 0.3), (-1.0, 0.1)]  # the tokens' last two coordinates
@@ -93,3 +93,65 @@ def test_exact_tie_of_tokens_with_a_large_common_component_is_a_tie() -> None:
     np.testing.assert_array_equal(rad.radius, [0.0])
     np.testing.assert_array_equal(rad.perturbation, np.zeros((1, 3, 3)))
     assert "ties on 1 query" in rad.message and rad.W_mm is None
+
+
+def _spy_on_verify_logits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of sequences of each call of verify's logits from robustness_radius."""
+    calls: list[int] = []
+    real = _stability.weight_logits
+
+    def spy(data: sg.TokenData, W: np.ndarray) -> np.ndarray:
+        calls.append(data.n)
+        return real(data, W)
+
+    monkeypatch.setattr(_stability, "weight_logits", spy)
+    return calls
+
+
+def test_verify_rule_runs_only_on_the_sequences_in_doubt(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: verify's logits (an n K T d^2 einsum) on every query, 16x main's time on
+    # random_data(500, 32, 32, n_queries=4); now only where the gaps leave its key in doubt
+    calls = _spy_on_verify_logits(monkeypatch)
+    data = sg.random_data(12, 6, 4, seed=3, n_queries=3)
+    W = np.random.default_rng(3).normal(size=(4, 4))
+    rad = robustness_radius(data, W, svm=False)
+    assert calls == []
+    chosen, tied, _ = largest_logits(data, W)  # verify's rule, on all the data
+    assert chosen is not None and not tied
+    np.testing.assert_array_equal(rad.selected, chosen)
+    # a common component 1e13 in sequence 5: its gaps are within the bound of verify's
+    # tolerance, so verify's rule reads that sequence (alone), and it ties its keys
+    X = np.array(data.X)
+    X[5, :, 0] += 1e13
+    near = sg.TokenData(X, v=np.ones(4), Z=np.asarray(data.queries))
+    rad_near = robustness_radius(near, W, svm=False)
+    assert calls == [1]
+    chosen, tied, _ = largest_logits(near, W)
+    assert chosen is None and tied and all(t.startswith("sequence 5, query") for t in tied)
+    rest = np.arange(12) != 5  # the other sequences as before, bit for bit
+    np.testing.assert_array_equal(rad_near.selected[rest], rad.selected[rest])
+    np.testing.assert_array_equal(rad_near.per_query[rest], rad.per_query[rest])
+
+
+def test_sequence_in_doubt_reads_as_on_its_own() -> None:
+    # guard (passes on the base too): the sequence verify's rule reads alone (a sub-dataset)
+    # gets the result it gets as the only sequence, mask included, and the exact radius
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4, 3, 3))
+    X[2] = [[1e13, *ROWS[t]] for t in (2, 0, 1)]  # _case(1e13), its tokens in another order
+    Z = rng.normal(size=(4, 2, 3))
+    Z[2] = [[0.0, 1.0, 0.5], [0.0, 1.0, 0.5]]
+    mask = np.ones((4, 2, 3), dtype=bool)
+    mask[2, 1, 0] = False  # query 1 of sequence 2 does not see (1e13, -1, 0.1)
+    W = np.eye(3)
+    W[0, 1] = 0.7
+    rad = robustness_radius(sg.TokenData(X, v=np.ones(3), Z=Z, mask=mask), W, svm=False)
+    alone = robustness_radius(
+        sg.TokenData(X[2:3], v=np.ones(3), Z=Z[2:3], mask=mask[2:3]), W, svm=False
+    )
+    np.testing.assert_array_equal(rad.selected[2], alone.selected[0])
+    np.testing.assert_array_equal(rad.per_query[2], alone.per_query[0])
+    for k, keys in ((0, [0, 1, 2]), (1, [1, 2])):  # the exact radius of each query
+        alpha, tau, r = _exact(X[2][keys], W, Z[2, k])
+        assert (rad.selected[2, k], rad.competitor[2, k]) == (keys[alpha], keys[tau])
+        np.testing.assert_allclose(rad.per_query[2, k], r, rtol=1e-12)
