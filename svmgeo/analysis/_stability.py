@@ -44,7 +44,6 @@ from ..selection import (
     logit_selection,
     tied_maxima,
     underflow_size,
-    weight_logits,
 )
 from ..selection import check_data as _check_data
 from ..solvers import att_svm
@@ -726,14 +725,17 @@ def _radii(data: TokenData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     tied = np.zeros(decided.shape, dtype=bool)
     tie_comp = np.zeros(sel.shape, dtype=sel.dtype)
     rows = np.flatnonzero(~decided.all(axis=1))  # the sequences of the queries in doubt
-    if rows.size:  # verify's rule reads each query alone: the same keys as on all the data
-        sub = _sequences(data, rows)
+    if rows.size:  # verify's rule on all the data, its logits computed on these rows only
+        Xr, Zr, vr = X[rows], Z[rows], vis[rows]
         with np.errstate(over="ignore", invalid="ignore"):  # non-finite logits: undecided
-            sub_logits = weight_logits(sub, W)
-        sure = logit_selection(sub, sub_logits, W)[3].sum(axis=2) == 1  # its one key
-        s = np.where(np.isnan(sub_logits), -np.inf, sub_logits).argmax(axis=2)
-        Xr, Gr, vr = X[rows], G[rows], vis[rows]
-        A = np.einsum("de,nke->nkd", np.abs(W), np.abs(Z[rows]))  # |W| |z_ik|: gaps' sizes
+            logits[rows] = _verify_logits(Xr, W, Zr, vr)  # the others' are finite (_clear)
+        # on the full data, not a TokenData of the rows: its checks (check_scale) read the
+        # rows alone, and valid data with tiny rows raised "too small for float64"
+        top = logit_selection(data, logits, W)[3][rows]
+        sure = top.sum(axis=2) == 1  # verify's one key
+        s = np.where(np.isnan(logits[rows]), -np.inf, logits[rows]).argmax(axis=2)
+        Gr = G[rows]
+        A = np.einsum("de,nke->nkd", np.abs(W), np.abs(Zr))  # |W| |z_ik|: gaps' sizes
         g, top = _gaps(Xr, Gr, s, vr, A)
         for _ in range(data.T - 1):
             beaten = ~sure & ~np.take_along_axis(top, s[..., None], axis=2)[..., 0]
@@ -741,9 +743,17 @@ def _radii(data: TokenData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
                 break
             s = np.where(beaten, np.where(top, -g, -np.inf).argmax(axis=2), s)
             g, top = _gaps(Xr, Gr, s, vr, A)
-        sel[rows], gap[rows], decided[rows] = s, g, sure
-        tied[rows] = ~sure & (top.sum(axis=2) > 1)
-        tie_comp[rows] = (top & (np.arange(data.T) != s[..., None])).argmax(axis=2)
+        # a guard: where verify selects one key and another key's gap by the differences is
+        # <= 0 after all, a tie (radius 0), never a negative radius. Not reached where the
+        # worst-case round-off of verify's logits and of the gaps, 2 (gamma_{d^2+1} +
+        # gamma_{2d+1}) of the logits' sizes, is below verify's tolerance TIE_RTOL of them
+        # (d up to about 60; typical round-off is far smaller)
+        lost = sure[..., None] & (g <= 0.0) & (np.arange(data.T) != s[..., None])
+        doubt = lost.any(axis=2)
+        sel[rows], gap[rows] = s, g
+        tied[rows] = (~sure & (top.sum(axis=2) > 1)) | doubt
+        others = np.where(doubt[..., None], lost, top & (np.arange(data.T) != s[..., None]))
+        tie_comp[rows] = others.argmax(axis=2)
     np.put_along_axis(gap, sel[..., None], np.inf, axis=2)
     comp = np.where(tied, tie_comp, gap.argmin(axis=2))
     m = np.take_along_axis(gap, comp[..., None], axis=2)[..., 0]
@@ -804,12 +814,14 @@ def _clear(
     return seen & (b < 2.0**1000) & np.all(~others | beyond, axis=2)
 
 
-def _sequences(data: TokenData, rows: np.ndarray) -> TokenData:
-    """The sequences ``rows`` of ``data``, their queries as Z and their visible keys as the
-    mask: what :func:`~svmgeo.selection.weight_logits` and
-    :func:`~svmgeo.selection.logit_selection` read (no labels or head)."""
-    mask = None if data.mask is None else np.asarray(data.visible)[rows]
-    return TokenData(np.asarray(data.X)[rows], Z=np.asarray(data.queries)[rows], mask=mask)
+def _verify_logits(X: np.ndarray, W: np.ndarray, Z: np.ndarray, vis: np.ndarray) -> np.ndarray:
+    r"""Verify's logits :math:`x_{it}^\top W z_{ik}` (``-inf`` on hidden keys) of the sequences
+    X (n, T, d) with queries Z (n, K, d) and visible keys ``vis`` (n, K, T):
+    :func:`~svmgeo.selection.weight_logits` of these rows of a TokenData, without building one
+    (its checks read the rows alone), by the einsum of
+    :func:`~svmgeo.selection.bilinear_logits` on the same operands in the same order (each
+    logit is its own sum: the same bits as on all the data)."""
+    return np.where(vis, np.einsum("ntd,de,nke->nkt", X, W, Z), -np.inf)
 
 
 def _gaps(
@@ -935,8 +947,8 @@ def robustness_radius(data: TokenData, W: Any, *, svm: bool = True) -> Robustnes
     # m g / (2 ||g||^2) as (m / (2 ||g||)) (g / ||g||): m <= 2 max||x|| ||g||, so neither
     # factor overflows (m g and ||g||^2 can, at large tokens and W)
     step = (mk[:, None] / (2.0 * gk)) * (G[i, k] / gk)
-    pert[i, comp[i, k]] = step  # comp != sel where m > 0
-    pert[i, sel[i, k]] = -step
+    pert[i, comp[i, k]] = 0.0 + step  # comp != sel where m > 0; base's += and -= on zeros:
+    pert[i, sel[i, k]] = 0.0 - step  # the same bits, signed zeros included
     svm_q = np.full((n, data.K), np.nan)
     W_mm = None
     message = "radii of W; Att-SVM not solved (svm=False)"

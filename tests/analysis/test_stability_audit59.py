@@ -98,13 +98,13 @@ def test_exact_tie_of_tokens_with_a_large_common_component_is_a_tie() -> None:
 def _spy_on_verify_logits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of sequences of each call of verify's logits from robustness_radius."""
     calls: list[int] = []
-    real = _stability.weight_logits
+    real = _stability._verify_logits
 
-    def spy(data: sg.TokenData, W: np.ndarray) -> np.ndarray:
-        calls.append(data.n)
-        return real(data, W)
+    def spy(X: np.ndarray, W: np.ndarray, Z: np.ndarray, vis: np.ndarray) -> np.ndarray:
+        calls.append(len(X))
+        return real(X, W, Z, vis)
 
-    monkeypatch.setattr(_stability, "weight_logits", spy)
+    monkeypatch.setattr(_stability, "_verify_logits", spy)
     return calls
 
 
@@ -134,8 +134,8 @@ def test_verify_rule_runs_only_on_the_sequences_in_doubt(monkeypatch: pytest.Mon
 
 
 def test_sequence_in_doubt_reads_as_on_its_own() -> None:
-    # guard (passes on the base too): the sequence verify's rule reads alone (a sub-dataset)
-    # gets the result it gets as the only sequence, mask included, and the exact radius
+    # guard: the sequence verify's rule reads alone gets the result it gets as the only
+    # sequence, mask included, and the exact radius (which fails on main: a tie there)
     rng = np.random.default_rng(5)
     X = rng.normal(size=(4, 3, 3))
     X[2] = [[1e13, *ROWS[t]] for t in (2, 0, 1)]  # _case(1e13), its tokens in another order
@@ -155,3 +155,43 @@ def test_sequence_in_doubt_reads_as_on_its_own() -> None:
         alpha, tau, r = _exact(X[2][keys], W, Z[2, k])
         assert (rad.selected[2, k], rad.competitor[2, k]) == (keys[alpha], keys[tau])
         np.testing.assert_allclose(rad.per_query[2, k], r, rtol=1e-12)
+
+
+@pytest.mark.parametrize("tiny", ["tokens", "query"])
+def test_tiny_sequence_in_doubt_of_valid_data_is_read(tiny: str) -> None:
+    # before: verify's rule read the sequence in doubt as a TokenData of its own, whose
+    # checks raised "the data are too small for float64 ... Rescale X" on data that pass them
+    # (max ||X|| max ||Z|| = 1 here): sequence 1's tokens, or its query, of size 1e-160
+    X = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])
+    Z = np.array([[[1.0, 0.5]], [[1.0, 0.0]]])
+    if tiny == "tokens":
+        X[1] *= 1e-160
+    else:
+        Z[1, 0, 0] = 1e-160
+    data = sg.TokenData(X, v=np.ones(2), Z=Z)
+    chosen, tied, _ = largest_logits(data, np.eye(2))  # verify: sequence 1's keys tie
+    assert chosen is None and tied == ["sequence 1, query 0: tokens [0, 1]"]
+    rad = robustness_radius(data, np.eye(2), svm=False)
+    alpha, tau, r = _exact(X[0], np.eye(2), Z[0, 0])  # gap 1/2, ||W z|| = sqrt(5)/2
+    assert (alpha, tau) == (0, 1)
+    np.testing.assert_array_equal(rad.selected, [[0], [0]])  # sequence 1: its first top key
+    np.testing.assert_array_equal(rad.competitor, [[1], [1]])
+    np.testing.assert_allclose(rad.radius, [r, 0.0], rtol=1e-15, atol=0.0)
+    np.testing.assert_allclose(r, math.sqrt(0.1), rtol=1e-15)  # 1/2 / (sqrt 2 sqrt(5)/2)
+
+
+def test_key_of_verify_beaten_by_the_differences_is_a_tie(monkeypatch: pytest.MonkeyPatch) -> None:
+    # guard, not reached with verify's own logits (its tolerance exceeds their round-off):
+    # logits that put key 1 of _case(1e13) 100 above the others, beyond verify's tolerance
+    # (1e-12 of 7e12), whose exact gap to key 0 is -0.85, gave the negative radius
+    # -0.85 / (sqrt 2 ||W z||); now a tie (radius 0) with key 0
+    real = _stability._verify_logits
+
+    def key_1(X: np.ndarray, W: np.ndarray, Z: np.ndarray, vis: np.ndarray) -> np.ndarray:
+        return real(X, W, Z, vis) + np.array([0.0, 100.0, 0.0])
+
+    monkeypatch.setattr(_stability, "_verify_logits", key_1)
+    data, W = _case(1e13)
+    rad = robustness_radius(data, W, svm=False)
+    assert (int(rad.selected[0, 0]), int(rad.competitor[0, 0])) == (1, 0)
+    np.testing.assert_array_equal(rad.radius, [0.0])
