@@ -153,3 +153,52 @@ def test_the_thread_count_falls_back_to_threadpoolctls_method():
 
     for lib in (Lib(), Failing()):
         assert _threads._count(lib)() == 3
+
+
+def test_a_small_solve_leaves_other_threads_free_to_limit_blas():
+    """threadpoolctl (3.8) lets one thread at a time set a process-wide OpenBLAS pool's
+    size, and gives up that thread's control when a limit is left as a context manager.
+    ``blas_threads`` restored its limit without leaving it, so after one small solve in the
+    main thread another thread's ``threadpool_limits(1)`` silently did nothing (2 threads
+    inside it on a 2-core machine; session 59). In a fresh process, with no limit set."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import threading
+        import numpy  # loads OpenBLAS (svmgeo imports it lazily)
+        from threadpoolctl import threadpool_info, threadpool_limits
+        import svmgeo as sg
+
+        def count():
+            return max(
+                [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"],
+                default=0,
+            )
+
+        default = count()
+        sg.att_svm(sg.random_data(4, 3, 3, seed=0))  # a small solve in this thread
+        seen = []
+
+        def other():
+            with threadpool_limits(limits=1, user_api="blas"):
+                seen.append(count())
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        print(default, seen[0])
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    default, inside = map(int, out.stdout.split())
+    if default <= 1:
+        pytest.skip("BLAS runs one thread here by default: no limit to observe")
+    assert inside == 1
