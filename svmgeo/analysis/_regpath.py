@@ -267,24 +267,47 @@ def _ball(x: np.ndarray, rho: float, sphere: bool = False) -> np.ndarray:
     return x * (rho / nx)
 
 
+def _gradient_unit(obj: _Objective, factored: bool = False) -> float:
+    r"""The gradient norm G of the stationarity tests (:func:`_ball_residual`,
+    :func:`_kkt_residual`): :math:`G = \min(1, 1/\ell)` with the logit length
+    :math:`\ell = 1/(\max_{i,t}\|x_{it}\|\,\max_{i,k}\|z_{ik}\|)` (keys x, queries z;
+    :math:`\sqrt\ell` for the factors K, Q of ``factored``, :math:`W = KQ^\top`), 1 where
+    every key or query is zero. A change of W of norm :math:`\ell` moves no logit
+    :math:`x^\top W z` by more than 1, so :math:`\|\nabla F\| \le \mathrm{tol}\,G` says
+    that F changes by at most tol over a move of :math:`\max(1, \ell)`: the absolute test
+    :math:`\|\nabla F\| \le \mathrm{tol}` of W's own units where :math:`\ell \le 1`,
+    the same test in logit units where the keys and queries are small (keys times a give
+    :math:`\ell/a`; with :math:`\ell \le 1` the two agree)."""
+    P = obj.oracle.problem
+    xz = float(np.max(np.linalg.norm(P.X, axis=-1)) * np.max(np.linalg.norm(P.Z, axis=-1)))
+    if not 0.0 < xz < math.inf:
+        return 1.0
+    return min(1.0, math.sqrt(xz) if factored else xz)
+
+
 def _ball_residual(
-    x: np.ndarray, g: np.ndarray, rho: float, normalized: bool = True, sphere: bool = False
+    x: np.ndarray,
+    g: np.ndarray,
+    rho: float,
+    normalized: bool = True,
+    sphere: bool = False,
+    unit: float = 1.0,
 ) -> float:
     r"""KKT residual of :math:`\min F` over :math:`\|x\| \le \rho`:
     :math:`\min_{\mu \ge 0}\|\hat g + \mu\hat x\|` on the sphere (``normalized``; times
-    :math:`\|g\|/\max(1, \|g\|)` otherwise), :math:`\|g\|/\max(1, \|g\|)` inside. With
-    ``sphere`` (:math:`\|x\| = \rho`) the multiplier is free: the tangential part
-    :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
+    :math:`\|g\|/\max(G, \|g\|)` otherwise), :math:`\|g\|/\max(G, \|g\|)` inside, G =
+    ``unit`` (:func:`_gradient_unit`). With ``sphere`` (:math:`\|x\| = \rho`) the
+    multiplier is free: the tangential part :math:`\min_\mu\|\hat g + \mu\hat x\|`."""
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     nx = float(np.linalg.norm(x))
     if nx < rho * (1.0 - 1e-10) and not sphere:
-        return ng / max(1.0, ng)
+        return ng / max(unit, ng)
     gh, xh = g / ng, x / nx
     c = float(np.vdot(gh, xh))
     sine = float(np.linalg.norm(gh - c * xh)) if (c < 0.0 or sphere) else 1.0
-    return sine if normalized else sine * ng / max(1.0, ng)
+    return sine if normalized else sine * ng / max(unit, ng)
 
 
 def _spg(
@@ -296,6 +319,7 @@ def _spg(
     feasible: Callable[[np.ndarray], bool] | None = None,
     normalized: bool = True,
     sphere: bool = False,
+    unit: float = 1.0,
 ) -> tuple[np.ndarray, float, int]:
     r"""Spectral projected gradient on the ball :math:`\|x\| \le \rho` (Birgin, Martínez,
     Raydan 2000): Barzilai–Borwein steps, Armijo backtracking along the projection arc. With
@@ -307,7 +331,7 @@ def _spg(
     """
     x = _ball(x0, rho, sphere)
     f, g = fun(x)
-    res = _ball_residual(x, g, rho, normalized, sphere)
+    res = _ball_residual(x, g, rho, normalized, sphere, unit)
     ng = float(np.linalg.norm(g))
     t = rho / ng if ng > 0.0 else 1.0
     it = 0
@@ -341,7 +365,7 @@ def _spg(
             xn, dx, fn, gn = first
             accepted = (
                 fn <= f + 8.0 * _EPS * max(1.0, abs(f))
-                and _ball_residual(xn, gn, rho, normalized, sphere) < 0.5 * res
+                and _ball_residual(xn, gn, rho, normalized, sphere, unit) < 0.5 * res
             )
         if not accepted:
             break  # no progress left at float64 resolution
@@ -350,7 +374,7 @@ def _spg(
         x, f, g = xn, fn, gn
         ng = float(np.linalg.norm(g))
         t = float(np.vdot(s, s)) / sy if sy > 0.0 else (rho / ng if ng > 0.0 else t)
-        res = _ball_residual(x, g, rho, normalized, sphere)
+        res = _ball_residual(x, g, rho, normalized, sphere, unit)
     return x, res, it
 
 
@@ -528,8 +552,30 @@ def regularization_path(
     between :math:`-\nabla F` and x), scale free, so meaningful where :math:`\nabla L` is
     1e-300; for the local path the same with the active cone rows' unit normals (nonnegative
     multipliers, NNLS). Other heads (F = L, whose gradient may be small at a genuine
-    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(1, \|\nabla F\|)`.
-    Inside the ball: :math:`\|\nabla F\| / \max(1, \|\nabla F\|)`.
+    optimum): :math:`\min_{\mu \ge 0}\|\nabla F + \mu\hat x\| / \max(G, \|\nabla F\|)`.
+    Inside the ball (and, for the local path, where no constraint is active):
+    :math:`\|\nabla F\| / \max(G, \|\nabla F\|)`. Here
+
+    .. math::
+
+        G = \min(1, 1/\ell), \qquad
+        \ell = \frac{1}{\max_{i,t}\|x_{it}\|\,\max_{i,k}\|z_{ik}\|}
+
+    (keys x, queries z; for ``"KQ"`` the length of the factors, :math:`\sqrt\ell`, in place
+    of :math:`\ell`). A change of W of norm :math:`\ell` moves no logit
+    :math:`x^\top W z` by more than 1; a residual at most ``tol`` (below 1) says
+    :math:`\|\nabla F\| \le \mathrm{tol}\cdot G`, i.e. F changes by at most ``tol`` to
+    first order over a move of norm :math:`\max(1, \ell)` (W's unit or :math:`\ell`,
+    whichever is longer). Where :math:`\ell \le 1` (keys and queries of norm 1 or more)
+    G = 1, the absolute test in W's units; where the keys are small the same test in logit
+    units, so keys times :math:`a \le 1` (radii divided by a) change no verdict, up to
+    rounding, once :math:`\ell > 1`. (With G = 1 alone, measured on
+    ``random_data(3, 4, 4, seed=0)`` with keys times :math:`2^{-20}`, every head stopped at
+    W = 0 after 0 iterations, :math:`\|\nabla F\| \approx 10^{-7}` read as stationary.)
+    G is not :math:`1/\ell` for large keys: :math:`\ell` is set by the largest key, and one
+    sequence in units of 1e6 would make the test a million times looser for the others
+    (their W = 0 read as stationary); so keys times a > 1 leave the test in W's units, where
+    it asks more (it can then be out of float64's reach: a :class:`ConvergenceWarning`).
 
     **Resolution** (linear head). F is a function of the log-gap
     :math:`\lambda = \log|L - L_\beta|` (and of :math:`\log s`, a value of it), and the
@@ -731,13 +777,22 @@ def _path_w(
             F, g, _, _ = obj(w.reshape(d, d))
         return F, g.ravel()
 
+    unit = _gradient_unit(obj)
     Ws, res, its = [], [], []
     prev = None
     for R in r:
         if prev is not None:
             x = x * (R / prev)
         xv, rr, it = _on_ball(
-            fun, x.ravel(), float(R), gap, lambda v: v.reshape(d, d), tol, max_iter, obj.log_gap
+            fun,
+            x.ravel(),
+            float(R),
+            gap,
+            lambda v: v.reshape(d, d),
+            tol,
+            max_iter,
+            obj.log_gap,
+            unit,
         )
         x = xv.reshape(d, d)
         rr = _verdict(float(R), rr, tol, it, gap, x)
@@ -757,6 +812,7 @@ def _on_ball(
     tol: float,
     max_iter: int,
     log_gap: bool,
+    unit: float = 1.0,
 ) -> tuple[np.ndarray, float, int]:
     r""":func:`_spg` of ``fun`` over :math:`\|x\| \le` ``radius`` from x: (x, KKT residual,
     iterations). With the linear head's ``gap`` (the objective :math:`\varphi_s(L -
@@ -764,20 +820,21 @@ def _on_ball(
     and the residual measured again at the gap's own scale at the end: once the gap has fallen
     ~700 e-folds below s (or the iterate saturates on a selection, where :math:`L - L^\star`
     stays of order one), the gradient underflows and looks stationary; the solve goes on from
-    there while that measure says "not yet"."""
+    there while that measure says "not yet". ``unit``: the residuals' G
+    (:func:`_gradient_unit`)."""
     if gap is not None:
         W = to_W(x)
         _reference_selection(gap, W)
         gap.reset(W)
-    xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap)
+    xv, rr, it = _spg(fun, x, radius, tol, max_iter, None, log_gap, unit=unit)
     while gap is not None:
         W = to_W(xv)
         _reference_selection(gap, W)
         gap.reset(W)
-        rr = _ball_residual(xv, fun(xv)[1], radius, log_gap)
+        rr = _ball_residual(xv, fun(xv)[1], radius, log_gap, unit=unit)
         if rr <= tol or it >= max_iter:
             break
-        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap)
+        xn, _, more = _spg(fun, xv, radius, tol, max_iter - it, None, log_gap, unit=unit)
         it += more
         if np.array_equal(xn, xv):
             break  # no step left at float64 resolution
@@ -831,12 +888,15 @@ def _path_kq(
             F, g, _, _ = obj(K @ Q.T)
         return F, np.concatenate([(g @ Q).ravel(), (g.T @ K).ravel()])
 
+    unit = _gradient_unit(obj, factored=True)
     Ws, Ks, Qs, res, its = [], [], [], [], []
     prev = None
     for R in r:
         if prev is not None:
             x = x * math.sqrt(R / prev)
-        x, rr, it = _on_ball(fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap)
+        x, rr, it = _on_ball(
+            fun, x, math.sqrt(2.0 * R), gap, product, tol, max_iter, obj.log_gap, unit
+        )
         K, Q = x[:dm].reshape(d, m).copy(), x[dm:].reshape(d, m).copy()
         Ks.append(K)
         Qs.append(Q)
@@ -891,20 +951,23 @@ class _Cone:
         return np.array(A).reshape(-1, self.X.shape[2]), np.array(B).reshape(-1, self.X.shape[2])
 
 
-def _kkt_residual(g: np.ndarray, normals: list[np.ndarray], normalized: bool = True) -> float:
-    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(1, \|g\|)`
-    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients);
-    with ``normalized`` the gradient is :math:`\hat g = g/\|g\|` instead."""
+def _kkt_residual(
+    g: np.ndarray, normals: list[np.ndarray], normalized: bool = True, unit: float = 1.0
+) -> float:
+    r""":math:`\min_{\lambda \ge 0}\|g - \sum_j \lambda_j \hat n_j\| / \max(G, \|g\|)`
+    over the active constraints :math:`c_j \ge 0` (:math:`\hat n_j` their unit gradients),
+    G = ``unit`` (:func:`_gradient_unit`); with ``normalized`` the gradient is
+    :math:`\hat g = g/\|g\|` instead where a constraint is active."""
     from scipy.optimize import nnls
 
     ng = float(np.linalg.norm(g))
     if ng == 0.0:
         return 0.0
     if not normals:
-        return ng / max(1.0, ng)
+        return ng / max(unit, ng)
     N = np.stack([nv / np.linalg.norm(nv) for nv in normals], axis=1)
     _, res = nnls(N, g / ng)
-    return float(res) if normalized else float(res) * ng / max(1.0, ng)
+    return float(res) if normalized else float(res) * ng / max(unit, ng)
 
 
 def _solve_local(
@@ -915,6 +978,7 @@ def _solve_local(
     tol: float,
     max_iter: int,
     sphere: bool = False,
+    unit: float = 1.0,
 ) -> tuple[np.ndarray, float, int]:
     """SLSQP over the ball (the sphere with ``sphere``) and the cone's rows with the witnesses
     of the current point, re-chosen until they no longer change; returns
@@ -975,7 +1039,7 @@ def _solve_local(
         x = xn
         if same:
             break
-    return x, _local_residual(fun, cone, x, R, sphere), n_iter
+    return x, _local_residual(fun, cone, x, R, sphere, unit), n_iter
 
 
 def _unit_gap(u: np.ndarray) -> np.ndarray:
@@ -993,9 +1057,10 @@ def _local_residual(
     x: np.ndarray,
     R: float,
     sphere: bool = False,
+    unit: float = 1.0,
 ) -> float:
     """KKT residual at x of the ball (the sphere, whose multiplier is free in sign) and the
-    cone rows of x's witnesses (active within 1e-7)."""
+    cone rows of x's witnesses (active within 1e-7); ``unit`` as in :func:`_kkt_residual`."""
     d = cone.X.shape[2]
     _, g = fun(x)
     A, B = cone.rows(x.reshape(d, d))
@@ -1008,7 +1073,7 @@ def _local_residual(
     normals = [J[j] for j in range(c.size) if c[j] <= 1e-7]
     if sphere:
         normals.append(2.0 * u)  # an equality: both signs
-    return _kkt_residual(g, normals)
+    return _kkt_residual(g, normals, unit=unit)
 
 
 def _path_local(
@@ -1103,15 +1168,16 @@ def _path_local(
     prev = None
 
     sphere = local_set == "sphere"
+    unit = _gradient_unit(obj)
 
     def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
-        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere)
+        xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere, unit)
         strictly = cone.margin(xv.reshape(d, d)) > eps * float(np.linalg.norm(xv)) + 1e-9 * R
         if rr > tol or not strictly:
-            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, sphere)
+            xv, rr, it2 = _solve_local(fun, cone, xv, R, tol, max_iter, sphere, unit)
             it += it2
             if rr > tol:  # polish: SLSQP stops near 1e-5 where the cone is not active
-                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside, True, sphere)
+                xs, rs, it3 = _spg(fun, xv, R, tol, max_iter, inside, True, sphere, unit)
                 it += it3
                 margin = cone.margin(xs.reshape(d, d)) - eps * float(np.linalg.norm(xs))
                 if rs < rr and margin > 1e-9 * R:
@@ -1139,10 +1205,10 @@ def _path_local(
                     xv, rr = xw, rw
         if not sphere and prev is not None and fun(x_prev.ravel())[0] < fun(xv)[0]:
             xv = x_prev.ravel()  # nested feasible sets: never end above the previous minimum
-            rr = _local_residual(fun, cone, xv, float(R))
+            rr = _local_residual(fun, cone, xv, float(R), unit=unit)
         while gap is not None:  # as the W path: measure at the gap's own scale, go on
             gap.reset(xv.reshape(d, d))
-            rr = _local_residual(fun, cone, xv, float(R), sphere)
+            rr = _local_residual(fun, cone, xv, float(R), sphere, unit)
             if rr <= tol or it >= max_iter:
                 break
             xn, _, more = solve(xv, float(R))
