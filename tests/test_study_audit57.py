@@ -10,6 +10,7 @@ results are bit for bit as before (an ad hoc comparison of base and branch, in t
 from __future__ import annotations
 
 import importlib
+import traceback
 
 import numpy as np
 import pytest
@@ -94,7 +95,10 @@ def test_study_computes_the_trained_logits_and_their_ties_once(monkeypatch, tied
         return logits_of(d, theta)
 
     def counted_ties(S, *args, **kwargs):  # on the trained logits (not the token scores)
-        if S.shape == trained.shape and np.array_equal(S, trained):
+        # robustness_radius decides the ties of its own doubtful rows by verify's rule (since
+        # session 59, on every row at W = 0): its calls are its own, not study's repeats
+        radius = any(f.filename.endswith("_stability.py") for f in traceback.extract_stack())
+        if S.shape == trained.shape and np.array_equal(S, trained) and not radius:
             calls["ties"] += 1
         return ties_of(S, *args, **kwargs)
 
