@@ -372,6 +372,11 @@ class ResultStore:
 
         try:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if (
+                self.path is not None
+                and os.fstat(self._fh.fileno()).st_ino != os.stat(self.path).st_ino
+            ):  # a sweep's rewrite moved another file over the one opened here
+                raise OSError("the table was replaced after it was opened")
         except OSError as exc:
             self._fh.close()
             self._fh = None
@@ -505,15 +510,26 @@ class ResultStore:
         if self.path is None:
             return
         tmp = _temporary(self.path)
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh = open(tmp, "w", encoding="utf-8", newline="")
+        try:
+            if self._fh is not None and sys.platform != "win32":
+                import fcntl
+
+                # the new file is locked before it becomes the table: no moment in which
+                # another sweep could open and lock the table (reopening after os.replace
+                # left one); only the holder of the table's lock writes <table>.tmp
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             if self.rows:
                 fh.write(_line(self.header))
                 fh.write("".join(_line(self._cells(r)) for r in self.rows))
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        if self._fh is not None:
-            # the old handle points at the replaced inode: reopen and re-lock
+            os.replace(tmp, self.path)
+        except BaseException:
+            fh.close()
+            raise
+        if self._fh is None:
+            fh.close()
+        else:  # the old handle points at the replaced file: later rows go to the new one
             self._fh.close()
-            self._fh = open(self.path, "a", encoding="utf-8", newline="")
-            self._take_lock()
+            self._fh = fh

@@ -284,3 +284,59 @@ def test_every_finishing_order_gives_the_rows_of_grid_order(tmp_path: Path, kind
     expected = record(tuple(range(len(kinds))), tmp_path / "grid.csv")
     for n, order in enumerate(itertools.permutations(range(len(kinds)))):
         assert record(order, tmp_path / f"{n}.csv") == expected, order
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the table lock is fcntl's")
+def test_a_rewritten_table_is_locked_the_moment_it_is_in_place(tmp_path, monkeypatch) -> None:
+    """A rewrite moved the new file over the table and only then reopened and locked it: in
+    between, another sweep could open and lock the table, and the first then failed with
+    "being written by another sweep" mid-run (review of the session-59 sweep fixes, which
+    rewrite more often). The new file is now locked before it is moved into place."""
+    import fcntl
+
+    from svmgeo.experiments import _store
+    from svmgeo.experiments._store import ResultStore
+
+    path = tmp_path / "t.csv"
+    free_after_replace = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        real_replace(src, dst)
+        with open(dst) as other:  # another sweep, right after the move
+            try:
+                fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                free_after_replace.append(True)
+            except OSError:
+                free_after_replace.append(False)
+
+    store = ResultStore(path, ["k"])
+    store.open(resume=False)
+    try:
+        monkeypatch.setattr(_store.os, "replace", replace)
+        store.replace(["x"], [{"trial_id": "t0", "k": 0, "x": 1.0, "status": "ok"}])
+        monkeypatch.undo()
+        assert free_after_replace == [False]
+        store.append([{"trial_id": "t1", "k": 1, "x": 2.0, "status": "ok"}])
+    finally:
+        store.close()
+    assert [r["x"] for r in read_results(path)] == [1.0, 2.0]  # later rows in the new file
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the table lock is fcntl's")
+def test_a_table_replaced_after_it_was_opened_is_not_locked(tmp_path) -> None:
+    """A sweep that opened the table just before another's rewrite moved a new file over it
+    locked the old, unlinked file and wrote its rows there, lost; the lock now checks that
+    the file it holds is still the table."""
+    from svmgeo.experiments._store import ResultStore
+
+    path = tmp_path / "t.csv"
+    path.write_text("")
+    late = ResultStore(path, ["k"])
+    late._fh = open(path, "a", encoding="utf-8", newline="")  # opened before the rewrite
+    replacement = tmp_path / "new.csv"
+    replacement.write_text("")
+    os.replace(replacement, path)  # the other sweep's rewrite
+    with pytest.raises(ProblemError, match="being written by another sweep"):
+        late._take_lock()
+    assert late._fh is None
