@@ -179,18 +179,13 @@ class blas_threads:  # a context manager named as the function it replaced
         if self._dimension <= ONE_THREAD_UP_TO and not getattr(_state, "limited", False):
             # one thread already: no limit to set, but nested blocks skip the check
             self._limit = _one_thread_limit()
-            if self._limit is not None:
-                # entered as a context manager: threadpoolctl (3.8) then gives up this
-                # thread's control of a process-wide OpenBLAS pool on exit; restoring the
-                # limits alone kept it, and other threads' limits did nothing afterwards
-                self._limit.__enter__()
             self._outermost = _state.limited = True
 
     def __exit__(self, *exc: object) -> None:
         if self._outermost:
             _state.limited = False
             if self._limit is not None:
-                self._limit.__exit__(None, None, None)
+                self._limit.restore_original_limits()
 
 
 def one_blas_thread_when_small(func: Callable[_P, _R]) -> Callable[_P, _R]:
