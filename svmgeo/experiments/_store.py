@@ -270,6 +270,16 @@ def read_results(path: str | os.PathLike[str], *, as_frame: bool = False) -> Any
     return records
 
 
+def _same_file(fh: io.TextIOWrapper, path: Path) -> bool:
+    """Whether the open ``fh`` is the file at ``path`` now (device and inode)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    held = os.fstat(fh.fileno())
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+
 def _temporary(path: Path) -> Path:
     """The temporary file a table is rewritten into before it is moved over the table."""
     return path.with_name(path.name + ".tmp")
@@ -372,11 +382,6 @@ class ResultStore:
 
         try:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if (
-                self.path is not None
-                and os.fstat(self._fh.fileno()).st_ino != os.stat(self.path).st_ino
-            ):  # a sweep's rewrite moved another file over the one opened here
-                raise OSError("the table was replaced after it was opened")
         except OSError as exc:
             self._fh.close()
             self._fh = None
@@ -384,6 +389,14 @@ class ResultStore:
                 f"{self.path} is being written by another sweep (file lock held). Wait for it "
                 "to finish or pass another 'out'."
             ) from exc
+        if self.path is not None and not _same_file(self._fh, self.path):
+            # another sweep's rewrite moved a new file over the one opened here (or the table
+            # was removed): its lock would guard a file that is no longer the table
+            self.close()
+            raise ProblemError(
+                f"{self.path} was replaced or removed while this sweep opened it (another "
+                "sweep rewrote it?). Run again, or pass another 'out'."
+            )
 
     def close(self) -> None:
         if self._fh is not None:
@@ -524,12 +537,17 @@ class ResultStore:
                 fh.write("".join(_line(self._cells(r)) for r in self.rows))
             fh.flush()
             os.fsync(fh.fileno())
+            if sys.platform == "win32":  # pragma: no cover - Windows renames no open file
+                fh.close()
             os.replace(tmp, self.path)
         except BaseException:
             fh.close()
             raise
         if self._fh is None:
             fh.close()
+        elif sys.platform == "win32":  # pragma: no cover - reopen, as before (no lock there)
+            self._fh.close()
+            self._fh = open(self.path, "a", encoding="utf-8", newline="")
         else:  # the old handle points at the replaced file: later rows go to the new one
             self._fh.close()
             self._fh = fh

@@ -337,6 +337,6 @@ def test_a_table_replaced_after_it_was_opened_is_not_locked(tmp_path) -> None:
     replacement = tmp_path / "new.csv"
     replacement.write_text("")
     os.replace(replacement, path)  # the other sweep's rewrite
-    with pytest.raises(ProblemError, match="being written by another sweep"):
+    with pytest.raises(ProblemError, match="was replaced or removed while this sweep opened"):
         late._take_lock()
     assert late._fh is None
