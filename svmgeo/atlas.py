@@ -587,16 +587,9 @@ def _evidence_rows(lines: list[str]) -> _EvidenceRows:
 
 def _near_largest(correlations: dict[str, str], label: str, atol: float) -> bool:
     """Whether ``label``'s correlation is within ``atol`` of the row's largest."""
-
-    def value(cell: str) -> float:
-        try:
-            return float(cell.removeprefix("≥").strip())
-        except ValueError:
-            return float("nan")
-
-    values = [v for v in map(value, correlations.values()) if v == v]
-    own = value(correlations.get(label.removesuffix("?"), "nan"))
-    return bool(values) and max(values) - own <= atol
+    values = [v for v in map(_cell_number, correlations.values()) if v is not None and v == v]
+    own = _cell_number(correlations.get(label.removesuffix("?"), "nan"))
+    return bool(values) and own is not None and max(values) - own <= atol
 
 
 def _swappable_closest(
@@ -653,6 +646,15 @@ def _lines_agree(a: str, b: str, atol: float) -> bool:
     return all(_cells_agree(x.strip(), y.strip(), atol) for x, y in zip(ca, cb, strict=True))
 
 
+def _cell_number(cell: str) -> float | None:
+    """The number of a numeric cell, its lower-bound mark "≥" dropped (NaN for "nan"); None
+    for any other text."""
+    try:
+        return float(cell.removeprefix("≥"))
+    except ValueError:
+        return None
+
+
 def _cells_agree(x: str, y: str, atol: float) -> bool:
     # A numeric cell may carry the lower-bound mark "≥ " (a face correlation only bounded
     # below): cells agree when both carry it, or neither, and their numbers are within atol;
@@ -662,9 +664,8 @@ def _cells_agree(x: str, y: str, atol: float) -> bool:
     bound_x, bound_y = x.startswith("≥"), y.startswith("≥")
     if bound_x != bound_y:
         return False
-    try:
-        u, v = float(x.removeprefix("≥")), float(y.removeprefix("≥"))
-    except ValueError:
+    u, v = _cell_number(x), _cell_number(y)
+    if u is None or v is None:
         return False
     if u != u or v != v:
         return u != u and v != v
