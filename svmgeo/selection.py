@@ -226,7 +226,15 @@ def bilinear_logits(data: TokenData, W: np.ndarray) -> np.ndarray:
     r"""The logits :math:`u_{ikt} = x_{it}^\top W z_{ik}` of every key, hidden ones included,
     of a W of shape (d, d) (shape (n, K, T)) or of a stack of them (R, d, d) (shape
     (R, n, K, T)) (an internal helper, not in ``__all__``)."""
-    return np.einsum("ntd,...de,nke->...nkt", np.asarray(data.X), W, np.asarray(data.queries))
+    return logits_of_arrays(np.asarray(data.X), W, np.asarray(data.queries))
+
+
+def logits_of_arrays(X: np.ndarray, W: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    r""":func:`bilinear_logits` of tokens X (n, T, d) and queries Z (n, K, d) given as arrays
+    (rows of a dataset, without a :class:`~svmgeo.TokenData` of them): the one computation
+    of these logits, so that rows give the bits they have in the whole dataset (each logit is
+    its own sum) (an internal helper, not in ``__all__``)."""
+    return np.einsum("ntd,...de,nke->...nkt", X, W, Z)
 
 
 def weight_logits(data: TokenData, W: np.ndarray) -> np.ndarray:

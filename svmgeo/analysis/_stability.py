@@ -42,6 +42,7 @@ from ..data import TokenData
 from ..selection import (
     TIE_RTOL,
     logit_selection,
+    logits_of_arrays,
     tied_maxima,
     underflow_size,
 )
@@ -818,10 +819,10 @@ def _verify_logits(X: np.ndarray, W: np.ndarray, Z: np.ndarray, vis: np.ndarray)
     r"""Verify's logits :math:`x_{it}^\top W z_{ik}` (``-inf`` on hidden keys) of the sequences
     X (n, T, d) with queries Z (n, K, d) and visible keys ``vis`` (n, K, T):
     :func:`~svmgeo.selection.weight_logits` of these rows of a TokenData, without building one
-    (its checks read the rows alone), by the einsum of
-    :func:`~svmgeo.selection.bilinear_logits` on the same operands in the same order (each
-    logit is its own sum: the same bits as on all the data)."""
-    return np.where(vis, np.einsum("ntd,de,nke->nkt", X, W, Z), -np.inf)
+    (its checks read the rows alone), by the computation it uses
+    (:func:`~svmgeo.selection.logits_of_arrays`: each logit is its own sum, the same bits as
+    on all the data)."""
+    return np.where(vis, logits_of_arrays(X, W, Z), -np.inf)
 
 
 def _gaps(
