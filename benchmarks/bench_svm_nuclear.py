@@ -33,6 +33,13 @@ deterministic), both times and their ratios (auto / Clarabel), and ``att_svm(dat
 norm="nuc")`` against that ``solve_nuclear(cs)`` (att_svm / auto: what the SVM adds to the
 solver it calls; issue 25's target: at most 1.5x), CPU and wall time, minima of
 ``--repeats`` interleaved calls (fresh data and rows each call, built outside the timing).
+With ``--copies K`` (and ``--parallel-queries``'s rows): ``att_svm(data, norm="nuc")`` on
+those rows with every sequence repeated K times, and once (no copies), against the same call
+with Clarabel's first SDP run on every row as before session 60 (``identical_rows`` in
+``svmgeo.solvers._nuclear`` patched to find no copies: the SVM then threw that answer away and
+solved the distinct rows), CPU and wall minima of ``--repeats`` interleaved calls, their ratios
+(new / before), and whether the two answers are the same (status, proof, certificate verdict,
+W and multipliers bit for bit).
 Cross-attention data ``random_data(n, T, d, seed=s)``, α = optimal tokens. No environment
 variable is needed: svmgeo runs small dense solves with one BLAS thread (threadpoolctl) itself.
 Timings on a shared machine are noisy: wall and CPU time are both printed.
@@ -41,6 +48,7 @@ Timings on a shared machine are noisy: wall and CPU time are both printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import time
@@ -185,6 +193,56 @@ def _parallel_queries(n: int, T: int, d: int, seed: int, repeats: int) -> str:
     )
 
 
+def _copies(n: int, T: int, d: int, seed: int, copies: int, repeats: int) -> str:
+    """``att_svm(data, norm="nuc")`` on the parallel-query rows with every sequence ``copies``
+    times, against the same call with the first SDP run on every row (before session 60),
+    interleaved ``repeats`` times, minima of wall and CPU time; the answers compared."""
+    import numpy as np
+
+    import svmgeo as sg
+    from svmgeo.solvers import _nuclear
+
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=d)
+    X = rng.normal(size=(n, T, d))
+    Z = np.tile(rng.normal(size=d), (n, 1)) * rng.uniform(0.5, 2.0, size=(n, 1))
+    X, Z = np.concatenate([X] * copies), np.concatenate([Z] * copies)
+    before = mock.patch.object(_nuclear, "identical_rows", lambda cs: None)
+    best = {"new": (np.inf, np.inf), "before": (np.inf, np.inf)}
+    out: dict[str, sg.SVMResult] = {}
+    for _ in range(repeats):
+        for name in best:
+            data = sg.TokenData(X, v=v, Z=Z)  # fresh: nothing cached from the last call
+            with before if name == "before" else contextlib.nullcontext():
+                out[name], wall, cpu = _timed(partial(sg.att_svm, data, norm="nuc"))
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    new, old = out["new"], out["before"]
+    same = (
+        new.status is old.status
+        and new.proof == old.proof
+        and (new.certificate is None) == (old.certificate is None)
+        and (new.certificate is None or new.certificate.passed == old.certificate.passed)
+        and np.array_equal(new.W, old.W)
+        and np.array_equal(new.dual, old.dual)
+    )
+    (n_wall, n_cpu), (b_wall, b_cpu) = best["new"], best["before"]
+    return (
+        f"{(n, T, d)!s:>15} {seed:>4} {copies:>6} {new.status.value:>8} {new.proof!s:>6} "
+        f"{n_cpu:9.4f} {b_cpu:9.4f} {n_cpu / b_cpu:7.2f} {n_wall:9.4f} {b_wall:9.4f} "
+        f"{n_wall / b_wall:7.2f} {'same' if same else 'DIFFERENT':>9}"
+    )
+
+
+COPIES_HEADER = (
+    f"{'(n, T, d)':>15} {'seed':>4} {'copies':>6} {'status':>8} {'proof':>6} {'new CPU':>9} "
+    f"{'old CPU':>9} {'CPU n/o':>7} {'new wall':>9} {'old wall':>9} {'wall n/o':>7} "
+    f"{'answers':>9}"
+)
+"""Columns of ``--copies``: the rows' status and proof, CPU and wall seconds of ``att_svm``
+with the rule of session 60 (new) and before it (old), their ratios, and whether the two
+answers are the same."""
+
+
 PARALLEL_HEADER = (
     f"{'(n, T, d)':>15} {'seed':>4} {'auto':>8} {'answered by':>32} {'auto CPU':>9} "
     f"{'auto wall':>9} {'clar CPU':>9} {'clar wall':>9} {'a/c CPU':>9} {'a/c wall':>9} "
@@ -269,6 +327,13 @@ def main() -> None:
         default=5,
         help="interleaved calls of each solve with --parallel-queries (minima printed)",
     )
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=0,
+        help="with --parallel-queries: only time att_svm on those rows with every sequence "
+        "this many times (and once), against the first SDP on every row (before session 60)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -283,6 +348,13 @@ def main() -> None:
             f"{os.environ.get('OPENBLAS_NUM_THREADS')}, load average "
             f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}"
         )
+        if args.copies:
+            print(COPIES_HEADER)
+            for size in sizes:
+                for seed in seeds:
+                    for copies in sorted({1, args.copies}):
+                        print(_copies(*size, seed, copies, args.repeats), flush=True)
+            return
         print(PARALLEL_HEADER)
         for size in sizes:
             for seed in seeds:

@@ -646,7 +646,23 @@ def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
     copies of its row, are multipliers of all rows. Repeated sequences in a dataset give
     copies; the Phase-1 LP (HiGHS) and the active set's factors slow down by orders of
     magnitude on them.
+
+    Computed once per set and cached on it (its rows are immutable; the classes, two integer
+    arrays of length at most N, read-only): the Clarabel-first rule of ``att_svm(norm="nuc")``
+    asks before the feasibility check, which asks again.
     """
+    if _CLASSES_KEY not in cs.__dict__:
+        cs.__dict__[_CLASSES_KEY] = _identical_rows(cs)
+    classes: tuple[np.ndarray, np.ndarray] | None = cs.__dict__[_CLASSES_KEY]
+    return classes
+
+
+_CLASSES_KEY = "_svmgeo_identical_rows"
+"""Where :func:`identical_rows` caches a set's classes on it (as cached_property does)."""
+
+
+def _identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`identical_rows`, computed."""
     rows = ExactRows.build(cs)
     key = np.hstack(
         [
@@ -663,7 +679,7 @@ def identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
     order = np.argsort(index)
     position = np.empty_like(order)
     position[order] = np.arange(order.size)
-    return index[order], position[inverse.reshape(-1)]
+    return read_only_view(index[order]), read_only_view(position[inverse.reshape(-1)])
 
 
 _OPPOSITE_TRIES = 8

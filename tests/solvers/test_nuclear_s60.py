@@ -118,3 +118,47 @@ def test_a_verdict_on_tiny_keys_is_reused() -> None:
         total = np.einsum("j,ja,jb->ab", lam, bad.A, bad.B)
         size = np.sum(lam * np.linalg.norm(bad.A, axis=1) * np.linalg.norm(bad.B, axis=1))
         assert np.linalg.norm(total) <= 1e-9 * size
+
+
+def _parallel_data(n: int, T: int, d: int, seed: int, copies: int) -> sg.TokenData:
+    """``benchmarks/bench_svm_nuclear.py --parallel-queries``'s rows (``_parallel_queries``),
+    every sequence ``copies`` times."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=d)
+    X = rng.normal(size=(n, T, d))
+    Z = np.tile(rng.normal(size=d), (n, 1)) * rng.uniform(0.5, 2.0, size=(n, 1))
+    return sg.TokenData(np.concatenate([X] * copies), v=v, Z=np.concatenate([Z] * copies))
+
+
+@pytest.mark.parametrize("copies", [2, 3])
+def test_att_svm_on_copies_of_rows_runs_clarabel_once(
+    monkeypatch: pytest.MonkeyPatch, copies: int
+) -> None:
+    """Rows inside the Clarabel-first rule with every sequence repeated: ``att_svm`` solves
+    the distinct rows, by one Clarabel SDP. Before (main at bf3d1c6) it ran the SDP on every
+    row first and threw that answer away (two runs). The optimum is cvxpy + Clarabel's on
+    the distinct rows, and the multipliers are shared by the copies."""
+    from svmgeo.solvers import _backends
+
+    runs: list[int] = []
+    solve = _backends.ClarabelBackend.solve_conic.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, *args: object, **kw: object) -> object:
+        runs.append(1)
+        return solve(cls, *args, **kw)
+
+    monkeypatch.setattr(_backends.ClarabelBackend, "solve_conic", classmethod(counted))
+    data = _parallel_data(300, 3, 2, seed=4, copies=copies)
+    once = _rows(_parallel_data(300, 3, 2, seed=4, copies=1))
+    res = sg.att_svm(data, norm="nuc")
+    assert res.status is Status.OPTIMAL and res.proof == "exact", res.message
+    assert res.extras["identical_rows"] == (copies - 1) * once.N
+    assert len(runs) == 1
+    monkeypatch.undo()
+    np.testing.assert_allclose(res.objective, _oracle(once), rtol=1e-7)
+    cs = res.constraints
+    assert_certificate_from_definitions(cs, res)
+    # the copies of a row share its multiplier equally
+    np.testing.assert_array_equal(
+        res.dual.reshape(copies, -1), np.tile(res.dual[: once.N], (copies, 1))
+    )
