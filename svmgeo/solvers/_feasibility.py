@@ -745,20 +745,10 @@ def _on_caller_scale(res: FeasibilityResult, scale: Scale, exact: bool) -> Feasi
     (powers of two: exact). The verdict is the same at every scale (a W meets the unit rows
     exactly when :math:`\gamma W/s` meets ``cs``, and :math:`\sum_j \lambda_j a_j b_j^\top`
     vanishes for both Farkas vectors); the point or the Farkas vector must fit in float64, else
-    a :class:`~svmgeo.ProblemError` names ``rhs`` and the rows (:class:`~._scale.Scale`). The
+    a :class:`~svmgeo.ProblemError` names ``rhs`` and the rows (:meth:`~._scale.Scale.verdict`,
+    which :meth:`~._scale.Scale.result` uses too, for a verdict in a solver's ``extras``). The
     proof runs on ``scale.cs`` itself, whose rows an exact proof forms from its tokens."""
-    cs = scale.cs
-    extras = scale.tagged(res.extras)
-    if extras.get("qp_dual") is not None:  # the max-margin QP's multipliers: degree 2, a hint
-        extras["qp_dual"] = scale.dual_hint(extras["qp_dual"], 2)
-    point = scale.w(res.point, "the feasible point W")
-    farkas = scale.farkas(res.farkas)
-    residual = res.residual  # a Farkas vector's: relative, the same on both sets of rows
-    if res.point is not None:
-        residual = float(point_violations(cs, scale.margins(res.point)).max(initial=0.0))
-    out = replaced(
-        res, constraints=cs, point=point, farkas=farkas, residual=residual, extras=extras
-    )
+    out = scale.verdict(res)
     return prove_verdict(out) if exact else out
 
 

@@ -54,8 +54,8 @@ import numpy as np
 
 from .._errors import ProblemError
 from ..constraints import ConstraintSet
-from ._certificates import NormGeometry, primal_certificate
-from ._result import Certificate, SVMResult, finish, replaced
+from ._certificates import NormGeometry, point_violations, primal_certificate
+from ._result import Certificate, FeasibilityResult, SVMResult, finish, replaced
 
 __all__ = [
     "LARGEST_EXPONENT",
@@ -201,6 +201,36 @@ class Scale:
         largest entry would overflow or every entry vanish (bounds below :math:`2^{-1022}`)."""
         return self._map(x, -self.bounds, "the Farkas vector", (-1, 0), SUBNORMAL_EXPONENT)
 
+    def verdict(self, res: FeasibilityResult) -> FeasibilityResult:
+        r"""A feasibility verdict decided on ``unit`` as the verdict on ``cs``, not proved
+        again: the point :math:`W = \gamma W'/s` (:meth:`w`) with its worst residual on
+        ``cs``, the Farkas vector :math:`\lambda'/\gamma` (:meth:`farkas`; its residual is
+        relative, the same on both sets of rows), the max-margin QP's multipliers
+        ``extras["qp_dual"]`` (degree 2, a hint: :meth:`dual_hint`). The verdict is the same
+        at every scale; refused (:meth:`error`) where float64 cannot hold the point or the
+        Farkas vector."""
+        extras = self.tagged(res.extras)
+        if extras.get("qp_dual") is not None:
+            extras["qp_dual"] = self.dual_hint(extras["qp_dual"], 2)
+        point = self.w(res.point, "the feasible point W")
+        farkas = self.farkas(res.farkas)
+        residual = res.residual
+        if res.point is not None:
+            residual = float(point_violations(self.cs, self.margins(res.point)).max(initial=0.0))
+        return replaced(
+            res, constraints=self.cs, point=point, farkas=farkas, residual=residual, extras=extras
+        )
+
+    def _extras(self, extras: dict[str, Any]) -> dict[str, Any]:
+        """``extras`` of an answer on ``unit`` on ``cs``: :meth:`tagged`, and a feasibility
+        verdict in ``extras["feasibility"]`` decided on ``unit`` mapped to ``cs``
+        (:meth:`verdict`)."""
+        out = self.tagged(extras)
+        feas = out.get("feasibility")
+        if isinstance(feas, FeasibilityResult) and feas.constraints is self.unit:
+            out["feasibility"] = self.verdict(feas)
+        return out
+
     def factor(self, x: Any) -> Any:
         r"""A factor of W (K or Q, :math:`W = KQ^\top`) on ``cs``: :math:`x\sqrt{\gamma/s}`
         (within float64's range whenever W is: :math:`|K_{kl}|^2 \le \|W\|` for balanced
@@ -222,14 +252,15 @@ class Scale:
         and the prompt vector p mapped back, the margins recomputed on ``cs``, and the result
         certified again there (:func:`~._result.finish`; by ``factored(cs, K, Q, lam,
         margins)`` when given and the factors are there); a Farkas vector of an answer without
-        W is :math:`\lambda'/\gamma`. Refused (:meth:`error`) where float64 cannot hold it;
+        W is :math:`\lambda'/\gamma`, and a feasibility verdict on the unit rows in
+        ``extras["feasibility"]`` the verdict on ``cs`` (:meth:`verdict`). Refused (:meth:`error`) where float64 cannot hold it;
         multipliers it cannot hold beside a W it holds leave W uncertified instead
         (``OPTIMAL_INACCURATE``, ``dual`` None, a certificate of W's rows alone whose other
         residuals are NaN, :func:`~._certificates.primal_certificate`; the reason appended to
         the message, their :math:`\log_2` size in ``extras["dual_beyond_float64"]``: no
         fallback is tried)."""
         cs = self.cs
-        extras = self.tagged(res.extras)
+        extras = self._extras(res.extras)
         if res.W is None:  # a Farkas vector is the same on both sets of rows, up to c^T lam = 1
             return replaced(res, constraints=cs, extras=extras, farkas=self.farkas(res.farkas))
         W = self.w(res.W)

@@ -162,3 +162,47 @@ def test_att_svm_on_copies_of_rows_runs_clarabel_once(
     np.testing.assert_array_equal(
         res.dual.reshape(copies, -1), np.tile(res.dual[: once.N], (copies, 1))
     )
+
+
+def _contradictory(keys: float, bounds: float) -> sg.ConstraintSet:
+    """The rows of ``random_data(10, 3, 3, seed=0)`` (cross-attention), keys times ``keys``,
+    with the first row's opposite added (pref and comp swapped: :math:`a_j^\\top W b_j \\ge 1`
+    and :math:`-a_j^\\top W b_j \\ge 1`, infeasible by construction), bounds times
+    ``bounds``."""
+    data = sg.random_data(10, 3, 3, seed=0)
+    tiny = sg.TokenData(data.X * keys, Y=data.Y, v=data.v, Z=data.queries[:, 0])
+    cs = _rows(tiny)
+    rows = np.column_stack([cs.seq, cs.query, cs.pref, cs.comp])
+    rows = np.vstack([rows, rows[0, [0, 1, 3, 2]]])  # the first row, pref and comp swapped
+    return sg.pair_constraints(tiny, *rows.T, rhs=bounds)
+
+
+@pytest.mark.parametrize(
+    ("keys", "bounds"),
+    [
+        pytest.param(KEYS, 1.0, id="keys-1e-8"),
+        pytest.param(1.0, 1e-10, id="rhs-1e-10"),
+        pytest.param(KEYS, 1e10, id="keys-1e-8-rhs-1e10"),
+    ],
+)
+def test_the_feasibility_verdict_of_rescaled_infeasible_rows_is_on_the_callers_rows(
+    keys: float, bounds: float
+) -> None:
+    """Infeasible rows far from unit size, no verdict given: ``solve_nuclear`` decides on the
+    rows of unit size, and its ``extras["feasibility"]`` is the verdict on the caller's rows
+    (as on main, which checked those rows), with a Farkas vector meeting the definitions there
+    (:math:`\\lambda \\ge 0`, :math:`c^\\top\\lambda = 1`, :math:`\\sum_j \\lambda_j a_j b_j^\\top
+    = 0`). Before (s60-n at 2af4c72): the unit rows' verdict, its Farkas vector off by the
+    bounds' scale (:math:`c^\\top\\lambda` = 1.16e-10 for bounds times 1e-10)."""
+    bad = _contradictory(keys, bounds)
+    res = solve_nuclear(bad)
+    assert res.status is Status.INFEASIBLE and res.W is None, res.message
+    assert res.extras["row_scale"] != 1.0 or res.extras["rhs_scale"] != 1.0  # rescaled
+    feas = res.extras["feasibility"]
+    assert feas.constraints is bad and feas.status is Status.INFEASIBLE, feas.message
+    for lam in (res.farkas, feas.farkas):
+        assert lam.min() >= 0.0
+        np.testing.assert_allclose(bad.rhs @ lam, 1.0, rtol=1e-12)
+        total = np.einsum("j,ja,jb->ab", lam, bad.A, bad.B)
+        size = np.sum(lam * np.linalg.norm(bad.A, axis=1) * np.linalg.norm(bad.B, axis=1))
+        assert np.linalg.norm(total) <= 1e-9 * size
