@@ -330,12 +330,23 @@ def main() -> None:
     parser.add_argument(
         "--copies",
         type=int,
-        default=0,
-        help="with --parallel-queries: only time att_svm on those rows with every sequence "
-        "this many times (and once), against the first SDP on every row (before session 60)",
+        metavar="K",
+        help="with --parallel-queries, K >= 2: only time att_svm on those rows with every "
+        "sequence K times (and once), against the first SDP on every row (before session 60)",
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.copies is not None:
+        if not args.parallel_queries:
+            parser.error(
+                "--copies K times att_svm on the rows of --parallel-queries, which was not "
+                "given: add --parallel-queries"
+            )
+        if args.copies < 2:
+            parser.error(
+                f"--copies K repeats every sequence K times and needs K >= 2; got {args.copies} "
+                "(pass 2 or more, or drop --copies)"
+            )
     if args.one:
         answer_one(args.one, _one)
         return
@@ -348,7 +359,7 @@ def main() -> None:
             f"{os.environ.get('OPENBLAS_NUM_THREADS')}, load average "
             f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}"
         )
-        if args.copies:
+        if args.copies is not None:
             print(COPIES_HEADER)
             for size in sizes:
                 for seed in seeds:

@@ -270,19 +270,23 @@ def solve_sdp_first(cs: ConstraintSet, tol: float) -> SVMResult | None:
     Phase-1 LP costs more than the SDP there, and which tries the answer's W as its point
     before that LP (:func:`~._feasibility.decide_feasibility`). ``cs`` already checked.
 
-    None, before any SDP, on rows with copies (:func:`~._exact.identical_rows`, which the
-    check computes anyway and finds cached): the check then sets the copies aside before it
-    would try the answer's W, and the SVM solves the distinct rows, where this answer was
-    thrown away after its SDP on every row (measured, session 60: ``att_svm`` 0.52-0.75x
-    the CPU time with every sequence twice or three times, ``benchmarks/bench_svm_nuclear.py
-    --copies``; the same answers).
+    None, before any SDP, on rows with copies (:func:`~._exact.identical_rows`, cached on the
+    rows): the SVM's check, which asks next, sets the copies aside before it would try the
+    answer's W, and the SVM solves the distinct rows, where this answer was thrown away
+    after its SDP on every row. Where the check decides on every row before it asks (a
+    feasible point from an earlier route on the ``"dual"`` geometry, such as its max-margin
+    QP on a large Gram), :func:`solve_nuclear` runs the same :func:`_clarabel_first` on every row after the
+    verdict: the answer this function would have given, by one SDP as before. Either way
+    the same answers; one SDP instead of two where the check sets the copies aside
+    (measured, session 60: ``docs/performance.md``, "Copies of rows",
+    ``benchmarks/bench_svm_nuclear.py --parallel-queries --copies K``).
     """
     start = time.perf_counter()
     comp = compress(cs)
     if cs.N == 0 or comp.short.shape[1] == 0 or zero_is_feasible(cs) or not _sdp_first(cs, comp):
         return None  # solve_nuclear decides these otherwise (trivially, or factored first)
     if identical_rows(cs) is not None:
-        return None  # solve_svm solves the distinct rows, and this answer would be discarded
+        return None  # left to the check, which asks next (see above)
     return _clarabel_first(cs, comp, tol, {}, start)
 
 
