@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 from types import ModuleType
 from typing import Any, TypeVar
@@ -454,17 +453,26 @@ def check_feasibility(
 
 def compiled_path() -> ModuleType:
     """:mod:`~._frobenius_small`, the compiled small path, imported on first use (it imports
-    numba); afterwards one lookup in ``sys.modules`` (an import statement in a function runs
-    the import machinery on each call, a cost of its own in a small solve)."""
-    module = sys.modules.get(_COMPILED_PATH)
+    numba); afterwards one read of a global (an import statement in a function runs the
+    import machinery on each call, a cost of its own in a small solve).
+
+    The global is set only once the import statement has returned, so it never holds a
+    module still being imported: ``sys.modules`` holds the module from the start of its
+    import, and the first small solves started at once in fresh threads read it there,
+    without the attributes its body had not yet defined (``AttributeError: partially
+    initialized module``). An import statement waits for another thread's import of the
+    same module to finish (the module's import lock)."""
+    global _compiled
+    module = _compiled
     if module is None:
         from . import _frobenius_small
 
-        module = _frobenius_small
+        module = _compiled = _frobenius_small
     return module
 
 
-_COMPILED_PATH = f"{__package__}._frobenius_small"
+_compiled: ModuleType | None = None
+"""The complete :mod:`~._frobenius_small` once :func:`compiled_path` has imported it."""
 
 
 Distinct = tuple[RowGeometry, FeasibilityResult, tuple[np.ndarray, np.ndarray]]
