@@ -687,50 +687,123 @@ _OPPOSITE_TRIES = 8
 
 
 def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
-    r"""Pairs (j, k), j < k, whose float rows are opposite, :math:`(a_k, b_k) = (-a_j, b_j)`
-    or :math:`(a_j, -b_j)`, with :math:`\lambda_j = \lambda_k = 1/(c_j + c_k)` a candidate
-    Farkas vector: :math:`c_j + c_k > 0`, or :math:`\ne 0` for two equality rows, and
-    :math:`1/(c_j + c_k)` finite and nonzero. Each row is paired with the row of largest
-    :math:`c` among those opposite to it (the first such row on ties), so a margin row finds
-    a partner wherever one exists. Shape (m, 2).
+    r"""Pairs (j, k), j < k, whose float rows are opposite up to a positive factor,
+    :math:`a_kb_k^\top = -t\,a_jb_j^\top` with :math:`t > 0`, and whose candidate Farkas
+    vector
+
+    .. math::
+
+        \lambda_j = \frac{t}{t\,c_j + c_k},\qquad \lambda_k = \frac{1}{t\,c_j + c_k}
+
+    (:math:`\lambda_ja_jb_j^\top + \lambda_ka_kb_k^\top = 0`, :math:`c^\top\lambda = 1`) is
+    usable: :math:`t\,c_j + c_k > 0`, or :math:`\ne 0` for two equality rows, and both weights
+    finite and nonzero (in floats). Shape (m, 2).
+
+    A row is :math:`a_jb_j^\top = \sigma_j\rho_j\,u_jv_j^\top` with :math:`u_j = a_j/a_{j,m}`,
+    :math:`v_j = b_j/b_{j,m'}` (divided by the entry of largest magnitude, the first on ties),
+    :math:`\rho_j = |a_{j,m}b_{j,m'}|` and :math:`\sigma_j` the sign of :math:`a_{j,m}b_{j,m'}`.
+    The float :math:`(u_j, v_j)` is the same for two float rows that are exact multiples
+    (a division is correctly rounded, and :math:`\alpha a_i/(\alpha a_m) = a_i/a_m`), so
+    rows with equal keys and opposite signs are the candidates, with
+    :math:`t = \rho_k/\rho_j`. Each row is paired with the row of largest
+    :math:`c_k/\rho_k` among those opposite to it (the first such row on ties), the partner
+    that makes :math:`t\,c_j + c_k` largest, so a margin row finds a partner wherever one
+    exists. Zero rows are never paired.
 
     A candidate only: a token difference swapped (:math:`x_q - x_p` against
-    :math:`x_p - x_q`, same query) is opposite exactly, since float subtraction rounds
-    symmetrically, but the proof (:func:`_prove_farkas`) decides on the exact rows."""
+    :math:`x_p - x_q`), or a query scaled by a power of two, is an exact multiple, but the
+    proof (:func:`_farkas_from_opposite_rows`) decides on the exact rows."""
     N = cs.N
-    A, B = cs.A + 0.0, cs.B + 0.0  # + 0.0: -0.0 becomes 0.0, one key for both
-    keys = np.vstack([np.hstack([A, B]), np.hstack([-A + 0.0, B]), np.hstack([A, -B + 0.0])])
-    inverse = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
-    preference = np.lexsort((np.arange(N), -cs.rhs))  # largest c first, then the first row
-    best = np.full(keys.shape[0], N)  # per class of rows: the best rank among its rows
-    np.minimum.at(best, inverse[:N][preference], np.arange(N))
-    rank = best[inverse[N:]]
-    j = np.tile(np.arange(N), 2)
-    k = np.where(rank < N, preference[np.minimum(rank, N - 1)], -1)
-    partner = np.maximum(k, 0)
-    with np.errstate(over="ignore", divide="ignore"):
-        s = cs.rhs[j] + cs.rhs[partner]
-        weight = 1.0 / s
-    equalities = (cs.kind[j] != MARGIN) & (cs.kind[partner] != MARGIN)
-    usable = np.isfinite(weight) & (weight != 0)
-    keep = (k >= 0) & (k != j) & usable & ((s > 0) | (equalities & (s != 0)))
+    A, B = np.asarray(cs.A, dtype=float), np.asarray(cs.B, dtype=float)
+    at = np.arange(N)
+    am, bm = A[at, np.argmax(np.abs(A), axis=1)], B[at, np.argmax(np.abs(B), axis=1)]
+    live = np.flatnonzero((am != 0) & (bm != 0))
+    if live.size < 2:
+        return np.zeros((0, 2), dtype=int)
+    keys = np.hstack([A[live] / am[live, None], B[live] / bm[live, None]]) + 0.0  # -0.0 -> 0.0
+    classes = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+    positive = np.sign(am[live]) * np.sign(bm[live]) > 0
+    own, other = 2 * classes + positive, 2 * classes + ~positive
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        bound = cs.rhs[live] / np.abs(am[live]) / np.abs(bm[live])  # c_j / rho_j
+        preference = np.lexsort((live, -bound))  # largest c / rho first, then the first row
+        best = np.full(2 * live.size, live.size)  # per half-class: the best rank in it
+        np.minimum.at(best, own[preference], np.arange(live.size))
+        rank = best[other]
+        found = rank < live.size
+        j = live[found]
+        k = live[preference[rank[found]]]
+        t = (np.abs(am[k]) / np.abs(am[j])) * (np.abs(bm[k]) / np.abs(bm[j]))
+        s = t * cs.rhs[j] + cs.rhs[k]
+        weights = np.column_stack([t / s, 1.0 / s])
+    equalities = (cs.kind[j] != MARGIN) & (cs.kind[k] != MARGIN)
+    usable = np.all(np.isfinite(weights) & (weights != 0), axis=1)
+    keep = usable & ((s > 0) | (equalities & (s != 0)))
     pairs = np.sort(np.column_stack([j[keep], k[keep]]), axis=1)
-    return np.unique(pairs, axis=0) if pairs.size else pairs.reshape(0, 2)
+    return np.unique(pairs, axis=0) if pairs.size else np.zeros((0, 2), dtype=int)
+
+
+def _exact_ratio(rows: ExactRows, j: int, k: int) -> Fraction | None:
+    r"""The rational :math:`s \ne 0` with :math:`a_kb_k^\top = s\,a_jb_j^\top` exactly, from
+    the exact rows (:class:`ExactRows`: :math:`a = P_p - P_q`, :math:`b = Q_s`), or None
+    when the two rows are not exact multiples (or one is zero).
+
+    Two nonzero outer products are multiples exactly when :math:`a_k = \alpha a_j` and
+    :math:`b_k = \beta b_j`; then :math:`s = \alpha\beta`. :math:`O(d)` rational operations.
+    """
+
+    def factor(x: list[Fraction], y: list[Fraction]) -> Fraction | None:
+        """The nonzero alpha with x = alpha y exactly, or None."""
+        m = next((i for i, v in enumerate(y) if v != 0), None)
+        if m is None or x[m] == 0:
+            return None
+        alpha = x[m] / y[m]
+        return alpha if all(u == alpha * v for u, v in zip(x, y, strict=True)) else None
+
+    def exact(r: int) -> tuple[list[Fraction], list[Fraction]]:
+        p, q = _exact_fractions(rows.P[rows.pref[r]]), _exact_fractions(rows.P[rows.comp[r]])
+        return [x - y for x, y in zip(p, q, strict=True)], _exact_fractions(rows.Q[rows.query[r]])
+
+    (aj, bj), (ak, bk) = exact(j), exact(k)
+    alpha = factor(ak, aj)
+    beta = None if alpha is None else factor(bk, bj)
+    return None if alpha is None or beta is None else alpha * beta
 
 
 def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None:
-    r"""An exact Farkas vector on two opposite rows (:func:`_opposite_rows`; the first
-    :data:`_OPPOSITE_TRIES` pairs), :math:`a_jb_j^\top + a_kb_k^\top = 0` exactly and
-    :math:`c_j + c_k > 0`: a row and its negation both required (a sequence twice, once
-    selecting another token), or None.
+    r"""An exact Farkas vector on two rows opposite up to a positive factor
+    (:func:`_opposite_rows`; the first :data:`_OPPOSITE_TRIES` pairs), or None:
+
+    .. math::
+
+        a_kb_k^\top = -t\,a_jb_j^\top\ \text{exactly},\ t > 0,\qquad
+        \lambda = \frac{(t, 1)}{t\,c_j + c_k},\quad t\,c_j + c_k > 0
+
+    (:math:`\ne 0` for two equality rows): a row and a positive multiple of its negation both
+    required (a sequence twice, once selecting another token, its query scaled by a power of
+    two, say). :math:`t` is the exact rational of :func:`_exact_ratio` (the exact test; the
+    float keys only pick the pairs); :func:`_prove_farkas` then proves :math:`\lambda`
+    exactly on its support.
 
     The Phase-1 LP's own vector can miss them: on rows that are nearly dependent (queries
     parallel up to rounding) it finds a float certificate on many rows that no exact vector
     on those rows is near."""
     cs = rows.cs
     for j, k in _opposite_rows(cs)[:_OPPOSITE_TRIES]:
+        ratio = _exact_ratio(rows, int(j), int(k))
+        if ratio is None or ratio >= 0:
+            continue
+        t = -ratio
+        total = t * Fraction(float(cs.rhs[j])) + Fraction(float(cs.rhs[k]))
+        equalities = cs.kind[j] != MARGIN and cs.kind[k] != MARGIN
+        if not (total > 0 or (equalities and total != 0)):
+            continue
+        try:
+            weights = [float(t / total), float(1 / total)]  # correctly rounded
+        except OverflowError:  # beyond float64: no float Farkas vector with c^T lam = 1
+            continue
         lam = np.zeros(cs.N)
-        lam[[j, k]] = 1.0 / (float(cs.rhs[j]) + float(cs.rhs[k]))
+        lam[[j, k]] = weights
         found = _prove_farkas(rows, lam)
         if found is not None:
             return found
@@ -791,7 +864,10 @@ def _farkas_on_support(
     if exact is None or negative(exact):
         return None
     out = np.zeros(cs.N)
-    out[S] = [p / q for p, q in exact]  # int division: correctly rounded, as float(Fraction)
+    try:
+        out[S] = [p / q for p, q in exact]  # int division: correctly rounded, as float(Fraction)
+    except OverflowError:  # an entry beyond float64 (c^T lam = 1 with c_S subnormal, say)
+        return None
     return out, (
         f"Farkas certificate proved in exact arithmetic (support {S.size}, null space "
         f"dimension {nullity})"
@@ -994,6 +1070,8 @@ def _projection_by_rows(
 
 _ALL_ROWS = 100
 """Largest N for the second Farkas attempt on every row (an exact N×N null space)."""
+_LARGEST_SHIFT = int(np.finfo(np.float64).maxexp) - 1
+"""Largest k with :math:`2^k` a float64, 1023 (the scale of :func:`_farkas_in_null_space`)."""
 _HIGHS_SMALLEST, _HIGHS_LARGEST = 1e-9, 1e15
 """HiGHS's ``small_matrix_value`` and ``large_matrix_value``: constraint entries below the
 first in magnitude are dropped, a model with one at or above the second is refused."""
@@ -1014,7 +1092,12 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
     the model: bounds of 1e200 one ulp apart) the power of two that brings it into [1, 2), an
     exact scaling. The float solve may drop a row whose weight is at its tolerance (e.g.
     1e-12 of the others); on the exact null space that row is forced back. The LP's vertex
-    has a minimal support, which :func:`_prove_farkas` then re-solves exactly.
+    has a minimal support, which :func:`_prove_farkas` then re-solves exactly. None where no
+    LP vertex is found, or where that power of two passes float64's largest, :math:`2^{1023}`
+    (:math:`c_S^\top N` below :math:`2^{-1023}`; N's columns have largest entry in [1, 2), so
+    with a one-dimensional null space :math:`\lambda` with :math:`c^\top\lambda = 1` has an
+    entry of :math:`2^{1023}` or more): subnormal bounds, say, which the feasibility check
+    refuses, handed to :func:`prove_verdict` in a hand-made verdict.
     """
     cs = rows.cs
     G, _ = rows.gram(S, S)
@@ -1031,7 +1114,10 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
     if top == 0.0 or not np.isfinite(top):
         return None
     kept = _HIGHS_SMALLEST <= top < _HIGHS_LARGEST  # else 2^-e: largest entry in [1, 2)
-    s = 1.0 if kept else math.ldexp(1.0, 1 - math.frexp(top)[1])
+    shift = 0 if kept else 1 - math.frexp(top)[1]
+    if shift > _LARGEST_SHIFT:  # c_S^T N subnormal: lam = s N t would pass float64's range
+        return None
+    s = math.ldexp(1.0, shift)
     margin = cs.kind[S] == MARGIN
     lp = HiGHSBackend.linprog(
         np.zeros(nullity),
@@ -1323,7 +1409,8 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
             status=Status.INFEASIBLE_INACCURATE,
             message=(
                 f"undecided: the float solve answered {res.status} ({res.message}), but its "
-                "Farkas vector is not exact on its support and no exact point was found"
+                "Farkas vector is not exact on its support (or its exact one is beyond float64's "
+                "range) and no exact point was found"
             ),
         )
     return done(proof=None)
