@@ -27,11 +27,13 @@ as a verdict that is not proved.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from fractions import Fraction
 from typing import Any, cast
 
@@ -44,7 +46,12 @@ from .._validation import read_only_state, read_only_view
 from ..constraints import MARGIN, ConstraintSet
 from ..data import TokenData
 from ._backends import HiGHSBackend
-from ._certificates import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, point_violations
+from ._certificates import (
+    SMALLEST_SUBNORMAL,
+    UNIT_ROUNDOFF,
+    point_violations,
+    zero_row_farkas,
+)
 from ._result import FeasibilityResult, replaced
 from ._status import Status
 
@@ -684,35 +691,32 @@ def _identical_rows(cs: ConstraintSet) -> tuple[np.ndarray, np.ndarray] | None:
 
 _OPPOSITE_TRIES = 8
 """Most pairs of opposite rows :func:`_farkas_from_opposite_rows` tries to prove."""
+_OPPOSITE_ROWS = 64
+"""Most rows :func:`_opposite_rows` reads in exact arithmetic (:func:`_exact_direction`,
+:math:`O(d)` rational operations each)."""
 
 
 def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
-    r"""Pairs (j, k), j < k, whose float rows are opposite up to a positive factor,
-    :math:`a_kb_k^\top = -t\,a_jb_j^\top` with :math:`t > 0`, and whose candidate Farkas
-    vector
+    r"""Pairs (j, k), j < k, of rows parallel in exact arithmetic whose bounds contradict
+    each other (:func:`_crossed_pair`), with a usable float Farkas vector
+    (:func:`_pair_farkas`): one pair per set of parallel rows, decided in rationals. Shape
+    (m, 2).
 
-    .. math::
-
-        \lambda_j = \frac{t}{t\,c_j + c_k},\qquad \lambda_k = \frac{1}{t\,c_j + c_k}
-
-    (:math:`\lambda_ja_jb_j^\top + \lambda_ka_kb_k^\top = 0`, :math:`c^\top\lambda = 1`) is
-    usable: :math:`t\,c_j + c_k > 0`, or :math:`\ne 0` for two equality rows, and both weights
-    finite and nonzero (in floats). Shape (m, 2).
-
-    A row is :math:`a_jb_j^\top = \sigma_j\rho_j\,u_jv_j^\top` with :math:`u_j = a_j/a_{j,m}`,
-    :math:`v_j = b_j/b_{j,m'}` (divided by the entry of largest magnitude, the first on ties),
-    :math:`\rho_j = |a_{j,m}b_{j,m'}|` and :math:`\sigma_j` the sign of :math:`a_{j,m}b_{j,m'}`.
-    The float :math:`(u_j, v_j)` is the same for two float rows that are exact multiples
-    (a division is correctly rounded, and :math:`\alpha a_i/(\alpha a_m) = a_i/a_m`), so
-    rows with equal keys and opposite signs are the candidates, with
-    :math:`t = \rho_k/\rho_j`. Each row is paired with the row of largest
-    :math:`c_k/\rho_k` among those opposite to it (the first such row on ties), the partner
-    that makes :math:`t\,c_j + c_k` largest, so a margin row finds a partner wherever one
-    exists. Zero rows are never paired.
-
-    A candidate only: a token difference swapped (:math:`x_q - x_p` against
-    :math:`x_p - x_q`), or a query scaled by a power of two, is an exact multiple, but the
-    proof (:func:`_farkas_from_opposite_rows`) decides on the exact rows."""
+    Which rows are parallel is decided exactly (:func:`_exact_direction`) on at most
+    :data:`_OPPOSITE_ROWS` rows, which floats pick: rows whose float keys
+    :math:`(a_j/a_{j,m}, b_j/b_{j,m'})` (divided by the entry of largest magnitude, the first
+    on ties) are equal and whose float bounds per unit, :math:`c_j/(a_{j,m}b_{j,m'})`,
+    contradict each other (a lower bound, from a margin row with :math:`a_{j,m}b_{j,m'} > 0`
+    or an equality row, above an upper one, from a margin row with
+    :math:`a_{j,m}b_{j,m'} < 0` or an equality row); in such a group, the largest lower and
+    smallest upper bounds first. Float rows that are exact multiples have equal keys (a
+    division is correctly rounded, and :math:`\alpha a_i/(\alpha a_m) = a_i/a_m`); exact rows
+    that are parallel while their float rows are no exact multiples (token differences that
+    round apart, :math:`\mathrm{fl}(3x - 3y) \ne 3\,\mathrm{fl}(x - y)`) are missed, and so
+    are the rows beyond the budget, and a pair whose float vector is not usable (bounds near
+    float64's range; no other pair of its rows is tried). Zero rows are no candidates
+    (:func:`zero_row_farkas` proves them).
+    """
     N = cs.N
     A, B = np.asarray(cs.A, dtype=float), np.asarray(cs.B, dtype=float)
     at = np.arange(N)
@@ -722,85 +726,149 @@ def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
         return np.zeros((0, 2), dtype=int)
     keys = np.hstack([A[live] / am[live, None], B[live] / bm[live, None]]) + 0.0  # -0.0 -> 0.0
     classes = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
-    positive = np.sign(am[live]) * np.sign(bm[live]) > 0
-    own, other = 2 * classes + positive, 2 * classes + ~positive
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        bound = cs.rhs[live] / np.abs(am[live]) / np.abs(bm[live])  # c_j / rho_j
-        preference = np.lexsort((live, -bound))  # largest c / rho first, then the first row
-        best = np.full(2 * live.size, live.size)  # per half-class: the best rank in it
-        np.minimum.at(best, own[preference], np.arange(live.size))
-        rank = best[other]
-        found = rank < live.size
-        j = live[found]
-        k = live[preference[rank[found]]]
-        t = (np.abs(am[k]) / np.abs(am[j])) * (np.abs(bm[k]) / np.abs(bm[j]))
-        s = t * cs.rhs[j] + cs.rhs[k]
-        weights = np.column_stack([t / s, 1.0 / s])
-    equalities = (cs.kind[j] != MARGIN) & (cs.kind[k] != MARGIN)
-    usable = np.all(np.isfinite(weights) & (weights != 0), axis=1)
-    keep = usable & ((s > 0) | (equalities & (s != 0)))
-    pairs = np.sort(np.column_stack([j[keep], k[keep]]), axis=1)
-    return np.unique(pairs, axis=0) if pairs.size else np.zeros((0, 2), dtype=int)
+    margin, positive = cs.kind[live] == MARGIN, am[live] * bm[live] > 0
+    lower, upper = ~margin | positive, ~margin | ~positive
+    with np.errstate(over="ignore", under="ignore"):
+        size = cs.rhs[live] / np.abs(am[live]) / np.abs(bm[live])
+    bound = np.where(positive, size, -size)  # c_j / (a_m b_m'): y >= it, or y <= it
+    largest, smallest = np.full(live.size, -np.inf), np.full(live.size, np.inf)
+    np.maximum.at(largest, classes[lower], bound[lower])
+    np.minimum.at(smallest, classes[upper], bound[upper])
+    order = np.argsort(classes, kind="stable")  # by class, then by row
+    counts = np.bincount(classes, minlength=live.size)
+    end = np.cumsum(counts)
+    start = end - counts
+    crossed = np.flatnonzero(largest > smallest)
+    crossed = crossed[np.argsort(order[start[crossed]])]  # the group of the first row first
+    rows, pairs, budget = ExactRows.build(cs), [], _OPPOSITE_ROWS
+    for c in crossed:
+        if budget <= 0:
+            break
+        group = order[start[c] : end[c]]
+        rank = np.full(group.size, group.size)  # among the largest lower, smallest upper bounds
+        for role, sign in ((lower[group], -1.0), (upper[group], 1.0)):
+            members = np.flatnonzero(role)
+            ranked = members[np.argsort(sign * bound[group[members]], kind="stable")]
+            rank[ranked] = np.minimum(rank[ranked], np.arange(ranked.size))
+        picked = np.sort(live[group[np.argsort(rank, kind="stable")[:budget]]])
+        budget -= picked.size
+        parallel: dict[tuple[Fraction, ...], list[tuple[int, Fraction]]] = {}
+        for r in picked.tolist():
+            direction = _exact_direction(rows, r)
+            if direction is not None:
+                parallel.setdefault(direction[0], []).append((r, direction[1]))
+        for factors in parallel.values():
+            pair = _crossed_pair(cs, factors)
+            if pair is not None and _pair_farkas(cs, *pair) is not None:
+                pairs.append(pair[:2])
+    return np.array(pairs, dtype=int).reshape(-1, 2)
+
+
+def _exact_direction(rows: ExactRows, r: int) -> tuple[tuple[Fraction, ...], Fraction] | None:
+    r"""(key, s) with :math:`a_rb_r^\top = s\,\hat a\hat b^\top` exactly, from the exact rows
+    (:class:`ExactRows`: :math:`a = P_p - P_q`, :math:`b = Q_s`), or None for a zero row:
+    :math:`\hat a = a/a_i`, :math:`\hat b = b/b_l` (the first nonzero entries),
+    :math:`s = a_ib_l`, key the entries of :math:`\hat a` then :math:`\hat b`. Two nonzero
+    rows are parallel exactly when their keys are equal; then
+    :math:`a_kb_k^\top = (s_k/s_j)\,a_jb_j^\top`. :math:`O(d)` rational operations."""
+    p, q = _exact_fractions(rows.P[rows.pref[r]]), _exact_fractions(rows.P[rows.comp[r]])
+    a = [x - y for x, y in zip(p, q, strict=True)]
+    b = _exact_fractions(rows.Q[rows.query[r]])
+    i, m = next((x for x in a if x != 0), None), next((y for y in b if y != 0), None)
+    if i is None or m is None:
+        return None
+    return tuple(x / i for x in a) + tuple(y / m for y in b), i * m
 
 
 def _exact_ratio(rows: ExactRows, j: int, k: int) -> Fraction | None:
-    r"""The rational :math:`s \ne 0` with :math:`a_kb_k^\top = s\,a_jb_j^\top` exactly, from
-    the exact rows (:class:`ExactRows`: :math:`a = P_p - P_q`, :math:`b = Q_s`), or None
-    when the two rows are not exact multiples (or one is zero).
-
-    Two nonzero outer products are multiples exactly when :math:`a_k = \alpha a_j` and
-    :math:`b_k = \beta b_j`; then :math:`s = \alpha\beta`. :math:`O(d)` rational operations.
-    """
-
-    def factor(x: list[Fraction], y: list[Fraction]) -> Fraction | None:
-        """The nonzero alpha with x = alpha y exactly, or None."""
-        m = next((i for i, v in enumerate(y) if v != 0), None)
-        if m is None or x[m] == 0:
-            return None
-        alpha = x[m] / y[m]
-        return alpha if all(u == alpha * v for u, v in zip(x, y, strict=True)) else None
-
-    def exact(r: int) -> tuple[list[Fraction], list[Fraction]]:
-        p, q = _exact_fractions(rows.P[rows.pref[r]]), _exact_fractions(rows.P[rows.comp[r]])
-        return [x - y for x, y in zip(p, q, strict=True)], _exact_fractions(rows.Q[rows.query[r]])
-
-    (aj, bj), (ak, bk) = exact(j), exact(k)
-    alpha = factor(ak, aj)
-    beta = None if alpha is None else factor(bk, bj)
-    return None if alpha is None or beta is None else alpha * beta
+    r"""The rational :math:`s \ne 0` with :math:`a_kb_k^\top = s\,a_jb_j^\top` exactly, or
+    None when the two rows are not parallel (or one is zero): :func:`_exact_direction`."""
+    dj, dk = _exact_direction(rows, j), _exact_direction(rows, k)
+    return None if dj is None or dk is None or dj[0] != dk[0] else dk[1] / dj[1]
 
 
-def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None:
-    r"""An exact Farkas vector on two rows opposite up to a positive factor
-    (:func:`_opposite_rows`; the first :data:`_OPPOSITE_TRIES` pairs), or None:
+def _crossed_pair(
+    cs: ConstraintSet, factors: list[tuple[int, Fraction]]
+) -> tuple[int, int, Fraction] | None:
+    r"""(j, k, :math:`s_k/s_j`), j < k, the two rows whose bounds contradict each other most,
+    among rows parallel exactly, :math:`a_rb_r^\top = s_rR` (``factors``: the pairs
+    :math:`(r, s_r)`, ascending r), or None where their bounds are consistent.
+
+    The rows constrain :math:`y = \langle R, W\rangle` alone: a margin row to
+    :math:`y \ge c_r/s_r` when :math:`s_r > 0` (a lower bound), :math:`y \le c_r/s_r` when
+    :math:`s_r < 0` (an upper bound), an equality row to :math:`y = c_r/s_r` (both). They are
+    infeasible exactly when the largest lower bound :math:`L`, of a row j, passes the
+    smallest upper bound :math:`U`, of a row k (the first rows on ties); then, with
+    :math:`a_kb_k^\top = -t\,a_jb_j^\top` (:math:`t = -s_k/s_j`),
 
     .. math::
 
-        a_kb_k^\top = -t\,a_jb_j^\top\ \text{exactly},\ t > 0,\qquad
-        \lambda = \frac{(t, 1)}{t\,c_j + c_k},\quad t\,c_j + c_k > 0
+        \lambda_j = \frac{t}{t\,c_j + c_k},\qquad \lambda_k = \frac{1}{t\,c_j + c_k}
 
-    (:math:`\ne 0` for two equality rows): a row and a positive multiple of its negation both
-    required (a sequence twice, once selecting another token, its query scaled by a power of
-    two, say). :math:`t` is the exact rational of :func:`_exact_ratio` (the exact test; the
-    float keys only pick the pairs); :func:`_prove_farkas` then proves :math:`\lambda`
-    exactly on its support.
+    is a Farkas vector: :math:`\lambda_ja_jb_j^\top + \lambda_ka_kb_k^\top = 0`,
+    :math:`c^\top\lambda = 1`, and :math:`t\,c_j + c_k = -s_k(L - U)`, so
+    :math:`\lambda_j = 1/(s_j(L - U)) > 0` where j is a margin row and
+    :math:`\lambda_k = -1/(s_k(L - U)) > 0` where k is. No other pair of these rows is
+    needed: two of them with a Farkas vector bound :math:`y` by a lower bound above an upper
+    one, so :math:`L > U`. Exact: the bounds are compared in rationals."""
+    low: tuple[Fraction, int, Fraction] | None = None
+    high: tuple[Fraction, int, Fraction] | None = None
+    for r, s in factors:
+        y = Fraction(float(cs.rhs[r])) / s
+        equality = cs.kind[r] != MARGIN
+        if (equality or s > 0) and (low is None or y > low[0]):
+            low = (y, r, s)
+        if (equality or s < 0) and (high is None or y < high[0]):
+            high = (y, r, s)
+    if low is None or high is None or low[0] <= high[0]:
+        return None
+    (_, j, sj), (_, k, sk) = low, high
+    return (j, k, sk / sj) if j < k else (k, j, sj / sk)
+
+
+def _pair_farkas(cs: ConstraintSet, j: int, k: int, ratio: Fraction) -> np.ndarray | None:
+    r"""The float Farkas vector :math:`(t, 1)/(t\,c_j + c_k)` on rows j and k with
+    :math:`a_kb_k^\top = -t\,a_jb_j^\top` (``ratio`` :math:`= -t`), in floats (t rounded, then
+    :math:`s = t\,c_j + c_k`, :math:`t/s`, :math:`1/s`, as the search for opposite rows has
+    always computed it), or None where an entry is not finite or is 0. A candidate only:
+    :func:`_prove_farkas` solves exactly on its support."""
+    try:
+        t = float(-ratio)
+    except OverflowError:  # the rows' sizes differ by more than float64's range
+        return None
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        s = t * cs.rhs[j] + cs.rhs[k]
+        lam = np.array([t / s, 1.0 / s])
+    return lam if np.all(np.isfinite(lam) & (lam != 0)) else None
+
+
+def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None:
+    r"""An exact Farkas vector on one row or two, or None: a zero row that asks for
+    something, :math:`e_j/c_j` (:func:`zero_row_farkas`: :math:`c_j > 0` on a margin row,
+    :math:`c_j \ne 0` on an equality row), else two parallel rows whose bounds contradict each
+    other (:func:`_opposite_rows`, the first :data:`_OPPOSITE_TRIES` pairs):
+
+    .. math::
+
+        a_kb_k^\top = -t\,a_jb_j^\top\ \text{exactly},\qquad
+        \lambda = \frac{(t, 1)}{t\,c_j + c_k}
+
+    (:func:`_crossed_pair`): a row and a positive multiple of its negation both required (a
+    sequence twice, once selecting another token, its query scaled by a power of two, say),
+    or two equality rows asking for different values. :func:`_prove_farkas` proves
+    :math:`\lambda` exactly on its support.
 
     The Phase-1 LP's own vector can miss them: on rows that are nearly dependent (queries
     parallel up to rounding) it finds a float certificate on many rows that no exact vector
     on those rows is near."""
     cs = rows.cs
-    for j, k in _opposite_rows(cs)[:_OPPOSITE_TRIES]:
-        ratio = _exact_ratio(rows, int(j), int(k))
-        if ratio is None or ratio >= 0:
-            continue
-        t = -ratio
-        total = t * Fraction(float(cs.rhs[j])) + Fraction(float(cs.rhs[k]))
-        equalities = cs.kind[j] != MARGIN and cs.kind[k] != MARGIN
-        if not (total > 0 or (equalities and total != 0)):
-            continue
-        try:
-            weights = [float(t / total), float(1 / total)]  # correctly rounded
-        except OverflowError:  # beyond float64: no float Farkas vector with c^T lam = 1
+    zero = zero_row_farkas(cs)
+    if zero is not None and (found := _prove_farkas(rows, zero)) is not None:
+        return found
+    for j, k in _opposite_rows(cs)[:_OPPOSITE_TRIES].tolist():
+        ratio = _exact_ratio(rows, j, k)
+        weights = None if ratio is None else _pair_farkas(cs, j, k, ratio)
+        if weights is None:
             continue
         lam = np.zeros(cs.N)
         lam[[j, k]] = weights
@@ -808,6 +876,30 @@ def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None
         if found is not None:
             return found
     return None
+
+
+_BEYOND_FLOAT64: ContextVar[list[str] | None] = ContextVar("_BEYOND_FLOAT64", default=None)
+"""Where a search for an exact Farkas vector stopped at float64's range (its notes), while
+:func:`_noting_beyond_float64` listens; None otherwise."""
+
+
+def _beyond_float64(note: str) -> None:
+    """Note that a search for an exact Farkas vector stopped at float64's range."""
+    notes = _BEYOND_FLOAT64.get()
+    if notes is not None and note not in notes:
+        notes.append(note)
+
+
+@contextlib.contextmanager
+def _noting_beyond_float64() -> Iterator[list[str]]:
+    """The notes of :func:`_beyond_float64` made inside the block (for a message that says
+    why a verdict stays undecided only where it is so)."""
+    notes: list[str] = []
+    token = _BEYOND_FLOAT64.set(notes)
+    try:
+        yield notes
+    finally:
+        _BEYOND_FLOAT64.reset(token)
 
 
 def _prove_farkas(rows: ExactRows, lam: np.ndarray) -> tuple[np.ndarray, str] | None:
@@ -867,6 +959,7 @@ def _farkas_on_support(
     try:
         out[S] = [p / q for p, q in exact]  # int division: correctly rounded, as float(Fraction)
     except OverflowError:  # an entry beyond float64 (c^T lam = 1 with c_S subnormal, say)
+        _beyond_float64(f"an exact Farkas vector on {S.size} rows is beyond float64's range")
         return None
     return out, (
         f"Farkas certificate proved in exact arithmetic (support {S.size}, null space "
@@ -1116,6 +1209,10 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
     kept = _HIGHS_SMALLEST <= top < _HIGHS_LARGEST  # else 2^-e: largest entry in [1, 2)
     shift = 0 if kept else 1 - math.frexp(top)[1]
     if shift > _LARGEST_SHIFT:  # c_S^T N subnormal: lam = s N t would pass float64's range
+        _beyond_float64(
+            f"the exact null space of {S.size} rows needs a scale beyond float64's range "
+            f"(2^{shift})"
+        )
         return None
     s = math.ldexp(1.0, shift)
     margin = cs.kind[S] == MARGIN
@@ -1360,14 +1457,15 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
         return _decide_on_all_rows(res, rows, done)
     if not res.feasible and res.farkas is not None:
         lam = np.asarray(res.farkas, dtype=float)
-        farkas = _prove_farkas(rows, lam)
-        if farkas is None and cs.N <= _ALL_ROWS:
-            farkas = _farkas_everywhere(rows)
-        if farkas is None:  # a row and its negation, say (the LP's vector may miss them)
-            farkas = _farkas_from_opposite_rows(rows)
-        support = np.flatnonzero(lam)
-        if farkas is None and cs.N > _ALL_ROWS and 0 < support.size <= _ALL_ROWS:
-            farkas = _farkas_everywhere(rows, support)  # a vertex of the exact null space there
+        with _noting_beyond_float64() as beyond:
+            farkas = _prove_farkas(rows, lam)
+            if farkas is None and cs.N <= _ALL_ROWS:
+                farkas = _farkas_everywhere(rows)
+            if farkas is None:  # a row and its negation, say (the LP's vector may miss them)
+                farkas = _farkas_from_opposite_rows(rows)
+            support = np.flatnonzero(lam)
+            if farkas is None and cs.N > _ALL_ROWS and 0 < support.size <= _ALL_ROWS:
+                farkas = _farkas_everywhere(rows, support)  # a vertex of the exact null space
         if farkas is not None:
             return _proved_infeasible(
                 done,
@@ -1409,8 +1507,8 @@ def prove_verdict(res: FeasibilityResult) -> FeasibilityResult:
             status=Status.INFEASIBLE_INACCURATE,
             message=(
                 f"undecided: the float solve answered {res.status} ({res.message}), but its "
-                "Farkas vector is not exact on its support (or its exact one is beyond float64's "
-                "range) and no exact point was found"
+                "Farkas vector is not exact on its support and no exact point was found"
+                + "".join(f"; {note}" for note in beyond)
             ),
         )
     return done(proof=None)

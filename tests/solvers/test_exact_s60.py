@@ -9,8 +9,11 @@ exactly (t a power of two; t = 3 where the rounding happens to be exact), the se
 bf3d1c6): ``INFEASIBLE_INACCURATE``, proof None (the search for opposite rows knew t = 1
 only). Where :math:`\\mathrm{fl}(3z) \\ne 3z` the rows are no exact multiples, and at
 (500, seed 1) the rows are feasible in exact arithmetic (an exact point, checked here): the
-undecided answer stays. Every Farkas vector and point is checked in exact rationals from the
-tokens and queries (Python ``Fraction``).
+undecided answer stays. Review of 3bff3d2: rows parallel in floats only no longer hide an
+exact pair (rows are grouped by exact direction), a zero row that asks for something is
+proved alone, equality rows parallel with a positive factor are paired too, and the undecided
+message names float64's range only where a search stopped there. Every Farkas vector and
+point is checked in exact rationals from the tokens and queries (Python ``Fraction``).
 """
 
 from __future__ import annotations
@@ -159,23 +162,131 @@ def test_equality_rows_scaled_by_a_negative_factor_are_paired(monkeypatch) -> No
     _assert_farkas_identity(cs, rows.__getitem__, out.farkas)
 
 
-def test_rows_parallel_only_in_floats_are_no_farkas_pair() -> None:
+def test_rows_parallel_only_in_floats_are_no_farkas_pair(monkeypatch) -> None:
     r"""fl(1 - 2^-60) = 1: the float rows :math:`(1, 1)z^\top` and :math:`(-1, -1)z^\top` are
     opposite, the exact ones :math:`(1 - 2^{-60}, 1)z^\top` and :math:`(-1, -1)z^\top` are
-    not, and an exact point meets both (checked in Fractions). The float keys pick the pair;
-    the exact test (:func:`_exact_ratio`) drops it."""
-    from svmgeo.solvers import _exact
-
+    not, and an exact point meets both (checked in Fractions). ``prove_verdict`` answers
+    undecided, never INFEASIBLE, its message without a word of float64's range (no search
+    stopped there). A guard of main's behaviour (main tried the pair and its exact proof
+    failed; now the exact directions drop it first), through ``prove_verdict``; 3bff3d2 fails
+    it by its message, which named float64's range always."""
     X = [[1.0, 1.0], [2.0**-60, 0.0], [-1.0, -1.0], [0.0, 0.0]]
     cs, rows = _hand_rows(X, [[1.0, 2.0]], [(0, 0, 1), (0, 2, 3)], (1.0, 1.0))
-    assert _exact._opposite_rows(cs).tolist() == [[0, 1]]
-    exact = _exact.ExactRows.build(cs)
-    assert _exact._exact_ratio(exact, 0, 1) is None
-    assert _exact._farkas_from_opposite_rows(exact) is None
+    np.testing.assert_array_equal(cs.A[0], -cs.A[1])  # opposite in floats
+    out = _proved_from_a_bogus_farkas(cs, [1.0, 0.0], monkeypatch)
+    assert out.status is Status.INFEASIBLE_INACCURATE and out.proof is None
+    assert out.message.startswith("undecided") and "float64" not in out.message
     # an exact point: W = u z^T / |z|^2 with u . (1 - 2^-60, 1) = 1, u . (-1, -1) = 1
     u = (Fraction(-2) * 2**60, Fraction(2) * 2**60 - 1)
     W = [u[i] * zj / 5 for i in range(2) for zj in (1, 2)]
     assert all(sum(w * g for w, g in zip(W, row, strict=True)) >= 1 for row in rows)
+
+
+def _float_key(b: np.ndarray) -> tuple[float, ...]:
+    """``b`` divided by its entry of largest magnitude, in floats."""
+    return tuple(b / b[np.argmax(np.abs(b))] + 0.0)
+
+
+def _shadowed(n: int, seed: int) -> tuple[sg.TokenData, sg.ConstraintSet]:
+    r"""``_row_and_negation(n, seed)``'s draw (sequence 0 appended, selecting
+    :math:`q = (p + 1) \bmod 3`: a row and its exact negation) with sequence 0 appended twice
+    more: selecting q with query :math:`\mathrm{fl}(s_2z)`, and p with
+    :math:`\mathrm{fl}(s_3z)`; :math:`s_2, s_3` the first scales of
+    ``linspace(0.3, 0.9, 6001)`` whose rounded query has z's float direction
+    (:func:`_float_key`) but is no exact multiple of z (nor :math:`\mathrm{fl}(s_3z)` of
+    :math:`\mathrm{fl}(s_2z)`): rows parallel to the first pair in floats only, with larger
+    bounds per unit (the review's ``shadow.py``)."""
+    data, alpha, _ = _row_and_negation(n, seed)
+    z = data.queries[0, 0]
+
+    def multiple(x: np.ndarray, y: np.ndarray) -> bool:
+        ratios = {Fraction(float(b)) / Fraction(float(a)) for a, b in zip(x, y, strict=True)}
+        return len(ratios) == 1
+
+    scaled = [z * s for s in np.linspace(0.3, 0.9, 6001)]
+    scaled = [y for y in scaled if _float_key(y) == _float_key(z) and not multiple(z, y)]
+    y2 = scaled[0]
+    y3 = next(y for y in scaled[1:] if not multiple(y2, y))
+    X = np.concatenate([data.X, data.X[:1], data.X[:1]])
+    Z = np.concatenate([data.queries[:, 0], y2[None], y3[None]])
+    longer = sg.TokenData(X, v=data.v, Z=Z)
+    p = int(alpha[0])
+    return longer, sg.att_svm_constraints(longer, np.append(alpha, [(p + 1) % 3, p]))
+
+
+@pytest.mark.parametrize(("n", "seed"), [(500, 0), (500, 1)])
+def test_a_row_and_its_negation_are_found_beside_rows_parallel_in_floats_only(n, seed) -> None:
+    """Review of 3bff3d2 (``shadow.py``): each row was paired with one partner of its float
+    group (the largest bound per unit), here a copy whose query is parallel in floats only;
+    its exact test failed and the exact negation in the same group was never tried:
+    ``INFEASIBLE_INACCURATE``, proof None (main: ``INFEASIBLE``, exact). Now the rows of a
+    float group are grouped by their exact directions, and the row and its negation are
+    proved infeasible (checked in Fractions from the tokens)."""
+    data, cs = _shadowed(n, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = check_feasibility(cs)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+    _assert_farkas_identity(cs, lambda r: _exact_rows(data, cs, r), res.farkas)
+
+
+@pytest.mark.parametrize(
+    ("kind", "rhs"),
+    [
+        ((EQUALITY, EQUALITY), (1.0, 1.0)),  # y = 1 and 2y = 1
+        ((MARGIN, EQUALITY), (1.0, 1.0)),  # y >= 1 and 2y = 1
+        ((EQUALITY, MARGIN), (1.0, 3.0)),  # y = 1 and 2y >= 3
+    ],
+)
+def test_equality_rows_parallel_with_a_positive_factor_are_paired(kind, rhs, monkeypatch):
+    r"""Rows :math:`a z^\top` and :math:`a (2z)^\top`, at least one an equality row, whose
+    bounds on :math:`y = a^\top Wz` contradict each other: with
+    :math:`a_1b_1^\top = 2\,a_0b_0^\top` the only Farkas vector on them is
+    :math:`(-2, 1)/(c_1 - 2c_0)` (closed form), negative on an equality row. Before (main and
+    3bff3d2): undecided, only rows of opposite signs were paired."""
+    X, Z = [[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]
+    cs, rows = _hand_rows(X, Z, [(0, 0, 1), (1, 0, 1)], rhs, kind=np.array(kind))
+    assert [2 * x for x in rows[0]] == rows[1]
+    scale = 1 / (Fraction(rhs[1]) - 2 * Fraction(rhs[0]))
+    out = _proved_from_a_bogus_farkas(cs, [1.0, 0.0], monkeypatch)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    assert [Fraction(float(x)) for x in out.farkas] == [-2 * scale, scale]
+    _assert_farkas_identity(cs, rows.__getitem__, out.farkas)
+
+
+@pytest.mark.parametrize(
+    ("kind", "rhs"),
+    [
+        ((MARGIN, MARGIN), (1.0, 2.0)),  # one zero row, c = 2 > 0
+        ((MARGIN, EQUALITY), (1.0, -0.5)),  # one zero equality row, c = -0.5 != 0
+        ((MARGIN, MARGIN, MARGIN), (1.0, 0.5, -0.25)),  # two zero rows: main paired them
+    ],
+)
+def test_a_zero_row_that_asks_for_something_is_proved(kind, rhs, monkeypatch) -> None:
+    r"""Row 1 with :math:`a_1 = x_0 - x_2 = 0` and :math:`c_1 > 0` (margin) or
+    :math:`\ne 0` (equality): :math:`e_1/c_1` is a Farkas vector. Review of 3bff3d2: zero
+    rows were no longer paired, so ``prove_verdict`` on a hand-made verdict left undecided
+    what main proved by pairing two zero rows (the last case; main proves neither of the
+    first two, where one zero row has no partner). Now the search tries
+    ``zero_row_farkas``'s vector first."""
+    X = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+    pairs = [(0, 0, 1), (0, 0, 2), (0, 2, 0)][: len(rhs)]
+    cs, rows = _hand_rows(X, [[1.0, 2.0]], pairs, rhs, kind=np.array(kind))
+    assert all(x == 0 for row in rows[1:] for x in row)
+    out = _proved_from_a_bogus_farkas(cs, np.eye(len(rhs))[0], monkeypatch)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    _assert_farkas_identity(cs, rows.__getitem__, out.farkas)
+
+
+def test_a_zero_row_that_asks_for_nothing_proves_nothing(monkeypatch) -> None:
+    """A zero margin row with c = -1 beside a nonzero row: feasible exactly (W = e_1 z^T / 5
+    meets row 0 with 1, checked in Fractions), so no Farkas proof. A guard (main too)."""
+    X = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+    cs, rows = _hand_rows(X, [[1.0, 2.0]], [(0, 0, 1), (0, 0, 2)], (1.0, -1.0))
+    W = [Fraction(1, 5), Fraction(2, 5), Fraction(0), Fraction(0)]
+    assert [sum(w * g for w, g in zip(W, row, strict=True)) for row in rows] == [1, 0]
+    out = _proved_from_a_bogus_farkas(cs, [1.0, 0.0], monkeypatch)
+    assert out.feasible or out.proof is None, out.message
 
 
 def _gordan_point(rows: list[list[Fraction]]) -> list[Fraction] | None:
@@ -222,11 +333,12 @@ def _gordan_point(rows: list[list[Fraction]]) -> list[Fraction] | None:
     return [-v / y[-1] for v in y[:-1]]
 
 
-def test_a_query_scaled_with_rounding_can_leave_the_rows_feasible_exactly() -> None:
-    """fl(3 z) != 3 z at (500, seed 1): no exact multiple, and an exact point meets every
-    row (found by an exact simplex, checked row by row in Fractions), so the float solve's
-    INFEASIBLE cannot be proved: the undecided answer is the right one."""
-    data, _, cs = _row_and_negation(500, 1, query_scale=3.0)
+@pytest.mark.parametrize("scale", [3.0, 7.0])
+def test_a_query_scaled_with_rounding_can_leave_the_rows_feasible_exactly(scale) -> None:
+    """fl(t z) != t z at (500, seed 1) for t = 3 and 7: no exact multiple, and an exact point
+    meets every row (found by an exact simplex, checked row by row in Fractions), so the float
+    solve's INFEASIBLE cannot be proved: the undecided answer is the right one."""
+    data, _, cs = _row_and_negation(500, 1, query_scale=scale)
     z, scaled = data.queries[0, 0], data.queries[500, 0]
     ratios = {Fraction(float(y)) / Fraction(float(x)) for x, y in zip(z, scaled, strict=True)}
     assert len(ratios) == 2  # not parallel exactly
@@ -240,6 +352,27 @@ def test_a_query_scaled_with_rounding_can_leave_the_rows_feasible_exactly() -> N
     assert res.status is not Status.INFEASIBLE and not (res.proof == "exact" and not res.feasible)
 
 
+@pytest.mark.parametrize(("n", "seed"), [(100, 0), (500, 0), (500, 1)])
+def test_a_query_scaled_with_rounding_can_leave_the_rows_infeasible_exactly(n, seed) -> None:
+    r"""fl(0.1 z) != 0.1 z at these draws: no exact multiple, yet 0 is in the convex hull of
+    the exact rows (the exact simplex finds no point; Gordan), so a Farkas vector exists,
+    on at most :math:`d^2 + 1 = 5` rows (Carathéodory), which no search of svmgeo finds
+    yet. A guard: whatever ``check_feasibility`` answers is no feasible verdict, and a proved
+    INFEASIBLE carries a Farkas vector that checks in Fractions."""
+    data, _, cs = _row_and_negation(n, seed, query_scale=0.1)
+    z, scaled = data.queries[0, 0], data.queries[n, 0]
+    ratios = {Fraction(float(y)) / Fraction(float(x)) for x, y in zip(z, scaled, strict=True)}
+    assert len(ratios) == 2  # not parallel exactly
+    rows = [_exact_rows(data, cs, j) for j in range(cs.N)]
+    assert _gordan_point(rows) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = check_feasibility(cs)
+    assert not res.feasible, res.message
+    if res.proof == "exact":
+        _assert_farkas_identity(cs, rows.__getitem__, res.farkas)
+
+
 @pytest.mark.parametrize("rhs", [(5e-324, 0.0), (5e-324, 5e-324), (1e-310, 0.0)])
 @pytest.mark.parametrize("status", [Status.INFEASIBLE, Status.NUMERICAL_ERROR])
 def test_a_farkas_vector_beyond_float64_is_undecided_not_an_overflow(rhs, status) -> None:
@@ -247,7 +380,9 @@ def test_a_farkas_vector_beyond_float64_is_undecided_not_an_overflow(rhs, status
     subnormal bounds: the only Farkas vector, :math:`(1, 1)/(c_0 + c_1)`, is beyond float64
     (checked in Fractions). ``check_feasibility`` refuses the bounds; ``prove_verdict`` on a
     hand-made verdict raised OverflowError (``_farkas_in_null_space``'s scale
-    :math:`2^{1074}`, ``_farkas_on_support``'s rounding) and now answers undecided."""
+    :math:`2^{1074}`, ``_farkas_on_support``'s rounding) and now answers undecided, its
+    message saying that a search stopped at float64's range (and only then: see
+    ``test_rows_parallel_only_in_floats_are_no_farkas_pair``)."""
     from svmgeo.solvers import _exact
 
     X, Z = [[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0]]
@@ -264,4 +399,4 @@ def test_a_farkas_vector_beyond_float64_is_undecided_not_an_overflow(rhs, status
         Status.INFEASIBLE_INACCURATE if status is Status.INFEASIBLE else Status.NUMERICAL_ERROR
     )
     if status is Status.INFEASIBLE:
-        assert out.message.startswith("undecided")
+        assert out.message.startswith("undecided") and "beyond float64's range" in out.message
