@@ -480,14 +480,20 @@ FARKAS_TOL = 1e-9
 
 
 def zero_row_farkas(cs: ConstraintSet) -> np.ndarray | None:
-    r"""The Farkas vector :math:`e_j / c_j` of the first row with :math:`a_j b_j^\top = 0` whose
+    r"""The Farkas vector :math:`e_j / c_j` of a row with :math:`a_j b_j^\top = 0` whose
     right-hand side cannot be met (:math:`c_j > 0` on a margin row, :math:`c_j \ne 0` on an
-    equality row), or None. It verifies exactly: :math:`\sum_k \lambda_k a_k b_k^\top = 0`,
-    :math:`c^\top\lambda = 1`."""
+    equality row), or None when there is none. It verifies exactly:
+    :math:`\sum_k \lambda_k a_k b_k^\top = 0`, :math:`c^\top\lambda = 1`.
+
+    Of several such rows, the one with the largest :math:`|c_j|` (the first on ties), whose
+    :math:`1/c_j` is the likeliest to be a float: :math:`1/c_j` overflows to inf for
+    :math:`|c_j| < 2^{-1024}` (subnormal bounds), and then so does every row's when this
+    one's does."""
     unmet = cs._zero_rows & np.where(cs._margin_rows, cs.rhs > 0.0, cs.rhs != 0.0)
     if not np.any(unmet):
         return None
-    return unit_farkas(cs, int(np.flatnonzero(unmet)[0]))
+    candidates = np.flatnonzero(unmet)
+    return unit_farkas(cs, int(candidates[np.argmax(np.abs(cs.rhs[candidates]))]))
 
 
 def unit_farkas(cs: ConstraintSet, j: int) -> np.ndarray:

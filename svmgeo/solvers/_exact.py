@@ -696,26 +696,28 @@ _OPPOSITE_ROWS = 64
 :math:`O(d)` rational operations each)."""
 
 
-def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
-    r"""Pairs (j, k), j < k, of rows parallel in exact arithmetic whose bounds contradict
-    each other (:func:`_crossed_pair`), with a usable float Farkas vector
-    (:func:`_pair_farkas`): one pair per set of parallel rows, decided in rationals. Shape
-    (m, 2).
+def _opposite_rows(cs: ConstraintSet) -> list[tuple[int, int, Fraction]]:
+    r"""Triples (j, k, :math:`s`), j < k, :math:`a_kb_k^\top = s\,a_jb_j^\top` exactly with
+    :math:`s < 0`, of rows parallel in exact arithmetic whose bounds contradict each other
+    (:func:`_crossed_pair`): one pair per set of parallel rows, decided in rationals.
 
     Which rows are parallel is decided exactly (:func:`_exact_direction`) on at most
     :data:`_OPPOSITE_ROWS` rows, which floats pick: rows whose float keys
     :math:`(a_j/a_{j,m}, b_j/b_{j,m'})` (divided by the entry of largest magnitude, the first
     on ties) are equal and whose float bounds per unit, :math:`c_j/(a_{j,m}b_{j,m'})`,
-    contradict each other (a lower bound, from a margin row with :math:`a_{j,m}b_{j,m'} > 0`
-    or an equality row, above an upper one, from a margin row with
-    :math:`a_{j,m}b_{j,m'} < 0` or an equality row); in such a group, the largest lower and
-    smallest upper bounds first. Float rows that are exact multiples have equal keys (a
+    contradict each other or tie up to their rounding (a lower bound, from a margin row with
+    :math:`a_{j,m}b_{j,m'} > 0` or an equality row, above an upper one, from a margin row with
+    :math:`a_{j,m}b_{j,m'} < 0` or an equality row, or below it by at most
+    :math:`4u` relative, u the unit roundoff: two roundings each, so a crossing in exact
+    arithmetic is never hidden, subnormal bounds per unit aside); groups of two rows or more
+    only, the crossed groups first, then the tied ones (the exact check decides both); in such
+    a group, the largest lower and smallest upper bounds first. Float rows that are exact
+    multiples have equal keys (a
     division is correctly rounded, and :math:`\alpha a_i/(\alpha a_m) = a_i/a_m`); exact rows
     that are parallel while their float rows are no exact multiples (token differences that
     round apart, :math:`\mathrm{fl}(3x - 3y) \ne 3\,\mathrm{fl}(x - y)`) are missed, and so
-    are the rows beyond the budget, and a pair whose float vector is not usable (bounds near
-    float64's range; no other pair of its rows is tried). Zero rows are no candidates
-    (:func:`zero_row_farkas` proves them).
+    are the rows beyond the budget. Zero rows are no candidates (:func:`zero_row_farkas`
+    proves them).
     """
     N = cs.N
     A, B = np.asarray(cs.A, dtype=float), np.asarray(cs.B, dtype=float)
@@ -723,7 +725,7 @@ def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
     am, bm = A[at, np.argmax(np.abs(A), axis=1)], B[at, np.argmax(np.abs(B), axis=1)]
     live = np.flatnonzero((am != 0) & (bm != 0))
     if live.size < 2:
-        return np.zeros((0, 2), dtype=int)
+        return []
     keys = np.hstack([A[live] / am[live, None], B[live] / bm[live, None]]) + 0.0  # -0.0 -> 0.0
     classes = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
     margin, positive = cs.kind[live] == MARGIN, am[live] * bm[live] > 0
@@ -738,8 +740,13 @@ def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
     counts = np.bincount(classes, minlength=live.size)
     end = np.cumsum(counts)
     start = end - counts
-    crossed = np.flatnonzero(largest > smallest)
-    crossed = crossed[np.argsort(order[start[crossed]])]  # the group of the first row first
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: no bound on a side
+        slack = 4.0 * _UNIT_ROUNDOFF * np.maximum(np.abs(largest), np.abs(smallest))
+        tied = (counts >= 2) & (largest <= smallest) & (largest >= smallest - slack)
+    crossed, tied = np.flatnonzero(largest > smallest), np.flatnonzero(tied)
+    crossed = np.r_[  # the group of the first row first, crossed before tied
+        crossed[np.argsort(order[start[crossed]])], tied[np.argsort(order[start[tied]])]
+    ]
     rows, pairs, budget = ExactRows.build(cs), [], _OPPOSITE_ROWS
     for c in crossed:
         if budget <= 0:
@@ -759,9 +766,13 @@ def _opposite_rows(cs: ConstraintSet) -> np.ndarray:
                 parallel.setdefault(direction[0], []).append((r, direction[1]))
         for factors in parallel.values():
             pair = _crossed_pair(cs, factors)
-            if pair is not None and _pair_farkas(cs, *pair) is not None:
-                pairs.append(pair[:2])
-    return np.array(pairs, dtype=int).reshape(-1, 2)
+            if pair is not None:
+                pairs.append(pair)
+    return pairs
+
+
+_UNIT_ROUNDOFF = float(np.finfo(np.float64).eps) / 2
+"""u = 2^-53: a correctly rounded float64 operation's relative error is at most u."""
 
 
 def _exact_direction(rows: ExactRows, r: int) -> tuple[tuple[Fraction, ...], Fraction] | None:
@@ -778,13 +789,6 @@ def _exact_direction(rows: ExactRows, r: int) -> tuple[tuple[Fraction, ...], Fra
     if i is None or m is None:
         return None
     return tuple(x / i for x in a) + tuple(y / m for y in b), i * m
-
-
-def _exact_ratio(rows: ExactRows, j: int, k: int) -> Fraction | None:
-    r"""The rational :math:`s \ne 0` with :math:`a_kb_k^\top = s\,a_jb_j^\top` exactly, or
-    None when the two rows are not parallel (or one is zero): :func:`_exact_direction`."""
-    dj, dk = _exact_direction(rows, j), _exact_direction(rows, k)
-    return None if dj is None or dk is None or dj[0] != dk[0] else dk[1] / dj[1]
 
 
 def _crossed_pair(
@@ -827,26 +831,30 @@ def _crossed_pair(
 
 
 def _pair_farkas(cs: ConstraintSet, j: int, k: int, ratio: Fraction) -> np.ndarray | None:
-    r"""The float Farkas vector :math:`(t, 1)/(t\,c_j + c_k)` on rows j and k with
-    :math:`a_kb_k^\top = -t\,a_jb_j^\top` (``ratio`` :math:`= -t`), in floats (t rounded, then
-    :math:`s = t\,c_j + c_k`, :math:`t/s`, :math:`1/s`, as the search for opposite rows has
-    always computed it), or None where an entry is not finite or is 0. A candidate only:
-    :func:`_prove_farkas` solves exactly on its support."""
+    r"""The Farkas vector :math:`(t, 1)/(t\,c_j + c_k)` on rows j and k with
+    :math:`a_kb_k^\top = -t\,a_jb_j^\top` (``ratio`` :math:`= -t`), computed in rationals and
+    rounded to floats, or None (noted: :func:`_beyond_float64`) where an entry is beyond
+    float64's range (it overflows, or underflows to 0). :math:`t\,c_j + c_k \ne 0` on a pair
+    of :func:`_crossed_pair`. A candidate only: :func:`_prove_farkas` solves exactly on its
+    support (the same vector, the null space of two parallel rows having dimension 1)."""
+    t = -ratio
+    s = t * Fraction(float(cs.rhs[j])) + Fraction(float(cs.rhs[k]))
     try:
-        t = float(-ratio)
-    except OverflowError:  # the rows' sizes differ by more than float64's range
-        return None
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        s = t * cs.rhs[j] + cs.rhs[k]
-        lam = np.array([t / s, 1.0 / s])
-    return lam if np.all(np.isfinite(lam) & (lam != 0)) else None
+        lam = np.array([float(t / s), float(1 / s)])
+    except OverflowError:
+        lam = np.full(2, np.inf)
+    if np.all(np.isfinite(lam) & (lam != 0)):
+        return lam
+    _beyond_float64(f"the Farkas vector of rows {j} and {k} is beyond float64's range")
+    return None
 
 
 def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None:
     r"""An exact Farkas vector on one row or two, or None: a zero row that asks for
     something, :math:`e_j/c_j` (:func:`zero_row_farkas`: :math:`c_j > 0` on a margin row,
     :math:`c_j \ne 0` on an equality row), else two parallel rows whose bounds contradict each
-    other (:func:`_opposite_rows`, the first :data:`_OPPOSITE_TRIES` pairs):
+    other (:func:`_opposite_rows`, the first :data:`_OPPOSITE_TRIES` pairs whose vector is
+    a float, :func:`_pair_farkas`):
 
     .. math::
 
@@ -862,14 +870,22 @@ def _farkas_from_opposite_rows(rows: ExactRows) -> tuple[np.ndarray, str] | None
     parallel up to rounding) it finds a float certificate on many rows that no exact vector
     on those rows is near."""
     cs = rows.cs
-    zero = zero_row_farkas(cs)
-    if zero is not None and (found := _prove_farkas(rows, zero)) is not None:
-        return found
-    for j, k in _opposite_rows(cs)[:_OPPOSITE_TRIES].tolist():
-        ratio = _exact_ratio(rows, j, k)
-        weights = None if ratio is None else _pair_farkas(cs, j, k, ratio)
+    with np.errstate(over="ignore"):  # 1/c_j = inf for |c_j| < 2^-1024: noted below
+        zero = zero_row_farkas(cs)
+    if zero is not None:
+        if not np.all(np.isfinite(zero)):
+            j = int(np.flatnonzero(zero)[0])
+            _beyond_float64(f"the Farkas vector of zero row {j}, 1/c_j, is beyond float64's range")
+        elif (found := _prove_farkas(rows, zero)) is not None:
+            return found
+    tries = _OPPOSITE_TRIES
+    for j, k, ratio in _opposite_rows(cs):
+        if tries <= 0:
+            break
+        weights = _pair_farkas(cs, j, k, ratio)
         if weights is None:
             continue
+        tries -= 1
         lam = np.zeros(cs.N)
         lam[[j, k]] = weights
         found = _prove_farkas(rows, lam)
@@ -1189,8 +1205,9 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
     LP vertex is found, or where that power of two passes float64's largest, :math:`2^{1023}`
     (:math:`c_S^\top N` below :math:`2^{-1023}`; N's columns have largest entry in [1, 2), so
     with a one-dimensional null space :math:`\lambda` with :math:`c^\top\lambda = 1` has an
-    entry of :math:`2^{1023}` or more): subnormal bounds, say, which the feasibility check
-    refuses, handed to :func:`prove_verdict` in a hand-made verdict.
+    entry of :math:`2^{1023}` or more): subnormal bounds, say (which the feasibility check
+    refuses where every bound is that small), handed to :func:`prove_verdict` in a hand-made
+    verdict.
     """
     cs = rows.cs
     G, _ = rows.gram(S, S)

@@ -148,7 +148,7 @@ def test_a_scaled_pair_whose_bounds_meet_is_no_candidate(rhs) -> None:
     cs, _ = _hand_rows(X, Z, [(0, 0, 1), (1, 1, 0)], rhs)
     c0, c1 = (Fraction(c) for c in rhs)
     assert -3 * c0 >= c1  # y = c0 meets row 0 with equality, and row 1: -3 y >= c1
-    assert _exact._opposite_rows(cs).tolist() == []
+    assert _exact._opposite_rows(cs) == []
 
 
 def test_equality_rows_scaled_by_a_negative_factor_are_paired(monkeypatch) -> None:
@@ -378,7 +378,10 @@ def test_a_query_scaled_with_rounding_can_leave_the_rows_infeasible_exactly(n, s
 def test_a_farkas_vector_beyond_float64_is_undecided_not_an_overflow(rhs, status) -> None:
     r"""A row :math:`a^\top Wz \ge c_0` and its negation :math:`\ge c_1` with
     subnormal bounds: the only Farkas vector, :math:`(1, 1)/(c_0 + c_1)`, is beyond float64
-    (checked in Fractions). ``check_feasibility`` refuses the bounds; ``prove_verdict`` on a
+    (checked in Fractions). ``check_feasibility`` refuses bounds that are all this small (its
+    Farkas vector would pass float64's range; beside a bound of ordinary size it takes them:
+    ``test_the_zero_row_with_the_largest_bound_is_blamed_beside_a_subnormal_one``);
+    ``prove_verdict`` on a
     hand-made verdict raised OverflowError (``_farkas_in_null_space``'s scale
     :math:`2^{1074}`, ``_farkas_on_support``'s rounding) and now answers undecided, its
     message saying that a search stopped at float64's range (and only then: see
@@ -400,3 +403,81 @@ def test_a_farkas_vector_beyond_float64_is_undecided_not_an_overflow(rhs, status
     )
     if status is Status.INFEASIBLE:
         assert out.message.startswith("undecided") and "beyond float64's range" in out.message
+
+
+def test_the_zero_row_with_the_largest_bound_is_blamed_beside_a_subnormal_one() -> None:
+    r"""120 rows (random bounds in [-2, -1]) and two zero rows, tokens 0 and 5 equal, with
+    bounds :math:`c = 5\cdot10^{-324}` (first) and 6: :math:`e_{121}/6` is a Farkas vector,
+    :math:`1/c_{120}` overflows. Review of 72dcae3: the search tried the first unmet zero
+    row only and left the verdict undecided (``INFEASIBLE_INACCURATE``) where main proved it
+    by pairing both zero rows; ``check_feasibility`` blamed row 120 (main too, with an
+    overflow warning). Now row 121 is blamed and proved."""
+    rng = np.random.default_rng(0)
+    T, d, N = 6, 3, 120
+    X = rng.normal(size=(1, T, d))
+    X[0, 5] = X[0, 0]
+    data = sg.TokenData(X, Z=rng.normal(size=(1, 1, d)))
+    p = np.r_[np.zeros(N, int), [0, 0]]
+    q = np.r_[rng.integers(1, 5, size=N), [5, 5]]
+    rhs = np.r_[rng.uniform(-2, -1, size=N), [5e-324, 6.0]]
+    zeros = np.zeros(N + 2, int)
+    cs = pair_constraints(data, zeros, zeros, p, q, kind=MARGIN, rhs=rhs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = check_feasibility(cs)
+    assert res.status is Status.INFEASIBLE and res.proof == "exact", res.message
+    assert "row 121" in res.message and "row 120" not in res.message
+    _assert_farkas_identity(cs, lambda j: _exact_rows(data, cs, j), res.farkas)
+
+
+def test_a_pair_whose_float_bounds_tie_is_proved_exactly(monkeypatch) -> None:
+    r"""Rows :math:`3w \ge 1` and :math:`-w \ge -\mathrm{fl}(1/3)` (d = 1): infeasible
+    exactly, :math:`1/3 > \mathrm{fl}(1/3)`, while the float bounds per unit tie (both
+    :math:`\mathrm{fl}(1/3)`) and the float weights :math:`(t, 1)/(t c_0 + c_1)` divide by
+    :math:`\mathrm{fl}(1/3) - \mathrm{fl}(1/3) = 0`. Review of 72dcae3: the group was
+    skipped (undecided, main too); now tied groups are candidates and the weights are
+    computed in rationals: :math:`\lambda = (1, 3)/(1 - 3\,\mathrm{fl}(1/3)) = (1, 3)\cdot
+    2^{54}` (checked in Fractions)."""
+    third = 1 / 3
+    cs, rows = _hand_rows([[1.0], [0.0]], [[3.0], [1.0]], [(0, 0, 1), (1, 1, 0)], (1.0, -third))
+    assert rows == [[3], [-1]] and 3 * Fraction(third) < 1
+    out = _proved_from_a_bogus_farkas(cs, [1.0, 0.0], monkeypatch)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    s = 1 - 3 * Fraction(third)
+    assert [Fraction(float(x)) for x in out.farkas] == [1 / s, 3 / s]
+    _assert_farkas_identity(cs, rows.__getitem__, out.farkas)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "rhs", "lam"),
+    [
+        ([(0, 0, 1), (0, 1, 0)], (5e-324, 0.0), [1.0, 0.0]),  # the pair search's weights
+        ([(0, 0, 1), (0, 1, 0)], (5e-324, 0.0), [1.0, 1.0]),
+        ([(0, 0, 1), (0, 0, 2)], (0.25, 5e-324), [1.0, 0.0]),  # zero row 1: 1/c_1 = inf
+    ],
+)
+def test_every_search_stopped_at_float64s_range_says_so(pairs, rhs, lam, monkeypatch) -> None:
+    r"""A row and its negation with bounds :math:`(5\cdot10^{-324}, 0)` (Farkas vector
+    :math:`(1, 1)/c_0`), or a zero row with a subnormal bound (:math:`e_1/c_1`): beyond
+    float64, so undecided, and the message says why. Review of 72dcae3: the pair search and
+    the zero row stopped there without the note (only the exact solves had it)."""
+    X = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+    cs, _ = _hand_rows(X, [[1.0, 2.0]], pairs, rhs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the float solve's own overflow
+        out = _proved_from_a_bogus_farkas(cs, lam, monkeypatch)
+    assert out.status is Status.INFEASIBLE_INACCURATE and out.proof is None
+    assert "beyond float64's range" in out.message, out.message
+
+
+def test_a_pair_whose_float_weights_overflowed_is_proved(monkeypatch) -> None:
+    r"""A row and its negation, both with :math:`c = 1.5\cdot10^{308}`: :math:`c_0 + c_1`
+    overflows in floats, so the float weights were :math:`1/\infty = 0` and the pair no
+    candidate (main: undecided). Computed in rationals the weights are
+    :math:`1/(3\cdot10^{308})`, subnormal and nonzero, and the pair is proved."""
+    X, Z = [[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0]]
+    cs, rows = _hand_rows(X, Z, [(0, 0, 1), (0, 1, 0)], (1.5e308, 1.5e308))
+    out = _proved_from_a_bogus_farkas(cs, [1.0, 0.0], monkeypatch)
+    assert out.status is Status.INFEASIBLE and out.proof == "exact", out.message
+    assert out.farkas.tolist() == [float(1 / (2 * Fraction(1.5e308)))] * 2
+    _assert_farkas_identity(cs, rows.__getitem__, out.farkas)

@@ -160,7 +160,7 @@ def test_opposite_rows_pair_each_row_with_the_largest_bound_opposite_to_it(monke
     zero = np.zeros(3, dtype=int)
     rows = (np.array([0, 1, 0]), np.array([1, 0, 1]))
     cs = pair_constraints(data, zero, zero, *rows, rhs=np.array([-5.0, 1.0, 1.0]))
-    assert _exact._opposite_rows(cs).tolist() == [[1, 2]]
+    assert [(j, k) for j, k, _ in _exact._opposite_rows(cs)] == [(1, 2)]
     monkeypatch.setattr(_exact, "_ALL_ROWS", 0)
     bogus = FeasibilityResult(
         feasible=False,
@@ -187,8 +187,11 @@ def test_opposite_rows_pair_each_row_with_the_largest_bound_opposite_to_it(monke
     assert sum(lam[r] * Fraction(c) for r, c in enumerate((-5.0, 1.0, 1.0))) == 1
 
 
-def test_opposite_rows_skip_bounds_whose_weight_is_not_finite():
-    """c = 1.5e308 twice sums to inf: 1/inf = 0 is no candidate (it wasted a try)."""
+def test_opposite_rows_weigh_bounds_near_float64s_range_in_rationals():
+    """c = 1.5e308 twice sums to inf in floats: 1/inf = 0 was no candidate (it wasted a
+    try). Session 60 (P3): the weights are computed in rationals, 1/(3e308) each, subnormal
+    and nonzero, so the pair is a candidate (and proved: test_exact_s60.py,
+    -k float_weights_overflowed)."""
     from svmgeo.constraints import pair_constraints
     from svmgeo.solvers import _exact
 
@@ -198,4 +201,7 @@ def test_opposite_rows_skip_bounds_whose_weight_is_not_finite():
     cs = pair_constraints(
         data, zero, zero, np.array([0, 1]), np.array([1, 0]), rhs=np.array([1.5e308, 1.5e308])
     )
-    assert _exact._opposite_rows(cs).tolist() == []
+    ((j, k, ratio),) = _exact._opposite_rows(cs)
+    np.testing.assert_array_equal(
+        _exact._pair_farkas(cs, j, k, ratio), [float(1 / (2 * Fraction(1.5e308)))] * 2
+    )
