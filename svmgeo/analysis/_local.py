@@ -67,7 +67,9 @@ class LocalOptimality:
         certain support token; or, for Att-SVM⋆, an optimum that is not unique
         (:func:`~svmgeo.solvers.optimum_uniqueness` finds a face of optima) while some
         token scores at least as high as the selected one, so that its support status, and
-        the verdict, may differ over the face. ``reason`` names the tokens.
+        the verdict, may differ over the face; or, for ``("lp", p)``, a returned W certified in
+        value but not shown to be the unique minimizer (``support.argmin_doubt``) while some
+        token scores at least as high as the selected one. ``reason`` names the tokens.
     """
 
     locally_optimal: bool
@@ -131,6 +133,19 @@ def _face_of_optima(data: TokenData, sup: SupportTokens, high: np.ndarray) -> st
         f"whether the tokens scoring at least as high as their selected token ({tokens}) are "
         "support tokens may differ over the optimal face; the verdict at the returned "
         "optimum is not the selection's"
+    )
+
+
+def _not_the_optimum(data: TokenData, sup: SupportTokens, high: np.ndarray) -> str:
+    """Why the verdict is undecided when ``sup.svm.W`` is not shown to be the unique optimum
+    (``sup.argmin_doubt``), ``high`` marking the tokens scoring at least as high as their
+    selected token."""
+    tokens = first_five([f"{query_label(data, i, k)}: token {t}" for i, k, t in np.argwhere(high)])
+    return (
+        f"undecided: the returned W is not shown to be the unique {sup.svm.norm} optimum of "
+        f"Att-SVM(alpha) ({sup.argmin_doubt}), and whether the tokens scoring at least as high "
+        f"as their selected token ({tokens}) are support tokens is read off W: the verdict at "
+        "the returned W is not the selection's"
     )
 
 
@@ -219,6 +234,8 @@ def lot_from_support(
         face = _face_of_optima(data, sup, high)
         if face is not None:
             decided, reason, violations = False, face, ()
+    if sup.argmin_doubt is not None and np.any(high):  # before any reason read off that W
+        decided, reason, violations = False, _not_the_optimum(data, sup, high), ()
     return LocalOptimality(
         locally_optimal=decided and not violations,
         reason=reason,
@@ -255,7 +272,8 @@ def is_locally_optimal(
     The verdict is decided or *undecided* (``decided`` False, falsy): undecided when it
     depends on a token whose support status the solve cannot settle (its margin is within
     ``tol`` of 1 but its multiplier is zero, or the reverse), or, with ``norm="nuc"``, on
-    which optimum of a face of Att-SVM⋆ optima is taken (:class:`LocalOptimality`). A decided
+    which optimum of a face of Att-SVM⋆ optima is taken, or, with ``("lp", p)``, on a W that
+    is not shown to be the minimizer (:class:`LocalOptimality`). A decided
     verdict reads the support off the certified solve; with ``norm="nuc"`` it also rests on
     :func:`~svmgeo.solvers.optimum_uniqueness`, which measures the face along random
     directions (evidence, not a proof: a face narrower than its threshold, 0.1 at
@@ -268,7 +286,9 @@ def is_locally_optimal(
     alpha : array of int, shape (n,) or (n, K)
     norm : {"fro", "nuc"} or ("lp", p) with 1 < p < inf, default "fro"
         Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality, or the :math:`\ell_p`
-        SVM of mirror descent (one optimum, as for Att-SVM); other norms are refused (see
+        SVM of mirror descent (one optimum, as for Att-SVM; its solve's value certificate is
+        not enough near p = 1 or at large p, where W is checked against the mirror image of
+        its multipliers, ``svm.extras["argmin"]``); other norms are refused (see
         :func:`support_tokens`). With ``"nuc"`` each verdict that
         depends on the support tokens costs :func:`~svmgeo.solvers.optimum_uniqueness`'s
         four extra convex solves.

@@ -60,10 +60,17 @@ class SupportTokens:
         The tolerances of the two decisions above (margin, multiplier); the solve's own
         certificate tolerance is ``svm.certificate.tol``.
     unique_optimum : bool
-        Whether the optimum is unique by the norm (strictly convex: ``"fro"``). False for
-        ``"nuc"``: the optimum may be a face, and these are the support tokens of the
-        returned optimum ``svm.W``, which other optima may not share
-        (:func:`~svmgeo.solvers.optimum_uniqueness` measures the face).
+        Whether the optimum is unique by the norm (strictly convex: ``"fro"``,
+        ``("lp", p)`` with 1 < p < ∞). False for ``"nuc"``: the optimum may be a face, and
+        these are the support tokens of the returned optimum ``svm.W``, which other optima
+        may not share (:func:`~svmgeo.solvers.optimum_uniqueness` measures the face).
+    argmin_doubt : str or None
+        None when ``svm.W`` is shown to be the optimum whose support tokens these are; else
+        why not (:func:`argmin_doubt`): an :math:`\ell_p` W certified in value only, not
+        shown to be the unique minimizer (``svm.extras["argmin"]``). The masks are then
+        those of the returned W, which near p = 1 or at large p can be far from the
+        minimizer's; :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on
+        them undecided.
     """
 
     feasible: bool
@@ -77,6 +84,7 @@ class SupportTokens:
     tol: float
     dual_tol: float
     unique_optimum: bool = True
+    argmin_doubt: str | None = None
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.mask is None:
@@ -127,6 +135,7 @@ def support_from_result(
         "tol": tol,
         "dual_tol": dual_tol,
         "unique_optimum": optimum_is_unique(res),
+        "argmin_doubt": argmin_doubt(res),
     }
     if res.status.is_infeasible:
         return SupportTokens(
@@ -148,6 +157,14 @@ def support_from_result(
         warnings.warn(
             f"Att-SVM(alpha) solution is inaccurate ({res.message}); support tokens decided with "
             f"tol={tol:g} may be wrong.",
+            InaccurateSolutionWarning,
+            stacklevel=stacklevel,
+        )
+    elif warn and common["argmin_doubt"] is not None:
+        warnings.warn(
+            f"Att-SVM(alpha)'s W is not shown to be its unique optimum ({common['argmin_doubt']}); "
+            "the support tokens are those of the returned W and may differ from the optimum's "
+            "(sup.argmin_doubt).",
             InaccurateSolutionWarning,
             stacklevel=stacklevel,
         )
@@ -195,6 +212,26 @@ def optimum_is_unique(res: SVMResult) -> bool:
     :math:`\ell_p` with :math:`1 < p < \infty`; its exponent read from ``res.extras``)."""
     entry = NORMS[res.norm]
     return entry.unique_optimum(res.extras.get(entry.parameter) if entry.parameter else None)
+
+
+def argmin_doubt(res: SVMResult) -> str | None:
+    r"""Why ``res.W`` is not shown to be the unique optimum of its strictly convex norm, or
+    None.
+
+    An :math:`\ell_p` solve (1 < p < ∞) certifies the optimal value; whether W is the
+    minimizer is its own check, by the mirror map, recorded in ``res.extras["argmin"]``
+    (:func:`~svmgeo.solvers._lp_norm.argmin_check`): near p = 1 and at large p a W within
+    ``tol`` of the optimal value can be O(1) away from the minimizer. Its reason when that
+    check fails or is missing; None for every other norm (the Frobenius certificate checks
+    :math:`\|W - \Lambda\|_F` itself; a nuclear face is :func:`~svmgeo.is_locally_optimal`'s
+    own test) and for a result without W.
+    """
+    if res.W is None or res.norm != "lp" or not optimum_is_unique(res):
+        return None
+    check = res.extras.get("argmin")
+    if check is None:
+        return "no check that W is the minimizer is recorded with this l_p solve (extras['argmin'])"
+    return None if check.shown else str(check.reason)
 
 
 def check_lot_norm(norm: Any, where: str, *, strictly_convex: bool = True) -> NormEntry:
@@ -257,9 +294,10 @@ def support_tokens(
         The selection.
     norm : {"fro", "nuc"} or ("lp", p) with 1 < p < inf, default "fro"
         Which Att-SVM: Frobenius (:math:`W^{\mathrm{mm}}`), nuclear (Att-SVM⋆) or the
-        :math:`\ell_p` SVM of mirror descent (strictly convex: one optimum). The nuclear
-        optimum need not be unique: the result is then the support of the returned optimum
-        (``unique_optimum`` False). Other norms of :func:`~svmgeo.solve_svm` (spectral,
+        :math:`\ell_p` SVM of mirror descent (strictly convex: one optimum; where the returned
+        W is not shown to be it, near p = 1 or at large p, ``argmin_doubt`` says why, with an
+        :class:`~svmgeo.InaccurateSolutionWarning`). The nuclear optimum need not be unique:
+        the result is then the support of the returned optimum (``unique_optimum`` False). Other norms of :func:`~svmgeo.solve_svm` (spectral,
         :math:`\ell_1`, :math:`\ell_\infty`: faces of optima) are refused.
     tol : float in (0, 1), default 1e-6
         Relative tolerance of the margin decision ("= 1" above), and of nothing else

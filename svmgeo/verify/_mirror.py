@@ -16,6 +16,7 @@ the same selection. svmgeo measures it; it does not prove it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .._errors import ProblemError
@@ -93,7 +94,11 @@ def verify_mirror(
         reference, :data:`~svmgeo.gd.REFERENCE_BACKEND`).
     threshold : float
         ``converged_to`` names the best prediction (``"lp"``, ``"fro"``, ``"nuc"``) when its
-        final correlation is at least this, among those whose solve is certified.
+        final correlation is at least this, among those whose solve is certified; the
+        :math:`\ell_p` one also needs its W shown to be the unique minimizer
+        (``svm_lp.extras["argmin"]``, :attr:`~svmgeo.SupportTokens.argmin_doubt`): near p = 1
+        and at large p a W certified in value can be far from it, and ``corr_lp`` then
+        compares the run with that W, not with :math:`W^{\mathrm{mm}}_{p,\alpha}`.
     **options
         None is taken; the old spellings ``p`` and ``method`` name their new ones, and the
         options of :func:`verify` that do not apply to mirror descent (``param``, ``head``,
@@ -151,6 +156,10 @@ def verify_mirror(
         "nuc": att_svm(sc.data, verdict.selection, norm="nuc") if feasible else None,
     }
     predictions = [svm_prediction(name, s) for name, s in svms.items()]
+    if feasible and verdict.lot.support.argmin_doubt is not None:
+        # the l_p solve's W is certified in value only, not shown to be W^mm_p (near p = 1
+        # or at large p it can be far from it): its curve is kept, it cannot be converged_to
+        predictions[0] = dataclasses.replace(predictions[0], certified=False)
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param="W", head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,
