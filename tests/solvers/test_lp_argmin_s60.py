@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from svmgeo.constraints import MARGIN, ConstraintSet
-from svmgeo.solvers._lp_norm import _accurate_adjoint
+from svmgeo.solvers._lp_norm import _accurate_adjoint, _plain_adjoint
 
 U = 2.0**-53
 
@@ -21,6 +21,13 @@ def _rows(A: np.ndarray, B: np.ndarray) -> ConstraintSet:
         query=np.zeros(N, dtype=int), pref=np.zeros(N, dtype=int), comp=np.arange(N) % 2 + 1,
         n=N, K=1, T=3,
     )  # fmt: skip
+
+
+def _adjoint(cs: ConstraintSet, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every entry by the nearly exact sum, as a (d, d) matrix."""
+    K, L = np.indices((cs.d, cs.d)).reshape(2, -1)
+    values, err = _accurate_adjoint(cs, lam, K, L)
+    return values.reshape(cs.d, cs.d), err.reshape(cs.d, cs.d)
 
 
 def _exact(lam: np.ndarray, A: np.ndarray, B: np.ndarray) -> list[list[Fraction]]:
@@ -45,7 +52,7 @@ def test_every_entry_is_within_its_bound_and_the_bound_is_tight(seed: int) -> No
     A, B, lam = rng.normal(size=(N, d)), rng.normal(size=(N, d)), rng.random(N)
     A[1, 0] = -A[0, 0] * (1 + 1e-12) * lam[0] / lam[1] * B[0, 0] / B[1, 0]
     A[2:, 0] *= 1e-12
-    Lam, err = _accurate_adjoint(_rows(A, B), lam)
+    Lam, err = _adjoint(_rows(A, B), lam)
     exact = _exact(lam, A, B)
     top = np.abs(np.einsum("j,jk,jl->jkl", lam, A, B)).max(axis=0)  # the largest product
     for k in range(d):
@@ -65,6 +72,21 @@ def test_a_column_of_zero_products_is_exact_with_bound_zero() -> None:
     that g(0) = 0 has no uncertainty at large p (its (bound)^(q-1) would be O(1))."""
     A = np.array([[1.0, 0.0], [2.0 / 3.0, 2.0 / 3.0]])
     B = np.array([[1.0, 0.0], [1.0, 0.0]])
-    Lam, err = _accurate_adjoint(_rows(A, B), np.array([1.0, 1e-30]))
+    Lam, err = _adjoint(_rows(A, B), np.array([1.0, 1e-30]))
     np.testing.assert_array_equal(Lam[:, 1], 0.0)
     np.testing.assert_array_equal(err[:, 1], 0.0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_float_sum_is_within_its_bound(seed: int) -> None:
+    """The first pass: the plain float adjoint and its gamma_(N+2) bound, against fractions,
+    on the cancelling rows above (where the bound is far looser than the nearly exact one)."""
+    rng = np.random.default_rng(seed)
+    N, d = 9, 3
+    A, B, lam = rng.normal(size=(N, d)), rng.normal(size=(N, d)), rng.random(N)
+    A[1, 0] = -A[0, 0] * (1 + 1e-12) * lam[0] / lam[1] * B[0, 0] / B[1, 0]
+    Lam, err = _plain_adjoint(_rows(A, B), lam)
+    exact = _exact(lam, A, B)
+    for k in range(d):
+        for l in range(d):
+            assert abs(Fraction(float(Lam[k, l])) - exact[k][l]) <= Fraction(float(err[k, l]))
