@@ -21,7 +21,7 @@ from ._stability import (
     lipschitz,
     robustness_radius,
 )
-from ._support import SupportTokens, support_from_result, support_tokens
+from ._support import SupportTokens, argmin_doubt, support_from_result, support_tokens
 from ._tensor import TensorData, TensorRows, TensorSVM, tensor_rows, tensor_svm, tensorize
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "TensorRows",
     "TensorSVM",
     "UnboundednessCertificate",
+    "argmin_doubt",
     "attention_jacobian",
     "check_loss",
     "fit_rates",

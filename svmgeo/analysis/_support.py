@@ -66,7 +66,7 @@ class SupportTokens:
         may not share (:func:`~svmgeo.solvers.optimum_uniqueness` measures the face).
     argmin_doubt : str or None
         None when ``svm.W`` is shown to be the optimum whose support tokens these are; else
-        why not (:func:`argmin_doubt`): an :math:`\ell_p` W certified in value only, not
+        why not: an :math:`\ell_p` W certified in value only, not
         shown to be the unique minimizer (``svm.extras["argmin"]``). The masks are then
         those of the returned W, which near p = 1 or at large p can be far from the
         minimizer's; :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on
@@ -220,7 +220,7 @@ def argmin_doubt(res: SVMResult) -> str | None:
 
     An :math:`\ell_p` solve (1 < p < ∞) certifies the optimal value; whether W is the
     minimizer is its own check, by the mirror map, recorded in ``res.extras["argmin"]``
-    (:func:`~svmgeo.solvers._lp_norm.argmin_check`): near p = 1 and at large p a W within
+    (docs/analysis.md): near p = 1 and at large p a W within
     ``tol`` of the optimal value can be O(1) away from the minimizer. Its reason when that
     check fails or is missing; None for every other norm (the Frobenius certificate checks
     :math:`\|W - \Lambda\|_F` itself; a nuclear face is :func:`~svmgeo.is_locally_optimal`'s

@@ -16,7 +16,6 @@ the same selection. svmgeo measures it; it does not prove it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from .._errors import ProblemError
@@ -156,10 +155,6 @@ def verify_mirror(
         "nuc": att_svm(sc.data, verdict.selection, norm="nuc") if feasible else None,
     }
     predictions = [svm_prediction(name, s) for name, s in svms.items()]
-    if feasible and verdict.lot.support.argmin_doubt is not None:
-        # the l_p solve's W is certified in value only, not shown to be W^mm_p (near p = 1
-        # or at large p it can be far from it): its curve is kept, it cannot be converged_to
-        predictions[0] = dataclasses.replace(predictions[0], certified=False)
     comparison = compare({"theta": trajectory.iterates}, predictions, threshold)
     return assemble(
         param="W", head="linear", threshold=threshold, trajectory=trajectory, verdict=verdict,

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import ProblemError
 from .._summary import summarized
-from ..analysis import GenSVMResult, LocalOptimality
+from ..analysis import GenSVMResult, LocalOptimality, argmin_doubt
 from ..gd import GDRun
 from ..selection import first_five, query_name
 from ..solvers import JointSVMResult, Status, SVMResult
@@ -365,6 +365,10 @@ class VerifyReport:
             if not certified(status):
                 rank = f"rank <= {self.nuc_rank}, " if name == "nuc" and self.nuc_rank else ""
                 out[name] = rank + _STATUS_WORDS.get(status, f"{status}, not certified")
+        solves = {"lp": self.svm_lp, "own": self.svm_own}
+        for name, res in solves.items():
+            if name not in out and solve_certified(res) != certified(_status_of(res)):
+                out[name] = _VALUE_ONLY
         return out
 
     # -- printing --------------------------------------------------------------------------
@@ -603,10 +607,30 @@ def certified(status: Status | str | None) -> bool:
     return status is None or str(status) in (Status.OPTIMAL.value, Status.INFEASIBLE.value)
 
 
+_VALUE_ONLY = "optimal in value only, W not shown to be the unique l_p minimizer"
+r"""How the report words an :math:`\ell_p` solve whose status is certified but whose W is not
+shown to be the minimizer (:func:`solve_certified`)."""
+
+
+def _status_of(result: Any) -> Status | str | None:
+    return None if result is None else result.status
+
+
+def solve_certified(result: Any) -> bool:
+    r"""Whether the solve ``result`` backs a certified prediction: its status is
+    (:func:`certified`), and an :math:`\ell_p` SVM's W is shown to be the unique minimizer
+    (:func:`~svmgeo.analysis.argmin_doubt` is None): near p = 1 or at large p a W certified
+    in value can be far from it."""
+    if not certified(_status_of(result)):
+        return False
+    return not isinstance(result, SVMResult) or argmin_doubt(result) is None
+
+
 def svm_prediction(name: str, result: Any, target: Any = "W", **options: Any) -> Prediction:
-    """The prediction ``name`` backed by the solve ``result`` (an object with ``status``;
+    r"""The prediction ``name`` backed by the solve ``result`` (an object with ``status``;
     None when nothing was solved, and then no target): certified exactly when its status is
-    ``optimal`` (:func:`certified`), so that :func:`~svmgeo.verify.compare` never names an
+    ``optimal`` and, for an :math:`\ell_p` SVM, its W is shown to be the minimizer
+    (:func:`solve_certified`), so that :func:`~svmgeo.verify.compare` never names an
     uncertified target as the closest.
 
     Parameters
@@ -625,8 +649,7 @@ def svm_prediction(name: str, result: Any, target: Any = "W", **options: Any) ->
     """
     if isinstance(target, str):
         target = None if result is None else result.W
-    status = None if result is None else result.status
-    return Prediction(name, target, certified=certified(status), **options)
+    return Prediction(name, target, certified=solve_certified(result), **options)
 
 
 def solve_statuses(solves: dict[str, Any]) -> dict[str, str]:
