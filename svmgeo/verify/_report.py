@@ -146,6 +146,12 @@ class VerifyReport:
         only the solves that ran). A status other than ``"optimal"`` is printed with its
         prediction (e.g. ``nuc (rank <= 2, locally optimal, not certified global)``). None on
         reports read from JSON written without it.
+    svm_value_only : tuple of str or None
+        The predictions whose solve has a certified status but only certifies the value: an
+        :math:`\ell_p` SVM whose W is not shown to be the unique minimizer
+        (:func:`solve_certified`); listed under "not certified" (:attr:`uncertified`). None
+        on reports read from JSON written without it (then read off ``svm_lp`` and
+        ``svm_own`` where present).
     nuc_rank : int or None
         The rank bound of ``W_nuc`` (``m`` of ``param="KQ"`` with ``m < d``), None without.
     threshold : float
@@ -324,6 +330,7 @@ class VerifyReport:
     lot_decided: bool = True
     optimal_ties: tuple[tuple[int, int, tuple[int, ...]], ...] | None = None
     svm_status: dict[str, str] | None = None
+    svm_value_only: tuple[str, ...] | None = None
     nuc_rank: int | None = None
 
     # -- final values ----------------------------------------------------------------------
@@ -365,10 +372,11 @@ class VerifyReport:
             if not certified(status):
                 rank = f"rank <= {self.nuc_rank}, " if name == "nuc" and self.nuc_rank else ""
                 out[name] = rank + _STATUS_WORDS.get(status, f"{status}, not certified")
-        solves = {"lp": self.svm_lp, "own": self.svm_own}
-        for name, res in solves.items():
-            if name not in out and solve_certified(res) != certified(_status_of(res)):
-                out[name] = _VALUE_ONLY
+        value_only = self.svm_value_only
+        if value_only is None:
+            value_only = value_only_solves({"lp": self.svm_lp, "own": self.svm_own})
+        for name in value_only:
+            out.setdefault(name, _VALUE_ONLY)
         return out
 
     # -- printing --------------------------------------------------------------------------
@@ -501,7 +509,7 @@ class VerifyReport:
             elif isinstance(val, float):
                 out[f.name] = _f(val)
             elif isinstance(val, tuple) and all(isinstance(x, str) for x in val):
-                out[f.name] = list(val)  # face_lower_bounds
+                out[f.name] = list(val)  # face_lower_bounds, svm_value_only
             elif isinstance(val, tuple):  # optimal_ties
                 out[f.name] = [[i, k, list(tokens)] for i, k, tokens in val]
             elif isinstance(val, (bool, int, str)) or val is None:
@@ -544,6 +552,8 @@ class VerifyReport:
             kw["optimal_ties"] = tuple((i, k, tuple(t)) for i, k, t in raw["optimal_ties"])
         if raw.get("face_corr") is not None:
             kw["face_corr"] = {k: _nan(x) for k, x in raw["face_corr"].items()}
+        if raw.get("svm_value_only") is not None:
+            kw["svm_value_only"] = tuple(raw["svm_value_only"])
         if raw.get("face_lower_bounds") is not None:
             kw["face_lower_bounds"] = tuple(raw["face_lower_bounds"])
         return cls(**kw)
@@ -624,6 +634,17 @@ def solve_certified(result: Any) -> bool:
     if not certified(_status_of(result)):
         return False
     return not isinstance(result, SVMResult) or argmin_doubt(result) is None
+
+
+def value_only_solves(solves: dict[str, Any]) -> tuple[str, ...]:
+    r"""The names of the solves whose status is certified but not their W (:func:`certified`
+    but not :func:`solve_certified`: an :math:`\ell_p` SVM certified in value only), the
+    report's ``svm_value_only``."""
+    return tuple(
+        name
+        for name, res in solves.items()
+        if res is not None and certified(res.status) and not solve_certified(res)
+    )
 
 
 def svm_prediction(name: str, result: Any, target: Any = "W", **options: Any) -> Prediction:
@@ -764,6 +785,7 @@ def assemble(
         lot_decided=verdict.lot.decided,
         optimal_ties=tied_optima(verdict.optimal_sets),
         svm_status=solve_statuses(solves),
+        svm_value_only=value_only_solves(solves),
         nuc_rank=None if nuc is None else nuc.rank,
         lot_reason=verdict.lot.reason,
         feasible=verdict.feasible,

@@ -5,6 +5,7 @@ certificate check failed."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import cvxpy as cp
@@ -67,6 +68,26 @@ def test_verify_mirror_lists_an_unproved_lp_target_as_not_certified() -> None:
     assert rep.converged_to != "lp"
     assert "lp" in rep.uncertified and "not shown" in rep.uncertified["lp"]
     assert "not certified" in str(rep) and "lp (" in str(rep)
+
+
+def test_the_not_certified_line_survives_a_json_round_trip() -> None:
+    """The same report written and read back (solver objects None): 'lp' still listed as
+    certified in value only (it vanished: the state was read off svm_lp), the same text."""
+    from svmgeo.verify import VerifyReport
+
+    X = np.array([[[0.0, 0.0], [-1.0, 0.0], [-2.0 / 3.0, -2.0 / 3.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), scores=np.array([[3.0, 0.0, 2.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = sg.verify_mirror(data, exponent=100.0, n_steps=300, backend="numpy", threshold=0.96)
+    back = VerifyReport.from_json(rep.to_json())
+    assert back.svm_lp is None
+    assert "lp" in rep.uncertified
+    assert back.uncertified == rep.uncertified
+    assert str(back) == str(rep)
+    old = rep.to_dict()  # a JSON written before the field: read, lp then judged by its status
+    del old["svm_value_only"]
+    assert VerifyReport.from_json(json.dumps(old)).uncertified == {}
 
 
 def test_value_only_is_said_of_optimal_answers_only() -> None:
