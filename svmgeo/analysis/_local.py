@@ -70,6 +70,9 @@ class LocalOptimality:
         the verdict, may differ over the face; or, for ``("lp", p)``, a returned W certified in
         value but not shown to be the unique minimizer (``support.argmin_doubt``) while some
         token scores at least as high as the selected one. ``reason`` names the tokens.
+        For ``("lp", p)`` a shown W is within tol of the minimizer of rows moved by about
+        tol only (a backward error): where tight rows are nearly parallel a decided verdict
+        can still be wrong, as it could before the check (docs/analysis.md).
     """
 
     locally_optimal: bool
@@ -288,7 +291,9 @@ def is_locally_optimal(
         Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality, or the :math:`\ell_p`
         SVM of mirror descent (one optimum, as for Att-SVM; its solve's value certificate is
         not enough near p = 1 or at large p, where W is checked against the mirror image of
-        its multipliers, ``svm.extras["argmin"]``); other norms are refused (see
+        its multipliers, ``svm.extras["argmin"]``, a backward-error check: where tight rows
+        are nearly parallel a shown W can be far from the minimizer and the verdict wrong);
+        other norms are refused (see
         :func:`support_tokens`). With ``"nuc"`` each verdict that
         depends on the support tokens costs :func:`~svmgeo.solvers.optimum_uniqueness`'s
         four extra convex solves.

@@ -70,7 +70,9 @@ class SupportTokens:
         shown to be the unique minimizer (``svm.extras["argmin"]``). The masks are then
         those of the returned W, which near p = 1 or at large p can be far from the
         minimizer's; :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on
-        them undecided.
+        them undecided. None is a backward error only (W is the minimizer of rows moved by
+        about tol, :func:`~svmgeo.solvers._lp_norm.argmin_check`): where tight rows are
+        nearly parallel the masks can still differ from the caller's minimizer's.
     """
 
     feasible: bool
@@ -224,7 +226,9 @@ def argmin_doubt(res: SVMResult) -> str | None:
     ``tol`` of the optimal value can be O(1) away from the minimizer. Its reason when that
     check fails or is missing; None for every other norm (the Frobenius certificate checks
     :math:`\|W - \Lambda\|_F` itself; a nuclear face is :func:`~svmgeo.is_locally_optimal`'s
-    own test) and for a result without W.
+    own test) and for a result without W. None is no forward-error bound: the check shows W
+    to be the minimizer of rows moved by about tol, and where tight rows are nearly parallel
+    that minimizer can be O(1) from the caller's (docs/analysis.md).
     """
     if res.W is None or res.norm != "lp" or not optimum_is_unique(res):
         return None
