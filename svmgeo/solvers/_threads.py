@@ -7,6 +7,12 @@ threads than computing, and on a busy machine its spinning threads slow every ca
 10-100x. :func:`blas_threads` limits BLAS to one thread while a small problem is solved, so
 users get that speed without setting ``OPENBLAS_NUM_THREADS``; larger problems keep the
 caller's setting. The limit is restored on exit, and a caller's own, stricter limit wins.
+
+A BLAS thread pool is usually one per process (OpenBLAS with pthreads, MKL, BLIS), shared by
+every Python thread: the blocks open in all threads share one limit, set by the first to
+open and restored by the last to close, whichever threads those are (a count under a lock).
+OpenBLAS built on OpenMP keeps a count per calling thread: each thread's outermost block
+sets and restores its own.
 """
 
 from __future__ import annotations
@@ -32,32 +38,42 @@ ONE_THREAD_UP_TO = 2000
 with one BLAS thread; measured by ``benchmarks/bench_blas_threads.py``."""
 
 
+_Counted = tuple[tuple[Any, Callable[[], Any]], ...]
+"""BLAS libraries of threadpoolctl with the function that returns each one's thread count."""
+
+
 @lru_cache(maxsize=1)
-def _controller_for(n_modules: int) -> tuple[Any, tuple[Callable[[], Any], ...]]:
+def _libraries_for(n_modules: int) -> tuple[_Counted, _Counted]:
     from threadpoolctl import ThreadpoolController
 
     controller = ThreadpoolController()
-    counts = tuple(_count(lib) for lib in controller.lib_controllers if lib.user_api == "blas")
-    return controller, counts
+    blas = [lib for lib in controller.lib_controllers if lib.user_api == "blas"]
+    shared = tuple((lib, _count(lib)) for lib in blas if not _per_thread(lib))
+    per_thread = tuple((lib, _count(lib)) for lib in blas if _per_thread(lib))
+    return shared, per_thread
 
 
-def _scan() -> tuple[Any, tuple[Callable[[], Any], ...]]:
-    """threadpoolctl's controller of the loaded libraries and the thread-count functions of
-    its BLAS libraries (:func:`_count`)."""
-    # scanning the loaded libraries costs ~10 ms, limiting through a controller ~40 us: scan
-    # again only after an import (which may have loaded another BLAS)
-    return _controller_for(len(sys.modules))
+def _scan() -> tuple[_Counted, _Counted]:
+    """The BLAS libraries threadpoolctl finds loaded, with their thread-count functions
+    (:func:`_count`): those with one pool for the process, then those with a count per
+    calling thread (:func:`_per_thread`)."""
+    # scanning the loaded libraries costs ~10 ms: scan again only after an import (which may
+    # have loaded another BLAS)
+    return _libraries_for(len(sys.modules))
 
 
-def _controller() -> Any:
-    return _scan()[0]
+def _per_thread(lib: Any) -> bool:
+    """True for a BLAS library whose thread count is per calling thread: OpenBLAS on OpenMP
+    (threadpoolctl sets it by ``omp_set_num_threads``). threadpoolctl sets OpenBLAS on
+    pthreads, MKL (``mkl_set_num_threads``: the global count) and BLIS for the process."""
+    return lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") == "openmp"
 
 
 def _count(lib: Any) -> Callable[[], Any]:
     """The function that returns the thread count of threadpoolctl's BLAS library ``lib``:
     OpenBLAS's own C function where threadpoolctl finds it (one ctypes call, without the
     Python method threadpoolctl wraps around it), else ``lib.get_num_threads``."""
-    if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") != "openmp":
+    if lib.internal_api == "openblas" and not _per_thread(lib):
         symbol = getattr(lib, "_get_symbol", None)  # threadpoolctl's lookup, affixes included
         try:  # private to threadpoolctl: any surprise falls back to its public method
             function = None if symbol is None else symbol("openblas_get_num_threads")
@@ -136,56 +152,134 @@ def _already_one_thread() -> bool:
     )
 
 
-def _at_one_thread() -> bool:
-    """True when every BLAS library threadpoolctl finds runs one thread now (one ctypes call
-    each, :func:`_count`): then :func:`blas_threads` has no limit to set, and skips
-    threadpoolctl's ``limit`` (its ``info()`` of every library, the limits set and restored:
-    ~40 us warm, several times that when the caches are cold)."""
-    return all(count() == 1 for count in _scan()[1])
+def _set(lib: Any, num_threads: int) -> None:
+    """Set threadpoolctl's library ``lib`` to ``num_threads`` threads, from any thread.
+
+    threadpoolctl (3.8) lets one thread at a time set the process-wide pool of an OpenBLAS
+    on pthreads (the first to set it, until it leaves a ``threadpool_limits`` block) and
+    silently ignores the others. Its documented
+    ``OpenBLASController.clear_controlling_thread(force=True)`` hands control to whichever
+    thread sets next (this one); ``clear_controlling_thread()`` gives it up again, so that
+    the caller's next limit, from any thread, takes effect. Older versions have neither: every
+    thread sets the pool there.
+    """
+    release = None if _per_thread(lib) else getattr(lib, "clear_controlling_thread", None)
+    if release is None:
+        lib.set_num_threads(num_threads)
+        return
+    release(force=True)
+    try:
+        lib.set_num_threads(num_threads)
+    finally:
+        release()
 
 
-def _one_thread_limit() -> Any:
-    """threadpoolctl's limit of the BLAS libraries to one thread (a context manager, set
-    already), or None when they run one thread without it (:func:`_already_one_thread`, then
-    :func:`_at_one_thread`)."""
-    if _already_one_thread() or _at_one_thread():
-        return None
-    return _controller().limit(limits=1, user_api="blas")
+_Recorded = tuple[tuple[Any, int], ...]
+"""Libraries set to one thread, each with its thread count before."""
+
+
+def _one_thread(libs: _Counted) -> _Recorded:
+    """Set each library of ``libs`` that runs more than one thread to one (one ctypes call
+    each for those that run one already: no ``info()``, nothing set); return those set with
+    their counts before."""
+    recorded: _Recorded = ()
+    for lib, count in libs:
+        before = count()
+        if isinstance(before, int) and before > 1:
+            _set(lib, 1)
+            recorded += ((lib, before),)
+    return recorded
+
+
+def _restore(recorded: _Recorded) -> None:
+    for lib, before in reversed(recorded):
+        _set(lib, before)
 
 
 _state = threading.local()
+# ``limited``: 0 (or unset) outside the outermost block of this thread, 1 inside one that
+# set nothing (:func:`_already_one_thread`), 2 inside one counted in ``_open``
+
+_lock = threading.Lock()  # guards the two below
+_open = 0
+"""Outermost blocks (:class:`blas_threads`) open in all threads that count in the shared
+limit."""
+_shared: _Recorded = ()
+"""The process-wide libraries the first of the open blocks set to one thread, with their
+counts before: the last to close restores them."""
+
+
+def _after_fork_in_child() -> None:
+    """A forked child runs only the forking thread: a lock another thread held stays held,
+    and the other threads' blocks never close. Start afresh: a new lock, and the count of
+    this thread's own open block (0 or 1). Counts recorded by the parent's blocks stay
+    recorded, for the child's next block to restore when it closes."""
+    global _lock, _open
+    _lock = threading.Lock()
+    _open = 1 if getattr(_state, "limited", 0) == 2 else 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class blas_threads:  # a context manager named as the function it replaced
     """One BLAS thread inside the block when ``dimension`` <= :data:`ONE_THREAD_UP_TO`.
 
-    Nested blocks cost nothing (the outermost one sets and restores the limit), and neither
-    does a block in a process that already runs BLAS on one thread (started with
-    ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see :func:`_already_one_thread`).
-    When threadpoolctl was imported (by the caller, scikit-learn, ...), a block whose BLAS
-    libraries all run one thread already asks each its count and sets nothing
-    (:func:`_at_one_thread`). A class rather than a generator: every small solve enters one,
-    and ``contextlib.contextmanager`` adds a generator and its frames to each.
+    A process-wide BLAS pool has one limit for all threads' blocks: under a lock, the first
+    outermost block to open (the count of open blocks goes 0 -> 1) records each library's
+    thread count and sets one thread; the last to close (1 -> 0) restores the recorded counts;
+    the blocks in between set nothing. A library with a count per calling thread (OpenBLAS
+    on OpenMP) is set and restored by each thread's outermost block. Nested blocks in one
+    thread cost nothing, and neither does a block in a process that already runs BLAS on one
+    thread (started with ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see
+    :func:`_already_one_thread`). When threadpoolctl was imported (by the caller,
+    scikit-learn, ...), a first block whose BLAS libraries all run one thread asks each its
+    count and sets nothing, so a caller's own limit of one thread stays as it is. A limit that
+    another thread sets on a shared pool while blocks are open is overwritten when the last
+    closes (one pool has one count). A class rather than a generator: every small solve
+    enters one, and ``contextlib.contextmanager`` adds a generator and its frames to each.
     """
 
-    __slots__ = ("_dimension", "_limit", "_outermost")
+    __slots__ = ("_dimension", "_outermost", "_own")
 
     def __init__(self, dimension: int) -> None:
         self._dimension = dimension
-        self._limit: Any = None
-        self._outermost = False
+        self._outermost = 0  # this thread's ``_state.limited`` inside it, when outermost
 
     def __enter__(self) -> None:
-        if self._dimension <= ONE_THREAD_UP_TO and not getattr(_state, "limited", False):
-            # one thread already: no limit to set, but nested blocks skip the check
-            self._limit = _one_thread_limit()
-            self._outermost = _state.limited = True
+        global _open, _shared
+        if self._dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False):
+            return
+        if _already_one_thread():  # no limit to set, but nested blocks skip the check
+            self._outermost = _state.limited = 1
+            return
+        shared, per_thread = _scan()
+        self._own = _one_thread(per_thread) if per_thread else ()
+        try:
+            with _lock:
+                if _open == 0 and not _shared:  # (recorded: the parent's, in a forked child)
+                    _shared = _one_thread(shared)
+                _open += 1
+        except BaseException:
+            _restore(self._own)
+            raise
+        self._outermost = _state.limited = 2
 
     def __exit__(self, *exc: object) -> None:
-        if self._outermost:
-            _state.limited = False
-            if self._limit is not None:
-                self._limit.restore_original_limits()
+        global _open, _shared
+        if not self._outermost:
+            return
+        _state.limited = 0
+        if self._outermost == 1:
+            return
+        with _lock:  # restored before another block can open and record the counts
+            _open -= 1
+            if _open == 0 and _shared:
+                recorded, _shared = _shared, ()
+                _restore(recorded)
+        if self._own:
+            _restore(self._own)
 
 
 def one_blas_thread_when_small(func: Callable[_P, _R]) -> Callable[_P, _R]:
