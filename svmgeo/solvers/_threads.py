@@ -9,10 +9,11 @@ users get that speed without setting ``OPENBLAS_NUM_THREADS``; larger problems k
 caller's setting. The limit is restored on exit, and a caller's own, stricter limit wins.
 
 A BLAS thread pool is usually one per process (OpenBLAS with pthreads, MKL, BLIS), shared by
-every Python thread: the blocks open in all threads share one limit, set by the first to
-open and restored by the last to close, whichever threads those are (a count under a lock).
-OpenBLAS built on OpenMP keeps a count per calling thread: each thread's outermost block
-sets and restores its own.
+every Python thread: the blocks open in all threads share one limit, which every block
+sets as it opens (when the pool runs more than one thread) and the last to close gives back,
+whichever threads those are (a count under a lock; :class:`blas_threads` says what is given
+back when other threads set the pool meanwhile). OpenBLAS built on OpenMP keeps a count per
+calling thread: each thread's outermost block sets and gives back its own.
 """
 
 from __future__ import annotations
@@ -174,112 +175,178 @@ def _set(lib: Any, num_threads: int) -> None:
         release()
 
 
-_Recorded = tuple[tuple[Any, int], ...]
-"""Libraries set to one thread, each with its thread count before."""
+_Recorded = dict[Any, tuple[int, Callable[[], Any]]]
+"""Libraries set to one thread, in the order set, each with the count to give back and its
+count function (:func:`_count`)."""
 
 
-def _one_thread(libs: _Counted) -> _Recorded:
-    """Set each library of ``libs`` that runs more than one thread to one (one ctypes call
-    each for those that run one already: no ``info()``, nothing set); return those set with
-    their counts before."""
-    recorded: _Recorded = ()
+def _limit(libs: _Counted, recorded: _Recorded) -> None:
+    """Set each library of ``libs`` that runs more than one thread to one, first recording in
+    ``recorded`` the count it ran (so that a set that is interrupted is still given back);
+    one ctypes call each for those that run one already (no ``info()``, nothing set).
+
+    A library recorded already that runs more than one thread again was set by someone else
+    since the one thread was set: its record becomes that newer count.
+    """
     for lib, count in libs:
         before = count()
         if isinstance(before, int) and before > 1:
+            recorded[lib] = (before, count)
             _set(lib, 1)
-            recorded += ((lib, before),)
-    return recorded
 
 
-def _restore(recorded: _Recorded) -> None:
-    for lib, before in reversed(recorded):
-        _set(lib, before)
+def _give_back(recorded: _Recorded) -> None:
+    """Give each library of ``recorded`` its recorded count, the last set first, if it still
+    runs the one thread it was set to; one that runs another count was set by someone else
+    since, and keeps that newer count. Each record is dropped once done. An exception (a
+    ``KeyboardInterrupt`` in a set) is raised once all are given back; a second one is raised
+    at once, leaving the rest recorded for the next give-back."""
+    error: BaseException | None = None
+    while recorded:
+        lib = next(reversed(recorded))
+        before, count = recorded[lib]
+        try:
+            if count() == 1:
+                _set(lib, before)
+            del recorded[lib]
+        except BaseException as caught:  # tried again (found given back: just dropped)
+            if error is not None:
+                raise
+            error = caught
+    if error is not None:
+        raise error
 
 
 _state = threading.local()
 # ``limited``: 0 (or unset) outside the outermost block of this thread, 1 inside one that
-# set nothing (:func:`_already_one_thread`), 2 inside one counted in ``_open``
+# set nothing (:func:`_already_one_thread`), 2 from the start of the entry of one counted in
+# ``_open`` to the end of its exit: a block that a signal handler opens in this thread
+# meanwhile is nested in it (and sets nothing), as one opened in its body is
 
-_lock = threading.Lock()  # guards the two below
+_lock = threading.RLock()
+"""Guards the two below; every set of a library by a block is made under it. Reentrant for
+a signal handler that interrupts its thread while it holds the lock (a block the handler
+opens is nested and does not take it, see ``limited``)."""
 _open = 0
 """Outermost blocks (:class:`blas_threads`) open in all threads that count in the shared
 limit."""
-_shared: _Recorded = ()
-"""The process-wide libraries the first of the open blocks set to one thread, with their
-counts before: the last to close restores them."""
+_shared: _Recorded = {}
+"""The process-wide libraries the open blocks set to one thread, with the counts the last to
+close gives back."""
+
+
+def _before_fork() -> None:
+    # no fork while a block sets a library (threadpoolctl's lock held, a library set and not
+    # yet recorded, ...) or updates the count: the fork waits for the lock
+    _lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _lock.release()
 
 
 def _after_fork_in_child() -> None:
-    """A forked child runs only the forking thread: a lock another thread held stays held,
-    and the other threads' blocks never close. Start afresh: a new lock, and the count of
-    this thread's own open block (0 or 1). Counts recorded by the parent's blocks stay
-    recorded, for the child's next block to restore when it closes."""
+    """A forked child runs only the forking thread, which held the lock over the fork (no set
+    half done), and the other threads' blocks never close there: start with a new lock, and
+    the count of this thread's own open block (0 or 1). The counts recorded by the parent's
+    blocks stay recorded: the child's last block to close gives them back."""
     global _lock, _open
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     _open = 1 if getattr(_state, "limited", 0) == 2 else 0
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 class blas_threads:  # a context manager named as the function it replaced
     """One BLAS thread inside the block when ``dimension`` <= :data:`ONE_THREAD_UP_TO`.
 
-    A process-wide BLAS pool has one limit for all threads' blocks: under a lock, the first
-    outermost block to open (the count of open blocks goes 0 -> 1) records each library's
-    thread count and sets one thread; the last to close (1 -> 0) restores the recorded counts;
-    the blocks in between set nothing. A library with a count per calling thread (OpenBLAS
-    on OpenMP) is set and restored by each thread's outermost block. Nested blocks in one
-    thread cost nothing, and neither does a block in a process that already runs BLAS on one
-    thread (started with ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see
-    :func:`_already_one_thread`). When threadpoolctl was imported (by the caller,
-    scikit-learn, ...), a first block whose BLAS libraries all run one thread asks each its
-    count and sets nothing, so a caller's own limit of one thread stays as it is. A limit that
-    another thread sets on a shared pool while blocks are open is overwritten when the last
-    closes (one pool has one count). A class rather than a generator: every small solve
-    enters one, and ``contextlib.contextmanager`` adds a generator and its frames to each.
+    A process-wide BLAS pool has one count for all threads' blocks. Under a lock, every
+    outermost block that opens asks each library its count and sets one that runs more than
+    one thread to one thread, recording the count it found; the last to close (the count of
+    open blocks goes 1 -> 0) gives each recorded library back its count. So a block opened
+    while others are open still sets one thread when another thread has set the pool since
+    (a caller's ``threadpool_limits`` closing, a Dask worker's per-trial limit), and nested
+    blocks in one thread cost nothing. What the last close gives back is the newest count
+    set by anyone but the blocks, as far as they can see: a library that an opening block
+    finds at more than one thread, though recorded already, was set by another thread since,
+    and that count replaces the record; a library that the last close finds at a count other
+    than one was set since the last block opened, and keeps it. The blocks cannot tell
+    another thread's set to one thread from their own (the last close undoes it), nor a
+    ``threadpool_limits(n)`` block that opens and closes among theirs from a set that stays
+    (``n`` is given back); and a ``threadpool_limits`` block that opens while blocks are open
+    and closes after the last records their one thread as its count before and sets it back
+    (threadpoolctl's rule): the process keeps one thread until its count is set again. One
+    pool, one count: blocks open while another thread sets the pool run at its count until
+    they close.
+
+    A library with a count per calling thread (OpenBLAS on OpenMP) is set and given back by
+    each thread's outermost block. Neither costs anything in a process that already runs BLAS
+    on one thread (started with ``OPENBLAS_NUM_THREADS=1`` or ``OMP_NUM_THREADS=1``, see
+    :func:`_already_one_thread`); when threadpoolctl was imported (by the caller,
+    scikit-learn, ...), a block whose BLAS libraries all run one thread asks each its count
+    (one ctypes call) and sets nothing, so a caller's own limit of one thread stays as it is.
+    A count is recorded before it is set and counted only once set, and the exit uncounts in
+    a ``finally``: a ``KeyboardInterrupt`` inside a set leaves nothing behind (one between
+    the end of the body and the exit's first line still can: Python runs a signal handler
+    there). A class rather than a generator: every small solve enters one, and
+    ``contextlib.contextmanager`` adds a generator and its frames to each.
     """
 
     __slots__ = ("_dimension", "_outermost", "_own")
+    _own: _Recorded | None  # the per-thread libraries this block set, when outermost
 
     def __init__(self, dimension: int) -> None:
         self._dimension = dimension
         self._outermost = 0  # this thread's ``_state.limited`` inside it, when outermost
 
     def __enter__(self) -> None:
-        global _open, _shared
+        global _open
         if self._dimension > ONE_THREAD_UP_TO or getattr(_state, "limited", False):
             return
         if _already_one_thread():  # no limit to set, but nested blocks skip the check
             self._outermost = _state.limited = 1
             return
         shared, per_thread = _scan()
-        self._own = _one_thread(per_thread) if per_thread else ()
+        self._own = None
         try:
+            _state.limited = 2
             with _lock:
-                if _open == 0 and not _shared:  # (recorded: the parent's, in a forked child)
-                    _shared = _one_thread(shared)
+                if per_thread:
+                    own: _Recorded = {}
+                    self._own = own
+                    _limit(per_thread, own)
+                _limit(shared, _shared)
                 _open += 1
-        except BaseException:
-            _restore(self._own)
+                self._outermost = 2
+        except BaseException:  # a KeyboardInterrupt included: give back what was set
+            self._outermost = self._outermost or 3  # 3: not counted
+            self.__exit__()
             raise
-        self._outermost = _state.limited = 2
 
     def __exit__(self, *exc: object) -> None:
-        global _open, _shared
-        if not self._outermost:
+        global _open
+        outermost = self._outermost
+        if not outermost:
             return
-        _state.limited = 0
-        if self._outermost == 1:
-            return
-        with _lock:  # restored before another block can open and record the counts
-            _open -= 1
-            if _open == 0 and _shared:
-                recorded, _shared = _shared, ()
-                _restore(recorded)
-        if self._own:
-            _restore(self._own)
+        try:
+            if outermost != 1:
+                with _lock:  # given back before another block can open and record the counts
+                    try:
+                        if self._own:
+                            _give_back(self._own)
+                    finally:
+                        if outermost == 2:
+                            _open -= 1
+                        if _open == 0 and _shared:
+                            _give_back(_shared)
+        finally:
+            self._outermost = _state.limited = 0
 
 
 def one_blas_thread_when_small(func: Callable[_P, _R]) -> Callable[_P, _R]:
