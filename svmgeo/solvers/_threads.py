@@ -235,6 +235,21 @@ _shared: _Recorded = {}
 close gives back."""
 
 
+def _take_lock() -> BaseException | None:
+    """Take :data:`_lock`, also when an exception of a signal handler (Ctrl-C's
+    ``KeyboardInterrupt``) interrupts the wait or lands right after it: returns that
+    exception, for the caller to raise once it has released the lock, or None."""
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            _lock.acquire()
+            return interrupt
+        except BaseException as exc:  # raised by a signal handler, in or after the wait
+            interrupt = exc
+            if _lock._is_owned():  # type: ignore[attr-defined]  # acquired before it landed
+                return interrupt
+
+
 def _before_fork() -> None:
     # no fork while a block sets a library (threadpoolctl's lock held, a library set and not
     # yet recorded, ...) or updates the count: the fork waits for the lock
@@ -334,19 +349,28 @@ class blas_threads:  # a context manager named as the function it replaced
         outermost = self._outermost
         if not outermost:
             return
+        interrupt: BaseException | None = None
         try:
             if outermost != 1:
-                with _lock:  # given back before another block can open and record the counts
+                # given back before another block can open and record the counts; the lock
+                # taken through a Ctrl-C in its wait, which would skip the uncount and leave
+                # every later block at one thread
+                interrupt = _take_lock()
+                try:
+                    if self._own:
+                        _give_back(self._own)
+                finally:
                     try:
-                        if self._own:
-                            _give_back(self._own)
-                    finally:
                         if outermost == 2:
                             _open -= 1
                         if _open == 0 and _shared:
                             _give_back(_shared)
+                    finally:
+                        _lock.release()
         finally:
             self._outermost = _state.limited = 0
+        if interrupt is not None:
+            raise interrupt
 
 
 def one_blas_thread_when_small(func: Callable[_P, _R]) -> Callable[_P, _R]:

@@ -659,3 +659,36 @@ def test_a_signal_handler_running_a_small_solve_does_not_deadlock():
     # the handler ran once, nested; one thread inside the block, 4 again after, nothing left
     assert fake == "1 1 4 0 0"
     assert real.startswith("True 0 0 ")
+
+
+def test_ctrl_c_while_the_exit_waits_for_the_lock_still_uncounts_the_block(two_threads):
+    # Ctrl-C (SIGINT to the main thread) lands while this block's exit waits for the blocks'
+    # lock, which another thread holds for a moment: the exit still uncounts the block and
+    # gives the counts back, then raises the KeyboardInterrupt (on e8147ce the interrupt
+    # skipped the uncount: _open stayed 1 and every later block in any thread kept BLAS at
+    # one thread for good; review b2 of session 60)
+    import signal
+
+    twos = [2] * len(two_threads)
+    main = threading.main_thread().ident
+    held, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with _threads._lock:
+            held.set()
+            time.sleep(0.2)  # the main thread is now waiting for the lock in its exit
+            signal.pthread_kill(main, signal.SIGINT)
+            time.sleep(0.2)
+        done.set()
+
+    worker = threading.Thread(target=holder)
+    with pytest.raises(KeyboardInterrupt):
+        with _threads.blas_threads(10):
+            worker.start()
+            assert held.wait(10)
+    worker.join(10)
+    assert done.is_set()
+    assert _threads._open == 0 and not _threads._shared
+    assert _counts(two_threads) == twos
+    assert _counts_in_another_thread(two_threads) == [1] * len(two_threads)
+    assert _counts(two_threads) == twos
