@@ -71,7 +71,7 @@ class SupportTokens:
         those of the returned W, which near p = 1 or at large p can be far from the
         minimizer's; :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on
         them undecided. None is a backward error only (W is the minimizer of rows moved by
-        about tol, :func:`~svmgeo.solvers._lp_norm.argmin_check`): where tight rows are
+        about tol, ``svm.extras["argmin"]``, docs/analysis.md): where tight rows are
         nearly parallel the masks can still differ from the caller's minimizer's.
     """
 
