@@ -270,14 +270,7 @@ def on_unit_rows(
     rows, scale = unit_rows(req.cs, req.where, band)
     if scale.identity:
         return run(req, geo, feas)
-    scaled_feas = None
-    if feas is not None:
-        to_unit = scale.inverse()
-        extras = dict(feas.extras)
-        if extras.get("qp_dual") is not None:  # Frobenius multipliers: degree 2
-            extras["qp_dual"] = to_unit.dual_hint(extras["qp_dual"], 2)
-        point = to_unit.w(feas.point, "the feasible point")
-        scaled_feas = replaced(feas, constraints=rows, point=point, extras=extras)
+    scaled_feas = None if feas is None else scale.verdict_on_unit(feas)
     res = run(
         dataclasses.replace(req, cs=rows), None if geo is None else RowGeometry(rows), scaled_feas
     )

@@ -492,8 +492,7 @@ def solve_nuclear(
         infeasible = _infeasible(cs, start, feasibility)
         if infeasible is not None:
             return infeasible
-        point = scale.inverse().w(feasibility.point, "the feasible point")
-        feasibility = replaced(feasibility, constraints=rows, point=point)
+        feasibility = scale.verdict_on_unit(feasibility)
     return scale.result(_solve_nuclear(rows, solver, tol, feasibility, options, start), NUC, tol)
 
 

@@ -221,6 +221,18 @@ class Scale:
             res, constraints=self.cs, point=point, farkas=farkas, residual=residual, extras=extras
         )
 
+    def verdict_on_unit(self, res: FeasibilityResult) -> FeasibilityResult:
+        r"""A feasibility verdict on ``cs`` handed to a solve on ``unit``, not proved again:
+        the point :math:`W' = sW/\gamma` and the max-margin QP's multipliers
+        ``extras["qp_dual"]`` (degree 2, a hint) mapped by :meth:`inverse`, the rest as
+        given. Refused (:meth:`error`) where float64 cannot hold the point."""
+        to_unit = self.inverse()
+        extras = dict(res.extras)
+        if extras.get("qp_dual") is not None:
+            extras["qp_dual"] = to_unit.dual_hint(extras["qp_dual"], 2)
+        point = to_unit.w(res.point, "the feasible point")
+        return replaced(res, constraints=self.unit, point=point, extras=extras)
+
     def _extras(self, extras: dict[str, Any]) -> dict[str, Any]:
         """``extras`` of an answer on ``unit`` on ``cs``: :meth:`tagged`, and a feasibility
         verdict in ``extras["feasibility"]`` decided on ``unit`` mapped to ``cs``
