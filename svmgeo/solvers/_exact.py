@@ -53,6 +53,7 @@ from ._certificates import (
     zero_row_farkas,
 )
 from ._result import FeasibilityResult, replaced
+from ._scale import LARGEST_EXPONENT
 from ._status import Status
 
 __all__ = ["SCREEN_PROOF", "ExactRows", "exact_multiple", "meet_margins", "prove_verdict"]
@@ -741,7 +742,7 @@ def _opposite_rows(cs: ConstraintSet) -> list[tuple[int, int, Fraction]]:
     end = np.cumsum(counts)
     start = end - counts
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: no bound on a side
-        slack = 4.0 * _UNIT_ROUNDOFF * np.maximum(np.abs(largest), np.abs(smallest))
+        slack = 4.0 * UNIT_ROUNDOFF * np.maximum(np.abs(largest), np.abs(smallest))
         tied = (counts >= 2) & (largest <= smallest) & (largest >= smallest - slack)
     crossed, tied = np.flatnonzero(largest > smallest), np.flatnonzero(tied)
     crossed = np.r_[  # the group of the first row first, crossed before tied
@@ -769,10 +770,6 @@ def _opposite_rows(cs: ConstraintSet) -> list[tuple[int, int, Fraction]]:
             if pair is not None:
                 pairs.append(pair)
     return pairs
-
-
-_UNIT_ROUNDOFF = float(np.finfo(np.float64).eps) / 2
-"""u = 2^-53: a correctly rounded float64 operation's relative error is at most u."""
 
 
 def _exact_direction(rows: ExactRows, r: int) -> tuple[tuple[Fraction, ...], Fraction] | None:
@@ -1179,8 +1176,6 @@ def _projection_by_rows(
 
 _ALL_ROWS = 100
 """Largest N for the second Farkas attempt on every row (an exact N×N null space)."""
-_LARGEST_SHIFT = int(np.finfo(np.float64).maxexp) - 1
-"""Largest k with :math:`2^k` a float64, 1023 (the scale of :func:`_farkas_in_null_space`)."""
 _HIGHS_SMALLEST, _HIGHS_LARGEST = 1e-9, 1e15
 """HiGHS's ``small_matrix_value`` and ``large_matrix_value``: constraint entries below the
 first in magnitude are dropped, a model with one at or above the second is refused."""
@@ -1225,7 +1220,7 @@ def _farkas_in_null_space(rows: ExactRows, S: np.ndarray) -> np.ndarray | None:
         return None
     kept = _HIGHS_SMALLEST <= top < _HIGHS_LARGEST  # else 2^-e: largest entry in [1, 2)
     shift = 0 if kept else 1 - math.frexp(top)[1]
-    if shift > _LARGEST_SHIFT:  # c_S^T N subnormal: lam = s N t would pass float64's range
+    if shift >= LARGEST_EXPONENT:  # c_S^T N subnormal: lam = s N t would pass float64's range
         _beyond_float64(
             f"the exact null space of {S.size} rows needs a scale beyond float64's range "
             f"(2^{shift})"
