@@ -424,7 +424,7 @@ def argmin_check(
     n_tight = int(tight.sum())
     dropped = np.flatnonzero(is_m & ~tight & (lam > 0.0))
     if dropped.size:  # what makes rho large when a row W misses by a little is truly tight
-        worst = dropped[int(np.argmax(np.asarray(lam, dtype=float)[dropped]))]
+        worst = dropped[int(np.argmax(lam[dropped]))]
         share = float(lam[worst] / np.max(np.abs(lam)))
         dropped_note = (
             f" (the multipliers of its {dropped.size} row(s) slack beyond tol are set to 0, "
