@@ -144,7 +144,12 @@ def test_a_failed_certificate_downgrades_with_a_message() -> None:
         res = solve_lp(cs, 1.5, tol=1e-30)  # no float64 answer meets this
     assert res.status is sg.Status.OPTIMAL_INACCURATE
     assert "certificate check failed" in res.message
-    assert "cvxpy fallback did not certify either" in res.message
+    # neither answer certifies, so the one with the smaller largest residual is kept
+    # (better_answer): which one depends on the last bits of both solvers' answers, so either
+    # message names the other attempt
+    assert (
+        "cvxpy fallback did not certify either" in res.message or "(fast path: " in res.message
+    ), res.message
     assert res.certificate is not None and not res.certificate.passed
 
 
