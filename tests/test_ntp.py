@@ -61,7 +61,7 @@ def test_sccs_match_reachability_and_the_condensation_is_acyclic(data: sg.NextTo
 @given(data=ntp_data())
 def test_equality_rows_are_exactly_the_cycles(data: sg.NextTokenData) -> None:
     graphs = sg.token_priority_graphs(data)
-    cs = sg.graph_svm_constraints(data, graphs)
+    cs = sg.graph_svm_constraints(data)
     n_eq = 0
     for g in graphs.values():
         _, sizes = np.unique(g.component[g.nodes], return_counts=True)
@@ -543,14 +543,18 @@ def test_graph_svm_constraints_checks_its_graphs() -> None:
     b = sg.random_next_token_data(20, 4, 5, 8, seed=1)
     own = sg.token_priority_graphs(a)
     ref = sg.graph_svm_constraints(a)
-    given = sg.graph_svm_constraints(a, graphs=own)
+    with pytest.warns(DeprecationWarning, match="graph_svm_constraints.data. instead"):
+        given = sg.graph_svm_constraints(a, graphs=own)
     for f in ("A", "B", "kind", "rhs", "seq", "pref", "comp"):
         np.testing.assert_array_equal(getattr(given, f), getattr(ref, f))
     swapped = dict(own)
     k0, k1 = sorted(own)[:2]
     swapped[k0], swapped[k1] = own[k1], own[k0]
     for bad in ({}, sg.token_priority_graphs(b), [1], {k: 1 for k in own}, swapped):
-        with pytest.raises(sg.ProblemError, match="'graphs' parameter of graph_svm_constraints"):
+        with (
+            pytest.warns(DeprecationWarning),
+            pytest.raises(sg.ProblemError, match="'graphs' parameter of graph_svm_constraints"),
+        ):
             sg.graph_svm_constraints(a, graphs=bad)  # type: ignore[arg-type]
 
 

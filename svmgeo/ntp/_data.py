@@ -44,7 +44,9 @@ class NextTokenData:
     ----------
     sequences : sequence of sequences of int, or int array of shape (n, T)
         Token ids in ``[0, V)``; the last token of each sequence is its query. Lengths may
-        differ (at least 1).
+        differ (at least 1): pass them as a list of 1-D sequences. An (n, T) array is n
+        sequences of length T, without padding (the -1 padding of :attr:`tokens` is refused:
+        ``[row[row >= 0] for row in data.tokens]`` gives the sequences back).
     labels : array of int, shape (n,)
         Next-token labels; each must occur in its sequence (attention can only retrieve
         tokens of the input).
@@ -93,9 +95,17 @@ class NextTokenData:
                     f"sequences[{i}] must be a nonempty 1-D sequence of int token ids; got {s!r}."
                 )
             if s.min() < 0 or s.max() >= V:
+                padded = (
+                    " -1 is the left padding of NextTokenData.tokens, which only "
+                    "load_next_token_data reads back; pass sequences of different lengths "
+                    "as a list of 1-D sequences without padding, e.g. "
+                    "[row[row >= 0] for row in data.tokens]."
+                    if np.any(s == -1)
+                    else ""
+                )
                 raise ProblemError(
                     f"sequences[{i}] holds token ids outside [0, {V}) (V = embeddings.shape[0]): "
-                    f"{s.tolist()}."
+                    f"{s.tolist()}.{padded}"
                 )
         y = np.asarray(labels)
         if y.shape != (len(seqs),) or not np.issubdtype(y.dtype, np.integer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -37,8 +38,9 @@ def graph_svm_constraints(
     ----------
     data : NextTokenData
     graphs : dict of int to TokenPriorityGraph, optional
-        :func:`token_priority_graphs` of ``data`` (checked against it: the same last tokens,
-        edges and SCCs).
+        Deprecated since session 61, and not used: the rows are always built from
+        :func:`token_priority_graphs` of ``data``. Still checked against them (the same last
+        tokens, edges and SCCs); call ``graph_svm_constraints(data)`` instead.
 
     Returns
     -------
@@ -48,10 +50,22 @@ def graph_svm_constraints(
     ------
     ProblemError
         ``graphs`` that are not the token-priority graphs of ``data``.
+
+    Warns
+    -----
+    DeprecationWarning
+        When ``graphs`` is passed.
     """
     data = check_data(data, "graph_svm_constraints")
     own = token_priority_graphs(data)
     if graphs is not None:
+        warnings.warn(
+            "The 'graphs' parameter of graph_svm_constraints is deprecated and not used: the "
+            "rows are always built from token_priority_graphs(data). Call "
+            "graph_svm_constraints(data) instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         check_graphs(graphs, own)
     return constraint_rows(data, own)
 
@@ -115,7 +129,11 @@ def constraint_rows(data: NextTokenData, graphs: dict[int, TokenPriorityGraph]) 
 
 @warns_if_inaccurate("graph_svm")
 def graph_svm(
-    data: NextTokenData, *, norm: Literal["fro", "nuc"] = "fro", tol: float = 1e-8, **kwargs: Any
+    data: NextTokenData,
+    *,
+    norm: Literal["fro", "nuc", "spectral"] | tuple[str, float] = "fro",
+    tol: float = 1e-8,
+    **kwargs: Any,
 ) -> SVMResult:
     r"""Graph-SVM of next-token data, solved and certified by :func:`svmgeo.solve_svm`.
 
@@ -131,7 +149,9 @@ def graph_svm(
     Parameters
     ----------
     data : NextTokenData
-    norm : {"fro", "nuc"} or ("lp", p), default "fro"
+    norm : {"fro", "nuc", "spectral"} or ("lp", p), default "fro"
+        Frobenius (:math:`W^{\mathrm{svm}}` of [1]_), nuclear, spectral :math:`\|W\|_2` or the
+        entrywise :math:`\ell_p` norm, :math:`p \ge 1`: the norms of :func:`svmgeo.solve_svm`.
     tol : float, default 1e-8
     **kwargs
         Passed to :func:`svmgeo.solve_svm`.

@@ -82,10 +82,11 @@ def verify_ntp(
     data : NextTokenData
     W : array of shape (d, d)
     svm : SVMResult, optional
-        :func:`graph_svm` of ``data`` with its defaults (computed when omitted; checked: its
-        constraint rows must be those of :func:`graph_svm_constraints` of ``data``, its norm
-        Frobenius, with no rank bound and not merely locally optimal: that is
-        :math:`W^{\mathrm{svm}}`).
+        The Frobenius Graph-SVM :math:`W^{\mathrm{svm}}` of ``data``, e.g.
+        ``graph_svm(data)`` (computed that way when omitted). Checked: its constraint rows
+        are those of :func:`graph_svm_constraints` of ``data``, and it is Frobenius, with no
+        rank bound, globally optimal (not ``locally_optimal``); other options of
+        :func:`graph_svm` (``tol``, ``method``, ...) are not checked.
     fin : FiniteComponent, optional
         :func:`finite_component` of ``data`` (computed when omitted; checked: its shape, its
         top-priority positions and its loss must be those of ``data``).
@@ -170,10 +171,10 @@ def check_frobenius(svm: SVMResult) -> None:
         got.append(f"status {svm.status.value!r} (a KKT point, not a global optimum)")
     if got:
         raise ProblemError(
-            "The 'svm' parameter of verify_ntp must be the Frobenius Graph-SVM W^svm, "
-            "graph_svm(data) with its defaults (norm='fro', no rank bound, a globally optimal "
-            f"status); got one with {', '.join(got)}. Pass graph_svm(data), or omit svm to "
-            "compute it here."
+            "The 'svm' parameter of verify_ntp must be the Frobenius Graph-SVM W^svm of the "
+            "data: Frobenius (norm='fro'), no rank bound, globally optimal (not "
+            f"'locally_optimal'); got one with {', '.join(got)}. Pass graph_svm(data), or omit "
+            "svm to compute it here."
         )
 
 
