@@ -13,8 +13,8 @@ One run per (eta, seed) to the largest step count, recording at every step count
 
 Run: ``PYTHONPATH=. python examples/ntp_normalized_fin_error.py [--etas 0.1 0.05]
 [--steps 3000 6000 12000 24000] [--quick]``. Default: eta 0.1 and 0.05, steps 3000, 6000,
-12000, 24000 (about 2 min on one core of a shared 2-core machine; ``--steps 3000 6000 12000``
-halves it). ``--quick``: seed 0, 3000 steps (a few seconds). Prints one row per (eta, seed) and fin error / eta over seeds per eta.
+12000, 24000 (about 2 min of CPU, 4-10 min on a shared 2-core machine; ``--steps 3000 6000
+12000`` halves it). The third digit of fin error / eta depends on rounding (docs/beyond.md). ``--quick``: seed 0, 3000 steps (a few seconds). Prints one row per (eta, seed) and fin error / eta over seeds per eta.
 """
 
 from __future__ import annotations

@@ -406,8 +406,9 @@ def verify_ntp_training(
     paper's hypotheses are not stated here and not checked, so it is treated as a conjecture,
     measured (``docs/beyond.md``). With the default ``normalized=True`` (a fixed normalized
     step) the error in :math:`S_{\mathrm{fin}}` does not vanish: it stays :math:`O(\eta)`
-    (fin error 0.42η-0.50η over the 10 cyclic seeds of ``docs/beyond.md``, flat from step
-    3000 to 24000; measured by ``examples/ntp_normalized_fin_error.py``); use
+    (fin error 0.42η-0.51η over the 10 cyclic seeds of ``docs/beyond.md``, flat from step
+    3000 to 24000; measured by ``examples/ntp_normalized_fin_error.py``, whose third digit
+    depends on rounding); use
     ``normalized=False`` for :math:`W^{\mathrm{fin}}`. For ``loss="ce"`` (the issue's
     statement, not the paper's loss) it is a conjecture, measured here:
     :math:`W^{\mathrm{fin}}` has no finite minimizer on most cyclic data.
