@@ -327,10 +327,13 @@ class blas_threads:  # a context manager named as the function it replaced
         if _already_one_thread():  # no limit to set, but nested blocks skip the check
             self._outermost = _state.limited = 1
             return
-        shared, per_thread = _scan()
         self._own = None
         try:
+            # marked before the scan (~10 ms when an import has loaded modules since the
+            # last): a signal handler's block that interrupts it nests, rather than scanning
+            # in turn, to be interrupted by the next signal (a 1 ms timer recursed without end)
             _state.limited = 2
+            shared, per_thread = _scan()
             with _lock:
                 if per_thread:
                     own: _Recorded = {}
