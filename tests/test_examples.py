@@ -4,6 +4,7 @@ API (``run.W_history``, ``train_mirror(p=...)``) with nothing to notice it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -203,11 +204,13 @@ def test_score_cone_lemma_disagreements_are_lots_without_support_tokens() -> Non
 
 def test_tiny_margin_verdicts() -> None:
     """docs/certificates.md: on the tiny-margin corpus the float-only check gives 78 wrong
-    verdicts (feasible instances called infeasible), the exact check none, and no undecided."""
+    verdicts (feasible instances called infeasible), the exact check none, and no undecided.
+    The float check's undecided count moves with the BLAS kernels' rounding (0 with
+    OpenBLAS's SkylakeX kernels, 1 with its Haswell kernels), as the page says."""
     text = _bench("tiny_margin_verdicts.py")
     lines = {line.split(":")[0]: line for line in text.splitlines()}
     assert lines["float"].startswith("float: 294 instances, 78 wrong (78 feasible"), text
-    assert ", 0 undecided" in lines["float"], text
+    assert re.search(r", [01] undecided", lines["float"]), text
     assert lines["exact"].startswith("exact: 294 instances, 0 wrong (0 feasible"), text
     assert "0 infeasible called feasible), 0 undecided" in lines["exact"], text
 

@@ -45,10 +45,22 @@ def test_gen_svm_undecided_is_not_called_infeasible_with_an_unproved_farkas() ->
 
 def test_gen_svm_says_when_its_direction_is_not_certified() -> None:
     """W_dir misses its equality rows by 5e7 (optimal_inaccurate): gen_svm returned it with no
-    status and no warning."""
+    status and no warning. Whether the directional solve ends optimal_inaccurate (OpenBLAS's
+    SkylakeX kernels) or with only a feasible point, which gen_svm refuses (its Haswell
+    kernels), depends on the BLAS's rounding; either way it is said."""
     data = _near_duplicate_tokens(1, 1, (4, 9))
-    with pytest.warns(sg.InaccurateSolutionWarning, match="gen_svm returned optimal_inaccurate"):
-        g = sg.gen_svm(data, _first_two(data))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            g = sg.gen_svm(data, _first_two(data))
+        except sg.SolverError as refused:
+            assert "Gen-SVM directional solve failed" in str(refused)
+            return
+    assert any(
+        issubclass(w.category, sg.InaccurateSolutionWarning)
+        and "gen_svm returned optimal_inaccurate" in str(w.message)
+        for w in caught
+    ), [str(w.message) for w in caught]
     assert g.feasible and g.W_dir is not None
     assert g.status is sg.Status.OPTIMAL_INACCURATE and "directional SVM" in g.message
     assert "optimal_inaccurate" in g.summary()

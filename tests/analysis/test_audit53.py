@@ -101,7 +101,10 @@ def test_the_logistic_path_reaches_the_minimum_with_large_scores(seed: int, scal
                  constraints=[{"type": "ineq", "fun": lambda w: 1.0 - w @ w}]).fun
         for x0 in rng.normal(size=(8, 4)) * 0.3
     )  # fmt: skip
-    assert bool(path.converged[0])
+    # converged, or stopped with the stationarity measure at the tolerance's scale (seed 5 at
+    # 1e3: 6.5e-7 with OpenBLAS's SkylakeX kernels, 1.04e-6 > tol 1e-6 with its Haswell
+    # kernels, at the same loss to 2e-13): the loss is what this regression is about
+    assert bool(path.converged[0]) or path.stationarity[0] <= 2e-6, path.stationarity
     assert path.loss[0] <= best * (1 + 1e-6) + 1e-12
 
 
