@@ -21,7 +21,7 @@ from ..data import TokenData
 from ..selection import at_least, check_selection, first_five, query_label, sizes_full
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import SVMResult, solve_for
+from ..solvers import SVMResult, minimizer_margin_reach, solve_for
 from ._support import SupportTokens, check_lot_norm, check_tolerances, support_from_result
 
 __all__ = ["LOTViolation", "LocalOptimality", "is_locally_optimal"]
@@ -70,9 +70,12 @@ class LocalOptimality:
         the verdict, may differ over the face; or, for ``("lp", p)``, a returned W certified in
         value but not shown to be the unique minimizer (``support.argmin_doubt``) while some
         token scores at least as high as the selected one. ``reason`` names the tokens.
-        For ``("lp", p)`` a shown W is within tol of the minimizer of rows moved by about
-        tol only (a backward error): where tight rows are nearly parallel a decided verdict
-        can still be wrong, as it could before the check (docs/analysis.md).
+        For ``("lp", p)`` also a token scoring at least as high as the selected one that is
+        slack at W but not proved slack at the minimizer (``support.slack_unproved``: its
+        slack within what the forward radius ``svm.extras["argmin"].radius`` lets the
+        minimizer's margin differ by), when no certain support token violates: a decided
+        ``("lp", p)`` verdict's slack tokens are proved slack at the minimizer
+        (docs/analysis.md).
     """
 
     locally_optimal: bool
@@ -152,6 +155,33 @@ def _not_the_optimum(data: TokenData, sup: SupportTokens, high: np.ndarray) -> s
     )
 
 
+def _slack_unproved(
+    data: TokenData, scores: np.ndarray, selected: np.ndarray, sup: SupportTokens,
+    which: np.ndarray,
+) -> str:  # fmt: skip
+    """Why the verdict is undecided when the tokens ``which`` (shape (n, K, T)), scoring at
+    least as high as their selected token, are slack at the returned W by less than the
+    minimizer's margins can differ from W's (``sup.slack_unproved``, by the forward radius
+    of ``sup.svm.extras["argmin"]``)."""
+    res = sup.svm
+    margins = _per_token(data, res, res.margins)
+    reach = _per_token(data, res, minimizer_margin_reach(res))
+    listed = first_five(
+        [
+            f"{query_label(data, i, k)}: token {t} (score {_score(scores[i, k, t])} >= selected "
+            f"{_score(selected[i, k, 0])}) has slack {float(margins[i, k, t]) - 1.0:.3g} at W, "
+            f"within the {float(reach[i, k, t]):.3g} by which the minimizer's margin can differ"
+            for i, k, t in np.argwhere(which)
+        ]
+    )
+    return (
+        "undecided: these tokens are slack at the returned W but not proved slack at the "
+        f"{res.norm} minimizer W* (||W - W*||_p <= {res.extras['argmin'].radius:.3g} ||W||_p, "
+        f"the forward bound of svm.extras['argmin'], by Clarkson's inequalities): {listed}. "
+        "Each is a violation if it is a support token of W* and none otherwise"
+    )
+
+
 def _score(x: float) -> str:
     """A token score for a reason's text: 0 for -0.0 (a score Y h with h = 0 and Y = -1)."""
     return f"{float(x) + 0.0:.6g}"
@@ -192,6 +222,11 @@ def lot_from_support(
     else:
         dual = np.reshape(sup.by_dual, shape)
         certain, unsure = mask & dual, mask ^ dual
+    unproved = (
+        np.zeros(shape, dtype=bool)
+        if sup.slack_unproved is None
+        else np.reshape(sup.slack_unproved, shape)
+    )
     violations = tuple(
         LOTViolation(int(i), int(k), int(t), float(selected[i, k, 0]), float(scores[i, k, t]))
         for i, k, t in np.argwhere(certain & high)
@@ -228,6 +263,9 @@ def lot_from_support(
             f"the reverse; floats cannot tell a margin of exactly 1 from a slack below tol): "
             f"{listed}. Each is a violation if it is a support token and none otherwise"
         )
+    elif np.any(unproved & high):
+        decided = False
+        reason = _slack_unproved(data, scores, selected, sup, unproved & high)
     else:
         reason = (
             "locally optimal: Att-SVM(alpha) is feasible and all "
@@ -291,8 +329,10 @@ def is_locally_optimal(
         Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality, or the :math:`\ell_p`
         SVM of mirror descent (one optimum, as for Att-SVM; its solve's value certificate is
         not enough near p = 1 or at large p, where W is checked against the mirror image of
-        its multipliers, ``svm.extras["argmin"]``, a backward-error check: where tight rows
-        are nearly parallel a shown W can be far from the minimizer and the verdict wrong);
+        its multipliers, ``svm.extras["argmin"]``, a backward-error check, and the tokens
+        read as slack must be proved slack at the minimizer by its forward radius, Clarkson's
+        inequalities, ``support.slack_unproved``: at large p, where that radius is about
+        ``||W||_p``, verdicts with a high-scoring slack token are undecided);
         other norms are refused (see
         :func:`support_tokens`). With ``"nuc"`` each verdict that
         depends on the support tokens costs :func:`~svmgeo.solvers.optimum_uniqueness`'s

@@ -23,7 +23,7 @@ from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
 from ..selection import check_data as _check_data
 from ..selection import check_selection
-from ..solvers import NORMS, NormEntry, SVMResult, parse_norm, solve_for
+from ..solvers import NORMS, NormEntry, SVMResult, minimizer_margin_reach, parse_norm, solve_for
 
 __all__ = ["SupportTokens", "support_tokens"]
 
@@ -71,8 +71,20 @@ class SupportTokens:
         those of the returned W, which near p = 1 or at large p can be far from the
         minimizer's; :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on
         them undecided. None is a backward error only (W is the minimizer of rows moved by
-        about tol, ``svm.extras["argmin"]``, docs/analysis.md): where tight rows are
-        nearly parallel the masks can still differ from the caller's minimizer's.
+        about tol, ``svm.extras["argmin"]``, docs/analysis.md); the forward bound is
+        :attr:`slack_unproved`.
+    slack_unproved : ndarray of bool, same shape, or None
+        For ``("lp", p)`` (1 < p < ∞): a margin read as slack (not in :attr:`mask`) that is
+        not proved slack at the minimizer :math:`W^\star`: :math:`m_j - 1 \le R_j`, with
+        :math:`R_j = \rho_j + \|a_j b_j^\top\|_q\, r\,\|W\|_p` the most
+        :math:`W^\star`'s margin can differ from W's (:func:`~svmgeo.solvers.minimizer_margin_reach`;
+        r the forward radius ``svm.extras["argmin"].radius``, a bound on :math:`\|W -
+        W^\star\|_p/\|W\|_p` by Clarkson's inequalities; docs/analysis.md). Such a token may
+        be a support token of :math:`W^\star` (at large p, where r is about 1, most slack
+        tokens are); :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on one
+        undecided. A False entry off :attr:`mask` is a proof that the token is not a support
+        token. None for the other norms (Frobenius and nuclear masks are read off the
+        certified W, as before).
     """
 
     feasible: bool
@@ -87,6 +99,7 @@ class SupportTokens:
     dual_tol: float
     unique_optimum: bool = True
     argmin_doubt: str | None = None
+    slack_unproved: np.ndarray | None = None
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.mask is None:
@@ -177,6 +190,15 @@ def support_from_result(
     active = np.abs(m - cs.rhs) <= tol * np.maximum(1.0, np.abs(m))
     full = np.zeros((n, K, T), dtype=bool)
     full[cs.seq[rows], cs.query[rows], cs.comp[rows]] = active[rows]
+    reach = minimizer_margin_reach(res)
+    if reach is None:
+        unproved = None
+    else:  # slack at W by less than W*'s margin can differ from W's: maybe tight at W*
+        slack_full = np.zeros((n, K, T), dtype=bool)
+        # (1 - 2^-50): the float m - c within u of the exact slack
+        maybe = rows & ~active & ~((m - cs.rhs) * (1.0 - 2.0**-50) > reach)
+        slack_full[cs.seq[rows], cs.query[rows], cs.comp[rows]] = maybe[rows]
+        unproved = _user_shape(slack_full, single)
     if res.dual is None:
         by_dual = weak = bad = None
     else:
@@ -205,6 +227,7 @@ def support_from_result(
         weakly_active=weak,
         inconsistent=bad,
         farkas=None,
+        slack_unproved=unproved,
         **common,
     )
 
@@ -228,7 +251,8 @@ def argmin_doubt(res: SVMResult) -> str | None:
     :math:`\|W - \Lambda\|_F` itself; a nuclear face is :func:`~svmgeo.is_locally_optimal`'s
     own test) and for a result without W. None is no forward-error bound: the check shows W
     to be the minimizer of rows moved by about tol, and where tight rows are nearly parallel
-    that minimizer can be O(1) from the caller's (docs/analysis.md).
+    that minimizer can be O(1) from the caller's (docs/analysis.md); the forward bound is
+    the record's ``radius``, read by :attr:`SupportTokens.slack_unproved`.
     """
     if res.W is None or res.norm != "lp" or not optimum_is_unique(res):
         return None

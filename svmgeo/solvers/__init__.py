@@ -40,6 +40,7 @@ from ._face import FaceAlignment, FaceUniqueness, optimal_face_alignment, optimu
 from ._feasibility import check_feasibility
 from ._frobenius import solve_frobenius
 from ._joint import JointSVMResult, joint_svm
+from ._lp_norm import minimizer_margin_reach
 from ._norms import NORMS, NormEntry, faces, parse_norm
 from ._result import (
     CONJECTURE,
@@ -75,6 +76,7 @@ __all__ = [
     "finish_gen_svm",
     "frobenius_certificate",
     "joint_svm",
+    "minimizer_margin_reach",
     "optimal_face_alignment",
     "optimum_uniqueness",
     "parse_norm",

@@ -76,9 +76,11 @@ __all__ = [
     "ArgminCheck",
     "argmin_check",
     "dual_exponent",
+    "forward_radius",
     "lp_certificate",
     "lp_fast",
     "lp_reference",
+    "minimizer_margin_reach",
 ]
 
 LP_MAX_ITER = 20000
@@ -113,9 +115,12 @@ class ArgminCheck:
     with T the rows tight at W, within tol of the bounds (svmgeo's derivation, in
     docs/analysis.md, proves what it means). An
     :math:`\ell_p` result's status certifies the optimal *value* :math:`\|W^\star\|_p`; this
-    record says whether W itself is shown to be :math:`W^\star`. Where it is not, support
-    tokens and LOT verdicts read off W are not those of :math:`W^\star`
-    (:func:`~svmgeo.support_tokens`, :func:`~svmgeo.is_locally_optimal`: undecided).
+    record says whether W itself is shown to be :math:`W^\star` (a backward error:
+    ``shown``) and how far from it W can be (a forward error: ``radius``). Where W is not
+    shown, support tokens and LOT verdicts read off W are not those of :math:`W^\star`
+    (:func:`~svmgeo.support_tokens`, :func:`~svmgeo.is_locally_optimal`: undecided); where
+    it is, a token slack at W by less than ``radius`` allows is not proved slack at
+    :math:`W^\star` (:attr:`~svmgeo.SupportTokens.slack_unproved`: undecided too).
 
     Attributes
     ----------
@@ -135,6 +140,14 @@ class ArgminCheck:
         :math:`|T|`: the rows tight at W whose multipliers are kept (the others are set to 0).
     reason : str
         Why, in words.
+    radius : float
+        The *forward* error, relative: an upper bound, rounding included, on
+        :math:`\|W - W^\star\|_p / \|W\|_p` for the minimizer :math:`W^\star` of the
+        caller's rows (:func:`forward_radius`, by Clarkson's inequalities); inf where there is
+        none (no multipliers, no exactly feasible point known). Unlike ``shown`` it bounds
+        the distance to :math:`W^\star` itself: a row whose slack at W exceeds what that
+        distance can change it by (:func:`minimizer_margin_reach`) is slack at
+        :math:`W^\star` too.
     """
 
     shown: bool
@@ -143,6 +156,7 @@ class ArgminCheck:
     tol: float
     tight: int
     reason: str
+    radius: float = math.inf
 
 
 _SPLITTER = 2.0**27 + 1.0
@@ -274,6 +288,218 @@ def _mirror_image(
     return image, entrywise_norm(image, p), half
 
 
+def _up(x: Any, k: float = 8.0) -> Any:
+    r""":math:`x + k u |x|`: above the exact value of a quantity computed within :math:`(k -
+    1) u` relative of it (a few roundings, each of at most one ulp, :math:`2u`), for either
+    sign of x."""
+    return x + k * UNIT_ROUNDOFF * np.abs(x)
+
+
+def _norm_upper(X: np.ndarray, p: float) -> float:
+    r"""An upper bound on the exact :math:`\|X\|_p` (entrywise, 1 < p < ∞) of the float
+    matrix X: :func:`~svmgeo._linalg.entrywise_norm` times :math:`1 + \gamma_{n+16}`, n
+    entries.
+
+    Its scaled sum :math:`t\,(\sum_i (|x_i|/t)^p)^{1/p}`, :math:`t = \max|x_i|`: each term
+    within :math:`(1 + u)^p(1 + 2u)` of its exact value (the quotient's u raised to p, the
+    power's ulp), their sum (at least 1, the largest term) within :math:`1 + \gamma_{n-1}`,
+    and terms that underflow lose at most :math:`n 2^{-1074}` of it; the root takes that to
+    :math:`(1 + u)(1 + 2u)(1 + \gamma_n)` whatever p, and the rounded exponent :math:`1/p`
+    (sum at most n), the root's ulp and the product with t add :math:`u\ln n + 3u`."""
+    return entrywise_norm(X, p) * (1.0 + gamma(X.size + 16))
+
+
+def _adjoint_upper(cs: ConstraintSet, lam: np.ndarray, q: float) -> float:
+    r"""An upper bound on :math:`\|\Lambda\|_q`, :math:`\Lambda = \sum_j \lambda_j a_j
+    b_j^\top` exactly: the float sum and its entries' error bounds :math:`e_{kl}`
+    (:func:`_plain_adjoint`), :math:`\|\,|\Lambda| + e\,\|_q` (:func:`_norm_upper`); where
+    those bounds weigh (more than :math:`2^{-40}` of the norm), the entries whose bound is
+    above :math:`16u|\Lambda_{kl}|` are recomputed nearly exactly (:func:`_accurate_adjoint`:
+    entries that cancel to :math:`10^{-9}` of their terms are known to about u there)."""
+    Lam, err = _plain_adjoint(cs, lam)
+    value = _norm_upper(_up(np.abs(Lam) + err, 2.0), q)
+    if value > (1.0 + 2.0**-40) * entrywise_norm(Lam, q):
+        K, L = np.nonzero(err > 16.0 * UNIT_ROUNDOFF * np.abs(Lam))
+        if K.size:
+            Lam[K, L], err[K, L] = _accurate_adjoint(cs, lam, K, L)
+            value = _norm_upper(_up(np.abs(Lam) + err, 2.0), q)
+    return value
+
+
+def _power_excess(ratio: float, p: float) -> float:
+    r"""An upper bound on :math:`x^p - 1` for the exact quotient :math:`x` of which ``ratio``
+    is an upper bound (:math:`x \ge 0`): :math:`\mathrm{expm1}(p\,\mathrm{log1p}(x - 1))`,
+    without the cancellation of :math:`x^p - 1` near :math:`x = 1`, each step rounded up
+    (the functions are increasing; :math:`x - 1` is exact for x in [1/2, 2], Sterbenz)."""
+    excess = _up(_up(ratio) - 1.0)
+    with np.errstate(divide="ignore", over="ignore"):
+        return float(_up(np.expm1(_up(p * _up(np.log1p(excess))))))
+
+
+def _root_up(t: float, e: float) -> float:
+    r"""An upper bound on :math:`t^{1/e}` (t >= 0): :math:`\exp(\log(t)/e)`, each step
+    rounded up (increasing functions)."""
+    if not t > 0.0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        return float(_up(np.exp(_up(_up(np.log(t)) / e))))
+
+
+def forward_radius(
+    cs: ConstraintSet,
+    W: np.ndarray,
+    lam: np.ndarray | None,
+    p: float,
+    margins: np.ndarray | None = None,
+) -> float:
+    r"""An upper bound on :math:`\|W - W^\star\|_p / \|W\|_p`, :math:`W^\star` the exact
+    minimizer of :math:`\|X\|_p` over ``cs`` (1 < p < ∞): the forward error that
+    :func:`argmin_check`'s backward check does not give.
+
+    .. math::
+
+        r = \begin{cases}
+        2\Big(\frac{A^p + U^p}{2} - L^p\Big)_+^{1/p} & p \ge 2,\\[4pt]
+        2\Big(\Big(\frac{A^p + U^p}{2}\Big)^{q-1} - L^q\Big)_+^{1/q} & 1 < p < 2,
+        \end{cases}
+        \qquad A \ge \|W\|_p,\quad U \ge \|W^\star\|_p,\quad L \le \min_{X \in P(\delta)}
+        \|X\|_p,
+
+    returned as :math:`\min(r, A + U)/\|W\|_p` (rounded up). svmgeo's derivation, with
+    Clarkson's inequalities (J. A. Clarkson, "Uniformly convex spaces", *Trans. AMS* 40,
+    1936; the entrywise norm is the :math:`\ell_p` norm of :math:`\mathbb R^{d^2}`): for
+    :math:`p \ge 2`, :math:`\|\frac{x+y}2\|_p^p + \|\frac{x-y}2\|_p^p \le \frac12(\|x\|_p^p
+    + \|y\|_p^p)`; for :math:`1 < p < 2`, :math:`\|\frac{x+y}2\|_p^q + \|\frac{x-y}2\|_p^q
+    \le (\frac12\|x\|_p^p + \frac12\|y\|_p^p)^{q-1}`. Take :math:`x = W`, :math:`y =
+    W^\star` and :math:`P(\delta) = \{X : a_j^\top X b_j \ge c_j - \delta_j\}` (equality
+    rows :math:`|a_j^\top X b_j - c_j| \le \delta_j`) with :math:`\delta_j` at least W's
+    exact violation of row j (:math:`(c_j - m_j + \rho_j)_+`, :math:`\rho_j` the rounding
+    of its float margin, :func:`~._certificates.margin_rounding`). W and :math:`W^\star \in
+    P(0)` lie in the convex :math:`P(\delta)`, so their midpoint does, and its norm is at
+    least
+
+    .. math::
+
+        L = \frac{\sum_j \lambda_j c_j - |\lambda_j|\delta_j}{\|\Lambda\|_q^{\mathrm{up}}},
+        \qquad \Lambda = \sum_j \lambda_j a_j b_j^\top,
+
+    for any :math:`\lambda` (:math:`\ge 0` on margin rows: W's multipliers, their negative
+    parts set to 0), by :math:`\sum_j\lambda_j a_j^\top X b_j = \langle\Lambda, X\rangle \le
+    \|\Lambda\|_q\|X\|_p` (the weak duality of :func:`~._certificates.lp_certificate`).
+    :math:`U = A/s` with :math:`s = \min_{c_j > 0} (m_j - \rho_j)/c_j > 0`: :math:`W/s`
+    meets every margin row exactly (rows :math:`c_j \le 0` checked: those of a possibly
+    negative margin need :math:`s \ge (m_j - \rho_j)/c_j`), so :math:`\|W^\star\|_p \le
+    \|W/s\|_p`; with equality rows, or without such an s, there is no U and the radius is
+    inf. Every quantity is rounded up (:func:`_norm_upper`, :func:`_adjoint_upper`), and the
+    cancelling difference is taken relative to L: :math:`(A^p + U^p)/2 - L^p = L^p\,
+    \frac{(A/L)^p - 1 + (U/L)^p - 1}{2}`, each :math:`x^p - 1` by expm1 and log1p
+    (:func:`_power_excess`); for p < 2, :math:`((A^p + U^p)/2)^{q-1} - L^q = L^q
+    ((1 + t)^{q-1} - 1)` with :math:`t` that fraction, as :math:`p(q-1) = q`.
+
+    What to expect: W's relative gap :math:`g` (about :math:`\rho_j`, 8du, after the
+    polish, and the certificate's gap otherwise) gives :math:`r \approx 2(pg/2)^{1/p}` for
+    p >= 2: 2e-5 at p = 3 and g = 1e-15, 0.06 at p = 10, about 1 from p = 30 on (no
+    information: flat norms move their minimizer far for tiny changes of value), and for p <
+    2 about :math:`2((q-1)pg/2)^{1/q}`.
+
+    Parameters
+    ----------
+    cs : ConstraintSet
+    W : ndarray of shape (d, d)
+    lam : ndarray of shape (N,) or None
+        The multipliers (any positive scale; None: inf).
+    p : float
+        In (1, ∞).
+    margins : ndarray of shape (N,), optional
+        ``cs.apply(W)`` when already computed.
+
+    Returns
+    -------
+    float
+        The relative radius: 0 for W = 0 where that meets every row; inf where no bound is
+        found (no multipliers, equality rows, no exactly feasible multiple of W, values
+        beyond float64).
+    """
+    W = np.asarray(W, dtype=float)
+    size = entrywise_norm(W, p)
+    if size == 0.0:
+        return 0.0 if zero_is_feasible(cs) else math.inf
+    if lam is None or not (np.all(np.isfinite(lam)) and math.isfinite(size)):
+        return math.inf
+    if np.any(~cs._margin_rows):
+        return math.inf  # no exactly feasible point from W: no U
+    q = dual_exponent(p)
+    u = UNIT_ROUNDOFF
+    c = cs.rhs
+    m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
+    rho = margin_rounding(cs, W, np.ones(cs.N, dtype=bool))
+    # W's exact violation of each row is at most delta (the float c - m + rho within 3u of
+    # |c| + |m| + rho)
+    delta = np.maximum(_up(c - m + rho) + 4.0 * u * (np.abs(c) + np.abs(m) + rho), 0.0)
+    lam = np.maximum(np.asarray(lam, dtype=float), 0.0)  # margin rows only (above)
+    terms = lam * (c - delta)
+    numerator = float(np.sum(terms)) - gamma(cs.N + 4) * float(np.sum(lam * (np.abs(c) + delta)))
+    A = _norm_upper(W, p)
+    # U: W/s meets every row exactly
+    low = m - rho - 4.0 * u * (np.abs(m) + rho)  # below the exact margin
+    positive = c > 0.0
+    if np.any((c == 0.0) & (low < 0.0)):
+        return math.inf
+    s = float(np.min(low[positive] / c[positive])) * (1.0 - 4.0 * u) if np.any(positive) else 0.0
+    negative = (c < 0.0) & (low < 0.0)
+    if not s > 0.0 or np.any(s < _up(low[negative] / c[negative])):
+        return math.inf
+    U = float(_up(A / s))
+    triangle = float(_up(A + U))
+    bound = triangle
+    denominator = _adjoint_upper(cs, lam, q)
+    if numerator > 0.0 and 0.0 < denominator < math.inf:
+        L = numerator / denominator * (1.0 - 4.0 * u)
+        t = _up((_power_excess(A / L, p) + _power_excess(U / L, p)) / 2.0)  # (A^p+U^p)/(2L^p) - 1
+        if p >= 2.0:
+            clarkson = 2.0 * L * _root_up(t, p)
+        else:
+            with np.errstate(over="ignore"):
+                inner = float(_up(np.expm1(_up(_up(q - 1.0) * _up(np.log1p(t))))))
+            clarkson = 2.0 * L * _root_up(inner, q)
+        bound = min(bound, float(_up(clarkson)))
+    radius = float(_up(bound / size))
+    return radius if math.isfinite(radius) else math.inf
+
+
+def minimizer_margin_reach(res: SVMResult) -> np.ndarray | None:
+    r"""Per row of an :math:`\ell_p` answer (1 < p < ∞), an upper bound on
+    :math:`|a_j^\top W^\star b_j - m_j|`: how far the minimizer's margin can be from W's
+    float margin :math:`m_j` (``res.margins``).
+
+    .. math::
+
+        R_j = \rho_j + \|a_j b_j^\top\|_q\, r\,\|W\|_p
+        \;\ge\; |a_j^\top (W - W^\star) b_j| + |m_j - a_j^\top W b_j|
+
+    (Hölder; :math:`\|a_j b_j^\top\|_q = \|a_j\|_q\|b_j\|_q`, r the relative
+    :attr:`ArgminCheck.radius` of ``res.extras["argmin"]``, :math:`\rho_j` the margin's
+    rounding, :func:`~._certificates.margin_rounding`), rounded up. A margin row with
+    :math:`m_j - c_j > R_j` is slack at :math:`W^\star` (a proof); one with a smaller slack
+    may be tight there. None for other norms and answers without W; inf entries where there
+    is no radius.
+    """
+    check = res.extras.get(ARGMIN)
+    p = res.extras.get("p")
+    if res.norm != "lp" or res.W is None or check is None or p is None:
+        return None
+    cs = res.constraints
+    if not math.isfinite(check.radius):
+        return np.full(cs.N, math.inf)
+    W = np.asarray(res.W, dtype=float)
+    q = dual_exponent(float(p))
+    grow = 1.0 + gamma(cs.d + 16)
+    q_sizes = _row_q_norms(cs.A, q) * grow * _row_q_norms(cs.B, q) * grow
+    rho = margin_rounding(cs, W, np.ones(cs.N, dtype=bool))
+    reach = _up(rho + _up(q_sizes * _up(check.radius * _norm_upper(W, float(p)))))
+    return np.where(np.isfinite(reach), reach, math.inf)
+
+
 def argmin_check(
     cs: ConstraintSet,
     W: np.ndarray,
@@ -320,13 +546,16 @@ def argmin_check(
     It is a *backward* error only: no bound on :math:`\|W - W^\star\|_p`, the distance to
     the minimizer of the caller's rows. Where tight rows are nearly parallel, moving their
     bounds by about tol can move the minimizer by O(1) (and :math:`|u|^p` has zero curvature
-    at 0 for p > 2), so a *shown* W can still be far from :math:`W^\star` and a verdict read
-    off it wrong, as before this check. Measured: one query :math:`z = e_1`, rows
-    :math:`u_1 \ge 1`, :math:`u_1 + 10^{-10}u_2 \ge 1`, :math:`u_1 + 5u_2 \ge 1`
-    (:math:`u = We_1`; closed form :math:`u^\star = (1, 0)`, all three margins 1): at p = 3,
-    10, 20, 100 the returned :math:`u_2` is 7.1e-6, 1.9e-5, 0.017, 0.44, every one shown (it
-    is exactly :math:`g(\Lambda')` for multipliers on the first two rows, the second's slack
-    :math:`10^{-10}u_2` inside the allowance).
+    at 0 for p > 2), so a *shown* W can still be far from :math:`W^\star`. Measured: one
+    query :math:`z = e_1`, rows :math:`u_1 \ge 1`, :math:`u_1 + 10^{-10}u_2 \ge 1`,
+    :math:`u_1 + 5u_2 \ge 1` (:math:`u = We_1`; closed form :math:`u^\star = (1, 0)`, all
+    three margins 1): at p = 3, 10, 20, 100 the returned :math:`u_2` is 7.1e-6, 1.9e-5,
+    0.017, 0.32, every one shown (it is exactly :math:`g(\Lambda')` for multipliers on the
+    first two rows, the second's slack :math:`10^{-10}u_2` inside the allowance;
+    ``OPENBLAS_NUM_THREADS=1 python examples/lp_backward_error.py``). The forward bound is
+    the record's ``radius`` (:func:`forward_radius`, computed here too): 6.6e-5, 0.10, 0.47,
+    1.5 there, each above the true distance, and the verdicts read off W use it
+    (:func:`minimizer_margin_reach`).
 
     The value certificate (:func:`~._certificates.lp_certificate`) does not give this: its
     stationarity is the scalar :math:`|\langle\Lambda, W\rangle - \|W\|_p| / \|W\|_p`, below
@@ -377,19 +606,21 @@ def argmin_check(
     """
     q = dual_exponent(p)
     W = np.asarray(W, dtype=float)
+    m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        radius = forward_radius(cs, W, lam, p, m)
     size = entrywise_norm(W, p)
     if size == 0.0:  # W = 0 is the one point of norm 0: the minimizer wherever it is feasible
         return ArgminCheck(
-            True, 0.0, 0.0, tol, 0, "W = 0, the unique minimizer where it is feasible"
+            True, 0.0, 0.0, tol, 0, "W = 0, the unique minimizer where it is feasible", radius
         )
     if lam is None:
         return ArgminCheck(
             False, math.inf, math.inf, tol, 0,
             "W has no multipliers to check it against, so it is not shown to be the unique "
-            "minimizer",
+            "minimizer", radius,
         )  # fmt: skip
     lam = np.asarray(lam, dtype=float)
-    m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
     is_m = cs._margin_rows
     scale = cs._bound_unit if cs._bound_scales is None else cs._bound_scales
     q_sizes = _row_q_norms(cs.A, q) * _row_q_norms(cs.B, q)  # ||a_j b_j^T||_q
@@ -437,7 +668,7 @@ def argmin_check(
         return ArgminCheck(
             False, math.inf, math.inf, tol, n_tight,
             f"the multipliers of W's {n_tight} tight row(s) give Λ = {top:g}, no direction to "
-            "check W against, so W is not shown to be the unique minimizer",
+            "check W against, so W is not shown to be the unique minimizer", radius,
         )  # fmt: skip
     if not residual <= tol:  # NaN included
         residual = residual if residual == residual else math.inf
@@ -451,12 +682,12 @@ def argmin_check(
         )
         return ArgminCheck(
             False, float(residual), float(rounding), tol, n_tight,
-            f"{why}: W is not shown to be the unique l_{p:g} minimizer",
+            f"{why}: W is not shown to be the unique l_{p:g} minimizer", radius,
         )  # fmt: skip
     return ArgminCheck(
         True, float(residual), float(rounding), tol, n_tight,
         f"W's direction is within {residual:.2g} (rounding included) of the mirror image of "
-        f"its multipliers on its {n_tight} tight row(s)",
+        f"its multipliers on its {n_tight} tight row(s)", radius,
     )  # fmt: skip
 
 
