@@ -73,9 +73,12 @@ class LocalOptimality:
         For ``("lp", p)`` also a token scoring at least as high as the selected one that is
         slack at W but not proved slack at the minimizer (``support.slack_unproved``: its
         slack within what the forward radius ``svm.extras["argmin"].radius`` lets the
-        minimizer's margin differ by), when no certain support token violates: a decided
-        ``("lp", p)`` verdict's slack tokens are proved slack at the minimizer
-        (docs/analysis.md).
+        minimizer's margin differ by), when no certain support token violates. A decided
+        *True* ``("lp", p)`` verdict therefore has every high-scoring token proved slack at
+        the minimizer. A decided "not a LOT" is not covered by the radius: it rests, as for
+        every norm, on a high-scoring token whose margin at W is within ``tol`` of 1 with a
+        positive multiplier (the minimizer's margin may differ from W's by more than ``tol``;
+        docs/analysis.md), or on Att-SVM(α)'s infeasibility certificate.
     """
 
     locally_optimal: bool
@@ -164,6 +167,7 @@ def _slack_unproved(
     minimizer's margins can differ from W's (``sup.slack_unproved``, by the forward radius
     of ``sup.svm.extras["argmin"]``)."""
     res = sup.svm
+    p = float(res.extras["p"])
     margins = _per_token(data, res, res.margins)
     reach = _per_token(data, res, minimizer_margin_reach(res))
     listed = first_five(
@@ -176,7 +180,7 @@ def _slack_unproved(
     )
     return (
         "undecided: these tokens are slack at the returned W but not proved slack at the "
-        f"{res.norm} minimizer W* (||W - W*||_p <= {res.extras['argmin'].radius:.3g} ||W||_p, "
+        f"l_{p:g} minimizer W* (||W - W*||_p <= {res.extras['argmin'].radius:.3g} ||W||_p, "
         f"the forward bound of svm.extras['argmin'], by Clarkson's inequalities): {listed}. "
         "Each is a violation if it is a support token of W* and none otherwise"
     )
@@ -329,10 +333,13 @@ def is_locally_optimal(
         Att-SVM or Att-SVM⋆, the SVMs of TF-SVM's local optimality, or the :math:`\ell_p`
         SVM of mirror descent (one optimum, as for Att-SVM; its solve's value certificate is
         not enough near p = 1 or at large p, where W is checked against the mirror image of
-        its multipliers, ``svm.extras["argmin"]``, a backward-error check, and the tokens
-        read as slack must be proved slack at the minimizer by its forward radius, Clarkson's
-        inequalities, ``support.slack_unproved``: at large p, where that radius is about
-        ``||W||_p``, verdicts with a high-scoring slack token are undecided);
+        its multipliers, ``svm.extras["argmin"]``, a backward-error check, and a decided
+        True verdict needs its high-scoring tokens proved slack at the minimizer by W's
+        forward radius, Clarkson's inequalities, ``support.slack_unproved``: near p = 1 and
+        at large p, where that radius is of the order of ``||W||_p``, verdicts with a
+        high-scoring slack token are undecided; a decided "not a LOT" is read off W's
+        margins within ``tol`` and its multipliers, as for every norm, not covered by the
+        radius);
         other norms are refused (see
         :func:`support_tokens`). With ``"nuc"`` each verdict that
         depends on the support tokens costs :func:`~svmgeo.solvers.optimum_uniqueness`'s

@@ -80,11 +80,15 @@ class SupportTokens:
         :math:`W^\star`'s margin can differ from W's (:func:`~svmgeo.solvers.minimizer_margin_reach`;
         r the forward radius ``svm.extras["argmin"].radius``, a bound on :math:`\|W -
         W^\star\|_p/\|W\|_p` by Clarkson's inequalities; docs/analysis.md). Such a token may
-        be a support token of :math:`W^\star` (at large p, where r is about 1, most slack
-        tokens are); :func:`~svmgeo.is_locally_optimal` leaves a verdict that depends on one
-        undecided. A False entry off :attr:`mask` is a proof that the token is not a support
-        token. None for the other norms (Frobenius and nuclear masks are read off the
-        certified W, as before).
+        be a support token of :math:`W^\star` (near p = 1 and at large p, where r is of the
+        order of 1, most slack tokens are); :func:`~svmgeo.is_locally_optimal` leaves a
+        verdict that depends on one undecided. A False entry off :attr:`mask` is a proof
+        that the token is not a support token of :math:`W^\star` (the minimizer of the
+        constraint set's float rows, ``svm.constraints``). The radius proves slack only:
+        a True entry of :attr:`mask` is read off W (margin within tol of 1), and
+        :math:`W^\star`'s margin there may differ by up to :math:`R_j`, more than tol.
+        None for the other norms (Frobenius and nuclear masks are read off the certified
+        W, as before) and where there is no W (an infeasible Att-SVM).
     """
 
     feasible: bool
