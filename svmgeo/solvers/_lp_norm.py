@@ -413,7 +413,7 @@ def forward_radius(
     information: flat norms move their minimizer far for tiny changes of value), and for p <
     2 about :math:`2((q-1)pg/2)^{1/q}`, of the order of 1 near p = 1 as well (q large).
     Measured medians (``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python
-    benchmarks/lp_forward_verdicts.py``, random data, 60 instances per p): 1.5 at p = 1.01,
+    examples/lp_forward_verdicts.py``, random data, 60 instances per p): 1.5 at p = 1.01,
     0.52 at 1.05, 0.14 at 1.1, 8e-5 at 1.5, 1e-5 at 2.5, 8e-5 at 3, 0.005 at 5, 0.14 at
     10, 0.87 at 20.
 

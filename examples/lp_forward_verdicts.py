@@ -3,7 +3,7 @@
 
 Usage::
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/lp_forward_verdicts.py
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python examples/lp_forward_verdicts.py
 
 CHANGELOG (session 61) and docs/analysis.md ("One optimum does not mean the solver returned
 it"). Instances: ``random_data(n, T, d, seed)`` for (n, T, d) in (2, 3, 3), (3, 4, 3),
