@@ -40,7 +40,7 @@ from ..data import TokenData
 from ..losses import check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import NORMS, check_feasibility, parse_norm, unit_rows
+from ..solvers import NORMS, FeasibilityResult, check_feasibility, parse_norm, unit_rows
 from ._stability import RECONSTRUCTION
 
 __all__ = ["TensorData", "TensorRows", "TensorSVM", "tensor_rows", "tensor_svm", "tensorize"]
@@ -384,9 +384,13 @@ class TensorSVM:
     label : str
     farkas : ndarray of shape (N,) or None
         When infeasible: :math:`y` with :math:`y_j \ge 0` on margin rows, :math:`U^\top y
-        = 0` and :math:`c^\top y > 0` (proved in exact arithmetic, on the rows as floats),
-        which no w can meet. ``feasible`` is True only for a w whose margins were checked,
-        and False with ``farkas`` None means undecided (said in ``message``).
+        = 0` and :math:`c^\top y > 0` (proved in exact arithmetic, on the rows as floats,
+        for the exact rational vector of which this is the float rounding: :math:`U^\top y`
+        of the float vector is 0 to round-off only), which no w can meet. ``feasible`` is
+        True only when the rows were proved feasible in exact arithmetic
+        (:func:`~svmgeo.solvers.check_feasibility` on the vector rows) and w meets every row
+        in floats (to :math:`10^{-9}\max(1, \max_j|c_j|)`, the check of its margins); False
+        with ``farkas`` None means undecided (said in ``message``).
     """
 
     feasible: bool
@@ -419,7 +423,11 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     enter as the two inequalities :math:`\pm u_j^\top w \ge \pm c_j`; :math:`\kappa = 0` means
     infeasible, with the Farkas vector :math:`\mu`). The rows with :math:`\mu_j > 0` are then
     polished by the least-norm solution of :math:`U_S w = c_S`, and the answer is feasible only
-    when that w meets every row (to :math:`10^{-9}\max(1, \max_j|c_j|)`), "solved" only when
+    when that w meets every row in floats (to :math:`10^{-9}\max(1, \max_j|c_j|)`) and the
+    rows are proved feasible in exact arithmetic (:func:`~svmgeo.solvers.check_feasibility`
+    on the vector rows: rows inconsistent by less than that tolerance pass it in floats, e.g.
+    equality rows :math:`-w_1 = c_1`, :math:`-2w_1 = c_2` with :math:`2c_1 - c_2 =
+    -1.1\cdot 10^{-16}`, which are infeasible), "solved" only when
     its dual residual is at most :math:`10^{-8}\max(1, \|w\|)` as well (else the message says
     feasible, not proved optimal), infeasible only with a
     Farkas vector proved in exact arithmetic (:func:`~svmgeo.solvers.check_feasibility` on the
@@ -530,8 +538,12 @@ def _solve_vector(vector: ConstraintSet, d: int) -> TensorSVM:
     margins = U @ w
     viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
     primal = float(viol.max(initial=0.0))
-    if not (np.all(np.isfinite(w)) and primal <= 1e-9 * scale):
-        return _no_vector_solution(vector)
+    met = bool(np.all(np.isfinite(w)) and primal <= 1e-9 * scale)
+    # rows inconsistent by less than that tolerance pass it in floats: no verdict without
+    # the exact one
+    verdict = check_feasibility(vector)
+    if not (met and verdict.proof == "exact" and verdict.feasible):
+        return _no_vector_solution(verdict, met)
     dual = lam_s[:n_rows].copy()
     dual[eq] -= lam_s[n_rows:]
     dual_res = max(
@@ -550,18 +562,27 @@ def _solve_vector(vector: ConstraintSet, d: int) -> TensorSVM:
     return TensorSVM(True, w, w.reshape(d, d), dual, margins, primal, dual_res, message)
 
 
-def _no_vector_solution(vector: ConstraintSet) -> TensorSVM:
-    r""":func:`tensor_svm`'s answer when no candidate w meets the rows: infeasible only with a
-    Farkas vector proved in exact arithmetic by :func:`~svmgeo.solvers.check_feasibility`, on
-    the vector rows (:func:`_vector_rows`); else undecided, saying whether the rows were proved
-    feasible. (The NNLS's own :math:`\mu` is no proof: :math:`U^\top\mu` is small, not 0,
-    whenever the optimal :math:`\|w\|` is beyond :math:`\sim 10^8`, where
-    :math:`\kappa = 1/(1 + \|w\|^2)` is below round-off.)"""
-    verdict = check_feasibility(vector)
+def _no_vector_solution(verdict: FeasibilityResult, met: bool) -> TensorSVM:
+    r""":func:`tensor_svm`'s answer without a proved feasible w: infeasible only with a Farkas
+    vector proved in exact arithmetic by :func:`~svmgeo.solvers.check_feasibility` on the
+    vector rows (:func:`_vector_rows`), its ``verdict``; else undecided, saying whether the
+    rows were proved feasible. ``met``: whether the NNLS's w met every row in floats (to
+    :math:`10^{-9}\max(1, \max_j|c_j|)`), which rows inconsistent by less than that do: two
+    equality rows :math:`2 c_1 - c_2 = -1.1\cdot 10^{-16}` apart, exactly. (The NNLS's own
+    :math:`\mu` is no proof either: :math:`U^\top\mu` is small, not 0, whenever the optimal
+    :math:`\|w\|` is beyond :math:`\sim 10^8`, where :math:`\kappa = 1/(1 + \|w\|^2)` is below
+    round-off.)"""
+    nnls = (
+        "the NNLS's w meets every row in floats, to 1e-9 of max(1, max|c_j|), as rows "
+        "inconsistent by less do too"
+        if met
+        else "the NNLS gave no w meeting every row"
+    )
     if verdict.proof == "exact" and verdict.farkas is not None:
         return TensorSVM(False, None, None, None, None, np.inf, np.inf,
                          "infeasible: Farkas vector y >= 0 (margin rows) with U^T y = 0 and "
-                         "c^T y > 0, proved in exact arithmetic (svmgeo.check_feasibility)",
+                         "c^T y > 0, proved in exact arithmetic (svmgeo.check_feasibility)"
+                         + (f"; {nnls}" if met else ""),
                          farkas=np.asarray(verdict.farkas))  # fmt: skip
     # the verdict is the vector rows' u_j, which only round a ConstraintSet's vec(a_j b_j^T)
     if verdict.proof == "exact" and verdict.feasible:
@@ -571,8 +592,8 @@ def _no_vector_solution(vector: ConstraintSet) -> TensorSVM:
                "decides on the token rows, which u_j only rounds)")  # fmt: skip
     else:
         why = (f"svmgeo.check_feasibility did not prove a verdict on the vector rows u_j "
-               f"either ({verdict.status}); on the ConstraintSet the rows came from it decides "
-               "on the token rows (a_j, b_j), of which u_j = vec(a_j b_j^T) is only the "
-               "rounded product")  # fmt: skip
+               f"{'' if met else 'either '}({verdict.status}); on the ConstraintSet the rows "
+               "came from it decides on the token rows (a_j, b_j), of which u_j = "
+               "vec(a_j b_j^T) is only the rounded product")  # fmt: skip
     return TensorSVM(False, None, None, None, None, np.inf, np.inf,
-                     f"undecided: the NNLS gave no w meeting every row; {why}")  # fmt: skip
+                     f"undecided: {nnls}; {why}")  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 
 import svmgeo as sg
 from svmgeo.analysis import TensorData, TensorRows, tensor_rows, tensor_svm, tensorize
-from svmgeo.constraints import EQUALITY, MARGIN
+from svmgeo.constraints import EQUALITY, MARGIN, rows_without_tokens
 from svmgeo.gd import loss_and_grad
 
 SEEDS = range(4)
@@ -64,6 +64,54 @@ def test_vector_svm_reports_infeasible() -> None:
     assert not res.feasible and res.W is None
     assert res.farkas is not None and np.all(res.farkas >= 0.0) and res.farkas @ rows.rhs > 0
     np.testing.assert_allclose(rows.U.T @ res.farkas, 0.0, atol=1e-12)
+
+
+def _exact_farkas_holds(U: np.ndarray, kind: np.ndarray, c: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``y`` (as floats) is within round-off of a Farkas vector of the rows: y >= 0 on
+    margin rows, c^T y > 0 exactly, and |U^T y| at round-off of |U|^T|y|."""
+    from fractions import Fraction
+
+    cy = sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(c, y, strict=True))
+    size = np.abs(U).T @ np.abs(y)
+    return bool(np.all(y[kind == MARGIN] >= 0) and cy > 0
+                and np.all(np.abs(U.T @ y) <= 1e-14 * size))  # fmt: skip
+
+
+def test_vector_svm_does_not_call_rows_inconsistent_below_its_tolerance_feasible() -> None:
+    """Regression (session 61 audit, G1 (a)): w >= 1 and -w >= -(1 - 1e-14) are infeasible,
+    but the NNLS's w = 1 misses the second row by 1e-14, inside the 1e-9 tolerance of the
+    float check, and tensor_svm said "solved" (feasible=True) where solve_svm proves
+    INFEASIBLE. Now feasible needs check_feasibility's exact proof, which finds the Farkas
+    vector."""
+    U = np.array([[1.0], [-1.0]])
+    c = np.array([1.0, -(1 - 1e-14)])
+    kind = np.full(2, MARGIN, dtype=np.int8)
+    res = tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=1))
+    assert not res.feasible and res.w is None, res.message
+    assert res.message.startswith("infeasible"), res.message
+    assert res.farkas is not None and _exact_farkas_holds(U, kind, c, res.farkas)
+    cs = rows_without_tokens(U, np.ones((2, 1)), kind, c)
+    assert sg.solve_svm(cs).status is sg.Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("a", [0.3, 0.7, 1.1])
+def test_vector_svm_on_gen_svm_rows_consistent_only_to_round_off_is_not_feasible(a: float) -> None:
+    """Regression (session 61 audit, G1 (b)): Gen-SVM's finite component for three collinear
+    selected tokens with float softmax probabilities has equality rows -W00 = c1, -2 W00 = c2
+    with 2 c1 - c2 = -1.1e-16 (exactly): infeasible, as gen_svm proves; tensor_svm on them
+    said "solved: vector SVM by NNLS"."""
+    X = np.array([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]])
+    data = sg.TokenData(X, Z=np.array([[1.0, 0.0]]), v=np.ones(2))
+    u = np.array([0.0, a, 2 * a, -40.0])
+    p = np.exp(u - u.max())
+    p /= p.sum()
+    g = sg.gen_svm(data, np.array([[True, True, True, False]]), probs=p[None])
+    assert g.fin.status is sg.Status.INFEASIBLE
+    rows = tensor_rows(g.fin.constraints)
+    res = tensor_svm(rows)
+    assert not res.feasible and res.w is None, res.message
+    assert res.message.startswith("infeasible"), res.message
+    assert res.farkas is not None and _exact_farkas_holds(rows.U, rows.kind, rows.rhs, res.farkas)
 
 
 @pytest.mark.parametrize("gap", [1e-6, 1e-8, 1e-11])
