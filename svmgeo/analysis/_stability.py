@@ -336,7 +336,14 @@ class LipschitzResult:
     bound_per_query : ndarray of shape (n, K) or None
         The global bound over all W (``wrt="W"``; also ``wrt="X"`` where every query sees one
         key of a map that sums to one, whose constants are then the same at every W), None
-        when there is none.
+        when there is none. In W it is rounded up by the factor :math:`1 + \gamma_r`
+        (:func:`~svmgeo.attention_maps.gamma`, Higham's :math:`\gamma`), r counting the
+        roundings of the local constant and of the bound, with each largest singular value
+        taken to err by (rows + columns) :math:`u\,\sigma_{\max}` (LAPACK's error bound
+        :math:`p(m, n)\,u\|A\|_2`, its "modestly growing" p so taken): so that the float
+        constants stay below it where they meet it in exact arithmetic (linear attention
+        with values = tokens: :math:`\|X^\top X\|_2 = \|X\|_2^2`; before session 61
+        ``per_query`` exceeded the bound by up to :math:`1.3\cdot 10^{-15}` there).
     bound_overall : float or None
         The global bound for the stacked outputs, :math:`(\sum_{ik} b_{ik}^2)^{1/2}`.
     bound_reason : str
@@ -591,14 +598,24 @@ def lipschitz(
         )
     elif wrt == "W" and amap.jacobian_bound is not None:
         bound = np.empty((n, K))
+        T, d, d_v = data.T, data.d, data.d_values
         for i in range(n):
             for k in range(K):
                 vis = np.asarray(data.visible[i, k])
+                t_v = int(vis.sum())
+                # rounded up by 1 + gamma_r, r the roundings of the local constant (J X, U^T
+                # (J X): 2T; the Kronecker product with z: 1; its SVD: d_v + d^2) and of this
+                # bound (two SVDs: 2 t_v + d_v + d; ||z||: d + 1; three products: 3), each
+                # SVD's largest singular value taken to err by (rows + columns) u sigma_max
+                # (LAPACK's p(m, n) u ||A||_2): linear attention with values = tokens meets
+                # it (||X^T X|| = ||X||^2), where the two floats differ by ulps either way
+                r = 2 * T + 2 * t_v + 2 * d_v + d * d + 2 * d + 5
                 bound[i, k] = (
                     amap.jacobian_bound
                     * _spectral(np.asarray(data.values[i])[vis])
                     * _spectral(np.asarray(data.X[i])[vis])
                     * _norm(data.queries[i, k])
+                    * (1.0 + gamma(r))
                 )
         bound_all = frobenius_norm(bound)  # (sum b^2)^(1/2), without overflow of the squares
         reason = (
