@@ -40,7 +40,7 @@ from ..data import TokenData
 from ..losses import check_user_loss, get_loss, is_builtin
 from ..selection import check_data as _check_data
 from ..selection import scores_full as _scores_full
-from ..solvers import NORMS, FeasibilityResult, check_feasibility, parse_norm, unit_rows
+from ..solvers import NORMS, FeasibilityResult, decide_feasibility, parse_norm, unit_rows
 from ._stability import RECONSTRUCTION
 
 __all__ = ["TensorData", "TensorRows", "TensorSVM", "tensor_rows", "tensor_svm", "tensorize"]
@@ -384,13 +384,13 @@ class TensorSVM:
     label : str
     farkas : ndarray of shape (N,) or None
         When infeasible: :math:`y` with :math:`y_j \ge 0` on margin rows, :math:`U^\top y
-        = 0` and :math:`c^\top y > 0` (proved in exact arithmetic, on the rows as floats,
-        for the exact rational vector of which this is the float rounding: :math:`U^\top y`
-        of the float vector is 0 to round-off only), which no w can meet. ``feasible`` is
-        True only when the rows were proved feasible in exact arithmetic
-        (:func:`~svmgeo.solvers.check_feasibility` on the vector rows) and w meets every row
-        in floats (to :math:`10^{-9}\max(1, \max_j|c_j|)`, the check of its margins); False
-        with ``farkas`` None means undecided (said in ``message``).
+        = 0` and :math:`c^\top y > 0` (proved in exact arithmetic, on the caller's rows as
+        floats, for the exact rational vector of which this is the float rounding:
+        :math:`U^\top y` of the float vector is 0 to round-off only), which no w can meet.
+        ``feasible`` is True only when the rows were proved feasible in exact arithmetic
+        (:func:`~svmgeo.solvers.check_feasibility` on the caller's vector rows) and w meets
+        every row in floats (to :math:`10^{-9}\max(1, \max_j|c_j|)` at unit size, the check
+        of its margins); False with ``farkas`` None means undecided (said in ``message``).
     """
 
     feasible: bool
@@ -433,11 +433,15 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     Farkas vector proved in exact arithmetic (:func:`~svmgeo.solvers.check_feasibility` on the
     vector rows), else undecided. (At the optimum :math:`\kappa = 1/(1 + \|w\|^2)`, below
     round-off for :math:`\|w\| \gtrsim 10^8`: the verdict does not rest on :math:`\kappa`.)
-    All of it on rows and bounds of unit size (:func:`~svmgeo.solvers.unit_rows`: :math:`U/s`,
-    :math:`c/\gamma`, powers of two), the answer mapped back exactly (:math:`w` times
-    :math:`\gamma/s`, :math:`\lambda` times :math:`\gamma/s^2`, the margins times
-    :math:`\gamma`); nothing changes when :math:`\max|U|` and :math:`\max_j|c_j|` are within
-    :math:`2^{\pm 20}` of 1.
+    The NNLS runs on rows and bounds of unit size (:func:`~svmgeo.solvers.unit_rows`:
+    :math:`U/s`, :math:`c/\gamma`, powers of two), the answer mapped back exactly
+    (:math:`w` times :math:`\gamma/s`, :math:`\lambda` times :math:`\gamma/s^2`, the margins
+    times :math:`\gamma`); nothing changes when :math:`\max|U|` and :math:`\max_j|c_j|` are
+    within :math:`2^{\pm 20}` of 1. Every verdict is proved on the caller's rows
+    (:func:`~svmgeo.solvers.check_feasibility` scales them itself): where the unit rows are not
+    the caller's exactly (an entry far below the largest is subnormal at unit size, its bits
+    lost, or 0), w is mapped back and its margins checked on the caller's rows, with ``dual``
+    None and at best "feasible, not proved optimal".
 
     Parameters
     ----------
@@ -476,12 +480,24 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
         w = np.zeros(d * d)
         return TensorSVM(True, w, w.reshape(d, d), np.zeros(0), np.zeros(0), 0.0, 0.0,
                          "solved: no rows, the least-norm w = 0")  # fmt: skip
-    unit, scale = unit_rows(_vector_rows(rows), "tensor_svm")
+    vector = _vector_rows(rows)
+    unit, scale = unit_rows(vector, "tensor_svm")
+    # every verdict is proved on the caller's rows: check_feasibility scales them itself and
+    # proves on the rows given, and the unit rows may not be these rows (an entry far below
+    # the largest is subnormal there, its bits lost, or 0); the rows are checked (unit_rows)
+    verdict = decide_feasibility(vector, None, True, where="tensor_svm")
     out = _solve_vector(unit, d)
-    if scale.identity:
+    exact = scale.identity or _scaled_exactly(vector, unit, scale.rows, scale.bounds)
+    if not exact and out.w is not None:  # checked again on the caller's rows, never solved
+        try:
+            w_caller: np.ndarray | None = scale.w(out.w, "w")
+        except ProblemError:  # no such w in float64
+            w_caller = None
+        out = _on_caller_rows(vector, w_caller, scale.gamma, d)
+    if not (out.feasible and verdict.proof == "exact" and verdict.feasible):
+        return _no_vector_solution(verdict, out.feasible)
+    if scale.identity or not exact:  # as given, or already on the caller's rows
         return out
-    if not out.feasible:  # a Farkas vector keeps c^T y = 1
-        return dataclasses.replace(out, farkas=scale.farkas(out.farkas))
     w = scale.w(out.w, "w")
     message = out.message
     try:
@@ -503,6 +519,39 @@ def tensor_svm(rows: TensorRows | ConstraintSet, *, norm: str = "fro") -> Tensor
     )
 
 
+def _scaled_exactly(vector: ConstraintSet, unit: ConstraintSet, rows: int, bounds: int) -> bool:
+    r"""Whether the unit rows ``unit`` (:func:`~svmgeo.solvers.unit_rows`) are ``vector``'s
+    divided by powers of two exactly: :math:`2^{\texttt{rows}} u'_j = u_j` and
+    :math:`2^{\texttt{bounds}} c'_j = c_j` bit for bit, so that an answer on them is one on
+    ``vector`` (not so where an entry far below the largest is subnormal or 0 at unit
+    size)."""
+    return bool(
+        np.array_equal(np.ldexp(unit.A, rows), vector.A)
+        and np.array_equal(np.ldexp(unit.rhs, bounds), vector.rhs)
+    )
+
+
+def _on_caller_rows(vector: ConstraintSet, w: np.ndarray | None, gamma: float, d: int) -> TensorSVM:
+    r"""The NNLS's w from unit rows that are not ``vector``'s exactly (:func:`_scaled_exactly`),
+    mapped back to ``w`` (None where float64 cannot hold it), on ``vector``: its margins
+    computed on ``vector``'s own rows, ``feasible`` whether it meets every row in floats (to
+    :math:`10^{-9}\max(\gamma, \max_j|c_j|)`, the unit rows' tolerance, :math:`\gamma` the
+    bounds' scale). Never "solved": the NNLS's multipliers are those of other rows (``dual``
+    None)."""
+    if w is None or not np.all(np.isfinite(w)):
+        return TensorSVM(False, None, None, None, None, np.inf, np.inf, "no w meets every row")
+    with np.errstate(over="ignore", invalid="ignore"):
+        margins = vector.A @ w
+        primal = _primal_residual(vector, margins)
+    met = bool(primal <= 1e-9 * max(gamma, float(np.abs(vector.rhs).max(initial=0.0))))
+    message = (
+        "feasible, not proved optimal: solved on the rows at unit size (U/s, c/gamma, powers "
+        "of two), which lose bits of these rows (entries far below the largest are subnormal "
+        "there, or 0); w meets every row of these in floats (dual None)"
+    )
+    return TensorSVM(met, w, w.reshape(d, d), None, margins, primal, np.inf, message)
+
+
 def _vector_rows(rows: TensorRows) -> ConstraintSet:
     r"""The vector rows as a :class:`~svmgeo.ConstraintSet`: :math:`u_j^\top W' e_1 =
     u_j^\top w` (:math:`W'` of size :math:`d^2`, of which only the first column counts)."""
@@ -511,8 +560,19 @@ def _vector_rows(rows: TensorRows) -> ConstraintSet:
     return rows_without_tokens(rows.U, first, rows.kind, rows.rhs)
 
 
+def _primal_residual(vector: ConstraintSet, margins: np.ndarray) -> float:
+    r""":math:`\max_j (c_j - m_j)_+` over margin rows and :math:`|m_j - c_j|` over equality rows
+    of ``vector`` at margins :math:`m` (nan where a margin is)."""
+    c, eq = vector.rhs, vector.kind == EQUALITY
+    viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
+    return float(viol.max(initial=0.0))
+
+
 def _solve_vector(vector: ConstraintSet, d: int) -> TensorSVM:
-    r""":func:`tensor_svm` on the vector rows ``vector`` (:func:`_vector_rows`, of unit size)."""
+    r"""The NNLS's answer on the vector rows ``vector`` (:func:`_vector_rows`, of unit size):
+    ``feasible`` whether its w meets every row in floats (to
+    :math:`10^{-9}\max(1, \max_j|c_j|)`), no verdict (:func:`tensor_svm` proves that on the
+    caller's rows)."""
     U, c, eq = vector.A, vector.rhs, vector.kind == EQUALITY
     n_rows = U.shape[0]
     Us = np.concatenate([U, -U[eq]])
@@ -536,22 +596,18 @@ def _solve_vector(vector: ConstraintSet, d: int) -> TensorSVM:
             lam_s = np.zeros_like(lam_s)
             lam_s[active] = lam_pol
     margins = U @ w
-    viol = np.where(eq, np.abs(margins - c), np.maximum(c - margins, 0.0))
-    primal = float(viol.max(initial=0.0))
-    met = bool(np.all(np.isfinite(w)) and primal <= 1e-9 * scale)
-    # rows inconsistent by less than that tolerance pass it in floats: no verdict without
-    # the exact one
-    verdict = check_feasibility(vector)
-    if not (met and verdict.proof == "exact" and verdict.feasible):
-        return _no_vector_solution(verdict, met)
+    primal = _primal_residual(vector, margins)
+    if not (np.all(np.isfinite(w)) and primal <= 1e-9 * scale):
+        return TensorSVM(False, None, None, None, None, np.inf, np.inf, "no w meets every row")
     dual = lam_s[:n_rows].copy()
     dual[eq] -= lam_s[n_rows:]
-    dual_res = max(
-        float(np.linalg.norm(w - U.T @ dual)),
-        float(np.maximum(-dual[~eq], 0.0).max(initial=0.0)),
-        float(np.abs(dual[~eq] * (margins[~eq] - c[~eq])).max(initial=0.0)),
-    )
-    relative = dual_res / max(1.0, float(np.linalg.norm(w)))
+    with np.errstate(over="ignore", invalid="ignore"):  # multipliers beyond float64: not solved
+        dual_res = max(
+            float(np.linalg.norm(w - U.T @ dual)),
+            float(np.maximum(-dual[~eq], 0.0).max(initial=0.0)),
+            float(np.abs(dual[~eq] * (margins[~eq] - c[~eq])).max(initial=0.0)),
+        )
+        relative = dual_res / max(1.0, float(np.linalg.norm(w)))
     message = (
         "solved: vector SVM by NNLS, active rows polished"
         if relative <= _DUAL_TOL
@@ -573,8 +629,8 @@ def _no_vector_solution(verdict: FeasibilityResult, met: bool) -> TensorSVM:
     :math:`\|w\|` is beyond :math:`\sim 10^8`, where :math:`\kappa = 1/(1 + \|w\|^2)` is below
     round-off.)"""
     nnls = (
-        "the NNLS's w meets every row in floats, to 1e-9 of max(1, max|c_j|), as rows "
-        "inconsistent by less do too"
+        "the NNLS's w meets every row in floats, to 1e-9 of max(1, max|c_j|) at unit "
+        "size, as rows inconsistent by less do too"
         if met
         else "the NNLS gave no w meeting every row"
     )

@@ -37,7 +37,7 @@ from ._api import (
 )
 from ._certificates import farkas_residual, frobenius_certificate
 from ._face import FaceAlignment, FaceUniqueness, optimal_face_alignment, optimum_uniqueness
-from ._feasibility import check_feasibility
+from ._feasibility import check_feasibility, decide_feasibility
 from ._frobenius import solve_frobenius
 from ._joint import JointSVMResult, joint_svm
 from ._lp_norm import minimizer_margin_reach
@@ -70,6 +70,7 @@ __all__ = [
     "Status",
     "att_svm",
     "check_feasibility",
+    "decide_feasibility",
     "faces",
     "farkas_residual",
     "feasibility",

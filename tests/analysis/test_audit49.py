@@ -143,7 +143,10 @@ def test_graph_svm_with_near_dependent_rows_is_proved() -> None:
 def test_tensor_svm_does_not_call_an_unproved_optimum_solved() -> None:
     """Seven rows in R^4 with a margin row and an equality row ~1e-11 apart: the NNLS's w
     meets every row but is 3.7e-5 above the optimum (an exact rational point is lower), with
-    a dual residual of 3e16; tensor_svm said "solved" on primal feasibility alone."""
+    a dual residual of 3e16; tensor_svm said "solved" on primal feasibility alone. Never
+    "solved" now: with OpenBLAS's SkylakeX kernels the w meets every row ("feasible, not proved
+    optimal"), with its Haswell kernels it misses one in floats (undecided, the rows proved
+    feasible); both are honest."""
     from svmgeo.analysis import TensorRows
 
     rng = np.random.default_rng(7)
@@ -155,8 +158,12 @@ def test_tensor_svm_does_not_call_an_unproved_optimum_solved() -> None:
         c = (np.where(kind == sg.EQUALITY, rng.normal(size=N) * 0.1, 1.0) if trial % 2
              else np.ones(N) * (kind == sg.MARGIN))  # fmt: skip
     res = sg.tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=2))
-    assert res.feasible and res.dual_residual > 1e10
-    assert res.message.startswith("feasible, not proved optimal"), res.message
+    assert not res.message.startswith("solved"), res.message
+    if res.feasible:
+        assert res.dual_residual > 1e10
+        assert res.message.startswith("feasible, not proved optimal"), res.message
+    else:
+        assert res.farkas is None and res.message.startswith("undecided"), res.message
     good = sg.tensor_svm(sg.att_svm_constraints(sg.random_data(4, 5, 4, seed=0),
                                                 sg.optimal_tokens(sg.random_data(4, 5, 4, seed=0))))  # fmt: skip
     assert good.message.startswith("solved"), good.message

@@ -66,7 +66,9 @@ def test_vector_svm_reports_infeasible() -> None:
     np.testing.assert_allclose(rows.U.T @ res.farkas, 0.0, atol=1e-12)
 
 
-def _exact_farkas_holds(U: np.ndarray, kind: np.ndarray, c: np.ndarray, y: np.ndarray) -> bool:
+def _farkas_holds_to_roundoff(
+    U: np.ndarray, kind: np.ndarray, c: np.ndarray, y: np.ndarray
+) -> bool:
     """Whether ``y`` (as floats) is within round-off of a Farkas vector of the rows: y >= 0 on
     margin rows, c^T y > 0 exactly, and |U^T y| at round-off of |U|^T|y|."""
     from fractions import Fraction
@@ -89,7 +91,7 @@ def test_vector_svm_does_not_call_rows_inconsistent_below_its_tolerance_feasible
     res = tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=1))
     assert not res.feasible and res.w is None, res.message
     assert res.message.startswith("infeasible"), res.message
-    assert res.farkas is not None and _exact_farkas_holds(U, kind, c, res.farkas)
+    assert res.farkas is not None and _farkas_holds_to_roundoff(U, kind, c, res.farkas)
     cs = rows_without_tokens(U, np.ones((2, 1)), kind, c)
     assert sg.solve_svm(cs).status is sg.Status.INFEASIBLE
 
@@ -111,7 +113,55 @@ def test_vector_svm_on_gen_svm_rows_consistent_only_to_round_off_is_not_feasible
     res = tensor_svm(rows)
     assert not res.feasible and res.w is None, res.message
     assert res.message.startswith("infeasible"), res.message
-    assert res.farkas is not None and _exact_farkas_holds(rows.U, rows.kind, rows.rhs, res.farkas)
+    assert res.farkas is not None and _farkas_holds_to_roundoff(
+        rows.U, rows.kind, rows.rhs, res.farkas
+    )
+
+
+_TINY = (1 + 2.0**-52) * 2.0**-430
+"""A float whose last bit is lost at unit size beside 2^600 (2^-1030 is subnormal)."""
+
+
+def test_vector_svm_is_not_solved_on_rows_infeasible_beside_their_unit_rows() -> None:
+    """Regression (session 61 review, T1): equality rows 2^600 w = 2^600 and t w = 2^-430 with
+    t = (1 + 2^-52) 2^-430 are infeasible (w = 1 and w = 2^-430 / t), but unit_rows divides
+    them by 2^600, t becomes subnormal and loses its last bit, and tensor_svm proved the unit
+    rows feasible and said "solved" with w = 1. Now the verdict is proved on these rows."""
+    U = np.array([[2.0**600], [_TINY]])
+    c = np.array([2.0**600, 2.0**-430])
+    kind = np.full(2, EQUALITY, dtype=np.int8)
+    res = tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=1))
+    assert not res.feasible and res.w is None, res.message
+    if res.farkas is not None:  # a Farkas vector proved on these rows is fine
+        assert _farkas_holds_to_roundoff(U, kind, c, res.farkas)
+
+
+def test_vector_svm_gives_no_farkas_vector_on_feasible_rows_that_vanish_at_unit_size() -> None:
+    """Regression (session 61 review, T7): margin rows u_1 = (2^1000, 0, 0, 0) and
+    u_2 = (0, 2^-100, 0, 0), c = (1, 1), are feasible (w = (2^-1000, 2^100, 0, 0)), but at unit
+    size u_2 underflows to 0, and tensor_svm returned y = (0, 1) as a Farkas vector "proved in
+    exact arithmetic" (U^T y = (0, 2^-100, 0, 0), not 0)."""
+    U = np.array([[2.0**1000, 0.0, 0.0, 0.0], [0.0, 2.0**-100, 0.0, 0.0]])
+    c = np.ones(2)
+    kind = np.full(2, MARGIN, dtype=np.int8)
+    res = tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=2))
+    assert res.farkas is None and not res.message.startswith("infeasible"), res.message
+    if res.feasible:
+        assert np.all(U @ res.w >= c), res.message
+
+
+def test_vector_svm_on_rows_that_lose_bits_at_unit_size_checks_w_on_the_callers_rows() -> None:
+    """Regression (session 61 review, T2): equality rows 2^600 w = 256 and t w = t 2^-592 are
+    feasible (w = 2^-592, exactly); their unit rows are not these (t is subnormal there), and
+    the exact proof on the unit rows failed (undecided). Now the proof is on these rows and
+    w is checked on them: feasible, not proved optimal (no multipliers of these rows)."""
+    U = np.array([[2.0**600], [_TINY]])
+    c = np.array([256.0, _TINY * 2.0**-592])
+    kind = np.full(2, EQUALITY, dtype=np.int8)
+    res = tensor_svm(TensorRows(U=U, kind=kind, rhs=c, d=1))
+    assert res.feasible and res.w is not None, res.message
+    np.testing.assert_allclose(U @ res.w, c, rtol=1e-12)
+    assert not res.message.startswith("solved"), res.message
 
 
 @pytest.mark.parametrize("gap", [1e-6, 1e-8, 1e-11])
