@@ -495,6 +495,35 @@ def at_least(
     return np.asarray(S >= S_ref - tol * np.maximum(size, size_ref))
 
 
+def score_sides(
+    scores: np.ndarray, sizes: np.ndarray, alpha: np.ndarray, visible: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The low- and high-score tokens of a selection, ties up to round-off on the high side:
+
+    .. math::
+
+        \mathcal T^-_{ik} = \{t : \gamma_{ikt} < \gamma_{ik\alpha_{ik}}\}, \qquad
+        \mathcal T^+_{ik} = \{\tau \ne \alpha_{ik} : \gamma_{ik\tau} \ge
+        \gamma_{ik\alpha_{ik}}\},
+
+    over visible tokens, with :math:`\ge` read by :func:`at_least` (``scores`` and their
+    ``sizes`` of shape (n, K, T), ``alpha`` (n, K), ``visible`` (n, K, T) or broadcast; bool
+    masks of shape (n, K, T)). The one rule of the score cone (:func:`svmgeo.score_cone_margin`,
+    the regularization path's cone) and the LOT test (:func:`svmgeo.is_locally_optimal`)."""
+    idx = alpha[:, :, None]
+    at_or_above = at_least(
+        scores,
+        np.take_along_axis(scores, idx, axis=2),
+        sizes,
+        np.take_along_axis(sizes, idx, axis=2),
+    )
+    vis = np.asarray(visible, dtype=bool)
+    low = vis & ~at_or_above  # alpha itself is at least its own score
+    high = vis & at_or_above
+    np.put_along_axis(high, idx, False, axis=2)
+    return low, high
+
+
 def optimal_tokens(
     data: TokenData, *, ties: Literal["raise", "first", "warn"] = "raise"
 ) -> np.ndarray:

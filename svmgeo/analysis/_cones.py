@@ -22,8 +22,8 @@ from .._errors import ProblemError
 from .._linalg import correlation, frobenius_norm
 from .._validation import check_array, check_real
 from ..data import TokenData
-from ..selection import at_least, check_selection, score_size_table
 from ..selection import check_data as _check_data
+from ..selection import check_selection, score_sides, score_size_table
 from ..selection import scores_full as _scores_full
 
 __all__ = ["in_cone", "in_score_cone", "score_cone_margin"]
@@ -132,15 +132,8 @@ def _score_cone_margin(data: TokenData, alpha: Any, W: Any, where: str) -> float
     data = _check_data(data, where)
     a = check_selection(data, alpha)
     M = _check_square(W, "W", data.d, where)
-    S = _scores_full(data)
-    vis = data.visible
-    sel = np.take_along_axis(S, a[:, :, None], axis=2)
-    not_alpha = np.ones_like(vis)
-    np.put_along_axis(not_alpha, a[:, :, None], False, axis=2)
-    sizes = score_size_table(data)
-    at_or_above = at_least(S, sel, sizes, np.take_along_axis(sizes, a[:, :, None], axis=2))
-    low = vis & not_alpha & ~at_or_above
-    high = vis & not_alpha & at_or_above  # ties up to round-off count (as the LOT test)
+    # ties up to round-off count as high (as the LOT test)
+    low, high = score_sides(_scores_full(data), score_size_table(data), a, data.visible)
     logits = np.einsum("itd,de,ike->ikt", data.X, M, data.queries)
     has_high = high.any(axis=2)
     if not np.any(has_high):

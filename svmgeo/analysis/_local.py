@@ -18,8 +18,8 @@ from .._errors import ProblemError, SolverError
 from .._summary import summarized
 from ..constraints import MARGIN, att_svm_constraints
 from ..data import TokenData
-from ..selection import at_least, check_selection, first_five, query_label, sizes_full
 from ..selection import check_data as _check_data
+from ..selection import check_selection, first_five, query_label, score_sides, sizes_full
 from ..selection import scores_full as _scores_full
 from ..solvers import SVMResult, minimizer_margin_reach, solve_for
 from ._support import SupportTokens, check_lot_norm, check_tolerances, support_from_result
@@ -218,9 +218,7 @@ def lot_from_support(
     mask = np.reshape(sup.mask, shape)
     alpha = np.asarray(sup.alpha).reshape(data.n, data.K)
     selected = np.take_along_axis(scores, alpha[:, :, None], axis=2)  # (n, K, 1)
-    size_selected = np.take_along_axis(sizes, alpha[:, :, None], axis=2)
-    high = np.asarray(data.visible) & at_least(scores, selected, sizes, size_selected)
-    np.put_along_axis(high, alpha[:, :, None], False, axis=2)
+    high = score_sides(scores, sizes, alpha, data.visible)[1]
     if sup.by_dual is None:  # no multipliers: the margins alone
         certain, unsure = mask, np.zeros(shape, dtype=bool)
     else:

@@ -36,6 +36,7 @@ from .._summary import summarized
 from .._validation import check_array, check_int, check_option, check_real, check_width
 from ..data import TokenData
 from ..gd import HEADS, LOSSES, RiskOracle
+from ..selection import score_sides
 
 __all__ = ["RegularizationPath", "regularization_path"]
 
@@ -73,7 +74,9 @@ class RegularizationPath:
     reference : ndarray of shape (d, d) or None
         :math:`W_{\mathrm{ref}}`.
     cone_margin : ndarray of shape (r,) or None
-        Local path: ``score_cone_margin(data, alpha, W) / ||W||`` (≥ ε inside the cone).
+        Local path: ``score_cone_margin(data, alpha, W) / ||W||`` (≥ ε inside the cone),
+        on the scores of the head trained: with ``v=`` passed to
+        :func:`regularization_path`, those of that v, not the data's.
     param, loss_name, head : str
     alpha : ndarray of int, shape (n,) or (n, K), or None
         Local path: the selection α, in the data's selection shape
@@ -487,7 +490,10 @@ def regularization_path(
         (``param="W"`` only; Att-SVM(α) must be feasible, its direction is the start).
     eps : float, optional
         Width of the score cone; must satisfy
-        ``0 < eps < score_cone_margin(data, alpha, W_mm) / ||W_mm||``.
+        ``0 < eps < score_cone_margin(data, alpha, W_mm) / ||W_mm||``. The cone uses the
+        scores of the head trained, ties up to round-off counting as high
+        (:func:`~svmgeo.score_cone_margin`'s rule): with ``v=``, :math:`Y_{ik} v^\top u_{it}`
+        of that v, not the data's scores.
     local_set : {"sphere", "ball"}, optional
         Local path only. ``"sphere"`` (default): minimize over
         :math:`C_\varepsilon(\alpha) \cap \{\|W\|_F = R\}`, svmgeo's repair of the
@@ -917,16 +923,16 @@ def _path_kq(
 class _Cone:
     r"""The score cone :math:`C_\varepsilon(\alpha)` as rows: for query q with
     :math:`\mathcal T^+_q \ne \emptyset`, witness :math:`t_q \in \mathcal T^-_q` and each
-    :math:`\tau \in \mathcal T^+_q`, :math:`c(W) = (x_{t_q} - x_\tau)^\top W z_q - \varepsilon\|W\|_F`."""
+    :math:`\tau \in \mathcal T^+_q`, :math:`c(W) = (x_{t_q} - x_\tau)^\top W z_q - \varepsilon\|W\|_F`.
 
-    def __init__(self, data: TokenData, scores: np.ndarray, alpha: np.ndarray, eps: float) -> None:
-        S = scores  # the trained head's (RiskOracle.scores), -inf where hidden
-        vis = data.visible
-        sel = np.take_along_axis(S, alpha[:, :, None], axis=2)
-        not_alpha = np.ones_like(vis)
-        np.put_along_axis(not_alpha, alpha[:, :, None], False, axis=2)
-        self.low = vis & (sel > S)
-        self.high = vis & not_alpha & (S >= sel)
+    :math:`\mathcal T^\pm` by :func:`svmgeo.selection.score_sides` (ties up to round-off are
+    high), the rule of :func:`svmgeo.score_cone_margin`, on the scores of the head trained."""
+
+    def __init__(
+        self, data: TokenData, scores: np.ndarray, sizes: np.ndarray, alpha: np.ndarray, eps: float
+    ) -> None:
+        # the trained head's scores and sizes (RiskOracle.scores, .score_sizes)
+        self.low, self.high = score_sides(scores, sizes, alpha, data.visible)
         self.q = np.argwhere(self.high.any(axis=2))  # (nq, 2): (i, k)
         self.X, self.Z, self.eps = data.X, data.queries, eps
 
@@ -1126,7 +1132,9 @@ def _path_local(
             "mask leaving one key), so there is no direction to follow; every W selects the "
             "same tokens. Drop alpha and eps (the global path), or pass data with T >= 2."
         )
-    cone = _Cone(data, scores, a, eps)  # the scores of the head trained (v=, or the data's)
+    sizes = obj.oracle.score_sizes
+    assert sizes is not None  # narrowed: a head with scores has their sizes
+    cone = _Cone(data, scores, sizes, a, eps)  # the head trained's scores (v=, or the data's)
     eps_max = cone.margin(Wmm) / float(np.linalg.norm(Wmm))
     if not eps_max > 0.0:
         raise ProblemError(

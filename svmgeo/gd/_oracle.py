@@ -204,6 +204,16 @@ class RiskOracle:
         return self._gamma
 
     @property
+    def score_sizes(self) -> np.ndarray | None:
+        r"""The sizes of :attr:`scores` that bound their round-off
+        (:func:`~svmgeo.selection.score_sizes` for the linear head's, :math:`|\gamma|` for
+        given scores), shape (n, K, T), what :func:`~svmgeo.selection.at_least` compares
+        with (entries of hidden keys carry no meaning); None for another head."""
+        if self._gamma is None:
+            return None
+        return np.abs(self._gamma) if self._gamma_size is None else self._gamma_size
+
+    @property
     def optimal_sets(self) -> np.ndarray | None:
         r"""The optimal keys of every query for this risk's scores
         :math:`\gamma_{ikt}` (the linear head's, with the labels), bool of shape (n, K, T), to

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Session 61's audit of the local regularization path: its acceptance of a selection, its
+score cone's tie rule, the ball path's restarts (reproducers in CHANGELOG, session 61)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import svmgeo as sg
+
+
+def _near_tie() -> tuple[sg.TokenData, np.ndarray]:
+    """One query: alpha = 0 scores 0.3 + 1 ulp, token 1 scores 0.3 (tied up to round-off),
+    token 2 scores 0. Token 2 is the support token (low score, so alpha is a LOT), token 1 has
+    a margin near 2. The round-off rule puts token 1 in T+, exact comparison
+    in T-."""
+    up = np.nextafter(0.3, 1.0)
+    X = np.array([[[1.0, 0.0, up], [-1.0, 0.0, 0.3], [0.0, 0.0, 0.0]]])
+    data = sg.TokenData(
+        X, Y=np.array([1.0]), v=np.array([0.0, 0.0, 1.0]), Z=np.array([[1.0, 0.0, 0.0]])
+    )
+    return data, np.array([0])
+
+
+def test_the_local_path_cone_counts_round_off_ties_as_score_cone_margin_does() -> None:
+    """The path's cone compared scores exactly: token 1 (tied up to round-off) was low, no
+    query had a high-score token, and the path reported cone_margin inf and accepted any eps,
+    where score_cone_margin (and its docstring's cone_margin) reads 0.87."""
+    data, alpha = _near_tie()
+    assert sg.is_locally_optimal(data, alpha)  # the case itself
+    W = np.asarray(sg.att_svm(data, alpha).W)
+    eps_max = sg.score_cone_margin(data, alpha, W) / np.linalg.norm(W)
+    assert 0.5 < eps_max < 1.0  # finite: token 1 is a high-score token
+    path = sg.regularization_path(data, [1, 4], alpha=alpha, eps=0.5 * eps_max)
+    want = [sg.score_cone_margin(data, alpha, Wr) / np.linalg.norm(Wr) for Wr in path.W]
+    np.testing.assert_allclose(path.cone_margin, want, rtol=1e-12)
+    assert np.all(np.isfinite(path.cone_margin))
+    with pytest.raises(sg.ProblemError, match="'eps' parameter"):
+        sg.regularization_path(data, [1, 4], alpha=alpha, eps=2.0)
