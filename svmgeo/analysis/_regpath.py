@@ -487,11 +487,13 @@ def regularization_path(
         Head parameters, as in :func:`svmgeo.train`.
     alpha : array of int, shape (n,) or (n, K), optional
         With ``eps``: the local path, restricted to the score cone :math:`C_\varepsilon(\alpha)`
-        (``param="W"`` only; Att-SVM(α) must be feasible, its direction is the start).
+        (``param="W"`` only). α must be a LOT, proved: the verdict of
+        :func:`~svmgeo.is_locally_optimal` (default tolerances) decided True, read off the
+        solve of Att-SVM(α), whose direction is the start.
     eps : float, optional
         Width of the score cone; must satisfy
-        ``0 < eps < score_cone_margin(data, alpha, W_mm) / ||W_mm||``. The cone uses the
-        scores of the head trained, ties up to round-off counting as high
+        ``0 < eps < score_cone_margin(data, alpha, W_mm) / ||W_mm||``. The cone and the LOT
+        test use the scores of the head trained, ties up to round-off counting as high
         (:func:`~svmgeo.score_cone_margin`'s rule): with ``v=``, :math:`Y_{ik} v^\top u_{it}`
         of that v, not the data's scores.
     local_set : {"sphere", "ball"}, optional
@@ -532,7 +534,7 @@ def regularization_path(
     ------
     ProblemError
         Radii not positive and strictly increasing; unknown ``param``, ``loss`` or ``head``;
-        ``m < 1``, or ``m > d`` past the available memory; ``alpha`` without ``eps`` or the reverse; ``eps`` outside the range above.
+        ``m < 1``, or ``m > d`` past the available memory; ``alpha`` without ``eps`` or the reverse; ``alpha`` not proved a LOT; ``eps`` outside the range above.
 
     Warns
     -----
@@ -1105,6 +1107,8 @@ def _path_local(
 ) -> RegularizationPath:
     from ..selection import check_selection
     from ..solvers import att_svm
+    from ._local import lot_from_support
+    from ._support import support_from_result
 
     a = check_selection(data, alpha)
     given = a.reshape(data.selection_shape)  # the user's shape: (n,) for single-query data
@@ -1134,6 +1138,21 @@ def _path_local(
         )
     sizes = obj.oracle.score_sizes
     assert sizes is not None  # narrowed: a head with scores has their sizes
+    # The LOT test on the head's scores, read off the solve above (is_locally_optimal's
+    # tolerances). A feasible alpha that is not a LOT has a support token tying or beating the
+    # selected one, so W^mm_alpha's cone margin is <= 0 in exact arithmetic; computed, it can
+    # come out +1e-16, which the margin test below alone would accept.
+    lot = lot_from_support(
+        data, scores, sizes, support_from_result(data, a, svm, tol=1e-6, dual_tol=1e-9, warn=False)
+    )
+    if not lot:
+        verdict = "is not locally optimal" if lot.decided else "is not proved locally optimal"
+        raise ProblemError(
+            f"The local path of {_WHERE} needs a locally optimal selection (W^mm_alpha inside "
+            f"a score cone C_eps(alpha), eps > 0), but alpha={given.tolist()} {verdict} for "
+            f"the scores of this head ({lot.reason}). Pass a LOT, e.g. one of "
+            "sg.locally_optimal_selections(data)."
+        )
     cone = _Cone(data, scores, sizes, a, eps)  # the head trained's scores (v=, or the data's)
     eps_max = cone.margin(Wmm) / float(np.linalg.norm(Wmm))
     if not eps_max > 0.0:

@@ -546,12 +546,13 @@ def test_local_path_errors_echo_alpha_as_given() -> None:
 
 def test_the_local_path_cone_is_the_trained_heads() -> None:
     """The score cone comes from the scores of the head trained (v=), not the data's own v.
-    With v = -data.v, the data's optimal selection is the lowest-scoring one: its cone is empty
-    and the local path is refused (it ran an unconstrained path, reporting cone margin inf).
-    The selection that is optimal under v has the whole space as its cone (margin inf)."""
+    With v = -data.v, the data's optimal selection is the lowest-scoring one: not a LOT for
+    v's scores (its cone is empty), and the local path is refused (it ran an unconstrained
+    path, reporting cone margin inf). The selection that is optimal under v has the whole space
+    as its cone (margin inf)."""
     data = sg.random_data(3, 4, 5, seed=0)
     flipped = -np.asarray(data.v)
-    with pytest.raises(sg.ProblemError, match="score-cone margin over its norm is -inf"):
+    with pytest.raises(sg.ProblemError, match="is not locally optimal for the scores of this"):
         sg.regularization_path(data, [1, 4], v=flipped, alpha=sg.optimal_tokens(data), eps=0.01)
     own = sg.TokenData(np.asarray(data.X), Y=np.asarray(data.Y), Z=np.asarray(data.Z), v=flipped)
     alpha = sg.optimal_tokens(own)

@@ -4,10 +4,40 @@ score cone's tie rule, the ball path's restarts (reproducers in CHANGELOG, sessi
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import svmgeo as sg
+
+
+def test_the_local_path_refuses_a_non_lot_whose_cone_margin_rounds_positive() -> None:
+    """alpha = [0, 3, 3] is a feasible non-LOT (a support token scores above the selected
+    one), so W^mm_alpha's cone margin is <= 0 in exact arithmetic; computed, it is +8.6e-16,
+    and the path accepted eps = eps_max / 2 (it followed a cone that holds no W^mm_alpha)."""
+    data = sg.random_data(3, 4, 3, seed=0)
+    alpha = np.array([0, 3, 3])
+    lot = sg.is_locally_optimal(data, alpha)
+    assert lot.decided and not lot  # the case itself
+    W = np.asarray(sg.att_svm(data, alpha).W)
+    eps_max = sg.score_cone_margin(data, alpha, W) / np.linalg.norm(W)
+    assert 0.0 < eps_max < 1e-14  # the round-off that the margin test alone let through
+    with pytest.raises(sg.ProblemError, match=r"alpha=\[0, 3, 3\] is not locally optimal"):
+        sg.regularization_path(data, [1, 4], alpha=alpha, eps=0.5 * eps_max)
+
+
+def test_the_local_path_still_runs_on_a_lot() -> None:
+    data = sg.random_data(3, 4, 3, seed=0)
+    alpha = np.asarray(sg.locally_optimal_selections(data).selections[0])
+    assert sg.is_locally_optimal(data, alpha)
+    W = np.asarray(sg.att_svm(data, alpha).W)
+    eps = 0.5 * sg.score_cone_margin(data, alpha, W) / np.linalg.norm(W)
+    assert 1e-3 < eps < np.inf  # a cone with rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.ConvergenceWarning)
+        path = sg.regularization_path(data, [1, 4], alpha=alpha, eps=eps)
+    assert np.all(path.cone_margin >= eps)
 
 
 def _near_tie() -> tuple[sg.TokenData, np.ndarray]:
