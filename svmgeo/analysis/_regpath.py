@@ -69,6 +69,9 @@ class RegularizationPath:
     converged : ndarray of bool, shape (r,)
         ``stationarity <= tol``.
     n_iter : ndarray of int, shape (r,)
+        Iterations spent on each radius, all stages together (see ``max_iter`` of
+        :func:`regularization_path`; for the local ball path including the unreported radii
+        below it).
     correlation : ndarray of shape (r,) or None
         :math:`\langle \bar W_R, W_{\mathrm{ref}}\rangle / (\|\bar W_R\|\|W_{\mathrm{ref}}\|)`.
     reference : ndarray of shape (d, d) or None
@@ -275,6 +278,19 @@ _UNIT_ROUNDOFF = 16 * np.finfo(float).eps
 reads it as 1: ``random_data``'s unit vectors give 1 - 2^-52 in 151 of 900 draws)."""
 
 
+def _logit_scale(obj: _Objective) -> float:
+    r""":math:`1/\ell = \max_{i,t}\|x_{it}\|\,\max_{i,k}\|z_{ik}\|` (keys x, queries z): the most
+    a logit :math:`x^\top W z` moves per unit of :math:`\|W\|_F` (0 where every key or query
+    is zero)."""
+    P = obj.oracle.problem
+    return float(np.max(np.linalg.norm(P.X, axis=-1)) * np.max(np.linalg.norm(P.Z, axis=-1)))
+
+
+_BALL_LADDER_RATIO = 4.0
+"""The ratio of the radii that the local ball path solves, unreported, below each of the
+caller's (:func:`_path_local`)."""
+
+
 def _gradient_unit(obj: _Objective, factored: bool = False) -> float:
     r"""The gradient norm G of the stationarity tests (:func:`_ball_residual`,
     :func:`_kkt_residual`): :math:`G = \min(1, 1/\ell)` with the logit length
@@ -288,8 +304,7 @@ def _gradient_unit(obj: _Objective, factored: bool = False) -> float:
     :math:`\ell/a`; with :math:`\ell \le 1` the two agree). G is 1 where :math:`1/\ell`
     is within ``_UNIT_ROUNDOFF`` of 1 (unit norms computed a few ulps short). Every key is
     counted, also keys that no query sees."""
-    P = obj.oracle.problem
-    xz = float(np.max(np.linalg.norm(P.X, axis=-1)) * np.max(np.linalg.norm(P.Z, axis=-1)))
+    xz = _logit_scale(obj)
     if not 0.0 < xz < math.inf or xz >= 1.0 - _UNIT_ROUNDOFF:
         return 1.0  # unit tokens and queries whose norms round below 1: main's absolute test
     return min(1.0, math.sqrt(xz) if factored else xz)
@@ -502,7 +517,14 @@ def regularization_path(
         local-path statement (converges in direction to :math:`W^{\mathrm{mm}}_\alpha` on
         every tested LOT, see docs/regpath.md). ``"ball"``: the statement as read,
         :math:`\|W\|_F \le R`, which is false in general (MATH-NOTES §1.2: the cone can hold a
-        finite W with :math:`L(W) < L_\alpha`, and the path then stays there).
+        finite W with :math:`L(W) < L_\alpha`, and the path then stays there). The ball path
+        also solves, unreported, the radii R/4, R/16, … above the previous radius (before
+        the first: above the logit length :math:`\ell` of the Notes), warm-started along
+        them, since a solve from the radius alone need not reach the ball's interior
+        minimizers. Both are local
+        searches: a radius reported ``converged`` ends at a point whose KKT residual is at
+        most ``tol`` (a stationary point of the restricted problem, the best of the starts
+        tried), not a proved global minimizer.
     reference : array of shape (d, d), optional
         Direction to correlate with. Default: Att-SVM(α) (local path), Att-SVM(opt)
         (``"W"``) or Att-SVM⋆(opt) (``"KQ"``; with rank ≤ m when m < d,
@@ -512,7 +534,8 @@ def regularization_path(
     init : array of shape (d, d), or a pair (K, Q), optional
         Start at the first radius (scaled onto the ball). Default: W = 0 (``"W"``), seeded
         random factors of norm √R (``"KQ"``, where K = Q = 0 is stationary), or
-        :math:`R\,W^{\mathrm{mm}}_\alpha/\|W^{\mathrm{mm}}_\alpha\|` (local path). Later radii
+        :math:`R\,W^{\mathrm{mm}}_\alpha/\|W^{\mathrm{mm}}_\alpha\|` (local path; the ball
+        path scales the start to its first radius solved, unreported ones included). Later radii
         start from the previous solution scaled by :math:`R_{\mathrm{new}}/R_{\mathrm{old}}`
         (each factor by the square root).
     seed : int, default 0
@@ -524,7 +547,14 @@ def regularization_path(
         whose log-gap float64 represents more coarsely than ``tol`` is not converged (Notes,
         *Resolution*).
     max_iter : int, default 20000
-        Iterations per radius.
+        The iteration limit of each solver run. The ``"W"`` and ``"KQ"`` paths run one
+        projected-gradient solve per radius (continued while the residual, measured at the
+        objective's own scale, is above ``tol``), within ``max_iter`` in all. The local path
+        runs stages, each within ``max_iter``: projected gradient, up to five SLSQP passes
+        (at most ``min(max_iter, 1000)`` each), a projected-gradient polish, the same again
+        from each restart point (and, on the ball, at the unreported radii), and further
+        solves while the residual is above ``tol`` and the radius's count is below
+        ``max_iter``; its ``n_iter``, their sum, can exceed ``max_iter``.
 
     Returns
     -------
@@ -1197,12 +1227,11 @@ def _path_local(
         return cone.contains(w.reshape(d, d))
 
     Ws, res, its = [], [], []
-    norm0 = float(np.linalg.norm(x))
-    x = x * (r[0] / norm0) if norm0 > 0.0 else x
-    prev = None
+    prev: float | None = None
 
     sphere = local_set == "sphere"
     unit = _gradient_unit(obj)
+    scale = _logit_scale(obj)
 
     def solve(x: np.ndarray, R: float) -> tuple[np.ndarray, float, int]:
         xv, rr, it = _spg(fun, x.ravel(), R, tol, max_iter, inside, True, sphere, unit)
@@ -1218,13 +1247,30 @@ def _path_local(
                     xv, rr = xs, rs
         return xv, rr, it
 
+    # The ball path also solves, unreported, the radii R/4, R/16, ... above the previous
+    # radius (or, before the first, above the logit length 1/scale, below which L hardly
+    # moves), warm-started along them as along the caller's: the restricted problem has
+    # interior minimizers that a solve from the radius alone need not reach (a single radius
+    # 256 ended at ||W|| = 256 where the radii 0.5, 1, ..., 256 found a lower L at ||W|| = 15.5).
+    steps: list[tuple[float, bool]] = []  # (radius, reported)
     for R in r:
+        below = steps[-1][0] if steps else (1.0 / scale if scale > 0.0 else math.inf)
+        inner, t = [], float(R) / _BALL_LADDER_RATIO
+        while not sphere and t > below:
+            inner.append(t)
+            t /= _BALL_LADDER_RATIO
+        steps += [(u, False) for u in reversed(inner)]
+        steps.append((float(R), True))
+    norm0 = float(np.linalg.norm(x))
+    x = x * (steps[0][0] / norm0) if norm0 > 0.0 else x
+    done = 0  # iterations of the unreported radii, counted with the next reported one
+    for R, reported in steps:
         x_prev = x
         if prev is not None:
             x = x * (R / prev)
         if gap is not None:
             gap.reset(x)
-        xv, rr, it = solve(x, float(R))
+        xv, rr, it = solve(x, R)
         # The restricted problem is nonconvex and may have finite local minimizers inside the
         # ball. Other feasible points bound the minimum: R W^mm_alpha / ||W^mm_alpha|| and
         # (ball only) the previous minimizer; restart from any that is lower, keep the best.
@@ -1251,10 +1297,14 @@ def _path_local(
                 break  # no descent left at float64 resolution
             xv = xn
         x = xv.reshape(d, d)
-        Ws.append(x.copy())
-        res.append(_verdict(float(R), rr, tol, it, gap, x))
-        its.append(it)
         prev = R
+        if not reported:
+            done += it
+            continue
+        Ws.append(x.copy())
+        res.append(_verdict(R, rr, tol, it, gap, x))
+        its.append(it + done)
+        done = 0
     cm = [cone.margin(W) / float(np.linalg.norm(W)) for W in Ws]
     return _result(
         r,

@@ -608,13 +608,21 @@ def test_the_local_path_is_not_stopped_by_an_underflowed_gradient() -> None:
     """The local path at R = 1e3 kept its start R W^mm_alpha / ||W^mm_alpha|| with
     stationarity exactly 0: the gap had fallen below the radius's scale and the gradient
     underflowed. Measured at the gap's own scale, the start is not stationary; the path now
-    moves off it (to 1 - 3e-6 correlation at this finite radius) and converges."""
+    moves off it (to 1 - 3e-6 correlation at this finite radius) and converges. The ball path,
+    which since session 61 also solves the radii 250, 62.5, ... between, ends lower still, at
+    a finite W (||W|| = 31, L = 0.5155 against 0.5269 at the start; the ball counterexample of
+    docs/regpath.md)."""
     data = sg.random_data(3, 4, 4, seed=0, score_gap=0.1)
     alpha = np.asarray(sg.locally_optimal_selections(data).selections[0])
+    W_a = np.asarray(sg.att_svm(data, alpha).W)
+    start = sg.gd.RiskOracle(data).value(1e3 * W_a / np.linalg.norm(W_a))
     for local_set in ("ball", "sphere"):
         path = sg.regularization_path(data, [1.0, 1e3], alpha=alpha, eps=1e-3, local_set=local_set)
         assert path.converged.all() and path.stationarity[1] > 0.0
-        assert 1e-7 < 1.0 - path.correlation[1] < 1e-4
+        if local_set == "sphere":
+            assert 1e-7 < 1.0 - path.correlation[1] < 1e-4
+        else:
+            assert path.loss[1] < start - 1e-3 and np.linalg.norm(path.W[1]) < 1e2
 
 
 def test_the_kq_path_is_not_called_converged_inside_the_ball_on_a_wrong_selection() -> None:

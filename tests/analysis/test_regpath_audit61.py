@@ -68,3 +68,21 @@ def test_the_local_path_cone_counts_round_off_ties_as_score_cone_margin_does() -
     assert np.all(np.isfinite(path.cone_margin))
     with pytest.raises(sg.ProblemError, match="'eps' parameter"):
         sg.regularization_path(data, [1, 4], alpha=alpha, eps=2.0)
+
+
+def test_the_ball_path_answer_does_not_hang_on_the_radii_before_it() -> None:
+    """radii=[256] ended at ||W|| = 256 with L = 0.5224, "converged", where the radii 0.5, 1,
+    ..., 256 find L = 0.5166 at ||W|| = 15.5 inside the same ball: a solve from R W^mm_alpha
+    alone does not reach the interior minimizer. The ball path now also solves the radii
+    R/4, R/16, ... down to the logit length, unreported, and finds it from one radius."""
+    data = sg.random_data(4, 5, 8, seed=3, score_gap=0.05)
+    alpha = np.array([2, 0, 0, 1])
+    W = np.asarray(sg.att_svm(data, alpha).W)
+    eps = 0.5 * sg.score_cone_margin(data, alpha, W) / np.linalg.norm(W)
+    one = sg.regularization_path(data, [256], alpha=alpha, eps=eps, local_set="ball")
+    ladder = [0.5 * 2**k for k in range(10)]
+    lad = sg.regularization_path(data, ladder, alpha=alpha, eps=eps, local_set="ball")
+    assert one.converged[0] and lad.converged[-1]
+    np.testing.assert_allclose(one.loss[0], lad.loss[-1], rtol=1e-9)
+    assert np.linalg.norm(one.W[0]) < 20.0  # the interior minimizer, not the sphere's point
+    assert one.n_iter[0] > 0  # the unreported radii's iterations count with the reported one
