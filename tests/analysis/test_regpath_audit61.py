@@ -70,11 +70,12 @@ def test_the_local_path_cone_counts_round_off_ties_as_score_cone_margin_does() -
         sg.regularization_path(data, [1, 4], alpha=alpha, eps=2.0)
 
 
-def test_the_ball_path_answer_does_not_hang_on_the_radii_before_it() -> None:
+def test_one_radius_ends_where_the_ladder_does_on_the_audit_case() -> None:
     """radii=[256] ended at ||W|| = 256 with L = 0.5224, "converged", where the radii 0.5, 1,
     ..., 256 find L = 0.5166 at ||W|| = 15.5 inside the same ball: a solve from R W^mm_alpha
     alone does not reach the interior minimizer. The ball path now also solves the radii
-    R/4, R/16, ... down to the logit length, unreported, and finds it from one radius."""
+    R/4, R/16, ... down to the logit length, unreported, and finds it from one radius here
+    (not on every list of radii: the path stays a local search)."""
     data = sg.random_data(4, 5, 8, seed=3, score_gap=0.05)
     alpha = np.array([2, 0, 0, 1])
     W = np.asarray(sg.att_svm(data, alpha).W)
