@@ -438,8 +438,9 @@ def register_profiles() -> None:
     """Register hypothesis profiles: "ci" (derandomized, 25 examples per unit, no deadline,
     prints the reproduction blob), "dev" (random, 25) and "thorough" (random, 500).
 
-    Load one with ``hypothesis.settings.load_profile(name)``; svmgeo's suite loads "ci" when
-    the environment variable ``CI`` is set, else ``HYPOTHESIS_PROFILE`` or "dev".
+    Load one with ``hypothesis.settings.load_profile(name)``; svmgeo's suite loads
+    ``HYPOTHESIS_PROFILE``, "ci" when it is unset (the README's test command draws the same
+    examples on every run; "dev" and "thorough" explore).
     """
     settings.register_profile(
         "ci",
