@@ -357,6 +357,7 @@ def forward_radius(
     lam: np.ndarray | None,
     p: float,
     margins: np.ndarray | None = None,
+    rounding: np.ndarray | None = None,
 ) -> float:
     r"""An upper bound r on :math:`\|W - W^\star\|_p / N_p(W)`, :math:`W^\star` the exact
     minimizer of :math:`\|X\|_p` over ``cs``'s float rows (1 < p < ∞; for Att-SVM,
@@ -427,6 +428,9 @@ def forward_radius(
         In (1, ∞).
     margins : ndarray of shape (N,), optional
         ``cs.apply(W)`` when already computed.
+    rounding : ndarray of shape (N,), optional
+        The margins' rounding bounds :math:`\rho_j`
+        (:func:`~._certificates.margin_rounding` of every row) when already computed.
 
     Returns
     -------
@@ -447,7 +451,7 @@ def forward_radius(
     u = UNIT_ROUNDOFF
     c = cs.rhs
     m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
-    rho = margin_rounding(cs, W, np.ones(cs.N, dtype=bool))
+    rho = margin_rounding(cs, W, np.ones(cs.N, dtype=bool)) if rounding is None else rounding
     # W's exact violation of each row is at most delta (the float c - m + rho within 3u of
     # |c| + |m| + rho)
     delta = np.maximum(_up(c - m + rho) + 4.0 * u * (np.abs(c) + np.abs(m) + rho), 0.0)
@@ -623,7 +627,8 @@ def argmin_check(
     W = np.asarray(W, dtype=float)
     m = cs.apply(W) if margins is None else np.asarray(margins, dtype=float)
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        radius = forward_radius(cs, W, lam, p, m)
+        rho_rows = margin_rounding(cs, W, np.ones(cs.N, dtype=bool))  # the radius's and T's
+        radius = forward_radius(cs, W, lam, p, m, rho_rows)
     size = entrywise_norm(W, p)
     if size == 0.0:  # W = 0 is the one point of norm 0: the minimizer wherever it is feasible
         return ArgminCheck(
@@ -639,9 +644,7 @@ def argmin_check(
     is_m = cs._margin_rows
     scale = cs._bound_unit if cs._bound_scales is None else cs._bound_scales
     q_sizes = _row_q_norms(cs.A, q) * _row_q_norms(cs.B, q)  # ||a_j b_j^T||_q
-    allowance = (
-        tol * scale + margin_rounding(cs, W, np.ones(cs.N, dtype=bool)) + tol * q_sizes * size
-    )
+    allowance = tol * scale + rho_rows + tol * q_sizes * size
     tight = ~is_m | (m - cs.rhs <= allowance)
     kept = np.where(tight, lam, 0.0)
     kept[is_m] = np.maximum(kept[is_m], 0.0)
