@@ -347,7 +347,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         }
     if W is not None and not own:  # support tokens by support_tokens' own rule
         a = np.asarray(alpha).reshape(data.n, data.K)
-        sup = support_from_result(data, a, res, tol=1e-6, dual_tol=1e-9, warn=False)
+        sup = support_from_result(data, a, res, warn=False)
         mask = np.asarray(sup.mask).reshape(data.n, data.K, data.T)
         summary["support_tokens"] = [
             {"sequence": int(i), "query": int(k), "token": int(t)}

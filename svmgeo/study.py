@@ -833,8 +833,6 @@ def study(
                 data,
                 np.asarray(sel).reshape(data.n, data.K),
                 svm_fro,
-                tol=1e-6,
-                dual_tol=1e-9,
                 warn=False,
             ).mask
         pruning = _pruning(data, Wt, attn, top, sup_mask, prune_threshold)

@@ -61,7 +61,13 @@ from ..selection import score_size_table, selection_space
 from ..selection import scores_full as _scores_full
 from ..solvers import Status, check_feasibility, parse_norm, solve_for, solve_svm
 from ._local import LocalOptimality, lot_from_support
-from ._support import check_lot_norm, check_tolerances, support_from_result
+from ._support import (
+    SUPPORT_DUAL_TOL,
+    SUPPORT_TOL,
+    check_lot_norm,
+    check_tolerances,
+    support_from_result,
+)
 
 __all__ = ["LOTEnumeration", "locally_optimal_selections"]
 
@@ -649,8 +655,8 @@ def locally_optimal_selections(
     progress: bool = False,
     n_jobs: int = 1,
     search: Literal["auto", "batched", "reference"] = "auto",
-    tol: float = 1e-6,
-    dual_tol: float = 1e-9,
+    tol: float = SUPPORT_TOL,
+    dual_tol: float = SUPPORT_DUAL_TOL,
     **solve_kwargs: Any,
 ) -> LOTEnumeration:
     r"""Every locally optimal selection (LOT) of a dataset, exactly.

@@ -22,7 +22,14 @@ from ..selection import check_data as _check_data
 from ..selection import check_selection, first_five, query_label, score_sides, sizes_full
 from ..selection import scores_full as _scores_full
 from ..solvers import SVMResult, minimizer_margin_reach, solve_for
-from ._support import SupportTokens, check_lot_norm, check_tolerances, support_from_result
+from ._support import (
+    SUPPORT_DUAL_TOL,
+    SUPPORT_TOL,
+    SupportTokens,
+    check_lot_norm,
+    check_tolerances,
+    support_from_result,
+)
 
 __all__ = ["LOTViolation", "LocalOptimality", "is_locally_optimal"]
 
@@ -294,8 +301,8 @@ def is_locally_optimal(
     alpha: Any,
     *,
     norm: Literal["fro", "nuc"] = "fro",
-    tol: float = 1e-6,
-    dual_tol: float = 1e-9,
+    tol: float = SUPPORT_TOL,
+    dual_tol: float = SUPPORT_DUAL_TOL,
     sizes: Any = None,
     **solve_kwargs: Any,
 ) -> LocalOptimality:

@@ -1178,9 +1178,7 @@ def _path_local(
     # tolerances). A feasible alpha that is not a LOT has a support token tying or beating the
     # selected one, so W^mm_alpha's cone margin is <= 0 in exact arithmetic; computed, it can
     # come out +1e-16, which the margin test below alone would accept.
-    lot = lot_from_support(
-        data, scores, sizes, support_from_result(data, a, svm, tol=1e-6, dual_tol=1e-9, warn=False)
-    )
+    lot = lot_from_support(data, scores, sizes, support_from_result(data, a, svm, warn=False))
     if not lot:
         verdict = "is not locally optimal" if lot.decided else "is not proved locally optimal"
         raise ProblemError(

@@ -27,6 +27,13 @@ from ..solvers import NORMS, NormEntry, SVMResult, minimizer_margin_reach, parse
 
 __all__ = ["SupportTokens", "support_tokens"]
 
+SUPPORT_TOL = 1e-6
+"""The default ``tol`` of the support tokens: a margin within it of its bound is active."""
+
+SUPPORT_DUAL_TOL = 1e-9
+"""The default ``dual_tol``: a multiplier, weighed by its row's scale, above it (relative to
+the largest) is positive."""
+
 
 @summarized
 @dataclass(frozen=True, eq=False)
@@ -137,8 +144,8 @@ def support_from_result(
     alpha: np.ndarray,
     res: SVMResult,
     *,
-    tol: float,
-    dual_tol: float,
+    tol: float = SUPPORT_TOL,
+    dual_tol: float = SUPPORT_DUAL_TOL,
     warn: bool = True,
     stacklevel: int = 3,
 ) -> SupportTokens:
@@ -299,8 +306,8 @@ def support_tokens(
     alpha: Any,
     *,
     norm: Literal["fro", "nuc"] = "fro",
-    tol: float = 1e-6,
-    dual_tol: float = 1e-9,
+    tol: float = SUPPORT_TOL,
+    dual_tol: float = SUPPORT_DUAL_TOL,
     **solve_kwargs: Any,
 ) -> SupportTokens:
     r"""Support tokens of Att-SVM(:math:`\alpha`): the competing tokens whose margin is tight.
